@@ -1,0 +1,65 @@
+/*
+ * catalog.h - the checkpoints of a run inside a store (DESIGN.md layout):
+ *
+ *   <run-id>/ckpt/<seq>/data.tar.zst   written first
+ *   <run-id>/ckpt/<seq>/MANIFEST.json  written last: the commit point
+ *   <run-id>/events/<attempt>.jsonl    event log, one object per attempt
+ *   <run-id>/DONE                      the job exited 0
+ *
+ * <seq> is printed as %010llu so lexical order is numeric order.
+ *
+ * A checkpoint is "complete" iff its manifest exists and parses. Restore
+ * walks complete checkpoints newest first: one whose data is missing,
+ * short, or fails its checksum is skipped with a warning and the previous
+ * one is restored instead. GC deletes the manifest before the data, so a
+ * crash mid-gc never leaves a manifest pointing at missing data.
+ */
+#ifndef SPOTRUN_CATALOG_H
+#define SPOTRUN_CATALOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "manifest.h"
+#include "store.h"
+
+struct sr_ckpt_list {
+    struct sr_manifest *v; /* complete checkpoints, ascending seq */
+    size_t n;
+};
+void sr_ckpt_list_free(struct sr_ckpt_list *l);
+
+/* Key of a file of checkpoint seq ("run/ckpt/0000000007/MANIFEST.json"). */
+void sr_ckpt_key(char *buf, size_t len, const char *run_id, uint64_t seq, const char *name);
+
+/* Complete checkpoints of run (unparseable manifests are skipped with a warning). */
+int sr_ckpt_list(struct sr_store *st, const char *run_id, struct sr_ckpt_list *out);
+
+/* Highest seq present in the store for run (complete or not) + 1, at least 1. */
+int sr_ckpt_next_seq(struct sr_store *st, const char *run_id, uint64_t *seq);
+
+/* Publishes a staged archive: uploads data_path as data.tar.zst, checks its
+ * size against m->stored_bytes, then writes the manifest (commit point). */
+int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char *data_path);
+
+/* Restores into dir checkpoint seq (0 = the newest complete one that
+ * verifies, falling back to older ones with a warning). *out receives its
+ * manifest. -ENOENT when the run has no complete checkpoint (dir untouched);
+ * with an explicit seq, a failure of that checkpoint is returned as is. */
+int sr_ckpt_restore(struct sr_store *st, const char *run_id, uint64_t seq, const char *dir,
+                    int threads, struct sr_manifest *out);
+
+/* Keeps the newest keep complete checkpoints; deletes older ones and also
+ * incomplete ones older than the newest complete one. *deleted gets the
+ * count (may be NULL). */
+int sr_ckpt_gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned *deleted);
+
+/* DONE marker. */
+int sr_run_mark_done(struct sr_store *st, const char *run_id);
+int sr_run_is_done(struct sr_store *st, const char *run_id);   /* 1, 0, or -errno */
+int sr_run_clear(struct sr_store *st, const char *run_id);      /* deletes the whole run */
+
+/* Runs in the store (names of top-level entries that are valid run ids). */
+int sr_run_list(struct sr_store *st, struct sr_strlist *out);
+
+#endif

@@ -1,0 +1,100 @@
+/*
+ * codec.h - the checkpoint archive codec.
+ *
+ * Format (see docs/archive-format.md): a pax tar stream of the directory,
+ * cut into frames of a fixed uncompressed size (default 4 MiB), each
+ * compressed as an independent zstd frame with its content checksum,
+ * followed by a zstd seekable-format seek table (a skippable frame). Stock
+ * `zstd -d | tar -x` reads it.
+ *
+ * Packing: the caller's thread walks the directory (sorted, so the archive
+ * is deterministic) and feeds libarchive; full frames go to a pool of worker
+ * threads; compressed frames are handed to the sink strictly in order.
+ * Memory is bounded by (2 * threads + 2) frames whatever the input size.
+ *
+ * Unpacking: the data's checksum is verified over the whole object before
+ * anything is extracted; then frames are fetched (ranged reads through the
+ * source) and decompressed in parallel, and fed in order to libarchive,
+ * which extracts into a fresh temporary directory beside the target. Every
+ * entry is checked first: absolute paths, "..", entries that would write
+ * through a symlink, hardlinks, device nodes and fifos are rejected. Only
+ * after the whole archive extracted and every frame checksum matched is
+ * the temporary directory swapped in for the target.
+ *
+ * Functions return 0 or a negative errno value (message via sr_errf()):
+ *   -EBADMSG  corrupt data (checksum mismatch, bad frame, bad seek table)
+ *   -EPERM    hostile entry (unsafe path, link, device node)
+ *   -EFBIG    extracted size over the cap
+ *   others    I/O errors from the sink, the source or the filesystem
+ */
+#ifndef SPOTRUN_CODEC_H
+#define SPOTRUN_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SR_CODEC_DEFAULT_LEVEL 3
+#define SR_CODEC_DEFAULT_FRAME (4u << 20)
+
+/* Consumes compressed bytes in order. Returns 0 or a negative errno. */
+typedef int (*sr_sink_fn)(void *ctx, const void *buf, size_t len);
+
+struct sr_pack_opts {
+    int level;         /* zstd level; 0 = SR_CODEC_DEFAULT_LEVEL */
+    size_t frame_size; /* uncompressed bytes per frame; 0 = default */
+    int threads;       /* worker threads; 0 = number of online CPUs */
+};
+
+/* "xxh3-128:" + 32 hex digits + NUL */
+#define SR_CHECKSUM_LEN 42
+
+struct sr_pack_stats {
+    uint64_t raw_bytes;    /* tar stream bytes (uncompressed) */
+    uint64_t stored_bytes; /* bytes handed to the sink, seek table included */
+    uint64_t files;        /* regular files archived */
+    uint32_t frames;       /* zstd data frames (seek table not counted) */
+    char checksum[SR_CHECKSUM_LEN]; /* XXH3-128 of everything handed to the sink */
+};
+
+/* Packs dir (its contents, with paths relative to it) into the sink. */
+int sr_pack_dir(const char *dir, sr_sink_fn sink, void *sink_ctx, const struct sr_pack_opts *opts,
+                struct sr_pack_stats *stats);
+
+/* Packs dir into path, durably (temp file + fsync + rename). */
+int sr_pack_dir_to_file(const char *dir, const char *path, const struct sr_pack_opts *opts,
+                        struct sr_pack_stats *stats);
+
+/* Random-access reader of a stored archive (a local file, a ranged GET...).
+ * read_at must fill exactly len bytes or fail. */
+struct sr_source {
+    void *ctx;
+    uint64_t size;
+    int (*read_at)(void *ctx, void *buf, size_t len, uint64_t off);
+};
+
+/* A source over a local file; close with sr_source_file_close(). */
+int sr_source_file_open(const char *path, struct sr_source *src);
+void sr_source_file_close(struct sr_source *src);
+
+/* Checksum (as in sr_pack_stats) of the whole source. */
+int sr_source_checksum(const struct sr_source *src, char out[SR_CHECKSUM_LEN]);
+
+struct sr_unpack_opts {
+    int threads;               /* 0 = number of online CPUs */
+    const char *checksum;      /* expected checksum; NULL skips the check */
+    uint64_t max_raw_bytes;    /* cap on the tar stream size; 0 = no cap */
+};
+
+struct sr_unpack_stats {
+    uint64_t raw_bytes;
+    uint64_t files;
+    uint32_t frames;
+};
+
+/* Extracts the archive so that dir ends up holding exactly its contents
+ * (dir is created if missing; its previous contents are replaced). On any
+ * failure dir is left exactly as it was. */
+int sr_unpack_to_dir(const struct sr_source *src, const char *dir, const struct sr_unpack_opts *opts,
+                     struct sr_unpack_stats *stats);
+
+#endif

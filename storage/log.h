@@ -1,0 +1,36 @@
+/*
+ * log.h - diagnostics shared by every spotrun library.
+ *
+ * Two things live here:
+ *   - sr_errf(): record a human-readable reason for a failure in a
+ *     thread-local buffer and return the given negative errno-style code, so
+ *     a deep failure reaches the CLI with its cause ("return sr_errf(...)").
+ *     The CLI prints sr_strerror() and chooses the exit code.
+ *   - sr_log(): lines on stderr prefixed "spotrun: ", filtered by a global
+ *     verbosity. Safe to call from any thread; not async-signal-safe.
+ */
+#ifndef SPOTRUN_LOG_H
+#define SPOTRUN_LOG_H
+
+#include <stdarg.h>
+
+enum sr_level { SR_QUIET = -1, SR_WARN = 0, SR_INFO = 1, SR_DEBUG = 2 };
+
+/* Global verbosity: messages above it are dropped. Default SR_INFO. */
+extern int sr_verbosity;
+
+void sr_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define sr_warn(...) sr_log(SR_WARN, __VA_ARGS__)
+#define sr_info(...) sr_log(SR_INFO, __VA_ARGS__)
+#define sr_debug(...) sr_log(SR_DEBUG, __VA_ARGS__)
+
+/* Records the message (formatted) for this thread and returns code, which
+ * must be a negative errno value. */
+int sr_errf(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The last message recorded by sr_errf() on this thread, or strerror(-code)
+ * when none was recorded since sr_err_clear(). Never NULL. */
+const char *sr_strerror(int code);
+void sr_err_clear(void);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * manifest.h - MANIFEST.json of one checkpoint (the commit point: a
+ * checkpoint exists iff its manifest exists). JSON via jansson.
+ *
+ * Parsing is strict about the fields spotrun relies on (types, ranges,
+ * checksum syntax, run id and seq matching the key) and ignores unknown
+ * fields, so later versions can add some. "format" above
+ * SR_MANIFEST_FORMAT is refused.
+ */
+#ifndef SPOTRUN_MANIFEST_H
+#define SPOTRUN_MANIFEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec.h"
+
+#define SR_MANIFEST_FORMAT 1
+#define SR_RUN_ID_MAX 128
+
+struct sr_manifest {
+    int format;                   /* SR_MANIFEST_FORMAT */
+    char run_id[SR_RUN_ID_MAX + 1];
+    uint64_t seq;                 /* >= 1 */
+    int64_t step;                 /* -1 = unknown (JSON null) */
+    int64_t created;              /* unix seconds; written also as ISO-8601 "created_at" */
+    char host[256];               /* hostname, "" when unknown */
+    uint32_t attempt;             /* SPOTRUN_ATTEMPT of the job that made it */
+    uint64_t raw_bytes;
+    uint64_t stored_bytes;        /* size of data.tar.zst */
+    uint64_t files;
+    uint32_t frames;
+    uint32_t frame_size;
+    int level;
+    char checksum[SR_CHECKSUM_LEN]; /* of data.tar.zst */
+    double stage_seconds;         /* pack + compress time */
+};
+
+/* Serialises m (pretty, ends with a newline) into a malloc'd string. */
+int sr_manifest_to_json(const struct sr_manifest *m, char **out, size_t *len);
+
+/* Parses and validates; -EBADMSG with a message naming the field on error. */
+int sr_manifest_parse(const char *buf, size_t len, struct sr_manifest *m);
+
+/* 1 if id is a valid run id: 1..128 of [A-Za-z0-9._-], not starting with '.' or '-'. */
+int sr_run_id_valid(const char *id);
+
+#endif

@@ -1,0 +1,83 @@
+/*
+ * store.h - where checkpoints live: a tiny object-store interface with one
+ * implementation per backend ("file" here, "s3" later), in the style of
+ * redis' rio: callers never know which backend they talk to.
+ *
+ * Keys are '/'-separated relative paths ("run/ckpt/0000000003/MANIFEST.json");
+ * they never start with '/', never contain "..", "." or empty segments.
+ *
+ * Every put is atomic and durable: a reader sees the whole new object or
+ * nothing (file backend: temp + fsync + rename + fsync dir). A store handle
+ * may be used from several threads at once.
+ *
+ * URLs: "file:///abs/path", a plain path (relative ones are made absolute),
+ * "s3://bucket/prefix" (not in this backend: -EPROTONOSUPPORT).
+ */
+#ifndef SPOTRUN_STORE_H
+#define SPOTRUN_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec.h"
+
+struct sr_store;
+
+/* A sorted, owned list of strings. */
+struct sr_strlist {
+    char **v;
+    size_t n, cap;
+};
+int sr_strlist_push(struct sr_strlist *l, const char *s);
+void sr_strlist_sort(struct sr_strlist *l);
+void sr_strlist_free(struct sr_strlist *l);
+
+/* Default store URL: $SPOTRUN_STORE, else ${XDG_DATA_HOME:-$HOME/.local/share}/spotrun/store.
+ * Writes into buf; returns 0 or -ENAMETOOLONG / -ENOENT (no HOME). */
+int sr_store_default_url(char *buf, size_t len);
+
+int sr_store_open(const char *url, struct sr_store **out);
+void sr_store_close(struct sr_store *st);
+/* Canonical URL, for messages ("file:///var/lib/spotrun"). */
+const char *sr_store_url(const struct sr_store *st);
+
+int sr_store_put(struct sr_store *st, const char *key, const void *buf, size_t len);
+int sr_store_put_file(struct sr_store *st, const char *key, const char *path);
+/* Whole object into a NUL-terminated malloc'd buffer; -EFBIG over max. */
+int sr_store_get(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len);
+/* -ENOENT when missing. */
+int sr_store_size(struct sr_store *st, const char *key, uint64_t *size);
+/* A ranged reader over an object (used by the codec); close with
+ * sr_store_source_close(). */
+int sr_store_source(struct sr_store *st, const char *key, struct sr_source *src);
+void sr_store_source_close(struct sr_store *st, struct sr_source *src);
+/* Names directly under prefix (a "directory": "run/ckpt"), files and
+ * sub-"directories" alike, without the prefix, sorted. A missing prefix
+ * gives an empty list. */
+int sr_store_list(struct sr_store *st, const char *prefix, struct sr_strlist *out);
+/* Missing key is fine. Empty parent "directories" are pruned (file backend). */
+int sr_store_delete(struct sr_store *st, const char *key);
+
+/* Backend vtable (store_*.c). */
+struct sr_store_ops {
+    const char *scheme;
+    int (*put)(struct sr_store *, const char *key, const void *buf, size_t len);
+    int (*put_file)(struct sr_store *, const char *key, const char *path);
+    int (*get)(struct sr_store *, const char *key, size_t max, char **buf, size_t *len);
+    int (*size)(struct sr_store *, const char *key, uint64_t *size);
+    int (*source)(struct sr_store *, const char *key, struct sr_source *src);
+    void (*source_close)(struct sr_store *, struct sr_source *src);
+    int (*list)(struct sr_store *, const char *prefix, struct sr_strlist *out);
+    int (*del)(struct sr_store *, const char *key);
+    void (*close)(struct sr_store *);
+};
+
+struct sr_store {
+    const struct sr_store_ops *ops;
+    char *url;
+    void *impl;
+};
+
+int sr_store_file_open(const char *path, struct sr_store **out);
+
+#endif
