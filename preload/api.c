@@ -1,1 +1,167 @@
-/* placeholder: being written */
+/*
+ * api.c - the public in-process API (spotrun.h): commit over the control
+ * socket and the restored step.
+ *
+ * Control protocol: one request line per connection to the unix stream
+ * socket $SPOTRUN_CONTROL, one reply line back. `COMMIT <step|->` is
+ * answered `OK <seq>` or `ERR <message>` once the checkpoint directory has
+ * been staged, which may take seconds for a big directory, so the reply is
+ * awaited without a timeout.
+ *
+ * DESIGN: every call opens its own connection, so concurrent commits from
+ * several threads need no lock. Interrupted system calls are retried; the
+ * socket is close-on-exec and writes use MSG_NOSIGNAL so that a wrapper that
+ * went away yields -EPIPE rather than killing the job with SIGPIPE.
+ */
+#include "shim.h"
+#include "spotrun.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* Longest reply line we accept; longer ERR messages are truncated. */
+#define REPLY_MAX 1024
+
+static int connect_control(const char *path)
+{
+    struct sockaddr_un addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof addr.sun_path)
+        return -ENAMETOOLONG;
+    memcpy(addr.sun_path, path, strlen(path) + 1);
+
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (const struct sockaddr *)&addr, sizeof addr) == 0)
+        return fd;
+
+    int err = errno;
+    if (err == EINTR) {
+        /* The connection goes on in the background: wait for it. */
+        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        int rc;
+        do
+            rc = poll(&pfd, 1, -1);
+        while (rc < 0 && errno == EINTR);
+        socklen_t len = sizeof err;
+        if (rc < 0)
+            err = errno;
+        else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+            err = errno;
+        if (err == 0)
+            return fd;
+    }
+    close(fd);
+    return -err;
+}
+
+static int send_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        const ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Reads one '\n'-terminated line into buf (NUL-terminated, newline
+ * stripped). Bytes past cap-1 are dropped but still consumed. */
+static int recv_line(int fd, char *buf, size_t cap)
+{
+    size_t used = 0;
+    for (;;) {
+        char c;
+        const ssize_t n = recv(fd, &c, 1, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            return -ECONNRESET; /* the wrapper hung up without answering */
+        if (c == '\n')
+            break;
+        if (used + 1 < cap)
+            buf[used++] = c;
+    }
+    buf[used] = '\0';
+    return 0;
+}
+
+static int parse_reply(const char *reply)
+{
+    if (strcmp(reply, "OK") == 0 || strncmp(reply, "OK ", 3) == 0)
+        return 0;
+    if (strcmp(reply, "ERR") == 0 || strncmp(reply, "ERR ", 4) == 0) {
+        const char *msg = reply[3] ? reply + 4 : "commit refused";
+        fprintf(stderr, "spotrun: %s\n", msg);
+        return -EIO;
+    }
+    fprintf(stderr, "spotrun: unexpected reply to COMMIT from the control socket: '%s'\n", reply);
+    return -EPROTO;
+}
+
+SPOTRUN_EXPORT int spotrun_commit(long step)
+{
+    shim_init();
+    const char *path = getenv("SPOTRUN_CONTROL");
+    if (path == NULL || *path == '\0')
+        return -ENOTCONN;
+
+    /* Requests seen before the directory is handed over are answered by
+     * this commit; any that arrive later stay pending. */
+    const unsigned long generation = shim_request_generation();
+
+    char req[64];
+    if (step < 0)
+        snprintf(req, sizeof req, "COMMIT -\n");
+    else
+        snprintf(req, sizeof req, "COMMIT %ld\n", step);
+
+    const int fd = connect_control(path);
+    if (fd < 0)
+        return fd;
+    char reply[REPLY_MAX];
+    int result = send_all(fd, req, strlen(req));
+    if (result == 0)
+        result = recv_line(fd, reply, sizeof reply);
+    if (result == 0)
+        result = parse_reply(reply);
+    close(fd);
+
+    if (result == 0)
+        shim_mark_served(generation);
+    return result;
+}
+
+SPOTRUN_EXPORT long spotrun_restored_step(void)
+{
+    shim_init();
+    const char *resumed = getenv("SPOTRUN_RESUMED");
+    const char *step = getenv("SPOTRUN_STEP");
+    if (resumed == NULL || strcmp(resumed, "1") != 0 || step == NULL)
+        return -1;
+    if (*step < '0' || *step > '9')
+        return -1;
+    const int saved_errno = errno; /* a getter should not disturb errno */
+    char *end;
+    errno = 0;
+    const long v = strtol(step, &end, 10);
+    const int bad = errno != 0 || *end != '\0';
+    errno = saved_errno;
+    return bad ? -1 : v;
+}

@@ -1,1 +1,57 @@
-int main(void) { return 0; }
+/*
+ * main.c - the spotrun command: one table of subcommands with one
+ * signature (git's shape). Each subcommand parses its own options and
+ * returns the process's exit code.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct command commands[] = {
+    {"run", sr_cmd_run, "run a job under spotrun: resume, restart, checkpoint on preemption"},
+    {"commit", sr_cmd_commit, "(inside the job) publish $SPOTRUN_CKPT_DIR as a checkpoint"},
+    {"notify", sr_cmd_notify, "deliver a preemption notice to a running wrapper"},
+    {"ls", sr_cmd_ls, "list the runs in the store"},
+    {"show", sr_cmd_show, "show a run's checkpoints"},
+    {"pull", sr_cmd_pull, "restore a checkpoint into a directory"},
+    {"push", sr_cmd_push, "snapshot a directory as a checkpoint"},
+    {"gc", sr_cmd_gc, "delete old checkpoints of a run"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: spotrun COMMAND [options] [args]\n\n"
+               "Checkpoint-aware wrapper for training jobs on spot / preemptible instances.\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'spotrun COMMAND --help' lists a command's options and their SPOTRUN_* "
+               "environment twins.\n"
+               "exit codes of run: 0 done, 75 preempted (requeue), the job's code after "
+               "--max-restarts,\n64-78 spotrun's own failures (sysexits).\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? SR_EX_USAGE : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("spotrun %s\n", SPOTRUN_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "spotrun: unknown command \"%s\" (see spotrun --help)\n", argv[1]);
+    return SR_EX_USAGE;
+}

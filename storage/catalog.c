@@ -1,1 +1,447 @@
-/* placeholder: being written */
+/*
+ * catalog.c - the checkpoints of a run inside a store (see catalog.h and
+ * docs/store.md).
+ *
+ * DESIGN: the manifest is the commit point. Publish uploads the data first
+ * and writes the manifest last, so a crash at any moment leaves either the
+ * previous set of checkpoints or the previous set plus the new one; a seq
+ * directory without a manifest is an incomplete upload, never restored, but
+ * its seq is never reused (next_seq counts it). GC deletes manifests before
+ * data for the same reason. Restore trusts the manifest only as far as it
+ * must: the data's size and checksum are verified against it before
+ * anything is extracted, and extraction is capped at the raw size it
+ * declares; a checkpoint that fails (corrupt, truncated, missing, hostile)
+ * is skipped for the previous one, while local errors (disk full, I/O) are
+ * returned because an older checkpoint would not fix them.
+ *
+ * Threads: no state of its own; safe wherever the store handle is.
+ */
+#include "catalog.h"
+#include "log.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MANIFEST_NAME "MANIFEST.json"
+#define DATA_NAME "data.tar.zst"
+#define MANIFEST_MAX (1u << 20)
+#define KEY_LEN 512
+
+static int check_run(const char *run_id)
+{
+    if (!sr_run_id_valid(run_id))
+        return sr_errf(-EINVAL,
+                       "invalid run id \"%.140s\" (1-128 of A-Z a-z 0-9 . _ -, not starting "
+                       "with . or -)",
+                       run_id ? run_id : "");
+    return 0;
+}
+
+void sr_ckpt_key(char *buf, size_t len, const char *run_id, uint64_t seq, const char *name)
+{
+    if (name && *name)
+        snprintf(buf, len, "%s/ckpt/%010llu/%s", run_id, (unsigned long long)seq, name);
+    else
+        snprintf(buf, len, "%s/ckpt/%010llu", run_id, (unsigned long long)seq);
+}
+
+void sr_ckpt_list_free(struct sr_ckpt_list *l)
+{
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+/* Seq of a directory name under ckpt/, 0 when it is not one. */
+static uint64_t parse_seq(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 19)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (name[i] < '0' || name[i] > '9')
+            return 0;
+    return strtoull(name, NULL, 10);
+}
+
+/* Reads and checks the manifest of seq: 0, -ENOENT when there is none,
+ * -EBADMSG when it is unparseable or belongs elsewhere, other errors of the
+ * store as they come. */
+static int load_manifest(struct sr_store *st, const char *run_id, uint64_t seq,
+                         struct sr_manifest *m)
+{
+    char key[KEY_LEN];
+    char *buf = NULL;
+    size_t len = 0;
+    sr_ckpt_key(key, sizeof(key), run_id, seq, MANIFEST_NAME);
+    int rc = sr_store_get(st, key, MANIFEST_MAX, &buf, &len);
+    if (rc < 0)
+        return rc;
+    rc = sr_manifest_parse(buf, len, m);
+    free(buf);
+    if (rc < 0)
+        return rc;
+    if (m->seq != seq || strcmp(m->run_id, run_id) != 0)
+        return sr_errf(-EBADMSG, "manifest %s belongs to run %s seq %llu", key, m->run_id,
+                       (unsigned long long)m->seq);
+    return 0;
+}
+
+static int cmp_seq(const void *a, const void *b)
+{
+    const struct sr_manifest *x = a, *y = b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Adds the manifest of seq to out when it is complete; skips (with a
+ * warning) a manifest that cannot be used. */
+static int list_one(struct sr_store *st, const char *run_id, uint64_t seq, struct sr_ckpt_list *out,
+                    size_t *cap)
+{
+    struct sr_manifest m;
+    int rc = load_manifest(st, run_id, seq, &m);
+    if (rc == -ENOENT)
+        return 0; /* incomplete: data uploaded, manifest not (yet) */
+    if (rc == -EBADMSG || rc == -EFBIG || rc == -EISDIR) {
+        char key[KEY_LEN];
+        sr_ckpt_key(key, sizeof(key), run_id, seq, MANIFEST_NAME);
+        sr_warn("skipping checkpoint %s: %s", key, sr_strerror(rc));
+        return 0;
+    }
+    if (rc < 0)
+        return rc;
+    if (out->n == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 8;
+        struct sr_manifest *v = realloc(out->v, ncap * sizeof(*v));
+        if (!v)
+            return sr_errf(-ENOMEM, "cannot list checkpoints of %s: %s", run_id, strerror(ENOMEM));
+        out->v = v;
+        *cap = ncap;
+    }
+    out->v[out->n++] = m;
+    return 0;
+}
+
+int sr_ckpt_list(struct sr_store *st, const char *run_id, struct sr_ckpt_list *out)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = check_run(run_id);
+    if (rc < 0)
+        return rc;
+    char prefix[KEY_LEN];
+    snprintf(prefix, sizeof(prefix), "%s/ckpt", run_id);
+    struct sr_strlist names;
+    if ((rc = sr_store_list(st, prefix, &names)) < 0)
+        return rc;
+    size_t cap = 0;
+    for (size_t i = 0; i < names.n; i++) {
+        uint64_t seq = parse_seq(names.v[i]);
+        if (seq == 0)
+            continue;
+        if ((rc = list_one(st, run_id, seq, out, &cap)) < 0)
+            goto out;
+    }
+    if (out->n > 1)
+        qsort(out->v, out->n, sizeof(*out->v), cmp_seq);
+out:
+    sr_strlist_free(&names);
+    if (rc < 0)
+        sr_ckpt_list_free(out);
+    return rc;
+}
+
+/* Every seq directory of the run, complete or not. */
+static int list_seqs(struct sr_store *st, const char *run_id, struct sr_strlist *names)
+{
+    char prefix[KEY_LEN];
+    snprintf(prefix, sizeof(prefix), "%s/ckpt", run_id);
+    return sr_store_list(st, prefix, names);
+}
+
+int sr_ckpt_next_seq(struct sr_store *st, const char *run_id, uint64_t *seq)
+{
+    int rc = check_run(run_id);
+    if (rc < 0)
+        return rc;
+    struct sr_strlist names;
+    if ((rc = list_seqs(st, run_id, &names)) < 0)
+        return rc;
+    uint64_t max = 0;
+    for (size_t i = 0; i < names.n; i++) {
+        uint64_t s = parse_seq(names.v[i]);
+        if (s > max)
+            max = s;
+    }
+    sr_strlist_free(&names);
+    *seq = max + 1;
+    return 0;
+}
+
+int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char *data_path)
+{
+    int rc = check_run(m->run_id);
+    if (rc < 0)
+        return rc;
+    char key[KEY_LEN];
+    char *json = NULL;
+    size_t len = 0;
+    uint64_t size = 0;
+    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, MANIFEST_NAME);
+    rc = sr_store_size(st, key, &size);
+    if (rc == 0)
+        return sr_errf(-EEXIST, "checkpoint %s seq %llu already exists in %s", m->run_id,
+                       (unsigned long long)m->seq, sr_store_url(st));
+    if (rc != -ENOENT)
+        return rc;
+    /* Encode first: a manifest we could not write must not cost an upload. */
+    if ((rc = sr_manifest_to_json(m, &json, &len)) < 0)
+        return rc;
+    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, DATA_NAME);
+    if ((rc = sr_store_put_file(st, key, data_path)) < 0)
+        goto out;
+    if ((rc = sr_store_size(st, key, &size)) < 0)
+        goto out;
+    if (size != m->stored_bytes) {
+        rc = sr_errf(-EIO, "uploaded %s is %llu bytes, expected %llu (was %s changed?)", key,
+                     (unsigned long long)size, (unsigned long long)m->stored_bytes, data_path);
+        goto out;
+    }
+    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, MANIFEST_NAME);
+    rc = sr_store_put(st, key, json, len); /* the commit point */
+out:
+    free(json);
+    return rc;
+}
+
+/* Verifies and extracts one checkpoint into dir. */
+static int restore_one(struct sr_store *st, const struct sr_manifest *m, const char *dir,
+                       int threads)
+{
+    char key[KEY_LEN];
+    uint64_t size = 0;
+    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, DATA_NAME);
+    int rc = sr_store_size(st, key, &size);
+    if (rc < 0)
+        return rc;
+    if (size != m->stored_bytes)
+        return sr_errf(-EBADMSG, "%s is %llu bytes but its manifest says %llu (truncated?)", key,
+                       (unsigned long long)size, (unsigned long long)m->stored_bytes);
+    struct sr_source src;
+    if ((rc = sr_store_source(st, key, &src)) < 0)
+        return rc;
+    /* The cap is what the manifest declared: a lying manifest cannot make
+     * us extract more (raw_bytes 0 is never genuine: a tar has an end block). */
+    struct sr_unpack_opts opts = {
+        .threads = threads,
+        .checksum = m->checksum,
+        .max_raw_bytes = m->raw_bytes ? m->raw_bytes : 1,
+    };
+    struct sr_unpack_stats stats;
+    memset(&stats, 0, sizeof(stats));
+    rc = sr_unpack_to_dir(&src, dir, &opts, &stats);
+    sr_store_source_close(st, &src);
+    return rc;
+}
+
+/* Errors that condemn the checkpoint rather than this machine. */
+static int is_unusable(int rc)
+{
+    return rc == -EBADMSG || rc == -EPERM || rc == -EFBIG || rc == -ENOENT;
+}
+
+static int restore_newest(struct sr_store *st, const char *run_id, const char *dir, int threads,
+                          struct sr_manifest *out)
+{
+    struct sr_ckpt_list l;
+    int rc = sr_ckpt_list(st, run_id, &l);
+    if (rc < 0)
+        return rc;
+    rc = sr_errf(-ENOENT, "run %s has no complete checkpoint in %s", run_id, sr_store_url(st));
+    for (size_t i = l.n; i-- > 0;) {
+        const struct sr_manifest *m = &l.v[i];
+        rc = restore_one(st, m, dir, threads);
+        if (rc == 0) {
+            if (out)
+                *out = *m;
+            goto out;
+        }
+        if (!is_unusable(rc))
+            goto out;
+        sr_warn("checkpoint %s seq %llu is unusable (%s); trying the previous one", run_id,
+                (unsigned long long)m->seq, sr_strerror(rc));
+    }
+    if (l.n > 0)
+        rc = sr_errf(-ENOENT,
+                     "run %s has no complete checkpoint that can be restored (%zu "
+                     "unusable)",
+                     run_id, l.n);
+out:
+    sr_ckpt_list_free(&l);
+    return rc;
+}
+
+int sr_ckpt_restore(struct sr_store *st, const char *run_id, uint64_t seq, const char *dir,
+                    int threads, struct sr_manifest *out)
+{
+    int rc = check_run(run_id);
+    if (rc < 0)
+        return rc;
+    if (seq == 0)
+        return restore_newest(st, run_id, dir, threads, out);
+    struct sr_manifest m;
+    rc = load_manifest(st, run_id, seq, &m);
+    if (rc == -ENOENT)
+        return sr_errf(-ENOENT, "run %s has no complete checkpoint seq %llu in %s", run_id,
+                       (unsigned long long)seq, sr_store_url(st));
+    if (rc < 0)
+        return rc;
+    rc = restore_one(st, &m, dir, threads);
+    if (rc == 0 && out)
+        *out = m;
+    return rc;
+}
+
+/* Deletes every object under prefix (and prefix itself when an object). */
+static int delete_tree(struct sr_store *st, const char *prefix)
+{
+    struct sr_strlist names;
+    int rc = sr_store_list(st, prefix, &names);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < names.n && rc == 0; i++) {
+        char key[KEY_LEN * 2];
+        if (snprintf(key, sizeof(key), "%s/%s", prefix, names.v[i]) >= (int)sizeof(key)) {
+            rc = sr_errf(-ENAMETOOLONG, "key %s/%s is too long", prefix, names.v[i]);
+            break;
+        }
+        rc = delete_tree(st, key);
+    }
+    sr_strlist_free(&names);
+    if (rc == 0)
+        rc = sr_store_delete(st, prefix);
+    return rc;
+}
+
+/* Deletes one seq directory, its manifest first. */
+static int delete_seq(struct sr_store *st, const char *run_id, uint64_t seq)
+{
+    char key[KEY_LEN];
+    sr_ckpt_key(key, sizeof(key), run_id, seq, MANIFEST_NAME);
+    int rc = sr_store_delete(st, key);
+    if (rc < 0)
+        return rc;
+    sr_ckpt_key(key, sizeof(key), run_id, seq, NULL);
+    return delete_tree(st, key);
+}
+
+static int is_complete(const struct sr_ckpt_list *l, uint64_t seq)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].seq == seq)
+            return 1;
+    return 0;
+}
+
+int sr_ckpt_gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned *deleted)
+{
+    if (deleted)
+        *deleted = 0;
+    int rc = check_run(run_id);
+    if (rc < 0)
+        return rc;
+    if (keep == 0)
+        return sr_errf(-EINVAL, "gc of %s must keep at least one checkpoint", run_id);
+    struct sr_ckpt_list l;
+    struct sr_strlist names = {0};
+    if ((rc = sr_ckpt_list(st, run_id, &l)) < 0)
+        return rc;
+    if ((rc = list_seqs(st, run_id, &names)) < 0)
+        goto out;
+    uint64_t newest = l.n ? l.v[l.n - 1].seq : 0;
+    uint64_t cut = l.n > keep ? l.v[l.n - keep].seq : 0; /* complete ones below go */
+    for (size_t i = 0; i < names.n; i++) {
+        uint64_t seq = parse_seq(names.v[i]);
+        if (seq == 0)
+            continue;
+        int complete = is_complete(&l, seq);
+        if ((complete && seq < cut) || (!complete && seq < newest)) {
+            if ((rc = delete_seq(st, run_id, seq)) < 0)
+                goto out;
+            if (deleted)
+                (*deleted)++;
+        }
+    }
+out:
+    sr_strlist_free(&names);
+    sr_ckpt_list_free(&l);
+    return rc;
+}
+
+int sr_run_mark_done(struct sr_store *st, const char *run_id)
+{
+    int rc = check_run(run_id);
+    if (rc < 0)
+        return rc;
+    char host[256] = "", when[32] = "";
+    if (gethostname(host, sizeof(host) - 1) != 0)
+        host[0] = '\0';
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm))
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_t *o = json_pack("{s:I,s:s,s:s}", "time", (json_int_t)now, "time_at", when, "host", host);
+    char *s = o ? json_dumps(o, JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    if (!s)
+        return sr_errf(-ENOMEM, "cannot mark run %s done: %s", run_id, strerror(ENOMEM));
+    char key[KEY_LEN];
+    snprintf(key, sizeof(key), "%s/DONE", run_id);
+    size_t n = strlen(s);
+    s[n] = '\n'; /* replaces the NUL: the object is n + 1 bytes of text */
+    rc = sr_store_put(st, key, s, n + 1);
+    free(s);
+    return rc;
+}
+
+int sr_run_is_done(struct sr_store *st, const char *run_id)
+{
+    int rc = check_run(run_id);
+    if (rc < 0)
+        return rc;
+    char key[KEY_LEN];
+    uint64_t size;
+    snprintf(key, sizeof(key), "%s/DONE", run_id);
+    rc = sr_store_size(st, key, &size);
+    if (rc == -ENOENT)
+        return 0;
+    return rc < 0 ? rc : 1;
+}
+
+int sr_run_clear(struct sr_store *st, const char *run_id)
+{
+    int rc = check_run(run_id);
+    if (rc < 0)
+        return rc;
+    return delete_tree(st, run_id);
+}
+
+int sr_run_list(struct sr_store *st, struct sr_strlist *out)
+{
+    struct sr_strlist all;
+    memset(out, 0, sizeof(*out));
+    int rc = sr_store_list(st, "", &all);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < all.n && rc == 0; i++)
+        if (sr_run_id_valid(all.v[i]))
+            rc = sr_strlist_push(out, all.v[i]);
+    sr_strlist_free(&all);
+    if (rc < 0)
+        sr_strlist_free(out);
+    return rc;
+}

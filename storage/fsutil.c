@@ -1,1 +1,394 @@
-/* placeholder: being written */
+/*
+ * fsutil.c - filesystem helpers with spotrun's durability idiom (see fsutil.h).
+ *
+ * DESIGN: every replacement of a file goes through a temp file
+ * ".<name>.tmp.XXXXXX" in the target's directory (same filesystem, so the
+ * rename is atomic; the leading dot hides it from store listings), which is
+ * written fully, fsynced, renamed over the target, and then the directory is
+ * fsynced so the rename itself survives a power cut. On any failure the temp
+ * file is unlinked and the target is untouched.
+ *
+ * Deletion works on directory file descriptors (openat/unlinkat with
+ * O_NOFOLLOW), so a symlink inside a tree is removed, never followed, and a
+ * concurrent rename of a parent cannot redirect us elsewhere.
+ *
+ * Threads: no shared state; every function is safe to call concurrently.
+ * Errors: 0 or -errno, with a message naming the path (sr_errf()).
+ */
+#include "fsutil.h"
+#include "log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define COPY_CHUNK (1u << 20)
+
+void sr_dirname(const char *path, char *out, size_t outlen)
+{
+    if (outlen == 0)
+        return;
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') /* trailing slashes */
+        n--;
+    while (n > 0 && path[n - 1] != '/') /* last component */
+        n--;
+    while (n > 1 && path[n - 1] == '/') /* separating slashes */
+        n--;
+    if (n == 0) {
+        snprintf(out, outlen, ".");
+        return;
+    }
+    snprintf(out, outlen, "%.*s", (int)n, path);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+int sr_mkdirs(const char *path, mode_t mode)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+        return sr_errf(-ENAMETOOLONG, "cannot create directory %s: %s", path,
+                       strerror(ENAMETOOLONG));
+    size_t n = strlen(buf);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, mode) != 0 && errno != EEXIST) {
+            int e = errno;
+            return sr_errf(-e, "cannot create directory %s: %s", buf, strerror(e));
+        }
+        buf[i] = saved;
+    }
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        int e = errno;
+        return sr_errf(-e, "cannot create directory %s: %s", path, strerror(e));
+    }
+    if (!S_ISDIR(sb.st_mode))
+        return sr_errf(-ENOTDIR, "cannot create directory %s: %s", path, strerror(ENOTDIR));
+    return 0;
+}
+
+static int rm_contents(int dfd, const char *path);
+
+/* Removes entry name of directory dfd; a directory is emptied first. */
+static int rm_entry(int dfd, const char *name, const char *sub)
+{
+    struct stat sb;
+    if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? 0 : sr_errf(-errno, "cannot remove %s: %s", sub, strerror(errno));
+    if (S_ISDIR(sb.st_mode)) {
+        /* O_NOFOLLOW: if it was swapped for a symlink meanwhile, fail, never follow. */
+        int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (cfd < 0)
+            return sr_errf(-errno, "cannot open %s: %s", sub, strerror(errno));
+        int rc = rm_contents(cfd, sub);
+        if (rc < 0)
+            return rc;
+    }
+    if (unlinkat(dfd, name, S_ISDIR(sb.st_mode) ? AT_REMOVEDIR : 0) != 0 && errno != ENOENT)
+        return sr_errf(-errno, "cannot remove %s: %s", sub, strerror(errno));
+    return 0;
+}
+
+/* Removes the contents of the open directory dfd (named path, for messages).
+ * Takes ownership of dfd. */
+static int rm_contents(int dfd, const char *path)
+{
+    int rc = 0;
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        int e = errno;
+        close(dfd);
+        return sr_errf(-e, "cannot read directory %s: %s", path, strerror(e));
+    }
+    struct dirent *de;
+    while ((errno = 0, de = readdir(d)) != NULL) {
+        const char *name = de->d_name;
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+            continue;
+        char sub[PATH_MAX];
+        snprintf(sub, sizeof(sub), "%s/%s", path, name);
+        rc = rm_entry(dirfd(d), name, sub);
+        if (rc < 0)
+            goto out;
+    }
+    if (errno != 0)
+        rc = sr_errf(-errno, "cannot read directory %s: %s", path, strerror(errno));
+out:
+    closedir(d);
+    return rc;
+}
+
+int sr_rmtree(const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0) {
+        if (errno == ENOENT)
+            return 0;
+        return sr_errf(-errno, "cannot remove %s: %s", path, strerror(errno));
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        if (unlink(path) != 0 && errno != ENOENT)
+            return sr_errf(-errno, "cannot remove %s: %s", path, strerror(errno));
+        return 0;
+    }
+    int rc = sr_empty_dir(path);
+    if (rc < 0)
+        return rc;
+    if (rmdir(path) != 0 && errno != ENOENT)
+        return sr_errf(-errno, "cannot remove %s: %s", path, strerror(errno));
+    return 0;
+}
+
+int sr_empty_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return sr_errf(-errno, "cannot open directory %s: %s", dir, strerror(errno));
+    return rm_contents(fd, dir);
+}
+
+int sr_fsync_path(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return sr_errf(-errno, "cannot open %s: %s", path, strerror(errno));
+    int rc = 0;
+    /* Some filesystems cannot fsync a directory (EINVAL); nothing to do then. */
+    if (fsync(fd) != 0 && errno != EINVAL)
+        rc = sr_errf(-errno, "cannot sync %s: %s", path, strerror(errno));
+    close(fd);
+    return rc;
+}
+
+int sr_fsync_parent(const char *path)
+{
+    char dir[PATH_MAX];
+    sr_dirname(path, dir, sizeof(dir));
+    return sr_fsync_path(dir);
+}
+
+static int write_all(int fd, const void *buf, size_t len, const char *path)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return sr_errf(-errno, "cannot write %s: %s", path, strerror(errno));
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Creates the temp file for path; tmp receives its name. Returns the fd or -errno. */
+static int tmp_create(const char *path, char *tmp, size_t tmplen)
+{
+    char dir[PATH_MAX];
+    sr_dirname(path, dir, sizeof(dir));
+    if (snprintf(tmp, tmplen, "%s/.%s.tmp.XXXXXX", dir, base_name(path)) >= (int)tmplen)
+        return sr_errf(-ENAMETOOLONG, "cannot write %s: %s", path, strerror(ENAMETOOLONG));
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0)
+        return sr_errf(-errno, "cannot write %s: %s", path, strerror(errno));
+    /* mkstemp makes 0600; stored objects are ordinary readable files. */
+    if (fchmod(fd, 0644) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return sr_errf(-e, "cannot write %s: %s", path, strerror(e));
+    }
+    return fd;
+}
+
+/* fsync + close + rename over path + fsync dir. Always closes fd; unlinks
+ * tmp on failure. */
+static int tmp_commit(int fd, const char *tmp, const char *path)
+{
+    int rc = 0;
+    if (fsync(fd) != 0)
+        rc = sr_errf(-errno, "cannot write %s: %s", path, strerror(errno));
+    if (close(fd) != 0 && rc == 0)
+        rc = sr_errf(-errno, "cannot write %s: %s", path, strerror(errno));
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = sr_errf(-errno, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    if (rc < 0) {
+        unlink(tmp);
+        return rc;
+    }
+    return sr_fsync_parent(path);
+}
+
+int sr_write_file_atomic(const char *path, const void *buf, size_t len)
+{
+    char tmp[PATH_MAX];
+    int fd = tmp_create(path, tmp, sizeof(tmp));
+    if (fd < 0)
+        return fd;
+    int rc = write_all(fd, buf, len, path);
+    if (rc < 0) {
+        close(fd);
+        unlink(tmp);
+        return rc;
+    }
+    return tmp_commit(fd, tmp, path);
+}
+
+/* read/write copy from the current offsets of in and out to EOF. */
+static int copy_rw(int in, int out, const char *src, const char *dst)
+{
+    int rc = 0;
+    char *buf = malloc(COPY_CHUNK);
+    if (!buf)
+        return sr_errf(-ENOMEM, "cannot copy %s: %s", src, strerror(ENOMEM));
+    for (;;) {
+        ssize_t n = read(in, buf, COPY_CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = sr_errf(-errno, "cannot read %s: %s", src, strerror(errno));
+            goto out;
+        }
+        if (n == 0)
+            break;
+        rc = write_all(out, buf, (size_t)n, dst);
+        if (rc < 0)
+            goto out;
+    }
+out:
+    free(buf);
+    return rc;
+}
+
+/* Copies in to out with copy_file_range (in-kernel, reflinks where the
+ * filesystem can), falling back to read/write where it is not supported. */
+static int copy_fd(int in, int out, const char *src, const char *dst)
+{
+    for (;;) {
+        ssize_t n = copy_file_range(in, NULL, out, NULL, COPY_CHUNK * 64, 0);
+        if (n == 0)
+            return 0;
+        if (n > 0)
+            continue;
+        if (errno == EINTR)
+            continue;
+        if (errno == ENOSYS || errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP ||
+            errno == EBADF || errno == ETXTBSY)
+            return copy_rw(in, out, src, dst); /* offsets have advanced consistently */
+        if (errno == ENOSPC || errno == EDQUOT || errno == EFBIG)
+            return sr_errf(-errno, "cannot write %s: %s", dst, strerror(errno));
+        return sr_errf(-errno, "cannot copy %s to %s: %s", src, dst, strerror(errno));
+    }
+}
+
+int sr_copy_file_atomic(const char *src, const char *dst)
+{
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return sr_errf(-errno, "cannot open %s: %s", src, strerror(errno));
+    char tmp[PATH_MAX];
+    int rc;
+    int out = tmp_create(dst, tmp, sizeof(tmp));
+    if (out < 0) {
+        rc = out;
+        goto out;
+    }
+    rc = copy_fd(in, out, src, dst);
+    if (rc < 0) {
+        close(out);
+        unlink(tmp);
+        goto out;
+    }
+    rc = tmp_commit(out, tmp, dst);
+out:
+    close(in);
+    return rc;
+}
+
+/* Reads fd to EOF into a malloc'd, NUL-terminated buffer; fails over max
+ * (it reads up to max + 1 so a file that grew since fstat is still caught). */
+static int read_fd(int fd, const char *path, size_t hint, size_t max, char **buf, size_t *len)
+{
+    int rc = 0;
+    size_t cap = hint + 1, n = 0;
+    char *b = malloc(cap + 1);
+    if (!b)
+        return sr_errf(-ENOMEM, "cannot read %s: %s", path, strerror(ENOMEM));
+    for (;;) {
+        if (n > max) {
+            rc = sr_errf(-EFBIG, "%s is too large (more than %zu bytes)", path, max);
+            goto out;
+        }
+        if (n == cap) {
+            char *nb = realloc(b, cap * 2 + 1);
+            if (!nb) {
+                rc = sr_errf(-ENOMEM, "cannot read %s: %s", path, strerror(ENOMEM));
+                goto out;
+            }
+            b = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, b + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = sr_errf(-errno, "cannot read %s: %s", path, strerror(errno));
+            goto out;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    b[n] = '\0';
+    *buf = b;
+    *len = n;
+    b = NULL;
+out:
+    free(b);
+    return rc;
+}
+
+int sr_read_file(const char *path, size_t max, char **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    int rc = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return sr_errf(-errno, "cannot open %s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        rc = sr_errf(-errno, "cannot read %s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        rc = sr_errf(-EISDIR, "cannot read %s: %s", path, strerror(EISDIR));
+        goto out;
+    }
+    if ((uint64_t)sb.st_size > max) {
+        rc = sr_errf(-EFBIG, "%s is too large (%lld bytes, at most %zu expected)", path,
+                     (long long)sb.st_size, max);
+        goto out;
+    }
+    rc = read_fd(fd, path, (size_t)sb.st_size, max, buf, len);
+out:
+    close(fd);
+    return rc;
+}

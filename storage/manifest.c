@@ -1,1 +1,280 @@
-/* placeholder: being written */
+/*
+ * manifest.c - MANIFEST.json serialisation and strict parsing (see
+ * manifest.h; the schema is documented in docs/store.md).
+ *
+ * DESIGN: a manifest is the commit point of a checkpoint and the only thing
+ * that tells restore how much to extract and which checksum to expect, so
+ * parsing trusts nothing: every field spotrun relies on must be present with
+ * the right JSON type and range, or the whole manifest is refused with a
+ * message naming the field. Unknown fields are ignored so later versions can
+ * add some without breaking older readers; a higher "format" is refused.
+ * The caller bounds the input size.
+ *
+ * Threads: pure functions, no shared state.
+ */
+#include "manifest.h"
+#include "log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CODEC_NAME "tar+zstd-seekable"
+#define CHECKSUM_PREFIX "xxh3-128:"
+
+int sr_run_id_valid(const char *id)
+{
+    if (!id)
+        return 0;
+    size_t n = strlen(id);
+    if (n == 0 || n > SR_RUN_ID_MAX || id[0] == '.' || id[0] == '-')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = id[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '_' || c == '-';
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+static int checksum_valid(const char *s)
+{
+    size_t plen = strlen(CHECKSUM_PREFIX);
+    if (strncmp(s, CHECKSUM_PREFIX, plen) != 0 || strlen(s) != SR_CHECKSUM_LEN - 1)
+        return 0;
+    for (const char *p = s + plen; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return 0;
+    return 1;
+}
+
+static int set_int(json_t *o, const char *key, json_int_t v)
+{
+    return json_object_set_new(o, key, json_integer(v));
+}
+
+static int set_str(json_t *o, const char *key, const char *v)
+{
+    return json_object_set_new(o, key, json_string(v));
+}
+
+/* Fills o; nonzero when jansson failed (out of memory, invalid UTF-8 host). */
+static int build(json_t *o, const struct sr_manifest *m)
+{
+    char when[32];
+    struct tm tm;
+    time_t t = (time_t)m->created;
+    if (!gmtime_r(&t, &tm) || strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(when, sizeof(when), "1970-01-01T00:00:00Z");
+    int bad = 0;
+    bad |= set_int(o, "format", m->format ? m->format : SR_MANIFEST_FORMAT);
+    bad |= set_str(o, "run_id", m->run_id);
+    bad |= set_int(o, "seq", (json_int_t)m->seq);
+    bad |= json_object_set_new(o, "step", m->step < 0 ? json_null() : json_integer(m->step));
+    bad |= set_int(o, "created", m->created);
+    bad |= set_str(o, "created_at", when);
+    bad |= set_str(o, "host", m->host);
+    bad |= set_int(o, "attempt", m->attempt);
+    bad |= set_int(o, "raw_bytes", (json_int_t)m->raw_bytes);
+    bad |= set_int(o, "stored_bytes", (json_int_t)m->stored_bytes);
+    bad |= set_int(o, "files", (json_int_t)m->files);
+    bad |= set_int(o, "frames", m->frames);
+    bad |= set_int(o, "frame_size", m->frame_size);
+    bad |= set_int(o, "level", m->level);
+    bad |= set_str(o, "codec", CODEC_NAME);
+    bad |= set_str(o, "checksum", m->checksum);
+    bad |= json_object_set_new(o, "stage_seconds", json_real(m->stage_seconds));
+    return bad;
+}
+
+int sr_manifest_to_json(const struct sr_manifest *m, char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    if (!sr_run_id_valid(m->run_id))
+        return sr_errf(-EINVAL, "manifest: invalid run id \"%s\"", m->run_id);
+    if (m->seq < 1 || m->seq > INT64_MAX || m->raw_bytes > INT64_MAX ||
+        m->stored_bytes > INT64_MAX || m->files > INT64_MAX || m->created < 0)
+        return sr_errf(-EINVAL, "manifest of %s: seq, sizes or time out of range", m->run_id);
+    if (!checksum_valid(m->checksum))
+        return sr_errf(-EINVAL, "manifest of %s: invalid checksum \"%s\"", m->run_id, m->checksum);
+    int rc = 0;
+    char *s = NULL;
+    json_t *o = json_object();
+    if (!o || build(o, m) != 0) {
+        rc = sr_errf(-EINVAL, "manifest of %s: cannot encode (is the host name UTF-8?)", m->run_id);
+        goto out;
+    }
+    s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!s) {
+        rc = sr_errf(-ENOMEM, "manifest of %s: %s", m->run_id, strerror(ENOMEM));
+        goto out;
+    }
+    size_t n = strlen(s);
+    char *r = realloc(s, n + 2);
+    if (!r) {
+        rc = sr_errf(-ENOMEM, "manifest of %s: %s", m->run_id, strerror(ENOMEM));
+        goto out;
+    }
+    s = r;
+    s[n] = '\n';
+    s[n + 1] = '\0';
+    *out = s;
+    *len = n + 1;
+    s = NULL;
+out:
+    free(s);
+    json_decref(o);
+    return rc;
+}
+
+static int missing(const char *key)
+{
+    return sr_errf(-EBADMSG, "manifest: field \"%s\" is missing", key);
+}
+
+/* Integer field in [min, max]; the message says what is expected. */
+static int get_int(json_t *o, const char *key, json_int_t min, json_int_t max, json_int_t *v)
+{
+    json_t *j = json_object_get(o, key);
+    if (!j)
+        return missing(key);
+    if (json_is_integer(j) && json_integer_value(j) >= min && json_integer_value(j) <= max) {
+        *v = json_integer_value(j);
+        return 0;
+    }
+    if (min == 1 && max == INT64_MAX)
+        return sr_errf(-EBADMSG, "manifest: field \"%s\" must be a positive integer", key);
+    if (min == 0 && max == INT64_MAX)
+        return sr_errf(-EBADMSG, "manifest: field \"%s\" must be a non-negative integer", key);
+    return sr_errf(-EBADMSG, "manifest: field \"%s\" must be an integer from %lld to %lld", key,
+                   (long long)min, (long long)max);
+}
+
+/* String field of at most maxlen bytes, copied into buf. */
+static int get_str(json_t *o, const char *key, size_t maxlen, char *buf)
+{
+    json_t *j = json_object_get(o, key);
+    if (!j)
+        return missing(key);
+    if (!json_is_string(j) || json_string_length(j) > maxlen ||
+        strlen(json_string_value(j)) != json_string_length(j))
+        return sr_errf(-EBADMSG, "manifest: field \"%s\" must be a string of at most %zu bytes",
+                       key, maxlen);
+    memcpy(buf, json_string_value(j), json_string_length(j) + 1);
+    return 0;
+}
+
+static int get_identity(json_t *o, struct sr_manifest *m)
+{
+    json_int_t v;
+    int rc = get_int(o, "format", 1, INT64_MAX, &v);
+    if (rc < 0)
+        return rc;
+    if (v > SR_MANIFEST_FORMAT)
+        return sr_errf(-EBADMSG,
+                       "manifest: format %lld is newer than this spotrun understands (%d); "
+                       "upgrade spotrun",
+                       (long long)v, SR_MANIFEST_FORMAT);
+    m->format = (int)v;
+    if ((rc = get_str(o, "run_id", SR_RUN_ID_MAX, m->run_id)) < 0)
+        return rc;
+    if (!sr_run_id_valid(m->run_id))
+        return sr_errf(-EBADMSG, "manifest: field \"run_id\" is not a valid run id");
+    if ((rc = get_int(o, "seq", 1, INT64_MAX, &v)) < 0)
+        return rc;
+    m->seq = (uint64_t)v;
+    json_t *step = json_object_get(o, "step");
+    if (!step)
+        return missing("step");
+    if (json_is_null(step))
+        m->step = -1;
+    else if (json_is_integer(step) && json_integer_value(step) >= 0)
+        m->step = json_integer_value(step);
+    else
+        return sr_errf(-EBADMSG, "manifest: field \"step\" must be a non-negative integer or null");
+    if ((rc = get_int(o, "created", 0, INT64_MAX, &v)) < 0)
+        return rc;
+    m->created = v;
+    json_t *at = json_object_get(o, "created_at"); /* informational; derived from created */
+    if (at && !json_is_string(at))
+        return sr_errf(-EBADMSG, "manifest: field \"created_at\" must be a string");
+    if ((rc = get_str(o, "host", sizeof(m->host) - 1, m->host)) < 0)
+        return rc;
+    if ((rc = get_int(o, "attempt", 0, UINT32_MAX, &v)) < 0)
+        return rc;
+    m->attempt = (uint32_t)v;
+    return 0;
+}
+
+static int get_data(json_t *o, struct sr_manifest *m)
+{
+    json_int_t v;
+    int rc;
+    if ((rc = get_int(o, "raw_bytes", 0, INT64_MAX, &v)) < 0)
+        return rc;
+    m->raw_bytes = (uint64_t)v;
+    if ((rc = get_int(o, "stored_bytes", 0, INT64_MAX, &v)) < 0)
+        return rc;
+    m->stored_bytes = (uint64_t)v;
+    if ((rc = get_int(o, "files", 0, INT64_MAX, &v)) < 0)
+        return rc;
+    m->files = (uint64_t)v;
+    if ((rc = get_int(o, "frames", 0, UINT32_MAX, &v)) < 0)
+        return rc;
+    m->frames = (uint32_t)v;
+    if ((rc = get_int(o, "frame_size", 1, UINT32_MAX, &v)) < 0)
+        return rc;
+    m->frame_size = (uint32_t)v;
+    if ((rc = get_int(o, "level", -(1 << 17), 22, &v)) < 0)
+        return rc;
+    m->level = (int)v;
+    char codec[64];
+    if ((rc = get_str(o, "codec", sizeof(codec) - 1, codec)) < 0)
+        return rc;
+    if (strcmp(codec, CODEC_NAME) != 0)
+        return sr_errf(-EBADMSG, "manifest: field \"codec\" must be \"%s\", not \"%s\"", CODEC_NAME,
+                       codec);
+    json_t *c = json_object_get(o, "checksum");
+    if (!c)
+        return missing("checksum");
+    if (!json_is_string(c) || !checksum_valid(json_string_value(c)))
+        return sr_errf(-EBADMSG,
+                       "manifest: field \"checksum\" must be \"xxh3-128:\" and 32 lowercase "
+                       "hex digits");
+    memcpy(m->checksum, json_string_value(c), SR_CHECKSUM_LEN);
+    json_t *s = json_object_get(o, "stage_seconds");
+    if (!s)
+        return missing("stage_seconds");
+    if (!json_is_number(s) || json_number_value(s) < 0)
+        return sr_errf(-EBADMSG, "manifest: field \"stage_seconds\" must be a non-negative number");
+    m->stage_seconds = json_number_value(s);
+    return 0;
+}
+
+int sr_manifest_parse(const char *buf, size_t len, struct sr_manifest *m)
+{
+    struct sr_manifest tmp;
+    memset(&tmp, 0, sizeof(tmp));
+    json_error_t err;
+    json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
+    int rc = 0;
+    if (!o)
+        return sr_errf(-EBADMSG, "manifest: invalid JSON at line %d: %s", err.line, err.text);
+    if (!json_is_object(o)) {
+        rc = sr_errf(-EBADMSG, "manifest: not a JSON object");
+        goto out;
+    }
+    if ((rc = get_identity(o, &tmp)) < 0 || (rc = get_data(o, &tmp)) < 0)
+        goto out;
+    *m = tmp;
+out:
+    json_decref(o);
+    return rc;
+}

@@ -1,1 +1,234 @@
-/* placeholder: being written */
+/*
+ * store.c - the backend-independent half of the store (see store.h): URL
+ * parsing and dispatch to a backend, key validation, string lists, the
+ * default store location.
+ *
+ * DESIGN: every public sr_store_* call validates its key here, before any
+ * backend sees it, so no backend can be tricked into touching anything
+ * outside its root ("../x", "/abs", "a//b", "."). Backends may therefore
+ * join keys to their root naively.
+ *
+ * Threads: the wrappers keep no state; thread safety is the backend's (the
+ * file backend has no shared mutable state).
+ */
+#include "store.h"
+#include "log.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define KEY_MAX 1024
+
+int sr_strlist_push(struct sr_strlist *l, const char *s)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        char **v = realloc(l->v, cap * sizeof(*v));
+        if (!v)
+            return sr_errf(-ENOMEM, "cannot grow a list: %s", strerror(ENOMEM));
+        l->v = v;
+        l->cap = cap;
+    }
+    char *d = strdup(s);
+    if (!d)
+        return sr_errf(-ENOMEM, "cannot grow a list: %s", strerror(ENOMEM));
+    l->v[l->n++] = d;
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void sr_strlist_sort(struct sr_strlist *l)
+{
+    if (l->n > 1)
+        qsort(l->v, l->n, sizeof(*l->v), cmp_str);
+}
+
+void sr_strlist_free(struct sr_strlist *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    l->v = NULL;
+    l->n = l->cap = 0;
+}
+
+int sr_store_default_url(char *buf, size_t len)
+{
+    const char *env = getenv("SPOTRUN_STORE");
+    int n;
+    if (env && *env) {
+        n = snprintf(buf, len, "%s", env);
+    } else {
+        const char *xdg = getenv("XDG_DATA_HOME");
+        const char *home = getenv("HOME");
+        if (xdg && xdg[0] == '/') /* the XDG spec says to ignore relative values */
+            n = snprintf(buf, len, "%s/spotrun/store", xdg);
+        else if (home && *home)
+            n = snprintf(buf, len, "%s/.local/share/spotrun/store", home);
+        else
+            return sr_errf(-ENOENT, "no default store: neither SPOTRUN_STORE nor HOME is set "
+                                    "(pass --store)");
+    }
+    if (n < 0 || (size_t)n >= len)
+        return sr_errf(-ENAMETOOLONG, "default store path is too long");
+    return 0;
+}
+
+/* 1 when url starts with "scheme://". */
+static int has_scheme(const char *url)
+{
+    const char *p = url;
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+        return 0;
+    while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+           *p == '+' || *p == '.' || *p == '-')
+        p++;
+    return strncmp(p, "://", 3) == 0;
+}
+
+/* Absolute form of a local path (relative to the working directory). */
+static int abs_path(const char *url, const char *path, char *out, size_t len)
+{
+    int n;
+    if (path[0] == '/') {
+        n = snprintf(out, len, "%s", path);
+    } else {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof(cwd)))
+            return sr_errf(-errno, "cannot open store %s: cannot get the working directory: %s",
+                           url, strerror(errno));
+        n = snprintf(out, len, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, path);
+    }
+    if (n < 0 || (size_t)n >= len)
+        return sr_errf(-ENAMETOOLONG, "cannot open store %s: path too long", url);
+    size_t l = strlen(out);
+    while (l > 1 && out[l - 1] == '/')
+        out[--l] = '\0';
+    return 0;
+}
+
+int sr_store_open(const char *url, struct sr_store **out)
+{
+    *out = NULL;
+    if (!url || !*url)
+        return sr_errf(-EINVAL, "unsupported store URL \"\" (use a path, file:///path or "
+                                "s3://bucket/prefix)");
+    if (strncmp(url, "s3://", 5) == 0)
+        return sr_errf(-EPROTONOSUPPORT, "cannot open %s: s3 store not built in yet", url);
+    const char *path = url;
+    if (strncmp(url, "file://", 7) == 0) {
+        path = url + 7;
+        if (path[0] != '/')
+            return sr_errf(-EINVAL,
+                           "unsupported store URL %s (file URLs need an absolute path: "
+                           "file:///path)",
+                           url);
+    } else if (has_scheme(url)) {
+        return sr_errf(-EINVAL,
+                       "unsupported store URL %s (use a path, file:///path or "
+                       "s3://bucket/prefix)",
+                       url);
+    }
+    char abs[PATH_MAX];
+    int rc = abs_path(url, path, abs, sizeof(abs));
+    if (rc < 0)
+        return rc;
+    return sr_store_file_open(abs, out);
+}
+
+void sr_store_close(struct sr_store *st)
+{
+    if (st)
+        st->ops->close(st);
+}
+
+const char *sr_store_url(const struct sr_store *st)
+{
+    return st->url;
+}
+
+/* 0 when key is a valid relative key (or, with allow_empty, ""). */
+static int check_key(const struct sr_store *st, const char *key, int allow_empty)
+{
+    if (!key)
+        return sr_errf(-EINVAL, "store %s: missing key", st->url);
+    size_t n = strlen(key);
+    if (n == 0 && allow_empty)
+        return 0;
+    if (n == 0 || n > KEY_MAX)
+        return sr_errf(-EINVAL, "store %s: invalid key \"%.64s\" (empty or over %d bytes)", st->url,
+                       key, KEY_MAX);
+    const char *seg = key;
+    for (;;) {
+        const char *end = strchr(seg, '/');
+        size_t sl = end ? (size_t)(end - seg) : strlen(seg);
+        if (sl == 0 || (sl == 1 && seg[0] == '.') || (sl == 2 && seg[0] == '.' && seg[1] == '.'))
+            return sr_errf(-EINVAL,
+                           "store %s: invalid key \"%s\" (absolute, empty, \".\" or \"..\" "
+                           "segment)",
+                           st->url, key);
+        if (!end)
+            return 0;
+        seg = end + 1;
+    }
+}
+
+int sr_store_put(struct sr_store *st, const char *key, const void *buf, size_t len)
+{
+    int rc = check_key(st, key, 0);
+    return rc < 0 ? rc : st->ops->put(st, key, buf, len);
+}
+
+int sr_store_put_file(struct sr_store *st, const char *key, const char *path)
+{
+    int rc = check_key(st, key, 0);
+    return rc < 0 ? rc : st->ops->put_file(st, key, path);
+}
+
+int sr_store_get(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    int rc = check_key(st, key, 0);
+    return rc < 0 ? rc : st->ops->get(st, key, max, buf, len);
+}
+
+int sr_store_size(struct sr_store *st, const char *key, uint64_t *size)
+{
+    int rc = check_key(st, key, 0);
+    return rc < 0 ? rc : st->ops->size(st, key, size);
+}
+
+int sr_store_source(struct sr_store *st, const char *key, struct sr_source *src)
+{
+    memset(src, 0, sizeof(*src));
+    int rc = check_key(st, key, 0);
+    return rc < 0 ? rc : st->ops->source(st, key, src);
+}
+
+void sr_store_source_close(struct sr_store *st, struct sr_source *src)
+{
+    if (src && src->ctx)
+        st->ops->source_close(st, src);
+}
+
+int sr_store_list(struct sr_store *st, const char *prefix, struct sr_strlist *out)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = check_key(st, prefix, 1);
+    return rc < 0 ? rc : st->ops->list(st, prefix, out);
+}
+
+int sr_store_delete(struct sr_store *st, const char *key)
+{
+    int rc = check_key(st, key, 0);
+    return rc < 0 ? rc : st->ops->del(st, key);
+}

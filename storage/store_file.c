@@ -1,1 +1,320 @@
-/* placeholder: being written */
+/*
+ * store_file.c - the "file" store backend: objects are files under a root
+ * directory, keys are their relative paths (see store.h).
+ *
+ * DESIGN: put writes a temp file ".<name>.tmp.XXXXXX" beside the object and
+ * renames it in after fsync (fsutil's durable idiom), so readers see a whole
+ * object or none; listings skip dot-names, hiding temp files of uploads in
+ * progress. Deleting fsyncs the directory (gc relies on "manifest gone"
+ * being durable before "data gone") and prunes parent directories that became
+ * empty, up to but not including the root.
+ *
+ * Keys reaching this file were validated by store.c (relative, no "." or
+ * ".." segments), so joining them to the root cannot escape it.
+ *
+ * Threads: the handle is immutable after open; every operation works on its
+ * own file descriptors, so concurrent use from several threads is safe. A
+ * put racing with the pruning of its parent directory retries.
+ */
+#include "fsutil.h"
+#include "log.h"
+#include "store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct file_store {
+    char *root;
+};
+
+struct file_src {
+    int fd;
+    char *path;
+};
+
+static const char *root_of(const struct sr_store *st)
+{
+    return ((const struct file_store *)st->impl)->root;
+}
+
+/* Path of key (or of the root itself for ""). */
+static int key_path(const struct sr_store *st, const char *key, char *out, size_t len)
+{
+    int n = *key ? snprintf(out, len, "%s/%s", root_of(st), key)
+                 : snprintf(out, len, "%s", root_of(st));
+    if (n < 0 || (size_t)n >= len)
+        return sr_errf(-ENAMETOOLONG, "store %s: key %s: path too long", st->url, key);
+    return 0;
+}
+
+/* Ensures the directory of path exists, then runs the atomic write; retries
+ * when a concurrent delete pruned the directory in between. */
+static int put_common(struct sr_store *st, const char *key, const void *buf, size_t len,
+                      const char *src)
+{
+    char path[PATH_MAX], dir[PATH_MAX];
+    int rc = key_path(st, key, path, sizeof(path));
+    if (rc < 0)
+        return rc;
+    sr_dirname(path, dir, sizeof(dir));
+    for (int tries = 0; tries < 5; tries++) {
+        rc = sr_mkdirs(dir, 0755);
+        if (rc < 0)
+            return rc;
+        rc = src ? sr_copy_file_atomic(src, path) : sr_write_file_atomic(path, buf, len);
+        if (rc != -ENOENT || (src && access(src, F_OK) != 0))
+            return rc;
+    }
+    return rc;
+}
+
+static int fs_put(struct sr_store *st, const char *key, const void *buf, size_t len)
+{
+    return put_common(st, key, buf, len, NULL);
+}
+
+static int fs_put_file(struct sr_store *st, const char *key, const char *path)
+{
+    return put_common(st, key, NULL, 0, path);
+}
+
+static int fs_get(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len)
+{
+    char path[PATH_MAX];
+    int rc = key_path(st, key, path, sizeof(path));
+    if (rc < 0)
+        return rc;
+    rc = sr_read_file(path, max, buf, len);
+    if (rc == -ENOENT)
+        return sr_errf(-ENOENT, "%s not found in store %s", key, st->url);
+    return rc;
+}
+
+static int fs_size(struct sr_store *st, const char *key, uint64_t *size)
+{
+    char path[PATH_MAX];
+    int rc = key_path(st, key, path, sizeof(path));
+    if (rc < 0)
+        return rc;
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return sr_errf(-ENOENT, "%s not found in store %s", key, st->url);
+        return sr_errf(-errno, "cannot stat %s: %s", path, strerror(errno));
+    }
+    if (!S_ISREG(sb.st_mode))
+        return sr_errf(-EISDIR, "%s in store %s is a directory, not an object", key, st->url);
+    *size = (uint64_t)sb.st_size;
+    return 0;
+}
+
+static int src_read_at(void *ctx, void *buf, size_t len, uint64_t off)
+{
+    struct file_src *fs = ctx;
+    char *p = buf;
+    while (len > 0) {
+        ssize_t n = pread(fs->fd, p, len, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return sr_errf(-errno, "cannot read %s: %s", fs->path, strerror(errno));
+        if (n == 0)
+            return sr_errf(-EBADMSG, "cannot read %s: unexpected end of file at offset %llu",
+                           fs->path, (unsigned long long)off);
+        p += n;
+        len -= (size_t)n;
+        off += (uint64_t)n;
+    }
+    return 0;
+}
+
+static int fs_source(struct sr_store *st, const char *key, struct sr_source *src)
+{
+    char path[PATH_MAX];
+    int rc = key_path(st, key, path, sizeof(path));
+    if (rc < 0)
+        return rc;
+    struct file_src *fs = calloc(1, sizeof(*fs));
+    if (!fs || !(fs->path = strdup(path))) {
+        rc = sr_errf(-ENOMEM, "cannot open %s: %s", path, strerror(ENOMEM));
+        goto out;
+    }
+    fs->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fs->fd < 0) {
+        rc = errno == ENOENT ? sr_errf(-ENOENT, "%s not found in store %s", key, st->url)
+                             : sr_errf(-errno, "cannot open %s: %s", path, strerror(errno));
+        goto out;
+    }
+    struct stat sb;
+    if (fstat(fs->fd, &sb) != 0) {
+        rc = sr_errf(-errno, "cannot stat %s: %s", path, strerror(errno));
+        close(fs->fd);
+        goto out;
+    }
+    src->ctx = fs;
+    src->size = (uint64_t)sb.st_size;
+    src->read_at = src_read_at;
+    fs = NULL;
+out:
+    if (fs)
+        free(fs->path);
+    free(fs);
+    return rc;
+}
+
+static void fs_source_close(struct sr_store *st, struct sr_source *src)
+{
+    (void)st;
+    struct file_src *fs = src->ctx;
+    close(fs->fd);
+    free(fs->path);
+    free(fs);
+    memset(src, 0, sizeof(*src));
+}
+
+static int fs_list(struct sr_store *st, const char *prefix, struct sr_strlist *out)
+{
+    char path[PATH_MAX];
+    int rc = key_path(st, prefix, path, sizeof(path));
+    if (rc < 0)
+        return rc;
+    DIR *d = opendir(path);
+    if (!d) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return 0;
+        return sr_errf(-errno, "cannot list %s: %s", path, strerror(errno));
+    }
+    struct dirent *de;
+    while ((errno = 0, de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.') /* ".", "..", temp files */
+            continue;
+        if ((rc = sr_strlist_push(out, de->d_name)) < 0)
+            goto out;
+    }
+    if (errno != 0)
+        rc = sr_errf(-errno, "cannot list %s: %s", path, strerror(errno));
+    sr_strlist_sort(out);
+out:
+    closedir(d);
+    if (rc < 0)
+        sr_strlist_free(out);
+    return rc;
+}
+
+/* Removes the now-empty directories above path, up to the root. */
+static void prune_parents(struct sr_store *st, const char *path)
+{
+    char dir[PATH_MAX];
+    size_t rootlen = strlen(root_of(st));
+    sr_dirname(path, dir, sizeof(dir));
+    while (strlen(dir) > rootlen) {
+        if (rmdir(dir) != 0 && errno != ENOENT)
+            break; /* ENOTEMPTY: someone else's objects live here */
+        char up[PATH_MAX];
+        sr_dirname(dir, up, sizeof(up));
+        memcpy(dir, up, sizeof(dir));
+    }
+}
+
+static int fs_del(struct sr_store *st, const char *key)
+{
+    char path[PATH_MAX];
+    int rc = key_path(st, key, path, sizeof(path));
+    if (rc < 0)
+        return rc;
+    if (unlink(path) != 0) {
+        int e = errno;
+        /* An empty "directory" left by a crashed upload goes too. */
+        if ((e == EISDIR || e == EPERM) && rmdir(path) != 0 && errno != ENOENT) {
+            if (errno == ENOTEMPTY)
+                return sr_errf(-EISDIR,
+                               "cannot delete %s from store %s: it is a non-empty "
+                               "directory",
+                               key, st->url);
+            if (errno != ENOTDIR)
+                e = errno;
+            return sr_errf(-e, "cannot delete %s from store %s: %s", key, st->url, strerror(e));
+        }
+        if (e != EISDIR && e != EPERM && e != ENOENT && e != ENOTDIR)
+            return sr_errf(-e, "cannot delete %s from store %s: %s", key, st->url, strerror(e));
+    }
+    rc = sr_fsync_parent(path);
+    if (rc == -ENOENT)
+        rc = 0; /* the parent was already gone */
+    prune_parents(st, path);
+    return rc;
+}
+
+static void fs_close(struct sr_store *st)
+{
+    struct file_store *fs = st->impl;
+    free(fs->root);
+    free(fs);
+    free(st->url);
+    free(st);
+}
+
+static const struct sr_store_ops file_ops = {
+    .scheme = "file",
+    .put = fs_put,
+    .put_file = fs_put_file,
+    .get = fs_get,
+    .size = fs_size,
+    .source = fs_source,
+    .source_close = fs_source_close,
+    .list = fs_list,
+    .del = fs_del,
+    .close = fs_close,
+};
+
+/* Creates the root if missing; it must be a writable directory. */
+static int check_root(const char *path)
+{
+    int rc = sr_mkdirs(path, 0755);
+    if (rc == -ENOTDIR)
+        return sr_errf(-ENOTDIR, "store %s is not a directory", path);
+    if (rc < 0)
+        return sr_errf(rc, "cannot create store %s: %s", path, strerror(-rc));
+    if (access(path, W_OK | X_OK) != 0)
+        return sr_errf(-errno, "store %s is not writable: %s", path, strerror(errno));
+    return 0;
+}
+
+int sr_store_file_open(const char *path, struct sr_store **out)
+{
+    *out = NULL;
+    if (path[0] != '/')
+        return sr_errf(-EINVAL, "file store path %s is not absolute", path);
+    /* Leave room for the longest key plus a temp suffix under PATH_MAX. */
+    if (strlen(path) > PATH_MAX - 1024 - 64)
+        return sr_errf(-ENAMETOOLONG, "store path %s is too long", path);
+    int rc = check_root(path);
+    if (rc < 0)
+        return rc;
+    struct sr_store *st = calloc(1, sizeof(*st));
+    struct file_store *fs = calloc(1, sizeof(*fs));
+    size_t ulen = strlen(path) + sizeof("file://");
+    char *url = malloc(ulen);
+    char *root = strdup(path);
+    if (!st || !fs || !url || !root) {
+        free(st);
+        free(fs);
+        free(url);
+        free(root);
+        return sr_errf(-ENOMEM, "cannot open store %s: %s", path, strerror(ENOMEM));
+    }
+    snprintf(url, ulen, "file://%s", path);
+    fs->root = root;
+    st->ops = &file_ops;
+    st->url = url;
+    st->impl = fs;
+    *out = st;
+    return 0;
+}

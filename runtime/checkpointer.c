@@ -1,0 +1,394 @@
+/*
+ * checkpointer.c - stager and persister threads (see checkpointer.h).
+ *
+ * DESIGN: two FIFO queues guarded by one mutex. The stager pops a commit
+ * request, allocates the next seq, packs the directory into the spool, and
+ * hands a persist job to the persister. Each finished step appends a result
+ * to the result list and writes one byte to a pipe so the supervisor's
+ * poll() wakes. Nothing here touches the child process or exits.
+ */
+#include "checkpointer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "codec.h"
+#include "fsutil.h"
+#include "log.h"
+#include "units.h"
+
+struct job {
+    struct job *next;
+    int64_t step;
+    int tag;
+    char *dir;
+    struct sr_manifest m; /* persist jobs */
+    char path[4096];
+};
+
+struct res_node {
+    struct res_node *next;
+    struct sr_cp_result r;
+};
+
+struct sr_cp {
+    struct sr_cp_config cfg;
+    char *run_id, *spool;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct job *stage_q, *persist_q;
+    struct res_node *res_head, *res_tail;
+    int pending, staging, abandon;
+    int stop_stage, stop_persist; /* set in this order by sr_cp_stop() */
+    uint64_t next_seq;
+    uint64_t last_stored;
+    double persist_bps; /* measured, 0 = unknown */
+    int pipe_r, pipe_w;
+    pthread_t stager, persister;
+};
+
+static void push_job(struct job **q, struct job *j)
+{
+    while (*q)
+        q = &(*q)->next;
+    j->next = NULL;
+    *q = j;
+}
+
+static struct job *pop_job(struct job **q)
+{
+    struct job *j = *q;
+    if (j)
+        *q = j->next;
+    return j;
+}
+
+static void post(struct sr_cp *cp, const struct sr_cp_result *r)
+{
+    struct res_node *n = calloc(1, sizeof(*n));
+    if (!n)
+        return;
+    n->r = *r;
+    pthread_mutex_lock(&cp->lock);
+    if (cp->res_tail)
+        cp->res_tail->next = n;
+    else
+        cp->res_head = n;
+    cp->res_tail = n;
+    pthread_mutex_unlock(&cp->lock);
+    const char b = 1;
+    if (write(cp->pipe_w, &b, 1) < 0) {
+        /* The pipe is non-blocking: full means the loop is already woken. */
+    }
+}
+
+int sr_cp_stage(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, int64_t step,
+                const char *out_path, struct sr_manifest *m)
+{
+    const struct sr_pack_opts opts = {.level = cfg->level, .threads = cfg->threads};
+    struct sr_pack_stats stats;
+    const int64_t t0 = sr_now_ms();
+    const int rc = sr_pack_dir_to_file(dir, out_path, &opts, &stats);
+    if (rc < 0)
+        return rc;
+    memset(m, 0, sizeof(*m));
+    m->format = SR_MANIFEST_FORMAT;
+    snprintf(m->run_id, sizeof(m->run_id), "%s", cfg->run_id);
+    m->seq = seq;
+    m->step = step;
+    m->created = sr_wall_ms() / 1000;
+    if (gethostname(m->host, sizeof(m->host) - 1) < 0)
+        m->host[0] = '\0';
+    m->attempt = cfg->attempt;
+    m->raw_bytes = stats.raw_bytes;
+    m->stored_bytes = stats.stored_bytes;
+    m->files = stats.files;
+    m->frames = stats.frames;
+    m->frame_size = SR_CODEC_DEFAULT_FRAME;
+    m->level = cfg->level ? cfg->level : SR_CODEC_DEFAULT_LEVEL;
+    memcpy(m->checksum, stats.checksum, sizeof(m->checksum));
+    m->stage_seconds = (double)(sr_now_ms() - t0) / 1000.0;
+    return 0;
+}
+
+int sr_cp_persist(const struct sr_cp_config *cfg, const struct sr_manifest *m, const char *path)
+{
+    int rc = sr_ckpt_publish(cfg->st, m, path);
+    if (rc < 0)
+        return rc;
+    if (cfg->keep) {
+        unsigned deleted = 0;
+        rc = sr_ckpt_gc(cfg->st, cfg->run_id, cfg->keep, &deleted);
+        if (rc < 0)
+            sr_warn("retention (--keep %u) failed: %s", cfg->keep, sr_strerror(rc));
+        else if (deleted)
+            sr_debug("retention: deleted %u old checkpoint(s)", deleted);
+    }
+    return 0;
+}
+
+static void do_stage(struct sr_cp *cp, struct job *j)
+{
+    struct sr_cp_result r = {.kind = SR_CP_STAGED, .step = j->step, .tag = j->tag};
+    pthread_mutex_lock(&cp->lock);
+    r.seq = cp->next_seq++;
+    const struct sr_cp_config cfg = cp->cfg;
+    pthread_mutex_unlock(&cp->lock);
+    snprintf(j->path, sizeof(j->path), "%s/%010" PRIu64 ".tar.zst", cp->spool, r.seq);
+    const int64_t t0 = sr_now_ms();
+    sr_err_clear();
+    r.rc = sr_cp_stage(&cfg, j->dir, r.seq, j->step, j->path, &j->m);
+    r.ms = sr_now_ms() - t0;
+    if (r.rc < 0) {
+        snprintf(r.msg, sizeof(r.msg), "%s", sr_strerror(r.rc));
+        free(j->dir);
+        free(j);
+        pthread_mutex_lock(&cp->lock);
+        cp->staging--;
+        cp->pending--;
+        pthread_mutex_unlock(&cp->lock);
+        post(cp, &r);
+        return;
+    }
+    r.raw_bytes = j->m.raw_bytes;
+    r.stored_bytes = j->m.stored_bytes;
+    sr_events_emit(cfg.ev, "staged",
+                   json_pack("{s:I,s:I,s:I,s:I,s:f}", "seq", (json_int_t)r.seq, "step",
+                             (json_int_t)r.step, "raw_bytes", (json_int_t)r.raw_bytes,
+                             "stored_bytes", (json_int_t)r.stored_bytes, "seconds",
+                             (double)r.ms / 1000.0));
+    pthread_mutex_lock(&cp->lock);
+    cp->staging--;
+    push_job(&cp->persist_q, j);
+    pthread_cond_broadcast(&cp->cond);
+    pthread_mutex_unlock(&cp->lock);
+    post(cp, &r);
+}
+
+static void do_persist(struct sr_cp *cp, struct job *j)
+{
+    struct sr_cp_result r = {.kind = SR_CP_PERSISTED, .seq = j->m.seq, .step = j->step,
+                             .tag = j->tag, .raw_bytes = j->m.raw_bytes,
+                             .stored_bytes = j->m.stored_bytes};
+    pthread_mutex_lock(&cp->lock);
+    const struct sr_cp_config cfg = cp->cfg;
+    pthread_mutex_unlock(&cp->lock);
+    const int64_t t0 = sr_now_ms();
+    sr_err_clear();
+    r.rc = sr_cp_persist(&cfg, &j->m, j->path);
+    r.ms = sr_now_ms() - t0;
+    unlink(j->path);
+    if (r.rc < 0) {
+        snprintf(r.msg, sizeof(r.msg), "%s", sr_strerror(r.rc));
+    } else {
+        sr_events_emit(cfg.ev, "persisted",
+                       json_pack("{s:I,s:I,s:I,s:I,s:f}", "seq", (json_int_t)r.seq, "step",
+                                 (json_int_t)r.step, "raw_bytes", (json_int_t)r.raw_bytes,
+                                 "stored_bytes", (json_int_t)r.stored_bytes, "seconds",
+                                 (double)r.ms / 1000.0));
+        sr_events_flush(cfg.ev);
+    }
+    pthread_mutex_lock(&cp->lock);
+    if (r.rc == 0 && r.ms > 0) {
+        cp->persist_bps = (double)r.stored_bytes * 1000.0 / (double)r.ms;
+        cp->last_stored = r.stored_bytes;
+    }
+    cp->pending--;
+    pthread_cond_broadcast(&cp->cond);
+    pthread_mutex_unlock(&cp->lock);
+    free(j->dir);
+    free(j);
+    post(cp, &r);
+}
+
+/* One worker loop for either queue. */
+static void *worker(struct sr_cp *cp, struct job **q, const int *stop,
+                    void (*fn)(struct sr_cp *, struct job *))
+{
+    pthread_mutex_lock(&cp->lock);
+    for (;;) {
+        while (!*q && !*stop)
+            pthread_cond_wait(&cp->cond, &cp->lock);
+        if (!*q || cp->abandon)
+            break;
+        struct job *j = pop_job(q);
+        pthread_mutex_unlock(&cp->lock);
+        fn(cp, j);
+        pthread_mutex_lock(&cp->lock);
+    }
+    pthread_mutex_unlock(&cp->lock);
+    return NULL;
+}
+
+static void *stager_main(void *arg)
+{
+    struct sr_cp *cp = arg;
+    return worker(cp, &cp->stage_q, &cp->stop_stage, do_stage);
+}
+
+static void *persister_main(void *arg)
+{
+    struct sr_cp *cp = arg;
+    /* stop_persist is set only after the stager has exited, so the
+     * persister never quits while the stager can still hand it work. */
+    return worker(cp, &cp->persist_q, &cp->stop_persist, do_persist);
+}
+
+int sr_cp_start(const struct sr_cp_config *cfg, struct sr_cp **out)
+{
+    struct sr_cp *cp = calloc(1, sizeof(*cp));
+    if (!cp)
+        return -ENOMEM;
+    cp->cfg = *cfg;
+    cp->run_id = strdup(cfg->run_id);
+    cp->spool = strdup(cfg->spool_dir);
+    cp->cfg.run_id = cp->run_id;
+    cp->cfg.spool_dir = cp->spool;
+    int rc = sr_mkdirs(cp->spool, 0700);
+    if (rc == 0)
+        rc = sr_ckpt_next_seq(cfg->st, cfg->run_id, &cp->next_seq);
+    int p[2];
+    if (rc == 0 && pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+        rc = -errno;
+    if (rc < 0) {
+        free(cp->run_id);
+        free(cp->spool);
+        free(cp);
+        return rc;
+    }
+    cp->pipe_r = p[0];
+    cp->pipe_w = p[1];
+    pthread_mutex_init(&cp->lock, NULL);
+    pthread_cond_init(&cp->cond, NULL);
+    pthread_create(&cp->stager, NULL, stager_main, cp);
+    pthread_create(&cp->persister, NULL, persister_main, cp);
+    *out = cp;
+    return 0;
+}
+
+int sr_cp_fd(const struct sr_cp *cp)
+{
+    return cp->pipe_r;
+}
+
+void sr_cp_set_attempt(struct sr_cp *cp, uint32_t attempt, struct sr_events *ev)
+{
+    pthread_mutex_lock(&cp->lock);
+    cp->cfg.attempt = attempt;
+    cp->cfg.ev = ev;
+    pthread_mutex_unlock(&cp->lock);
+}
+
+int sr_cp_submit(struct sr_cp *cp, const char *dir, int64_t step, int tag)
+{
+    struct job *j = calloc(1, sizeof(*j));
+    if (!j || !(j->dir = strdup(dir))) {
+        free(j);
+        return -ENOMEM;
+    }
+    j->step = step;
+    j->tag = tag;
+    pthread_mutex_lock(&cp->lock);
+    push_job(&cp->stage_q, j);
+    cp->pending++;
+    cp->staging++;
+    pthread_cond_broadcast(&cp->cond);
+    pthread_mutex_unlock(&cp->lock);
+    return 0;
+}
+
+int sr_cp_take(struct sr_cp *cp, struct sr_cp_result *res)
+{
+    char drain[64];
+    while (read(cp->pipe_r, drain, sizeof(drain)) > 0) {
+    }
+    pthread_mutex_lock(&cp->lock);
+    struct res_node *n = cp->res_head;
+    if (n) {
+        cp->res_head = n->next;
+        if (!cp->res_head)
+            cp->res_tail = NULL;
+    }
+    pthread_mutex_unlock(&cp->lock);
+    if (!n)
+        return 0;
+    *res = n->r;
+    free(n);
+    /* More results may remain: keep the loop's poll() awake for them. */
+    if (cp->res_head) {
+        const char b = 1;
+        if (write(cp->pipe_w, &b, 1) < 0) {
+        }
+    }
+    return 1;
+}
+
+int sr_cp_pending(struct sr_cp *cp)
+{
+    pthread_mutex_lock(&cp->lock);
+    const int n = cp->pending;
+    pthread_mutex_unlock(&cp->lock);
+    return n;
+}
+
+int sr_cp_staging(struct sr_cp *cp)
+{
+    pthread_mutex_lock(&cp->lock);
+    const int n = cp->staging;
+    pthread_mutex_unlock(&cp->lock);
+    return n;
+}
+
+int64_t sr_cp_persist_estimate_ms(struct sr_cp *cp)
+{
+    pthread_mutex_lock(&cp->lock);
+    const double bps = cp->persist_bps;
+    const uint64_t bytes = cp->last_stored;
+    pthread_mutex_unlock(&cp->lock);
+    if (bps <= 0)
+        return 2000; /* nothing measured yet: assume a small, local checkpoint */
+    return (int64_t)((double)bytes * 1000.0 / bps);
+}
+
+void sr_cp_stop(struct sr_cp *cp, int abandon)
+{
+    if (!cp)
+        return;
+    /* Stop the stager first, once its queue is drained, so that everything
+     * it staged reaches the persister before that one is told to stop. */
+    pthread_mutex_lock(&cp->lock);
+    cp->abandon = abandon;
+    cp->stop_stage = 1;
+    pthread_cond_broadcast(&cp->cond);
+    pthread_mutex_unlock(&cp->lock);
+    if (abandon)
+        return; /* a deadline passed: the process is about to exit mid-upload */
+    pthread_join(cp->stager, NULL);
+    pthread_mutex_lock(&cp->lock);
+    cp->stop_persist = 1;
+    pthread_cond_broadcast(&cp->cond);
+    pthread_mutex_unlock(&cp->lock);
+    pthread_join(cp->persister, NULL);
+    for (struct job *j; (j = pop_job(&cp->stage_q)) || (j = pop_job(&cp->persist_q));) {
+        if (j->path[0])
+            unlink(j->path);
+        free(j->dir);
+        free(j);
+    }
+    for (struct sr_cp_result r; sr_cp_take(cp, &r);) {
+    }
+    close(cp->pipe_r);
+    close(cp->pipe_w);
+    pthread_mutex_destroy(&cp->lock);
+    pthread_cond_destroy(&cp->cond);
+    free(cp->run_id);
+    free(cp->spool);
+    free(cp);
+}

@@ -1,0 +1,78 @@
+/*
+ * checkpointer.h - the snapshot / persist split of the commit protocol.
+ *
+ * A commit is two steps on two threads, so the job is held only for the
+ * first one:
+ *   stage   (stager thread)    pack + compress the checkpoint directory into
+ *                              <spool>/<seq>.tar.zst; after this the job may
+ *                              overwrite its directory. Reported as STAGED.
+ *   persist (persister thread) upload the staged file to the store, then the
+ *                              manifest (the commit point), then --keep
+ *                              retention. Reported as PERSISTED.
+ * Jobs run in submission order; seqs are allocated in that order from the
+ * store's next free seq. Results are queued for the supervisor, whose loop
+ * polls sr_cp_fd() and drains them with sr_cp_take(). A failed persist leaves
+ * the previous checkpoint as the newest: never a partial one.
+ */
+#ifndef SPOTRUN_CHECKPOINTER_H
+#define SPOTRUN_CHECKPOINTER_H
+
+#include <stdint.h>
+
+#include "events.h"
+#include "manifest.h"
+#include "store.h"
+
+struct sr_cp_config {
+    struct sr_store *st;
+    const char *run_id;
+    const char *spool_dir; /* local staging area (created) */
+    unsigned keep;         /* 0 = keep all */
+    uint32_t attempt;
+    int threads;           /* codec threads, 0 = all CPUs */
+    int level;             /* zstd level, 0 = default */
+    struct sr_events *ev;  /* may be NULL */
+};
+
+enum sr_cp_kind { SR_CP_STAGED, SR_CP_PERSISTED };
+
+struct sr_cp_result {
+    enum sr_cp_kind kind;
+    uint64_t seq;
+    int64_t step;
+    int tag; /* as submitted (the supervisor passes the client's fd, or -1) */
+    int rc;  /* 0 or -errno */
+    char msg[256];
+    uint64_t raw_bytes, stored_bytes;
+    int64_t ms; /* time the step took */
+};
+
+struct sr_cp;
+
+/* Synchronous building blocks, also used by `spotrun push`. */
+int sr_cp_stage(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, int64_t step,
+                const char *out_path, struct sr_manifest *m);
+int sr_cp_persist(const struct sr_cp_config *cfg, const struct sr_manifest *m, const char *path);
+
+int sr_cp_start(const struct sr_cp_config *cfg, struct sr_cp **out);
+int sr_cp_fd(const struct sr_cp *cp);
+/* The attempt recorded in manifests and the event log to write to, for
+ * commits staged from now on (called between attempts). */
+void sr_cp_set_attempt(struct sr_cp *cp, uint32_t attempt, struct sr_events *ev);
+/* Queues a commit of dir (copied) at step (-1 unknown). */
+int sr_cp_submit(struct sr_cp *cp, const char *dir, int64_t step, int tag);
+/* 1 and fills res when a result was queued, else 0. */
+int sr_cp_take(struct sr_cp *cp, struct sr_cp_result *res);
+/* Commits submitted and not yet persisted (or failed). */
+int sr_cp_pending(struct sr_cp *cp);
+/* Commits submitted and not yet staged. */
+int sr_cp_staging(struct sr_cp *cp);
+/* Expected persist time of a checkpoint like the last one, in ms, from the
+ * measured throughput of earlier persists (a guess before the first). */
+int64_t sr_cp_persist_estimate_ms(struct sr_cp *cp);
+/* Finishes queued work and joins the threads. With abandon (a deadline
+ * passed), returns at once and leaves a running upload to the process exit:
+ * its manifest is never written, so the previous checkpoint stands. */
+void sr_cp_stop(struct sr_cp *cp, int abandon);
+
+#endif

@@ -1,0 +1,247 @@
+/*
+ * cli.c - option tables, exit codes and local paths shared by the
+ * subcommands (see cli.h).
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "log.h"
+#include "units.h"
+
+struct sr_common sr_common;
+
+static int set_value(const struct sr_opt *o, const char *val)
+{
+    int64_t i;
+    switch (o->type) {
+    case SR_OPT_FLAG:
+        if (!val || !*val || strcmp(val, "1") == 0 || strcmp(val, "true") == 0 ||
+            strcmp(val, "yes") == 0)
+            *(int *)o->dst = 1;
+        else if (strcmp(val, "0") == 0 || strcmp(val, "false") == 0 || strcmp(val, "no") == 0)
+            *(int *)o->dst = 0;
+        else
+            return -EINVAL;
+        return 0;
+    case SR_OPT_STR:
+        *(const char **)o->dst = val;
+        return 0;
+    case SR_OPT_DURATION:
+        return sr_parse_duration_ms(val, (int64_t *)o->dst);
+    case SR_OPT_SIZE:
+        return sr_parse_size(val, (uint64_t *)o->dst);
+    case SR_OPT_UINT:
+        if (sr_parse_int(val, 0, INT32_MAX, &i) < 0)
+            return -EINVAL;
+        *(uint64_t *)o->dst = (uint64_t)i;
+        return 0;
+    }
+    return -EINVAL;
+}
+
+static const char *type_hint(enum sr_opt_type t)
+{
+    switch (t) {
+    case SR_OPT_DURATION:
+        return " (a duration like 30s, 10m, 1h)";
+    case SR_OPT_SIZE:
+        return " (a size like 512M, 4GiB)";
+    case SR_OPT_UINT:
+        return " (a non-negative integer)";
+    default:
+        return "";
+    }
+}
+
+static int apply_env(const char *cmd, const struct sr_opt *opts)
+{
+    for (const struct sr_opt *o = opts; o->name; o++) {
+        const char *v = o->env ? getenv(o->env) : NULL;
+        if (!v || !*v)
+            continue;
+        if (set_value(o, v) < 0) {
+            fprintf(stderr, "spotrun %s: invalid %s=\"%s\"%s\n", cmd, o->env, v, type_hint(o->type));
+            return SR_EX_USAGE;
+        }
+    }
+    return 0;
+}
+
+int sr_opts_parse(const char *cmd, const struct sr_opt *opts, int argc, char **argv,
+                  int stop_at_operand, int *first)
+{
+    int rc = apply_env(cmd, opts);
+    if (rc)
+        return rc;
+    struct option lo[64];
+    char so[160] = "";
+    size_t n = 0, sn = 0;
+    so[sn++] = stop_at_operand ? '+' : '-';
+    so[sn++] = ':';
+    for (const struct sr_opt *o = opts; o->name && n < 63; o++, n++) {
+        lo[n] = (struct option){o->name, o->type == SR_OPT_FLAG ? no_argument : required_argument,
+                                NULL, 256 + (int)n};
+        if (o->short_name) {
+            so[sn++] = (char)o->short_name;
+            if (o->type != SR_OPT_FLAG)
+                so[sn++] = ':';
+        }
+    }
+    lo[n] = (struct option){0, 0, 0, 0};
+    so[sn] = '\0';
+    /* With "-" every operand comes back as option 1: collect them in order
+     * at the front so *first indexes them (GNU permutation, portably). */
+    int nops = 0;
+    optind = 1;
+    opterr = 0;
+    for (int c; (c = getopt_long(argc, argv, so, lo, NULL)) != -1;) {
+        const struct sr_opt *o = NULL;
+        if (c == 1) {
+            argv[++nops] = optarg;
+            continue;
+        }
+        if (c == '?' || c == ':') {
+            const char *bad = argv[optind - 1];
+            fprintf(stderr, "spotrun %s: %s %s (see spotrun %s --help)\n", cmd,
+                    c == ':' ? "missing value for" : "unknown option", bad, cmd);
+            return SR_EX_USAGE;
+        }
+        if (c >= 256)
+            o = &opts[c - 256];
+        for (const struct sr_opt *p = opts; !o && p->name; p++)
+            if (p->short_name == c)
+                o = p;
+        if (!o || set_value(o, o->type == SR_OPT_FLAG ? NULL : optarg) < 0) {
+            fprintf(stderr, "spotrun %s: invalid value \"%s\" for --%s%s\n", cmd,
+                    optarg ? optarg : "", o ? o->name : "?", o ? type_hint(o->type) : "");
+            return SR_EX_USAGE;
+        }
+    }
+    /* Remaining arguments (after "--" or the first operand) follow the
+     * collected operands. */
+    for (int i = optind; i < argc; i++)
+        argv[++nops] = argv[i];
+    argv[nops + 1] = NULL;
+    *first = 1;
+    if (sr_common.quiet)
+        sr_verbosity = SR_WARN;
+    if (sr_common.verbose)
+        sr_verbosity = SR_DEBUG;
+    return 0;
+}
+
+void sr_opts_help(FILE *f, const char *usage, const char *about, const struct sr_opt *opts)
+{
+    fprintf(f, "usage: %s\n\n%s\n\noptions (environment twin in brackets):\n", usage, about);
+    for (const struct sr_opt *o = opts; o->name; o++) {
+        char left[64];
+        snprintf(left, sizeof(left), "%s%c%s--%s%s%s", o->short_name ? "-" : "",
+                 o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ", o->name,
+                 o->metavar ? " " : "", o->metavar ? o->metavar : "");
+        fprintf(f, "  %-28s %s%s%s%s\n", o->short_name ? left : left + 2, o->help,
+                o->env ? " [" : "", o->env ? o->env : "", o->env ? "]" : "");
+    }
+}
+
+int sr_exit_code(int rc)
+{
+    switch (-rc) {
+    case 0:
+        return SR_EX_OK;
+    case EINVAL:
+    case EPROTONOSUPPORT:
+        return SR_EX_USAGE;
+    case EBADMSG:
+    case EPERM:
+    case EFBIG:
+        return SR_EX_DATAERR;
+    case ENOENT:
+    case ENOTDIR:
+        return SR_EX_NOINPUT;
+    case EACCES:
+        return SR_EX_NOPERM;
+    case ECONNREFUSED:
+    case ETIMEDOUT:
+    case EHOSTUNREACH:
+    case ECONNRESET:
+    case ENETUNREACH:
+        return SR_EX_UNAVAILABLE;
+    case EADDRINUSE:
+    case EEXIST:
+        return SR_EX_CANTCREAT;
+    case EIO:
+    case ENOSPC:
+    case EROFS:
+    case EDQUOT:
+        return SR_EX_IOERR;
+    default:
+        return SR_EX_SOFTWARE;
+    }
+}
+
+int sr_fail(int rc, const char *what)
+{
+    fprintf(stderr, "spotrun: %s: %s\n", what, sr_strerror(rc));
+    return sr_exit_code(rc);
+}
+
+int sr_pathf(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    const int n = vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= len)
+        return sr_errf(-ENAMETOOLONG, "path too long: %.64s...", buf);
+    return 0;
+}
+
+int sr_open_store(struct sr_store **st)
+{
+    char url[4096];
+    if (sr_common.store && *sr_common.store) {
+        snprintf(url, sizeof(url), "%s", sr_common.store);
+    } else {
+        const int rc = sr_store_default_url(url, sizeof(url));
+        if (rc < 0)
+            return sr_errf(rc, "no store given and no default (set --store or SPOTRUN_STORE)");
+    }
+    return sr_store_open(url, st);
+}
+
+int sr_work_root(const char *override, char *buf, size_t len)
+{
+    const char *v = override && *override ? override : getenv("SPOTRUN_WORK_DIR");
+    int n;
+    if (v && *v) {
+        n = snprintf(buf, len, "%s", v);
+    } else if (getenv("XDG_CACHE_HOME") && *getenv("XDG_CACHE_HOME")) {
+        n = snprintf(buf, len, "%s/spotrun", getenv("XDG_CACHE_HOME"));
+    } else if (getenv("HOME") && *getenv("HOME")) {
+        n = snprintf(buf, len, "%s/.cache/spotrun", getenv("HOME"));
+    } else {
+        return sr_errf(-ENOENT, "no work directory: set SPOTRUN_WORK_DIR or HOME");
+    }
+    if (n < 0 || (size_t)n >= len)
+        return sr_errf(-ENAMETOOLONG, "work directory path too long");
+    return 0;
+}
+
+void sr_control_path(const char *run_dir, char *buf, size_t len)
+{
+    struct sockaddr_un sa;
+    const int n = snprintf(buf, len, "%s/control.sock", run_dir);
+    if (n > 0 && (size_t)n < sizeof(sa.sun_path))
+        return;
+    const XXH64_hash_t h = XXH3_64bits(run_dir, strlen(run_dir));
+    snprintf(buf, len, "/tmp/spotrun-%u-%016llx.sock", (unsigned)getuid(), (unsigned long long)h);
+}

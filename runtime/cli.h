@@ -1,0 +1,96 @@
+/*
+ * cli.h - what the subcommands share: the option table (every flag has a
+ * SPOTRUN_* environment twin, shown in --help; flags win over the
+ * environment), the mapping of errors to sysexits codes, and the work
+ * directory layout on this node.
+ *
+ * Only the CLI chooses exit codes; the libraries return -errno.
+ */
+#ifndef SPOTRUN_CLI_H
+#define SPOTRUN_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "store.h"
+
+/* sysexits.h values, named here so the table in the README has one source. */
+enum {
+    SR_EX_OK = 0,
+    SR_EX_USAGE = 64,
+    SR_EX_DATAERR = 65,
+    SR_EX_NOINPUT = 66,
+    SR_EX_UNAVAILABLE = 69,
+    SR_EX_SOFTWARE = 70,
+    SR_EX_CANTCREAT = 73,
+    SR_EX_IOERR = 74,
+    SR_EX_TEMPFAIL = 75,
+    SR_EX_NOPERM = 77,
+    SR_EX_CONFIG = 78,
+};
+
+enum sr_opt_type { SR_OPT_FLAG, SR_OPT_STR, SR_OPT_DURATION, SR_OPT_SIZE, SR_OPT_UINT };
+
+struct sr_opt {
+    const char *name;    /* long name without "--" */
+    int short_name;      /* 0 = none */
+    const char *env;     /* SPOTRUN_* twin, NULL = none */
+    enum sr_opt_type type;
+    void *dst;           /* int*, const char**, int64_t* (ms), uint64_t*, uint64_t* */
+    const char *metavar; /* "DURATION" */
+    const char *help;
+};
+
+/* Options every command takes (append with SR_OPTS_COMMON). */
+struct sr_common {
+    const char *store;
+    int quiet, verbose, help;
+};
+extern struct sr_common sr_common;
+#define SR_OPTS_COMMON                                                                              \
+    {"store", 0, "SPOTRUN_STORE", SR_OPT_STR, &sr_common.store, "URL",                              \
+     "checkpoint store: a path, file:///path or s3://bucket/prefix"},                               \
+        {"quiet", 'q', "SPOTRUN_QUIET", SR_OPT_FLAG, &sr_common.quiet, NULL, "only warnings and errors"}, \
+        {"verbose", 'v', "SPOTRUN_VERBOSE", SR_OPT_FLAG, &sr_common.verbose, NULL, "debug output"},  \
+        {"help", 'h', NULL, SR_OPT_FLAG, &sr_common.help, NULL, "show this help"},                 \
+    {                                                                                               \
+        NULL, 0, NULL, 0, NULL, NULL, NULL                                                          \
+    }
+
+/* Applies the environment, then argv. With stop_at_operand, parsing stops
+ * at the first operand (for `run -- cmd`). Returns 0 and sets *first to
+ * the index of the first operand, or prints "spotrun CMD: ..." and returns
+ * SR_EX_USAGE. */
+int sr_opts_parse(const char *cmd, const struct sr_opt *opts, int argc, char **argv,
+                  int stop_at_operand, int *first);
+void sr_opts_help(FILE *f, const char *usage, const char *about, const struct sr_opt *opts);
+
+/* Exit code for a negative errno from the libraries. */
+int sr_exit_code(int rc);
+/* Prints "spotrun: <what>: <cause>" and returns the exit code. */
+int sr_fail(int rc, const char *what);
+
+/* snprintf for paths: -ENAMETOOLONG (with a message) instead of truncating. */
+int sr_pathf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Opens the store named by --store / SPOTRUN_STORE / the default. */
+int sr_open_store(struct sr_store **st);
+
+/* Local per-run working directory: <work-root>/<run-id>, where work-root is
+ * $SPOTRUN_WORK_DIR or ${XDG_CACHE_HOME:-$HOME/.cache}/spotrun. */
+int sr_work_root(const char *override, char *buf, size_t len);
+/* Control socket path for a run dir (falls back to a short /tmp path when
+ * the natural one exceeds the sun_path limit). */
+void sr_control_path(const char *run_dir, char *buf, size_t len);
+
+/* Subcommands. */
+int sr_cmd_run(int argc, char **argv);
+int sr_cmd_commit(int argc, char **argv);
+int sr_cmd_notify(int argc, char **argv);
+int sr_cmd_ls(int argc, char **argv);
+int sr_cmd_show(int argc, char **argv);
+int sr_cmd_pull(int argc, char **argv);
+int sr_cmd_push(int argc, char **argv);
+int sr_cmd_gc(int argc, char **argv);
+
+#endif

@@ -1,0 +1,152 @@
+/*
+ * cmd_control.c - the commands that talk to a running wrapper over its
+ * control socket: `spotrun commit` (from inside the job) and
+ * `spotrun notify` (a preemption notice delivered by hand or by a script).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "control.h"
+#include "log.h"
+#include "manifest.h"
+
+int sr_cmd_commit(int argc, char **argv)
+{
+    const char *control = NULL;
+    const char *step = NULL;
+    int64_t timeout_ms = 0;
+    const struct sr_opt opts[] = {
+        {"step", 'n', "SPOTRUN_COMMIT_STEP", SR_OPT_STR, &step, "N",
+         "training step the checkpoint holds"},
+        {"control", 0, "SPOTRUN_CONTROL", SR_OPT_STR, &control, "PATH",
+         "control socket of the wrapper (set for the job)"},
+        {"timeout", 't', "SPOTRUN_COMMIT_TIMEOUT", SR_OPT_DURATION, &timeout_ms, "DURATION",
+         "give up waiting for staging after this long (default: wait)"},
+        SR_OPTS_COMMON};
+    int first;
+    int rc = sr_opts_parse("commit", opts, argc, argv, 0, &first);
+    if (rc)
+        return rc;
+    if (sr_common.help) {
+        sr_opts_help(stdout, "spotrun commit [--step N]",
+                     "Publishes $SPOTRUN_CKPT_DIR as a complete checkpoint. Returns once the\n"
+                     "directory is staged; the job may overwrite it right after.",
+                     opts);
+        return 0;
+    }
+    int64_t n = -1;
+    if (step && (sscanf(step, "%" SCNd64, &n) != 1 || n < 0)) {
+        fprintf(stderr, "spotrun commit: invalid value \"%s\" for --step (a non-negative integer)\n",
+                step);
+        return SR_EX_USAGE;
+    }
+    if (argv[first]) {
+        fprintf(stderr, "spotrun commit: unexpected argument \"%s\"\n", argv[first]);
+        return SR_EX_USAGE;
+    }
+    if (!control || !*control) {
+        fprintf(stderr, "spotrun commit: not running under `spotrun run` (SPOTRUN_CONTROL is not set)\n");
+        return SR_EX_USAGE;
+    }
+    char req[64], reply[512];
+    if (n >= 0)
+        snprintf(req, sizeof(req), "COMMIT %" PRId64, n);
+    else
+        snprintf(req, sizeof(req), "COMMIT -");
+    rc = sr_ctl_call(control, req, reply, sizeof(reply), timeout_ms ? (int)timeout_ms : -1);
+    if (rc < 0)
+        return sr_fail(rc, "commit");
+    if (strncmp(reply, "OK ", 3) != 0) {
+        fprintf(stderr, "spotrun: commit failed: %s\n", strncmp(reply, "ERR ", 4) == 0 ? reply + 4 : reply);
+        return SR_EX_IOERR;
+    }
+    sr_debug("checkpoint %s staged (step %s)", reply + 3, step ? step : "unknown");
+    return 0;
+}
+
+/* The one live wrapper under the work root, when --run-id is not given. */
+static int find_single_wrapper(const char *root, char *out, size_t len)
+{
+    DIR *d = opendir(root);
+    if (!d)
+        return sr_errf(-ENOENT, "no spotrun wrapper is running here (nothing in %s)", root);
+    int found = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!sr_run_id_valid(de->d_name))
+            continue;
+        char run_dir[PATH_MAX + 256], sock[PATH_MAX + 300], reply[512];
+        snprintf(run_dir, sizeof(run_dir), "%s/%s", root, de->d_name);
+        sr_control_path(run_dir, sock, sizeof(sock));
+        if (sr_ctl_call(sock, "STATUS", reply, sizeof(reply), 2000) == 0) {
+            if (found++ == 0)
+                snprintf(out, len, "%s", sock);
+        }
+    }
+    closedir(d);
+    sr_err_clear();
+    if (found == 1)
+        return 0;
+    if (found == 0)
+        return sr_errf(-ENOENT, "no spotrun wrapper is running under %s", root);
+    return sr_errf(-EINVAL, "%d wrappers are running under %s: pick one with --run-id", found, root);
+}
+
+int sr_cmd_notify(int argc, char **argv)
+{
+    const char *control = NULL, *run_id = NULL, *work_dir = NULL, *source = "manual";
+    int64_t deadline_ms = 30000;
+    const struct sr_opt opts[] = {
+        {"deadline", 'd', "SPOTRUN_NOTIFY_DEADLINE", SR_OPT_DURATION, &deadline_ms, "DURATION",
+         "time until the instance goes away (default 30s)"},
+        {"run-id", 'r', "SPOTRUN_RUN_ID", SR_OPT_STR, &run_id, "ID", "the run to notify"},
+        {"control", 0, "SPOTRUN_CONTROL", SR_OPT_STR, &control, "PATH", "control socket path"},
+        {"work-dir", 0, "SPOTRUN_WORK_DIR", SR_OPT_STR, &work_dir, "DIR",
+         "local state of the wrappers (default: ~/.cache/spotrun)"},
+        {"source", 0, "SPOTRUN_NOTIFY_SOURCE", SR_OPT_STR, &source, "NAME",
+         "name of the notice's source, for the log (default manual)"},
+        SR_OPTS_COMMON};
+    int first;
+    int rc = sr_opts_parse("notify", opts, argc, argv, 0, &first);
+    if (rc)
+        return rc;
+    if (sr_common.help) {
+        sr_opts_help(stdout, "spotrun notify [--deadline 30s] [--run-id ID]",
+                     "Delivers a preemption notice to a running wrapper: it asks the job for a\n"
+                     "checkpoint, makes it durable, stops the job and exits 75.",
+                     opts);
+        return 0;
+    }
+    if (argv[first]) {
+        fprintf(stderr, "spotrun notify: unexpected argument \"%s\"\n", argv[first]);
+        return SR_EX_USAGE;
+    }
+    char sock[PATH_MAX + 300], root[PATH_MAX], run_dir[PATH_MAX + 256];
+    if ((rc = sr_work_root(work_dir, root, sizeof(root))) < 0 && !control)
+        return sr_fail(rc, "notify");
+    if (run_id) {
+        snprintf(run_dir, sizeof(run_dir), "%s/%s", root, run_id);
+        sr_control_path(run_dir, sock, sizeof(sock));
+    } else if (control && *control) {
+        snprintf(sock, sizeof(sock), "%s", control);
+    } else if ((rc = find_single_wrapper(root, sock, sizeof(sock))) < 0) {
+        return sr_fail(rc, "notify");
+    }
+    char req[128], reply[512];
+    snprintf(req, sizeof(req), "NOTIFY %" PRId64 " %.31s", deadline_ms, source);
+    rc = sr_ctl_call(sock, req, reply, sizeof(reply), 10000);
+    if (rc < 0)
+        return sr_fail(rc, "notify");
+    if (strcmp(reply, "OK") != 0) {
+        fprintf(stderr, "spotrun: notify: the wrapper answered: %s\n", reply);
+        return SR_EX_SOFTWARE;
+    }
+    sr_info("notice delivered to %s", sock);
+    return 0;
+}

@@ -1,0 +1,193 @@
+/*
+ * cmd_run.c - `spotrun run [options] -- command...`: resolve the run's
+ * identity and local paths, handle DONE and --fresh, then hand over to the
+ * supervisor.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "cli.h"
+#include "fsutil.h"
+#include "log.h"
+#include "runid.h"
+#include "supervisor.h"
+
+static int parse_signal(const char *name)
+{
+    if (!name || !*name)
+        return SIGUSR1;
+    char *end;
+    const long n = strtol(name, &end, 10);
+    if (!*end)
+        return n > 0 && n < NSIG ? (int)n : -1;
+    const char *bare = strncasecmp(name, "SIG", 3) == 0 ? name + 3 : name;
+    for (int s = 1; s < NSIG; s++) {
+        const char *abbr = sigabbrev_np(s);
+        if (abbr && strcasecmp(abbr, bare) == 0)
+            return s;
+    }
+    return -1;
+}
+
+/* libspotrun.so: $SPOTRUN_PRELOAD, else beside the binary (installed:
+ * ../lib, build tree: ../preload). */
+static int find_preload(const char *self, char *out, size_t len)
+{
+    const char *env = getenv("SPOTRUN_PRELOAD");
+    if (env && *env) {
+        snprintf(out, len, "%s", env);
+        return access(out, R_OK) == 0 ? 0 : -ENOENT;
+    }
+    char dir[PATH_MAX];
+    sr_dirname(self, dir, sizeof(dir));
+    static const char *const rel[] = {"../lib/libspotrun.so", "../preload/libspotrun.so",
+                                      "libspotrun.so"};
+    for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+        if (sr_pathf(out, len, "%s/%s", dir, rel[i]) == 0 && access(out, R_OK) == 0)
+            return 0;
+    }
+    return -ENOENT;
+}
+
+struct run_opts {
+    const char *run_id, *ckpt_dir, *work_dir, *signal;
+    int64_t every_ms, settle_ms, grace_ms, backoff_ms;
+    uint64_t keep, max_restarts, threads, level;
+    int fresh, no_preload;
+};
+
+static int fresh_start(struct sr_store *st, const char *run_id, const char *ckpt_dir)
+{
+    sr_info("--fresh: deleting run %s from %s", run_id, sr_store_url(st));
+    int rc = sr_run_clear(st, run_id);
+    if (rc == 0)
+        rc = sr_rmtree(ckpt_dir);
+    return rc;
+}
+
+static int run_main(struct run_opts *o, char **cmd)
+{
+    struct sr_run_config c = {.argv = cmd, .every_ms = o->every_ms, .settle_ms = o->settle_ms,
+                              .grace_ms = o->grace_ms, .backoff_ms = o->backoff_ms,
+                              .max_restarts = (unsigned)o->max_restarts, .keep = (unsigned)o->keep,
+                              .threads = (int)o->threads, .level = (int)o->level};
+    char cwd[PATH_MAX], self[PATH_MAX], run_id[256], root[PATH_MAX], run_dir[PATH_MAX + 300];
+    char ckpt[PATH_MAX + 300], sock[PATH_MAX + 300], preload[PATH_MAX];
+    c.signo = parse_signal(o->signal);
+    if (c.signo < 0) {
+        fprintf(stderr, "spotrun run: invalid value \"%s\" for --signal (e.g. SIGUSR1)\n", o->signal);
+        return SR_EX_USAGE;
+    }
+    if (!getcwd(cwd, sizeof(cwd)))
+        return sr_fail(-errno, "getcwd");
+    int rc = sr_runid_expand(o->run_id, cmd, cwd, run_id, sizeof(run_id));
+    if (rc < 0) {
+        fprintf(stderr, "spotrun run: %s\n", sr_strerror(rc));
+        return SR_EX_USAGE;
+    }
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    self[n > 0 ? n : 0] = '\0';
+    rc = sr_work_root(o->work_dir, root, sizeof(root));
+    if (rc < 0)
+        return sr_fail(rc, "work directory");
+    if (!o->ckpt_dir || !*o->ckpt_dir)
+        rc = sr_pathf(ckpt, sizeof(ckpt), "%s/%s/ckpt", root, run_id);
+    else if (o->ckpt_dir[0] == '/')
+        rc = sr_pathf(ckpt, sizeof(ckpt), "%s", o->ckpt_dir);
+    else
+        rc = sr_pathf(ckpt, sizeof(ckpt), "%s/%s", cwd, o->ckpt_dir);
+    if (rc == 0)
+        rc = sr_pathf(run_dir, sizeof(run_dir), "%s/%s", root, run_id);
+    if (rc < 0)
+        return sr_fail(rc, "local paths");
+    sr_control_path(run_dir, sock, sizeof(sock));
+    c.run_id = run_id;
+    c.run_dir = run_dir;
+    c.ckpt_dir = ckpt;
+    c.control_path = sock;
+    c.self = self;
+    if (!o->no_preload) {
+        if (find_preload(self, preload, sizeof(preload)) == 0)
+            c.preload = preload;
+        else
+            sr_warn("libspotrun.so not found (set SPOTRUN_PRELOAD); running without the shim");
+    }
+    rc = sr_open_store(&c.st);
+    if (rc < 0)
+        return sr_fail(rc, "cannot open the store");
+    int code = SR_EX_OK;
+    if (o->fresh && (rc = fresh_start(c.st, run_id, ckpt)) < 0) {
+        code = sr_fail(rc, "--fresh");
+    } else if ((rc = sr_run_is_done(c.st, run_id)) != 0) {
+        if (rc < 0)
+            code = sr_fail(rc, "cannot read the store");
+        else
+            sr_info("run %s is already done (DONE in %s); use --fresh to start it over", run_id,
+                    sr_store_url(c.st));
+    } else {
+        code = sr_supervise(&c);
+    }
+    sr_store_close(c.st);
+    return code;
+}
+
+int sr_cmd_run(int argc, char **argv)
+{
+    struct run_opts o = {.grace_ms = 25000, .backoff_ms = 1000, .max_restarts = 3};
+    const struct sr_opt opts[] = {
+        {"run-id", 'r', "SPOTRUN_RUN_ID", SR_OPT_STR, &o.run_id, "ID",
+         "run id or template ({index}, {slurm_job_id}, {env:VAR}...); default: from the command"},
+        {"ckpt-dir", 'd', "SPOTRUN_CKPT_DIR", SR_OPT_STR, &o.ckpt_dir, "DIR",
+         "the job's checkpoint directory (default: WORK_DIR/RUN/ckpt)"},
+        {"work-dir", 0, "SPOTRUN_WORK_DIR", SR_OPT_STR, &o.work_dir, "DIR",
+         "local state (default: ~/.cache/spotrun)"},
+        {"every", 'e', "SPOTRUN_EVERY", SR_OPT_DURATION, &o.every_ms, "DURATION",
+         "ask the job for a checkpoint this often"},
+        {"keep", 'k', "SPOTRUN_KEEP", SR_OPT_UINT, &o.keep, "N",
+         "keep the newest N checkpoints (default: all)"},
+        {"settle", 0, "SPOTRUN_SETTLE", SR_OPT_DURATION, &o.settle_ms, "DURATION",
+         "commit the directory once it stops changing for this long"},
+        {"grace", 'g', "SPOTRUN_GRACE", SR_OPT_DURATION, &o.grace_ms, "DURATION",
+         "time left after SIGTERM/SIGINT (default 25s)"},
+        {"max-restarts", 'm', "SPOTRUN_MAX_RESTARTS", SR_OPT_UINT, &o.max_restarts, "N",
+         "restarts after crashes before giving up (default 3)"},
+        {"backoff", 0, "SPOTRUN_BACKOFF", SR_OPT_DURATION, &o.backoff_ms, "DURATION",
+         "first restart delay, doubled each time up to 60s (default 1s)"},
+        {"signal", 's', "SPOTRUN_SIGNAL", SR_OPT_STR, &o.signal, "SIG",
+         "checkpoint-request signal (default SIGUSR1)"},
+        {"fresh", 0, "SPOTRUN_FRESH", SR_OPT_FLAG, &o.fresh, NULL,
+         "delete the run's checkpoints and start over"},
+        {"no-preload", 0, "SPOTRUN_NO_PRELOAD", SR_OPT_FLAG, &o.no_preload, NULL,
+         "do not load libspotrun.so into the job"},
+        {"threads", 0, "SPOTRUN_THREADS", SR_OPT_UINT, &o.threads, "N",
+         "compression threads (default: all CPUs)"},
+        {"level", 0, "SPOTRUN_LEVEL", SR_OPT_UINT, &o.level, "N", "zstd level (default 3)"},
+        SR_OPTS_COMMON};
+    int first;
+    int rc = sr_opts_parse("run", opts, argc, argv, 1, &first);
+    if (rc)
+        return rc;
+    if (sr_common.help) {
+        sr_opts_help(stdout, "spotrun run [options] -- command [args...]",
+                     "Runs the command, resumes it from its newest checkpoint, restarts it after\n"
+                     "crashes, and checkpoints it before a preemption (exit 75: requeue me).",
+                     opts);
+        return 0;
+    }
+    if (!argv[first]) {
+        fprintf(stderr, "spotrun run: no command given (spotrun run -- command...)\n");
+        return SR_EX_USAGE;
+    }
+    if (o.level > 19) {
+        fprintf(stderr, "spotrun run: --level must be 1..19\n");
+        return SR_EX_USAGE;
+    }
+    return run_main(&o, argv + first);
+}

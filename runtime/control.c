@@ -1,0 +1,187 @@
+/*
+ * control.c - the control socket (see control.h).
+ */
+#include "control.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "units.h"
+
+#define REQUEST_TIMEOUT_MS 2000
+
+static int make_addr(const char *path, struct sockaddr_un *sa)
+{
+    memset(sa, 0, sizeof(*sa));
+    sa->sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(sa->sun_path))
+        return sr_errf(-ENAMETOOLONG, "control socket path too long: %s", path);
+    strcpy(sa->sun_path, path);
+    return 0;
+}
+
+static int connect_to(const char *path, int *out)
+{
+    struct sockaddr_un sa;
+    int rc = make_addr(path, &sa);
+    if (rc < 0)
+        return rc;
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    *out = fd;
+    return 0;
+}
+
+int sr_ctl_listen(const char *path, int *out)
+{
+    struct sockaddr_un sa;
+    int rc = make_addr(path, &sa);
+    if (rc < 0)
+        return rc;
+    int probe;
+    if (connect_to(path, &probe) == 0) {
+        close(probe);
+        return sr_errf(-EADDRINUSE, "another spotrun is serving %s", path);
+    }
+    unlink(path); /* stale socket of a wrapper that died */
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return sr_errf(-errno, "cannot create control socket: %s", strerror(errno));
+    const mode_t old = umask(0177);
+    rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+    umask(old);
+    if (rc < 0 || listen(fd, 16) < 0) {
+        rc = sr_errf(-errno, "cannot listen on %s: %s", path, strerror(errno));
+        close(fd);
+        return rc;
+    }
+    *out = fd;
+    return 0;
+}
+
+/* Reads one '\n'-terminated line within timeout_ms (<0: forever). */
+static int read_line(int fd, char *buf, size_t len, int timeout_ms)
+{
+    size_t n = 0;
+    const int64_t end = sr_now_ms() + timeout_ms;
+    while (n + 1 < len) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        const int wait = timeout_ms < 0 ? -1 : (int)(end - sr_now_ms());
+        if (timeout_ms >= 0 && wait <= 0)
+            return -ETIMEDOUT;
+        const int pr = poll(&p, 1, wait);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr < 0)
+            return -errno;
+        if (pr == 0)
+            return -ETIMEDOUT;
+        const ssize_t r = read(fd, buf + n, len - 1 - n);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            return -ECONNRESET;
+        n += (size_t)r;
+        buf[n] = '\0';
+        char *nl = strchr(buf, '\n');
+        if (nl) {
+            *nl = '\0';
+            return 0;
+        }
+    }
+    return -EMSGSIZE;
+}
+
+int sr_ctl_read_request(int fd, struct sr_ctl_req *req)
+{
+    char line[256];
+    const int rc = read_line(fd, line, sizeof(line), REQUEST_TIMEOUT_MS);
+    if (rc < 0)
+        return rc;
+    memset(req, 0, sizeof(*req));
+    char arg1[64] = "", arg2[32] = "";
+    char verb[16] = "";
+    if (sscanf(line, "%15s %63s %31s", verb, arg1, arg2) < 1)
+        return -EINVAL;
+    if (strcmp(verb, "COMMIT") == 0) {
+        req->kind = SR_CTL_COMMIT;
+        req->step = -1;
+        if (strcmp(arg1, "-") != 0 && sr_parse_int(arg1, 0, INT64_MAX, &req->step) < 0)
+            return -EINVAL;
+        return 0;
+    }
+    if (strcmp(verb, "NOTIFY") == 0) {
+        req->kind = SR_CTL_NOTIFY;
+        if (sr_parse_int(arg1, 0, INT64_MAX / 2, &req->deadline_ms) < 0)
+            return -EINVAL;
+        snprintf(req->source, sizeof(req->source), "%s", arg2[0] ? arg2 : "manual");
+        return 0;
+    }
+    if (strcmp(verb, "STATUS") == 0) {
+        req->kind = SR_CTL_STATUS;
+        return 0;
+    }
+    return -EINVAL;
+}
+
+void sr_ctl_reply(int fd, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n > sizeof(line) - 2)
+        n = (int)sizeof(line) - 2;
+    line[n++] = '\n';
+    /* Best effort: a client that went away must not kill the wrapper
+     * (MSG_NOSIGNAL: no SIGPIPE). */
+    for (ssize_t off = 0; off < n;) {
+        const ssize_t w = send(fd, line + off, (size_t)(n - off), MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        off += w;
+    }
+}
+
+int sr_ctl_call(const char *path, const char *request, char *reply, size_t len, int timeout_ms)
+{
+    int fd;
+    int rc = connect_to(path, &fd);
+    if (rc < 0)
+        return sr_errf(rc, "cannot reach the spotrun wrapper at %s: %s", path, strerror(-rc));
+    char line[256];
+    const int n = snprintf(line, sizeof(line), "%s\n", request);
+    if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n) {
+        rc = sr_errf(-errno, "cannot send to %s: %s", path, strerror(errno));
+        goto out;
+    }
+    rc = read_line(fd, reply, len, timeout_ms);
+    if (rc < 0)
+        rc = sr_errf(rc, "no answer from the spotrun wrapper at %s: %s", path, strerror(-rc));
+out:
+    close(fd);
+    return rc;
+}

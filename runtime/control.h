@@ -1,0 +1,40 @@
+/*
+ * control.h - the control channel between a running wrapper and the job
+ * (and `spotrun notify`): a unix stream socket at $SPOTRUN_CONTROL, mode
+ * 0600. One request line per connection, one reply line:
+ *
+ *   COMMIT <step|->\n              -> "OK <seq>\n" once staged, or "ERR <msg>\n"
+ *   NOTIFY <deadline_ms> <source>\n -> "OK\n"
+ *   STATUS\n                        -> "OK <json>\n"
+ *
+ * The server side never blocks the supervisor for long: a request line must
+ * arrive within a short timeout; replies are small.
+ */
+#ifndef SPOTRUN_CONTROL_H
+#define SPOTRUN_CONTROL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum sr_ctl_kind { SR_CTL_COMMIT, SR_CTL_NOTIFY, SR_CTL_STATUS };
+
+struct sr_ctl_req {
+    enum sr_ctl_kind kind;
+    int64_t step;        /* COMMIT; -1 = unknown */
+    int64_t deadline_ms; /* NOTIFY; from now */
+    char source[32];     /* NOTIFY */
+};
+
+/* Binds path (replacing a stale socket). -EADDRINUSE when a live wrapper
+ * already answers there. */
+int sr_ctl_listen(const char *path, int *fd);
+/* Reads and parses one request from an accepted connection. */
+int sr_ctl_read_request(int fd, struct sr_ctl_req *req);
+/* Writes one reply line (a '\n' is appended). Errors are ignored: the
+ * client may be gone. */
+void sr_ctl_reply(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Client: sends request (without '\n'), reads the reply line into reply.
+ * timeout_ms < 0 waits forever. */
+int sr_ctl_call(const char *path, const char *request, char *reply, size_t len, int timeout_ms);
+
+#endif

@@ -1,0 +1,124 @@
+/*
+ * events.c - per-attempt JSON-lines event log (see events.h).
+ */
+#include "events.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "units.h"
+
+struct sr_events {
+    struct sr_store *st;
+    char key[512];
+    uint32_t attempt;
+    pthread_mutex_t lock;
+    char *buf;
+    size_t len, cap;
+};
+
+int sr_events_next_attempt(struct sr_store *st, const char *run_id, uint32_t *attempt)
+{
+    char prefix[256];
+    snprintf(prefix, sizeof(prefix), "%s/events", run_id);
+    struct sr_strlist names = {0};
+    const int rc = sr_store_list(st, prefix, &names);
+    if (rc < 0)
+        return rc;
+    long next = 0;
+    for (size_t i = 0; i < names.n; i++) {
+        char *end;
+        const long a = strtol(names.v[i], &end, 10);
+        if (end != names.v[i] && strcmp(end, ".jsonl") == 0 && a >= next)
+            next = a + 1;
+    }
+    sr_strlist_free(&names);
+    *attempt = (uint32_t)next;
+    return 0;
+}
+
+int sr_events_open(struct sr_events **out, struct sr_store *st, const char *run_id,
+                   uint32_t attempt)
+{
+    struct sr_events *ev = calloc(1, sizeof(*ev));
+    if (!ev)
+        return -ENOMEM;
+    ev->st = st;
+    ev->attempt = attempt;
+    snprintf(ev->key, sizeof(ev->key), "%s/events/%06" PRIu32 ".jsonl", run_id, attempt);
+    pthread_mutex_init(&ev->lock, NULL);
+    *out = ev;
+    return 0;
+}
+
+static void append(struct sr_events *ev, const char *line)
+{
+    const size_t n = strlen(line);
+    if (ev->len + n + 2 > ev->cap) {
+        const size_t cap = (ev->cap ? ev->cap * 2 : 4096) + n + 2;
+        char *b = realloc(ev->buf, cap);
+        if (!b)
+            return;
+        ev->buf = b;
+        ev->cap = cap;
+    }
+    memcpy(ev->buf + ev->len, line, n);
+    ev->len += n;
+    ev->buf[ev->len++] = '\n';
+    ev->buf[ev->len] = '\0';
+}
+
+void sr_events_emit(struct sr_events *ev, const char *type, json_t *fields)
+{
+    if (!ev) {
+        json_decref(fields);
+        return;
+    }
+    const int64_t now = sr_wall_ms();
+    const time_t secs = (time_t)(now / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char iso[32];
+    strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_t *obj = json_pack("{s:s,s:s,s:I,s:I}", "event", type, "time", iso, "unix_ms",
+                            (json_int_t)now, "attempt", (json_int_t)ev->attempt);
+    if (fields)
+        json_object_update(obj, fields);
+    json_decref(fields);
+    char *line = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(obj);
+    if (!line)
+        return;
+    pthread_mutex_lock(&ev->lock);
+    append(ev, line);
+    pthread_mutex_unlock(&ev->lock);
+    free(line);
+}
+
+int sr_events_flush(struct sr_events *ev)
+{
+    if (!ev)
+        return 0;
+    pthread_mutex_lock(&ev->lock);
+    const int rc = sr_store_put(ev->st, ev->key, ev->buf ? ev->buf : "", ev->len);
+    pthread_mutex_unlock(&ev->lock);
+    if (rc < 0)
+        sr_warn("cannot write the event log %s: %s", ev->key, sr_strerror(rc));
+    return rc;
+}
+
+void sr_events_close(struct sr_events *ev)
+{
+    if (!ev)
+        return;
+    sr_events_flush(ev);
+    pthread_mutex_destroy(&ev->lock);
+    free(ev->buf);
+    free(ev);
+}

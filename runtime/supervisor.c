@@ -1,0 +1,612 @@
+/*
+ * supervisor.c - the `spotrun run` event loop (see supervisor.h).
+ *
+ * States of one run (one wrapper process):
+ *   RUNNING    the job runs; commits, --every requests and --settle watch
+ *   BACKOFF    the job crashed; a restart waits for its delay and for
+ *              pending persists, then restores the newest checkpoint
+ *   PREEMPTING a notice arrived: request a checkpoint, wait for the job's
+ *              commit until the deadline minus the persist estimate, drain
+ *              persists, TERM then KILL the job, exit 75
+ *   FINISHING  the job is over (exit 0, or restarts exhausted): drain
+ *              persists, mark DONE on success, exit
+ * Invariant: spotrun never exits while a persist it could finish is still
+ * running, except at a preemption deadline (then the previous checkpoint
+ * stands, because the manifest is written last).
+ */
+#include "supervisor.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "checkpointer.h"
+#include "child.h"
+#include "cli.h"
+#include "control.h"
+#include "events.h"
+#include "fsutil.h"
+#include "log.h"
+#include "units.h"
+
+#define MAX_BACKOFF_MS 60000
+#define TERM_WAIT_MS 10000  /* TERM -> KILL when the deadline allows */
+#define PERSIST_MARGIN_MS 1000
+#define SETTLE_POLL_MS 1000
+
+enum phase { RUNNING, BACKOFF, PREEMPTING, FINISHING };
+enum pre_phase { WAIT_COMMIT, DRAIN, STOPPING };
+
+struct sup {
+    const struct sr_run_config *cfg;
+    struct sr_cp *cp;
+    struct sr_events *ev;
+    sigset_t orig_mask;
+    int sigfd, lfd;
+    enum phase phase;
+    uint32_t attempt;
+    unsigned restarts;
+    int exit_code;
+
+    pid_t child; /* 0 = none running */
+    int job_committed;           /* the job used the commit protocol this attempt */
+    uint64_t committed_fp;       /* dir fingerprint at the last commit or restore */
+    uint64_t settle_fp;
+    int64_t settle_since, next_settle, next_every, restart_at;
+
+    enum pre_phase pre;
+    int64_t deadline, commit_by, kill_at;
+    uint64_t durable_seq;
+    int persist_failed;
+};
+
+static int64_t now(void)
+{
+    return sr_now_ms();
+}
+
+static void emit(struct sup *s, const char *type, json_t *fields)
+{
+    sr_events_emit(s->ev, type, fields);
+}
+
+/* ---- starting an attempt ------------------------------------------------ */
+
+static int restore(struct sup *s, struct sr_manifest *m, int *resumed)
+{
+    const struct sr_run_config *c = s->cfg;
+    const int64_t t0 = now();
+    int rc = sr_ckpt_restore(c->st, c->run_id, 0, c->ckpt_dir, c->threads, m);
+    if (rc == -ENOENT) {
+        *resumed = 0;
+        rc = sr_mkdirs(c->ckpt_dir, 0755);
+        return rc < 0 ? rc : sr_empty_dir(c->ckpt_dir);
+    }
+    if (rc < 0)
+        return rc;
+    *resumed = 1;
+    char raw[32];
+    sr_format_size(m->raw_bytes, raw, sizeof(raw));
+    sr_info("restored checkpoint %" PRIu64 " (step %" PRId64 ", %s) in %.1fs", m->seq, m->step,
+            raw, (double)(now() - t0) / 1000.0);
+    emit(s, "restore",
+         json_pack("{s:I,s:I,s:I,s:f}", "seq", (json_int_t)m->seq, "step", (json_int_t)m->step,
+                   "raw_bytes", (json_int_t)m->raw_bytes, "seconds",
+                   (double)(now() - t0) / 1000.0));
+    return 0;
+}
+
+static char **job_env(struct sup *s, int resumed, const struct sr_manifest *m)
+{
+    const struct sr_run_config *c = s->cfg;
+    char buf[9][4200];
+    char *add[10];
+    int n = 0;
+    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_RUN_ID=%s", c->run_id), add[n] = buf[n], n++;
+    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_CKPT_DIR=%s", c->ckpt_dir), add[n] = buf[n], n++;
+    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_RESUMED=%d", resumed), add[n] = buf[n], n++;
+    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_ATTEMPT=%" PRIu32, s->attempt), add[n] = buf[n], n++;
+    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_CONTROL=%s", c->control_path), add[n] = buf[n], n++;
+    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_SIGNAL=SIG%s", sigabbrev_np(c->signo)),
+        add[n] = buf[n], n++;
+    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_BIN=%s", c->self), add[n] = buf[n], n++;
+    if (resumed && m->step >= 0)
+        snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_STEP=%" PRId64, m->step), add[n] = buf[n], n++;
+    if (c->preload) {
+        const char *old = getenv("LD_PRELOAD");
+        snprintf(buf[n], sizeof(buf[n]), "LD_PRELOAD=%s%s%s", c->preload, old && *old ? ":" : "",
+                 old && *old ? old : ""),
+            add[n] = buf[n], n++;
+    }
+    add[n] = NULL;
+    static const char *const unset[] = {"SPOTRUN_STEP", NULL};
+    return sr_env_build(add, unset);
+}
+
+/* Restores the newest checkpoint and starts the job. Returns 0 or an exit code. */
+static int start_attempt(struct sup *s)
+{
+    const struct sr_run_config *c = s->cfg;
+    struct sr_manifest m = {.step = -1};
+    int resumed = 0;
+    sr_cp_set_attempt(s->cp, s->attempt, NULL);
+    sr_events_close(s->ev);
+    s->ev = NULL;
+    int rc = sr_events_next_attempt(c->st, c->run_id, &s->attempt);
+    if (rc == 0)
+        rc = sr_events_open(&s->ev, c->st, c->run_id, s->attempt);
+    if (rc < 0)
+        return sr_fail(rc, "cannot read the run's event log");
+    sr_cp_set_attempt(s->cp, s->attempt, s->ev);
+    rc = restore(s, &m, &resumed);
+    if (rc < 0)
+        return sr_fail(rc, "cannot restore the newest checkpoint");
+    char path[4096];
+    rc = sr_resolve_program(c->argv[0], path, sizeof(path));
+    if (rc < 0) {
+        fprintf(stderr, "spotrun: cannot run the job: %s\n", sr_strerror(rc));
+        return rc == -ENOENT ? 127 : 126;
+    }
+    char **env = job_env(s, resumed, &m);
+    rc = env ? sr_spawn(path, c->argv, env, &s->orig_mask, &s->child) : -ENOMEM;
+    sr_env_free(env);
+    if (rc < 0) {
+        fprintf(stderr, "spotrun: cannot run the job: %s: %s\n", c->argv[0], strerror(-rc));
+        return rc == -ENOENT ? 127 : 126;
+    }
+    char host[256] = "";
+    gethostname(host, sizeof(host) - 1);
+    emit(s, "start",
+         json_pack("{s:s,s:i,s:b,s:I,s:I}", "host", host, "pid", (int)s->child, "resumed",
+                   resumed, "seq", (json_int_t)(resumed ? m.seq : 0), "step",
+                   (json_int_t)(resumed ? m.step : -1)));
+    sr_events_flush(s->ev);
+    sr_info("run %s attempt %" PRIu32 ": started %s (pid %d)%s", c->run_id, s->attempt,
+            c->argv[0], (int)s->child, resumed ? ", resumed" : "");
+    s->phase = RUNNING;
+    s->job_committed = 0;
+    s->committed_fp = s->settle_fp = sr_dir_fingerprint(c->ckpt_dir, NULL);
+    s->settle_since = now();
+    s->next_settle = c->settle_ms ? now() + SETTLE_POLL_MS : 0;
+    s->next_every = c->every_ms ? now() + c->every_ms : 0;
+    return 0;
+}
+
+/* ---- commits ------------------------------------------------------------- */
+
+static void commit_dir(struct sup *s, int64_t step, int client_fd, const char *why)
+{
+    const int rc = sr_cp_submit(s->cp, s->cfg->ckpt_dir, step, client_fd);
+    if (rc < 0) {
+        if (client_fd >= 0) {
+            sr_ctl_reply(client_fd, "ERR %s", strerror(-rc));
+            close(client_fd);
+        }
+        return;
+    }
+    s->committed_fp = sr_dir_fingerprint(s->cfg->ckpt_dir, NULL);
+    sr_debug("commit requested (%s)", why);
+}
+
+/* A job that never committed gets its directory committed when it ends or
+ * settles, if it holds something new. */
+static void commit_if_changed(struct sup *s, const char *why)
+{
+    int empty;
+    const uint64_t fp = sr_dir_fingerprint(s->cfg->ckpt_dir, &empty);
+    if (!s->job_committed && !empty && fp != s->committed_fp) {
+        sr_info("committing %s (%s)", s->cfg->ckpt_dir, why);
+        commit_dir(s, -1, -1, why);
+    }
+}
+
+static void request_checkpoint(struct sup *s, const char *why)
+{
+    if (!s->child)
+        return;
+    kill(s->child, s->cfg->signo);
+    emit(s, "request", json_pack("{s:s}", "reason", why));
+    sr_debug("checkpoint requested from the job (%s)", why);
+}
+
+/* ---- preemption ---------------------------------------------------------- */
+
+static void stop_job(struct sup *s)
+{
+    s->pre = STOPPING;
+    if (!s->child)
+        return;
+    kill(-s->child, SIGTERM);
+    const int64_t t = now() + TERM_WAIT_MS;
+    s->kill_at = t < s->deadline ? t : s->deadline;
+    sr_debug("sent SIGTERM to the job's process group");
+}
+
+static void notice(struct sup *s, const char *source, int64_t deadline_ms)
+{
+    const int64_t t = now();
+    if (s->phase == PREEMPTING) {
+        /* A second notice (a second Ctrl-C, a user in a hurry) moves on. */
+        if (deadline_ms < s->deadline)
+            s->deadline = deadline_ms;
+        sr_warn("second notice (%s): not waiting any longer", source);
+        if (s->pre == WAIT_COMMIT)
+            s->pre = DRAIN;
+        else if (s->pre == DRAIN)
+            stop_job(s);
+        else if (s->child)
+            kill(-s->child, SIGKILL);
+        return;
+    }
+    s->phase = PREEMPTING;
+    s->deadline = deadline_ms;
+    const int64_t est = sr_cp_persist_estimate_ms(s->cp) + PERSIST_MARGIN_MS;
+    s->commit_by = deadline_ms - est > t + 1000 ? deadline_ms - est : t + 1000;
+    char left[32];
+    sr_format_duration_ms(deadline_ms - t, left, sizeof(left));
+    sr_info("preemption notice from %s: %s left; asking the job to checkpoint", source, left);
+    emit(s, "notice", json_pack("{s:s,s:I}", "source", source, "ms_left",
+                                (json_int_t)(deadline_ms - t)));
+    sr_events_flush(s->ev);
+    if (s->child) {
+        s->pre = WAIT_COMMIT;
+        request_checkpoint(s, "notice");
+    } else {
+        s->pre = DRAIN;
+    }
+}
+
+static void preempt_tick(struct sup *s)
+{
+    const int64_t t = now();
+    if (s->pre == WAIT_COMMIT && t >= s->commit_by) {
+        sr_warn("the job did not commit in time; the newest durable checkpoint stands");
+        s->pre = DRAIN;
+    }
+    if (s->pre == DRAIN && (sr_cp_pending(s->cp) == 0 || t >= s->deadline))
+        stop_job(s);
+    if (s->pre == STOPPING && s->child && t >= s->kill_at) {
+        sr_warn("the job did not stop after SIGTERM; killing it");
+        kill(-s->child, SIGKILL);
+        s->kill_at = t + 60000;
+    }
+}
+
+/* ---- child exit ------------------------------------------------------------ */
+
+static void child_exited(struct sup *s, int status)
+{
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    const pid_t pgid = s->child;
+    s->child = 0;
+    kill(-pgid, SIGKILL); /* leftovers of the job's process group */
+    emit(s, "exit", WIFEXITED(status)
+                        ? json_pack("{s:i}", "code", code)
+                        : json_pack("{s:i,s:s}", "code", code, "signal",
+                                    sigabbrev_np(WTERMSIG(status))));
+    if (s->phase == PREEMPTING) {
+        commit_if_changed(s, "job stopped");
+        if (code == 0 && s->pre != STOPPING) {
+            sr_info("the job finished during the notice");
+            s->phase = FINISHING;
+            s->exit_code = 0;
+        } else if (s->pre != STOPPING) {
+            s->pre = DRAIN;
+        }
+        return;
+    }
+    if (code == 0) {
+        sr_info("the job finished successfully");
+        commit_if_changed(s, "job finished");
+        s->phase = FINISHING;
+        s->exit_code = 0;
+        return;
+    }
+    if (WIFEXITED(status))
+        sr_warn("the job exited with code %d", code);
+    else
+        sr_warn("the job was killed by SIG%s", sigabbrev_np(WTERMSIG(status)));
+    if (s->restarts >= s->cfg->max_restarts) {
+        sr_warn("giving up after %u restart(s) (--max-restarts)", s->restarts);
+        s->phase = FINISHING;
+        s->exit_code = code;
+        return;
+    }
+    int64_t delay = s->cfg->backoff_ms;
+    for (unsigned i = 0; i < s->restarts && delay < MAX_BACKOFF_MS; i++)
+        delay *= 2;
+    if (delay > MAX_BACKOFF_MS)
+        delay = MAX_BACKOFF_MS;
+    s->restarts++;
+    char d[32];
+    sr_format_duration_ms(delay, d, sizeof(d));
+    sr_info("restarting from the newest checkpoint in %s (restart %u of %u)", d, s->restarts,
+            s->cfg->max_restarts);
+    emit(s, "restart", json_pack("{s:i,s:I}", "restart", (int)s->restarts, "delay_ms",
+                                 (json_int_t)delay));
+    s->phase = BACKOFF;
+    s->restart_at = now() + delay;
+}
+
+/* ---- events ---------------------------------------------------------------- */
+
+static void on_signal(struct sup *s)
+{
+    struct signalfd_siginfo si;
+    while (read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        const int sig = (int)si.ssi_signo;
+        if (sig == SIGCHLD) {
+            int status;
+            pid_t p;
+            while ((p = waitpid(-1, &status, WNOHANG)) > 0)
+                if (p == s->child)
+                    child_exited(s, status);
+            continue;
+        }
+        char source[32];
+        snprintf(source, sizeof(source), "signal:SIG%s", sigabbrev_np(sig));
+        notice(s, source, now() + s->cfg->grace_ms);
+    }
+}
+
+static void status_reply(struct sup *s, int fd)
+{
+    static const char *const names[] = {"running", "backoff", "preempting", "finishing"};
+    json_t *o = json_pack("{s:s,s:s,s:I,s:i,s:I,s:i}", "run_id", s->cfg->run_id, "state",
+                          names[s->phase], "attempt", (json_int_t)s->attempt, "pid",
+                          (int)s->child, "durable_seq", (json_int_t)s->durable_seq, "pending",
+                          sr_cp_pending(s->cp));
+    char *txt = json_dumps(o, JSON_COMPACT);
+    sr_ctl_reply(fd, "OK %s", txt ? txt : "{}");
+    free(txt);
+    json_decref(o);
+}
+
+static void on_control(struct sup *s)
+{
+    for (;;) {
+        const int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0)
+            return;
+        struct sr_ctl_req req;
+        if (sr_ctl_read_request(fd, &req) < 0) {
+            sr_ctl_reply(fd, "ERR bad request");
+            close(fd);
+            continue;
+        }
+        switch (req.kind) {
+        case SR_CTL_COMMIT:
+            s->job_committed = 1;
+            commit_dir(s, req.step, fd, "job");
+            if (s->phase == PREEMPTING && s->pre == WAIT_COMMIT)
+                s->pre = DRAIN; /* persists are drained before the job is stopped */
+            break; /* fd is answered once staged */
+        case SR_CTL_NOTIFY:
+            sr_ctl_reply(fd, "OK");
+            close(fd);
+            notice(s, req.source, now() + req.deadline_ms);
+            break;
+        case SR_CTL_STATUS:
+            status_reply(s, fd);
+            close(fd);
+            break;
+        }
+    }
+}
+
+static void on_result(struct sup *s)
+{
+    struct sr_cp_result r;
+    while (sr_cp_take(s->cp, &r)) {
+        char raw[32], stored[32];
+        sr_format_size(r.raw_bytes, raw, sizeof(raw));
+        sr_format_size(r.stored_bytes, stored, sizeof(stored));
+        if (r.kind == SR_CP_STAGED) {
+            if (r.tag >= 0) {
+                if (r.rc == 0)
+                    sr_ctl_reply(r.tag, "OK %" PRIu64, r.seq);
+                else
+                    sr_ctl_reply(r.tag, "ERR %s", r.msg);
+                close(r.tag);
+            }
+            if (r.rc < 0)
+                sr_warn("checkpoint of %s failed: %s", s->cfg->ckpt_dir, r.msg);
+            else
+                sr_info("checkpoint %" PRIu64 " (step %" PRId64 ") staged: %s -> %s in %.1fs",
+                        r.seq, r.step, raw, stored, (double)r.ms / 1000.0);
+        } else if (r.rc < 0) {
+            s->persist_failed = 1;
+            sr_warn("checkpoint %" PRIu64 " could not be stored: %s; the previous one stands",
+                    r.seq, r.msg);
+        } else {
+            s->durable_seq = r.seq;
+            sr_info("checkpoint %" PRIu64 " durable in %s (%.1fs)", r.seq,
+                    sr_store_url(s->cfg->st), (double)r.ms / 1000.0);
+        }
+    }
+}
+
+static void on_timers(struct sup *s)
+{
+    const struct sr_run_config *c = s->cfg;
+    const int64_t t = now();
+    if (s->phase == RUNNING && s->next_every && t >= s->next_every) {
+        request_checkpoint(s, "every");
+        s->next_every = t + c->every_ms;
+    }
+    if (s->phase == RUNNING && s->next_settle && t >= s->next_settle) {
+        s->next_settle = t + SETTLE_POLL_MS;
+        const uint64_t fp = sr_dir_fingerprint(c->ckpt_dir, NULL);
+        if (fp != s->settle_fp) {
+            s->settle_fp = fp;
+            s->settle_since = t;
+        } else if (t - s->settle_since >= c->settle_ms && !sr_cp_staging(s->cp)) {
+            int was = s->job_committed;
+            s->job_committed = 0;
+            commit_if_changed(s, "settled");
+            s->job_committed = was;
+        }
+    }
+    if (s->phase == PREEMPTING)
+        preempt_tick(s);
+}
+
+static int64_t next_wakeup(const struct sup *s)
+{
+    int64_t w = now() + 60000;
+#define EARLIER(x)                                                                                 \
+    do {                                                                                           \
+        if ((x) && (x) < w)                                                                        \
+            w = (x);                                                                               \
+    } while (0)
+    if (s->phase == RUNNING) {
+        EARLIER(s->next_every);
+        EARLIER(s->next_settle);
+    }
+    if (s->phase == BACKOFF)
+        EARLIER(s->restart_at);
+    if (s->phase == PREEMPTING) {
+        EARLIER(s->commit_by);
+        EARLIER(s->deadline);
+        EARLIER(s->kill_at);
+    }
+#undef EARLIER
+    /* Draining is polled: the checkpointer's results wake us anyway. */
+    return w;
+}
+
+/* One iteration's decision: 1 = the run is over (s->exit_code set). */
+static int settle_state(struct sup *s)
+{
+    const int pending = sr_cp_pending(s->cp);
+    if (s->phase == BACKOFF && now() >= s->restart_at && pending == 0) {
+        const int rc = start_attempt(s);
+        if (rc) {
+            s->exit_code = rc;
+            return 1;
+        }
+    }
+    if (s->phase == FINISHING && pending == 0)
+        return 1;
+    if (s->phase == PREEMPTING && s->pre == STOPPING && !s->child) {
+        if (pending == 0 || now() >= s->deadline) {
+            s->exit_code = SR_EX_TEMPFAIL;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int loop(struct sup *s)
+{
+    for (;;) {
+        if (settle_state(s))
+            return s->exit_code;
+        int64_t wait = next_wakeup(s) - now();
+        if (wait < 0)
+            wait = 0;
+        if (s->phase == FINISHING || s->phase == BACKOFF)
+            wait = wait > 200 ? 200 : wait;
+        struct pollfd p[3] = {{.fd = s->sigfd, .events = POLLIN},
+                              {.fd = s->lfd, .events = POLLIN},
+                              {.fd = sr_cp_fd(s->cp), .events = POLLIN}};
+        const int n = poll(p, 3, (int)wait);
+        if (n < 0 && errno != EINTR)
+            return sr_fail(-errno, "poll");
+        if (n > 0 && (p[0].revents & POLLIN))
+            on_signal(s);
+        if (n > 0 && (p[1].revents & POLLIN))
+            on_control(s);
+        if (n > 0 && (p[2].revents & POLLIN))
+            on_result(s);
+        on_timers(s);
+    }
+}
+
+static void finish(struct sup *s, int code)
+{
+    const struct sr_run_config *c = s->cfg;
+    on_result(s); /* report what finished since the last poll */
+    const int drained = sr_cp_pending(s->cp) == 0;
+    if (code == 0) {
+        const int rc = sr_run_mark_done(c->st, c->run_id);
+        if (rc < 0)
+            sr_warn("cannot mark the run done: %s", sr_strerror(rc));
+        emit(s, "done", NULL);
+        sr_info("run %s done", c->run_id);
+    } else if (code == SR_EX_TEMPFAIL) {
+        emit(s, "preempted", json_pack("{s:I}", "durable_seq", (json_int_t)s->durable_seq));
+        if (!drained)
+            sr_warn("the newest checkpoint could not be made durable before the deadline");
+        if (s->durable_seq)
+            sr_info("preempted: checkpoint %" PRIu64 " is durable; exit 75 (requeue me)",
+                    s->durable_seq);
+        else
+            sr_info("preempted; exit 75 (requeue me)");
+    }
+    if (drained) {
+        sr_cp_set_attempt(s->cp, s->attempt, NULL);
+        sr_events_close(s->ev);
+    } else {
+        sr_events_flush(s->ev); /* the persister may still use it */
+    }
+    s->ev = NULL;
+    /* At a missed deadline the persister may still be uploading: leave it;
+     * the process exit ends it and its manifest is never written. */
+    sr_cp_stop(s->cp, !drained);
+}
+
+int sr_supervise(const struct sr_run_config *cfg)
+{
+    struct sup s = {.cfg = cfg, .sigfd = -1, .lfd = -1};
+    int rc = sr_mkdirs(cfg->run_dir, 0700);
+    if (rc < 0)
+        return sr_fail(rc, "cannot create the work directory");
+    rc = sr_ctl_listen(cfg->control_path, &s.lfd);
+    if (rc < 0)
+        return rc == -EADDRINUSE ? (fprintf(stderr,
+                                            "spotrun: run %s is already running on this machine "
+                                            "(%s answers)\n",
+                                            cfg->run_id, cfg->control_path),
+                                    SR_EX_CANTCREAT)
+                                 : sr_fail(rc, "control socket");
+    sigset_t mask;
+    sigemptyset(&mask);
+    const int sigs[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        sigaddset(&mask, sigs[i]);
+    sigprocmask(SIG_BLOCK, &mask, &s.orig_mask);
+    s.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    char spool[4200];
+    snprintf(spool, sizeof(spool), "%s/spool", cfg->run_dir);
+    sr_rmtree(spool); /* staged files of a wrapper that died are never published */
+    const struct sr_cp_config cpc = {.st = cfg->st, .run_id = cfg->run_id, .spool_dir = spool,
+                                     .keep = cfg->keep, .threads = cfg->threads,
+                                     .level = cfg->level};
+    rc = s.sigfd < 0 ? -errno : sr_cp_start(&cpc, &s.cp);
+    if (rc < 0) {
+        close(s.lfd);
+        unlink(cfg->control_path);
+        return sr_fail(rc, "cannot start the checkpointer");
+    }
+    int code = start_attempt(&s);
+    if (code == 0)
+        code = loop(&s);
+    else if (s.child == 0)
+        s.exit_code = code;
+    finish(&s, code);
+    close(s.sigfd);
+    close(s.lfd);
+    unlink(cfg->control_path);
+    sigprocmask(SIG_SETMASK, &s.orig_mask, NULL);
+    return code;
+}

@@ -1,0 +1,42 @@
+/*
+ * supervisor.h - `spotrun run`: start the job, feed it its checkpoint,
+ * restart it after crashes, and turn a preemption notice into a durable
+ * checkpoint and exit 75.
+ *
+ * DESIGN (tini's shape): every signal the wrapper cares about is blocked and
+ * read from a signalfd; one poll() loop takes signals, child exits, control
+ * requests, checkpointer results and timers as events. The child runs in its
+ * own process group with the original signal mask restored before exec. The
+ * environment of the child is built before fork (the checkpointer threads
+ * exist, so the child may only call async-signal-safe functions).
+ */
+#ifndef SPOTRUN_SUPERVISOR_H
+#define SPOTRUN_SUPERVISOR_H
+
+#include <stdint.h>
+
+#include "store.h"
+
+struct sr_run_config {
+    char **argv;              /* the job's command */
+    const char *run_id;
+    const char *run_dir;      /* local work dir of the run (spool, socket) */
+    const char *ckpt_dir;     /* SPOTRUN_CKPT_DIR */
+    const char *control_path; /* SPOTRUN_CONTROL */
+    const char *preload;      /* libspotrun.so to LD_PRELOAD, NULL = none */
+    const char *self;         /* absolute path of the spotrun binary (SPOTRUN_BIN) */
+    struct sr_store *st;
+    int64_t every_ms;         /* periodic checkpoint requests, 0 = off */
+    int64_t settle_ms;        /* commit the dir once unchanged this long, 0 = off */
+    int64_t grace_ms;         /* deadline of a SIGTERM/SIGINT notice */
+    int64_t backoff_ms;       /* first restart delay (doubles, capped at 60 s) */
+    unsigned max_restarts;
+    unsigned keep;
+    int signo;                /* checkpoint-request signal */
+    int threads, level;       /* codec */
+};
+
+/* Runs the job to its end; returns spotrun's exit code. */
+int sr_supervise(const struct sr_run_config *cfg);
+
+#endif

@@ -1,0 +1,149 @@
+/*
+ * units.c - value parsing and formatting (see units.h).
+ */
+#include "units.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+int sr_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+    if (!s || !*s)
+        return -EINVAL;
+    char *end;
+    errno = 0;
+    const long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+static int64_t unit_ms(const char *u, size_t n)
+{
+    static const struct {
+        const char *name;
+        int64_t ms;
+    } units[] = {{"ms", 1}, {"s", 1000}, {"sec", 1000}, {"m", 60000}, {"min", 60000},
+                 {"h", 3600000}, {"d", 86400000}};
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+        if (strlen(units[i].name) == n && strncasecmp(u, units[i].name, n) == 0)
+            return units[i].ms;
+    return -1;
+}
+
+int sr_parse_duration_ms(const char *s, int64_t *ms)
+{
+    if (!s || !*s)
+        return -EINVAL;
+    double total = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        const double v = strtod(p, &end);
+        if (end == p || errno || v < 0)
+            return -EINVAL;
+        p = end;
+        size_t n = 0;
+        while (p[n] && ((p[n] >= 'a' && p[n] <= 'z') || (p[n] >= 'A' && p[n] <= 'Z')))
+            n++;
+        if (n == 0) {
+            if (*p)
+                return -EINVAL;
+            total += v * 1000; /* a bare number is seconds */
+            break;
+        }
+        const int64_t u = unit_ms(p, n);
+        if (u < 0)
+            return -EINVAL;
+        total += v * (double)u;
+        p += n;
+    }
+    if (total > 1e15)
+        return -EINVAL;
+    *ms = (int64_t)(total + 0.5);
+    return 0;
+}
+
+int sr_parse_size(const char *s, uint64_t *bytes)
+{
+    if (!s || !*s)
+        return -EINVAL;
+    char *end;
+    errno = 0;
+    const double v = strtod(s, &end);
+    if (end == s || errno || v < 0)
+        return -EINVAL;
+    double mul = 1;
+    if (*end) {
+        static const char letters[] = "KMGTP";
+        const char *l = strchr(letters, end[0] & ~0x20);
+        if (!l || end[0] == '\0')
+            return -EINVAL;
+        const char *rest = end + 1;
+        /* K, KB, KiB all mean 1024^n: a checkpoint tool speaks binary units. */
+        if (*rest == 'i' || *rest == 'I')
+            rest++;
+        if (*rest == 'B' || *rest == 'b')
+            rest++;
+        if (*rest)
+            return -EINVAL;
+        for (long i = 0; i <= l - letters; i++)
+            mul *= 1024;
+    }
+    const double total = v * mul;
+    if (total > 9.0e18)
+        return -EINVAL;
+    *bytes = (uint64_t)total;
+    return 0;
+}
+
+void sr_format_size(uint64_t bytes, char *buf, size_t len)
+{
+    static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = (double)bytes;
+    size_t i = 0;
+    while (v >= 1024 && i + 1 < sizeof(names) / sizeof(names[0])) {
+        v /= 1024;
+        i++;
+    }
+    if (i == 0)
+        snprintf(buf, len, "%" PRIu64 " B", bytes);
+    else
+        snprintf(buf, len, "%.1f %s", v, names[i]);
+}
+
+void sr_format_duration_ms(int64_t ms, char *buf, size_t len)
+{
+    if (ms < 1000)
+        snprintf(buf, len, "%" PRId64 "ms", ms);
+    else if (ms < 60000)
+        snprintf(buf, len, "%.1fs", (double)ms / 1000);
+    else if (ms < 3600000)
+        snprintf(buf, len, "%" PRId64 "m%02" PRId64 "s", ms / 60000, (ms / 1000) % 60);
+    else
+        snprintf(buf, len, "%" PRId64 "h%02" PRId64 "m", ms / 3600000, (ms / 60000) % 60);
+}
+
+static int64_t clock_ms(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t sr_now_ms(void)
+{
+    return clock_ms(CLOCK_MONOTONIC);
+}
+
+int64_t sr_wall_ms(void)
+{
+    return clock_ms(CLOCK_REALTIME);
+}

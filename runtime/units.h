@@ -1,0 +1,26 @@
+/*
+ * units.h - parsing of the values users type: durations ("90s", "10m",
+ * "1h30m", "250ms", a bare number = seconds), sizes ("4M", "512KiB", "1G",
+ * a bare number = bytes) and plain integers. Each returns 0 or -EINVAL;
+ * the caller names the flag in its message.
+ */
+#ifndef SPOTRUN_UNITS_H
+#define SPOTRUN_UNITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+int sr_parse_duration_ms(const char *s, int64_t *ms);
+int sr_parse_size(const char *s, uint64_t *bytes);
+int sr_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
+
+/* "1.5 GiB", "12.0 MiB", "512 B" */
+void sr_format_size(uint64_t bytes, char *buf, size_t len);
+/* "2m05s", "1.2s", "350ms" */
+void sr_format_duration_ms(int64_t ms, char *buf, size_t len);
+
+/* Monotonic and wall clocks in milliseconds. */
+int64_t sr_now_ms(void);
+int64_t sr_wall_ms(void);
+
+#endif

@@ -1,0 +1,642 @@
+/*
+ * codec_pack.c - directory -> pax tar (libarchive) -> independent zstd frames
+ * + seek table, into a sink.
+ *
+ * DESIGN: three roles. The caller's thread walks the directory in sorted
+ * order, builds tar entries with libarchive and fills the current frame; it
+ * also hands finished frames to the sink, strictly in order, and keeps the
+ * running XXH3-128 of those bytes and the seek table. Worker threads (one
+ * ZSTD_CCtx each) compress whole frames. Frames live in a ring of
+ * (2 * threads + 2) slots; frame number s always uses slot s % nslots, so the
+ * ring order is the archive order and memory is bounded by the ring.
+ *
+ * The ring is described by three counters under one mutex:
+ *   next_sink <= next_job <= submitted,  submitted - next_sink <= nslots
+ * frames [next_sink, submitted) are queued, being compressed or done; the
+ * frame being filled is number `submitted` and is not visible to workers.
+ *
+ * Copies: libarchive writes with bytes_per_block 0, so every
+ * archive_write_data() call reaches our callback with the caller's pointer.
+ * File contents are read() straight into the free tail of the current frame
+ * and written from there; the callback recognises that pointer and only
+ * advances the frame (no memcpy). Only tar headers and padding are copied.
+ * Each frame's XXH64 is not recomputed: zstd stores its low 32 bits as the
+ * frame's content checksum (the last 4 bytes), which is what the seek table
+ * wants.
+ */
+#include "codec.h"
+#include "fsutil.h"
+#include "log.h"
+#include "seektable.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+enum { SLOT_FREE, SLOT_FILLING, SLOT_QUEUED, SLOT_DONE };
+
+struct pslot {
+    uint8_t *src;
+    uint8_t *dst;
+    size_t len;  /* bytes of tar stream in src */
+    size_t clen; /* compressed bytes in dst */
+    int state;
+    int err;       /* 0 or -errno, with msg */
+    char msg[160];
+};
+
+struct packer {
+    pthread_mutex_t lock;
+    pthread_cond_t work_cv; /* workers: a frame was submitted, or stop */
+    pthread_cond_t done_cv; /* caller: a frame was compressed */
+    struct pslot *slots;
+    unsigned nslots;
+    uint64_t submitted, next_job, next_sink;
+    int stop;
+    pthread_t *threads;
+    int nthreads;
+    int level;
+    size_t frame_size;
+    size_t dst_cap;
+    struct pslot *cur; /* frame being filled, or NULL */
+    struct archive *a;
+    int err; /* first error raised inside a libarchive callback */
+    sr_sink_fn sink;
+    void *sink_ctx;
+    XXH3_state_t *xxh;
+    struct sr_seektable table;
+    struct sr_pack_stats st;
+};
+
+/* ---- workers ---------------------------------------------------------- */
+
+static void compress_slot(struct packer *p, ZSTD_CCtx *cc, struct pslot *s)
+{
+    s->err = 0;
+    if (!cc) {
+        s->err = -ENOMEM;
+        snprintf(s->msg, sizeof(s->msg), "cannot create a zstd compression context");
+        return;
+    }
+    const size_t r = ZSTD_compress2(cc, s->dst, p->dst_cap, s->src, s->len);
+    if (ZSTD_isError(r) || r < 4) {
+        s->err = -EIO;
+        snprintf(s->msg, sizeof(s->msg), "zstd compression failed: %s",
+                 ZSTD_isError(r) ? ZSTD_getErrorName(r) : "short frame");
+        return;
+    }
+    s->clen = r;
+}
+
+static ZSTD_CCtx *new_cctx(int level)
+{
+    ZSTD_CCtx *const cc = ZSTD_createCCtx();
+    if (!cc)
+        return NULL;
+    if (ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 1))) {
+        ZSTD_freeCCtx(cc);
+        return NULL;
+    }
+    return cc;
+}
+
+static void *pack_worker(void *arg)
+{
+    struct packer *const p = arg;
+    ZSTD_CCtx *const cc = new_cctx(p->level);
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (!p->stop && p->next_job == p->submitted)
+            pthread_cond_wait(&p->work_cv, &p->lock);
+        if (p->stop)
+            break;
+        struct pslot *const s = &p->slots[p->next_job++ % p->nslots];
+        pthread_mutex_unlock(&p->lock);
+        compress_slot(p, cc, s);
+        pthread_mutex_lock(&p->lock);
+        s->state = SLOT_DONE;
+        pthread_cond_broadcast(&p->done_cv);
+    }
+    pthread_mutex_unlock(&p->lock);
+    ZSTD_freeCCtx(cc);
+    return NULL;
+}
+
+/* ---- in-order output -------------------------------------------------- */
+
+static int sink_bytes(struct packer *p, const void *buf, size_t len)
+{
+    const int rc = p->sink(p->sink_ctx, buf, len);
+    if (rc < 0)
+        return rc;
+    XXH3_128bits_update(p->xxh, buf, len);
+    p->st.stored_bytes += len;
+    return 0;
+}
+
+static int sink_slot(struct packer *p, struct pslot *s)
+{
+    if (s->err < 0)
+        return sr_errf(s->err, "%s", s->msg);
+    const uint8_t *const t = s->dst + s->clen - 4;
+    const uint32_t checksum = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 |
+                              (uint32_t)t[3] << 24;
+    const int rc = sr_seektable_add(&p->table, (uint32_t)s->clen, (uint32_t)s->len, checksum);
+    return rc < 0 ? rc : sink_bytes(p, s->dst, s->clen);
+}
+
+/* Hands compressed frames to the sink in order: every one that is already
+ * done, then waits as needed until the ring has room for one more frame
+ * (all == 0) or until every submitted frame has been sunk (all == 1). */
+static int drain(struct packer *p, int all)
+{
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        const uint64_t pending = p->submitted - p->next_sink;
+        const int must = all ? pending > 0 : pending >= p->nslots;
+        struct pslot *s = pending ? &p->slots[p->next_sink % p->nslots] : NULL;
+        while (s && s->state != SLOT_DONE && must)
+            pthread_cond_wait(&p->done_cv, &p->lock);
+        if (s && s->state != SLOT_DONE)
+            s = NULL;
+        pthread_mutex_unlock(&p->lock);
+        if (!s)
+            return 0;
+        const int rc = sink_slot(p, s);
+        if (rc < 0)
+            return rc;
+        pthread_mutex_lock(&p->lock);
+        s->state = SLOT_FREE;
+        p->next_sink++;
+        pthread_mutex_unlock(&p->lock);
+    }
+}
+
+/* Submits the frame being filled (if any) and starts a new one. */
+static int next_frame(struct packer *p)
+{
+    if (p->cur && p->cur->len > 0) {
+        pthread_mutex_lock(&p->lock);
+        p->cur->state = SLOT_QUEUED;
+        p->submitted++;
+        p->st.frames++;
+        pthread_cond_signal(&p->work_cv);
+        pthread_mutex_unlock(&p->lock);
+        p->cur = NULL;
+    }
+    if (p->cur)
+        return 0;
+    const int rc = drain(p, 0);
+    if (rc < 0)
+        return rc;
+    p->cur = &p->slots[p->submitted % p->nslots];
+    p->cur->state = SLOT_FILLING;
+    p->cur->len = 0;
+    return 0;
+}
+
+/* libarchive's write callback: the tar stream, cut into frames. */
+static la_ssize_t pack_write_cb(struct archive *a, void *ctx, const void *buf, size_t n)
+{
+    struct packer *const p = ctx;
+    const uint8_t *b = buf;
+    size_t left = n;
+    (void)a;
+    if (p->err < 0) /* failed already: archive_write_free() must not write */
+        return -1;
+    while (left > 0) {
+        if (!p->cur || p->cur->len == p->frame_size) {
+            const int rc = next_frame(p);
+            if (rc < 0) {
+                p->err = rc;
+                return -1;
+            }
+        }
+        struct pslot *const s = p->cur;
+        const size_t room = p->frame_size - s->len;
+        const size_t take = left < room ? left : room;
+        if (b != s->src + s->len) /* else: read() already put it in place */
+            memcpy(s->src + s->len, b, take);
+        s->len += take;
+        b += take;
+        left -= take;
+    }
+    p->st.raw_bytes += n;
+    return (la_ssize_t)n;
+}
+
+/* ---- the directory walk ----------------------------------------------- */
+
+static int archive_fail(struct packer *p, const char *what)
+{
+    if (p->err < 0)
+        return p->err;
+    const int e = archive_errno(p->a);
+    return sr_errf(e > 0 ? -e : -EIO, "cannot archive %s: %s", what,
+                   archive_error_string(p->a) ? archive_error_string(p->a) : "libarchive error");
+}
+
+/* Writes the tar header of rel; only the fields that the restore needs, so
+ * that the same tree gives the same bytes (no atime, ctime, inode, owner
+ * names). */
+static int write_header(struct packer *p, const char *rel, const struct stat *st,
+                        const char *link)
+{
+    struct archive_entry *const e = archive_entry_new();
+    if (!e)
+        return sr_errf(-ENOMEM, "cannot archive %s: out of memory", rel);
+    archive_entry_set_pathname(e, rel);
+    archive_entry_set_filetype(e, st->st_mode & S_IFMT);
+    archive_entry_set_perm(e, st->st_mode & 07777);
+    archive_entry_set_uid(e, st->st_uid);
+    archive_entry_set_gid(e, st->st_gid);
+    archive_entry_set_mtime(e, st->st_mtim.tv_sec, 0);
+    archive_entry_set_size(e, S_ISREG(st->st_mode) ? st->st_size : 0);
+    if (link)
+        archive_entry_set_symlink(e, link);
+    const int r = archive_write_header(p->a, e);
+    archive_entry_free(e);
+    if (r == ARCHIVE_WARN)
+        sr_warn("archiving %s: %s", rel, archive_error_string(p->a));
+    else if (r != ARCHIVE_OK)
+        return archive_fail(p, rel);
+    return 0;
+}
+
+/* Streams a regular file's contents: read() into the frame, then hand the
+ * same bytes to libarchive (see DESIGN). */
+static int write_contents(struct packer *p, int fd, const char *rel, uint64_t size)
+{
+    while (size > 0) {
+        if (!p->cur || p->cur->len == p->frame_size) {
+            const int rc = next_frame(p);
+            if (rc < 0)
+                return rc;
+        }
+        uint8_t *const at = p->cur->src + p->cur->len;
+        const size_t room = p->frame_size - p->cur->len;
+        const size_t want = size < room ? (size_t)size : room;
+        const ssize_t n = read(fd, at, want);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return sr_errf(-errno, "cannot read %s: %s", rel, strerror(errno));
+        if (n == 0) {
+            sr_warn("%s shrank while being archived; padded with zeros", rel);
+            return 0; /* archive_write_finish_entry() pads the entry */
+        }
+        if (archive_write_data(p->a, at, (size_t)n) != n)
+            return archive_fail(p, rel);
+        size -= (uint64_t)n;
+    }
+    return 0;
+}
+
+static int pack_file(struct packer *p, int dfd, const char *name, const char *rel)
+{
+    const int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return sr_errf(-errno, "cannot open %s: %s", rel, strerror(errno));
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) < 0) {
+        rc = sr_errf(-errno, "cannot stat %s: %s", rel, strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        sr_warn("skipping %s: no longer a regular file", rel);
+        goto out;
+    }
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    rc = write_header(p, rel, &st, NULL);
+    if (rc == 0)
+        rc = write_contents(p, fd, rel, (uint64_t)st.st_size);
+    if (rc == 0 && archive_write_finish_entry(p->a) != ARCHIVE_OK)
+        rc = archive_fail(p, rel);
+    if (rc == 0)
+        p->st.files++;
+out:
+    close(fd);
+    return rc;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void free_names(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* The names in directory dfd except . and .., sorted bytewise. */
+static int list_dir(int dfd, const char *rel, char ***out, size_t *count)
+{
+    const int fd = dup(dfd);
+    DIR *const d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        const int err = errno;
+        if (fd >= 0)
+            close(fd);
+        return sr_errf(-err, "cannot list %s: %s", *rel ? rel : ".", strerror(err));
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    const struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 32;
+            char **const nn = realloc(names, cap * sizeof(*nn));
+            if (!nn) {
+                rc = sr_errf(-ENOMEM, "cannot list %s: out of memory", rel);
+                goto out;
+            }
+            names = nn;
+        }
+        if (!(names[n] = strdup(de->d_name))) {
+            rc = sr_errf(-ENOMEM, "cannot list %s: out of memory", rel);
+            goto out;
+        }
+        n++;
+    }
+    if (n)
+        qsort(names, n, sizeof(*names), cmp_names);
+out:
+    closedir(d);
+    if (rc < 0) {
+        free_names(names, n);
+        return rc;
+    }
+    *out = names;
+    *count = n;
+    return 0;
+}
+
+static int pack_tree(struct packer *p, int dfd, char *rel, size_t rlen);
+
+/* Archives one directory entry; rel holds its relative path. */
+static int pack_entry(struct packer *p, int dfd, const char *name, char *rel, size_t rlen)
+{
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return sr_errf(-errno, "cannot stat %s: %s", rel, strerror(errno));
+    if (S_ISREG(st.st_mode))
+        return pack_file(p, dfd, name, rel);
+    if (S_ISLNK(st.st_mode)) {
+        char target[PATH_MAX];
+        const ssize_t n = readlinkat(dfd, name, target, sizeof(target) - 1);
+        if (n < 0)
+            return sr_errf(-errno, "cannot read link %s: %s", rel, strerror(errno));
+        target[n] = '\0';
+        return write_header(p, rel, &st, target);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        sr_warn("skipping %s: not a regular file, directory or symlink", rel);
+        return 0;
+    }
+    const int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0)
+        return sr_errf(-errno, "cannot open directory %s: %s", rel, strerror(errno));
+    int rc = write_header(p, rel, &st, NULL);
+    if (rc == 0)
+        rc = pack_tree(p, sub, rel, rlen);
+    close(sub);
+    return rc;
+}
+
+/* Archives the contents of directory dfd, whose relative path is rel. */
+static int pack_tree(struct packer *p, int dfd, char *rel, size_t rlen)
+{
+    char **names = NULL;
+    size_t n = 0;
+    int rc = list_dir(dfd, rel, &names, &n);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const size_t nlen = strlen(names[i]);
+        const size_t len = rlen + (rlen ? 1 : 0) + nlen;
+        if (len >= PATH_MAX) {
+            rc = sr_errf(-ENAMETOOLONG, "cannot archive %s/%s: path too long", rel, names[i]);
+            break;
+        }
+        if (rlen)
+            rel[rlen] = '/';
+        memcpy(rel + rlen + (rlen ? 1 : 0), names[i], nlen + 1);
+        rc = pack_entry(p, dfd, names[i], rel, len);
+        rel[rlen] = '\0';
+    }
+    free_names(names, n);
+    return rc;
+}
+
+/* ---- setup and teardown ----------------------------------------------- */
+
+static int packer_init(struct packer *p, const struct sr_pack_opts *opts)
+{
+    const int level = opts && opts->level ? opts->level : SR_CODEC_DEFAULT_LEVEL;
+    const size_t fsize = opts && opts->frame_size ? opts->frame_size : SR_CODEC_DEFAULT_FRAME;
+    if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
+        return sr_errf(-EINVAL, "invalid zstd level %d (%d..%d)", level, ZSTD_minCLevel(),
+                       ZSTD_maxCLevel());
+    if (fsize < 64 || fsize > SR_SEEK_MAX_FRAME_SIZE)
+        return sr_errf(-EINVAL, "invalid frame size %zu (64..%u bytes)", fsize,
+                       SR_SEEK_MAX_FRAME_SIZE);
+    p->level = level;
+    p->frame_size = fsize;
+    p->dst_cap = ZSTD_compressBound(fsize);
+    p->nthreads = sr_codec_threads(opts ? opts->threads : 0);
+    p->nslots = 2u * (unsigned)p->nthreads + 2u;
+    sr_seektable_init(&p->table);
+    p->slots = calloc(p->nslots, sizeof(*p->slots));
+    p->threads = calloc((size_t)p->nthreads, sizeof(*p->threads));
+    p->xxh = XXH3_createState();
+    if (!p->slots || !p->threads || !p->xxh)
+        return sr_errf(-ENOMEM, "pack: out of memory");
+    for (unsigned i = 0; i < p->nslots; i++) {
+        p->slots[i].src = malloc(fsize);
+        p->slots[i].dst = malloc(p->dst_cap);
+        if (!p->slots[i].src || !p->slots[i].dst)
+            return sr_errf(-ENOMEM, "pack: out of memory for %u frames", p->nslots);
+    }
+    XXH3_128bits_reset(p->xxh);
+    return 0;
+}
+
+/* Starts the workers; *started tells packer_stop() how many to join. */
+static int packer_start(struct packer *p, int *started)
+{
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->work_cv, NULL);
+    pthread_cond_init(&p->done_cv, NULL);
+    for (*started = 0; *started < p->nthreads; (*started)++) {
+        const int e = pthread_create(&p->threads[*started], NULL, pack_worker, p);
+        if (e)
+            return sr_errf(-e, "pack: cannot start a worker thread: %s", strerror(e));
+    }
+    return 0;
+}
+
+static void packer_stop(struct packer *p, int started)
+{
+    pthread_mutex_lock(&p->lock);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->work_cv);
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < started; i++)
+        pthread_join(p->threads[i], NULL);
+    pthread_cond_destroy(&p->done_cv);
+    pthread_cond_destroy(&p->work_cv);
+    pthread_mutex_destroy(&p->lock);
+}
+
+static void packer_free(struct packer *p)
+{
+    if (p->a)
+        archive_write_free(p->a);
+    for (unsigned i = 0; p->slots && i < p->nslots; i++) {
+        free(p->slots[i].src);
+        free(p->slots[i].dst);
+    }
+    free(p->slots);
+    free(p->threads);
+    XXH3_freeState(p->xxh);
+    sr_seektable_free(&p->table);
+}
+
+/* Everything after the last entry: end of tar, last frame, seek table. */
+static int pack_finish(struct packer *p)
+{
+    if (archive_write_close(p->a) != ARCHIVE_OK)
+        return archive_fail(p, "the end of the archive");
+    int rc = next_frame(p);
+    if (rc == 0)
+        rc = drain(p, 1);
+    if (rc < 0)
+        return rc;
+    p->cur = NULL;
+    const size_t tsize = sr_seektable_size(p->table.count, 1);
+    uint8_t *const buf = malloc(tsize);
+    if (!buf)
+        return sr_errf(-ENOMEM, "pack: out of memory for the seek table");
+    sr_seektable_write(&p->table, buf);
+    rc = sink_bytes(p, buf, tsize);
+    free(buf);
+    return rc;
+}
+
+static int open_archive(struct packer *p)
+{
+    p->a = archive_write_new();
+    if (!p->a)
+        return sr_errf(-ENOMEM, "pack: out of memory");
+    if (archive_write_set_format_pax_restricted(p->a) != ARCHIVE_OK ||
+        archive_write_set_bytes_per_block(p->a, 0) != ARCHIVE_OK ||
+        archive_write_open(p->a, p, NULL, pack_write_cb, NULL) != ARCHIVE_OK)
+        return archive_fail(p, "the tar stream");
+    return 0;
+}
+
+int sr_pack_dir(const char *dir, sr_sink_fn sink, void *sink_ctx, const struct sr_pack_opts *opts,
+                struct sr_pack_stats *stats)
+{
+    struct packer p = {.sink = sink, .sink_ctx = sink_ctx};
+    int started = 0, running = 0;
+    char *const rel = calloc(1, PATH_MAX);
+    const int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = packer_init(&p, opts);
+    if (rc == 0 && !rel)
+        rc = sr_errf(-ENOMEM, "pack: out of memory");
+    if (rc == 0 && dfd < 0)
+        rc = sr_errf(-errno, "cannot open directory %s: %s", dir, strerror(errno));
+    if (rc == 0) {
+        running = 1;
+        rc = packer_start(&p, &started);
+    }
+    if (rc == 0)
+        rc = open_archive(&p);
+    if (rc == 0)
+        rc = pack_tree(&p, dfd, rel, 0);
+    if (rc == 0)
+        rc = pack_finish(&p);
+    if (rc < 0)
+        p.err = rc;
+    if (running)
+        packer_stop(&p, started);
+    if (rc == 0 && stats) {
+        const XXH128_hash_t h = XXH3_128bits_digest(p.xxh);
+        *stats = p.st;
+        sr_checksum_format(h.high64, h.low64, stats->checksum);
+    }
+    if (dfd >= 0)
+        close(dfd);
+    free(rel);
+    packer_free(&p);
+    return rc;
+}
+
+/* ---- to a file -------------------------------------------------------- */
+
+static int fd_sink(void *ctx, const void *buf, size_t len)
+{
+    const int fd = *(const int *)ctx;
+    const uint8_t *b = buf;
+    while (len > 0) {
+        const ssize_t n = write(fd, b, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return sr_errf(-errno, "cannot write archive: %s", strerror(errno));
+        b += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int sr_pack_dir_to_file(const char *dir, const char *path, const struct sr_pack_opts *opts,
+                        struct sr_pack_stats *stats)
+{
+    const size_t plen = strlen(path);
+    char *const tmp = malloc(plen + 16);
+    if (!tmp)
+        return sr_errf(-ENOMEM, "cannot write %s: out of memory", path);
+    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    int rc = 0;
+    if (fd < 0) {
+        rc = sr_errf(-errno, "cannot create %s: %s", tmp, strerror(errno));
+        goto out;
+    }
+    (void)fchmod(fd, 0644);
+    rc = sr_pack_dir(dir, fd_sink, &fd, opts, stats);
+    if (rc == 0 && fsync(fd) < 0)
+        rc = sr_errf(-errno, "cannot fsync %s: %s", tmp, strerror(errno));
+    if (close(fd) < 0 && rc == 0)
+        rc = sr_errf(-errno, "cannot write %s: %s", tmp, strerror(errno));
+    fd = -1;
+    if (rc == 0 && rename(tmp, path) < 0)
+        rc = sr_errf(-errno, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    if (rc == 0)
+        rc = sr_fsync_parent(path);
+    else
+        unlink(tmp);
+out:
+    free(tmp);
+    return rc;
+}

@@ -1,0 +1,580 @@
+/*
+ * codec_unpack.c - archive -> checked frames -> libarchive -> a directory,
+ * swapped in atomically.
+ *
+ * DESIGN: the seek table gives every frame's offset and sizes up front.
+ * Worker threads (one ZSTD_DCtx each) fetch frames through src->read_at (a
+ * pread, or a ranged GET), decompress them and check the decompressed size
+ * and the XXH64 from the table. Frame i uses ring slot i % nslots and may be
+ * fetched only once frame i - nslots has been released, so memory is bounded
+ * by the ring whatever the archive size. The caller's thread is libarchive's
+ * read callback: it returns frame after frame, in order, releasing the
+ * previous one (libarchive's buffer contract) - file data then goes from the
+ * decompressed frame straight to write(). After the tar end marker the
+ * remaining frames are still fetched and checked.
+ *
+ * Safety: every entry is checked before it is written (see check_entry());
+ * libarchive's own SECURE_SYMLINKS and SECURE_NODOTDOT checks stay on as a
+ * second line. Paths are prefixed with the temp directory, an absolute path
+ * with no symlink in it (realpath of the target's parent), which is why
+ * SECURE_NOABSOLUTEPATHS cannot be used: absolute entry names are rejected
+ * by check_entry() instead. Nothing outside the temp directory is written
+ * before the swap; any failure removes the temp directory.
+ */
+#include "codec.h"
+#include "fsutil.h"
+#include "log.h"
+#include "seektable.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#define ZSTD_FRAME_MAGIC 0xFD2FB528u
+
+enum { SLOT_FREE, SLOT_DONE };
+
+struct uslot {
+    uint8_t *cbuf;
+    uint8_t *dbuf;
+    int state;
+    int err;
+    char msg[200];
+};
+
+struct unpacker {
+    pthread_mutex_t lock;
+    pthread_cond_t work_cv; /* workers: a slot was released, or stop */
+    pthread_cond_t done_cv; /* caller: a frame is ready */
+    const struct sr_source *src;
+    const struct sr_seektable *t;
+    struct uslot *slots;
+    unsigned nslots;
+    uint32_t next_job, released, next_read;
+    int stop;
+    int err; /* first error seen by the read callback */
+    struct uslot *held; /* frame lent to libarchive */
+    pthread_t *threads;
+    int nthreads;
+    /* entry checks */
+    char **links; /* normalised paths of the symlinks extracted so far */
+    size_t nlinks, links_cap;
+    uint64_t entry_bytes, cap;
+    const char *tmp;
+    struct sr_unpack_stats st;
+};
+
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* ---- workers ---------------------------------------------------------- */
+
+static int frame_error(struct uslot *s, uint32_t i, const char *why)
+{
+    snprintf(s->msg, sizeof(s->msg), "corrupt archive: frame %u: %s", i, why);
+    return -EBADMSG;
+}
+
+/* Fetches, decompresses and checks frame i into slot s. */
+static int fetch_frame(struct unpacker *u, ZSTD_DCtx *dc, uint32_t i, struct uslot *s)
+{
+    const struct sr_seek_frame *const f = &u->t->frames[i];
+    if (!dc) {
+        snprintf(s->msg, sizeof(s->msg), "cannot create a zstd decompression context");
+        return -ENOMEM;
+    }
+    const int rc = u->src->read_at(u->src->ctx, s->cbuf, f->csize, f->coff);
+    if (rc < 0) {
+        snprintf(s->msg, sizeof(s->msg), "%s", sr_strerror(rc));
+        return rc;
+    }
+    if (ZSTD_findFrameCompressedSize(s->cbuf, f->csize) != f->csize)
+        return frame_error(s, i, "not exactly one zstd frame");
+    const size_t r = ZSTD_decompressDCtx(dc, s->dbuf, f->dsize, s->cbuf, f->csize);
+    if (ZSTD_isError(r))
+        return frame_error(s, i, ZSTD_getErrorName(r));
+    if (r != f->dsize)
+        return frame_error(s, i, "decompressed size differs from the seek table");
+    if (!u->t->has_checksums)
+        return 0;
+    /* A frame with a content checksum was just verified by zstd against its
+     * last 4 bytes, which are the low 32 bits of XXH64: compare those. */
+    const int has_ck = rd32(s->cbuf) == ZSTD_FRAME_MAGIC && (s->cbuf[4] & 0x04);
+    const uint32_t sum = has_ck ? rd32(s->cbuf + f->csize - 4) : (uint32_t)XXH64(s->dbuf, r, 0);
+    if (sum != f->checksum)
+        return frame_error(s, i, "checksum mismatch");
+    return 0;
+}
+
+static void *unpack_worker(void *arg)
+{
+    struct unpacker *const u = arg;
+    ZSTD_DCtx *const dc = ZSTD_createDCtx();
+    pthread_mutex_lock(&u->lock);
+    for (;;) {
+        while (!u->stop && (u->next_job == u->t->count || u->next_job >= u->released + u->nslots))
+            pthread_cond_wait(&u->work_cv, &u->lock);
+        if (u->stop)
+            break;
+        const uint32_t i = u->next_job++;
+        struct uslot *const s = &u->slots[i % u->nslots];
+        pthread_mutex_unlock(&u->lock);
+        const int err = fetch_frame(u, dc, i, s);
+        pthread_mutex_lock(&u->lock);
+        s->err = err;
+        s->state = SLOT_DONE;
+        pthread_cond_broadcast(&u->done_cv);
+    }
+    pthread_mutex_unlock(&u->lock);
+    ZSTD_freeDCtx(dc);
+    return NULL;
+}
+
+/* ---- in-order consumption --------------------------------------------- */
+
+/* Releases the frame lent to libarchive and waits for the next one.
+ * Returns its size (0 at the end) or a negative errno. */
+static int64_t next_block(struct unpacker *u, const void **buf)
+{
+    pthread_mutex_lock(&u->lock);
+    if (u->held) {
+        u->held->state = SLOT_FREE;
+        u->held = NULL;
+        u->released++;
+        pthread_cond_broadcast(&u->work_cv);
+    }
+    if (u->next_read == u->t->count) {
+        pthread_mutex_unlock(&u->lock);
+        *buf = NULL;
+        return 0;
+    }
+    const uint32_t i = u->next_read;
+    struct uslot *const s = &u->slots[i % u->nslots];
+    while (s->state != SLOT_DONE)
+        pthread_cond_wait(&u->done_cv, &u->lock);
+    pthread_mutex_unlock(&u->lock);
+    if (s->err < 0)
+        return sr_errf(s->err, "%s", s->msg);
+    u->held = s;
+    u->next_read++;
+    u->st.frames++;
+    u->st.raw_bytes += u->t->frames[i].dsize;
+    *buf = s->dbuf;
+    return u->t->frames[i].dsize;
+}
+
+static la_ssize_t unpack_read_cb(struct archive *a, void *ctx, const void **buf)
+{
+    struct unpacker *const u = ctx;
+    if (u->err < 0)
+        return -1;
+    const int64_t n = next_block(u, buf);
+    if (n < 0) {
+        u->err = (int)n;
+        archive_set_error(a, EBADMSG, "%s", sr_strerror((int)n));
+        return -1;
+    }
+    return (la_ssize_t)n;
+}
+
+/* ---- entry checks ----------------------------------------------------- */
+
+/* Normalises an entry name into out: drops "." and empty components;
+ * rejects absolute names, ".." and over-long names. */
+static int normalise(const char *name, char *out, size_t outlen)
+{
+    if (name[0] == '/')
+        return sr_errf(-EPERM, "unsafe archive: absolute path \"%s\"", name);
+    if (strlen(name) >= outlen)
+        return sr_errf(-EPERM, "unsafe archive: name longer than PATH_MAX");
+    size_t o = 0;
+    for (const char *p = name; *p;) {
+        const size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return sr_errf(-EPERM, "unsafe archive: \"..\" in path \"%s\"", name);
+        if (n > 0 && !(n == 1 && p[0] == '.')) {
+            if (o)
+                out[o++] = '/';
+            memcpy(out + o, p, n);
+            o += n;
+        }
+        p += n;
+        while (*p == '/')
+            p++;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+static int check_link_target(const char *path, const char *target)
+{
+    if (!target || !*target)
+        return sr_errf(-EPERM, "unsafe archive: symlink %s has no target", path);
+    if (target[0] == '/')
+        return sr_errf(-EPERM, "unsafe archive: symlink %s points to absolute path %s", path,
+                       target);
+    for (const char *p = target; *p;) {
+        const size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return sr_errf(-EPERM, "unsafe archive: symlink %s points outside (%s)", path, target);
+        p += n;
+        while (*p == '/')
+            p++;
+    }
+    return 0;
+}
+
+/* Rejects a path that goes through a symlink extracted earlier. */
+static int check_through_links(const struct unpacker *u, const char *path)
+{
+    for (size_t i = 0; i < u->nlinks; i++) {
+        const size_t n = strlen(u->links[i]);
+        if (!strncmp(path, u->links[i], n) && path[n] == '/')
+            return sr_errf(-EPERM, "unsafe archive: %s would be written through symlink %s", path,
+                           u->links[i]);
+    }
+    return 0;
+}
+
+static int remember_link(struct unpacker *u, const char *path)
+{
+    if (u->nlinks == u->links_cap) {
+        const size_t cap = u->links_cap ? u->links_cap * 2 : 16;
+        char **const l = realloc(u->links, cap * sizeof(*l));
+        if (!l)
+            return sr_errf(-ENOMEM, "unpack: out of memory");
+        u->links = l;
+        u->links_cap = cap;
+    }
+    if (!(u->links[u->nlinks] = strdup(path)))
+        return sr_errf(-ENOMEM, "unpack: out of memory");
+    u->nlinks++;
+    return 0;
+}
+
+/* Checks entry e (see the header) and rewrites it for extraction below the
+ * temp directory. *skip is set for the archive's root entry ("./"). */
+static int check_entry(struct unpacker *u, struct archive_entry *e, int *skip)
+{
+    char norm[PATH_MAX], full[PATH_MAX];
+    const char *const name = archive_entry_pathname(e);
+    if (!name)
+        return sr_errf(-EPERM, "unsafe archive: entry without a usable name");
+    int rc = normalise(name, norm, sizeof(norm));
+    if (rc < 0)
+        return rc;
+    if (archive_entry_hardlink(e))
+        return sr_errf(-EPERM, "unsafe archive: hardlink %s", norm);
+    const mode_t type = archive_entry_filetype(e);
+    if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)
+        return sr_errf(-EPERM, "unsafe archive: %s is a device node, fifo or socket", norm);
+    if (archive_entry_sparse_count(e) > 0)
+        return sr_errf(-EPERM, "unsafe archive: sparse file %s", norm);
+    if ((rc = check_through_links(u, norm)) < 0)
+        return rc;
+    if (type == AE_IFLNK && (rc = check_link_target(norm, archive_entry_symlink(e))) < 0)
+        return rc;
+    *skip = norm[0] == '\0';
+    if (*skip)
+        return 0;
+    if (type == AE_IFREG) {
+        u->entry_bytes += (uint64_t)archive_entry_size(e);
+        if (u->cap && u->entry_bytes > u->cap)
+            return sr_errf(-EFBIG, "archive expands past the cap of %llu bytes",
+                           (unsigned long long)u->cap);
+    }
+    if (snprintf(full, sizeof(full), "%s/%s", u->tmp, norm) >= (int)sizeof(full))
+        return sr_errf(-EPERM, "unsafe archive: name longer than PATH_MAX");
+    archive_entry_copy_pathname(e, full);
+    /* No setuid/setgid/sticky bits; directories stay ours to fill and remove. */
+    const mode_t perm = archive_entry_perm(e) & 0777;
+    archive_entry_set_perm(e, type == AE_IFDIR ? perm | 0700 : perm);
+    return type == AE_IFLNK ? remember_link(u, norm) : 0;
+}
+
+/* ---- extraction ------------------------------------------------------- */
+
+static int read_fail(const struct unpacker *u, struct archive *ar, const char *what)
+{
+    if (u->err < 0)
+        return u->err; /* the frame error, message already recorded */
+    return sr_errf(-EBADMSG, "corrupt archive: %s: %s", what,
+                   archive_error_string(ar) ? archive_error_string(ar) : "tar stream error");
+}
+
+static int write_fail(struct archive *aw, const char *what)
+{
+    const int e = archive_errno(aw);
+    return sr_errf(e > 0 ? -e : -EIO, "cannot extract %s: %s", what,
+                   archive_error_string(aw) ? archive_error_string(aw) : "libarchive error");
+}
+
+/* Copies one file's data; the blocks point into the decompressed frames. */
+static int copy_data(const struct unpacker *u, struct archive *ar, struct archive *aw,
+                     const char *what)
+{
+    for (;;) {
+        const void *buf;
+        size_t size;
+        la_int64_t off;
+        const int r = archive_read_data_block(ar, &buf, &size, &off);
+        if (r == ARCHIVE_EOF)
+            return 0;
+        if (r < ARCHIVE_OK)
+            return read_fail(u, ar, what);
+        if (archive_write_data_block(aw, buf, size, off) < ARCHIVE_OK)
+            return write_fail(aw, what);
+    }
+}
+
+static int extract_entry(struct unpacker *u, struct archive *ar, struct archive *aw,
+                         struct archive_entry *e)
+{
+    int skip = 0;
+    const int rc = check_entry(u, e, &skip);
+    if (rc < 0 || skip)
+        return rc;
+    const char *const what = archive_entry_pathname(e) + strlen(u->tmp) + 1;
+    const int is_reg = archive_entry_filetype(e) == AE_IFREG;
+    if (archive_write_header(aw, e) < ARCHIVE_WARN)
+        return write_fail(aw, what);
+    if (is_reg && archive_entry_size(e) > 0) {
+        const int crc = copy_data(u, ar, aw, what);
+        if (crc < 0)
+            return crc;
+    }
+    if (archive_write_finish_entry(aw) < ARCHIVE_WARN)
+        return write_fail(aw, what);
+    u->st.files += is_reg;
+    return 0;
+}
+
+static int extract_all(struct unpacker *u, struct archive *ar, struct archive *aw)
+{
+    for (;;) {
+        struct archive_entry *e;
+        const int r = archive_read_next_header(ar, &e);
+        if (r == ARCHIVE_EOF)
+            break;
+        if (r == ARCHIVE_WARN)
+            sr_warn("reading archive: %s", archive_error_string(ar));
+        else if (r != ARCHIVE_OK)
+            return read_fail(u, ar, "entry header");
+        const int rc = extract_entry(u, ar, aw, e);
+        if (rc < 0)
+            return rc;
+    }
+    if (archive_write_close(aw) != ARCHIVE_OK)
+        return write_fail(aw, "directory attributes");
+    /* Check the frames after the tar end marker too. */
+    for (;;) {
+        const void *buf;
+        const int64_t n = next_block(u, &buf);
+        if (n <= 0)
+            return (int)n;
+    }
+}
+
+static int extract(struct unpacker *u)
+{
+    const int flags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
+                      ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT;
+    struct archive *const ar = archive_read_new();
+    struct archive *const aw = archive_write_disk_new();
+    int rc = 0;
+    if (!ar || !aw) {
+        rc = sr_errf(-ENOMEM, "unpack: out of memory");
+        goto out;
+    }
+    if (archive_read_support_format_tar(ar) != ARCHIVE_OK ||
+        archive_write_disk_set_options(aw, flags) != ARCHIVE_OK) {
+        rc = sr_errf(-EIO, "unpack: cannot set up libarchive");
+        goto out;
+    }
+    if (archive_read_open(ar, u, NULL, unpack_read_cb, NULL) != ARCHIVE_OK) {
+        rc = read_fail(u, ar, "tar stream");
+        goto out;
+    }
+    rc = extract_all(u, ar, aw);
+out:
+    if (ar)
+        archive_read_free(ar);
+    if (aw)
+        archive_write_free(aw);
+    return rc;
+}
+
+/* ---- setup, swap, entry point ----------------------------------------- */
+
+static int unpacker_start(struct unpacker *u, int threads, int *started)
+{
+    u->nthreads = sr_codec_threads(threads);
+    u->nslots = 2u * (unsigned)u->nthreads + 2u;
+    u->slots = calloc(u->nslots, sizeof(*u->slots));
+    u->threads = calloc((size_t)u->nthreads, sizeof(*u->threads));
+    if (!u->slots || !u->threads)
+        return sr_errf(-ENOMEM, "unpack: out of memory");
+    for (unsigned i = 0; i < u->nslots; i++) {
+        u->slots[i].cbuf = malloc(u->t->max_csize);
+        u->slots[i].dbuf = malloc(u->t->max_dsize);
+        if (!u->slots[i].cbuf || !u->slots[i].dbuf)
+            return sr_errf(-ENOMEM, "unpack: out of memory for %u frames", u->nslots);
+    }
+    for (*started = 0; *started < u->nthreads; (*started)++) {
+        const int e = pthread_create(&u->threads[*started], NULL, unpack_worker, u);
+        if (e)
+            return sr_errf(-e, "unpack: cannot start a worker thread: %s", strerror(e));
+    }
+    return 0;
+}
+
+static void unpacker_stop(struct unpacker *u, int started)
+{
+    pthread_mutex_lock(&u->lock);
+    u->stop = 1;
+    pthread_cond_broadcast(&u->work_cv);
+    pthread_mutex_unlock(&u->lock);
+    for (int i = 0; i < started; i++)
+        pthread_join(u->threads[i], NULL);
+    for (unsigned i = 0; u->slots && i < u->nslots; i++) {
+        free(u->slots[i].cbuf);
+        free(u->slots[i].dbuf);
+    }
+    free(u->slots);
+    free(u->threads);
+    for (size_t i = 0; i < u->nlinks; i++)
+        free(u->links[i]);
+    free(u->links);
+}
+
+/* The real path of dir (created parent if needed), whether it exists, and
+ * the mode its replacement gets. */
+static int resolve_target(const char *dir, char *target, int *exists, mode_t *mode)
+{
+    struct stat st;
+    char parent[PATH_MAX], real[PATH_MAX];
+    *exists = stat(dir, &st) == 0;
+    if (*exists) {
+        if (!S_ISDIR(st.st_mode))
+            return sr_errf(-ENOTDIR, "cannot restore into %s: not a directory", dir);
+        if (!realpath(dir, target))
+            return sr_errf(-errno, "cannot resolve %s: %s", dir, strerror(errno));
+        *mode = st.st_mode & 07777;
+        return 0;
+    }
+    if (errno != ENOENT)
+        return sr_errf(-errno, "cannot stat %s: %s", dir, strerror(errno));
+    sr_dirname(dir, parent, sizeof(parent));
+    int rc = sr_mkdirs(parent, 0755);
+    if (rc < 0)
+        return rc;
+    if (!realpath(parent, real))
+        return sr_errf(-errno, "cannot resolve %s: %s", parent, strerror(errno));
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    size_t b = n;
+    while (b > 0 && dir[b - 1] != '/')
+        b--;
+    if (snprintf(target, PATH_MAX, "%s/%.*s", strcmp(real, "/") ? real : "", (int)(n - b),
+                 dir + b) >= PATH_MAX)
+        return sr_errf(-ENAMETOOLONG, "cannot restore into %s: path too long", dir);
+    *mode = 0755;
+    return 0;
+}
+
+static int swap_in(const char *tmp, const char *target, int exists)
+{
+    if (!exists && rename(tmp, target) < 0)
+        return sr_errf(-errno, "cannot rename %s to %s: %s", tmp, target, strerror(errno));
+    if (exists) {
+        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, target, RENAME_EXCHANGE) < 0)
+            return sr_errf(-errno, "cannot swap %s into %s: %s", tmp, target, strerror(errno));
+        const int rc = sr_rmtree(tmp); /* now the previous contents */
+        if (rc < 0)
+            sr_warn("cannot remove the previous contents in %s: %s", tmp, sr_strerror(rc));
+    }
+    return sr_fsync_parent(target);
+}
+
+static int check_source(const struct sr_source *src, const struct sr_unpack_opts *opts,
+                        struct sr_seektable *t)
+{
+    if (opts && opts->checksum) {
+        char got[SR_CHECKSUM_LEN];
+        const int rc = sr_source_checksum(src, got);
+        if (rc < 0)
+            return rc;
+        if (strcmp(got, opts->checksum) != 0)
+            return sr_errf(-EBADMSG, "checksum mismatch: archive has %s, expected %s", got,
+                           opts->checksum);
+    }
+    const int rc = sr_seektable_read(src, t);
+    if (rc < 0)
+        return rc;
+    if (t->count == 0)
+        return sr_errf(-EBADMSG, "corrupt archive: no data frames");
+    const uint64_t cap = opts ? opts->max_raw_bytes : 0;
+    if (cap && t->dsize_total > cap)
+        return sr_errf(-EFBIG, "archive expands to %llu bytes, over the cap of %llu",
+                       (unsigned long long)t->dsize_total, (unsigned long long)cap);
+    return 0;
+}
+
+int sr_unpack_to_dir(const struct sr_source *src, const char *dir, const struct sr_unpack_opts *opts,
+                     struct sr_unpack_stats *stats)
+{
+    struct sr_seektable t;
+    struct unpacker u = {.src = src, .t = &t, .cap = opts ? opts->max_raw_bytes : 0};
+    char target[PATH_MAX], tmp[PATH_MAX + 32];
+    int exists = 0, started = 0, have_tmp = 0, running = 0;
+    mode_t mode = 0755;
+    sr_seektable_init(&t);
+    int rc = check_source(src, opts, &t);
+    if (rc == 0)
+        rc = resolve_target(dir, target, &exists, &mode);
+    if (rc == 0) {
+        snprintf(tmp, sizeof(tmp), "%s.spotrun-tmp.XXXXXX", target);
+        have_tmp = mkdtemp(tmp) != NULL;
+        if (!have_tmp)
+            rc = sr_errf(-errno, "cannot create a directory beside %s: %s", target, strerror(errno));
+    }
+    if (rc == 0) {
+        u.tmp = tmp;
+        pthread_mutex_init(&u.lock, NULL);
+        pthread_cond_init(&u.work_cv, NULL);
+        pthread_cond_init(&u.done_cv, NULL);
+        running = 1;
+        rc = unpacker_start(&u, opts ? opts->threads : 0, &started);
+    }
+    if (rc == 0)
+        rc = extract(&u);
+    if (running) {
+        unpacker_stop(&u, started);
+        pthread_cond_destroy(&u.done_cv);
+        pthread_cond_destroy(&u.work_cv);
+        pthread_mutex_destroy(&u.lock);
+    }
+    if (rc == 0 && chmod(tmp, mode) < 0)
+        rc = sr_errf(-errno, "cannot chmod %s: %s", tmp, strerror(errno));
+    if (rc == 0)
+        rc = swap_in(tmp, target, exists);
+    if (rc < 0 && have_tmp)
+        (void)sr_rmtree(tmp); /* a missing path is fine */
+    if (rc == 0 && stats)
+        *stats = u.st;
+    sr_seektable_free(&t);
+    return rc;
+}

@@ -1,0 +1,326 @@
+/*
+ * test_store.c - store URLs, key validation and the file backend
+ * (storage/store.h). Each test opens a store in its own scratch directory.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "log.h"
+#include "store.h"
+
+static char *scratch(void)
+{
+    const char *base = getenv("SPOTRUN_TEST_TMP");
+    if (!base || !*base)
+        base = "/tmp";
+    assert_int_equal(sr_mkdirs(base, 0755), 0);
+    char tmpl[PATH_MAX];
+    assert_true(snprintf(tmpl, sizeof(tmpl), "%s/store.XXXXXX", base) < (int)sizeof(tmpl));
+    char *d = mkdtemp(tmpl);
+    assert_non_null(d);
+    return strdup(d);
+}
+
+struct fixture {
+    char *dir;
+    struct sr_store *st;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    f->dir = scratch();
+    char root[PATH_MAX];
+    assert_true(snprintf(root, sizeof(root), "%s/root", f->dir) < (int)sizeof(root));
+    if (sr_store_open(root, &f->st) != 0)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    sr_store_close(f->st);
+    sr_rmtree(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+static int exists(struct fixture *f, const char *rel)
+{
+    char p[PATH_MAX];
+    struct stat sb;
+    assert_true(snprintf(p, sizeof(p), "%s/root/%s", f->dir, rel) < (int)sizeof(p));
+    return lstat(p, &sb) == 0;
+}
+
+static void file_url_plain_and_relative_paths_open_the_same_store(void **state)
+{
+    (void)state;
+    char *d = scratch(), url[PATH_MAX + 16], cwd[PATH_MAX];
+    struct sr_store *st;
+    assert_true(snprintf(url, sizeof(url), "file://%s/s1", d) < (int)sizeof(url));
+    assert_int_equal(sr_store_open(url, &st), 0);
+    assert_string_equal(sr_store_url(st), url);
+    sr_store_close(st);
+
+    snprintf(url, sizeof(url), "%s/s2/", d); /* trailing slash dropped */
+    assert_int_equal(sr_store_open(url, &st), 0);
+    char want[PATH_MAX + 16];
+    assert_true(snprintf(want, sizeof(want), "file://%s/s2", d) < (int)sizeof(want));
+    assert_string_equal(sr_store_url(st), want);
+    sr_store_close(st);
+
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    assert_int_equal(chdir(d), 0);
+    assert_int_equal(sr_store_open("rel/store", &st), 0);
+    assert_int_equal(chdir(cwd), 0);
+    assert_true(snprintf(want, sizeof(want), "file://%s/rel/store", d) < (int)sizeof(want));
+    assert_string_equal(sr_store_url(st), want);
+    sr_store_close(st);
+    assert_true(snprintf(want, sizeof(want), "%s/rel/store", d) < (int)sizeof(want));
+    struct stat sb;
+    assert_int_equal(stat(want, &sb), 0); /* created on open */
+    assert_true(S_ISDIR(sb.st_mode));
+    sr_rmtree(d);
+    free(d);
+}
+
+static void s3_and_unknown_urls_are_refused_clearly(void **state)
+{
+    (void)state;
+    struct sr_store *st = (void *)1;
+    assert_int_equal(sr_store_open("s3://bucket/prefix", &st), -EPROTONOSUPPORT);
+    assert_null(st);
+    assert_non_null(strstr(sr_strerror(-EPROTONOSUPPORT), "s3 store not built in yet"));
+    assert_int_equal(sr_store_open("gs://bucket", &st), -EINVAL);
+    assert_non_null(strstr(sr_strerror(-EINVAL), "unsupported store URL"));
+    assert_int_equal(sr_store_open("file://relative/x", &st), -EINVAL);
+    assert_int_equal(sr_store_open("", &st), -EINVAL);
+}
+
+static void store_on_a_file_is_not_a_directory(void **state)
+{
+    (void)state;
+    char *d = scratch(), p[PATH_MAX];
+    assert_true(snprintf(p, sizeof(p), "%s/file", d) < (int)sizeof(p));
+    assert_int_equal(sr_write_file_atomic(p, "x", 1), 0);
+    struct sr_store *st;
+    assert_int_equal(sr_store_open(p, &st), -ENOTDIR);
+    assert_non_null(strstr(sr_strerror(-ENOTDIR), "is not a directory"));
+    sr_rmtree(d);
+    free(d);
+}
+
+static void read_only_store_is_not_writable(void **state)
+{
+    (void)state;
+    if (geteuid() == 0)
+        skip(); /* root writes anywhere */
+    char *d = scratch(), p[PATH_MAX];
+    assert_true(snprintf(p, sizeof(p), "%s/ro", d) < (int)sizeof(p));
+    assert_int_equal(mkdir(p, 0555), 0);
+    struct sr_store *st;
+    assert_int_equal(sr_store_open(p, &st), -EACCES);
+    assert_non_null(strstr(sr_strerror(-EACCES), "is not writable: Permission denied"));
+    chmod(p, 0755);
+    sr_rmtree(d);
+    free(d);
+}
+
+static void default_url_follows_env(void **state)
+{
+    (void)state;
+    char buf[PATH_MAX];
+    setenv("SPOTRUN_STORE", "s3://b/p", 1);
+    assert_int_equal(sr_store_default_url(buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "s3://b/p");
+    unsetenv("SPOTRUN_STORE");
+    setenv("XDG_DATA_HOME", "/xdg", 1);
+    assert_int_equal(sr_store_default_url(buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "/xdg/spotrun/store");
+    unsetenv("XDG_DATA_HOME");
+    setenv("HOME", "/home/u", 1);
+    assert_int_equal(sr_store_default_url(buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "/home/u/.local/share/spotrun/store");
+    assert_int_equal(sr_store_default_url(buf, 8), -ENAMETOOLONG);
+    unsetenv("HOME");
+    assert_int_equal(sr_store_default_url(buf, sizeof(buf)), -ENOENT);
+}
+
+static void put_get_size_round_trip(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(sr_store_put(f->st, "run/ckpt/0000000001/MANIFEST.json", "{}\n", 3), 0);
+    char *buf;
+    size_t len;
+    assert_int_equal(sr_store_get(f->st, "run/ckpt/0000000001/MANIFEST.json", 100, &buf, &len), 0);
+    assert_int_equal(len, 3);
+    assert_string_equal(buf, "{}\n");
+    free(buf);
+    uint64_t size = 0;
+    assert_int_equal(sr_store_size(f->st, "run/ckpt/0000000001/MANIFEST.json", &size), 0);
+    assert_int_equal(size, 3);
+    assert_int_equal(sr_store_put(f->st, "run/ckpt/0000000001/MANIFEST.json", "[1]", 3), 0);
+    assert_int_equal(sr_store_get(f->st, "run/ckpt/0000000001/MANIFEST.json", 100, &buf, &len), 0);
+    assert_string_equal(buf, "[1]");
+    free(buf);
+}
+
+static void put_file_copies_and_source_reads_ranges(void **state)
+{
+    struct fixture *f = *state;
+    char p[PATH_MAX];
+    assert_true(snprintf(p, sizeof(p), "%s/local.bin", f->dir) < (int)sizeof(p));
+    assert_int_equal(sr_write_file_atomic(p, "0123456789", 10), 0);
+    assert_int_equal(sr_store_put_file(f->st, "r/data", p), 0);
+    struct sr_source src;
+    assert_int_equal(sr_store_source(f->st, "r/data", &src), 0);
+    assert_int_equal(src.size, 10);
+    char buf[4] = {0};
+    assert_int_equal(src.read_at(src.ctx, buf, 3, 4), 0);
+    assert_memory_equal(buf, "456", 3);
+    assert_int_equal(src.read_at(src.ctx, buf, 3, 8), -EBADMSG); /* past the end */
+    sr_store_source_close(f->st, &src);
+    assert_int_equal(sr_store_source(f->st, "r/missing", &src), -ENOENT);
+}
+
+static void get_over_max_is_efbig(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(sr_store_put(f->st, "k", "0123456789", 10), 0);
+    char *buf = NULL;
+    size_t len;
+    assert_int_equal(sr_store_get(f->st, "k", 9, &buf, &len), -EFBIG);
+    assert_null(buf);
+}
+
+static void missing_objects_are_enoent(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t size;
+    char *buf;
+    size_t len;
+    assert_int_equal(sr_store_size(f->st, "no/such", &size), -ENOENT);
+    assert_int_equal(sr_store_get(f->st, "no/such", 10, &buf, &len), -ENOENT);
+    assert_non_null(strstr(sr_strerror(-ENOENT), "no/such"));
+}
+
+static void invalid_keys_are_rejected(void **state)
+{
+    struct fixture *f = *state;
+    const char *bad[] = {"../x", "/abs", "a//b", "a/./b", "a/..", ".", "", "a/", "x/../../y"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        if (sr_store_put(f->st, bad[i], "x", 1) != -EINVAL)
+            fail_msg("put \"%s\" was accepted", bad[i]);
+        uint64_t size;
+        assert_int_equal(sr_store_size(f->st, bad[i], &size), -EINVAL);
+        assert_int_equal(sr_store_delete(f->st, bad[i]), -EINVAL);
+    }
+    char longkey[1100];
+    memset(longkey, 'a', sizeof(longkey) - 1);
+    longkey[sizeof(longkey) - 1] = '\0';
+    assert_int_equal(sr_store_put(f->st, longkey, "x", 1), -EINVAL);
+    /* Nothing was written outside the root. */
+    char p[PATH_MAX];
+    struct stat sb;
+    assert_true(snprintf(p, sizeof(p), "%s/x", f->dir) < (int)sizeof(p));
+    assert_int_equal(stat(p, &sb), -1);
+}
+
+static void list_is_sorted_and_hides_temp_files(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(sr_store_put(f->st, "run/ckpt/0000000002/a", "x", 1), 0);
+    assert_int_equal(sr_store_put(f->st, "run/ckpt/0000000010/a", "x", 1), 0);
+    assert_int_equal(sr_store_put(f->st, "run/ckpt/0000000001/a", "x", 1), 0);
+    assert_int_equal(sr_store_put(f->st, "run/ckpt/.data.tmp.abc", "x", 1), 0);
+    struct sr_strlist l;
+    assert_int_equal(sr_store_list(f->st, "run/ckpt", &l), 0);
+    assert_int_equal(l.n, 3);
+    assert_string_equal(l.v[0], "0000000001");
+    assert_string_equal(l.v[1], "0000000002");
+    assert_string_equal(l.v[2], "0000000010");
+    sr_strlist_free(&l);
+    assert_int_equal(sr_store_list(f->st, "", &l), 0); /* the root */
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.v[0], "run");
+    sr_strlist_free(&l);
+}
+
+static void list_of_missing_prefix_is_empty(void **state)
+{
+    struct fixture *f = *state;
+    struct sr_strlist l;
+    assert_int_equal(sr_store_list(f->st, "nothing/here", &l), 0);
+    assert_int_equal(l.n, 0);
+    sr_strlist_free(&l);
+}
+
+static void delete_prunes_empty_dirs_but_not_the_root(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(sr_store_put(f->st, "a/b/c/obj", "x", 1), 0);
+    assert_int_equal(sr_store_put(f->st, "a/keep", "x", 1), 0);
+    assert_int_equal(sr_store_delete(f->st, "a/b/c/obj"), 0);
+    assert_false(exists(f, "a/b/c/obj"));
+    assert_false(exists(f, "a/b"));
+    assert_true(exists(f, "a/keep"));
+    assert_int_equal(sr_store_delete(f->st, "a/keep"), 0);
+    assert_false(exists(f, "a"));
+    assert_true(exists(f, ""));
+    assert_int_equal(sr_store_delete(f->st, "a/keep"), 0); /* missing is fine */
+}
+
+static void strlist_sorts(void **state)
+{
+    (void)state;
+    struct sr_strlist l = {0};
+    const char *in[] = {"b", "a", "c", "aa"};
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(sr_strlist_push(&l, in[i]), 0);
+    sr_strlist_sort(&l);
+    assert_string_equal(l.v[0], "a");
+    assert_string_equal(l.v[1], "aa");
+    assert_string_equal(l.v[3], "c");
+    sr_strlist_free(&l);
+    assert_int_equal(l.n, 0);
+}
+
+#define FT(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(file_url_plain_and_relative_paths_open_the_same_store),
+        cmocka_unit_test(s3_and_unknown_urls_are_refused_clearly),
+        cmocka_unit_test(store_on_a_file_is_not_a_directory),
+        cmocka_unit_test(read_only_store_is_not_writable),
+        cmocka_unit_test(default_url_follows_env),
+        FT(put_get_size_round_trip),
+        FT(put_file_copies_and_source_reads_ranges),
+        FT(get_over_max_is_efbig),
+        FT(missing_objects_are_enoent),
+        FT(invalid_keys_are_rejected),
+        FT(list_is_sorted_and_hides_temp_files),
+        FT(list_of_missing_prefix_is_empty),
+        FT(delete_prunes_empty_dirs_but_not_the_root),
+        cmocka_unit_test(strlist_sorts),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
