@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,6 +303,52 @@ static void strlist_sorts(void **state)
     assert_int_equal(l.n, 0);
 }
 
+struct worker {
+    struct sr_store *st;
+    int id;
+    int failures;
+};
+
+/* Puts, reads back and deletes keys in a directory shared with the other
+ * workers, so deletes prune directories that other puts are about to use. */
+static void *churn(void *arg)
+{
+    struct worker *w = arg;
+    for (int i = 0; i < 200; i++) {
+        char key[64], val[64], *buf;
+        size_t len;
+        snprintf(key, sizeof(key), "shared/dir/w%d-%d", w->id, i);
+        int n = snprintf(val, sizeof(val), "value %d %d", w->id, i);
+        if (sr_store_put(w->st, key, val, (size_t)n) != 0 ||
+            sr_store_get(w->st, key, 64, &buf, &len) != 0) {
+            w->failures++;
+            continue;
+        }
+        if (len != (size_t)n || memcmp(buf, val, len) != 0)
+            w->failures++;
+        free(buf);
+        if (sr_store_delete(w->st, key) != 0)
+            w->failures++;
+    }
+    return NULL;
+}
+
+static void concurrent_puts_and_deletes_do_not_interfere(void **state)
+{
+    struct fixture *f = *state;
+    pthread_t th[4];
+    struct worker w[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct worker){.st = f->st, .id = i};
+        assert_int_equal(pthread_create(&th[i], NULL, churn, &w[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(w[i].failures, 0);
+    }
+    assert_false(exists(f, "shared"));
+}
+
 #define FT(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int main(void)
@@ -320,6 +367,7 @@ int main(void)
         FT(list_is_sorted_and_hides_temp_files),
         FT(list_of_missing_prefix_is_empty),
         FT(delete_prunes_empty_dirs_but_not_the_root),
+        FT(concurrent_puts_and_deletes_do_not_interfere),
         cmocka_unit_test(strlist_sorts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# deps.sh - installs the Debian packages spotrun needs to build, test and
+# run its demo, when they are missing. Idempotent; needs root (or sudo).
+set -euo pipefail
+
+packages=(
+    cmake gcc make pkg-config           # toolchain
+    libcurl4-openssl-dev libzstd-dev libarchive-dev libjansson-dev libxxhash-dev
+    libcmocka-dev                       # unit tests
+    zstd tar xxhash                     # interop tests use the stock tools
+    python3 python3-torch               # the PyTorch example (CPU)
+    time                                # peak RSS in scripts/bench-codec.sh
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# test.sh - the whole test suite on a fresh machine: installs what is
+# missing, builds with -Werror, runs ctest; then the same suite again with
+# ASan+UBSan (SPOTRUN_SANITIZE=ON). Set SPOTRUN_TEST_SANITIZE=0 to skip
+# the second pass.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+jobs=$(nproc)
+
+"$root/scripts/deps.sh"
+
+echo "== build (Release, -Werror)"
+"$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+echo "== ctest"
+(cd "$root/build" && ctest -j"$jobs" --output-on-failure --timeout 600)
+
+if [ "${SPOTRUN_TEST_SANITIZE:-1}" != 0 ]; then
+    echo "== build (ASan+UBSan)"
+    "$root/scripts/build.sh" "$root/build-san" -DCMAKE_BUILD_TYPE=Debug -DSPOTRUN_SANITIZE=ON
+    echo "== ctest (ASan+UBSan)"
+    (cd "$root/build-san" && ctest -j"$jobs" --output-on-failure --timeout 900)
+fi

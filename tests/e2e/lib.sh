@@ -1,0 +1,104 @@
+# lib.sh - the harness of the end-to-end tests (tests/e2e/tNNNN-*.sh), in
+# the style of git's t/test-lib.sh. Each script sources it, runs
+# test_expect_success blocks, and ends with test_done.
+#
+# Environment (set by ctest, see tests/CMakeLists.txt; defaults for running
+# a script by hand from the repo root after building into ./build):
+#   SPOTRUN          the spotrun binary
+#   SPOTRUN_PRELOAD  libspotrun.so
+#   LOGREG           the C example trainer
+#   SRCDIR           the source tree
+#   TEST_TMP         scratch root; each script gets its own $TRASH in it
+#
+# Each script runs with its own store and work dir ($SPOTRUN_STORE,
+# $SPOTRUN_WORK_DIR under $TRASH), so scripts can run in parallel.
+
+set -u
+SRCDIR=${SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+SPOTRUN=${SPOTRUN:-$SRCDIR/build/runtime/spotrun}
+SPOTRUN_PRELOAD=${SPOTRUN_PRELOAD:-$SRCDIR/build/preload/libspotrun.so}
+LOGREG=${LOGREG:-$SRCDIR/build/examples/logreg}
+TEST_TMP=${TEST_TMP:-$SRCDIR/build/tests/tmp}
+PY=/usr/bin/python3 # Debian's python3-torch is importable from this one only
+export SPOTRUN SPOTRUN_PRELOAD LOGREG SRCDIR PY
+
+test_name=$(basename "$0" .sh)
+TRASH=$TEST_TMP/$test_name
+rm -rf "$TRASH"
+mkdir -p "$TRASH"
+cd "$TRASH" || exit 1
+export SPOTRUN_STORE=$TRASH/store
+export SPOTRUN_WORK_DIR=$TRASH/work
+unset SPOTRUN_RUN_ID SPOTRUN_CKPT_DIR SPOTRUN_CONTROL SPOTRUN_SIGNAL SPOTRUN_STEP \
+    SLURM_JOB_ID SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID JOB_COMPLETION_INDEX \
+    AWS_BATCH_JOB_ARRAY_INDEX
+# A sanitizer build of spotrun runs with libspotrun.so (uninstrumented)
+# preloaded when the job calls `spotrun commit`.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}verify_asan_link_order=0:detect_leaks=1
+
+test_count=0
+test_failed=0
+
+say() { printf '%s\n' "$*"; }
+
+# test_expect_success 'title' 'commands': runs commands in a subshell with
+# errexit; the test passes when they exit 0.
+test_expect_success() {
+    test_count=$((test_count + 1))
+    local title=$1 body=$2 out=$TRASH/test-$test_count.out
+    if (set -e; eval "$body") >"$out" 2>&1; then
+        say "ok $test_count - $title"
+    else
+        test_failed=$((test_failed + 1))
+        say "not ok $test_count - $title"
+        sed 's/^/#   /' "$out"
+    fi
+}
+
+# test_done: prints the summary line ctest's log shows and sets the exit code.
+test_done() {
+    local passed=$((test_count - test_failed))
+    say "$passed passed, $test_failed failed"
+    # Leave wrappers of failed tests behind no longer than the script.
+    jobs -p | xargs -r kill 2>/dev/null
+    [ "$test_failed" -eq 0 ]
+    exit $?
+}
+
+# expect_code N cmd...: runs cmd, fails unless it exits N.
+expect_code() {
+    local want=$1
+    shift
+    local got=0
+    "$@" || got=$?
+    if [ "$got" -ne "$want" ]; then
+        say "expected exit $want, got $got: $*"
+        return 1
+    fi
+}
+
+# wait_for FILE PATTERN [SECONDS]: waits until FILE has a line matching PATTERN.
+wait_for() {
+    local file=$1 pattern=$2 limit=${3:-60} i=0
+    while ! grep -q -- "$pattern" "$file" 2>/dev/null; do
+        i=$((i + 1))
+        if [ "$i" -gt $((limit * 10)) ]; then
+            say "timed out waiting for '$pattern' in $file"
+            cat "$file" 2>/dev/null
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+# run_id_of CMD...: the default run id spotrun derives for a command here.
+# (Read from the store after a run; see t0110 for the derivation itself.)
+latest_run() { "$SPOTRUN" ls | awk 'NR>1 {print $1}' | tail -n 1; }
+
+# require_torch: fail loudly when PyTorch is missing (scripts/deps.sh installs it).
+require_torch() {
+    "$PY" -c 'import torch' 2>/dev/null || {
+        say "PyTorch is not importable from $PY: run scripts/deps.sh"
+        return 1
+    }
+}

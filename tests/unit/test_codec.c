@@ -1,0 +1,564 @@
+/*
+ * test_codec.c - the checkpoint archive codec, as a user sees it: a packed
+ * directory comes back identical, stock zstd+tar read the archive, corrupt
+ * or hostile archives are refused with the right error and leave the target
+ * directory exactly as it was.
+ *
+ * Each test works in its own directory under $SPOTRUN_TEST_TMP (or /tmp).
+ * Hostile archives are built here with libarchive directly and wrapped in the
+ * archive format (zstd frames + seek table) by wrap_tar().
+ */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cmocka.h>
+
+#include "codec.h"
+#include "fsutil.h"
+#include "seektable.h"
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static char base[1024]; /* this test's scratch directory */
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *const root = getenv("SPOTRUN_TEST_TMP") ? getenv("SPOTRUN_TEST_TMP") : "/tmp";
+    assert_int_equal(sr_mkdirs(root, 0755), 0);
+    snprintf(base, sizeof(base), "%s/codec.XXXXXX", root);
+    assert_non_null(mkdtemp(base));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return sr_rmtree(base);
+}
+
+static const char *at(const char *rel)
+{
+    static char bufs[4][PATH_MAX];
+    static int next;
+    char *const p = bufs[next++ % 4];
+    snprintf(p, PATH_MAX, "%s/%s", base, rel);
+    return p;
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+    FILE *const f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* len bytes of a mildly compressible pattern. */
+static uint8_t *pattern(size_t len, uint32_t seed)
+{
+    uint8_t *const p = malloc(len ? len : 1);
+    assert_non_null(p);
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < len; i++) {
+        x = x * 1103515245u + 12345u;
+        p[i] = (i % 7 == 0) ? (uint8_t)(x >> 24) : (uint8_t)(i / 4096);
+    }
+    return p;
+}
+
+static void write_pattern(const char *path, size_t len, uint32_t seed)
+{
+    uint8_t *const p = pattern(len, seed);
+    write_file(path, p, len);
+    free(p);
+}
+
+/* src/: nested dirs, empty file, empty dir, symlink, a multi-frame file. */
+static void make_tree(const char *dir, size_t big)
+{
+    char p[PATH_MAX];
+    assert_int_equal(sr_mkdirs(dir, 0755), 0);
+    snprintf(p, sizeof(p), "%s/a/b/c", dir);
+    assert_int_equal(sr_mkdirs(p, 0755), 0);
+    snprintf(p, sizeof(p), "%s/empty-dir", dir);
+    assert_int_equal(sr_mkdirs(p, 0700), 0);
+    snprintf(p, sizeof(p), "%s/a/b/c/small.txt", dir);
+    write_file(p, "hello\n", 6);
+    snprintf(p, sizeof(p), "%s/a/empty", dir);
+    write_file(p, "", 0);
+    snprintf(p, sizeof(p), "%s/model.bin", dir);
+    write_pattern(p, big, 1);
+    snprintf(p, sizeof(p), "%s/latest", dir);
+    assert_int_equal(symlink("a/b/c/small.txt", p), 0);
+    snprintf(p, sizeof(p), "%s/a/b/script.sh", dir);
+    write_file(p, "#!/bin/sh\n", 10);
+    assert_int_equal(chmod(p, 0750), 0);
+}
+
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...)
+{
+    char cmd[4 * PATH_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    return system(cmd);
+}
+
+static int same_tree(const char *a, const char *b)
+{
+    return run("diff -r --no-dereference '%s' '%s' >/dev/null", a, b) == 0;
+}
+
+static int unpack(const char *archive, const char *dir, const struct sr_unpack_opts *opts)
+{
+    struct sr_source src;
+    assert_int_equal(sr_source_file_open(archive, &src), 0);
+    const int rc = sr_unpack_to_dir(&src, dir, opts, NULL);
+    sr_source_file_close(&src);
+    return rc;
+}
+
+/* The target holds only its "keep" file, and nothing else was left beside. */
+static void make_target(void)
+{
+    assert_int_equal(sr_mkdirs(at("dst"), 0755), 0);
+    write_file(at("dst/keep"), "old", 3);
+}
+
+static void assert_target_untouched(void)
+{
+    assert_int_equal(run("test \"$(ls -A '%s')\" = keep", at("dst")), 0);
+    char buf[8] = {0};
+    FILE *const f = fopen(at("dst/keep"), "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(buf, 1, sizeof(buf), f), 3);
+    fclose(f);
+    assert_string_equal(buf, "old");
+    assert_int_equal(run("! ls -d '%s'/*.spotrun-tmp.* >/dev/null 2>&1", base), 0);
+}
+
+struct mem_sink {
+    uint8_t *p;
+    size_t len, cap;
+};
+
+static int mem_sink(void *ctx, const void *buf, size_t len)
+{
+    struct mem_sink *const m = ctx;
+    if (m->len + len > m->cap) {
+        m->cap = (m->len + len) * 2;
+        m->p = realloc(m->p, m->cap);
+        assert_non_null(m->p);
+    }
+    memcpy(m->p + m->len, buf, len);
+    m->len += len;
+    return 0;
+}
+
+/* Wraps a raw tar stream into the archive format, frame_size per frame. */
+static void wrap_tar(const uint8_t *tar, size_t len, size_t frame_size, const char *path)
+{
+    struct sr_seektable t;
+    struct mem_sink out = {0};
+    sr_seektable_init(&t);
+    ZSTD_CCtx *const cc = ZSTD_createCCtx();
+    assert_false(ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1)));
+    uint8_t *const dst = malloc(ZSTD_compressBound(frame_size));
+    for (size_t off = 0; off < len; off += frame_size) {
+        const size_t n = len - off < frame_size ? len - off : frame_size;
+        const size_t c = ZSTD_compress2(cc, dst, ZSTD_compressBound(frame_size), tar + off, n);
+        assert_false(ZSTD_isError(c));
+        const uint8_t *const e = dst + c - 4;
+        assert_int_equal(sr_seektable_add(&t, (uint32_t)c, (uint32_t)n,
+                                          e[0] | e[1] << 8 | e[2] << 16 | (uint32_t)e[3] << 24),
+                         0);
+        mem_sink(&out, dst, c);
+    }
+    uint8_t table[1024];
+    assert_true(sr_seektable_size(t.count, 1) <= sizeof(table));
+    sr_seektable_write(&t, table);
+    mem_sink(&out, table, sr_seektable_size(t.count, 1));
+    write_file(path, out.p, out.len);
+    free(out.p);
+    free(dst);
+    ZSTD_freeCCtx(cc);
+    sr_seektable_free(&t);
+}
+
+/* A hostile tar: entries described as "type:name[:target]" (f file, d dir,
+ * l symlink, h hardlink, c char device, p fifo), written to path. */
+static void hostile(const char *path, const char *const *specs, size_t n)
+{
+    struct archive *const a = archive_write_new();
+    static uint8_t tar[1 << 20];
+    size_t used = 0;
+    archive_write_set_format_pax_restricted(a);
+    archive_write_set_bytes_per_block(a, 512);
+    assert_int_equal(archive_write_open_memory(a, tar, sizeof(tar), &used), ARCHIVE_OK);
+    for (size_t i = 0; i < n; i++) {
+        char spec[256];
+        snprintf(spec, sizeof(spec), "%s", specs[i]);
+        char *const name = strchr(spec, ':') + 1;
+        char *const target = strchr(name, ':');
+        if (target)
+            *target = '\0';
+        struct archive_entry *const e = archive_entry_new();
+        archive_entry_set_pathname(e, name);
+        archive_entry_set_perm(e, 0644);
+        static const mode_t types[] = {['f'] = AE_IFREG, ['d'] = AE_IFDIR, ['l'] = AE_IFLNK,
+                                       ['h'] = AE_IFREG, ['c'] = AE_IFCHR, ['p'] = AE_IFIFO};
+        archive_entry_set_filetype(e, types[(unsigned char)spec[0]]);
+        if (spec[0] == 'l')
+            archive_entry_set_symlink(e, target + 1);
+        if (spec[0] == 'h')
+            archive_entry_set_hardlink(e, target + 1);
+        archive_entry_set_size(e, spec[0] == 'f' ? 5 : 0);
+        assert_true(archive_write_header(a, e) >= ARCHIVE_WARN);
+        if (spec[0] == 'f')
+            assert_int_equal(archive_write_data(a, "evil\n", 5), 5);
+        archive_entry_free(e);
+    }
+    assert_int_equal(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+    wrap_tar(tar, used, 1000, path);
+}
+
+static void assert_hostile_refused(const char *const *specs, size_t n)
+{
+    make_target();
+    hostile(at("evil.tar.zst"), specs, n);
+    assert_int_equal(unpack(at("evil.tar.zst"), at("dst"), NULL), -EPERM);
+    assert_target_untouched();
+    assert_int_equal(access(at("x"), F_OK), -1);
+    assert_int_equal(access("/tmp/spotrun-codec-test-evil", F_OK), -1);
+}
+
+static void flip_byte(const char *path, off_t off)
+{
+    const int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    uint8_t c;
+    assert_int_equal(pread(fd, &c, 1, off), 1);
+    c ^= 0x10;
+    assert_int_equal(pwrite(fd, &c, 1, off), 1);
+    close(fd);
+}
+
+/* ---- round trips ------------------------------------------------------ */
+
+static void test_round_trip_restores_an_identical_tree(void **state)
+{
+    (void)state;
+    make_tree(at("src"), 3u << 20);
+    const struct sr_pack_opts po = {.frame_size = 1u << 20, .threads = 3};
+    struct sr_pack_stats ps;
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), &po, &ps), 0);
+    struct sr_unpack_stats us;
+    struct sr_source src;
+    assert_int_equal(sr_source_file_open(at("a.tar.zst"), &src), 0);
+    assert_int_equal(sr_unpack_to_dir(&src, at("out"), NULL, &us), 0);
+    sr_source_file_close(&src);
+    assert_true(same_tree(at("src"), at("out")));
+    assert_int_equal(us.files, 4);
+    assert_int_equal(us.raw_bytes, ps.raw_bytes);
+    assert_int_equal(us.frames, ps.frames);
+    struct stat st;
+    assert_int_equal(stat(at("out/a/b/script.sh"), &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0750);
+    assert_int_equal(lstat(at("out/latest"), &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+}
+
+static void round_trip_with_frame_size(size_t frame_size)
+{
+    make_tree(at("src"), 300000);
+    const struct sr_pack_opts po = {.frame_size = frame_size, .threads = 2};
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), &po, NULL), 0);
+    assert_int_equal(unpack(at("a.tar.zst"), at("out"), NULL), 0);
+    assert_true(same_tree(at("src"), at("out")));
+}
+
+static void test_odd_frame_size_4097_round_trips(void **state)
+{
+    (void)state;
+    round_trip_with_frame_size(4097);
+}
+
+static void test_odd_frame_size_below_a_tar_block_round_trips(void **state)
+{
+    (void)state;
+    round_trip_with_frame_size(100);
+}
+
+static void test_empty_directory_round_trips(void **state)
+{
+    (void)state;
+    assert_int_equal(sr_mkdirs(at("src"), 0755), 0);
+    struct sr_pack_stats ps;
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), NULL, &ps), 0);
+    assert_int_equal(ps.files, 0);
+    assert_int_equal(ps.frames, 1);
+    assert_int_equal(unpack(at("a.tar.zst"), at("out"), NULL), 0);
+    assert_true(same_tree(at("src"), at("out")));
+}
+
+static void test_unpack_replaces_the_previous_contents(void **state)
+{
+    (void)state;
+    make_tree(at("src"), 1000);
+    make_target();
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), NULL, NULL), 0);
+    assert_int_equal(unpack(at("a.tar.zst"), at("dst"), NULL), 0);
+    assert_true(same_tree(at("src"), at("dst")));
+    assert_int_equal(run("! ls -d '%s'/*.spotrun-tmp.* >/dev/null 2>&1", base), 0);
+}
+
+static void test_same_directory_packs_to_identical_bytes(void **state)
+{
+    (void)state;
+    make_tree(at("src"), 2u << 20);
+    struct mem_sink a = {0}, b = {0};
+    struct sr_pack_opts po = {.frame_size = 256u << 10, .threads = 1};
+    assert_int_equal(sr_pack_dir(at("src"), mem_sink, &a, &po, NULL), 0);
+    po.threads = 4;
+    assert_int_equal(sr_pack_dir(at("src"), mem_sink, &b, &po, NULL), 0);
+    assert_int_equal(a.len, b.len);
+    assert_memory_equal(a.p, b.p, a.len);
+    free(a.p);
+    free(b.p);
+}
+
+static void test_stock_zstd_and_tar_extract_the_archive(void **state)
+{
+    (void)state;
+    if (run("command -v zstd >/dev/null") != 0)
+        skip();
+    make_tree(at("src"), 3u << 20);
+    const struct sr_pack_opts po = {.frame_size = 1u << 20};
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), &po, NULL), 0);
+    assert_int_equal(sr_mkdirs(at("out"), 0755), 0);
+    assert_int_equal(run("zstd -q -d -c '%s' | tar -x -C '%s'", at("a.tar.zst"), at("out")), 0);
+    assert_true(same_tree(at("src"), at("out")));
+}
+
+static void test_stats_count_frames_bytes_and_checksum_the_stored_object(void **state)
+{
+    (void)state;
+    make_tree(at("src"), 5u << 20);
+    const struct sr_pack_opts po = {.frame_size = 1u << 20};
+    struct sr_pack_stats ps;
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), &po, &ps), 0);
+    assert_int_equal(ps.files, 4);
+    assert_int_equal(ps.frames, (ps.raw_bytes + (1u << 20) - 1) >> 20);
+    assert_true(ps.raw_bytes > (5u << 20));
+    struct sr_source src;
+    assert_int_equal(sr_source_file_open(at("a.tar.zst"), &src), 0);
+    assert_int_equal(src.size, ps.stored_bytes);
+    char sum[SR_CHECKSUM_LEN];
+    assert_int_equal(sr_source_checksum(&src, sum), 0);
+    assert_string_equal(sum, ps.checksum);
+    assert_int_equal(strncmp(sum, "xxh3-128:", 9), 0);
+    assert_int_equal(strlen(sum), SR_CHECKSUM_LEN - 1);
+    struct sr_seektable t;
+    assert_int_equal(sr_seektable_read(&src, &t), 0);
+    assert_int_equal(t.count, ps.frames);
+    assert_int_equal(t.dsize_total, ps.raw_bytes);
+    sr_seektable_free(&t);
+    sr_source_file_close(&src);
+    assert_int_equal(run("test $(zstd -q -d -c '%s' | wc -c) = %llu", at("a.tar.zst"),
+                         (unsigned long long)ps.raw_bytes),
+                     0);
+}
+
+static void test_unpack_with_the_right_checksum_succeeds(void **state)
+{
+    (void)state;
+    make_tree(at("src"), 1000);
+    struct sr_pack_stats ps;
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), NULL, &ps), 0);
+    const struct sr_unpack_opts uo = {.checksum = ps.checksum};
+    assert_int_equal(unpack(at("a.tar.zst"), at("out"), &uo), 0);
+    assert_true(same_tree(at("src"), at("out")));
+}
+
+/* ---- corrupt archives ------------------------------------------------- */
+
+static void test_bit_flip_in_a_frame_is_caught_by_the_frame_checksum(void **state)
+{
+    (void)state;
+    make_tree(at("src"), 3u << 20);
+    make_target();
+    const struct sr_pack_opts po = {.frame_size = 1u << 20};
+    struct sr_pack_stats ps;
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), &po, &ps), 0);
+    flip_byte(at("a.tar.zst"), (off_t)ps.stored_bytes / 2);
+    assert_int_equal(unpack(at("a.tar.zst"), at("dst"), NULL), -EBADMSG);
+    assert_target_untouched();
+}
+
+static void test_bit_flip_is_caught_by_the_object_checksum_first(void **state)
+{
+    (void)state;
+    make_tree(at("src"), 3u << 20);
+    make_target();
+    struct sr_pack_stats ps;
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), NULL, &ps), 0);
+    flip_byte(at("a.tar.zst"), 1000);
+    const struct sr_unpack_opts uo = {.checksum = ps.checksum};
+    assert_int_equal(unpack(at("a.tar.zst"), at("dst"), &uo), -EBADMSG);
+    assert_target_untouched();
+}
+
+static void test_truncated_archive_is_rejected(void **state)
+{
+    (void)state;
+    make_tree(at("src"), 2u << 20);
+    make_target();
+    struct sr_pack_stats ps;
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), NULL, &ps), 0);
+    assert_int_equal(truncate(at("a.tar.zst"), (off_t)ps.stored_bytes - 100), 0);
+    assert_int_equal(unpack(at("a.tar.zst"), at("dst"), NULL), -EBADMSG);
+    assert_target_untouched();
+}
+
+static void test_bad_seek_table_is_rejected(void **state)
+{
+    (void)state;
+    make_tree(at("src"), 1000);
+    make_target();
+    struct sr_pack_stats ps;
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), NULL, &ps), 0);
+    flip_byte(at("a.tar.zst"), (off_t)ps.stored_bytes - 9 - 12 + 1); /* a compressed size */
+    assert_int_equal(unpack(at("a.tar.zst"), at("dst"), NULL), -EBADMSG);
+    assert_target_untouched();
+}
+
+static void test_plain_tar_zst_without_seek_table_is_rejected(void **state)
+{
+    (void)state;
+    make_tree(at("src"), 1000);
+    make_target();
+    assert_int_equal(run("tar -C '%s' -cf - . | zstd -q > '%s'", at("src"), at("a.tar.zst")), 0);
+    assert_int_equal(unpack(at("a.tar.zst"), at("dst"), NULL), -EBADMSG);
+    assert_target_untouched();
+}
+
+/* ---- hostile archives ------------------------------------------------- */
+
+static void test_absolute_path_is_refused(void **state)
+{
+    (void)state;
+    const char *const specs[] = {"f:ok", "f:/tmp/spotrun-codec-test-evil"};
+    assert_hostile_refused(specs, 2);
+}
+
+static void test_dotdot_path_is_refused(void **state)
+{
+    (void)state;
+    const char *const specs[] = {"f:ok", "f:../x"};
+    assert_hostile_refused(specs, 2);
+}
+
+static void test_write_through_an_earlier_symlink_is_refused(void **state)
+{
+    (void)state;
+    const char *const specs[] = {"d:sub", "l:link:sub", "f:link/x"};
+    assert_hostile_refused(specs, 3);
+}
+
+static void test_symlink_pointing_outside_is_refused(void **state)
+{
+    (void)state;
+    const char *const specs[] = {"l:up:../..", "f:ok"};
+    assert_hostile_refused(specs, 2);
+}
+
+static void test_symlink_to_an_absolute_path_is_refused(void **state)
+{
+    (void)state;
+    const char *const specs[] = {"l:etc:/etc"};
+    assert_hostile_refused(specs, 1);
+}
+
+static void test_hardlink_is_refused(void **state)
+{
+    (void)state;
+    const char *const specs[] = {"f:ok", "h:hl:ok"};
+    assert_hostile_refused(specs, 2);
+}
+
+static void test_device_node_is_refused(void **state)
+{
+    (void)state;
+    const char *const specs[] = {"c:null"};
+    assert_hostile_refused(specs, 1);
+}
+
+static void test_fifo_is_refused(void **state)
+{
+    (void)state;
+    const char *const specs[] = {"f:ok", "p:pipe"};
+    assert_hostile_refused(specs, 2);
+}
+
+static void test_archive_over_the_size_cap_is_refused(void **state)
+{
+    (void)state;
+    assert_int_equal(sr_mkdirs(at("src"), 0755), 0);
+    uint8_t *const zeros = calloc(1, 8u << 20);
+    write_file(at("src/zeros"), zeros, 8u << 20);
+    free(zeros);
+    make_target();
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), NULL, NULL), 0);
+    const struct sr_unpack_opts uo = {.max_raw_bytes = 1u << 20};
+    assert_int_equal(unpack(at("a.tar.zst"), at("dst"), &uo), -EFBIG);
+    assert_target_untouched();
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_round_trip_restores_an_identical_tree),
+        T(test_odd_frame_size_4097_round_trips),
+        T(test_odd_frame_size_below_a_tar_block_round_trips),
+        T(test_empty_directory_round_trips),
+        T(test_unpack_replaces_the_previous_contents),
+        T(test_same_directory_packs_to_identical_bytes),
+        T(test_stock_zstd_and_tar_extract_the_archive),
+        T(test_stats_count_frames_bytes_and_checksum_the_stored_object),
+        T(test_unpack_with_the_right_checksum_succeeds),
+        T(test_bit_flip_in_a_frame_is_caught_by_the_frame_checksum),
+        T(test_bit_flip_is_caught_by_the_object_checksum_first),
+        T(test_truncated_archive_is_rejected),
+        T(test_bad_seek_table_is_rejected),
+        T(test_plain_tar_zst_without_seek_table_is_rejected),
+        T(test_absolute_path_is_refused),
+        T(test_dotdot_path_is_refused),
+        T(test_write_through_an_earlier_symlink_is_refused),
+        T(test_symlink_pointing_outside_is_refused),
+        T(test_symlink_to_an_absolute_path_is_refused),
+        T(test_hardlink_is_refused),
+        T(test_device_node_is_refused),
+        T(test_fifo_is_refused),
+        T(test_archive_over_the_size_cap_is_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
