@@ -144,11 +144,14 @@ void sr_opts_help(FILE *f, const char *usage, const char *about, const struct sr
     fprintf(f, "usage: %s\n\n%s\n\noptions (environment twin in brackets):\n", usage, about);
     for (const struct sr_opt *o = opts; o->name; o++) {
         char left[64];
-        snprintf(left, sizeof(left), "%s%c%s--%s%s%s", o->short_name ? "-" : "",
-                 o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ", o->name,
-                 o->metavar ? " " : "", o->metavar ? o->metavar : "");
-        fprintf(f, "  %-28s %s%s%s%s\n", o->short_name ? left : left + 2, o->help,
-                o->env ? " [" : "", o->env ? o->env : "", o->env ? "]" : "");
+        if (o->short_name)
+            snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name,
+                     o->metavar ? " " : "", o->metavar ? o->metavar : "");
+        else
+            snprintf(left, sizeof(left), "    --%s%s%s", o->name, o->metavar ? " " : "",
+                     o->metavar ? o->metavar : "");
+        fprintf(f, "  %-28s %s%s%s%s\n", left, o->help, o->env ? " [" : "", o->env ? o->env : "",
+                o->env ? "]" : "");
     }
 }
 

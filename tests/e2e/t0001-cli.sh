@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The command line: usage errors exit 64 with a message naming what was
+# wrong, --help documents every option with its SPOTRUN_* twin, and the
+# commands that need a wrapper say so when there is none.
+. "$(dirname "$0")/lib.sh"
+
+test_expect_success 'no arguments: exit 64 and the usage on stderr' '
+    expect_code 64 "$SPOTRUN" >out 2>err &&
+    test ! -s out &&
+    grep "^usage: spotrun COMMAND" err &&
+    grep "^  run " err && grep "^  commit " err && grep "^  pull " err
+'
+
+test_expect_success 'spotrun --help prints the usage on stdout and exits 0' '
+    "$SPOTRUN" --help >out &&
+    grep "^usage: spotrun COMMAND" out
+'
+
+test_expect_success 'unknown command: exit 64 naming it' '
+    expect_code 64 "$SPOTRUN" frobnicate 2>err &&
+    grep "unknown command \"frobnicate\"" err
+'
+
+test_expect_success 'unknown flag: exit 64 naming it' '
+    expect_code 64 "$SPOTRUN" run --bogus -- true 2>err &&
+    grep -- "--bogus" err
+'
+
+test_expect_success 'bad duration --every 10x: exit 64 naming the flag' '
+    expect_code 64 "$SPOTRUN" run --every 10x -- true 2>err &&
+    grep -- "--every" err && grep "10x" err
+'
+
+test_expect_success 'negative --keep -1: exit 64 naming the flag' '
+    expect_code 64 "$SPOTRUN" run --keep -1 -- true 2>err &&
+    grep -- "--keep" err
+'
+
+test_expect_success 'non-numeric --max-restarts abc: exit 64 naming the flag' '
+    expect_code 64 "$SPOTRUN" run --max-restarts abc -- true 2>err &&
+    grep -- "--max-restarts" err && grep abc err
+'
+
+test_expect_success 'a flag without its value: exit 64 naming the flag' '
+    expect_code 64 "$SPOTRUN" run --every 2>err &&
+    grep -- "--every" err
+'
+
+test_expect_success 'bad environment twin SPOTRUN_EVERY=bogus: exit 64 naming the variable' '
+    SPOTRUN_EVERY=bogus expect_code 64 "$SPOTRUN" run -- true 2>err &&
+    grep "SPOTRUN_EVERY" err && grep bogus err
+'
+
+test_expect_success 'usage errors do not run the job' '
+    expect_code 64 "$SPOTRUN" run --every 10x -- touch ran 2>/dev/null &&
+    test ! -e ran &&
+    test ! -e "$SPOTRUN_STORE"
+'
+
+test_expect_success 'run --help lists every option with its SPOTRUN_* twin' '
+    "$SPOTRUN" run --help >help &&
+    grep "^usage: spotrun run" help &&
+    for pair in run-id:SPOTRUN_RUN_ID ckpt-dir:SPOTRUN_CKPT_DIR work-dir:SPOTRUN_WORK_DIR \
+        every:SPOTRUN_EVERY keep:SPOTRUN_KEEP settle:SPOTRUN_SETTLE grace:SPOTRUN_GRACE \
+        max-restarts:SPOTRUN_MAX_RESTARTS backoff:SPOTRUN_BACKOFF signal:SPOTRUN_SIGNAL \
+        fresh:SPOTRUN_FRESH no-preload:SPOTRUN_NO_PRELOAD threads:SPOTRUN_THREADS \
+        level:SPOTRUN_LEVEL store:SPOTRUN_STORE quiet:SPOTRUN_QUIET verbose:SPOTRUN_VERBOSE
+    do
+        grep -E -- "--${pair%%:*}( |$).*\[${pair#*:}\]" help ||
+            { say "missing: --${pair%%:*} [${pair#*:}]"; exit 1; }
+    done &&
+    grep -E -- "--help" help
+'
+
+test_expect_success 'every option in run --help has an environment twin (except --help)' '
+    "$SPOTRUN" run --help >help &&
+    grep -E "^ +(-[a-z], )?--" help | grep -v -- "--help" | grep -v "\[SPOTRUN_[A-Z_]*\]$" >missing || true &&
+    test ! -s missing
+'
+
+test_expect_success 'spotrun run without a command: exit 64' '
+    expect_code 64 "$SPOTRUN" run 2>err &&
+    grep "no command" err &&
+    expect_code 64 "$SPOTRUN" run --keep 2 -- 2>err &&
+    grep "no command" err
+'
+
+test_expect_success 'spotrun commit outside a job: exit 64 with a clear message' '
+    expect_code 64 "$SPOTRUN" commit --step 3 2>err &&
+    grep "not running under .spotrun run." err
+'
+
+test_expect_success 'spotrun notify with no wrapper running: nonzero with a clear message' '
+    got=0 &&
+    "$SPOTRUN" notify 2>err || got=$? &&
+    test "$got" -ne 0 &&
+    grep "no spotrun wrapper is running" err
+'
+
+test_expect_success 'spotrun notify --run-id of a run that is not running: nonzero with a message' '
+    got=0 &&
+    "$SPOTRUN" notify --run-id nosuchrun 2>err || got=$? &&
+    test "$got" -ne 0 &&
+    grep "notify" err
+'
+
+test_expect_success 'spotrun --version prints the version' '
+    "$SPOTRUN" --version >out &&
+    grep -E "^spotrun [0-9]+\.[0-9]+\.[0-9]+" out
+'
+
+test_done
