@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -57,6 +58,7 @@ int sr_spawn(const char *path, char *const argv[], char *const env[], const sigs
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return -errno;
+    const pid_t parent = getpid();
     const pid_t child = fork();
     if (child < 0) {
         const int e = errno;
@@ -68,6 +70,11 @@ int sr_spawn(const char *path, char *const argv[], char *const env[], const sigs
         /* Only async-signal-safe calls from here on. */
         close(p[0]);
         setpgid(0, 0);
+        /* The job must not outlive a wrapper that was killed: a rerun would
+         * otherwise start a second copy writing the same checkpoint dir. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(126);
         sigprocmask(SIG_SETMASK, mask, NULL);
         execve(path, argv, env);
         const int e = errno;

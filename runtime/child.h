@@ -3,6 +3,7 @@
  * fork, put it in its own process group, restore the signal mask, exec.
  * An exec failure is reported back through a close-on-exec pipe so the
  * wrapper can exit 127 (not found) or 126 (not executable) like a shell.
+ * The job gets PR_SET_PDEATHSIG=SIGKILL: it never outlives its wrapper.
  */
 #ifndef SPOTRUN_CHILD_H
 #define SPOTRUN_CHILD_H
