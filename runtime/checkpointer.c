@@ -267,8 +267,10 @@ int sr_cp_start(const struct sr_cp_config *cfg, struct sr_cp **out)
     cp->pipe_w = p[1];
     pthread_mutex_init(&cp->lock, NULL);
     pthread_cond_init(&cp->cond, NULL);
-    pthread_create(&cp->stager, NULL, stager_main, cp);
-    pthread_create(&cp->persister, NULL, persister_main, cp);
+    if (pthread_create(&cp->stager, NULL, stager_main, cp) != 0)
+        abort(); /* out of threads at start-up: nothing sensible to do */
+    if (pthread_create(&cp->persister, NULL, persister_main, cp) != 0)
+        abort();
     *out = cp;
     return 0;
 }
@@ -316,13 +318,14 @@ int sr_cp_take(struct sr_cp *cp, struct sr_cp_result *res)
         if (!cp->res_head)
             cp->res_tail = NULL;
     }
+    const int more = cp->res_head != NULL;
     pthread_mutex_unlock(&cp->lock);
     if (!n)
         return 0;
     *res = n->r;
     free(n);
     /* More results may remain: keep the loop's poll() awake for them. */
-    if (cp->res_head) {
+    if (more) {
         const char b = 1;
         if (write(cp->pipe_w, &b, 1) < 0) {
         }

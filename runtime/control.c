@@ -59,7 +59,12 @@ int sr_ctl_listen(const char *path, int *out)
         close(probe);
         return sr_errf(-EADDRINUSE, "another spotrun is serving %s", path);
     }
-    unlink(path); /* stale socket of a wrapper that died */
+    struct stat sb;
+    if (lstat(path, &sb) == 0) {
+        if (!S_ISSOCK(sb.st_mode))
+            return sr_errf(-EEXIST, "%s exists and is not a socket; not replacing it", path);
+        unlink(path); /* stale socket of a wrapper that died */
+    }
     const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return sr_errf(-errno, "cannot create control socket: %s", strerror(errno));
@@ -174,6 +179,10 @@ int sr_ctl_call(const char *path, const char *request, char *reply, size_t len, 
         return sr_errf(rc, "cannot reach the spotrun wrapper at %s: %s", path, strerror(-rc));
     char line[256];
     const int n = snprintf(line, sizeof(line), "%s\n", request);
+    if (n < 0 || (size_t)n >= sizeof(line)) {
+        rc = sr_errf(-EMSGSIZE, "request to %s too long", path);
+        goto out;
+    }
     if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n) {
         rc = sr_errf(-errno, "cannot send to %s: %s", path, strerror(errno));
         goto out;

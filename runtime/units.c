@@ -47,7 +47,7 @@ int sr_parse_duration_ms(const char *s, int64_t *ms)
         char *end;
         errno = 0;
         const double v = strtod(p, &end);
-        if (end == p || errno || v < 0)
+        if (end == p || errno || !(v >= 0)) /* !(>=): NaN too */
             return -EINVAL;
         p = end;
         size_t n = 0;
@@ -78,13 +78,13 @@ int sr_parse_size(const char *s, uint64_t *bytes)
     char *end;
     errno = 0;
     const double v = strtod(s, &end);
-    if (end == s || errno || v < 0)
+    if (end == s || errno || !(v >= 0)) /* !(>=): NaN too */
         return -EINVAL;
     double mul = 1;
     if (*end) {
         static const char letters[] = "KMGTP";
         const char *l = strchr(letters, end[0] & ~0x20);
-        if (!l || end[0] == '\0')
+        if (!l || *l == '\0') /* ' ' & ~0x20 is NUL: strchr finds the terminator */
             return -EINVAL;
         const char *rest = end + 1;
         /* K, KB, KiB all mean 1024^n: a checkpoint tool speaks binary units. */

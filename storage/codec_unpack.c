@@ -62,7 +62,7 @@ struct unpacker {
     unsigned nslots;
     uint32_t next_job, released, next_read;
     int stop;
-    int err; /* first error seen by the read callback */
+    int err;            /* first error seen by the read callback */
     struct uslot *held; /* frame lent to libarchive */
     pthread_t *threads;
     int nthreads;
@@ -533,8 +533,8 @@ static int check_source(const struct sr_source *src, const struct sr_unpack_opts
     return 0;
 }
 
-int sr_unpack_to_dir(const struct sr_source *src, const char *dir, const struct sr_unpack_opts *opts,
-                     struct sr_unpack_stats *stats)
+int sr_unpack_to_dir(const struct sr_source *src, const char *dir,
+                     const struct sr_unpack_opts *opts, struct sr_unpack_stats *stats)
 {
     struct sr_seektable t;
     struct unpacker u = {.src = src, .t = &t, .cap = opts ? opts->max_raw_bytes : 0};
@@ -549,7 +549,8 @@ int sr_unpack_to_dir(const struct sr_source *src, const char *dir, const struct 
         snprintf(tmp, sizeof(tmp), "%s.spotrun-tmp.XXXXXX", target);
         have_tmp = mkdtemp(tmp) != NULL;
         if (!have_tmp)
-            rc = sr_errf(-errno, "cannot create a directory beside %s: %s", target, strerror(errno));
+            rc =
+                sr_errf(-errno, "cannot create a directory beside %s: %s", target, strerror(errno));
     }
     if (rc == 0) {
         u.tmp = tmp;

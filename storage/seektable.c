@@ -139,8 +139,8 @@ static int parse_entries(const uint8_t *p, uint32_t count, size_t esz, uint64_t 
     return 0;
 }
 
-int sr_seektable_parse(const uint8_t *buf, size_t len, uint64_t source_size,
-                       struct sr_seektable *t, size_t *need)
+int sr_seektable_parse(const uint8_t *buf, size_t len, uint64_t source_size, struct sr_seektable *t,
+                       size_t *need)
 {
     sr_seektable_init(t);
     if (len < SR_SEEK_FOOTER_SIZE || source_size < SR_SEEK_HEADER_SIZE + SR_SEEK_FOOTER_SIZE ||
@@ -149,7 +149,8 @@ int sr_seektable_parse(const uint8_t *buf, size_t len, uint64_t source_size,
                        (unsigned long long)source_size);
     const uint8_t *const foot = buf + len - SR_SEEK_FOOTER_SIZE;
     if (rd32(foot + 5) != SR_SEEK_FOOTER_MAGIC)
-        return sr_errf(-EBADMSG, "bad seek table: no seekable footer (not a spotrun archive, or truncated)");
+        return sr_errf(-EBADMSG,
+                       "bad seek table: no seekable footer (not a spotrun archive, or truncated)");
     const uint32_t count = rd32(foot);
     const uint8_t desc = foot[4];
     if (desc & 0x7C)
@@ -168,7 +169,8 @@ int sr_seektable_parse(const uint8_t *buf, size_t len, uint64_t source_size,
     }
     const uint8_t *const head = buf + len - tsize;
     if (rd32(head) != SR_SEEK_SKIPPABLE_MAGIC || rd32(head + 4) != tsize - SR_SEEK_HEADER_SIZE)
-        return sr_errf(-EBADMSG, "bad seek table: skippable frame header does not match the footer");
+        return sr_errf(-EBADMSG,
+                       "bad seek table: skippable frame header does not match the footer");
     const int rc = parse_entries(head + SR_SEEK_HEADER_SIZE, count, esz, source_size - tsize, t);
     if (rc < 0) {
         sr_seektable_free(t);

@@ -37,11 +37,11 @@
 #define SR_SEEK_MAX_FRAME_SIZE (64u << 20)
 
 struct sr_seek_frame {
-    uint64_t coff;      /* offset of the compressed frame in the source */
-    uint64_t doff;      /* offset of its content in the tar stream */
-    uint32_t csize;     /* compressed size */
-    uint32_t dsize;     /* decompressed size */
-    uint32_t checksum;  /* low 32 bits of XXH64(content, 0); valid if has_checksums */
+    uint64_t coff;     /* offset of the compressed frame in the source */
+    uint64_t doff;     /* offset of its content in the tar stream */
+    uint32_t csize;    /* compressed size */
+    uint32_t dsize;    /* decompressed size */
+    uint32_t checksum; /* low 32 bits of XXH64(content, 0); valid if has_checksums */
 };
 
 struct sr_seektable {
@@ -73,8 +73,8 @@ void sr_seektable_write(const struct sr_seektable *t, uint8_t *buf);
  * is filled (free it with sr_seektable_free()). -EBADMSG when the table is
  * malformed or does not match the source size; -EAGAIN with *need set when
  * buf is too short to hold the table that the footer announces. */
-int sr_seektable_parse(const uint8_t *buf, size_t len, uint64_t source_size,
-                       struct sr_seektable *t, size_t *need);
+int sr_seektable_parse(const uint8_t *buf, size_t len, uint64_t source_size, struct sr_seektable *t,
+                       size_t *need);
 
 /* Reads and parses the seek table at the end of src. */
 int sr_seektable_read(const struct sr_source *src, struct sr_seektable *t);

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# A crash restarts the job from its newest checkpoint, and the run still
+# ends bit-exact with an uninterrupted one.
+. "$(dirname "$0")/lib.sh"
+
+test_expect_success 'uninterrupted reference run' '
+    "$LOGREG" --steps 2000 --out ref.bin >/dev/null
+'
+
+test_expect_success 'a crash at step 1234: restart, resumed from the last saved step' '
+    "$SPOTRUN" run --run-id cr --backoff 10ms -- "$LOGREG" --steps 2000 --save-every 500 \
+        --crash-at 1234 --out w.bin >run.log 2>&1 &&
+    grep "crashing at step 1234" run.log &&
+    grep "the job exited with code 3" run.log &&
+    grep "resumed from step 1000$" run.log &&
+    test "$(grep -c "resumed from step" run.log)" -eq 1
+'
+
+test_expect_success 'the final weights equal the uninterrupted run' '
+    cmp ref.bin w.bin
+'
+
+test_expect_success 'spotrun show: attempts 2, state done, the saved steps' '
+    "$SPOTRUN" show cr >show.out &&
+    grep "^attempts: *2$" show.out &&
+    grep "^state: *done$" show.out &&
+    for step in 500 1000 1500 2000; do
+        awk -v s=$step "\$2 == s" show.out | grep . || exit 1
+    done
+'
+
+test_expect_success 'a crash before the first checkpoint restarts from scratch' '
+    "$SPOTRUN" run --run-id early --backoff 10ms -- "$LOGREG" --steps 2000 --save-every 500 \
+        --crash-at 300 --out w2.bin >run2.log 2>&1 &&
+    grep "crashing at step 300" run2.log &&
+    ! grep "resumed from step" run2.log &&
+    cmp ref.bin w2.bin &&
+    "$SPOTRUN" show early | grep "^attempts: *2$"
+'
+
+test_done

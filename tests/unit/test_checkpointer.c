@@ -1,0 +1,486 @@
+/*
+ * test_checkpointer.c - the stage / persist commit pipeline
+ * (runtime/checkpointer.h) against a file store in a scratch directory:
+ * results and their order, what ends up in the store, retention, failure
+ * of a stage, draining on stop, and the synchronous building blocks.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "checkpointer.h"
+#include "fsutil.h"
+#include "log.h"
+#include "units.h"
+
+#define RUN "cp-run"
+#define WAIT_MS 30000
+#define MAXRES 32
+
+struct fixture {
+    char *dir;
+    char root[PATH_MAX];  /* the store */
+    char ckpt[PATH_MAX];  /* the job's checkpoint directory */
+    char spool[PATH_MAX];
+    struct sr_store *st;
+    struct sr_cp_config cfg;
+    struct sr_cp *cp;
+    struct sr_cp_result res[MAXRES];
+    size_t nres;
+};
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    char p[PATH_MAX];
+    assert_true(snprintf(p, sizeof(p), "%s/%s", dir, name) < (int)sizeof(p));
+    assert_int_equal(sr_write_file_atomic(p, text, strlen(text)), 0);
+}
+
+/* "" when missing */
+static char *read_text(const char *dir, const char *name)
+{
+    char p[PATH_MAX], *buf;
+    size_t len;
+    assert_true(snprintf(p, sizeof(p), "%s/%s", dir, name) < (int)sizeof(p));
+    if (sr_read_file(p, 1 << 24, &buf, &len) != 0)
+        return strdup("");
+    return buf;
+}
+
+static void assert_text(const char *dir, const char *name, const char *want)
+{
+    char *got = read_text(dir, name);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            n++;
+    closedir(d);
+    return n;
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    const char *base = getenv("SPOTRUN_TEST_TMP");
+    if (!base || !*base)
+        base = "/tmp";
+    assert_int_equal(sr_mkdirs(base, 0755), 0);
+    char tmpl[PATH_MAX];
+    assert_true(snprintf(tmpl, sizeof(tmpl), "%s/checkpointer.XXXXXX", base) < (int)sizeof(tmpl));
+    assert_non_null(mkdtemp(tmpl));
+    f->dir = strdup(tmpl);
+    snprintf(f->root, sizeof(f->root), "%s/store", f->dir);
+    snprintf(f->ckpt, sizeof(f->ckpt), "%s/ckpt", f->dir);
+    snprintf(f->spool, sizeof(f->spool), "%s/spool", f->dir);
+    assert_int_equal(sr_store_open(f->root, &f->st), 0);
+    assert_int_equal(sr_mkdirs(f->ckpt, 0755), 0);
+    write_text(f->ckpt, "model.bin", "weights v1");
+    write_text(f->ckpt, "optim.bin", "optimizer state v1");
+    char sub[PATH_MAX + 8];
+    snprintf(sub, sizeof(sub), "%s/rng", f->ckpt);
+    assert_int_equal(sr_mkdirs(sub, 0755), 0);
+    write_text(sub, "state.txt", "seed 1234");
+    f->cfg = (struct sr_cp_config){.st = f->st, .run_id = RUN, .spool_dir = f->spool,
+                                   .keep = 0, .attempt = 1, .threads = 2};
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    sr_cp_stop(f->cp, 0);
+    sr_store_close(f->st);
+    sr_rmtree(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+static void start(struct fixture *f)
+{
+    sr_err_clear();
+    const int rc = sr_cp_start(&f->cfg, &f->cp);
+    if (rc != 0)
+        fail_msg("sr_cp_start: %d %s", rc, sr_strerror(rc));
+}
+
+static void stop(struct fixture *f)
+{
+    sr_cp_stop(f->cp, 0);
+    f->cp = NULL;
+}
+
+/* Collects results, the way the supervisor's loop does (poll the fd, drain
+ * with sr_cp_take), until want results of kind arrived in total; fails
+ * after WAIT_MS. */
+static void wait_results(struct fixture *f, enum sr_cp_kind kind, size_t want)
+{
+    const int64_t end = sr_now_ms() + WAIT_MS;
+    for (;;) {
+        size_t have = 0;
+        for (size_t i = 0; i < f->nres; i++)
+            have += f->res[i].kind == kind;
+        if (have >= want)
+            return;
+        const int64_t left = end - sr_now_ms();
+        if (left <= 0)
+            fail_msg("timed out: %zu of %zu %s results", have, want,
+                     kind == SR_CP_STAGED ? "STAGED" : "PERSISTED");
+        struct pollfd p = {.fd = sr_cp_fd(f->cp), .events = POLLIN};
+        poll(&p, 1, (int)left);
+        struct sr_cp_result r;
+        while (sr_cp_take(f->cp, &r) == 1) {
+            assert_true(f->nres < MAXRES);
+            f->res[f->nres++] = r;
+        }
+    }
+}
+
+/* Index of the result of kind for seq, or -1. */
+static int find_result(const struct fixture *f, enum sr_cp_kind kind, uint64_t seq)
+{
+    for (size_t i = 0; i < f->nres; i++)
+        if (f->res[i].kind == kind && f->res[i].seq == seq)
+            return (int)i;
+    return -1;
+}
+
+static void submit(struct fixture *f, const char *dir, int64_t step, int tag)
+{
+    assert_int_equal(sr_cp_submit(f->cp, dir, step, tag), 0);
+}
+
+/* Submits one commit and waits until it persisted; returns its result. */
+static struct sr_cp_result commit(struct fixture *f, int64_t step)
+{
+    size_t before = 0;
+    for (size_t i = 0; i < f->nres; i++)
+        before += f->res[i].kind == SR_CP_PERSISTED;
+    submit(f, f->ckpt, step, -1);
+    wait_results(f, SR_CP_PERSISTED, before + 1);
+    const struct sr_cp_result r = f->res[f->nres - 1];
+    assert_int_equal(r.kind, SR_CP_PERSISTED);
+    if (r.rc != 0)
+        fail_msg("persist failed: %d %s", r.rc, r.msg);
+    return r;
+}
+
+static void restore_seq(struct fixture *f, uint64_t seq, const char *into)
+{
+    struct sr_manifest m;
+    sr_err_clear();
+    const int rc = sr_ckpt_restore(f->st, RUN, seq, into, 1, &m);
+    if (rc != 0)
+        fail_msg("restore of seq %llu: %d %s", (unsigned long long)seq, rc, sr_strerror(rc));
+    assert_int_equal(m.seq, seq);
+}
+
+/* ---- the asynchronous pipeline ---- */
+
+static void test_three_submits_give_staged_then_persisted_results_in_seq_order(void **state)
+{
+    struct fixture *f = *state;
+    start(f);
+    submit(f, f->ckpt, 100, 11);
+    submit(f, f->ckpt, 200, 12);
+    submit(f, f->ckpt, 300, 13);
+    wait_results(f, SR_CP_PERSISTED, 3);
+    wait_results(f, SR_CP_STAGED, 3);
+    assert_int_equal(f->nres, 6);
+    uint64_t last_staged = 0, last_persisted = 0;
+    for (size_t i = 0; i < f->nres; i++) {
+        const struct sr_cp_result *r = &f->res[i];
+        if (r->rc != 0)
+            fail_msg("result %zu failed: %d %s", i, r->rc, r->msg);
+        uint64_t *last = r->kind == SR_CP_STAGED ? &last_staged : &last_persisted;
+        assert_int_equal(r->seq, *last + 1); /* 1, 2, 3 in order */
+        *last = r->seq;
+        assert_int_equal(r->step, 100 * (int64_t)r->seq);
+        assert_int_equal(r->tag, 10 + (int)r->seq);
+        assert_true(r->raw_bytes > 0);
+        assert_true(r->stored_bytes > 0);
+    }
+    for (uint64_t seq = 1; seq <= 3; seq++)
+        assert_true(find_result(f, SR_CP_STAGED, seq) < find_result(f, SR_CP_PERSISTED, seq));
+}
+
+static void test_pending_drops_to_zero_once_all_persisted(void **state)
+{
+    struct fixture *f = *state;
+    start(f);
+    assert_int_equal(sr_cp_pending(f->cp), 0);
+    submit(f, f->ckpt, 1, -1);
+    submit(f, f->ckpt, 2, -1);
+    submit(f, f->ckpt, 3, -1);
+    wait_results(f, SR_CP_PERSISTED, 3);
+    assert_int_equal(sr_cp_pending(f->cp), 0);
+    assert_int_equal(sr_cp_staging(f->cp), 0);
+}
+
+static void test_store_lists_the_persisted_checkpoints_with_their_steps(void **state)
+{
+    struct fixture *f = *state;
+    start(f);
+    submit(f, f->ckpt, 10, -1);
+    submit(f, f->ckpt, -1, -1);
+    submit(f, f->ckpt, 30, -1);
+    wait_results(f, SR_CP_PERSISTED, 3);
+    struct sr_ckpt_list l;
+    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(l.n, 3);
+    const int64_t steps[] = {10, -1, 30};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(l.v[i].seq, i + 1);
+        assert_int_equal(l.v[i].step, steps[i]);
+        assert_string_equal(l.v[i].run_id, RUN);
+        assert_int_equal(l.v[i].attempt, 1);
+    }
+    sr_ckpt_list_free(&l);
+}
+
+static void test_persisted_checkpoint_restores_the_directory(void **state)
+{
+    struct fixture *f = *state;
+    start(f);
+    commit(f, 5);
+    char out[PATH_MAX + 16];
+    snprintf(out, sizeof(out), "%s/restored", f->dir);
+    restore_seq(f, 1, out);
+    assert_text(out, "model.bin", "weights v1");
+    assert_text(out, "optim.bin", "optimizer state v1");
+    assert_text(out, "rng/state.txt", "seed 1234");
+}
+
+static void test_spool_is_empty_after_commits_persist(void **state)
+{
+    struct fixture *f = *state;
+    start(f);
+    commit(f, 1);
+    commit(f, 2);
+    assert_int_equal(count_entries(f->spool), 0);
+}
+
+static void test_keep_two_leaves_only_the_newest_two(void **state)
+{
+    struct fixture *f = *state;
+    f->cfg.keep = 2;
+    start(f);
+    submit(f, f->ckpt, 1, -1);
+    submit(f, f->ckpt, 2, -1);
+    submit(f, f->ckpt, 3, -1);
+    wait_results(f, SR_CP_PERSISTED, 3);
+    struct sr_ckpt_list l;
+    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.v[0].seq, 2);
+    assert_int_equal(l.v[1].seq, 3);
+    sr_ckpt_list_free(&l);
+}
+
+static void test_commit_after_modification_holds_the_new_content(void **state)
+{
+    struct fixture *f = *state;
+    start(f);
+    commit(f, 1);
+    write_text(f->ckpt, "model.bin", "weights v2");
+    write_text(f->ckpt, "extra.txt", "new file");
+    commit(f, 2);
+    char out[PATH_MAX + 16];
+    snprintf(out, sizeof(out), "%s/restored", f->dir);
+    restore_seq(f, 2, out);
+    assert_text(out, "model.bin", "weights v2");
+    assert_text(out, "extra.txt", "new file");
+    restore_seq(f, 1, out);
+    assert_text(out, "model.bin", "weights v1");
+    assert_text(out, "extra.txt", "");
+}
+
+static void test_directory_may_change_once_staged(void **state)
+{
+    struct fixture *f = *state;
+    start(f);
+    submit(f, f->ckpt, 1, -1);
+    wait_results(f, SR_CP_STAGED, 1);
+    /* The job resumes and overwrites its checkpoint while it uploads. */
+    write_text(f->ckpt, "model.bin", "weights overwritten");
+    wait_results(f, SR_CP_PERSISTED, 1);
+    char out[PATH_MAX + 16];
+    snprintf(out, sizeof(out), "%s/restored", f->dir);
+    restore_seq(f, 1, out);
+    assert_text(out, "model.bin", "weights v1");
+}
+
+static void test_missing_directory_fails_at_stage_and_publishes_nothing(void **state)
+{
+    struct fixture *f = *state;
+    start(f);
+    char missing[PATH_MAX + 16];
+    snprintf(missing, sizeof(missing), "%s/no-such-dir", f->dir);
+    submit(f, missing, 9, 4);
+    wait_results(f, SR_CP_STAGED, 1);
+    const struct sr_cp_result *r = &f->res[0];
+    assert_int_equal(r->kind, SR_CP_STAGED);
+    assert_true(r->rc < 0);
+    assert_true(r->msg[0] != '\0');
+    assert_int_equal(r->tag, 4);
+    assert_int_equal(sr_cp_pending(f->cp), 0);
+    assert_int_equal(find_result(f, SR_CP_PERSISTED, r->seq), -1);
+    struct sr_ckpt_list l;
+    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(l.n, 0);
+    sr_ckpt_list_free(&l);
+}
+
+static void test_failed_stage_does_not_block_later_commits(void **state)
+{
+    struct fixture *f = *state;
+    start(f);
+    char missing[PATH_MAX + 16];
+    snprintf(missing, sizeof(missing), "%s/no-such-dir", f->dir);
+    submit(f, missing, 1, -1);
+    const struct sr_cp_result r = commit(f, 2);
+    assert_int_equal(r.step, 2);
+    struct sr_ckpt_list l;
+    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(l.n, 1);
+    assert_int_equal(l.v[0].step, 2);
+    sr_ckpt_list_free(&l);
+}
+
+static void test_stop_drains_submitted_commits(void **state)
+{
+    struct fixture *f = *state;
+    start(f);
+    submit(f, f->ckpt, 1, -1);
+    submit(f, f->ckpt, 2, -1);
+    submit(f, f->ckpt, 3, -1);
+    stop(f);
+    struct sr_ckpt_list l;
+    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(l.n, 3);
+    assert_int_equal(l.v[2].step, 3);
+    sr_ckpt_list_free(&l);
+}
+
+static void test_restarted_checkpointer_continues_seq_numbering(void **state)
+{
+    struct fixture *f = *state;
+    start(f);
+    commit(f, 1);
+    commit(f, 2);
+    stop(f);
+    f->nres = 0;
+    start(f);
+    const struct sr_cp_result r = commit(f, 3);
+    assert_int_equal(r.seq, 3);
+}
+
+/* ---- synchronous building blocks ---- */
+
+static void test_stage_fills_the_manifest(void **state)
+{
+    struct fixture *f = *state;
+    char out[PATH_MAX + 16];
+    snprintf(out, sizeof(out), "%s/staged.tar.zst", f->dir);
+    struct sr_manifest m;
+    assert_int_equal(sr_cp_stage(&f->cfg, f->ckpt, 7, 700, out, &m), 0);
+    assert_string_equal(m.run_id, RUN);
+    assert_int_equal(m.seq, 7);
+    assert_int_equal(m.step, 700);
+    assert_int_equal(m.attempt, 1);
+    assert_int_equal(m.files, 3);
+    assert_true(m.raw_bytes > 0);
+    assert_true(m.stored_bytes > 0);
+    assert_true(strncmp(m.checksum, "xxh3-128:", 9) == 0);
+    assert_int_equal(strlen(m.checksum), SR_CHECKSUM_LEN - 1);
+    struct stat sb;
+    assert_int_equal(stat(out, &sb), 0);
+    assert_int_equal(m.stored_bytes, (uint64_t)sb.st_size);
+}
+
+static void test_persist_publishes_a_data_object_of_stored_bytes(void **state)
+{
+    struct fixture *f = *state;
+    char out[PATH_MAX + 16];
+    snprintf(out, sizeof(out), "%s/staged.tar.zst", f->dir);
+    struct sr_manifest m;
+    assert_int_equal(sr_cp_stage(&f->cfg, f->ckpt, 1, 42, out, &m), 0);
+    assert_int_equal(sr_cp_persist(&f->cfg, &m, out), 0);
+    char key[512];
+    sr_ckpt_key(key, sizeof(key), RUN, 1, "data.tar.zst");
+    uint64_t size = 0;
+    assert_int_equal(sr_store_size(f->st, key, &size), 0);
+    assert_int_equal(size, m.stored_bytes);
+    struct sr_ckpt_list l;
+    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(l.n, 1);
+    assert_int_equal(l.v[0].step, 42);
+    assert_int_equal(l.v[0].stored_bytes, m.stored_bytes);
+    assert_int_equal(l.v[0].raw_bytes, m.raw_bytes);
+    assert_string_equal(l.v[0].checksum, m.checksum);
+    sr_ckpt_list_free(&l);
+}
+
+static void test_stage_of_missing_directory_fails_with_message(void **state)
+{
+    struct fixture *f = *state;
+    char out[PATH_MAX + 16], missing[PATH_MAX + 16];
+    snprintf(out, sizeof(out), "%s/staged.tar.zst", f->dir);
+    snprintf(missing, sizeof(missing), "%s/no-such-dir", f->dir);
+    struct sr_manifest m;
+    sr_err_clear();
+    const int rc = sr_cp_stage(&f->cfg, missing, 1, 1, out, &m);
+    assert_true(rc < 0);
+    assert_true(sr_strerror(rc)[0] != '\0');
+    struct stat sb;
+    assert_int_not_equal(stat(out, &sb), 0);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+    sr_verbosity = SR_WARN;
+    const struct CMUnitTest tests[] = {
+        T(test_three_submits_give_staged_then_persisted_results_in_seq_order),
+        T(test_pending_drops_to_zero_once_all_persisted),
+        T(test_store_lists_the_persisted_checkpoints_with_their_steps),
+        T(test_persisted_checkpoint_restores_the_directory),
+        T(test_spool_is_empty_after_commits_persist),
+        T(test_keep_two_leaves_only_the_newest_two),
+        T(test_commit_after_modification_holds_the_new_content),
+        T(test_directory_may_change_once_staged),
+        T(test_missing_directory_fails_at_stage_and_publishes_nothing),
+        T(test_failed_stage_does_not_block_later_commits),
+        T(test_stop_drains_submitted_commits),
+        T(test_restarted_checkpointer_continues_seq_numbering),
+        T(test_stage_fills_the_manifest),
+        T(test_persist_publishes_a_data_object_of_stored_bytes),
+        T(test_stage_of_missing_directory_fails_with_message),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
