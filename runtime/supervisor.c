@@ -156,6 +156,9 @@ static int start_attempt(struct sup *s)
         fprintf(stderr, "spotrun: cannot run the job: %s\n", sr_strerror(rc));
         return rc == -ENOENT ? 127 : 126;
     }
+    /* The directory as restored, before the job can touch it: a commit at
+     * exit or on settle compares against this. */
+    s->committed_fp = s->settle_fp = sr_dir_fingerprint(c->ckpt_dir, NULL);
     char **env = job_env(s, resumed, &m);
     rc = env ? sr_spawn(path, c->argv, env, &s->orig_mask, &s->child) : -ENOMEM;
     sr_env_free(env);
@@ -174,7 +177,6 @@ static int start_attempt(struct sup *s)
             c->argv[0], (int)s->child, resumed ? ", resumed" : "");
     s->phase = RUNNING;
     s->job_committed = 0;
-    s->committed_fp = s->settle_fp = sr_dir_fingerprint(c->ckpt_dir, NULL);
     s->settle_since = now();
     s->next_settle = c->settle_ms ? now() + SETTLE_POLL_MS : 0;
     s->next_every = c->every_ms ? now() + c->every_ms : 0;

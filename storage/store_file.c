@@ -64,11 +64,12 @@ static int put_common(struct sr_store *st, const char *key, const void *buf, siz
     if (rc < 0)
         return rc;
     sr_dirname(path, dir, sizeof(dir));
-    for (int tries = 0; tries < 5; tries++) {
+    /* A concurrent delete may prune the directory between mkdirs and the
+     * write (or between two levels of mkdirs): that shows as ENOENT. */
+    for (int tries = 0; tries < 50; tries++) {
         rc = sr_mkdirs(dir, 0755);
-        if (rc < 0)
-            return rc;
-        rc = src ? sr_copy_file_atomic(src, path) : sr_write_file_atomic(path, buf, len);
+        if (rc == 0)
+            rc = src ? sr_copy_file_atomic(src, path) : sr_write_file_atomic(path, buf, len);
         if (rc != -ENOENT || (src && access(src, F_OK) != 0))
             return rc;
     }

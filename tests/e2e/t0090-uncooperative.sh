@@ -51,23 +51,20 @@ test_expect_success 'a crashing job that wrote files: no commit (its dir may be 
     "$SPOTRUN" show crashy | grep "^checkpoints: *0$"
 '
 
-test_expect_success '--settle 1s: a running job that wrote a file gets it committed' '
-    "$SPOTRUN" run --run-id settle --settle 1s -- ./sleeper.sh >run4.log 2>&1 &
+test_expect_success '--settle 1s: a running job gets its dir committed; notify then stops it: 75' '
+    "$SPOTRUN" run --run-id settle --settle 1s --grace 2s -- ./sleeper.sh >run4.log 2>&1 &
     pid=$!
-    echo $pid >settle.pid
-    wait_for run4.log "committing" 30 &&
-    wait_for run4.log "checkpoint 1 durable" 30 &&
-    "$SPOTRUN" show settle >show4.out &&
-    grep "^checkpoints: *1$" show4.out &&
-    awk "\$1 == 1 && \$2 == \"-\"" show4.out | grep . &&
-    "$SPOTRUN" pull settle out4 &&
-    test "$(cat out4/state.txt)" = "written once" &&
-    kill -0 $pid
-'
-
-test_expect_success 'the settled job is still running; notify stops it: exit 75' '
-    pid=$(cat settle.pid) &&
-    "$SPOTRUN" notify --run-id settle --deadline 3s &&
+    {
+        wait_for run4.log "committing .*settled" 30 &&
+        wait_for run4.log "checkpoint 1 durable" 30 &&
+        "$SPOTRUN" show settle >show4.out &&
+        grep "^checkpoints: *1$" show4.out &&
+        awk "\$1 == 1 && \$2 == \"-\"" show4.out | grep . &&
+        "$SPOTRUN" pull settle out4 &&
+        test "$(cat out4/state.txt)" = "written once" &&
+        kill -0 $pid &&
+        "$SPOTRUN" notify --run-id settle --deadline 3s
+    } || { kill -TERM $pid; wait $pid; exit 1; }
     expect_code 75 wait $pid &&
     grep "preempted" run4.log &&
     test "$(grep -c "committing" run4.log)" -eq 1
