@@ -322,6 +322,46 @@ out:
     return rc;
 }
 
+/* Same filesystem: the (fsynced) source gets a second name in dst's
+ * directory, then that name is renamed over dst. No byte is copied. */
+static int link_atomic(const char *src, const char *dst)
+{
+    const int fd = open(src, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = fsync(fd) == 0 && fchmod(fd, 0644) == 0 ? 0 : -errno;
+    close(fd);
+    if (rc < 0)
+        return rc;
+    char dir[PATH_MAX], tmp[PATH_MAX];
+    sr_dirname(dst, dir, sizeof(dir));
+    static _Atomic unsigned counter;
+    for (int tries = 0; tries < 16; tries++) {
+        if (snprintf(tmp, sizeof(tmp), "%s/.%s.tmp.%d.%u", dir, base_name(dst), (int)getpid(),
+                     counter++) >= (int)sizeof(tmp))
+            return -ENAMETOOLONG;
+        if (link(src, tmp) == 0)
+            break;
+        if (errno != EEXIST)
+            return -errno;
+    }
+    if (rename(tmp, dst) != 0) {
+        rc = -errno;
+        unlink(tmp);
+        return rc;
+    }
+    return sr_fsync_parent(dst);
+}
+
+int sr_adopt_file_atomic(const char *src, const char *dst)
+{
+    const int rc = link_atomic(src, dst);
+    if (rc == 0)
+        return 0;
+    /* EXDEV (another filesystem), EPERM (no hard links here), ...: copy. */
+    return sr_copy_file_atomic(src, dst);
+}
+
 /* Reads fd to EOF into a malloc'd, NUL-terminated buffer; fails over max
  * (it reads up to max + 1 so a file that grew since fstat is still caught). */
 static int read_fd(int fd, const char *path, size_t hint, size_t max, char **buf, size_t *len)

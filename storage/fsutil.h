@@ -33,6 +33,11 @@ int sr_write_file_atomic(const char *path, const void *buf, size_t len);
 /* Durable atomic copy of src to dst (copy_file_range, falls back to read/write). */
 int sr_copy_file_atomic(const char *src, const char *dst);
 
+/* Like sr_copy_file_atomic, but on the same filesystem dst becomes a hard
+ * link to src (made durable, mode 0644) instead of a copy: the caller hands
+ * src over and must not modify it in place afterwards (unlinking is fine). */
+int sr_adopt_file_atomic(const char *src, const char *dst);
+
 /* Reads a whole file of at most max bytes into a NUL-terminated malloc'd
  * buffer. -EFBIG when larger than max. */
 int sr_read_file(const char *path, size_t max, char **buf, size_t *len);

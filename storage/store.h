@@ -42,6 +42,9 @@ void sr_store_close(struct sr_store *st);
 const char *sr_store_url(const struct sr_store *st);
 
 int sr_store_put(struct sr_store *st, const char *key, const void *buf, size_t len);
+/* Stores the file at path. The backend may take the file over (the file
+ * backend hard-links it when on the same filesystem): the caller must not
+ * modify it in place afterwards; unlinking it is fine. */
 int sr_store_put_file(struct sr_store *st, const char *key, const char *path);
 /* Whole object into a NUL-terminated malloc'd buffer; -EFBIG over max. */
 int sr_store_get(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len);

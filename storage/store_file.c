@@ -69,7 +69,7 @@ static int put_common(struct sr_store *st, const char *key, const void *buf, siz
     for (int tries = 0; tries < 50; tries++) {
         rc = sr_mkdirs(dir, 0755);
         if (rc == 0)
-            rc = src ? sr_copy_file_atomic(src, path) : sr_write_file_atomic(path, buf, len);
+            rc = src ? sr_adopt_file_atomic(src, path) : sr_write_file_atomic(path, buf, len);
         if (rc != -ENOENT || (src && access(src, F_OK) != 0))
             return rc;
     }
