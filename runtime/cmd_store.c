@@ -214,12 +214,21 @@ int sr_cmd_push(int argc, char **argv)
     }
     const struct sr_cp_config cfg = {.st = st, .run_id = ops[0], .keep = (unsigned)keep,
                                      .threads = (int)threads, .level = (int)level};
-    char tmp[PATH_MAX];
-    const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    snprintf(tmp, sizeof(tmp), "%s/spotrun-push-%d.tar.zst", tmpdir, (int)getpid());
+    /* Stage in the work dir, which usually shares a filesystem with the
+     * default store (then the file store adopts the file without a copy),
+     * where /tmp is often tmpfs. */
+    char root[PATH_MAX], spool[PATH_MAX + 16], tmp[PATH_MAX + 64];
     uint64_t seq = 0;
     struct sr_manifest m;
-    int rc = sr_ckpt_next_seq(st, ops[0], &seq);
+    int rc = sr_work_root(NULL, root, sizeof(root));
+    if (rc == 0)
+        rc = sr_pathf(spool, sizeof(spool), "%s/push", root);
+    if (rc == 0)
+        rc = sr_mkdirs(spool, 0700);
+    if (rc == 0)
+        rc = sr_pathf(tmp, sizeof(tmp), "%s/%d.tar.zst", spool, (int)getpid());
+    if (rc == 0)
+        rc = sr_ckpt_next_seq(st, ops[0], &seq);
     if (rc == 0)
         rc = sr_cp_stage(&cfg, ops[1], seq, step, tmp, &m);
     if (rc == 0)
