@@ -26,14 +26,6 @@ static void fmt_time(int64_t unix_s, char *buf, size_t len)
     strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
-static void fmt_step(int64_t step, char *buf, size_t len)
-{
-    if (step < 0)
-        snprintf(buf, len, "-");
-    else
-        snprintf(buf, len, "%" PRId64, step);
-}
-
 /* Parses options and operands for the store commands; opens the store.
  * Returns -1 when the command should go on, else an exit code. */
 static int store_cmd_start(const char *cmd, const struct sr_opt *opts, int argc, char **argv,
@@ -91,7 +83,7 @@ int sr_cmd_ls(int argc, char **argv)
         char step[24] = "-", size[32] = "-", when[32] = "-", seq[24] = "-";
         if (l.n) {
             const struct sr_manifest *m = &l.v[l.n - 1];
-            fmt_step(m->step, step, sizeof(step));
+            sr_format_step(m->step, step, sizeof(step));
             sr_format_size(m->stored_bytes, size, sizeof(size));
             fmt_time(m->created, when, sizeof(when));
             snprintf(seq, sizeof(seq), "%" PRIu64, m->seq);
@@ -139,7 +131,7 @@ int sr_cmd_show(int argc, char **argv)
     for (size_t i = 0; i < l.n; i++) {
         const struct sr_manifest *m = &l.v[i];
         char step[24], raw[32], stored[32], when[32];
-        fmt_step(m->step, step, sizeof(step));
+        sr_format_step(m->step, step, sizeof(step));
         sr_format_size(m->raw_bytes, raw, sizeof(raw));
         sr_format_size(m->stored_bytes, stored, sizeof(stored));
         fmt_time(m->created, when, sizeof(when));
@@ -180,7 +172,7 @@ int sr_cmd_pull(int argc, char **argv)
         char raw[32];
         sr_format_size(m.raw_bytes, raw, sizeof(raw));
         char step[24];
-        fmt_step(m.step, step, sizeof(step));
+        sr_format_step(m.step, step, sizeof(step));
         sr_info("restored checkpoint %" PRIu64 " (step %s, %s) of %s into %s in %.1fs", m.seq,
                 step, raw, ops[0], dir, (double)(sr_now_ms() - t0) / 1000.0);
         code = 0;

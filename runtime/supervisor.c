@@ -96,8 +96,10 @@ static int restore(struct sup *s, struct sr_manifest *m, int *resumed)
     *resumed = 1;
     char raw[32];
     sr_format_size(m->raw_bytes, raw, sizeof(raw));
-    sr_info("restored checkpoint %" PRIu64 " (step %" PRId64 ", %s) in %.1fs", m->seq, m->step,
-            raw, (double)(now() - t0) / 1000.0);
+    char step[24];
+    sr_format_step(m->step, step, sizeof(step));
+    sr_info("restored checkpoint %" PRIu64 " (step %s, %s) in %.1fs", m->seq, step, raw,
+            (double)(now() - t0) / 1000.0);
     emit(s, "restore",
          json_pack("{s:I,s:I,s:I,s:f}", "seq", (json_int_t)m->seq, "step", (json_int_t)m->step,
                    "raw_bytes", (json_int_t)m->raw_bytes, "seconds",
@@ -422,9 +424,12 @@ static void on_result(struct sup *s)
             }
             if (r.rc < 0)
                 sr_warn("checkpoint of %s failed: %s", s->cfg->ckpt_dir, r.msg);
-            else
-                sr_info("checkpoint %" PRIu64 " (step %" PRId64 ") staged: %s -> %s in %.1fs",
-                        r.seq, r.step, raw, stored, (double)r.ms / 1000.0);
+            else {
+                char step[24];
+                sr_format_step(r.step, step, sizeof(step));
+                sr_info("checkpoint %" PRIu64 " (step %s) staged: %s -> %s in %.1fs", r.seq, step,
+                        raw, stored, (double)r.ms / 1000.0);
+            }
         } else if (r.rc < 0) {
             s->persist_failed = 1;
             sr_warn("checkpoint %" PRIu64 " could not be stored: %s; the previous one stands",
@@ -491,6 +496,7 @@ static int settle_state(struct sup *s)
 {
     const int pending = sr_cp_pending(s->cp);
     if (s->phase == BACKOFF && now() >= s->restart_at && pending == 0) {
+        on_result(s); /* report the last persists before the restore */
         const int rc = start_attempt(s);
         if (rc) {
             s->exit_code = rc;

@@ -131,6 +131,14 @@ void sr_format_duration_ms(int64_t ms, char *buf, size_t len)
         snprintf(buf, len, "%" PRId64 "h%02" PRId64 "m", ms / 3600000, (ms / 60000) % 60);
 }
 
+void sr_format_step(int64_t step, char *buf, size_t len)
+{
+    if (step < 0)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%" PRId64, step);
+}
+
 static int64_t clock_ms(clockid_t id)
 {
     struct timespec ts;

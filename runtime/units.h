@@ -19,6 +19,9 @@ void sr_format_size(uint64_t bytes, char *buf, size_t len);
 /* "2m05s", "1.2s", "350ms" */
 void sr_format_duration_ms(int64_t ms, char *buf, size_t len);
 
+/* A training step, "-" when unknown (< 0). */
+void sr_format_step(int64_t step, char *buf, size_t len);
+
 /* Monotonic and wall clocks in milliseconds. */
 int64_t sr_now_ms(void);
 int64_t sr_wall_ms(void);

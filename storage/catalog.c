@@ -275,11 +275,13 @@ static int restore_newest(struct sr_store *st, const char *run_id, const char *d
         sr_warn("checkpoint %s seq %llu is unusable (%s); trying the previous one", run_id,
                 (unsigned long long)m->seq, sr_strerror(rc));
     }
+    /* Checkpoints exist but none restores: not "fresh", or a run would
+     * silently start over and bury them under new ones. */
     if (l.n > 0)
-        rc = sr_errf(-ENOENT,
-                     "run %s has no complete checkpoint that can be restored (%zu "
-                     "unusable)",
-                     run_id, l.n);
+        rc = sr_errf(-EBADMSG,
+                     "all %zu checkpoint(s) of run %s are unusable (see the warnings above); "
+                     "`spotrun show %s` lists them, --fresh starts over",
+                     l.n, run_id, run_id);
 out:
     sr_ckpt_list_free(&l);
     return rc;

@@ -45,6 +45,7 @@ int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char
 /* Restores into dir checkpoint seq (0 = the newest complete one that
  * verifies, falling back to older ones with a warning). *out receives its
  * manifest. -ENOENT when the run has no complete checkpoint (dir untouched);
+ * -EBADMSG when it has some but none of them can be restored;
  * with an explicit seq, a failure of that checkpoint is returned as is. */
 int sr_ckpt_restore(struct sr_store *st, const char *run_id, uint64_t seq, const char *dir,
                     int threads, struct sr_manifest *out);

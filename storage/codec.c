@@ -124,3 +124,27 @@ out:
     free(buf);
     return rc;
 }
+
+int sr_link_target_inside(const char *link_path, const char *target)
+{
+    if (!target || !*target || target[0] == '/')
+        return 0;
+    /* Depth of the directory holding the link: its components but the last. */
+    long depth = 0;
+    for (const char *p = link_path; *p; p++)
+        if (*p == '/' && p[1] && p[1] != '/')
+            depth++;
+    for (const char *p = target; *p;) {
+        const size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.') {
+            if (--depth < 0)
+                return 0;
+        } else if (n > 0 && !(n == 1 && p[0] == '.')) {
+            depth++;
+        }
+        p += n;
+        while (*p == '/')
+            p++;
+    }
+    return 1;
+}

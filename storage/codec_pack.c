@@ -406,6 +406,11 @@ static int pack_entry(struct packer *p, int dfd, const char *name, char *rel, si
         if (n < 0)
             return sr_errf(-errno, "cannot read link %s: %s", rel, strerror(errno));
         target[n] = '\0';
+        if (!sr_link_target_inside(rel, target))
+            return sr_errf(-EPERM,
+                           "symlink %s -> %s points outside the checkpoint directory; "
+                           "only links inside it can be stored and restored",
+                           rel, target);
         return write_header(p, rel, &st, target);
     }
     if (!S_ISDIR(st.st_mode)) {

@@ -225,14 +225,8 @@ static int check_link_target(const char *path, const char *target)
     if (target[0] == '/')
         return sr_errf(-EPERM, "unsafe archive: symlink %s points to absolute path %s", path,
                        target);
-    for (const char *p = target; *p;) {
-        const size_t n = strcspn(p, "/");
-        if (n == 2 && p[0] == '.' && p[1] == '.')
-            return sr_errf(-EPERM, "unsafe archive: symlink %s points outside (%s)", path, target);
-        p += n;
-        while (*p == '/')
-            p++;
-    }
+    if (!sr_link_target_inside(path, target))
+        return sr_errf(-EPERM, "unsafe archive: symlink %s points outside (%s)", path, target);
     return 0;
 }
 

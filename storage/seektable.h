@@ -88,4 +88,9 @@ void sr_checksum_format(uint64_t high64, uint64_t low64, char out[SR_CHECKSUM_LE
 /* Worker thread count: requested, or the number of online CPUs; 1..64. */
 int sr_codec_threads(int requested);
 
+/* 1 when the symlink at relative path link_path with this target resolves
+ * (lexically) to a place inside the archived tree, else 0. Pack refuses
+ * what unpack would refuse, so every stored checkpoint can be restored. */
+int sr_link_target_inside(const char *link_path, const char *target);
+
 #endif

@@ -209,10 +209,10 @@ class Job:
             periodic = args.save_every > 0 and self.step % args.save_every == 0
             if self.ckpt_dir and (requested or periodic):
                 self.requested = False  # a request arriving during save stays pending
+                if requested:  # before the commit: the wrapper may stop us right after it
+                    log("checkpoint requested at step %d" % self.step)
                 self.save()
                 saved_at = self.step
-                if requested:
-                    log("checkpoint requested at step %d" % self.step)
             if args.pace > 0:
                 time.sleep(args.pace)
         if self.ckpt_dir and saved_at != self.step:

@@ -392,7 +392,7 @@ static void no_checkpoint_is_enoent_and_leaves_dir_alone(void **state)
     assert_text(dir, "work.txt", "precious");
 }
 
-static void all_checkpoints_bad_is_enoent(void **state)
+static void all_checkpoints_bad_is_a_data_error_not_a_fresh_start(void **state)
 {
     struct fixture *f = *state;
     publish(f, 1);
@@ -400,9 +400,12 @@ static void all_checkpoints_bad_is_enoent(void **state)
     data_path(f, 1, p, sizeof(p));
     assert_int_equal(truncate(p, 100), 0);
     char *dir = restore_dir(f, "out");
+    assert_int_equal(sr_mkdirs(dir, 0755), 0);
+    write_text(dir, "work.txt", "precious");
     struct sr_manifest m;
-    assert_int_equal(sr_ckpt_restore(f->st, RUN, 0, dir, 1, &m), -ENOENT);
-    assert_non_null(strstr(sr_strerror(-ENOENT), "has no complete checkpoint"));
+    assert_int_equal(sr_ckpt_restore(f->st, RUN, 0, dir, 1, &m), -EBADMSG);
+    assert_non_null(strstr(sr_strerror(-EBADMSG), "all 1 checkpoint(s) of run " RUN " are unusable"));
+    assert_text(dir, "work.txt", "precious");
 }
 
 static void explicit_seq_restores_that_one_without_fallback(void **state)
@@ -546,7 +549,7 @@ int main(void)
         FT(manifest_lying_about_checksum_falls_back),
         FT(manifest_understating_raw_size_falls_back),
         FT(no_checkpoint_is_enoent_and_leaves_dir_alone),
-        FT(all_checkpoints_bad_is_enoent),
+        FT(all_checkpoints_bad_is_a_data_error_not_a_fresh_start),
         FT(explicit_seq_restores_that_one_without_fallback),
         FT(gc_keeps_the_newest_and_deletes_manifests_first),
         FT(done_marker),
