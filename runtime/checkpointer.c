@@ -174,8 +174,11 @@ static void do_stage(struct sr_cp *cp, struct job *j)
 
 static void do_persist(struct sr_cp *cp, struct job *j)
 {
-    struct sr_cp_result r = {.kind = SR_CP_PERSISTED, .seq = j->m.seq, .step = j->step,
-                             .tag = j->tag, .raw_bytes = j->m.raw_bytes,
+    struct sr_cp_result r = {.kind = SR_CP_PERSISTED,
+                             .seq = j->m.seq,
+                             .step = j->step,
+                             .tag = j->tag,
+                             .raw_bytes = j->m.raw_bytes,
                              .stored_bytes = j->m.stored_bytes};
     pthread_mutex_lock(&cp->lock);
     const struct sr_cp_config cfg = cp->cfg;

@@ -29,9 +29,9 @@ struct sr_cp_config {
     const char *spool_dir; /* local staging area (created) */
     unsigned keep;         /* 0 = keep all */
     uint32_t attempt;
-    int threads;           /* codec threads, 0 = all CPUs */
-    int level;             /* zstd level, 0 = default */
-    struct sr_events *ev;  /* may be NULL */
+    int threads;          /* codec threads, 0 = all CPUs */
+    int level;            /* zstd level, 0 = default */
+    struct sr_events *ev; /* may be NULL */
 };
 
 enum sr_cp_kind { SR_CP_STAGED, SR_CP_PERSISTED };

@@ -150,10 +150,10 @@ static uint64_t fingerprint_dir(int dfd, int *count, int depth)
         if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
             continue;
         (*count)++;
-        const int64_t facts[] = {(int64_t)sb.st_size, sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec,
+        const int64_t facts[] = {(int64_t)sb.st_size, sb.st_mtim.tv_sec,  sb.st_mtim.tv_nsec,
                                  (int64_t)sb.st_mode, (int64_t)sb.st_ino, depth};
-        acc += XXH3_64bits_withSeed(facts, sizeof(facts),
-                                    XXH3_64bits(de->d_name, strlen(de->d_name)));
+        acc +=
+            XXH3_64bits_withSeed(facts, sizeof(facts), XXH3_64bits(de->d_name, strlen(de->d_name)));
         if (S_ISDIR(sb.st_mode) && depth < 64) {
             const int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
             if (sub >= 0)

@@ -69,7 +69,8 @@ static int apply_env(const char *cmd, const struct sr_opt *opts)
         if (!v || !*v)
             continue;
         if (set_value(o, v) < 0) {
-            fprintf(stderr, "spotrun %s: invalid %s=\"%s\"%s\n", cmd, o->env, v, type_hint(o->type));
+            fprintf(stderr, "spotrun %s: invalid %s=\"%s\"%s\n", cmd, o->env, v,
+                    type_hint(o->type));
             return SR_EX_USAGE;
         }
     }

@@ -32,9 +32,9 @@ enum {
 enum sr_opt_type { SR_OPT_FLAG, SR_OPT_STR, SR_OPT_DURATION, SR_OPT_SIZE, SR_OPT_UINT };
 
 struct sr_opt {
-    const char *name;    /* long name without "--" */
-    int short_name;      /* 0 = none */
-    const char *env;     /* SPOTRUN_* twin, NULL = none */
+    const char *name; /* long name without "--" */
+    int short_name;   /* 0 = none */
+    const char *env;  /* SPOTRUN_* twin, NULL = none */
     enum sr_opt_type type;
     void *dst;           /* int*, const char**, int64_t* (ms), uint64_t*, uint64_t* */
     const char *metavar; /* "DURATION" */
@@ -48,11 +48,17 @@ struct sr_common {
 };
 extern struct sr_common sr_common;
 #define SR_OPTS_COMMON                                                                              \
-    {"store", 0, "SPOTRUN_STORE", SR_OPT_STR, &sr_common.store, "URL",                              \
+    {"store",                                                                                       \
+     0,                                                                                             \
+     "SPOTRUN_STORE",                                                                               \
+     SR_OPT_STR,                                                                                    \
+     &sr_common.store,                                                                              \
+     "URL",                                                                                         \
      "checkpoint store: a path, file:///path or s3://bucket/prefix"},                               \
-        {"quiet", 'q', "SPOTRUN_QUIET", SR_OPT_FLAG, &sr_common.quiet, NULL, "only warnings and errors"}, \
-        {"verbose", 'v', "SPOTRUN_VERBOSE", SR_OPT_FLAG, &sr_common.verbose, NULL, "debug output"},  \
-        {"help", 'h', NULL, SR_OPT_FLAG, &sr_common.help, NULL, "show this help"},                 \
+        {"quiet",          'q',  "SPOTRUN_QUIET",           SR_OPT_FLAG,                            \
+         &sr_common.quiet, NULL, "only warnings and errors"},                                       \
+        {"verbose", 'v', "SPOTRUN_VERBOSE", SR_OPT_FLAG, &sr_common.verbose, NULL, "debug output"}, \
+        {"help", 'h', NULL, SR_OPT_FLAG, &sr_common.help, NULL, "show this help"},                  \
     {                                                                                               \
         NULL, 0, NULL, 0, NULL, NULL, NULL                                                          \
     }

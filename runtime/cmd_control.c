@@ -21,14 +21,14 @@ int sr_cmd_commit(int argc, char **argv)
     const char *control = NULL;
     const char *step = NULL;
     int64_t timeout_ms = 0;
-    const struct sr_opt opts[] = {
-        {"step", 'n', "SPOTRUN_COMMIT_STEP", SR_OPT_STR, &step, "N",
-         "training step the checkpoint holds"},
-        {"control", 0, "SPOTRUN_CONTROL", SR_OPT_STR, &control, "PATH",
-         "control socket of the wrapper (set for the job)"},
-        {"timeout", 't', "SPOTRUN_COMMIT_TIMEOUT", SR_OPT_DURATION, &timeout_ms, "DURATION",
-         "give up waiting for staging after this long (default: wait)"},
-        SR_OPTS_COMMON};
+    const struct sr_opt opts[] = {{"step", 'n', "SPOTRUN_COMMIT_STEP", SR_OPT_STR, &step, "N",
+                                   "training step the checkpoint holds"},
+                                  {"control", 0, "SPOTRUN_CONTROL", SR_OPT_STR, &control, "PATH",
+                                   "control socket of the wrapper (set for the job)"},
+                                  {"timeout", 't', "SPOTRUN_COMMIT_TIMEOUT", SR_OPT_DURATION,
+                                   &timeout_ms, "DURATION",
+                                   "give up waiting for staging after this long (default: wait)"},
+                                  SR_OPTS_COMMON};
     int first;
     int rc = sr_opts_parse("commit", opts, argc, argv, 0, &first);
     if (rc)
@@ -42,8 +42,8 @@ int sr_cmd_commit(int argc, char **argv)
     }
     int64_t n = -1;
     if (step && (sscanf(step, "%" SCNd64, &n) != 1 || n < 0)) {
-        fprintf(stderr, "spotrun commit: invalid value \"%s\" for --step (a non-negative integer)\n",
-                step);
+        fprintf(stderr,
+                "spotrun commit: invalid value \"%s\" for --step (a non-negative integer)\n", step);
         return SR_EX_USAGE;
     }
     if (argv[first]) {
@@ -51,7 +51,8 @@ int sr_cmd_commit(int argc, char **argv)
         return SR_EX_USAGE;
     }
     if (!control || !*control) {
-        fprintf(stderr, "spotrun commit: not running under `spotrun run` (SPOTRUN_CONTROL is not set)\n");
+        fprintf(stderr,
+                "spotrun commit: not running under `spotrun run` (SPOTRUN_CONTROL is not set)\n");
         return SR_EX_USAGE;
     }
     char req[64], reply[512];
@@ -63,7 +64,8 @@ int sr_cmd_commit(int argc, char **argv)
     if (rc < 0)
         return sr_fail(rc, "commit");
     if (strncmp(reply, "OK ", 3) != 0) {
-        fprintf(stderr, "spotrun: commit failed: %s\n", strncmp(reply, "ERR ", 4) == 0 ? reply + 4 : reply);
+        fprintf(stderr, "spotrun: commit failed: %s\n",
+                strncmp(reply, "ERR ", 4) == 0 ? reply + 4 : reply);
         return SR_EX_IOERR;
     }
     sr_debug("checkpoint %s staged (step %s)", reply + 3, step ? step : "unknown");
@@ -95,7 +97,8 @@ static int find_single_wrapper(const char *root, char *out, size_t len)
         return 0;
     if (found == 0)
         return sr_errf(-ENOENT, "no spotrun wrapper is running under %s", root);
-    return sr_errf(-EINVAL, "%d wrappers are running under %s: pick one with --run-id", found, root);
+    return sr_errf(-EINVAL, "%d wrappers are running under %s: pick one with --run-id", found,
+                   root);
 }
 
 int sr_cmd_notify(int argc, char **argv)

@@ -74,15 +74,21 @@ static int fresh_start(struct sr_store *st, const char *run_id, const char *ckpt
 
 static int run_main(struct run_opts *o, char **cmd)
 {
-    struct sr_run_config c = {.argv = cmd, .every_ms = o->every_ms, .settle_ms = o->settle_ms,
-                              .grace_ms = o->grace_ms, .backoff_ms = o->backoff_ms,
-                              .max_restarts = (unsigned)o->max_restarts, .keep = (unsigned)o->keep,
-                              .threads = (int)o->threads, .level = (int)o->level};
+    struct sr_run_config c = {.argv = cmd,
+                              .every_ms = o->every_ms,
+                              .settle_ms = o->settle_ms,
+                              .grace_ms = o->grace_ms,
+                              .backoff_ms = o->backoff_ms,
+                              .max_restarts = (unsigned)o->max_restarts,
+                              .keep = (unsigned)o->keep,
+                              .threads = (int)o->threads,
+                              .level = (int)o->level};
     char cwd[PATH_MAX], self[PATH_MAX], run_id[256], root[PATH_MAX], run_dir[PATH_MAX + 300];
     char ckpt[PATH_MAX + 300], sock[PATH_MAX + 300], preload[PATH_MAX];
     c.signo = parse_signal(o->signal);
     if (c.signo < 0) {
-        fprintf(stderr, "spotrun run: invalid value \"%s\" for --signal (e.g. SIGUSR1)\n", o->signal);
+        fprintf(stderr, "spotrun run: invalid value \"%s\" for --signal (e.g. SIGUSR1)\n",
+                o->signal);
         return SR_EX_USAGE;
     }
     if (!getcwd(cwd, sizeof(cwd)))

@@ -64,8 +64,9 @@ int sr_cmd_ls(int argc, char **argv)
     const struct sr_opt opts[] = {SR_OPTS_COMMON};
     char **ops;
     struct sr_store *st;
-    int code = store_cmd_start("ls", opts, argc, argv, 0, 0, "spotrun ls",
-                               "Lists the runs in the store with their newest checkpoint.", &ops, &st);
+    int code =
+        store_cmd_start("ls", opts, argc, argv, 0, 0, "spotrun ls",
+                        "Lists the runs in the store with their newest checkpoint.", &ops, &st);
     if (code >= 0)
         return code;
     struct sr_strlist runs = {0};
@@ -74,8 +75,8 @@ int sr_cmd_ls(int argc, char **argv)
         code = sr_fail(rc, "cannot list the store");
         goto out;
     }
-    printf("%-32s %-12s %5s %8s %10s %10s  %s\n", "RUN", "STATE", "CKPTS", "NEWEST", "STEP",
-           "SIZE", "CREATED");
+    printf("%-32s %-12s %5s %8s %10s %10s  %s\n", "RUN", "STATE", "CKPTS", "NEWEST", "STEP", "SIZE",
+           "CREATED");
     for (size_t i = 0; i < runs.n; i++) {
         struct sr_ckpt_list l = {0};
         sr_ckpt_list(st, runs.v[i], &l);
@@ -89,7 +90,10 @@ int sr_cmd_ls(int argc, char **argv)
             snprintf(seq, sizeof(seq), "%" PRIu64, m->seq);
         }
         printf("%-32s %-12s %5zu %8s %10s %10s  %s\n", runs.v[i],
-               done ? "done" : l.n ? "checkpointed" : "started", l.n, seq, step, size, when);
+               done  ? "done"
+               : l.n ? "checkpointed"
+                     : "started",
+               l.n, seq, step, size, when);
         sr_ckpt_list_free(&l);
     }
 out:
@@ -124,8 +128,11 @@ int sr_cmd_show(int argc, char **argv)
     const int done = sr_run_is_done(st, ops[0]) == 1;
     printf("run:         %s\nstore:       %s\nstate:       %s\nattempts:    %" PRIu32
            "\ncheckpoints: %zu\n\n",
-           ops[0], sr_store_url(st), done ? "done" : l.n ? "checkpointed" : "started", attempts,
-           l.n);
+           ops[0], sr_store_url(st),
+           done  ? "done"
+           : l.n ? "checkpointed"
+                 : "started",
+           attempts, l.n);
     printf("%8s %10s %10s %10s %7s %6s %8s  %-19s  %s\n", "SEQ", "STEP", "RAW", "STORED", "RATIO",
            "FILES", "STAGE", "CREATED", "HOST");
     for (size_t i = 0; i < l.n; i++) {
@@ -149,11 +156,11 @@ out:
 int sr_cmd_pull(int argc, char **argv)
 {
     uint64_t seq = 0, threads = 0;
-    const struct sr_opt opts[] = {
-        {"seq", 0, "SPOTRUN_PULL_SEQ", SR_OPT_UINT, &seq, "N", "restore this checkpoint (default: newest)"},
-        {"threads", 0, "SPOTRUN_THREADS", SR_OPT_UINT, &threads, "N",
-         "decompression threads (default: all CPUs)"},
-        SR_OPTS_COMMON};
+    const struct sr_opt opts[] = {{"seq", 0, "SPOTRUN_PULL_SEQ", SR_OPT_UINT, &seq, "N",
+                                   "restore this checkpoint (default: newest)"},
+                                  {"threads", 0, "SPOTRUN_THREADS", SR_OPT_UINT, &threads, "N",
+                                   "decompression threads (default: all CPUs)"},
+                                  SR_OPTS_COMMON};
     char **ops;
     struct sr_store *st;
     int code = store_cmd_start("pull", opts, argc, argv, 1, 2, "spotrun pull RUN [DIR]",
@@ -173,8 +180,8 @@ int sr_cmd_pull(int argc, char **argv)
         sr_format_size(m.raw_bytes, raw, sizeof(raw));
         char step[24];
         sr_format_step(m.step, step, sizeof(step));
-        sr_info("restored checkpoint %" PRIu64 " (step %s, %s) of %s into %s in %.1fs", m.seq,
-                step, raw, ops[0], dir, (double)(sr_now_ms() - t0) / 1000.0);
+        sr_info("restored checkpoint %" PRIu64 " (step %s, %s) of %s into %s in %.1fs", m.seq, step,
+                raw, ops[0], dir, (double)(sr_now_ms() - t0) / 1000.0);
         code = 0;
     }
     sr_store_close(st);
@@ -204,8 +211,11 @@ int sr_cmd_push(int argc, char **argv)
         sr_store_close(st);
         return SR_EX_USAGE;
     }
-    const struct sr_cp_config cfg = {.st = st, .run_id = ops[0], .keep = (unsigned)keep,
-                                     .threads = (int)threads, .level = (int)level};
+    const struct sr_cp_config cfg = {.st = st,
+                                     .run_id = ops[0],
+                                     .keep = (unsigned)keep,
+                                     .threads = (int)threads,
+                                     .level = (int)level};
     /* Stage in the work dir, which usually shares a filesystem with the
      * default store (then the file store adopts the file without a copy),
      * where /tmp is often tmpfs. */
@@ -243,13 +253,14 @@ int sr_cmd_push(int argc, char **argv)
 int sr_cmd_gc(int argc, char **argv)
 {
     uint64_t keep = UINT64_MAX;
-    const struct sr_opt opts[] = {
-        {"keep", 'k', "SPOTRUN_KEEP", SR_OPT_UINT, &keep, "N", "checkpoints to keep (required, >= 1)"},
-        SR_OPTS_COMMON};
+    const struct sr_opt opts[] = {{"keep", 'k', "SPOTRUN_KEEP", SR_OPT_UINT, &keep, "N",
+                                   "checkpoints to keep (required, >= 1)"},
+                                  SR_OPTS_COMMON};
     char **ops;
     struct sr_store *st;
-    int code = store_cmd_start("gc", opts, argc, argv, 1, 1, "spotrun gc RUN --keep N",
-                               "Deletes all but the newest N complete checkpoints of RUN.", &ops, &st);
+    int code =
+        store_cmd_start("gc", opts, argc, argv, 1, 1, "spotrun gc RUN --keep N",
+                        "Deletes all but the newest N complete checkpoints of RUN.", &ops, &st);
     if (code >= 0)
         return code;
     if (keep == UINT64_MAX || keep == 0) {

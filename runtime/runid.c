@@ -27,7 +27,7 @@ static const char *array_index(void)
 
 static int is_interpreter(const char *base)
 {
-    static const char *const interp[] = {"python", "python3", "bash", "sh", "torchrun",
+    static const char *const interp[] = {"python",     "python3",   "bash", "sh",   "torchrun",
                                          "accelerate", "deepspeed", "node", "ruby", "perl"};
     for (size_t i = 0; i < sizeof(interp) / sizeof(interp[0]); i++)
         if (strcmp(base, interp[i]) == 0 || (strncmp(base, "python3.", 8) == 0))

@@ -39,7 +39,7 @@
 #include "units.h"
 
 #define MAX_BACKOFF_MS 60000
-#define TERM_WAIT_MS 10000  /* TERM -> KILL when the deadline allows */
+#define TERM_WAIT_MS 10000 /* TERM -> KILL when the deadline allows */
 #define PERSIST_MARGIN_MS 1000
 #define SETTLE_POLL_MS 1000
 
@@ -57,9 +57,9 @@ struct sup {
     unsigned restarts;
     int exit_code;
 
-    pid_t child; /* 0 = none running */
-    int job_committed;           /* the job used the commit protocol this attempt */
-    uint64_t committed_fp;       /* dir fingerprint at the last commit or restore */
+    pid_t child;           /* 0 = none running */
+    int job_committed;     /* the job used the commit protocol this attempt */
+    uint64_t committed_fp; /* dir fingerprint at the last commit or restore */
     uint64_t settle_fp;
     int64_t settle_since, next_settle, next_every, restart_at;
 
@@ -171,12 +171,12 @@ static int start_attempt(struct sup *s)
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
     emit(s, "start",
-         json_pack("{s:s,s:i,s:b,s:I,s:I}", "host", host, "pid", (int)s->child, "resumed",
-                   resumed, "seq", (json_int_t)(resumed ? m.seq : 0), "step",
+         json_pack("{s:s,s:i,s:b,s:I,s:I}", "host", host, "pid", (int)s->child, "resumed", resumed,
+                   "seq", (json_int_t)(resumed ? m.seq : 0), "step",
                    (json_int_t)(resumed ? m.step : -1)));
     sr_events_flush(s->ev);
-    sr_info("run %s attempt %" PRIu32 ": started %s (pid %d)%s", c->run_id, s->attempt,
-            c->argv[0], (int)s->child, resumed ? ", resumed" : "");
+    sr_info("run %s attempt %" PRIu32 ": started %s (pid %d)%s", c->run_id, s->attempt, c->argv[0],
+            (int)s->child, resumed ? ", resumed" : "");
     s->phase = RUNNING;
     s->job_committed = 0;
     s->settle_since = now();
@@ -258,8 +258,8 @@ static void notice(struct sup *s, const char *source, int64_t deadline_ms)
     char left[32];
     sr_format_duration_ms(deadline_ms - t, left, sizeof(left));
     sr_info("preemption notice from %s: %s left; asking the job to checkpoint", source, left);
-    emit(s, "notice", json_pack("{s:s,s:I}", "source", source, "ms_left",
-                                (json_int_t)(deadline_ms - t)));
+    emit(s, "notice",
+         json_pack("{s:s,s:I}", "source", source, "ms_left", (json_int_t)(deadline_ms - t)));
     sr_events_flush(s->ev);
     if (s->child) {
         s->pre = WAIT_COMMIT;
@@ -293,10 +293,10 @@ static void child_exited(struct sup *s, int status)
     const pid_t pgid = s->child;
     s->child = 0;
     kill(-pgid, SIGKILL); /* leftovers of the job's process group */
-    emit(s, "exit", WIFEXITED(status)
-                        ? json_pack("{s:i}", "code", code)
-                        : json_pack("{s:i,s:s}", "code", code, "signal",
-                                    sigabbrev_np(WTERMSIG(status))));
+    emit(s, "exit",
+         WIFEXITED(status)
+             ? json_pack("{s:i}", "code", code)
+             : json_pack("{s:i,s:s}", "code", code, "signal", sigabbrev_np(WTERMSIG(status))));
     if (s->phase == PREEMPTING) {
         commit_if_changed(s, "job stopped");
         if (code == 0 && s->pre != STOPPING) {
@@ -335,8 +335,8 @@ static void child_exited(struct sup *s, int status)
     sr_format_duration_ms(delay, d, sizeof(d));
     sr_info("restarting from the newest checkpoint in %s (restart %u of %u)", d, s->restarts,
             s->cfg->max_restarts);
-    emit(s, "restart", json_pack("{s:i,s:I}", "restart", (int)s->restarts, "delay_ms",
-                                 (json_int_t)delay));
+    emit(s, "restart",
+         json_pack("{s:i,s:I}", "restart", (int)s->restarts, "delay_ms", (json_int_t)delay));
     s->phase = BACKOFF;
     s->restart_at = now() + delay;
 }
@@ -365,10 +365,10 @@ static void on_signal(struct sup *s)
 static void status_reply(struct sup *s, int fd)
 {
     static const char *const names[] = {"running", "backoff", "preempting", "finishing"};
-    json_t *o = json_pack("{s:s,s:s,s:I,s:i,s:I,s:i}", "run_id", s->cfg->run_id, "state",
-                          names[s->phase], "attempt", (json_int_t)s->attempt, "pid",
-                          (int)s->child, "durable_seq", (json_int_t)s->durable_seq, "pending",
-                          sr_cp_pending(s->cp));
+    json_t *o =
+        json_pack("{s:s,s:s,s:I,s:i,s:I,s:i}", "run_id", s->cfg->run_id, "state", names[s->phase],
+                  "attempt", (json_int_t)s->attempt, "pid", (int)s->child, "durable_seq",
+                  (json_int_t)s->durable_seq, "pending", sr_cp_pending(s->cp));
     char *txt = json_dumps(o, JSON_COMPACT);
     sr_ctl_reply(fd, "OK %s", txt ? txt : "{}");
     free(txt);
@@ -393,7 +393,7 @@ static void on_control(struct sup *s)
             commit_dir(s, req.step, fd, "job");
             if (s->phase == PREEMPTING && s->pre == WAIT_COMMIT)
                 s->pre = DRAIN; /* persists are drained before the job is stopped */
-            break; /* fd is answered once staged */
+            break;              /* fd is answered once staged */
         case SR_CTL_NOTIFY:
             sr_ctl_reply(fd, "OK");
             close(fd);
@@ -436,8 +436,8 @@ static void on_result(struct sup *s)
                     r.seq, r.msg);
         } else {
             s->durable_seq = r.seq;
-            sr_info("checkpoint %" PRIu64 " durable in %s (%.1fs)", r.seq,
-                    sr_store_url(s->cfg->st), (double)r.ms / 1000.0);
+            sr_info("checkpoint %" PRIu64 " durable in %s (%.1fs)", r.seq, sr_store_url(s->cfg->st),
+                    (double)r.ms / 1000.0);
         }
     }
 }
@@ -597,8 +597,11 @@ int sr_supervise(const struct sr_run_config *cfg)
     char spool[4200];
     snprintf(spool, sizeof(spool), "%s/spool", cfg->run_dir);
     sr_rmtree(spool); /* staged files of a wrapper that died are never published */
-    const struct sr_cp_config cpc = {.st = cfg->st, .run_id = cfg->run_id, .spool_dir = spool,
-                                     .keep = cfg->keep, .threads = cfg->threads,
+    const struct sr_cp_config cpc = {.st = cfg->st,
+                                     .run_id = cfg->run_id,
+                                     .spool_dir = spool,
+                                     .keep = cfg->keep,
+                                     .threads = cfg->threads,
                                      .level = cfg->level};
     rc = s.sigfd < 0 ? -errno : sr_cp_start(&cpc, &s.cp);
     if (rc < 0) {

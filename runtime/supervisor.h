@@ -18,7 +18,7 @@
 #include "store.h"
 
 struct sr_run_config {
-    char **argv;              /* the job's command */
+    char **argv; /* the job's command */
     const char *run_id;
     const char *run_dir;      /* local work dir of the run (spool, socket) */
     const char *ckpt_dir;     /* SPOTRUN_CKPT_DIR */
@@ -26,14 +26,14 @@ struct sr_run_config {
     const char *preload;      /* libspotrun.so to LD_PRELOAD, NULL = none */
     const char *self;         /* absolute path of the spotrun binary (SPOTRUN_BIN) */
     struct sr_store *st;
-    int64_t every_ms;         /* periodic checkpoint requests, 0 = off */
-    int64_t settle_ms;        /* commit the dir once unchanged this long, 0 = off */
-    int64_t grace_ms;         /* deadline of a SIGTERM/SIGINT notice */
-    int64_t backoff_ms;       /* first restart delay (doubles, capped at 60 s) */
+    int64_t every_ms;   /* periodic checkpoint requests, 0 = off */
+    int64_t settle_ms;  /* commit the dir once unchanged this long, 0 = off */
+    int64_t grace_ms;   /* deadline of a SIGTERM/SIGINT notice */
+    int64_t backoff_ms; /* first restart delay (doubles, capped at 60 s) */
     unsigned max_restarts;
     unsigned keep;
-    int signo;                /* checkpoint-request signal */
-    int threads, level;       /* codec */
+    int signo;          /* checkpoint-request signal */
+    int threads, level; /* codec */
 };
 
 /* Runs the job to its end; returns spotrun's exit code. */

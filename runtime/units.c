@@ -29,8 +29,8 @@ static int64_t unit_ms(const char *u, size_t n)
     static const struct {
         const char *name;
         int64_t ms;
-    } units[] = {{"ms", 1}, {"s", 1000}, {"sec", 1000}, {"m", 60000}, {"min", 60000},
-                 {"h", 3600000}, {"d", 86400000}};
+    } units[] = {{"ms", 1},      {"s", 1000},    {"sec", 1000},  {"m", 60000},
+                 {"min", 60000}, {"h", 3600000}, {"d", 86400000}};
     for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
         if (strlen(units[i].name) == n && strncasecmp(u, units[i].name, n) == 0)
             return units[i].ms;

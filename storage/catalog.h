@@ -57,8 +57,8 @@ int sr_ckpt_gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned 
 
 /* DONE marker. */
 int sr_run_mark_done(struct sr_store *st, const char *run_id);
-int sr_run_is_done(struct sr_store *st, const char *run_id);   /* 1, 0, or -errno */
-int sr_run_clear(struct sr_store *st, const char *run_id);      /* deletes the whole run */
+int sr_run_is_done(struct sr_store *st, const char *run_id); /* 1, 0, or -errno */
+int sr_run_clear(struct sr_store *st, const char *run_id);   /* deletes the whole run */
 
 /* Runs in the store (names of top-level entries that are valid run ids). */
 int sr_run_list(struct sr_store *st, struct sr_strlist *out);

@@ -49,10 +49,10 @@ struct sr_pack_opts {
 #define SR_CHECKSUM_LEN 42
 
 struct sr_pack_stats {
-    uint64_t raw_bytes;    /* tar stream bytes (uncompressed) */
-    uint64_t stored_bytes; /* bytes handed to the sink, seek table included */
-    uint64_t files;        /* regular files archived */
-    uint32_t frames;       /* zstd data frames (seek table not counted) */
+    uint64_t raw_bytes;             /* tar stream bytes (uncompressed) */
+    uint64_t stored_bytes;          /* bytes handed to the sink, seek table included */
+    uint64_t files;                 /* regular files archived */
+    uint32_t frames;                /* zstd data frames (seek table not counted) */
     char checksum[SR_CHECKSUM_LEN]; /* XXH3-128 of everything handed to the sink */
 };
 
@@ -80,9 +80,9 @@ void sr_source_file_close(struct sr_source *src);
 int sr_source_checksum(const struct sr_source *src, char out[SR_CHECKSUM_LEN]);
 
 struct sr_unpack_opts {
-    int threads;               /* 0 = number of online CPUs */
-    const char *checksum;      /* expected checksum; NULL skips the check */
-    uint64_t max_raw_bytes;    /* cap on the tar stream size; 0 = no cap */
+    int threads;            /* 0 = number of online CPUs */
+    const char *checksum;   /* expected checksum; NULL skips the check */
+    uint64_t max_raw_bytes; /* cap on the tar stream size; 0 = no cap */
 };
 
 struct sr_unpack_stats {
@@ -94,7 +94,7 @@ struct sr_unpack_stats {
 /* Extracts the archive so that dir ends up holding exactly its contents
  * (dir is created if missing; its previous contents are replaced). On any
  * failure dir is left exactly as it was. */
-int sr_unpack_to_dir(const struct sr_source *src, const char *dir, const struct sr_unpack_opts *opts,
-                     struct sr_unpack_stats *stats);
+int sr_unpack_to_dir(const struct sr_source *src, const char *dir,
+                     const struct sr_unpack_opts *opts, struct sr_unpack_stats *stats);
 
 #endif

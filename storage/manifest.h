@@ -19,21 +19,21 @@
 #define SR_RUN_ID_MAX 128
 
 struct sr_manifest {
-    int format;                   /* SR_MANIFEST_FORMAT */
+    int format; /* SR_MANIFEST_FORMAT */
     char run_id[SR_RUN_ID_MAX + 1];
-    uint64_t seq;                 /* >= 1 */
-    int64_t step;                 /* -1 = unknown (JSON null) */
-    int64_t created;              /* unix seconds; written also as ISO-8601 "created_at" */
-    char host[256];               /* hostname, "" when unknown */
-    uint32_t attempt;             /* SPOTRUN_ATTEMPT of the job that made it */
+    uint64_t seq;     /* >= 1 */
+    int64_t step;     /* -1 = unknown (JSON null) */
+    int64_t created;  /* unix seconds; written also as ISO-8601 "created_at" */
+    char host[256];   /* hostname, "" when unknown */
+    uint32_t attempt; /* SPOTRUN_ATTEMPT of the job that made it */
     uint64_t raw_bytes;
-    uint64_t stored_bytes;        /* size of data.tar.zst */
+    uint64_t stored_bytes; /* size of data.tar.zst */
     uint64_t files;
     uint32_t frames;
     uint32_t frame_size;
     int level;
     char checksum[SR_CHECKSUM_LEN]; /* of data.tar.zst */
-    double stage_seconds;         /* pack + compress time */
+    double stage_seconds;           /* pack + compress time */
 };
 
 /* Serialises m (pretty, ends with a newline) into a malloc'd string. */

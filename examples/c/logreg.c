@@ -543,7 +543,7 @@ static void train(const struct options *opt, const char *dir, struct model *m, c
         const int periodic = opt->save_every > 0 && m->step % (uint64_t)opt->save_every == 0;
         if (dir && (requested || periodic)) {
             checkpoint_wanted = 0; /* a request arriving during the save stays pending */
-            if (requested) { /* before the commit: the wrapper may stop us right after it */
+            if (requested) {       /* before the commit: the wrapper may stop us right after it */
                 printf("checkpoint requested at step %llu\n", (unsigned long long)m->step);
                 fflush(stdout);
             }

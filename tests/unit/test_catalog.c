@@ -404,7 +404,8 @@ static void all_checkpoints_bad_is_a_data_error_not_a_fresh_start(void **state)
     write_text(dir, "work.txt", "precious");
     struct sr_manifest m;
     assert_int_equal(sr_ckpt_restore(f->st, RUN, 0, dir, 1, &m), -EBADMSG);
-    assert_non_null(strstr(sr_strerror(-EBADMSG), "all 1 checkpoint(s) of run " RUN " are unusable"));
+    assert_non_null(
+        strstr(sr_strerror(-EBADMSG), "all 1 checkpoint(s) of run " RUN " are unusable"));
     assert_text(dir, "work.txt", "precious");
 }
 

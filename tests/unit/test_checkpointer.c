@@ -33,8 +33,8 @@
 
 struct fixture {
     char *dir;
-    char root[PATH_MAX];  /* the store */
-    char ckpt[PATH_MAX];  /* the job's checkpoint directory */
+    char root[PATH_MAX]; /* the store */
+    char ckpt[PATH_MAX]; /* the job's checkpoint directory */
     char spool[PATH_MAX];
     struct sr_store *st;
     struct sr_cp_config cfg;
@@ -103,8 +103,8 @@ static int setup(void **state)
     snprintf(sub, sizeof(sub), "%s/rng", f->ckpt);
     assert_int_equal(sr_mkdirs(sub, 0755), 0);
     write_text(sub, "state.txt", "seed 1234");
-    f->cfg = (struct sr_cp_config){.st = f->st, .run_id = RUN, .spool_dir = f->spool,
-                                   .keep = 0, .attempt = 1, .threads = 2};
+    f->cfg = (struct sr_cp_config){
+        .st = f->st, .run_id = RUN, .spool_dir = f->spool, .keep = 0, .attempt = 1, .threads = 2};
     *state = f;
     return 0;
 }
