@@ -34,10 +34,6 @@ struct file_store {
     char *root;
 };
 
-struct file_src {
-    int fd;
-    char *path;
-};
 
 static const char *root_of(const struct sr_store *st)
 {
@@ -116,68 +112,22 @@ static int fs_size(struct sr_store *st, const char *key, uint64_t *size)
     return 0;
 }
 
-static int src_read_at(void *ctx, void *buf, size_t len, uint64_t off)
-{
-    struct file_src *fs = ctx;
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = pread(fs->fd, p, len, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return sr_errf(-errno, "cannot read %s: %s", fs->path, strerror(errno));
-        if (n == 0)
-            return sr_errf(-EBADMSG, "cannot read %s: unexpected end of file at offset %llu",
-                           fs->path, (unsigned long long)off);
-        p += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
-    }
-    return 0;
-}
-
+/* Objects are local files: the codec's file source reads them. */
 static int fs_source(struct sr_store *st, const char *key, struct sr_source *src)
 {
     char path[PATH_MAX];
-    int rc = key_path(st, key, path, sizeof(path));
+    const int rc = key_path(st, key, path, sizeof(path));
     if (rc < 0)
         return rc;
-    struct file_src *fs = calloc(1, sizeof(*fs));
-    if (!fs || !(fs->path = strdup(path))) {
-        rc = sr_errf(-ENOMEM, "cannot open %s: %s", path, strerror(ENOMEM));
-        goto out;
-    }
-    fs->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fs->fd < 0) {
-        rc = errno == ENOENT ? sr_errf(-ENOENT, "%s not found in store %s", key, st->url)
-                             : sr_errf(-errno, "cannot open %s: %s", path, strerror(errno));
-        goto out;
-    }
-    struct stat sb;
-    if (fstat(fs->fd, &sb) != 0) {
-        rc = sr_errf(-errno, "cannot stat %s: %s", path, strerror(errno));
-        close(fs->fd);
-        goto out;
-    }
-    src->ctx = fs;
-    src->size = (uint64_t)sb.st_size;
-    src->read_at = src_read_at;
-    fs = NULL;
-out:
-    if (fs)
-        free(fs->path);
-    free(fs);
-    return rc;
+    if (access(path, F_OK) != 0 && errno == ENOENT)
+        return sr_errf(-ENOENT, "%s not found in store %s", key, st->url);
+    return sr_source_file_open(path, src);
 }
 
 static void fs_source_close(struct sr_store *st, struct sr_source *src)
 {
     (void)st;
-    struct file_src *fs = src->ctx;
-    close(fs->fd);
-    free(fs->path);
-    free(fs);
-    memset(src, 0, sizeof(*src));
+    sr_source_file_close(src);
 }
 
 static int fs_list(struct sr_store *st, const char *prefix, struct sr_strlist *out)

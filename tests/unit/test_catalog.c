@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -48,14 +50,7 @@ static int rec_del(struct sr_store *st, const char *key)
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
-    const char *base = getenv("SPOTRUN_TEST_TMP");
-    if (!base || !*base)
-        base = "/tmp";
-    assert_int_equal(sr_mkdirs(base, 0755), 0);
-    char tmpl[PATH_MAX];
-    assert_true(snprintf(tmpl, sizeof(tmpl), "%s/catalog.XXXXXX", base) < (int)sizeof(tmpl));
-    assert_non_null(mkdtemp(tmpl));
-    f->dir = strdup(tmpl);
+    f->dir = tu_scratch("catalog");
     snprintf(f->root, sizeof(f->root), "%s/store", f->dir);
     assert_int_equal(sr_store_open(f->root, &f->st), 0);
     *state = f;
@@ -71,31 +66,6 @@ static int teardown(void **state)
     free(f->dir);
     free(f);
     return 0;
-}
-
-static void write_text(const char *dir, const char *name, const char *text)
-{
-    char p[PATH_MAX];
-    assert_true(snprintf(p, sizeof(p), "%s/%s", dir, name) < (int)sizeof(p));
-    assert_int_equal(sr_write_file_atomic(p, text, strlen(text)), 0);
-}
-
-/* "" when missing */
-static char *read_text(const char *dir, const char *name)
-{
-    char p[PATH_MAX], *buf;
-    size_t len;
-    assert_true(snprintf(p, sizeof(p), "%s/%s", dir, name) < (int)sizeof(p));
-    if (sr_read_file(p, 1 << 24, &buf, &len) != 0)
-        return strdup("");
-    return buf;
-}
-
-static void assert_text(const char *dir, const char *name, const char *want)
-{
-    char *got = read_text(dir, name);
-    assert_string_equal(got, want);
-    free(got);
 }
 
 static int exists(const char *dir, const char *name)
@@ -116,16 +86,16 @@ static void publish_run(struct fixture *f, const char *run, uint64_t seq)
     assert_int_equal(sr_mkdirs(src, 0755), 0);
     assert_true(snprintf(text, sizeof(text), "state %llu", (unsigned long long)seq) <
                 (int)sizeof(text));
-    write_text(src, "state.txt", text);
+    tu_write_text(src, "state.txt", text);
     size_t n = 300000;
     char *big = malloc(n + 1);
     for (size_t i = 0; i < n; i++)
         big[i] = (char)('a' + (i * 7 + seq) % 26);
     big[n] = '\0';
-    write_text(src, "weights.bin", big);
+    tu_write_text(src, "weights.bin", big);
     free(big);
     if (seq == 2)
-        write_text(src, "only-in-2.txt", "two");
+        tu_write_text(src, "only-in-2.txt", "two");
 
     assert_true(snprintf(data, sizeof(data), "%s.tar.zst", src) < (int)sizeof(data));
     struct sr_pack_opts opts = {.level = 3, .frame_size = 64 * 1024, .threads = 2};
@@ -285,7 +255,7 @@ static void restore_picks_the_newest(void **state)
     assert_int_equal(sr_ckpt_restore(f->st, RUN, 0, dir, 2, &m), 0);
     assert_int_equal(m.seq, 3);
     assert_int_equal(m.step, 300);
-    assert_text(dir, "state.txt", "state 3");
+    tu_assert_text(dir, "state.txt", "state 3");
     assert_false(exists(dir, "only-in-2.txt"));
 }
 
@@ -294,13 +264,13 @@ static void assert_fell_back_to_1(struct fixture *f)
 {
     char *dir = restore_dir(f, "restored");
     assert_int_equal(sr_mkdirs(dir, 0755), 0);
-    write_text(dir, "stale.txt", "from before");
+    tu_write_text(dir, "stale.txt", "from before");
     struct sr_manifest m;
     int rc = sr_ckpt_restore(f->st, RUN, 0, dir, 2, &m);
     if (rc != 0)
         fail_msg("restore: %s", sr_strerror(rc));
     assert_int_equal(m.seq, 1);
-    assert_text(dir, "state.txt", "state 1");
+    tu_assert_text(dir, "state.txt", "state 1");
     assert_false(exists(dir, "only-in-2.txt"));
     assert_false(exists(dir, "stale.txt"));
 }
@@ -383,13 +353,13 @@ static void no_checkpoint_is_enoent_and_leaves_dir_alone(void **state)
     incomplete(f, 1);
     char *dir = restore_dir(f, "mine");
     assert_int_equal(sr_mkdirs(dir, 0755), 0);
-    write_text(dir, "work.txt", "precious");
+    tu_write_text(dir, "work.txt", "precious");
     struct sr_manifest m;
     assert_int_equal(sr_ckpt_restore(f->st, RUN, 0, dir, 1, &m), -ENOENT);
     assert_non_null(strstr(sr_strerror(-ENOENT), "run " RUN " has no complete checkpoint"));
-    assert_text(dir, "work.txt", "precious");
+    tu_assert_text(dir, "work.txt", "precious");
     assert_int_equal(sr_ckpt_restore(f->st, "never-ran", 0, dir, 1, &m), -ENOENT);
-    assert_text(dir, "work.txt", "precious");
+    tu_assert_text(dir, "work.txt", "precious");
 }
 
 static void all_checkpoints_bad_is_a_data_error_not_a_fresh_start(void **state)
@@ -401,12 +371,12 @@ static void all_checkpoints_bad_is_a_data_error_not_a_fresh_start(void **state)
     assert_int_equal(truncate(p, 100), 0);
     char *dir = restore_dir(f, "out");
     assert_int_equal(sr_mkdirs(dir, 0755), 0);
-    write_text(dir, "work.txt", "precious");
+    tu_write_text(dir, "work.txt", "precious");
     struct sr_manifest m;
     assert_int_equal(sr_ckpt_restore(f->st, RUN, 0, dir, 1, &m), -EBADMSG);
     assert_non_null(
         strstr(sr_strerror(-EBADMSG), "all 1 checkpoint(s) of run " RUN " are unusable"));
-    assert_text(dir, "work.txt", "precious");
+    tu_assert_text(dir, "work.txt", "precious");
 }
 
 static void explicit_seq_restores_that_one_without_fallback(void **state)
@@ -418,11 +388,11 @@ static void explicit_seq_restores_that_one_without_fallback(void **state)
     struct sr_manifest m;
     assert_int_equal(sr_ckpt_restore(f->st, RUN, 1, dir, 1, &m), 0);
     assert_int_equal(m.seq, 1);
-    assert_text(dir, "state.txt", "state 1");
+    tu_assert_text(dir, "state.txt", "state 1");
 
     edit_manifest(f, 2, lie_checksum);
     assert_int_equal(sr_ckpt_restore(f->st, RUN, 2, dir, 1, &m), -EBADMSG);
-    assert_text(dir, "state.txt", "state 1"); /* untouched by the failure */
+    tu_assert_text(dir, "state.txt", "state 1"); /* untouched by the failure */
     assert_int_equal(sr_ckpt_restore(f->st, RUN, 9, dir, 1, &m), -ENOENT);
 }
 
@@ -485,7 +455,7 @@ static void done_marker(void **state)
     assert_int_equal(sr_run_is_done(f->st, RUN), 0);
     assert_int_equal(sr_run_mark_done(f->st, RUN), 0);
     assert_int_equal(sr_run_is_done(f->st, RUN), 1);
-    char *text = read_text(f->root, RUN "/DONE");
+    char *text = tu_read_text(f->root, RUN "/DONE");
     assert_non_null(strstr(text, "\"time\""));
     assert_non_null(strstr(text, "\"host\""));
     free(text);

@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -43,31 +45,6 @@ struct fixture {
     size_t nres;
 };
 
-static void write_text(const char *dir, const char *name, const char *text)
-{
-    char p[PATH_MAX];
-    assert_true(snprintf(p, sizeof(p), "%s/%s", dir, name) < (int)sizeof(p));
-    assert_int_equal(sr_write_file_atomic(p, text, strlen(text)), 0);
-}
-
-/* "" when missing */
-static char *read_text(const char *dir, const char *name)
-{
-    char p[PATH_MAX], *buf;
-    size_t len;
-    assert_true(snprintf(p, sizeof(p), "%s/%s", dir, name) < (int)sizeof(p));
-    if (sr_read_file(p, 1 << 24, &buf, &len) != 0)
-        return strdup("");
-    return buf;
-}
-
-static void assert_text(const char *dir, const char *name, const char *want)
-{
-    char *got = read_text(dir, name);
-    assert_string_equal(got, want);
-    free(got);
-}
-
 static int count_entries(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -84,25 +61,18 @@ static int count_entries(const char *dir)
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
-    const char *base = getenv("SPOTRUN_TEST_TMP");
-    if (!base || !*base)
-        base = "/tmp";
-    assert_int_equal(sr_mkdirs(base, 0755), 0);
-    char tmpl[PATH_MAX];
-    assert_true(snprintf(tmpl, sizeof(tmpl), "%s/checkpointer.XXXXXX", base) < (int)sizeof(tmpl));
-    assert_non_null(mkdtemp(tmpl));
-    f->dir = strdup(tmpl);
+    f->dir = tu_scratch("checkpointer");
     snprintf(f->root, sizeof(f->root), "%s/store", f->dir);
     snprintf(f->ckpt, sizeof(f->ckpt), "%s/ckpt", f->dir);
     snprintf(f->spool, sizeof(f->spool), "%s/spool", f->dir);
     assert_int_equal(sr_store_open(f->root, &f->st), 0);
     assert_int_equal(sr_mkdirs(f->ckpt, 0755), 0);
-    write_text(f->ckpt, "model.bin", "weights v1");
-    write_text(f->ckpt, "optim.bin", "optimizer state v1");
+    tu_write_text(f->ckpt, "model.bin", "weights v1");
+    tu_write_text(f->ckpt, "optim.bin", "optimizer state v1");
     char sub[PATH_MAX + 8];
     snprintf(sub, sizeof(sub), "%s/rng", f->ckpt);
     assert_int_equal(sr_mkdirs(sub, 0755), 0);
-    write_text(sub, "state.txt", "seed 1234");
+    tu_write_text(sub, "state.txt", "seed 1234");
     f->cfg = (struct sr_cp_config){
         .st = f->st, .run_id = RUN, .spool_dir = f->spool, .keep = 0, .attempt = 1, .threads = 2};
     *state = f;
@@ -270,9 +240,9 @@ static void test_persisted_checkpoint_restores_the_directory(void **state)
     char out[PATH_MAX + 16];
     snprintf(out, sizeof(out), "%s/restored", f->dir);
     restore_seq(f, 1, out);
-    assert_text(out, "model.bin", "weights v1");
-    assert_text(out, "optim.bin", "optimizer state v1");
-    assert_text(out, "rng/state.txt", "seed 1234");
+    tu_assert_text(out, "model.bin", "weights v1");
+    tu_assert_text(out, "optim.bin", "optimizer state v1");
+    tu_assert_text(out, "rng/state.txt", "seed 1234");
 }
 
 static void test_spool_is_empty_after_commits_persist(void **state)
@@ -306,17 +276,17 @@ static void test_commit_after_modification_holds_the_new_content(void **state)
     struct fixture *f = *state;
     start(f);
     commit(f, 1);
-    write_text(f->ckpt, "model.bin", "weights v2");
-    write_text(f->ckpt, "extra.txt", "new file");
+    tu_write_text(f->ckpt, "model.bin", "weights v2");
+    tu_write_text(f->ckpt, "extra.txt", "new file");
     commit(f, 2);
     char out[PATH_MAX + 16];
     snprintf(out, sizeof(out), "%s/restored", f->dir);
     restore_seq(f, 2, out);
-    assert_text(out, "model.bin", "weights v2");
-    assert_text(out, "extra.txt", "new file");
+    tu_assert_text(out, "model.bin", "weights v2");
+    tu_assert_text(out, "extra.txt", "new file");
     restore_seq(f, 1, out);
-    assert_text(out, "model.bin", "weights v1");
-    assert_text(out, "extra.txt", "");
+    tu_assert_text(out, "model.bin", "weights v1");
+    tu_assert_text(out, "extra.txt", "");
 }
 
 static void test_directory_may_change_once_staged(void **state)
@@ -326,12 +296,12 @@ static void test_directory_may_change_once_staged(void **state)
     submit(f, f->ckpt, 1, -1);
     wait_results(f, SR_CP_STAGED, 1);
     /* The job resumes and overwrites its checkpoint while it uploads. */
-    write_text(f->ckpt, "model.bin", "weights overwritten");
+    tu_write_text(f->ckpt, "model.bin", "weights overwritten");
     wait_results(f, SR_CP_PERSISTED, 1);
     char out[PATH_MAX + 16];
     snprintf(out, sizeof(out), "%s/restored", f->dir);
     restore_seq(f, 1, out);
-    assert_text(out, "model.bin", "weights v1");
+    tu_assert_text(out, "model.bin", "weights v1");
 }
 
 static void test_missing_directory_fails_at_stage_and_publishes_nothing(void **state)

@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -35,14 +37,7 @@ struct fixture {
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
-    const char *base = getenv("SPOTRUN_TEST_TMP");
-    if (!base || !*base)
-        base = "/tmp";
-    assert_int_equal(sr_mkdirs(base, 0755), 0);
-    char tmpl[PATH_MAX];
-    assert_true(snprintf(tmpl, sizeof(tmpl), "%s/control.XXXXXX", base) < (int)sizeof(tmpl));
-    assert_non_null(mkdtemp(tmpl));
-    f->dir = strdup(tmpl);
+    f->dir = tu_scratch("control");
     snprintf(f->sock, sizeof(f->sock), "%s/ctl.sock", f->dir);
     f->lfd = -1;
     *state = f;

@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <limits.h>
@@ -24,15 +26,7 @@
 
 static char *scratch(void)
 {
-    const char *base = getenv("SPOTRUN_TEST_TMP");
-    if (!base || !*base)
-        base = "/tmp";
-    assert_int_equal(sr_mkdirs(base, 0755), 0);
-    char tmpl[PATH_MAX];
-    assert_true(snprintf(tmpl, sizeof(tmpl), "%s/store.XXXXXX", base) < (int)sizeof(tmpl));
-    char *d = mkdtemp(tmpl);
-    assert_non_null(d);
-    return strdup(d);
+    return tu_scratch("store");
 }
 
 struct fixture {
