@@ -128,14 +128,14 @@ BASE="$BENCH_DIR/base.tar.zst"
 OUT="$BENCH_DIR/out"
 
 PREP="rm -rf '$STORE'"
-read -r push_t push_m < <(best "$SPOTRUN" push bench "$DATA" --store "$STORE" --step 1)
+read -r push_t push_m < <(best "$SPOTRUN" push -q bench "$DATA" --store "$STORE" --step 1)
 PREP="rm -f '$BASE'"
 read -r tarz_t tarz_m < <(best bash -c "tar -C '$DATA' -cf - . | zstd -q -3 -T0 > '$BASE'")
 STORED=$(find "$STORE" -name 'data.tar.zst' -printf '%s\n' | head -n1)
 BASE_STORED=$(stat -c %s "$BASE")
 
 PREP="rm -rf '$OUT'"
-read -r pull_t pull_m < <(best "$SPOTRUN" pull bench "$OUT" --store "$STORE")
+read -r pull_t pull_m < <(best "$SPOTRUN" pull -q bench "$OUT" --store "$STORE")
 diff -r "$DATA" "$OUT" >/dev/null || die "pulled tree differs from the original"
 PREP="rm -rf '$OUT'; mkdir -p '$OUT'"
 read -r untar_t untar_m < <(best bash -c "zstd -q -d -c '$BASE' | tar -x -C '$OUT'")
