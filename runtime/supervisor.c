@@ -16,6 +16,7 @@
  */
 #include "supervisor.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -573,6 +574,26 @@ static void finish(struct sup *s, int code)
     sr_cp_stop(s->cp, !drained);
 }
 
+/* A wrapper killed mid-restore leaves "<ckpt>.spotrun-tmp.*" beside the
+ * checkpoint dir (the codec swaps it in only when complete). We own the run
+ * (the control socket is ours), so nobody else is restoring into it. */
+static void sweep_restore_leftovers(const char *ckpt_dir)
+{
+    char parent[4096], prefix[512];
+    sr_dirname(ckpt_dir, parent, sizeof(parent));
+    const char *base = strrchr(ckpt_dir, '/') ? strrchr(ckpt_dir, '/') + 1 : ckpt_dir;
+    snprintf(prefix, sizeof(prefix), "%s.spotrun-tmp.", base);
+    DIR *d = opendir(parent);
+    if (!d)
+        return;
+    char path[4600];
+    for (struct dirent *e; (e = readdir(d));)
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 &&
+            sr_pathf(path, sizeof(path), "%s/%s", parent, e->d_name) == 0)
+            sr_rmtree(path);
+    closedir(d);
+}
+
 int sr_supervise(const struct sr_run_config *cfg)
 {
     struct sup s = {.cfg = cfg, .sigfd = -1, .lfd = -1};
@@ -597,6 +618,7 @@ int sr_supervise(const struct sr_run_config *cfg)
     char spool[4200];
     snprintf(spool, sizeof(spool), "%s/spool", cfg->run_dir);
     sr_rmtree(spool); /* staged files of a wrapper that died are never published */
+    sweep_restore_leftovers(cfg->ckpt_dir);
     const struct sr_cp_config cpc = {.st = cfg->st,
                                      .run_id = cfg->run_id,
                                      .spool_dir = spool,

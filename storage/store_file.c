@@ -174,6 +174,19 @@ static void prune_parents(struct sr_store *st, const char *path)
     }
 }
 
+/* Removes the temp files (".<name>.tmp.*") that writers killed mid-write
+ * left in dir, so that the "directory" can go. */
+static void sweep_temp_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] == '.' && strstr(e->d_name, ".tmp.") && e->d_type != DT_DIR)
+            unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+}
+
 static int fs_del(struct sr_store *st, const char *key)
 {
     char path[PATH_MAX];
@@ -182,18 +195,22 @@ static int fs_del(struct sr_store *st, const char *key)
         return rc;
     if (unlink(path) != 0) {
         int e = errno;
-        /* An empty "directory" left by a crashed upload goes too. */
-        if ((e == EISDIR || e == EPERM) && rmdir(path) != 0 && errno != ENOENT) {
-            if (errno == ENOTEMPTY)
+        if (e == EISDIR || e == EPERM) {
+            /* A "directory": it goes once empty (an upload killed mid-way
+             * may have left only its temp files in it). */
+            int r = rmdir(path);
+            if (r != 0 && errno == ENOTEMPTY) {
+                sweep_temp_files(path);
+                r = rmdir(path);
+            }
+            e = r == 0 || errno == ENOENT ? 0 : errno;
+            if (e == ENOTEMPTY)
                 return sr_errf(-EISDIR,
                                "cannot delete %s from store %s: it is a non-empty "
                                "directory",
                                key, st->url);
-            if (errno != ENOTDIR)
-                e = errno;
-            return sr_errf(-e, "cannot delete %s from store %s: %s", key, st->url, strerror(e));
         }
-        if (e != EISDIR && e != EPERM && e != ENOENT && e != ENOTDIR)
+        if (e != 0 && e != ENOENT && e != ENOTDIR)
             return sr_errf(-e, "cannot delete %s from store %s: %s", key, st->url, strerror(e));
     }
     rc = sr_fsync_parent(path);
