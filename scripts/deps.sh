@@ -10,6 +10,7 @@ packages=(
     zstd tar xxhash                     # interop tests use the stock tools
     python3 python3-torch               # the PyTorch example (CPU)
     time                                # peak RSS in scripts/bench-codec.sh
+    clang libclang-rt-14-dev            # libFuzzer targets (scripts/fuzz.sh)
 )
 
 missing=()

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test.sh - the whole test suite on a fresh machine: installs what is
 # missing, builds with -Werror, runs ctest; then the same suite again with
-# ASan+UBSan (SPOTRUN_SANITIZE=ON). Set SPOTRUN_TEST_SANITIZE=0 to skip
-# the second pass.
+# ASan+UBSan (SPOTRUN_SANITIZE=ON), then a short libFuzzer pass over the
+# parsers. SPOTRUN_TEST_SANITIZE=0 skips the second pass; SPOTRUN_TEST_FUZZ
+# sets the seconds per fuzz target (0 skips).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc)
@@ -19,4 +20,9 @@ if [ "${SPOTRUN_TEST_SANITIZE:-1}" != 0 ]; then
     "$root/scripts/build.sh" "$root/build-san" -DCMAKE_BUILD_TYPE=Debug -DSPOTRUN_SANITIZE=ON
     echo "== ctest (ASan+UBSan)"
     (cd "$root/build-san" && ctest -j"$jobs" --output-on-failure --timeout 900)
+fi
+
+if [ "${SPOTRUN_TEST_FUZZ:-20}" != 0 ]; then
+    echo "== fuzz (${SPOTRUN_TEST_FUZZ:-20}s per target; scripts/fuzz.sh runs longer)"
+    "$root/scripts/fuzz.sh" "${SPOTRUN_TEST_FUZZ:-20}"
 fi
