@@ -311,8 +311,11 @@ static int read_fail(const struct unpacker *u, struct archive *ar, const char *w
 static int write_fail(struct archive *aw, const char *what)
 {
     const int e = archive_errno(aw);
-    return sr_errf(e > 0 ? -e : -EIO, "cannot extract %s: %s", what,
-                   archive_error_string(aw) ? archive_error_string(aw) : "libarchive error");
+    const char *const msg = archive_error_string(aw) ? archive_error_string(aw) : "libarchive error";
+    /* libarchive's text ("Write failed") often omits the cause: add it. */
+    if (e > 0 && !strstr(msg, strerror(e)))
+        return sr_errf(-e, "cannot extract %s: %s: %s", what, msg, strerror(e));
+    return sr_errf(e > 0 ? -e : -EIO, "cannot extract %s: %s", what, msg);
 }
 
 /* Copies one file's data; the blocks point into the decompressed frames. */

@@ -1,0 +1,174 @@
+/*
+ * inject.c - libspotrun-inject.so, an LD_PRELOAD library for the fault
+ * tests: makes chosen file-system calls fail with a chosen errno, the way a
+ * full or failing disk does.
+ *
+ *   SPOTRUN_INJECT=op:ERRNO[:N][,op:ERRNO[:N]...]
+ *       op     write pwrite fsync fdatasync rename link copy_file_range mkdir
+ *       ERRNO  ENOSPC EIO EDQUOT EROFS
+ *       N      let the first N matching calls through (default 0)
+ *   SPOTRUN_INJECT_PATH=SUBSTRING
+ *       only calls on paths (or fds open on paths) containing it
+ *
+ * Every matching call after the first N fails (a full disk stays full).
+ * The counters are atomics: the codec and checkpointer threads all count.
+ * Test-only: never installed.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum op { OP_WRITE, OP_PWRITE, OP_FSYNC, OP_FDATASYNC, OP_RENAME, OP_LINK, OP_CFR, OP_MKDIR, N_OPS };
+static const char *const op_names[N_OPS] = {"write", "pwrite", "fsync", "fdatasync",
+                                            "rename", "link", "copy_file_range", "mkdir"};
+
+static struct {
+    int err;          /* 0 = not injected */
+    long skip;
+    atomic_long seen;
+} rules[N_OPS];
+static const char *path_filter;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static int errno_of(const char *name)
+{
+    static const struct {
+        const char *n;
+        int e;
+    } t[] = {{"ENOSPC", ENOSPC}, {"EIO", EIO}, {"EDQUOT", EDQUOT}, {"EROFS", EROFS}};
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+        if (strcmp(name, t[i].n) == 0)
+            return t[i].e;
+    return 0;
+}
+
+static void init(void)
+{
+    const char *spec = getenv("SPOTRUN_INJECT");
+    path_filter = getenv("SPOTRUN_INJECT_PATH");
+    if (!spec)
+        return;
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%s", spec);
+    for (char *save = NULL, *r = strtok_r(buf, ",", &save); r; r = strtok_r(NULL, ",", &save)) {
+        char *op = r, *err = strchr(r, ':');
+        if (!err)
+            continue;
+        *err++ = '\0';
+        char *n = strchr(err, ':');
+        if (n)
+            *n++ = '\0';
+        for (int i = 0; i < N_OPS; i++)
+            if (strcmp(op, op_names[i]) == 0) {
+                rules[i].err = errno_of(err);
+                rules[i].skip = n ? atol(n) : 0;
+            }
+    }
+}
+
+static int path_matches(const char *path)
+{
+    return !path_filter || !*path_filter || (path && strstr(path, path_filter));
+}
+
+static int fd_matches(int fd)
+{
+    if (!path_filter || !*path_filter)
+        return 1;
+    char link[64], target[4096];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    const ssize_t n = readlink(link, target, sizeof(target) - 1);
+    if (n < 0)
+        return 0;
+    target[n] = '\0';
+    return strstr(target, path_filter) != NULL;
+}
+
+/* Returns the errno to fail with, or 0 to let the call through. */
+static int inject(enum op op, int matches)
+{
+    pthread_once(&once, init);
+    if (!rules[op].err || !matches)
+        return 0;
+    if (atomic_fetch_add(&rules[op].seen, 1) < rules[op].skip)
+        return 0;
+    return rules[op].err;
+}
+
+#define REAL(ret, name, ...)                                                                       \
+    static ret (*real_##name)(__VA_ARGS__);                                                        \
+    if (!real_##name)                                                                              \
+        *(void **)&real_##name = dlsym(RTLD_NEXT, #name);
+
+#define FAIL_IF(e)                                                                                 \
+    do {                                                                                           \
+        const int e_ = (e);                                                                        \
+        if (e_) {                                                                                  \
+            errno = e_;                                                                            \
+            return -1;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+    REAL(ssize_t, write, int, const void *, size_t);
+    FAIL_IF(inject(OP_WRITE, rules[OP_WRITE].err && fd > 2 && fd_matches(fd)));
+    return real_write(fd, buf, n);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    REAL(ssize_t, pwrite, int, const void *, size_t, off_t);
+    FAIL_IF(inject(OP_PWRITE, rules[OP_PWRITE].err && fd_matches(fd)));
+    return real_pwrite(fd, buf, n, off);
+}
+
+int fsync(int fd)
+{
+    REAL(int, fsync, int);
+    FAIL_IF(inject(OP_FSYNC, rules[OP_FSYNC].err && fd_matches(fd)));
+    return real_fsync(fd);
+}
+
+int fdatasync(int fd)
+{
+    REAL(int, fdatasync, int);
+    FAIL_IF(inject(OP_FDATASYNC, rules[OP_FDATASYNC].err && fd_matches(fd)));
+    return real_fdatasync(fd);
+}
+
+int rename(const char *from, const char *to)
+{
+    REAL(int, rename, const char *, const char *);
+    FAIL_IF(inject(OP_RENAME, path_matches(to)));
+    return real_rename(from, to);
+}
+
+int link(const char *from, const char *to)
+{
+    REAL(int, link, const char *, const char *);
+    FAIL_IF(inject(OP_LINK, path_matches(to)));
+    return real_link(from, to);
+}
+
+ssize_t copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t len,
+                        unsigned flags)
+{
+    REAL(ssize_t, copy_file_range, int, off_t *, int, off_t *, size_t, unsigned);
+    FAIL_IF(inject(OP_CFR, rules[OP_CFR].err && fd_matches(out)));
+    return real_copy_file_range(in, in_off, out, out_off, len, flags);
+}
+
+int mkdir(const char *path, mode_t mode)
+{
+    REAL(int, mkdir, const char *, mode_t);
+    FAIL_IF(inject(OP_MKDIR, path_matches(path)));
+    return real_mkdir(path, mode);
+}
