@@ -11,6 +11,7 @@ packages=(
     python3 python3-torch               # the PyTorch example (CPU)
     time                                # peak RSS in scripts/bench-codec.sh
     clang libclang-rt-14-dev            # libFuzzer targets (scripts/fuzz.sh)
+    valgrind                            # scripts/check-threads-memory.sh
 )
 
 missing=()

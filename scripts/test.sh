@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # test.sh - the whole test suite on a fresh machine: installs what is
 # missing, builds with -Werror, runs ctest; then the same suite again with
-# ASan+UBSan (SPOTRUN_SANITIZE=ON), then a short libFuzzer pass over the
-# parsers. SPOTRUN_TEST_SANITIZE=0 skips the second pass; SPOTRUN_TEST_FUZZ
+# ASan+UBSan (SPOTRUN_SANITIZE=ON), then ThreadSanitizer and valgrind checks
+# (scripts/check-threads-memory.sh), then a short libFuzzer pass over the
+# parsers. SPOTRUN_TEST_SANITIZE=0 skips the second pass,
+# SPOTRUN_TEST_THREADS_MEMORY=0 the TSan + valgrind pass; SPOTRUN_TEST_FUZZ
 # sets the seconds per fuzz target (0 skips).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +22,11 @@ if [ "${SPOTRUN_TEST_SANITIZE:-1}" != 0 ]; then
     "$root/scripts/build.sh" "$root/build-san" -DCMAKE_BUILD_TYPE=Debug -DSPOTRUN_SANITIZE=ON
     echo "== ctest (ASan+UBSan)"
     (cd "$root/build-san" && ctest -j"$jobs" --output-on-failure --timeout 900)
+fi
+
+if [ "${SPOTRUN_TEST_THREADS_MEMORY:-1}" != 0 ]; then
+    echo "== ThreadSanitizer and valgrind"
+    "$root/scripts/check-threads-memory.sh"
 fi
 
 if [ "${SPOTRUN_TEST_FUZZ:-20}" != 0 ]; then

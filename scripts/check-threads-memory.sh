@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# check-threads-memory.sh - the two checks the sanitizer pass does not do:
+#   1. ThreadSanitizer over the threaded parts (parallel codec, stager and
+#      persister threads): their unit tests in a -fsanitize=thread build;
+#   2. valgrind (memcheck) on the core scenarios: push, pull, and a run that
+#      crashes, restarts from its checkpoint, is preempted and resumes.
+# Exits non-zero on any report.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+echo "== ThreadSanitizer"
+"$root/scripts/build.sh" "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPOTRUN_TSAN=ON >/dev/null
+(cd "$root/build-tsan" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+    ctest --output-on-failure -R "unit/(test_codec|test_checkpointer|test_catalog|test_store|test_control)")
+
+echo "== valgrind (memcheck) on the core scenarios"
+command -v valgrind >/dev/null || { echo "valgrind is required (apt-get install valgrind)" >&2; exit 1; }
+"$root/scripts/build.sh" "$root/build" >/dev/null
+spotrun=$root/build/runtime/spotrun
+logreg=$root/build/examples/logreg
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+export SPOTRUN_STORE=$scratch/store SPOTRUN_WORK_DIR=$scratch/work
+vg() { valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+    --trace-children=no "$@"; }
+mkdir -p "$scratch/src/sub"
+head -c 6000000 /dev/urandom >"$scratch/src/blob"
+seq 100000 >"$scratch/src/sub/numbers"
+vg "$spotrun" push -q vg "$scratch/src" --step 1
+vg "$spotrun" pull -q vg "$scratch/out"
+diff -r "$scratch/src" "$scratch/out"
+vg "$spotrun" show vg >/dev/null
+vg "$spotrun" ls >/dev/null
+vg "$spotrun" gc -q vg --keep 1
+# crash at 700 -> restart from the checkpoint at 500 -> finish
+vg "$spotrun" run -q --run-id vgrun --backoff 10ms -- "$logreg" --steps 1500 --save-every 500 \
+    --crash-at 700 >/dev/null
+# preempted by a notice, then resumed
+(for _ in $(seq 600); do [ -S "$SPOTRUN_WORK_DIR/vgrun2/control.sock" ] && break; sleep 0.1; done
+ sleep 1; "$spotrun" notify -q --run-id vgrun2) &
+code=0
+vg "$spotrun" run -q --run-id vgrun2 -- "$logreg" --steps 100000 --save-every 0 --pace-ms 1 \
+    >/dev/null || code=$?
+wait
+[ "$code" -eq 75 ] || { echo "expected exit 75 from the preempted run, got $code" >&2; exit 1; }
+echo "valgrind: clean"
