@@ -41,69 +41,9 @@ cleanup() { rm -rf "$BENCH_DIR"; }
 trap cleanup EXIT
 
 # ---- dataset -------------------------------------------------------------
-gen_src="$BENCH_DIR/gen.c"
-cat > "$gen_src" <<'CEOF'
-/* gen DIR MIB: deterministic tensor-like files (xorshift64*, no libm). */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-static uint64_t s = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) { s ^= s >> 12; s ^= s << 25; s ^= s >> 27; return s * 2685821657736338717ull; }
-static float gauss(void) { float a = 0; for (int i = 0; i < 4; i++) a += (float)(rnd() >> 40) / 16777216.0f; return (a - 2.0f) * 1.7f; }
-static void emit(const char *dir, const char *name, size_t bytes, int kind)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f) { perror(path); exit(1); }
-    enum { N = 1 << 16 };
-    static uint32_t buf[N];
-    float walk = 0.0f;
-    for (size_t done = 0; done < bytes; done += sizeof(buf)) {
-        for (int i = 0; i < N; i++) {
-            float v;
-            switch (kind) {
-            case 0: /* smooth float32, 16 low mantissa bits dropped (bf16 upcast) */
-                walk = walk * 0.999f + gauss() * 0.01f;
-                v = walk + 0.02f * (float)((i & 255) - 128) / 128.0f;
-                memcpy(&buf[i], &v, 4); buf[i] &= 0xFFFF0000u; break;
-            case 1: { /* bf16 pairs of normal weights */
-                float a = gauss() * 0.02f, b = gauss() * 0.02f; uint32_t ua, ub;
-                memcpy(&ua, &a, 4); memcpy(&ub, &b, 4);
-                buf[i] = (ua >> 16) | (ub & 0xFFFF0000u); break; }
-            case 2: /* optimizer buffer: mostly zero, some small floats */
-                v = (rnd() & 7) ? 0.0f : gauss() * 1e-3f; memcpy(&buf[i], &v, 4); break;
-            default: /* RNG state / compressed blob: incompressible */
-                buf[i] = (uint32_t)(rnd() >> 32); break;
-            }
-        }
-        const size_t n = bytes - done < sizeof(buf) ? bytes - done : sizeof(buf);
-        if (fwrite(buf, 1, n, f) != n) { perror(path); exit(1); }
-    }
-    fclose(f);
-}
-int main(int argc, char **argv)
-{
-    const size_t mib = strtoull(argv[2], NULL, 10) << 20;
-    char sub[4096];
-    snprintf(sub, sizeof(sub), "%s/optim", argv[1]);
-    emit(argv[1], "model.layers.0-7.f32", mib * 30 / 100, 0);
-    emit(argv[1], "model.layers.8-15.bf16", mib * 25 / 100, 1);
-    emit(argv[1], "model.embed.bf16", mib * 10 / 100, 1);
-    emit(sub, "exp_avg.f32", mib * 15 / 100, 2);
-    emit(sub, "exp_avg_sq.f32", mib * 8 / 100, 0);
-    emit(argv[1], "rng_state.bin", mib * 7 / 100, 3);
-    emit(argv[1], "dataloader.bin", mib * 5 / 100, 3);
-    emit(argv[1], "meta.json", 4096, 2);
-    return 0;
-}
-CEOF
-cc -O2 -o "$BENCH_DIR/gen" "$gen_src"
 DATA="$BENCH_DIR/data"
-mkdir -p "$DATA/optim"
-echo "generating ${SIZE_MB} MiB of tensor-like data in $DATA ..." >&2
-"$BENCH_DIR/gen" "$DATA" "$SIZE_MB"
+. "$(dirname "$0")/bench-data.sh"
+bench_make_data "$BENCH_DIR" "$DATA" "$SIZE_MB"
 RAW=$(du -sb "$DATA" | cut -f1)
 
 # ---- measurement ---------------------------------------------------------

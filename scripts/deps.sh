@@ -7,12 +7,21 @@ packages=(
     cmake gcc make pkg-config           # toolchain
     libcurl4-openssl-dev libzstd-dev libarchive-dev libjansson-dev libxxhash-dev
     libcmocka-dev                       # unit tests
+    libxml2-dev libssl-dev              # S3 backend: XML answers, Content-MD5
+    awscli curl                         # S3 tests: interop with the AWS CLI, setup
     zstd tar xxhash                     # interop tests use the stock tools
     python3 python3-torch               # the PyTorch example (CPU)
     time                                # peak RSS in scripts/bench-codec.sh
+    slurm-wlm munge                     # the Slurm test (t0330) runs a real single-node cluster
     clang libclang-rt-14-dev            # libFuzzer targets (scripts/fuzz.sh)
     valgrind                            # scripts/check-threads-memory.sh
+    scdoc                               # the man page spotrun(1)
+    librsvg2-bin libxml2-utils          # report tests: render and validate the SVG
 )
+# The S3 tests' server runs on Node (npm installs it): Debian's packages
+# only when no node/npm is there (a NodeSource nodejs bundles npm, and
+# Debian's npm would conflict with it).
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do

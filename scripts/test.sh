@@ -12,6 +12,12 @@ jobs=$(nproc)
 
 "$root/scripts/deps.sh"
 
+# The S3 tests' server (@20minutes/s3rver, pinned by tests/s3/package-lock.json).
+if [ ! -d "$root/tests/s3/node_modules/@20minutes/s3rver" ]; then
+    echo "== npm ci (tests/s3)"
+    (cd "$root/tests/s3" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
 echo "== build (Release, -Werror)"
 "$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 echo "== ctest"

@@ -122,7 +122,7 @@ int sr_store_open(const char *url, struct sr_store **out)
         return sr_errf(-EINVAL, "unsupported store URL \"\" (use a path, file:///path or "
                                 "s3://bucket/prefix)");
     if (strncmp(url, "s3://", 5) == 0)
-        return sr_errf(-EPROTONOSUPPORT, "cannot open %s: s3 store not built in yet", url);
+        return sr_store_s3_open(url, out);
     const char *path = url;
     if (strncmp(url, "file://", 7) == 0) {
         path = url + 7;

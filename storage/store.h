@@ -11,7 +11,7 @@
  * may be used from several threads at once.
  *
  * URLs: "file:///abs/path", a plain path (relative ones are made absolute),
- * "s3://bucket/prefix" (not in this backend: -EPROTONOSUPPORT).
+ * "s3://bucket/prefix" (store_s3.c).
  */
 #ifndef SPOTRUN_STORE_H
 #define SPOTRUN_STORE_H
@@ -82,5 +82,7 @@ struct sr_store {
 };
 
 int sr_store_file_open(const char *path, struct sr_store **out);
+/* url is "s3://bucket[/prefix]"; see store_s3.c and docs/s3.md. */
+int sr_store_s3_open(const char *url, struct sr_store **out);
 
 #endif

@@ -1,0 +1,726 @@
+/*
+ * s3.c - the S3 client core (see s3.h): endpoint and addressing, signing,
+ * one request over libcurl, error classification and messages, XML bodies.
+ *
+ * DESIGN: curl signs every request itself (CURLOPT_AWS_SIGV4 with
+ * "aws:amz:REGION:s3"). Two quirks of curl 7.88's signer shape the code:
+ * it does not add x-amz-content-sha256, so every request sends
+ * "UNSIGNED-PAYLOAD" (integrity of uploads comes from Content-MD5 instead),
+ * and it signs the query string as given, so callers pass query parameters
+ * already percent-encoded, sorted by name, with "name=" for valueless ones.
+ *
+ * Retries: transport failures (refused, reset, timed out, DNS) and 5xx,
+ * 429, SlowDown, RequestTimeout are retried up to s3->retries times with
+ * full-jitter exponential backoff (SPOTRUN_S3_RETRIES, default 5; base
+ * 200 ms, cap 5 s). Everything else fails at once with a message naming
+ * the object, the HTTP status, the S3 error code and the likely cause.
+ * Stalls are caught by a low-speed limit (under 1 KiB/s for 30 s), not a
+ * total timeout, so a large part on a slow link is not cut short.
+ *
+ * XML (errors, listings, multipart answers) is parsed with libxml2, by
+ * element local names so that namespaced and bare documents both work.
+ */
+#include "s3.h"
+#include "log.h"
+#include "store.h"
+
+#include <errno.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ERR_BODY_MAX (64u << 10)
+#define MIB (1024ull * 1024ull)
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void global_init(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    xmlInitParser();
+}
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/* ---- pure helpers -------------------------------------------------------- */
+
+int sr_s3_classify(int curl_code, long status, const char *s3_code)
+{
+    switch ((CURLcode)curl_code) {
+    case CURLE_OK:
+        break;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+        return SR_S3_RETRY;
+    default:
+        return SR_S3_FAIL;
+    }
+    if (status >= 200 && status < 300)
+        return SR_S3_OK;
+    if (status >= 500 || status == 429)
+        return SR_S3_RETRY;
+    if (s3_code && (strcmp(s3_code, "SlowDown") == 0 || strcmp(s3_code, "RequestTimeout") == 0 ||
+                    strcmp(s3_code, "InternalError") == 0))
+        return SR_S3_RETRY;
+    return SR_S3_FAIL;
+}
+
+long sr_s3_backoff_ms(int attempt, long base_ms, long cap_ms, unsigned rnd)
+{
+    long max = base_ms;
+    for (int i = 1; i < attempt && max < cap_ms; i++)
+        max *= 2;
+    if (max > cap_ms)
+        max = cap_ms;
+    return max > 0 ? (long)(rnd % (unsigned long)(max + 1)) : 0;
+}
+
+int sr_s3_errno(long status, const char *code, const char **hint)
+{
+    static const struct {
+        const char *code;
+        int err;
+        const char *hint;
+    } known[] = {
+        {"SignatureDoesNotMatch", EACCES,
+         "check AWS_SECRET_ACCESS_KEY: the secret key does not match the access key id"},
+        {"InvalidAccessKeyId", EACCES,
+         "check AWS_ACCESS_KEY_ID: the server does not know this key"},
+        {"RequestTimeTooSkewed", EACCES,
+         "this machine's clock is off by more than 15 minutes: sync it (chrony, ntpdate)"},
+        {"ExpiredToken", EACCES, "the session token has expired: refresh AWS_SESSION_TOKEN"},
+        {"InvalidToken", EACCES, "check AWS_SESSION_TOKEN"},
+        {"AccessDenied", EACCES,
+         "the credentials are valid but not allowed here: check the bucket policy or IAM role"},
+        {"AllAccessDisabled", EACCES, "access to this bucket is disabled"},
+        {"NoSuchBucket", ENOENT,
+         "the bucket does not exist: create it, or check the store URL and AWS_ENDPOINT_URL"},
+        {"NoSuchKey", ENOENT, ""},
+        {"NoSuchUpload", ENOENT, "the multipart upload was aborted or expired"},
+        {"AuthorizationHeaderMalformed", EINVAL,
+         "wrong region: set AWS_REGION to the bucket's region"},
+        {"PermanentRedirect", EINVAL,
+         "the bucket is in another region: set AWS_REGION or AWS_ENDPOINT_URL"},
+        {"InvalidBucketName", EINVAL, "check the bucket name in the store URL"},
+        {"BadDigest", EIO, "the data was corrupted in transit (Content-MD5 mismatch)"},
+        {"InvalidDigest", EIO, "the data was corrupted in transit"},
+        {"EntityTooSmall", EINVAL, "a multipart part is under 5 MiB (SPOTRUN_S3_PART_SIZE?)"},
+        {"EntityTooLarge", EFBIG, ""},
+        {"InvalidRange", EBADMSG, "the object is shorter than expected"},
+        {"PreconditionFailed", EEXIST, ""},
+        {"MethodNotAllowed", EOPNOTSUPP, "the server does not support this operation"},
+        {"NotImplemented", EOPNOTSUPP, "the server does not support this operation"},
+    };
+    *hint = "";
+    for (size_t i = 0; code && *code && i < sizeof(known) / sizeof(known[0]); i++)
+        if (strcmp(code, known[i].code) == 0) {
+            *hint = known[i].hint;
+            return -known[i].err;
+        }
+    switch (status) {
+    case 301:
+    case 307:
+        *hint = "the bucket is in another region: set AWS_REGION or AWS_ENDPOINT_URL";
+        return -EINVAL;
+    case 400:
+        return -EINVAL;
+    case 401:
+    case 403:
+        *hint = "check the AWS credentials";
+        return -EACCES;
+    case 404:
+        return -ENOENT;
+    case 405:
+    case 501:
+        *hint = "the server does not support this operation";
+        return -EOPNOTSUPP;
+    case 412:
+        return -EEXIST;
+    case 416:
+        return -EBADMSG;
+    default:
+        /* 5xx and 429 left after every retry: the store is unavailable. */
+        return status >= 500 || status == 429 ? -ECONNRESET : -EIO;
+    }
+}
+
+int sr_s3_curl_errno(int curl_code)
+{
+    switch ((CURLcode)curl_code) {
+    case CURLE_COULDNT_CONNECT:
+        return -ECONNREFUSED;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+        return -EHOSTUNREACH;
+    case CURLE_OPERATION_TIMEDOUT:
+        return -ETIMEDOUT;
+    case CURLE_OUT_OF_MEMORY:
+        return -ENOMEM;
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CACERT_BADFILE:
+        return -EACCES;
+    default:
+        return -ECONNRESET;
+    }
+}
+
+static const char *local(const xmlNode *n)
+{
+    return n && n->name ? (const char *)n->name : "";
+}
+
+/* Text of the first child element of n named name, or NULL. Free with xmlFree. */
+static char *child_text(const xmlNode *n, const char *name)
+{
+    for (const xmlNode *c = n ? n->children : NULL; c; c = c->next)
+        if (c->type == XML_ELEMENT_NODE && strcmp(local(c), name) == 0)
+            return (char *)xmlNodeGetContent(c);
+    return NULL;
+}
+
+static xmlDoc *parse(const char *xml, size_t len)
+{
+    pthread_once(&once, global_init);
+    if (!xml || len == 0 || len > INT32_MAX)
+        return NULL;
+    return xmlReadMemory(xml, (int)len, NULL, NULL,
+                         XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+}
+
+static void set_text(char *dst, size_t len, const char *src)
+{
+    if (len)
+        snprintf(dst, len, "%s", src ? src : "");
+}
+
+int sr_s3_parse_error(const char *xml, size_t len, char *code, size_t clen, char *msg, size_t mlen)
+{
+    set_text(code, clen, "");
+    set_text(msg, mlen, "");
+    xmlDoc *doc = parse(xml, len);
+    xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
+    int rc = -EBADMSG;
+    if (root && strcmp(local(root), "Error") == 0) {
+        char *c = child_text(root, "Code"), *m = child_text(root, "Message");
+        set_text(code, clen, c);
+        set_text(msg, mlen, m);
+        rc = c ? 0 : -EBADMSG;
+        xmlFree(c);
+        xmlFree(m);
+    }
+    xmlFreeDoc(doc);
+    return rc;
+}
+
+/* Appends name (key or common prefix) without the listing prefix and a
+ * trailing '/'. */
+static int add_name(struct sr_strlist *out, const char *prefix, const char *name)
+{
+    size_t pl = strlen(prefix);
+    if (!name || strncmp(name, prefix, pl) != 0)
+        return 0;
+    char buf[2048];
+    snprintf(buf, sizeof(buf), "%s", name + pl);
+    size_t n = strlen(buf);
+    while (n > 0 && buf[n - 1] == '/')
+        buf[--n] = '\0';
+    if (n == 0 || strchr(buf, '/'))
+        return 0;
+    return sr_strlist_push(out, buf);
+}
+
+int sr_s3_parse_list(const char *xml, size_t len, const char *prefix, struct sr_strlist *out,
+                     int *truncated, char *token, size_t tlen)
+{
+    xmlDoc *doc = parse(xml, len);
+    xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
+    int rc = 0;
+    *truncated = 0;
+    set_text(token, tlen, "");
+    if (!root || strcmp(local(root), "ListBucketResult") != 0) {
+        xmlFreeDoc(doc);
+        return sr_errf(-EBADMSG, "unparseable ListObjectsV2 answer");
+    }
+    for (xmlNode *c = root->children; c && rc == 0; c = c->next) {
+        if (c->type != XML_ELEMENT_NODE)
+            continue;
+        const char *n = local(c);
+        char *t = NULL;
+        if (strcmp(n, "Contents") == 0)
+            rc = add_name(out, prefix, t = child_text(c, "Key"));
+        else if (strcmp(n, "CommonPrefixes") == 0)
+            rc = add_name(out, prefix, t = child_text(c, "Prefix"));
+        else if (strcmp(n, "IsTruncated") == 0)
+            *truncated = (t = (char *)xmlNodeGetContent(c)) && strcmp(t, "true") == 0;
+        else if (strcmp(n, "NextContinuationToken") == 0)
+            set_text(token, tlen, t = (char *)xmlNodeGetContent(c));
+        xmlFree(t);
+    }
+    xmlFreeDoc(doc);
+    if (rc == 0 && *truncated && !token[0])
+        rc = sr_errf(-EBADMSG, "truncated ListObjectsV2 answer without a continuation token");
+    return rc;
+}
+
+int sr_s3_parse_upload_id(const char *xml, size_t len, char *id, size_t idlen)
+{
+    xmlDoc *doc = parse(xml, len);
+    xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
+    char *t = root ? child_text(root, "UploadId") : NULL;
+    int rc = t && *t && strlen(t) < idlen ? 0 : -EBADMSG;
+    if (rc == 0)
+        set_text(id, idlen, t);
+    xmlFree(t);
+    xmlFreeDoc(doc);
+    return rc;
+}
+
+uint64_t sr_s3_part_size(uint64_t total, uint64_t want)
+{
+    const uint64_t min = 5 * MIB;
+    uint64_t ps = want < min ? min : want;
+    const uint64_t need = (total + 9999) / 10000;
+    if (ps < need)
+        ps = need;
+    return (ps + MIB - 1) / MIB * MIB;
+}
+
+int sr_s3_escape(const char *s, int keep_slash, char *out, size_t len)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        const int plain = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+                          (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' ||
+                          *p == '~' || (keep_slash && *p == '/');
+        if (o + 4 > len)
+            return -ENAMETOOLONG;
+        if (plain) {
+            out[o++] = (char)*p;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 15];
+        }
+    }
+    if (o >= len)
+        return -ENAMETOOLONG;
+    out[o] = '\0';
+    return 0;
+}
+
+/* ---- client -------------------------------------------------------------- */
+
+int sr_s3_open(const char *bucket, const char *prefix, struct sr_s3 **out)
+{
+    pthread_once(&once, global_init);
+    *out = NULL;
+    struct sr_s3 *s3 = calloc(1, sizeof(*s3));
+    pthread_mutex_t *lock = malloc(sizeof(*lock));
+    char region[128];
+    int rc = 0;
+    if (!s3 || !lock) {
+        free(s3);
+        free(lock);
+        return sr_errf(-ENOMEM, "out of memory");
+    }
+    pthread_mutex_init(lock, NULL);
+    s3->pool_lock = lock;
+    s3->bucket = strdup(bucket);
+    s3->prefix = strdup(prefix);
+    if ((rc = sr_s3_creds_open(&s3->creds, region, sizeof(region))) < 0)
+        goto fail;
+    s3->region = strdup(region);
+    snprintf(s3->sigv4, sizeof(s3->sigv4), "aws:amz:%s:s3", region);
+    s3->retries = 5;
+    if (env("SPOTRUN_S3_RETRIES"))
+        s3->retries = atoi(env("SPOTRUN_S3_RETRIES"));
+    s3->connect_timeout_ms = 5000;
+    if (env("SPOTRUN_S3_CONNECT_TIMEOUT_MS"))
+        s3->connect_timeout_ms = atol(env("SPOTRUN_S3_CONNECT_TIMEOUT_MS"));
+
+    /* Endpoint and addressing: custom endpoints get path-style (what
+     * S3-compatible servers expect), AWS gets virtual-hosted unless the
+     * bucket name has dots (TLS wildcard certificates do not cover them). */
+    const char *ep =
+        env("AWS_ENDPOINT_URL_S3") ? env("AWS_ENDPOINT_URL_S3") : env("AWS_ENDPOINT_URL");
+    char endpoint[1024];
+    if (ep)
+        snprintf(endpoint, sizeof(endpoint), "%s", ep);
+    else
+        snprintf(endpoint, sizeof(endpoint), "https://s3.%s.amazonaws.com", region);
+    size_t el = strlen(endpoint);
+    while (el > 0 && endpoint[el - 1] == '/')
+        endpoint[--el] = '\0';
+    const char *sep = strstr(endpoint, "://");
+    if (!sep || strchr(sep + 3, '/')) {
+        rc = sr_errf(-EINVAL, "invalid S3 endpoint \"%s\" (want scheme://host[:port])", endpoint);
+        goto fail;
+    }
+    int path_style = ep != NULL || strchr(bucket, '.') != NULL;
+    const char *style = env("SPOTRUN_S3_ADDRESSING");
+    if (style && strcmp(style, "path") == 0)
+        path_style = 1;
+    else if (style && strcmp(style, "virtual") == 0)
+        path_style = 0;
+    char base[2048];
+    if (path_style)
+        snprintf(base, sizeof(base), "%s/%s", endpoint, bucket);
+    else
+        snprintf(base, sizeof(base), "%.*s%s.%s", (int)(sep + 3 - endpoint), endpoint, bucket,
+                 sep + 3);
+    s3->base = strdup(base);
+    if (!s3->bucket || !s3->prefix || !s3->region || !s3->base) {
+        rc = sr_errf(-ENOMEM, "out of memory");
+        goto fail;
+    }
+    sr_debug("s3: %s, region %s, %s-style", base, region, path_style ? "path" : "virtual-hosted");
+    *out = s3;
+    return 0;
+fail:
+    sr_s3_close(s3);
+    return rc;
+}
+
+void sr_s3_close(struct sr_s3 *s3)
+{
+    if (!s3)
+        return;
+    for (int i = 0; i < s3->npool; i++)
+        curl_easy_cleanup(s3->pool[i]);
+    sr_s3_creds_close(s3->creds);
+    pthread_mutex_destroy(s3->pool_lock);
+    free(s3->pool_lock);
+    free(s3->bucket);
+    free(s3->prefix);
+    free(s3->base);
+    free(s3->region);
+    free(s3);
+}
+
+void sr_s3_name(const struct sr_s3 *s3, const char *key, char *buf, size_t len)
+{
+    snprintf(buf, len, "s3://%s%s%s%s%s", s3->bucket, *s3->prefix ? "/" : "", s3->prefix,
+             key && *key ? "/" : "", key ? key : "");
+}
+
+CURL *sr_s3_handle(struct sr_s3 *s3)
+{
+    CURL *c = NULL;
+    pthread_mutex_lock(s3->pool_lock);
+    if (s3->npool > 0)
+        c = s3->pool[--s3->npool];
+    pthread_mutex_unlock(s3->pool_lock);
+    return c ? c : curl_easy_init();
+}
+
+void sr_s3_release(struct sr_s3 *s3, CURL *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(s3->pool_lock);
+    if (s3->npool < SR_S3_POOL) {
+        s3->pool[s3->npool++] = c;
+        c = NULL;
+    }
+    pthread_mutex_unlock(s3->pool_lock);
+    if (c)
+        curl_easy_cleanup(c);
+}
+
+static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ctx)
+{
+    struct sr_s3_req *r = ctx;
+    const size_t n = size * nmemb;
+    if (r->dst_fd >= 0 && r->status >= 200 && r->status < 300) {
+        if (r->got + n > r->dst_len) {
+            r->local_err = -EBADMSG;
+            return 0;
+        }
+        for (size_t done = 0; done < n;) {
+            const ssize_t w =
+                pwrite(r->dst_fd, ptr + done, n - done, (off_t)(r->dst_off + r->got + done));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                r->local_err = w < 0 ? -errno : -EIO;
+                return 0;
+            }
+            done += (size_t)w;
+        }
+        r->got += n;
+        return n;
+    }
+    if (r->dst && r->status >= 200 && r->status < 300) {
+        if (r->got + n > r->dst_len) {
+            r->local_err = -EBADMSG;
+            return 0;
+        }
+        memcpy((char *)r->dst + r->got, ptr, n);
+        r->got += n;
+        return n;
+    }
+    size_t cap =
+        r->dst || r->dst_fd >= 0 || !(r->status >= 200 && r->status < 300) ? ERR_BODY_MAX : r->max;
+    if (r->resp_len + n > cap) {
+        r->local_err = -EFBIG;
+        return 0;
+    }
+    char *p = realloc(r->resp, r->resp_len + n + 1);
+    if (!p) {
+        r->local_err = -ENOMEM;
+        return 0;
+    }
+    memcpy(p + r->resp_len, ptr, n);
+    r->resp = p;
+    r->resp_len += n;
+    r->resp[r->resp_len] = '\0';
+    return n;
+}
+
+static size_t on_header(char *buf, size_t size, size_t nmemb, void *ctx)
+{
+    struct sr_s3_req *r = ctx;
+    const size_t n = size * nmemb;
+    if (n > 9 && strncmp(buf, "HTTP/", 5) == 0) {
+        /* A new response (after 100 Continue or a retry of auth): status
+         * first, so the body callback knows where the bytes go. */
+        const char *sp = memchr(buf, ' ', n);
+        r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+    } else if (n > 5 && strncasecmp(buf, "ETag:", 5) == 0) {
+        size_t i = 5;
+        while (i < n && (buf[i] == ' ' || buf[i] == '\t'))
+            i++;
+        size_t e = n;
+        while (e > i && (buf[e - 1] == '\r' || buf[e - 1] == '\n' || buf[e - 1] == ' '))
+            e--;
+        if (e - i < sizeof(r->etag)) {
+            memcpy(r->etag, buf + i, e - i);
+            r->etag[e - i] = '\0';
+        }
+    }
+    return n;
+}
+
+static size_t on_read(char *buf, size_t size, size_t nmemb, void *ctx)
+{
+    struct sr_s3_req *r = ctx;
+    size_t want = size * nmemb;
+    const uint64_t left = r->body_len - r->sent;
+    if (want > left)
+        want = (size_t)left;
+    if (want == 0)
+        return 0;
+    if (r->body_fd >= 0) {
+        const ssize_t n = pread(r->body_fd, buf, want, (off_t)(r->body_off + r->sent));
+        if (n <= 0) {
+            r->local_err = n < 0 ? -errno : -EIO;
+            return CURL_READFUNC_ABORT;
+        }
+        want = (size_t)n;
+    } else {
+        memcpy(buf, (const char *)r->body + r->sent, want);
+    }
+    r->sent += want;
+    return want;
+}
+
+static int on_seek(void *ctx, curl_off_t off, int origin)
+{
+    struct sr_s3_req *r = ctx;
+    if (origin != SEEK_SET || off < 0 || (uint64_t)off > r->body_len)
+        return CURL_SEEKFUNC_FAIL;
+    r->sent = (uint64_t)off;
+    return CURL_SEEKFUNC_OK;
+}
+
+void sr_s3_cleanup(struct sr_s3_req *req)
+{
+    curl_slist_free_all(req->hdrs);
+    req->hdrs = NULL;
+}
+
+int sr_s3_setup(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req)
+{
+    char url[4096], path[3072], hdr[4200];
+    struct sr_s3_creds cr;
+    sr_s3_cleanup(req);
+    free(req->resp);
+    req->resp = NULL;
+    req->resp_len = req->got = 0;
+    req->sent = 0;
+    req->status = 0;
+    req->clen = 0;
+    req->etag[0] = '\0';
+    req->local_err = 0;
+    int rc = sr_s3_creds_get(s3->creds, &cr);
+    if (rc < 0)
+        return rc;
+    path[0] = '\0';
+    if (req->key || *s3->prefix) {
+        char full[2200];
+        snprintf(full, sizeof(full), "%s%s%s", s3->prefix, *s3->prefix && req->key ? "/" : "",
+                 req->key ? req->key : "");
+        if (sr_s3_escape(full, 1, path, sizeof(path)) < 0)
+            return sr_errf(-ENAMETOOLONG, "key %s is too long", full);
+    }
+    /* Bucket-level requests: path-style "/bucket?q" (no trailing slash,
+     * which s3rver's signature check dislikes); virtual-hosted "/?q". */
+    const int bucket_req = req->key == NULL;
+    const int is_path = strncmp(s3->base + strlen(s3->base) - strlen(s3->bucket), s3->bucket,
+                                strlen(s3->bucket)) == 0;
+    if (snprintf(url, sizeof(url), "%s%s%s%s%s", s3->base, bucket_req ? (is_path ? "" : "/") : "/",
+                 bucket_req ? "" : path, req->query ? "?" : "",
+                 req->query ? req->query : "") >= (int)sizeof(url))
+        return sr_errf(-ENAMETOOLONG, "request URL too long");
+
+    curl_easy_reset(c);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_AWS_SIGV4, s3->sigv4);
+    curl_easy_setopt(c, CURLOPT_USERNAME, cr.key_id);
+    curl_easy_setopt(c, CURLOPT_PASSWORD, cr.secret);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, s3->connect_timeout_ms);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
+    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, req);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, req);
+    curl_easy_setopt(c, CURLOPT_PRIVATE, req);
+    if (env("SPOTRUN_S3_CA_BUNDLE"))
+        curl_easy_setopt(c, CURLOPT_CAINFO, env("SPOTRUN_S3_CA_BUNDLE"));
+
+    struct curl_slist *h = NULL;
+    h = curl_slist_append(h, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    /* No "Expect:" override: curl 7.88 would sign the removed header. */
+    if (cr.token[0]) {
+        snprintf(hdr, sizeof(hdr), "x-amz-security-token: %s", cr.token);
+        h = curl_slist_append(h, hdr);
+    }
+    if (req->content_md5) {
+        snprintf(hdr, sizeof(hdr), "Content-MD5: %s", req->content_md5);
+        h = curl_slist_append(h, hdr);
+    }
+    if (req->range) {
+        snprintf(hdr, sizeof(hdr), "Range: bytes=%s", req->range);
+        h = curl_slist_append(h, hdr);
+    }
+    const int has_body = strcmp(req->method, "PUT") == 0 || strcmp(req->method, "POST") == 0;
+    if (has_body)
+        h = curl_slist_append(h, "Content-Type: application/octet-stream");
+    req->hdrs = h;
+    memset(&cr, 0, sizeof(cr));
+    if (!h)
+        return sr_errf(-ENOMEM, "out of memory");
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+
+    if (strcmp(req->method, "HEAD") == 0) {
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    } else if (has_body) {
+        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)req->body_len);
+        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(c, CURLOPT_READDATA, req);
+        curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
+        curl_easy_setopt(c, CURLOPT_SEEKDATA, req);
+        if (strcmp(req->method, "POST") == 0)
+            curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "POST");
+    } else if (strcmp(req->method, "GET") != 0) {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
+    }
+    return 0;
+}
+
+int sr_s3_done(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req, CURLcode cc, int attempt)
+{
+    char name[2300];
+    sr_s3_name(s3, req->key, name, sizeof(name));
+    if (req->local_err &&
+        (cc == CURLE_WRITE_ERROR || cc == CURLE_ABORTED_BY_CALLBACK || cc == CURLE_READ_ERROR))
+        return sr_errf(req->local_err, "%s %s: %s", req->method, name,
+                       req->local_err == -EFBIG ? "answer too large" : strerror(-req->local_err));
+    long status = 0;
+    if (cc == CURLE_OK) {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        req->status = status;
+        curl_off_t cl = -1;
+        curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+        req->clen = cl > 0 ? (uint64_t)cl : 0;
+    }
+    char code[128] = "", msg[512] = "";
+    if (cc == CURLE_OK && (status < 200 || status >= 300) && req->resp)
+        sr_s3_parse_error(req->resp, req->resp_len, code, sizeof(code), msg, sizeof(msg));
+    const int v = sr_s3_classify(cc, status, code);
+    if (v == SR_S3_OK)
+        return 0;
+    if (v == SR_S3_RETRY && attempt <= s3->retries) {
+        sr_debug("s3: %s %s: %s %ld %s (attempt %d, retrying)", req->method, name,
+                 cc ? curl_easy_strerror(cc) : "HTTP", status, code, attempt);
+        return 1;
+    }
+    const char *tries = v == SR_S3_RETRY ? " after retries" : "";
+    if (cc != CURLE_OK)
+        return sr_errf(sr_s3_curl_errno(cc), "cannot reach %s: %s%s", name, curl_easy_strerror(cc),
+                       tries);
+    const char *hint = "";
+    const int err = sr_s3_errno(status, code, &hint);
+    if (err == -ENOENT && (!*code || strcmp(code, "NoSuchKey") == 0))
+        return sr_errf(-ENOENT, "%s not found", name);
+    return sr_errf(err, "%s %s: %ld %s%s%s%s%s", req->method, name, status, *code ? code : "error",
+                   *hint ? " (" : "", hint, *hint ? ")" : "", tries);
+}
+
+void sr_s3_backoff(int attempt)
+{
+    static __thread unsigned seed;
+    if (!seed)
+        seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)&seed;
+    long base = 200;
+    if (env("SPOTRUN_S3_RETRY_BASE_MS"))
+        base = atol(env("SPOTRUN_S3_RETRY_BASE_MS"));
+    const long ms = sr_s3_backoff_ms(attempt, base, 5000, (unsigned)rand_r(&seed));
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+int sr_s3_do(struct sr_s3 *s3, struct sr_s3_req *req)
+{
+    CURL *c = sr_s3_handle(s3);
+    if (!c)
+        return sr_errf(-ENOMEM, "out of memory");
+    int rc;
+    for (int attempt = 1;; attempt++) {
+        if ((rc = sr_s3_setup(s3, c, req)) < 0)
+            break;
+        const CURLcode cc = curl_easy_perform(c);
+        rc = sr_s3_done(s3, c, req, cc, attempt);
+        if (rc != 1)
+            break;
+        sr_s3_backoff(attempt);
+    }
+    sr_s3_cleanup(req);
+    sr_s3_release(s3, c);
+    return rc;
+}

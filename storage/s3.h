@@ -1,0 +1,119 @@
+/*
+ * s3.h - a small S3 client over libcurl: addressing, SigV4 signing (curl's
+ * CURLOPT_AWS_SIGV4), retries, error messages. The store backend
+ * (store_s3.c) builds its operations from these requests.
+ *
+ * A request is described by struct sr_s3_req; sr_s3_setup() turns it into
+ * an easy handle (for the multi interface) and sr_s3_done() judges the
+ * outcome; sr_s3_do() runs one with retries on a pooled handle.
+ *
+ * Threads: an sr_s3 may be used from several threads at once. Easy handles
+ * come from a locked pool (each keeps its connection alive for the next
+ * request); a request and its handle belong to one thread at a time.
+ */
+#ifndef SPOTRUN_S3_H
+#define SPOTRUN_S3_H
+
+#include <curl/curl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "s3_creds.h"
+
+#define SR_S3_POOL 32
+
+struct sr_s3 {
+    char *bucket;
+    char *prefix; /* "" or "a/b" (no leading or trailing '/') */
+    char *base;   /* "http://host:port/bucket" or "https://bucket.host" */
+    char *region;
+    char sigv4[160]; /* "aws:amz:REGION:s3" */
+    int retries;     /* attempts after the first */
+    long connect_timeout_ms;
+    struct sr_s3_cred_provider *creds;
+    void *pool_lock; /* pthread_mutex_t */
+    CURL *pool[SR_S3_POOL];
+    int npool;
+};
+
+struct sr_s3_req {
+    const char *method;      /* GET PUT HEAD POST DELETE */
+    const char *key;         /* below the prefix; NULL = the bucket itself */
+    const char *query;       /* already encoded, parameters sorted; NULL for none */
+    const char *range;       /* "FIRST-LAST" for a ranged GET */
+    const char *content_md5; /* base64, or NULL */
+    /* Body: memory (body/body_len) or a file range (body_fd >= 0). */
+    const void *body;
+    uint64_t body_len;
+    int body_fd;
+    uint64_t body_off;
+    /* Response of a 2xx into a fixed buffer (dst/dst_len) or, when dst is
+     * NULL, a growing one capped at max (resp/resp_len, NUL-terminated).
+     * Error bodies always go to resp. */
+    void *dst;
+    size_t dst_len;
+    int dst_fd; /* >= 0: a 2xx body is written at dst_off + got (dst_len caps it) */
+    uint64_t dst_off;
+    size_t max;
+    /* Results. */
+    long status;
+    char *resp;
+    size_t resp_len;
+    uint64_t got;  /* bytes written into dst / dst_fd */
+    uint64_t clen; /* Content-Length of the response (HEAD) */
+    char etag[128];
+    /* Internal. */
+    uint64_t sent;
+    struct curl_slist *hdrs;
+    int local_err;
+};
+
+int sr_s3_open(const char *bucket, const char *prefix, struct sr_s3 **out);
+void sr_s3_close(struct sr_s3 *s3);
+
+/* "s3://bucket/prefix/key" (or "s3://bucket/prefix" for key NULL), for messages. */
+void sr_s3_name(const struct sr_s3 *s3, const char *key, char *buf, size_t len);
+
+CURL *sr_s3_handle(struct sr_s3 *s3);
+void sr_s3_release(struct sr_s3 *s3, CURL *c);
+
+/* Resets req's results and prepares handle c for it (credentials are fetched,
+ * and refreshed, here). */
+int sr_s3_setup(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req);
+/* Frees what setup allocated except req->resp. */
+void sr_s3_cleanup(struct sr_s3_req *req);
+/* Outcome of a finished transfer: 0 (2xx), 1 (retry), or a negative errno
+ * with the message recorded (names the object, the status, the S3 code and
+ * the likely cause). */
+int sr_s3_done(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req, CURLcode cc, int attempt);
+/* Runs req to completion with retries and backoff. */
+int sr_s3_do(struct sr_s3 *s3, struct sr_s3_req *req);
+/* Sleeps the backoff before retry number attempt (1-based). */
+void sr_s3_backoff(int attempt);
+
+/* Percent-encodes s (RFC 3986 unreserved kept; '/' kept when keep_slash). */
+int sr_s3_escape(const char *s, int keep_slash, char *out, size_t len);
+
+/* Pure helpers (unit-tested). */
+enum sr_s3_verdict { SR_S3_OK = 0, SR_S3_RETRY = 1, SR_S3_FAIL = 2 };
+int sr_s3_classify(int curl_code, long status, const char *s3_code);
+/* Full-jitter exponential backoff: random in [0, min(cap, base * 2^(attempt-1))]. */
+long sr_s3_backoff_ms(int attempt, long base_ms, long cap_ms, unsigned rnd);
+/* <Error><Code>..</Code><Message>..</Message></Error>; 0 or -EBADMSG. */
+int sr_s3_parse_error(const char *xml, size_t len, char *code, size_t clen, char *msg, size_t mlen);
+/* errno for an HTTP status + S3 code, and the hint to print (may be ""). */
+int sr_s3_errno(long status, const char *s3_code, const char **hint);
+/* A curl failure's errno. */
+int sr_s3_curl_errno(int curl_code);
+/* One ListObjectsV2 page: appends names below prefix ("dir/") to out,
+ * without the prefix and without a trailing '/'. */
+struct sr_strlist;
+int sr_s3_parse_list(const char *xml, size_t len, const char *prefix, struct sr_strlist *out,
+                     int *truncated, char *token, size_t tlen);
+/* UploadId of an InitiateMultipartUploadResult. */
+int sr_s3_parse_upload_id(const char *xml, size_t len, char *id, size_t idlen);
+/* Part size for an object of total bytes: at least want (at least 5 MiB),
+ * and large enough for at most 10,000 parts; a multiple of 1 MiB. */
+uint64_t sr_s3_part_size(uint64_t total, uint64_t want);
+
+#endif

@@ -1,0 +1,465 @@
+/*
+ * s3_creds.c - the AWS credential chain (see s3_creds.h).
+ *
+ * DESIGN: the chain is walked once at open; the source that answered is
+ * remembered, and only temporary credentials (container endpoint, instance
+ * role) are fetched again, from the same source, when they come within
+ * REFRESH_MARGIN of their expiry. Metadata requests use short timeouts and
+ * never retry long: on a machine without a metadata service the chain must
+ * fail in about a second, not hang.
+ *
+ * Threads: one mutex guards the cached credentials; a refresh runs under it
+ * (other callers wait for the new ones rather than use expiring ones).
+ * Secrets live only in struct sr_s3_creds copies and in the memory curl
+ * signs with; no message ever contains one.
+ */
+#include "s3_creds.h"
+#include "log.h"
+
+#include <ctype.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define REFRESH_MARGIN 300 /* seconds before Expiration */
+#define META_MAX (64u << 10)
+#define IMDS_DEFAULT "http://169.254.169.254"
+#define CONTAINER_HOST "http://169.254.170.2"
+
+enum src_kind { SRC_ENV, SRC_PROFILE, SRC_CONTAINER, SRC_IMDS };
+
+struct sr_s3_cred_provider {
+    pthread_mutex_t lock;
+    enum src_kind kind;
+    struct sr_s3_creds cur;
+};
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+static int copy_str(char *dst, size_t len, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= len)
+        return -ENAMETOOLONG;
+    memcpy(dst, src, n + 1);
+    return 0;
+}
+
+/* ---- pure helpers -------------------------------------------------------- */
+
+static const char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+int sr_s3_ini_get(const char *text, const char *section, const char *key, char *out, size_t len)
+{
+    int in = 0;
+    for (const char *p = text; p && *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t n = eol ? (size_t)(eol - p) : strlen(p);
+        char line[8192];
+        if (n >= sizeof(line))
+            n = sizeof(line) - 1;
+        memcpy(line, p, n);
+        line[n] = '\0';
+        p = eol ? eol + 1 : NULL;
+        char *l = (char *)trim(line);
+        if (*l == '#' || *l == ';' || *l == '\0')
+            continue;
+        if (*l == '[') {
+            char *end = strchr(l, ']');
+            if (!end)
+                continue;
+            *end = '\0';
+            in = strcmp(trim(l + 1), section) == 0;
+            continue;
+        }
+        char *eq = strchr(l, '=');
+        if (!in || !eq)
+            continue;
+        *eq = '\0';
+        if (strcmp(trim(l), key) != 0)
+            continue;
+        return copy_str(out, len, trim(eq + 1)) < 0 ? -ENAMETOOLONG : 0;
+    }
+    return -ENOENT;
+}
+
+int sr_s3_parse_time(const char *s, int64_t *out)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    int y, mo, d, h, mi, sec, n = 0;
+    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6)
+        return -EBADMSG;
+    const char *p = s + n;
+    if (*p == '.')
+        for (p++; isdigit((unsigned char)*p); p++)
+            ;
+    if (!(strcmp(p, "Z") == 0 || strcmp(p, "+00:00") == 0 || *p == '\0'))
+        return -EBADMSG;
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = sec;
+    *out = (int64_t)timegm(&tm);
+    return 0;
+}
+
+int sr_s3_creds_parse_json(const char *json, size_t len, struct sr_s3_creds *out)
+{
+    json_error_t jerr;
+    json_t *o = json_loadb(json, len, 0, &jerr);
+    int rc = -EBADMSG;
+    const char *id = NULL, *secret = NULL, *token = NULL, *exp = NULL;
+    if (!json_is_object(o))
+        goto out;
+    if (json_unpack(o, "{s:s,s:s,s?s,s?s}", "AccessKeyId", &id, "SecretAccessKey", &secret, "Token",
+                    &token, "Expiration", &exp) != 0)
+        goto out;
+    if (copy_str(out->key_id, sizeof(out->key_id), id) < 0 ||
+        copy_str(out->secret, sizeof(out->secret), secret) < 0 ||
+        copy_str(out->token, sizeof(out->token), token ? token : "") < 0)
+        goto out;
+    out->expires = 0;
+    if (exp && sr_s3_parse_time(exp, &out->expires) < 0)
+        goto out;
+    rc = 0;
+out:
+    json_decref(o);
+    return rc;
+}
+
+/* ---- HTTP for the metadata endpoints ------------------------------------ */
+
+struct body {
+    char *p;
+    size_t n;
+};
+
+static size_t body_write(char *ptr, size_t size, size_t nmemb, void *ctx)
+{
+    struct body *b = ctx;
+    size_t n = size * nmemb;
+    if (b->n + n > META_MAX)
+        return 0;
+    char *p = realloc(b->p, b->n + n + 1);
+    if (!p)
+        return 0;
+    memcpy(p + b->n, ptr, n);
+    b->p = p;
+    b->n += n;
+    b->p[b->n] = '\0';
+    return n;
+}
+
+/* One request with short timeouts; *status gets the HTTP status (0 when
+ * nothing came back). The body is NUL-terminated. */
+static int http(const char *method, const char *url, const char *hdr1, const char *hdr2,
+                long *status, struct body *b)
+{
+    CURL *c = curl_easy_init();
+    if (!c)
+        return -ENOMEM;
+    struct curl_slist *h = NULL;
+    if (hdr1)
+        h = curl_slist_append(h, hdr1);
+    if (hdr2)
+        h = curl_slist_append(h, hdr2);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (strcmp(method, "PUT") == 0) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 3000L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    CURLcode cc = curl_easy_perform(c);
+    *status = 0;
+    if (cc == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return cc == CURLE_OK ? 0 : -ECONNREFUSED;
+}
+
+/* ---- sources ------------------------------------------------------------- */
+
+static int from_env(struct sr_s3_creds *c)
+{
+    const char *id = env("AWS_ACCESS_KEY_ID"), *secret = env("AWS_SECRET_ACCESS_KEY");
+    if (!id && !secret)
+        return -ENOENT;
+    if (!id || !secret)
+        return sr_errf(-EACCES, "%s is set but %s is not",
+                       id ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
+                       id ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID");
+    const char *tok = env("AWS_SESSION_TOKEN");
+    if (copy_str(c->key_id, sizeof(c->key_id), id) < 0 ||
+        copy_str(c->secret, sizeof(c->secret), secret) < 0 ||
+        copy_str(c->token, sizeof(c->token), tok ? tok : "") < 0)
+        return sr_errf(-EINVAL, "AWS credentials in the environment are too long");
+    snprintf(c->source, sizeof(c->source), "environment");
+    return 0;
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return NULL;
+    char *buf = malloc(1u << 20);
+    size_t n = buf ? fread(buf, 1, (1u << 20) - 1, f) : 0;
+    fclose(f);
+    if (buf)
+        buf[n] = '\0';
+    return buf;
+}
+
+static void shared_paths(char *cred, char *conf, size_t len)
+{
+    const char *home = env("HOME") ? env("HOME") : "/";
+    if (env("AWS_SHARED_CREDENTIALS_FILE"))
+        snprintf(cred, len, "%s", env("AWS_SHARED_CREDENTIALS_FILE"));
+    else
+        snprintf(cred, len, "%s/.aws/credentials", home);
+    if (env("AWS_CONFIG_FILE"))
+        snprintf(conf, len, "%s", env("AWS_CONFIG_FILE"));
+    else
+        snprintf(conf, len, "%s/.aws/config", home);
+}
+
+/* Looks key up for profile: the credentials file's [NAME], then the config
+ * file's [profile NAME] (or [default]). */
+static int profile_get(const char *cred_text, const char *conf_text, const char *profile,
+                       const char *key, char *out, size_t len)
+{
+    if (cred_text && sr_s3_ini_get(cred_text, profile, key, out, len) == 0)
+        return 0;
+    char sect[300];
+    if (strcmp(profile, "default") == 0)
+        snprintf(sect, sizeof(sect), "default");
+    else
+        snprintf(sect, sizeof(sect), "profile %s", profile);
+    if (conf_text && sr_s3_ini_get(conf_text, sect, key, out, len) == 0)
+        return 0;
+    return -ENOENT;
+}
+
+static int from_profile(struct sr_s3_creds *c, char *region, size_t rlen)
+{
+    char cred_path[4096], conf_path[4096];
+    shared_paths(cred_path, conf_path, sizeof(cred_path));
+    const char *profile = env("AWS_PROFILE") ? env("AWS_PROFILE") : "default";
+    char *ct = read_text(cred_path), *cf = read_text(conf_path);
+    int rc = -ENOENT;
+    if (region && !*region)
+        profile_get(ct, cf, profile, "region", region, rlen);
+    if (profile_get(ct, cf, profile, "aws_access_key_id", c->key_id, sizeof(c->key_id)) == 0) {
+        if (profile_get(ct, cf, profile, "aws_secret_access_key", c->secret, sizeof(c->secret)) !=
+            0) {
+            rc = sr_errf(-EACCES,
+                         "profile %s in %s has aws_access_key_id but no "
+                         "aws_secret_access_key",
+                         profile, cred_path);
+            goto out;
+        }
+        if (profile_get(ct, cf, profile, "aws_session_token", c->token, sizeof(c->token)) != 0)
+            c->token[0] = '\0';
+        snprintf(c->source, sizeof(c->source), "profile %.40s", profile);
+        rc = 0;
+    } else if (env("AWS_PROFILE")) {
+        rc = sr_errf(-EACCES, "AWS_PROFILE=%s has no credentials in %s or %s", profile, cred_path,
+                     conf_path);
+    }
+out:
+    free(ct);
+    free(cf);
+    return rc;
+}
+
+static int from_container(struct sr_s3_creds *c)
+{
+    char url[4096], auth[4200] = "";
+    if (env("AWS_CONTAINER_CREDENTIALS_FULL_URI"))
+        snprintf(url, sizeof(url), "%s", env("AWS_CONTAINER_CREDENTIALS_FULL_URI"));
+    else if (env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"))
+        snprintf(url, sizeof(url), "%s%s", CONTAINER_HOST,
+                 env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"));
+    else
+        return -ENOENT;
+    if (env("AWS_CONTAINER_AUTHORIZATION_TOKEN")) {
+        snprintf(auth, sizeof(auth), "Authorization: %s", env("AWS_CONTAINER_AUTHORIZATION_TOKEN"));
+    } else if (env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE")) {
+        char *t = read_text(env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"));
+        if (t) {
+            t[strcspn(t, "\r\n")] = '\0';
+            snprintf(auth, sizeof(auth), "Authorization: %s", t);
+            free(t);
+        }
+    }
+    struct body b = {0};
+    long status = 0;
+    int rc = http("GET", url, *auth ? auth : NULL, NULL, &status, &b);
+    if (rc == 0 && status == 200 && b.p)
+        rc = sr_s3_creds_parse_json(b.p, b.n, c);
+    else if (rc == 0)
+        rc = -EACCES;
+    free(b.p);
+    if (rc < 0)
+        return sr_errf(rc == -EBADMSG ? -EACCES : rc, "container credentials endpoint %s: %s", url,
+                       rc == -EBADMSG ? "unparseable answer"
+                       : status != 0  ? "refused the request"
+                                      : "unreachable");
+    snprintf(c->source, sizeof(c->source), "container endpoint");
+    return 0;
+}
+
+static int from_imds(struct sr_s3_creds *c)
+{
+    const char *dis = env("AWS_EC2_METADATA_DISABLED");
+    if (dis && strcasecmp(dis, "true") == 0)
+        return -ENOENT;
+    const char *base = env("SPOTRUN_AWS_IMDS") ? env("SPOTRUN_AWS_IMDS") : IMDS_DEFAULT;
+    char url[4096], hdr[1200];
+    struct body b = {0};
+    long status = 0;
+    snprintf(url, sizeof(url), "%s/latest/api/token", base);
+    int rc = http("PUT", url, "X-aws-ec2-metadata-token-ttl-seconds: 21600", NULL, &status, &b);
+    if (rc < 0 || status != 200 || !b.p || b.n == 0 || b.n > 1000) {
+        free(b.p);
+        return rc < 0 ? -ENOENT
+                      : sr_errf(-EACCES, "instance metadata %s refused a token (HTTP %ld)", base,
+                                status);
+    }
+    snprintf(hdr, sizeof(hdr), "X-aws-ec2-metadata-token: %s", b.p);
+    free(b.p);
+    b = (struct body){0};
+    snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/", base);
+    rc = http("GET", url, hdr, NULL, &status, &b);
+    if (rc < 0 || status != 200 || !b.p || b.n == 0) {
+        free(b.p);
+        return sr_errf(-EACCES,
+                       "instance metadata %s: no IAM role attached to this instance "
+                       "(HTTP %ld)",
+                       base, status);
+    }
+    char role[256];
+    snprintf(role, sizeof(role), "%.*s", (int)strcspn(b.p, "\r\n"), b.p);
+    free(b.p);
+    b = (struct body){0};
+    snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/%s", base, role);
+    rc = http("GET", url, hdr, NULL, &status, &b);
+    if (rc == 0 && status == 200 && b.p)
+        rc = sr_s3_creds_parse_json(b.p, b.n, c);
+    else
+        rc = -EACCES;
+    free(b.p);
+    if (rc < 0)
+        return sr_errf(-EACCES, "instance metadata %s: cannot read the credentials of role %s",
+                       base, role);
+    snprintf(c->source, sizeof(c->source), "instance role %.40s", role);
+    return 0;
+}
+
+static int fetch(enum src_kind k, struct sr_s3_creds *c)
+{
+    return k == SRC_CONTAINER ? from_container(c) : from_imds(c);
+}
+
+/* ---- provider ------------------------------------------------------------ */
+
+int sr_s3_creds_open(struct sr_s3_cred_provider **out, char *region, size_t len)
+{
+    *out = NULL;
+    region[0] = '\0';
+    const char *r = env("AWS_REGION") ? env("AWS_REGION") : env("AWS_DEFAULT_REGION");
+    if (r)
+        snprintf(region, len, "%s", r);
+    struct sr_s3_cred_provider *p = calloc(1, sizeof(*p));
+    if (!p)
+        return sr_errf(-ENOMEM, "out of memory");
+    pthread_mutex_init(&p->lock, NULL);
+    int rc;
+    struct sr_s3_creds *c = &p->cur;
+    if ((rc = from_env(c)) != -ENOENT)
+        p->kind = SRC_ENV;
+    else if ((rc = from_profile(c, region, len)) != -ENOENT)
+        p->kind = SRC_PROFILE;
+    else if ((rc = from_container(c)) != -ENOENT)
+        p->kind = SRC_CONTAINER;
+    else if ((rc = from_imds(c)) != -ENOENT)
+        p->kind = SRC_IMDS;
+    else
+        rc = sr_errf(-EACCES, "no AWS credentials found (tried AWS_ACCESS_KEY_ID / "
+                              "AWS_SECRET_ACCESS_KEY, the shared credentials file, the container "
+                              "endpoint and the EC2 instance role)");
+    if (!region[0])
+        from_profile(&(struct sr_s3_creds){0}, region, len); /* region only */
+    if (!region[0])
+        snprintf(region, len, "us-east-1");
+    if (rc < 0) {
+        sr_s3_creds_close(p);
+        return rc;
+    }
+    sr_debug("s3: credentials from %s", c->source);
+    *out = p;
+    return 0;
+}
+
+void sr_s3_creds_close(struct sr_s3_cred_provider *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_destroy(&p->lock);
+    /* Leave no secret behind in freed memory. */
+    memset(&p->cur, 0, sizeof(p->cur));
+    free(p);
+}
+
+int sr_s3_creds_get(struct sr_s3_cred_provider *p, struct sr_s3_creds *out)
+{
+    int rc = 0;
+    pthread_mutex_lock(&p->lock);
+    if (p->cur.expires && (int64_t)time(NULL) + REFRESH_MARGIN >= p->cur.expires) {
+        struct sr_s3_creds fresh;
+        memset(&fresh, 0, sizeof(fresh));
+        rc = fetch(p->kind, &fresh);
+        if (rc == 0) {
+            p->cur = fresh;
+            sr_debug("s3: refreshed credentials from %s", fresh.source);
+        } else if ((int64_t)time(NULL) < p->cur.expires) {
+            sr_warn("cannot refresh AWS credentials (%s); using the current ones until they "
+                    "expire",
+                    sr_strerror(rc));
+            rc = 0;
+        }
+        memset(&fresh, 0, sizeof(fresh));
+    }
+    if (rc == 0)
+        *out = p->cur;
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Each credential source reaches the S3 store: environment, the shared
+# profile files, the container endpoint and the EC2 instance role (IMDSv2),
+# and temporary credentials are refreshed before they expire.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/s3lib.sh"
+s3_start
+mkdir -p src && head -c 50000 /dev/urandom >src/w.bin
+
+# no_env CMD...: runs CMD without credentials in the environment.
+no_env() { env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN "$@"; }
+
+start_creds() { # EXPIRES -> CREDS_URL
+    python3 "$SRCDIR/tests/s3/creds_server.py" "$S3_KEY_ID" "$S3_SECRET" "$1" "$TRASH/creds.log" \
+        >"$TRASH/creds.port" 2>&1 &
+    CREDS_PID=$!
+    trap 's3_stop; kill $CREDS_PID 2>/dev/null' EXIT
+    for _ in $(seq 50); do grep -q "^port" "$TRASH/creds.port" && break; sleep 0.1; done
+    CREDS_URL=http://127.0.0.1:$(sed -n "s/^port //p" "$TRASH/creds.port")
+}
+
+test_expect_success 'environment: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY' '
+    "$SPOTRUN" push env1 src && "$SPOTRUN" ls -v 2>ls.log && grep "credentials from environment" ls.log
+'
+
+test_expect_success 'profile: AWS_PROFILE in the shared credentials file, region from config' '
+    printf "[default]\naws_access_key_id = nope\naws_secret_access_key = nope\n\n[ci]\naws_access_key_id = %s\naws_secret_access_key = %s\n" \
+        "$S3_KEY_ID" "$S3_SECRET" >creds.ini &&
+    printf "[profile ci]\nregion = us-east-1\n" >config.ini &&
+    no_env AWS_SHARED_CREDENTIALS_FILE=$PWD/creds.ini AWS_CONFIG_FILE=$PWD/config.ini AWS_PROFILE=ci \
+        "$SPOTRUN" push prof1 src -v 2>prof.log &&
+    grep "credentials from profile ci" prof.log &&
+    "$SPOTRUN" pull prof1 out1 && cmp src/w.bin out1/w.bin
+'
+
+test_expect_success 'profile: a missing AWS_PROFILE is a clear error' '
+    expect_code 77 no_env AWS_SHARED_CREDENTIALS_FILE=$PWD/creds.ini AWS_PROFILE=ghost \
+        "$SPOTRUN" ls 2>ghost.log &&
+    grep "AWS_PROFILE=ghost has no credentials" ghost.log
+'
+
+start_creds 3600
+
+test_expect_success 'container endpoint: FULL_URI with the authorization token' '
+    no_env AWS_CONTAINER_CREDENTIALS_FULL_URI=$CREDS_URL/container-creds \
+        AWS_CONTAINER_AUTHORIZATION_TOKEN=container-secret-token \
+        "$SPOTRUN" push cont1 src -v 2>cont.log &&
+    grep "credentials from container endpoint" cont.log &&
+    grep -q "^container" creds.log
+'
+
+test_expect_success 'container endpoint: a wrong authorization token fails with 77' '
+    expect_code 77 no_env AWS_CONTAINER_CREDENTIALS_FULL_URI=$CREDS_URL/container-creds \
+        AWS_CONTAINER_AUTHORIZATION_TOKEN=wrong "$SPOTRUN" ls 2>cont2.log &&
+    grep "container credentials endpoint" cont2.log && ! grep -q wrong cont2.log
+'
+
+test_expect_success 'instance role: IMDSv2 token, role name, credentials' '
+    no_env AWS_EC2_METADATA_DISABLED= SPOTRUN_AWS_IMDS=$CREDS_URL \
+        "$SPOTRUN" push imds1 src -v 2>imds.log &&
+    grep "credentials from instance role spotrun-test-role" imds.log &&
+    no_env AWS_EC2_METADATA_DISABLED= SPOTRUN_AWS_IMDS=$CREDS_URL "$SPOTRUN" pull imds1 out2 &&
+    cmp src/w.bin out2/w.bin
+'
+
+test_expect_success 'no secret in any log line' '
+    ! grep -h "$S3_SECRET\b" ls.log prof.log cont.log imds.log | grep -v "^spotrun: s3: http" | grep -i secret
+'
+
+kill $CREDS_PID 2>/dev/null; wait $CREDS_PID 2>/dev/null
+: >creds.log
+start_creds 120 # expires within the refresh margin: every request refreshes
+
+test_expect_success 'instance role: credentials near expiry are refreshed' '
+    no_env AWS_EC2_METADATA_DISABLED= SPOTRUN_AWS_IMDS=$CREDS_URL "$SPOTRUN" push imds2 src -v \
+        2>imds2.log &&
+    grep "refreshed credentials from instance role" imds2.log &&
+    test "$(grep -c "^imds" creds.log)" -ge 2
+'
+
+test_done

@@ -1,0 +1,97 @@
+// server.js - the S3-compatible test server: @20minutes/s3rver (verifies
+// SigV4 signatures) on 127.0.0.1, a free port chosen by the kernel.
+//
+//   node --openssl-legacy-provider server.js DIR BUCKET...
+//                                    prints "port N" once listening
+//   (the flag: s3rver ciphers continuation tokens with a cipher Node 20
+//   disables by default; paged listings fail without it)
+//
+// Credentials: access key S3RVER, secret S3RVER (s3rver's built-in account)
+// plus the pair in $S3RVER_KEY_ID / $S3RVER_SECRET when both are set.
+// Stops on SIGTERM / SIGINT. S3RVER_VERBOSE=1 logs every request.
+'use strict'
+const S3rver = require('@20minutes/s3rver')
+const AWSAccount = require('@20minutes/s3rver/lib/models/account')
+const FilesystemStore = require('@20minutes/s3rver/lib/stores/filesystem')
+
+// s3rver 5.0.0 bug: with a delimiter, its directory walk prunes every
+// directory two levels below the prefix, so "a/" lists no CommonPrefix "b/"
+// when the only keys are "a/b/c/d" (real S3 does). List keys ourselves and
+// group them; metadata is read only for the page's objects; maxKeys counts
+// objects, as s3rver's controller (which builds the continuation token)
+// expects.
+const fs = require('node:fs')
+const path = require('node:path')
+const S3Object = require('@20minutes/s3rver/lib/models/object')
+const SUFFIX = '._S3rver_object'
+function walkKeys(root, rel, out) {
+  let entries
+  try {
+    entries = fs.readdirSync(path.join(root, rel), { withFileTypes: true })
+  } catch (err) {
+    return
+  }
+  for (const e of entries) {
+    const r = rel ? `${rel}/${e.name}` : e.name
+    if (e.isDirectory()) walkKeys(root, r, out)
+    else if (e.name.endsWith(SUFFIX)) out.push(r.slice(0, -SUFFIX.length))
+  }
+}
+const listAll = FilesystemStore.prototype.listObjects
+FilesystemStore.prototype.listObjects = async function (bucket, options) {
+  const { delimiter = '', startAfter = '', prefix = '', maxKeys = Infinity } = options
+  if (!delimiter) return listAll.call(this, bucket, options)
+  const keys = []
+  const dir = prefix.lastIndexOf('/') >= 0 ? prefix.slice(0, prefix.lastIndexOf('/')) : ''
+  walkKeys(this.getBucketPath(bucket), dir, keys)
+  keys.sort()
+  const page = []
+  const commonPrefixes = new Set()
+  let isTruncated = false
+  for (const key of keys) {
+    if (key <= startAfter || !key.startsWith(prefix)) continue
+    const idx = key.slice(prefix.length).indexOf(delimiter)
+    if (idx !== -1) {
+      const p = key.slice(0, prefix.length + idx + 1)
+      if (p > startAfter) commonPrefixes.add(p)
+      continue
+    }
+    if (page.length >= maxKeys) {
+      isTruncated = true
+      break
+    }
+    page.push(key)
+  }
+  const objects = []
+  for (const key of page) {
+    const metadata = await this.getMetadata(bucket, key).catch(() => undefined)
+    if (metadata) objects.push(new S3Object(bucket, key, null, metadata))
+  }
+  return { objects, commonPrefixes: [...commonPrefixes].sort(), isTruncated }
+}
+
+const [dir, ...buckets] = process.argv.slice(2)
+if (!dir || buckets.length === 0) {
+  console.error('usage: node server.js DIR BUCKET...')
+  process.exit(64)
+}
+if (process.env.S3RVER_KEY_ID && process.env.S3RVER_SECRET) {
+  AWSAccount.DUMMY_ACCOUNT.createKeyPair(process.env.S3RVER_KEY_ID, process.env.S3RVER_SECRET)
+}
+const server = new S3rver({
+  address: '127.0.0.1',
+  port: Number(process.env.S3RVER_PORT || 0),
+  directory: dir,
+  silent: !process.env.S3RVER_VERBOSE,
+  configureBuckets: buckets.map((name) => ({ name })),
+})
+server.run().then(
+  (addr) => console.log(`port ${addr.port}`),
+  (err) => {
+    console.error(`s3rver: ${err.message}`)
+    process.exit(69)
+  }
+)
+const stop = () => server.close().finally(() => process.exit(0))
+process.on('SIGTERM', stop)
+process.on('SIGINT', stop)

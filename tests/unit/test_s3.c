@@ -1,0 +1,214 @@
+/*
+ * test_s3.c - the pure parts of the S3 client: part sizing, retry
+ * classification and backoff, error mapping, XML parsing, credential files.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+
+#include "s3.h"
+#include "s3_creds.h"
+#include "store.h"
+
+#define MIB (1024ull * 1024ull)
+
+static void part_size_respects_minimum_and_part_count(void **state)
+{
+    (void)state;
+    assert_int_equal(sr_s3_part_size(100 * MIB, 1 * MIB), 5 * MIB); /* 5 MiB floor */
+    assert_int_equal(sr_s3_part_size(100 * MIB, 16 * MIB), 16 * MIB);
+    /* 1 TiB at 16 MiB would be 65,536 parts: raised to stay under 10,000. */
+    const uint64_t tib = 1024ull * 1024 * MIB;
+    const uint64_t ps = sr_s3_part_size(tib, 16 * MIB);
+    assert_true((tib + ps - 1) / ps <= 10000);
+    assert_int_equal(ps % MIB, 0);
+    /* 5 TiB, S3's largest object, still fits. */
+    const uint64_t ps5 = sr_s3_part_size(5 * tib, 16 * MIB);
+    assert_true((5 * tib + ps5 - 1) / ps5 <= 10000);
+    assert_true(ps5 <= 5ull * 1024 * MIB);
+}
+
+static void transport_failures_and_5xx_are_retried(void **state)
+{
+    (void)state;
+    assert_int_equal(sr_s3_classify(CURLE_COULDNT_CONNECT, 0, ""), SR_S3_RETRY);
+    assert_int_equal(sr_s3_classify(CURLE_OPERATION_TIMEDOUT, 0, ""), SR_S3_RETRY);
+    assert_int_equal(sr_s3_classify(CURLE_RECV_ERROR, 0, ""), SR_S3_RETRY);
+    assert_int_equal(sr_s3_classify(CURLE_SEND_ERROR, 0, ""), SR_S3_RETRY);
+    assert_int_equal(sr_s3_classify(CURLE_OK, 503, "SlowDown"), SR_S3_RETRY);
+    assert_int_equal(sr_s3_classify(CURLE_OK, 500, "InternalError"), SR_S3_RETRY);
+    assert_int_equal(sr_s3_classify(CURLE_OK, 429, ""), SR_S3_RETRY);
+    assert_int_equal(sr_s3_classify(CURLE_OK, 400, "RequestTimeout"), SR_S3_RETRY);
+}
+
+static void client_errors_fail_at_once(void **state)
+{
+    (void)state;
+    assert_int_equal(sr_s3_classify(CURLE_OK, 200, ""), SR_S3_OK);
+    assert_int_equal(sr_s3_classify(CURLE_OK, 206, ""), SR_S3_OK);
+    assert_int_equal(sr_s3_classify(CURLE_OK, 403, "SignatureDoesNotMatch"), SR_S3_FAIL);
+    assert_int_equal(sr_s3_classify(CURLE_OK, 404, "NoSuchKey"), SR_S3_FAIL);
+    assert_int_equal(sr_s3_classify(CURLE_OK, 400, "InvalidArgument"), SR_S3_FAIL);
+    assert_int_equal(sr_s3_classify(CURLE_URL_MALFORMAT, 0, ""), SR_S3_FAIL);
+}
+
+static void backoff_grows_with_full_jitter_and_a_cap(void **state)
+{
+    (void)state;
+    assert_int_equal(sr_s3_backoff_ms(1, 200, 5000, 0), 0);
+    assert_int_equal(sr_s3_backoff_ms(1, 200, 5000, 200), 200);
+    assert_int_equal(sr_s3_backoff_ms(1, 200, 5000, 201), 0); /* rnd % 201 */
+    assert_int_equal(sr_s3_backoff_ms(3, 200, 5000, 800), 800);
+    assert_true(sr_s3_backoff_ms(3, 200, 5000, 801) < 801);
+    for (unsigned r = 0; r < 100000; r += 997)
+        assert_true(sr_s3_backoff_ms(30, 200, 5000, r) <= 5000);
+}
+
+static void errors_map_to_errno_and_hint(void **state)
+{
+    (void)state;
+    const char *hint;
+    assert_int_equal(sr_s3_errno(403, "SignatureDoesNotMatch", &hint), -EACCES);
+    assert_non_null(strstr(hint, "AWS_SECRET_ACCESS_KEY"));
+    assert_int_equal(sr_s3_errno(403, "InvalidAccessKeyId", &hint), -EACCES);
+    assert_non_null(strstr(hint, "AWS_ACCESS_KEY_ID"));
+    assert_int_equal(sr_s3_errno(403, "RequestTimeTooSkewed", &hint), -EACCES);
+    assert_non_null(strstr(hint, "clock"));
+    assert_int_equal(sr_s3_errno(404, "NoSuchBucket", &hint), -ENOENT);
+    assert_non_null(strstr(hint, "bucket does not exist"));
+    assert_int_equal(sr_s3_errno(404, "", &hint), -ENOENT);
+    assert_int_equal(sr_s3_errno(503, "SlowDown", &hint), -ECONNRESET);
+    assert_int_equal(sr_s3_curl_errno(CURLE_COULDNT_CONNECT), -ECONNREFUSED);
+    assert_int_equal(sr_s3_curl_errno(CURLE_OPERATION_TIMEDOUT), -ETIMEDOUT);
+    assert_int_equal(sr_s3_curl_errno(CURLE_COULDNT_RESOLVE_HOST), -EHOSTUNREACH);
+}
+
+static void error_bodies_parse(void **state)
+{
+    (void)state;
+    const char *xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchBucket</Code>"
+                      "<Message>The specified bucket &amp; such does not exist</Message>"
+                      "<BucketName>x</BucketName></Error>";
+    char code[64], msg[128];
+    assert_int_equal(sr_s3_parse_error(xml, strlen(xml), code, sizeof(code), msg, sizeof(msg)), 0);
+    assert_string_equal(code, "NoSuchBucket");
+    assert_string_equal(msg, "The specified bucket & such does not exist");
+    assert_int_equal(
+        sr_s3_parse_error("<html>502</html>", 16, code, sizeof(code), msg, sizeof(msg)), -EBADMSG);
+    assert_string_equal(code, "");
+    assert_int_equal(sr_s3_parse_error("<Error><Code>", 13, code, sizeof(code), msg, sizeof(msg)),
+                     -EBADMSG);
+}
+
+static void list_pages_parse_keys_and_prefixes(void **state)
+{
+    (void)state;
+    const char *xml = "<?xml version=\"1.0\"?><ListBucketResult "
+                      "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+                      "<Name>b</Name><Prefix>p/run/</Prefix><IsTruncated>true</IsTruncated>"
+                      "<NextContinuationToken>tok+/=</NextContinuationToken>"
+                      "<Contents><Key>p/run/DONE</Key><Size>3</Size></Contents>"
+                      "<CommonPrefixes><Prefix>p/run/ckpt/</Prefix></CommonPrefixes>"
+                      "<CommonPrefixes><Prefix>p/run/events/</Prefix></CommonPrefixes>"
+                      "</ListBucketResult>";
+    struct sr_strlist l = {0};
+    int truncated = 0;
+    char token[64];
+    assert_int_equal(
+        sr_s3_parse_list(xml, strlen(xml), "p/run/", &l, &truncated, token, sizeof(token)), 0);
+    assert_int_equal(truncated, 1);
+    assert_string_equal(token, "tok+/=");
+    assert_int_equal(l.n, 3);
+    assert_string_equal(l.v[0], "DONE");
+    assert_string_equal(l.v[1], "ckpt");
+    assert_string_equal(l.v[2], "events");
+    sr_strlist_free(&l);
+    const char *bad = "<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>";
+    assert_int_equal(sr_s3_parse_list(bad, strlen(bad), "", &l, &truncated, token, sizeof(token)),
+                     -EBADMSG);
+}
+
+static void upload_id_parses(void **state)
+{
+    (void)state;
+    const char *xml = "<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>k</Key>"
+                      "<UploadId>abc-123</UploadId></InitiateMultipartUploadResult>";
+    char id[32];
+    assert_int_equal(sr_s3_parse_upload_id(xml, strlen(xml), id, sizeof(id)), 0);
+    assert_string_equal(id, "abc-123");
+    assert_int_equal(sr_s3_parse_upload_id("<x/>", 4, id, sizeof(id)), -EBADMSG);
+}
+
+static void keys_escape_like_sigv4_wants(void **state)
+{
+    (void)state;
+    char out[64];
+    assert_int_equal(sr_s3_escape("a/b c+d~e", 1, out, sizeof(out)), 0);
+    assert_string_equal(out, "a/b%20c%2Bd~e");
+    assert_int_equal(sr_s3_escape("a/b", 0, out, sizeof(out)), 0);
+    assert_string_equal(out, "a%2Fb");
+    assert_int_equal(sr_s3_escape("abcdef", 0, out, 4), -ENAMETOOLONG);
+}
+
+static void shared_files_parse(void **state)
+{
+    (void)state;
+    const char *ini = "# comment\n[default]\naws_access_key_id = AKIADEFAULT\n"
+                      "aws_secret_access_key=secretdefault \n\n"
+                      "[profile ci]\n; other comment\n  region = eu-west-3\n"
+                      "[ci]\naws_access_key_id = AKIACI\n";
+    char v[64];
+    assert_int_equal(sr_s3_ini_get(ini, "default", "aws_access_key_id", v, sizeof(v)), 0);
+    assert_string_equal(v, "AKIADEFAULT");
+    assert_int_equal(sr_s3_ini_get(ini, "default", "aws_secret_access_key", v, sizeof(v)), 0);
+    assert_string_equal(v, "secretdefault");
+    assert_int_equal(sr_s3_ini_get(ini, "profile ci", "region", v, sizeof(v)), 0);
+    assert_string_equal(v, "eu-west-3");
+    assert_int_equal(sr_s3_ini_get(ini, "ci", "aws_access_key_id", v, sizeof(v)), 0);
+    assert_string_equal(v, "AKIACI");
+    assert_int_equal(sr_s3_ini_get(ini, "ci", "region", v, sizeof(v)), -ENOENT);
+    assert_int_equal(sr_s3_ini_get(ini, "nope", "aws_access_key_id", v, sizeof(v)), -ENOENT);
+}
+
+static void metadata_credentials_parse(void **state)
+{
+    (void)state;
+    const char *js = "{\"Code\":\"Success\",\"AccessKeyId\":\"ASIA1\",\"SecretAccessKey\":\"s\","
+                     "\"Token\":\"t\",\"Expiration\":\"2026-12-02T13:00:00Z\"}";
+    struct sr_s3_creds c;
+    memset(&c, 0, sizeof(c));
+    assert_int_equal(sr_s3_creds_parse_json(js, strlen(js), &c), 0);
+    assert_string_equal(c.key_id, "ASIA1");
+    assert_string_equal(c.secret, "s");
+    assert_string_equal(c.token, "t");
+    assert_int_equal(c.expires, 1796216400);
+    assert_int_equal(sr_s3_creds_parse_json("{\"AccessKeyId\":\"x\"}", 19, &c), -EBADMSG);
+    int64_t t;
+    assert_int_equal(sr_s3_parse_time("2026-12-02T13:00:00.123+00:00", &t), 0);
+    assert_int_equal(t, 1796216400);
+    assert_int_equal(sr_s3_parse_time("yesterday", &t), -EBADMSG);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(part_size_respects_minimum_and_part_count),
+        cmocka_unit_test(transport_failures_and_5xx_are_retried),
+        cmocka_unit_test(client_errors_fail_at_once),
+        cmocka_unit_test(backoff_grows_with_full_jitter_and_a_cap),
+        cmocka_unit_test(errors_map_to_errno_and_hint),
+        cmocka_unit_test(error_bodies_parse),
+        cmocka_unit_test(list_pages_parse_keys_and_prefixes),
+        cmocka_unit_test(upload_id_parses),
+        cmocka_unit_test(keys_escape_like_sigv4_wants),
+        cmocka_unit_test(shared_files_parse),
+        cmocka_unit_test(metadata_credentials_parse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
