@@ -1,6 +1,7 @@
 /*
  * api.c - the public in-process API (spotrun.h): commit over the control
- * socket and the restored step.
+ * socket (after writing the registered buffers, see registry.c) and the
+ * restored step.
  *
  * Control protocol: one request line per connection to the unix stream
  * socket $SPOTRUN_CONTROL, one reply line back. `COMMIT <step|->` is
@@ -125,6 +126,11 @@ SPOTRUN_EXPORT int spotrun_commit(long step)
     /* Requests seen before the directory is handed over are answered by
      * this commit; any that arrive later stay pending. */
     const unsigned long generation = shim_request_generation();
+
+    /* Registered buffers go into the directory before it is handed over. */
+    const int saved = shim_registry_save();
+    if (saved < 0)
+        return saved;
 
     char req[64];
     if (step < 0)

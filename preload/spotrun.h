@@ -10,12 +10,19 @@
  *       spotrun_commit(step);                // staged: safe to go on
  *   }
  *
+ * or lets the shim save its buffers (host or CUDA device memory):
+ *
+ *   spotrun_register("weights", d_weights, bytes);  // 1 = filled back on resume
+ *   spotrun_register("step", &step, sizeof step);
+ *   ... if (spotrun_checkpoint_requested()) spotrun_commit(step);
+ *
  * Contract:
  *  - spotrun_checkpoint_requested() is async-signal-safe and lock-free; it
  *    turns nonzero when the checkpoint-request signal ($SPOTRUN_SIGNAL,
  *    default SIGUSR1) arrives through the shim's handler, and is cleared by
- *    a successful spotrun_commit(). If the application installs its own
- *    handler for that signal, the shim's flag no longer sees it.
+ *    a successful spotrun_commit(). The application may install its own
+ *    handler for that signal too: the shim keeps its handler installed and
+ *    calls the application's after counting the request.
  *  - spotrun_commit() blocks until the wrapper has staged $SPOTRUN_CKPT_DIR
  *    (packed and compressed to local disk), which may take seconds; after it
  *    returns 0 the job may overwrite the directory. It is thread-safe but not
@@ -27,6 +34,8 @@
  */
 #ifndef SPOTRUN_H
 #define SPOTRUN_H
+
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,6 +55,18 @@ int spotrun_commit(long step);
  * when the job starts fresh (SPOTRUN_RESUMED is not "1") or the step is
  * unknown. */
 long spotrun_restored_step(void);
+
+/* Marks `bytes` at `ptr` (host memory, or CUDA device memory: detected
+ * with cudaPointerGetAttributes) as part of the job's state under `name`
+ * (1-63 of [A-Za-z0-9._-]). Each later spotrun_commit() first writes every
+ * registered buffer to $SPOTRUN_CKPT_DIR/spotrun-buffers/<name>.bin.
+ * Registering a name again replaces its pointer and size.
+ * Returns 1 when this is a resumed run and the buffer was filled back from
+ * the restored checkpoint, 0 when registered (nothing to restore),
+ * -EMSGSIZE when the checkpoint's copy has another size (a message names
+ * both; the buffer is untouched), -EINVAL for a bad name, -ENOSPC past 64
+ * buffers, or -errno on an I/O error. Thread-safe; not async-signal-safe. */
+int spotrun_register(const char *name, void *ptr, size_t bytes);
 
 #ifdef __cplusplus
 }

@@ -89,15 +89,10 @@ static void post(struct sr_cp *cp, const struct sr_cp_result *r)
     }
 }
 
-int sr_cp_stage(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, int64_t step,
-                const char *out_path, struct sr_manifest *m)
+/* The manifest fields that do not come from packing. */
+static void manifest_header(const struct sr_cp_config *cfg, uint64_t seq, int64_t step,
+                            struct sr_manifest *m)
 {
-    const struct sr_pack_opts opts = {.level = cfg->level, .threads = cfg->threads};
-    struct sr_pack_stats stats;
-    const int64_t t0 = sr_now_ms();
-    const int rc = sr_pack_dir_to_file(dir, out_path, &opts, &stats);
-    if (rc < 0)
-        return rc;
     memset(m, 0, sizeof(*m));
     m->format = SR_MANIFEST_FORMAT;
     snprintf(m->run_id, sizeof(m->run_id), "%s", cfg->run_id);
@@ -107,15 +102,56 @@ int sr_cp_stage(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, i
     if (gethostname(m->host, sizeof(m->host) - 1) < 0)
         m->host[0] = '\0';
     m->attempt = cfg->attempt;
+    m->frame_size = SR_CODEC_DEFAULT_FRAME;
+    m->level = cfg->level ? cfg->level : SR_CODEC_DEFAULT_LEVEL;
+    m->gpu_devices = cfg->gpu_devices <= SR_MANIFEST_GPUS ? cfg->gpu_devices : 0;
+    memcpy(m->gpu_peak, cfg->gpu_peak, sizeof(m->gpu_peak));
+}
+
+int sr_cp_stage(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, int64_t step,
+                const char *out_path, struct sr_manifest *m)
+{
+    const struct sr_pack_opts opts = {.level = cfg->level, .threads = cfg->threads};
+    struct sr_pack_stats stats;
+    const int64_t t0 = sr_now_ms();
+    const int rc = sr_pack_dir_to_file(dir, out_path, &opts, &stats);
+    if (rc < 0)
+        return rc;
+    manifest_header(cfg, seq, step, m);
     m->raw_bytes = stats.raw_bytes;
     m->stored_bytes = stats.stored_bytes;
     m->files = stats.files;
     m->frames = stats.frames;
-    m->frame_size = SR_CODEC_DEFAULT_FRAME;
-    m->level = cfg->level ? cfg->level : SR_CODEC_DEFAULT_LEVEL;
     memcpy(m->checksum, stats.checksum, sizeof(m->checksum));
     m->stage_seconds = (double)(sr_now_ms() - t0) / 1000.0;
     return 0;
+}
+
+int sr_cp_push_dir(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, int64_t step,
+                   struct sr_manifest *m)
+{
+    const struct sr_pack_opts opts = {.level = cfg->level, .threads = cfg->threads};
+    manifest_header(cfg, seq, step, m);
+    int rc = sr_ckpt_publish_dir(cfg->st, m, dir, &opts);
+    if (rc < 0)
+        return rc;
+    if (cfg->keep) {
+        unsigned deleted = 0;
+        rc = sr_ckpt_gc(cfg->st, cfg->run_id, cfg->keep, &deleted);
+        if (rc < 0)
+            sr_warn("retention (--keep %u) failed: %s", cfg->keep, sr_strerror(rc));
+        else if (deleted)
+            sr_debug("retention: deleted %u old checkpoint(s)", deleted);
+    }
+    return 0;
+}
+
+void sr_cp_set_gpu(struct sr_cp *cp, uint32_t devices, const uint64_t *peak)
+{
+    pthread_mutex_lock(&cp->lock);
+    cp->cfg.gpu_devices = devices <= SR_MANIFEST_GPUS ? devices : SR_MANIFEST_GPUS;
+    memcpy(cp->cfg.gpu_peak, peak, sizeof(uint64_t) * cp->cfg.gpu_devices);
+    pthread_mutex_unlock(&cp->lock);
 }
 
 int sr_cp_persist(const struct sr_cp_config *cfg, const struct sr_manifest *m, const char *path)

@@ -32,6 +32,9 @@ struct sr_cp_config {
     int threads;          /* codec threads, 0 = all CPUs */
     int level;            /* zstd level, 0 = default */
     struct sr_events *ev; /* may be NULL */
+    /* GPU memory peaks recorded in the manifests (sr_cp_set_gpu). */
+    uint32_t gpu_devices;
+    uint64_t gpu_peak[SR_MANIFEST_GPUS];
 };
 
 enum sr_cp_kind { SR_CP_STAGED, SR_CP_PERSISTED };
@@ -53,12 +56,20 @@ struct sr_cp;
 int sr_cp_stage(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, int64_t step,
                 const char *out_path, struct sr_manifest *m);
 int sr_cp_persist(const struct sr_cp_config *cfg, const struct sr_manifest *m, const char *path);
+/* stage + persist without the local staging file (`spotrun push`): dir is
+ * packed straight into the store (sr_ckpt_publish_dir), then retention.
+ * Not for the job's commits: the job may change dir once it is staged. */
+int sr_cp_push_dir(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, int64_t step,
+                   struct sr_manifest *m);
 
 int sr_cp_start(const struct sr_cp_config *cfg, struct sr_cp **out);
 int sr_cp_fd(const struct sr_cp *cp);
 /* The attempt recorded in manifests and the event log to write to, for
  * commits staged from now on (called between attempts). */
 void sr_cp_set_attempt(struct sr_cp *cp, uint32_t attempt, struct sr_events *ev);
+/* The GPU memory peaks per device to record in manifests staged from now
+ * on (the supervisor reads them from the shim's pages). */
+void sr_cp_set_gpu(struct sr_cp *cp, uint32_t devices, const uint64_t *peak);
 /* Queues a commit of dir (copied) at step (-1 unknown). */
 int sr_cp_submit(struct sr_cp *cp, const char *dir, int64_t step, int tag);
 /* 1 and fills res when a result was queued, else 0. */

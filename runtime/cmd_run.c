@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "fsutil.h"
 #include "log.h"
+#include "metrics.h"
 #include "runid.h"
 #include "supervisor.h"
 
@@ -58,9 +59,14 @@ static int find_preload(const char *self, char *out, size_t len)
 
 struct run_opts {
     const char *run_id, *ckpt_dir, *work_dir, *signal;
+    const char *metrics_file, *log_format;
     int64_t every_ms, settle_ms, grace_ms, backoff_ms;
     uint64_t keep, max_restarts, threads, level;
     int fresh, no_preload;
+    uint64_t gpu_mem_limit;
+    const char *notice, *aws_imds, *gcp_metadata, *azure_metadata;
+    int64_t poll_ms;
+    enum sr_cloud cloud;
 };
 
 static int fresh_start(struct sr_store *st, const char *run_id, const char *ckpt_dir)
@@ -82,7 +88,8 @@ static int run_main(struct run_opts *o, char **cmd)
                               .max_restarts = (unsigned)o->max_restarts,
                               .keep = (unsigned)o->keep,
                               .threads = (int)o->threads,
-                              .level = (int)o->level};
+                              .level = (int)o->level,
+                              .gpu_mem_limit = o->gpu_mem_limit};
     char cwd[PATH_MAX], self[PATH_MAX], run_id[256], root[PATH_MAX], run_dir[PATH_MAX + 300];
     char ckpt[PATH_MAX + 300], sock[PATH_MAX + 300], preload[PATH_MAX];
     c.signo = parse_signal(o->signal);
@@ -119,6 +126,15 @@ static int run_main(struct run_opts *o, char **cmd)
     c.ckpt_dir = ckpt;
     c.control_path = sock;
     c.self = self;
+    char cloud_cache[PATH_MAX + 32];
+    c.notice = (struct sr_notice_config){.cloud = o->cloud,
+                                         .aws_url = o->aws_imds,
+                                         .gcp_url = o->gcp_metadata,
+                                         .azure_url = o->azure_metadata,
+                                         .poll_ms = o->poll_ms,
+                                         .cache_path = cloud_cache};
+    if (sr_pathf(cloud_cache, sizeof(cloud_cache), "%s/cloud.cache", root) < 0)
+        c.notice.cache_path = NULL;
     if (!o->no_preload) {
         if (find_preload(self, preload, sizeof(preload)) == 0)
             c.preload = preload;
@@ -138,7 +154,12 @@ static int run_main(struct run_opts *o, char **cmd)
             sr_info("run %s is already done (DONE in %s); use --fresh to start it over", run_id,
                     sr_store_url(c.st));
     } else {
+        struct sr_metrics *metrics = NULL;
+        if (o->metrics_file && *o->metrics_file &&
+            (rc = sr_metrics_open(&metrics, o->metrics_file, c.st, run_id)) < 0)
+            sr_warn("no metrics file: cannot read the run's history: %s", sr_strerror(rc));
         code = sr_supervise(&c);
+        sr_metrics_close(metrics);
     }
     sr_store_close(c.st);
     return code;
@@ -146,7 +167,8 @@ static int run_main(struct run_opts *o, char **cmd)
 
 int sr_cmd_run(int argc, char **argv)
 {
-    struct run_opts o = {.grace_ms = 25000, .backoff_ms = 1000, .max_restarts = 3};
+    struct run_opts o = {
+        .grace_ms = 25000, .backoff_ms = 1000, .max_restarts = 3, .notice = "auto", .poll_ms = 1000};
     const struct sr_opt opts[] = {
         {"run-id", 'r', "SPOTRUN_RUN_ID", SR_OPT_STR, &o.run_id, "ID",
          "run id or template ({index}, {slurm_job_id}, {env:VAR}...); default: from the command"},
@@ -170,11 +192,27 @@ int sr_cmd_run(int argc, char **argv)
          "checkpoint-request signal (default SIGUSR1)"},
         {"fresh", 0, "SPOTRUN_FRESH", SR_OPT_FLAG, &o.fresh, NULL,
          "delete the run's checkpoints and start over"},
+        {"gpu-mem-limit", 0, "SPOTRUN_GPU_MEM_LIMIT", SR_OPT_SIZE, &o.gpu_mem_limit, "SIZE",
+         "GPU memory each job process may allocate per device (the shim refuses the rest)"},
         {"no-preload", 0, "SPOTRUN_NO_PRELOAD", SR_OPT_FLAG, &o.no_preload, NULL,
          "do not load libspotrun.so into the job"},
+        {"metrics-file", 0, "SPOTRUN_METRICS_FILE", SR_OPT_STR, &o.metrics_file, "PATH",
+         "keep Prometheus metrics in PATH (node_exporter textfile collector: *.prom)"},
+        {"log-format", 0, "SPOTRUN_LOG_FORMAT", SR_OPT_STR, &o.log_format, "FORMAT",
+         "text (default) or json: one object per line with time, level, msg"},
         {"threads", 0, "SPOTRUN_THREADS", SR_OPT_UINT, &o.threads, "N",
          "compression threads (default: all CPUs)"},
         {"level", 0, "SPOTRUN_LEVEL", SR_OPT_UINT, &o.level, "N", "zstd level (default 3)"},
+        {"notice", 0, "SPOTRUN_NOTICE", SR_OPT_STR, &o.notice, "SOURCE",
+         "cloud notices to watch: auto, aws, gcp, azure or none (default auto)"},
+        {"poll-interval", 0, "SPOTRUN_POLL_INTERVAL", SR_OPT_DURATION, &o.poll_ms, "DURATION",
+         "how often AWS and Azure metadata are read (default 1s)"},
+        {"aws-imds", 0, "SPOTRUN_AWS_IMDS", SR_OPT_STR, &o.aws_imds, "URL",
+         "AWS instance metadata endpoint (default http://169.254.169.254)"},
+        {"gcp-metadata", 0, "SPOTRUN_GCP_METADATA", SR_OPT_STR, &o.gcp_metadata, "URL",
+         "GCP metadata server (default http://169.254.169.254)"},
+        {"azure-metadata", 0, "SPOTRUN_AZURE_METADATA", SR_OPT_STR, &o.azure_metadata, "URL",
+         "Azure instance metadata endpoint (default http://169.254.169.254)"},
         SR_OPTS_COMMON};
     int first;
     int rc = sr_opts_parse("run", opts, argc, argv, 1, &first);
@@ -189,6 +227,21 @@ int sr_cmd_run(int argc, char **argv)
     }
     if (!argv[first]) {
         fprintf(stderr, "spotrun run: no command given (spotrun run -- command...)\n");
+        return SR_EX_USAGE;
+    }
+    if (sr_log_set_format(o.log_format) < 0) {
+        fprintf(stderr, "spotrun run: invalid value \"%s\" for --log-format (text or json)\n",
+                o.log_format);
+        return SR_EX_USAGE;
+    }
+    if (sr_cloud_parse(o.notice, &o.cloud) < 0) {
+        fprintf(stderr, "spotrun run: invalid value \"%s\" for --notice (auto, aws, gcp, azure "
+                        "or none)\n",
+                o.notice);
+        return SR_EX_USAGE;
+    }
+    if (o.poll_ms < 10) {
+        fprintf(stderr, "spotrun run: --poll-interval must be at least 10ms\n");
         return SR_EX_USAGE;
     }
     if (o.level > 19) {

@@ -15,7 +15,9 @@
 #include "checkpointer.h"
 #include "cli.h"
 #include "fsutil.h"
+#include "history.h"
 #include "log.h"
+#include "summary.h"
 #include "units.h"
 
 static void fmt_time(int64_t unix_s, char *buf, size_t len)
@@ -59,28 +61,88 @@ static int store_cmd_start(const char *cmd, const struct sr_opt *opts, int argc,
     return -1;
 }
 
+static json_t *manifest_json(const struct sr_manifest *m)
+{
+    char when[32];
+    sr_format_iso_ms(m->created * 1000, when, sizeof(when));
+    return json_pack("{s:I,s:o,s:I,s:I,s:o,s:I,s:f,s:s,s:s,s:I}", "seq", (json_int_t)m->seq,
+                     "step", m->step >= 0 ? json_integer(m->step) : json_null(), "raw_bytes",
+                     (json_int_t)m->raw_bytes, "stored_bytes", (json_int_t)m->stored_bytes,
+                     "ratio",
+                     m->stored_bytes ? json_real((double)m->raw_bytes / (double)m->stored_bytes)
+                                     : json_null(),
+                     "files", (json_int_t)m->files, "stage_seconds", m->stage_seconds, "created",
+                     when, "host", m->host, "attempt", (json_int_t)m->attempt);
+}
+
+/* Prints a JSON document (docs/json-schema.md); returns the exit code. */
+static int print_json(json_t *o)
+{
+    const int rc =
+        o ? json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10))
+          : -1;
+    json_decref(o);
+    if (rc < 0)
+        return sr_fail(-ENOMEM, "cannot print JSON");
+    putchar('\n');
+    return 0;
+}
+
 int sr_cmd_ls(int argc, char **argv)
 {
-    const struct sr_opt opts[] = {SR_OPTS_COMMON};
+    struct sr_view_opts vo = {0};
+    const struct sr_opt opts[] = {SR_VIEW_OPTS(&vo), SR_OPTS_COMMON};
     char **ops;
     struct sr_store *st;
-    int code =
-        store_cmd_start("ls", opts, argc, argv, 0, 0, "spotrun ls",
-                        "Lists the runs in the store with their newest checkpoint.", &ops, &st);
+    int code = store_cmd_start("ls", opts, argc, argv, 0, 0, "spotrun ls",
+                               "Lists the runs in the store: state, newest checkpoint, attempts,\n"
+                               "preemptions, failures, lost work and cost (a sweep at a glance).",
+                               &ops, &st);
     if (code >= 0)
         return code;
+    struct sr_hist_prices prices = {0};
     struct sr_strlist runs = {0};
-    int rc = sr_run_list(st, &runs);
+    json_t *jruns = vo.json ? json_array() : NULL;
+    int rc = sr_prices_parse(&vo, &prices);
+    if (rc < 0) {
+        fprintf(stderr, "spotrun ls: %s\n", sr_strerror(rc));
+        code = SR_EX_USAGE;
+        goto out;
+    }
+    rc = sr_run_list(st, &runs);
     if (rc < 0) {
         code = sr_fail(rc, "cannot list the store");
         goto out;
     }
-    printf("%-32s %-12s %5s %8s %10s %10s  %s\n", "RUN", "STATE", "CKPTS", "NEWEST", "STEP", "SIZE",
-           "CREATED");
+    if (!vo.json)
+        printf("%-32s %-12s %5s %8s %10s %10s %4s %4s %4s %8s %9s  %s\n", "RUN", "STATE", "CKPTS",
+               "NEWEST", "STEP", "SIZE", "ATT", "PRE", "FAIL", "LOST", "COST", "CREATED");
     for (size_t i = 0; i < runs.n; i++) {
         struct sr_ckpt_list l = {0};
         sr_ckpt_list(st, runs.v[i], &l);
-        const int done = sr_run_is_done(st, runs.v[i]) == 1;
+        struct sr_history h;
+        sr_hist_init(&h);
+        const int hrc = sr_hist_load(st, runs.v[i], &h);
+        if (hrc < 0)
+            sr_warn("cannot read the event log of %s: %s", runs.v[i], sr_strerror(hrc));
+        if (h.state == SR_STATE_NEW && l.n)
+            h.state = SR_STATE_CHECKPOINTED;
+        if (jruns) {
+            json_t *o = json_pack("{s:s}", "run_id", runs.v[i]);
+            json_object_update_missing_new(o, sr_summary_json(&h, &prices));
+            json_object_set_new(o, "checkpoint_count", json_integer((json_int_t)l.n));
+            json_object_set_new(o, "newest", l.n ? manifest_json(&l.v[l.n - 1]) : json_null());
+            json_array_append_new(jruns, o);
+            sr_hist_free(&h);
+            sr_ckpt_list_free(&l);
+            continue;
+        }
+        char lost[32], cost[32] = "-";
+        sr_format_duration_ms(h.lost_ms, lost, sizeof(lost));
+        double spot, od;
+        sr_hist_cost(&h, &prices, &spot, &od);
+        if (prices.spot_per_hour > 0)
+            sr_format_money(spot, cost, sizeof(cost));
         char step[24] = "-", size[32] = "-", when[32] = "-", seq[24] = "-";
         if (l.n) {
             const struct sr_manifest *m = &l.v[l.n - 1];
@@ -89,33 +151,79 @@ int sr_cmd_ls(int argc, char **argv)
             fmt_time(m->created, when, sizeof(when));
             snprintf(seq, sizeof(seq), "%" PRIu64, m->seq);
         }
-        printf("%-32s %-12s %5zu %8s %10s %10s  %s\n", runs.v[i],
-               done  ? "done"
-               : l.n ? "checkpointed"
-                     : "started",
-               l.n, seq, step, size, when);
+        printf("%-32s %-12s %5zu %8s %10s %10s %4zu %4u %4u %8s %9s  %s\n", runs.v[i],
+               sr_hist_state_name(h.state), l.n, seq, step, size, h.n_att, h.preemptions,
+               h.failures, lost, cost, when);
+        sr_hist_free(&h);
         sr_ckpt_list_free(&l);
     }
+    if (jruns) {
+        json_t *o = json_pack("{s:i,s:s,s:o}", "schema_version", SR_JSON_SCHEMA_VERSION, "store",
+                              sr_store_url(st), "runs", jruns);
+        jruns = NULL;
+        code = print_json(o);
+    }
 out:
+    json_decref(jruns);
     sr_strlist_free(&runs);
     sr_store_close(st);
     return code < 0 ? 0 : code;
 }
 
+static int print_show_json(struct sr_store *st, const char *run, const struct sr_history *h,
+                           const struct sr_hist_prices *p, const struct sr_ckpt_list *l)
+{
+    json_t *o = json_pack("{s:i,s:s,s:s}", "schema_version", SR_JSON_SCHEMA_VERSION, "run_id",
+                          run, "store", sr_store_url(st));
+    json_object_update_missing_new(o, sr_summary_json(h, p));
+    json_t *cks = json_array();
+    for (size_t i = 0; i < l->n; i++)
+        json_array_append_new(cks, manifest_json(&l->v[i]));
+    /* Peak GPU memory: the event log's when the shim reported one there,
+     * else the newest manifest that recorded it (per device; the max here). */
+    for (size_t i = l->n; !h->gpu_peak_bytes && i-- > 0;) {
+        uint64_t peak = 0;
+        for (uint32_t d = 0; d < l->v[i].gpu_devices; d++)
+            peak = l->v[i].gpu_peak[d] > peak ? l->v[i].gpu_peak[d] : peak;
+        if (peak) {
+            json_object_set_new(o, "gpu_peak_bytes", json_integer((json_int_t)peak));
+            break;
+        }
+    }
+    json_object_set_new(o, "checkpoint_count", json_integer((json_int_t)l->n));
+    json_object_set_new(o, "checkpoints", cks);
+    json_object_set_new(o, "attempt_list", sr_summary_attempts_json(h));
+    return print_json(o);
+}
+
 int sr_cmd_show(int argc, char **argv)
 {
-    const struct sr_opt opts[] = {SR_OPTS_COMMON};
+    struct sr_view_opts vo = {0};
+    const struct sr_opt opts[] = {SR_VIEW_OPTS(&vo), SR_OPTS_COMMON};
     char **ops;
     struct sr_store *st;
     int code = store_cmd_start("show", opts, argc, argv, 1, 1, "spotrun show RUN",
-                               "Shows a run's checkpoints: step, size, ratio, time.", &ops, &st);
+                               "Shows what happened to a run (state, attempts, preemptions, lost\n"
+                               "work, checkpoint times, cost) and its checkpoints.",
+                               &ops, &st);
     if (code >= 0)
         return code;
+    struct sr_hist_prices prices = {0};
+    struct sr_history h;
+    sr_hist_init(&h);
     struct sr_ckpt_list l = {0};
-    int rc = sr_ckpt_list(st, ops[0], &l);
+    int rc = sr_prices_parse(&vo, &prices);
+    if (rc < 0) {
+        fprintf(stderr, "spotrun show: %s\n", sr_strerror(rc));
+        code = SR_EX_USAGE;
+        goto out;
+    }
+    rc = sr_ckpt_list(st, ops[0], &l);
     uint32_t attempts = 0;
     if (rc == 0)
         rc = sr_events_next_attempt(st, ops[0], &attempts);
+    if (rc == 0)
+        rc = sr_hist_load(st, ops[0], &h);
     if (rc < 0) {
         code = sr_fail(rc, "cannot read the store");
         goto out;
@@ -125,14 +233,17 @@ int sr_cmd_show(int argc, char **argv)
         code = SR_EX_NOINPUT;
         goto out;
     }
-    const int done = sr_run_is_done(st, ops[0]) == 1;
+    if (h.state == SR_STATE_NEW && l.n)
+        h.state = SR_STATE_CHECKPOINTED;
+    if (vo.json) {
+        code = print_show_json(st, ops[0], &h, &prices, &l);
+        goto out;
+    }
     printf("run:         %s\nstore:       %s\nstate:       %s\nattempts:    %" PRIu32
-           "\ncheckpoints: %zu\n\n",
-           ops[0], sr_store_url(st),
-           done  ? "done"
-           : l.n ? "checkpointed"
-                 : "started",
-           attempts, l.n);
+           "\ncheckpoints: %zu\n",
+           ops[0], sr_store_url(st), sr_hist_state_name(h.state), attempts, l.n);
+    sr_summary_print(stdout, &h, &prices);
+    putchar('\n');
     printf("%8s %10s %10s %10s %7s %6s %8s  %-19s  %s\n", "SEQ", "STEP", "RAW", "STORED", "RATIO",
            "FILES", "STAGE", "CREATED", "HOST");
     for (size_t i = 0; i < l.n; i++) {
@@ -146,8 +257,27 @@ int sr_cmd_show(int argc, char **argv)
                raw, stored, m->stored_bytes ? (double)m->raw_bytes / (double)m->stored_bytes : 0.0,
                m->files, m->stage_seconds, when, m->host);
     }
+    /* Peak GPU memory (from the preload shim), as of the newest checkpoint
+     * that recorded it: what a resume needs on the next instance. */
+    for (size_t i = l.n; i-- > 0;) {
+        const struct sr_manifest *m = &l.v[i];
+        if (!m->gpu_devices)
+            continue;
+        printf("\ngpu peak:   ");
+        for (uint32_t d = 0; d < m->gpu_devices; d++) {
+            char sz[32];
+            sr_format_size(m->gpu_peak[d], sz, sizeof(sz));
+            printf("%s dev%" PRIu32 " %s", d ? "," : "", d, sz);
+        }
+        printf("  (checkpoint %" PRIu64 ")\n", m->seq);
+        break;
+    }
+    if (h.n_att)
+        putchar('\n');
+    sr_summary_print_attempts(stdout, &h);
     code = -1;
 out:
+    sr_hist_free(&h);
     sr_ckpt_list_free(&l);
     sr_store_close(st);
     return code < 0 ? 0 : code;
@@ -216,26 +346,32 @@ int sr_cmd_push(int argc, char **argv)
                                      .keep = (unsigned)keep,
                                      .threads = (int)threads,
                                      .level = (int)level};
-    /* Stage in the work dir, which usually shares a filesystem with the
-     * default store (then the file store adopts the file without a copy),
-     * where /tmp is often tmpfs. */
-    char root[PATH_MAX], spool[PATH_MAX + 16], tmp[PATH_MAX + 64];
     uint64_t seq = 0;
     struct sr_manifest m;
-    int rc = sr_work_root(NULL, root, sizeof(root));
-    if (rc == 0)
-        rc = sr_pathf(spool, sizeof(spool), "%s/push", root);
-    if (rc == 0)
-        rc = sr_mkdirs(spool, 0700);
-    if (rc == 0)
-        rc = sr_pathf(tmp, sizeof(tmp), "%s/%d.tar.zst", spool, (int)getpid());
-    if (rc == 0)
-        rc = sr_ckpt_next_seq(st, ops[0], &seq);
-    if (rc == 0)
-        rc = sr_cp_stage(&cfg, ops[1], seq, step, tmp, &m);
-    if (rc == 0)
-        rc = sr_cp_persist(&cfg, &m, tmp);
-    unlink(tmp);
+    int rc = sr_ckpt_next_seq(st, ops[0], &seq);
+    if (rc == 0 && sr_store_streams(st)) {
+        /* s3: no local staging; the archive streams into the store as it
+         * is compressed (DIR is not the job's live directory here), and
+         * the manifest is written once the data object is complete. */
+        rc = sr_cp_push_dir(&cfg, ops[1], seq, step, &m);
+    } else if (rc == 0) {
+        /* Stage in the work dir, which usually shares a filesystem with
+         * the default store (then the file store adopts the file without a
+         * copy), where /tmp is often tmpfs. */
+        char root[PATH_MAX], spool[PATH_MAX + 16], tmp[PATH_MAX + 64];
+        rc = sr_work_root(NULL, root, sizeof(root));
+        if (rc == 0)
+            rc = sr_pathf(spool, sizeof(spool), "%s/push", root);
+        if (rc == 0)
+            rc = sr_mkdirs(spool, 0700);
+        if (rc == 0)
+            rc = sr_pathf(tmp, sizeof(tmp), "%s/%d.tar.zst", spool, (int)getpid());
+        if (rc == 0)
+            rc = sr_cp_stage(&cfg, ops[1], seq, step, tmp, &m);
+        if (rc == 0)
+            rc = sr_cp_persist(&cfg, &m, tmp);
+        unlink(tmp);
+    }
     if (rc < 0) {
         code = sr_fail(rc, "push");
     } else {

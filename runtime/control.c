@@ -140,6 +140,15 @@ int sr_ctl_read_request(int fd, struct sr_ctl_req *req)
         snprintf(req->source, sizeof(req->source), "%s", arg2[0] ? arg2 : "manual");
         return 0;
     }
+    if (strcmp(verb, "REQUEST") == 0) {
+        req->kind = SR_CTL_REQUEST;
+        if (!arg1[0] || strlen(arg1) > 16)
+            return -EINVAL;
+        if (arg2[0] && sr_parse_int(arg2, 1, INT32_MAX, &req->pid) < 0)
+            return -EINVAL;
+        snprintf(req->source, sizeof(req->source), "job:%s", arg1);
+        return 0;
+    }
     if (strcmp(verb, "STATUS") == 0) {
         req->kind = SR_CTL_STATUS;
         return 0;

@@ -6,6 +6,10 @@
  *   COMMIT <step|->\n              -> "OK <seq>\n" once staged, or "ERR <msg>\n"
  *   NOTIFY <deadline_ms> <source>\n -> "OK\n"
  *   STATUS\n                        -> "OK <json>\n"
+ *   REQUEST <reason> [pid]\n        -> "OK\n"   (the shim: the job itself got
+ *                                    SIGTERM; reason "SIGTERM". A notice with
+ *                                    --grace. Sent from a signal handler,
+ *                                    which does not wait for the reply.)
  *
  * The server side never blocks the supervisor for long: a request line must
  * arrive within a short timeout; replies are small.
@@ -16,13 +20,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum sr_ctl_kind { SR_CTL_COMMIT, SR_CTL_NOTIFY, SR_CTL_STATUS };
+enum sr_ctl_kind { SR_CTL_COMMIT, SR_CTL_NOTIFY, SR_CTL_STATUS, SR_CTL_REQUEST };
 
 struct sr_ctl_req {
     enum sr_ctl_kind kind;
     int64_t step;        /* COMMIT; -1 = unknown */
     int64_t deadline_ms; /* NOTIFY; from now */
-    char source[32];     /* NOTIFY */
+    char source[32];     /* NOTIFY; REQUEST: "job:<reason>" */
+    int64_t pid;         /* REQUEST; 0 = not given */
 };
 
 /* Binds path (replacing a stale socket). -EADDRINUSE when a live wrapper

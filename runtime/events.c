@@ -23,6 +23,15 @@ struct sr_events {
     size_t len, cap;
 };
 
+static sr_events_observer observer;
+static void *observer_ctx;
+
+void sr_events_observe(sr_events_observer fn, void *ctx)
+{
+    observer_ctx = ctx;
+    observer = fn;
+}
+
 int sr_events_next_attempt(struct sr_store *st, const char *run_id, uint32_t *attempt)
 {
     char prefix[256];
@@ -92,6 +101,8 @@ void sr_events_emit(struct sr_events *ev, const char *type, json_t *fields)
         json_object_update(obj, fields);
     json_decref(fields);
     char *line = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (observer)
+        observer(observer_ctx, obj);
     json_decref(obj);
     if (!line)
         return;

@@ -29,4 +29,11 @@ int sr_events_flush(struct sr_events *ev);
 /* Flushes and frees. */
 void sr_events_close(struct sr_events *ev);
 
+/* One observer of every event this process emits (the metrics file): called
+ * with the complete event object, from the emitting thread, outside any lock
+ * of this module. Set it before the supervisor starts and clear it (NULL)
+ * after it returns; it must be thread-safe. */
+typedef void (*sr_events_observer)(void *ctx, const json_t *event);
+void sr_events_observe(sr_events_observer fn, void *ctx);
+
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "report.h"
 
 struct command {
     const char *name;
@@ -19,7 +20,8 @@ static const struct command commands[] = {
     {"commit", sr_cmd_commit, "(inside the job) publish $SPOTRUN_CKPT_DIR as a checkpoint"},
     {"notify", sr_cmd_notify, "deliver a preemption notice to a running wrapper"},
     {"ls", sr_cmd_ls, "list the runs in the store"},
-    {"show", sr_cmd_show, "show a run's checkpoints"},
+    {"show", sr_cmd_show, "show what happened to a run, its cost and its checkpoints"},
+    {"report", sr_cmd_report, "draw a run's timeline (SVG or HTML)"},
     {"pull", sr_cmd_pull, "restore a checkpoint into a directory"},
     {"push", sr_cmd_push, "snapshot a directory as a checkpoint"},
     {"gc", sr_cmd_gc, "delete old checkpoints of a run"},

@@ -36,7 +36,9 @@
 #include "control.h"
 #include "events.h"
 #include "fsutil.h"
+#include "gpu_usage.h"
 #include "log.h"
+#include "notice.h"
 #include "units.h"
 
 #define MAX_BACKOFF_MS 60000
@@ -68,6 +70,13 @@ struct sup {
     int64_t deadline, commit_by, kill_at;
     uint64_t durable_seq;
     int persist_failed;
+    struct sr_gpu_usage gpu; /* from the shim's pages in gpu_dir */
+    char gpu_dir[4096];
+
+    struct sr_notice *nw;         /* cloud metadata watcher, NULL = none */
+    struct sr_notice_event cloud; /* the cloud notice being acted on (source "" = none) */
+    struct sr_notice_event ack;   /* to acknowledge before exiting (needs_ack) */
+    int64_t last_stage_ms;        /* how long the last commit took to stage */
 };
 
 static int64_t now(void)
@@ -111,8 +120,8 @@ static int restore(struct sup *s, struct sr_manifest *m, int *resumed)
 static char **job_env(struct sup *s, int resumed, const struct sr_manifest *m)
 {
     const struct sr_run_config *c = s->cfg;
-    char buf[9][4200];
-    char *add[10];
+    char buf[12][4200];
+    char *add[13];
     int n = 0;
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_RUN_ID=%s", c->run_id), add[n] = buf[n], n++;
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_CKPT_DIR=%s", c->ckpt_dir), add[n] = buf[n], n++;
@@ -122,6 +131,14 @@ static char **job_env(struct sup *s, int resumed, const struct sr_manifest *m)
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_SIGNAL=SIG%s", sigabbrev_np(c->signo)),
         add[n] = buf[n], n++;
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_BIN=%s", c->self), add[n] = buf[n], n++;
+    /* For the shim: who may TERM the job for real, where its GPU memory
+     * accounting pages go, and the limit. */
+    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_WRAPPER_PID=%d", (int)getpid()), add[n] = buf[n], n++;
+    snprintf(s->gpu_dir, sizeof(s->gpu_dir), "%s/gpu", c->run_dir);
+    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_GPU_DIR=%s", s->gpu_dir), add[n] = buf[n], n++;
+    if (c->gpu_mem_limit)
+        snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_GPU_MEM_LIMIT=%" PRIu64, c->gpu_mem_limit),
+            add[n] = buf[n], n++;
     if (resumed && m->step >= 0)
         snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_STEP=%" PRId64, m->step), add[n] = buf[n], n++;
     if (c->preload) {
@@ -163,6 +180,7 @@ static int start_attempt(struct sup *s)
      * exit or on settle compares against this. */
     s->committed_fp = s->settle_fp = sr_dir_fingerprint(c->ckpt_dir, NULL);
     char **env = job_env(s, resumed, &m);
+    sr_gpu_usage_reset(s->gpu_dir); /* this attempt's processes write new pages */
     rc = env ? sr_spawn(path, c->argv, env, &s->orig_mask, &s->child) : -ENOMEM;
     sr_env_free(env);
     if (rc < 0) {
@@ -190,6 +208,8 @@ static int start_attempt(struct sup *s)
 
 static void commit_dir(struct sup *s, int64_t step, int client_fd, const char *why)
 {
+    sr_gpu_usage_read(s->gpu_dir, &s->gpu);
+    sr_cp_set_gpu(s->cp, (uint32_t)s->gpu.devices, s->gpu.peak);
     const int rc = sr_cp_submit(s->cp, s->cfg->ckpt_dir, step, client_fd);
     if (rc < 0) {
         if (client_fd >= 0) {
@@ -236,6 +256,16 @@ static void stop_job(struct sup *s)
     sr_debug("sent SIGTERM to the job's process group");
 }
 
+/* When the job's commit must arrive: the deadline minus the time to stage
+ * and persist a checkpoint like the last one (measured), plus a margin;
+ * never less than a second from now. */
+static int64_t commit_deadline(const struct sup *s, int64_t deadline_ms)
+{
+    const int64_t work = s->last_stage_ms + sr_cp_persist_estimate_ms(s->cp);
+    const int64_t by = deadline_ms - work - PERSIST_MARGIN_MS - work / 10;
+    return by > now() + 1000 ? by : now() + 1000;
+}
+
 static void notice(struct sup *s, const char *source, int64_t deadline_ms)
 {
     const int64_t t = now();
@@ -254,13 +284,20 @@ static void notice(struct sup *s, const char *source, int64_t deadline_ms)
     }
     s->phase = PREEMPTING;
     s->deadline = deadline_ms;
-    const int64_t est = sr_cp_persist_estimate_ms(s->cp) + PERSIST_MARGIN_MS;
-    s->commit_by = deadline_ms - est > t + 1000 ? deadline_ms - est : t + 1000;
-    char left[32];
+    s->commit_by = commit_deadline(s, deadline_ms);
+    char left[32], commit_in[32];
     sr_format_duration_ms(deadline_ms - t, left, sizeof(left));
-    sr_info("preemption notice from %s: %s left; asking the job to checkpoint", source, left);
+    sr_format_duration_ms(s->commit_by - t, commit_in, sizeof(commit_in));
+    const int cloud = strcmp(source, s->cloud.source) == 0;
+    sr_info("preemption notice from %s%s%s%s: %s left; asking the job to checkpoint (commit "
+            "within %s)",
+            source, cloud ? " (" : "", cloud ? s->cloud.what : "", cloud ? ")" : "", left,
+            commit_in);
     emit(s, "notice",
-         json_pack("{s:s,s:I}", "source", source, "ms_left", (json_int_t)(deadline_ms - t)));
+         json_pack("{s:s,s:I,s:I,s:I,s:s?,s:s?}", "source", source, "ms_left",
+                   (json_int_t)(deadline_ms - t), "commit_in_ms", (json_int_t)(s->commit_by - t),
+                   "deadline_unix_ms", (json_int_t)(sr_wall_ms() + (deadline_ms - t)), "what",
+                   cloud ? s->cloud.what : NULL, "id", cloud ? s->cloud.id : NULL));
     sr_events_flush(s->ev);
     if (s->child) {
         s->pre = WAIT_COMMIT;
@@ -284,6 +321,83 @@ static void preempt_tick(struct sup *s)
         kill(-s->child, SIGKILL);
         s->kill_at = t + 60000;
     }
+}
+
+/* ---- cloud notices -------------------------------------------------------- */
+
+static void cloud_preempt(struct sup *s, const struct sr_notice_event *ev)
+{
+    if (ev->needs_ack)
+        s->ack = *ev;
+    if (s->phase != PREEMPTING) {
+        s->cloud = *ev;
+        notice(s, ev->source, ev->deadline_ms);
+        return;
+    }
+    /* Already preempting (a signal came first): the cloud's deadline may
+     * be the earlier one, but it is no reason to hurry past the commit. */
+    sr_info("%s notice (%s) while preempting", ev->source, ev->what);
+    if (ev->deadline_ms < s->deadline) {
+        s->deadline = ev->deadline_ms;
+        const int64_t by = commit_deadline(s, ev->deadline_ms);
+        if (by < s->commit_by)
+            s->commit_by = by;
+    }
+}
+
+/* A withdrawn notice cancels the stop, if the job is still running. */
+static void cloud_withdrawn(struct sup *s, const struct sr_notice_event *ev)
+{
+    if (strcmp(ev->id, s->ack.id) == 0)
+        s->ack.needs_ack = 0; /* nothing left to acknowledge */
+    emit(s, "withdrawn", json_pack("{s:s,s:s}", "source", ev->source, "id", ev->id));
+    if (s->phase != PREEMPTING || strcmp(ev->source, s->cloud.source) != 0 ||
+        strcmp(ev->id, s->cloud.id) != 0) {
+        sr_info("%s notice %s withdrawn", ev->source, ev->id);
+        return;
+    }
+    s->cloud.source[0] = '\0';
+    if (s->pre == STOPPING || !s->child) {
+        sr_warn("the %s notice was withdrawn, but the job is already stopping", ev->source);
+        return;
+    }
+    sr_info("the %s notice was withdrawn: cancelling the stop, the job keeps running",
+            ev->source);
+    s->phase = RUNNING;
+    s->deadline = s->commit_by = s->kill_at = 0;
+}
+
+static void on_notice(struct sup *s)
+{
+    struct sr_notice_event ev;
+    while (sr_notice_take(s->nw, &ev)) {
+        if (ev.kind == SR_NOTICE_PREEMPT) {
+            cloud_preempt(s, &ev);
+        } else if (ev.kind == SR_NOTICE_WITHDRAWN) {
+            cloud_withdrawn(s, &ev);
+        } else if (s->phase == RUNNING) {
+            sr_info("%s from %s: asking the job to checkpoint (it keeps running)", ev.what,
+                    ev.source);
+            emit(s, "rebalance", json_pack("{s:s,s:s}", "source", ev.source, "what", ev.what));
+            request_checkpoint(s, "rebalance");
+        }
+    }
+}
+
+/* Azure waits for NotBefore unless told to go ahead: after the checkpoint
+ * is durable and the job stopped, tell it. */
+static void acknowledge(struct sup *s)
+{
+    if (!s->ack.needs_ack)
+        return;
+    const int rc = sr_notice_ack(s->nw, &s->ack);
+    if (rc < 0)
+        sr_warn("cannot acknowledge %s event %s: %s", s->ack.source, s->ack.id, sr_strerror(rc));
+    else
+        sr_info("acknowledged %s event %s", s->ack.source, s->ack.id);
+    emit(s, "ack", json_pack("{s:s,s:s,s:b}", "source", s->ack.source, "id", s->ack.id, "ok",
+                             rc == 0));
+    s->ack.needs_ack = 0;
 }
 
 /* ---- child exit ------------------------------------------------------------ */
@@ -400,6 +514,14 @@ static void on_control(struct sup *s)
             close(fd);
             notice(s, req.source, now() + req.deadline_ms);
             break;
+        case SR_CTL_REQUEST:
+            /* The job itself got SIGTERM (Slurm signals every process): a
+             * notice with --grace, unless one is already being handled. */
+            sr_ctl_reply(fd, "OK");
+            close(fd);
+            if (s->phase == RUNNING)
+                notice(s, req.source, now() + s->cfg->grace_ms);
+            break;
         case SR_CTL_STATUS:
             status_reply(s, fd);
             close(fd);
@@ -426,6 +548,7 @@ static void on_result(struct sup *s)
             if (r.rc < 0)
                 sr_warn("checkpoint of %s failed: %s", s->cfg->ckpt_dir, r.msg);
             else {
+                s->last_stage_ms = r.ms;
                 char step[24];
                 sr_format_step(r.step, step, sizeof(step));
                 sr_info("checkpoint %" PRIu64 " (step %s) staged: %s -> %s in %.1fs", r.seq, step,
@@ -525,10 +648,11 @@ static int loop(struct sup *s)
             wait = 0;
         if (s->phase == FINISHING || s->phase == BACKOFF)
             wait = wait > 200 ? 200 : wait;
-        struct pollfd p[3] = {{.fd = s->sigfd, .events = POLLIN},
+        struct pollfd p[4] = {{.fd = s->sigfd, .events = POLLIN},
                               {.fd = s->lfd, .events = POLLIN},
-                              {.fd = sr_cp_fd(s->cp), .events = POLLIN}};
-        const int n = poll(p, 3, (int)wait);
+                              {.fd = sr_cp_fd(s->cp), .events = POLLIN},
+                              {.fd = sr_notice_fd(s->nw), .events = POLLIN}};
+        const int n = poll(p, 4, (int)wait);
         if (n < 0 && errno != EINTR)
             return sr_fail(-errno, "poll");
         if (n > 0 && (p[0].revents & POLLIN))
@@ -537,6 +661,8 @@ static int loop(struct sup *s)
             on_control(s);
         if (n > 0 && (p[2].revents & POLLIN))
             on_result(s);
+        if (n > 0 && (p[3].revents & POLLIN))
+            on_notice(s);
         on_timers(s);
     }
 }
@@ -546,6 +672,7 @@ static void finish(struct sup *s, int code)
     const struct sr_run_config *c = s->cfg;
     on_result(s); /* report what finished since the last poll */
     const int drained = sr_cp_pending(s->cp) == 0;
+    acknowledge(s); /* the job has stopped and the checkpoint is durable (or late) */
     if (code == 0) {
         const int rc = sr_run_mark_done(c->st, c->run_id);
         if (rc < 0)
@@ -631,12 +758,16 @@ int sr_supervise(const struct sr_run_config *cfg)
         unlink(cfg->control_path);
         return sr_fail(rc, "cannot start the checkpointer");
     }
+    rc = sr_notice_start(&cfg->notice, &s.nw);
+    if (rc < 0)
+        sr_warn("cannot watch for cloud notices: %s", sr_strerror(rc));
     int code = start_attempt(&s);
     if (code == 0)
         code = loop(&s);
     else if (s.child == 0)
         s.exit_code = code;
     finish(&s, code);
+    sr_notice_stop(s.nw);
     close(s.sigfd);
     close(s.lfd);
     unlink(cfg->control_path);

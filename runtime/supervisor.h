@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "notice.h"
 #include "store.h"
 
 struct sr_run_config {
@@ -34,6 +35,8 @@ struct sr_run_config {
     unsigned keep;
     int signo;          /* checkpoint-request signal */
     int threads, level; /* codec */
+    uint64_t gpu_mem_limit; /* --gpu-mem-limit per process per device, 0 = none */
+    struct sr_notice_config notice; /* cloud metadata watcher (--notice) */
 };
 
 /* Runs the job to its end; returns spotrun's exit code. */

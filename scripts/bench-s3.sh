@@ -120,6 +120,8 @@ awspf_t=$(best bash -c "\"$AWS\" --endpoint-url '$AWS_ENDPOINT_URL' s3 cp \
     tar -x -C '$OUT'")
 
 # ---- report ------------------------------------------------------------------
+# The machine may be shared: the load average says how much to trust this run.
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 awk -v raw="$RAW" -v stored="$STORED" -v push="$push_t" -v awss="$awss_t" -v awsf="$awsf_t" \
     -v rawput="$raw_t" -v pull="$pull_t" -v awsps="$awsps_t" -v awspf="$awspf_t" '
 function mibs(b, t) { return t > 0 ? b / 1048576 / t : 0 }

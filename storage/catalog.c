@@ -218,6 +218,65 @@ out:
     return rc;
 }
 
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int sr_ckpt_publish_dir(struct sr_store *st, struct sr_manifest *m, const char *dir,
+                        const struct sr_pack_opts *opts)
+{
+    int rc = check_run(m->run_id);
+    if (rc < 0)
+        return rc;
+    char key[KEY_LEN];
+    char *json = NULL;
+    size_t len = 0;
+    uint64_t size = 0;
+    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, MANIFEST_NAME);
+    rc = sr_store_size(st, key, &size);
+    if (rc == 0)
+        return sr_errf(-EEXIST, "checkpoint %s seq %llu already exists in %s", m->run_id,
+                       (unsigned long long)m->seq, sr_store_url(st));
+    if (rc != -ENOENT)
+        return rc;
+    /* The archive goes from the compressor straight into the store (an
+     * s3 multipart upload runs while later frames are still compressed);
+     * the object becomes visible only at commit, the manifest after it. */
+    struct sr_store_writer *w = NULL;
+    struct sr_pack_stats stats;
+    memset(&stats, 0, sizeof(stats));
+    const int64_t t0 = mono_ms();
+    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, DATA_NAME);
+    if ((rc = sr_store_writer_open(st, key, &w)) < 0)
+        return rc;
+    rc = sr_pack_dir(dir, sr_store_writer_sink, w, opts, &stats);
+    if (rc == 0)
+        rc = sr_store_writer_commit(w);
+    sr_store_writer_close(w);
+    if (rc < 0)
+        return rc;
+    m->raw_bytes = stats.raw_bytes;
+    m->stored_bytes = stats.stored_bytes;
+    m->files = stats.files;
+    m->frames = stats.frames;
+    memcpy(m->checksum, stats.checksum, sizeof(m->checksum));
+    m->stage_seconds = (double)(mono_ms() - t0) / 1000.0;
+    if ((rc = sr_store_size(st, key, &size)) < 0)
+        return rc;
+    if (size != m->stored_bytes)
+        return sr_errf(-EIO, "uploaded %s is %llu bytes, expected %llu", key,
+                       (unsigned long long)size, (unsigned long long)m->stored_bytes);
+    if ((rc = sr_manifest_to_json(m, &json, &len)) < 0)
+        return rc;
+    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, MANIFEST_NAME);
+    rc = sr_store_put(st, key, json, len); /* the commit point */
+    free(json);
+    return rc;
+}
+
 /* Verifies and extracts one checkpoint into dir. */
 static int restore_one(struct sr_store *st, const struct sr_manifest *m, const char *dir,
                        int threads)

@@ -42,6 +42,15 @@ int sr_ckpt_next_seq(struct sr_store *st, const char *run_id, uint64_t *seq);
  * size against m->stored_bytes, then writes the manifest (commit point). */
 int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char *data_path);
 
+/* Publishes dir without staging it locally: packs it straight into the
+ * store's data object (sr_store_writer), fills m's archive fields
+ * (raw_bytes, stored_bytes, files, frames, checksum, stage_seconds) from
+ * the packing, checks the stored size, then writes the manifest (commit
+ * point). The other fields of m are the caller's. */
+struct sr_pack_opts;
+int sr_ckpt_publish_dir(struct sr_store *st, struct sr_manifest *m, const char *dir,
+                        const struct sr_pack_opts *opts);
+
 /* Restores into dir checkpoint seq (0 = the newest complete one that
  * verifies, falling back to older ones with a warning). *out receives its
  * manifest. -ENOENT when the run has no complete checkpoint (dir untouched);

@@ -83,6 +83,7 @@ int sr_source_file_open(const char *path, struct sr_source *src)
     src->ctx = fs;
     src->size = (uint64_t)st.st_size;
     src->read_at = file_read_at;
+    src->checksum = NULL;
     return 0;
 }
 
@@ -96,6 +97,7 @@ void sr_source_file_close(struct sr_source *src)
     src->ctx = NULL;
     src->size = 0;
     src->read_at = NULL;
+    src->checksum = NULL;
 }
 
 int sr_source_checksum(const struct sr_source *src, char out[SR_CHECKSUM_LEN])

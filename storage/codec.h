@@ -13,13 +13,16 @@
  * Memory is bounded by (2 * threads + 2) frames whatever the input size.
  *
  * Unpacking: the data's checksum is verified over the whole object before
- * anything is extracted; then frames are fetched (ranged reads through the
- * source) and decompressed in parallel, and fed in order to libarchive,
- * which extracts into a fresh temporary directory beside the target. Every
- * entry is checked first: absolute paths, "..", entries that would write
- * through a symlink, hardlinks, device nodes and fifos are rejected. Only
- * after the whole archive extracted and every frame checksum matched is
- * the temporary directory swapped in for the target.
+ * anything is extracted - or, for a source that computes it as it
+ * downloads (sr_source.checksum), after extraction into the temporary
+ * directory and before the swap; then frames are fetched (ranged reads
+ * through the source) and decompressed in parallel, and fed in order to
+ * libarchive, which extracts into a fresh temporary directory beside the
+ * target. Every entry is checked first: absolute paths, "..", entries that
+ * would write through a symlink, hardlinks, device nodes and fifos are
+ * rejected. Only after the whole archive extracted, every frame checksum
+ * and the whole-object checksum matched is the temporary directory swapped
+ * in for the target.
  *
  * Functions return 0 or a negative errno value (message via sr_errf()):
  *   -EBADMSG  corrupt data (checksum mismatch, bad frame, bad seek table)
@@ -70,6 +73,12 @@ struct sr_source {
     void *ctx;
     uint64_t size;
     int (*read_at)(void *ctx, void *buf, size_t len, uint64_t off);
+    /* Optional (NULL: none): the whole-source checksum, computed by the
+     * source itself as its bytes arrive (a download hashes its contiguous
+     * prefix as it grows); may block until every byte arrived. With it,
+     * unpacking overlaps extraction with the download and checks the
+     * checksum before the swap instead of before extraction. */
+    int (*checksum)(void *ctx, char out[SR_CHECKSUM_LEN]);
 };
 
 /* A source over a local file; close with sr_source_file_close(). */

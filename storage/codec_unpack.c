@@ -506,10 +506,21 @@ static int swap_in(const char *tmp, const char *target, int exists)
     return sr_fsync_parent(target);
 }
 
+static int check_late(const struct sr_source *src, const char *want)
+{
+    char got[SR_CHECKSUM_LEN];
+    const int rc = src->checksum(src->ctx, got);
+    if (rc < 0)
+        return rc;
+    if (strcmp(got, want) != 0)
+        return sr_errf(-EBADMSG, "checksum mismatch: archive has %s, expected %s", got, want);
+    return 0;
+}
+
 static int check_source(const struct sr_source *src, const struct sr_unpack_opts *opts,
                         struct sr_seektable *t)
 {
-    if (opts && opts->checksum) {
+    if (opts && opts->checksum && !src->checksum) {
         char got[SR_CHECKSUM_LEN];
         const int rc = sr_source_checksum(src, got);
         if (rc < 0)
@@ -565,6 +576,11 @@ int sr_unpack_to_dir(const struct sr_source *src, const char *dir,
         pthread_cond_destroy(&u.work_cv);
         pthread_mutex_destroy(&u.lock);
     }
+    /* A source that hashes as it downloads: extraction overlapped the
+     * download, into the temp dir only; nothing is swapped in unless the
+     * whole object matches. */
+    if (rc == 0 && opts && opts->checksum && src->checksum)
+        rc = check_late(src, opts->checksum);
     if (rc == 0 && chmod(tmp, mode) < 0)
         rc = sr_errf(-errno, "cannot chmod %s: %s", tmp, strerror(errno));
     if (rc == 0)

@@ -19,6 +19,13 @@ enum sr_level { SR_QUIET = -1, SR_WARN = 0, SR_INFO = 1, SR_DEBUG = 2 };
 /* Global verbosity: messages above it are dropped. Default SR_INFO. */
 extern int sr_verbosity;
 
+/* Line format: "spotrun: msg" (text, the default) or, for log shippers,
+ * one JSON object per line: {"time":"...Z","level":"info","msg":"..."}.
+ * Until set, taken from $SPOTRUN_LOG_FORMAT. */
+enum sr_log_format { SR_LOG_TEXT, SR_LOG_JSON };
+/* "text" or "json"; -EINVAL for anything else. */
+int sr_log_set_format(const char *name);
+
 void sr_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define sr_warn(...) sr_log(SR_WARN, __VA_ARGS__)
 #define sr_info(...) sr_log(SR_INFO, __VA_ARGS__)

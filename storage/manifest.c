@@ -90,6 +90,12 @@ static int build(json_t *o, const struct sr_manifest *m)
     bad |= set_str(o, "codec", CODEC_NAME);
     bad |= set_str(o, "checksum", m->checksum);
     bad |= json_object_set_new(o, "stage_seconds", json_real(m->stage_seconds));
+    if (m->gpu_devices > 0 && m->gpu_devices <= SR_MANIFEST_GPUS) {
+        json_t *peaks = json_array();
+        for (uint32_t i = 0; peaks && i < m->gpu_devices; i++)
+            bad |= json_array_append_new(peaks, json_integer((json_int_t)m->gpu_peak[i]));
+        bad |= json_object_set_new(o, "gpu", json_pack("{s:o*}", "peak_bytes", peaks));
+    }
     return bad;
 }
 
@@ -258,6 +264,23 @@ static int get_data(json_t *o, struct sr_manifest *m)
     return 0;
 }
 
+/* The optional "gpu" object: taken when well-formed, else ignored. */
+static void get_gpu(json_t *o, struct sr_manifest *m)
+{
+    json_t *peaks = json_object_get(json_object_get(o, "gpu"), "peak_bytes");
+    const size_t n = json_array_size(peaks);
+    if (n == 0 || n > SR_MANIFEST_GPUS)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(peaks, i);
+        if (!json_is_integer(v) || json_integer_value(v) < 0)
+            return;
+    }
+    for (size_t i = 0; i < n; i++)
+        m->gpu_peak[i] = (uint64_t)json_integer_value(json_array_get(peaks, i));
+    m->gpu_devices = (uint32_t)n;
+}
+
 int sr_manifest_parse(const char *buf, size_t len, struct sr_manifest *m)
 {
     struct sr_manifest tmp;
@@ -273,6 +296,7 @@ int sr_manifest_parse(const char *buf, size_t len, struct sr_manifest *m)
     }
     if ((rc = get_identity(o, &tmp)) < 0 || (rc = get_data(o, &tmp)) < 0)
         goto out;
+    get_gpu(o, &tmp);
     *m = tmp;
 out:
     json_decref(o);

@@ -17,6 +17,7 @@
 
 #define SR_MANIFEST_FORMAT 1
 #define SR_RUN_ID_MAX 128
+#define SR_MANIFEST_GPUS 16
 
 struct sr_manifest {
     int format; /* SR_MANIFEST_FORMAT */
@@ -34,6 +35,12 @@ struct sr_manifest {
     int level;
     char checksum[SR_CHECKSUM_LEN]; /* of data.tar.zst */
     double stage_seconds;           /* pack + compress time */
+    /* Optional "gpu": {"peak_bytes": [...]}: peak GPU memory (device +
+     * managed) of the job per device, from the preload shim; 0 devices =
+     * not recorded (field absent). Informational: a malformed value is
+     * ignored, never a reason to refuse the manifest. */
+    uint32_t gpu_devices;
+    uint64_t gpu_peak[SR_MANIFEST_GPUS];
 };
 
 /* Serialises m (pretty, ends with a newline) into a malloc'd string. */

@@ -354,6 +354,9 @@ int sr_s3_open(const char *bucket, const char *prefix, struct sr_s3 **out)
     s3->retries = 5;
     if (env("SPOTRUN_S3_RETRIES"))
         s3->retries = atoi(env("SPOTRUN_S3_RETRIES"));
+    s3->buffer_size = 512L << 10;
+    if (env("SPOTRUN_S3_BUFFER_KB"))
+        s3->buffer_size = atol(env("SPOTRUN_S3_BUFFER_KB")) << 10;
     s3->connect_timeout_ms = 5000;
     if (env("SPOTRUN_S3_CONNECT_TIMEOUT_MS"))
         s3->connect_timeout_ms = atol(env("SPOTRUN_S3_CONNECT_TIMEOUT_MS"));
@@ -603,6 +606,12 @@ int sr_s3_setup(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req)
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    /* Bigger buffers than curl's 16 KiB / 64 KiB defaults: fewer callbacks
+     * and syscalls per MiB on fast links (SPOTRUN_S3_BUFFER_KB, 0 = curl's). */
+    if (s3->buffer_size > 0) {
+        curl_easy_setopt(c, CURLOPT_BUFFERSIZE, s3->buffer_size);
+        curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, s3->buffer_size);
+    }
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, req);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);

@@ -30,6 +30,7 @@ struct sr_s3 {
     char sigv4[160]; /* "aws:amz:REGION:s3" */
     int retries;     /* attempts after the first */
     long connect_timeout_ms;
+    long buffer_size; /* curl receive / upload buffer, bytes; 0 = curl's default */
     struct sr_s3_cred_provider *creds;
     void *pool_lock; /* pthread_mutex_t */
     CURL *pool[SR_S3_POOL];

@@ -232,3 +232,50 @@ int sr_store_delete(struct sr_store *st, const char *key)
     int rc = check_key(st, key, 0);
     return rc < 0 ? rc : st->ops->del(st, key);
 }
+
+int sr_store_writer_open(struct sr_store *st, const char *key, struct sr_store_writer **out)
+{
+    *out = NULL;
+    int rc = check_key(st, key, 0);
+    if (rc < 0)
+        return rc;
+    if (!st->ops->writer_open)
+        return sr_errf(-EOPNOTSUPP, "store %s cannot stream uploads", st->url);
+    rc = st->ops->writer_open(st, key, out);
+    if (rc == 0) {
+        (*out)->st = st;
+        (*out)->bytes = 0;
+    }
+    return rc;
+}
+
+int sr_store_writer_write(struct sr_store_writer *w, const void *buf, size_t len)
+{
+    if (len == 0)
+        return 0;
+    const int rc = w->st->ops->writer_write(w, buf, len);
+    if (rc == 0)
+        w->bytes += len;
+    return rc;
+}
+
+int sr_store_writer_commit(struct sr_store_writer *w)
+{
+    return w->st->ops->writer_commit(w);
+}
+
+void sr_store_writer_close(struct sr_store_writer *w)
+{
+    if (w)
+        w->st->ops->writer_close(w);
+}
+
+int sr_store_writer_sink(void *ctx, const void *buf, size_t len)
+{
+    return sr_store_writer_write(ctx, buf, len);
+}
+
+int sr_store_streams(const struct sr_store *st)
+{
+    return st->ops->writer_open != NULL && st->ops->streams;
+}

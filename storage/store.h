@@ -61,6 +61,29 @@ int sr_store_list(struct sr_store *st, const char *prefix, struct sr_strlist *ou
 /* Missing key is fine. Empty parent "directories" are pruned (file backend). */
 int sr_store_delete(struct sr_store *st, const char *key);
 
+/* Streaming writer: an object written in pieces as they are produced (push
+ * streams the archive straight from the compressor). Nothing is visible
+ * under key before commit succeeds; then the whole object is (atomic, as
+ * put). abort (or a failed write/commit, which must still be followed by
+ * abort) discards everything. Memory is bounded by the backend, whatever
+ * the object size (s3: a few parts). One writer belongs to one thread. */
+struct sr_store_writer {
+    struct sr_store *st;
+    uint64_t bytes; /* written so far */
+};
+int sr_store_writer_open(struct sr_store *st, const char *key, struct sr_store_writer **out);
+int sr_store_writer_write(struct sr_store_writer *w, const void *buf, size_t len);
+int sr_store_writer_commit(struct sr_store_writer *w);
+/* Frees the writer; discards the object unless commit succeeded. NULL is fine. */
+void sr_store_writer_close(struct sr_store_writer *w);
+/* An sr_sink_fn over a writer (ctx = the writer). */
+int sr_store_writer_sink(void *ctx, const void *buf, size_t len);
+/* 1 when streaming into the store beats staging a local file first: the
+ * backend uploads while the object is still being written (s3). The file
+ * backend writes a temp file beside the object either way (and adopts a
+ * staged file by hard link), so it answers 0. */
+int sr_store_streams(const struct sr_store *st);
+
 /* Backend vtable (store_*.c). */
 struct sr_store_ops {
     const char *scheme;
@@ -73,6 +96,13 @@ struct sr_store_ops {
     int (*list)(struct sr_store *, const char *prefix, struct sr_strlist *out);
     int (*del)(struct sr_store *, const char *key);
     void (*close)(struct sr_store *);
+    /* Streaming writer; the backend's writer embeds struct sr_store_writer
+     * first. close frees it (and discards an uncommitted object). */
+    int (*writer_open)(struct sr_store *, const char *key, struct sr_store_writer **out);
+    int (*writer_write)(struct sr_store_writer *, const void *buf, size_t len);
+    int (*writer_commit)(struct sr_store_writer *);
+    void (*writer_close)(struct sr_store_writer *);
+    int streams; /* see sr_store_streams() */
 };
 
 struct sr_store {

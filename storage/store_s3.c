@@ -5,22 +5,27 @@
  *
  * DESIGN:
  *   - put is one PUT with Content-MD5. put_file is one PUT for files up to
- *     the part size (SPOTRUN_S3_PART_SIZE, default 16 MiB) and a multipart
- *     upload above it: parts sized by sr_s3_part_size() (>= 5 MiB, <= 10,000
- *     parts), SPOTRUN_S3_CONCURRENCY (default 8) of them in flight on one
- *     curl multi handle. Parts are read from the file by the read callback
- *     (pread), so memory does not grow with the object; a helper thread
- *     computes each part's Content-MD5 ahead of the transfers. A failed
- *     part is retried with backoff; a part that fails for good aborts the
- *     upload (AbortMultipartUpload, where the server allows it). S3 makes
- *     an object visible only once it is complete, so a reader never sees a
+ *     SPOTRUN_S3_SINGLE_MAX (default 64 MiB) and a multipart upload above
+ *     it: parts sized by sr_s3_part_size() (>= 5 MiB, <= 10,000 parts),
+ *     SPOTRUN_S3_CONCURRENCY (default 8) of them in flight on one curl multi
+ *     handle. Parts are read from the file by the read callback (pread), so
+ *     memory does not grow with the object; a helper thread computes each
+ *     part's Content-MD5 ahead of the transfers. A failed part is retried
+ *     with backoff; a part that fails for good aborts the upload
+ *     (AbortMultipartUpload, where the server allows it). S3 makes an
+ *     object visible only once it is complete, so a reader never sees a
  *     torn one; the catalog still writes the manifest last.
- *   - source: objects of SPOOL_MIN or more are fetched once, by concurrent
- *     ranged GETs on a multi handle, into an unlinked spool file, and the
- *     codec's checksum pass and parallel frame reads are served from it
- *     (the checksum must cover the whole object before extraction, so
- *     ranged reads straight into the decompressor would fetch it twice).
- *     Smaller objects are read with a ranged GET per read_at, on pooled
+ *   - the streaming writer (push): the producer fills buffers that an
+ *     uploader thread sends as parts while compression goes on; bounded
+ *     memory (CONCURRENCY parts); an object within the first buffer is one
+ *     PUT. See the section below.
+ *   - source: objects of SPOOL_MIN or more are downloaded once, by a
+ *     background thread (in-order ranged GETs on a multi handle), into an
+ *     unlinked spool file. The codec's frame reads wait only for their own
+ *     bytes, so extraction overlaps the download; the download hashes the
+ *     contiguous prefix as it grows and offers that as the source's
+ *     checksum, which the codec checks before swapping the extracted tree
+ *     in. Smaller objects are read with a ranged GET per read_at, on pooled
  *     handles, safe from the codec's worker threads.
  *   - list is ListObjectsV2 with delimiter '/', following continuation
  *     tokens.
@@ -31,6 +36,7 @@
  */
 #include "log.h"
 #include "s3.h"
+#include "seektable.h"
 #include "store.h"
 
 #include <errno.h>
@@ -44,16 +50,34 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #define MIB (1024ull * 1024ull)
 #define SPOOL_MIN (8 * MIB)
 #define GET_CHUNK (8 * MIB)
 #define LIST_MAX (16u << 20)
+#define SINGLE_MAX_DEFAULT (64 * MIB)
 
 struct s3_src {
     struct sr_s3 *s3;
     char *key;
     int fd; /* spool file, or -1: ranged GETs */
+    uint64_t size;
+    /* background download into the spool (fd >= 0) */
+    pthread_t th;
+    int running;
+    size_t n;      /* chunks: [coff[i], coff[i + 1]) */
+    uint64_t *coff; /* n + 1 offsets */
+    XXH3_state_t *xxh; /* download thread only */
+    pthread_mutex_t lock;
+    pthread_cond_t cv;     /* a chunk arrived, or the download ended */
+    uint64_t *have;        /* bytes of chunk i in the spool, from its start */
+    uint64_t ready;        /* bytes [0, ready) are in the spool and hashed */
+    size_t started;        /* chunks [0, started) were requested */
+    size_t conc;           /* ranges in flight */
+    int stop, finished, err;
+    char errmsg[512];
+    char sum[SR_CHECKSUM_LEN];
 };
 
 static struct sr_s3 *s3_of(struct sr_store *st)
@@ -107,9 +131,9 @@ struct progress {
 static void progress_init(struct progress *p, const char *verb, uint64_t total)
 {
     const char *force = getenv("SPOTRUN_PROGRESS");
-    p->on = force && *force
-                ? strcmp(force, "0") != 0
-                : isatty(STDERR_FILENO) && sr_verbosity >= SR_INFO && total >= SPOOL_MIN;
+    p->on = force && *force ? strcmp(force, "0") != 0
+                            : isatty(STDERR_FILENO) && sr_verbosity >= SR_INFO &&
+                                  (total >= SPOOL_MIN || total == 0); /* 0: unknown (streaming) */
     p->verb = verb;
     p->total = total;
     p->t0 = p->last = now_ms();
@@ -123,6 +147,11 @@ static void progress_show(struct progress *p, uint64_t done, int final)
     p->last = now;
     const double secs = (double)(now - p->t0) / 1000.0;
     const double rate = secs > 0 ? (double)done / secs : 0;
+    if (p->total == 0) {
+        fprintf(stderr, "\rspotrun: %s %7.1f MiB  %6.1f MiB/s%s", p->verb, (double)done / MIB,
+                rate / MIB, final ? "\n" : "");
+        return;
+    }
     const double eta = rate > 0 ? (double)(p->total - done) / rate : 0;
     fprintf(stderr, "\rspotrun: %s %7.1f / %.1f MiB  %6.1f MiB/s  ETA %3.0fs%s", p->verb,
             (double)done / MIB, (double)p->total / MIB, rate / MIB, eta, final ? "\n" : "");
@@ -456,32 +485,34 @@ static int upload_parts(struct mpu *m, const char *eid)
     return rc;
 }
 
-static int complete_upload(struct mpu *m, const char *eid)
+/* etags[i] is part i + 1's ETag. */
+static int complete_upload(struct sr_s3 *s3, const char *key, const char *eid, size_t n,
+                           const char *const *etags)
 {
-    size_t cap = 128 + m->n * 200, len = 0;
+    size_t cap = 128 + n * 200, len = 0;
     char *xml = malloc(cap);
     if (!xml)
         return sr_errf(-ENOMEM, "out of memory");
     len += (size_t)snprintf(xml + len, cap - len, "<CompleteMultipartUpload>");
-    for (size_t i = 0; i < m->n; i++)
+    for (size_t i = 0; i < n; i++)
         len += (size_t)snprintf(xml + len, cap - len,
                                 "<Part><PartNumber>%zu</PartNumber><ETag>%s</ETag></Part>", i + 1,
-                                m->parts[i].etag);
+                                etags[i]);
     len += (size_t)snprintf(xml + len, cap - len, "</CompleteMultipartUpload>");
     char query[3200];
     snprintf(query, sizeof(query), "uploadId=%s", eid);
-    struct sr_s3_req r = req_new("POST", m->key);
+    struct sr_s3_req r = req_new("POST", key);
     r.query = query;
     r.body = xml;
     r.body_len = len;
     r.max = 1u << 20;
-    int rc = sr_s3_do(m->s3, &r);
+    int rc = sr_s3_do(s3, &r);
     /* A 200 answer may still carry an <Error> (S3 reports late failures so). */
     char code[128], msg[512];
     if (rc == 0 && r.resp &&
         sr_s3_parse_error(r.resp, r.resp_len, code, sizeof(code), msg, sizeof(msg)) == 0) {
         char name[2300];
-        sr_s3_name(m->s3, m->key, name, sizeof(name));
+        sr_s3_name(s3, key, name, sizeof(name));
         const char *hint = "";
         rc = sr_errf(sr_s3_errno(500, code, &hint), "completing the upload of %s: %s %s", name,
                      code, msg);
@@ -491,18 +522,34 @@ static int complete_upload(struct mpu *m, const char *eid)
     return rc;
 }
 
-static void abort_upload(struct mpu *m, const char *eid)
+static void abort_upload(struct sr_s3 *s3, const char *key, const char *eid)
 {
     char query[3200];
     snprintf(query, sizeof(query), "uploadId=%s", eid);
-    struct sr_s3_req r = req_new("DELETE", m->key);
+    struct sr_s3_req r = req_new("DELETE", key);
     r.query = query;
-    const int saved_retries = m->s3->retries;
-    const int rc = sr_s3_do(m->s3, &r);
-    (void)saved_retries;
+    const int rc = sr_s3_do(s3, &r);
     free(r.resp);
     if (rc < 0)
-        sr_debug("s3: cannot abort the multipart upload of %s: %s", m->key, sr_strerror(rc));
+        sr_debug("s3: cannot abort the multipart upload of %s: %s", key, sr_strerror(rc));
+}
+
+/* Starts a multipart upload; eid gets the escaped UploadId. */
+static int initiate_upload(struct sr_s3 *s3, const char *key, char *eid, size_t elen)
+{
+    char id[1024];
+    struct sr_s3_req r = req_new("POST", key);
+    r.query = "uploads="; /* curl 7.88 signs "?uploads" wrongly */
+    r.body = "";
+    r.max = 1u << 20;
+    int rc = sr_s3_do(s3, &r);
+    if (rc == 0 && sr_s3_parse_upload_id(r.resp, r.resp_len, id, sizeof(id)) < 0)
+        rc = sr_errf(-EBADMSG, "initiating a multipart upload of %s: no UploadId in the answer",
+                     key);
+    free(r.resp);
+    if (rc == 0 && sr_s3_escape(id, 0, eid, elen) < 0)
+        rc = sr_errf(-EBADMSG, "UploadId too long");
+    return rc;
 }
 
 static int multipart(struct sr_s3 *s3, const char *key, int fd, uint64_t size, uint64_t ps)
@@ -515,20 +562,10 @@ static int multipart(struct sr_s3 *s3, const char *key, int fd, uint64_t size, u
     m.size = size;
     m.ps = ps;
     m.n = (size_t)((size + ps - 1) / ps);
-    char id[1024], eid[3100];
-    struct sr_s3_req r = req_new("POST", key);
-    r.query = "uploads="; /* curl 7.88 signs "?uploads" wrongly */
-    r.body = "";
-    r.max = 1u << 20;
-    int rc = sr_s3_do(s3, &r);
-    if (rc == 0 && sr_s3_parse_upload_id(r.resp, r.resp_len, id, sizeof(id)) < 0)
-        rc = sr_errf(-EBADMSG, "initiating a multipart upload of %s: no UploadId in the answer",
-                     key);
-    free(r.resp);
+    char eid[3100];
+    int rc = initiate_upload(s3, key, eid, sizeof(eid));
     if (rc < 0)
         return rc;
-    if (sr_s3_escape(id, 0, eid, sizeof(eid)) < 0)
-        return sr_errf(-EBADMSG, "UploadId too long");
     sr_debug("s3: multipart upload of %s: %zu parts of %" PRIu64 " bytes", key, m.n, ps);
     m.parts = calloc(m.n, sizeof(*m.parts));
     m.multi = curl_multi_init();
@@ -563,10 +600,15 @@ out:
         sr_s3_cleanup(&m.parts[i].req);
         free(m.parts[i].req.resp);
     }
-    if (rc == 0)
-        rc = complete_upload(&m, eid);
+    if (rc == 0) {
+        const char **etags = calloc(m.n ? m.n : 1, sizeof(*etags));
+        for (size_t i = 0; etags && i < m.n; i++)
+            etags[i] = m.parts[i].etag;
+        rc = etags ? complete_upload(s3, key, eid, m.n, etags) : sr_errf(-ENOMEM, "out of memory");
+        free(etags);
+    }
     if (rc < 0)
-        abort_upload(&m, eid);
+        abort_upload(s3, key, eid);
     if (m.multi)
         curl_multi_cleanup(m.multi);
     pthread_mutex_destroy(&m.lock);
@@ -589,7 +631,13 @@ static int s3_put_file(struct sr_store *st, const char *key, const char *path)
     }
     const uint64_t size = (uint64_t)sb.st_size;
     const uint64_t ps = sr_s3_part_size(size, env_u64("SPOTRUN_S3_PART_SIZE", 16 * MIB));
-    if (size > ps) {
+    /* One PUT up to the single-PUT limit: a multipart upload costs three
+     * requests more and, on some servers, a second pass over the data at
+     * completion (s3rver concatenates the parts). */
+    uint64_t single_max = env_u64("SPOTRUN_S3_SINGLE_MAX", SINGLE_MAX_DEFAULT);
+    if (single_max < ps)
+        single_max = ps;
+    if (size > single_max) {
         rc = multipart(s3, key, fd, size, ps);
         goto out;
     }
@@ -605,6 +653,376 @@ static int s3_put_file(struct sr_store *st, const char *key, const char *path)
 out:
     close(fd);
     return rc;
+}
+
+/* ---- streaming writer ------------------------------------------------------
+ *
+ * The producer (the packer's sink) fills a buffer; a full buffer becomes a
+ * part handed to an uploader thread, which runs up to SPOTRUN_S3_CONCURRENCY
+ * parts on a multi handle while the producer goes on compressing. The
+ * producer blocks while CONCURRENCY part sizes of data are buffered, so
+ * memory stays bounded. The first buffer holds up to the single-PUT limit
+ * (SPOTRUN_S3_SINGLE_MAX): an object that ends within it is one PUT at
+ * commit, no multipart at all. Part sizes grow (x2 every 1000 parts, up to
+ * 512 MiB) so that an object of unknown size stays within 10,000 parts.
+ */
+
+#define WPART_MAX (512 * MIB)
+
+struct wpart {
+    struct sr_s3_req req; /* first: CURLINFO_PRIVATE points here */
+    uint8_t *buf;
+    size_t len;
+    int state; /* 0 waiting, 1 in flight, 2 done */
+    int attempts;
+    int64_t retry_at;
+    char md5[32];
+    char *query;
+    CURL *c;
+    char etag[128];
+};
+
+struct s3_writer {
+    struct sr_store_writer w;
+    struct sr_s3 *s3;
+    char *key;
+    uint64_t ps, single_max;
+    size_t conc;
+    uint8_t *cur;
+    size_t cur_len, cur_cap;
+    int mp; /* multipart upload started */
+    char eid[3100];
+    /* shared with the uploader, under lock */
+    pthread_mutex_t lock;
+    pthread_cond_t space;
+    struct wpart **parts;
+    size_t nparts, parts_cap;
+    uint64_t buffered; /* bytes of parts not yet done */
+    int finishing, stop, err;
+    char errmsg[512];
+    CURLM *multi;
+    pthread_t th;
+    int started;
+    int committed;
+    struct progress pg;
+    uint64_t done_bytes;
+};
+
+static void writer_fail(struct s3_writer *w, int rc)
+{
+    /* Caller holds the lock. Messages are thread-local: keep a copy. */
+    if (!w->err) {
+        w->err = rc;
+        snprintf(w->errmsg, sizeof(w->errmsg), "%s", sr_strerror(rc));
+    }
+    pthread_cond_broadcast(&w->space);
+}
+
+static int wpart_start(struct s3_writer *w, struct wpart *p, size_t num)
+{
+    if (!p->query) {
+        p->query = malloc(3200);
+        if (!p->query)
+            return sr_errf(-ENOMEM, "out of memory");
+        snprintf(p->query, 3200, "partNumber=%zu&uploadId=%s", num, w->eid);
+        int rc = md5_buf(p->buf, p->len, p->md5);
+        if (rc < 0)
+            return rc;
+    }
+    if (!p->c && !(p->c = sr_s3_handle(w->s3)))
+        return sr_errf(-ENOMEM, "out of memory");
+    p->req = req_new("PUT", w->key);
+    p->req.query = p->query;
+    p->req.body = p->buf;
+    p->req.body_len = p->len;
+    p->req.content_md5 = p->md5;
+    int rc = sr_s3_setup(w->s3, p->c, &p->req);
+    if (rc < 0)
+        return rc;
+    p->attempts++;
+    p->state = 1;
+    return curl_multi_add_handle(w->multi, p->c) == CURLM_OK ? 0 : sr_errf(-ENOMEM, "curl multi");
+}
+
+static size_t conc_of(const struct s3_writer *w);
+
+static void *uploader(void *arg)
+{
+    struct s3_writer *w = arg;
+    size_t active = 0, first_open = 0;
+    for (;;) {
+        const int64_t now = now_ms();
+        pthread_mutex_lock(&w->lock);
+        int quit = w->stop || w->err;
+        size_t n = w->nparts;
+        while (first_open < n && w->parts[first_open]->state == 2)
+            first_open++;
+        if (!quit && w->finishing && first_open == n)
+            quit = 1;
+        pthread_mutex_unlock(&w->lock);
+        if (quit)
+            break;
+        /* Start waiting parts (retries and new ones), in order. The part
+         * array only grows under the lock; entries below n are stable. */
+        for (size_t i = first_open; i < n && active < conc_of(w); i++) {
+            struct wpart *p;
+            pthread_mutex_lock(&w->lock);
+            p = w->parts[i];
+            pthread_mutex_unlock(&w->lock);
+            if (p->state != 0 || p->retry_at > now)
+                continue;
+            const int rc = wpart_start(w, p, i + 1);
+            if (rc < 0) {
+                pthread_mutex_lock(&w->lock);
+                writer_fail(w, rc);
+                pthread_mutex_unlock(&w->lock);
+                break;
+            }
+            active++;
+        }
+        int running = 0;
+        curl_multi_perform(w->multi, &running);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(w->multi, &left))) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            CURL *c = msg->easy_handle;
+            const CURLcode cc = msg->data.result;
+            struct sr_s3_req *req = NULL;
+            curl_easy_getinfo(c, CURLINFO_PRIVATE, (char **)&req);
+            struct wpart *p = (struct wpart *)req;
+            curl_multi_remove_handle(w->multi, c);
+            active--;
+            int r = sr_s3_done(w->s3, c, req, cc, p->attempts);
+            sr_s3_cleanup(req);
+            free(req->resp);
+            req->resp = NULL;
+            if (r == 0 && !req->etag[0])
+                r = sr_errf(-EBADMSG, "a part of %s: no ETag in the answer", w->key);
+            if (r == 0) {
+                snprintf(p->etag, sizeof(p->etag), "%s", req->etag);
+                sr_s3_release(w->s3, p->c);
+                p->c = NULL;
+                free(p->buf);
+                p->buf = NULL;
+                free(p->query);
+                p->query = NULL;
+                pthread_mutex_lock(&w->lock);
+                p->state = 2;
+                w->buffered -= p->len;
+                w->done_bytes += p->len;
+                pthread_cond_broadcast(&w->space);
+                pthread_mutex_unlock(&w->lock);
+            } else if (r == 1) {
+                p->state = 0;
+                static __thread unsigned seed;
+                if (!seed)
+                    seed = (unsigned)now_ms();
+                p->retry_at =
+                    now_ms() + sr_s3_backoff_ms(p->attempts, 200, 5000, (unsigned)rand_r(&seed));
+            } else {
+                pthread_mutex_lock(&w->lock);
+                writer_fail(w, r);
+                pthread_mutex_unlock(&w->lock);
+            }
+        }
+        progress_show(&w->pg, w->done_bytes, 0);
+        curl_multi_poll(w->multi, NULL, 0, 100, NULL);
+    }
+    /* Leave no transfer behind (failure or stop). */
+    pthread_mutex_lock(&w->lock);
+    for (size_t i = 0; i < w->nparts; i++) {
+        struct wpart *p = w->parts[i];
+        if (p->c) {
+            curl_multi_remove_handle(w->multi, p->c);
+            sr_s3_cleanup(&p->req);
+            free(p->req.resp);
+            p->req.resp = NULL;
+            sr_s3_release(w->s3, p->c);
+            p->c = NULL;
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+static size_t conc_of(const struct s3_writer *w)
+{
+    return w->conc;
+}
+
+/* Hands the current buffer over as the next part (blocks while the
+ * uploader is CONCURRENCY parts behind). */
+static int writer_flush(struct s3_writer *w)
+{
+    if (!w->mp) {
+        int rc = initiate_upload(w->s3, w->key, w->eid, sizeof(w->eid));
+        if (rc < 0)
+            return rc;
+        w->mp = 1;
+        sr_debug("s3: streaming a multipart upload of %s", w->key);
+        if (!(w->multi = curl_multi_init()))
+            return sr_errf(-ENOMEM, "out of memory");
+        curl_multi_setopt(w->multi, CURLMOPT_MAXCONNECTS, 32L);
+        if (pthread_create(&w->th, NULL, uploader, w) != 0)
+            return sr_errf(-EAGAIN, "cannot start a thread");
+        w->started = 1;
+    }
+    struct wpart *p = calloc(1, sizeof(*p));
+    if (!p)
+        return sr_errf(-ENOMEM, "out of memory");
+    p->buf = w->cur;
+    p->len = w->cur_len;
+    const uint64_t limit = (uint64_t)w->conc * w->ps;
+    pthread_mutex_lock(&w->lock);
+    while (!w->err && w->buffered > 0 && w->buffered + p->len > limit)
+        pthread_cond_wait(&w->space, &w->lock);
+    int rc = w->err;
+    if (rc == 0 && w->nparts == w->parts_cap) {
+        size_t cap = w->parts_cap ? w->parts_cap * 2 : 64;
+        struct wpart **v = realloc(w->parts, cap * sizeof(*v));
+        if (!v)
+            rc = -ENOMEM;
+        else
+            w->parts = v, w->parts_cap = cap;
+    }
+    if (rc == 0) {
+        w->parts[w->nparts++] = p;
+        w->buffered += p->len;
+        w->cur = NULL;
+        w->cur_len = w->cur_cap = 0;
+    }
+    const size_t nparts = w->nparts;
+    pthread_mutex_unlock(&w->lock);
+    if (rc < 0) {
+        free(p);
+        return rc == -ENOMEM ? sr_errf(rc, "out of memory") : sr_errf(rc, "%s", w->errmsg);
+    }
+    curl_multi_wakeup(w->multi);
+    if (nparts >= 10000)
+        return sr_errf(-EFBIG, "%s: over 10,000 parts", w->key);
+    /* Grow parts as the object grows: 10,000 of them still reach TBs. */
+    if (nparts % 1000 == 0 && w->ps * 2 <= WPART_MAX)
+        w->ps *= 2;
+    return 0;
+}
+
+static int s3_writer_write(struct sr_store_writer *sw, const void *buf, size_t len)
+{
+    struct s3_writer *w = (struct s3_writer *)sw;
+    const uint8_t *b = buf;
+    while (len > 0) {
+        if (!w->cur) {
+            w->cur_cap = (size_t)(w->mp ? w->ps : w->single_max);
+            if (!(w->cur = malloc(w->cur_cap)))
+                return sr_errf(-ENOMEM, "out of memory for a %zu-byte part", w->cur_cap);
+            w->cur_len = 0;
+        }
+        const size_t n = len < w->cur_cap - w->cur_len ? len : w->cur_cap - w->cur_len;
+        memcpy(w->cur + w->cur_len, b, n);
+        w->cur_len += n;
+        b += n;
+        len -= n;
+        if (w->cur_len == w->cur_cap) {
+            int rc = writer_flush(w);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+static int s3_writer_commit(struct sr_store_writer *sw)
+{
+    struct s3_writer *w = (struct s3_writer *)sw;
+    if (!w->mp) {
+        /* Everything fit in the first buffer: one PUT. */
+        int rc = s3_put(sw->st, w->key, w->cur ? (const void *)w->cur : "", w->cur_len);
+        w->committed = rc == 0;
+        return rc;
+    }
+    if (w->cur_len > 0) {
+        int rc = writer_flush(w);
+        if (rc < 0)
+            return rc;
+    }
+    const int64_t t0 = now_ms();
+    pthread_mutex_lock(&w->lock);
+    w->finishing = 1;
+    pthread_mutex_unlock(&w->lock);
+    curl_multi_wakeup(w->multi);
+    pthread_join(w->th, NULL);
+    const int64_t t1 = now_ms();
+    w->started = 0;
+    if (w->err)
+        return sr_errf(w->err, "%s", w->errmsg);
+    progress_show(&w->pg, w->done_bytes, 1);
+    const char **etags = calloc(w->nparts, sizeof(*etags));
+    if (!etags)
+        return sr_errf(-ENOMEM, "out of memory");
+    for (size_t i = 0; i < w->nparts; i++)
+        etags[i] = w->parts[i]->etag;
+    int rc = complete_upload(w->s3, w->key, w->eid, w->nparts, etags);
+    free(etags);
+    sr_debug("s3: multipart upload of %s: %zu parts (streamed; the last ones took %.2fs after "
+             "the data ended, completing %.2fs)",
+             w->key, w->nparts, (double)(t1 - t0) / 1000.0, (double)(now_ms() - t1) / 1000.0);
+    w->committed = rc == 0;
+    return rc;
+}
+
+static void s3_writer_close(struct sr_store_writer *sw)
+{
+    struct s3_writer *w = (struct s3_writer *)sw;
+    if (w->started) {
+        pthread_mutex_lock(&w->lock);
+        w->stop = 1;
+        pthread_mutex_unlock(&w->lock);
+        curl_multi_wakeup(w->multi);
+        pthread_join(w->th, NULL);
+    }
+    if (w->mp && !w->committed)
+        abort_upload(w->s3, w->key, w->eid);
+    if (w->pg.on && !w->committed && w->mp)
+        fputc('\n', stderr);
+    for (size_t i = 0; i < w->nparts; i++) {
+        free(w->parts[i]->buf);
+        free(w->parts[i]->query);
+        free(w->parts[i]);
+    }
+    free(w->parts);
+    free(w->cur);
+    if (w->multi)
+        curl_multi_cleanup(w->multi);
+    pthread_mutex_destroy(&w->lock);
+    pthread_cond_destroy(&w->space);
+    free(w->key);
+    free(w);
+}
+
+static int s3_writer_open(struct sr_store *st, const char *key, struct sr_store_writer **out)
+{
+    struct s3_writer *w = calloc(1, sizeof(*w));
+    if (!w || !(w->key = strdup(key))) {
+        free(w);
+        return sr_errf(-ENOMEM, "out of memory");
+    }
+    w->s3 = s3_of(st);
+    w->ps = sr_s3_part_size(0, env_u64("SPOTRUN_S3_PART_SIZE", 16 * MIB));
+    if (w->ps > WPART_MAX)
+        w->ps = WPART_MAX;
+    w->single_max = env_u64("SPOTRUN_S3_SINGLE_MAX", SINGLE_MAX_DEFAULT);
+    if (w->single_max < w->ps)
+        w->single_max = w->ps;
+    if (w->single_max > WPART_MAX)
+        w->single_max = WPART_MAX;
+    w->conc = (size_t)env_u64("SPOTRUN_S3_CONCURRENCY", 8);
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->space, NULL);
+    progress_init(&w->pg, "upload", 0);
+    *out = &w->w;
+    return 0;
 }
 
 /* ---- downloads ----------------------------------------------------------- */
@@ -626,28 +1044,6 @@ static int range_get(struct sr_s3 *s3, const char *key, void *buf, size_t len, u
                      name, off, r.got, len);
     }
     return rc;
-}
-
-static int src_read_at(void *ctx, void *buf, size_t len, uint64_t off)
-{
-    struct s3_src *s = ctx;
-    if (len == 0)
-        return 0;
-    if (s->fd < 0)
-        return range_get(s->s3, s->key, buf, len, off);
-    char *p = buf;
-    while (len > 0) {
-        const ssize_t n = pread(s->fd, p, len, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return sr_errf(n < 0 ? -errno : -EBADMSG, "cannot read the spooled %s: %s", s->key,
-                           n < 0 ? strerror(errno) : "unexpected end");
-        p += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
-    }
-    return 0;
 }
 
 /* An unlinked file for the download: in the work dir (not tmpfs as a
@@ -685,26 +1081,94 @@ static int spool_open(void)
     return -1;
 }
 
-/* Fetches the whole object into fd with concurrent ranged GETs. */
-static int download(struct sr_s3 *s3, const char *key, int fd, uint64_t size)
+/* The ranges of the download: the first waves are small (1, 2, 4 MiB per
+ * range), so that the start of the object - what the decompressor wants
+ * first - arrives early although CONCURRENCY ranges share the link; then
+ * GET_CHUNK. */
+static int chunk_plan(struct s3_src *s)
 {
-    const size_t conc = (size_t)env_u64("SPOTRUN_S3_CONCURRENCY", 8);
-    const size_t n = (size_t)((size + GET_CHUNK - 1) / GET_CHUNK);
+    const size_t conc = s->conc;
+    size_t cap = 64, n = 0;
+    uint64_t *v = malloc(cap * sizeof(*v)), off = 0;
+    while (v && off < s->size) {
+        if (n + 2 > cap) {
+            uint64_t *nv = realloc(v, (cap *= 2) * sizeof(*v));
+            if (!nv) {
+                free(v);
+                v = NULL;
+                break;
+            }
+            v = nv;
+        }
+        const size_t wave = n / (conc ? conc : 1);
+        uint64_t len = wave < 3 ? MIB << wave : GET_CHUNK;
+        if (len > s->size - off)
+            len = s->size - off;
+        v[n++] = off;
+        off += len;
+    }
+    if (!v)
+        return sr_errf(-ENOMEM, "out of memory");
+    v[n] = s->size;
+    s->coff = v;
+    s->n = n;
+    return 0;
+}
+
+/* Index of the chunk holding byte off (< size). */
+static size_t chunk_of(const struct s3_src *s, uint64_t off)
+{
+    size_t lo = 0, hi = s->n; /* coff[lo] <= off < coff[hi] */
+    while (hi - lo > 1) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (s->coff[mid] <= off)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Background download of the whole object into the spool file, with
+ * concurrent ranged GETs issued in order. As the contiguous prefix grows it
+ * is hashed (the codec's XXH3-128), and readers waiting for a range are
+ * woken: the codec decompresses and extracts frames already downloaded
+ * while later ones are still in flight. */
+static int download_run(struct s3_src *s)
+{
+    struct sr_s3 *s3 = s->s3;
+    const char *key = s->key;
+    const int fd = s->fd;
+    const uint64_t size = s->size;
+    const size_t conc = s->conc;
+    const size_t n = s->n;
     struct part *parts = calloc(n, sizeof(*parts));
     CURLM *multi = curl_multi_init();
     char(*ranges)[64] = calloc(n, 64);
+    uint64_t maxlen = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s->coff[i + 1] - s->coff[i] > maxlen)
+            maxlen = s->coff[i + 1] - s->coff[i];
+    uint8_t *hbuf = malloc(maxlen ? (size_t)maxlen : 1);
     int rc = 0;
-    if (!parts || !multi || !ranges) {
+    if (!parts || !multi || !ranges || !hbuf) {
         rc = sr_errf(-ENOMEM, "out of memory");
         goto out;
     }
     struct progress pg;
     progress_init(&pg, "download", size);
-    size_t next = 0, active = 0, done = 0;
+    size_t next = 0, active = 0, done = 0, hashed = 0;
     uint64_t bytes_done = 0;
     while (done < n && rc == 0) {
+        pthread_mutex_lock(&s->lock);
+        const int stop = s->stop;
+        pthread_mutex_unlock(&s->lock);
+        if (stop) {
+            rc = -ECANCELED;
+            break;
+        }
         const int64_t now = now_ms();
-        for (size_t i = 0; i < next + 0 && active < conc && rc == 0; i++) {
+        for (size_t i = 0; i < next && active < conc && rc == 0; i++) {
             struct part *p = &parts[i];
             if (p->state != 0 || p->retry_at > now)
                 continue;
@@ -717,8 +1181,8 @@ static int download(struct sr_s3 *s3, const char *key, int fd, uint64_t size)
         }
         while (next < n && active < conc && rc == 0) {
             struct part *p = &parts[next];
-            const uint64_t off = (uint64_t)next * GET_CHUNK;
-            const uint64_t len = off + GET_CHUNK > size ? size - off : GET_CHUNK;
+            const uint64_t off = s->coff[next];
+            const uint64_t len = s->coff[next + 1] - off;
             snprintf(ranges[next], 64, "%" PRIu64 "-%" PRIu64, off, off + len - 1);
             p->req = req_new("GET", key);
             p->req.range = ranges[next];
@@ -731,6 +1195,9 @@ static int download(struct sr_s3 *s3, const char *key, int fd, uint64_t size)
                 break;
             }
             next++;
+            pthread_mutex_lock(&s->lock);
+            s->started = next;
+            pthread_mutex_unlock(&s->lock);
             if ((rc = sr_s3_setup(s3, p->c, &p->req)) == 0 &&
                 curl_multi_add_handle(multi, p->c) == CURLM_OK) {
                 p->state = 1;
@@ -743,7 +1210,7 @@ static int download(struct sr_s3 *s3, const char *key, int fd, uint64_t size)
         int running = 0;
         curl_multi_perform(multi, &running);
         CURLMsg *msg;
-        int left;
+        int left, progressed = 0;
         while ((msg = curl_multi_info_read(multi, &left))) {
             if (msg->msg != CURLMSG_DONE)
                 continue;
@@ -762,6 +1229,7 @@ static int download(struct sr_s3 *s3, const char *key, int fd, uint64_t size)
             if (r == 0) {
                 p->state = 2;
                 done++;
+                progressed = 1;
                 bytes_done += req->got;
                 sr_s3_release(s3, p->c);
                 p->c = NULL;
@@ -775,6 +1243,49 @@ static int download(struct sr_s3 *s3, const char *key, int fd, uint64_t size)
             } else {
                 rc = r;
             }
+        }
+        /* Bytes arrive in order within each range: publish partial ranges
+         * too, so that the reader of the first frames need not wait for
+         * the whole first wave of ranges. */
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = hashed; i < next; i++) {
+            const uint64_t h = parts[i].state == 2 ? s->coff[i + 1] - s->coff[i]
+                               : parts[i].state == 1 ? parts[i].req.got
+                                                     : 0;
+            if (h > s->have[i]) {
+                s->have[i] = h;
+                progressed = 1;
+            }
+        }
+        if (progressed)
+            pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->lock);
+        if (progressed) {
+            /* Hash the newly contiguous chunks (from the page cache), then
+             * publish them to the readers. */
+            while (hashed < n && parts[hashed].state == 2 && rc == 0) {
+                const uint64_t off = s->coff[hashed];
+                const size_t len = (size_t)(s->coff[hashed + 1] - off);
+                for (size_t got = 0; got < len;) {
+                    const ssize_t k = pread(fd, hbuf + got, len - got, (off_t)(off + got));
+                    if (k < 0 && errno == EINTR)
+                        continue;
+                    if (k <= 0) {
+                        rc = sr_errf(k < 0 ? -errno : -EIO, "cannot read the spooled %s: %s", key,
+                                     k < 0 ? strerror(errno) : "unexpected end");
+                        break;
+                    }
+                    got += (size_t)k;
+                }
+                if (rc < 0)
+                    break;
+                XXH3_128bits_update(s->xxh, hbuf, len);
+                hashed++;
+            }
+            pthread_mutex_lock(&s->lock);
+            s->ready = s->coff[hashed];
+            pthread_cond_broadcast(&s->cv);
+            pthread_mutex_unlock(&s->lock);
         }
         if (rc == 0 && done < n) {
             uint64_t inflight = 0;
@@ -802,8 +1313,103 @@ out:
         curl_multi_cleanup(multi);
     free(parts);
     free(ranges);
+    free(hbuf);
     return rc;
 }
+
+static void *download_main(void *arg)
+{
+    struct s3_src *s = arg;
+    const int64_t t0 = now_ms();
+    const int rc = download_run(s);
+    sr_debug("s3: downloaded %s (%" PRIu64 " bytes) in %.2fs: %s", s->key, s->size,
+             (double)(now_ms() - t0) / 1000.0, rc < 0 ? sr_strerror(rc) : "ok");
+    pthread_mutex_lock(&s->lock);
+    s->finished = 1;
+    if (rc < 0) {
+        s->err = rc;
+        snprintf(s->errmsg, sizeof(s->errmsg), "%s", sr_strerror(rc));
+    } else {
+        const XXH128_hash_t h = XXH3_128bits_digest(s->xxh);
+        sr_checksum_format(h.high64, h.low64, s->sum);
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* 1 when [off, off + len) is in the spool, 0 when not yet, -errno when the
+ * download failed. Caller holds the lock. */
+static int range_ready(const struct s3_src *s, uint64_t off, size_t len)
+{
+    if (off + len <= s->ready)
+        return 1;
+    const uint64_t end = off + len;
+    for (size_t i = chunk_of(s, off); i < s->n && s->coff[i] < end; i++) {
+        const uint64_t need = (end < s->coff[i + 1] ? end : s->coff[i + 1]) - s->coff[i];
+        if (s->have[i] < need)
+            return s->err ? s->err : 0;
+    }
+    return 1;
+}
+
+static int spool_read(struct s3_src *s, void *buf, size_t len, uint64_t off)
+{
+    char *p = buf;
+    while (len > 0) {
+        const ssize_t n = pread(s->fd, p, len, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return sr_errf(n < 0 ? -errno : -EBADMSG, "cannot read the spooled %s: %s", s->key,
+                           n < 0 ? strerror(errno) : "unexpected end");
+        p += n;
+        len -= (size_t)n;
+        off += (uint64_t)n;
+    }
+    return 0;
+}
+
+static int src_read_at(void *ctx, void *buf, size_t len, uint64_t off)
+{
+    struct s3_src *s = ctx;
+    if (len == 0)
+        return 0;
+    if (s->fd < 0)
+        return range_get(s->s3, s->key, buf, len, off);
+    if (off > s->size || len > s->size - off)
+        return sr_errf(-EBADMSG, "%s: read past the end (%zu bytes at %" PRIu64 ")", s->key, len,
+                       off);
+    pthread_mutex_lock(&s->lock);
+    int r;
+    while ((r = range_ready(s, off, len)) == 0) {
+        /* The seek table (the object's tail) is read first, long before the
+         * in-order download gets there: fetch such a range directly. */
+        if (chunk_of(s, off) > s->started + s->conc) {
+            pthread_mutex_unlock(&s->lock);
+            return range_get(s->s3, s->key, buf, len, off);
+        }
+        pthread_cond_wait(&s->cv, &s->lock);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (r < 0)
+        return sr_errf(r, "%s", s->errmsg);
+    return spool_read(s, buf, len, off);
+}
+
+static int src_checksum(void *ctx, char out[SR_CHECKSUM_LEN])
+{
+    struct s3_src *s = ctx;
+    pthread_mutex_lock(&s->lock);
+    while (!s->finished)
+        pthread_cond_wait(&s->cv, &s->lock);
+    const int err = s->err;
+    memcpy(out, s->sum, SR_CHECKSUM_LEN);
+    pthread_mutex_unlock(&s->lock);
+    return err < 0 ? sr_errf(err, "%s", s->errmsg) : 0;
+}
+
+static void s3_source_close(struct sr_store *st, struct sr_source *src);
 
 static int s3_source(struct sr_store *st, const char *key, struct sr_source *src)
 {
@@ -818,19 +1424,34 @@ static int s3_source(struct sr_store *st, const char *key, struct sr_source *src
         return sr_errf(-ENOMEM, "out of memory");
     }
     s->s3 = s3;
+    s->size = size;
     s->fd = -1;
-    if (size >= SPOOL_MIN && (s->fd = spool_open()) >= 0) {
-        rc = download(s3, key, s->fd, size);
-        if (rc < 0) {
-            close(s->fd);
-            free(s->key);
-            free(s);
-            return rc;
-        }
-    }
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cv, NULL);
     src->ctx = s;
     src->size = size;
     src->read_at = src_read_at;
+    src->checksum = NULL;
+    if (size < SPOOL_MIN || (s->fd = spool_open()) < 0)
+        return 0; /* one ranged GET per read */
+    s->conc = (size_t)env_u64("SPOTRUN_S3_CONCURRENCY", 8);
+    if ((rc = chunk_plan(s)) < 0) {
+        s3_source_close(st, src);
+        return rc;
+    }
+    s->have = calloc(s->n, sizeof(*s->have));
+    s->xxh = XXH3_createState();
+    if (!s->have || !s->xxh) {
+        s3_source_close(st, src);
+        return sr_errf(-ENOMEM, "out of memory");
+    }
+    XXH3_128bits_reset(s->xxh);
+    if (pthread_create(&s->th, NULL, download_main, s) != 0) {
+        s3_source_close(st, src);
+        return sr_errf(-EAGAIN, "cannot start a download thread");
+    }
+    s->running = 1;
+    src->checksum = src_checksum;
     return 0;
 }
 
@@ -838,8 +1459,19 @@ static void s3_source_close(struct sr_store *st, struct sr_source *src)
 {
     (void)st;
     struct s3_src *s = src->ctx;
+    if (s->running) {
+        pthread_mutex_lock(&s->lock);
+        s->stop = 1;
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->th, NULL);
+    }
     if (s->fd >= 0)
         close(s->fd);
+    XXH3_freeState(s->xxh);
+    free(s->have);
+    free(s->coff);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cv);
     free(s->key);
     free(s);
     memset(src, 0, sizeof(*src));
@@ -863,6 +1495,11 @@ static const struct sr_store_ops s3_ops = {
     .list = s3_list,
     .del = s3_del,
     .close = s3_close,
+    .writer_open = s3_writer_open,
+    .writer_write = s3_writer_write,
+    .writer_commit = s3_writer_commit,
+    .writer_close = s3_writer_close,
+    .streams = 1,
 };
 
 int sr_store_s3_open(const char *url, struct sr_store **out)

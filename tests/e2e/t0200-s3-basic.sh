@@ -27,7 +27,7 @@ test_expect_success 'the objects are where the layout says, manifest included' '
 
 test_expect_success 'a checkpoint over the part size is a multipart upload, bit-exact back' '
     head -c 12582912 /dev/urandom >src/big.bin &&
-    SPOTRUN_S3_PART_SIZE=5M "$SPOTRUN" push r1 src --step 8 -v 2>push.log &&
+    SPOTRUN_S3_PART_SIZE=5M SPOTRUN_S3_SINGLE_MAX=5M "$SPOTRUN" push r1 src --step 8 -v 2>push.log &&
     grep "multipart upload of r1/ckpt/0000000002/data.tar.zst: 3 parts" push.log &&
     "$SPOTRUN" pull r1 out2 && diff -r src out2
 '

@@ -11,6 +11,7 @@
 
 #include "testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <limits.h>
@@ -177,6 +178,42 @@ static void put_get_size_round_trip(void **state)
     assert_int_equal(sr_store_get(f->st, "run/ckpt/0000000001/MANIFEST.json", 100, &buf, &len), 0);
     assert_string_equal(buf, "[1]");
     free(buf);
+}
+
+static void writer_commits_atomically_and_close_discards(void **state)
+{
+    struct fixture *f = *state;
+    struct sr_store_writer *w = NULL;
+    assert_int_equal(sr_store_streams(f->st), 0); /* push stages for the file store */
+    assert_int_equal(sr_store_writer_open(f->st, "run/ckpt/0000000001/data", &w), 0);
+    assert_int_equal(sr_store_writer_write(w, "hello ", 6), 0);
+    assert_int_equal(sr_store_writer_sink(w, "world", 5), 0);
+    assert_int_equal(w->bytes, 11);
+    uint64_t size = 0;
+    assert_int_equal(sr_store_size(f->st, "run/ckpt/0000000001/data", &size), -ENOENT);
+    assert_int_equal(sr_store_writer_commit(w), 0);
+    sr_store_writer_close(w);
+    char *buf;
+    size_t len;
+    assert_int_equal(sr_store_get(f->st, "run/ckpt/0000000001/data", 100, &buf, &len), 0);
+    assert_int_equal(len, 11);
+    assert_string_equal(buf, "hello world");
+    free(buf);
+    /* Closed without commit: nothing visible, no temp file left. */
+    assert_int_equal(sr_store_writer_open(f->st, "run/ckpt/0000000001/other", &w), 0);
+    assert_int_equal(sr_store_writer_write(w, "x", 1), 0);
+    sr_store_writer_close(w);
+    assert_int_equal(sr_store_size(f->st, "run/ckpt/0000000001/other", &size), -ENOENT);
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/root/run/ckpt/0000000001", f->dir);
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    int entries = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        entries += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    assert_int_equal(entries, 1);
+    assert_int_equal(sr_store_writer_open(f->st, "../escape", &w), -EINVAL);
 }
 
 static void put_file_copies_and_source_reads_ranges(void **state)
@@ -366,6 +403,7 @@ int main(void)
         cmocka_unit_test(read_only_store_is_not_writable),
         cmocka_unit_test(default_url_follows_env),
         FT(put_get_size_round_trip),
+        FT(writer_commits_atomically_and_close_discards),
         FT(put_file_copies_and_source_reads_ranges),
         FT(get_over_max_is_efbig),
         FT(missing_objects_are_enoent),

@@ -1,0 +1,488 @@
+/*
+ * history.c - a run's history from its event logs (see history.h).
+ */
+#include "history.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+
+#define EVENTS_MAX (64u << 20) /* one attempt's log; far above any real one */
+
+void sr_hist_init(struct sr_history *h)
+{
+    memset(h, 0, sizeof(*h));
+}
+
+void sr_hist_free(struct sr_history *h)
+{
+    free(h->att);
+    free(h->ck);
+    free(h->no);
+    sr_hist_init(h);
+}
+
+/* Grows *v (of n elements of size sz, capacity *cap) by one zeroed element. */
+static void *grow(void **v, size_t *n, size_t *cap, size_t sz)
+{
+    if (*n == *cap) {
+        const size_t c = *cap ? *cap * 2 : 8;
+        void *p = realloc(*v, c * sz);
+        if (!p)
+            return NULL;
+        *v = p;
+        *cap = c;
+    }
+    char *e = (char *)*v + (*n)++ * sz;
+    memset(e, 0, sz);
+    return e;
+}
+
+static struct sr_hist_attempt *attempt_of(struct sr_history *h, uint32_t a)
+{
+    for (size_t i = 0; i < h->n_att; i++)
+        if (h->att[i].attempt == a)
+            return &h->att[i];
+    struct sr_hist_attempt *r = grow((void **)&h->att, &h->n_att, &h->cap_att, sizeof(*h->att));
+    if (r) {
+        r->attempt = a;
+        r->resumed_seq = r->resumed_step = -1;
+    }
+    return r;
+}
+
+static struct sr_hist_ckpt *ckpt_of(struct sr_history *h, uint64_t seq, uint32_t attempt)
+{
+    for (size_t i = 0; i < h->n_ck; i++)
+        if (h->ck[i].seq == seq)
+            return &h->ck[i];
+    struct sr_hist_ckpt *r = grow((void **)&h->ck, &h->n_ck, &h->cap_ck, sizeof(*h->ck));
+    if (r) {
+        r->seq = seq;
+        r->step = -1;
+        r->attempt = attempt;
+    }
+    return r;
+}
+
+static int64_t int_of(const json_t *o, const char *k, int64_t dflt)
+{
+    const json_t *v = json_object_get(o, k);
+    if (json_is_integer(v))
+        return (int64_t)json_integer_value(v);
+    if (json_is_real(v))
+        return (int64_t)json_real_value(v);
+    return dflt;
+}
+
+static double num_of(const json_t *o, const char *k)
+{
+    const json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : 0.0;
+}
+
+static void str_of(const json_t *o, const char *k, char *dst, size_t len)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    if (s)
+        snprintf(dst, len, "%s", s);
+}
+
+static void add_ckpt(struct sr_history *h, const json_t *ev, uint32_t a, int64_t t, int persisted)
+{
+    const int64_t seq = int_of(ev, "seq", -1);
+    if (seq < 0)
+        return;
+    struct sr_hist_ckpt *c = ckpt_of(h, (uint64_t)seq, a);
+    if (!c)
+        return;
+    c->step = int_of(ev, "step", c->step);
+    c->raw_bytes = (uint64_t)int_of(ev, "raw_bytes", (int64_t)c->raw_bytes);
+    c->stored_bytes = (uint64_t)int_of(ev, "stored_bytes", (int64_t)c->stored_bytes);
+    if (persisted) {
+        c->persisted_ms = t;
+        c->persist_seconds = num_of(ev, "seconds");
+    } else {
+        c->staged_ms = t;
+        c->stage_seconds = num_of(ev, "seconds");
+        c->attempt = a;
+    }
+}
+
+void sr_hist_add(struct sr_history *h, const json_t *ev)
+{
+    const char *type = json_string_value(json_object_get(ev, "event"));
+    const int64_t t = int_of(ev, "unix_ms", -1);
+    const int64_t a64 = int_of(ev, "attempt", -1);
+    if (!type || t < 0 || a64 < 0 || a64 > UINT32_MAX)
+        return;
+    const uint32_t a = (uint32_t)a64;
+    struct sr_hist_attempt *at = attempt_of(h, a);
+    if (!at)
+        return;
+    if (!at->first_ms || t < at->first_ms)
+        at->first_ms = t;
+    if (t > at->last_ms)
+        at->last_ms = t;
+    /* GPU memory as the shim reports it, on whichever event carries it. */
+    const uint64_t peak = (uint64_t)int_of(ev, "gpu_peak_bytes", 0);
+    if (peak > at->gpu_peak_bytes)
+        at->gpu_peak_bytes = peak;
+    if (json_object_get(ev, "gpu_bytes"))
+        at->gpu_bytes = (uint64_t)int_of(ev, "gpu_bytes", 0);
+
+    if (strcmp(type, "start") == 0) {
+        at->start_ms = t;
+        str_of(ev, "host", at->host, sizeof(at->host));
+        str_of(ev, "cloud", at->cloud, sizeof(at->cloud));
+        str_of(ev, "instance_type", at->instance_type, sizeof(at->instance_type));
+        str_of(ev, "zone", at->zone, sizeof(at->zone));
+        if (json_is_true(json_object_get(ev, "resumed"))) {
+            at->resumed = 1;
+            at->resumed_seq = int_of(ev, "seq", at->resumed_seq);
+            at->resumed_step = int_of(ev, "step", at->resumed_step);
+        }
+    } else if (strcmp(type, "restore") == 0) {
+        at->resumed = 1;
+        at->resumed_seq = int_of(ev, "seq", -1);
+        at->resumed_step = int_of(ev, "step", -1);
+        at->restore_seconds = num_of(ev, "seconds");
+    } else if (strcmp(type, "request") == 0) {
+        h->requests++;
+    } else if (strcmp(type, "staged") == 0) {
+        add_ckpt(h, ev, a, t, 0);
+    } else if (strcmp(type, "persisted") == 0) {
+        add_ckpt(h, ev, a, t, 1);
+    } else if (strcmp(type, "notice") == 0) {
+        struct sr_hist_notice *n = grow((void **)&h->no, &h->n_no, &h->cap_no, sizeof(*h->no));
+        if (n) {
+            n->attempt = a;
+            n->at_ms = t;
+            n->left_ms = int_of(ev, "ms_left", 0);
+            snprintf(n->source, sizeof(n->source), "unknown");
+            str_of(ev, "source", n->source, sizeof(n->source));
+        }
+        if (!at->notice_ms && n) {
+            at->notice_ms = t;
+            at->notice_left_ms = n->left_ms;
+            snprintf(at->notice_source, sizeof(at->notice_source), "%s", n->source);
+        }
+    } else if (strcmp(type, "exit") == 0) {
+        at->has_exit = 1;
+        at->exit_ms = t;
+        at->exit_code = (int)int_of(ev, "code", 0);
+        str_of(ev, "signal", at->exit_signal, sizeof(at->exit_signal));
+    } else if (strcmp(type, "withdrawn") == 0) {
+        at->notice_ms = 0; /* a cancelled notice; a later one is the cause */
+    } else if (strcmp(type, "restart") == 0) {
+        at->restarted = 1;
+    } else if (strcmp(type, "preempted") == 0) {
+        at->preempted = 1;
+    } else if (strcmp(type, "done") == 0) {
+        at->done = 1;
+    }
+}
+
+int sr_hist_add_line(struct sr_history *h, const char *line, size_t len)
+{
+    json_error_t err;
+    json_t *o = json_loadb(line, len, 0, &err);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return -EBADMSG;
+    }
+    sr_hist_add(h, o);
+    json_decref(o);
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double sr_percentile(double *v, size_t n, double p)
+{
+    if (n == 0)
+        return 0.0;
+    qsort(v, n, sizeof(*v), cmp_double);
+    /* Nearest rank: the smallest value with at least p% of values <= it. */
+    double rank = ceil(p / 100.0 * (double)n);
+    if (rank < 1)
+        rank = 1;
+    if (rank > (double)n)
+        rank = (double)n;
+    return v[(size_t)rank - 1];
+}
+
+static int cmp_att(const void *a, const void *b)
+{
+    const uint32_t x = ((const struct sr_hist_attempt *)a)->attempt;
+    const uint32_t y = ((const struct sr_hist_attempt *)b)->attempt;
+    return (x > y) - (x < y);
+}
+
+static int cmp_ck(const void *a, const void *b)
+{
+    const uint64_t x = ((const struct sr_hist_ckpt *)a)->seq;
+    const uint64_t y = ((const struct sr_hist_ckpt *)b)->seq;
+    return (x > y) - (x < y);
+}
+
+static void count(struct sr_hist_count *v, size_t *n, size_t max, const char *name)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(v[i].name, name) == 0) {
+            v[i].n++;
+            return;
+        }
+    if (*n == max) /* a long tail of odd names folds into the last one */
+        name = "other";
+    if (*n == max) {
+        v[max - 1].n++;
+        snprintf(v[max - 1].name, sizeof(v[max - 1].name), "%s", name);
+        return;
+    }
+    snprintf(v[*n].name, sizeof(v[*n].name), "%s", name);
+    v[(*n)++].n = 1;
+}
+
+static enum sr_hist_end end_of(const struct sr_hist_attempt *a, int last)
+{
+    if (a->done)
+        return SR_END_DONE;
+    if (a->preempted)
+        return SR_END_PREEMPTED;
+    if (a->restarted)
+        return SR_END_CRASHED;
+    if (a->has_exit && a->exit_code != 0)
+        return SR_END_FAILED;
+    return last ? SR_END_OPEN : SR_END_VANISHED;
+}
+
+/* The staged time of the newest checkpoint durable by cutoff, or 0. */
+static int64_t durable_base(const struct sr_history *h, int64_t cutoff)
+{
+    const struct sr_hist_ckpt *best = NULL;
+    for (size_t i = 0; i < h->n_ck; i++) {
+        const struct sr_hist_ckpt *c = &h->ck[i];
+        if (c->persisted_ms && c->persisted_ms <= cutoff && (!best || c->seq > best->seq))
+            best = c;
+    }
+    if (!best)
+        return 0;
+    return best->staged_ms ? best->staged_ms : best->persisted_ms;
+}
+
+static void derive_attempts(struct sr_history *h)
+{
+    uint32_t session = 0;
+    for (size_t i = 0; i < h->n_att; i++) {
+        struct sr_hist_attempt *a = &h->att[i];
+        const int last = i + 1 == h->n_att;
+        if (!a->start_ms)
+            a->start_ms = a->first_ms;
+        if (i > 0 && !h->att[i - 1].restarted)
+            session++;
+        a->session = session;
+        a->end = end_of(a, last);
+        a->end_ms = a->has_exit ? a->exit_ms : a->last_ms;
+        a->lost_ms = 0;
+        a->base_ms = 0;
+        if (a->end == SR_END_OPEN || a->end == SR_END_DONE)
+            continue;
+        const int64_t cutoff = last ? INT64_MAX : h->att[i + 1].first_ms;
+        int64_t base = durable_base(h, cutoff);
+        if (base < a->start_ms)
+            base = a->start_ms;
+        a->base_ms = base;
+        a->lost_ms = a->end_ms > base ? a->end_ms - base : 0;
+    }
+    h->sessions = h->n_att ? session + 1 : 0;
+}
+
+static void derive_counts(struct sr_history *h)
+{
+    for (size_t i = 0; i < h->n_att; i++) {
+        const struct sr_hist_attempt *a = &h->att[i];
+        char cause[64];
+        h->lost_ms += a->lost_ms;
+        h->restarts += a->restarted ? 1 : 0;
+        switch (a->end) {
+        case SR_END_PREEMPTED:
+            h->preemptions++;
+            count(h->by_source, &h->n_sources, 16, a->notice_ms ? a->notice_source : "unknown");
+            break;
+        case SR_END_CRASHED:
+        case SR_END_FAILED:
+        case SR_END_VANISHED:
+            h->failures++;
+            if (a->end == SR_END_VANISHED)
+                snprintf(cause, sizeof(cause), "vanished");
+            else if (a->exit_signal[0])
+                snprintf(cause, sizeof(cause), "SIG%s", a->exit_signal);
+            else
+                snprintf(cause, sizeof(cause), "exit %d", a->exit_code);
+            count(h->by_cause, &h->n_causes, 16, cause);
+            break;
+        default:
+            break;
+        }
+        if (a->gpu_peak_bytes > h->gpu_peak_bytes)
+            h->gpu_peak_bytes = a->gpu_peak_bytes;
+        if (a->gpu_bytes)
+            h->gpu_bytes = a->gpu_bytes;
+        if (!h->first_ms || (a->first_ms && a->first_ms < h->first_ms))
+            h->first_ms = a->first_ms;
+        if (a->last_ms > h->last_ms)
+            h->last_ms = a->last_ms;
+    }
+}
+
+static void derive_ckpts(struct sr_history *h)
+{
+    double *st = calloc(h->n_ck + 1, sizeof(double));
+    double *pe = calloc(h->n_ck + 1, sizeof(double));
+    if (!st || !pe) {
+        free(st);
+        free(pe);
+        return;
+    }
+    size_t ns = 0, np = 0;
+    for (size_t i = 0; i < h->n_ck; i++) {
+        const struct sr_hist_ckpt *c = &h->ck[i];
+        if (c->staged_ms)
+            st[ns++] = c->stage_seconds;
+        if (c->persisted_ms) {
+            pe[np++] = c->persist_seconds;
+            h->raw_bytes += c->raw_bytes;
+            h->stored_bytes += c->stored_bytes;
+            if (c->persisted_ms > h->last_durable_ms)
+                h->last_durable_ms = c->persisted_ms;
+        }
+    }
+    h->staged = (unsigned)ns;
+    h->durable = (unsigned)np;
+    h->stage_p50 = sr_percentile(st, ns, 50);
+    h->stage_max = ns ? st[ns - 1] : 0;
+    h->persist_p50 = sr_percentile(pe, np, 50);
+    h->persist_max = np ? pe[np - 1] : 0;
+    free(st);
+    free(pe);
+}
+
+static void derive_times(struct sr_history *h)
+{
+    h->wall_ms = h->last_ms - h->first_ms;
+    /* A session (one wrapper process) is on an instance from its first
+     * event to its last; between sessions the run waited in a queue. */
+    for (size_t i = 0; i < h->n_att;) {
+        size_t j = i;
+        while (j + 1 < h->n_att && h->att[j + 1].session == h->att[i].session)
+            j++;
+        h->instance_ms += h->att[j].last_ms - h->att[i].first_ms;
+        i = j + 1;
+    }
+    h->queued_ms = h->wall_ms > h->instance_ms ? h->wall_ms - h->instance_ms : 0;
+}
+
+void sr_hist_derive(struct sr_history *h)
+{
+    if (h->n_att) /* qsort's base must not be NULL, even for 0 elements */
+        qsort(h->att, h->n_att, sizeof(*h->att), cmp_att);
+    if (h->n_ck)
+        qsort(h->ck, h->n_ck, sizeof(*h->ck), cmp_ck);
+    h->preemptions = h->failures = h->restarts = 0;
+    h->n_sources = h->n_causes = 0;
+    h->lost_ms = h->first_ms = h->last_ms = h->wall_ms = h->instance_ms = h->queued_ms = 0;
+    h->raw_bytes = h->stored_bytes = 0;
+    h->last_durable_ms = 0;
+    h->gpu_peak_bytes = h->gpu_bytes = 0;
+    derive_attempts(h);
+    derive_counts(h);
+    derive_ckpts(h);
+    derive_times(h);
+    int done = h->done_marker;
+    for (size_t i = 0; i < h->n_att; i++)
+        done |= h->att[i].done;
+    if (done)
+        h->state = SR_STATE_DONE;
+    else if (h->n_att == 0)
+        h->state = h->n_ck ? SR_STATE_CHECKPOINTED : SR_STATE_NEW;
+    else if (h->att[h->n_att - 1].end == SR_END_PREEMPTED)
+        h->state = SR_STATE_PREEMPTED;
+    else if (h->att[h->n_att - 1].end == SR_END_FAILED)
+        h->state = SR_STATE_FAILED;
+    else
+        h->state = SR_STATE_RUNNING;
+}
+
+static void add_lines(struct sr_history *h, const char *buf, size_t len)
+{
+    const char *p = buf, *end = buf + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (n > 0)
+            sr_hist_add_line(h, p, n); /* a torn last line is skipped */
+        p += n + 1;
+    }
+}
+
+int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h)
+{
+    char prefix[256];
+    snprintf(prefix, sizeof(prefix), "%s/events", run_id);
+    struct sr_strlist names = {0};
+    int rc = sr_store_list(st, prefix, &names);
+    for (size_t i = 0; rc == 0 && i < names.n; i++) {
+        const size_t l = strlen(names.v[i]);
+        if (l < 6 || strcmp(names.v[i] + l - 6, ".jsonl") != 0)
+            continue;
+        char key[512];
+        snprintf(key, sizeof(key), "%s/%s", prefix, names.v[i]);
+        char *buf = NULL;
+        size_t len = 0;
+        const int g = sr_store_get(st, key, EVENTS_MAX, &buf, &len);
+        if (g == -ENOENT)
+            continue; /* deleted meanwhile (--fresh) */
+        if (g < 0)
+            rc = g;
+        else
+            add_lines(h, buf, len);
+        free(buf);
+    }
+    sr_strlist_free(&names);
+    if (rc < 0)
+        return rc;
+    const int d = sr_run_is_done(st, run_id);
+    if (d < 0)
+        return d;
+    h->done_marker = d;
+    sr_hist_derive(h);
+    return 0;
+}
+
+const char *sr_hist_state_name(enum sr_hist_state s)
+{
+    static const char *const names[] = {"new",       "checkpointed", "running",
+                                        "preempted", "done",         "failed"};
+    return names[s];
+}
+
+const char *sr_hist_end_name(enum sr_hist_end e)
+{
+    static const char *const names[] = {"running", "done",   "preempted",
+                                        "crashed", "failed", "vanished"};
+    return names[e];
+}
+
+double sr_hist_instance_hours(const struct sr_history *h)
+{
+    return (double)h->instance_ms / 3600000.0;
+}

@@ -1,0 +1,150 @@
+/*
+ * history.h - what happened to a run, derived from its event logs.
+ *
+ * The supervisor writes one JSON-lines log per attempt into the store
+ * (events.h). This module folds those lines into records (attempts,
+ * checkpoints, notices) and derives the numbers `spotrun show`, `ls`,
+ * `report` and the metrics file print: the run's state, preemptions by
+ * source, failures by cause, lost work, checkpoint times, wall and
+ * instance time, and the cost at a given price.
+ *
+ * Pure: nothing here prints or exits. sr_hist_load() reads the store; the
+ * rest works on lines given by the caller (so unit tests feed synthetic
+ * ones). Not thread-safe: callers serialise (metrics.c holds a mutex).
+ *
+ * Lost work of an interrupted attempt (preempted, crashed, given up, or a
+ * wrapper that vanished) = the time it ended minus the later of its start
+ * and the moment the newest checkpoint durable by then was staged (the state
+ * the next attempt resumes from). Work before the attempt's start was
+ * counted with the attempt that lost it, so nothing is counted twice.
+ */
+#ifndef SPOTRUN_HISTORY_H
+#define SPOTRUN_HISTORY_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+/* How an attempt ended. */
+enum sr_hist_end {
+    SR_END_OPEN,      /* no end recorded yet: still running (or unknown) */
+    SR_END_DONE,      /* the job exited 0; the run is done */
+    SR_END_PREEMPTED, /* stopped by a notice (exit 75) */
+    SR_END_CRASHED,   /* the job failed and was restarted */
+    SR_END_FAILED,    /* the job failed and spotrun gave up (--max-restarts) */
+    SR_END_VANISHED,  /* the log stops without an end and a later attempt exists */
+};
+
+enum sr_hist_state {
+    SR_STATE_NEW,          /* no attempt and no checkpoint */
+    SR_STATE_CHECKPOINTED, /* checkpoints (e.g. from push) but no attempt */
+    SR_STATE_RUNNING,
+    SR_STATE_PREEMPTED,
+    SR_STATE_DONE,
+    SR_STATE_FAILED,
+};
+
+struct sr_hist_attempt {
+    uint32_t attempt;
+    char host[128], cloud[32], instance_type[64], zone[64];
+    int64_t first_ms, last_ms; /* unix ms of its first and last event */
+    int64_t start_ms;          /* the "start" event (job started), else first_ms */
+    int resumed;
+    int64_t resumed_seq, resumed_step; /* -1 when fresh or unknown */
+    double restore_seconds;
+    int has_exit;
+    int64_t exit_ms;
+    int exit_code;
+    char exit_signal[16]; /* "KILL", "" when it exited */
+    int restarted, preempted, done;
+    int64_t notice_ms; /* 0 = no notice in this attempt */
+    int64_t notice_left_ms;
+    char notice_source[64];
+    uint64_t gpu_peak_bytes, gpu_bytes; /* 0 = unknown */
+    /* derived by sr_hist_derive() */
+    enum sr_hist_end end;
+    int64_t end_ms;   /* when the interruption (or the end) happened */
+    int64_t lost_ms;  /* interrupted attempts only, else 0 */
+    int64_t base_ms;  /* start of the lost span (for the report) */
+    uint32_t session; /* attempts chained by restarts in one wrapper process */
+};
+
+struct sr_hist_ckpt {
+    uint64_t seq;
+    int64_t step;
+    uint32_t attempt;
+    int64_t staged_ms, persisted_ms; /* 0 = not seen */
+    double stage_seconds, persist_seconds;
+    uint64_t raw_bytes, stored_bytes;
+};
+
+struct sr_hist_notice {
+    uint32_t attempt;
+    int64_t at_ms, left_ms;
+    char source[64];
+};
+
+/* A name and a count ("manual" 2, "exit 3" 1). */
+struct sr_hist_count {
+    char name[64];
+    unsigned n;
+};
+
+struct sr_hist_prices {
+    double spot_per_hour;      /* 0 = no price given */
+    double on_demand_per_hour; /* 0 = none */
+};
+
+struct sr_history {
+    struct sr_hist_attempt *att;
+    size_t n_att, cap_att;
+    struct sr_hist_ckpt *ck;
+    size_t n_ck, cap_ck;
+    struct sr_hist_notice *no;
+    size_t n_no, cap_no;
+    unsigned requests;
+    int done_marker; /* DONE exists in the store */
+
+    /* derived by sr_hist_derive() */
+    enum sr_hist_state state;
+    unsigned preemptions, failures, restarts;
+    struct sr_hist_count by_source[16], by_cause[16];
+    size_t n_sources, n_causes;
+    int64_t lost_ms;
+    unsigned staged, durable;
+    double stage_p50, stage_max, persist_p50, persist_max; /* seconds */
+    uint64_t raw_bytes, stored_bytes;                      /* of durable checkpoints */
+    int64_t first_ms, last_ms;                             /* over all events */
+    int64_t wall_ms, instance_ms, queued_ms;
+    uint32_t sessions;
+    int64_t last_durable_ms; /* unix ms of the newest persist, 0 = none */
+    uint64_t gpu_peak_bytes, gpu_bytes;
+};
+
+void sr_hist_init(struct sr_history *h);
+void sr_hist_free(struct sr_history *h);
+
+/* Folds one event (an object as events.c writes it). Unknown events and
+ * fields are ignored; lines of attempts may come in any order. */
+void sr_hist_add(struct sr_history *h, const json_t *ev);
+/* One JSON line; -EBADMSG (nothing added) when it does not parse. */
+int sr_hist_add_line(struct sr_history *h, const char *line, size_t len);
+/* Recomputes every derived field (cheap; call after adding). */
+void sr_hist_derive(struct sr_history *h);
+
+/* Reads every attempt's log of run and the DONE marker, then derives.
+ * Unparseable lines are skipped (a log cut by a crash still reads). */
+int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h);
+
+/* Nearest-rank percentile (p in 0..100) of v[0..n); sorts v. 0 when n = 0. */
+double sr_percentile(double *v, size_t n, double p);
+
+const char *sr_hist_state_name(enum sr_hist_state s);
+const char *sr_hist_end_name(enum sr_hist_end e);
+
+/* Instance hours and cost; *spot and *on_demand are 0 without a price. */
+double sr_hist_instance_hours(const struct sr_history *h);
+
+#endif

@@ -1,0 +1,269 @@
+/*
+ * summary.c - human and JSON views of a run's history (see summary.h).
+ */
+#include "summary.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "units.h"
+
+static int parse_price(const char *s, const char *flag, double *out)
+{
+    *out = 0;
+    if (!s || !*s)
+        return 0;
+    char *end;
+    errno = 0;
+    const double v = strtod(s, &end);
+    if (errno || *end || !isfinite(v) || v < 0)
+        return sr_errf(-EINVAL, "invalid value \"%s\" for --%s (a price like 0.92)", s, flag);
+    *out = v;
+    return 0;
+}
+
+int sr_prices_parse(const struct sr_view_opts *v, struct sr_hist_prices *p)
+{
+    const int rc = parse_price(v->price, "price-per-hour", &p->spot_per_hour);
+    return rc < 0 ? rc
+                  : parse_price(v->on_demand_price, "on-demand-price-per-hour",
+                                &p->on_demand_per_hour);
+}
+
+void sr_hist_cost(const struct sr_history *h, const struct sr_hist_prices *p, double *spot,
+                  double *on_demand)
+{
+    const double hours = sr_hist_instance_hours(h);
+    *spot = p && p->spot_per_hour > 0 ? hours * p->spot_per_hour : 0.0;
+    *on_demand = p && p->on_demand_per_hour > 0 ? hours * p->on_demand_per_hour : 0.0;
+}
+
+void sr_format_money(double v, char *buf, size_t len)
+{
+    if (v < 0)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, v < 1.0 ? "$%.4f" : "$%.2f", v);
+}
+
+void sr_format_iso_ms(int64_t unix_ms, char *buf, size_t len)
+{
+    const time_t t = (time_t)(unix_ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void counts(char *buf, size_t len, const struct sr_hist_count *v, size_t n)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && off < len; i++) {
+        const int w = snprintf(buf + off, len - off, "%s%s: %u", i ? ", " : "", v[i].name, v[i].n);
+        if (w < 0)
+            break;
+        off += (size_t)w;
+    }
+}
+
+static void lost_detail(const struct sr_history *h, char *buf, size_t len)
+{
+    int64_t pre = 0, fail = 0;
+    for (size_t i = 0; i < h->n_att; i++) {
+        if (h->att[i].end == SR_END_PREEMPTED)
+            pre += h->att[i].lost_ms;
+        else
+            fail += h->att[i].lost_ms;
+    }
+    char a[32], b[32];
+    sr_format_duration_ms(fail, a, sizeof(a));
+    sr_format_duration_ms(pre, b, sizeof(b));
+    snprintf(buf, len, "%s in %u failure(s), %s in %u preemption(s)", a, h->failures, b,
+             h->preemptions);
+}
+
+void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_prices *p)
+{
+    char wall[32], inst[32], queued[32], lost[32], detail[160], list[512];
+    sr_format_duration_ms(h->wall_ms, wall, sizeof(wall));
+    sr_format_duration_ms(h->instance_ms, inst, sizeof(inst));
+    sr_format_duration_ms(h->queued_ms, queued, sizeof(queued));
+    sr_format_duration_ms(h->lost_ms, lost, sizeof(lost));
+    fprintf(f,
+            "wall time:   %s; on instances %s (%.4f instance-hours in %u session(s)), "
+            "queued %s\n",
+            wall, inst, sr_hist_instance_hours(h), h->sessions, queued);
+    counts(list, sizeof(list), h->by_source, h->n_sources);
+    fprintf(f, "preemptions: %u%s%s%s\n", h->preemptions, h->n_sources ? " (" : "", list,
+            h->n_sources ? ")" : "");
+    counts(list, sizeof(list), h->by_cause, h->n_causes);
+    fprintf(f, "failures:    %u%s%s%s; %u restart(s)\n", h->failures, h->n_causes ? " (" : "", list,
+            h->n_causes ? ")" : "", h->restarts);
+    lost_detail(h, detail, sizeof(detail));
+    fprintf(f, "lost work:   %s (%s)\n", lost, detail);
+    fprintf(f, "stage:       p50 %.2fs, max %.2fs (%u staged)\n", h->stage_p50, h->stage_max,
+            h->staged);
+    fprintf(f, "persist:     p50 %.2fs, max %.2fs (%u durable), ratio %.2fx\n", h->persist_p50,
+            h->persist_max, h->durable,
+            h->stored_bytes ? (double)h->raw_bytes / (double)h->stored_bytes : 0.0);
+    if (h->gpu_peak_bytes) {
+        char peak[32];
+        sr_format_size(h->gpu_peak_bytes, peak, sizeof(peak));
+        fprintf(f, "gpu memory:  peak %s\n", peak);
+    }
+    double spot, od;
+    sr_hist_cost(h, p, &spot, &od);
+    char a[32], b[32], c[32], d[32];
+    if (p->spot_per_hour > 0) {
+        sr_format_money(spot, a, sizeof(a));
+        sr_format_money(p->spot_per_hour, b, sizeof(b));
+        fprintf(f, "cost:        %s at %s/h", a, b);
+        if (p->on_demand_per_hour > 0) {
+            sr_format_money(od, c, sizeof(c));
+            sr_format_money(od - spot, d, sizeof(d));
+            fprintf(f, "; on demand %s: saved %s (%.0f%%)", c, d,
+                    od > 0 ? 100.0 * (od - spot) / od : 0.0);
+        }
+        fputc('\n', f);
+    } else {
+        fprintf(f, "cost:        - (give --price-per-hour)\n");
+    }
+}
+
+void sr_summary_print_attempts(FILE *f, const struct sr_history *h)
+{
+    for (size_t i = 0; i < h->n_att; i++) {
+        const struct sr_hist_attempt *a = &h->att[i];
+        char when[32], ran[32], lost[32], how[160] = "", from[80] = "fresh";
+        sr_format_iso_ms(a->start_ms, when, sizeof(when));
+        sr_format_duration_ms(a->end_ms - a->start_ms, ran, sizeof(ran));
+        sr_format_duration_ms(a->lost_ms, lost, sizeof(lost));
+        if (a->resumed) {
+            char step[24];
+            sr_format_step(a->resumed_step, step, sizeof(step));
+            snprintf(from, sizeof(from), "from seq %" PRId64 " step %s", a->resumed_seq, step);
+        }
+        if (a->end == SR_END_PREEMPTED)
+            snprintf(how, sizeof(how), "preempted (%s), lost %s",
+                     a->notice_ms ? a->notice_source : "unknown", lost);
+        else if (a->end == SR_END_CRASHED || a->end == SR_END_FAILED) {
+            if (a->exit_signal[0])
+                snprintf(how, sizeof(how), "%s (SIG%s), lost %s", sr_hist_end_name(a->end),
+                         a->exit_signal, lost);
+            else
+                snprintf(how, sizeof(how), "%s (exit %d), lost %s", sr_hist_end_name(a->end),
+                         a->exit_code, lost);
+        } else if (a->end == SR_END_VANISHED)
+            snprintf(how, sizeof(how), "vanished, lost %s", lost);
+        else
+            snprintf(how, sizeof(how), "%s", sr_hist_end_name(a->end));
+        fprintf(f, "attempt %-4" PRIu32 " %-19s %-8s %-26s on %s%s%s: %s\n", a->attempt, when, ran,
+                from, a->host[0] ? a->host : "?", a->instance_type[0] ? " " : "", a->instance_type,
+                how);
+    }
+}
+
+static json_t *counts_json(const struct sr_hist_count *v, size_t n)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(o, v[i].name, json_integer(v[i].n));
+    return o;
+}
+
+static json_t *str_or_null(const char *s)
+{
+    return s && *s ? json_string(s) : json_null();
+}
+
+json_t *sr_summary_attempts_json(const struct sr_history *h)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < h->n_att; i++) {
+        const struct sr_hist_attempt *a = &h->att[i];
+        char start[32], end[32];
+        sr_format_iso_ms(a->start_ms, start, sizeof(start));
+        sr_format_iso_ms(a->end_ms, end, sizeof(end));
+        json_t *o = json_object();
+        json_object_set_new(o, "attempt", json_integer(a->attempt));
+        json_object_set_new(o, "session", json_integer(a->session));
+        json_object_set_new(o, "host", str_or_null(a->host));
+        json_object_set_new(o, "cloud", str_or_null(a->cloud));
+        json_object_set_new(o, "instance_type", str_or_null(a->instance_type));
+        json_object_set_new(o, "zone", str_or_null(a->zone));
+        json_object_set_new(o, "start", json_string(start));
+        json_object_set_new(o, "end", json_string(end));
+        json_object_set_new(o, "seconds", json_real((double)(a->end_ms - a->start_ms) / 1000.0));
+        json_object_set_new(o, "resumed_seq",
+                            a->resumed && a->resumed_seq >= 0 ? json_integer(a->resumed_seq)
+                                                              : json_null());
+        json_object_set_new(o, "resumed_step",
+                            a->resumed && a->resumed_step >= 0 ? json_integer(a->resumed_step)
+                                                               : json_null());
+        json_object_set_new(o, "outcome", json_string(sr_hist_end_name(a->end)));
+        json_object_set_new(o, "exit_code", a->has_exit ? json_integer(a->exit_code) : json_null());
+        json_object_set_new(o, "signal", str_or_null(a->exit_signal));
+        json_object_set_new(o, "notice_source", str_or_null(a->notice_source));
+        json_object_set_new(o, "lost_work_seconds", json_real((double)a->lost_ms / 1000.0));
+        json_object_set_new(o, "gpu_peak_bytes",
+                            a->gpu_peak_bytes ? json_integer((json_int_t)a->gpu_peak_bytes)
+                                              : json_null());
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices *p)
+{
+    double spot, od;
+    sr_hist_cost(h, p, &spot, &od);
+    json_t *cost = json_null();
+    if (p->spot_per_hour > 0) {
+        cost = json_pack("{s:f,s:f}", "price_per_hour", p->spot_per_hour, "total", spot);
+        if (p->on_demand_per_hour > 0) {
+            json_object_set_new(cost, "on_demand_price_per_hour", json_real(p->on_demand_per_hour));
+            json_object_set_new(cost, "on_demand_total", json_real(od));
+            json_object_set_new(cost, "saving", json_real(od - spot));
+        }
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "state", json_string(sr_hist_state_name(h->state)));
+    json_object_set_new(o, "attempts", json_integer((json_int_t)h->n_att));
+    json_object_set_new(o, "sessions", json_integer(h->sessions));
+    json_object_set_new(o, "preemptions",
+                        json_pack("{s:i,s:o}", "total", (int)h->preemptions, "by_source",
+                                  counts_json(h->by_source, h->n_sources)));
+    json_object_set_new(o, "failures",
+                        json_pack("{s:i,s:o}", "total", (int)h->failures, "by_cause",
+                                  counts_json(h->by_cause, h->n_causes)));
+    json_object_set_new(o, "restarts", json_integer(h->restarts));
+    json_object_set_new(o, "lost_work_seconds", json_real((double)h->lost_ms / 1000.0));
+    json_object_set_new(
+        o, "checkpoint_stats",
+        json_pack("{s:i,s:i,s:{s:f,s:f},s:{s:f,s:f},s:I,s:I,s:o}", "staged", (int)h->staged,
+                  "durable", (int)h->durable, "stage_seconds", "p50", h->stage_p50, "max",
+                  h->stage_max, "persist_seconds", "p50", h->persist_p50, "max", h->persist_max,
+                  "raw_bytes", (json_int_t)h->raw_bytes, "stored_bytes",
+                  (json_int_t)h->stored_bytes, "ratio",
+                  h->stored_bytes ? json_real((double)h->raw_bytes / (double)h->stored_bytes)
+                                  : json_null()));
+    json_object_set_new(o, "gpu_peak_bytes",
+                        h->gpu_peak_bytes ? json_integer((json_int_t)h->gpu_peak_bytes)
+                                          : json_null());
+    char first[32], last[32];
+    sr_format_iso_ms(h->first_ms, first, sizeof(first));
+    sr_format_iso_ms(h->last_ms, last, sizeof(last));
+    json_object_set_new(o, "first_event", h->n_att ? json_string(first) : json_null());
+    json_object_set_new(o, "last_event", h->n_att ? json_string(last) : json_null());
+    json_object_set_new(o, "wall_seconds", json_real((double)h->wall_ms / 1000.0));
+    json_object_set_new(o, "instance_seconds", json_real((double)h->instance_ms / 1000.0));
+    json_object_set_new(o, "instance_hours", json_real(sr_hist_instance_hours(h)));
+    json_object_set_new(o, "queued_seconds", json_real((double)h->queued_ms / 1000.0));
+    json_object_set_new(o, "cost", cost);
+    return o;
+}

@@ -1,0 +1,275 @@
+/*
+ * test_history.c - the numbers `spotrun show`, `report` and the metrics
+ * file derive from event logs (runtime/history.h): lost work, percentiles,
+ * states, preemptions by source, failures by cause, instance time, cost,
+ * and the metrics text. Event lines are synthetic, written as events.c
+ * writes them.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "history.h"
+#include "metrics.h"
+#include "summary.h"
+
+#define T0 1700000000000LL /* unix ms of the first event */
+
+static void add(struct sr_history *h, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    assert_int_equal(sr_hist_add_line(h, line, strlen(line)), 0);
+}
+
+#define EV(h, ms, att, type, extra)                                                                \
+    add(h, "{\"event\":\"" type "\",\"time\":\"x\",\"unix_ms\":%lld,\"attempt\":%d" extra "}",     \
+        (long long)(T0 + (ms)), (att))
+
+/* attempt 0: starts at 0, checkpoint 1 staged at 10 s (durable at 11 s),
+ * crashes at 25 s -> lost 15 s; restart.
+ * attempt 1: resumes at 26 s, checkpoint 2 staged at 40 s (durable 42 s),
+ * notice at 50 s, checkpoint 3 staged at 51 s (durable 53 s), exit at
+ * 54 s -> lost 3 s; preempted.
+ * attempt 2 (another node, after 6 s queued): starts at 60 s, done at 70 s. */
+static void scenario(struct sr_history *h)
+{
+    EV(h, 0, 0, "start", ",\"host\":\"a\",\"resumed\":false,\"seq\":0,\"step\":-1");
+    EV(h, 10000, 0, "staged",
+       ",\"seq\":1,\"step\":100,\"raw_bytes\":1000,\"stored_bytes\":100,"
+       "\"seconds\":0.5");
+    EV(h, 11000, 0, "persisted",
+       ",\"seq\":1,\"step\":100,\"raw_bytes\":1000,\"stored_bytes\":100,"
+       "\"seconds\":1.0");
+    EV(h, 25000, 0, "exit", ",\"code\":3");
+    EV(h, 25001, 0, "restart", ",\"restart\":1,\"delay_ms\":1000");
+    EV(h, 26000, 1, "restore", ",\"seq\":1,\"step\":100,\"raw_bytes\":1000,\"seconds\":0.1");
+    EV(h, 26100, 1, "start", ",\"host\":\"a\",\"resumed\":true,\"seq\":1,\"step\":100");
+    EV(h, 40000, 1, "staged",
+       ",\"seq\":2,\"step\":200,\"raw_bytes\":1000,\"stored_bytes\":200,"
+       "\"seconds\":1.5");
+    EV(h, 42000, 1, "persisted",
+       ",\"seq\":2,\"step\":200,\"raw_bytes\":1000,\"stored_bytes\":200,"
+       "\"seconds\":2.0");
+    EV(h, 50000, 1, "notice", ",\"source\":\"aws\",\"ms_left\":120000");
+    EV(h, 50001, 1, "request", ",\"reason\":\"notice\"");
+    EV(h, 51000, 1, "staged",
+       ",\"seq\":3,\"step\":250,\"raw_bytes\":1000,\"stored_bytes\":200,"
+       "\"seconds\":2.5");
+    EV(h, 53000, 1, "persisted",
+       ",\"seq\":3,\"step\":250,\"raw_bytes\":1000,\"stored_bytes\":200,"
+       "\"seconds\":3.0");
+    EV(h, 54000, 1, "exit", ",\"code\":143,\"signal\":\"TERM\"");
+    EV(h, 54001, 1, "preempted", ",\"durable_seq\":3");
+    EV(h, 60000, 2, "start", ",\"host\":\"b\",\"resumed\":true,\"seq\":3,\"step\":250");
+    EV(h, 69000, 2, "exit", ",\"code\":0");
+    EV(h, 70000, 2, "done", "");
+    sr_hist_derive(h);
+}
+
+static void lost_work_is_since_the_newest_durable_checkpoint(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    scenario(&h);
+    assert_int_equal(h.n_att, 3);
+    assert_int_equal(h.att[0].end, SR_END_CRASHED);
+    assert_int_equal(h.att[0].lost_ms, 15000); /* 25 s crash - 10 s staged */
+    assert_int_equal(h.att[1].end, SR_END_PREEMPTED);
+    assert_int_equal(h.att[1].lost_ms, 3000); /* 54 s exit - 51 s staged */
+    assert_int_equal(h.att[2].end, SR_END_DONE);
+    assert_int_equal(h.att[2].lost_ms, 0);
+    assert_int_equal(h.lost_ms, 18000);
+    sr_hist_free(&h);
+}
+
+static void lost_work_never_counts_an_earlier_attempt(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    /* Resumed from a checkpoint staged in attempt 0, crashed before saving:
+     * only attempt 1's own time is lost again. */
+    EV(&h, 0, 0, "start", "");
+    EV(&h, 5000, 0, "staged", ",\"seq\":1,\"seconds\":0.1");
+    EV(&h, 5100, 0, "persisted", ",\"seq\":1,\"seconds\":0.1");
+    EV(&h, 9000, 0, "exit", ",\"code\":1");
+    EV(&h, 9001, 0, "restart", "");
+    EV(&h, 10000, 1, "start", ",\"resumed\":true,\"seq\":1");
+    EV(&h, 17000, 1, "exit", ",\"code\":1");
+    sr_hist_derive(&h);
+    assert_int_equal(h.att[0].lost_ms, 4000);
+    assert_int_equal(h.att[1].lost_ms, 7000);
+    assert_int_equal(h.att[1].end, SR_END_FAILED);
+    assert_int_equal(h.state, SR_STATE_FAILED);
+    assert_int_equal(h.failures, 2);
+    sr_hist_free(&h);
+}
+
+static void a_crash_without_any_checkpoint_loses_the_whole_attempt(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 0, 0, "start", "");
+    EV(&h, 8000, 0, "exit", ",\"code\":137,\"signal\":\"KILL\"");
+    EV(&h, 8001, 0, "restart", "");
+    EV(&h, 9000, 1, "start", "");
+    sr_hist_derive(&h);
+    assert_int_equal(h.att[0].lost_ms, 8000);
+    assert_int_equal(h.state, SR_STATE_RUNNING);
+    assert_int_equal(h.n_causes, 1);
+    assert_string_equal(h.by_cause[0].name, "SIGKILL");
+    sr_hist_free(&h);
+}
+
+static void states_sources_and_checkpoint_stats(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    scenario(&h);
+    assert_int_equal(h.state, SR_STATE_DONE);
+    assert_int_equal(h.preemptions, 1);
+    assert_int_equal(h.n_sources, 1);
+    assert_string_equal(h.by_source[0].name, "aws");
+    assert_int_equal(h.failures, 1);
+    assert_string_equal(h.by_cause[0].name, "exit 3");
+    assert_int_equal(h.restarts, 1);
+    assert_int_equal(h.staged, 3);
+    assert_int_equal(h.durable, 3);
+    assert_true(h.stage_p50 == 1.5 && h.stage_max == 2.5);
+    assert_true(h.persist_p50 == 2.0 && h.persist_max == 3.0);
+    assert_int_equal(h.raw_bytes, 3000);
+    assert_int_equal(h.stored_bytes, 500);
+    assert_int_equal(h.last_durable_ms, T0 + 53000);
+    sr_hist_free(&h);
+}
+
+static void instance_time_queue_time_and_cost(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    scenario(&h);
+    /* Sessions: attempts 0-1 (one wrapper, 0..54.001 s), attempt 2 (60..70 s). */
+    assert_int_equal(h.sessions, 2);
+    assert_int_equal(h.wall_ms, 70000);
+    assert_int_equal(h.instance_ms, 54001 + 10000);
+    assert_int_equal(h.queued_ms, 70000 - 64001);
+    const struct sr_hist_prices p = {.spot_per_hour = 3.6, .on_demand_per_hour = 36.0};
+    double spot, od;
+    sr_hist_cost(&h, &p, &spot, &od);
+    assert_float_equal(spot, 64.001 / 3600.0 * 3.6, 1e-12);
+    assert_float_equal(od, 64.001 / 3600.0 * 36.0, 1e-12);
+    sr_hist_free(&h);
+}
+
+static void a_preempted_run_is_preempted_until_resumed(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 0, 0, "start", "");
+    EV(&h, 1000, 0, "notice", ",\"source\":\"signal:SIGTERM\",\"ms_left\":25000");
+    EV(&h, 2000, 0, "exit", ",\"code\":143,\"signal\":\"TERM\"");
+    EV(&h, 2001, 0, "preempted", ",\"durable_seq\":0");
+    sr_hist_derive(&h);
+    assert_int_equal(h.state, SR_STATE_PREEMPTED);
+    assert_string_equal(h.by_source[0].name, "signal:SIGTERM");
+    assert_int_equal(h.att[0].lost_ms, 2000); /* nothing durable: all of it */
+    /* An attempt whose log stops without an end, followed by another: vanished. */
+    EV(&h, 5000, 1, "start", "");
+    EV(&h, 6000, 1, "staged", ",\"seq\":1,\"seconds\":0.2");
+    EV(&h, 9000, 2, "start", "");
+    sr_hist_derive(&h);
+    assert_int_equal(h.att[1].end, SR_END_VANISHED);
+    assert_int_equal(h.att[1].lost_ms, 1000); /* staged at 6 s but never durable */
+    assert_int_equal(h.state, SR_STATE_RUNNING);
+    sr_hist_free(&h);
+}
+
+static void percentiles_use_the_nearest_rank(void **state)
+{
+    (void)state;
+    double v[] = {5, 1, 4, 2, 3};
+    assert_true(sr_percentile(v, 5, 50) == 3);
+    assert_true(sr_percentile(v, 5, 100) == 5);
+    assert_true(sr_percentile(v, 5, 0) == 1);
+    double w[] = {4, 1, 3, 2};
+    assert_true(sr_percentile(w, 4, 50) == 2);
+    assert_true(sr_percentile(w, 4, 90) == 4);
+    double one[] = {7};
+    assert_true(sr_percentile(one, 1, 50) == 7);
+    assert_true(sr_percentile(NULL, 0, 50) == 0);
+}
+
+static void bad_lines_are_refused_and_unknown_events_ignored(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    assert_int_equal(sr_hist_add_line(&h, "{\"event\":\"start\",", 18), -EBADMSG);
+    assert_int_equal(sr_hist_add_line(&h, "[1,2]", 5), -EBADMSG);
+    EV(&h, 0, 0, "something-new", ",\"x\":1");
+    add(&h, "{\"event\":\"start\"}"); /* no time: ignored */
+    sr_hist_derive(&h);
+    assert_int_equal(h.n_att, 1);
+    assert_int_equal(h.state, SR_STATE_RUNNING);
+    sr_hist_free(&h);
+}
+
+static void metrics_text_has_the_counters(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    scenario(&h);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    sr_metrics_render(f, "r1", &h, T0 + 80000);
+    fclose(f);
+    assert_non_null(strstr(buf, "# TYPE spotrun_preemptions_total counter\n"));
+    assert_non_null(strstr(buf, "spotrun_preemptions_total{run=\"r1\"} 1\n"));
+    assert_non_null(
+        strstr(buf, "spotrun_preemptions_by_source_total{run=\"r1\",source=\"aws\"} 1\n"));
+    assert_non_null(strstr(buf, "spotrun_restarts_total{run=\"r1\"} 1\n"));
+    assert_non_null(strstr(buf, "spotrun_checkpoints_total{run=\"r1\",phase=\"durable\"} 3\n"));
+    assert_non_null(strstr(buf, "spotrun_last_checkpoint_age_seconds{run=\"r1\"} 27\n"));
+    assert_non_null(
+        strstr(buf, "spotrun_checkpoint_stage_seconds_bucket{run=\"r1\",le=\"1\"} 1\n"));
+    assert_non_null(
+        strstr(buf, "spotrun_checkpoint_stage_seconds_bucket{run=\"r1\",le=\"+Inf\"} 3\n"));
+    assert_non_null(strstr(buf, "spotrun_checkpoint_stage_seconds_sum{run=\"r1\"} 4.5\n"));
+    free(buf);
+    sr_hist_free(&h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(lost_work_is_since_the_newest_durable_checkpoint),
+        cmocka_unit_test(lost_work_never_counts_an_earlier_attempt),
+        cmocka_unit_test(a_crash_without_any_checkpoint_loses_the_whole_attempt),
+        cmocka_unit_test(states_sources_and_checkpoint_stats),
+        cmocka_unit_test(instance_time_queue_time_and_cost),
+        cmocka_unit_test(a_preempted_run_is_preempted_until_resumed),
+        cmocka_unit_test(percentiles_use_the_nearest_rank),
+        cmocka_unit_test(bad_lines_are_refused_and_unknown_events_ignored),
+        cmocka_unit_test(metrics_text_has_the_counters),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

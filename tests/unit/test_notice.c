@@ -1,0 +1,255 @@
+/*
+ * test_notice.c - the documents the cloud metadata services send, as the
+ * notice watchers read them (runtime/notice_parse.h): AWS instance-action
+ * and rebalance JSON, Azure Scheduled Events with RFC 1123 NotBefore, their
+ * dates, and malformed or hostile inputs, which are refused, never guessed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "notice.h"
+#include "notice_parse.h"
+
+#define JAN_5_2015_18_02 1420480920000LL /* 2015-01-05T18:02:00Z */
+
+static void rfc3339_dates_as_aws_writes_them(void **state)
+{
+    (void)state;
+    int64_t ms;
+    assert_int_equal(sr_parse_rfc3339("2015-01-05T18:02:00Z", &ms), 0);
+    assert_int_equal(ms, JAN_5_2015_18_02);
+    assert_int_equal(sr_parse_rfc3339("2015-01-05T18:02:00.250Z", &ms), 0);
+    assert_int_equal(ms, JAN_5_2015_18_02 + 250);
+    assert_int_equal(sr_parse_rfc3339("2015-01-05T19:02:00+01:00", &ms), 0);
+    assert_int_equal(ms, JAN_5_2015_18_02);
+}
+
+static void rfc3339_rejects_what_is_not_a_whole_date(void **state)
+{
+    (void)state;
+    int64_t ms = 7;
+    const char *bad[] = {"", "2015-01-05", "2015-01-05T18:02:00", "2015-01-05T18:02:00Zjunk",
+                         "2015-01-05T18:02:00+1", "2015-01-05T18:02:00.Z", "yesterday"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(sr_parse_rfc3339(bad[i], &ms), -EINVAL);
+    assert_int_equal(sr_parse_rfc3339(NULL, &ms), -EINVAL);
+    assert_int_equal(ms, 7);
+}
+
+static void rfc1123_dates_as_azure_writes_not_before(void **state)
+{
+    (void)state;
+    int64_t ms;
+    assert_int_equal(sr_parse_rfc1123("Mon, 05 Jan 2015 18:02:00 GMT", &ms), 0);
+    assert_int_equal(ms, JAN_5_2015_18_02);
+    assert_int_equal(sr_parse_rfc1123("Mon, 19 Sep 2016 18:29:47 GMT", &ms), 0);
+    assert_int_equal(ms, 1474309787000LL);
+    assert_int_equal(sr_parse_rfc1123("Mon, 19 Sep 2016 18:29:47", &ms), -EINVAL);
+    assert_int_equal(sr_parse_rfc1123("2016-09-19T18:29:47Z", &ms), -EINVAL);
+    assert_int_equal(sr_parse_rfc1123("Mon, 19 Sep 2016 18:29:47 GMT+", &ms), -EINVAL);
+}
+
+static void aws_instance_action(void **state)
+{
+    (void)state;
+    struct sr_aws_action a;
+    const char *doc = "{\"action\": \"terminate\", \"time\": \"2015-01-05T18:02:00Z\"}";
+    assert_int_equal(sr_aws_parse_action(doc, strlen(doc), &a), 0);
+    assert_string_equal(a.action, "terminate");
+    assert_string_equal(a.time, "2015-01-05T18:02:00Z");
+    assert_int_equal(a.time_ms, JAN_5_2015_18_02);
+    const char *stop = "{\"action\":\"stop\",\"time\":\"2015-01-05T18:02:00Z\",\"extra\":[1]}";
+    assert_int_equal(sr_aws_parse_action(stop, strlen(stop), &a), 0);
+    assert_string_equal(a.action, "stop");
+}
+
+static void aws_malformed_documents_are_refused(void **state)
+{
+    (void)state;
+    struct sr_aws_action a;
+    const char *bad[] = {
+        "",
+        "{\"action\": \"terminate\", \"time\": ",
+        "[]",
+        "{\"action\": 5, \"time\": \"2015-01-05T18:02:00Z\"}",
+        "{\"action\": \"terminate\"}",
+        "{\"action\": \"terminate\", \"time\": \"soon\"}",
+        "{\"action\": \"terminate\", \"action\": \"stop\", \"time\": \"2015-01-05T18:02:00Z\"}",
+        "{\"action\": \"a-very-long-action-name-indeed\", \"time\": \"2015-01-05T18:02:00Z\"}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(sr_aws_parse_action(bad[i], strlen(bad[i]), &a), -EBADMSG);
+    assert_int_equal(sr_aws_parse_action(NULL, 0, &a), -EBADMSG);
+}
+
+static void aws_rebalance(void **state)
+{
+    (void)state;
+    int64_t ms;
+    const char *doc = "{\"noticeTime\": \"2015-01-05T18:02:00Z\"}";
+    assert_int_equal(sr_aws_parse_rebalance(doc, strlen(doc), &ms), 0);
+    assert_int_equal(ms, JAN_5_2015_18_02);
+    assert_int_equal(sr_aws_parse_rebalance("{}", 2, &ms), -EBADMSG);
+    assert_int_equal(sr_aws_parse_rebalance("nope", 4, &ms), -EBADMSG);
+}
+
+static const char azure_doc[] =
+    "{\"DocumentIncarnation\": 4, \"Events\": ["
+    " {\"EventId\": \"A\", \"EventType\": \"Preempt\", \"ResourceType\": \"VirtualMachine\","
+    "  \"Resources\": [\"other-vm\", \"My-VM\"], \"EventStatus\": \"Scheduled\","
+    "  \"NotBefore\": \"Mon, 05 Jan 2015 18:02:00 GMT\", \"EventSource\": \"Platform\"},"
+    " {\"EventId\": \"B\", \"EventType\": \"Reboot\", \"Resources\": [\"my-vm\"],"
+    "  \"EventStatus\": \"Scheduled\", \"NotBefore\": \"Mon, 05 Jan 2015 18:02:00 GMT\"},"
+    " {\"EventId\": \"C\", \"EventType\": \"Terminate\", \"Resources\": [\"other-vm\"],"
+    "  \"EventStatus\": \"Scheduled\", \"NotBefore\": \"Mon, 05 Jan 2015 18:02:00 GMT\"},"
+    " {\"EventId\": \"D\", \"EventType\": \"Terminate\", \"Resources\": [\"my-vm\"],"
+    "  \"EventStatus\": \"Started\", \"NotBefore\": \"\"},"
+    " {\"EventType\": \"Preempt\", \"Resources\": [\"my-vm\"]},"
+    " 17]}";
+
+static void azure_events_for_this_vm(void **state)
+{
+    (void)state;
+    struct sr_azure_event ev[8];
+    size_t n;
+    assert_int_equal(sr_azure_parse_events(azure_doc, strlen(azure_doc), "my-vm", ev, 8, &n), 0);
+    assert_int_equal(n, 2); /* A (name compared without case) and D; not B, C or the broken */
+    assert_string_equal(ev[0].id, "A");
+    assert_string_equal(ev[0].type, "Preempt");
+    assert_string_equal(ev[0].status, "Scheduled");
+    assert_int_equal(ev[0].not_before_ms, JAN_5_2015_18_02);
+    assert_string_equal(ev[1].id, "D");
+    assert_int_equal(ev[1].not_before_ms, 0); /* started: no time left */
+}
+
+static void azure_without_a_vm_name_every_event_counts(void **state)
+{
+    (void)state;
+    struct sr_azure_event ev[8];
+    size_t n;
+    assert_int_equal(sr_azure_parse_events(azure_doc, strlen(azure_doc), NULL, ev, 8, &n), 0);
+    assert_int_equal(n, 3); /* A, C, D */
+    assert_int_equal(sr_azure_parse_events(azure_doc, strlen(azure_doc), "", ev, 1, &n), 0);
+    assert_int_equal(n, 1); /* bounded by max */
+}
+
+static void azure_unreadable_not_before_keeps_the_event(void **state)
+{
+    (void)state;
+    const char *doc = "{\"Events\": [{\"EventId\": \"E\", \"EventType\": \"Preempt\","
+                      " \"Resources\": [\"vm\"], \"NotBefore\": \"next tuesday\"}]}";
+    struct sr_azure_event ev[2];
+    size_t n;
+    assert_int_equal(sr_azure_parse_events(doc, strlen(doc), "vm", ev, 2, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(ev[0].not_before_ms, -1);
+    assert_string_equal(ev[0].status, "");
+}
+
+static void azure_malformed_documents_are_refused(void **state)
+{
+    (void)state;
+    struct sr_azure_event ev[2];
+    size_t n = 9;
+    const char *bad[] = {"", "{\"Events\": ", "[]", "{\"Events\": \"none\"}", "{}", "null"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(sr_azure_parse_events(bad[i], strlen(bad[i]), "vm", ev, 2, &n), -EBADMSG);
+        assert_int_equal(n, 0);
+    }
+    const char empty[] = "{\"DocumentIncarnation\": 1, \"Events\": []}";
+    assert_int_equal(sr_azure_parse_events(empty, strlen(empty), "vm", ev, 2, &n), 0);
+    assert_int_equal(n, 0);
+}
+
+static void azure_hostile_ids_do_not_overflow(void **state)
+{
+    (void)state;
+    char doc[2048], id[600];
+    memset(id, 'x', sizeof(id) - 1);
+    id[sizeof(id) - 1] = '\0';
+    snprintf(doc, sizeof(doc),
+             "{\"Events\": [{\"EventId\": \"%s\", \"EventType\": \"Preempt\", \"Resources\": "
+             "[\"vm\"]}]}",
+             id);
+    struct sr_azure_event ev[2];
+    size_t n;
+    assert_int_equal(sr_azure_parse_events(doc, strlen(doc), "vm", ev, 2, &n), 0);
+    assert_int_equal(n, 0); /* an id too long to acknowledge is skipped */
+}
+
+static void notice_source_names(void **state)
+{
+    (void)state;
+    enum sr_cloud c;
+    assert_int_equal(sr_cloud_parse("auto", &c), 0);
+    assert_int_equal(c, SR_CLOUD_AUTO);
+    assert_int_equal(sr_cloud_parse("AWS", &c), 0);
+    assert_int_equal(c, SR_CLOUD_AWS);
+    assert_int_equal(sr_cloud_parse("none", &c), 0);
+    assert_int_equal(c, SR_CLOUD_NONE);
+    assert_int_equal(sr_cloud_parse("ibm", &c), -EINVAL);
+    assert_int_equal(sr_cloud_parse(NULL, &c), -EINVAL);
+    assert_string_equal(sr_cloud_name(SR_CLOUD_AZURE), "azure");
+}
+
+static void none_starts_nothing(void **state)
+{
+    (void)state;
+    const struct sr_notice_config cfg = {.cloud = SR_CLOUD_NONE};
+    struct sr_notice *n = (struct sr_notice *)1;
+    struct sr_notice_event ev;
+    assert_int_equal(sr_notice_start(&cfg, &n), 0);
+    assert_null(n);
+    assert_int_equal(sr_notice_fd(n), -1);
+    assert_int_equal(sr_notice_take(n, &ev), 0);
+    sr_notice_stop(n);
+}
+
+static void stopping_an_unreachable_watcher_is_prompt(void **state)
+{
+    (void)state;
+    /* Nothing listens on port 9 of localhost: the watcher retries; stop
+     * must not wait for its timeouts. */
+    const struct sr_notice_config cfg = {
+        .cloud = SR_CLOUD_AZURE, .azure_url = "http://127.0.0.1:9", .poll_ms = 50};
+    struct sr_notice *n;
+    assert_int_equal(sr_notice_start(&cfg, &n), 0);
+    assert_non_null(n);
+    assert_true(sr_notice_fd(n) >= 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    sr_notice_stop(n);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 1500);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(rfc3339_dates_as_aws_writes_them),
+        cmocka_unit_test(rfc3339_rejects_what_is_not_a_whole_date),
+        cmocka_unit_test(rfc1123_dates_as_azure_writes_not_before),
+        cmocka_unit_test(aws_instance_action),
+        cmocka_unit_test(aws_malformed_documents_are_refused),
+        cmocka_unit_test(aws_rebalance),
+        cmocka_unit_test(azure_events_for_this_vm),
+        cmocka_unit_test(azure_without_a_vm_name_every_event_counts),
+        cmocka_unit_test(azure_unreadable_not_before_keeps_the_event),
+        cmocka_unit_test(azure_malformed_documents_are_refused),
+        cmocka_unit_test(azure_hostile_ids_do_not_overflow),
+        cmocka_unit_test(notice_source_names),
+        cmocka_unit_test(none_starts_nothing),
+        cmocka_unit_test(stopping_an_unreachable_watcher_is_prompt),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
