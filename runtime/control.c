@@ -146,7 +146,7 @@ int sr_ctl_read_request(int fd, struct sr_ctl_req *req)
             return -EINVAL;
         if (arg2[0] && sr_parse_int(arg2, 1, INT32_MAX, &req->pid) < 0)
             return -EINVAL;
-        snprintf(req->source, sizeof(req->source), "job:%s", arg1);
+        snprintf(req->source, sizeof(req->source), "job:%.16s", arg1); /* length checked above */
         return 0;
     }
     if (strcmp(verb, "STATUS") == 0) {

@@ -168,6 +168,7 @@ void sr_aws_watch(struct sr_nw *w)
 {
     struct aws a = {.w = w};
     int renewed = 0;
+    int64_t next = sr_now_ms();
     while (!sr_nw_stopping(w)) {
         int rc = 0;
         if (!a.v1 && (!a.token[0] || sr_now_ms() >= a.token_renew_at)) {
@@ -182,7 +183,12 @@ void sr_aws_watch(struct sr_nw *w)
         }
         renewed = 0;
         sr_nw_round_end(w);
-        if (sr_nw_sleep(w, w->n->poll_ms) < 0)
+        /* A fixed cadence: the time the requests took is not added to
+         * the interval, so a notice waits at most one interval. */
+        next += w->n->poll_ms;
+        if (next < sr_now_ms())
+            next = sr_now_ms();
+        if (sr_nw_sleep(w, next - sr_now_ms()) < 0)
             break;
     }
 }

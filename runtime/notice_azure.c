@@ -123,6 +123,7 @@ void sr_azure_watch(struct sr_nw *w)
     snprintf(url, sizeof(url), "%s/metadata/scheduledevents?" API, w->n->azure_url);
     const char *const hdr[] = {"Metadata: true", NULL};
     int first = 1;
+    int64_t next = sr_now_ms();
     while (!sr_nw_stopping(w)) {
         if (!a.vm[0] && a.vm_tries < 3)
             fetch_vm_name(&a);
@@ -140,7 +141,10 @@ void sr_azure_watch(struct sr_nw *w)
             sr_nw_warn(w, "unexpected HTTP %ld from %s; retrying", r.status, url);
         sr_http_free(&r);
         sr_nw_round_end(w);
-        if (sr_nw_sleep(w, w->n->poll_ms) < 0)
+        next += w->n->poll_ms; /* a fixed cadence, as for AWS */
+        if (next < sr_now_ms())
+            next = sr_now_ms();
+        if (sr_nw_sleep(w, next - sr_now_ms()) < 0)
             break;
     }
 }

@@ -281,7 +281,7 @@ class Handler(BaseHTTPRequestHandler):
                 hurry = key == "instance/preempted"  # malformed answers come at once
                 while (etag(value) == since and not (hurry and st.malformed != "ok")
                        and time.monotonic() < limit):
-                    st.cond.wait(min(1.0, limit - time.monotonic()))
+                    st.cond.wait(min(0.02, limit - time.monotonic()))
                     value = self.gcp_value(key)
             bad = self.malformed_body() if key == "instance/preempted" else None
         if bad is not None:
