@@ -167,8 +167,11 @@ static int run_main(struct run_opts *o, char **cmd)
 
 int sr_cmd_run(int argc, char **argv)
 {
-    struct run_opts o = {
-        .grace_ms = 25000, .backoff_ms = 1000, .max_restarts = 3, .notice = "auto", .poll_ms = 1000};
+    struct run_opts o = {.grace_ms = 25000,
+                         .backoff_ms = 1000,
+                         .max_restarts = 3,
+                         .notice = "auto",
+                         .poll_ms = 1000};
     const struct sr_opt opts[] = {
         {"run-id", 'r', "SPOTRUN_RUN_ID", SR_OPT_STR, &o.run_id, "ID",
          "run id or template ({index}, {slurm_job_id}, {env:VAR}...); default: from the command"},
@@ -235,8 +238,9 @@ int sr_cmd_run(int argc, char **argv)
         return SR_EX_USAGE;
     }
     if (sr_cloud_parse(o.notice, &o.cloud) < 0) {
-        fprintf(stderr, "spotrun run: invalid value \"%s\" for --notice (auto, aws, gcp, azure "
-                        "or none)\n",
+        fprintf(stderr,
+                "spotrun run: invalid value \"%s\" for --notice (auto, aws, gcp, azure "
+                "or none)\n",
                 o.notice);
         return SR_EX_USAGE;
     }

@@ -139,8 +139,8 @@ static void cache_write(const char *path, enum sr_cloud c)
 {
     char id[64], tmp[4200];
     boot_id(id, sizeof(id));
-    if (!path || !id[0] || snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid()) >=
-                               (int)sizeof(tmp))
+    if (!path || !id[0] ||
+        snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid()) >= (int)sizeof(tmp))
         return;
     FILE *f = fopen(tmp, "we");
     if (!f)
@@ -242,8 +242,7 @@ static enum sr_cloud probe(struct sr_nw *w, const int want[3])
         while ((m = curl_multi_info_read(w->multi, &left)))
             for (int i = 0; i < 3; i++)
                 if (m->msg == CURLMSG_DONE && p[i].easy == m->easy_handle &&
-                    m->data.result == CURLE_OK && probe_says_yes(&p[i]) &&
-                    found == SR_CLOUD_NONE)
+                    m->data.result == CURLE_OK && probe_says_yes(&p[i]) && found == SR_CLOUD_NONE)
                     found = p[i].cloud;
         if (running > 0 && found == SR_CLOUD_NONE)
             curl_multi_poll(w->multi, NULL, 0, 200, NULL);

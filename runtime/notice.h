@@ -39,10 +39,10 @@ struct sr_notice_config {
 
 struct sr_notice_event {
     enum sr_notice_kind kind;
-    char source[16];  /* "aws", "gcp", "azure" */
-    char what[96];    /* human-readable: "spot instance-action terminate" */
-    char id[128];     /* the provider's event id (Azure EventId), for ack / withdrawal */
-    int needs_ack;    /* Azure: acknowledge with sr_notice_ack() once durable */
+    char source[16];          /* "aws", "gcp", "azure" */
+    char what[96];            /* human-readable: "spot instance-action terminate" */
+    char id[128];             /* the provider's event id (Azure EventId), for ack / withdrawal */
+    int needs_ack;            /* Azure: acknowledge with sr_notice_ack() once durable */
     int64_t deadline_ms;      /* monotonic; 0 for a rebalance or a withdrawal */
     int64_t deadline_wall_ms; /* unix ms as announced */
 };

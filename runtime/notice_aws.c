@@ -71,7 +71,8 @@ static int get(struct aws *a, const char *path, struct sr_http *r)
     snprintf(url, sizeof(url), "%s%s", a->w->n->aws_url, path);
     snprintf(hdr, sizeof(hdr), "X-aws-ec2-metadata-token: %s", a->token);
     const char *const hdrs[] = {hdr, NULL};
-    const int rc = sr_nw_request(a->w, "GET", url, a->v1 ? NULL : hdrs, NULL, REQUEST_TIMEOUT_MS, r);
+    const int rc =
+        sr_nw_request(a->w, "GET", url, a->v1 ? NULL : hdrs, NULL, REQUEST_TIMEOUT_MS, r);
     if (rc < 0 && rc != -ECANCELED)
         sr_nw_warn(a->w, "cannot read %s: %s; retrying", url,
                    rc == -EMSGSIZE ? "answer too large" : r->error);
@@ -104,8 +105,7 @@ static void on_rebalance(struct aws *a, const struct sr_http *r)
 {
     int64_t t;
     if (sr_aws_parse_rebalance(r->body, r->len, &t) < 0) {
-        sr_nw_warn(a->w, "ignoring a malformed rebalance recommendation from %s",
-                   a->w->n->aws_url);
+        sr_nw_warn(a->w, "ignoring a malformed rebalance recommendation from %s", a->w->n->aws_url);
         return;
     }
     char key[sizeof(a->posted_rebalance)];
@@ -138,8 +138,7 @@ static int poll_once(struct aws *a)
         if (r.status == 200)
             i == 0 ? on_action(a, &r) : on_rebalance(a, &r);
         else if (r.status != 404)
-            sr_nw_warn(a->w, "unexpected HTTP %ld from %s%s", r.status, a->w->n->aws_url,
-                       paths[i]);
+            sr_nw_warn(a->w, "unexpected HTTP %ld from %s%s", r.status, a->w->n->aws_url, paths[i]);
         sr_http_free(&r);
     }
     return 0;

@@ -39,7 +39,8 @@ struct azure {
 static void fetch_vm_name(struct azure *a)
 {
     char url[2200];
-    snprintf(url, sizeof(url), "%s/metadata/instance/compute/name?api-version=2021-02-01&format=text",
+    snprintf(url, sizeof(url),
+             "%s/metadata/instance/compute/name?api-version=2021-02-01&format=text",
              a->w->n->azure_url);
     const char *const hdr[] = {"Metadata: true", NULL};
     struct sr_http r;
@@ -50,8 +51,7 @@ static void fetch_vm_name(struct azure *a)
         a->vm[strcspn(a->vm, "\r\n")] = '\0';
         sr_debug("azure: this VM is %s", a->vm);
     } else if (a->vm_tries == 3) {
-        sr_warn("cannot read this VM's name from %s: acting on every Preempt/Terminate event",
-                url);
+        sr_warn("cannot read this VM's name from %s: acting on every Preempt/Terminate event", url);
     }
     sr_http_free(&r);
 }

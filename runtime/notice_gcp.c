@@ -100,8 +100,7 @@ static void watch_key(struct sr_nw *w, const struct key *k)
             snprintf(etag, sizeof(etag), "%s", r.etag);
             done = k->on_value(w, value, &state);
             if (done < 0) {
-                sr_nw_warn(w, "ignoring an unexpected value of %s from %s", k->path,
-                           w->n->gcp_url);
+                sr_nw_warn(w, "ignoring an unexpected value of %s from %s", k->path, w->n->gcp_url);
                 etag[0] = '\0';
             }
         } else {
@@ -129,8 +128,7 @@ static void *maintenance_thread(void *arg)
     struct sr_nw w;
     if (sr_nw_init(arg, &w) < 0)
         return NULL;
-    static const struct key k = {"/computeMetadata/v1/instance/maintenance-event",
-                                 on_maintenance};
+    static const struct key k = {"/computeMetadata/v1/instance/maintenance-event", on_maintenance};
     watch_key(&w, &k);
     sr_nw_free(&w);
     return NULL;

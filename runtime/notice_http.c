@@ -148,9 +148,8 @@ static int result_of(CURLcode c, struct sr_http *r)
     return c == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
 }
 
-int sr_nw_request(struct sr_nw *w, const char *method, const char *url,
-                  const char *const *headers, const char *body, long timeout_ms,
-                  struct sr_http *r)
+int sr_nw_request(struct sr_nw *w, const char *method, const char *url, const char *const *headers,
+                  const char *body, long timeout_ms, struct sr_http *r)
 {
     memset(r, 0, sizeof(*r));
     if (sr_nw_stopping(w))

@@ -56,9 +56,8 @@ void sr_nw_free(struct sr_nw *w);
 /* One request. headers: NULL-terminated "Name: value" lines. Returns 0 (a
  * response, any status), -ETIMEDOUT, -ECANCELED (stopping), -EMSGSIZE
  * (body over SR_NOTICE_MAX_BODY) or -EIO (r->error says why). */
-int sr_nw_request(struct sr_nw *w, const char *method, const char *url,
-                  const char *const *headers, const char *body, long timeout_ms,
-                  struct sr_http *r);
+int sr_nw_request(struct sr_nw *w, const char *method, const char *url, const char *const *headers,
+                  const char *body, long timeout_ms, struct sr_http *r);
 void sr_http_free(struct sr_http *r);
 /* Sleeps ms; -ECANCELED when stopping. */
 int sr_nw_sleep(struct sr_nw *w, int64_t ms);

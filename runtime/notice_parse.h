@@ -33,8 +33,8 @@ int sr_aws_parse_rebalance(const char *body, size_t len, int64_t *notice_ms);
  * -EBADMSG. */
 struct sr_azure_event {
     char id[128];
-    char type[16];   /* "Preempt", "Terminate" */
-    char status[16]; /* "Scheduled", "Started" */
+    char type[16];         /* "Preempt", "Terminate" */
+    char status[16];       /* "Scheduled", "Started" */
     int64_t not_before_ms; /* 0 when NotBefore is empty (started), -1 unreadable */
 };
 int sr_azure_parse_events(const char *body, size_t len, const char *vm_name,

@@ -361,8 +361,7 @@ static void cloud_withdrawn(struct sup *s, const struct sr_notice_event *ev)
         sr_warn("the %s notice was withdrawn, but the job is already stopping", ev->source);
         return;
     }
-    sr_info("the %s notice was withdrawn: cancelling the stop, the job keeps running",
-            ev->source);
+    sr_info("the %s notice was withdrawn: cancelling the stop, the job keeps running", ev->source);
     s->phase = RUNNING;
     s->deadline = s->commit_by = s->kill_at = 0;
 }
@@ -395,8 +394,8 @@ static void acknowledge(struct sup *s)
         sr_warn("cannot acknowledge %s event %s: %s", s->ack.source, s->ack.id, sr_strerror(rc));
     else
         sr_info("acknowledged %s event %s", s->ack.source, s->ack.id);
-    emit(s, "ack", json_pack("{s:s,s:s,s:b}", "source", s->ack.source, "id", s->ack.id, "ok",
-                             rc == 0));
+    emit(s, "ack",
+         json_pack("{s:s,s:s,s:b}", "source", s->ack.source, "id", s->ack.id, "ok", rc == 0));
     s->ack.needs_ack = 0;
 }
 

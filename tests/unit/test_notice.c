@@ -38,8 +38,13 @@ static void rfc3339_rejects_what_is_not_a_whole_date(void **state)
 {
     (void)state;
     int64_t ms = 7;
-    const char *bad[] = {"", "2015-01-05", "2015-01-05T18:02:00", "2015-01-05T18:02:00Zjunk",
-                         "2015-01-05T18:02:00+1", "2015-01-05T18:02:00.Z", "yesterday"};
+    const char *bad[] = {"",
+                         "2015-01-05",
+                         "2015-01-05T18:02:00",
+                         "2015-01-05T18:02:00Zjunk",
+                         "2015-01-05T18:02:00+1",
+                         "2015-01-05T18:02:00.Z",
+                         "yesterday"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(sr_parse_rfc3339(bad[i], &ms), -EINVAL);
     assert_int_equal(sr_parse_rfc3339(NULL, &ms), -EINVAL);
