@@ -46,7 +46,12 @@ say() { printf '%s\n' "$*"; }
 test_expect_success() {
     test_count=$((test_count + 1))
     local title=$1 body=$2 out=$TRASH/test-$test_count.out
-    if (set -e; eval "$body") >"$out" 2>&1; then
+    # A plain command, not an `if` condition or an ||/&& operand: there bash
+    # ignores set -e for the whole subshell and only the body's last command
+    # would count.
+    (set -e; eval "$body") >"$out" 2>&1
+    local rc=$?
+    if [ "$rc" -eq 0 ]; then
         say "ok $test_count - $title"
     else
         test_failed=$((test_failed + 1))
