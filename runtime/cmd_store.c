@@ -65,10 +65,9 @@ static json_t *manifest_json(const struct sr_manifest *m)
 {
     char when[32];
     sr_format_iso_ms(m->created * 1000, when, sizeof(when));
-    return json_pack("{s:I,s:o,s:I,s:I,s:o,s:I,s:f,s:s,s:s,s:I}", "seq", (json_int_t)m->seq,
-                     "step", m->step >= 0 ? json_integer(m->step) : json_null(), "raw_bytes",
-                     (json_int_t)m->raw_bytes, "stored_bytes", (json_int_t)m->stored_bytes,
-                     "ratio",
+    return json_pack("{s:I,s:o,s:I,s:I,s:o,s:I,s:f,s:s,s:s,s:I}", "seq", (json_int_t)m->seq, "step",
+                     m->step >= 0 ? json_integer(m->step) : json_null(), "raw_bytes",
+                     (json_int_t)m->raw_bytes, "stored_bytes", (json_int_t)m->stored_bytes, "ratio",
                      m->stored_bytes ? json_real((double)m->raw_bytes / (double)m->stored_bytes)
                                      : json_null(),
                      "files", (json_int_t)m->files, "stage_seconds", m->stage_seconds, "created",
@@ -173,8 +172,8 @@ out:
 static int print_show_json(struct sr_store *st, const char *run, const struct sr_history *h,
                            const struct sr_hist_prices *p, const struct sr_ckpt_list *l)
 {
-    json_t *o = json_pack("{s:i,s:s,s:s}", "schema_version", SR_JSON_SCHEMA_VERSION, "run_id",
-                          run, "store", sr_store_url(st));
+    json_t *o = json_pack("{s:i,s:s,s:s}", "schema_version", SR_JSON_SCHEMA_VERSION, "run_id", run,
+                          "store", sr_store_url(st));
     json_object_update_missing_new(o, sr_summary_json(h, p));
     json_t *cks = json_array();
     for (size_t i = 0; i < l->n; i++)

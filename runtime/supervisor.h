@@ -33,9 +33,9 @@ struct sr_run_config {
     int64_t backoff_ms; /* first restart delay (doubles, capped at 60 s) */
     unsigned max_restarts;
     unsigned keep;
-    int signo;          /* checkpoint-request signal */
-    int threads, level; /* codec */
-    uint64_t gpu_mem_limit; /* --gpu-mem-limit per process per device, 0 = none */
+    int signo;                      /* checkpoint-request signal */
+    int threads, level;             /* codec */
+    uint64_t gpu_mem_limit;         /* --gpu-mem-limit per process per device, 0 = none */
     struct sr_notice_config notice; /* cloud metadata watcher (--notice) */
 };
 

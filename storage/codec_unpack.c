@@ -311,7 +311,8 @@ static int read_fail(const struct unpacker *u, struct archive *ar, const char *w
 static int write_fail(struct archive *aw, const char *what)
 {
     const int e = archive_errno(aw);
-    const char *const msg = archive_error_string(aw) ? archive_error_string(aw) : "libarchive error";
+    const char *const msg =
+        archive_error_string(aw) ? archive_error_string(aw) : "libarchive error";
     /* libarchive's text ("Write failed") often omits the cause: add it. */
     if (e > 0 && !strstr(msg, strerror(e)))
         return sr_errf(-e, "cannot extract %s: %s: %s", what, msg, strerror(e));

@@ -41,7 +41,10 @@ static void json_line(int level, const char *msg)
     snprintf(iso, sizeof(iso), "%s.%03dZ", t, (int)(tv.tv_usec / 1000));
     static const char *const names[] = {"warning", "info", "debug"};
     json_t *o = json_pack("{s:s,s:s,s:s}", "time", iso, "level",
-                          names[level < 0 ? 0 : level > 2 ? 2 : level], "msg", msg);
+                          names[level < 0   ? 0
+                                : level > 2 ? 2
+                                            : level],
+                          "msg", msg);
     char *line = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII) : NULL;
     json_decref(o);
     if (line)

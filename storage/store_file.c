@@ -34,7 +34,6 @@ struct file_store {
     char *root;
 };
 
-
 static const char *root_of(const struct sr_store *st)
 {
     return ((const struct file_store *)st->impl)->root;

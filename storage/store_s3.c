@@ -66,15 +66,15 @@ struct s3_src {
     /* background download into the spool (fd >= 0) */
     pthread_t th;
     int running;
-    size_t n;      /* chunks: [coff[i], coff[i + 1]) */
-    uint64_t *coff; /* n + 1 offsets */
+    size_t n;          /* chunks: [coff[i], coff[i + 1]) */
+    uint64_t *coff;    /* n + 1 offsets */
     XXH3_state_t *xxh; /* download thread only */
     pthread_mutex_t lock;
-    pthread_cond_t cv;     /* a chunk arrived, or the download ended */
-    uint64_t *have;        /* bytes of chunk i in the spool, from its start */
-    uint64_t ready;        /* bytes [0, ready) are in the spool and hashed */
-    size_t started;        /* chunks [0, started) were requested */
-    size_t conc;           /* ranges in flight */
+    pthread_cond_t cv; /* a chunk arrived, or the download ended */
+    uint64_t *have;    /* bytes of chunk i in the spool, from its start */
+    uint64_t ready;    /* bytes [0, ready) are in the spool and hashed */
+    size_t started;    /* chunks [0, started) were requested */
+    size_t conc;       /* ranges in flight */
     int stop, finished, err;
     char errmsg[512];
     char sum[SR_CHECKSUM_LEN];
@@ -1249,7 +1249,7 @@ static int download_run(struct s3_src *s)
          * the whole first wave of ranges. */
         pthread_mutex_lock(&s->lock);
         for (size_t i = hashed; i < next; i++) {
-            const uint64_t h = parts[i].state == 2 ? s->coff[i + 1] - s->coff[i]
+            const uint64_t h = parts[i].state == 2   ? s->coff[i + 1] - s->coff[i]
                                : parts[i].state == 1 ? parts[i].req.got
                                                      : 0;
             if (h > s->have[i]) {

@@ -25,12 +25,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum op { OP_WRITE, OP_PWRITE, OP_FSYNC, OP_FDATASYNC, OP_RENAME, OP_LINK, OP_CFR, OP_MKDIR, N_OPS };
-static const char *const op_names[N_OPS] = {"write", "pwrite", "fsync", "fdatasync",
-                                            "rename", "link", "copy_file_range", "mkdir"};
+enum op {
+    OP_WRITE,
+    OP_PWRITE,
+    OP_FSYNC,
+    OP_FDATASYNC,
+    OP_RENAME,
+    OP_LINK,
+    OP_CFR,
+    OP_MKDIR,
+    N_OPS
+};
+static const char *const op_names[N_OPS] = {"write",  "pwrite", "fsync",           "fdatasync",
+                                            "rename", "link",   "copy_file_range", "mkdir"};
 
 static struct {
-    int err;          /* 0 = not injected */
+    int err; /* 0 = not injected */
     long skip;
     atomic_long seen;
 } rules[N_OPS];
@@ -158,8 +168,7 @@ int link(const char *from, const char *to)
     return real_link(from, to);
 }
 
-ssize_t copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t len,
-                        unsigned flags)
+ssize_t copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t len, unsigned flags)
 {
     REAL(ssize_t, copy_file_range, int, off_t *, int, off_t *, size_t, unsigned);
     FAIL_IF(inject(OP_CFR, rules[OP_CFR].err && fd_matches(out)));
