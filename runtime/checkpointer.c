@@ -127,6 +127,20 @@ int sr_cp_stage(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, i
     return 0;
 }
 
+/* --keep N after a checkpoint became durable; a failure only warns (the
+ * new checkpoint is safe, old ones merely linger). */
+static void apply_retention(const struct sr_cp_config *cfg)
+{
+    if (!cfg->keep)
+        return;
+    unsigned deleted = 0;
+    const int rc = sr_ckpt_gc(cfg->st, cfg->run_id, cfg->keep, &deleted);
+    if (rc < 0)
+        sr_warn("retention (--keep %u) failed: %s", cfg->keep, sr_strerror(rc));
+    else if (deleted)
+        sr_debug("retention: deleted %u old checkpoint(s)", deleted);
+}
+
 int sr_cp_push_dir(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, int64_t step,
                    struct sr_manifest *m)
 {
@@ -135,14 +149,7 @@ int sr_cp_push_dir(const struct sr_cp_config *cfg, const char *dir, uint64_t seq
     int rc = sr_ckpt_publish_dir(cfg->st, m, dir, &opts);
     if (rc < 0)
         return rc;
-    if (cfg->keep) {
-        unsigned deleted = 0;
-        rc = sr_ckpt_gc(cfg->st, cfg->run_id, cfg->keep, &deleted);
-        if (rc < 0)
-            sr_warn("retention (--keep %u) failed: %s", cfg->keep, sr_strerror(rc));
-        else if (deleted)
-            sr_debug("retention: deleted %u old checkpoint(s)", deleted);
-    }
+    apply_retention(cfg);
     return 0;
 }
 
@@ -159,14 +166,7 @@ int sr_cp_persist(const struct sr_cp_config *cfg, const struct sr_manifest *m, c
     int rc = sr_ckpt_publish(cfg->st, m, path);
     if (rc < 0)
         return rc;
-    if (cfg->keep) {
-        unsigned deleted = 0;
-        rc = sr_ckpt_gc(cfg->st, cfg->run_id, cfg->keep, &deleted);
-        if (rc < 0)
-            sr_warn("retention (--keep %u) failed: %s", cfg->keep, sr_strerror(rc));
-        else if (deleted)
-            sr_debug("retention: deleted %u old checkpoint(s)", deleted);
-    }
+    apply_retention(cfg);
     return 0;
 }
 

@@ -182,38 +182,60 @@ int sr_ckpt_next_seq(struct sr_store *st, const char *run_id, uint64_t *seq)
     return 0;
 }
 
-int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char *data_path)
+/* A new checkpoint must not overwrite a committed one: 0 when seq is free. */
+static int check_new_seq(struct sr_store *st, const struct sr_manifest *m)
 {
     int rc = check_run(m->run_id);
     if (rc < 0)
         return rc;
     char key[KEY_LEN];
-    char *json = NULL;
-    size_t len = 0;
     uint64_t size = 0;
     sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, MANIFEST_NAME);
     rc = sr_store_size(st, key, &size);
     if (rc == 0)
         return sr_errf(-EEXIST, "checkpoint %s seq %llu already exists in %s", m->run_id,
                        (unsigned long long)m->seq, sr_store_url(st));
-    if (rc != -ENOENT)
+    return rc == -ENOENT ? 0 : rc;
+}
+
+/* Checks the uploaded data object against the manifest, then writes the
+ * manifest: the commit point. json is m encoded, or NULL to encode here. */
+static int commit_manifest(struct sr_store *st, const struct sr_manifest *m, const char *json,
+                           size_t len, const char *from)
+{
+    char key[KEY_LEN];
+    uint64_t size = 0;
+    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, DATA_NAME);
+    int rc = sr_store_size(st, key, &size);
+    if (rc < 0)
         return rc;
+    if (size != m->stored_bytes)
+        return sr_errf(-EIO, "uploaded %s is %llu bytes, expected %llu (was %s changed?)", key,
+                       (unsigned long long)size, (unsigned long long)m->stored_bytes, from);
+    char *own = NULL;
+    if (!json && (rc = sr_manifest_to_json(m, &own, &len)) < 0)
+        return rc;
+    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, MANIFEST_NAME);
+    rc = sr_store_put(st, key, json ? json : own, len);
+    free(own);
+    return rc;
+}
+
+int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char *data_path)
+{
+    int rc = check_new_seq(st, m);
+    if (rc < 0)
+        return rc;
+    char key[KEY_LEN];
+    char *json = NULL;
+    size_t len = 0;
     /* Encode first: a manifest we could not write must not cost an upload. */
     if ((rc = sr_manifest_to_json(m, &json, &len)) < 0)
         return rc;
     sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, DATA_NAME);
-    if ((rc = sr_store_put_file(st, key, data_path)) < 0)
-        goto out;
-    if ((rc = sr_store_size(st, key, &size)) < 0)
-        goto out;
-    if (size != m->stored_bytes) {
-        rc = sr_errf(-EIO, "uploaded %s is %llu bytes, expected %llu (was %s changed?)", key,
-                     (unsigned long long)size, (unsigned long long)m->stored_bytes, data_path);
-        goto out;
-    }
-    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, MANIFEST_NAME);
-    rc = sr_store_put(st, key, json, len); /* the commit point */
-out:
+    rc = sr_store_put_file(st, key, data_path);
+    if (rc == 0)
+        rc = commit_manifest(st, m, json, len, data_path);
     free(json);
     return rc;
 }
@@ -228,23 +250,13 @@ static int64_t mono_ms(void)
 int sr_ckpt_publish_dir(struct sr_store *st, struct sr_manifest *m, const char *dir,
                         const struct sr_pack_opts *opts)
 {
-    int rc = check_run(m->run_id);
+    int rc = check_new_seq(st, m);
     if (rc < 0)
-        return rc;
-    char key[KEY_LEN];
-    char *json = NULL;
-    size_t len = 0;
-    uint64_t size = 0;
-    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, MANIFEST_NAME);
-    rc = sr_store_size(st, key, &size);
-    if (rc == 0)
-        return sr_errf(-EEXIST, "checkpoint %s seq %llu already exists in %s", m->run_id,
-                       (unsigned long long)m->seq, sr_store_url(st));
-    if (rc != -ENOENT)
         return rc;
     /* The archive goes from the compressor straight into the store (an
      * s3 multipart upload runs while later frames are still compressed);
      * the object becomes visible only at commit, the manifest after it. */
+    char key[KEY_LEN];
     struct sr_store_writer *w = NULL;
     struct sr_pack_stats stats;
     memset(&stats, 0, sizeof(stats));
@@ -264,17 +276,7 @@ int sr_ckpt_publish_dir(struct sr_store *st, struct sr_manifest *m, const char *
     m->frames = stats.frames;
     memcpy(m->checksum, stats.checksum, sizeof(m->checksum));
     m->stage_seconds = (double)(mono_ms() - t0) / 1000.0;
-    if ((rc = sr_store_size(st, key, &size)) < 0)
-        return rc;
-    if (size != m->stored_bytes)
-        return sr_errf(-EIO, "uploaded %s is %llu bytes, expected %llu", key,
-                       (unsigned long long)size, (unsigned long long)m->stored_bytes);
-    if ((rc = sr_manifest_to_json(m, &json, &len)) < 0)
-        return rc;
-    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, MANIFEST_NAME);
-    rc = sr_store_put(st, key, json, len); /* the commit point */
-    free(json);
-    return rc;
+    return commit_manifest(st, m, NULL, 0, dir);
 }
 
 /* Verifies and extracts one checkpoint into dir. */
