@@ -198,20 +198,37 @@ static int check_new_seq(struct sr_store *st, const struct sr_manifest *m)
     return rc == -ENOENT ? 0 : rc;
 }
 
+/* The data object of m must have the size m declares: 0, or mismatch (a
+ * negative errno: -EIO after an upload, -EBADMSG for a stored one), or the
+ * store's error. key receives the data object's key. */
+static int data_size_check(struct sr_store *st, const struct sr_manifest *m, char key[KEY_LEN],
+                           int mismatch)
+{
+    uint64_t size = 0;
+    sr_ckpt_key(key, KEY_LEN, m->run_id, m->seq, DATA_NAME);
+    const int rc = sr_store_size(st, key, &size);
+    if (rc < 0)
+        return rc;
+    if (size != m->stored_bytes)
+        return sr_errf(mismatch, "%s is %llu bytes but its manifest says %llu (truncated?)", key,
+                       (unsigned long long)size, (unsigned long long)m->stored_bytes);
+    return 0;
+}
+
 /* Checks the uploaded data object against the manifest, then writes the
  * manifest: the commit point. json is m encoded, or NULL to encode here. */
 static int commit_manifest(struct sr_store *st, const struct sr_manifest *m, const char *json,
                            size_t len, const char *from)
 {
     char key[KEY_LEN];
-    uint64_t size = 0;
-    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, DATA_NAME);
-    int rc = sr_store_size(st, key, &size);
+    int rc = data_size_check(st, m, key, -EIO);
+    if (rc == -EIO) {
+        char why[300];
+        snprintf(why, sizeof(why), "%s", sr_strerror(rc)); /* sr_errf reuses that buffer */
+        return sr_errf(rc, "%s (was %s changed while uploading?)", why, from);
+    }
     if (rc < 0)
         return rc;
-    if (size != m->stored_bytes)
-        return sr_errf(-EIO, "uploaded %s is %llu bytes, expected %llu (was %s changed?)", key,
-                       (unsigned long long)size, (unsigned long long)m->stored_bytes, from);
     char *own = NULL;
     if (!json && (rc = sr_manifest_to_json(m, &own, &len)) < 0)
         return rc;
@@ -284,14 +301,9 @@ static int restore_one(struct sr_store *st, const struct sr_manifest *m, const c
                        int threads)
 {
     char key[KEY_LEN];
-    uint64_t size = 0;
-    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, DATA_NAME);
-    int rc = sr_store_size(st, key, &size);
+    int rc = data_size_check(st, m, key, -EBADMSG);
     if (rc < 0)
         return rc;
-    if (size != m->stored_bytes)
-        return sr_errf(-EBADMSG, "%s is %llu bytes but its manifest says %llu (truncated?)", key,
-                       (unsigned long long)size, (unsigned long long)m->stored_bytes);
     struct sr_source src;
     if ((rc = sr_store_source(st, key, &src)) < 0)
         return rc;
