@@ -700,7 +700,7 @@ int sr_s3_done(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req, CURLcode cc, in
                    *hint ? " (" : "", hint, *hint ? ")" : "", tries);
 }
 
-void sr_s3_backoff(int attempt)
+long sr_s3_retry_delay_ms(int attempt)
 {
     static __thread unsigned seed;
     if (!seed)
@@ -708,7 +708,12 @@ void sr_s3_backoff(int attempt)
     long base = 200;
     if (env("SPOTRUN_S3_RETRY_BASE_MS"))
         base = atol(env("SPOTRUN_S3_RETRY_BASE_MS"));
-    const long ms = sr_s3_backoff_ms(attempt, base, 5000, (unsigned)rand_r(&seed));
+    return sr_s3_backoff_ms(attempt, base, 5000, (unsigned)rand_r(&seed));
+}
+
+void sr_s3_backoff(int attempt)
+{
+    const long ms = sr_s3_retry_delay_ms(attempt);
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;

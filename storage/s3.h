@@ -91,6 +91,9 @@ int sr_s3_done(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req, CURLcode cc, in
 int sr_s3_do(struct sr_s3 *s3, struct sr_s3_req *req);
 /* Sleeps the backoff before retry number attempt (1-based). */
 void sr_s3_backoff(int attempt);
+/* The delay sr_s3_backoff() sleeps, for callers that schedule the retry
+ * themselves (the multipart and ranged-download loops). */
+long sr_s3_retry_delay_ms(int attempt);
 
 /* Percent-encodes s (RFC 3986 unreserved kept; '/' kept when keep_slash). */
 int sr_s3_escape(const char *s, int keep_slash, char *out, size_t len);

@@ -460,11 +460,7 @@ static int upload_parts(struct mpu *m, const char *eid)
                 p->c = NULL;
             } else if (r == 1) {
                 p->state = 0;
-                static __thread unsigned seed;
-                if (!seed)
-                    seed = (unsigned)now_ms();
-                p->retry_at =
-                    now_ms() + sr_s3_backoff_ms(p->attempts, 200, 5000, (unsigned)rand_r(&seed));
+                p->retry_at = now_ms() + sr_s3_retry_delay_ms(p->attempts);
             } else if (r < 0) {
                 rc = r;
             }
@@ -816,11 +812,7 @@ static void *uploader(void *arg)
                 pthread_mutex_unlock(&w->lock);
             } else if (r == 1) {
                 p->state = 0;
-                static __thread unsigned seed;
-                if (!seed)
-                    seed = (unsigned)now_ms();
-                p->retry_at =
-                    now_ms() + sr_s3_backoff_ms(p->attempts, 200, 5000, (unsigned)rand_r(&seed));
+                p->retry_at = now_ms() + sr_s3_retry_delay_ms(p->attempts);
             } else {
                 pthread_mutex_lock(&w->lock);
                 writer_fail(w, r);
@@ -1235,11 +1227,7 @@ static int download_run(struct s3_src *s)
                 p->c = NULL;
             } else if (r == 1) {
                 p->state = 0;
-                static __thread unsigned seed;
-                if (!seed)
-                    seed = (unsigned)now_ms();
-                p->retry_at =
-                    now_ms() + sr_s3_backoff_ms(p->attempts, 200, 5000, (unsigned)rand_r(&seed));
+                p->retry_at = now_ms() + sr_s3_retry_delay_ms(p->attempts);
             } else {
                 rc = r;
             }
