@@ -104,6 +104,7 @@ static void manifest_header(const struct sr_cp_config *cfg, uint64_t seq, int64_
     m->attempt = cfg->attempt;
     m->frame_size = SR_CODEC_DEFAULT_FRAME;
     m->level = cfg->level ? cfg->level : SR_CODEC_DEFAULT_LEVEL;
+    m->epoch = cfg->lease ? sr_lease_epoch(cfg->lease) : 0;
     m->gpu_devices = cfg->gpu_devices <= SR_MANIFEST_GPUS ? cfg->gpu_devices : 0;
     memcpy(m->gpu_peak, cfg->gpu_peak, sizeof(m->gpu_peak));
 }
@@ -141,12 +142,23 @@ static void apply_retention(const struct sr_cp_config *cfg)
         sr_debug("retention: deleted %u old checkpoint(s)", deleted);
 }
 
+/* The lease's renewal right before the commit point. */
+static const struct sr_fence *fence_of(const struct sr_cp_config *cfg, struct sr_fence *f)
+{
+    if (!cfg->lease)
+        return NULL;
+    f->check = sr_lease_fence;
+    f->ctx = cfg->lease;
+    return f;
+}
+
 int sr_cp_push_dir(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, int64_t step,
                    struct sr_manifest *m)
 {
     const struct sr_pack_opts opts = {.level = cfg->level, .threads = cfg->threads};
     manifest_header(cfg, seq, step, m);
-    int rc = sr_ckpt_publish_dir(cfg->st, m, dir, &opts);
+    struct sr_fence f;
+    int rc = sr_ckpt_publish_dir(cfg->st, m, dir, &opts, fence_of(cfg, &f));
     if (rc < 0)
         return rc;
     apply_retention(cfg);
@@ -163,7 +175,8 @@ void sr_cp_set_gpu(struct sr_cp *cp, uint32_t devices, const uint64_t *peak)
 
 int sr_cp_persist(const struct sr_cp_config *cfg, const struct sr_manifest *m, const char *path)
 {
-    int rc = sr_ckpt_publish(cfg->st, m, path);
+    struct sr_fence f;
+    int rc = sr_ckpt_publish(cfg->st, m, path, fence_of(cfg, &f));
     if (rc < 0)
         return rc;
     apply_retention(cfg);

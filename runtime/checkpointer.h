@@ -21,6 +21,7 @@
 
 #include "events.h"
 #include "manifest.h"
+#include "lease.h"
 #include "store.h"
 
 struct sr_cp_config {
@@ -32,6 +33,10 @@ struct sr_cp_config {
     int threads;          /* codec threads, 0 = all CPUs */
     int level;            /* zstd level, 0 = default */
     struct sr_events *ev; /* may be NULL */
+    /* The run's lease (may be NULL): its epoch goes into manifests and it
+     * is renewed right before each commit point (a lost lease fails the
+     * persist with -ESTALE). */
+    struct sr_lease *lease;
     /* GPU memory peaks recorded in the manifests (sr_cp_set_gpu). */
     uint32_t gpu_devices;
     uint64_t gpu_peak[SR_MANIFEST_GPUS];

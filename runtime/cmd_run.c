@@ -14,11 +14,14 @@
 
 #include "catalog.h"
 #include "cli.h"
+#include "control.h"
+#include "lease.h"
 #include "fsutil.h"
 #include "log.h"
 #include "metrics.h"
 #include "runid.h"
 #include "supervisor.h"
+#include "units.h"
 
 static int parse_signal(const char *name)
 {
@@ -67,7 +70,50 @@ struct run_opts {
     const char *notice, *aws_imds, *gcp_metadata, *azure_metadata;
     int64_t poll_ms;
     enum sr_cloud cloud;
+    int64_t lease_ttl_ms, lease_wait_ms;
 };
+
+/* The run's lease: waits up to wait_ms for another owner to release it or
+ * let it expire. 0, SR_EX_CANTCREAT (still owned) or a store failure's
+ * exit code. The lease stays reachable until exit: a persist abandoned at
+ * a deadline may still consult it (and is refused once released). */
+static struct sr_lease *run_lease;
+
+static int take_lease(struct sr_store *st, const char *run_id, int ttl_s, int64_t wait_ms)
+{
+    const int64_t give_up = sr_now_ms() + wait_ms;
+    int said = 0;
+    for (;;) {
+        struct sr_lease_info h;
+        const int rc = sr_lease_acquire(st, run_id, ttl_s, &run_lease, &h);
+        if (rc == 0) {
+            sr_debug("lease of run %s taken (epoch %llu)", run_id,
+                     (unsigned long long)sr_lease_epoch(run_lease));
+            return 0;
+        }
+        if (rc != -EBUSY)
+            return sr_fail(rc, "cannot take the lease of the run");
+        const int64_t t = sr_now_ms();
+        const long long left = (long long)(h.expires - (int64_t)(sr_wall_ms() / 1000));
+        if (t >= give_up) {
+            fprintf(stderr,
+                    "spotrun: run %s is owned by %s pid %ld (epoch %llu; its lease expires in "
+                    "%llds unless renewed): not starting (--lease-wait)\n",
+                    run_id, h.host, h.pid, (unsigned long long)h.epoch, left);
+            return SR_EX_CANTCREAT;
+        }
+        if (!said) {
+            char w[32];
+            sr_format_duration_ms(give_up - t, w, sizeof(w));
+            sr_info("run %s is owned by %s pid %ld (lease expires in %llds): waiting up to %s "
+                    "for it",
+                    run_id, h.host, h.pid, left, w);
+            said = 1;
+        }
+        const int64_t nap = give_up - t < 1000 ? give_up - t : 1000;
+        usleep((useconds_t)(nap > 0 ? nap : 1) * 1000);
+    }
+}
 
 static int fresh_start(struct sr_store *st, const char *run_id, const char *ckpt_dir)
 {
@@ -145,7 +191,22 @@ static int run_main(struct run_opts *o, char **cmd)
     if (rc < 0)
         return sr_fail(rc, "cannot open the store");
     int code = SR_EX_OK;
-    if (o->fresh && (rc = fresh_start(c.st, run_id, ckpt)) < 0) {
+    /* Another wrapper of this run on this machine answers on the control
+     * socket: say so at once rather than wait for its lease. */
+    char pong[64];
+    if (sr_ctl_call(sock, "STATUS", pong, sizeof(pong), 2000) == 0) {
+        fprintf(stderr, "spotrun: run %s is already running on this machine (%s answers)\n",
+                run_id, sock);
+        code = SR_EX_CANTCREAT;
+    } else if (!o->fresh && (rc = sr_run_is_done(c.st, run_id)) == 1) {
+        sr_info("run %s is already done (DONE in %s); use --fresh to start it over", run_id,
+                sr_store_url(c.st));
+    } else if (o->lease_ttl_ms > 0 &&
+               (code = take_lease(c.st, run_id, (int)((o->lease_ttl_ms + 999) / 1000),
+                                  o->lease_wait_ms < 0 ? 2 * o->lease_ttl_ms
+                                                       : o->lease_wait_ms)) != 0) {
+        /* not ours */
+    } else if (o->fresh && (rc = fresh_start(c.st, run_id, ckpt)) < 0) {
         code = sr_fail(rc, "--fresh");
     } else if ((rc = sr_run_is_done(c.st, run_id)) != 0) {
         if (rc < 0)
@@ -158,16 +219,21 @@ static int run_main(struct run_opts *o, char **cmd)
         if (o->metrics_file && *o->metrics_file &&
             (rc = sr_metrics_open(&metrics, o->metrics_file, c.st, run_id)) < 0)
             sr_warn("no metrics file: cannot read the run's history: %s", sr_strerror(rc));
+        c.lease = run_lease;
         code = sr_supervise(&c);
         sr_metrics_close(metrics);
     }
+    if (run_lease && (rc = sr_lease_release(run_lease)) < 0)
+        sr_warn("cannot release the lease (it expires on its own): %s", sr_strerror(rc));
     sr_store_close(c.st);
     return code;
 }
 
 int sr_cmd_run(int argc, char **argv)
 {
-    struct run_opts o = {.grace_ms = 25000,
+    struct run_opts o = {.lease_ttl_ms = 60000,
+                         .lease_wait_ms = -1,
+                         .grace_ms = 25000,
                          .backoff_ms = 1000,
                          .max_restarts = 3,
                          .notice = "auto",
@@ -206,6 +272,12 @@ int sr_cmd_run(int argc, char **argv)
         {"threads", 0, "SPOTRUN_THREADS", SR_OPT_UINT, &o.threads, "N",
          "compression threads (default: all CPUs)"},
         {"level", 0, "SPOTRUN_LEVEL", SR_OPT_UINT, &o.level, "N", "zstd level (default 3)"},
+        {"lease-ttl", 0, "SPOTRUN_LEASE_TTL", SR_OPT_DURATION, &o.lease_ttl_ms, "DURATION",
+         "single owner: the run's lease in the store lasts this long unless renewed (default "
+         "60s; 0 = no lease)"},
+        {"lease-wait", 0, "SPOTRUN_LEASE_WAIT", SR_OPT_DURATION, &o.lease_wait_ms, "DURATION",
+         "wait this long for another owner's lease to be released or expire, then exit 73 "
+         "(default: twice --lease-ttl)"},
         {"notice", 0, "SPOTRUN_NOTICE", SR_OPT_STR, &o.notice, "SOURCE",
          "cloud notices to watch: auto, aws, gcp, azure or none (default auto)"},
         {"poll-interval", 0, "SPOTRUN_POLL_INTERVAL", SR_OPT_DURATION, &o.poll_ms, "DURATION",
@@ -246,6 +318,10 @@ int sr_cmd_run(int argc, char **argv)
     }
     if (o.poll_ms < 10) {
         fprintf(stderr, "spotrun run: --poll-interval must be at least 10ms\n");
+        return SR_EX_USAGE;
+    }
+    if (o.lease_ttl_ms > 0 && o.lease_ttl_ms < 1000) {
+        fprintf(stderr, "spotrun run: --lease-ttl must be at least 1s (or 0: no lease)\n");
         return SR_EX_USAGE;
     }
     if (o.level > 19) {

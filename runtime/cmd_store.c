@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "fsutil.h"
 #include "history.h"
+#include "lease.h"
 #include "log.h"
 #include "summary.h"
 #include "units.h"
@@ -65,13 +66,41 @@ static json_t *manifest_json(const struct sr_manifest *m)
 {
     char when[32];
     sr_format_iso_ms(m->created * 1000, when, sizeof(when));
-    return json_pack("{s:I,s:o,s:I,s:I,s:o,s:I,s:f,s:s,s:s,s:I}", "seq", (json_int_t)m->seq, "step",
-                     m->step >= 0 ? json_integer(m->step) : json_null(), "raw_bytes",
-                     (json_int_t)m->raw_bytes, "stored_bytes", (json_int_t)m->stored_bytes, "ratio",
-                     m->stored_bytes ? json_real((double)m->raw_bytes / (double)m->stored_bytes)
-                                     : json_null(),
-                     "files", (json_int_t)m->files, "stage_seconds", m->stage_seconds, "created",
-                     when, "host", m->host, "attempt", (json_int_t)m->attempt);
+    json_t *o = json_pack(
+        "{s:I,s:o,s:I,s:I,s:o,s:I,s:f,s:s,s:s,s:I}", "seq", (json_int_t)m->seq, "step",
+        m->step >= 0 ? json_integer(m->step) : json_null(), "raw_bytes", (json_int_t)m->raw_bytes,
+        "stored_bytes", (json_int_t)m->stored_bytes, "ratio",
+        m->stored_bytes ? json_real((double)m->raw_bytes / (double)m->stored_bytes) : json_null(),
+        "files", (json_int_t)m->files, "stage_seconds", m->stage_seconds, "created", when, "host",
+        m->host, "attempt", (json_int_t)m->attempt);
+    if (o && m->epoch)
+        json_object_set_new(o, "epoch", json_integer((json_int_t)m->epoch));
+    return o;
+}
+
+/* push and gc write a run, so they take its lease as `run` does (and give
+ * it back): they never race a wrapper that is running the run. 0 or an
+ * exit code. */
+static int hold_run(struct sr_store *st, const char *cmd, const char *run, struct sr_lease **out)
+{
+    struct sr_lease_info h;
+    const int rc = sr_lease_acquire(st, run, 60, out, &h);
+    if (rc == -EBUSY) {
+        fprintf(stderr,
+                "spotrun %s: run %s is owned by %s pid %ld (its lease expires in %llds): not "
+                "changing it while a wrapper runs it\n",
+                cmd, run, h.host, h.pid, (long long)(h.expires - (int64_t)(sr_wall_ms() / 1000)));
+        return SR_EX_CANTCREAT;
+    }
+    return rc < 0 ? sr_fail(rc, "cannot take the lease of the run") : 0;
+}
+
+static void let_go(struct sr_lease *l)
+{
+    const int rc = sr_lease_release(l);
+    if (rc < 0)
+        sr_warn("cannot release the lease (it expires on its own): %s", sr_strerror(rc));
+    sr_lease_free(l);
 }
 
 /* Prints a JSON document (docs/json-schema.md); returns the exit code. */
@@ -195,6 +224,26 @@ static int print_show_json(struct sr_store *st, const char *run, const struct sr
     return print_json(o);
 }
 
+/* "lease:" line of show: who owns the run now. */
+static void print_lease(struct sr_store *st, const char *run)
+{
+    struct sr_lease_info in;
+    if (sr_lease_read(st, run, &in) < 0) {
+        sr_err_clear();
+        return;
+    }
+    const long long left = (long long)(in.expires - (int64_t)(sr_wall_ms() / 1000));
+    if (in.released)
+        printf("lease:       released by %s pid %ld (epoch %llu)\n", in.host, in.pid,
+               (unsigned long long)in.epoch);
+    else if (left > 0)
+        printf("lease:       held by %s pid %ld (epoch %llu, expires in %llds)\n", in.host, in.pid,
+               (unsigned long long)in.epoch, left);
+    else
+        printf("lease:       expired %llds ago (%s pid %ld, epoch %llu)\n", -left, in.host,
+               in.pid, (unsigned long long)in.epoch);
+}
+
 int sr_cmd_show(int argc, char **argv)
 {
     struct sr_view_opts vo = {0};
@@ -241,6 +290,7 @@ int sr_cmd_show(int argc, char **argv)
     printf("run:         %s\nstore:       %s\nstate:       %s\nattempts:    %" PRIu32
            "\ncheckpoints: %zu\n",
            ops[0], sr_store_url(st), sr_hist_state_name(h.state), attempts, l.n);
+    print_lease(st, ops[0]);
     sr_summary_print(stdout, &h, &prices);
     putchar('\n');
     printf("%8s %10s %10s %10s %7s %6s %8s  %-19s  %s\n", "SEQ", "STEP", "RAW", "STORED", "RATIO",
@@ -340,11 +390,17 @@ int sr_cmd_push(int argc, char **argv)
         sr_store_close(st);
         return SR_EX_USAGE;
     }
+    struct sr_lease *lease = NULL;
+    if ((code = hold_run(st, "push", ops[0], &lease)) != 0) {
+        sr_store_close(st);
+        return code;
+    }
     const struct sr_cp_config cfg = {.st = st,
                                      .run_id = ops[0],
                                      .keep = (unsigned)keep,
                                      .threads = (int)threads,
-                                     .level = (int)level};
+                                     .level = (int)level,
+                                     .lease = lease};
     uint64_t seq = 0;
     struct sr_manifest m;
     int rc = sr_ckpt_next_seq(st, ops[0], &seq);
@@ -381,6 +437,7 @@ int sr_cmd_push(int argc, char **argv)
                 stored);
         code = 0;
     }
+    let_go(lease);
     sr_store_close(st);
     return code;
 }
@@ -403,6 +460,11 @@ int sr_cmd_gc(int argc, char **argv)
         sr_store_close(st);
         return SR_EX_USAGE;
     }
+    struct sr_lease *lease = NULL;
+    if ((code = hold_run(st, "gc", ops[0], &lease)) != 0) {
+        sr_store_close(st);
+        return code;
+    }
     unsigned deleted = 0;
     const int rc = sr_ckpt_gc(st, ops[0], (unsigned)keep, &deleted);
     if (rc < 0)
@@ -411,6 +473,7 @@ int sr_cmd_gc(int argc, char **argv)
         sr_info("deleted %u checkpoint(s) of %s, kept the newest %" PRIu64, deleted, ops[0], keep);
         code = 0;
     }
+    let_go(lease);
     sr_store_close(st);
     return code;
 }

@@ -37,6 +37,7 @@
 #include "events.h"
 #include "fsutil.h"
 #include "gpu_usage.h"
+#include "keeper.h"
 #include "log.h"
 #include "notice.h"
 #include "units.h"
@@ -77,6 +78,8 @@ struct sup {
     struct sr_notice_event cloud; /* the cloud notice being acted on (source "" = none) */
     struct sr_notice_event ack;   /* to acknowledge before exiting (needs_ack) */
     int64_t last_stage_ms;        /* how long the last commit took to stage */
+    struct sr_keeper *keeper;     /* lease renewal, NULL = no lease */
+    int lost;                     /* the lease went to another wrapper */
 };
 
 static int64_t now(void)
@@ -412,7 +415,8 @@ static void child_exited(struct sup *s, int status)
              ? json_pack("{s:i}", "code", code)
              : json_pack("{s:i,s:s}", "code", code, "signal", sigabbrev_np(WTERMSIG(status))));
     if (s->phase == PREEMPTING) {
-        commit_if_changed(s, "job stopped");
+        if (!s->lost)
+            commit_if_changed(s, "job stopped");
         if (code == 0 && s->pre != STOPPING) {
             sr_info("the job finished during the notice");
             s->phase = FINISHING;
@@ -453,6 +457,32 @@ static void child_exited(struct sup *s, int status)
          json_pack("{s:i,s:I}", "restart", (int)s->restarts, "delay_ms", (json_int_t)delay));
     s->phase = BACKOFF;
     s->restart_at = now() + delay;
+}
+
+/* ---- the lease --------------------------------------------------------------- */
+
+/* Another wrapper owns the run now: whatever this one commits from here on
+ * can never become the newest, so stop the job without a checkpoint. */
+static void lease_lost(struct sup *s, const char *why)
+{
+    if (s->lost)
+        return;
+    s->lost = 1;
+    sr_warn("%s; stopping the job without a checkpoint", why);
+    emit(s, "lease_lost", json_pack("{s:s}", "reason", why));
+    sr_events_flush(s->ev);
+    if (s->phase == FINISHING)
+        return;
+    s->phase = PREEMPTING;
+    s->deadline = now() + s->cfg->grace_ms;
+    stop_job(s);
+}
+
+static void on_lease(struct sup *s)
+{
+    char why[512];
+    sr_keeper_why(s->keeper, why, sizeof(why));
+    lease_lost(s, why);
 }
 
 /* ---- events ---------------------------------------------------------------- */
@@ -553,6 +583,9 @@ static void on_result(struct sup *s)
                 sr_info("checkpoint %" PRIu64 " (step %s) staged: %s -> %s in %.1fs", r.seq, step,
                         raw, stored, (double)r.ms / 1000.0);
             }
+        } else if (r.rc == -ESTALE && s->cfg->lease) {
+            s->persist_failed = 1;
+            lease_lost(s, r.msg);
         } else if (r.rc < 0) {
             s->persist_failed = 1;
             sr_warn("checkpoint %" PRIu64 " could not be stored: %s; the previous one stands",
@@ -628,6 +661,10 @@ static int settle_state(struct sup *s)
     }
     if (s->phase == FINISHING && pending == 0)
         return 1;
+    if (s->phase == PREEMPTING && s->pre == STOPPING && !s->child && s->lost) {
+        s->exit_code = SR_EX_CANTCREAT;
+        return 1;
+    }
     if (s->phase == PREEMPTING && s->pre == STOPPING && !s->child) {
         if (pending == 0 || now() >= s->deadline) {
             s->exit_code = SR_EX_TEMPFAIL;
@@ -647,11 +684,12 @@ static int loop(struct sup *s)
             wait = 0;
         if (s->phase == FINISHING || s->phase == BACKOFF)
             wait = wait > 200 ? 200 : wait;
-        struct pollfd p[4] = {{.fd = s->sigfd, .events = POLLIN},
+        struct pollfd p[5] = {{.fd = s->sigfd, .events = POLLIN},
                               {.fd = s->lfd, .events = POLLIN},
                               {.fd = sr_cp_fd(s->cp), .events = POLLIN},
-                              {.fd = sr_notice_fd(s->nw), .events = POLLIN}};
-        const int n = poll(p, 4, (int)wait);
+                              {.fd = sr_notice_fd(s->nw), .events = POLLIN},
+                              {.fd = s->lost ? -1 : sr_keeper_fd(s->keeper), .events = POLLIN}};
+        const int n = poll(p, 5, (int)wait);
         if (n < 0 && errno != EINTR)
             return sr_fail(-errno, "poll");
         if (n > 0 && (p[0].revents & POLLIN))
@@ -662,6 +700,8 @@ static int loop(struct sup *s)
             on_result(s);
         if (n > 0 && (p[3].revents & POLLIN))
             on_notice(s);
+        if (n > 0 && (p[4].revents & POLLIN))
+            on_lease(s);
         on_timers(s);
     }
 }
@@ -672,7 +712,9 @@ static void finish(struct sup *s, int code)
     on_result(s); /* report what finished since the last poll */
     const int drained = sr_cp_pending(s->cp) == 0;
     acknowledge(s); /* the job has stopped and the checkpoint is durable (or late) */
-    if (code == 0) {
+    if (code == SR_EX_CANTCREAT && s->lost) {
+        sr_warn("run %s continues under its new owner; exit 73", c->run_id);
+    } else if (code == 0) {
         const int rc = sr_run_mark_done(c->st, c->run_id);
         if (rc < 0)
             sr_warn("cannot mark the run done: %s", sr_strerror(rc));
@@ -750,13 +792,16 @@ int sr_supervise(const struct sr_run_config *cfg)
                                      .spool_dir = spool,
                                      .keep = cfg->keep,
                                      .threads = cfg->threads,
-                                     .level = cfg->level};
+                                     .level = cfg->level,
+                                     .lease = cfg->lease};
     rc = s.sigfd < 0 ? -errno : sr_cp_start(&cpc, &s.cp);
     if (rc < 0) {
         close(s.lfd);
         unlink(cfg->control_path);
         return sr_fail(rc, "cannot start the checkpointer");
     }
+    if (cfg->lease && (rc = sr_keeper_start(cfg->lease, &s.keeper)) < 0)
+        sr_warn("the lease will not be renewed: %s", sr_strerror(rc));
     rc = sr_notice_start(&cfg->notice, &s.nw);
     if (rc < 0)
         sr_warn("cannot watch for cloud notices: %s", sr_strerror(rc));
@@ -765,7 +810,13 @@ int sr_supervise(const struct sr_run_config *cfg)
         code = loop(&s);
     else if (s.child == 0)
         s.exit_code = code;
+    /* DONE is a write like any other: only while the run is still ours. */
+    if (code == 0 && cfg->lease && (rc = sr_lease_renew(cfg->lease)) == -ESTALE) {
+        lease_lost(&s, sr_strerror(rc));
+        code = SR_EX_CANTCREAT;
+    }
     finish(&s, code);
+    sr_keeper_stop(s.keeper);
     sr_notice_stop(s.nw);
     close(s.sigfd);
     close(s.lfd);

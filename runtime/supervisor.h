@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "lease.h"
 #include "notice.h"
 #include "store.h"
 
@@ -37,6 +38,10 @@ struct sr_run_config {
     int threads, level;             /* codec */
     uint64_t gpu_mem_limit;         /* --gpu-mem-limit per process per device, 0 = none */
     struct sr_notice_config notice; /* cloud metadata watcher (--notice) */
+    /* The run's lease, held by the caller (NULL = no lease): renewed while
+     * the job runs and before each commit point; losing it to another
+     * wrapper stops the job without a checkpoint and exits 73. */
+    struct sr_lease *lease;
 };
 
 /* Runs the job to its end; returns spotrun's exit code. */

@@ -92,9 +92,12 @@ static int load_manifest(struct sr_store *st, const char *run_id, uint64_t seq,
     return 0;
 }
 
-static int cmp_seq(const void *a, const void *b)
+/* Oldest first: by owner epoch, then seq (see catalog.h). */
+static int cmp_age(const void *a, const void *b)
 {
     const struct sr_manifest *x = a, *y = b;
+    if (x->epoch != y->epoch)
+        return x->epoch < y->epoch ? -1 : 1;
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
@@ -147,7 +150,7 @@ int sr_ckpt_list(struct sr_store *st, const char *run_id, struct sr_ckpt_list *o
             goto out;
     }
     if (out->n > 1)
-        qsort(out->v, out->n, sizeof(*out->v), cmp_seq);
+        qsort(out->v, out->n, sizeof(*out->v), cmp_age);
 out:
     sr_strlist_free(&names);
     if (rc < 0)
@@ -215,10 +218,36 @@ static int data_size_check(struct sr_store *st, const struct sr_manifest *m, cha
     return 0;
 }
 
-/* Checks the uploaded data object against the manifest, then writes the
- * manifest: the commit point. json is m encoded, or NULL to encode here. */
+/* Writes the manifest create-only. A failed condition may be our own
+ * earlier try (a retried request whose first try landed): the same bytes
+ * there mean it was. */
+static int put_manifest(struct sr_store *st, const struct sr_manifest *m, const char *json,
+                        size_t len)
+{
+    char key[KEY_LEN];
+    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, MANIFEST_NAME);
+    int rc = sr_store_put_if(st, key, json, len, NULL, NULL);
+    if (rc != -EEXIST)
+        return rc;
+    char *back = NULL;
+    size_t blen = 0;
+    if (sr_store_get(st, key, MANIFEST_MAX, &back, &blen) == 0 && blen == len &&
+        memcmp(back, json, len) == 0)
+        rc = 0;
+    free(back);
+    if (rc < 0)
+        rc = sr_errf(-EEXIST,
+                     "checkpoint %s seq %llu was committed by another writer meanwhile (two "
+                     "wrappers on one run?)",
+                     m->run_id, (unsigned long long)m->seq);
+    return rc;
+}
+
+/* Checks the uploaded data object against the manifest, runs the fence,
+ * then writes the manifest: the commit point. json is m encoded, or NULL
+ * to encode here. */
 static int commit_manifest(struct sr_store *st, const struct sr_manifest *m, const char *json,
-                           size_t len, const char *from)
+                           size_t len, const char *from, const struct sr_fence *fence)
 {
     char key[KEY_LEN];
     int rc = data_size_check(st, m, key, -EIO);
@@ -229,16 +258,18 @@ static int commit_manifest(struct sr_store *st, const struct sr_manifest *m, con
     }
     if (rc < 0)
         return rc;
+    if (fence && fence->check && (rc = fence->check(fence->ctx)) < 0)
+        return rc;
     char *own = NULL;
     if (!json && (rc = sr_manifest_to_json(m, &own, &len)) < 0)
         return rc;
-    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, MANIFEST_NAME);
-    rc = sr_store_put(st, key, json ? json : own, len);
+    rc = put_manifest(st, m, json ? json : own, len);
     free(own);
     return rc;
 }
 
-int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char *data_path)
+int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char *data_path,
+                    const struct sr_fence *fence)
 {
     int rc = check_new_seq(st, m);
     if (rc < 0)
@@ -252,7 +283,7 @@ int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char
     sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, DATA_NAME);
     rc = sr_store_put_file(st, key, data_path);
     if (rc == 0)
-        rc = commit_manifest(st, m, json, len, data_path);
+        rc = commit_manifest(st, m, json, len, data_path, fence);
     free(json);
     return rc;
 }
@@ -265,7 +296,7 @@ static int64_t mono_ms(void)
 }
 
 int sr_ckpt_publish_dir(struct sr_store *st, struct sr_manifest *m, const char *dir,
-                        const struct sr_pack_opts *opts)
+                        const struct sr_pack_opts *opts, const struct sr_fence *fence)
 {
     int rc = check_new_seq(st, m);
     if (rc < 0)
@@ -293,7 +324,7 @@ int sr_ckpt_publish_dir(struct sr_store *st, struct sr_manifest *m, const char *
     m->frames = stats.frames;
     memcpy(m->checksum, stats.checksum, sizeof(m->checksum));
     m->stage_seconds = (double)(mono_ms() - t0) / 1000.0;
-    return commit_manifest(st, m, NULL, 0, dir);
+    return commit_manifest(st, m, NULL, 0, dir, fence);
 }
 
 /* Verifies and extracts one checkpoint into dir. */
@@ -414,12 +445,13 @@ static int delete_seq(struct sr_store *st, const char *run_id, uint64_t seq)
     return delete_tree(st, key);
 }
 
-static int is_complete(const struct sr_ckpt_list *l, uint64_t seq)
+/* Index of seq in l, or l->n when it is not a complete checkpoint. */
+static size_t position(const struct sr_ckpt_list *l, uint64_t seq)
 {
     for (size_t i = 0; i < l->n; i++)
         if (l->v[i].seq == seq)
-            return 1;
-    return 0;
+            return i;
+    return l->n;
 }
 
 int sr_ckpt_gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned *deleted)
@@ -437,14 +469,17 @@ int sr_ckpt_gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned 
         return rc;
     if ((rc = list_seqs(st, run_id, &names)) < 0)
         goto out;
+    /* The oldest l.n - keep complete ones go (oldest by (epoch, seq), as
+     * restore sees them), and incomplete ones below the newest's seq. */
     uint64_t newest = l.n ? l.v[l.n - 1].seq : 0;
-    uint64_t cut = l.n > keep ? l.v[l.n - keep].seq : 0; /* complete ones below go */
+    const size_t drop = l.n > keep ? l.n - keep : 0;
     for (size_t i = 0; i < names.n; i++) {
         uint64_t seq = parse_seq(names.v[i]);
         if (seq == 0)
             continue;
-        int complete = is_complete(&l, seq);
-        if ((complete && seq < cut) || (!complete && seq < newest)) {
+        const size_t at = position(&l, seq);
+        const int complete = at < l.n;
+        if ((complete && at < drop) || (!complete && seq < newest)) {
             if ((rc = delete_seq(st, run_id, seq)) < 0)
                 goto out;
             if (deleted)
@@ -502,7 +537,17 @@ int sr_run_clear(struct sr_store *st, const char *run_id)
     int rc = check_run(run_id);
     if (rc < 0)
         return rc;
-    return delete_tree(st, run_id);
+    struct sr_strlist names;
+    if ((rc = sr_store_list(st, run_id, &names)) < 0)
+        return rc;
+    for (size_t i = 0; i < names.n && rc == 0; i++) {
+        char key[KEY_LEN];
+        snprintf(key, sizeof(key), "%s/%s", run_id, names.v[i]);
+        if (strcmp(names.v[i], "LEASE") != 0)
+            rc = delete_tree(st, key);
+    }
+    sr_strlist_free(&names);
+    return rc;
 }
 
 int sr_run_list(struct sr_store *st, struct sr_strlist *out)

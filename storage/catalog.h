@@ -8,8 +8,10 @@
  *
  * <seq> is printed as %010llu so lexical order is numeric order.
  *
- * A checkpoint is "complete" iff its manifest exists and parses. Restore
- * walks complete checkpoints newest first: one whose data is missing,
+ * A checkpoint is "complete" iff its manifest exists and parses. "Newest"
+ * means highest (epoch, seq): the epoch of the lease its maker held
+ * (storage/lease.h), so a wrapper that lost its lease cannot make its
+ * checkpoint the newest. Restore walks complete checkpoints newest first: one whose data is missing,
  * short, or fails its checksum is skipped with a warning and the previous
  * one is restored instead. GC deletes the manifest before the data, so a
  * crash mid-gc never leaves a manifest pointing at missing data.
@@ -24,7 +26,7 @@
 #include "store.h"
 
 struct sr_ckpt_list {
-    struct sr_manifest *v; /* complete checkpoints, ascending seq */
+    struct sr_manifest *v; /* complete checkpoints, oldest first: by (epoch, seq) */
     size_t n;
 };
 void sr_ckpt_list_free(struct sr_ckpt_list *l);
@@ -38,9 +40,20 @@ int sr_ckpt_list(struct sr_store *st, const char *run_id, struct sr_ckpt_list *o
 /* Highest seq present in the store for run (complete or not) + 1, at least 1. */
 int sr_ckpt_next_seq(struct sr_store *st, const char *run_id, uint64_t *seq);
 
+/* A check run right before the commit point (the manifest write): nonzero
+ * aborts the publish with that error, leaving the checkpoint incomplete.
+ * The wrapper's fence renews its lease (sr_lease_fence, storage/lease.h). */
+struct sr_fence {
+    int (*check)(void *ctx);
+    void *ctx;
+};
+
 /* Publishes a staged archive: uploads data_path as data.tar.zst, checks its
- * size against m->stored_bytes, then writes the manifest (commit point). */
-int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char *data_path);
+ * size against m->stored_bytes, runs the fence (may be NULL), then writes
+ * the manifest (commit point) create-only: -EEXIST if another writer
+ * committed that seq first. */
+int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char *data_path,
+                    const struct sr_fence *fence);
 
 /* Publishes dir without staging it locally: packs it straight into the
  * store's data object (sr_store_writer), fills m's archive fields
@@ -49,7 +62,7 @@ int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char
  * point). The other fields of m are the caller's. */
 struct sr_pack_opts;
 int sr_ckpt_publish_dir(struct sr_store *st, struct sr_manifest *m, const char *dir,
-                        const struct sr_pack_opts *opts);
+                        const struct sr_pack_opts *opts, const struct sr_fence *fence);
 
 /* Restores into dir checkpoint seq (0 = the newest complete one that
  * verifies, falling back to older ones with a warning). *out receives its
@@ -67,7 +80,8 @@ int sr_ckpt_gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned 
 /* DONE marker. */
 int sr_run_mark_done(struct sr_store *st, const char *run_id);
 int sr_run_is_done(struct sr_store *st, const char *run_id); /* 1, 0, or -errno */
-int sr_run_clear(struct sr_store *st, const char *run_id);   /* deletes the whole run */
+/* Deletes the whole run but its LEASE (the caller may hold it). */
+int sr_run_clear(struct sr_store *st, const char *run_id);
 
 /* Runs in the store (names of top-level entries that are valid run ids). */
 int sr_run_list(struct sr_store *st, struct sr_strlist *out);

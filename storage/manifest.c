@@ -90,6 +90,8 @@ static int build(json_t *o, const struct sr_manifest *m)
     bad |= set_str(o, "codec", CODEC_NAME);
     bad |= set_str(o, "checksum", m->checksum);
     bad |= json_object_set_new(o, "stage_seconds", json_real(m->stage_seconds));
+    if (m->epoch > 0)
+        bad |= set_int(o, "epoch", (json_int_t)m->epoch);
     if (m->gpu_devices > 0 && m->gpu_devices <= SR_MANIFEST_GPUS) {
         json_t *peaks = json_array();
         for (uint32_t i = 0; peaks && i < m->gpu_devices; i++)
@@ -106,7 +108,7 @@ int sr_manifest_to_json(const struct sr_manifest *m, char **out, size_t *len)
     if (!sr_run_id_valid(m->run_id))
         return sr_errf(-EINVAL, "manifest: invalid run id \"%s\"", m->run_id);
     if (m->seq < 1 || m->seq > INT64_MAX || m->raw_bytes > INT64_MAX ||
-        m->stored_bytes > INT64_MAX || m->files > INT64_MAX || m->created < 0)
+        m->stored_bytes > INT64_MAX || m->files > INT64_MAX || m->epoch > INT64_MAX || m->created < 0)
         return sr_errf(-EINVAL, "manifest of %s: seq, sizes or time out of range", m->run_id);
     if (!checksum_valid(m->checksum))
         return sr_errf(-EINVAL, "manifest of %s: invalid checksum \"%s\"", m->run_id, m->checksum);
@@ -261,6 +263,11 @@ static int get_data(json_t *o, struct sr_manifest *m)
     if (!json_is_number(s) || json_number_value(s) < 0)
         return sr_errf(-EBADMSG, "manifest: field \"stage_seconds\" must be a non-negative number");
     m->stage_seconds = json_number_value(s);
+    if (json_object_get(o, "epoch")) {
+        if ((rc = get_int(o, "epoch", 0, INT64_MAX, &v)) < 0)
+            return rc;
+        m->epoch = (uint64_t)v;
+    }
     return 0;
 }
 

@@ -35,6 +35,11 @@ struct sr_manifest {
     int level;
     char checksum[SR_CHECKSUM_LEN]; /* of data.tar.zst */
     double stage_seconds;           /* pack + compress time */
+    /* Owner epoch (storage/lease.h) of the wrapper that made it; 0 when made
+     * without a lease (optional "epoch" field, absent = 0). Restore orders
+     * checkpoints by (epoch, seq): an owner that lost its lease cannot make
+     * its checkpoint the newest. */
+    uint64_t epoch;
     /* Optional "gpu": {"peak_bytes": [...]}: peak GPU memory (device +
      * managed) of the job per device, from the preload shim; 0 devices =
      * not recorded (field absent). Informational: a malformed value is

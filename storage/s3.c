@@ -635,6 +635,12 @@ int sr_s3_setup(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req)
         snprintf(hdr, sizeof(hdr), "Range: bytes=%s", req->range);
         h = curl_slist_append(h, hdr);
     }
+    if (req->if_none_match)
+        h = curl_slist_append(h, "If-None-Match: *");
+    if (req->if_match) {
+        snprintf(hdr, sizeof(hdr), "If-Match: %s", req->if_match);
+        h = curl_slist_append(h, hdr);
+    }
     const int has_body = strcmp(req->method, "PUT") == 0 || strcmp(req->method, "POST") == 0;
     if (has_body)
         h = curl_slist_append(h, "Content-Type: application/octet-stream");

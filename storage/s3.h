@@ -43,6 +43,10 @@ struct sr_s3_req {
     const char *query;       /* already encoded, parameters sorted; NULL for none */
     const char *range;       /* "FIRST-LAST" for a ranged GET */
     const char *content_md5; /* base64, or NULL */
+    /* Conditional write: If-None-Match: * (create only) and/or
+     * If-Match: <etag> (replace only that version); a mismatch is a 412. */
+    int if_none_match;
+    const char *if_match;
     /* Body: memory (body/body_len) or a file range (body_fd >= 0). */
     const void *body;
     uint64_t body_len;

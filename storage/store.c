@@ -201,6 +201,24 @@ int sr_store_get(struct sr_store *st, const char *key, size_t max, char **buf, s
     return rc < 0 ? rc : st->ops->get(st, key, max, buf, len);
 }
 
+int sr_store_get_etag(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len,
+                      char *etag)
+{
+    *buf = NULL;
+    *len = 0;
+    char scratch[SR_ETAG_MAX];
+    int rc = check_key(st, key, 0);
+    return rc < 0 ? rc : st->ops->get_etag(st, key, max, buf, len, etag ? etag : scratch);
+}
+
+int sr_store_put_if(struct sr_store *st, const char *key, const void *buf, size_t len,
+                    const char *match, char *etag)
+{
+    char scratch[SR_ETAG_MAX];
+    int rc = check_key(st, key, 0);
+    return rc < 0 ? rc : st->ops->put_if(st, key, buf, len, match, etag ? etag : scratch);
+}
+
 int sr_store_size(struct sr_store *st, const char *key, uint64_t *size)
 {
     int rc = check_key(st, key, 0);

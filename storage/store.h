@@ -84,6 +84,24 @@ int sr_store_writer_sink(void *ctx, const void *buf, size_t len);
  * staged file by hard link), so it answers 0. */
 int sr_store_streams(const struct sr_store *st);
 
+/* Conditional writes (leases and fencing, storage/lease.c). An ETag names
+ * one version of an object: the file backend's is a hash of the content,
+ * S3's is the server's. With match NULL, put_if creates key only if it does
+ * not exist (-EEXIST otherwise; S3 "If-None-Match: *"); with match, it
+ * replaces key only if its current ETag is match (-ESTALE when it differs,
+ * -ENOENT when key is gone; S3 "If-Match"). etag (may be NULL) receives the
+ * new version's ETag. The file backend makes the check and the write one
+ * atomic step for every writer on the machine (flock) and for other
+ * machines sharing the directory where the filesystem's locks are
+ * coherent (NFSv4). An S3 server that ignores the headers writes anyway:
+ * storage/lease.c detects that (docs/store.md, "Single owner"). */
+#define SR_ETAG_MAX 128
+int sr_store_put_if(struct sr_store *st, const char *key, const void *buf, size_t len,
+                    const char *match, char *etag);
+/* As sr_store_get, plus the object's ETag (etag may be NULL). */
+int sr_store_get_etag(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len,
+                      char *etag);
+
 /* Backend vtable (store_*.c). */
 struct sr_store_ops {
     const char *scheme;
@@ -102,6 +120,10 @@ struct sr_store_ops {
     int (*writer_write)(struct sr_store_writer *, const void *buf, size_t len);
     int (*writer_commit)(struct sr_store_writer *);
     void (*writer_close)(struct sr_store_writer *);
+    int (*put_if)(struct sr_store *, const char *key, const void *buf, size_t len,
+                  const char *match, char *etag);
+    int (*get_etag)(struct sr_store *, const char *key, size_t max, char **buf, size_t *len,
+                    char *etag);
     int streams; /* see sr_store_streams() */
 };
 

@@ -27,8 +27,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 struct file_store {
     char *root;
@@ -219,6 +221,94 @@ static int fs_del(struct sr_store *st, const char *key)
     return rc;
 }
 
+/* ---- conditional writes ------------------------------------------------ */
+
+/* The ETag of a file object: a hash of its content, so that any two
+ * writers agree on it without shared state. */
+static void content_etag(const void *buf, size_t len, char *etag)
+{
+    snprintf(etag, SR_ETAG_MAX, "%016llx", (unsigned long long)XXH3_64bits(buf, len));
+}
+
+static int fs_get_etag(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len,
+                       char *etag)
+{
+    const int rc = fs_get(st, key, max, buf, len);
+    if (rc == 0)
+        content_etag(*buf, *len, etag);
+    return rc;
+}
+
+/* Takes the exclusive lock of the object at path: flock on a lock file
+ * beside it (".<name>.tmp.lock": deleting the "directory" sweeps it). A
+ * lock file unlinked while we waited is not a lock: retry on the new one.
+ * Returns the fd to close, or -errno. */
+static int lock_object(const char *path)
+{
+    char lock[PATH_MAX + 32], dir[PATH_MAX];
+    const char *base = strrchr(path, '/');
+    sr_dirname(path, dir, sizeof(dir));
+    if (snprintf(lock, sizeof(lock), "%s/.%s.tmp.lock", dir, base ? base + 1 : path) >=
+        (int)sizeof(lock))
+        return sr_errf(-ENAMETOOLONG, "cannot lock %s: %s", path, strerror(ENAMETOOLONG));
+    for (int tries = 0; tries < 50; tries++) {
+        int rc = sr_mkdirs(dir, 0755);
+        if (rc < 0)
+            return rc;
+        const int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            if (errno == ENOENT)
+                continue; /* the directory was pruned in between */
+            return sr_errf(-errno, "cannot lock %s: %s", path, strerror(errno));
+        }
+        while (flock(fd, LOCK_EX) != 0) {
+            if (errno != EINTR) {
+                const int e = errno;
+                close(fd);
+                return sr_errf(-e, "cannot lock %s: %s", path, strerror(e));
+            }
+        }
+        struct stat a, b;
+        if (fstat(fd, &a) == 0 && stat(lock, &b) == 0 && a.st_ino == b.st_ino &&
+            a.st_dev == b.st_dev)
+            return fd;
+        close(fd);
+    }
+    return sr_errf(-EAGAIN, "cannot lock %s: its directory keeps changing", path);
+}
+
+static int fs_put_if(struct sr_store *st, const char *key, const void *buf, size_t len,
+                     const char *match, char *etag)
+{
+    char path[PATH_MAX];
+    int rc = key_path(st, key, path, sizeof(path));
+    if (rc < 0)
+        return rc;
+    const int lfd = lock_object(path);
+    if (lfd < 0)
+        return lfd;
+    char *cur = NULL;
+    size_t curlen = 0;
+    char cur_etag[SR_ETAG_MAX];
+    rc = sr_read_file(path, SIZE_MAX, &cur, &curlen);
+    if (rc == 0) {
+        content_etag(cur, curlen, cur_etag);
+        free(cur);
+        if (!match)
+            rc = sr_errf(-EEXIST, "%s already exists in store %s", key, st->url);
+        else if (strcmp(match, cur_etag) != 0)
+            rc = sr_errf(-ESTALE, "%s in store %s was changed by someone else", key, st->url);
+    } else if (rc == -ENOENT) {
+        rc = match ? sr_errf(-ENOENT, "%s not found in store %s", key, st->url) : 0;
+    }
+    if (rc == 0)
+        rc = sr_write_file_atomic(path, buf, len);
+    if (rc == 0)
+        content_etag(buf, len, etag);
+    close(lfd); /* releases the lock, after the rename is durable */
+    return rc;
+}
+
 /* ---- streaming writer: temp file beside the object, renamed at commit -- */
 
 #define FS_SYNC_CHUNK (32u << 20)
@@ -334,6 +424,8 @@ static const struct sr_store_ops file_ops = {
     .writer_write = fs_writer_write,
     .writer_commit = fs_writer_commit,
     .writer_close = fs_writer_close,
+    .put_if = fs_put_if,
+    .get_etag = fs_get_etag,
 };
 
 /* Creates the root if missing; it must be a writable directory. */

@@ -117,7 +117,7 @@ static void publish_run(struct fixture *f, const char *run, uint64_t seq)
     m.frame_size = 64 * 1024;
     m.level = 3;
     memcpy(m.checksum, stats.checksum, SR_CHECKSUM_LEN);
-    int rc = sr_ckpt_publish(f->st, &m, data);
+    int rc = sr_ckpt_publish(f->st, &m, data, NULL);
     if (rc != 0)
         fail_msg("publish %s seq %llu: %s", run, (unsigned long long)seq, sr_strerror(rc));
 }
@@ -194,7 +194,7 @@ static void publishing_an_existing_seq_is_refused(void **state)
     data_path(f, 1, data, sizeof(data));
     struct sr_ckpt_list l;
     assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
-    assert_int_equal(sr_ckpt_publish(f->st, &l.v[0], data), -EEXIST);
+    assert_int_equal(sr_ckpt_publish(f->st, &l.v[0], data, NULL), -EEXIST);
     sr_ckpt_list_free(&l);
 }
 
@@ -212,7 +212,7 @@ static void publish_checks_the_stored_size(void **state)
     m.raw_bytes = 10240;
     m.frame_size = 4096;
     snprintf(m.checksum, sizeof(m.checksum), "xxh3-128:%032d", 0);
-    assert_int_equal(sr_ckpt_publish(f->st, &m, p), -EIO);
+    assert_int_equal(sr_ckpt_publish(f->st, &m, p, NULL), -EIO);
     struct sr_ckpt_list l;
     assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
     assert_int_equal(l.n, 0); /* no manifest written */

@@ -1,0 +1,156 @@
+/*
+ * keeper.c - the lease renewal thread (see keeper.h).
+ *
+ * DESIGN: renewal is a store round trip that may take seconds under
+ * retries, so it runs here rather than in the supervisor's poll loop,
+ * which must stay responsive to signals and notices. The only thing the
+ * loop needs back is "lost", through a pipe it polls.
+ */
+#include "keeper.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct sr_keeper {
+    struct sr_lease *lease;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int stop;
+    int pipe_r, pipe_w;
+    char why[512];
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits ms or until stopped; 1 when stopped. */
+static int nap(struct sr_keeper *k, int64_t ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&k->lock);
+    while (!k->stop && pthread_cond_timedwait(&k->cond, &k->lock, &until) != ETIMEDOUT) {
+    }
+    const int stop = k->stop;
+    pthread_mutex_unlock(&k->lock);
+    return stop;
+}
+
+static void *keeper_main(void *arg)
+{
+    struct sr_keeper *k = arg;
+    const int64_t ttl_ms = (int64_t)sr_lease_ttl(k->lease) * 1000;
+    const int64_t every = ttl_ms / 3 > 100 ? ttl_ms / 3 : 100;
+    int64_t held_until = mono_ms() + ttl_ms; /* as far as we know */
+    int failing = 0, warned_expiry = 0;
+    while (!nap(k, failing ? every / 2 : every)) {
+        sr_err_clear();
+        const int64_t t0 = mono_ms();
+        const int rc = sr_lease_renew(k->lease);
+        if (rc == 0) {
+            if (failing)
+                sr_info("lease renewed again");
+            failing = warned_expiry = 0;
+            held_until = t0 + ttl_ms;
+            continue;
+        }
+        if (rc == -ESTALE) {
+            pthread_mutex_lock(&k->lock);
+            snprintf(k->why, sizeof(k->why), "%s", sr_strerror(rc));
+            pthread_mutex_unlock(&k->lock);
+            const char b = 1;
+            if (write(k->pipe_w, &b, 1) < 0) {
+                /* cannot happen: one byte into an empty pipe */
+            }
+            break;
+        }
+        if (!failing)
+            sr_warn("cannot renew the lease (will retry): %s", sr_strerror(rc));
+        failing = 1;
+        if (!warned_expiry && mono_ms() >= held_until) {
+            warned_expiry = 1;
+            sr_warn("the lease has expired while the store was unreachable: another wrapper may "
+                    "take the run over; checkpoints made from now on may be superseded");
+        }
+    }
+    return NULL;
+}
+
+int sr_keeper_start(struct sr_lease *lease, struct sr_keeper **out)
+{
+    *out = NULL;
+    struct sr_keeper *k = calloc(1, sizeof(*k));
+    if (!k)
+        return sr_errf(-ENOMEM, "out of memory");
+    int p[2];
+    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
+        free(k);
+        return sr_errf(-errno, "pipe: %s", strerror(errno));
+    }
+    k->pipe_r = p[0];
+    k->pipe_w = p[1];
+    k->lease = lease;
+    pthread_mutex_init(&k->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&k->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    const int e = pthread_create(&k->thread, NULL, keeper_main, k);
+    if (e != 0) {
+        close(p[0]);
+        close(p[1]);
+        pthread_cond_destroy(&k->cond);
+        pthread_mutex_destroy(&k->lock);
+        free(k);
+        return sr_errf(-e, "cannot start the lease keeper: %s", strerror(e));
+    }
+    *out = k;
+    return 0;
+}
+
+int sr_keeper_fd(const struct sr_keeper *k)
+{
+    return k ? k->pipe_r : -1;
+}
+
+void sr_keeper_why(struct sr_keeper *k, char *buf, size_t len)
+{
+    pthread_mutex_lock(&k->lock);
+    snprintf(buf, len, "%s", k->why);
+    pthread_mutex_unlock(&k->lock);
+}
+
+void sr_keeper_stop(struct sr_keeper *k)
+{
+    if (!k)
+        return;
+    pthread_mutex_lock(&k->lock);
+    k->stop = 1;
+    pthread_cond_broadcast(&k->cond);
+    pthread_mutex_unlock(&k->lock);
+    pthread_join(k->thread, NULL);
+    close(k->pipe_r);
+    close(k->pipe_w);
+    pthread_cond_destroy(&k->cond);
+    pthread_mutex_destroy(&k->lock);
+    free(k);
+}

@@ -1,0 +1,27 @@
+/*
+ * keeper.h - keeps a run's lease (storage/lease.h) while the job runs: a
+ * thread renews it every ttl/3 (sooner after a failed try) and makes
+ * sr_keeper_fd() readable once the lease is lost to another owner.
+ *
+ * An unreachable store does not lose the lease: the keeper warns, keeps
+ * trying, and the epoch fence keeps any later checkpoint of ours below a
+ * new owner's should the lease expire meanwhile.
+ */
+#ifndef SPOTRUN_KEEPER_H
+#define SPOTRUN_KEEPER_H
+
+#include <stddef.h>
+
+#include "lease.h"
+
+struct sr_keeper;
+
+int sr_keeper_start(struct sr_lease *lease, struct sr_keeper **out);
+/* Readable (POLLIN) once the lease is lost. */
+int sr_keeper_fd(const struct sr_keeper *k);
+/* Why it was lost ("" while held), into buf. */
+void sr_keeper_why(struct sr_keeper *k, char *buf, size_t len);
+/* Stops the thread; the lease itself is the caller's. NULL is fine. */
+void sr_keeper_stop(struct sr_keeper *k);
+
+#endif

@@ -1,0 +1,453 @@
+/*
+ * lease.c - one owner per run (see lease.h and docs/store.md, "Single
+ * owner").
+ *
+ * DESIGN: every write of the LEASE object is conditional on the version we
+ * last saw (create-only when there was none), so of two wrappers racing for
+ * an expired lease exactly one wins and the other sees -EBUSY. A write that
+ * fails its condition may still have been ours: a retried request whose
+ * first try reached the server (connection reset after the write) fails
+ * its own condition. So a failed condition is judged by reading the object
+ * back: if it holds exactly the bytes we wrote, the write was ours.
+ *
+ * The lease document carries a write counter, so no two of our writes have
+ * the same bytes (and no ETag repeats).
+ */
+#include "lease.h"
+#include "catalog.h"
+#include "log.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LEASE_NAME "LEASE"
+#define LEASE_MAX (64u << 10)
+#define LEASE_FORMAT 1
+
+struct sr_lease {
+    pthread_mutex_t lock;
+    struct sr_store *st;
+    char run_id[SR_RUN_ID_MAX + 1];
+    char key[SR_RUN_ID_MAX + 16];
+    struct sr_lease_info info; /* as last written by us */
+    uint64_t writes;
+    char etag[SR_ETAG_MAX];
+    int weak;
+    int lost;
+    int released; /* by us: no more writes, no more commits */
+};
+
+static void lease_key(char *buf, size_t len, const char *run_id)
+{
+    snprintf(buf, len, "%s/%s", run_id, LEASE_NAME);
+}
+
+static int encode(const char *run_id, const struct sr_lease_info *in, uint64_t writes, char **out,
+                  size_t *len)
+{
+    json_t *o = json_pack("{s:i,s:s,s:s,s:s,s:I,s:s,s:I,s:I,s:I,s:I,s:i,s:b,s:I}", "format",
+                          LEASE_FORMAT, "run_id", run_id, "owner", in->owner, "host", in->host,
+                          "pid", (json_int_t)in->pid, "node", in->node, "epoch",
+                          (json_int_t)in->epoch, "acquired",
+                          (json_int_t)in->acquired, "renewed", (json_int_t)in->renewed, "expires",
+                          (json_int_t)in->expires, "ttl", in->ttl, "released", in->released,
+                          "writes", (json_int_t)writes);
+    char *s = o ? json_dumps(o, JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    if (!s)
+        return sr_errf(-ENOMEM, "cannot encode the lease of %s: %s", run_id, strerror(ENOMEM));
+    *len = strlen(s);
+    *out = s;
+    return 0;
+}
+
+int sr_lease_encode(const char *run_id, const struct sr_lease_info *in, char **out, size_t *len)
+{
+    return encode(run_id, in, 0, out, len);
+}
+
+static int get_i64(json_t *o, const char *name, int64_t min, int64_t *v)
+{
+    json_t *x = json_object_get(o, name);
+    if (!json_is_integer(x) || json_integer_value(x) < min)
+        return sr_errf(-EBADMSG, "lease: field \"%s\" must be an integer >= %lld", name,
+                       (long long)min);
+    *v = json_integer_value(x);
+    return 0;
+}
+
+static int get_s(json_t *o, const char *name, char *dst, size_t len)
+{
+    json_t *x = json_object_get(o, name);
+    if (!json_is_string(x) || strlen(json_string_value(x)) >= len)
+        return sr_errf(-EBADMSG, "lease: field \"%s\" must be a string of at most %zu bytes", name,
+                       len - 1);
+    memcpy(dst, json_string_value(x), strlen(json_string_value(x)) + 1);
+    return 0;
+}
+
+int sr_lease_parse(const char *buf, size_t len, struct sr_lease_info *out)
+{
+    struct sr_lease_info in;
+    memset(&in, 0, sizeof(in));
+    json_error_t err;
+    json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
+    if (!o)
+        return sr_errf(-EBADMSG, "lease: invalid JSON at line %d: %s", err.line, err.text);
+    int64_t v = 0, epoch = 0;
+    int rc = json_is_object(o) ? 0 : sr_errf(-EBADMSG, "lease: not a JSON object");
+    if (rc == 0)
+        rc = get_i64(o, "format", 1, &v);
+    if (rc == 0 && v > LEASE_FORMAT)
+        rc = sr_errf(-EBADMSG, "lease: format %lld is newer than this spotrun understands",
+                     (long long)v);
+    if (rc == 0)
+        rc = get_s(o, "owner", in.owner, sizeof(in.owner));
+    if (rc == 0)
+        rc = get_s(o, "host", in.host, sizeof(in.host));
+    if (rc == 0 && (rc = get_i64(o, "pid", 0, &v)) == 0)
+        in.pid = (long)v;
+    if (rc == 0 && json_object_get(o, "node")) /* optional */
+        rc = get_s(o, "node", in.node, sizeof(in.node));
+    if (rc == 0 && (rc = get_i64(o, "epoch", 1, &epoch)) == 0)
+        in.epoch = (uint64_t)epoch;
+    if (rc == 0)
+        rc = get_i64(o, "acquired", 0, &in.acquired);
+    if (rc == 0)
+        rc = get_i64(o, "renewed", 0, &in.renewed);
+    if (rc == 0)
+        rc = get_i64(o, "expires", 0, &in.expires);
+    if (rc == 0 && (rc = get_i64(o, "ttl", 1, &v)) == 0)
+        in.ttl = v > 86400 ? 86400 : (int)v;
+    if (rc == 0) {
+        json_t *r = json_object_get(o, "released");
+        if (!json_is_boolean(r))
+            rc = sr_errf(-EBADMSG, "lease: field \"released\" must be true or false");
+        else
+            in.released = json_is_true(r);
+    }
+    json_decref(o);
+    if (rc == 0)
+        *out = in;
+    return rc;
+}
+
+/* Reads the lease; etag may be NULL. */
+static int read_lease(struct sr_store *st, const char *key, struct sr_lease_info *info,
+                      char *etag, char **raw, size_t *rawlen)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = sr_store_get_etag(st, key, LEASE_MAX, &buf, &len, etag);
+    if (rc < 0)
+        return rc;
+    rc = sr_lease_parse(buf, len, info);
+    if (raw) {
+        *raw = buf;
+        *rawlen = len;
+    } else {
+        free(buf);
+    }
+    return rc;
+}
+
+int sr_lease_read(struct sr_store *st, const char *run_id, struct sr_lease_info *info)
+{
+    if (!sr_run_id_valid(run_id))
+        return sr_errf(-EINVAL, "invalid run id \"%.140s\"", run_id ? run_id : "");
+    char key[SR_RUN_ID_MAX + 16];
+    lease_key(key, sizeof(key), run_id);
+    return read_lease(st, key, info, NULL, NULL, NULL);
+}
+
+/* Writes info (with the next write counter) under the condition match
+ * (NULL = create). A failed condition is checked by reading back: our own
+ * bytes there mean an earlier try of this very write landed. Returns 0 or
+ * the failed condition (-EEXIST, -ESTALE, -ENOENT), or the store's error. */
+static int write_lease(struct sr_lease *l, const struct sr_lease_info *info, const char *match)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = encode(l->run_id, info, l->writes + 1, &buf, &len);
+    if (rc < 0)
+        return rc;
+    char etag[SR_ETAG_MAX] = "";
+    rc = sr_store_put_if(l->st, l->key, buf, len, match, etag);
+    if (rc == -EEXIST || rc == -ESTALE || rc == -ENOENT) {
+        const int failed = rc;
+        char *back = NULL;
+        size_t blen = 0;
+        struct sr_lease_info now;
+        if (read_lease(l->st, l->key, &now, etag, &back, &blen) == 0 && blen == len &&
+            memcmp(back, buf, len) == 0)
+            rc = 0;
+        else
+            rc = failed;
+        free(back);
+    }
+    free(buf);
+    if (rc == 0) {
+        l->writes++;
+        l->info = *info;
+        snprintf(l->etag, sizeof(l->etag), "%s", etag);
+    }
+    return rc;
+}
+
+/* The newest epoch among the run's checkpoints (0 when none): a lease
+ * created anew (first run, or a deleted or unreadable LEASE) starts above
+ * it, so its checkpoints still order after the old ones. */
+static uint64_t max_ckpt_epoch(struct sr_store *st, const char *run_id)
+{
+    struct sr_ckpt_list cl;
+    uint64_t max = 0;
+    if (sr_ckpt_list(st, run_id, &cl) < 0)
+        return 0;
+    for (size_t i = 0; i < cl.n; i++)
+        if (cl.v[i].epoch > max)
+            max = cl.v[i].epoch;
+    sr_ckpt_list_free(&cl);
+    return max;
+}
+
+/* This machine's boot and PID namespace, where a pid names one process. */
+static void node_id(char *out, size_t len)
+{
+    char boot[64] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    if (f) {
+        if (!fgets(boot, sizeof(boot), f))
+            boot[0] = '\0';
+        fclose(f);
+    }
+    boot[strcspn(boot, "\n")] = '\0';
+    struct stat sb;
+    if (!boot[0] || stat("/proc/self/ns/pid", &sb) != 0) {
+        out[0] = '\0';
+        return;
+    }
+    snprintf(out, len, "%s/%llu", boot, (unsigned long long)sb.st_ino);
+}
+
+/* 1 when the holder ran here and its process is gone. */
+static int holder_dead_here(const struct sr_lease_info *h, const struct sr_lease_info *me)
+{
+    if (!h->node[0] || strcmp(h->node, me->node) != 0 || h->pid <= 0)
+        return 0;
+    return kill((pid_t)h->pid, 0) != 0 && errno == ESRCH;
+}
+
+static void make_owner(struct sr_lease_info *in)
+{
+    if (gethostname(in->host, sizeof(in->host) - 1) != 0)
+        in->host[0] = '\0';
+    in->host[sizeof(in->host) - 1] = '\0';
+    in->pid = (long)getpid();
+    node_id(in->node, sizeof(in->node));
+    unsigned long long nonce = 0;
+    if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
+        nonce = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 32);
+    char host[64];
+    snprintf(host, sizeof(host), "%s", in->host[0] ? in->host : "unknown");
+    snprintf(in->owner, sizeof(in->owner), "%s:%ld:%016llx", host, in->pid, nonce);
+}
+
+/* Does the server honour If-Match? A write of the same bytes under an ETag
+ * that cannot match must fail; if it succeeds, the server ignores the
+ * header (same bytes: the lease is unchanged either way). */
+static void probe(struct sr_lease *l)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    if (encode(l->run_id, &l->info, l->writes, &buf, &len) < 0)
+        return;
+    char etag[SR_ETAG_MAX] = "";
+    const int rc = sr_store_put_if(l->st, l->key, buf, len, "\"spotrun-probe-no-such-etag\"", etag);
+    free(buf);
+    if (rc == 0) {
+        l->weak = 1;
+        snprintf(l->etag, sizeof(l->etag), "%s", etag);
+        sr_warn("store %s ignores conditional writes (If-Match): the single-owner lease of "
+                "%s is best-effort (read, check, write); checkpoints stay ordered by owner epoch",
+                sr_store_url(l->st), l->run_id);
+    }
+    sr_err_clear();
+}
+
+int sr_lease_acquire(struct sr_store *st, const char *run_id, int ttl, struct sr_lease **out,
+                     struct sr_lease_info *holder)
+{
+    *out = NULL;
+    if (!sr_run_id_valid(run_id))
+        return sr_errf(-EINVAL, "invalid run id \"%.140s\"", run_id ? run_id : "");
+    struct sr_lease *l = calloc(1, sizeof(*l));
+    if (!l)
+        return sr_errf(-ENOMEM, "out of memory");
+    pthread_mutex_init(&l->lock, NULL);
+    l->st = st;
+    snprintf(l->run_id, sizeof(l->run_id), "%s", run_id);
+    lease_key(l->key, sizeof(l->key), run_id);
+    struct sr_lease_info mine;
+    memset(&mine, 0, sizeof(mine));
+    make_owner(&mine);
+    mine.ttl = ttl < 1 ? 1 : ttl;
+    int rc = -EAGAIN;
+    for (int tries = 0; tries < 8; tries++) {
+        struct sr_lease_info cur;
+        char etag[SR_ETAG_MAX] = "";
+        rc = read_lease(st, l->key, &cur, etag, NULL, NULL);
+        const int64_t now = (int64_t)time(NULL);
+        const char *match = NULL;
+        if (rc == 0) {
+            if (!cur.released && now < cur.expires && holder_dead_here(&cur, &mine)) {
+                sr_info("the lease of run %s belonged to pid %ld on this machine, which is gone; "
+                        "taking it over",
+                        run_id, cur.pid);
+            } else if (!cur.released && now < cur.expires) {
+                if (holder)
+                    *holder = cur;
+                rc = sr_errf(-EBUSY, "run %s is owned by %s pid %ld (lease expires in %llds)",
+                             run_id, cur.host, cur.pid, (long long)(cur.expires - now));
+                break;
+            }
+            mine.epoch = cur.epoch + 1;
+            match = etag;
+        } else if (rc == -EBADMSG) {
+            sr_warn("the lease of run %s is unreadable (%s); taking it over", run_id,
+                    sr_strerror(rc));
+            mine.epoch = max_ckpt_epoch(st, run_id) + 1;
+            match = etag;
+        } else if (rc == -ENOENT) {
+            mine.epoch = max_ckpt_epoch(st, run_id) + 1;
+        } else {
+            break;
+        }
+        mine.acquired = mine.renewed = now;
+        mine.expires = now + mine.ttl;
+        mine.released = 0;
+        rc = write_lease(l, &mine, match);
+        if (rc == 0)
+            break;
+        if (rc != -EEXIST && rc != -ESTALE && rc != -ENOENT)
+            break;
+        /* Someone else wrote it in between: look again. */
+    }
+    if (rc < 0) {
+        sr_lease_free(l);
+        return rc == -EAGAIN ? sr_errf(rc, "the lease of run %s keeps changing", run_id) : rc;
+    }
+    probe(l);
+    *out = l;
+    return 0;
+}
+
+int sr_lease_renew(struct sr_lease *l)
+{
+    pthread_mutex_lock(&l->lock);
+    int rc = 0;
+    if (l->lost || l->released) {
+        rc = sr_errf(-ESTALE, "the lease of run %s was %s", l->run_id,
+                     l->lost ? "lost" : "released");
+        goto out;
+    }
+    if (l->weak) {
+        /* The server would not refuse the write: check by reading. */
+        struct sr_lease_info cur;
+        rc = read_lease(l->st, l->key, &cur, NULL, NULL, NULL);
+        if (rc == 0 && (strcmp(cur.owner, l->info.owner) != 0 || cur.epoch != l->info.epoch))
+            rc = -ESTALE;
+        else if (rc == -ENOENT || rc == -EBADMSG)
+            rc = -ESTALE;
+        if (rc == -ESTALE)
+            goto lost;
+        if (rc < 0)
+            goto out;
+    }
+    struct sr_lease_info next = l->info;
+    next.renewed = (int64_t)time(NULL);
+    next.expires = next.renewed + next.ttl;
+    rc = write_lease(l, &next, l->etag);
+    if (rc == -ESTALE || rc == -ENOENT || rc == -EEXIST)
+        goto lost;
+    goto out;
+lost:
+    l->lost = 1;
+    {
+        struct sr_lease_info cur;
+        if (read_lease(l->st, l->key, &cur, NULL, NULL, NULL) == 0)
+            rc = sr_errf(-ESTALE,
+                         "lost the lease of run %s: %s pid %ld took it over (epoch %llu); this "
+                         "wrapper's checkpoints can no longer become the newest",
+                         l->run_id, cur.host, cur.pid, (unsigned long long)cur.epoch);
+        else
+            rc = sr_errf(-ESTALE, "lost the lease of run %s: its lease object was replaced or "
+                                  "deleted",
+                         l->run_id);
+    }
+out:
+    pthread_mutex_unlock(&l->lock);
+    return rc;
+}
+
+int sr_lease_release(struct sr_lease *l)
+{
+    if (!l)
+        return 0;
+    int rc = 0;
+    pthread_mutex_lock(&l->lock);
+    if (!l->lost && !l->released) {
+        struct sr_lease_info next = l->info;
+        next.released = 1;
+        next.renewed = next.expires = (int64_t)time(NULL);
+        if (l->weak) {
+            struct sr_lease_info cur;
+            if (read_lease(l->st, l->key, &cur, NULL, NULL, NULL) != 0 ||
+                strcmp(cur.owner, l->info.owner) != 0 || cur.epoch != l->info.epoch)
+                l->lost = 1;
+        }
+        if (!l->lost)
+            rc = write_lease(l, &next, l->etag);
+        if (rc == -ESTALE || rc == -ENOENT || rc == -EEXIST)
+            rc = 0; /* taken over meanwhile: nothing of ours to release */
+    }
+    l->released = 1;
+    pthread_mutex_unlock(&l->lock);
+    return rc;
+}
+
+void sr_lease_free(struct sr_lease *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_destroy(&l->lock);
+    free(l);
+}
+
+uint64_t sr_lease_epoch(const struct sr_lease *l)
+{
+    return l->info.epoch;
+}
+
+int sr_lease_ttl(const struct sr_lease *l)
+{
+    return l->info.ttl;
+}
+
+int sr_lease_weak(const struct sr_lease *l)
+{
+    return l->weak;
+}
+
+int sr_lease_fence(void *ctx)
+{
+    return sr_lease_renew(ctx);
+}

@@ -1,0 +1,83 @@
+/*
+ * lease.h - one owner per run: a lease object in the store.
+ *
+ *   <run-id>/LEASE    {"owner":..,"epoch":N,"expires":T,"released":false,..}
+ *
+ * A wrapper acquires the lease before it restores, renews it while the job
+ * runs (every ttl/3) and before each commit point, and releases it at exit.
+ * Another wrapper takes it over only once it is released or has expired
+ * (the holder's "expires", unix seconds: clocks must agree to within a few
+ * seconds, as NTP keeps them), or at once when the holder ran on this very
+ * machine and PID namespace (same boot id, same namespace) and its pid is
+ * gone (a wrapper killed with -9 and rerun here need not wait). Every acquisition increments the epoch; each
+ * checkpoint records its maker's epoch and restore orders checkpoints by
+ * (epoch, seq), so an owner that lost its lease while paused cannot make
+ * its checkpoint the newest (fencing).
+ *
+ * Writes are conditional (sr_store_put_if: S3 If-None-Match / If-Match,
+ * flock on the file store). A server that ignores conditional headers is
+ * detected at acquisition by a write that must fail; the lease then works
+ * by read-check-write ("weak": two wrappers starting within a round trip
+ * of each other could both win; the epoch fence still orders their
+ * checkpoints) and a warning says so.
+ *
+ * Threads: an sr_lease may be used from several threads (renewal thread,
+ * persister); calls are serialised inside.
+ */
+#ifndef SPOTRUN_LEASE_H
+#define SPOTRUN_LEASE_H
+
+#include <stdint.h>
+
+#include "store.h"
+
+/* What a LEASE object says. */
+struct sr_lease_info {
+    char owner[128]; /* "host:pid:nonce" */
+    char host[256];
+    long pid;
+    char node[96]; /* "<boot id>/<pid namespace>": pid means something only there */
+    uint64_t epoch;
+    int64_t acquired, renewed, expires; /* unix seconds */
+    int ttl;                            /* seconds */
+    int released;
+};
+
+struct sr_lease;
+
+/* Reads <run>/LEASE: 0, -ENOENT, -EBADMSG (unparseable), store errors. */
+int sr_lease_read(struct sr_store *st, const char *run_id, struct sr_lease_info *info);
+
+/* Takes the lease of run for ttl seconds (>= 1): 0 and *out, or -EBUSY
+ * when another owner holds it and it has not expired (*holder, may be
+ * NULL, says who and until when), or the store's error. */
+int sr_lease_acquire(struct sr_store *st, const char *run_id, int ttl, struct sr_lease **out,
+                     struct sr_lease_info *holder);
+
+/* Extends the lease by its ttl: 0; -ESTALE when someone else took it over
+ * (the message names them; the lease is lost for good); other errors of
+ * the store (unreachable: try again, the lease may still be ours). */
+int sr_lease_renew(struct sr_lease *l);
+
+/* Marks the lease released so the next owner need not wait; a lost lease
+ * is left alone. Later renewals (and so fences) fail with -ESTALE: a
+ * persist abandoned at a deadline can never commit after the release.
+ * Does not free l (such a persist may still hold it). NULL is fine. */
+int sr_lease_release(struct sr_lease *l);
+
+/* Frees l (without releasing it, it expires on its own). */
+void sr_lease_free(struct sr_lease *l);
+
+uint64_t sr_lease_epoch(const struct sr_lease *l);
+int sr_lease_ttl(const struct sr_lease *l);
+/* 1 when the store ignored a conditional write (see above). */
+int sr_lease_weak(const struct sr_lease *l);
+
+/* An sr_fence_fn over a lease (ctx = the lease): renews it. */
+int sr_lease_fence(void *ctx);
+
+/* Encoding and decoding of the LEASE object (unit-tested). */
+int sr_lease_encode(const char *run_id, const struct sr_lease_info *in, char **out, size_t *len);
+int sr_lease_parse(const char *buf, size_t len, struct sr_lease_info *out);
+
+#endif

@@ -1,0 +1,412 @@
+/*
+ * test_lease.c - one owner per run (storage/lease.h) on the file store:
+ * conditional writes, acquire / busy / take over after expiry or release,
+ * renewal after a takeover fails, racing acquirers (exactly one wins), the
+ * epoch fence (a lost owner's checkpoint never becomes the newest), and the
+ * weak mode on a store that ignores conditions.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "fsutil.h"
+#include "lease.h"
+#include "log.h"
+
+#define RUN "exp1"
+
+struct fixture {
+    char *dir;
+    char root[PATH_MAX];
+    struct sr_store *st;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    f->dir = tu_scratch("lease");
+    snprintf(f->root, sizeof(f->root), "%s/store", f->dir);
+    assert_int_equal(sr_store_open(f->root, &f->st), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    sr_store_close(f->st);
+    sr_rmtree(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+/* Release and free, as a wrapper does at exit. */
+static int release(struct sr_lease *l)
+{
+    const int rc = sr_lease_release(l);
+    sr_lease_free(l);
+    return rc;
+}
+
+/* Makes the current lease look expired, as if its holder died ttl ago. */
+static void expire_lease(struct fixture *f)
+{
+    struct sr_lease_info in;
+    assert_int_equal(sr_lease_read(f->st, RUN, &in), 0);
+    in.expires = time(NULL) - 1;
+    char *buf;
+    size_t len;
+    assert_int_equal(sr_lease_encode(RUN, &in, &buf, &len), 0);
+    assert_int_equal(sr_store_put(f->st, RUN "/LEASE", buf, len), 0);
+    free(buf);
+}
+
+static void test_put_if(void **state)
+{
+    struct fixture *f = *state;
+    char e1[SR_ETAG_MAX], e2[SR_ETAG_MAX], got[SR_ETAG_MAX];
+    assert_int_equal(sr_store_put_if(f->st, "a/obj", "one", 3, NULL, e1), 0);
+    assert_int_equal(sr_store_put_if(f->st, "a/obj", "two", 3, NULL, NULL), -EEXIST);
+    assert_int_equal(sr_store_put_if(f->st, "a/obj", "two", 3, "not-the-etag", NULL), -ESTALE);
+    assert_int_equal(sr_store_put_if(f->st, "a/obj", "two", 3, e1, e2), 0);
+    assert_string_not_equal(e1, e2);
+    assert_int_equal(sr_store_put_if(f->st, "a/obj", "three", 5, e1, NULL), -ESTALE);
+    char *buf;
+    size_t len;
+    assert_int_equal(sr_store_get_etag(f->st, "a/obj", 100, &buf, &len, got), 0);
+    assert_memory_equal(buf, "two", 3);
+    assert_string_equal(got, e2);
+    free(buf);
+    assert_int_equal(sr_store_put_if(f->st, "a/missing", "x", 1, e2, NULL), -ENOENT);
+    /* Lock files stay out of listings. */
+    struct sr_strlist names;
+    assert_int_equal(sr_store_list(f->st, "a", &names), 0);
+    assert_int_equal(names.n, 1);
+    assert_string_equal(names.v[0], "obj");
+    sr_strlist_free(&names);
+}
+
+static void test_encode_parse(void **state)
+{
+    (void)state;
+    struct sr_lease_info in = {.pid = 42, .epoch = 7, .acquired = 100, .renewed = 110,
+                               .expires = 170, .ttl = 60};
+    snprintf(in.owner, sizeof(in.owner), "h:42:00ff");
+    snprintf(in.host, sizeof(in.host), "h");
+    char *buf;
+    size_t len;
+    assert_int_equal(sr_lease_encode(RUN, &in, &buf, &len), 0);
+    struct sr_lease_info out;
+    assert_int_equal(sr_lease_parse(buf, len, &out), 0);
+    assert_string_equal(out.owner, "h:42:00ff");
+    assert_int_equal(out.epoch, 7);
+    assert_int_equal(out.expires, 170);
+    assert_int_equal(out.released, 0);
+    free(buf);
+    static const char *bad[] = {
+        "", "[]", "{\"format\":1}", "{\"format\":2,\"owner\":\"x\"}",
+        "{\"format\":1,\"owner\":\"o\",\"host\":\"h\",\"pid\":1,\"epoch\":0,\"acquired\":0,"
+        "\"renewed\":0,\"expires\":0,\"ttl\":1,\"released\":false}", /* epoch 0 */
+        "{\"format\":1,\"owner\":\"o\",\"host\":\"h\",\"pid\":1,\"epoch\":1,\"acquired\":0,"
+        "\"renewed\":0,\"expires\":\"soon\",\"ttl\":1,\"released\":false}",
+        "{\"format\":1,\"owner\":\"o\",\"host\":\"h\",\"pid\":1,\"epoch\":1,\"acquired\":0,"
+        "\"renewed\":0,\"expires\":0,\"ttl\":1,\"released\":1}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(sr_lease_parse(bad[i], strlen(bad[i]), &out), -EBADMSG);
+}
+
+static void test_acquire_busy_release(void **state)
+{
+    struct fixture *f = *state;
+    struct sr_lease *a = NULL, *b = NULL;
+    struct sr_lease_info holder;
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &a, NULL), 0);
+    assert_int_equal(sr_lease_epoch(a), 1);
+    assert_false(sr_lease_weak(a));
+    memset(&holder, 0, sizeof(holder));
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &b, &holder), -EBUSY);
+    assert_null(b);
+    assert_int_equal(holder.epoch, 1);
+    assert_int_equal(holder.pid, (long)getpid());
+    assert_non_null(strstr(sr_strerror(-EBUSY), "owned by"));
+    assert_int_equal(sr_lease_renew(a), 0);
+    assert_int_equal(sr_lease_renew(a), 0);
+    assert_int_equal(release(a), 0);
+    /* Released: the next owner need not wait, and gets the next epoch. */
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &b, NULL), 0);
+    assert_int_equal(sr_lease_epoch(b), 2);
+    assert_int_equal(release(b), 0);
+}
+
+static void test_takeover_after_expiry(void **state)
+{
+    struct fixture *f = *state;
+    struct sr_lease *a = NULL, *b = NULL;
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &a, NULL), 0);
+    expire_lease(f); /* a stopped renewing (paused, partitioned) */
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &b, NULL), 0);
+    assert_int_equal(sr_lease_epoch(b), sr_lease_epoch(a) + 1);
+    /* a comes back: its renewal fails for good and names the new owner. */
+    assert_int_equal(sr_lease_renew(a), -ESTALE);
+    assert_non_null(strstr(sr_strerror(-ESTALE), "took it over"));
+    assert_int_equal(sr_lease_renew(a), -ESTALE);
+    /* Releasing a lost lease leaves the new owner's alone. */
+    assert_int_equal(release(a), 0);
+    assert_int_equal(sr_lease_renew(b), 0);
+    struct sr_lease_info in;
+    assert_int_equal(sr_lease_read(f->st, RUN, &in), 0);
+    assert_int_equal(in.epoch, sr_lease_epoch(b));
+    assert_false(in.released);
+    assert_int_equal(release(b), 0);
+}
+
+static void test_unreadable_lease_taken_over(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(sr_store_put(f->st, RUN "/LEASE", "{garbage", 8), 0);
+    struct sr_lease *a = NULL;
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &a, NULL), 0);
+    assert_int_equal(sr_lease_epoch(a), 1);
+    sr_lease_free(a); /* not released: it stays held until it expires */
+    struct sr_lease *b = NULL;
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &b, NULL), -EBUSY);
+}
+
+/* A holder killed with -9 on this machine: its pid is gone, so the lease
+ * is taken over at once; a live pid, or one on another machine, waits. */
+static void test_dead_holder_here(void **state)
+{
+    struct fixture *f = *state;
+    struct sr_lease *a = NULL, *b = NULL;
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &a, NULL), 0);
+    sr_lease_free(a); /* "killed": never released */
+    struct sr_lease_info in;
+    assert_int_equal(sr_lease_read(f->st, RUN, &in), 0);
+    assert_true(in.node[0] != '\0');
+    const pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    assert_int_equal(waitpid(child, NULL, 0), child);
+    in.pid = (long)child; /* a pid that is gone */
+    char node[sizeof(in.node)];
+    memcpy(node, in.node, sizeof(node));
+    snprintf(in.node, sizeof(in.node), "another-boot/4026531836");
+    char *buf;
+    size_t len;
+    assert_int_equal(sr_lease_encode(RUN, &in, &buf, &len), 0);
+    assert_int_equal(sr_store_put(f->st, RUN "/LEASE", buf, len), 0);
+    free(buf);
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &b, NULL), -EBUSY); /* another machine */
+    memcpy(in.node, node, sizeof(node));
+    assert_int_equal(sr_lease_encode(RUN, &in, &buf, &len), 0);
+    assert_int_equal(sr_store_put(f->st, RUN "/LEASE", buf, len), 0);
+    free(buf);
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &b, NULL), 0);
+    assert_int_equal(sr_lease_epoch(b), in.epoch + 1);
+    assert_int_equal(release(b), 0);
+}
+
+struct racer {
+    struct sr_store *st;
+    pthread_barrier_t *go;
+    int rc;
+    struct sr_lease *l;
+};
+
+static void *race(void *arg)
+{
+    struct racer *r = arg;
+    pthread_barrier_wait(r->go);
+    r->rc = sr_lease_acquire(r->st, RUN, 60, &r->l, NULL);
+    return NULL;
+}
+
+static void test_racing_acquirers(void **state)
+{
+    struct fixture *f = *state;
+    enum { N = 8 };
+    for (int round = 0; round < 5; round++) {
+        struct sr_lease *old = NULL;
+        assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &old, NULL), 0);
+        const uint64_t epoch = sr_lease_epoch(old);
+        sr_lease_free(old);
+        expire_lease(f);
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, N);
+        struct racer r[N];
+        pthread_t t[N];
+        for (int i = 0; i < N; i++) {
+            r[i] = (struct racer){.st = f->st, .go = &go};
+            assert_int_equal(pthread_create(&t[i], NULL, race, &r[i]), 0);
+        }
+        int won = 0;
+        for (int i = 0; i < N; i++)
+            pthread_join(t[i], NULL);
+        for (int i = 0; i < N; i++) {
+            if (r[i].rc == 0) {
+                won++;
+                assert_int_equal(sr_lease_epoch(r[i].l), epoch + 1);
+                assert_int_equal(release(r[i].l), 0);
+            } else {
+                assert_int_equal(r[i].rc, -EBUSY);
+            }
+        }
+        pthread_barrier_destroy(&go);
+        assert_int_equal(won, 1);
+    }
+}
+
+/* Publishes a checkpoint of a directory holding state.txt = text. */
+static int publish_text(struct fixture *f, uint64_t seq, const char *text, struct sr_lease *l)
+{
+    char src[PATH_MAX];
+    snprintf(src, sizeof(src), "%s/src-%llu", f->dir, (unsigned long long)seq);
+    assert_int_equal(sr_mkdirs(src, 0755), 0);
+    tu_write_text(src, "state.txt", text);
+    struct sr_manifest m;
+    memset(&m, 0, sizeof(m));
+    m.format = SR_MANIFEST_FORMAT;
+    snprintf(m.run_id, sizeof(m.run_id), "%s", RUN);
+    m.seq = seq;
+    m.step = -1;
+    m.created = time(NULL);
+    m.frame_size = SR_CODEC_DEFAULT_FRAME;
+    m.level = 3;
+    m.epoch = l ? sr_lease_epoch(l) : 0;
+    struct sr_pack_opts opts = {.level = 3, .threads = 1};
+    struct sr_fence fence = {.check = sr_lease_fence, .ctx = l};
+    return sr_ckpt_publish_dir(f->st, &m, src, &opts, l ? &fence : NULL);
+}
+
+static void assert_restores(struct fixture *f, const char *want, uint64_t want_seq)
+{
+    char out[PATH_MAX];
+    snprintf(out, sizeof(out), "%s/out", f->dir);
+    struct sr_manifest m;
+    assert_int_equal(sr_ckpt_restore(f->st, RUN, 0, out, 1, &m), 0);
+    assert_int_equal(m.seq, want_seq);
+    tu_assert_text(out, "state.txt", want);
+}
+
+static void test_epoch_fence(void **state)
+{
+    struct fixture *f = *state;
+    struct sr_lease *a = NULL, *b = NULL;
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &a, NULL), 0);
+    assert_int_equal(publish_text(f, 1, "a1", a), 0);
+    expire_lease(f);
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &b, NULL), 0);
+    assert_int_equal(publish_text(f, 2, "b2", b), 0);
+    /* The old owner wakes up and commits: its fence (renewal) refuses. */
+    assert_int_equal(publish_text(f, 3, "a3", a), -ESTALE);
+    assert_restores(f, "b2", 2);
+    /* Worse: it passed its fence just before pausing and writes its
+     * manifest after the takeover. Its epoch orders it below b's. */
+    assert_int_equal(publish_text(f, 4, "a4", NULL), 0); /* epoch 0: no fence */
+    assert_restores(f, "b2", 2);
+    struct sr_ckpt_list l;
+    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(l.n, 3);
+    assert_int_equal(l.v[l.n - 1].seq, 2);
+    sr_ckpt_list_free(&l);
+    /* gc keeps the newest by the same order. */
+    unsigned deleted = 0;
+    assert_int_equal(sr_ckpt_gc(f->st, RUN, 1, &deleted), 0);
+    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(l.n, 1);
+    assert_int_equal(l.v[0].seq, 2);
+    sr_ckpt_list_free(&l);
+    /* A new lease after the LEASE object is lost still orders above. */
+    sr_lease_free(a);
+    assert_int_equal(release(b), 0);
+    assert_int_equal(sr_store_delete(f->st, RUN "/LEASE"), 0);
+    struct sr_lease *c = NULL;
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &c, NULL), 0);
+    assert_true(sr_lease_epoch(c) > 2);
+    assert_int_equal(publish_text(f, 5, "c5", c), 0);
+    assert_restores(f, "c5", 5);
+    assert_int_equal(release(c), 0);
+}
+
+static void test_manifest_create_only(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(publish_text(f, 1, "x", NULL), 0);
+    /* A second writer that raced past the existence check: the manifest
+     * write itself refuses. */
+    char key[256];
+    sr_ckpt_key(key, sizeof(key), RUN, 1, "MANIFEST.json");
+    assert_int_equal(sr_store_put_if(f->st, key, "{}", 2, NULL, NULL), -EEXIST);
+    assert_restores(f, "x", 1);
+}
+
+/* A store whose conditional writes ignore their condition (like s3rver). */
+static const struct sr_store_ops *real_ops;
+static int ignoring_put_if(struct sr_store *st, const char *key, const void *buf, size_t len,
+                           const char *match, char *etag)
+{
+    (void)match;
+    int rc = real_ops->put(st, key, buf, len);
+    if (rc == 0)
+        snprintf(etag, SR_ETAG_MAX, "whatever");
+    return rc;
+}
+
+static void test_weak_store(void **state)
+{
+    struct fixture *f = *state;
+    static struct sr_store_ops ops;
+    real_ops = f->st->ops;
+    ops = *real_ops;
+    ops.put_if = ignoring_put_if;
+    f->st->ops = &ops;
+    struct sr_lease *a = NULL, *b = NULL;
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &a, NULL), 0);
+    assert_true(sr_lease_weak(a));
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &b, NULL), -EBUSY);
+    assert_int_equal(sr_lease_renew(a), 0);
+    expire_lease(f);
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &b, NULL), 0);
+    /* The check-before-write still tells the old owner it lost. */
+    assert_int_equal(sr_lease_renew(a), -ESTALE);
+    assert_int_equal(release(a), 0);
+    assert_int_equal(sr_lease_renew(b), 0);
+    assert_int_equal(release(b), 0);
+    f->st->ops = real_ops;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_put_if, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_encode_parse, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_acquire_busy_release, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_takeover_after_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unreadable_lease_taken_over, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dead_holder_here, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_racing_acquirers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_epoch_fence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_manifest_create_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_weak_store, setup, teardown),
+    };
+    sr_verbosity = SR_QUIET;
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
