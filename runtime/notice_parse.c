@@ -143,9 +143,12 @@ static int azure_event(json_t *e, const char *vm_name, struct sr_azure_event *ou
         copy_str(out->status, sizeof(out->status), status ? status : "") < 0)
         return -EBADMSG;
     /* An unreadable date must not hide the event: -1 tells the watcher to
-     * assume the shortest notice Azure gives. */
+     * assume the shortest notice Azure gives. A date at or before 1970 is
+     * unreadable too: 0 means "started" and other negatives are no value of
+     * the contract (found by fuzz_notice). */
     out->not_before_ms = 0;
-    if (not_before && *not_before && sr_parse_rfc1123(not_before, &out->not_before_ms) < 0)
+    if (not_before && *not_before &&
+        (sr_parse_rfc1123(not_before, &out->not_before_ms) < 0 || out->not_before_ms <= 0))
         out->not_before_ms = -1;
     return 0;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fuzz.sh [SECONDS] - builds the libFuzzer targets (clang, ASan+UBSan) and
 # runs each for SECONDS (default 300; CI runs a short pass). Targets: the
-# manifest parser, the seek-table parser and the archive reader. Corpora
+# manifest parser, the seek-table parser, the archive reader and the cloud
+# metadata parsers (runtime/notice_parse.c). Corpora
 # grow in build-fuzz/corpus/; crashes land in build-fuzz/ as crash-*.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,7 +12,7 @@ command -v clang >/dev/null || { echo "fuzz.sh: clang is required (scripts/deps.
 CC=clang cmake -S "$root" -B "$build" -DSPOTRUN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" >/dev/null
 status=0
-for name in manifest seektable archive; do
+for name in manifest seektable archive notice; do
     corpus=$build/corpus/$name
     mkdir -p "$corpus"
     echo "== fuzz_$name for ${secs}s"

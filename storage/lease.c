@@ -107,8 +107,9 @@ int sr_lease_parse(const char *buf, size_t len, struct sr_lease_info *out)
     int rc = json_is_object(o) ? 0 : sr_errf(-EBADMSG, "lease: not a JSON object");
     if (rc == 0)
         rc = get_i64(o, "format", 1, &v);
-    if (rc == 0 && v > LEASE_FORMAT)
-        rc = sr_errf(-EBADMSG, "lease: format %lld is newer than this spotrun understands",
+    if (rc == 0 && v > LEASE_FORMAT) /* not garbage to take over: someone newer owns it */
+        rc = sr_errf(-EPROTONOSUPPORT,
+                     "lease: format %lld is newer than this spotrun understands; upgrade spotrun",
                      (long long)v);
     if (rc == 0)
         rc = get_s(o, "owner", in.owner, sizeof(in.owner));
@@ -256,9 +257,10 @@ static void make_owner(struct sr_lease_info *in)
     unsigned long long nonce = 0;
     if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
         nonce = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 32);
-    char host[64];
-    snprintf(host, sizeof(host), "%s", in->host[0] ? in->host : "unknown");
-    snprintf(in->owner, sizeof(in->owner), "%s:%ld:%016llx", host, in->pid, nonce);
+    /* host is informational here (it has its own field): at most 64 bytes
+     * of it, so the owner string always fits. */
+    snprintf(in->owner, sizeof(in->owner), "%.64s:%ld:%016llx", in->host[0] ? in->host : "unknown",
+             in->pid, nonce);
 }
 
 /* Does the server honour If-Match? A write of the same bytes under an ETag

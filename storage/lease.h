@@ -45,7 +45,9 @@ struct sr_lease_info {
 
 struct sr_lease;
 
-/* Reads <run>/LEASE: 0, -ENOENT, -EBADMSG (unparseable), store errors. */
+/* Reads <run>/LEASE: 0, -ENOENT, -EBADMSG (unparseable: taken over by
+ * acquire), -EPROTONOSUPPORT (a newer format: acquire refuses), store
+ * errors. */
 int sr_lease_read(struct sr_store *st, const char *run_id, struct sr_lease_info *info);
 
 /* Takes the lease of run for ttl seconds (>= 1): 0 and *out, or -EBUSY

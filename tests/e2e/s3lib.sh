@@ -18,7 +18,10 @@ s3_start() {
     mkdir -p "$TRASH/s3data"
     # --openssl-legacy-provider: s3rver ciphers continuation tokens with a
     # cipher that Node 20 disables by default (paged listings fail without).
-    node --openssl-legacy-provider "$dir/server.js" "$TRASH/s3data" bkt other >"$TRASH/s3.log" 2>&1 &
+    # S3_CONDITIONAL=1 s3_start: the server honours If-None-Match / If-Match
+    # on writes (tests/s3/conditional.js); by default it ignores them.
+    S3RVER_CONDITIONAL=${S3_CONDITIONAL:-} \
+        node --openssl-legacy-provider "$dir/server.js" "$TRASH/s3data" bkt other >"$TRASH/s3.log" 2>&1 &
     S3_PID=$!
     trap 's3_stop' EXIT
     local i=0

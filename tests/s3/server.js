@@ -9,6 +9,8 @@
 // Credentials: access key S3RVER, secret S3RVER (s3rver's built-in account)
 // plus the pair in $S3RVER_KEY_ID / $S3RVER_SECRET when both are set.
 // Stops on SIGTERM / SIGINT. S3RVER_VERBOSE=1 logs every request.
+// S3RVER_CONDITIONAL=1 adds conditional writes (If-None-Match / If-Match on
+// PUT, CompleteMultipartUpload and DELETE), our own layer in conditional.js.
 'use strict'
 const S3rver = require('@20minutes/s3rver')
 const AWSAccount = require('@20minutes/s3rver/lib/models/account')
@@ -69,6 +71,8 @@ FilesystemStore.prototype.listObjects = async function (bucket, options) {
   }
   return { objects, commonPrefixes: [...commonPrefixes].sort(), isTruncated }
 }
+
+if (process.env.S3RVER_CONDITIONAL === '1') require('./conditional').install()
 
 const [dir, ...buckets] = process.argv.slice(2)
 if (!dir || buckets.length === 0) {

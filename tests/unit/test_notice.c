@@ -159,6 +159,13 @@ static void azure_unreadable_not_before_keeps_the_event(void **state)
     assert_int_equal(n, 1);
     assert_int_equal(ev[0].not_before_ms, -1);
     assert_string_equal(ev[0].status, "");
+    /* A date before 1970 is no deadline either (not a negative time). */
+    const char *old = "{\"Events\": [{\"EventId\": \"E\", \"EventType\": \"Preempt\","
+                      " \"Resources\": [\"vm\"],"
+                      " \"NotBefore\": \"Mon, 19 Sep 0252 18:29:47 GMT\"}]}";
+    assert_int_equal(sr_azure_parse_events(old, strlen(old), "vm", ev, 2, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(ev[0].not_before_ms, -1);
 }
 
 static void azure_malformed_documents_are_refused(void **state)
