@@ -152,13 +152,32 @@ static const struct sr_fence *fence_of(const struct sr_cp_config *cfg, struct sr
     return f;
 }
 
+/* After -EEXIST (another writer took m's seq: a race in the weak lease
+ * mode, or an old owner's upload landing first): moves m to the next free
+ * seq. 1 to try again, 0 to give up (rc stands). */
+static int renumber(const struct sr_cp_config *cfg, struct sr_manifest *m, int rc, int tries)
+{
+    uint64_t next = 0;
+    if (rc != -EEXIST || tries >= 3 || sr_ckpt_next_seq(cfg->st, cfg->run_id, &next) < 0)
+        return 0;
+    if (next <= m->seq)
+        next = m->seq + 1;
+    sr_warn("checkpoint seq %" PRIu64 " of %s was taken by another writer; publishing as seq %" PRIu64,
+            m->seq, cfg->run_id, next);
+    m->seq = next;
+    return 1;
+}
+
 int sr_cp_push_dir(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, int64_t step,
                    struct sr_manifest *m)
 {
     const struct sr_pack_opts opts = {.level = cfg->level, .threads = cfg->threads};
     manifest_header(cfg, seq, step, m);
     struct sr_fence f;
-    int rc = sr_ckpt_publish_dir(cfg->st, m, dir, &opts, fence_of(cfg, &f));
+    int rc, tries = 0;
+    do
+        rc = sr_ckpt_publish_dir(cfg->st, m, dir, &opts, fence_of(cfg, &f));
+    while (rc < 0 && renumber(cfg, m, rc, tries++));
     if (rc < 0)
         return rc;
     apply_retention(cfg);
@@ -173,10 +192,13 @@ void sr_cp_set_gpu(struct sr_cp *cp, uint32_t devices, const uint64_t *peak)
     pthread_mutex_unlock(&cp->lock);
 }
 
-int sr_cp_persist(const struct sr_cp_config *cfg, const struct sr_manifest *m, const char *path)
+int sr_cp_persist(const struct sr_cp_config *cfg, struct sr_manifest *m, const char *path)
 {
     struct sr_fence f;
-    int rc = sr_ckpt_publish(cfg->st, m, path, fence_of(cfg, &f));
+    int rc, tries = 0;
+    do
+        rc = sr_ckpt_publish(cfg->st, m, path, fence_of(cfg, &f));
+    while (rc < 0 && renumber(cfg, m, rc, tries++));
     if (rc < 0)
         return rc;
     apply_retention(cfg);
@@ -235,6 +257,7 @@ static void do_persist(struct sr_cp *cp, struct job *j)
     const int64_t t0 = sr_now_ms();
     sr_err_clear();
     r.rc = sr_cp_persist(&cfg, &j->m, j->path);
+    r.seq = j->m.seq; /* renumbered if another writer took the seq */
     r.ms = sr_now_ms() - t0;
     unlink(j->path);
     if (r.rc < 0) {
@@ -252,6 +275,8 @@ static void do_persist(struct sr_cp *cp, struct job *j)
         cp->persist_bps = (double)r.stored_bytes * 1000.0 / (double)r.ms;
         cp->last_stored = r.stored_bytes;
     }
+    if (r.seq >= cp->next_seq)
+        cp->next_seq = r.seq + 1;
     cp->pending--;
     pthread_cond_broadcast(&cp->cond);
     pthread_mutex_unlock(&cp->lock);

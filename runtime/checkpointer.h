@@ -60,7 +60,8 @@ struct sr_cp;
 /* Synchronous building blocks, also used by `spotrun push`. */
 int sr_cp_stage(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, int64_t step,
                 const char *out_path, struct sr_manifest *m);
-int sr_cp_persist(const struct sr_cp_config *cfg, const struct sr_manifest *m, const char *path);
+/* m->seq is raised when another writer took it meanwhile (-EEXIST). */
+int sr_cp_persist(const struct sr_cp_config *cfg, struct sr_manifest *m, const char *path);
 /* stage + persist without the local staging file (`spotrun push`): dir is
  * packed straight into the store (sr_ckpt_publish_dir), then retention.
  * Not for the job's commits: the job may change dir once it is staged. */

@@ -433,7 +433,7 @@ int sr_cmd_push(int argc, char **argv)
         char raw[32], stored[32];
         sr_format_size(m.raw_bytes, raw, sizeof(raw));
         sr_format_size(m.stored_bytes, stored, sizeof(stored));
-        sr_info("pushed %s as checkpoint %" PRIu64 " of %s: %s -> %s", ops[1], seq, ops[0], raw,
+        sr_info("pushed %s as checkpoint %" PRIu64 " of %s: %s -> %s", ops[1], m.seq, ops[0], raw,
                 stored);
         code = 0;
     }

@@ -415,6 +415,30 @@ static void test_persist_publishes_a_data_object_of_stored_bytes(void **state)
     sr_ckpt_list_free(&l);
 }
 
+/* Another writer committed the seq we staged for (a race in the weak lease
+ * mode, an old owner's upload landing first): persist moves to the next
+ * free seq instead of failing, and both checkpoints stay intact. */
+static void test_persist_moves_to_a_free_seq_when_its_seq_was_taken(void **state)
+{
+    struct fixture *f = *state;
+    char out[PATH_MAX + 16], other[PATH_MAX + 16];
+    snprintf(out, sizeof(out), "%s/staged.tar.zst", f->dir);
+    snprintf(other, sizeof(other), "%s/other.tar.zst", f->dir);
+    struct sr_manifest mine, theirs;
+    assert_int_equal(sr_cp_stage(&f->cfg, f->ckpt, 1, 10, out, &mine), 0);
+    assert_int_equal(sr_cp_stage(&f->cfg, f->ckpt, 1, 99, other, &theirs), 0);
+    assert_int_equal(sr_cp_persist(&f->cfg, &theirs, other), 0);
+    assert_int_equal(sr_cp_persist(&f->cfg, &mine, out), 0);
+    assert_int_equal(mine.seq, 2);
+    struct sr_ckpt_list l;
+    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.v[0].step, 99);
+    assert_int_equal(l.v[1].seq, 2);
+    assert_int_equal(l.v[1].step, 10);
+    sr_ckpt_list_free(&l);
+}
+
 static void test_stage_of_missing_directory_fails_with_message(void **state)
 {
     struct fixture *f = *state;
@@ -450,6 +474,7 @@ int main(void)
         T(test_restarted_checkpointer_continues_seq_numbering),
         T(test_stage_fills_the_manifest),
         T(test_persist_publishes_a_data_object_of_stored_bytes),
+        T(test_persist_moves_to_a_free_seq_when_its_seq_was_taken),
         T(test_stage_of_missing_directory_fails_with_message),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
