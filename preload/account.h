@@ -2,10 +2,12 @@
  * account.h - per-device GPU memory accounting of this process (see
  * gpu_page.h for what is published) and the optional --gpu-mem-limit.
  *
- * Hot path contract: lock-free. A reservation is an atomic add checked
- * against the limit; a successful allocation enters the pointer map (a
- * lock-free open-addressing table, see account.c); a free removes it and
- * subtracts what was recorded, so frees need no size from the caller.
+ * Hot path contract: lock-free, and no cache line shared between threads
+ * in a steady state (account.c: per-thread slots and quotas). A
+ * reservation takes bytes from the thread's quota, going to the device's
+ * grant (checked against the limit) only when that is short; a successful
+ * allocation enters the pointer map (ptrmap.h); a free removes it and
+ * gives back what was recorded, so frees need no size from the caller.
  */
 #ifndef SPOTRUN_ACCOUNT_H
 #define SPOTRUN_ACCOUNT_H
@@ -23,7 +25,7 @@ uint64_t acct_limit(void);
 uint64_t acct_used(int dev);
 
 /* Before an allocation of known size: 0, or -1 when the limit refuses it
- * (counted as failed). */
+ * (counted as failed and limited). */
 int acct_reserve(int dev, enum spotrun_mem_kind kind, size_t bytes);
 /* After it: ok with key != 0 records a success (the map remembers
  * key -> bytes); ok with key == 0 (a zero-byte allocation) just undoes the

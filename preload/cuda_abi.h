@@ -14,6 +14,7 @@
 /* Runtime API (cudaError_t is an enum: int-sized). */
 typedef int sr_cudaError_t;
 typedef void *sr_cudaStream_t;
+typedef void *sr_cudaMemPool_t;
 #define SR_cudaSuccess 0
 #define SR_cudaErrorInvalidValue 1
 #define SR_cudaErrorMemoryAllocation 2
@@ -42,12 +43,14 @@ typedef int sr_CUresult;
 typedef unsigned long long sr_CUdeviceptr;
 typedef unsigned long long sr_CUmemGenericAllocationHandle;
 typedef void *sr_CUstream;
+typedef void *sr_CUmemoryPool;
 typedef int sr_CUdevice;
 typedef unsigned long long sr_cuuint64_t;
 #define SR_CUDA_SUCCESS 0
 #define SR_CUDA_ERROR_INVALID_VALUE 1
 #define SR_CUDA_ERROR_OUT_OF_MEMORY 2
 #define SR_CUDA_ERROR_NOT_FOUND 500
+#define SR_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
 
 /* Leading part of CUmemAllocationProp: type, requestedHandleTypes,
  * location {type, id}. Only location.id (the device) is read. */

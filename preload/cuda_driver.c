@@ -144,6 +144,75 @@ SPOTRUN_EXPORT sr_CUresult cuMemAllocPitch_v2(sr_CUdeviceptr *dptr, size_t *pitc
     return rc;
 }
 
+/* Pinned host memory (what cudaMallocHost / cudaHostAlloc become), counted
+ * on the current device like the runtime's; never limited. */
+SPOTRUN_EXPORT sr_CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int fl)
+{
+    DRV_ALLOC(cuMemHostAlloc, SPOTRUN_MEM_HOST, drv_device(), size, (uintptr_t)*pp, pp, size, fl);
+}
+
+SPOTRUN_EXPORT sr_CUresult cuMemAllocHost_v2(void **pp, size_t size)
+{
+    DRV_ALLOC(cuMemAllocHost_v2, SPOTRUN_MEM_HOST, drv_device(), size, (uintptr_t)*pp, pp, size);
+}
+
+SPOTRUN_EXPORT sr_CUresult cuMemFreeHost(void *p)
+{
+    DRV_FREE(cuMemFreeHost, (uintptr_t)p, p);
+}
+
+/* A pool's memory lives on the pool's device, which need not be the
+ * current one (that is what cuMemAllocFromPoolAsync is for), and the shim
+ * does not track pools: the device is the pointer's, asked once the
+ * allocation is made; the limit is checked then, and an allocation over it
+ * is freed again (stream-ordered, on the caller's stream). */
+static int drv_device_of(sr_CUdeviceptr p)
+{
+    int dev = -1;
+    const cuPointerGetAttribute_fn get = REAL(cuPointerGetAttribute);
+    if (get) {
+        shim_enter();
+        if (get(&dev, SR_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p) != SR_CUDA_SUCCESS)
+            dev = -1;
+        shim_leave();
+    }
+    return dev >= 0 ? acct_dev(dev) : drv_device();
+}
+
+#define DRV_POOL_ALLOC(name, free_name)                                                            \
+    DRV_PROLOGUE(name, dptr, size, pool, s);                                                       \
+    shim_enter();                                                                                  \
+    const sr_CUresult rc = real(dptr, size, pool, s);                                              \
+    shim_leave();                                                                                  \
+    if (rc != SR_CUDA_SUCCESS || !*dptr) {                                                         \
+        acct_finish(drv_device(), SPOTRUN_MEM_DEVICE, 0, rc == SR_CUDA_SUCCESS, 0);                \
+        return rc;                                                                                 \
+    }                                                                                              \
+    const int dev = drv_device_of(*dptr);                                                          \
+    if (acct_reserve(dev, SPOTRUN_MEM_DEVICE, size) < 0) {                                         \
+        const free_name##_fn f = REAL(free_name);                                                  \
+        shim_enter();                                                                              \
+        if (f)                                                                                     \
+            f(*dptr, s);                                                                           \
+        shim_leave();                                                                              \
+        *dptr = 0;                                                                                 \
+        return SR_CUDA_ERROR_OUT_OF_MEMORY;                                                        \
+    }                                                                                              \
+    acct_finish(dev, SPOTRUN_MEM_DEVICE, size, 1, (uintptr_t)*dptr);                               \
+    return rc
+
+SPOTRUN_EXPORT sr_CUresult cuMemAllocFromPoolAsync(sr_CUdeviceptr *dptr, size_t size,
+                                                   sr_CUmemoryPool pool, sr_CUstream s)
+{
+    DRV_POOL_ALLOC(cuMemAllocFromPoolAsync, cuMemFreeAsync);
+}
+
+SPOTRUN_EXPORT sr_CUresult cuMemAllocFromPoolAsync_ptsz(sr_CUdeviceptr *dptr, size_t size,
+                                                        sr_CUmemoryPool pool, sr_CUstream s)
+{
+    DRV_POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz, cuMemFreeAsync_ptsz);
+}
+
 SPOTRUN_EXPORT sr_CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
 {
     DRV_PROLOGUE(cuMemGetInfo_v2, free_b, total_b);

@@ -16,6 +16,8 @@
 #include "hooks.h"
 #include "shim.h"
 
+#include <string.h>
+
 static int rt_device(void)
 {
     int dev = 0;
@@ -160,6 +162,50 @@ SPOTRUN_EXPORT sr_cudaError_t cudaMalloc3D(sr_pitched_t *pp, sr_extent_t extent)
     if (out != rc)
         pp->ptr = NULL;
     return out;
+}
+
+/* The pool's device need not be the current one: it is the pointer's,
+ * asked once the allocation is made (the shim does not track pools); the
+ * limit is checked then, and an allocation over it freed again on the
+ * caller's stream. */
+static int rt_device_of(const void *p)
+{
+    int dev = -1;
+    const cudaPointerGetAttributes_fn get = REAL(cudaPointerGetAttributes);
+    if (get) {
+        struct sr_cudaPointerAttributes a;
+        memset(&a, 0, sizeof a);
+        shim_enter();
+        if (get(&a, p) == SR_cudaSuccess)
+            dev = a.device;
+        shim_leave();
+    }
+    return dev >= 0 ? acct_dev(dev) : rt_device();
+}
+
+SPOTRUN_EXPORT sr_cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size,
+                                                      sr_cudaMemPool_t pool, sr_cudaStream_t stream)
+{
+    RT_PROLOGUE(cudaMallocFromPoolAsync, ptr, size, pool, stream);
+    shim_enter();
+    const sr_cudaError_t rc = real(ptr, size, pool, stream);
+    shim_leave();
+    if (rc != SR_cudaSuccess || !*ptr) {
+        acct_finish(rt_device(), SPOTRUN_MEM_DEVICE, 0, rc == SR_cudaSuccess, 0);
+        return rc;
+    }
+    const int dev = rt_device_of(*ptr);
+    if (acct_reserve(dev, SPOTRUN_MEM_DEVICE, size) < 0) {
+        const cudaFreeAsync_fn f = REAL(cudaFreeAsync);
+        shim_enter();
+        if (f)
+            f(*ptr, stream);
+        shim_leave();
+        *ptr = NULL;
+        return SR_cudaErrorMemoryAllocation;
+    }
+    acct_finish(dev, SPOTRUN_MEM_DEVICE, size, 1, (uintptr_t)*ptr);
+    return rc;
 }
 
 SPOTRUN_EXPORT sr_cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b)

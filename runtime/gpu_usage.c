@@ -1,8 +1,9 @@
 /*
  * gpu_usage.c - reading the shim's accounting pages (see gpu_usage.h).
- * Pages are read with read(), a snapshot of atomically updated counters;
- * a page with a foreign magic, an unknown version or a short size is
- * skipped (a newer shim may append fields, never move them).
+ * Pages are read with read(), a snapshot of atomically updated counters
+ * summed over the page's per-thread slots (spotrun_gpu_page_sum); a page
+ * with a foreign magic, an unknown version or a short size is skipped (a
+ * newer shim may append fields, never move them).
  */
 #include "gpu_usage.h"
 
@@ -10,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,28 +34,36 @@ int sr_gpu_usage_read(const char *dir, struct sr_gpu_usage *u)
     uint64_t peak[SR_GPU_DEVICES] = {0}, cur[SR_GPU_DEVICES] = {0}, allocs = 0, failed = 0;
     int pages = 0;
     struct dirent *e;
-    struct spotrun_gpu_page pg;
+    struct spotrun_gpu_page *pg = malloc(sizeof *pg); /* ~100 KiB: not on the stack */
+    if (!pg) {
+        closedir(d);
+        return 0;
+    }
     while ((e = readdir(d))) {
         if (!is_page(e->d_name))
             continue;
         const int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             continue;
-        const ssize_t r = read(fd, &pg, sizeof(pg));
+        const ssize_t r = read(fd, pg, sizeof(*pg));
         close(fd);
-        if (r != (ssize_t)sizeof(pg) || pg.magic != SPOTRUN_GPU_PAGE_MAGIC ||
-            pg.version != SPOTRUN_GPU_PAGE_VERSION || pg.size < sizeof(pg))
+        if (r != (ssize_t)sizeof(*pg) || pg->magic != SPOTRUN_GPU_PAGE_MAGIC ||
+            pg->version != SPOTRUN_GPU_PAGE_VERSION || pg->size < sizeof(*pg))
             continue;
         pages++;
         for (int i = 0; i < SR_GPU_DEVICES; i++) {
-            const struct spotrun_gpu_dev *g = &pg.dev[i];
-            peak[i] += g->kind[SPOTRUN_MEM_DEVICE].peak + g->kind[SPOTRUN_MEM_MANAGED].peak;
-            cur[i] += g->kind[SPOTRUN_MEM_DEVICE].current + g->kind[SPOTRUN_MEM_MANAGED].current;
-            for (int k = 0; k < SPOTRUN_MEM_KINDS; k++)
-                allocs += g->kind[k].allocs;
-            failed += g->failed;
+            for (int k = 0; k < SPOTRUN_MEM_KINDS; k++) {
+                const struct spotrun_gpu_sum s = spotrun_gpu_page_sum(pg, i, k);
+                if (k != SPOTRUN_MEM_HOST) {
+                    peak[i] += s.peak;
+                    cur[i] += s.current;
+                }
+                allocs += s.allocs;
+            }
+            failed += pg->dev[i].failed;
         }
     }
+    free(pg);
     closedir(d);
     for (int i = 0; i < SR_GPU_DEVICES; i++) {
         if (peak[i] > u->peak[i])

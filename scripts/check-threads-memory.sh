@@ -11,7 +11,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 echo "== ThreadSanitizer"
 "$root/scripts/build.sh" "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPOTRUN_TSAN=ON >/dev/null
 (cd "$root/build-tsan" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-    ctest --output-on-failure -R "unit/(test_codec|test_checkpointer|test_catalog|test_store|test_control)")
+    ctest --output-on-failure -R "unit/(test_codec|test_checkpointer|test_catalog|test_store|test_control|test_lease|test_preload_account)")
 
 echo "== valgrind (memcheck) on the core scenarios"
 command -v valgrind >/dev/null || { echo "valgrind is required (apt-get install valgrind)" >&2; exit 1; }

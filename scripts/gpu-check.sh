@@ -57,6 +57,10 @@ t_rt() { probe malloc 64M malloc 32M free 0 managed 16M host 8M &&
     has "^dev0 managed current=$((16 * MiB)) " && has "^dev0 host current=$((8 * MiB)) "; }
 t_proc() { probe proc-alloc 16M proc-create 2M free 0 &&
     has "^dev0 device current=$((2 * MiB)) peak=$((18 * MiB)) allocs=2 frees=1$"; }
+t_host() { probe proc-hostalloc 8M proc-allochost 4M free 0 host 2M &&
+    has "^dev0 host current=$((6 * MiB)) peak=$((12 * MiB)) allocs=3 frees=1$"; }
+t_pool() { probe pool-alloc 0 8M proc-pool-alloc 0 4M free 0 &&
+    has "^dev0 device current=$((4 * MiB)) peak=$((12 * MiB)) allocs=2 frees=1$"; }
 t_once() { probe malloc 4M && has "^dev0 device current=$((4 * MiB)) .* allocs=1 frees=0$"; }
 t_limit() { rm -rf "$WORK/gpu" && mkdir "$WORK/gpu" &&
     SPOTRUN_GPU_MEM_LIMIT=100M LD_PRELOAD=$SHIM SPOTRUN_GPU_DIR=$WORK/gpu "$PROBE" \
@@ -83,6 +87,8 @@ x = torch.empty(256 * 2**20, dtype=torch.uint8, device='cuda'); torch.cuda.synch
 rm -rf "$WORK/gpu"; mkdir "$WORK/gpu"
 check "runtime allocs counted (device/managed/host)" "cudaMalloc/Managed/Host, current+peak" t_rt
 check "driver via dlsym + cuGetProcAddress" "cuMemAlloc, cuMemCreate" t_proc
+check "driver pinned host counted" "cuMemHostAlloc, cuMemAllocHost, cuMemFreeHost" t_host
+check "pool allocations counted" "cudaMallocFromPoolAsync, cuMemAllocFromPoolAsync" t_pool
 check "runtime -> driver counted once" "1 cudaMalloc = 1 alloc" t_once
 check "--gpu-mem-limit: OOM + MemGetInfo total" "limit 100 MiB" t_limit
 check "threads: exact counts" "8 x 2000 pairs" t_threads

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The shim's CUDA allocation accounting, against the fake CUDA runtime and
 # driver (tests/fakecuda): interception, the cuGetProcAddress path, no double
-# counting, limits, threads, and a missing real CUDA.
+# counting, pinned host and pool allocations, limits (with other threads
+# holding quota), threads, and a missing real CUDA.
 . "$(dirname "$0")/lib.sh"
 
 if [ -z "${FAKECUDA:-}" ]; then
@@ -43,6 +44,65 @@ test_expect_success 'driver calls obtained with dlsym + cuGetProcAddress are cou
     ! grep -v "rc=0" out &&
     pages >p && cat p &&
     grep "^dev0 device current=$((2 * MiB)) peak=$((3 * MiB)) allocs=2 frees=1$" p
+'
+
+test_expect_success 'pinned host memory from the driver (cuMemHostAlloc, cuMemAllocHost) is counted as host' '
+    fresh &&
+    probe proc-hostalloc 1M proc-allochost 2M free 0 >out &&
+    ! grep -v "rc=0" out &&
+    pages >p && cat p &&
+    grep "^dev0 host current=$((2 * MiB)) peak=$((3 * MiB)) allocs=2 frees=1$" p &&
+    ! grep "^dev0 device" p
+'
+
+test_expect_success 'cudaMallocHost and cudaHostAlloc reaching cuMemHostAlloc count once' '
+    fresh &&
+    probe host 1M hostalloc 1M free 0 >out &&
+    ! grep -v "rc=0" out &&
+    pages >p && cat p &&
+    grep "^dev0 host current=$MiB peak=$((2 * MiB)) allocs=2 frees=1$" p
+'
+
+test_expect_success 'pool allocations count on the pool device, not the current one' '
+    fresh &&
+    probe pool-alloc 1 1M proc-pool-alloc 1 2M free 0 >out &&
+    ! grep -v "rc=0" out &&
+    pages >p && cat p &&
+    grep "^dev1 device current=$((2 * MiB)) peak=$((3 * MiB)) allocs=2 frees=1$" p &&
+    ! grep "^dev0" p
+'
+
+test_expect_success 'pool allocations over --gpu-mem-limit fail with 2 and are given back' '
+    fresh &&
+    FAKECUDA_TOTAL=$((5 * MiB)) SPOTRUN_GPU_MEM_LIMIT=4M \
+        probe pool-alloc 0 3M pool-alloc 0 2M proc-pool-alloc 0 2M pool-alloc 0 1M >out &&
+    cat out &&
+    test "$(sed -n 1p out)" = "pool-alloc rc=0" &&
+    test "$(sed -n 2p out)" = "pool-alloc rc=2" &&
+    test "$(sed -n 3p out)" = "proc-pool-alloc rc=2" &&
+    test "$(sed -n 4p out)" = "pool-alloc rc=0" &&
+    pages >p && cat p &&
+    grep "^dev0 device current=$((4 * MiB)) peak=$((4 * MiB)) allocs=2 frees=0$" p &&
+    grep "^dev0 failed=2 limited=2$" p
+'
+
+test_expect_success 'under --gpu-mem-limit, quota another thread holds does not refuse what fits' '
+    fresh &&
+    SPOTRUN_GPU_MEM_LIMIT=4M probe park 1M malloc 4M meminfo malloc 1 >out &&
+    cat out &&
+    grep "^malloc rc=0$" out && grep "^malloc rc=2$" out &&
+    grep "^meminfo free=0 total=$((4 * MiB))$" out &&
+    pages >p && cat p &&
+    grep "^dev0 device current=$((4 * MiB)) peak=$((4 * MiB)) allocs=2 frees=1$" p
+'
+
+test_expect_success '8 threads under --gpu-mem-limit: nothing refused that fits, exact counts' '
+    fresh &&
+    SPOTRUN_GPU_MEM_LIMIT=1M probe threads 8 20000 4096 >out && grep "threads rc=0" out &&
+    pages >p && cat p &&
+    grep "^dev0 device current=0 peak=[0-9]* allocs=160000 frees=160000$" p &&
+    peak=$(sed -n "s/^dev0 device .*peak=\([0-9]*\).*/\1/p" p) &&
+    test "$peak" -le $MiB && ! grep failed p
 '
 
 test_expect_success 'allocations are counted on the current device' '

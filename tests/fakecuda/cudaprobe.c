@@ -5,12 +5,18 @@
  *
  *   malloc SIZE | managed SIZE | host SIZE | hostalloc SIZE | async SIZE
  *   pitch W H | 3d W H D          runtime allocations (pushed on a list)
- *   proc-alloc SIZE | proc-create SIZE    driver calls obtained with dlopen +
- *                                         dlsym + cuGetProcAddress
+ *   pool-alloc DEV SIZE           cudaMallocFromPoolAsync from a new pool on DEV
+ *   proc-alloc SIZE | proc-create SIZE | proc-hostalloc SIZE | proc-allochost SIZE
+ *   | proc-pool-alloc DEV SIZE    driver calls obtained with dlopen + dlsym +
+ *                                 cuGetProcAddress (cuMemAlloc, cuMemCreate,
+ *                                 cuMemHostAlloc, cuMemAllocHost,
+ *                                 cuMemAllocFromPoolAsync)
  *   free I                        frees list entry I with the matching call
  *   meminfo | proc-meminfo        "free=F total=T"
  *   device N                      cudaSetDevice
  *   threads T N SIZE              T threads x N malloc/free pairs
+ *   park SIZE                     a thread mallocs and frees SIZE, then stays
+ *                                 alive (holding whatever the shim gave it)
  *   sleep MS                      pause (lets a test look at the page)
  * SIZE takes K/M/G suffixes (binary).
  */
@@ -25,7 +31,7 @@
 #include <string.h>
 #include <time.h>
 
-enum kind { RT_DEV, RT_MANAGED, RT_HOST, RT_ASYNC, DRV_DEV, DRV_HANDLE };
+enum kind { RT_DEV, RT_MANAGED, RT_HOST, RT_ASYNC, DRV_DEV, DRV_HANDLE, DRV_HOST, DRV_ASYNC };
 struct entry {
     void *p;
     enum kind kind;
@@ -82,6 +88,38 @@ struct tjob {
     size_t size;
     int failures;
 };
+
+static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t park_cond = PTHREAD_COND_INITIALIZER;
+static int parked;
+
+static void *parker(void *arg)
+{
+    void *p;
+    const int rc = cudaMalloc(&p, *(size_t *)arg) | cudaFree(p);
+    pthread_mutex_lock(&park_lock);
+    parked = rc ? -1 : 1;
+    pthread_cond_broadcast(&park_cond);
+    for (;;)
+        pthread_cond_wait(&park_cond, &park_lock); /* until the process exits */
+    return NULL;
+}
+
+static CUmemoryPool drv_pool(int dev)
+{
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = dev;
+    CUmemoryPool pool = NULL;
+    if (((CUresult(*)(CUmemoryPool *, const CUmemPoolProps *))proc("cuMemPoolCreate"))(
+            &pool, &props) != CUDA_SUCCESS) {
+        fprintf(stderr, "cudaprobe: cuMemPoolCreate(%d) failed\n", dev);
+        exit(2);
+    }
+    return pool;
+}
 
 static void *worker(void *arg)
 {
@@ -149,6 +187,49 @@ int main(int argc, char **argv)
                                                                         &prop, 0);
             if (rc == 0)
                 push((void *)(uintptr_t)h, DRV_HANDLE);
+        } else if (!strcmp(op, "proc-hostalloc") || !strcmp(op, "proc-allochost")) {
+            const size_t sz = size_arg(argv[++i]);
+            rc = !strcmp(op, "proc-hostalloc")
+                     ? ((CUresult(*)(void **, size_t, unsigned))proc("cuMemHostAlloc"))(
+                           &p, sz, CU_MEMHOSTALLOC_PORTABLE)
+                     : ((CUresult(*)(void **, size_t))proc("cuMemAllocHost"))(&p, sz);
+            if (rc == 0)
+                push(p, DRV_HOST);
+        } else if (!strcmp(op, "pool-alloc")) {
+            const int dev = atoi(argv[i + 1]);
+            const size_t sz = size_arg(argv[i + 2]);
+            i += 2;
+            struct cudaMemPoolProps props;
+            memset(&props, 0, sizeof props);
+            props.allocType = cudaMemAllocationTypePinned;
+            props.location.type = cudaMemLocationTypeDevice;
+            props.location.id = dev;
+            cudaMemPool_t pool;
+            rc = cudaMemPoolCreate(&pool, &props);
+            if (rc == 0)
+                rc = cudaMallocFromPoolAsync(&p, sz, pool, 0);
+            if (rc == 0)
+                push(p, RT_ASYNC);
+        } else if (!strcmp(op, "proc-pool-alloc")) {
+            const CUmemoryPool pool = drv_pool(atoi(argv[i + 1]));
+            const size_t sz = size_arg(argv[i + 2]);
+            i += 2;
+            CUdeviceptr d;
+            rc = ((CUresult(*)(CUdeviceptr *, size_t, CUmemoryPool, CUstream))proc(
+                "cuMemAllocFromPoolAsync"))(&d, sz, pool, NULL);
+            if (rc == 0)
+                push((void *)(uintptr_t)d, DRV_ASYNC);
+        } else if (!strcmp(op, "park")) {
+            static size_t park_size;
+            park_size = size_arg(argv[++i]);
+            pthread_t th;
+            pthread_create(&th, NULL, parker, &park_size);
+            pthread_detach(th);
+            pthread_mutex_lock(&park_lock);
+            while (!parked)
+                pthread_cond_wait(&park_cond, &park_lock);
+            rc = parked < 0;
+            pthread_mutex_unlock(&park_lock);
         } else if (!strcmp(op, "free")) {
             struct entry *e = &list[atoi(argv[++i])];
             switch (e->kind) {
@@ -164,6 +245,13 @@ int main(int argc, char **argv)
                 break;
             case DRV_DEV:
                 rc = ((CUresult(*)(CUdeviceptr))proc("cuMemFree"))((CUdeviceptr)(uintptr_t)e->p);
+                break;
+            case DRV_HOST:
+                rc = ((CUresult(*)(void *))proc("cuMemFreeHost"))(e->p);
+                break;
+            case DRV_ASYNC:
+                rc = ((CUresult(*)(CUdeviceptr, CUstream))proc("cuMemFreeAsync"))(
+                    (CUdeviceptr)(uintptr_t)e->p, NULL);
                 break;
             case DRV_HANDLE:
                 rc = ((CUresult(*)(CUmemGenericAllocationHandle))proc("cuMemRelease"))(

@@ -4,10 +4,11 @@
  * use, with the real signatures and error codes (compiled against the real
  * cuda.h), "device" memory being host memory.
  *
- * Knobs: FAKECUDA_TOTAL (bytes per device, default 16 GiB),
- * FAKECUDA_DEVICES (default 2). Live allocations are kept in a small
- * mutex-guarded hash so that cuPointerGetAttribute can tell device memory
- * from anything else, and frees of unknown pointers fail like the real one.
+ * Knobs: FAKECUDA_TOTAL (bytes per device, enforced; default 16 GiB
+ * reported, not enforced), FAKECUDA_DEVICES (default 2). Live allocations
+ * are kept in a hash with striped locks so that cuPointerGetAttribute can
+ * tell device memory from anything else (and its device), and frees of
+ * unknown pointers fail like the real one.
  */
 #include <cuda.h>
 
@@ -18,6 +19,8 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define BUCKETS 4096
+#define STRIPES 64 /* locks: threads allocating at once rarely meet */
+#define MAX_DEV 64
 
 struct block {
     uintptr_t ptr;
@@ -27,16 +30,44 @@ struct block {
     struct block *next;
 };
 
+/* One lock per stripe of buckets, and the bytes its blocks hold per device,
+ * so that the fake itself scales with threads (the benchmark measures the
+ * shim against it). FAKECUDA_TOTAL turns the capacity check on, which
+ * takes the global lock (tests only). */
+struct stripe {
+    pthread_mutex_t lock;
+    size_t used[MAX_DEV];
+} __attribute__((aligned(64)));
+
 static struct block *table[BUCKETS];
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static size_t used[64];
+static struct stripe stripes[STRIPES];
+static pthread_mutex_t total_lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t total_used[MAX_DEV]; /* under total_lock, with FAKECUDA_TOTAL only */
 static __thread int cur_dev;
 static unsigned long long next_handle = 1;
+static pthread_once_t stripes_once = PTHREAD_ONCE_INIT;
+
+static size_t limit_env; /* FAKECUDA_TOTAL, read once (getenv per call would dominate) */
+
+static void stripes_init(void)
+{
+    for (int i = 0; i < STRIPES; i++)
+        pthread_mutex_init(&stripes[i].lock, NULL);
+    const char *t = getenv("FAKECUDA_TOTAL");
+    limit_env = t ? (size_t)strtoull(t, NULL, 10) : 0;
+}
+
+/* 0 = no capacity check (the default: 16 GiB reported, not enforced). */
+static size_t total_limit(void)
+{
+    pthread_once(&stripes_once, stripes_init);
+    return limit_env;
+}
 
 static size_t total_bytes(void)
 {
-    const char *t = getenv("FAKECUDA_TOTAL");
-    return t ? (size_t)strtoull(t, NULL, 10) : (size_t)16 << 30;
+    const size_t t = total_limit();
+    return t ? t : (size_t)16 << 30;
 }
 
 static int device_count(void)
@@ -50,74 +81,136 @@ static unsigned bucket(uintptr_t p)
     return (unsigned)((p >> 4) * 2654435761u) % BUCKETS;
 }
 
+static struct stripe *stripe_of(unsigned bucket_index)
+{
+    pthread_once(&stripes_once, stripes_init);
+    return &stripes[bucket_index % STRIPES];
+}
+
+static size_t used_bytes(int dev)
+{
+    size_t u = 0;
+    for (int i = 0; i < STRIPES; i++) {
+        struct stripe *s = stripe_of((unsigned)i);
+        pthread_mutex_lock(&s->lock);
+        u += s->used[dev];
+        pthread_mutex_unlock(&s->lock);
+    }
+    return u;
+}
+
 static CUresult track(uintptr_t p, size_t size, int dev, CUmemorytype type)
 {
     struct block *b = malloc(sizeof *b);
     if (!b)
         return CUDA_ERROR_OUT_OF_MEMORY;
     *b = (struct block){p, size, dev, type, NULL};
-    pthread_mutex_lock(&lock);
-    b->next = table[bucket(p)];
-    table[bucket(p)] = b;
-    pthread_mutex_unlock(&lock);
+    const unsigned i = bucket(p);
+    struct stripe *s = stripe_of(i);
+    pthread_mutex_lock(&s->lock);
+    b->next = table[i];
+    table[i] = b;
+    if (type != CU_MEMORYTYPE_HOST)
+        s->used[dev] += size;
+    pthread_mutex_unlock(&s->lock);
     return CUDA_SUCCESS;
 }
 
-static struct block *untrack(uintptr_t p)
+static struct block *untrack(uintptr_t p, int want_host)
 {
-    pthread_mutex_lock(&lock);
-    struct block **pp = &table[bucket(p)];
+    const unsigned i = bucket(p);
+    struct stripe *s = stripe_of(i);
+    pthread_mutex_lock(&s->lock);
+    struct block **pp = &table[i];
     while (*pp && (*pp)->ptr != p)
         pp = &(*pp)->next;
     struct block *b = *pp;
+    if (b && (b->type == CU_MEMORYTYPE_HOST) != want_host)
+        b = NULL; /* cuMemFree of pinned host memory, or the reverse */
     if (b) {
         *pp = b->next;
-        used[b->dev] -= b->size;
+        if (b->type != CU_MEMORYTYPE_HOST)
+            s->used[b->dev] -= b->size;
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&s->lock);
+    if (b && b->type != CU_MEMORYTYPE_HOST && total_limit()) {
+        pthread_mutex_lock(&total_lock);
+        total_used[b->dev] -= b->size;
+        pthread_mutex_unlock(&total_lock);
+    }
     return b;
 }
 
-static CUresult alloc(CUdeviceptr *dptr, size_t size, CUmemorytype type, int real_mem)
+/* The block holding p (its type), or 0. */
+static CUmemorytype lookup(uintptr_t p, int *dev)
+{
+    const unsigned i = bucket(p);
+    struct stripe *s = stripe_of(i);
+    pthread_mutex_lock(&s->lock);
+    struct block *b = table[i];
+    while (b && b->ptr != p)
+        b = b->next;
+    const CUmemorytype t = b ? b->type : (CUmemorytype)0;
+    if (b && dev)
+        *dev = b->dev;
+    pthread_mutex_unlock(&s->lock);
+    return t;
+}
+
+static CUresult alloc_on(int dev, CUdeviceptr *dptr, size_t size, CUmemorytype type, int real_mem)
 {
     if (!dptr || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&lock);
-    const int ok = used[cur_dev] + size <= total_bytes();
-    if (ok)
-        used[cur_dev] += size;
-    pthread_mutex_unlock(&lock);
-    if (!ok)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    uintptr_t p;
+    const size_t limit = type == CU_MEMORYTYPE_HOST ? 0 : total_limit();
+    if (limit) {
+        pthread_mutex_lock(&total_lock);
+        const int ok = total_used[dev] + size <= limit;
+        if (ok)
+            total_used[dev] += size;
+        pthread_mutex_unlock(&total_lock);
+        if (!ok)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    uintptr_t p = 0;
     if (real_mem) {
         void *m = malloc(size);
-        if (!m)
-            return CUDA_ERROR_OUT_OF_MEMORY;
         p = (uintptr_t)m;
     } else {
-        pthread_mutex_lock(&lock);
-        p = (uintptr_t)next_handle++;
-        pthread_mutex_unlock(&lock);
+        p = (uintptr_t)__atomic_fetch_add(&next_handle, 1, __ATOMIC_RELAXED);
     }
-    if (track(p, size, cur_dev, type) != CUDA_SUCCESS) {
+    if (!p || track(p, size, dev, type) != CUDA_SUCCESS) {
         if (real_mem)
             free((void *)p);
+        if (limit) {
+            pthread_mutex_lock(&total_lock);
+            total_used[dev] -= size;
+            pthread_mutex_unlock(&total_lock);
+        }
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *dptr = (CUdeviceptr)p;
     return CUDA_SUCCESS;
 }
 
-static CUresult release(uintptr_t p, int real_mem)
+static CUresult alloc(CUdeviceptr *dptr, size_t size, CUmemorytype type, int real_mem)
 {
-    struct block *b = untrack(p);
+    return alloc_on(cur_dev, dptr, size, type, real_mem);
+}
+
+static CUresult release_as(uintptr_t p, int real_mem, int want_host)
+{
+    struct block *b = untrack(p, want_host);
     if (!b)
         return CUDA_ERROR_INVALID_VALUE;
     if (real_mem)
         free((void *)p);
     free(b);
     return CUDA_SUCCESS;
+}
+
+static CUresult release(uintptr_t p, int real_mem)
+{
+    return release_as(p, real_mem, 0);
 }
 
 EXPORT CUresult cuInit(unsigned int flags)
@@ -225,11 +318,76 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
     return release((uintptr_t)h, 0);
 }
 
+/* Pinned host memory: malloc'd, tracked as CU_MEMORYTYPE_HOST (so that
+ * cuMemFree refuses it and cuMemFreeHost refuses device memory). */
+EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
+{
+    if (!pp || (flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
+                                    CU_MEMHOSTALLOC_WRITECOMBINED)))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUdeviceptr p;
+    const CUresult rc = alloc(&p, bytesize, CU_MEMORYTYPE_HOST, 1);
+    if (rc == CUDA_SUCCESS)
+        *pp = (void *)(uintptr_t)p;
+    return rc;
+}
+
+EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+    return cuMemHostAlloc(pp, bytesize, 0);
+}
+
+EXPORT CUresult cuMemFreeHost(void *p)
+{
+    return release_as((uintptr_t)p, 1, 1);
+}
+
+/* Memory pools: a pool is its location; allocations from it land on the
+ * pool's device, whatever the current one. */
+struct CUmemPoolHandle_st {
+    int dev;
+};
+
+EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+    if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        props->location.type != CU_MEM_LOCATION_TYPE_DEVICE || props->location.id < 0 ||
+        props->location.id >= device_count())
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUmemPoolHandle_st *p = malloc(sizeof *p);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    p->dev = props->location.id;
+    *pool = p;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+    if (!pool)
+        return CUDA_ERROR_INVALID_VALUE;
+    free(pool);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                        CUstream s)
+{
+    (void)s;
+    if (!pool)
+        return CUDA_ERROR_INVALID_VALUE;
+    return alloc_on(pool->dev, dptr, bytesize, CU_MEMORYTYPE_DEVICE, 1);
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                             CUstream s)
+{
+    return cuMemAllocFromPoolAsync(dptr, bytesize, pool, s);
+}
+
 EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total_b)
 {
-    pthread_mutex_lock(&lock);
-    const size_t u = used[cur_dev];
-    pthread_mutex_unlock(&lock);
+    const size_t u = used_bytes(cur_dev);
     *total_b = total_bytes();
     *free_b = *total_b - u;
     return CUDA_SUCCESS;
@@ -243,17 +401,18 @@ EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
 
 EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr)
 {
-    if (attr != CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+    if (attr != CU_POINTER_ATTRIBUTE_MEMORY_TYPE && attr != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
         return CUDA_ERROR_NOT_SUPPORTED;
-    pthread_mutex_lock(&lock);
-    struct block *b = table[bucket((uintptr_t)ptr)];
-    while (b && b->ptr != (uintptr_t)ptr)
-        b = b->next;
-    const CUmemorytype t = b ? b->type : (CUmemorytype)0;
-    pthread_mutex_unlock(&lock);
-    if (!b)
+    if (!data)
         return CUDA_ERROR_INVALID_VALUE;
-    *(CUmemorytype *)data = t;
+    int dev = 0;
+    const CUmemorytype t = lookup((uintptr_t)ptr, &dev);
+    if (!t)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (attr == CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+        *(CUmemorytype *)data = t;
+    else
+        *(int *)data = dev;
     return CUDA_SUCCESS;
 }
 
@@ -282,6 +441,13 @@ static const struct proc procs[] = {
     {"cuMemFreeAsync", (void *)cuMemFreeAsync, (void *)cuMemFreeAsync_ptsz},
     {"cuMemCreate", (void *)cuMemCreate, NULL},
     {"cuMemRelease", (void *)cuMemRelease, NULL},
+    {"cuMemHostAlloc", (void *)cuMemHostAlloc, NULL},
+    {"cuMemAllocHost", (void *)cuMemAllocHost_v2, NULL},
+    {"cuMemFreeHost", (void *)cuMemFreeHost, NULL},
+    {"cuMemPoolCreate", (void *)cuMemPoolCreate, NULL},
+    {"cuMemPoolDestroy", (void *)cuMemPoolDestroy, NULL},
+    {"cuMemAllocFromPoolAsync", (void *)cuMemAllocFromPoolAsync,
+     (void *)cuMemAllocFromPoolAsync_ptsz},
     {"cuMemGetInfo", (void *)cuMemGetInfo_v2, NULL},
     {"cuMemcpy", (void *)cuMemcpy, NULL},
     {"cuPointerGetAttribute", (void *)cuPointerGetAttribute, NULL},

@@ -31,7 +31,12 @@
     X(cuMemFreeAsync, (CUdeviceptr, CUstream))                                                     \
     X(cuMemGetInfo, (size_t *, size_t *))                                                          \
     X(cuMemcpy, (CUdeviceptr, CUdeviceptr, size_t))                                                \
-    X(cuPointerGetAttribute, (void *, CUpointer_attribute, CUdeviceptr))
+    X(cuPointerGetAttribute, (void *, CUpointer_attribute, CUdeviceptr))                           \
+    X(cuMemHostAlloc, (void **, size_t, unsigned))                                                 \
+    X(cuMemFreeHost, (void *))                                                                     \
+    X(cuMemPoolCreate, (CUmemoryPool *, const CUmemPoolProps *))                                   \
+    X(cuMemPoolDestroy, (CUmemoryPool))                                                            \
+    X(cuMemAllocFromPoolAsync, (CUdeviceptr *, size_t, CUmemoryPool, CUstream))
 
 #define DECL(name, params) static CUresult(*d_##name) params;
 DRIVER_FUNCS(DECL)
@@ -134,20 +139,42 @@ EXPORT cudaError_t cudaFreeAsync(void *p, cudaStream_t s)
 {
     CALL(d_cuMemFreeAsync((CUdeviceptr)p, (CUstream)s));
 }
+/* Pinned host memory goes through the driver, like the real runtime
+ * (cudaHostAlloc's flags have the values of cuMemHostAlloc's). */
 EXPORT cudaError_t cudaMallocHost(void **p, size_t size)
 {
-    *p = malloc(size);
-    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+    CALL(d_cuMemHostAlloc(p, size, 0));
 }
 EXPORT cudaError_t cudaHostAlloc(void **p, size_t size, unsigned int flags)
 {
-    (void)flags;
-    return cudaMallocHost(p, size);
+    CALL(d_cuMemHostAlloc(p, size, flags));
 }
 EXPORT cudaError_t cudaFreeHost(void *p)
 {
-    free(p);
-    return cudaSuccess;
+    if (!p)
+        return ready();
+    CALL(d_cuMemFreeHost(p));
+}
+EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *pool, const struct cudaMemPoolProps *props)
+{
+    if (!props)
+        return cudaErrorInvalidValue;
+    CUmemPoolProps p;
+    memset(&p, 0, sizeof p);
+    p.allocType = (CUmemAllocationType)props->allocType;
+    p.handleTypes = (CUmemAllocationHandleType)props->handleTypes;
+    p.location.type = (CUmemLocationType)props->location.type;
+    p.location.id = props->location.id;
+    CALL(d_cuMemPoolCreate((CUmemoryPool *)pool, &p));
+}
+EXPORT cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool)
+{
+    CALL(d_cuMemPoolDestroy((CUmemoryPool)pool));
+}
+EXPORT cudaError_t cudaMallocFromPoolAsync(void **p, size_t size, cudaMemPool_t pool,
+                                           cudaStream_t s)
+{
+    CALL(d_cuMemAllocFromPoolAsync((CUdeviceptr *)p, size, (CUmemoryPool)pool, (CUstream)s));
 }
 EXPORT cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b)
 {
@@ -188,9 +215,15 @@ EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, con
     CUmemorytype t;
     if (d_cuPointerGetAttribute(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)p) ==
         CUDA_SUCCESS) {
-        a->type = t == CU_MEMORYTYPE_UNIFIED ? cudaMemoryTypeManaged : cudaMemoryTypeDevice;
-        a->device = cur_dev;
+        int dev = cur_dev;
+        d_cuPointerGetAttribute(&dev, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (CUdeviceptr)p);
+        a->type = t == CU_MEMORYTYPE_UNIFIED ? cudaMemoryTypeManaged
+                  : t == CU_MEMORYTYPE_HOST  ? cudaMemoryTypeHost
+                                             : cudaMemoryTypeDevice;
+        a->device = dev;
         a->devicePointer = (void *)p;
+        if (t == CU_MEMORYTYPE_HOST)
+            a->hostPointer = (void *)p;
     } else {
         a->type = cudaMemoryTypeUnregistered;
         a->hostPointer = (void *)p;

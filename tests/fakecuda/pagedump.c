@@ -1,6 +1,7 @@
 /*
  * pagedump.c - prints the shim's accounting pages (gpu_page.h) found in a
- * directory, summed over processes, one line per device and kind in use:
+ * directory, summed over processes (and each page over its per-thread
+ * slots), one line per device and kind in use:
  *   dev0 device current=C peak=P allocs=A frees=F
  *   dev0 failed=N limited=M
  *   pages=K untracked=U
@@ -24,7 +25,10 @@ int main(int argc, char **argv)
         perror(argv[1]);
         return 1;
     }
-    static struct spotrun_gpu_page sum, pg;
+    static struct spotrun_gpu_page pg;
+    static struct spotrun_gpu_sum sum[SPOTRUN_GPU_MAX_DEVICES][SPOTRUN_MEM_KINDS];
+    static uint64_t failed[SPOTRUN_GPU_MAX_DEVICES], limited[SPOTRUN_GPU_MAX_DEVICES];
+    uint64_t untracked = 0;
     int pages = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -38,35 +42,36 @@ int main(int argc, char **argv)
         const ssize_t r = read(fd, &pg, sizeof pg);
         close(fd);
         if (r != (ssize_t)sizeof pg || pg.magic != SPOTRUN_GPU_PAGE_MAGIC ||
-            pg.version != SPOTRUN_GPU_PAGE_VERSION)
+            pg.version != SPOTRUN_GPU_PAGE_VERSION || pg.size < sizeof pg)
             continue;
         pages++;
-        sum.untracked += pg.untracked;
+        untracked += pg.untracked;
         for (int i = 0; i < SPOTRUN_GPU_MAX_DEVICES; i++) {
             for (int k = 0; k < SPOTRUN_MEM_KINDS; k++) {
-                sum.dev[i].kind[k].current += pg.dev[i].kind[k].current;
-                sum.dev[i].kind[k].peak += pg.dev[i].kind[k].peak;
-                sum.dev[i].kind[k].allocs += pg.dev[i].kind[k].allocs;
-                sum.dev[i].kind[k].frees += pg.dev[i].kind[k].frees;
+                const struct spotrun_gpu_sum s = spotrun_gpu_page_sum(&pg, i, k);
+                sum[i][k].current += s.current;
+                sum[i][k].peak += s.peak;
+                sum[i][k].allocs += s.allocs;
+                sum[i][k].frees += s.frees;
             }
-            sum.dev[i].failed += pg.dev[i].failed;
-            sum.dev[i].limited += pg.dev[i].limited;
+            failed[i] += pg.dev[i].failed;
+            limited[i] += pg.dev[i].limited;
         }
     }
     closedir(d);
     static const char *const names[] = {"device", "managed", "host"};
     for (int i = 0; i < SPOTRUN_GPU_MAX_DEVICES; i++) {
         for (int k = 0; k < SPOTRUN_MEM_KINDS; k++) {
-            const struct spotrun_gpu_kind *c = &sum.dev[i].kind[k];
+            const struct spotrun_gpu_sum *c = &sum[i][k];
             if (c->allocs || c->peak)
                 printf("dev%d %s current=%llu peak=%llu allocs=%llu frees=%llu\n", i, names[k],
                        (unsigned long long)c->current, (unsigned long long)c->peak,
                        (unsigned long long)c->allocs, (unsigned long long)c->frees);
         }
-        if (sum.dev[i].failed)
-            printf("dev%d failed=%llu limited=%llu\n", i, (unsigned long long)sum.dev[i].failed,
-                   (unsigned long long)sum.dev[i].limited);
+        if (failed[i])
+            printf("dev%d failed=%llu limited=%llu\n", i, (unsigned long long)failed[i],
+                   (unsigned long long)limited[i]);
     }
-    printf("pages=%d untracked=%llu\n", pages, (unsigned long long)sum.untracked);
+    printf("pages=%d untracked=%llu\n", pages, (unsigned long long)untracked);
     return 0;
 }

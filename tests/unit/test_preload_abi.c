@@ -30,6 +30,7 @@ static void constants_match_the_cuda_headers(void **state)
     assert_int_equal(SR_CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE);
     assert_int_equal(SR_CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_OUT_OF_MEMORY);
     assert_int_equal(SR_CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_FOUND);
+    assert_int_equal(SR_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL);
 }
 
 static void types_match_the_cuda_headers(void **state)
@@ -38,6 +39,8 @@ static void types_match_the_cuda_headers(void **state)
     assert_int_equal(sizeof(sr_cudaError_t), sizeof(cudaError_t));
     assert_int_equal(sizeof(sr_CUresult), sizeof(CUresult));
     assert_int_equal(sizeof(sr_CUdeviceptr), sizeof(CUdeviceptr));
+    assert_int_equal(sizeof(sr_CUmemoryPool), sizeof(CUmemoryPool));
+    assert_int_equal(sizeof(sr_cudaMemPool_t), sizeof(cudaMemPool_t));
     assert_int_equal(sizeof(sr_CUmemGenericAllocationHandle), sizeof(CUmemGenericAllocationHandle));
     assert_int_equal(sizeof(struct sr_cudaExtent), sizeof(struct cudaExtent));
     assert_int_equal(sizeof(struct sr_cudaPitchedPtr), sizeof(struct cudaPitchedPtr));

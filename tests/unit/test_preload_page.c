@@ -1,8 +1,8 @@
 /*
  * test_preload_page.c - pins the layout of the shim's shared accounting
  * page (preload/gpu_page.h): the wrapper of one version reads the pages of
- * a shim of another, so offsets and sizes never move; new fields go into
- * the reserved space with a version bump.
+ * a shim of another, so offsets and sizes never move without a version
+ * bump (version 2: per-thread slots), and the readers' sum over slots.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,8 +17,9 @@ static void page_layout_is_pinned(void **state)
 {
     (void)state;
     assert_int_equal(SPOTRUN_GPU_PAGE_MAGIC, 0x0031454741505253ULL);
-    assert_int_equal(SPOTRUN_GPU_PAGE_VERSION, 1);
+    assert_int_equal(SPOTRUN_GPU_PAGE_VERSION, 2);
     assert_int_equal(SPOTRUN_GPU_MAX_DEVICES, 16);
+    assert_int_equal(SPOTRUN_GPU_SLOTS, 64);
     assert_int_equal(offsetof(struct spotrun_gpu_page, magic), 0);
     assert_int_equal(offsetof(struct spotrun_gpu_page, version), 8);
     assert_int_equal(offsetof(struct spotrun_gpu_page, size), 12);
@@ -26,15 +27,55 @@ static void page_layout_is_pinned(void **state)
     assert_int_equal(offsetof(struct spotrun_gpu_page, devices), 20);
     assert_int_equal(offsetof(struct spotrun_gpu_page, limit_bytes), 24);
     assert_int_equal(offsetof(struct spotrun_gpu_page, untracked), 32);
+    assert_int_equal(offsetof(struct spotrun_gpu_page, slots), 40);
+    assert_int_equal(offsetof(struct spotrun_gpu_page, slot_size), 44);
     assert_int_equal(offsetof(struct spotrun_gpu_page, dev), 128);
-    assert_int_equal(sizeof(struct spotrun_gpu_kind), 32);
+    assert_int_equal(sizeof(struct spotrun_gpu_total), 32);
     assert_int_equal(offsetof(struct spotrun_gpu_dev, failed), 96);
     assert_int_equal(offsetof(struct spotrun_gpu_dev, limited), 104);
+    assert_int_equal(offsetof(struct spotrun_gpu_dev, granted), 112);
     assert_int_equal(sizeof(struct spotrun_gpu_dev), 160);
-    assert_int_equal(sizeof(struct spotrun_gpu_page), 128 + 16 * 160);
+    assert_int_equal(offsetof(struct spotrun_gpu_page, slot), 128 + 16 * 160);
+    assert_int_equal(sizeof(struct spotrun_gpu_count), 32);
+    assert_int_equal(offsetof(struct spotrun_gpu_slot, dev), 128);
+    assert_int_equal(sizeof(struct spotrun_gpu_slot), 128 + 16 * 3 * 32);
+    assert_int_equal(sizeof(struct spotrun_gpu_page), 128 + 16 * 160 + 64 * (128 + 16 * 3 * 32));
     assert_int_equal(SPOTRUN_MEM_DEVICE, 0);
     assert_int_equal(SPOTRUN_MEM_MANAGED, 1);
     assert_int_equal(SPOTRUN_MEM_HOST, 2);
+}
+
+static void slots_do_not_share_cache_lines(void **state)
+{
+    (void)state;
+    /* The page is mapped page-aligned; each thread's slot starts on its own
+     * pair of 64-byte lines (adjacent-line prefetch), so two threads'
+     * counters never share one. */
+    assert_int_equal(offsetof(struct spotrun_gpu_page, slot) % 128, 0);
+    assert_int_equal(sizeof(struct spotrun_gpu_slot) % 128, 0);
+}
+
+static void readers_sum_slots_modulo_2_64(void **state)
+{
+    (void)state;
+    static struct spotrun_gpu_page pg;
+    /* Thread A allocated 3 MiB, thread B freed 1 MiB of it: B's slot is
+     * "negative", the sum is what is live. */
+    pg.slot[1].dev[2][SPOTRUN_MEM_MANAGED].current = 3u << 20;
+    pg.slot[1].dev[2][SPOTRUN_MEM_MANAGED].allocs = 3;
+    pg.slot[5].dev[2][SPOTRUN_MEM_MANAGED].current = (uint64_t) - (1 << 20);
+    pg.slot[5].dev[2][SPOTRUN_MEM_MANAGED].frees = 1;
+    pg.slot[0].dev[2][SPOTRUN_MEM_MANAGED].allocs = 1; /* the shared slot counts too */
+    pg.dev[2].total[SPOTRUN_MEM_MANAGED].peak = 3u << 20;
+    struct spotrun_gpu_sum s = spotrun_gpu_page_sum(&pg, 2, SPOTRUN_MEM_MANAGED);
+    assert_int_equal(s.current, 2u << 20);
+    assert_int_equal(s.peak, 3u << 20);
+    assert_int_equal(s.allocs, 4);
+    assert_int_equal(s.frees, 1);
+    /* A snapshot that caught the free but not yet the allocation: 0, not 2^64 - 1 MiB. */
+    pg.slot[1].dev[2][SPOTRUN_MEM_MANAGED].current = 0;
+    s = spotrun_gpu_page_sum(&pg, 2, SPOTRUN_MEM_MANAGED);
+    assert_int_equal(s.current, 0);
 }
 
 static void counters_are_lock_free_sized(void **state)
@@ -51,6 +92,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(page_layout_is_pinned),
         cmocka_unit_test(counters_are_lock_free_sized),
+        cmocka_unit_test(slots_do_not_share_cache_lines),
+        cmocka_unit_test(readers_sum_slots_modulo_2_64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
