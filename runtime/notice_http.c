@@ -199,6 +199,28 @@ int sr_nw_sleep(struct sr_nw *w, int64_t ms)
     }
 }
 
+/* Equal but for the numbers in them: curl's messages carry timings
+ * ("timed out after 2003 milliseconds"), which must not defeat the
+ * one-warning-per-streak rule. */
+static int same_but_numbers(const char *a, const char *b)
+{
+    while (*a && *b) {
+        const int da = *a >= '0' && *a <= '9', db = *b >= '0' && *b <= '9';
+        if (da && db) {
+            while (*a >= '0' && *a <= '9')
+                a++;
+            while (*b >= '0' && *b <= '9')
+                b++;
+            continue;
+        }
+        if (*a != *b)
+            return 0;
+        a++;
+        b++;
+    }
+    return *a == *b;
+}
+
 void sr_nw_warn(struct sr_nw *w, const char *fmt, ...)
 {
     char msg[sizeof(w->last_warning)];
@@ -207,7 +229,7 @@ void sr_nw_warn(struct sr_nw *w, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     w->warned = 1;
-    if (strcmp(msg, w->last_warning) == 0) {
+    if (same_but_numbers(msg, w->last_warning)) {
         sr_debug("%s", msg);
         return;
     }

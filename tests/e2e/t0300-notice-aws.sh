@@ -57,7 +57,17 @@ test_expect_success 'a rebalance recommendation checkpoints without stopping the
     md_control clear
 '
 
-test_expect_success 'malformed and oversized answers are warnings, not crashes' '
+# wait_more FILE PATTERN N: waits until FILE has more than N lines matching PATTERN.
+wait_more() {
+    local i=0
+    while [ "$(grep -c -- "$2" "$1")" -le "$3" ]; do
+        i=$((i + 1))
+        [ "$i" -le 300 ] || { say "timed out waiting for another '$2' in $1"; return 1; }
+        sleep 0.1
+    done
+}
+
+test_expect_success 'malformed, oversized, wrongly typed and slow answers are warnings, not crashes or hangs' '
     "$SPOTRUN" run --run-id aws3 -- "$LOGREG" --steps 100000 --save-every 0 --pace-ms 2 \
         >run4.log 2>&1 &
     pid=$!
@@ -68,6 +78,16 @@ test_expect_success 'malformed and oversized answers are warnings, not crashes' 
     wait_for run4.log "answer too large" &&
     md_control "malformed?mode=wrongtype" &&
     sleep 0.5 &&
+    kill -0 $pid &&
+    md_control "malformed?mode=ok" &&
+    sleep 1.5 &&
+    seen=$(grep -c "ignoring a malformed spot/instance-action answer" run4.log) &&
+    md_control "malformed?mode=html" &&
+    wait_more run4.log "ignoring a malformed spot/instance-action answer" "$seen" &&
+    md_control "malformed?mode=slowloris" &&
+    wait_for run4.log "instance-action: Operation timed out after" &&
+    sleep 5 &&
+    test "$(grep -c "instance-action: Operation timed out after" run4.log)" = 1 &&
     kill -0 $pid &&
     md_control "malformed?mode=ok" &&
     md_control "notice?in=20" &&

@@ -32,7 +32,10 @@ Controls for tests (not part of any provider's protocol), POST unless noted:
   /_control/withdraw                  Azure: the events disappear
   /_control/clear                     no notice any more
   /_control/malformed?mode=M          notice endpoints answer garbage | huge |
-                                      wrongtype | ok (the normal answers again)
+                                      wrongtype | html (a proxy's error page,
+                                      text/html) | slowloris (a valid answer
+                                      dribbled one byte per 0.5 s) | ok (the
+                                      normal answers again)
   /_control/token-hang?on=1           AWS token PUT never answers (hop limit)
   /_control/imdsv1?on=1               AWS: tokenless GETs allowed
   GET /_control/acks                  JSON list of approved Azure EventIds
@@ -49,6 +52,14 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 VM_NAME = "spotrun-test-vm"
+
+
+class Html(bytes):
+    """A body served as text/html (what a proxy's error page looks like)."""
+
+
+class Slow(bytes):
+    """A body sent one byte per 0.5 s (slow-loris)."""
 
 
 class State:
@@ -106,13 +117,23 @@ class Handler(BaseHTTPRequestHandler):
             key = "status %d" % code
             self.st.stats[key] = self.st.stats.get(key, 0) + 1
         self.send_response(code)
-        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Type", "text/html" if isinstance(body, Html) else ctype)
         self.send_header("Content-Length", str(len(body)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.end_headers()
-        if self.command != "HEAD":
+        if self.command == "HEAD":
+            return
+        if not isinstance(body, Slow):
             self.wfile.write(body)
+            return
+        try:  # slow-loris: the client must give up on its own
+            for i in range(len(body)):
+                self.wfile.write(body[i:i + 1])
+                self.wfile.flush()
+                time.sleep(0.5)
+        except OSError:
+            pass
 
     def count(self):
         key = "%s %s" % (self.command, urllib.parse.urlsplit(self.path).path)
@@ -192,6 +213,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def malformed_body(self):
         mode = self.st.malformed
+        if mode == "html":
+            return Html(b"<html><body><h1>502 Bad Gateway</h1></body></html>\n")
+        if mode == "slowloris":
+            return Slow(json.dumps({"action": "terminate", "time": iso(time.time() + 60)}).encode())
         if mode == "garbage":
             return b'{"action": "terminate", "time": '  # truncated JSON
         if mode == "huge":
