@@ -46,6 +46,7 @@ struct sr_cp {
     struct job *stage_q, *persist_q;
     struct res_node *res_head, *res_tail;
     int pending, staging, abandon;
+    int hurry; /* skip persists a newer staged checkpoint supersedes */
     int stop_stage, stop_persist; /* set in this order by sr_cp_stop() */
     uint64_t next_seq;
     uint64_t last_stored;
@@ -252,6 +253,22 @@ static void do_persist(struct sr_cp *cp, struct job *j)
                              .raw_bytes = j->m.raw_bytes,
                              .stored_bytes = j->m.stored_bytes};
     pthread_mutex_lock(&cp->lock);
+    const int superseded = cp->hurry && cp->persist_q;
+    pthread_mutex_unlock(&cp->lock);
+    if (superseded) {
+        r.rc = -ECANCELED;
+        snprintf(r.msg, sizeof(r.msg), "superseded by a newer checkpoint (preempting)");
+        unlink(j->path);
+        pthread_mutex_lock(&cp->lock);
+        cp->pending--;
+        pthread_cond_broadcast(&cp->cond);
+        pthread_mutex_unlock(&cp->lock);
+        free(j->dir);
+        free(j);
+        post(cp, &r);
+        return;
+    }
+    pthread_mutex_lock(&cp->lock);
     const struct sr_cp_config cfg = cp->cfg;
     pthread_mutex_unlock(&cp->lock);
     const int64_t t0 = sr_now_ms();
@@ -350,6 +367,13 @@ int sr_cp_start(const struct sr_cp_config *cfg, struct sr_cp **out)
         abort();
     *out = cp;
     return 0;
+}
+
+void sr_cp_hurry(struct sr_cp *cp, int on)
+{
+    pthread_mutex_lock(&cp->lock);
+    cp->hurry = on;
+    pthread_mutex_unlock(&cp->lock);
 }
 
 int sr_cp_fd(const struct sr_cp *cp)

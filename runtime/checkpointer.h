@@ -76,6 +76,10 @@ void sr_cp_set_attempt(struct sr_cp *cp, uint32_t attempt, struct sr_events *ev)
 /* The GPU memory peaks per device to record in manifests staged from now
  * on (the supervisor reads them from the shim's pages). */
 void sr_cp_set_gpu(struct sr_cp *cp, uint32_t devices, const uint64_t *peak);
+/* While on (a deadline is near), a staged checkpoint whose persist has not
+ * started is skipped when a newer one is staged behind it: its result is
+ * -ECANCELED. The newest commit becomes durable sooner. */
+void sr_cp_hurry(struct sr_cp *cp, int on);
 /* Queues a commit of dir (copied) at step (-1 unknown). */
 int sr_cp_submit(struct sr_cp *cp, const char *dir, int64_t step, int tag);
 /* 1 and fills res when a result was queued, else 0. */

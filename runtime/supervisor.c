@@ -71,6 +71,10 @@ struct sup {
     int64_t deadline, commit_by, kill_at;
     uint64_t durable_seq;
     int persist_failed;
+    /* Commits submitted, and those whose persist (or stage) has finished;
+     * a drain waits for the ones submitted before it began, not for the
+     * job's later periodic commits. */
+    uint64_t submitted, finished, drain_mark;
     struct sr_gpu_usage gpu; /* from the shim's pages in gpu_dir */
     char gpu_dir[4096];
 
@@ -221,6 +225,7 @@ static void commit_dir(struct sup *s, int64_t step, int client_fd, const char *w
         }
         return;
     }
+    s->submitted++;
     s->committed_fp = sr_dir_fingerprint(s->cfg->ckpt_dir, NULL);
     sr_debug("commit requested (%s)", why);
 }
@@ -247,6 +252,14 @@ static void request_checkpoint(struct sup *s, const char *why)
 }
 
 /* ---- preemption ---------------------------------------------------------- */
+
+/* From here on the job is stopped once the commits submitted so far are
+ * durable (or failed): a job that keeps committing cannot hold it up. */
+static void enter_drain(struct sup *s)
+{
+    s->pre = DRAIN;
+    s->drain_mark = s->submitted;
+}
 
 static void stop_job(struct sup *s)
 {
@@ -278,7 +291,7 @@ static void notice(struct sup *s, const char *source, int64_t deadline_ms)
             s->deadline = deadline_ms;
         sr_warn("second notice (%s): not waiting any longer", source);
         if (s->pre == WAIT_COMMIT)
-            s->pre = DRAIN;
+            enter_drain(s);
         else if (s->pre == DRAIN)
             stop_job(s);
         else if (s->child)
@@ -288,6 +301,7 @@ static void notice(struct sup *s, const char *source, int64_t deadline_ms)
     s->phase = PREEMPTING;
     s->deadline = deadline_ms;
     s->commit_by = commit_deadline(s, deadline_ms);
+    sr_cp_hurry(s->cp, 1); /* only the newest checkpoint counts now */
     char left[32], commit_in[32];
     sr_format_duration_ms(deadline_ms - t, left, sizeof(left));
     sr_format_duration_ms(s->commit_by - t, commit_in, sizeof(commit_in));
@@ -306,7 +320,7 @@ static void notice(struct sup *s, const char *source, int64_t deadline_ms)
         s->pre = WAIT_COMMIT;
         request_checkpoint(s, "notice");
     } else {
-        s->pre = DRAIN;
+        enter_drain(s);
     }
 }
 
@@ -315,9 +329,10 @@ static void preempt_tick(struct sup *s)
     const int64_t t = now();
     if (s->pre == WAIT_COMMIT && t >= s->commit_by) {
         sr_warn("the job did not commit in time; the newest durable checkpoint stands");
-        s->pre = DRAIN;
+        enter_drain(s);
     }
-    if (s->pre == DRAIN && (sr_cp_pending(s->cp) == 0 || t >= s->deadline))
+    if (s->pre == DRAIN &&
+        (sr_cp_pending(s->cp) == 0 || s->finished >= s->drain_mark || t >= s->deadline))
         stop_job(s);
     if (s->pre == STOPPING && s->child && t >= s->kill_at) {
         sr_warn("the job did not stop after SIGTERM; killing it");
@@ -367,6 +382,7 @@ static void cloud_withdrawn(struct sup *s, const struct sr_notice_event *ev)
     sr_info("the %s notice was withdrawn: cancelling the stop, the job keeps running", ev->source);
     s->phase = RUNNING;
     s->deadline = s->commit_by = s->kill_at = 0;
+    sr_cp_hurry(s->cp, 0);
 }
 
 static void on_notice(struct sup *s)
@@ -422,7 +438,7 @@ static void child_exited(struct sup *s, int status)
             s->phase = FINISHING;
             s->exit_code = 0;
         } else if (s->pre != STOPPING) {
-            s->pre = DRAIN;
+            enter_drain(s);
         }
         return;
     }
@@ -536,7 +552,7 @@ static void on_control(struct sup *s)
             s->job_committed = 1;
             commit_dir(s, req.step, fd, "job");
             if (s->phase == PREEMPTING && s->pre == WAIT_COMMIT)
-                s->pre = DRAIN; /* persists are drained before the job is stopped */
+                enter_drain(s); /* persists are drained before the job is stopped */
             break;              /* fd is answered once staged */
         case SR_CTL_NOTIFY:
             sr_ctl_reply(fd, "OK");
@@ -563,6 +579,8 @@ static void on_result(struct sup *s)
 {
     struct sr_cp_result r;
     while (sr_cp_take(s->cp, &r)) {
+        if (r.kind == SR_CP_PERSISTED || r.rc < 0)
+            s->finished++;
         char raw[32], stored[32];
         sr_format_size(r.raw_bytes, raw, sizeof(raw));
         sr_format_size(r.stored_bytes, stored, sizeof(stored));
@@ -583,6 +601,8 @@ static void on_result(struct sup *s)
                 sr_info("checkpoint %" PRIu64 " (step %s) staged: %s -> %s in %.1fs", r.seq, step,
                         raw, stored, (double)r.ms / 1000.0);
             }
+        } else if (r.rc == -ECANCELED) {
+            sr_info("checkpoint %" PRIu64 " skipped: %s", r.seq, r.msg);
         } else if (r.rc == -ESTALE && s->cfg->lease) {
             s->persist_failed = 1;
             lease_lost(s, r.msg);
