@@ -42,6 +42,23 @@ test_expect_success 'rerun resumes and ends bit-exact with the reference' '
     cmp ref.bin w.bin
 '
 
+test_expect_success 'an expired IMDSv2 token is renewed at once and no notice is missed' '
+    "$SPOTRUN" run --run-id aws5 -- "$LOGREG" --steps 100000 --save-every 0 --pace-ms 2 \
+        >run6.log 2>&1 &
+    pid=$!
+    wait_for run6.log "step 100 " &&
+    puts=$(md_get stats | "$PY" -c "import json,sys; print(json.load(sys.stdin)[\"PUT /latest/api/token\"])") &&
+    md_control revoke-tokens &&
+    sleep 2.5 &&
+    md_get stats >stats2.json &&
+    "$PY" -c "import json,sys; s=json.load(open(\"stats2.json\")); sys.exit(not s[\"PUT /latest/api/token\"] > $puts)" &&
+    ! grep -i "warning" run6.log &&
+    md_control "notice?in=20" &&
+    expect_code 75 wait $pid &&
+    grep "preemption notice from aws" run6.log &&
+    md_control clear
+'
+
 test_expect_success 'a rebalance recommendation checkpoints without stopping the job' '
     "$SPOTRUN" run --run-id aws2 -- "$LOGREG" --steps 100000 --save-every 0 --pace-ms 2 \
         >run3.log 2>&1 &

@@ -37,6 +37,7 @@ Controls for tests (not part of any provider's protocol), POST unless noted:
                                       dribbled one byte per 0.5 s) | ok (the
                                       normal answers again)
   /_control/token-hang?on=1           AWS token PUT never answers (hop limit)
+  /_control/revoke-tokens             AWS: every IMDSv2 token issued so far expires
   /_control/imdsv1?on=1               AWS: tokenless GETs allowed
   GET /_control/acks                  JSON list of approved Azure EventIds
   GET /_control/stats                 JSON request counts per method and path
@@ -195,6 +196,8 @@ class Handler(BaseHTTPRequestHandler):
             elif what == "malformed":
                 st.malformed = q.get("mode", "garbage")
                 st.changed()  # long polls answer at once
+            elif what == "revoke-tokens":  # as if every token expired now
+                st.tokens.clear()
             elif what == "token-hang":
                 st.token_hang = q.get("on", "1") == "1"
             elif what == "imdsv1":
