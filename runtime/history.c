@@ -182,6 +182,8 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         at->restarted = 1;
     } else if (strcmp(type, "preempted") == 0) {
         at->preempted = 1;
+    } else if (strcmp(type, "lease_lost") == 0) {
+        at->superseded = 1;
     } else if (strcmp(type, "done") == 0) {
         at->done = 1;
     }
@@ -258,6 +260,8 @@ static enum sr_hist_end end_of(const struct sr_hist_attempt *a, int last)
         return SR_END_DONE;
     if (a->preempted)
         return SR_END_PREEMPTED;
+    if (a->superseded)
+        return SR_END_SUPERSEDED;
     if (a->restarted)
         return SR_END_CRASHED;
     if (a->has_exit && a->exit_code != 0)
@@ -477,8 +481,8 @@ const char *sr_hist_state_name(enum sr_hist_state s)
 
 const char *sr_hist_end_name(enum sr_hist_end e)
 {
-    static const char *const names[] = {"running", "done",   "preempted",
-                                        "crashed", "failed", "vanished"};
+    static const char *const names[] = {"running", "done",     "preempted", "crashed",
+                                        "failed",  "vanished", "superseded"};
     return names[e];
 }
 

@@ -35,6 +35,7 @@ enum sr_hist_end {
     SR_END_CRASHED,   /* the job failed and was restarted */
     SR_END_FAILED,    /* the job failed and spotrun gave up (--max-restarts) */
     SR_END_VANISHED,  /* the log stops without an end and a later attempt exists */
+    SR_END_SUPERSEDED, /* lost the run's lease to another wrapper (exit 73) */
 };
 
 enum sr_hist_state {
@@ -58,7 +59,7 @@ struct sr_hist_attempt {
     int64_t exit_ms;
     int exit_code;
     char exit_signal[16]; /* "KILL", "" when it exited */
-    int restarted, preempted, done;
+    int restarted, preempted, done, superseded;
     int64_t notice_ms; /* 0 = no notice in this attempt */
     int64_t notice_left_ms;
     char notice_source[64];

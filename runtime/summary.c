@@ -160,6 +160,8 @@ void sr_summary_print_attempts(FILE *f, const struct sr_history *h)
                          a->exit_code, lost);
         } else if (a->end == SR_END_VANISHED)
             snprintf(how, sizeof(how), "vanished, lost %s", lost);
+        else if (a->end == SR_END_SUPERSEDED)
+            snprintf(how, sizeof(how), "superseded: another wrapper took the run over");
         else
             snprintf(how, sizeof(how), "%s", sr_hist_end_name(a->end));
         fprintf(f, "attempt %-4" PRIu32 " %-19s %-8s %-26s on %s%s%s: %s\n", a->attempt, when, ran,

@@ -91,6 +91,9 @@ test_expect_success 'an owner paused past its lease loses the run; its wake-up c
     grep "took it over (epoch 2)" a4.log
     ! grep "preempted" a4.log
     test "$(newest_epoch r4)" = 2
+    "$SPOTRUN" show r4 >show4.out
+    grep "superseded: another wrapper took the run over" show4.out
+    grep "failures:    0" show4.out
     $on_b "$SPOTRUN" run --run-id r4 -- $train --out b.bin >b5.log 2>&1
     cmp ref.bin b.bin
 '
