@@ -337,26 +337,63 @@ static int from_container(struct sr_s3_creds *c)
     return 0;
 }
 
-static int from_imds(struct sr_s3_creds *c)
+static const char *imds_base(void)
+{
+    return env("SPOTRUN_AWS_IMDS") ? env("SPOTRUN_AWS_IMDS") : IMDS_DEFAULT;
+}
+
+/* An IMDSv2 session token as the header to send ("X-aws-ec2-metadata-token:
+ * ..."): 0, -ENOENT (no metadata service, or disabled), -EACCES (refused). */
+static int imds_token(char *hdr, size_t len)
 {
     const char *dis = env("AWS_EC2_METADATA_DISABLED");
     if (dis && strcasecmp(dis, "true") == 0)
         return -ENOENT;
-    const char *base = env("SPOTRUN_AWS_IMDS") ? env("SPOTRUN_AWS_IMDS") : IMDS_DEFAULT;
-    char url[4096], hdr[1200];
+    const char *base = imds_base();
+    char url[4096];
     struct body b = {0};
     long status = 0;
     snprintf(url, sizeof(url), "%s/latest/api/token", base);
-    int rc = http("PUT", url, "X-aws-ec2-metadata-token-ttl-seconds: 21600", NULL, &status, &b);
+    const int rc =
+        http("PUT", url, "X-aws-ec2-metadata-token-ttl-seconds: 21600", NULL, &status, &b);
     if (rc < 0 || status != 200 || !b.p || b.n == 0 || b.n > 1000) {
         free(b.p);
         return rc < 0 ? -ENOENT
                       : sr_errf(-EACCES, "instance metadata %s refused a token (HTTP %ld)", base,
                                 status);
     }
-    snprintf(hdr, sizeof(hdr), "X-aws-ec2-metadata-token: %s", b.p);
+    snprintf(hdr, len, "X-aws-ec2-metadata-token: %s", b.p);
     free(b.p);
-    b = (struct body){0};
+    return 0;
+}
+
+/* The instance's region (placement/region), for an instance-role run
+ * without AWS_REGION: the bucket is most likely in the same region. */
+static void imds_region(char *region, size_t len)
+{
+    char hdr[1200], url[4096];
+    if (imds_token(hdr, sizeof(hdr)) < 0) {
+        sr_err_clear();
+        return;
+    }
+    struct body b = {0};
+    long status = 0;
+    snprintf(url, sizeof(url), "%s/latest/meta-data/placement/region", imds_base());
+    if (http("GET", url, hdr, NULL, &status, &b) == 0 && status == 200 && b.p && b.n > 0 &&
+        b.n < len && strspn(b.p, "abcdefghijklmnopqrstuvwxyz0123456789-") == b.n)
+        snprintf(region, len, "%s", b.p);
+    free(b.p);
+}
+
+static int from_imds(struct sr_s3_creds *c)
+{
+    const char *base = imds_base();
+    char url[4096], hdr[1200];
+    int rc = imds_token(hdr, sizeof(hdr));
+    if (rc < 0)
+        return rc;
+    struct body b = {0};
+    long status = 0;
     snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/", base);
     rc = http("GET", url, hdr, NULL, &status, &b);
     if (rc < 0 || status != 200 || !b.p || b.n == 0) {
@@ -418,6 +455,8 @@ int sr_s3_creds_open(struct sr_s3_cred_provider **out, char *region, size_t len)
                               "endpoint and the EC2 instance role)");
     if (!region[0])
         from_profile(&(struct sr_s3_creds){0}, region, len); /* region only */
+    if (!region[0] && p->kind == SRC_IMDS)
+        imds_region(region, len);
     if (!region[0])
         snprintf(region, len, "us-east-1");
     if (rc < 0) {

@@ -14,8 +14,9 @@
  *      endpoint $SPOTRUN_AWS_IMDS (default http://169.254.169.254), off
  *      with AWS_EC2_METADATA_DISABLED=true.
  *
- * Region: AWS_REGION, AWS_DEFAULT_REGION, the profile's "region", else
- * us-east-1.
+ * Region: AWS_REGION, AWS_DEFAULT_REGION, the profile's "region", the
+ * instance's own region from IMDSv2 (placement/region) when the
+ * credentials are the instance role's, else us-east-1.
  *
  * Temporary credentials (container, instance role) are refreshed five
  * minutes before their Expiration. The provider is thread-safe: every

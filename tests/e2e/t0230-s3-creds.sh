@@ -59,6 +59,10 @@ test_expect_success 'instance role: IMDSv2 token, role name, credentials' '
     no_env AWS_EC2_METADATA_DISABLED= SPOTRUN_AWS_IMDS=$CREDS_URL \
         "$SPOTRUN" push imds1 src -v 2>imds.log &&
     grep "credentials from instance role spotrun-test-role" imds.log &&
+    grep "s3: .*, region us-east-1," imds.log && # AWS_REGION wins over the instance
+    no_env -u AWS_REGION AWS_EC2_METADATA_DISABLED= SPOTRUN_AWS_IMDS=$CREDS_URL \
+        "$SPOTRUN" ls -v 2>region.log &&
+    grep "s3: .*, region eu-west-3," region.log &&
     no_env AWS_EC2_METADATA_DISABLED= SPOTRUN_AWS_IMDS=$CREDS_URL "$SPOTRUN" pull imds1 out2 &&
     cmp src/w.bin out2/w.bin
 '

@@ -73,6 +73,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reply(404)
         if self.headers.get("X-aws-ec2-metadata-token") not in TOKENS:
             return self.reply(401)
+        if self.path == "/latest/meta-data/placement/region":
+            return self.reply(200, b"eu-west-3")
         base = "/latest/meta-data/iam/security-credentials/"
         if self.path == base:
             return self.reply(200, ROLE.encode())
