@@ -105,7 +105,7 @@ static void manifest_header(const struct sr_cp_config *cfg, uint64_t seq, int64_
     m->attempt = cfg->attempt;
     m->frame_size = SR_CODEC_DEFAULT_FRAME;
     m->level = cfg->level ? cfg->level : SR_CODEC_DEFAULT_LEVEL;
-    m->epoch = cfg->lease ? sr_lease_epoch(cfg->lease) : 0;
+    m->epoch = cfg->lease ? sr_lease_epoch(cfg->lease) : cfg->epoch;
     m->gpu_devices = cfg->gpu_devices <= SR_MANIFEST_GPUS ? cfg->gpu_devices : 0;
     memcpy(m->gpu_peak, cfg->gpu_peak, sizeof(m->gpu_peak));
 }

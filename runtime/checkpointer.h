@@ -37,6 +37,7 @@ struct sr_cp_config {
      * is renewed right before each commit point (a lost lease fails the
      * persist with -ESTALE). */
     struct sr_lease *lease;
+    uint64_t epoch; /* recorded in manifests when there is no lease */
     /* GPU memory peaks recorded in the manifests (sr_cp_set_gpu). */
     uint32_t gpu_devices;
     uint64_t gpu_peak[SR_MANIFEST_GPUS];

@@ -220,6 +220,8 @@ static int run_main(struct run_opts *o, char **cmd)
             (rc = sr_metrics_open(&metrics, o->metrics_file, c.st, run_id)) < 0)
             sr_warn("no metrics file: cannot read the run's history: %s", sr_strerror(rc));
         c.lease = run_lease;
+        if (!run_lease && sr_ckpt_max_epoch(c.st, run_id, &c.epoch) < 0)
+            c.epoch = 0; /* the restore reports an unreadable store */
         code = sr_supervise(&c);
         sr_metrics_close(metrics);
     }

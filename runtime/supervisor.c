@@ -813,7 +813,8 @@ int sr_supervise(const struct sr_run_config *cfg)
                                      .keep = cfg->keep,
                                      .threads = cfg->threads,
                                      .level = cfg->level,
-                                     .lease = cfg->lease};
+                                     .lease = cfg->lease,
+                                     .epoch = cfg->epoch};
     rc = s.sigfd < 0 ? -errno : sr_cp_start(&cpc, &s.cp);
     if (rc < 0) {
         close(s.lfd);

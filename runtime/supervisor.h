@@ -42,6 +42,7 @@ struct sr_run_config {
      * the job runs and before each commit point; losing it to another
      * wrapper stops the job without a checkpoint and exits 73. */
     struct sr_lease *lease;
+    uint64_t epoch; /* without a lease: the run's current epoch (sr_ckpt_max_epoch) */
 };
 
 /* Runs the job to its end; returns spotrun's exit code. */

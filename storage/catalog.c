@@ -158,6 +158,20 @@ out:
     return rc;
 }
 
+int sr_ckpt_max_epoch(struct sr_store *st, const char *run_id, uint64_t *epoch)
+{
+    struct sr_ckpt_list l;
+    *epoch = 0;
+    const int rc = sr_ckpt_list(st, run_id, &l);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < l.n; i++)
+        if (l.v[i].epoch > *epoch)
+            *epoch = l.v[i].epoch;
+    sr_ckpt_list_free(&l);
+    return 0;
+}
+
 /* Every seq directory of the run, complete or not. */
 static int list_seqs(struct sr_store *st, const char *run_id, struct sr_strlist *names)
 {

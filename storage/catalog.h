@@ -37,6 +37,11 @@ void sr_ckpt_key(char *buf, size_t len, const char *run_id, uint64_t seq, const 
 /* Complete checkpoints of run (unparseable manifests are skipped with a warning). */
 int sr_ckpt_list(struct sr_store *st, const char *run_id, struct sr_ckpt_list *out);
 
+/* The highest epoch among run's complete checkpoints (0 when none): what a
+ * writer without a lease stamps, so that seq alone orders its checkpoints
+ * after the existing ones. */
+int sr_ckpt_max_epoch(struct sr_store *st, const char *run_id, uint64_t *epoch);
+
 /* Highest seq present in the store for run (complete or not) + 1, at least 1. */
 int sr_ckpt_next_seq(struct sr_store *st, const char *run_id, uint64_t *seq);
 

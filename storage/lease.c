@@ -209,14 +209,9 @@ static int write_lease(struct sr_lease *l, const struct sr_lease_info *info, con
  * it, so its checkpoints still order after the old ones. */
 static uint64_t max_ckpt_epoch(struct sr_store *st, const char *run_id)
 {
-    struct sr_ckpt_list cl;
     uint64_t max = 0;
-    if (sr_ckpt_list(st, run_id, &cl) < 0)
-        return 0;
-    for (size_t i = 0; i < cl.n; i++)
-        if (cl.v[i].epoch > max)
-            max = cl.v[i].epoch;
-    sr_ckpt_list_free(&cl);
+    if (sr_ckpt_max_epoch(st, run_id, &max) < 0)
+        sr_err_clear();
     return max;
 }
 

@@ -88,6 +88,11 @@ def mkckpt(store, run, seq, step, kind):
                 "stored_bytes": len(data), "files": 1, "frames": 1, "frame_size": 4194304,
                 "level": 3, "codec": "tar+zstd-seekable",
                 "checksum": "xxh3-128:%016x%016x" % (h.high64, h.low64), "stage_seconds": 0.0}
+    try:  # made under the run's current lease, as a wrapper would
+        with open(os.path.join(store, run, "LEASE")) as f:
+            manifest["epoch"] = json.load(f)["epoch"]
+    except OSError:
+        pass
     with open(os.path.join(d, "MANIFEST.json"), "w") as f:
         json.dump(manifest, f, indent=2)
 
