@@ -84,6 +84,8 @@ int sr_source_file_open(const char *path, struct sr_source *src)
     src->size = (uint64_t)st.st_size;
     src->read_at = file_read_at;
     src->checksum = NULL;
+    src->borrow = NULL;
+    src->unborrow = NULL;
     return 0;
 }
 
@@ -98,6 +100,8 @@ void sr_source_file_close(struct sr_source *src)
     src->size = 0;
     src->read_at = NULL;
     src->checksum = NULL;
+    src->borrow = NULL;
+    src->unborrow = NULL;
 }
 
 int sr_source_checksum(const struct sr_source *src, char out[SR_CHECKSUM_LEN])

@@ -79,6 +79,13 @@ struct sr_source {
      * unpacking overlaps extraction with the download and checks the
      * checksum before the swap instead of before extraction. */
     int (*checksum)(void *ctx, char out[SR_CHECKSUM_LEN]);
+    /* Optional (NULL: none): lends the source's own copy of [off, off + len)
+     * when it holds those bytes in one piece of memory (a download's ring
+     * buffer), waiting for them as read_at does, and saves the copy into
+     * the caller's buffer. Returns 1 with *p set (hand it back with
+     * unborrow), 0 when it cannot (use read_at), or a negative errno. */
+    int (*borrow)(void *ctx, uint64_t off, size_t len, const void **p);
+    void (*unborrow)(void *ctx, uint64_t off, size_t len);
 };
 
 /* A source over a local file; close with sr_source_file_close(). */

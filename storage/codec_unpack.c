@@ -87,22 +87,14 @@ static int frame_error(struct uslot *s, uint32_t i, const char *why)
     return -EBADMSG;
 }
 
-/* Fetches, decompresses and checks frame i into slot s. */
-static int fetch_frame(struct unpacker *u, ZSTD_DCtx *dc, uint32_t i, struct uslot *s)
+/* Decompresses and checks frame i, compressed in c, into slot s. */
+static int decode_frame(const struct unpacker *u, ZSTD_DCtx *dc, uint32_t i, const uint8_t *c,
+                        struct uslot *s)
 {
     const struct sr_seek_frame *const f = &u->t->frames[i];
-    if (!dc) {
-        snprintf(s->msg, sizeof(s->msg), "cannot create a zstd decompression context");
-        return -ENOMEM;
-    }
-    const int rc = u->src->read_at(u->src->ctx, s->cbuf, f->csize, f->coff);
-    if (rc < 0) {
-        snprintf(s->msg, sizeof(s->msg), "%s", sr_strerror(rc));
-        return rc;
-    }
-    if (ZSTD_findFrameCompressedSize(s->cbuf, f->csize) != f->csize)
+    if (ZSTD_findFrameCompressedSize(c, f->csize) != f->csize)
         return frame_error(s, i, "not exactly one zstd frame");
-    const size_t r = ZSTD_decompressDCtx(dc, s->dbuf, f->dsize, s->cbuf, f->csize);
+    const size_t r = ZSTD_decompressDCtx(dc, s->dbuf, f->dsize, c, f->csize);
     if (ZSTD_isError(r))
         return frame_error(s, i, ZSTD_getErrorName(r));
     if (r != f->dsize)
@@ -111,11 +103,35 @@ static int fetch_frame(struct unpacker *u, ZSTD_DCtx *dc, uint32_t i, struct usl
         return 0;
     /* A frame with a content checksum was just verified by zstd against its
      * last 4 bytes, which are the low 32 bits of XXH64: compare those. */
-    const int has_ck = rd32(s->cbuf) == ZSTD_FRAME_MAGIC && (s->cbuf[4] & 0x04);
-    const uint32_t sum = has_ck ? rd32(s->cbuf + f->csize - 4) : (uint32_t)XXH64(s->dbuf, r, 0);
+    const int has_ck = rd32(c) == ZSTD_FRAME_MAGIC && (c[4] & 0x04);
+    const uint32_t sum = has_ck ? rd32(c + f->csize - 4) : (uint32_t)XXH64(s->dbuf, r, 0);
     if (sum != f->checksum)
         return frame_error(s, i, "checksum mismatch");
     return 0;
+}
+
+/* Fetches frame i (borrowing the source's copy when it lends one, else
+ * into the slot's buffer), then decodes it into slot s. */
+static int fetch_frame(struct unpacker *u, ZSTD_DCtx *dc, uint32_t i, struct uslot *s)
+{
+    const struct sr_seek_frame *const f = &u->t->frames[i];
+    const struct sr_source *const src = u->src;
+    if (!dc) {
+        snprintf(s->msg, sizeof(s->msg), "cannot create a zstd decompression context");
+        return -ENOMEM;
+    }
+    const void *lent = NULL;
+    int rc = src->borrow ? src->borrow(src->ctx, f->coff, f->csize, &lent) : 0;
+    if (rc == 0)
+        rc = src->read_at(src->ctx, s->cbuf, f->csize, f->coff);
+    if (rc < 0) {
+        snprintf(s->msg, sizeof(s->msg), "%s", sr_strerror(rc));
+        return rc;
+    }
+    rc = decode_frame(u, dc, i, rc == 1 ? (const uint8_t *)lent : s->cbuf, s);
+    if (lent)
+        src->unborrow(src->ctx, f->coff, f->csize);
+    return rc;
 }
 
 static void *unpack_worker(void *arg)

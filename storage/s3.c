@@ -14,8 +14,9 @@
  * full-jitter exponential backoff (SPOTRUN_S3_RETRIES, default 5; base
  * 200 ms, cap 5 s). Everything else fails at once with a message naming
  * the object, the HTTP status, the S3 error code and the likely cause.
- * Stalls are caught by a low-speed limit (under 1 KiB/s for 30 s), not a
- * total timeout, so a large part on a slow link is not cut short.
+ * Stalls are caught by a low-speed limit (under 1 KiB/s for 30 s, or
+ * SPOTRUN_S3_STALL_TIMEOUT_S), not a total timeout, so a large part on a
+ * slow link is not cut short.
  *
  * XML (errors, listings, multipart answers) is parsed with libxml2, by
  * element local names so that namespaced and bare documents both work.
@@ -360,6 +361,9 @@ int sr_s3_open(const char *bucket, const char *prefix, struct sr_s3 **out)
     s3->connect_timeout_ms = 5000;
     if (env("SPOTRUN_S3_CONNECT_TIMEOUT_MS"))
         s3->connect_timeout_ms = atol(env("SPOTRUN_S3_CONNECT_TIMEOUT_MS"));
+    s3->stall_s = 30;
+    if (env("SPOTRUN_S3_STALL_TIMEOUT_S") && atol(env("SPOTRUN_S3_STALL_TIMEOUT_S")) > 0)
+        s3->stall_s = atol(env("SPOTRUN_S3_STALL_TIMEOUT_S"));
 
     /* Endpoint and addressing: custom endpoints get path-style (what
      * S3-compatible servers expect), AWS gets virtual-hosted unless the
@@ -509,6 +513,9 @@ static size_t on_header(char *buf, size_t size, size_t nmemb, void *ctx)
          * first, so the body callback knows where the bytes go. */
         const char *sp = memchr(buf, ' ', n);
         r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        r->head_end = 0;
+    } else if (n <= 2 && (buf[0] == '\r' || buf[0] == '\n')) {
+        r->head_end = 1;
     } else if (n > 5 && strncasecmp(buf, "ETag:", 5) == 0) {
         size_t i = 5;
         while (i < n && (buf[i] == ' ' || buf[i] == '\t'))
@@ -575,6 +582,7 @@ int sr_s3_setup(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req)
     req->clen = 0;
     req->etag[0] = '\0';
     req->local_err = 0;
+    req->head_end = 0;
     int rc = sr_s3_creds_get(s3->creds, &cr);
     if (rc < 0)
         return rc;
@@ -604,7 +612,7 @@ int sr_s3_setup(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req)
     curl_easy_setopt(c, CURLOPT_PASSWORD, cr.secret);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, s3->connect_timeout_ms);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, s3->stall_s);
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     /* Bigger buffers than curl's 16 KiB / 64 KiB defaults: fewer callbacks
      * and syscalls per MiB on fast links (SPOTRUN_S3_BUFFER_KB, 0 = curl's). */
@@ -676,6 +684,11 @@ int sr_s3_done(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req, CURLcode cc, in
         return sr_errf(req->local_err, "%s %s: %s", req->method, name,
                        req->local_err == -EFBIG ? "answer too large" : strerror(-req->local_err));
     long status = 0;
+    /* curl 7.88 takes an answer cut inside its header block (the
+     * connection closed) for a complete one without a body: a HEAD would
+     * read as size 0, a GET as empty. Retry it as the partial answer it is. */
+    if (cc == CURLE_OK && !req->head_end)
+        cc = CURLE_PARTIAL_FILE;
     if (cc == CURLE_OK) {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
         req->status = status;

@@ -30,6 +30,7 @@ struct sr_s3 {
     char sigv4[160]; /* "aws:amz:REGION:s3" */
     int retries;     /* attempts after the first */
     long connect_timeout_ms;
+    long stall_s;     /* a transfer under 1 KiB/s for this long is cut and retried */
     long buffer_size; /* curl receive / upload buffer, bytes; 0 = curl's default */
     struct sr_s3_cred_provider *creds;
     void *pool_lock; /* pthread_mutex_t */
@@ -71,6 +72,7 @@ struct sr_s3_req {
     uint64_t sent;
     struct curl_slist *hdrs;
     int local_err;
+    int head_end; /* the answer's header block ended (its blank line arrived) */
 };
 
 int sr_s3_open(const char *bucket, const char *prefix, struct sr_s3 **out);

@@ -19,14 +19,17 @@
  *     uploader thread sends as parts while compression goes on; bounded
  *     memory (CONCURRENCY parts); an object within the first buffer is one
  *     PUT. See the section below.
- *   - source: objects of SPOOL_MIN or more are downloaded once, by a
- *     background thread (in-order ranged GETs on a multi handle), into an
- *     unlinked spool file. The codec's frame reads wait only for their own
- *     bytes, so extraction overlaps the download; the download hashes the
- *     contiguous prefix as it grows and offers that as the source's
- *     checksum, which the codec checks before swapping the extracted tree
- *     in. Smaller objects are read with a ranged GET per read_at, on pooled
- *     handles, safe from the codec's worker threads.
+ *   - source: objects of RING_MIN or more are downloaded once, by a
+ *     background thread (in-order ranged GETs on a multi handle), into a
+ *     bounded ring of memory chunks; a chunk goes back to the ring once it
+ *     is hashed and the codec has read it. The codec's frame reads wait
+ *     only for their own bytes, so extraction overlaps the download (a
+ *     reader waiting for a chunk lets it start even when the ring is full);
+ *     the download hashes the contiguous prefix as it grows and offers
+ *     that as the source's checksum, which the codec checks before
+ *     swapping the extracted tree in. Smaller objects are read with a
+ *     ranged GET per read_at, on pooled handles, safe from the codec's
+ *     worker threads.
  *   - list is ListObjectsV2 with delimiter '/', following continuation
  *     tokens.
  *
@@ -47,35 +50,45 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #define MIB (1024ull * 1024ull)
-#define SPOOL_MIN (8 * MIB)
-#define GET_CHUNK (8 * MIB)
+#define RING_MIN (8 * MIB)
+#define RANGE_DEFAULT (16 * MIB)
 #define LIST_MAX (16u << 20)
 #define SINGLE_MAX_DEFAULT (64 * MIB)
 
 struct s3_src {
     struct sr_s3 *s3;
     char *key;
-    int fd; /* spool file, or -1: ranged GETs */
     uint64_t size;
-    /* background download into the spool (fd >= 0) */
+    /* Background download into the memory ring (running), else one ranged
+     * GET per read. */
     pthread_t th;
     int running;
     size_t n;          /* chunks: [coff[i], coff[i + 1]) */
     uint64_t *coff;    /* n + 1 offsets */
+    size_t conc;       /* ranges in flight */
+    uint64_t range;    /* bytes per range (after the first waves) and per ring buffer */
     XXH3_state_t *xxh; /* download thread only */
     pthread_mutex_t lock;
-    pthread_cond_t cv; /* a chunk arrived, or the download ended */
-    uint64_t *have;    /* bytes of chunk i in the spool, from its start */
-    uint64_t ready;    /* bytes [0, ready) are in the spool and hashed */
-    size_t started;    /* chunks [0, started) were requested */
-    size_t conc;       /* ranges in flight */
-    int stop, finished, err;
+    pthread_cond_t cv;    /* a chunk arrived, or the download ended */
+    uint8_t **buf;        /* chunk i's buffer (range bytes) while held, else NULL */
+    uint64_t *have;       /* bytes of chunk i received, from its start */
+    uint64_t *used;       /* bytes of chunk i copied out to readers */
+    int *refs;            /* readers copying out of chunk i right now */
+    size_t hashed;        /* chunks [0, hashed) are hashed */
+    size_t started;       /* chunks [0, started) were requested (have a buffer) */
+    size_t want;          /* a reader waits for a chunk below this: start it */
+    uint64_t held, limit; /* bytes of chunk buffers in use, and the cap */
+    uint8_t **pool;       /* spare chunk buffers */
+    size_t npool, pool_cap;
+    CURLM *multi; /* the download's, to wake it; NULL once it ended */
+    int stop, drain, finished, err;
     char errmsg[512];
     char sum[SR_CHECKSUM_LEN];
 };
@@ -112,6 +125,22 @@ static uint64_t env_u64(const char *name, uint64_t def)
     return n ? (uint64_t)n : def;
 }
 
+/* A large transfer buffer (a part, a ring chunk): 2 MiB-aligned and
+ * backed by huge pages where the kernel offers them. Faulting in fresh
+ * memory 4 KiB at a time cost as much CPU as the copies into it (more on
+ * a paravirtualised guest, where every fault traps), and these buffers are
+ * reused, so the pages are faulted in once. Free with free(). */
+static void *big_alloc(size_t len)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 2 * MIB, len) != 0)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, len, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
 static int64_t now_ms(void)
 {
     struct timespec ts;
@@ -133,7 +162,7 @@ static void progress_init(struct progress *p, const char *verb, uint64_t total)
     const char *force = getenv("SPOTRUN_PROGRESS");
     p->on = force && *force ? strcmp(force, "0") != 0
                             : isatty(STDERR_FILENO) && sr_verbosity >= SR_INFO &&
-                                  (total >= SPOOL_MIN || total == 0); /* 0: unknown (streaming) */
+                                  (total >= RING_MIN || total == 0); /* 0: unknown (streaming) */
     p->verb = verb;
     p->total = total;
     p->t0 = p->last = now_ms();
@@ -528,7 +557,7 @@ static int upload_parts(struct mpu *m, const char *eid)
 
 /* etags[i] is part i + 1's ETag. */
 static int complete_upload(struct sr_s3 *s3, const char *key, const char *eid, size_t n,
-                           const char *const *etags)
+                           const char *const *etags, uint64_t size)
 {
     size_t cap = 128 + n * 200, len = 0;
     char *xml = malloc(cap);
@@ -558,6 +587,23 @@ static int complete_upload(struct sr_s3 *s3, const char *key, const char *eid, s
         rc = sr_errf(sr_s3_errno(500, code, &hint), "completing the upload of %s: %s %s", name,
                      code, msg);
     }
+    if (rc < 0) {
+        /* An attempt whose answer was lost (reset, truncated, timed out)
+         * may have completed the upload; its retries then fail (NoSuchUpload,
+         * or 500 from s3rver). The key is new to this upload: an object
+         * there of the uploaded size is ours. */
+        char why[1024];
+        snprintf(why, sizeof(why), "%s", sr_strerror(rc));
+        struct sr_s3_req h = req_new("HEAD", key);
+        const int hr = sr_s3_do(s3, &h);
+        free(h.resp);
+        if (hr == 0 && h.clen == size) {
+            sr_debug("s3: %s was completed by an attempt whose answer was lost", key);
+            rc = 0;
+        } else {
+            rc = sr_errf(rc, "%s", why);
+        }
+    }
     free(r.resp);
     free(xml);
     return rc;
@@ -569,10 +615,18 @@ static void abort_upload(struct sr_s3 *s3, const char *key, const char *eid)
     snprintf(query, sizeof(query), "uploadId=%s", eid);
     struct sr_s3_req r = req_new("DELETE", key);
     r.query = query;
+    /* The upload's failure, not the abort's, is what the caller reports. */
+    char why[1024];
+    snprintf(why, sizeof(why), "%s", sr_strerror(0));
     const int rc = sr_s3_do(s3, &r);
     free(r.resp);
-    if (rc < 0)
+    if (rc < 0) {
         sr_debug("s3: cannot abort the multipart upload of %s: %s", key, sr_strerror(rc));
+        if (strcmp(why, strerror(0)) != 0)
+            sr_errf(rc, "%s", why);
+        else
+            sr_err_clear();
+    }
 }
 
 /* Starts a multipart upload; eid gets the escaped UploadId. */
@@ -645,7 +699,8 @@ out:
         const char **etags = calloc(m.n ? m.n : 1, sizeof(*etags));
         for (size_t i = 0; etags && i < m.n; i++)
             etags[i] = m.parts[i].etag;
-        rc = etags ? complete_upload(s3, key, eid, m.n, etags) : sr_errf(-ENOMEM, "out of memory");
+        rc = etags ? complete_upload(s3, key, eid, m.n, etags, m.size)
+                   : sr_errf(-ENOMEM, "out of memory");
         free(etags);
     }
     if (rc < 0)
@@ -706,15 +761,18 @@ out:
  * (SPOTRUN_S3_SINGLE_MAX): an object that ends within it is one PUT at
  * commit, no multipart at all. Part sizes grow (x2 every 1000 parts, up to
  * 512 MiB) so that an object of unknown size stays within 10,000 parts.
+ * A finished part's buffer is kept for a later one (big_alloc): no new
+ * mapping, no page faults, and never more buffers than were once in use.
  */
 
 #define WPART_MAX (512 * MIB)
+#define WSPARE 16
 
 struct wpart {
     struct sr_s3_req req; /* first: CURLINFO_PRIVATE points here */
     uint8_t *buf;
-    size_t len;
-    int state; /* 0 waiting, 1 in flight, 2 done */
+    size_t len, cap; /* bytes of data, and of buf */
+    int state;       /* 0 waiting, 1 in flight, 2 done */
     int attempts;
     int64_t retry_at;
     char md5[32];
@@ -738,7 +796,9 @@ struct s3_writer {
     pthread_cond_t space;
     struct wpart **parts;
     size_t nparts, parts_cap;
-    uint64_t buffered; /* bytes of parts not yet done */
+    uint64_t buffered;      /* bytes of parts not yet done */
+    uint8_t *spare[WSPARE]; /* buffers of finished parts, for the next ones */
+    size_t spare_cap[WSPARE], nspare;
     int finishing, stop, err;
     char errmsg[512];
     CURLM *multi;
@@ -845,16 +905,22 @@ static void *uploader(void *arg)
                 snprintf(p->etag, sizeof(p->etag), "%s", req->etag);
                 sr_s3_release(w->s3, p->c);
                 p->c = NULL;
-                free(p->buf);
-                p->buf = NULL;
                 free(p->query);
                 p->query = NULL;
                 pthread_mutex_lock(&w->lock);
+                /* Keep the buffer for a later part: its pages stay mapped. */
+                if (w->nspare < WSPARE) {
+                    w->spare[w->nspare] = p->buf;
+                    w->spare_cap[w->nspare++] = p->cap;
+                    p->buf = NULL;
+                }
                 p->state = 2;
                 w->buffered -= p->len;
                 w->done_bytes += p->len;
                 pthread_cond_broadcast(&w->space);
                 pthread_mutex_unlock(&w->lock);
+                free(p->buf); /* NULL unless the spares were full */
+                p->buf = NULL;
             } else if (r == 1) {
                 p->state = 0;
                 p->retry_at = now_ms() + sr_s3_retry_delay_ms(p->attempts);
@@ -911,6 +977,7 @@ static int writer_flush(struct s3_writer *w)
         return sr_errf(-ENOMEM, "out of memory");
     p->buf = w->cur;
     p->len = w->cur_len;
+    p->cap = w->cur_cap;
     const uint64_t limit = (uint64_t)w->conc * w->ps;
     pthread_mutex_lock(&w->lock);
     while (!w->err && w->buffered > 0 && w->buffered + p->len > limit)
@@ -952,7 +1019,16 @@ static int s3_writer_write(struct sr_store_writer *sw, const void *buf, size_t l
     while (len > 0) {
         if (!w->cur) {
             w->cur_cap = (size_t)(w->mp ? w->ps : w->single_max);
-            if (!(w->cur = malloc(w->cur_cap)))
+            pthread_mutex_lock(&w->lock);
+            while (!w->cur && w->nspare > 0) {
+                uint8_t *sp = w->spare[--w->nspare];
+                if (w->spare_cap[w->nspare] == w->cur_cap)
+                    w->cur = sp;
+                else
+                    free(sp); /* the first buffer, or parts grew */
+            }
+            pthread_mutex_unlock(&w->lock);
+            if (!w->cur && !(w->cur = big_alloc(w->cur_cap)))
                 return sr_errf(-ENOMEM, "out of memory for a %zu-byte part", w->cur_cap);
             w->cur_len = 0;
         }
@@ -1000,7 +1076,7 @@ static int s3_writer_commit(struct sr_store_writer *sw)
         return sr_errf(-ENOMEM, "out of memory");
     for (size_t i = 0; i < w->nparts; i++)
         etags[i] = w->parts[i]->etag;
-    int rc = complete_upload(w->s3, w->key, w->eid, w->nparts, etags);
+    int rc = complete_upload(w->s3, w->key, w->eid, w->nparts, etags, w->done_bytes);
     free(etags);
     sr_debug("s3: multipart upload of %s: %zu parts (streamed; the last ones took %.2fs after "
              "the data ended, completing %.2fs)",
@@ -1029,6 +1105,8 @@ static void s3_writer_close(struct sr_store_writer *sw)
         free(w->parts[i]);
     }
     free(w->parts);
+    for (size_t i = 0; i < w->nspare; i++)
+        free(w->spare[i]);
     free(w->cur);
     if (w->multi)
         curl_multi_cleanup(w->multi);
@@ -1083,45 +1161,12 @@ static int range_get(struct sr_s3 *s3, const char *key, void *buf, size_t len, u
     return rc;
 }
 
-/* An unlinked file for the download: in the work dir (not tmpfs as a
- * rule), else TMPDIR. */
-static int spool_open(void)
-{
-    char dir[4096];
-    const char *w = getenv("SPOTRUN_WORK_DIR"), *c = getenv("XDG_CACHE_HOME"), *h = getenv("HOME"),
-               *t = getenv("TMPDIR");
-    const char *cands[4] = {NULL, NULL, NULL, NULL};
-    char d1[4096] = "", d2[4096] = "";
-    if (w && *w)
-        cands[0] = w;
-    if (c && *c == '/')
-        snprintf(d1, sizeof(d1), "%s/spotrun", c), cands[1] = d1;
-    else if (h && *h)
-        snprintf(d1, sizeof(d1), "%s/.cache/spotrun", h), cands[1] = d1;
-    snprintf(d2, sizeof(d2), "%s", t && *t ? t : "/tmp");
-    cands[2] = d2;
-    for (int i = 0; i < 3; i++) {
-        if (!cands[i])
-            continue;
-        snprintf(dir, sizeof(dir), "%s", cands[i]);
-        int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-        if (fd >= 0)
-            return fd;
-        char tmpl[4200];
-        snprintf(tmpl, sizeof(tmpl), "%s/.spotrun-s3.XXXXXX", dir);
-        fd = mkstemp(tmpl);
-        if (fd >= 0) {
-            unlink(tmpl);
-            return fd;
-        }
-    }
-    return -1;
-}
-
-/* The ranges of the download: the first waves are small (1, 2, 4 MiB per
- * range), so that the start of the object - what the decompressor wants
- * first - arrives early although CONCURRENCY ranges share the link; then
- * GET_CHUNK. */
+/* The ranges of the download: the first wave is small (4 MiB per range),
+ * so that the start of the object - what the decompressor wants first -
+ * completes early although CONCURRENCY ranges share the link; then
+ * s->range bytes (default 16 MiB: each request has a cost - s3rver spends
+ * ~18 ms of CPU on one - and partly received ranges are readable anyway).
+ * Every range fits one ring buffer. */
 static int chunk_plan(struct s3_src *s)
 {
     const size_t conc = s->conc;
@@ -1137,8 +1182,7 @@ static int chunk_plan(struct s3_src *s)
             }
             v = nv;
         }
-        const size_t wave = n / (conc ? conc : 1);
-        uint64_t len = wave < 3 ? MIB << wave : GET_CHUNK;
+        uint64_t len = n < conc && 4 * MIB < s->range ? 4 * MIB : s->range;
         if (len > s->size - off)
             len = s->size - off;
         v[n++] = off;
@@ -1166,34 +1210,83 @@ static size_t chunk_of(const struct s3_src *s, uint64_t off)
     return lo;
 }
 
-/* Background download of the whole object into the spool file, with
- * concurrent ranged GETs issued in order. As the contiguous prefix grows it
- * is hashed (the codec's XXH3-128), and readers waiting for a range are
- * woken: the codec decompresses and extracts frames already downloaded
- * while later ones are still in flight. */
+/* Gives chunk i's buffer back to the ring once it is hashed and every one
+ * of its bytes was copied out to a reader (or, once a caller waits for the
+ * checksum alone, as soon as it is hashed), and wakes the download, which
+ * may be waiting for room. Caller holds the lock. */
+static void chunk_release(struct s3_src *s, size_t i)
+{
+    const uint64_t len = s->coff[i + 1] - s->coff[i];
+    if (!s->buf[i] || i >= s->hashed || s->refs[i] > 0 || (s->used[i] < len && !s->drain))
+        return;
+    if (s->npool < s->pool_cap)
+        s->pool[s->npool++] = s->buf[i];
+    else
+        free(s->buf[i]);
+    s->buf[i] = NULL;
+    s->held -= s->range;
+    if (s->multi)
+        curl_multi_wakeup(s->multi);
+}
+
+struct dpart {
+    struct sr_s3_req req; /* first: CURLINFO_PRIVATE points here */
+    char range[64];
+    uint64_t base; /* bytes of the chunk received by earlier attempts */
+    int attempts;
+    int64_t retry_at;
+    int state; /* 0 waiting, 1 in flight, 2 done */
+    CURL *c;
+};
+
+/* Starts (or resumes, after the bytes already received) the GET of chunk
+ * i into its ring buffer. */
+static int dpart_start(struct s3_src *s, CURLM *multi, struct dpart *p, size_t i)
+{
+    const uint64_t off = s->coff[i] + p->base, end = s->coff[i + 1];
+    snprintf(p->range, sizeof(p->range), "%" PRIu64 "-%" PRIu64, off, end - 1);
+    if (!p->c && !(p->c = sr_s3_handle(s->s3)))
+        return sr_errf(-ENOMEM, "out of memory");
+    free(p->req.resp);
+    p->req = req_new("GET", s->key);
+    p->req.range = p->range;
+    p->req.dst = s->buf[i] + p->base;
+    p->req.dst_len = (size_t)(end - off);
+    const int rc = sr_s3_setup(s->s3, p->c, &p->req);
+    if (rc < 0)
+        return rc;
+    if (curl_multi_add_handle(multi, p->c) != CURLM_OK)
+        return sr_errf(-ENOMEM, "curl multi");
+    p->attempts++;
+    p->state = 1;
+    return 0;
+}
+
+/* Background download of the whole object into the memory ring, with
+ * concurrent ranged GETs issued in order, never more than s->limit bytes
+ * of chunks held (unless a reader waits for a chunk not started yet). As
+ * the contiguous prefix grows it is hashed (the codec's XXH3-128) and
+ * readers waiting for a range are woken: the codec decompresses and
+ * extracts frames already downloaded while later ones are in flight. */
 static int download_run(struct s3_src *s)
 {
     struct sr_s3 *s3 = s->s3;
     const char *key = s->key;
-    const int fd = s->fd;
-    const uint64_t size = s->size;
     const size_t conc = s->conc;
     const size_t n = s->n;
-    struct part *parts = calloc(n, sizeof(*parts));
+    struct dpart *parts = calloc(n, sizeof(*parts));
     CURLM *multi = curl_multi_init();
-    char(*ranges)[64] = calloc(n, 64);
-    uint64_t maxlen = 0;
-    for (size_t i = 0; i < n; i++)
-        if (s->coff[i + 1] - s->coff[i] > maxlen)
-            maxlen = s->coff[i + 1] - s->coff[i];
-    uint8_t *hbuf = malloc(maxlen ? (size_t)maxlen : 1);
     int rc = 0;
-    if (!parts || !multi || !ranges || !hbuf) {
+    if (!parts || !multi) {
         rc = sr_errf(-ENOMEM, "out of memory");
         goto out;
     }
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, 32L);
+    pthread_mutex_lock(&s->lock);
+    s->multi = multi;
+    pthread_mutex_unlock(&s->lock);
     struct progress pg;
-    progress_init(&pg, "download", size);
+    progress_init(&pg, "download", s->size);
     size_t next = 0, active = 0, done = 0, hashed = 0;
     uint64_t bytes_done = 0;
     while (done < n && rc == 0) {
@@ -1205,49 +1298,42 @@ static int download_run(struct s3_src *s)
             break;
         }
         const int64_t now = now_ms();
-        for (size_t i = 0; i < next && active < conc && rc == 0; i++) {
-            struct part *p = &parts[i];
-            if (p->state != 0 || p->retry_at > now)
-                continue;
-            if ((rc = sr_s3_setup(s3, p->c, &p->req)) == 0 &&
-                curl_multi_add_handle(multi, p->c) == CURLM_OK) {
-                p->state = 1;
-                p->attempts++;
+        for (size_t i = hashed; i < next && active < conc && rc == 0; i++) {
+            struct dpart *p = &parts[i];
+            if (p->state == 0 && p->retry_at <= now && (rc = dpart_start(s, multi, p, i)) == 0)
                 active++;
-            }
         }
-        while (next < n && active < conc && rc == 0) {
-            struct part *p = &parts[next];
-            const uint64_t off = s->coff[next];
-            const uint64_t len = s->coff[next + 1] - off;
-            snprintf(ranges[next], 64, "%" PRIu64 "-%" PRIu64, off, off + len - 1);
-            p->req = req_new("GET", key);
-            p->req.range = ranges[next];
-            p->req.dst_fd = fd;
-            p->req.dst_off = off;
-            p->req.dst_len = (size_t)len;
-            p->c = sr_s3_handle(s3);
-            if (!p->c) {
-                rc = sr_errf(-ENOMEM, "out of memory");
+        /* New ranges, in order, while the ring has room or a reader waits. */
+        while (rc == 0 && next < n && active < conc) {
+            uint8_t *b = NULL;
+            pthread_mutex_lock(&s->lock);
+            const int room = s->held + s->range <= s->limit || next < s->want;
+            if (room) {
+                if (s->npool > 0)
+                    b = s->pool[--s->npool];
+                s->held += s->range;
+            }
+            pthread_mutex_unlock(&s->lock);
+            if (!room)
+                break;
+            if (!b && !(b = big_alloc((size_t)s->range))) {
+                rc = sr_errf(-ENOMEM, "out of memory for the download buffers");
                 break;
             }
-            next++;
             pthread_mutex_lock(&s->lock);
-            s->started = next;
+            s->buf[next] = b;
+            s->started = next + 1;
             pthread_mutex_unlock(&s->lock);
-            if ((rc = sr_s3_setup(s3, p->c, &p->req)) == 0 &&
-                curl_multi_add_handle(multi, p->c) == CURLM_OK) {
-                p->state = 1;
-                p->attempts++;
+            if ((rc = dpart_start(s, multi, &parts[next], next)) == 0)
                 active++;
-            }
+            next++;
         }
         if (rc < 0)
             break;
         int running = 0;
         curl_multi_perform(multi, &running);
         CURLMsg *msg;
-        int left, progressed = 0;
+        int left;
         while ((msg = curl_multi_info_read(multi, &left))) {
             if (msg->msg != CURLMSG_DONE)
                 continue;
@@ -1255,7 +1341,7 @@ static int download_run(struct s3_src *s)
             const CURLcode cc = msg->data.result;
             struct sr_s3_req *req = NULL;
             curl_easy_getinfo(c, CURLINFO_PRIVATE, (char **)&req);
-            struct part *p = (struct part *)req;
+            struct dpart *p = (struct dpart *)req;
             curl_multi_remove_handle(multi, c);
             active--;
             int r = sr_s3_done(s3, c, req, cc, p->attempts);
@@ -1263,11 +1349,11 @@ static int download_run(struct s3_src *s)
             if (r == 0 && req->got != req->dst_len)
                 r = sr_errf(-EBADMSG, "%s: short ranged read (%" PRIu64 " of %zu bytes)", key,
                             req->got, req->dst_len);
+            p->base += req->got; /* in order: what arrived stays, a retry resumes */
             if (r == 0) {
                 p->state = 2;
                 done++;
-                progressed = 1;
-                bytes_done += req->got;
+                bytes_done += p->base;
                 sr_s3_release(s3, p->c);
                 p->c = NULL;
             } else if (r == 1) {
@@ -1279,61 +1365,45 @@ static int download_run(struct s3_src *s)
         }
         /* Bytes arrive in order within each range: publish partial ranges
          * too, so that the reader of the first frames need not wait for
-         * the whole first wave of ranges. */
+         * the whole first wave. Then hash the newly contiguous chunks
+         * (straight from the ring) and publish them. */
+        const size_t hashed0 = hashed;
+        while (hashed < n && parts[hashed].state == 2) {
+            XXH3_128bits_update(s->xxh, s->buf[hashed], (size_t)parts[hashed].base);
+            hashed++;
+        }
+        int progressed = hashed > hashed0;
         pthread_mutex_lock(&s->lock);
-        for (size_t i = hashed; i < next; i++) {
-            const uint64_t h = parts[i].state == 2   ? s->coff[i + 1] - s->coff[i]
-                               : parts[i].state == 1 ? parts[i].req.got
-                                                     : 0;
+        for (size_t i = hashed0; i < next; i++) {
+            const uint64_t h = parts[i].base + (parts[i].state == 1 ? parts[i].req.got : 0);
             if (h > s->have[i]) {
                 s->have[i] = h;
                 progressed = 1;
             }
         }
+        s->hashed = hashed;
+        for (size_t i = hashed0; i < hashed; i++)
+            chunk_release(s, i);
         if (progressed)
             pthread_cond_broadcast(&s->cv);
         pthread_mutex_unlock(&s->lock);
-        if (progressed) {
-            /* Hash the newly contiguous chunks (from the page cache), then
-             * publish them to the readers. */
-            while (hashed < n && parts[hashed].state == 2 && rc == 0) {
-                const uint64_t off = s->coff[hashed];
-                const size_t len = (size_t)(s->coff[hashed + 1] - off);
-                for (size_t got = 0; got < len;) {
-                    const ssize_t k = pread(fd, hbuf + got, len - got, (off_t)(off + got));
-                    if (k < 0 && errno == EINTR)
-                        continue;
-                    if (k <= 0) {
-                        rc = sr_errf(k < 0 ? -errno : -EIO, "cannot read the spooled %s: %s", key,
-                                     k < 0 ? strerror(errno) : "unexpected end");
-                        break;
-                    }
-                    got += (size_t)k;
-                }
-                if (rc < 0)
-                    break;
-                XXH3_128bits_update(s->xxh, hbuf, len);
-                hashed++;
-            }
-            pthread_mutex_lock(&s->lock);
-            s->ready = s->coff[hashed];
-            pthread_cond_broadcast(&s->cv);
-            pthread_mutex_unlock(&s->lock);
-        }
         if (rc == 0 && done < n) {
             uint64_t inflight = 0;
-            for (size_t i = 0; i < next; i++)
+            for (size_t i = hashed; i < next; i++)
                 if (parts[i].state == 1)
-                    inflight += parts[i].req.got;
+                    inflight += parts[i].base + parts[i].req.got;
             progress_show(&pg, bytes_done + inflight, 0);
             curl_multi_poll(multi, NULL, 0, 100, NULL);
         }
     }
     if (rc == 0)
-        progress_show(&pg, size, 1);
+        progress_show(&pg, s->size, 1);
     else if (pg.on)
         fputc('\n', stderr);
 out:
+    pthread_mutex_lock(&s->lock);
+    s->multi = NULL;
+    pthread_mutex_unlock(&s->lock);
     for (size_t i = 0; parts && i < n; i++) {
         if (parts[i].c) {
             curl_multi_remove_handle(multi, parts[i].c);
@@ -1345,8 +1415,6 @@ out:
     if (multi)
         curl_multi_cleanup(multi);
     free(parts);
-    free(ranges);
-    free(hbuf);
     return rc;
 }
 
@@ -1371,36 +1439,57 @@ static void *download_main(void *arg)
     return NULL;
 }
 
-/* 1 when [off, off + len) is in the spool, 0 when not yet, -errno when the
- * download failed. Caller holds the lock. */
-static int range_ready(const struct s3_src *s, uint64_t off, size_t len)
+/* Waits until bytes [in, end) of chunk i are received, or the chunk was
+ * given back already (buf[i] NULL), or the download failed (returns 0).
+ * Caller holds the lock. */
+static int ring_wait(struct s3_src *s, size_t i, uint64_t end)
 {
-    if (off + len <= s->ready)
-        return 1;
-    const uint64_t end = off + len;
-    for (size_t i = chunk_of(s, off); i < s->n && s->coff[i] < end; i++) {
-        const uint64_t need = (end < s->coff[i + 1] ? end : s->coff[i + 1]) - s->coff[i];
-        if (s->have[i] < need)
-            return s->err ? s->err : 0;
+    int avail;
+    while (!(avail = i < s->started && (!s->buf[i] || s->have[i] >= end)) && !s->err) {
+        if (i >= s->want) {
+            s->want = i + 1; /* start it even if the ring is full */
+            if (s->multi)
+                curl_multi_wakeup(s->multi);
+        }
+        pthread_cond_wait(&s->cv, &s->lock);
     }
-    return 1;
+    return avail;
 }
 
-static int spool_read(struct s3_src *s, void *buf, size_t len, uint64_t off)
+/* Copies [off, off + len) out of the ring, waiting for bytes not received
+ * yet. A chunk already given back (its bytes were all read once) is
+ * fetched again with its own ranged GET. */
+static int ring_read(struct s3_src *s, uint8_t *dst, size_t len, uint64_t off)
 {
-    char *p = buf;
-    while (len > 0) {
-        const ssize_t n = pread(s->fd, p, len, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return sr_errf(n < 0 ? -errno : -EBADMSG, "cannot read the spooled %s: %s", s->key,
-                           n < 0 ? strerror(errno) : "unexpected end");
-        p += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
+    int rc = 0;
+    pthread_mutex_lock(&s->lock);
+    while (len > 0 && rc == 0) {
+        const size_t i = chunk_of(s, off);
+        const uint64_t in = off - s->coff[i];
+        const size_t take = (size_t)(s->coff[i + 1] - off < len ? s->coff[i + 1] - off : len);
+        const int avail = ring_wait(s, i, in + take);
+        if (!avail) {
+            rc = sr_errf(s->err, "%s", s->errmsg);
+        } else if (!s->buf[i]) {
+            pthread_mutex_unlock(&s->lock);
+            rc = range_get(s->s3, s->key, dst, take, off);
+            pthread_mutex_lock(&s->lock);
+        } else {
+            const uint8_t *from = s->buf[i] + in;
+            s->refs[i]++;
+            pthread_mutex_unlock(&s->lock);
+            memcpy(dst, from, take);
+            pthread_mutex_lock(&s->lock);
+            s->refs[i]--;
+            s->used[i] += take;
+            chunk_release(s, i);
+        }
+        dst += take;
+        off += take;
+        len -= take;
     }
-    return 0;
+    pthread_mutex_unlock(&s->lock);
+    return rc;
 }
 
 static int src_read_at(void *ctx, void *buf, size_t len, uint64_t off)
@@ -1408,32 +1497,60 @@ static int src_read_at(void *ctx, void *buf, size_t len, uint64_t off)
     struct s3_src *s = ctx;
     if (len == 0)
         return 0;
-    if (s->fd < 0)
+    if (!s->running)
         return range_get(s->s3, s->key, buf, len, off);
     if (off > s->size || len > s->size - off)
         return sr_errf(-EBADMSG, "%s: read past the end (%zu bytes at %" PRIu64 ")", s->key, len,
                        off);
+    /* The seek table (the object's tail) is read first, long before the
+     * in-order download gets there: fetch such a range directly. */
     pthread_mutex_lock(&s->lock);
-    int r;
-    while ((r = range_ready(s, off, len)) == 0) {
-        /* The seek table (the object's tail) is read first, long before the
-         * in-order download gets there: fetch such a range directly. */
-        if (chunk_of(s, off) > s->started + s->conc) {
-            pthread_mutex_unlock(&s->lock);
-            return range_get(s->s3, s->key, buf, len, off);
-        }
-        pthread_cond_wait(&s->cv, &s->lock);
+    const int far = chunk_of(s, off) > s->started + s->conc;
+    pthread_mutex_unlock(&s->lock);
+    if (far)
+        return range_get(s->s3, s->key, buf, len, off);
+    return ring_read(s, buf, len, off);
+}
+
+/* Lends the ring's bytes of a frame that lies within one chunk (most do):
+ * no copy into the codec's buffer. */
+static int src_borrow(void *ctx, uint64_t off, size_t len, const void **p)
+{
+    struct s3_src *s = ctx;
+    if (len == 0 || off > s->size || len > s->size - off)
+        return 0;
+    pthread_mutex_lock(&s->lock);
+    const size_t i = chunk_of(s, off);
+    int lent = 0;
+    if (i <= s->started + s->conc && off + len <= s->coff[i + 1] &&
+        ring_wait(s, i, off + len - s->coff[i]) && s->buf[i]) {
+        s->refs[i]++;
+        *p = s->buf[i] + (off - s->coff[i]);
+        lent = 1;
     }
     pthread_mutex_unlock(&s->lock);
-    if (r < 0)
-        return sr_errf(r, "%s", s->errmsg);
-    return spool_read(s, buf, len, off);
+    return lent;
+}
+
+static void src_unborrow(void *ctx, uint64_t off, size_t len)
+{
+    struct s3_src *s = ctx;
+    pthread_mutex_lock(&s->lock);
+    const size_t i = chunk_of(s, off);
+    s->refs[i]--;
+    s->used[i] += len;
+    chunk_release(s, i);
+    pthread_mutex_unlock(&s->lock);
 }
 
 static int src_checksum(void *ctx, char out[SR_CHECKSUM_LEN])
 {
     struct s3_src *s = ctx;
     pthread_mutex_lock(&s->lock);
+    /* The caller reads no more: chunks need not wait for readers now. */
+    s->drain = 1;
+    for (size_t i = 0; i < s->hashed; i++)
+        chunk_release(s, i);
     while (!s->finished)
         pthread_cond_wait(&s->cv, &s->lock);
     const int err = s->err;
@@ -1458,23 +1575,33 @@ static int s3_source(struct sr_store *st, const char *key, struct sr_source *src
     }
     s->s3 = s3;
     s->size = size;
-    s->fd = -1;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cv, NULL);
     src->ctx = s;
     src->size = size;
     src->read_at = src_read_at;
     src->checksum = NULL;
-    if (size < SPOOL_MIN || (s->fd = spool_open()) < 0)
+    src->borrow = NULL;
+    src->unborrow = NULL;
+    if (size < RING_MIN)
         return 0; /* one ranged GET per read */
     s->conc = (size_t)env_u64("SPOTRUN_S3_CONCURRENCY", 8);
+    s->range = sr_s3_part_size(0, env_u64("SPOTRUN_S3_RANGE_SIZE", RANGE_DEFAULT));
+    /* The ring: the ranges in flight and two more received ahead of the
+     * codec. */
+    s->limit = ((uint64_t)s->conc + 2) * s->range;
+    s->pool_cap = (size_t)(s->limit / s->range);
     if ((rc = chunk_plan(s)) < 0) {
         s3_source_close(st, src);
         return rc;
     }
+    s->buf = calloc(s->n, sizeof(*s->buf));
     s->have = calloc(s->n, sizeof(*s->have));
+    s->used = calloc(s->n, sizeof(*s->used));
+    s->refs = calloc(s->n, sizeof(*s->refs));
+    s->pool = calloc(s->pool_cap, sizeof(*s->pool));
     s->xxh = XXH3_createState();
-    if (!s->have || !s->xxh) {
+    if (!s->buf || !s->have || !s->used || !s->refs || !s->pool || !s->xxh) {
         s3_source_close(st, src);
         return sr_errf(-ENOMEM, "out of memory");
     }
@@ -1485,6 +1612,8 @@ static int s3_source(struct sr_store *st, const char *key, struct sr_source *src
     }
     s->running = 1;
     src->checksum = src_checksum;
+    src->borrow = src_borrow;
+    src->unborrow = src_unborrow;
     return 0;
 }
 
@@ -1495,13 +1624,21 @@ static void s3_source_close(struct sr_store *st, struct sr_source *src)
     if (s->running) {
         pthread_mutex_lock(&s->lock);
         s->stop = 1;
+        if (s->multi)
+            curl_multi_wakeup(s->multi);
         pthread_mutex_unlock(&s->lock);
         pthread_join(s->th, NULL);
     }
-    if (s->fd >= 0)
-        close(s->fd);
+    for (size_t i = 0; s->buf && i < s->n; i++)
+        free(s->buf[i]);
+    for (size_t i = 0; i < s->npool; i++)
+        free(s->pool[i]);
     XXH3_freeState(s->xxh);
+    free(s->buf);
     free(s->have);
+    free(s->used);
+    free(s->refs);
+    free(s->pool);
     free(s->coff);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cv);

@@ -205,7 +205,7 @@ static void test_read_finds_the_table_at_the_end_of_a_source(void **state)
     assert_non_null(whole);
     memcpy(whole + 350, b.buf, b.len);
     struct mem m = {whole, b.source_size};
-    const struct sr_source src = {&m, b.source_size, mem_read_at, NULL};
+    const struct sr_source src = {.ctx = &m, .size = b.source_size, .read_at = mem_read_at};
     struct sr_seektable t;
     assert_int_equal(sr_seektable_read(&src, &t), 0);
     assert_int_equal(t.count, 3);
