@@ -295,7 +295,7 @@ int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char
     if ((rc = sr_manifest_to_json(m, &json, &len)) < 0)
         return rc;
     sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, DATA_NAME);
-    rc = sr_store_put_file(st, key, data_path);
+    rc = sr_store_put_file_new(st, key, data_path);
     if (rc == 0)
         rc = commit_manifest(st, m, json, len, data_path, fence);
     free(json);
@@ -324,7 +324,7 @@ int sr_ckpt_publish_dir(struct sr_store *st, struct sr_manifest *m, const char *
     memset(&stats, 0, sizeof(stats));
     const int64_t t0 = mono_ms();
     sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, DATA_NAME);
-    if ((rc = sr_store_writer_open(st, key, &w)) < 0)
+    if ((rc = sr_store_writer_open_new(st, key, &w)) < 0)
         return rc;
     rc = sr_pack_dir(dir, sr_store_writer_sink, w, opts, &stats);
     if (rc == 0)

@@ -218,17 +218,45 @@ static int tmp_create(const char *path, char *tmp, size_t tmplen)
     return fd;
 }
 
-/* fsync + close + rename over path + fsync dir. Always closes fd; unlinks
- * tmp on failure. */
-static int tmp_commit(int fd, const char *tmp, const char *path)
+/* Puts tmp in place as path: rename over it, or with noreplace, only if
+ * path does not exist (-EEXIST): link() is an atomic create on every
+ * filesystem with hard links (NFS too); renameat2(RENAME_NOREPLACE) where
+ * there are none. tmp is gone on success. */
+static int place(const char *tmp, const char *path, int noreplace)
+{
+    if (!noreplace)
+        return rename(tmp, path) == 0 ? 0 : -errno;
+    if (link(tmp, path) == 0) {
+        unlink(tmp);
+        return 0;
+    }
+    if (errno != EPERM && errno != EOPNOTSUPP && errno != EMLINK)
+        return -errno;
+    return renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0 ? 0 : -errno;
+}
+
+int sr_place_file(const char *tmp, const char *path, int noreplace)
+{
+    const int rc = place(tmp, path, noreplace);
+    if (rc == -EEXIST)
+        return sr_errf(rc, "%s already exists", path);
+    if (rc < 0)
+        return sr_errf(rc, "cannot rename %s to %s: %s", tmp, path, strerror(-rc));
+    return sr_fsync_parent(path);
+}
+
+/* fsync + close + rename over path (noreplace: see place()) + fsync dir.
+ * Always closes fd; unlinks tmp on failure. */
+static int tmp_commit(int fd, const char *tmp, const char *path, int noreplace)
 {
     int rc = 0;
     if (fsync(fd) != 0)
         rc = sr_errf(-errno, "cannot write %s: %s", path, strerror(errno));
     if (close(fd) != 0 && rc == 0)
         rc = sr_errf(-errno, "cannot write %s: %s", path, strerror(errno));
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = sr_errf(-errno, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    if (rc == 0 && (rc = place(tmp, path, noreplace)) < 0)
+        rc = rc == -EEXIST ? sr_errf(rc, "%s already exists", path)
+                           : sr_errf(rc, "cannot rename %s to %s: %s", tmp, path, strerror(-rc));
     if (rc < 0) {
         unlink(tmp);
         return rc;
@@ -248,7 +276,7 @@ int sr_write_file_atomic(const char *path, const void *buf, size_t len)
         unlink(tmp);
         return rc;
     }
-    return tmp_commit(fd, tmp, path);
+    return tmp_commit(fd, tmp, path, 0);
 }
 
 /* read/write copy from the current offsets of in and out to EOF. */
@@ -298,7 +326,14 @@ static int copy_fd(int in, int out, const char *src, const char *dst)
     }
 }
 
+static int copy_file(const char *src, const char *dst, int noreplace);
+
 int sr_copy_file_atomic(const char *src, const char *dst)
+{
+    return copy_file(src, dst, 0);
+}
+
+static int copy_file(const char *src, const char *dst, int noreplace)
 {
     int in = open(src, O_RDONLY | O_CLOEXEC);
     if (in < 0)
@@ -316,7 +351,7 @@ int sr_copy_file_atomic(const char *src, const char *dst)
         unlink(tmp);
         goto out;
     }
-    rc = tmp_commit(out, tmp, dst);
+    rc = tmp_commit(out, tmp, dst, noreplace);
 out:
     close(in);
     return rc;
@@ -324,7 +359,7 @@ out:
 
 /* Same filesystem: the (fsynced) source gets a second name in dst's
  * directory, then that name is renamed over dst. No byte is copied. */
-static int link_atomic(const char *src, const char *dst)
+static int link_atomic(const char *src, const char *dst, int noreplace)
 {
     const int fd = open(src, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -345,21 +380,32 @@ static int link_atomic(const char *src, const char *dst)
         if (errno != EEXIST)
             return -errno;
     }
-    if (rename(tmp, dst) != 0) {
-        rc = -errno;
+    if ((rc = place(tmp, dst, noreplace)) < 0) {
         unlink(tmp);
         return rc;
     }
     return sr_fsync_parent(dst);
 }
 
-int sr_adopt_file_atomic(const char *src, const char *dst)
+static int adopt(const char *src, const char *dst, int noreplace)
 {
-    const int rc = link_atomic(src, dst);
+    const int rc = link_atomic(src, dst, noreplace);
     if (rc == 0)
         return 0;
+    if (rc == -EEXIST)
+        return sr_errf(rc, "%s already exists", dst);
     /* EXDEV (another filesystem), EPERM (no hard links here), ...: copy. */
-    return sr_copy_file_atomic(src, dst);
+    return copy_file(src, dst, noreplace);
+}
+
+int sr_adopt_file_atomic(const char *src, const char *dst)
+{
+    return adopt(src, dst, 0);
+}
+
+int sr_adopt_file_new(const char *src, const char *dst)
+{
+    return adopt(src, dst, 1);
 }
 
 /* Reads fd to EOF into a malloc'd, NUL-terminated buffer; fails over max

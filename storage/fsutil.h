@@ -37,6 +37,12 @@ int sr_copy_file_atomic(const char *src, const char *dst);
  * link to src (made durable, mode 0644) instead of a copy: the caller hands
  * src over and must not modify it in place afterwards (unlinking is fine). */
 int sr_adopt_file_atomic(const char *src, const char *dst);
+/* The same, but only if dst does not exist yet (-EEXIST): for objects that
+ * are never replaced. */
+int sr_adopt_file_new(const char *src, const char *dst);
+/* Renames tmp (written and fsynced) to path, with noreplace only if path
+ * does not exist (-EEXIST); then fsyncs the directory. */
+int sr_place_file(const char *tmp, const char *path, int noreplace);
 
 /* Reads a whole file of at most max bytes into a NUL-terminated malloc'd
  * buffer. -EFBIG when larger than max. */

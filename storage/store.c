@@ -190,7 +190,13 @@ int sr_store_put(struct sr_store *st, const char *key, const void *buf, size_t l
 int sr_store_put_file(struct sr_store *st, const char *key, const char *path)
 {
     int rc = check_key(st, key, 0);
-    return rc < 0 ? rc : st->ops->put_file(st, key, path);
+    return rc < 0 ? rc : st->ops->put_file(st, key, path, 0);
+}
+
+int sr_store_put_file_new(struct sr_store *st, const char *key, const char *path)
+{
+    int rc = check_key(st, key, 0);
+    return rc < 0 ? rc : st->ops->put_file(st, key, path, 1);
 }
 
 int sr_store_get(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len)
@@ -251,7 +257,8 @@ int sr_store_delete(struct sr_store *st, const char *key)
     return rc < 0 ? rc : st->ops->del(st, key);
 }
 
-int sr_store_writer_open(struct sr_store *st, const char *key, struct sr_store_writer **out)
+static int writer_open(struct sr_store *st, const char *key, int create,
+                       struct sr_store_writer **out)
 {
     *out = NULL;
     int rc = check_key(st, key, 0);
@@ -259,12 +266,22 @@ int sr_store_writer_open(struct sr_store *st, const char *key, struct sr_store_w
         return rc;
     if (!st->ops->writer_open)
         return sr_errf(-EOPNOTSUPP, "store %s cannot stream uploads", st->url);
-    rc = st->ops->writer_open(st, key, out);
+    rc = st->ops->writer_open(st, key, create, out);
     if (rc == 0) {
         (*out)->st = st;
         (*out)->bytes = 0;
     }
     return rc;
+}
+
+int sr_store_writer_open(struct sr_store *st, const char *key, struct sr_store_writer **out)
+{
+    return writer_open(st, key, 0, out);
+}
+
+int sr_store_writer_open_new(struct sr_store *st, const char *key, struct sr_store_writer **out)
+{
+    return writer_open(st, key, 1, out);
 }
 
 int sr_store_writer_write(struct sr_store_writer *w, const void *buf, size_t len)

@@ -46,6 +46,12 @@ int sr_store_put(struct sr_store *st, const char *key, const void *buf, size_t l
  * backend hard-links it when on the same filesystem): the caller must not
  * modify it in place afterwards; unlinking it is fine. */
 int sr_store_put_file(struct sr_store *st, const char *key, const char *path);
+/* put_file and writer_open for an object that is never replaced (a
+ * checkpoint's data): the write fails with -EEXIST when key exists by the
+ * time it lands (file: link(); S3: If-None-Match: * on the PUT or on
+ * CompleteMultipartUpload), so a stale writer cannot overwrite another's
+ * object of the same seq. Servers that ignore the header replace it. */
+int sr_store_put_file_new(struct sr_store *st, const char *key, const char *path);
 /* Whole object into a NUL-terminated malloc'd buffer; -EFBIG over max. */
 int sr_store_get(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len);
 /* -ENOENT when missing. */
@@ -72,6 +78,7 @@ struct sr_store_writer {
     uint64_t bytes; /* written so far */
 };
 int sr_store_writer_open(struct sr_store *st, const char *key, struct sr_store_writer **out);
+int sr_store_writer_open_new(struct sr_store *st, const char *key, struct sr_store_writer **out);
 int sr_store_writer_write(struct sr_store_writer *w, const void *buf, size_t len);
 int sr_store_writer_commit(struct sr_store_writer *w);
 /* Frees the writer; discards the object unless commit succeeded. NULL is fine. */
@@ -106,7 +113,7 @@ int sr_store_get_etag(struct sr_store *st, const char *key, size_t max, char **b
 struct sr_store_ops {
     const char *scheme;
     int (*put)(struct sr_store *, const char *key, const void *buf, size_t len);
-    int (*put_file)(struct sr_store *, const char *key, const char *path);
+    int (*put_file)(struct sr_store *, const char *key, const char *path, int create);
     int (*get)(struct sr_store *, const char *key, size_t max, char **buf, size_t *len);
     int (*size)(struct sr_store *, const char *key, uint64_t *size);
     int (*source)(struct sr_store *, const char *key, struct sr_source *src);
@@ -116,7 +123,8 @@ struct sr_store_ops {
     void (*close)(struct sr_store *);
     /* Streaming writer; the backend's writer embeds struct sr_store_writer
      * first. close frees it (and discards an uncommitted object). */
-    int (*writer_open)(struct sr_store *, const char *key, struct sr_store_writer **out);
+    int (*writer_open)(struct sr_store *, const char *key, int create,
+                       struct sr_store_writer **out);
     int (*writer_write)(struct sr_store_writer *, const void *buf, size_t len);
     int (*writer_commit)(struct sr_store_writer *);
     void (*writer_close)(struct sr_store_writer *);

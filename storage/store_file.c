@@ -54,7 +54,7 @@ static int key_path(const struct sr_store *st, const char *key, char *out, size_
 /* Ensures the directory of path exists, then runs the atomic write; retries
  * when a concurrent delete pruned the directory in between. */
 static int put_common(struct sr_store *st, const char *key, const void *buf, size_t len,
-                      const char *src)
+                      const char *src, int create)
 {
     char path[PATH_MAX], dir[PATH_MAX];
     int rc = key_path(st, key, path, sizeof(path));
@@ -66,7 +66,9 @@ static int put_common(struct sr_store *st, const char *key, const void *buf, siz
     for (int tries = 0; tries < 50; tries++) {
         rc = sr_mkdirs(dir, 0755);
         if (rc == 0)
-            rc = src ? sr_adopt_file_atomic(src, path) : sr_write_file_atomic(path, buf, len);
+            rc = !src     ? sr_write_file_atomic(path, buf, len)
+                 : create ? sr_adopt_file_new(src, path)
+                          : sr_adopt_file_atomic(src, path);
         if (rc != -ENOENT || (src && access(src, F_OK) != 0))
             return rc;
     }
@@ -75,12 +77,12 @@ static int put_common(struct sr_store *st, const char *key, const void *buf, siz
 
 static int fs_put(struct sr_store *st, const char *key, const void *buf, size_t len)
 {
-    return put_common(st, key, buf, len, NULL);
+    return put_common(st, key, buf, len, NULL, 0);
 }
 
-static int fs_put_file(struct sr_store *st, const char *key, const char *path)
+static int fs_put_file(struct sr_store *st, const char *key, const char *path, int create)
 {
-    return put_common(st, key, NULL, 0, path);
+    return put_common(st, key, NULL, 0, path, create);
 }
 
 static int fs_get(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len)
@@ -317,17 +319,20 @@ struct fs_writer {
     struct sr_store_writer w;
     int fd;
     int committed;
+    int create;      /* commit only if the object does not exist */
     uint64_t synced; /* writeback started up to here */
     char path[PATH_MAX];
     char tmp[PATH_MAX + 32];
 };
 
-static int fs_writer_open(struct sr_store *st, const char *key, struct sr_store_writer **out)
+static int fs_writer_open(struct sr_store *st, const char *key, int create,
+                          struct sr_store_writer **out)
 {
     struct fs_writer *fw = calloc(1, sizeof(*fw));
     if (!fw)
         return sr_errf(-ENOMEM, "out of memory");
     fw->fd = -1;
+    fw->create = create;
     char dir[PATH_MAX];
     int rc = key_path(st, key, fw->path, sizeof(fw->path));
     if (rc == 0) {
@@ -384,10 +389,9 @@ static int fs_writer_commit(struct sr_store_writer *w)
     struct fs_writer *fw = (struct fs_writer *)w;
     if (fsync(fw->fd) < 0)
         return sr_errf(-errno, "cannot fsync %s: %s", fw->tmp, strerror(errno));
-    if (rename(fw->tmp, fw->path) < 0)
-        return sr_errf(-errno, "cannot rename %s to %s: %s", fw->tmp, fw->path, strerror(errno));
-    fw->committed = 1;
-    return sr_fsync_parent(fw->path);
+    const int rc = sr_place_file(fw->tmp, fw->path, fw->create);
+    fw->committed = rc == 0;
+    return rc;
 }
 
 static void fs_writer_close(struct sr_store_writer *w)

@@ -238,7 +238,17 @@ out:
 
 /* ---- simple operations --------------------------------------------------- */
 
-static int s3_put(struct sr_store *st, const char *key, const void *buf, size_t len)
+/* A 412 answer to a create-only write: -EEXIST with a plain message. */
+static int exists_error(struct sr_s3 *s3, const char *key, int rc, long status)
+{
+    if (status != 412)
+        return rc;
+    char name[2300];
+    sr_s3_name(s3, key, name, sizeof(name));
+    return sr_errf(-EEXIST, "%s already exists", name);
+}
+
+static int put_buf(struct sr_store *st, const char *key, const void *buf, size_t len, int create)
 {
     char md5[32];
     int rc = md5_buf(buf, len, md5);
@@ -248,9 +258,15 @@ static int s3_put(struct sr_store *st, const char *key, const void *buf, size_t 
     r.body = buf;
     r.body_len = len;
     r.content_md5 = md5;
+    r.if_none_match = create;
     rc = sr_s3_do(s3_of(st), &r);
     free(r.resp);
-    return rc;
+    return rc < 0 ? exists_error(s3_of(st), key, rc, r.status) : 0;
+}
+
+static int s3_put(struct sr_store *st, const char *key, const void *buf, size_t len)
+{
+    return put_buf(st, key, buf, len, 0);
 }
 
 /* A conditional PUT (see sr_store_put_if). A server that ignores the
@@ -557,7 +573,7 @@ static int upload_parts(struct mpu *m, const char *eid)
 
 /* etags[i] is part i + 1's ETag. */
 static int complete_upload(struct sr_s3 *s3, const char *key, const char *eid, size_t n,
-                           const char *const *etags, uint64_t size)
+                           const char *const *etags, uint64_t size, int create)
 {
     size_t cap = 128 + n * 200, len = 0;
     char *xml = malloc(cap);
@@ -576,7 +592,9 @@ static int complete_upload(struct sr_s3 *s3, const char *key, const char *eid, s
     r.body = xml;
     r.body_len = len;
     r.max = 1u << 20;
+    r.if_none_match = create;
     int rc = sr_s3_do(s3, &r);
+    rc = rc < 0 ? exists_error(s3, key, rc, r.status) : 0;
     /* A 200 answer may still carry an <Error> (S3 reports late failures so). */
     char code[128], msg[512];
     if (rc == 0 && r.resp &&
@@ -647,7 +665,8 @@ static int initiate_upload(struct sr_s3 *s3, const char *key, char *eid, size_t 
     return rc;
 }
 
-static int multipart(struct sr_s3 *s3, const char *key, int fd, uint64_t size, uint64_t ps)
+static int multipart(struct sr_s3 *s3, const char *key, int fd, uint64_t size, uint64_t ps,
+                     int create)
 {
     struct mpu m;
     memset(&m, 0, sizeof(m));
@@ -699,7 +718,7 @@ out:
         const char **etags = calloc(m.n ? m.n : 1, sizeof(*etags));
         for (size_t i = 0; etags && i < m.n; i++)
             etags[i] = m.parts[i].etag;
-        rc = etags ? complete_upload(s3, key, eid, m.n, etags, m.size)
+        rc = etags ? complete_upload(s3, key, eid, m.n, etags, m.size, create)
                    : sr_errf(-ENOMEM, "out of memory");
         free(etags);
     }
@@ -713,7 +732,7 @@ out:
     return rc;
 }
 
-static int s3_put_file(struct sr_store *st, const char *key, const char *path)
+static int s3_put_file(struct sr_store *st, const char *key, const char *path, int create)
 {
     struct sr_s3 *s3 = s3_of(st);
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -734,7 +753,7 @@ static int s3_put_file(struct sr_store *st, const char *key, const char *path)
     if (single_max < ps)
         single_max = ps;
     if (size > single_max) {
-        rc = multipart(s3, key, fd, size, ps);
+        rc = multipart(s3, key, fd, size, ps, create);
         goto out;
     }
     char md5[32];
@@ -744,8 +763,11 @@ static int s3_put_file(struct sr_store *st, const char *key, const char *path)
     r.body_fd = fd;
     r.body_len = size;
     r.content_md5 = md5;
+    r.if_none_match = create;
     rc = sr_s3_do(s3, &r);
     free(r.resp);
+    if (rc < 0)
+        rc = exists_error(s3, key, rc, r.status);
 out:
     close(fd);
     return rc;
@@ -789,7 +811,8 @@ struct s3_writer {
     size_t conc;
     uint8_t *cur;
     size_t cur_len, cur_cap;
-    int mp; /* multipart upload started */
+    int mp;     /* multipart upload started */
+    int create; /* only if the object does not exist (If-None-Match: *) */
     char eid[3100];
     /* shared with the uploader, under lock */
     pthread_mutex_t lock;
@@ -1051,7 +1074,8 @@ static int s3_writer_commit(struct sr_store_writer *sw)
     struct s3_writer *w = (struct s3_writer *)sw;
     if (!w->mp) {
         /* Everything fit in the first buffer: one PUT. */
-        int rc = s3_put(sw->st, w->key, w->cur ? (const void *)w->cur : "", w->cur_len);
+        int rc = put_buf(sw->st, w->key, w->cur ? (const void *)w->cur : "", w->cur_len,
+                         w->create);
         w->committed = rc == 0;
         return rc;
     }
@@ -1076,7 +1100,7 @@ static int s3_writer_commit(struct sr_store_writer *sw)
         return sr_errf(-ENOMEM, "out of memory");
     for (size_t i = 0; i < w->nparts; i++)
         etags[i] = w->parts[i]->etag;
-    int rc = complete_upload(w->s3, w->key, w->eid, w->nparts, etags, w->done_bytes);
+    int rc = complete_upload(w->s3, w->key, w->eid, w->nparts, etags, w->done_bytes, w->create);
     free(etags);
     sr_debug("s3: multipart upload of %s: %zu parts (streamed; the last ones took %.2fs after "
              "the data ended, completing %.2fs)",
@@ -1116,13 +1140,15 @@ static void s3_writer_close(struct sr_store_writer *sw)
     free(w);
 }
 
-static int s3_writer_open(struct sr_store *st, const char *key, struct sr_store_writer **out)
+static int s3_writer_open(struct sr_store *st, const char *key, int create,
+                          struct sr_store_writer **out)
 {
     struct s3_writer *w = calloc(1, sizeof(*w));
     if (!w || !(w->key = strdup(key))) {
         free(w);
         return sr_errf(-ENOMEM, "out of memory");
     }
+    w->create = create;
     w->s3 = s3_of(st);
     w->ps = sr_s3_part_size(0, env_u64("SPOTRUN_S3_PART_SIZE", 16 * MIB));
     if (w->ps > WPART_MAX)

@@ -501,6 +501,33 @@ static void invalid_run_ids_are_refused(void **state)
     assert_int_equal(sr_run_mark_done(f->st, "a/b"), -EINVAL);
 }
 
+/* Another writer's data object already at the seq (a stale owner's upload
+ * that landed after our listing): the publish refuses to replace it. */
+static void publish_never_replaces_another_writers_data(void **state)
+{
+    struct fixture *f = *state;
+    publish(f, 1);
+    incomplete(f, 2);
+    struct sr_ckpt_list l;
+    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    struct sr_manifest m = l.v[0];
+    sr_ckpt_list_free(&l);
+    m.seq = 2;
+    char data[PATH_MAX];
+    data_path(f, 1, data, sizeof(data));
+    assert_int_equal(sr_ckpt_publish(f->st, &m, data, NULL), -EEXIST);
+    char p[PATH_MAX];
+    data_path(f, 2, p, sizeof(p));
+    char *buf;
+    size_t len;
+    assert_int_equal(sr_read_file(p, 100, &buf, &len), 0);
+    assert_memory_equal(buf, "partial", 7);
+    free(buf);
+    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(l.n, 1);
+    sr_ckpt_list_free(&l);
+}
+
 #define FT(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int main(void)
@@ -527,6 +554,7 @@ int main(void)
         FT(run_list_names_valid_runs),
         FT(run_clear_deletes_the_whole_run_only),
         FT(invalid_run_ids_are_refused),
+        FT(publish_never_replaces_another_writers_data),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

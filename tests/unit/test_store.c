@@ -392,6 +392,48 @@ static void concurrent_puts_and_deletes_do_not_interfere(void **state)
     assert_false(exists(f, "shared"));
 }
 
+/* Objects that are never replaced: put_file_new and writer_open_new land
+ * only where nothing is, leave an existing object intact, and leave no
+ * temp files behind. */
+static void create_only_writes_never_replace(void **state)
+{
+    struct fixture *f = *state;
+    char src[PATH_MAX];
+    assert_true(snprintf(src, sizeof(src), "%s/src", f->dir) < (int)sizeof(src));
+    assert_int_equal(sr_write_file_atomic(src, "theirs", 6), 0);
+    assert_int_equal(sr_store_put_file_new(f->st, "r/ckpt/1/data", src), 0);
+    assert_int_equal(sr_write_file_atomic(src, "mine", 4), 0);
+    assert_int_equal(sr_store_put_file_new(f->st, "r/ckpt/1/data", src), -EEXIST);
+    struct sr_store_writer *w = NULL;
+    assert_int_equal(sr_store_writer_open_new(f->st, "r/ckpt/1/data", &w), 0);
+    assert_int_equal(sr_store_writer_write(w, "mine", 4), 0);
+    assert_int_equal(sr_store_writer_commit(w), -EEXIST);
+    sr_store_writer_close(w);
+    char *buf;
+    size_t len;
+    assert_int_equal(sr_store_get(f->st, "r/ckpt/1/data", 100, &buf, &len), 0);
+    assert_int_equal(len, 6);
+    assert_memory_equal(buf, "theirs", 6);
+    free(buf);
+    assert_int_equal(sr_store_writer_open_new(f->st, "r/ckpt/2/data", &w), 0);
+    assert_int_equal(sr_store_writer_write(w, "new", 3), 0);
+    assert_int_equal(sr_store_writer_commit(w), 0);
+    sr_store_writer_close(w);
+    struct sr_strlist names;
+    assert_int_equal(sr_store_list(f->st, "r/ckpt/1", &names), 0);
+    assert_int_equal(names.n, 1);
+    sr_strlist_free(&names);
+    char dir[PATH_MAX];
+    assert_true(snprintf(dir, sizeof(dir), "%s/root/r/ckpt/1", f->dir) < (int)sizeof(dir));
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int entries = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        entries += e->d_name[0] != '.' || strstr(e->d_name, ".tmp.") != NULL;
+    closedir(d);
+    assert_int_equal(entries, 1); /* data only: no temp files */
+}
+
 #define FT(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int main(void)
@@ -412,6 +454,7 @@ int main(void)
         FT(list_of_missing_prefix_is_empty),
         FT(delete_prunes_empty_dirs_but_not_the_root),
         FT(concurrent_puts_and_deletes_do_not_interfere),
+        FT(create_only_writes_never_replace),
         cmocka_unit_test(strlist_sorts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
