@@ -198,6 +198,24 @@ out:
     return code < 0 ? 0 : code;
 }
 
+/* The run's LEASE as show --json reports it; null when there is none (or
+ * it cannot be read: show is a view, not a check). */
+static json_t *lease_json(struct sr_store *st, const char *run)
+{
+    struct sr_lease_info in;
+    if (sr_lease_read(st, run, &in) < 0) {
+        sr_err_clear();
+        return json_null();
+    }
+    const int64_t now = sr_wall_ms() / 1000;
+    const char *state = in.released ? "released" : now < in.expires ? "held" : "expired";
+    char expires[32];
+    sr_format_iso_ms(in.expires * 1000, expires, sizeof(expires));
+    return json_pack("{s:s,s:s,s:I,s:I,s:s,s:i}", "state", state, "host", in.host, "pid",
+                     (json_int_t)in.pid, "epoch", (json_int_t)in.epoch, "expires", expires,
+                     "ttl", in.ttl);
+}
+
 static int print_show_json(struct sr_store *st, const char *run, const struct sr_history *h,
                            const struct sr_hist_prices *p, const struct sr_ckpt_list *l)
 {
@@ -221,6 +239,7 @@ static int print_show_json(struct sr_store *st, const char *run, const struct sr
     json_object_set_new(o, "checkpoint_count", json_integer((json_int_t)l->n));
     json_object_set_new(o, "checkpoints", cks);
     json_object_set_new(o, "attempt_list", sr_summary_attempts_json(h));
+    json_object_set_new(o, "lease", lease_json(st, run));
     return print_json(o);
 }
 

@@ -36,6 +36,11 @@ test_expect_success 'a second wrapper of a running run waits, then exits 73 nami
     grep "not starting (--lease-wait)" b.log
     test ! -e b.bin
     kill -0 $a
+    "$SPOTRUN" show --json r1 | "$PY" -c "
+import json, sys
+l = json.load(sys.stdin)[\"lease\"]
+assert l[\"state\"] == \"held\" and l[\"pid\"] == $a and l[\"epoch\"] == 1, l"
+    "$SPOTRUN" show r1 | grep "^lease: *held by $(hostname) pid $a (epoch 1, expires in"
     $on_a "$SPOTRUN" notify --run-id r1 --deadline 20s
     expect_code 75 wait $a
 '
