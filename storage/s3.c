@@ -384,7 +384,12 @@ int sr_s3_open(const char *bucket, const char *prefix, struct sr_s3 **out)
         goto fail;
     }
     int path_style = ep != NULL || strchr(bucket, '.') != NULL;
+    /* SPOTRUN_S3_ADDRESSING, else the profile's s3.addressing_style (what
+     * awscli users already set), else auto. */
+    char conf_style[32] = "";
     const char *style = env("SPOTRUN_S3_ADDRESSING");
+    if (!style && sr_s3_profile_s3_setting("addressing_style", conf_style, sizeof(conf_style)) == 0)
+        style = conf_style;
     if (style && strcmp(style, "path") == 0)
         path_style = 1;
     else if (style && strcmp(style, "virtual") == 0)

@@ -66,9 +66,13 @@ static const char *trim(char *s)
     return s;
 }
 
-int sr_s3_ini_get(const char *text, const char *section, const char *key, char *out, size_t len)
+/* key in section, or with parent, in the block nested under "parent ="
+ * (the AWS config's "s3 =" followed by indented "key = value" lines). */
+static int ini_get(const char *text, const char *section, const char *parent, const char *key,
+                   char *out, size_t len)
 {
     int in = 0;
+    char block[128] = ""; /* the nested block we are in, "" = none */
     for (const char *p = text; p && *p;) {
         const char *eol = strchr(p, '\n');
         size_t n = eol ? (size_t)(eol - p) : strlen(p);
@@ -78,9 +82,12 @@ int sr_s3_ini_get(const char *text, const char *section, const char *key, char *
         memcpy(line, p, n);
         line[n] = '\0';
         p = eol ? eol + 1 : NULL;
+        const int indented = line[0] == ' ' || line[0] == '\t';
         char *l = (char *)trim(line);
         if (*l == '#' || *l == ';' || *l == '\0')
             continue;
+        if (!indented)
+            block[0] = '\0';
         if (*l == '[') {
             char *end = strchr(l, ']');
             if (!end)
@@ -93,11 +100,27 @@ int sr_s3_ini_get(const char *text, const char *section, const char *key, char *
         if (!in || !eq)
             continue;
         *eq = '\0';
-        if (strcmp(trim(l), key) != 0)
+        const char *k = trim(l), *v = trim(eq + 1);
+        if (!indented && !*v) { /* "s3 =": a nested block starts */
+            snprintf(block, sizeof(block), "%s", k);
             continue;
-        return copy_str(out, len, trim(eq + 1)) < 0 ? -ENAMETOOLONG : 0;
+        }
+        if (strcmp(block, parent ? parent : "") != 0 || strcmp(k, key) != 0)
+            continue;
+        return copy_str(out, len, v) < 0 ? -ENAMETOOLONG : 0;
     }
     return -ENOENT;
+}
+
+int sr_s3_ini_get(const char *text, const char *section, const char *key, char *out, size_t len)
+{
+    return ini_get(text, section, NULL, key, out, len);
+}
+
+int sr_s3_ini_get_nested(const char *text, const char *section, const char *parent,
+                         const char *key, char *out, size_t len)
+{
+    return ini_get(text, section, parent, key, out, len);
 }
 
 int sr_s3_parse_time(const char *s, int64_t *out)
@@ -266,6 +289,21 @@ static int profile_get(const char *cred_text, const char *conf_text, const char 
     if (conf_text && sr_s3_ini_get(conf_text, sect, key, out, len) == 0)
         return 0;
     return -ENOENT;
+}
+
+int sr_s3_profile_s3_setting(const char *key, char *out, size_t len)
+{
+    char cred_path[4096], conf_path[4096], sect[300];
+    shared_paths(cred_path, conf_path, sizeof(cred_path));
+    const char *profile = env("AWS_PROFILE") ? env("AWS_PROFILE") : "default";
+    if (strcmp(profile, "default") == 0)
+        snprintf(sect, sizeof(sect), "default");
+    else
+        snprintf(sect, sizeof(sect), "profile %s", profile);
+    char *cf = read_text(conf_path);
+    const int rc = cf ? sr_s3_ini_get_nested(cf, sect, "s3", key, out, len) : -ENOENT;
+    free(cf);
+    return rc;
 }
 
 static int from_profile(struct sr_s3_creds *c, char *region, size_t rlen)

@@ -51,6 +51,13 @@ int sr_s3_creds_get(struct sr_s3_cred_provider *p, struct sr_s3_creds *out);
 /* Value of key in section of an INI text (AWS shared-file syntax: "[name]",
  * "key = value", '#' and ';' comments). 0, or -ENOENT when absent. */
 int sr_s3_ini_get(const char *text, const char *section, const char *key, char *out, size_t len);
+/* key in the block nested under "parent =" in section (the config file's
+ * "s3 =\n    addressing_style = path"). */
+int sr_s3_ini_get_nested(const char *text, const char *section, const char *parent,
+                         const char *key, char *out, size_t len);
+/* An "s3 =" setting of the current profile (AWS_PROFILE) in the config file
+ * (AWS_CONFIG_FILE, ~/.aws/config): 0 or -ENOENT. */
+int sr_s3_profile_s3_setting(const char *key, char *out, size_t len);
 /* Parses the container / IMDS JSON ({"AccessKeyId","SecretAccessKey",
  * "Token","Expiration"}). 0 or -EBADMSG. */
 int sr_s3_creds_parse_json(const char *json, size_t len, struct sr_s3_creds *out);

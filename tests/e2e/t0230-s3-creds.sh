@@ -33,6 +33,17 @@ test_expect_success 'profile: AWS_PROFILE in the shared credentials file, region
     "$SPOTRUN" pull prof1 out1 && cmp src/w.bin out1/w.bin
 '
 
+test_expect_success 'addressing: the profile'"'"'s s3.addressing_style, overridden by SPOTRUN_S3_ADDRESSING' '
+    printf "[default]\ns3 =\n    addressing_style = path\n[profile vh]\ns3 =\n    addressing_style = virtual\n" >conf-style
+    AWS_CONFIG_FILE=$TRASH/conf-style "$SPOTRUN" ls -v >/dev/null 2>style1.log
+    grep "s3: http://127.0.0.1:[0-9]*/bkt, region us-east-1, path-style" style1.log
+    AWS_CONFIG_FILE=$TRASH/conf-style AWS_PROFILE=vh "$SPOTRUN" ls -v >/dev/null 2>style2.log || :
+    grep "s3: http://bkt.127.0.0.1:[0-9]*, region us-east-1, virtual-hosted-style" style2.log
+    AWS_CONFIG_FILE=$TRASH/conf-style AWS_PROFILE=vh SPOTRUN_S3_ADDRESSING=path "$SPOTRUN" ls \
+        -v >/dev/null 2>style3.log
+    grep "path-style" style3.log
+'
+
 test_expect_success 'profile: a missing AWS_PROFILE is a clear error' '
     expect_code 77 no_env AWS_SHARED_CREDENTIALS_FILE=$PWD/creds.ini AWS_PROFILE=ghost \
         "$SPOTRUN" ls 2>ghost.log &&

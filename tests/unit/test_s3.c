@@ -174,6 +174,24 @@ static void shared_files_parse(void **state)
     assert_string_equal(v, "AKIACI");
     assert_int_equal(sr_s3_ini_get(ini, "ci", "region", v, sizeof(v)), -ENOENT);
     assert_int_equal(sr_s3_ini_get(ini, "nope", "aws_access_key_id", v, sizeof(v)), -ENOENT);
+
+    /* Nested blocks of the config file ("s3 =" then indented lines). */
+    const char *conf = "[default]\nregion = us-west-2\ns3 =\n    addressing_style = path\n"
+                       "    max_concurrent_requests = 20\noutput = json\n"
+                       "[profile p]\ns3 =\n  addressing_style = virtual\n";
+    assert_int_equal(sr_s3_ini_get_nested(conf, "default", "s3", "addressing_style", v, sizeof(v)),
+                     0);
+    assert_string_equal(v, "path");
+    assert_int_equal(sr_s3_ini_get_nested(conf, "profile p", "s3", "addressing_style", v,
+                                          sizeof(v)),
+                     0);
+    assert_string_equal(v, "virtual");
+    /* A nested key is not a top-level one, and the block ends at the
+     * next unindented line. */
+    assert_int_equal(sr_s3_ini_get(conf, "default", "addressing_style", v, sizeof(v)), -ENOENT);
+    assert_int_equal(sr_s3_ini_get(conf, "default", "output", v, sizeof(v)), 0);
+    assert_string_equal(v, "json");
+    assert_int_equal(sr_s3_ini_get_nested(conf, "default", "s3", "output", v, sizeof(v)), -ENOENT);
 }
 
 static void metadata_credentials_parse(void **state)
