@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "fsutil.h"
 #include "history.h"
+#include "keeper.h"
 #include "lease.h"
 #include "log.h"
 #include "summary.h"
@@ -78,13 +79,20 @@ static json_t *manifest_json(const struct sr_manifest *m)
     return o;
 }
 
-/* push and gc write a run, so they take its lease as `run` does (and give
- * it back): they never race a wrapper that is running the run. 0 or an
+/* push and gc write a run, so they take its lease as `run` does, keep it
+ * renewed while they work (a push of a big directory outlasts a ttl), and
+ * give it back: they never race a wrapper that is running the run. 0 or an
  * exit code. */
-static int hold_run(struct sr_store *st, const char *cmd, const char *run, struct sr_lease **out)
+struct held {
+    struct sr_lease *lease;
+    struct sr_keeper *keeper;
+};
+
+static int hold_run(struct sr_store *st, const char *cmd, const char *run, struct held *out)
 {
     struct sr_lease_info h;
-    const int rc = sr_lease_acquire(st, run, 60, out, &h);
+    memset(out, 0, sizeof(*out));
+    int rc = sr_lease_acquire(st, run, 60, &out->lease, &h);
     if (rc == -EBUSY) {
         fprintf(stderr,
                 "spotrun %s: run %s is owned by %s pid %ld (its lease expires in %llds): not "
@@ -92,15 +100,20 @@ static int hold_run(struct sr_store *st, const char *cmd, const char *run, struc
                 cmd, run, h.host, h.pid, (long long)(h.expires - (int64_t)(sr_wall_ms() / 1000)));
         return SR_EX_CANTCREAT;
     }
-    return rc < 0 ? sr_fail(rc, "cannot take the lease of the run") : 0;
+    if (rc < 0)
+        return sr_fail(rc, "cannot take the lease of the run");
+    if ((rc = sr_keeper_start(out->lease, &out->keeper)) < 0)
+        sr_warn("the lease will not be renewed: %s", sr_strerror(rc));
+    return 0;
 }
 
-static void let_go(struct sr_lease *l)
+static void let_go(struct held *h)
 {
-    const int rc = sr_lease_release(l);
+    sr_keeper_stop(h->keeper);
+    const int rc = sr_lease_release(h->lease);
     if (rc < 0)
         sr_warn("cannot release the lease (it expires on its own): %s", sr_strerror(rc));
-    sr_lease_free(l);
+    sr_lease_free(h->lease);
 }
 
 /* Prints a JSON document (docs/json-schema.md); returns the exit code. */
@@ -409,8 +422,8 @@ int sr_cmd_push(int argc, char **argv)
         sr_store_close(st);
         return SR_EX_USAGE;
     }
-    struct sr_lease *lease = NULL;
-    if ((code = hold_run(st, "push", ops[0], &lease)) != 0) {
+    struct held held;
+    if ((code = hold_run(st, "push", ops[0], &held)) != 0) {
         sr_store_close(st);
         return code;
     }
@@ -419,7 +432,7 @@ int sr_cmd_push(int argc, char **argv)
                                      .keep = (unsigned)keep,
                                      .threads = (int)threads,
                                      .level = (int)level,
-                                     .lease = lease};
+                                     .lease = held.lease};
     uint64_t seq = 0;
     struct sr_manifest m;
     int rc = sr_ckpt_next_seq(st, ops[0], &seq);
@@ -456,7 +469,7 @@ int sr_cmd_push(int argc, char **argv)
                 stored);
         code = 0;
     }
-    let_go(lease);
+    let_go(&held);
     sr_store_close(st);
     return code;
 }
@@ -479,8 +492,8 @@ int sr_cmd_gc(int argc, char **argv)
         sr_store_close(st);
         return SR_EX_USAGE;
     }
-    struct sr_lease *lease = NULL;
-    if ((code = hold_run(st, "gc", ops[0], &lease)) != 0) {
+    struct held held;
+    if ((code = hold_run(st, "gc", ops[0], &held)) != 0) {
         sr_store_close(st);
         return code;
     }
@@ -492,7 +505,7 @@ int sr_cmd_gc(int argc, char **argv)
         sr_info("deleted %u checkpoint(s) of %s, kept the newest %" PRIu64, deleted, ops[0], keep);
         code = 0;
     }
-    let_go(lease);
+    let_go(&held);
     sr_store_close(st);
     return code;
 }
