@@ -1,0 +1,567 @@
+/*
+ * store_s3_get.c - downloads for the "s3" store backend: the ranged source
+ * that restore and pull read through (docs/s3.md, "Downloads").
+ *
+ * DESIGN: objects of RING_MIN or more are downloaded once, by a background
+ * thread (in-order ranged GETs on a multi handle), into a bounded ring of
+ * memory chunks; a chunk goes back to the ring once it is hashed and the
+ * codec has read it. The codec's frame reads wait only for their own
+ * bytes, so extraction overlaps the download (a reader waiting for a chunk
+ * lets it start even when the ring is full); the download hashes the
+ * contiguous prefix as it grows and offers that as the source's checksum,
+ * which the codec checks before swapping the extracted tree in. Smaller
+ * objects are read with a ranged GET per read_at, on pooled handles, safe
+ * from the codec's worker threads.
+ *
+ * Threads: the source is read from the codec's threads; the download
+ * thread and the readers share the ring under the source's lock.
+ */
+#include "log.h"
+#include "s3.h"
+#include "seektable.h"
+#include "store.h"
+#include "store_s3_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#define RANGE_DEFAULT (16 * MIB)
+
+struct s3_src {
+    struct sr_s3 *s3;
+    char *key;
+    uint64_t size;
+    /* Background download into the memory ring (running), else one ranged
+     * GET per read. */
+    pthread_t th;
+    int running;
+    size_t n;          /* chunks: [coff[i], coff[i + 1]) */
+    uint64_t *coff;    /* n + 1 offsets */
+    size_t conc;       /* ranges in flight */
+    uint64_t range;    /* bytes per range (after the first waves) and per ring buffer */
+    XXH3_state_t *xxh; /* download thread only */
+    pthread_mutex_t lock;
+    pthread_cond_t cv;    /* a chunk arrived, or the download ended */
+    uint8_t **buf;        /* chunk i's buffer (range bytes) while held, else NULL */
+    uint64_t *have;       /* bytes of chunk i received, from its start */
+    uint64_t *used;       /* bytes of chunk i copied out to readers */
+    int *refs;            /* readers copying out of chunk i right now */
+    size_t hashed;        /* chunks [0, hashed) are hashed */
+    size_t started;       /* chunks [0, started) were requested (have a buffer) */
+    size_t want;          /* a reader waits for a chunk below this: start it */
+    uint64_t held, limit; /* bytes of chunk buffers in use, and the cap */
+    uint8_t **pool;       /* spare chunk buffers */
+    size_t npool, pool_cap;
+    CURLM *multi; /* the download's, to wake it; NULL once it ended */
+    int stop, drain, finished, err;
+    char errmsg[512];
+    char sum[SR_CHECKSUM_LEN];
+};
+
+static int range_get(struct sr_s3 *s3, const char *key, void *buf, size_t len, uint64_t off)
+{
+    char range[64];
+    snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, off, off + len - 1);
+    struct sr_s3_req r = req_new("GET", key);
+    r.range = range;
+    r.dst = buf;
+    r.dst_len = len;
+    int rc = sr_s3_do(s3, &r);
+    free(r.resp);
+    if (rc == 0 && r.got != len) {
+        char name[2300];
+        sr_s3_name(s3, key, name, sizeof(name));
+        rc = sr_errf(-EBADMSG, "%s: short read at offset %" PRIu64 " (%" PRIu64 " of %zu bytes)",
+                     name, off, r.got, len);
+    }
+    return rc;
+}
+
+/* The ranges of the download: the first wave is small (4 MiB per range),
+ * so that the start of the object - what the decompressor wants first -
+ * completes early although CONCURRENCY ranges share the link; then
+ * s->range bytes (default 16 MiB: each request has a cost - s3rver spends
+ * ~18 ms of CPU on one - and partly received ranges are readable anyway).
+ * Every range fits one ring buffer. */
+static int chunk_plan(struct s3_src *s)
+{
+    const size_t conc = s->conc;
+    size_t cap = 64, n = 0;
+    uint64_t *v = malloc(cap * sizeof(*v)), off = 0;
+    while (v && off < s->size) {
+        if (n + 2 > cap) {
+            uint64_t *nv = realloc(v, (cap *= 2) * sizeof(*v));
+            if (!nv) {
+                free(v);
+                v = NULL;
+                break;
+            }
+            v = nv;
+        }
+        uint64_t len = n < conc && 4 * MIB < s->range ? 4 * MIB : s->range;
+        if (len > s->size - off)
+            len = s->size - off;
+        v[n++] = off;
+        off += len;
+    }
+    if (!v)
+        return sr_errf(-ENOMEM, "out of memory");
+    v[n] = s->size;
+    s->coff = v;
+    s->n = n;
+    return 0;
+}
+
+/* Index of the chunk holding byte off (< size). */
+static size_t chunk_of(const struct s3_src *s, uint64_t off)
+{
+    size_t lo = 0, hi = s->n; /* coff[lo] <= off < coff[hi] */
+    while (hi - lo > 1) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (s->coff[mid] <= off)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Gives chunk i's buffer back to the ring once it is hashed and every one
+ * of its bytes was copied out to a reader (or, once a caller waits for the
+ * checksum alone, as soon as it is hashed), and wakes the download, which
+ * may be waiting for room. Caller holds the lock. */
+static void chunk_release(struct s3_src *s, size_t i)
+{
+    const uint64_t len = s->coff[i + 1] - s->coff[i];
+    if (!s->buf[i] || i >= s->hashed || s->refs[i] > 0 || (s->used[i] < len && !s->drain))
+        return;
+    if (s->npool < s->pool_cap)
+        s->pool[s->npool++] = s->buf[i];
+    else
+        free(s->buf[i]);
+    s->buf[i] = NULL;
+    s->held -= s->range;
+    if (s->multi)
+        curl_multi_wakeup(s->multi);
+}
+
+struct dpart {
+    struct sr_s3_req req; /* first: CURLINFO_PRIVATE points here */
+    char range[64];
+    uint64_t base; /* bytes of the chunk received by earlier attempts */
+    int attempts;
+    int64_t retry_at;
+    int state; /* 0 waiting, 1 in flight, 2 done */
+    CURL *c;
+};
+
+/* Starts (or resumes, after the bytes already received) the GET of chunk
+ * i into its ring buffer. */
+static int dpart_start(struct s3_src *s, CURLM *multi, struct dpart *p, size_t i)
+{
+    const uint64_t off = s->coff[i] + p->base, end = s->coff[i + 1];
+    snprintf(p->range, sizeof(p->range), "%" PRIu64 "-%" PRIu64, off, end - 1);
+    if (!p->c && !(p->c = sr_s3_handle(s->s3)))
+        return sr_errf(-ENOMEM, "out of memory");
+    free(p->req.resp);
+    p->req = req_new("GET", s->key);
+    p->req.range = p->range;
+    p->req.dst = s->buf[i] + p->base;
+    p->req.dst_len = (size_t)(end - off);
+    const int rc = sr_s3_setup(s->s3, p->c, &p->req);
+    if (rc < 0)
+        return rc;
+    if (curl_multi_add_handle(multi, p->c) != CURLM_OK)
+        return sr_errf(-ENOMEM, "curl multi");
+    p->attempts++;
+    p->state = 1;
+    return 0;
+}
+
+/* Background download of the whole object into the memory ring, with
+ * concurrent ranged GETs issued in order, never more than s->limit bytes
+ * of chunks held (unless a reader waits for a chunk not started yet). As
+ * the contiguous prefix grows it is hashed (the codec's XXH3-128) and
+ * readers waiting for a range are woken: the codec decompresses and
+ * extracts frames already downloaded while later ones are in flight. */
+static int download_run(struct s3_src *s)
+{
+    struct sr_s3 *s3 = s->s3;
+    const char *key = s->key;
+    const size_t conc = s->conc;
+    const size_t n = s->n;
+    struct dpart *parts = calloc(n, sizeof(*parts));
+    CURLM *multi = curl_multi_init();
+    int rc = 0;
+    if (!parts || !multi) {
+        rc = sr_errf(-ENOMEM, "out of memory");
+        goto out;
+    }
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, 32L);
+    pthread_mutex_lock(&s->lock);
+    s->multi = multi;
+    pthread_mutex_unlock(&s->lock);
+    struct s3st_progress pg;
+    s3st_progress_init(&pg, "download", s->size);
+    size_t next = 0, active = 0, done = 0, hashed = 0;
+    uint64_t bytes_done = 0;
+    while (done < n && rc == 0) {
+        pthread_mutex_lock(&s->lock);
+        const int stop = s->stop;
+        pthread_mutex_unlock(&s->lock);
+        if (stop) {
+            rc = -ECANCELED;
+            break;
+        }
+        const int64_t now = now_ms();
+        for (size_t i = hashed; i < next && active < conc && rc == 0; i++) {
+            struct dpart *p = &parts[i];
+            if (p->state == 0 && p->retry_at <= now && (rc = dpart_start(s, multi, p, i)) == 0)
+                active++;
+        }
+        /* New ranges, in order, while the ring has room or a reader waits. */
+        while (rc == 0 && next < n && active < conc) {
+            uint8_t *b = NULL;
+            pthread_mutex_lock(&s->lock);
+            const int room = s->held + s->range <= s->limit || next < s->want;
+            if (room) {
+                if (s->npool > 0)
+                    b = s->pool[--s->npool];
+                s->held += s->range;
+            }
+            pthread_mutex_unlock(&s->lock);
+            if (!room)
+                break;
+            if (!b && !(b = s3st_big_alloc((size_t)s->range))) {
+                rc = sr_errf(-ENOMEM, "out of memory for the download buffers");
+                break;
+            }
+            pthread_mutex_lock(&s->lock);
+            s->buf[next] = b;
+            s->started = next + 1;
+            pthread_mutex_unlock(&s->lock);
+            if ((rc = dpart_start(s, multi, &parts[next], next)) == 0)
+                active++;
+            next++;
+        }
+        if (rc < 0)
+            break;
+        int running = 0;
+        curl_multi_perform(multi, &running);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(multi, &left))) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            CURL *c = msg->easy_handle;
+            const CURLcode cc = msg->data.result;
+            struct sr_s3_req *req = NULL;
+            curl_easy_getinfo(c, CURLINFO_PRIVATE, (char **)&req);
+            struct dpart *p = (struct dpart *)req;
+            curl_multi_remove_handle(multi, c);
+            active--;
+            int r = sr_s3_done(s3, c, req, cc, p->attempts);
+            sr_s3_cleanup(req);
+            if (r == 0 && req->got != req->dst_len)
+                r = sr_errf(-EBADMSG, "%s: short ranged read (%" PRIu64 " of %zu bytes)", key,
+                            req->got, req->dst_len);
+            p->base += req->got; /* in order: what arrived stays, a retry resumes */
+            if (r == 0) {
+                p->state = 2;
+                done++;
+                bytes_done += p->base;
+                sr_s3_release(s3, p->c);
+                p->c = NULL;
+            } else if (r == 1) {
+                p->state = 0;
+                p->retry_at = now_ms() + sr_s3_retry_delay_ms(p->attempts);
+            } else {
+                rc = r;
+            }
+        }
+        /* Bytes arrive in order within each range: publish partial ranges
+         * too, so that the reader of the first frames need not wait for
+         * the whole first wave. Then hash the newly contiguous chunks
+         * (straight from the ring) and publish them. */
+        const size_t hashed0 = hashed;
+        while (hashed < n && parts[hashed].state == 2) {
+            XXH3_128bits_update(s->xxh, s->buf[hashed], (size_t)parts[hashed].base);
+            hashed++;
+        }
+        int progressed = hashed > hashed0;
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = hashed0; i < next; i++) {
+            const uint64_t h = parts[i].base + (parts[i].state == 1 ? parts[i].req.got : 0);
+            if (h > s->have[i]) {
+                s->have[i] = h;
+                progressed = 1;
+            }
+        }
+        s->hashed = hashed;
+        for (size_t i = hashed0; i < hashed; i++)
+            chunk_release(s, i);
+        if (progressed)
+            pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->lock);
+        if (rc == 0 && done < n) {
+            uint64_t inflight = 0;
+            for (size_t i = hashed; i < next; i++)
+                if (parts[i].state == 1)
+                    inflight += parts[i].base + parts[i].req.got;
+            s3st_progress_show(&pg, bytes_done + inflight, 0);
+            curl_multi_poll(multi, NULL, 0, 100, NULL);
+        }
+    }
+    if (rc == 0)
+        s3st_progress_show(&pg, s->size, 1);
+    else if (pg.on)
+        fputc('\n', stderr);
+out:
+    pthread_mutex_lock(&s->lock);
+    s->multi = NULL;
+    pthread_mutex_unlock(&s->lock);
+    for (size_t i = 0; parts && i < n; i++) {
+        if (parts[i].c) {
+            curl_multi_remove_handle(multi, parts[i].c);
+            sr_s3_release(s3, parts[i].c);
+        }
+        sr_s3_cleanup(&parts[i].req);
+        free(parts[i].req.resp);
+    }
+    if (multi)
+        curl_multi_cleanup(multi);
+    free(parts);
+    return rc;
+}
+
+static void *download_main(void *arg)
+{
+    struct s3_src *s = arg;
+    const int64_t t0 = now_ms();
+    const int rc = download_run(s);
+    sr_debug("s3: downloaded %s (%" PRIu64 " bytes) in %.2fs: %s", s->key, s->size,
+             (double)(now_ms() - t0) / 1000.0, rc < 0 ? sr_strerror(rc) : "ok");
+    pthread_mutex_lock(&s->lock);
+    s->finished = 1;
+    if (rc < 0) {
+        s->err = rc;
+        snprintf(s->errmsg, sizeof(s->errmsg), "%s", sr_strerror(rc));
+    } else {
+        const XXH128_hash_t h = XXH3_128bits_digest(s->xxh);
+        sr_checksum_format(h.high64, h.low64, s->sum);
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* Waits until bytes [in, end) of chunk i are received, or the chunk was
+ * given back already (buf[i] NULL), or the download failed (returns 0).
+ * Caller holds the lock. */
+static int ring_wait(struct s3_src *s, size_t i, uint64_t end)
+{
+    int avail;
+    while (!(avail = i < s->started && (!s->buf[i] || s->have[i] >= end)) && !s->err) {
+        if (i >= s->want) {
+            s->want = i + 1; /* start it even if the ring is full */
+            if (s->multi)
+                curl_multi_wakeup(s->multi);
+        }
+        pthread_cond_wait(&s->cv, &s->lock);
+    }
+    return avail;
+}
+
+/* Copies [off, off + len) out of the ring, waiting for bytes not received
+ * yet. A chunk already given back (its bytes were all read once) is
+ * fetched again with its own ranged GET. */
+static int ring_read(struct s3_src *s, uint8_t *dst, size_t len, uint64_t off)
+{
+    int rc = 0;
+    pthread_mutex_lock(&s->lock);
+    while (len > 0 && rc == 0) {
+        const size_t i = chunk_of(s, off);
+        const uint64_t in = off - s->coff[i];
+        const size_t take = (size_t)(s->coff[i + 1] - off < len ? s->coff[i + 1] - off : len);
+        const int avail = ring_wait(s, i, in + take);
+        if (!avail) {
+            rc = sr_errf(s->err, "%s", s->errmsg);
+        } else if (!s->buf[i]) {
+            pthread_mutex_unlock(&s->lock);
+            rc = range_get(s->s3, s->key, dst, take, off);
+            pthread_mutex_lock(&s->lock);
+        } else {
+            const uint8_t *from = s->buf[i] + in;
+            s->refs[i]++;
+            pthread_mutex_unlock(&s->lock);
+            memcpy(dst, from, take);
+            pthread_mutex_lock(&s->lock);
+            s->refs[i]--;
+            s->used[i] += take;
+            chunk_release(s, i);
+        }
+        dst += take;
+        off += take;
+        len -= take;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+static int src_read_at(void *ctx, void *buf, size_t len, uint64_t off)
+{
+    struct s3_src *s = ctx;
+    if (len == 0)
+        return 0;
+    if (!s->running)
+        return range_get(s->s3, s->key, buf, len, off);
+    if (off > s->size || len > s->size - off)
+        return sr_errf(-EBADMSG, "%s: read past the end (%zu bytes at %" PRIu64 ")", s->key, len,
+                       off);
+    /* The seek table (the object's tail) is read first, long before the
+     * in-order download gets there: fetch such a range directly. */
+    pthread_mutex_lock(&s->lock);
+    const int far = chunk_of(s, off) > s->started + s->conc;
+    pthread_mutex_unlock(&s->lock);
+    if (far)
+        return range_get(s->s3, s->key, buf, len, off);
+    return ring_read(s, buf, len, off);
+}
+
+/* Lends the ring's bytes of a frame that lies within one chunk (most do):
+ * no copy into the codec's buffer. */
+static int src_borrow(void *ctx, uint64_t off, size_t len, const void **p)
+{
+    struct s3_src *s = ctx;
+    if (len == 0 || off > s->size || len > s->size - off)
+        return 0;
+    pthread_mutex_lock(&s->lock);
+    const size_t i = chunk_of(s, off);
+    int lent = 0;
+    if (i <= s->started + s->conc && off + len <= s->coff[i + 1] &&
+        ring_wait(s, i, off + len - s->coff[i]) && s->buf[i]) {
+        s->refs[i]++;
+        *p = s->buf[i] + (off - s->coff[i]);
+        lent = 1;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return lent;
+}
+
+static void src_unborrow(void *ctx, uint64_t off, size_t len)
+{
+    struct s3_src *s = ctx;
+    pthread_mutex_lock(&s->lock);
+    const size_t i = chunk_of(s, off);
+    s->refs[i]--;
+    s->used[i] += len;
+    chunk_release(s, i);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static int src_checksum(void *ctx, char out[SR_CHECKSUM_LEN])
+{
+    struct s3_src *s = ctx;
+    pthread_mutex_lock(&s->lock);
+    /* The caller reads no more: chunks need not wait for readers now. */
+    s->drain = 1;
+    for (size_t i = 0; i < s->hashed; i++)
+        chunk_release(s, i);
+    while (!s->finished)
+        pthread_cond_wait(&s->cv, &s->lock);
+    const int err = s->err;
+    memcpy(out, s->sum, SR_CHECKSUM_LEN);
+    pthread_mutex_unlock(&s->lock);
+    return err < 0 ? sr_errf(err, "%s", s->errmsg) : 0;
+}
+
+int s3st_source(struct sr_store *st, const char *key, struct sr_source *src)
+{
+    struct sr_s3 *s3 = s3_of(st);
+    uint64_t size = 0;
+    int rc = s3st_size(st, key, &size);
+    if (rc < 0)
+        return rc;
+    struct s3_src *s = calloc(1, sizeof(*s));
+    if (!s || !(s->key = strdup(key))) {
+        free(s);
+        return sr_errf(-ENOMEM, "out of memory");
+    }
+    s->s3 = s3;
+    s->size = size;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    src->ctx = s;
+    src->size = size;
+    src->read_at = src_read_at;
+    src->checksum = NULL;
+    src->borrow = NULL;
+    src->unborrow = NULL;
+    if (size < RING_MIN)
+        return 0; /* one ranged GET per read */
+    s->conc = (size_t)env_u64("SPOTRUN_S3_CONCURRENCY", 8);
+    s->range = sr_s3_part_size(0, env_u64("SPOTRUN_S3_RANGE_SIZE", RANGE_DEFAULT));
+    /* The ring: the ranges in flight and two more received ahead of the
+     * codec. */
+    s->limit = ((uint64_t)s->conc + 2) * s->range;
+    s->pool_cap = (size_t)(s->limit / s->range);
+    if ((rc = chunk_plan(s)) < 0) {
+        s3st_source_close(st, src);
+        return rc;
+    }
+    s->buf = calloc(s->n, sizeof(*s->buf));
+    s->have = calloc(s->n, sizeof(*s->have));
+    s->used = calloc(s->n, sizeof(*s->used));
+    s->refs = calloc(s->n, sizeof(*s->refs));
+    s->pool = calloc(s->pool_cap, sizeof(*s->pool));
+    s->xxh = XXH3_createState();
+    if (!s->buf || !s->have || !s->used || !s->refs || !s->pool || !s->xxh) {
+        s3st_source_close(st, src);
+        return sr_errf(-ENOMEM, "out of memory");
+    }
+    XXH3_128bits_reset(s->xxh);
+    if (pthread_create(&s->th, NULL, download_main, s) != 0) {
+        s3st_source_close(st, src);
+        return sr_errf(-EAGAIN, "cannot start a download thread");
+    }
+    s->running = 1;
+    src->checksum = src_checksum;
+    src->borrow = src_borrow;
+    src->unborrow = src_unborrow;
+    return 0;
+}
+
+void s3st_source_close(struct sr_store *st, struct sr_source *src)
+{
+    (void)st;
+    struct s3_src *s = src->ctx;
+    if (s->running) {
+        pthread_mutex_lock(&s->lock);
+        s->stop = 1;
+        if (s->multi)
+            curl_multi_wakeup(s->multi);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->th, NULL);
+    }
+    for (size_t i = 0; s->buf && i < s->n; i++)
+        free(s->buf[i]);
+    for (size_t i = 0; i < s->npool; i++)
+        free(s->pool[i]);
+    XXH3_freeState(s->xxh);
+    free(s->buf);
+    free(s->have);
+    free(s->used);
+    free(s->refs);
+    free(s->pool);
+    free(s->coff);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cv);
+    free(s->key);
+    free(s);
+    memset(src, 0, sizeof(*src));
+}
