@@ -103,7 +103,11 @@ int s3st_exists_error(struct sr_s3 *s3, const char *key, int rc, long status)
     return sr_errf(-EEXIST, "%s already exists", name);
 }
 
-int s3st_put_buf(struct sr_store *st, const char *key, const void *buf, size_t len, int create)
+/* One PUT of buf with Content-MD5 and the conditions create (If-None-Match:
+ * *) and match (If-Match); *status and etag get the answer's status and
+ * ETag. The caller maps a failed condition. */
+static int put_once(struct sr_store *st, const char *key, const void *buf, size_t len, int create,
+                    const char *match, long *status, char *etag)
 {
     char md5[32];
     int rc = s3st_md5_buf(buf, len, md5);
@@ -114,9 +118,20 @@ int s3st_put_buf(struct sr_store *st, const char *key, const void *buf, size_t l
     r.body_len = len;
     r.content_md5 = md5;
     r.if_none_match = create;
+    r.if_match = match;
     rc = sr_s3_do(s3_of(st), &r);
     free(r.resp);
-    return rc < 0 ? s3st_exists_error(s3_of(st), key, rc, r.status) : 0;
+    *status = r.status;
+    snprintf(etag, SR_ETAG_MAX, "%s", r.etag);
+    return rc;
+}
+
+int s3st_put_buf(struct sr_store *st, const char *key, const void *buf, size_t len, int create)
+{
+    long status = 0;
+    char etag[SR_ETAG_MAX];
+    const int rc = put_once(st, key, buf, len, create, NULL, &status, etag);
+    return rc < 0 ? s3st_exists_error(s3_of(st), key, rc, status) : 0;
 }
 
 static int s3_put(struct sr_store *st, const char *key, const void *buf, size_t len)
@@ -129,28 +144,16 @@ static int s3_put(struct sr_store *st, const char *key, const void *buf, size_t 
 static int s3_put_if(struct sr_store *st, const char *key, const void *buf, size_t len,
                      const char *match, char *etag)
 {
-    char md5[32];
-    int rc = s3st_md5_buf(buf, len, md5);
-    if (rc < 0)
-        return rc;
-    struct sr_s3_req r = req_new("PUT", key);
-    r.body = buf;
-    r.body_len = len;
-    r.content_md5 = md5;
-    r.if_none_match = !match;
-    r.if_match = match;
-    rc = sr_s3_do(s3_of(st), &r);
-    free(r.resp);
-    if (rc == 0) {
-        snprintf(etag, SR_ETAG_MAX, "%s", r.etag);
+    long status = 0;
+    const int rc = put_once(st, key, buf, len, !match, match, &status, etag);
+    if (rc == 0)
         return 0;
-    }
     char name[2300];
     sr_s3_name(s3_of(st), key, name, sizeof(name));
     /* 412: the condition failed; 409 ConditionalRequestConflict: another
      * conditional write to the key was in flight (S3 says retry; for us it
      * means someone else is writing it). */
-    if (r.status == 412 || r.status == 409) {
+    if (status == 412 || status == 409) {
         if (!match)
             return sr_errf(-EEXIST, "%s already exists", name);
         return sr_errf(-ESTALE, "%s was changed by someone else", name);
