@@ -241,20 +241,12 @@ static int put_manifest(struct sr_store *st, const struct sr_manifest *m, const 
     char key[KEY_LEN];
     sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, MANIFEST_NAME);
     int rc = sr_store_put_if(st, key, json, len, NULL, NULL);
-    if (rc != -EEXIST)
-        return rc;
-    char *back = NULL;
-    size_t blen = 0;
-    if (sr_store_get(st, key, MANIFEST_MAX, &back, &blen) == 0 && blen == len &&
-        memcmp(back, json, len) == 0)
-        rc = 0;
-    free(back);
-    if (rc < 0)
-        rc = sr_errf(-EEXIST,
-                     "checkpoint %s seq %llu was committed by another writer meanwhile (two "
-                     "wrappers on one run?)",
-                     m->run_id, (unsigned long long)m->seq);
-    return rc;
+    if (rc != -EEXIST || sr_store_holds(st, key, json, len, NULL))
+        return rc == -EEXIST ? 0 : rc;
+    return sr_errf(-EEXIST,
+                   "checkpoint %s seq %llu was committed by another writer meanwhile (two "
+                   "wrappers on one run?)",
+                   m->run_id, (unsigned long long)m->seq);
 }
 
 /* Checks the uploaded data object against the manifest, runs the fence,

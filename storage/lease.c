@@ -57,10 +57,9 @@ static int encode(const char *run_id, const struct sr_lease_info *in, uint64_t w
     json_t *o = json_pack("{s:i,s:s,s:s,s:s,s:I,s:s,s:I,s:I,s:I,s:I,s:i,s:b,s:I}", "format",
                           LEASE_FORMAT, "run_id", run_id, "owner", in->owner, "host", in->host,
                           "pid", (json_int_t)in->pid, "node", in->node, "epoch",
-                          (json_int_t)in->epoch, "acquired",
-                          (json_int_t)in->acquired, "renewed", (json_int_t)in->renewed, "expires",
-                          (json_int_t)in->expires, "ttl", in->ttl, "released", in->released,
-                          "writes", (json_int_t)writes);
+                          (json_int_t)in->epoch, "acquired", (json_int_t)in->acquired, "renewed",
+                          (json_int_t)in->renewed, "expires", (json_int_t)in->expires, "ttl",
+                          in->ttl, "released", in->released, "writes", (json_int_t)writes);
     char *s = o ? json_dumps(o, JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     if (!s)
@@ -143,8 +142,7 @@ int sr_lease_parse(const char *buf, size_t len, struct sr_lease_info *out)
 }
 
 /* Reads the lease; etag may be NULL. */
-static int read_lease(struct sr_store *st, const char *key, struct sr_lease_info *info,
-                      char *etag, char **raw, size_t *rawlen)
+static int read_lease(struct sr_store *st, const char *key, struct sr_lease_info *info, char *etag)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -152,12 +150,7 @@ static int read_lease(struct sr_store *st, const char *key, struct sr_lease_info
     if (rc < 0)
         return rc;
     rc = sr_lease_parse(buf, len, info);
-    if (raw) {
-        *raw = buf;
-        *rawlen = len;
-    } else {
-        free(buf);
-    }
+    free(buf);
     return rc;
 }
 
@@ -167,7 +160,7 @@ int sr_lease_read(struct sr_store *st, const char *run_id, struct sr_lease_info 
         return sr_errf(-EINVAL, "invalid run id \"%.140s\"", run_id ? run_id : "");
     char key[SR_RUN_ID_MAX + 16];
     lease_key(key, sizeof(key), run_id);
-    return read_lease(st, key, info, NULL, NULL, NULL);
+    return read_lease(st, key, info, NULL);
 }
 
 /* Writes info (with the next write counter) under the condition match
@@ -183,18 +176,9 @@ static int write_lease(struct sr_lease *l, const struct sr_lease_info *info, con
         return rc;
     char etag[SR_ETAG_MAX] = "";
     rc = sr_store_put_if(l->st, l->key, buf, len, match, etag);
-    if (rc == -EEXIST || rc == -ESTALE || rc == -ENOENT) {
-        const int failed = rc;
-        char *back = NULL;
-        size_t blen = 0;
-        struct sr_lease_info now;
-        if (read_lease(l->st, l->key, &now, etag, &back, &blen) == 0 && blen == len &&
-            memcmp(back, buf, len) == 0)
-            rc = 0;
-        else
-            rc = failed;
-        free(back);
-    }
+    if ((rc == -EEXIST || rc == -ESTALE || rc == -ENOENT) &&
+        sr_store_holds(l->st, l->key, buf, len, etag))
+        rc = 0;
     free(buf);
     if (rc == 0) {
         l->writes++;
@@ -301,7 +285,7 @@ int sr_lease_acquire(struct sr_store *st, const char *run_id, int ttl, struct sr
     for (int tries = 0; tries < 8; tries++) {
         struct sr_lease_info cur;
         char etag[SR_ETAG_MAX] = "";
-        rc = read_lease(st, l->key, &cur, etag, NULL, NULL);
+        rc = read_lease(st, l->key, &cur, etag);
         const int64_t now = (int64_t)time(NULL);
         const char *match = NULL;
         if (rc == 0) {
@@ -359,7 +343,7 @@ int sr_lease_renew(struct sr_lease *l)
     if (l->weak) {
         /* The server would not refuse the write: check by reading. */
         struct sr_lease_info cur;
-        rc = read_lease(l->st, l->key, &cur, NULL, NULL, NULL);
+        rc = read_lease(l->st, l->key, &cur, NULL);
         if (rc == 0 && (strcmp(cur.owner, l->info.owner) != 0 || cur.epoch != l->info.epoch))
             rc = -ESTALE;
         else if (rc == -ENOENT || rc == -EBADMSG)
@@ -380,14 +364,15 @@ lost:
     l->lost = 1;
     {
         struct sr_lease_info cur;
-        if (read_lease(l->st, l->key, &cur, NULL, NULL, NULL) == 0)
+        if (read_lease(l->st, l->key, &cur, NULL) == 0)
             rc = sr_errf(-ESTALE,
                          "lost the lease of run %s: %s pid %ld took it over (epoch %llu); this "
                          "wrapper's checkpoints can no longer become the newest",
                          l->run_id, cur.host, cur.pid, (unsigned long long)cur.epoch);
         else
-            rc = sr_errf(-ESTALE, "lost the lease of run %s: its lease object was replaced or "
-                                  "deleted",
+            rc = sr_errf(-ESTALE,
+                         "lost the lease of run %s: its lease object was replaced or "
+                         "deleted",
                          l->run_id);
     }
 out:
@@ -407,7 +392,7 @@ int sr_lease_release(struct sr_lease *l)
         next.renewed = next.expires = (int64_t)time(NULL);
         if (l->weak) {
             struct sr_lease_info cur;
-            if (read_lease(l->st, l->key, &cur, NULL, NULL, NULL) != 0 ||
+            if (read_lease(l->st, l->key, &cur, NULL) != 0 ||
                 strcmp(cur.owner, l->info.owner) != 0 || cur.epoch != l->info.epoch)
                 l->lost = 1;
         }

@@ -217,6 +217,18 @@ int sr_store_get_etag(struct sr_store *st, const char *key, size_t max, char **b
     return rc < 0 ? rc : st->ops->get_etag(st, key, max, buf, len, etag ? etag : scratch);
 }
 
+int sr_store_holds(struct sr_store *st, const char *key, const void *buf, size_t len, char *etag)
+{
+    char *back = NULL;
+    size_t blen = 0;
+    const int same = sr_store_get_etag(st, key, len + 1, &back, &blen, etag) == 0 && blen == len &&
+                     memcmp(back, buf, len) == 0;
+    free(back);
+    if (!same)
+        sr_err_clear();
+    return same;
+}
+
 int sr_store_put_if(struct sr_store *st, const char *key, const void *buf, size_t len,
                     const char *match, char *etag)
 {

@@ -105,6 +105,11 @@ int sr_store_streams(const struct sr_store *st);
 #define SR_ETAG_MAX 128
 int sr_store_put_if(struct sr_store *st, const char *key, const void *buf, size_t len,
                     const char *match, char *etag);
+/* 1 when key holds exactly the len bytes of buf (etag, may be NULL, gets
+ * its ETag), else 0 (missing, different, unreadable). After a conditional
+ * write failed its condition: were these bytes ours, landed by an earlier
+ * try of the same request (a retry after a lost answer)? */
+int sr_store_holds(struct sr_store *st, const char *key, const void *buf, size_t len, char *etag);
 /* As sr_store_get, plus the object's ETag (etag may be NULL). */
 int sr_store_get_etag(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len,
                       char *etag);
