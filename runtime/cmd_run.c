@@ -15,6 +15,7 @@
 #include "catalog.h"
 #include "cli.h"
 #include "control.h"
+#include "keeper.h"
 #include "lease.h"
 #include "fsutil.h"
 #include "log.h"
@@ -73,47 +74,10 @@ struct run_opts {
     int64_t lease_ttl_ms, lease_wait_ms;
 };
 
-/* The run's lease: waits up to wait_ms for another owner to release it or
- * let it expire. 0, SR_EX_CANTCREAT (still owned) or a store failure's
- * exit code. The lease stays reachable until exit: a persist abandoned at
- * a deadline may still consult it (and is refused once released). */
+/* The run's lease (sr_keeper_take). It stays reachable until exit: a
+ * persist abandoned at a deadline may still consult it (and is refused
+ * once released). */
 static struct sr_lease *run_lease;
-
-static int take_lease(struct sr_store *st, const char *run_id, int ttl_s, int64_t wait_ms)
-{
-    const int64_t give_up = sr_now_ms() + wait_ms;
-    int said = 0;
-    for (;;) {
-        struct sr_lease_info h;
-        const int rc = sr_lease_acquire(st, run_id, ttl_s, &run_lease, &h);
-        if (rc == 0) {
-            sr_debug("lease of run %s taken (epoch %llu)", run_id,
-                     (unsigned long long)sr_lease_epoch(run_lease));
-            return 0;
-        }
-        if (rc != -EBUSY)
-            return sr_fail(rc, "cannot take the lease of the run");
-        const int64_t t = sr_now_ms();
-        const long long left = (long long)(h.expires - (int64_t)(sr_wall_ms() / 1000));
-        if (t >= give_up) {
-            fprintf(stderr,
-                    "spotrun: run %s is owned by %s pid %ld (epoch %llu; its lease expires in "
-                    "%llds unless renewed): not starting (--lease-wait)\n",
-                    run_id, h.host, h.pid, (unsigned long long)h.epoch, left);
-            return SR_EX_CANTCREAT;
-        }
-        if (!said) {
-            char w[32];
-            sr_format_duration_ms(give_up - t, w, sizeof(w));
-            sr_info("run %s is owned by %s pid %ld (lease expires in %llds): waiting up to %s "
-                    "for it",
-                    run_id, h.host, h.pid, left, w);
-            said = 1;
-        }
-        const int64_t nap = give_up - t < 1000 ? give_up - t : 1000;
-        usleep((useconds_t)(nap > 0 ? nap : 1) * 1000);
-    }
-}
 
 static int fresh_start(struct sr_store *st, const char *run_id, const char *ckpt_dir)
 {
@@ -195,16 +159,16 @@ static int run_main(struct run_opts *o, char **cmd)
      * socket: say so at once rather than wait for its lease. */
     char pong[64];
     if (sr_ctl_call(sock, "STATUS", pong, sizeof(pong), 2000) == 0) {
-        fprintf(stderr, "spotrun: run %s is already running on this machine (%s answers)\n",
-                run_id, sock);
+        fprintf(stderr, "spotrun: run %s is already running on this machine (%s answers)\n", run_id,
+                sock);
         code = SR_EX_CANTCREAT;
     } else if (!o->fresh && (rc = sr_run_is_done(c.st, run_id)) == 1) {
         sr_info("run %s is already done (DONE in %s); use --fresh to start it over", run_id,
                 sr_store_url(c.st));
     } else if (o->lease_ttl_ms > 0 &&
-               (code = take_lease(c.st, run_id, (int)((o->lease_ttl_ms + 999) / 1000),
-                                  o->lease_wait_ms < 0 ? 2 * o->lease_ttl_ms
-                                                       : o->lease_wait_ms)) != 0) {
+               (code = sr_keeper_take(c.st, run_id, (int)((o->lease_ttl_ms + 999) / 1000),
+                                      o->lease_wait_ms < 0 ? 2 * o->lease_ttl_ms : o->lease_wait_ms,
+                                      "not starting (--lease-wait)", &run_lease)) != 0) {
         /* not ours */
     } else if (o->fresh && (rc = fresh_start(c.st, run_id, ckpt)) < 0) {
         code = sr_fail(rc, "--fresh");

@@ -88,20 +88,12 @@ struct held {
     struct sr_keeper *keeper;
 };
 
-static int hold_run(struct sr_store *st, const char *cmd, const char *run, struct held *out)
+static int hold_run(struct sr_store *st, const char *run, struct held *out)
 {
-    struct sr_lease_info h;
     memset(out, 0, sizeof(*out));
-    int rc = sr_lease_acquire(st, run, 60, &out->lease, &h);
-    if (rc == -EBUSY) {
-        fprintf(stderr,
-                "spotrun %s: run %s is owned by %s pid %ld (its lease expires in %llds): not "
-                "changing it while a wrapper runs it\n",
-                cmd, run, h.host, h.pid, (long long)(h.expires - (int64_t)(sr_wall_ms() / 1000)));
-        return SR_EX_CANTCREAT;
-    }
-    if (rc < 0)
-        return sr_fail(rc, "cannot take the lease of the run");
+    int rc = sr_keeper_take(st, run, 60, 0, "not changing it while a wrapper runs it", &out->lease);
+    if (rc != 0)
+        return rc;
     if ((rc = sr_keeper_start(out->lease, &out->keeper)) < 0)
         sr_warn("the lease will not be renewed: %s", sr_strerror(rc));
     return 0;
@@ -225,8 +217,8 @@ static json_t *lease_json(struct sr_store *st, const char *run)
     char expires[32];
     sr_format_iso_ms(in.expires * 1000, expires, sizeof(expires));
     return json_pack("{s:s,s:s,s:I,s:I,s:s,s:i}", "state", state, "host", in.host, "pid",
-                     (json_int_t)in.pid, "epoch", (json_int_t)in.epoch, "expires", expires,
-                     "ttl", in.ttl);
+                     (json_int_t)in.pid, "epoch", (json_int_t)in.epoch, "expires", expires, "ttl",
+                     in.ttl);
 }
 
 static int print_show_json(struct sr_store *st, const char *run, const struct sr_history *h,
@@ -272,8 +264,8 @@ static void print_lease(struct sr_store *st, const char *run)
         printf("lease:       held by %s pid %ld (epoch %llu, expires in %llds)\n", in.host, in.pid,
                (unsigned long long)in.epoch, left);
     else
-        printf("lease:       expired %llds ago (%s pid %ld, epoch %llu)\n", -left, in.host,
-               in.pid, (unsigned long long)in.epoch);
+        printf("lease:       expired %llds ago (%s pid %ld, epoch %llu)\n", -left, in.host, in.pid,
+               (unsigned long long)in.epoch);
 }
 
 int sr_cmd_show(int argc, char **argv)
@@ -423,7 +415,7 @@ int sr_cmd_push(int argc, char **argv)
         return SR_EX_USAGE;
     }
     struct held held;
-    if ((code = hold_run(st, "push", ops[0], &held)) != 0) {
+    if ((code = hold_run(st, ops[0], &held)) != 0) {
         sr_store_close(st);
         return code;
     }
@@ -493,7 +485,7 @@ int sr_cmd_gc(int argc, char **argv)
         return SR_EX_USAGE;
     }
     struct held held;
-    if ((code = hold_run(st, "gc", ops[0], &held)) != 0) {
+    if ((code = hold_run(st, ops[0], &held)) != 0) {
         sr_store_close(st);
         return code;
     }

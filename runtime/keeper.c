@@ -7,7 +7,9 @@
  * loop needs back is "lost", through a pipe it polls.
  */
 #include "keeper.h"
+#include "cli.h"
 #include "log.h"
+#include "units.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -153,4 +155,41 @@ void sr_keeper_stop(struct sr_keeper *k)
     pthread_cond_destroy(&k->cond);
     pthread_mutex_destroy(&k->lock);
     free(k);
+}
+
+int sr_keeper_take(struct sr_store *st, const char *run_id, int ttl_s, int64_t wait_ms,
+                   const char *refusal, struct sr_lease **out)
+{
+    const int64_t give_up = sr_now_ms() + wait_ms;
+    int said = 0;
+    for (;;) {
+        struct sr_lease_info h;
+        const int rc = sr_lease_acquire(st, run_id, ttl_s, out, &h);
+        if (rc == 0) {
+            sr_debug("lease of run %s taken (epoch %llu)", run_id,
+                     (unsigned long long)sr_lease_epoch(*out));
+            return 0;
+        }
+        if (rc != -EBUSY)
+            return sr_fail(rc, "cannot take the lease of the run");
+        const int64_t t = sr_now_ms();
+        const long long left = (long long)(h.expires - (int64_t)(sr_wall_ms() / 1000));
+        if (t >= give_up) {
+            fprintf(stderr,
+                    "spotrun: run %s is owned by %s pid %ld (epoch %llu; its lease expires in "
+                    "%llds unless renewed): %s\n",
+                    run_id, h.host, h.pid, (unsigned long long)h.epoch, left, refusal);
+            return SR_EX_CANTCREAT;
+        }
+        if (!said) {
+            char w[32];
+            sr_format_duration_ms(give_up - t, w, sizeof(w));
+            sr_info("run %s is owned by %s pid %ld (lease expires in %llds): waiting up to %s "
+                    "for it",
+                    run_id, h.host, h.pid, left, w);
+            said = 1;
+        }
+        const int64_t nap = give_up - t < 1000 ? give_up - t : 1000;
+        usleep((useconds_t)(nap > 0 ? nap : 1) * 1000);
+    }
 }

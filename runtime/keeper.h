@@ -1,5 +1,6 @@
 /*
- * keeper.h - keeps a run's lease (storage/lease.h) while the job runs: a
+ * keeper.h - takes a run's lease (storage/lease.h), waiting for another
+ * owner if need be, and keeps it while the job runs: a
  * thread renews it every ttl/3 (sooner after a failed try) and makes
  * sr_keeper_fd() readable once the lease is lost to another owner.
  *
@@ -17,6 +18,13 @@
 struct sr_keeper;
 
 int sr_keeper_start(struct sr_lease *lease, struct sr_keeper **out);
+/* Takes the lease of run for ttl_s seconds, waiting up to wait_ms (polling
+ * each second) for another owner to release it or let it expire: 0 and
+ * *out, or SR_EX_CANTCREAT with "run R is owned by ...: <refusal>" on
+ * stderr, or a store failure's exit code (reported). */
+int sr_keeper_take(struct sr_store *st, const char *run_id, int ttl_s, int64_t wait_ms,
+                   const char *refusal, struct sr_lease **out);
+
 /* Readable (POLLIN) once the lease is lost. */
 int sr_keeper_fd(const struct sr_keeper *k);
 /* Why it was lost ("" while held), into buf. */
