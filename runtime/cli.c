@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "dirmark.h"
 #include "log.h"
 #include "units.h"
 
@@ -248,4 +249,35 @@ void sr_control_path(const char *run_dir, char *buf, size_t len)
         return;
     const XXH64_hash_t h = XXH3_64bits(run_dir, strlen(run_dir));
     snprintf(buf, len, "/tmp/spotrun-%u-%016llx.sock", (unsigned)getuid(), (unsigned long long)h);
+}
+
+int sr_check_target(const char *cmd, const char *what, const char *dir, int ours,
+                    const struct sr_store *st, const char *work_root)
+{
+    char rdir[PATH_MAX], other[PATH_MAX];
+    int rc = sr_path_resolve(dir, rdir, sizeof(rdir));
+    if (rc < 0)
+        goto fail;
+    const char *url = st ? sr_store_url(st) : NULL;
+    if (url && strncmp(url, "file://", 7) == 0 &&
+        (rc = sr_path_resolve(url + 7, other, sizeof(other))) == 0 && sr_paths_overlap(rdir, other)) {
+        fprintf(stderr,
+                "spotrun %s: %s overlaps the store %s (one holds the other): replacing it would "
+                "delete checkpoints; choose a directory outside the store\n",
+                cmd, what, url);
+        return SR_EX_USAGE;
+    }
+    if (!ours && work_root && (rc = sr_path_resolve(work_root, other, sizeof(other))) == 0 &&
+        sr_paths_overlap(rdir, other)) {
+        fprintf(stderr,
+                "spotrun %s: %s overlaps spotrun's work dir %s (one holds the other); choose a "
+                "directory outside it\n",
+                cmd, what, work_root);
+        return SR_EX_USAGE;
+    }
+    if (rc == 0 && (rc = sr_dir_check_replace(dir, ours, what)) == 0)
+        return 0;
+fail:
+    fprintf(stderr, "spotrun %s: %s\n", cmd, sr_strerror(rc));
+    return rc == -EEXIST || rc == -ENOTDIR ? SR_EX_USAGE : sr_exit_code(rc);
 }

@@ -89,6 +89,14 @@ int sr_work_root(const char *override, char *buf, size_t len);
  * the natural one exceeds the sun_path limit). */
 void sr_control_path(const char *run_dir, char *buf, size_t len);
 
+/* Whether a command may replace dir's contents with a checkpoint (run
+ * --ckpt-dir, pull DIR): not when dir overlaps the file store or the work
+ * root (unless ours: the run's own default directory), nor when it holds
+ * files spotrun did not put there (dirmark.h). 0, or prints "spotrun CMD:
+ * ..." naming the problem and returns the exit code (64 for a usage error). */
+int sr_check_target(const char *cmd, const char *what, const char *dir, int ours,
+                    const struct sr_store *st, const char *work_root);
+
 /* Subcommands. */
 int sr_cmd_run(int argc, char **argv);
 int sr_cmd_commit(int argc, char **argv);

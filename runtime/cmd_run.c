@@ -15,6 +15,7 @@
 #include "catalog.h"
 #include "cli.h"
 #include "control.h"
+#include "dirmark.h"
 #include "keeper.h"
 #include "lease.h"
 #include "fsutil.h"
@@ -83,9 +84,51 @@ static int fresh_start(struct sr_store *st, const char *run_id, const char *ckpt
 {
     sr_info("--fresh: deleting run %s from %s", run_id, sr_store_url(st));
     int rc = sr_run_clear(st, run_id);
-    if (rc == 0)
-        rc = sr_rmtree(ckpt_dir);
+    /* Emptied, not removed: it keeps its mark, and may be a mount point. */
+    if (rc == 0 && access(ckpt_dir, F_OK) == 0)
+        rc = sr_empty_dir(ckpt_dir);
     return rc;
+}
+
+/* The checkpoint directory is the run's own when it is the default one
+ * (inside the run's work dir, also as made by older versions) or the one
+ * this run's work dir records (a filesystem without user xattrs, or a job
+ * that removed and recreated it). */
+static int ckpt_is_ours(const char *root, const char *run_id, const char *run_dir,
+                        const char *ckpt)
+{
+    char def[PATH_MAX + 300], a[PATH_MAX], b[PATH_MAX], rec[PATH_MAX + 320], *buf = NULL;
+    size_t len = 0;
+    if (sr_path_resolve(ckpt, a, sizeof(a)) < 0)
+        return 0;
+    if (sr_pathf(def, sizeof(def), "%s/%s/ckpt", root, run_id) == 0 &&
+        sr_path_resolve(def, b, sizeof(b)) == 0 && strcmp(a, b) == 0)
+        return 1;
+    int ours = 0;
+    if (sr_pathf(rec, sizeof(rec), "%s/ckpt-dir", run_dir) == 0 &&
+        sr_read_file(rec, PATH_MAX, &buf, &len) == 0)
+        ours = strcmp(buf, a) == 0;
+    free(buf);
+    sr_err_clear();
+    return ours;
+}
+
+/* Creates the checkpoint directory (before any training: a parent that is
+ * not writable shows now), marks it as spotrun's and records it in the
+ * run's work dir. */
+static int claim_ckpt_dir(const char *ckpt, const char *run_dir)
+{
+    char real[PATH_MAX], rec[PATH_MAX + 320];
+    int rc = sr_mkdirs(ckpt, 0755);
+    if (rc < 0)
+        return rc;
+    (void)sr_dir_mark(ckpt);
+    if (sr_path_resolve(ckpt, real, sizeof(real)) == 0 && sr_mkdirs(run_dir, 0700) == 0 &&
+        sr_pathf(rec, sizeof(rec), "%s/ckpt-dir", run_dir) == 0 &&
+        (rc = sr_write_file_atomic(rec, real, strlen(real))) < 0)
+        sr_warn("cannot record the checkpoint directory: %s", sr_strerror(rc));
+    sr_err_clear();
+    return 0;
 }
 
 static int run_main(struct run_opts *o, char **cmd)
@@ -154,7 +197,14 @@ static int run_main(struct run_opts *o, char **cmd)
     rc = sr_open_store(&c.st);
     if (rc < 0)
         return sr_fail(rc, "cannot open the store");
-    int code = SR_EX_OK;
+    char what[PATH_MAX + 320];
+    snprintf(what, sizeof(what), "--ckpt-dir %s", ckpt);
+    int code = sr_check_target("run", what, ckpt, ckpt_is_ours(root, run_id, run_dir, ckpt), c.st,
+                               root);
+    if (code != 0) {
+        sr_store_close(c.st);
+        return code;
+    }
     /* Another wrapper of this run on this machine answers on the control
      * socket: say so at once rather than wait for its lease. */
     char pong[64];
@@ -178,6 +228,8 @@ static int run_main(struct run_opts *o, char **cmd)
         else
             sr_info("run %s is already done (DONE in %s); use --fresh to start it over", run_id,
                     sr_store_url(c.st));
+    } else if ((rc = claim_ckpt_dir(ckpt, run_dir)) < 0) {
+        code = sr_fail(rc, "cannot create the checkpoint directory");
     } else {
         struct sr_metrics *metrics = NULL;
         if (o->metrics_file && *o->metrics_file &&

@@ -366,15 +366,26 @@ int sr_cmd_pull(int argc, char **argv)
                                   SR_OPTS_COMMON};
     char **ops;
     struct sr_store *st;
-    int code = store_cmd_start("pull", opts, argc, argv, 1, 2, "spotrun pull RUN [DIR]",
-                               "Restores the newest (or --seq N) checkpoint of RUN into DIR\n"
-                               "(default ./RUN). DIR ends up holding exactly the checkpoint.",
-                               &ops, &st);
+    int code = store_cmd_start(
+        "pull", opts, argc, argv, 1, 2, "spotrun pull RUN [DIR]",
+        "Restores the newest (or --seq N) checkpoint of RUN into DIR (default ./RUN).\n"
+        "DIR is replaced: it ends up holding exactly the checkpoint. DIR must be new,\n"
+        "empty, or made by an earlier pull (spotrun refuses a directory holding files\n"
+        "it did not put there, or one that overlaps the store or the work dir).",
+        &ops, &st);
     if (code >= 0)
         return code;
     const char *dir = ops[1] ? ops[1] : ops[0];
     struct sr_manifest m;
     const int64_t t0 = sr_now_ms();
+    char root[PATH_MAX], what[PATH_MAX + 16];
+    snprintf(what, sizeof(what), "DIR %s", dir);
+    code = sr_check_target("pull", what, dir, 0, st,
+                           sr_work_root(NULL, root, sizeof(root)) == 0 ? root : NULL);
+    if (code != 0) {
+        sr_store_close(st);
+        return code;
+    }
     const int rc = sr_ckpt_restore(st, ops[0], seq, dir, (int)threads, &m);
     if (rc < 0) {
         code = sr_fail(rc, "pull");

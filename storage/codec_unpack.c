@@ -22,6 +22,7 @@
  * before the swap; any failure removes the temp directory.
  */
 #include "codec.h"
+#include "dirmark.h"
 #include "fsutil.h"
 #include "log.h"
 #include "seektable.h"
@@ -576,6 +577,8 @@ int sr_unpack_to_dir(const struct sr_source *src, const char *dir,
         if (!have_tmp)
             rc =
                 sr_errf(-errno, "cannot create a directory beside %s: %s", target, strerror(errno));
+        else
+            (void)sr_dir_mark(tmp); /* spotrun's: a later restore may replace it */
     }
     if (rc == 0) {
         u.tmp = tmp;

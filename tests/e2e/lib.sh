@@ -107,3 +107,8 @@ require_torch() {
         return 1
     }
 }
+
+# spotrun_made DIR: marks DIR as a directory spotrun made (the user.spotrun
+# extended attribute that a restore leaves), so that a pull or a run may
+# replace what it holds; spotrun refuses a directory holding anything else.
+spotrun_made() { "$PY" -c 'import os, sys; os.setxattr(sys.argv[1], "user.spotrun", b"1")' "$1"; }

@@ -16,8 +16,8 @@ done
 # Puts back the good newest data object.
 restore_good() { cp good3.tar.zst "$DATA"; }
 
-# A stale target directory that a pull must replace entirely.
-stale_out() { rm -rf out && mkdir -p out && echo stale >out/stale.txt; }
+# A stale target directory (an earlier pull's) that a pull must replace entirely.
+stale_out() { rm -rf out && mkdir -p out && spotrun_made out && echo stale >out/stale.txt; }
 
 test_expect_success 'push three checkpoints' '
     for i in 1 2 3; do

@@ -117,8 +117,8 @@ no_evil() {
     test -z "$(ls -A "$EVIL_DIR/linkdir")"
 }
 
-# A target holding a file that must survive a failed pull.
-target() { rm -rf "$1" && mkdir -p "$1" && echo mine >"$1/mine.txt"; }
+# A target (an earlier pull's) holding a file that must survive a failed pull.
+target() { rm -rf "$1" && mkdir -p "$1" && spotrun_made "$1" && echo mine >"$1/mine.txt"; }
 target_unchanged() { test "$(ls -A "$1")" = mine.txt && test "$(cat "$1/mine.txt")" = mine; }
 
 test_expect_success 'setup: craft the checkpoints (h-KIND alone; fb-KIND over a good one)' '

@@ -27,7 +27,7 @@ head -c 10485760 /dev/urandom >good/blob
 for i in 1 2 3 4 5; do echo "file $i" >good/sub/f$i; done
 
 # earlier DIR: DIR holds something of its own, as before a restore.
-earlier() { rm -rf "$1" && mkdir -p "$1" && echo mine >"$1/mine"; }
+earlier() { rm -rf "$1" && mkdir -p "$1" && spotrun_made "$1" && echo mine >"$1/mine"; }
 # untouched DIR: DIR holds exactly what `earlier` put there.
 untouched() { test "$(ls -A "$1")" = mine && test "$(cat "$1/mine")" = mine; }
 # no_leftovers DIR: no restore temp dir beside DIR, no spool file in work/.
@@ -61,6 +61,7 @@ fi
 cat >on-small-disk.sh <<'EOF'
 mount -t tmpfs -o size=6m tmpfs small || exit 99
 mkdir -p small/target small/work && echo mine >small/target/mine
+"$PY" -c 'import os; os.setxattr("small/target", "user.spotrun", b"1")' # spotrun's (lib.sh)
 rc=0
 SPOTRUN_WORK_DIR=$TRASH/small/work sh -c "$1" >small.out 2>&1 || rc=$?
 echo "$rc" >small.rc

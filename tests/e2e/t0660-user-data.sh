@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# spotrun never deletes what the user owns: a checkpoint directory or pull
+# target holding files spotrun did not put there, or overlapping the store
+# or the work dir, is refused with a usage error naming them; directories
+# spotrun made carry the user.spotrun mark and stay usable across resumes.
+# The variables given to a job are not settings of a spotrun run inside it.
+# Nothing inside the file store is followed through a symlink.
+. "$(dirname "$0")/lib.sh"
+
+mkdir -p proj/data && echo "print(1)" >proj/train.py && echo d >proj/data/x
+mkdir -p src && echo state >src/model
+
+# intact: the project directory still holds exactly what it held.
+intact() { test "$(cat proj/train.py)" = "print(1)" && test "$(cat proj/data/x)" = d; }
+
+test_expect_success 'run -d . in a project: exit 64 naming its files, nothing deleted' '
+    (cd proj && expect_code 64 "$SPOTRUN" run -d . -- sh -c "exit 0") 2>err &&
+    cat err &&
+    grep "holds files spotrun did not put there" err &&
+    grep "train.py" err && grep "data" err &&
+    intact &&
+    test ! -e "$SPOTRUN_STORE"/*/DONE
+'
+
+test_expect_success 'run -d DIR with DIR holding the store: exit 64, checkpoints kept' '
+    "$SPOTRUN" push -q other src --step 1 &&
+    expect_code 64 "$SPOTRUN" run -d "$TRASH" -- true 2>err &&
+    cat err && grep "overlaps the store" err &&
+    "$SPOTRUN" show other | grep "^checkpoints: *1$"
+'
+
+test_expect_success 'run -d inside the store or the work dir: exit 64' '
+    expect_code 64 "$SPOTRUN" run -d "$SPOTRUN_STORE/other" -- true 2>err &&
+    grep "overlaps the store" err &&
+    expect_code 64 "$SPOTRUN" run -d "$SPOTRUN_WORK_DIR/mine" -- true 2>err &&
+    grep "overlaps spotrun.s work dir" err &&
+    "$SPOTRUN" pull -q other check && diff -r src check
+'
+
+test_expect_success 'pull RUN . in a project whose store is ./store: exit 64, nothing deleted' '
+    (cd proj && SPOTRUN_STORE=./store "$SPOTRUN" push -q p ../src &&
+        expect_code 64 env SPOTRUN_STORE=./store "$SPOTRUN" pull p . 2>../err) &&
+    cat err && grep "overlaps the store" err &&
+    intact && (cd proj && SPOTRUN_STORE=./store "$SPOTRUN" show p | grep "^checkpoints: *1$")
+'
+
+test_expect_success 'pull into a directory holding other files: exit 64 naming them, untouched' '
+    mkdir -p mine && echo keep >mine/notes.txt &&
+    expect_code 64 "$SPOTRUN" pull other mine 2>err &&
+    grep "notes.txt" err &&
+    test "$(ls -A mine)" = notes.txt && test "$(cat mine/notes.txt)" = keep
+'
+
+test_expect_success 'pull into a new dir, then again into the same dir: replaced (it is spotrun'"'"'s)' '
+    "$SPOTRUN" pull -q other fresh-out && diff -r src fresh-out &&
+    echo stale >fresh-out/stale &&
+    "$SPOTRUN" pull -q other fresh-out && diff -r src fresh-out
+'
+
+test_expect_success 'pull --help says DIR is replaced' '
+    "$SPOTRUN" pull --help | grep "DIR is replaced"
+'
+
+cat >job.sh <<'JOB'
+#!/bin/sh
+# Counts its attempts in the checkpoint dir; fails on the first one.
+n=$(cat "$SPOTRUN_CKPT_DIR/n" 2>/dev/null || echo 0)
+echo $((n + 1)) >"$SPOTRUN_CKPT_DIR/n"
+"$SPOTRUN_BIN" commit --step "$n"
+test "$n" -ge 1
+JOB
+chmod +x job.sh
+
+test_expect_success 'a -d dir spotrun created is reused across wrapper runs (resume)' '
+    expect_code 1 "$SPOTRUN" run --run-id own -d own-ckpt --max-restarts 0 -- ./job.sh 2>log1 &&
+    test "$(cat own-ckpt/n)" = 1 &&
+    "$SPOTRUN" run --run-id own -d own-ckpt -- ./job.sh 2>log2 &&
+    cat log2 &&
+    grep "restored checkpoint" log2 &&
+    test "$(cat own-ckpt/n)" = 2
+'
+
+test_expect_success 'a -d dir the job removed and recreated is still the run'"'"'s on this node' '
+    rm -rf own-ckpt && mkdir own-ckpt && echo 7 >own-ckpt/n &&
+    expect_code 1 "$SPOTRUN" run --run-id own -d own-ckpt --fresh --max-restarts 0 -- ./job.sh \
+        2>log3 &&
+    test "$(cat own-ckpt/n)" = 1 || { cat log3; false; }
+'
+
+test_expect_success 'upgrade: the default ckpt dir an older spotrun left (unmarked) is used' '
+    "$SPOTRUN" push -q old src --step 5 &&
+    mkdir -p "$SPOTRUN_WORK_DIR/old/ckpt" && echo leftover >"$SPOTRUN_WORK_DIR/old/ckpt/junk" &&
+    "$SPOTRUN" run --run-id old -- sh -c "cmp \"\$SPOTRUN_CKPT_DIR/model\" src/model && test ! -e \"\$SPOTRUN_CKPT_DIR/junk\"" 2>err ||
+        { cat err; false; }
+'
+
+test_done
