@@ -247,6 +247,17 @@ static int run_main(struct run_opts *o, char **cmd)
     return code;
 }
 
+/* Inside a job (SPOTRUN_CONTROL is set) the variables the outer wrapper gave
+ * the job (SPOTRUN_RUN_ID, SPOTRUN_CKPT_DIR, SPOTRUN_SIGNAL,
+ * SPOTRUN_GPU_MEM_LIMIT) describe the outer run: they are no settings of a
+ * `spotrun run` started there, which is a new run unless its flags say
+ * otherwise. */
+static const char *twin(const char *env)
+{
+    const char *ctl = getenv("SPOTRUN_CONTROL");
+    return ctl && *ctl ? NULL : env;
+}
+
 int sr_cmd_run(int argc, char **argv)
 {
     struct run_opts o = {.lease_ttl_ms = 60000,
@@ -257,9 +268,9 @@ int sr_cmd_run(int argc, char **argv)
                          .notice = "auto",
                          .poll_ms = 1000};
     const struct sr_opt opts[] = {
-        {"run-id", 'r', "SPOTRUN_RUN_ID", SR_OPT_STR, &o.run_id, "ID",
+        {"run-id", 'r', twin("SPOTRUN_RUN_ID"), SR_OPT_STR, &o.run_id, "ID",
          "run id or template ({index}, {slurm_job_id}, {env:VAR}...); default: from the command"},
-        {"ckpt-dir", 'd', "SPOTRUN_CKPT_DIR", SR_OPT_STR, &o.ckpt_dir, "DIR",
+        {"ckpt-dir", 'd', twin("SPOTRUN_CKPT_DIR"), SR_OPT_STR, &o.ckpt_dir, "DIR",
          "the job's checkpoint directory (default: WORK_DIR/RUN/ckpt)"},
         {"work-dir", 0, "SPOTRUN_WORK_DIR", SR_OPT_STR, &o.work_dir, "DIR",
          "local state (default: ~/.cache/spotrun)"},
@@ -275,11 +286,11 @@ int sr_cmd_run(int argc, char **argv)
          "restarts after crashes before giving up (default 3)"},
         {"backoff", 0, "SPOTRUN_BACKOFF", SR_OPT_DURATION, &o.backoff_ms, "DURATION",
          "first restart delay, doubled each time up to 60s (default 1s)"},
-        {"signal", 's', "SPOTRUN_SIGNAL", SR_OPT_STR, &o.signal, "SIG",
+        {"signal", 's', twin("SPOTRUN_SIGNAL"), SR_OPT_STR, &o.signal, "SIG",
          "checkpoint-request signal (default SIGUSR1)"},
         {"fresh", 0, "SPOTRUN_FRESH", SR_OPT_FLAG, &o.fresh, NULL,
          "delete the run's checkpoints and start over"},
-        {"gpu-mem-limit", 0, "SPOTRUN_GPU_MEM_LIMIT", SR_OPT_SIZE, &o.gpu_mem_limit, "SIZE",
+        {"gpu-mem-limit", 0, twin("SPOTRUN_GPU_MEM_LIMIT"), SR_OPT_SIZE, &o.gpu_mem_limit, "SIZE",
          "GPU memory each job process may allocate per device (the shim refuses the rest)"},
         {"no-preload", 0, "SPOTRUN_NO_PRELOAD", SR_OPT_FLAG, &o.no_preload, NULL,
          "do not load libspotrun.so into the job"},

@@ -94,4 +94,23 @@ test_expect_success 'upgrade: the default ckpt dir an older spotrun left (unmark
         { cat err; false; }
 '
 
+cat >outer.sh <<'JOB'
+#!/bin/sh
+# The outer job: saves, runs a nested spotrun, then commits to its own wrapper.
+echo outer >"$SPOTRUN_CKPT_DIR/outer.txt"
+"$SPOTRUN_BIN" run -q --lease-ttl 0 -- sh -c 'echo "$SPOTRUN_RUN_ID $SPOTRUN_CKPT_DIR" >"$OUT/inner"; echo in >"$SPOTRUN_CKPT_DIR/inner.txt"' || exit 9
+"$SPOTRUN_BIN" commit --step 7
+JOB
+chmod +x outer.sh
+
+test_expect_success 'a spotrun run inside a job is a new run: the job'"'"'s variables are not its settings' '
+    OUT=$PWD "$SPOTRUN" run --run-id outer -d outer-ckpt -- ./outer.sh 2>err ||
+        { cat err; false; } &&
+    read -r id dir <inner &&
+    test "$id" != outer && test "$dir" != "$PWD/outer-ckpt" &&
+    test "$(ls -A outer-ckpt)" = outer.txt &&
+    "$SPOTRUN" show outer | grep -E "^ +1 +7 " &&
+    "$SPOTRUN" show "$id" | grep "^state: *done"
+'
+
 test_done
