@@ -28,10 +28,10 @@
 #include "fsutil.h"
 #include "log.h"
 #include "seektable.h"
+#include "walk.h"
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -332,122 +332,43 @@ out:
     return rc;
 }
 
-static int cmp_names(const void *a, const void *b)
+/* Archives one entry of the walk (see walk.h); rel is its archive path. */
+static int pack_visit(void *ctx, const struct sr_walk_entry *e, int post)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void free_names(char **names, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-}
-
-/* The names in directory dfd except . and .., sorted bytewise. */
-static int list_dir(int dfd, const char *rel, char ***out, size_t *count)
-{
-    const int fd = dup(dfd);
-    DIR *const d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        const int err = errno;
-        if (fd >= 0)
-            close(fd);
-        return sr_errf(-err, "cannot list %s: %s", *rel ? rel : ".", strerror(err));
-    }
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    int rc = 0;
-    const struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 32;
-            char **const nn = realloc(names, cap * sizeof(*nn));
-            if (!nn) {
-                rc = sr_errf(-ENOMEM, "cannot list %s: out of memory", rel);
-                goto out;
-            }
-            names = nn;
-        }
-        if (!(names[n] = strdup(de->d_name))) {
-            rc = sr_errf(-ENOMEM, "cannot list %s: out of memory", rel);
-            goto out;
-        }
-        n++;
-    }
-    if (n)
-        qsort(names, n, sizeof(*names), cmp_names);
-out:
-    closedir(d);
-    if (rc < 0) {
-        free_names(names, n);
-        return rc;
-    }
-    *out = names;
-    *count = n;
-    return 0;
-}
-
-static int pack_tree(struct packer *p, int dfd, char *rel, size_t rlen);
-
-/* Archives one directory entry; rel holds its relative path. */
-static int pack_entry(struct packer *p, int dfd, const char *name, char *rel, size_t rlen)
-{
-    struct stat st;
-    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return sr_errf(-errno, "cannot stat %s: %s", rel, strerror(errno));
-    if (S_ISREG(st.st_mode))
-        return pack_file(p, dfd, name, rel);
-    if (S_ISLNK(st.st_mode)) {
+    struct packer *const p = ctx;
+    const struct stat *const st = e->st;
+    if (post)
+        return 0;
+    if (e->rlen >= PATH_MAX)
+        return sr_errf(-ENAMETOOLONG, "cannot archive %.200s...: path too long", e->rel);
+    if (S_ISREG(st->st_mode))
+        return pack_file(p, e->dfd, e->name, e->rel);
+    if (S_ISLNK(st->st_mode)) {
         char target[PATH_MAX];
-        const ssize_t n = readlinkat(dfd, name, target, sizeof(target) - 1);
+        const ssize_t n = readlinkat(e->dfd, e->name, target, sizeof(target) - 1);
         if (n < 0)
-            return sr_errf(-errno, "cannot read link %s: %s", rel, strerror(errno));
+            return sr_errf(-errno, "cannot read link %s: %s", e->rel, strerror(errno));
         target[n] = '\0';
-        if (!sr_link_target_inside(rel, target))
+        if (!sr_link_target_inside(e->rel, target))
             return sr_errf(-EPERM,
                            "symlink %s -> %s points outside the checkpoint directory; "
                            "only links inside it can be stored and restored",
-                           rel, target);
-        return write_header(p, rel, &st, target);
+                           e->rel, target);
+        return write_header(p, e->rel, st, target);
     }
-    if (!S_ISDIR(st.st_mode)) {
-        sr_warn("skipping %s: not a regular file, directory or symlink", rel);
+    if (!S_ISDIR(st->st_mode)) {
+        sr_warn("skipping %s: not a regular file, directory or symlink", e->rel);
         return 0;
     }
-    const int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sub < 0)
-        return sr_errf(-errno, "cannot open directory %s: %s", rel, strerror(errno));
-    int rc = write_header(p, rel, &st, NULL);
-    if (rc == 0)
-        rc = pack_tree(p, sub, rel, rlen);
-    close(sub);
-    return rc;
+    return write_header(p, e->rel, st, NULL);
 }
 
-/* Archives the contents of directory dfd, whose relative path is rel. */
-static int pack_tree(struct packer *p, int dfd, char *rel, size_t rlen)
+/* Archives the tree under dfd in sorted order, iteratively (walk.h): a
+ * tree deeper than SR_TREE_MAX_DEPTH is refused, as restore would. */
+static int pack_tree(struct packer *p, int dfd, const char *dir)
 {
-    char **names = NULL;
-    size_t n = 0;
-    int rc = list_dir(dfd, rel, &names, &n);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        const size_t nlen = strlen(names[i]);
-        const size_t len = rlen + (rlen ? 1 : 0) + nlen;
-        if (len >= PATH_MAX) {
-            rc = sr_errf(-ENAMETOOLONG, "cannot archive %s/%s: path too long", rel, names[i]);
-            break;
-        }
-        if (rlen)
-            rel[rlen] = '/';
-        memcpy(rel + rlen + (rlen ? 1 : 0), names[i], nlen + 1);
-        rc = pack_entry(p, dfd, names[i], rel, len);
-        rel[rlen] = '\0';
-    }
-    free_names(names, n);
-    return rc;
+    const struct sr_walk_opts o = {.sorted = 1, .max_depth = SR_TREE_MAX_DEPTH, .what = "archive"};
+    return sr_walk(dfd, dir, &o, pack_visit, p);
 }
 
 /* ---- setup and teardown ----------------------------------------------- */
@@ -562,11 +483,8 @@ int sr_pack_dir(const char *dir, sr_sink_fn sink, void *sink_ctx, const struct s
 {
     struct packer p = {.sink = sink, .sink_ctx = sink_ctx};
     int started = 0, running = 0;
-    char *const rel = calloc(1, PATH_MAX);
     const int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int rc = packer_init(&p, opts);
-    if (rc == 0 && !rel)
-        rc = sr_errf(-ENOMEM, "pack: out of memory");
     if (rc == 0 && dfd < 0)
         rc = sr_errf(-errno, "cannot open directory %s: %s", dir, strerror(errno));
     if (rc == 0) {
@@ -576,7 +494,7 @@ int sr_pack_dir(const char *dir, sr_sink_fn sink, void *sink_ctx, const struct s
     if (rc == 0)
         rc = open_archive(&p);
     if (rc == 0)
-        rc = pack_tree(&p, dfd, rel, 0);
+        rc = pack_tree(&p, dfd, dir);
     if (rc == 0)
         rc = pack_finish(&p);
     if (rc < 0)
@@ -590,7 +508,6 @@ int sr_pack_dir(const char *dir, sr_sink_fn sink, void *sink_ctx, const struct s
     }
     if (dfd >= 0)
         close(dfd);
-    free(rel);
     packer_free(&p);
     return rc;
 }

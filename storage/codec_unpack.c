@@ -26,6 +26,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "seektable.h"
+#include "walk.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -235,6 +236,19 @@ static int normalise(const char *name, char *out, size_t outlen)
     return 0;
 }
 
+/* Refuses a tree deeper than spotrun archives (walk.h): what pack would
+ * not write is a hostile archive, and a bound for whatever walks it later. */
+static int check_depth(const char *norm)
+{
+    int depth = *norm ? 1 : 0;
+    for (const char *p = norm; *p; p++)
+        depth += *p == '/';
+    if (depth > SR_TREE_MAX_DEPTH)
+        return sr_errf(-EPERM, "unsafe archive: %.60s... is nested deeper than %d directory levels",
+                       norm, SR_TREE_MAX_DEPTH);
+    return 0;
+}
+
 static int check_link_target(const char *path, const char *target)
 {
     if (!target || !*target)
@@ -285,6 +299,8 @@ static int check_entry(struct unpacker *u, struct archive_entry *e, int *skip)
         return sr_errf(-EPERM, "unsafe archive: entry without a usable name");
     int rc = normalise(name, norm, sizeof(norm));
     if (rc < 0)
+        return rc;
+    if ((rc = check_depth(norm)) < 0)
         return rc;
     if (archive_entry_hardlink(e))
         return sr_errf(-EPERM, "unsafe archive: hardlink %s", norm);

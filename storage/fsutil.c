@@ -17,6 +17,7 @@
  */
 #include "fsutil.h"
 #include "log.h"
+#include "walk.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -82,54 +83,25 @@ int sr_mkdirs(const char *path, mode_t mode)
     return 0;
 }
 
-static int rm_contents(int dfd, const char *path);
-
-/* Removes entry name of directory dfd; a directory is emptied first. */
-static int rm_entry(int dfd, const char *name, const char *sub)
+/* Removes one entry of the walk: a directory once its contents are gone. */
+static int rm_visit(void *ctx, const struct sr_walk_entry *e, int post)
 {
-    struct stat sb;
-    if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
-        return errno == ENOENT ? 0 : sr_errf(-errno, "cannot remove %s: %s", sub, strerror(errno));
-    if (S_ISDIR(sb.st_mode)) {
-        /* O_NOFOLLOW: if it was swapped for a symlink meanwhile, fail, never follow. */
-        int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (cfd < 0)
-            return sr_errf(-errno, "cannot open %s: %s", sub, strerror(errno));
-        int rc = rm_contents(cfd, sub);
-        if (rc < 0)
-            return rc;
-    }
-    if (unlinkat(dfd, name, S_ISDIR(sb.st_mode) ? AT_REMOVEDIR : 0) != 0 && errno != ENOENT)
-        return sr_errf(-errno, "cannot remove %s: %s", sub, strerror(errno));
+    const char *const path = ctx;
+    const int dir = S_ISDIR(e->st->st_mode);
+    if (dir && !post)
+        return 0; /* emptied first, removed at its post visit */
+    if (unlinkat(e->dfd, e->name, dir ? AT_REMOVEDIR : 0) != 0 && errno != ENOENT)
+        return sr_errf(-errno, "cannot remove %s/%s: %s", path, e->rel, strerror(errno));
     return 0;
 }
 
-/* Removes the contents of the open directory dfd (named path, for messages).
- * Takes ownership of dfd. */
+/* Removes the contents of the open directory dfd (named path, for messages),
+ * iteratively at any depth (walk.h). Takes ownership of dfd. */
 static int rm_contents(int dfd, const char *path)
 {
-    int rc = 0;
-    DIR *d = fdopendir(dfd);
-    if (!d) {
-        int e = errno;
-        close(dfd);
-        return sr_errf(-e, "cannot read directory %s: %s", path, strerror(e));
-    }
-    struct dirent *de;
-    while ((errno = 0, de = readdir(d)) != NULL) {
-        const char *name = de->d_name;
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-            continue;
-        char sub[PATH_MAX];
-        snprintf(sub, sizeof(sub), "%s/%s", path, name);
-        rc = rm_entry(dirfd(d), name, sub);
-        if (rc < 0)
-            goto out;
-    }
-    if (errno != 0)
-        rc = sr_errf(-errno, "cannot read directory %s: %s", path, strerror(errno));
-out:
-    closedir(d);
+    const struct sr_walk_opts o = {.what = "remove"};
+    const int rc = sr_walk(dfd, path, &o, rm_visit, (void *)path);
+    close(dfd);
     return rc;
 }
 
@@ -455,26 +427,25 @@ int sr_read_file(const char *path, size_t max, char **buf, size_t *len)
 {
     *buf = NULL;
     *len = 0;
-    int rc = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return sr_errf(-errno, "cannot open %s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        rc = sr_errf(-errno, "cannot read %s: %s", path, strerror(errno));
-        goto out;
-    }
-    if (S_ISDIR(sb.st_mode)) {
-        rc = sr_errf(-EISDIR, "cannot read %s: %s", path, strerror(EISDIR));
-        goto out;
-    }
-    if ((uint64_t)sb.st_size > max) {
-        rc = sr_errf(-EFBIG, "%s is too large (%lld bytes, at most %zu expected)", path,
-                     (long long)sb.st_size, max);
-        goto out;
-    }
-    rc = read_fd(fd, path, (size_t)sb.st_size, max, buf, len);
-out:
+    const int rc = sr_read_fd(fd, path, max, buf, len);
     close(fd);
     return rc;
+}
+
+int sr_read_fd(int fd, const char *path, size_t max, char **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0)
+        return sr_errf(-errno, "cannot read %s: %s", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode))
+        return sr_errf(-EISDIR, "cannot read %s: %s", path, strerror(EISDIR));
+    if ((uint64_t)sb.st_size > max)
+        return sr_errf(-EFBIG, "%s is too large (%lld bytes, at most %zu expected)", path,
+                       (long long)sb.st_size, max);
+    return read_fd(fd, path, (size_t)sb.st_size, max, buf, len);
 }

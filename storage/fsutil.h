@@ -47,6 +47,8 @@ int sr_place_file(const char *tmp, const char *path, int noreplace);
 /* Reads a whole file of at most max bytes into a NUL-terminated malloc'd
  * buffer. -EFBIG when larger than max. */
 int sr_read_file(const char *path, size_t max, char **buf, size_t *len);
+/* The same from an open regular file (not consumed); path names it. */
+int sr_read_fd(int fd, const char *path, size_t max, char **buf, size_t *len);
 
 /* Parent directory of path into out (like dirname, no mutation). */
 void sr_dirname(const char *path, char *out, size_t outlen);
