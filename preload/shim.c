@@ -14,10 +14,16 @@
  *  - Never exits the process, never prints on the hot path.
  */
 #include "account.h"
+#include "job_page.h"
 #include "shim.h"
 #include "spotrun.h"
 
+#include <fcntl.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 __thread int shim_depth __attribute__((tls_model("initial-exec")));
 
@@ -26,6 +32,36 @@ enum { INIT_NONE, INIT_RUNNING, INIT_DONE };
 static atomic_int init_state = INIT_NONE;
 static atomic_ulong requested_gen;
 static atomic_ulong served_gen;
+static struct spotrun_job_page *job; /* NULL = no job page */
+
+static void job_page_map(void)
+{
+    const char *path = getenv("SPOTRUN_JOB_PAGE");
+    if (path == NULL || *path == '\0')
+        return;
+    const int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return;
+    struct stat st;
+    void *p = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= SPOTRUN_JOB_PAGE_SIZE)
+        p = mmap(NULL, SPOTRUN_JOB_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return;
+    struct spotrun_job_page *pg = p;
+    if (pg->magic != SPOTRUN_JOB_PAGE_MAGIC || pg->version != SPOTRUN_JOB_PAGE_VERSION) {
+        munmap(p, SPOTRUN_JOB_PAGE_SIZE);
+        return;
+    }
+    job = pg;
+}
+
+void shim_job_listening(void)
+{
+    if (job && !__atomic_load_n(&job->listening, __ATOMIC_RELAXED))
+        __atomic_store_n(&job->listening, 1, __ATOMIC_RELAXED);
+}
 
 void shim_note_request(void)
 {
@@ -49,6 +85,11 @@ void shim_mark_served(unsigned long generation)
 SPOTRUN_EXPORT int spotrun_checkpoint_requested(void)
 {
     shim_init();
+    if (job) {
+        shim_job_listening();
+        return __atomic_load_n(&job->requested, __ATOMIC_ACQUIRE) !=
+               __atomic_load_n(&job->served, __ATOMIC_ACQUIRE);
+    }
     return atomic_load_explicit(&requested_gen, memory_order_relaxed) !=
            atomic_load_explicit(&served_gen, memory_order_relaxed);
 }
@@ -61,6 +102,7 @@ void shim_init(void)
     if (!atomic_compare_exchange_strong(&init_state, &expected, INIT_RUNNING))
         return; /* done, or in progress elsewhere: never wait for it */
     acct_init();
+    job_page_map();
     shim_signals_init();
     atomic_store_explicit(&init_state, INIT_DONE, memory_order_release);
 }

@@ -32,10 +32,13 @@ void shim_note_request(void);
 /* Mark every request up to `generation` as answered by a commit. */
 void shim_mark_served(unsigned long generation);
 
+/* The job page ($SPOTRUN_JOB_PAGE, see job_page.h): mapped at init when
+ * the wrapper made one. Marks the job as listening for requests
+ * (async-signal-safe; nothing without a page). */
+void shim_job_listening(void);
+
 /* signals.c: installs the request-signal and SIGTERM handlers. */
 void shim_signals_init(void);
-/* Resolves "SIGUSR1", "USR1", "10", "RTMIN+2" to a number; -1 if unknown. */
-int shim_signal_from_name(const char *name);
 
 /* registry.c: writes registered buffers into $SPOTRUN_CKPT_DIR. */
 int shim_registry_save(void);

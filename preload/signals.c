@@ -17,13 +17,30 @@
  *    killed by it.
  *  - SIGTERM with an application handler (or SIG_IGN): runs / ignores it;
  *    the application handles SIGTERM itself.
- *  - SIGTERM at the application's SIG_DFL: sent by the wrapper itself (its
- *    TERM after a checkpoint), or by the process to itself, it kills as
- *    usual. Sent by anyone else (Slurm signals every process of a job; a
- *    user's kill), it is reported to the wrapper as a checkpoint request
- *    ("REQUEST SIGTERM" on the control socket), which treats it as a notice
- *    with --grace, instead of an instant death. Without a wrapper to tell,
- *    it kills as usual.
+ *  - SIGTERM at the application's SIG_DFL: sent from inside the job's tree
+ *    (the wrapper's TERM after a checkpoint, the process itself, a parent
+ *    that terminates its child, `timeout`), it kills as usual: that is the
+ *    job's own business. Sent from outside the tree (Slurm signals every
+ *    process of a job; a user's kill; a sender in another pid namespace),
+ *    it is reported to the wrapper as a checkpoint request ("REQUEST
+ *    SIGTERM" on the control socket), which treats it as a notice with
+ *    --grace, instead of an instant death. Without a wrapper to tell, it
+ *    kills as usual. "Inside the tree" = the wrapper is an ancestor of the
+ *    sender (/proc/<pid>/stat, walked from the handler with open/read only;
+ *    the wrapper is a subreaper, so orphans stay below it).
+ *
+ * Children: the table of the application's actions lives in this
+ * process's memory, which a vfork / posix_spawn child (CPython >= 3.10
+ * starts subprocesses with vfork) shares with its parent until it execs.
+ * Such a child resets its dispositions through sigaction() before exec; had
+ * we recorded that, the parent would lose its handlers. So the table is
+ * written only by its owner process (`owner`, updated in fork children by a
+ * pthread_atfork handler); any other caller - a child sharing our memory -
+ * goes straight to the kernel. A fork child owns a copy; exec starts over
+ * from the environment.
+ *
+ * The job page (job_page.h): installing a handler for the request signal
+ * marks the job as listening, so the wrapper knows a request is heard.
  *
  * Async-signal safety: the handler uses only atomics and socket(),
  * connect(), send(), close(), sigaction(), pthread_sigmask(), raise();
@@ -34,8 +51,10 @@
  */
 #include "hooks.h"
 #include "shim.h"
+#include "signame.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -59,6 +78,18 @@ static int request_sig = -1;
 static pid_t wrapper_pid;
 static struct sockaddr_un control_addr;
 static int have_control;
+static atomic_int owner; /* the pid whose memory this is (see "Children") */
+
+static void atfork_child(void)
+{
+    atomic_store(&owner, (int)getpid());
+}
+
+/* 0 in a vfork / clone(CLONE_VM) child borrowing its parent's memory. */
+static int is_owner(void)
+{
+    return (int)getpid() == atomic_load(&owner);
+}
 
 /* ---- the handler ----------------------------------------------------------- */
 
@@ -103,6 +134,52 @@ static int report_term(void)
     return rc;
 }
 
+/* The parent of `pid` from /proc/<pid>/stat, with open/read only (called
+ * from the handler); -1 when it cannot be read. The comm field may hold
+ * spaces and parentheses: the fields start after the last ')'. */
+static int parent_of(int pid)
+{
+    char path[32] = "/proc/";
+    size_t n = 6;
+    char digits[12];
+    size_t d = 0;
+    for (unsigned v = (unsigned)pid; v || d == 0; v /= 10)
+        digits[d++] = (char)('0' + v % 10);
+    while (d)
+        path[n++] = digits[--d];
+    memcpy(path + n, "/stat", 6);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[512];
+    const ssize_t r = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (r <= 0)
+        return -1;
+    buf[r] = '\0';
+    const char *p = strrchr(buf, ')');
+    if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
+        return -1;
+    p += 4; /* ") S " */
+    long ppid = 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        ppid = ppid * 10 + (*p - '0');
+    return *p == ' ' ? (int)ppid : -1;
+}
+
+/* Whether `pid` runs below the wrapper (the job's own tree). */
+static int in_job_tree(int pid)
+{
+    if (wrapper_pid <= 0 || pid <= 0)
+        return 0;
+    for (int depth = 0; depth < 256 && pid > 1; depth++) {
+        if (pid == wrapper_pid)
+            return 1;
+        pid = parent_of(pid);
+    }
+    return 0;
+}
+
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
     const int saved = errno;
@@ -113,9 +190,8 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
     if (h == (uintptr_t)SIG_DFL) {
         if (sig != request_sig) { /* SIGTERM */
             /* si_code <= 0: sent by a process (kill, sigqueue, tgkill). */
-            const int ours =
-                si && si->si_code <= 0 &&
-                ((wrapper_pid > 0 && si->si_pid == wrapper_pid) || si->si_pid == getpid());
+            const int ours = si && si->si_code <= 0 &&
+                             (si->si_pid == getpid() || in_job_tree((int)si->si_pid));
             if (ours || report_term() != 0)
                 die_by_default(sig);
         }
@@ -192,6 +268,8 @@ void shim_signals_init(void)
     const char *name = getenv("SPOTRUN_SIGNAL");
     if (name == NULL || *name == '\0')
         return; /* not under spotrun: leave every disposition alone */
+    atomic_store(&owner, (int)getpid());
+    pthread_atfork(NULL, NULL, atfork_child);
     const char *pid = getenv("SPOTRUN_WRAPPER_PID");
     wrapper_pid = pid ? (pid_t)atoi(pid) : 0;
     const char *path = getenv("SPOTRUN_CONTROL");
@@ -200,7 +278,7 @@ void shim_signals_init(void)
         memcpy(control_addr.sun_path, path, strlen(path) + 1);
         have_control = 1;
     }
-    const int sig = shim_signal_from_name(name);
+    const int sig = spotrun_signal_parse(name);
     if (sig > 0 && signal_is_takeable(sig)) {
         request_sig = sig;
         take(sig);
@@ -227,6 +305,10 @@ static int app_set(int sig, const struct sigaction *act)
 {
     if (install(sig, &act->sa_mask, act->sa_flags) != 0)
         return -1;
+    const uintptr_t h = (act->sa_flags & SA_SIGINFO) ? (uintptr_t)act->sa_sigaction
+                                                     : (uintptr_t)act->sa_handler;
+    if (sig == request_sig && h != (uintptr_t)SIG_DFL && h != (uintptr_t)SIG_IGN)
+        shim_job_listening();
     app[sig].mask = act->sa_mask;
     atomic_store(&app[sig].flags, act->sa_flags);
     atomic_store(&app[sig].handler, (act->sa_flags & SA_SIGINFO) ? (uintptr_t)act->sa_sigaction
@@ -234,9 +316,11 @@ static int app_set(int sig, const struct sigaction *act)
     return 0;
 }
 
+/* Ours to emulate: a managed signal, asked by the process that owns the
+ * table (never a vfork child, see "Children"). */
 static int is_managed(int sig)
 {
-    return sig > 0 && sig < NSIG && atomic_load(&managed[sig]);
+    return sig > 0 && sig < NSIG && atomic_load(&managed[sig]) && is_owner();
 }
 
 SPOTRUN_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
@@ -320,44 +404,4 @@ SPOTRUN_EXPORT sighandler_t sigset(int sig, sighandler_t disp)
         pthread_sigmask(SIG_UNBLOCK, &one, NULL);
     }
     return held ? SIG_HOLD : prev;
-}
-
-/* ---- signal names ------------------------------------------------------------ */
-
-/* Parses a decimal number in [1, max]; -1 when `s` is not one. */
-static int parse_signo(const char *s, int max)
-{
-    if (*s < '0' || *s > '9')
-        return -1;
-    char *end;
-    const long v = strtol(s, &end, 10);
-    return (*end == '\0' && v >= 1 && v <= max) ? (int)v : -1;
-}
-
-int shim_signal_from_name(const char *name)
-{
-    if (strncasecmp(name, "SIG", 3) == 0)
-        name += 3;
-    const int num = parse_signo(name, NSIG - 1);
-    if (num > 0 || (*name >= '0' && *name <= '9'))
-        return num;
-    if (strncasecmp(name, "RTMIN", 5) == 0 || strncasecmp(name, "RTMAX", 5) == 0) {
-        const int is_min = strncasecmp(name, "RTMIN", 5) == 0;
-        const char *rest = name + 5;
-        int off = 0;
-        if (*rest == (is_min ? '+' : '-')) {
-            off = parse_signo(rest + 1, SIGRTMAX - SIGRTMIN);
-            if (off < 0)
-                return -1;
-        } else if (*rest != '\0') {
-            return -1;
-        }
-        return is_min ? SIGRTMIN + off : SIGRTMAX - off;
-    }
-    for (int sig = 1; sig < NSIG; sig++) {
-        const char *abbrev = sigabbrev_np(sig);
-        if (abbrev && strcasecmp(abbrev, name) == 0)
-            return sig;
-    }
-    return -1;
 }

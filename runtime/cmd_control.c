@@ -10,11 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "control.h"
 #include "log.h"
 #include "manifest.h"
+#include "units.h"
 
 int sr_cmd_commit(int argc, char **argv)
 {
@@ -101,10 +103,48 @@ static int find_single_wrapper(const char *root, char *out, size_t len)
                    root);
 }
 
+/* The control socket of the wrapper to notify, waiting up to wait_ms for
+ * one to answer (a wrapper started a moment ago is still restoring). */
+static int find_wrapper(const char *control, const char *run_id, const char *root,
+                        int64_t wait_ms, char *sock, size_t len)
+{
+    char run_dir[PATH_MAX + 256];
+    if (run_id) {
+        snprintf(run_dir, sizeof(run_dir), "%s/%s", root, run_id);
+        sr_control_path(run_dir, sock, len);
+    } else if (control && *control) {
+        snprintf(sock, len, "%s", control);
+    }
+    const int64_t until = sr_now_ms() + wait_ms;
+    for (;;) {
+        int rc = 0;
+        char reply[512];
+        if (!run_id && !(control && *control))
+            rc = find_single_wrapper(root, sock, len);
+        else
+            rc = sr_ctl_call(sock, "STATUS", reply, sizeof(reply), 10000);
+        if (rc == 0 || (rc != -ENOENT && rc != -ECONNREFUSED) || sr_now_ms() >= until) {
+            if (rc == -ENOENT || rc == -ECONNREFUSED) {
+                sr_err_clear();
+                rc = -ECONNREFUSED; /* 69: nobody to serve the notice */
+                if (run_id)
+                    return sr_errf(rc, "no wrapper is running for run %s%s (nothing answers at %s)",
+                                   run_id, wait_ms ? " yet" : "", sock);
+                if (control && *control)
+                    return sr_errf(rc, "no wrapper answers at %s", sock);
+                return sr_errf(rc, "no spotrun wrapper is running under %s", root);
+            }
+            return rc;
+        }
+        sr_err_clear();
+        usleep(100 * 1000);
+    }
+}
+
 int sr_cmd_notify(int argc, char **argv)
 {
     const char *control = NULL, *run_id = NULL, *work_dir = NULL, *source = "manual";
-    int64_t deadline_ms = 30000;
+    int64_t deadline_ms = 30000, wait_ms = 10000;
     const struct sr_opt opts[] = {
         {"deadline", 'd', "SPOTRUN_NOTIFY_DEADLINE", SR_OPT_DURATION, &deadline_ms, "DURATION",
          "time until the instance goes away (default 30s)"},
@@ -114,6 +154,8 @@ int sr_cmd_notify(int argc, char **argv)
          "local state of the wrappers (default: ~/.cache/spotrun)"},
         {"source", 0, "SPOTRUN_NOTIFY_SOURCE", SR_OPT_STR, &source, "NAME",
          "name of the notice's source, for the log (default manual)"},
+        {"wait", 'w', "SPOTRUN_NOTIFY_WAIT", SR_OPT_DURATION, &wait_ms, "DURATION",
+         "wait this long for the wrapper to come up (default 10s; 0 = not at all)"},
         SR_OPTS_COMMON};
     int first;
     int rc = sr_opts_parse("notify", opts, argc, argv, 0, &first);
@@ -130,17 +172,11 @@ int sr_cmd_notify(int argc, char **argv)
         fprintf(stderr, "spotrun notify: unexpected argument \"%s\"\n", argv[first]);
         return SR_EX_USAGE;
     }
-    char sock[PATH_MAX + 300], root[PATH_MAX], run_dir[PATH_MAX + 256];
+    char sock[PATH_MAX + 300], root[PATH_MAX];
     if ((rc = sr_work_root(work_dir, root, sizeof(root))) < 0 && !control)
         return sr_fail(rc, "notify");
-    if (run_id) {
-        snprintf(run_dir, sizeof(run_dir), "%s/%s", root, run_id);
-        sr_control_path(run_dir, sock, sizeof(sock));
-    } else if (control && *control) {
-        snprintf(sock, sizeof(sock), "%s", control);
-    } else if ((rc = find_single_wrapper(root, sock, sizeof(sock))) < 0) {
+    if ((rc = find_wrapper(control, run_id, root, wait_ms, sock, sizeof(sock))) < 0)
         return sr_fail(rc, "notify");
-    }
     char req[128], reply[512];
     snprintf(req, sizeof(req), "NOTIFY %" PRId64 " %.31s", deadline_ms, source);
     rc = sr_ctl_call(sock, req, reply, sizeof(reply), 10000);

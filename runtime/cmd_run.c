@@ -22,24 +22,13 @@
 #include "log.h"
 #include "metrics.h"
 #include "runid.h"
+#include "signame.h"
 #include "supervisor.h"
 #include "units.h"
 
 static int parse_signal(const char *name)
 {
-    if (!name || !*name)
-        return SIGUSR1;
-    char *end;
-    const long n = strtol(name, &end, 10);
-    if (!*end)
-        return n > 0 && n < NSIG ? (int)n : -1;
-    const char *bare = strncasecmp(name, "SIG", 3) == 0 ? name + 3 : name;
-    for (int s = 1; s < NSIG; s++) {
-        const char *abbr = sigabbrev_np(s);
-        if (abbr && strcasecmp(abbr, bare) == 0)
-            return s;
-    }
-    return -1;
+    return !name || !*name ? SIGUSR1 : spotrun_signal_parse(name);
 }
 
 /* libspotrun.so: $SPOTRUN_PRELOAD, else beside the binary (installed:
@@ -146,8 +135,14 @@ static int run_main(struct run_opts *o, char **cmd)
     char cwd[PATH_MAX], self[PATH_MAX], run_id[256], root[PATH_MAX], run_dir[PATH_MAX + 300];
     char ckpt[PATH_MAX + 300], sock[PATH_MAX + 300], preload[PATH_MAX];
     c.signo = parse_signal(o->signal);
+    if (c.signo == SIGKILL || c.signo == SIGSTOP) {
+        fprintf(stderr, "spotrun run: --signal %s cannot be caught by the job; use SIGUSR1 or "
+                        "another catchable signal\n", o->signal);
+        return SR_EX_USAGE;
+    }
     if (c.signo < 0) {
-        fprintf(stderr, "spotrun run: invalid value \"%s\" for --signal (e.g. SIGUSR1)\n",
+        fprintf(stderr, "spotrun run: invalid value \"%s\" for --signal (e.g. SIGUSR1, USR2, "
+                "SIGRTMIN+2, 12)\n",
                 o->signal);
         return SR_EX_USAGE;
     }

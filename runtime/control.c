@@ -3,8 +3,10 @@
  */
 #include "control.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,7 +20,6 @@
 #include "log.h"
 #include "units.h"
 
-#define REQUEST_TIMEOUT_MS 2000
 
 static int make_addr(const char *path, struct sockaddr_un *sa)
 {
@@ -115,12 +116,32 @@ static int read_line(int fd, char *buf, size_t len, int timeout_ms)
     return -EMSGSIZE;
 }
 
-int sr_ctl_read_request(int fd, struct sr_ctl_req *req)
+static int parse_metric(const char *line, struct sr_ctl_req *req)
 {
-    char line[256];
-    const int rc = read_line(fd, line, sizeof(line), REQUEST_TIMEOUT_MS);
-    if (rc < 0)
-        return rc;
+    char step[32], name[80], value[64], extra[2];
+    if (sscanf(line, "METRIC %31s %79s %63s %1s", step, name, value, extra) != 3)
+        return -EINVAL;
+    req->kind = SR_CTL_METRIC;
+    req->step = -1;
+    if (strcmp(step, "-") != 0 && sr_parse_int(step, 0, INT64_MAX, &req->step) < 0)
+        return -EINVAL;
+    const size_t len = strlen(name);
+    if (len == 0 || len >= sizeof(req->name))
+        return -EINVAL;
+    for (size_t i = 0; i < len; i++)
+        if (!isalnum((unsigned char)name[i]) && !strchr("_.:-", name[i]))
+            return -EINVAL;
+    memcpy(req->name, name, len + 1);
+    char *end;
+    errno = 0;
+    req->value = strtod(value, &end);
+    if (*end || errno == ERANGE || !isfinite(req->value) || strpbrk(value, "xX"))
+        return -EINVAL;
+    return 0;
+}
+
+static int parse_request(const char *line, struct sr_ctl_req *req)
+{
     memset(req, 0, sizeof(*req));
     char arg1[64] = "", arg2[32] = "";
     char verb[16] = "";
@@ -153,7 +174,38 @@ int sr_ctl_read_request(int fd, struct sr_ctl_req *req)
         req->kind = SR_CTL_STATUS;
         return 0;
     }
+    if (strcmp(verb, "METRIC") == 0)
+        return parse_metric(line, req);
     return -EINVAL;
+}
+
+int sr_ctl_read_request(int fd, struct sr_ctl_req *req)
+{
+    char line[256];
+    const int rc = read_line(fd, line, sizeof(line), SR_CTL_REQUEST_TIMEOUT_MS);
+    return rc < 0 ? rc : parse_request(line, req);
+}
+
+int sr_ctl_conn_feed(struct sr_ctl_conn *c, struct sr_ctl_req *req)
+{
+    for (;;) {
+        if (c->used + 1 >= sizeof(c->buf))
+            return -EMSGSIZE;
+        const ssize_t r = read(c->fd, c->buf + c->used, sizeof(c->buf) - 1 - c->used);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+        if (r == 0)
+            return -ECONNRESET;
+        c->used += (size_t)r;
+        c->buf[c->used] = '\0';
+        char *nl = strchr(c->buf, '\n');
+        if (nl) {
+            *nl = '\0';
+            return parse_request(c->buf, req) < 0 ? -EINVAL : 1;
+        }
+    }
 }
 
 void sr_ctl_reply(int fd, const char *fmt, ...)

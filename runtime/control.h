@@ -6,13 +6,18 @@
  *   COMMIT <step|->\n              -> "OK <seq>\n" once staged, or "ERR <msg>\n"
  *   NOTIFY <deadline_ms> <source>\n -> "OK\n"
  *   STATUS\n                        -> "OK <json>\n"
+ *   METRIC <step|-> <name> <value>\n -> "OK\n" (a number the job reports:
+ *                                    name [A-Za-z0-9_.:-]{1,64}, a finite
+ *                                    value; recorded in the event log)
  *   REQUEST <reason> [pid]\n        -> "OK\n"   (the shim: the job itself got
  *                                    SIGTERM; reason "SIGTERM". A notice with
  *                                    --grace. Sent from a signal handler,
  *                                    which does not wait for the reply.)
  *
- * The server side never blocks the supervisor for long: a request line must
- * arrive within a short timeout; replies are small.
+ * The server side never blocks the supervisor: accepted connections are
+ * read as their bytes arrive (sr_ctl_conn_feed, from the supervisor's poll
+ * loop), and one whose request line has not arrived within
+ * SR_CTL_REQUEST_TIMEOUT_MS is dropped; replies are small.
  */
 #ifndef SPOTRUN_CONTROL_H
 #define SPOTRUN_CONTROL_H
@@ -20,7 +25,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum sr_ctl_kind { SR_CTL_COMMIT, SR_CTL_NOTIFY, SR_CTL_STATUS, SR_CTL_REQUEST };
+#define SR_CTL_REQUEST_TIMEOUT_MS 2000
+
+enum sr_ctl_kind { SR_CTL_COMMIT, SR_CTL_NOTIFY, SR_CTL_STATUS, SR_CTL_REQUEST, SR_CTL_METRIC };
 
 struct sr_ctl_req {
     enum sr_ctl_kind kind;
@@ -28,13 +35,28 @@ struct sr_ctl_req {
     int64_t deadline_ms; /* NOTIFY; from now */
     char source[32];     /* NOTIFY; REQUEST: "job:<reason>" */
     int64_t pid;         /* REQUEST; 0 = not given */
+    char name[65];       /* METRIC */
+    double value;        /* METRIC */
+};
+
+/* An accepted connection whose request line is still arriving. */
+struct sr_ctl_conn {
+    int fd;       /* non-blocking; -1 = free slot */
+    int64_t since; /* accepted at (sr_now_ms) */
+    size_t used;
+    char buf[256];
 };
 
 /* Binds path (replacing a stale socket). -EADDRINUSE when a live wrapper
  * already answers there. */
 int sr_ctl_listen(const char *path, int *fd);
-/* Reads and parses one request from an accepted connection. */
+/* Reads and parses one request from an accepted connection (blocking, up
+ * to SR_CTL_REQUEST_TIMEOUT_MS). */
 int sr_ctl_read_request(int fd, struct sr_ctl_req *req);
+/* Reads what has arrived on c->fd without blocking: 1 when the request line
+ * is complete (parsed into req), 0 when more is to come, -errno when the
+ * connection is bad (closed early, too long, malformed: -EINVAL). */
+int sr_ctl_conn_feed(struct sr_ctl_conn *c, struct sr_ctl_req *req);
 /* Writes one reply line (a '\n' is appended). Errors are ignored: the
  * client may be gone. */
 void sr_ctl_reply(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

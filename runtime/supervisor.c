@@ -13,6 +13,20 @@
  * Invariant: spotrun never exits while a persist it could finish is still
  * running, except at a preemption deadline (then the previous checkpoint
  * stands, because the manifest is written last).
+ *
+ * The request reaches every process of the job: the wrapper bumps
+ * `requested` in the job page (job_page.h), which any process may poll, and
+ * sends the request signal to each process of its tree that catches, ignores
+ * or blocks it (proctree.h: launchers and their trainers alike; a process
+ * that never asked is not killed by the default action). The wrapper is a
+ * subreaper, so the tree holds everything the job started, and everything
+ * left of it is killed when the job's main process ends. A TERM/INT/HUP
+ * sent to the wrapper from inside that tree is the job's business, not a
+ * notice.
+ *
+ * Control connections are read as their bytes arrive (never a blocking read
+ * on this loop): up to MAX_CONNS wait at once, each at most
+ * SR_CTL_REQUEST_TIMEOUT_MS.
  */
 #include "supervisor.h"
 
@@ -24,6 +38,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -37,15 +53,20 @@
 #include "events.h"
 #include "fsutil.h"
 #include "gpu_usage.h"
+#include "job_page.h"
 #include "keeper.h"
 #include "log.h"
 #include "notice.h"
+#include "proctree.h"
+#include "signame.h"
 #include "units.h"
 
 #define MAX_BACKOFF_MS 60000
 #define TERM_WAIT_MS 10000 /* TERM -> KILL when the deadline allows */
 #define PERSIST_MARGIN_MS 1000
 #define SETTLE_POLL_MS 1000
+#define MAX_CONNS 32 /* control connections whose request is still arriving */
+#define FIXED_FDS 5  /* signals, listener, checkpointer, notices, lease */
 
 enum phase { RUNNING, BACKOFF, PREEMPTING, FINISHING };
 enum pre_phase { WAIT_COMMIT, DRAIN, STOPPING };
@@ -84,6 +105,12 @@ struct sup {
     int64_t last_stage_ms;        /* how long the last commit took to stage */
     struct sr_keeper *keeper;     /* lease renewal, NULL = no lease */
     int lost;                     /* the lease went to another wrapper */
+
+    struct spotrun_job_page *page; /* the job page, NULL = none (see job_page.h) */
+    char page_path[4200];
+    int deaf_said;      /* "the job does not listen" was logged */
+    uint64_t have_seq;  /* the newest checkpoint known to exist (restored or durable) */
+    struct sr_ctl_conn conns[MAX_CONNS];
 };
 
 static int64_t now(void)
@@ -94,6 +121,49 @@ static int64_t now(void)
 static void emit(struct sup *s, const char *type, json_t *fields)
 {
     sr_events_emit(s->ev, type, fields);
+}
+
+/* ---- the job page ----------------------------------------------------------- */
+
+static int page_create(struct sup *s)
+{
+    snprintf(s->page_path, sizeof(s->page_path), "%s/job.page", s->cfg->run_dir);
+    unlink(s->page_path); /* a new inode: a leftover process of an old wrapper keeps its own */
+    const int fd = open(s->page_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -errno;
+    void *p = MAP_FAILED;
+    if (ftruncate(fd, SPOTRUN_JOB_PAGE_SIZE) == 0)
+        p = mmap(NULL, SPOTRUN_JOB_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    const int err = errno;
+    close(fd);
+    if (p == MAP_FAILED)
+        return -err;
+    s->page = p;
+    s->page->magic = SPOTRUN_JOB_PAGE_MAGIC;
+    s->page->version = SPOTRUN_JOB_PAGE_VERSION;
+    s->page->size = SPOTRUN_JOB_PAGE_SIZE;
+    s->page->signo = (uint64_t)s->cfg->signo;
+    return 0;
+}
+
+/* A new attempt: no request pending, nobody listening yet. */
+static void page_reset(struct sup *s)
+{
+    if (!s->page)
+        return;
+    __atomic_store_n(&s->page->listening, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->page->served, __atomic_load_n(&s->page->requested, __ATOMIC_RELAXED),
+                     __ATOMIC_RELEASE);
+    s->deaf_said = 0;
+}
+
+/* Whether a request is heard: someone of the job polls the page or handles
+ * the signal (the shim says so). Without the shim nobody would say: assume
+ * the job listens. */
+static int job_listens(const struct sup *s)
+{
+    return !s->cfg->preload || !s->page || __atomic_load_n(&s->page->listening, __ATOMIC_RELAXED);
 }
 
 /* ---- starting an attempt ------------------------------------------------ */
@@ -111,6 +181,8 @@ static int restore(struct sup *s, struct sr_manifest *m, int *resumed)
     if (rc < 0)
         return rc;
     *resumed = 1;
+    if (m->seq > s->have_seq)
+        s->have_seq = m->seq;
     char raw[32];
     sr_format_size(m->raw_bytes, raw, sizeof(raw));
     char step[24];
@@ -127,16 +199,19 @@ static int restore(struct sup *s, struct sr_manifest *m, int *resumed)
 static char **job_env(struct sup *s, int resumed, const struct sr_manifest *m)
 {
     const struct sr_run_config *c = s->cfg;
-    char buf[12][4200];
-    char *add[13];
+    char buf[13][4300];
+    char *add[14];
     int n = 0;
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_RUN_ID=%s", c->run_id), add[n] = buf[n], n++;
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_CKPT_DIR=%s", c->ckpt_dir), add[n] = buf[n], n++;
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_RESUMED=%d", resumed), add[n] = buf[n], n++;
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_ATTEMPT=%" PRIu32, s->attempt), add[n] = buf[n], n++;
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_CONTROL=%s", c->control_path), add[n] = buf[n], n++;
-    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_SIGNAL=SIG%s", sigabbrev_np(c->signo)),
-        add[n] = buf[n], n++;
+    char signame[32];
+    spotrun_signal_name(c->signo, signame, sizeof(signame));
+    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_SIGNAL=%s", signame), add[n] = buf[n], n++;
+    if (s->page)
+        snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_JOB_PAGE=%s", s->page_path), add[n] = buf[n], n++;
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_BIN=%s", c->self), add[n] = buf[n], n++;
     /* For the shim: who may TERM the job for real, where its GPU memory
      * accounting pages go, and the limit. */
@@ -155,7 +230,7 @@ static char **job_env(struct sup *s, int resumed, const struct sr_manifest *m)
             add[n] = buf[n], n++;
     }
     add[n] = NULL;
-    static const char *const unset[] = {"SPOTRUN_STEP", NULL};
+    static const char *const unset[] = {"SPOTRUN_STEP", "SPOTRUN_JOB_PAGE", NULL};
     return sr_env_build(add, unset);
 }
 
@@ -186,6 +261,7 @@ static int start_attempt(struct sup *s)
     /* The directory as restored, before the job can touch it: a commit at
      * exit or on settle compares against this. */
     s->committed_fp = s->settle_fp = sr_dir_fingerprint(c->ckpt_dir, NULL);
+    page_reset(s);
     char **env = job_env(s, resumed, &m);
     sr_gpu_usage_reset(s->gpu_dir); /* this attempt's processes write new pages */
     rc = env ? sr_spawn(path, c->argv, env, &s->orig_mask, &s->child) : -ENOMEM;
@@ -246,9 +322,11 @@ static void request_checkpoint(struct sup *s, const char *why)
 {
     if (!s->child)
         return;
-    kill(s->child, s->cfg->signo);
-    emit(s, "request", json_pack("{s:s}", "reason", why));
-    sr_debug("checkpoint requested from the job (%s)", why);
+    if (s->page)
+        __atomic_add_fetch(&s->page->requested, 1, __ATOMIC_RELEASE);
+    const int sent = sr_proctree_signal(getpid(), s->cfg->signo, 1);
+    emit(s, "request", json_pack("{s:s,s:i}", "reason", why, "processes", sent < 0 ? 0 : sent));
+    sr_debug("checkpoint requested from the job (%s): signalled %d process(es)", why, sent);
 }
 
 /* ---- preemption ---------------------------------------------------------- */
@@ -267,9 +345,10 @@ static void stop_job(struct sup *s)
     if (!s->child)
         return;
     kill(-s->child, SIGTERM);
+    sr_proctree_signal(getpid(), SIGTERM, 0); /* those that left the group (setsid) too */
     const int64_t t = now() + TERM_WAIT_MS;
     s->kill_at = t < s->deadline ? t : s->deadline;
-    sr_debug("sent SIGTERM to the job's process group");
+    sr_debug("sent SIGTERM to the job's processes");
 }
 
 /* When the job's commit must arrive: the deadline minus the time to stage
@@ -316,7 +395,15 @@ static void notice(struct sup *s, const char *source, int64_t deadline_ms)
                    "deadline_unix_ms", (json_int_t)(sr_wall_ms() + (deadline_ms - t)), "what",
                    cloud ? s->cloud.what : NULL, "id", cloud ? s->cloud.id : NULL));
     sr_events_flush(s->ev);
-    if (s->child) {
+    if (s->child && !job_listens(s)) {
+        if (!s->deaf_said++)
+            sr_warn("the job does not listen for checkpoint requests (no handler for %s, never "
+                    "polled spotrun_checkpoint_requested() or the Python module): not waiting for "
+                    "a commit; its directory is committed when it stops",
+                    spotrun_signal_name(s->cfg->signo, (char[32]){0}, 32));
+        emit(s, "deaf", NULL);
+        enter_drain(s);
+    } else if (s->child) {
         s->pre = WAIT_COMMIT;
         request_checkpoint(s, "notice");
     } else {
@@ -324,11 +411,21 @@ static void notice(struct sup *s, const char *source, int64_t deadline_ms)
     }
 }
 
+/* What stands when the job's new checkpoint does not come. */
+static void say_what_stands(const struct sup *s, const char *what)
+{
+    if (s->have_seq)
+        sr_warn("%s; checkpoint %" PRIu64 " stands", what, s->have_seq);
+    else
+        sr_warn("%s, and run %s has no checkpoint yet: its next start begins from scratch", what,
+                s->cfg->run_id);
+}
+
 static void preempt_tick(struct sup *s)
 {
     const int64_t t = now();
     if (s->pre == WAIT_COMMIT && t >= s->commit_by) {
-        sr_warn("the job did not commit in time; the newest durable checkpoint stands");
+        say_what_stands(s, "the job did not commit in time");
         enter_drain(s);
     }
     if (s->pre == DRAIN &&
@@ -426,10 +523,12 @@ static void child_exited(struct sup *s, int status)
     const pid_t pgid = s->child;
     s->child = 0;
     kill(-pgid, SIGKILL); /* leftovers of the job's process group */
+    sr_proctree_signal(getpid(), SIGKILL, 0); /* and any daemon it left below us */
     emit(s, "exit",
          WIFEXITED(status)
              ? json_pack("{s:i}", "code", code)
-             : json_pack("{s:i,s:s}", "code", code, "signal", sigabbrev_np(WTERMSIG(status))));
+             : json_pack("{s:i,s:s}", "code", code, "signal",
+                         sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?"));
     if (s->phase == PREEMPTING) {
         if (!s->lost)
             commit_if_changed(s, "job stopped");
@@ -452,7 +551,8 @@ static void child_exited(struct sup *s, int status)
     if (WIFEXITED(status))
         sr_warn("the job exited with code %d", code);
     else
-        sr_warn("the job was killed by SIG%s", sigabbrev_np(WTERMSIG(status)));
+        sr_warn("the job was killed by %s",
+                spotrun_signal_name(WTERMSIG(status), (char[32]){0}, 32));
     if (s->restarts >= s->cfg->max_restarts) {
         sr_warn("giving up after %u restart(s) (--max-restarts)", s->restarts);
         s->phase = FINISHING;
@@ -516,8 +616,16 @@ static void on_signal(struct sup *s)
                     child_exited(s, status);
             continue;
         }
-        char source[32];
-        snprintf(source, sizeof(source), "signal:SIG%s", sigabbrev_np(sig));
+        char name[32], source[40];
+        spotrun_signal_name(sig, name, sizeof(name));
+        const pid_t from = (pid_t)si.ssi_pid;
+        if ((int)si.ssi_code <= 0 && from > 0 && from != getpid() &&
+            sr_proctree_contains(getpid(), from)) {
+            sr_warn("%s from the job's own process %d: not a preemption notice (ignored)", name,
+                    (int)from);
+            continue;
+        }
+        snprintf(source, sizeof(source), "signal:%s", name);
         notice(s, source, now() + s->cfg->grace_ms);
     }
 }
@@ -535,44 +643,98 @@ static void status_reply(struct sup *s, int fd)
     json_decref(o);
 }
 
-static void on_control(struct sup *s)
+static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
+{
+    switch (req->kind) {
+    case SR_CTL_COMMIT:
+        s->job_committed = 1;
+        /* This commit answers every request made so far. */
+        if (s->page)
+            __atomic_store_n(&s->page->served,
+                             __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE),
+                             __ATOMIC_RELEASE);
+        commit_dir(s, req->step, fd, "job");
+        if (s->phase == PREEMPTING && s->pre == WAIT_COMMIT)
+            enter_drain(s); /* persists are drained before the job is stopped */
+        return;             /* fd is answered once staged */
+    case SR_CTL_NOTIFY:
+        sr_ctl_reply(fd, "OK");
+        close(fd);
+        notice(s, req->source, now() + req->deadline_ms);
+        return;
+    case SR_CTL_REQUEST:
+        /* The job itself got SIGTERM from outside its tree (Slurm signals
+         * every process): a notice with --grace, unless one is already
+         * being handled. */
+        sr_ctl_reply(fd, "OK");
+        close(fd);
+        if (s->phase == RUNNING)
+            notice(s, req->source, now() + s->cfg->grace_ms);
+        return;
+    case SR_CTL_STATUS:
+        status_reply(s, fd);
+        close(fd);
+        return;
+    case SR_CTL_METRIC:
+        sr_ctl_reply(fd, "OK");
+        close(fd);
+        emit(s, "metric",
+             req->step >= 0 ? json_pack("{s:s,s:f,s:I}", "name", req->name, "value", req->value,
+                                        "step", (json_int_t)req->step)
+                            : json_pack("{s:s,s:f}", "name", req->name, "value", req->value));
+        sr_debug("metric %s = %g", req->name, req->value);
+        return;
+    }
+}
+
+static void conn_drop(struct sr_ctl_conn *c, const char *reply)
+{
+    if (reply)
+        sr_ctl_reply(c->fd, "%s", reply);
+    close(c->fd);
+    c->fd = -1;
+}
+
+/* New connections: each waits in a slot for its request line. When every
+ * slot is taken, the oldest is dropped: silent clients cannot lock out the
+ * job's commit. */
+static void on_accept(struct sup *s)
 {
     for (;;) {
-        const int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
+        const int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
             return;
-        struct sr_ctl_req req;
-        if (sr_ctl_read_request(fd, &req) < 0) {
-            sr_ctl_reply(fd, "ERR bad request");
-            close(fd);
-            continue;
-        }
-        switch (req.kind) {
-        case SR_CTL_COMMIT:
-            s->job_committed = 1;
-            commit_dir(s, req.step, fd, "job");
-            if (s->phase == PREEMPTING && s->pre == WAIT_COMMIT)
-                enter_drain(s); /* persists are drained before the job is stopped */
-            break;              /* fd is answered once staged */
-        case SR_CTL_NOTIFY:
-            sr_ctl_reply(fd, "OK");
-            close(fd);
-            notice(s, req.source, now() + req.deadline_ms);
-            break;
-        case SR_CTL_REQUEST:
-            /* The job itself got SIGTERM (Slurm signals every process): a
-             * notice with --grace, unless one is already being handled. */
-            sr_ctl_reply(fd, "OK");
-            close(fd);
-            if (s->phase == RUNNING)
-                notice(s, req.source, now() + s->cfg->grace_ms);
-            break;
-        case SR_CTL_STATUS:
-            status_reply(s, fd);
-            close(fd);
-            break;
-        }
+        struct sr_ctl_conn *slot = &s->conns[0];
+        for (int i = 0; i < MAX_CONNS && slot->fd >= 0; i++)
+            if (s->conns[i].fd < 0 || s->conns[i].since < slot->since)
+                slot = &s->conns[i];
+        if (slot->fd >= 0)
+            conn_drop(slot, "ERR busy");
+        *slot = (struct sr_ctl_conn){.fd = fd, .since = now()};
     }
+}
+
+static void on_conn(struct sup *s, struct sr_ctl_conn *c)
+{
+    struct sr_ctl_req req;
+    const int rc = sr_ctl_conn_feed(c, &req);
+    if (rc == 0)
+        return;
+    if (rc < 0) {
+        conn_drop(c, rc == -ECONNRESET ? NULL : "ERR bad request");
+        return;
+    }
+    const int fd = c->fd;
+    c->fd = -1;
+    handle_request(s, fd, &req);
+}
+
+static void expire_conns(struct sup *s)
+{
+    const int64_t t = now();
+    for (int i = 0; i < MAX_CONNS; i++)
+        if (s->conns[i].fd >= 0 && t - s->conns[i].since >= SR_CTL_REQUEST_TIMEOUT_MS)
+            conn_drop(&s->conns[i], "ERR no request within the timeout");
 }
 
 static void on_result(struct sup *s)
@@ -612,6 +774,8 @@ static void on_result(struct sup *s)
                     r.seq, r.msg);
         } else {
             s->durable_seq = r.seq;
+            if (r.seq > s->have_seq)
+                s->have_seq = r.seq;
             sr_info("checkpoint %" PRIu64 " durable in %s (%.1fs)", r.seq, sr_store_url(s->cfg->st),
                     (double)r.ms / 1000.0);
         }
@@ -641,6 +805,7 @@ static void on_timers(struct sup *s)
     }
     if (s->phase == PREEMPTING)
         preempt_tick(s);
+    expire_conns(s);
 }
 
 static int64_t next_wakeup(const struct sup *s)
@@ -662,6 +827,9 @@ static int64_t next_wakeup(const struct sup *s)
         EARLIER(s->deadline);
         EARLIER(s->kill_at);
     }
+    for (int i = 0; i < MAX_CONNS; i++)
+        if (s->conns[i].fd >= 0)
+            EARLIER(s->conns[i].since + SR_CTL_REQUEST_TIMEOUT_MS);
 #undef EARLIER
     /* Draining is polled: the checkpointer's results wake us anyway. */
     return w;
@@ -704,18 +872,25 @@ static int loop(struct sup *s)
             wait = 0;
         if (s->phase == FINISHING || s->phase == BACKOFF)
             wait = wait > 200 ? 200 : wait;
-        struct pollfd p[5] = {{.fd = s->sigfd, .events = POLLIN},
-                              {.fd = s->lfd, .events = POLLIN},
-                              {.fd = sr_cp_fd(s->cp), .events = POLLIN},
-                              {.fd = sr_notice_fd(s->nw), .events = POLLIN},
-                              {.fd = s->lost ? -1 : sr_keeper_fd(s->keeper), .events = POLLIN}};
-        const int n = poll(p, 5, (int)wait);
+        struct pollfd p[FIXED_FDS + MAX_CONNS] = {
+            {.fd = s->sigfd, .events = POLLIN},
+            {.fd = s->lfd, .events = POLLIN},
+            {.fd = sr_cp_fd(s->cp), .events = POLLIN},
+            {.fd = sr_notice_fd(s->nw), .events = POLLIN},
+            {.fd = s->lost ? -1 : sr_keeper_fd(s->keeper), .events = POLLIN}};
+        for (int i = 0; i < MAX_CONNS; i++)
+            p[FIXED_FDS + i] = (struct pollfd){.fd = s->conns[i].fd, .events = POLLIN};
+        const int n = poll(p, FIXED_FDS + MAX_CONNS, (int)wait);
         if (n < 0 && errno != EINTR)
             return sr_fail(-errno, "poll");
         if (n > 0 && (p[0].revents & POLLIN))
             on_signal(s);
+        for (int i = 0; n > 0 && i < MAX_CONNS; i++)
+            if (s->conns[i].fd >= 0 && s->conns[i].fd == p[FIXED_FDS + i].fd &&
+                p[FIXED_FDS + i].revents)
+                on_conn(s, &s->conns[i]);
         if (n > 0 && (p[1].revents & POLLIN))
-            on_control(s);
+            on_accept(s);
         if (n > 0 && (p[2].revents & POLLIN))
             on_result(s);
         if (n > 0 && (p[3].revents & POLLIN))
@@ -782,12 +957,31 @@ static void sweep_restore_leftovers(const char *ckpt_dir)
     closedir(d);
 }
 
+/* Whatever the job left below us was killed with it: wait (briefly) for
+ * those processes, so that none outlives the wrapper even as a zombie. */
+static void reap_leftovers(void)
+{
+    sr_proctree_signal(getpid(), SIGKILL, 0);
+    for (int i = 0; i < 200; i++) {
+        const pid_t p = waitpid(-1, NULL, WNOHANG);
+        if (p < 0)
+            return; /* ECHILD: none left */
+        if (p == 0)
+            usleep(10 * 1000);
+    }
+}
+
 int sr_supervise(const struct sr_run_config *cfg)
 {
     struct sup s = {.cfg = cfg, .sigfd = -1, .lfd = -1};
+    for (int i = 0; i < MAX_CONNS; i++)
+        s.conns[i].fd = -1;
     int rc = sr_mkdirs(cfg->run_dir, 0700);
     if (rc < 0)
         return sr_fail(rc, "cannot create the work directory");
+    if ((rc = sr_proctree_subreaper()) < 0)
+        sr_warn("cannot become the subreaper of the job: %s (daemons it starts may outlive it)",
+                sr_strerror(rc));
     rc = sr_ctl_listen(cfg->control_path, &s.lfd);
     if (rc < 0)
         return rc == -EADDRINUSE ? (fprintf(stderr,
@@ -807,6 +1001,9 @@ int sr_supervise(const struct sr_run_config *cfg)
     snprintf(spool, sizeof(spool), "%s/spool", cfg->run_dir);
     sr_rmtree(spool); /* staged files of a wrapper that died are never published */
     sweep_restore_leftovers(cfg->ckpt_dir);
+    if ((rc = page_create(&s)) < 0)
+        sr_warn("cannot create the job page %s: %s (requests reach the job by signal only)",
+                s.page_path, sr_strerror(rc));
     const struct sr_cp_config cpc = {.st = cfg->st,
                                      .run_id = cfg->run_id,
                                      .spool_dir = spool,
@@ -837,10 +1034,16 @@ int sr_supervise(const struct sr_run_config *cfg)
         code = SR_EX_CANTCREAT;
     }
     finish(&s, code);
+    reap_leftovers();
     sr_keeper_stop(s.keeper);
     sr_notice_stop(s.nw);
     close(s.sigfd);
     close(s.lfd);
+    for (int i = 0; i < MAX_CONNS; i++)
+        if (s.conns[i].fd >= 0)
+            close(s.conns[i].fd);
+    if (s.page)
+        munmap(s.page, SPOTRUN_JOB_PAGE_SIZE);
     unlink(cfg->control_path);
     sigprocmask(SIG_SETMASK, &s.orig_mask, NULL);
     return code;
