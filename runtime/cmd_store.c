@@ -26,8 +26,10 @@ static void fmt_time(int64_t unix_s, char *buf, size_t len)
 {
     const time_t t = (time_t)unix_s;
     struct tm tm;
-    localtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
+    /* A manifest's time is the store's word: absurd ones print as unknown. */
+    if (unix_s < 0 || unix_s > SR_TIME_MAX_MS / 1000 || !localtime_r(&t, &tm) ||
+        !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+        snprintf(buf, len, "-");
 }
 
 /* Parses options and operands for the store commands; opens the store.

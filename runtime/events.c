@@ -32,6 +32,15 @@ void sr_events_observe(sr_events_observer fn, void *ctx)
     observer = fn;
 }
 
+uint32_t sr_events_attempt_of(const char *name)
+{
+    const size_t digits = strspn(name, "0123456789");
+    if (digits == 0 || digits > 9 || strcmp(name + digits, ".jsonl") != 0)
+        return UINT32_MAX;
+    const unsigned long a = strtoul(name, NULL, 10);
+    return a <= SR_ATTEMPT_MAX ? (uint32_t)a : UINT32_MAX;
+}
+
 int sr_events_next_attempt(struct sr_store *st, const char *run_id, uint32_t *attempt)
 {
     char prefix[256];
@@ -40,15 +49,20 @@ int sr_events_next_attempt(struct sr_store *st, const char *run_id, uint32_t *at
     const int rc = sr_store_list(st, prefix, &names);
     if (rc < 0)
         return rc;
-    long next = 0;
+    uint32_t next = 0;
     for (size_t i = 0; i < names.n; i++) {
-        char *end;
-        const long a = strtol(names.v[i], &end, 10);
-        if (end != names.v[i] && strcmp(end, ".jsonl") == 0 && a >= next)
-            next = a + 1;
+        const uint32_t a = sr_events_attempt_of(names.v[i]);
+        if (a == UINT32_MAX) {
+            if (strstr(names.v[i], ".jsonl"))
+                sr_warn("ignoring %s/%s: not an event log of spotrun's (attempts are 0 to %u)",
+                        prefix, names.v[i], SR_ATTEMPT_MAX);
+            continue;
+        }
+        if (a >= next)
+            next = a < SR_ATTEMPT_MAX ? a + 1 : SR_ATTEMPT_MAX;
     }
     sr_strlist_free(&names);
-    *attempt = (uint32_t)next;
+    *attempt = next;
     return 0;
 }
 

@@ -16,8 +16,18 @@
 
 struct sr_events;
 
+/* Highest attempt number: the six digits of the log's name. A log named
+ * above it ("4294967295.jsonl") is not spotrun's: ignored with a warning,
+ * as are event lines that claim such an attempt (history.c). */
+#define SR_ATTEMPT_MAX 999999u
+
+/* The attempt of an event log's name ("000012.jsonl": 12), or UINT32_MAX
+ * when the name is not one: digits only, at most SR_ATTEMPT_MAX. */
+uint32_t sr_events_attempt_of(const char *name);
+
 /* The attempt number for a new start of run: 1 + the highest attempt that
- * has an event log, or 0 for a new run. */
+ * has an event log, or 0 for a new run; never above SR_ATTEMPT_MAX (the
+ * last attempt number is reused rather than wrapped to 0). */
 int sr_events_next_attempt(struct sr_store *st, const char *run_id, uint32_t *attempt);
 
 int sr_events_open(struct sr_events **out, struct sr_store *st, const char *run_id,

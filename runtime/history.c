@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "events.h"
+#include "log.h"
 
 #define EVENTS_MAX (64u << 20) /* one attempt's log; far above any real one */
 
@@ -69,20 +71,43 @@ static struct sr_hist_ckpt *ckpt_of(struct sr_history *h, uint64_t seq, uint32_t
     return r;
 }
 
-static int64_t int_of(const json_t *o, const char *k, int64_t dflt)
+/* Event logs are store contents: every number is bounded on the way in, so
+ * that sums and differences of them stay in range and print sanely. */
+#define SECONDS_MAX 1e9 /* 31 years: any stage, upload or restore time */
+#define BYTES_MAX (INT64_C(1) << 53)
+
+/* Integer field k in [lo, hi], else dflt (a real is taken when integral
+ * enough to be in range: never a float-to-integer overflow). */
+static int64_t int_in(const json_t *o, const char *k, int64_t lo, int64_t hi, int64_t dflt)
 {
     const json_t *v = json_object_get(o, k);
-    if (json_is_integer(v))
-        return (int64_t)json_integer_value(v);
-    if (json_is_real(v))
-        return (int64_t)json_real_value(v);
+    if (json_is_integer(v)) {
+        const json_int_t x = json_integer_value(v);
+        return x >= lo && x <= hi ? (int64_t)x : dflt;
+    }
+    if (json_is_real(v)) {
+        const double x = json_real_value(v);
+        return x >= (double)lo && x <= (double)hi ? (int64_t)x : dflt;
+    }
     return dflt;
 }
 
+static int64_t int_of(const json_t *o, const char *k, int64_t dflt)
+{
+    return int_in(o, k, -SR_TIME_MAX_MS, SR_TIME_MAX_MS, dflt);
+}
+
+/* A duration in seconds: 0 unless in [0, SECONDS_MAX]. */
 static double num_of(const json_t *o, const char *k)
 {
     const json_t *v = json_object_get(o, k);
-    return json_is_number(v) ? json_number_value(v) : 0.0;
+    const double x = json_is_number(v) ? json_number_value(v) : 0.0;
+    return x >= 0 && x <= SECONDS_MAX ? x : 0.0;
+}
+
+static uint64_t bytes_of(const json_t *o, const char *k, uint64_t dflt)
+{
+    return (uint64_t)int_in(o, k, 0, BYTES_MAX, (int64_t)dflt);
 }
 
 static void str_of(const json_t *o, const char *k, char *dst, size_t len)
@@ -101,8 +126,8 @@ static void add_ckpt(struct sr_history *h, const json_t *ev, uint32_t a, int64_t
     if (!c)
         return;
     c->step = int_of(ev, "step", c->step);
-    c->raw_bytes = (uint64_t)int_of(ev, "raw_bytes", (int64_t)c->raw_bytes);
-    c->stored_bytes = (uint64_t)int_of(ev, "stored_bytes", (int64_t)c->stored_bytes);
+    c->raw_bytes = bytes_of(ev, "raw_bytes", c->raw_bytes);
+    c->stored_bytes = bytes_of(ev, "stored_bytes", c->stored_bytes);
     if (persisted) {
         c->persisted_ms = t;
         c->persist_seconds = num_of(ev, "seconds");
@@ -116,9 +141,9 @@ static void add_ckpt(struct sr_history *h, const json_t *ev, uint32_t a, int64_t
 void sr_hist_add(struct sr_history *h, const json_t *ev)
 {
     const char *type = json_string_value(json_object_get(ev, "event"));
-    const int64_t t = int_of(ev, "unix_ms", -1);
-    const int64_t a64 = int_of(ev, "attempt", -1);
-    if (!type || t < 0 || a64 < 0 || a64 > UINT32_MAX)
+    const int64_t t = int_in(ev, "unix_ms", 0, SR_TIME_MAX_MS, -1);
+    const int64_t a64 = int_in(ev, "attempt", 0, SR_ATTEMPT_MAX, -1);
+    if (!type || t < 0 || a64 < 0)
         return;
     const uint32_t a = (uint32_t)a64;
     struct sr_hist_attempt *at = attempt_of(h, a);
@@ -129,11 +154,11 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
     if (t > at->last_ms)
         at->last_ms = t;
     /* GPU memory as the shim reports it, on whichever event carries it. */
-    const uint64_t peak = (uint64_t)int_of(ev, "gpu_peak_bytes", 0);
+    const uint64_t peak = bytes_of(ev, "gpu_peak_bytes", 0);
     if (peak > at->gpu_peak_bytes)
         at->gpu_peak_bytes = peak;
     if (json_object_get(ev, "gpu_bytes"))
-        at->gpu_bytes = (uint64_t)int_of(ev, "gpu_bytes", 0);
+        at->gpu_bytes = bytes_of(ev, "gpu_bytes", 0);
 
     if (strcmp(type, "start") == 0) {
         at->start_ms = t;
@@ -174,7 +199,7 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
     } else if (strcmp(type, "exit") == 0) {
         at->has_exit = 1;
         at->exit_ms = t;
-        at->exit_code = (int)int_of(ev, "code", 0);
+        at->exit_code = (int)int_in(ev, "code", INT32_MIN, INT32_MAX, 0);
         str_of(ev, "signal", at->exit_signal, sizeof(at->exit_signal));
     } else if (strcmp(type, "withdrawn") == 0) {
         at->notice_ms = 0; /* a cancelled notice; a later one is the cause */
@@ -389,7 +414,8 @@ static void derive_times(struct sr_history *h)
         size_t j = i;
         while (j + 1 < h->n_att && h->att[j + 1].session == h->att[i].session)
             j++;
-        h->instance_ms += h->att[j].last_ms - h->att[i].first_ms;
+        if (h->att[j].last_ms > h->att[i].first_ms) /* times of a planted log may disagree */
+            h->instance_ms += h->att[j].last_ms - h->att[i].first_ms;
         i = j + 1;
     }
     h->queued_ms = h->wall_ms > h->instance_ms ? h->wall_ms - h->instance_ms : 0;
@@ -445,17 +471,18 @@ int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h)
     struct sr_strlist names = {0};
     int rc = sr_store_list(st, prefix, &names);
     for (size_t i = 0; rc == 0 && i < names.n; i++) {
-        const size_t l = strlen(names.v[i]);
-        if (l < 6 || strcmp(names.v[i] + l - 6, ".jsonl") != 0)
-            continue;
+        if (sr_events_attempt_of(names.v[i]) == UINT32_MAX)
+            continue; /* not a log spotrun writes (sr_events_next_attempt warns) */
         char key[512];
         snprintf(key, sizeof(key), "%s/%s", prefix, names.v[i]);
         char *buf = NULL;
         size_t len = 0;
         const int g = sr_store_get(st, key, EVENTS_MAX, &buf, &len);
         if (g == -ENOENT)
-            continue; /* deleted meanwhile (--fresh) */
-        if (g < 0)
+            continue;                     /* deleted meanwhile (--fresh) */
+        if (g == -EBADMSG || g == -EFBIG) /* not a regular file, or absurdly large */
+            sr_warn("ignoring the event log %s: %s", key, sr_strerror(g));
+        else if (g < 0)
             rc = g;
         else
             add_lines(h, buf, len);

@@ -27,14 +27,19 @@
 
 #include "store.h"
 
+/* Latest event time believed (9999-12-31T23:59:59.999Z, in ms): an event
+ * log line with a time outside [0, this] is ignored, so every time and
+ * duration derived from the logs prints as a date and a sane length. */
+#define SR_TIME_MAX_MS INT64_C(253402300799999)
+
 /* How an attempt ended. */
 enum sr_hist_end {
-    SR_END_OPEN,      /* no end recorded yet: still running (or unknown) */
-    SR_END_DONE,      /* the job exited 0; the run is done */
-    SR_END_PREEMPTED, /* stopped by a notice (exit 75) */
-    SR_END_CRASHED,   /* the job failed and was restarted */
-    SR_END_FAILED,    /* the job failed and spotrun gave up (--max-restarts) */
-    SR_END_VANISHED,  /* the log stops without an end and a later attempt exists */
+    SR_END_OPEN,       /* no end recorded yet: still running (or unknown) */
+    SR_END_DONE,       /* the job exited 0; the run is done */
+    SR_END_PREEMPTED,  /* stopped by a notice (exit 75) */
+    SR_END_CRASHED,    /* the job failed and was restarted */
+    SR_END_FAILED,     /* the job failed and spotrun gave up (--max-restarts) */
+    SR_END_VANISHED,   /* the log stops without an end and a later attempt exists */
     SR_END_SUPERSEDED, /* lost the run's lease to another wrapper (exit 73) */
 };
 

@@ -55,8 +55,11 @@ void sr_format_iso_ms(int64_t unix_ms, char *buf, size_t len)
 {
     const time_t t = (time_t)(unix_ms / 1000);
     struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    /* Times from the store are bounded (SR_TIME_MAX_MS); anything else
+     * prints as unknown, never as an unset struct tm. */
+    if (unix_ms < 0 || unix_ms > SR_TIME_MAX_MS || !gmtime_r(&t, &tm) ||
+        !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(buf, len, "-");
 }
 
 static void counts(char *buf, size_t len, const struct sr_hist_count *v, size_t n)
@@ -141,7 +144,8 @@ void sr_summary_print_attempts(FILE *f, const struct sr_history *h)
         const struct sr_hist_attempt *a = &h->att[i];
         char when[32], ran[32], lost[32], how[160] = "", from[80] = "fresh";
         sr_format_iso_ms(a->start_ms, when, sizeof(when));
-        sr_format_duration_ms(a->end_ms - a->start_ms, ran, sizeof(ran));
+        sr_format_duration_ms(a->end_ms > a->start_ms ? a->end_ms - a->start_ms : 0, ran,
+                              sizeof(ran));
         sr_format_duration_ms(a->lost_ms, lost, sizeof(lost));
         if (a->resumed) {
             char step[24];

@@ -65,20 +65,25 @@ static int file_read_at(void *ctx, void *buf, size_t len, uint64_t off)
 
 int sr_source_file_open(const char *path, struct sr_source *src)
 {
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return sr_errf(-errno, "cannot open %s: %s", path, strerror(errno));
+    return sr_source_fd_open(fd, path, src);
+}
+
+int sr_source_fd_open(int fd, const char *path, struct sr_source *src)
+{
     const size_t plen = strlen(path) + 1;
     struct file_source *const fs = malloc(sizeof(*fs) + plen);
-    if (!fs)
-        return sr_errf(-ENOMEM, "cannot open %s: out of memory", path);
-    memcpy(fs->path, path, plen);
-    fs->fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (fs->fd < 0 || fstat(fs->fd, &st) < 0) {
-        const int err = errno;
-        if (fs->fd >= 0)
-            close(fs->fd);
+    if (!fs || fstat(fd, &st) < 0) {
+        const int err = fs ? errno : ENOMEM;
+        close(fd);
         free(fs);
         return sr_errf(-err, "cannot open %s: %s", path, strerror(err));
     }
+    memcpy(fs->path, path, plen);
+    fs->fd = fd;
     (void)posix_fadvise(fs->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     src->ctx = fs;
     src->size = (uint64_t)st.st_size;

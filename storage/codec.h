@@ -90,6 +90,8 @@ struct sr_source {
 
 /* A source over a local file; close with sr_source_file_close(). */
 int sr_source_file_open(const char *path, struct sr_source *src);
+/* The same over an open file (consumed, even on failure); path names it. */
+int sr_source_fd_open(int fd, const char *path, struct sr_source *src);
 void sr_source_file_close(struct sr_source *src);
 
 /* Checksum (as in sr_pack_stats) of the whole source. */

@@ -101,7 +101,8 @@ int sr_lease_parse(const char *buf, size_t len, struct sr_lease_info *out)
     json_error_t err;
     json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
     if (!o)
-        return sr_errf(-EBADMSG, "lease: invalid JSON at line %d: %s", err.line, err.text);
+        return sr_errf(-EBADMSG, "lease: invalid JSON at line %d: %s", err.line,
+                       sr_json_error_scrub(err.text));
     int64_t v = 0, epoch = 0;
     int rc = json_is_object(o) ? 0 : sr_errf(-EBADMSG, "lease: not a JSON object");
     if (rc == 0)
@@ -118,7 +119,9 @@ int sr_lease_parse(const char *buf, size_t len, struct sr_lease_info *out)
         in.pid = (long)v;
     if (rc == 0 && json_object_get(o, "node")) /* optional */
         rc = get_s(o, "node", in.node, sizeof(in.node));
-    if (rc == 0 && (rc = get_i64(o, "epoch", 1, &epoch)) == 0)
+    if (rc == 0 && (rc = get_i64(o, "epoch", 1, &epoch)) == 0 && (uint64_t)epoch > SR_EPOCH_MAX)
+        rc = sr_errf(-EBADMSG, "lease: field \"epoch\" must be at most 2^53");
+    if (rc == 0)
         in.epoch = (uint64_t)epoch;
     if (rc == 0)
         rc = get_i64(o, "acquired", 0, &in.acquired);
@@ -197,6 +200,20 @@ static uint64_t max_ckpt_epoch(struct sr_store *st, const char *run_id)
     if (sr_ckpt_max_epoch(st, run_id, &max) < 0)
         sr_err_clear();
     return max;
+}
+
+/* The epoch after cur. Parsing bounds every epoch read from the store by
+ * SR_EPOCH_MAX, so only a planted value can reach it: refused, never
+ * wrapped (a wrapped epoch would sort every new checkpoint below old ones). */
+static int next_epoch(const char *run_id, uint64_t cur, uint64_t *next)
+{
+    if (cur >= SR_EPOCH_MAX)
+        return sr_errf(-EBADMSG,
+                       "the owner epoch of run %s is already 2^53, the largest spotrun uses: its "
+                       "LEASE or a manifest was planted or corrupted; remove them from the store",
+                       run_id);
+    *next = cur + 1;
+    return 0;
 }
 
 /* This machine's boot and PID namespace, where a pid names one process. */
@@ -300,18 +317,20 @@ int sr_lease_acquire(struct sr_store *st, const char *run_id, int ttl, struct sr
                              run_id, cur.host, cur.pid, (long long)(cur.expires - now));
                 break;
             }
-            mine.epoch = cur.epoch + 1;
+            rc = next_epoch(run_id, cur.epoch, &mine.epoch);
             match = etag;
         } else if (rc == -EBADMSG) {
             sr_warn("the lease of run %s is unreadable (%s); taking it over", run_id,
                     sr_strerror(rc));
-            mine.epoch = max_ckpt_epoch(st, run_id) + 1;
+            rc = next_epoch(run_id, max_ckpt_epoch(st, run_id), &mine.epoch);
             match = etag;
         } else if (rc == -ENOENT) {
-            mine.epoch = max_ckpt_epoch(st, run_id) + 1;
+            rc = next_epoch(run_id, max_ckpt_epoch(st, run_id), &mine.epoch);
         } else {
             break;
         }
+        if (rc < 0)
+            break;
         mine.acquired = mine.renewed = now;
         mine.expires = now + mine.ttl;
         mine.released = 0;

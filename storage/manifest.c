@@ -108,7 +108,8 @@ int sr_manifest_to_json(const struct sr_manifest *m, char **out, size_t *len)
     if (!sr_run_id_valid(m->run_id))
         return sr_errf(-EINVAL, "manifest: invalid run id \"%s\"", m->run_id);
     if (m->seq < 1 || m->seq > INT64_MAX || m->raw_bytes > INT64_MAX ||
-        m->stored_bytes > INT64_MAX || m->files > INT64_MAX || m->epoch > INT64_MAX || m->created < 0)
+        m->stored_bytes > INT64_MAX || m->files > INT64_MAX || m->epoch > SR_EPOCH_MAX ||
+        m->created < 0)
         return sr_errf(-EINVAL, "manifest of %s: seq, sizes or time out of range", m->run_id);
     if (!checksum_valid(m->checksum))
         return sr_errf(-EINVAL, "manifest of %s: invalid checksum \"%s\"", m->run_id, m->checksum);
@@ -264,7 +265,7 @@ static int get_data(json_t *o, struct sr_manifest *m)
         return sr_errf(-EBADMSG, "manifest: field \"stage_seconds\" must be a non-negative number");
     m->stage_seconds = json_number_value(s);
     if (json_object_get(o, "epoch")) {
-        if ((rc = get_int(o, "epoch", 0, INT64_MAX, &v)) < 0)
+        if ((rc = get_int(o, "epoch", 0, (json_int_t)SR_EPOCH_MAX, &v)) < 0)
             return rc;
         m->epoch = (uint64_t)v;
     }
@@ -288,6 +289,16 @@ static void get_gpu(json_t *o, struct sr_manifest *m)
     m->gpu_devices = (uint32_t)n;
 }
 
+char *sr_json_error_scrub(char *text)
+{
+    /* jansson ends its messages with " near '<token>'" or " near end of
+     * file": the token is the object's own bytes. */
+    char *const near = strstr(text, " near '");
+    if (near)
+        *near = '\0';
+    return text;
+}
+
 int sr_manifest_parse(const char *buf, size_t len, struct sr_manifest *m)
 {
     struct sr_manifest tmp;
@@ -296,7 +307,8 @@ int sr_manifest_parse(const char *buf, size_t len, struct sr_manifest *m)
     json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
     int rc = 0;
     if (!o)
-        return sr_errf(-EBADMSG, "manifest: invalid JSON at line %d: %s", err.line, err.text);
+        return sr_errf(-EBADMSG, "manifest: invalid JSON at line %d: %s", err.line,
+                       sr_json_error_scrub(err.text));
     if (!json_is_object(o)) {
         rc = sr_errf(-EBADMSG, "manifest: not a JSON object");
         goto out;

@@ -18,6 +18,11 @@
 #define SR_MANIFEST_FORMAT 1
 #define SR_RUN_ID_MAX 128
 #define SR_MANIFEST_GPUS 16
+/* Largest owner epoch (manifests and leases, storage/lease.h): 2^53, exact
+ * in every JSON reader, and at one lease a second 285 million years away.
+ * A larger one in the store is malformed (never restored first, never
+ * overflowing the next epoch). */
+#define SR_EPOCH_MAX (UINT64_C(1) << 53)
 
 struct sr_manifest {
     int format; /* SR_MANIFEST_FORMAT */
@@ -56,5 +61,11 @@ int sr_manifest_parse(const char *buf, size_t len, struct sr_manifest *m);
 
 /* 1 if id is a valid run id: 1..128 of [A-Za-z0-9._-], not starting with '.' or '-'. */
 int sr_run_id_valid(const char *id);
+
+/* A store object is untrusted and may not even be what it claims (a
+ * symlink to a secret on a careless file store): a JSON parse error names
+ * the line and what was expected, never the object's bytes. Cuts jansson's
+ * " near '<token>'" off text, in place; returns text. */
+char *sr_json_error_scrub(char *text);
 
 #endif

@@ -51,6 +51,81 @@ static int key_path(const struct sr_store *st, const char *key, char *out, size_
     return 0;
 }
 
+/* What a non-regular file is, for messages. */
+static const char *kind_of(mode_t mode)
+{
+    return S_ISDIR(mode)                    ? "a directory"
+           : S_ISFIFO(mode)                 ? "a FIFO"
+           : S_ISSOCK(mode)                 ? "a socket"
+           : S_ISLNK(mode)                  ? "a symlink"
+           : S_ISCHR(mode) || S_ISBLK(mode) ? "a device"
+                                            : "not a regular file";
+}
+
+/* Opens the object key for reading, trusting nothing below the root: no
+ * component may be a symlink (O_NOFOLLOW at every level, so a planted link
+ * to a secret is never read, let alone quoted in a parse error), and the
+ * object must be a regular file, opened without blocking (a FIFO would
+ * hang the reader forever). Returns the fd, -ENOENT when missing, -EBADMSG
+ * for anything that is not a regular file (a bad object: callers fall
+ * back as for a corrupt one). */
+static int open_object(const struct sr_store *st, const char *key)
+{
+    char rest[PATH_MAX];
+    if (snprintf(rest, sizeof(rest), "%s", key) >= (int)sizeof(rest))
+        return sr_errf(-ENAMETOOLONG, "store %s: key %s: path too long", st->url, key);
+    int dfd = open(root_of(st), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return sr_errf(-errno, "cannot open store %s: %s", st->url, strerror(errno));
+    for (char *seg = rest;;) {
+        char *const slash = strchr(seg, '/');
+        if (slash)
+            *slash = '\0';
+        const int flags = slash ? O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+                                : O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC;
+        const int fd = openat(dfd, seg, flags);
+        const int e = errno;
+        struct stat sb;
+        const int there = fd < 0 && fstatat(dfd, seg, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+        const int link = there && S_ISLNK(sb.st_mode);
+        close(dfd);
+        if (there && !link && !slash && !S_ISREG(sb.st_mode)) /* a socket: ENXIO */
+            return sr_errf(-EBADMSG, "%s in store %s is %s, not an object; not read", key, st->url,
+                           kind_of(sb.st_mode));
+        if (link && !slash)
+            return sr_errf(-EBADMSG,
+                           "%s in store %s is a symlink: spotrun does not follow symlinks "
+                           "inside a store",
+                           key, st->url);
+        if (link) /* rest now ends at the link */
+            return sr_errf(-EBADMSG,
+                           "%s in store %s goes through the symlink %s: spotrun does not follow "
+                           "symlinks inside a store",
+                           key, st->url, rest);
+        if (fd < 0 && (e == ENOENT || e == ENOTDIR))
+            return sr_errf(-ENOENT, "%s not found in store %s", key, st->url);
+        if (fd < 0)
+            return sr_errf(-e, "cannot open %s in store %s: %s", key, st->url, strerror(e));
+        if (slash) {
+            *slash = '/';
+            seg = slash + 1;
+            dfd = fd;
+            continue;
+        }
+        if (fstat(fd, &sb) != 0) {
+            const int fe = errno;
+            close(fd);
+            return sr_errf(-fe, "cannot stat %s in store %s: %s", key, st->url, strerror(fe));
+        }
+        if (!S_ISREG(sb.st_mode)) {
+            close(fd);
+            return sr_errf(-EBADMSG, "%s in store %s is %s, not an object; not read", key, st->url,
+                           kind_of(sb.st_mode));
+        }
+        return fd;
+    }
+}
+
 /* Ensures the directory of path exists, then runs the atomic write; retries
  * when a concurrent delete pruned the directory in between. */
 static int put_common(struct sr_store *st, const char *key, const void *buf, size_t len,
@@ -91,9 +166,11 @@ static int fs_get(struct sr_store *st, const char *key, size_t max, char **buf, 
     int rc = key_path(st, key, path, sizeof(path));
     if (rc < 0)
         return rc;
-    rc = sr_read_file(path, max, buf, len);
-    if (rc == -ENOENT)
-        return sr_errf(-ENOENT, "%s not found in store %s", key, st->url);
+    const int fd = open_object(st, key);
+    if (fd < 0)
+        return fd;
+    rc = sr_read_fd(fd, path, max, buf, len);
+    close(fd);
     return rc;
 }
 
@@ -103,16 +180,15 @@ static int fs_size(struct sr_store *st, const char *key, uint64_t *size)
     int rc = key_path(st, key, path, sizeof(path));
     if (rc < 0)
         return rc;
+    const int fd = open_object(st, key);
+    if (fd < 0)
+        return fd;
     struct stat sb;
-    if (stat(path, &sb) != 0) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            return sr_errf(-ENOENT, "%s not found in store %s", key, st->url);
-        return sr_errf(-errno, "cannot stat %s: %s", path, strerror(errno));
-    }
-    if (!S_ISREG(sb.st_mode))
-        return sr_errf(-EISDIR, "%s in store %s is a directory, not an object", key, st->url);
-    *size = (uint64_t)sb.st_size;
-    return 0;
+    rc = fstat(fd, &sb) == 0 ? 0 : sr_errf(-errno, "cannot stat %s: %s", path, strerror(errno));
+    if (rc == 0)
+        *size = (uint64_t)sb.st_size;
+    close(fd);
+    return rc;
 }
 
 /* Objects are local files: the codec's file source reads them. */
@@ -122,9 +198,8 @@ static int fs_source(struct sr_store *st, const char *key, struct sr_source *src
     const int rc = key_path(st, key, path, sizeof(path));
     if (rc < 0)
         return rc;
-    if (access(path, F_OK) != 0 && errno == ENOENT)
-        return sr_errf(-ENOENT, "%s not found in store %s", key, st->url);
-    return sr_source_file_open(path, src);
+    const int fd = open_object(st, key);
+    return fd < 0 ? fd : sr_source_fd_open(fd, path, src);
 }
 
 static void fs_source_close(struct sr_store *st, struct sr_source *src)
@@ -292,7 +367,10 @@ static int fs_put_if(struct sr_store *st, const char *key, const void *buf, size
     char *cur = NULL;
     size_t curlen = 0;
     char cur_etag[SR_ETAG_MAX];
-    rc = sr_read_file(path, SIZE_MAX, &cur, &curlen);
+    const int cfd = open_object(st, key);
+    rc = cfd < 0 ? cfd : sr_read_fd(cfd, path, SIZE_MAX, &cur, &curlen);
+    if (cfd >= 0)
+        close(cfd);
     if (rc == 0) {
         content_etag(cur, curlen, cur_etag);
         free(cur);
