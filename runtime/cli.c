@@ -166,6 +166,7 @@ int sr_exit_code(int rc)
     case EPROTONOSUPPORT:
         return SR_EX_USAGE;
     case EBADMSG:
+    case ELOOP: /* a symlink planted inside the store */
     case EPERM:
     case EFBIG:
         return SR_EX_DATAERR;

@@ -113,4 +113,30 @@ test_expect_success 'a spotrun run inside a job is a new run: the job'"'"'s vari
     "$SPOTRUN" show "$id" | grep "^state: *done"
 '
 
+# victim_intact: the directory the store's symlinks point at holds what it held.
+victim_intact() { test "$(ls -A victim)" = secret && test "$(cat victim/secret)" = mine; }
+mkdir -p victim && echo mine >victim/secret
+
+test_expect_success 'file store: run --fresh on a run dir that is a symlink is refused, nothing deleted' '
+    ln -s "$TRASH/victim" "$SPOTRUN_STORE/evil" &&
+    expect_code 65 "$SPOTRUN" run --fresh --run-id evil -- true 2>err &&
+    grep "is a symlink" err && victim_intact &&
+    expect_code 65 "$SPOTRUN" run --fresh --lease-ttl 0 --run-id evil -- true 2>err &&
+    grep "evil in store .* is a symlink" err && victim_intact
+'
+
+test_expect_success 'file store: gc and push write no lease or lock file through a symlinked run dir' '
+    expect_code 65 "$SPOTRUN" gc evil --keep 1 2>err &&
+    grep "is a symlink" err && victim_intact &&
+    expect_code 65 "$SPOTRUN" push evil src 2>err &&
+    victim_intact
+'
+
+test_expect_success 'file store: gc through a symlinked ckpt/ inside a run is refused' '
+    "$SPOTRUN" push -q deep src && "$SPOTRUN" push -q deep src &&
+    mv "$SPOTRUN_STORE/deep/ckpt" deep-ckpt && ln -s "$TRASH/victim" "$SPOTRUN_STORE/deep/ckpt" &&
+    expect_code 65 "$SPOTRUN" gc deep --keep 1 2>err &&
+    grep "deep/ckpt in store .* is a symlink" err && victim_intact
+'
+
 test_done
