@@ -51,6 +51,40 @@ static int key_path(const struct sr_store *st, const char *key, char *out, size_
     return 0;
 }
 
+/* Refuses a key whose path below the root goes through a symlink (with
+ * last, or is one): writes, deletes and listings never follow a link
+ * planted in the store (a run directory linked to ~/victim would have
+ * --fresh delete, and the lease write, there). Unlinking the last
+ * component itself never follows it. */
+static int check_no_links(const struct sr_store *st, const char *key, int last)
+{
+    char path[PATH_MAX];
+    const size_t rootlen = strlen(root_of(st));
+    const int rc = key_path(st, key, path, sizeof(path));
+    if (rc < 0 || !*key)
+        return rc;
+    for (char *p = path + rootlen + 1;; p++) {
+        const int end = *p == '\0';
+        if ((*p != '/' && !end) || p[-1] == '/')
+            continue;
+        if (end && !last)
+            return 0;
+        const char saved = *p;
+        *p = '\0';
+        struct stat sb;
+        if (lstat(path, &sb) != 0)
+            return 0; /* missing from here on: nothing to follow */
+        if (S_ISLNK(sb.st_mode))
+            return sr_errf(-ELOOP,
+                           "%s in store %s is a symlink: spotrun does not follow symlinks inside "
+                           "a store (remove the link)",
+                           path + rootlen + 1, st->url);
+        if (end)
+            return 0;
+        *p = saved;
+    }
+}
+
 /* What a non-regular file is, for messages. */
 static const char *kind_of(mode_t mode)
 {
@@ -133,6 +167,8 @@ static int put_common(struct sr_store *st, const char *key, const void *buf, siz
 {
     char path[PATH_MAX], dir[PATH_MAX];
     int rc = key_path(st, key, path, sizeof(path));
+    if (rc == 0)
+        rc = check_no_links(st, key, 0);
     if (rc < 0)
         return rc;
     sr_dirname(path, dir, sizeof(dir));
@@ -212,6 +248,8 @@ static int fs_list(struct sr_store *st, const char *prefix, struct sr_strlist *o
 {
     char path[PATH_MAX];
     int rc = key_path(st, prefix, path, sizeof(path));
+    if (rc == 0)
+        rc = check_no_links(st, prefix, 1);
     if (rc < 0)
         return rc;
     DIR *d = opendir(path);
@@ -269,6 +307,8 @@ static int fs_del(struct sr_store *st, const char *key)
 {
     char path[PATH_MAX];
     int rc = key_path(st, key, path, sizeof(path));
+    if (rc == 0)
+        rc = check_no_links(st, key, 0);
     if (rc < 0)
         return rc;
     if (unlink(path) != 0) {
@@ -332,7 +372,7 @@ static int lock_object(const char *path)
         int rc = sr_mkdirs(dir, 0755);
         if (rc < 0)
             return rc;
-        const int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        const int fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd < 0) {
             if (errno == ENOENT)
                 continue; /* the directory was pruned in between */
@@ -359,6 +399,8 @@ static int fs_put_if(struct sr_store *st, const char *key, const void *buf, size
 {
     char path[PATH_MAX];
     int rc = key_path(st, key, path, sizeof(path));
+    if (rc == 0)
+        rc = check_no_links(st, key, 0);
     if (rc < 0)
         return rc;
     const int lfd = lock_object(path);
@@ -413,6 +455,8 @@ static int fs_writer_open(struct sr_store *st, const char *key, int create,
     fw->create = create;
     char dir[PATH_MAX];
     int rc = key_path(st, key, fw->path, sizeof(fw->path));
+    if (rc == 0)
+        rc = check_no_links(st, key, 0);
     if (rc == 0) {
         sr_dirname(fw->path, dir, sizeof(dir));
         rc = sr_mkdirs(dir, 0755);
