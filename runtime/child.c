@@ -59,6 +59,10 @@ int sr_spawn(const char *path, char *const argv[], char *const env[], const sigs
     if (pipe2(p, O_CLOEXEC) < 0)
         return -errno;
     const pid_t parent = getpid();
+    /* The wrapper ignores SIGPIPE (main.c); the job gets the default back. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
     const pid_t child = fork();
     if (child < 0) {
         const int e = errno;
@@ -75,6 +79,7 @@ int sr_spawn(const char *path, char *const argv[], char *const env[], const sigs
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(126);
+        sigaction(SIGPIPE, &dfl, NULL);
         sigprocmask(SIG_SETMASK, mask, NULL);
         execve(path, argv, env);
         const int e = errno;

@@ -3,6 +3,7 @@
  * signature (git's shape). Each subcommand parses its own options and
  * returns the process's exit code.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,6 +43,10 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* A closed stdout or stderr (`spotrun run ... 2>&1 | head -1`) is an
+     * EPIPE to ignore, never a death that would kill the job before its
+     * commit and leave the lease held. The job gets SIGPIPE back (child.c). */
+    signal(SIGPIPE, SIG_IGN);
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         usage(argc < 2 ? stderr : stdout);
