@@ -18,9 +18,11 @@
  *
  * Contract:
  *  - spotrun_checkpoint_requested() is async-signal-safe and lock-free; it
- *    turns nonzero when the checkpoint-request signal ($SPOTRUN_SIGNAL,
- *    default SIGUSR1) arrives through the shim's handler, and is cleared by
- *    a successful spotrun_commit(). The application may install its own
+ *    turns nonzero when the wrapper asks for a checkpoint (the job page,
+ *    $SPOTRUN_JOB_PAGE: the same answer in every process of the job), and
+ *    is cleared by the next commit, from any process of the job. Without a
+ *    job page it follows the request signal ($SPOTRUN_SIGNAL, default
+ *    SIGUSR1) that reached this process and its own spotrun_commit(). The application may install its own
  *    handler for that signal too: the shim keeps its handler installed and
  *    calls the application's after counting the request.
  *  - spotrun_commit() blocks until the wrapper has staged $SPOTRUN_CKPT_DIR
@@ -30,7 +32,7 @@
  *  - Functions return 0 or a negative errno value; the library never exits
  *    the process and writes to stderr only to relay the wrapper's refusal.
  *
- * The same job environment is documented in DESIGN.md ("The job's contract").
+ * The job environment is documented in README.md ("The job's contract").
  */
 #ifndef SPOTRUN_H
 #define SPOTRUN_H

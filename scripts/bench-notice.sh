@@ -14,6 +14,13 @@
 #    which commits at once on the request): from the notice to the
 #    "persisted" event (stage + compress + durable write + manifest).
 #    Target: 1 GiB well inside GCP's 30 s.
+# 3. request-to-commit of the PyTorch example (examples/pytorch/train.py
+#    --save-every 0: it saves only when asked), over TORCH_TRIALS runs
+#    (default 10) each, started directly and behind a launcher that starts it
+#    with subprocess (as torchrun does): from the notice (`spotrun notify`)
+#    to the trainer printing "checkpoint requested" (its stdout, timestamped
+#    as it arrives) and to the commit being staged ("staged" event), p50 and
+#    p99. Skipped when /usr/bin/python3 cannot import torch.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -159,3 +166,55 @@ for size in 256 1024; do
     rm -rf "$SPOTRUN_STORE/dur-$size" "$SPOTRUN_WORK_DIR/dur-$size"
 done
 echo "target: 1 GiB durable well inside GCP's 30 s"
+
+echo
+echo "== request-to-commit of the PyTorch example (notice -> request seen -> staged)"
+if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    echo "skipped: /usr/bin/python3 cannot import torch (apt-get install python3-torch)"
+    exit 0
+fi
+unset SPOTRUN_NO_PRELOAD # the shim carries the request across the trainer's subprocesses
+torch_trials=${TORCH_TRIALS:-10}
+cat >launcher.py <<'PY'
+import subprocess, sys
+sys.exit(subprocess.Popen(sys.argv[1:]).wait())
+PY
+# Prefixes each line with its arrival time (unix ms).
+cat >stamp.py <<'PY'
+import sys, time
+for line in sys.stdin:
+    sys.stdout.write("%d %s" % (time.time() * 1000, line)); sys.stdout.flush()
+PY
+: >"$work/r2c"
+for mode in direct launcher; do
+    for i in $(seq "$torch_trials"); do
+        run=torch-$mode-$i
+        pre=()
+        [ "$mode" = launcher ] && pre=(/usr/bin/python3 launcher.py)
+        "$spotrun" run --notice none --run-id "$run" -- "${pre[@]}" /usr/bin/python3 \
+            "$root/examples/pytorch/train.py" --steps 100000 --save-every 0 --pace 0.02 2>&1 |
+            python3 -u stamp.py >"$run.log" &
+        pid=$!
+        wait_line "$run.log" "step 10 "
+        "$spotrun" notify --run-id "$run" --deadline 30s >/dev/null 2>&1
+        wait $pid || true
+        notice=$(event_ms "$run" notice)
+        staged=$(event_ms "$run" staged)
+        seen=$(awk '/checkpoint requested/ {print $1; exit}' "$run.log")
+        echo "$mode $((seen - notice)) $((staged - notice))" >>"$work/r2c"
+    done
+done
+python3 - "$work/r2c" <<'PY'
+import sys
+rows = {}
+for line in open(sys.argv[1]):
+    mode, seen, staged = line.split()
+    rows.setdefault(mode, ([], []))
+    rows[mode][0].append(int(seen)); rows[mode][1].append(int(staged))
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+print("%-9s %22s %22s" % ("job", "notice -> seen p50/p99", "notice -> staged p50/p99"))
+for mode, (seen, staged) in rows.items():
+    print("%-9s %10d / %6d ms %10d / %6d ms" % (mode, pct(seen, 50), pct(seen, 99), pct(staged, 50), pct(staged, 99)))
+PY

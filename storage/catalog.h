@@ -1,5 +1,5 @@
 /*
- * catalog.h - the checkpoints of a run inside a store (DESIGN.md layout):
+ * catalog.h - the checkpoints of a run inside a store (layout in docs/store.md):
  *
  *   <run-id>/ckpt/<seq>/data.tar.zst   written first
  *   <run-id>/ckpt/<seq>/MANIFEST.json  written last: the commit point

@@ -140,11 +140,11 @@ PY
 '
 
 test_expect_success 'a SIGTERM from outside to a trainer behind sh -c is still a notice' '
-    "$SPOTRUN" run --run-id outside --grace 20s -- sh -c "\"$PY\" trainer.py 60 job; exit \$?" \
-        >outside.log 2>&1 &
+    "$SPOTRUN" run --run-id outside --grace 20s -- \
+        sh -c "\"$PY\" trainer.py 60 outside$$; exit \$?" >outside.log 2>&1 &
     pid=$!
-    wait_for outside.log "job ready"
-    kill -TERM "$(pgrep -f "^$PY trainer.py 60 job")"
+    wait_for outside.log "outside$$ ready"
+    kill -TERM "$(pgrep -f "^$PY trainer.py 60 outside$$")"
     expect_code 75 wait $pid
     cat outside.log
     grep "preemption notice from job:SIGTERM" outside.log &&
@@ -188,7 +188,7 @@ PY
 '
 
 test_expect_success 'notify right after run & waits for the wrapper' '
-    "$SPOTRUN" run --run-id early -- "$PY" trainer.py 60 job >early.log 2>&1 &
+    "$SPOTRUN" run --run-id early -- "$PY" trainer.py 60 early >early.log 2>&1 &
     pid=$!
     "$SPOTRUN" notify --run-id early --deadline 20s &&
     expect_code 75 wait $pid
@@ -220,10 +220,10 @@ test_expect_success 'a daemon the job leaves behind (setsid) is stopped with it'
 
 test_expect_success 'silent connections to the control socket do not stall the wrapper' '
     "$SPOTRUN" run --run-id silent --grace 30s -- \
-        sh -c "echo \"\$SPOTRUN_CONTROL\" >sock.path; exec \"$PY\" trainer.py 60 job" \
+        sh -c "echo \"\$SPOTRUN_CONTROL\" >sock.path; exec \"$PY\" trainer.py 60 silent" \
         >silent.log 2>&1 &
     pid=$!
-    wait_for silent.log "job ready"
+    wait_for silent.log "silent ready"
     sock=$(cat sock.path)
     "$PY" -c "
 import socket, sys, time

@@ -386,6 +386,81 @@ static void test_over_long_request_line_is_error(void **state)
     assert_true(parse(line, &req) < 0);
 }
 
+static void test_metric_with_step(void **state)
+{
+    (void)state;
+    struct sr_ctl_req req;
+    assert_int_equal(parse("METRIC 120 loss 0.25\n", &req), 0);
+    assert_int_equal(req.kind, SR_CTL_METRIC);
+    assert_int_equal(req.step, 120);
+    assert_string_equal(req.name, "loss");
+    assert_true(req.value == 0.25);
+}
+
+static void test_metric_without_step(void **state)
+{
+    (void)state;
+    struct sr_ctl_req req;
+    assert_int_equal(parse("METRIC - val.acc:top-1 -1e3\n", &req), 0);
+    assert_int_equal(req.step, -1);
+    assert_string_equal(req.name, "val.acc:top-1");
+    assert_true(req.value == -1000.0);
+}
+
+static void test_metric_refuses_bad_names_and_values(void **state)
+{
+    (void)state;
+    struct sr_ctl_req req;
+    static const char *const bad[] = {
+        "METRIC - loss nan\n",       "METRIC - loss inf\n",      "METRIC - loss 0x1p3\n",
+        "METRIC - loss 1e999\n",     "METRIC - loss 1.5x\n",     "METRIC - lo$s 1\n",
+        "METRIC - loss\n",           "METRIC x loss 1\n",        "METRIC - loss 1 extra\n",
+        "METRIC - "
+        "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn 1\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(parse(bad[i], &req), -EINVAL);
+}
+
+/* The supervisor's reader: bytes that trickle in are gathered without
+ * blocking; a silent client never blocks it. */
+static void test_conn_feed_gathers_a_line_without_blocking(void **state)
+{
+    (void)state;
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    struct sr_ctl_conn c = {.fd = sv[1]};
+    struct sr_ctl_req req;
+    assert_int_equal(sr_ctl_conn_feed(&c, &req), 0); /* nothing yet: no wait */
+    assert_int_equal(write(sv[0], "COMM", 4), 4);
+    assert_int_equal(sr_ctl_conn_feed(&c, &req), 0);
+    assert_int_equal(write(sv[0], "IT 7\n", 5), 5);
+    assert_int_equal(sr_ctl_conn_feed(&c, &req), 1);
+    assert_int_equal(req.kind, SR_CTL_COMMIT);
+    assert_int_equal(req.step, 7);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+static void test_conn_feed_reports_hangup_and_garbage(void **state)
+{
+    (void)state;
+    int sv[2];
+    struct sr_ctl_req req;
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    struct sr_ctl_conn c = {.fd = sv[1]};
+    assert_int_equal(write(sv[0], "STAT", 4), 4);
+    close(sv[0]);
+    assert_int_equal(sr_ctl_conn_feed(&c, &req), -ECONNRESET);
+    close(sv[1]);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    c = (struct sr_ctl_conn){.fd = sv[1]};
+    assert_int_equal(write(sv[0], "HELLO\n", 6), 6);
+    assert_int_equal(sr_ctl_conn_feed(&c, &req), -EINVAL);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -415,6 +490,11 @@ int main(void)
         T(test_notify_without_deadline_is_error),
         T(test_client_hanging_up_before_newline_is_error),
         T(test_over_long_request_line_is_error),
+        T(test_metric_with_step),
+        T(test_metric_without_step),
+        T(test_metric_refuses_bad_names_and_values),
+        T(test_conn_feed_gathers_a_line_without_blocking),
+        T(test_conn_feed_reports_hangup_and_garbage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

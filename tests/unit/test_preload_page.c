@@ -12,6 +12,53 @@
 #include <cmocka.h>
 
 #include "gpu_page.h"
+#include "job_page.h"
+#include "signame.h"
+
+#include <signal.h>
+
+/* The job page: the shim, the wrapper and the Python module (which reads
+ * these offsets with struct) must agree. */
+static void job_page_layout_is_pinned(void **state)
+{
+    (void)state;
+    assert_int_equal(SPOTRUN_JOB_PAGE_MAGIC, 0x0031424f4a525053ULL);
+    assert_int_equal(SPOTRUN_JOB_PAGE_VERSION, 1);
+    assert_int_equal(offsetof(struct spotrun_job_page, magic), 0);
+    assert_int_equal(offsetof(struct spotrun_job_page, version), 8);
+    assert_int_equal(offsetof(struct spotrun_job_page, size), 12);
+    assert_int_equal(offsetof(struct spotrun_job_page, requested), 16);
+    assert_int_equal(offsetof(struct spotrun_job_page, served), 24);
+    assert_int_equal(offsetof(struct spotrun_job_page, listening), 32);
+    assert_int_equal(offsetof(struct spotrun_job_page, signo), 40);
+    assert_true(sizeof(struct spotrun_job_page) <= SPOTRUN_JOB_PAGE_SIZE);
+}
+
+/* Every name the wrapper writes into SPOTRUN_SIGNAL parses back to the
+ * same number in the shim. */
+static void signal_names_round_trip(void **state)
+{
+    (void)state;
+    char buf[32];
+    for (int sig = 1; sig <= SIGRTMAX; sig++) {
+        if (sig > SIGSYS && sig < SIGRTMIN)
+            continue; /* glibc reserves these */
+        assert_int_equal(spotrun_signal_parse(spotrun_signal_name(sig, buf, sizeof buf)), sig);
+    }
+    assert_string_equal(spotrun_signal_name(SIGUSR1, buf, sizeof buf), "SIGUSR1");
+    assert_string_equal(spotrun_signal_name(SIGRTMIN + 2, buf, sizeof buf), "SIGRTMIN+2");
+    assert_int_equal(spotrun_signal_parse("usr2"), SIGUSR2);
+    assert_int_equal(spotrun_signal_parse("RTMIN+2"), SIGRTMIN + 2);
+    assert_int_equal(spotrun_signal_parse("SIGRTMAX-1"), SIGRTMAX - 1);
+    assert_int_equal(spotrun_signal_parse("40"), 40);
+    assert_int_equal(spotrun_signal_parse("0"), -1);
+    assert_int_equal(spotrun_signal_parse("65"), -1);
+    assert_int_equal(spotrun_signal_parse("RTMIN+99"), -1);
+    assert_int_equal(spotrun_signal_parse("RTMIN-1"), -1);
+    assert_int_equal(spotrun_signal_parse("10x"), -1);
+    assert_int_equal(spotrun_signal_parse("NOPE"), -1);
+    assert_int_equal(spotrun_signal_parse(""), -1);
+}
 
 static void page_layout_is_pinned(void **state)
 {
@@ -91,6 +138,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(page_layout_is_pinned),
+        cmocka_unit_test(job_page_layout_is_pinned),
+        cmocka_unit_test(signal_names_round_trip),
         cmocka_unit_test(counters_are_lock_free_sized),
         cmocka_unit_test(slots_do_not_share_cache_lines),
         cmocka_unit_test(readers_sum_slots_modulo_2_64),
