@@ -43,7 +43,7 @@ int sr_cmd_commit(int argc, char **argv)
         return 0;
     }
     int64_t n = -1;
-    if (step && (sscanf(step, "%" SCNd64, &n) != 1 || n < 0)) {
+    if (step && sr_parse_int(step, 0, INT64_MAX, &n) < 0) {
         fprintf(stderr,
                 "spotrun commit: invalid value \"%s\" for --step (a non-negative integer)\n", step);
         return SR_EX_USAGE;

@@ -18,10 +18,8 @@ static int parse_price(const char *s, const char *flag, double *out)
     *out = 0;
     if (!s || !*s)
         return 0;
-    char *end;
-    errno = 0;
-    const double v = strtod(s, &end);
-    if (errno || *end || !isfinite(v) || v < 0)
+    double v;
+    if (sr_parse_decimal(s, &v) < 0)
         return sr_errf(-EINVAL, "invalid value \"%s\" for --%s (a price like 0.92)", s, flag);
     *out = v;
     return 0;

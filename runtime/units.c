@@ -5,15 +5,23 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
+/* The one parser of every number a user types (flags, their environment
+ * twins, durations, sizes, prices): plain decimal digits only. strtoll and
+ * strtod alone would also take leading blanks, a '+', hex ("0x1p3"),
+ * exponents ("1e99"), "inf" and "nan". */
 int sr_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
 {
     if (!s || !*s)
+        return -EINVAL;
+    const char *d = s[0] == '-' && min < 0 ? s + 1 : s;
+    if (*d < '0' || *d > '9')
         return -EINVAL;
     char *end;
     errno = 0;
@@ -21,6 +29,37 @@ int sr_parse_int(const char *s, int64_t min, int64_t max, int64_t *out)
     if (errno || *end || v < min || v > max)
         return -EINVAL;
     *out = v;
+    return 0;
+}
+
+/* A non-negative decimal at s: digits, optionally '.' and more digits (or
+ * '.' and digits); *end is where it stops. */
+static int parse_decimal_prefix(const char *s, double *v, const char **end)
+{
+    size_t n = 0, digits = 0;
+    while (s[n] >= '0' && s[n] <= '9')
+        n++, digits++;
+    if (s[n] == '.')
+        for (n++; s[n] >= '0' && s[n] <= '9'; n++)
+            digits++;
+    if (digits == 0 || n >= 64)
+        return -EINVAL;
+    char buf[64];
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    errno = 0;
+    *v = strtod(buf, NULL);
+    if (errno || !isfinite(*v))
+        return -EINVAL;
+    *end = s + n;
+    return 0;
+}
+
+int sr_parse_decimal(const char *s, double *out)
+{
+    const char *end;
+    if (!s || parse_decimal_prefix(s, out, &end) < 0 || *end)
+        return -EINVAL;
     return 0;
 }
 
@@ -44,10 +83,9 @@ int sr_parse_duration_ms(const char *s, int64_t *ms)
     double total = 0;
     const char *p = s;
     while (*p) {
-        char *end;
-        errno = 0;
-        const double v = strtod(p, &end);
-        if (end == p || errno || !(v >= 0)) /* !(>=): NaN too */
+        const char *end;
+        double v;
+        if (parse_decimal_prefix(p, &v, &end) < 0)
             return -EINVAL;
         p = end;
         size_t n = 0;
@@ -75,10 +113,9 @@ int sr_parse_size(const char *s, uint64_t *bytes)
 {
     if (!s || !*s)
         return -EINVAL;
-    char *end;
-    errno = 0;
-    const double v = strtod(s, &end);
-    if (end == s || errno || !(v >= 0)) /* !(>=): NaN too */
+    const char *end;
+    double v;
+    if (parse_decimal_prefix(s, &v, &end) < 0)
         return -EINVAL;
     double mul = 1;
     if (*end) {

@@ -12,7 +12,12 @@
 
 int sr_parse_duration_ms(const char *s, int64_t *ms);
 int sr_parse_size(const char *s, uint64_t *bytes);
+/* Decimal digits only (a leading '-' when min < 0): no blanks, '+', hex,
+ * exponent or trailing bytes; out of [min, max] is -EINVAL. */
 int sr_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
+/* A non-negative decimal ("0.92", "3", ".5"): no sign, exponent, hex, inf
+ * or nan. Durations and sizes use the same number syntax. */
+int sr_parse_decimal(const char *s, double *out);
 
 /* "1.5 GiB", "12.0 MiB", "512 B" */
 void sr_format_size(uint64_t bytes, char *buf, size_t len);

@@ -322,6 +322,55 @@ static void test_int_rejects_overflow(void **state)
     assert_int_equal(v, 99);
 }
 
+static void int_rejected(const char *s, int64_t min, int64_t max)
+{
+    int64_t v = 99;
+    if (sr_parse_int(s, min, max, &v) != -EINVAL)
+        fail_msg("sr_parse_int(\"%s\") accepted it (%lld)", s, (long long)v);
+    assert_int_equal(v, 99);
+}
+
+static void test_int_is_strict_decimal(void **state)
+{
+    (void)state;
+    const char *const bad[] = {"1 2", " 12", "12 ", "+12", "1e99", "1e3", "0x10", "12abc",
+                               "-", "- 1", "\t1", "1.0", "inf", "nan"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        int_rejected(bad[i], 0, INT64_MAX);
+    int_rejected("-1", 0, INT64_MAX); /* a negative step where only >= 0 makes sense */
+    int_rejected("99999999999999999999", 0, INT64_MAX);
+    int64_t v = 0;
+    assert_int_equal(sr_parse_int("-5", -10, 10, &v), 0);
+    assert_int_equal(v, -5);
+    assert_int_equal(sr_parse_int("007", 0, 10, &v), 0);
+    assert_int_equal(v, 7);
+}
+
+static void test_duration_and_size_refuse_hex_exponent_inf(void **state)
+{
+    (void)state;
+    const char *const bad[] = {"0x1p3", "0x10", "0x1p3s", "1e3", "1e3s", "inf", "infs", "nan",
+                               "+5s", " 5s", "5s ", "1.5e1m", "."};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        duration_rejected(bad[i]);
+        size_rejected(bad[i]);
+    }
+    assert_int_equal(duration_ok(".5s"), 500);
+    assert_int_equal(size_ok("1.5K"), 1536);
+}
+
+static void test_decimal_is_strict(void **state)
+{
+    (void)state;
+    double d = -1;
+    assert_int_equal(sr_parse_decimal("0.92", &d), 0);
+    assert_true(d > 0.919 && d < 0.921);
+    const char *const bad[] = {"", "1e2", "0x1p3", "inf", "nan", "-1", "+1", " 1", "1 ", "1,5"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (sr_parse_decimal(bad[i], &d) != -EINVAL)
+            fail_msg("sr_parse_decimal(\"%s\") accepted it", bad[i]);
+}
+
 static void test_int_rejects_trailing_garbage(void **state)
 {
     (void)state;
@@ -490,6 +539,9 @@ int main(void)
         cmocka_unit_test(test_int_full_int64_range),
         cmocka_unit_test(test_int_rejects_overflow),
         cmocka_unit_test(test_int_rejects_trailing_garbage),
+        cmocka_unit_test(test_int_is_strict_decimal),
+        cmocka_unit_test(test_duration_and_size_refuse_hex_exponent_inf),
+        cmocka_unit_test(test_decimal_is_strict),
         cmocka_unit_test(test_int_rejects_empty_and_non_numbers),
         cmocka_unit_test(test_format_size_bytes),
         cmocka_unit_test(test_format_size_kibibytes),
