@@ -17,7 +17,9 @@
 #include "shim.h"
 #include "spotrun.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,12 +110,31 @@ static int parse_reply(const char *reply)
     if (strcmp(reply, "OK") == 0 || strncmp(reply, "OK ", 3) == 0)
         return 0;
     if (strcmp(reply, "ERR") == 0 || strncmp(reply, "ERR ", 4) == 0) {
-        const char *msg = reply[3] ? reply + 4 : "commit refused";
+        const char *msg = reply[3] ? reply + 4 : "refused by the wrapper";
         fprintf(stderr, "spotrun: %s\n", msg);
         return -EIO;
     }
-    fprintf(stderr, "spotrun: unexpected reply to COMMIT from the control socket: '%s'\n", reply);
+    fprintf(stderr, "spotrun: unexpected reply from the control socket: '%s'\n", reply);
     return -EPROTO;
+}
+
+/* One request line, one reply line; 0 when the reply is OK. */
+static int call(const char *req)
+{
+    const char *path = getenv("SPOTRUN_CONTROL");
+    if (path == NULL || *path == '\0')
+        return -ENOTCONN;
+    const int fd = connect_control(path);
+    if (fd < 0)
+        return fd;
+    char reply[REPLY_MAX];
+    int result = send_all(fd, req, strlen(req));
+    if (result == 0)
+        result = recv_line(fd, reply, sizeof reply);
+    if (result == 0)
+        result = parse_reply(reply);
+    close(fd);
+    return result;
 }
 
 SPOTRUN_EXPORT int spotrun_commit(long step)
@@ -137,21 +158,27 @@ SPOTRUN_EXPORT int spotrun_commit(long step)
         snprintf(req, sizeof req, "COMMIT -\n");
     else
         snprintf(req, sizeof req, "COMMIT %ld\n", step);
-
-    const int fd = connect_control(path);
-    if (fd < 0)
-        return fd;
-    char reply[REPLY_MAX];
-    int result = send_all(fd, req, strlen(req));
-    if (result == 0)
-        result = recv_line(fd, reply, sizeof reply);
-    if (result == 0)
-        result = parse_reply(reply);
-    close(fd);
-
+    const int result = call(req);
     if (result == 0)
         shim_mark_served(generation);
     return result;
+}
+
+SPOTRUN_EXPORT int spotrun_metric(const char *name, double value, long step)
+{
+    shim_init();
+    const size_t len = name ? strlen(name) : 0;
+    if (len == 0 || len > 64 || !isfinite(value))
+        return -EINVAL;
+    for (size_t i = 0; i < len; i++)
+        if (!isalnum((unsigned char)name[i]) && !strchr("_.:-", name[i]))
+            return -EINVAL;
+    char req[160];
+    if (step < 0)
+        snprintf(req, sizeof req, "METRIC - %s %.17g\n", name, value);
+    else
+        snprintf(req, sizeof req, "METRIC %ld %s %.17g\n", step, name, value);
+    return call(req);
 }
 
 SPOTRUN_EXPORT long spotrun_restored_step(void)

@@ -53,6 +53,13 @@ int spotrun_checkpoint_requested(void);
  * stderr prefixed "spotrun: "), or -errno on a socket error. */
 int spotrun_commit(long step);
 
+/* Records a number the job reports (`name`: 1-64 of [A-Za-z0-9_.:-]; a
+ * finite value) at `step` (< 0: unknown) in the run's event log, where
+ * `spotrun show` and sweeps read it. Returns 0, -ENOTCONN when not running
+ * under spotrun, -EINVAL for a bad name or value, -EIO when the wrapper
+ * refused, or -errno on a socket error. Thread-safe; not async-signal-safe. */
+int spotrun_metric(const char *name, double value, long step);
+
 /* The step recorded with the checkpoint restored before this start, or -1
  * when the job starts fresh (SPOTRUN_RESUMED is not "1") or the step is
  * unknown. */

@@ -101,6 +101,7 @@ int sr_check_target(const char *cmd, const char *what, const char *dir, int ours
 int sr_cmd_run(int argc, char **argv);
 int sr_cmd_commit(int argc, char **argv);
 int sr_cmd_notify(int argc, char **argv);
+int sr_cmd_metric(int argc, char **argv);
 int sr_cmd_ls(int argc, char **argv);
 int sr_cmd_show(int argc, char **argv);
 int sr_cmd_pull(int argc, char **argv);

@@ -1,8 +1,10 @@
 /*
  * cmd_control.c - the commands that talk to a running wrapper over its
- * control socket: `spotrun commit` (from inside the job) and
- * `spotrun notify` (a preemption notice delivered by hand or by a script).
+ * control socket: `spotrun commit` and `spotrun metric` (from inside the
+ * job) and `spotrun notify` (a preemption notice delivered by hand or by a
+ * script).
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -71,6 +73,95 @@ int sr_cmd_commit(int argc, char **argv)
         return SR_EX_IOERR;
     }
     sr_debug("checkpoint %s staged (step %s)", reply + 3, step ? step : "unknown");
+    return 0;
+}
+
+/* NAME=VALUE: a metric name ([A-Za-z0-9_.:-]{1,64}) and a finite decimal. */
+static int parse_metric_arg(const char *arg, char *name, size_t name_len, double *value)
+{
+    const char *eq = strchr(arg, '=');
+    const size_t n = eq ? (size_t)(eq - arg) : 0;
+    if (n == 0 || n >= name_len || n > 64)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)arg[i]) && !strchr("_.:-", arg[i]))
+            return -EINVAL;
+    memcpy(name, arg, n);
+    name[n] = '\0';
+    const char *v = eq + 1;
+    if (!*v || strpbrk(v, "xXnNiI \t"))
+        return -EINVAL; /* no hex, nan, inf or blanks */
+    char *end;
+    errno = 0;
+    *value = strtod(v, &end);
+    return *end || errno == ERANGE ? -EINVAL : 0;
+}
+
+int sr_cmd_metric(int argc, char **argv)
+{
+    const char *control = NULL;
+    const char *step = NULL;
+    const struct sr_opt opts[] = {{"step", 'n', "SPOTRUN_METRIC_STEP", SR_OPT_STR, &step, "N",
+                                   "training step the values belong to"},
+                                  {"control", 0, "SPOTRUN_CONTROL", SR_OPT_STR, &control, "PATH",
+                                   "control socket of the wrapper (set for the job)"},
+                                  SR_OPTS_COMMON};
+    int first;
+    int rc = sr_opts_parse("metric", opts, argc, argv, 0, &first);
+    if (rc)
+        return rc;
+    if (sr_common.help) {
+        sr_opts_help(stdout, "spotrun metric [--step N] NAME=VALUE...",
+                     "Records numbers the job reports (loss=0.31 acc=0.91) in the run's event\n"
+                     "log, where `show`, `ls` and sweeps read them.",
+                     opts);
+        return 0;
+    }
+    int64_t n = -1;
+    if (step && sr_parse_int(step, 0, INT64_MAX, &n) < 0) {
+        fprintf(stderr,
+                "spotrun metric: invalid value \"%s\" for --step (a non-negative integer)\n", step);
+        return SR_EX_USAGE;
+    }
+    if (!argv[first]) {
+        fprintf(stderr, "spotrun metric: nothing to record (NAME=VALUE, e.g. loss=0.31)\n");
+        return SR_EX_USAGE;
+    }
+    char names[16][72];
+    double values[16];
+    int count = 0;
+    for (int i = first; argv[i]; i++, count++) {
+        if (count == 16) {
+            fprintf(stderr, "spotrun metric: at most 16 values at once\n");
+            return SR_EX_USAGE;
+        }
+        if (parse_metric_arg(argv[i], names[count], sizeof(names[count]), &values[count]) < 0) {
+            fprintf(stderr,
+                    "spotrun metric: invalid \"%s\" (NAME=VALUE: a name of letters, digits and "
+                    "_.:- and a finite decimal number)\n",
+                    argv[i]);
+            return SR_EX_USAGE;
+        }
+    }
+    if (!control || !*control) {
+        fprintf(stderr,
+                "spotrun metric: not running under `spotrun run` (SPOTRUN_CONTROL is not set)\n");
+        return SR_EX_USAGE;
+    }
+    char stepbuf[24] = "-";
+    if (n >= 0)
+        snprintf(stepbuf, sizeof(stepbuf), "%" PRId64, n);
+    for (int i = 0; i < count; i++) {
+        char req[256], reply[512];
+        snprintf(req, sizeof(req), "METRIC %.23s %.64s %.17g", stepbuf, names[i], values[i]);
+        rc = sr_ctl_call(control, req, reply, sizeof(reply), 10000);
+        if (rc < 0)
+            return sr_fail(rc, "metric");
+        if (strcmp(reply, "OK") != 0) {
+            fprintf(stderr, "spotrun: metric %s: the wrapper answered: %s\n", names[i], reply);
+            return SR_EX_SOFTWARE;
+        }
+    }
     return 0;
 }
 

@@ -20,6 +20,7 @@ static const struct command commands[] = {
     {"run", sr_cmd_run, "run a job under spotrun: resume, restart, checkpoint on preemption"},
     {"commit", sr_cmd_commit, "(inside the job) publish $SPOTRUN_CKPT_DIR as a checkpoint"},
     {"notify", sr_cmd_notify, "deliver a preemption notice to a running wrapper"},
+    {"metric", sr_cmd_metric, "(inside the job) record metrics: loss=0.31 acc=0.91"},
     {"ls", sr_cmd_ls, "list the runs in the store"},
     {"show", sr_cmd_show, "show what happened to a run, its cost and its checkpoints"},
     {"report", sr_cmd_report, "draw a run's timeline (SVG or HTML)"},

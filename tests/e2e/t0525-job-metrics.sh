@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Metrics the job reports (`spotrun metric`, spotrun_metric() of the C API)
+# land in the run's event log with their step; bad names and values are
+# usage errors; outside a wrapper there is nobody to tell.
+. "$(dirname "$0")/lib.sh"
+
+metrics() { cat "$SPOTRUN_STORE/$1"/events/*.jsonl | grep '"event":"metric"'; }
+
+test_expect_success 'spotrun metric records each NAME=VALUE with its step' '
+    "$SPOTRUN" run --run-id cli --max-restarts 0 -- \
+        sh -c "\$SPOTRUN_BIN metric --step 7 loss=0.3125 acc=91 && \$SPOTRUN_BIN metric delta=-1.5e-3" \
+        >cli.log 2>&1 &&
+    metrics cli >cli.ev &&
+    cat cli.ev &&
+    test "$(wc -l <cli.ev)" -eq 3 &&
+    grep "\"name\":\"loss\"" cli.ev | grep "\"value\":0.3125" | grep -q "\"step\":7" &&
+    grep "\"name\":\"acc\"" cli.ev | grep -q "\"value\":91" &&
+    grep "\"name\":\"delta\"" cli.ev | grep "\"value\":-0.0015" | grep -vq "\"step\""
+'
+
+test_expect_success 'the C API records a metric (ctypes, through the shim)' '
+    cat >capi.py <<\PY &&
+import ctypes
+lib = ctypes.CDLL(None)
+lib.spotrun_metric.argtypes = (ctypes.c_char_p, ctypes.c_double, ctypes.c_long)
+print("ok", lib.spotrun_metric(b"lr", 0.25, 12), "bad", lib.spotrun_metric(b"l r", 1.0, 1),
+      "nan", lib.spotrun_metric(b"lr", float("nan"), 1))
+PY
+    "$SPOTRUN" run --run-id capi --max-restarts 0 -- "$PY" capi.py >capi.log 2>&1 &&
+    grep "ok 0 bad -22 nan -22" capi.log &&
+    metrics capi | grep "\"name\":\"lr\"" | grep "\"value\":0.25" | grep -q "\"step\":12"
+'
+
+test_expect_success 'bad metrics are usage errors and record nothing' '
+    i=0
+    for bad in loss=nan loss=inf loss=0x10 "loss=1 2" =1 "lo ss=1" loss= loss; do
+        i=$((i + 1))
+        "$SPOTRUN" run --run-id bad$i --max-restarts 0 -- \
+            sh -c "\$SPOTRUN_BIN metric \"\$0\"; echo rc=\$?" "$bad" >bad.log 2>&1
+        grep -q "rc=64" bad.log || { echo "accepted: $bad"; cat bad.log; exit 1; }
+        ! metrics bad$i || exit 1
+    done
+'
+
+test_expect_success 'outside a wrapper: a clear usage error' '
+    expect_code 64 "$SPOTRUN" metric loss=1 2>out.err &&
+    grep "not running under .spotrun run." out.err
+'
+
+test_done
