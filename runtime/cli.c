@@ -172,6 +172,7 @@ int sr_exit_code(int rc)
         return SR_EX_DATAERR;
     case ENOENT:
     case ENOTDIR:
+    case ENXIO: /* S3 NoSuchBucket */
         return SR_EX_NOINPUT;
     case EACCES:
         return SR_EX_NOPERM;
@@ -181,6 +182,8 @@ int sr_exit_code(int rc)
     case ECONNRESET:
     case ENETUNREACH:
         return SR_EX_UNAVAILABLE;
+    case EPROTO: /* the store does not answer as S3: check the endpoint */
+        return SR_EX_CONFIG;
     case EADDRINUSE:
     case EEXIST:
         return SR_EX_CANTCREAT;

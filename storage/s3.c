@@ -111,7 +111,9 @@ int sr_s3_errno(long status, const char *code, const char **hint)
         {"AccessDenied", EACCES,
          "the credentials are valid but not allowed here: check the bucket policy or IAM role"},
         {"AllAccessDisabled", EACCES, "access to this bucket is disabled"},
-        {"NoSuchBucket", ENOENT,
+        /* ENXIO, not ENOENT: a missing bucket is no missing object (no
+         * "no lease yet", no unusable checkpoint to fall back from). */
+        {"NoSuchBucket", ENXIO,
          "the bucket does not exist: create it, or check the store URL and AWS_ENDPOINT_URL"},
         {"NoSuchKey", ENOENT, ""},
         {"NoSuchUpload", ENOENT, "the multipart upload was aborted or expired"},
@@ -259,7 +261,8 @@ int sr_s3_parse_list(const char *xml, size_t len, const char *prefix, struct sr_
     set_text(token, tlen, "");
     if (!root || strcmp(local(root), "ListBucketResult") != 0) {
         xmlFreeDoc(doc);
-        return sr_errf(-EBADMSG, "unparseable ListObjectsV2 answer");
+        return sr_errf(-EPROTO, "the answer to a listing is not S3's (no ListBucketResult): is "
+                                "AWS_ENDPOINT_URL an S3 endpoint?");
     }
     for (xmlNode *c = root->children; c && rc == 0; c = c->next) {
         if (c->type != XML_ELEMENT_NODE)
@@ -494,7 +497,8 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ctx)
     size_t cap =
         r->dst || r->dst_fd >= 0 || !(r->status >= 200 && r->status < 300) ? ERR_BODY_MAX : r->max;
     if (r->resp_len + n > cap) {
-        r->local_err = -EFBIG;
+        /* A body where S3 sends none (a PUT's 200) is not S3 talking. */
+        r->local_err = cap == 0 ? -EPROTO : -EFBIG;
         return 0;
     }
     char *p = realloc(r->resp, r->resp_len + n + 1);
@@ -687,7 +691,10 @@ int sr_s3_done(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req, CURLcode cc, in
     if (req->local_err &&
         (cc == CURLE_WRITE_ERROR || cc == CURLE_ABORTED_BY_CALLBACK || cc == CURLE_READ_ERROR))
         return sr_errf(req->local_err, "%s %s: %s", req->method, name,
-                       req->local_err == -EFBIG ? "answer too large" : strerror(-req->local_err));
+                       req->local_err == -EFBIG    ? "answer too large"
+                       : req->local_err == -EPROTO ? "an answer with a body where S3 sends none: "
+                                                     "is AWS_ENDPOINT_URL an S3 endpoint?"
+                                                   : strerror(-req->local_err));
     long status = 0;
     /* curl 7.88 takes an answer cut inside its header block (the
      * connection closed) for a complete one without a body: a HEAD would

@@ -560,8 +560,9 @@ static int check_root(const char *path)
     int rc = sr_mkdirs(path, 0755);
     if (rc == -ENOTDIR)
         return sr_errf(-ENOTDIR, "store %s is not a directory", path);
-    if (rc < 0)
-        return sr_errf(rc, "cannot create store %s: %s", path, strerror(-rc));
+    if (rc < 0) /* EPERM (e.g. under /sys) is a permission problem, not a hostile store */
+        return sr_errf(rc == -EPERM ? -EACCES : rc, "cannot create store %s: %s", path,
+                       strerror(-rc));
     if (access(path, W_OK | X_OK) != 0)
         return sr_errf(-errno, "store %s is not writable: %s", path, strerror(errno));
     return 0;

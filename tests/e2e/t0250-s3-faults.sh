@@ -186,7 +186,7 @@ test_expect_success 'answers cut inside their headers are retried, not taken as 
 
 proxy_start getbad --rate 1 --methods GET --faults truncate --path "data.tar.zst"
 test_expect_success 'downloads that always break fail cleanly: 69, no target, no leftovers' '
-    mkdir keep && echo mine >keep/file &&
+    mkdir keep && spotrun_made keep && echo mine >keep/file &&
     expect_code 69 env AWS_ENDPOINT_URL=$PROXY_URL SPOTRUN_S3_RETRIES=2 \
         "$SPOTRUN" pull parts pbad 2>bad.log &&
     grep "spotrun: pull: .*after retries" bad.log &&

@@ -38,4 +38,48 @@ test_expect_success 'durations and sizes refuse hex floats, exponents and inf (6
     expect_code 64 "$SPOTRUN" push steps . --step 1e3 2>/dev/null
 '
 
+test_expect_success 'a store path spotrun may not create: 77 with the cause, not 65' '
+    if mkdir /sys/spotrun-t0680 2>/dev/null; then rmdir /sys/spotrun-t0680; exit 0; fi &&
+    mkdir -p src && echo data >src/f &&
+    expect_code 77 "$SPOTRUN" push r src --store /sys/spotrun-t0680/store 2>err &&
+    grep "cannot create store" err
+'
+
+. "$(dirname "$0")/s3lib.sh"
+s3_start
+
+test_expect_success 'S3: a missing bucket is named by push, gc and run (66), not "No such file"' '
+    for c in "push r src" "gc r --keep 1" "run --lease-wait 1s --run-id r -- true"; do
+        expect_code 66 "$SPOTRUN" ${c%% *} --store s3://no-such-bucket/x ${c#* } 2>err || exit 1
+        cat err
+        grep "NoSuchBucket (the bucket does not exist" err || exit 1
+        ! grep "No such file" err || exit 1
+    done
+'
+
+test_expect_success 'S3: an endpoint answering 200 with a body that is not S3: 78, says so' '
+    "$PY" - >garbage.port <<-\PY &
+	import http.server
+	class H(http.server.BaseHTTPRequestHandler):
+	    protocol_version = "HTTP/1.1"
+	    def answer(self):
+	        n = int(self.headers.get("Content-Length") or 0)
+	        if n: self.rfile.read(n)
+	        b = b"<html>a captive portal</html>" if self.command != "HEAD" else b""
+	        self.send_response(200); self.send_header("Content-Length", str(len(b))); self.end_headers()
+	        self.wfile.write(b)
+	    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = answer
+	    def log_message(self, *a): pass
+	s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+	print(s.server_address[1], flush=True)
+	s.serve_forever()
+	PY
+    pid=$! && sleep 0.5 && port=$(cat garbage.port) &&
+    for c in "ls" "push r src" "pull r out"; do
+        expect_code 78 env AWS_ENDPOINT_URL=http://127.0.0.1:$port "$SPOTRUN" $c 2>err || { kill $pid; exit 1; }
+        grep "AWS_ENDPOINT_URL an S3 endpoint" err || { kill $pid; exit 1; }
+    done &&
+    kill $pid
+'
+
 test_done
