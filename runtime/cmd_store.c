@@ -497,13 +497,26 @@ int sr_cmd_gc(int argc, char **argv)
         sr_store_close(st);
         return SR_EX_USAGE;
     }
+    /* Taking the lease writes LEASE: a typo must not create a phantom run. */
+    struct sr_strlist names = {0};
+    int rc = sr_store_list(st, ops[0], &names);
+    const size_t found = names.n;
+    sr_strlist_free(&names);
+    if (rc < 0 || found == 0) {
+        code = rc < 0 ? sr_fail(rc, "gc")
+                      : (fprintf(stderr, "spotrun: gc: no run \"%s\" in %s\n", ops[0],
+                                 sr_store_url(st)),
+                         SR_EX_NOINPUT);
+        sr_store_close(st);
+        return code;
+    }
     struct held held;
     if ((code = hold_run(st, ops[0], &held)) != 0) {
         sr_store_close(st);
         return code;
     }
     unsigned deleted = 0;
-    const int rc = sr_ckpt_gc(st, ops[0], (unsigned)keep, &deleted);
+    rc = sr_ckpt_gc(st, ops[0], (unsigned)keep, &deleted);
     if (rc < 0)
         code = sr_fail(rc, "gc");
     else {

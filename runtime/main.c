@@ -3,6 +3,7 @@
  * signature (git's shape). Each subcommand parses its own options and
  * returns the process's exit code.
  */
+#include <locale.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,6 +49,13 @@ int main(int argc, char **argv)
      * EPIPE to ignore, never a death that would kill the job before its
      * commit and leave the lease held. The job gets SIGPIPE back (child.c). */
     signal(SIGPIPE, SIG_IGN);
+    /* File names are bytes. libarchive converts them to the pax headers'
+     * UTF-8 through LC_CTYPE: under "C" every non-ASCII name warned, and a
+     * user's legacy charset would re-encode them between nodes. C.UTF-8
+     * keeps UTF-8 names as they are (others go as raw bytes); only LC_CTYPE,
+     * so numbers still print with a '.'. */
+    if (!setlocale(LC_CTYPE, "C.UTF-8"))
+        setlocale(LC_CTYPE, "");
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         usage(argc < 2 ? stderr : stdout);

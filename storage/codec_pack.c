@@ -268,7 +268,11 @@ static int write_header(struct packer *p, const char *rel, const struct stat *st
         archive_entry_set_symlink(e, link);
     const int r = archive_write_header(p->a, e);
     archive_entry_free(e);
-    if (r == ARCHIVE_WARN)
+    /* A name that is not UTF-8 is stored as its raw bytes (pax
+     * hdrcharset=BINARY) and restored exactly: nothing to warn about. */
+    if (r == ARCHIVE_WARN && strncmp(archive_error_string(p->a), "Can't translate", 15) == 0)
+        sr_debug("archiving %s: %s (kept as raw bytes)", rel, archive_error_string(p->a));
+    else if (r == ARCHIVE_WARN)
         sr_warn("archiving %s: %s", rel, archive_error_string(p->a));
     else if (r != ARCHIVE_OK)
         return archive_fail(p, rel);

@@ -60,7 +60,7 @@ test_expect_success 'after the faults clear, the next push works and is the newe
 '
 
 test_expect_success 'disk full during restore: pull fails with 74, target untouched' '
-    mkdir -p target && echo mine >target/mine &&
+    mkdir -p target && spotrun_made target && echo mine >target/mine &&
     expect_code 74 faulty spotrun-tmp write:ENOSPC "$SPOTRUN" pull r target 2>err &&
     grep -i "no space left" err &&
     test "$(cat target/mine)" = mine && test ! -e target/state &&

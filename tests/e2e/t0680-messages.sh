@@ -38,6 +38,27 @@ test_expect_success 'durations and sizes refuse hex floats, exponents and inf (6
     expect_code 64 "$SPOTRUN" push steps . --step 1e3 2>/dev/null
 '
 
+test_expect_success 'gc of a run that does not exist: 66, and no phantom run appears' '
+    expect_code 66 "$SPOTRUN" gc typo-run --keep 1 2>err &&
+    grep "no run \"typo-run\"" err &&
+    test ! -e "$SPOTRUN_STORE/typo-run" &&
+    ! "$SPOTRUN" ls | grep typo-run
+'
+
+test_expect_success 'non-ASCII file names round-trip exactly and quietly, in any locale' '
+    mkdir -p names && echo a >"names/café.txt" && echo b >"names/日本語.bin" &&
+    echo c >"names/$(printf "l\351gacy")" &&
+    for loc in C POSIX C.UTF-8; do
+        rm -rf "names-$loc" &&
+        env -u LANGUAGE LC_ALL=$loc "$SPOTRUN" push "names-$loc" names 2>push.err &&
+        env -u LANGUAGE LC_ALL=$loc "$SPOTRUN" pull "names-$loc" "out-$loc" 2>pull.err &&
+        cat push.err pull.err &&
+        ! grep -i -e warning -e translate push.err pull.err &&
+        diff -r names "out-$loc" || exit 1
+    done &&
+    zstd -dc "$SPOTRUN_STORE/names-C/ckpt/"*/data.tar.zst | tar -t 2>/dev/null | grep -x "café.txt"
+'
+
 test_expect_success 'a store path spotrun may not create: 77 with the cause, not 65' '
     if mkdir /sys/spotrun-t0680 2>/dev/null; then rmdir /sys/spotrun-t0680; exit 0; fi &&
     mkdir -p src && echo data >src/f &&
