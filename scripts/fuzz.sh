@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # fuzz.sh [SECONDS] - builds the libFuzzer targets (clang, ASan+UBSan) and
 # runs each for SECONDS (default 300; CI runs a short pass). Targets: the
-# manifest parser, the seek-table parser, the archive reader and the cloud
-# metadata parsers (runtime/notice_parse.c). Corpora
+# manifest parser, the seek-table parser, the archive reader, the cloud
+# metadata parsers (runtime/notice_parse.c) and a generator of hostile file
+# stores (fuzz_store: FIFOs, symlinks, deep trees, extreme numbers, read by
+# list, restore, lease, history and gc). Corpora
 # grow in build-fuzz/corpus/; crashes land in build-fuzz/ as crash-*.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,7 +14,7 @@ command -v clang >/dev/null || { echo "fuzz.sh: clang is required (scripts/deps.
 CC=clang cmake -S "$root" -B "$build" -DSPOTRUN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" >/dev/null
 status=0
-for name in manifest seektable archive notice; do
+for name in manifest seektable archive notice store; do
     corpus=$build/corpus/$name
     mkdir -p "$corpus"
     echo "== fuzz_$name for ${secs}s"

@@ -418,9 +418,19 @@ int sr_ckpt_restore(struct sr_store *st, const char *run_id, uint64_t seq, const
     return rc;
 }
 
+/* Deepest "directory" below a run's own ones that delete_tree descends:
+ * spotrun nests two levels (ckpt/<seq>/object); a store tree deeper than
+ * this is not spotrun's and is refused, not walked (nor recursed into). */
+#define DELETE_MAX_DEPTH 16
+
 /* Deletes every object under prefix (and prefix itself when an object). */
-static int delete_tree(struct sr_store *st, const char *prefix)
+static int delete_tree_at(struct sr_store *st, const char *prefix, int depth)
 {
+    if (depth > DELETE_MAX_DEPTH)
+        return sr_errf(-EBADMSG,
+                       "cannot delete %.200s... from store %s: nested deeper than %d levels, "
+                       "which spotrun never writes (remove it by hand)",
+                       prefix, sr_store_url(st), DELETE_MAX_DEPTH);
     struct sr_strlist names;
     int rc = sr_store_list(st, prefix, &names);
     if (rc < 0)
@@ -431,12 +441,17 @@ static int delete_tree(struct sr_store *st, const char *prefix)
             rc = sr_errf(-ENAMETOOLONG, "key %s/%s is too long", prefix, names.v[i]);
             break;
         }
-        rc = delete_tree(st, key);
+        rc = delete_tree_at(st, key, depth + 1);
     }
     sr_strlist_free(&names);
     if (rc == 0)
         rc = sr_store_delete(st, prefix);
     return rc;
+}
+
+static int delete_tree(struct sr_store *st, const char *prefix)
+{
+    return delete_tree_at(st, prefix, 0);
 }
 
 /* Deletes one seq directory, its manifest first. */

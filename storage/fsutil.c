@@ -136,7 +136,9 @@ int sr_empty_dir(const char *dir)
 
 int sr_fsync_path(const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO planted where a directory was expected must not
+     * hang us (there is nothing to sync in one anyway). */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return sr_errf(-errno, "cannot open %s: %s", path, strerror(errno));
     int rc = 0;
