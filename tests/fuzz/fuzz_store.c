@@ -324,6 +324,11 @@ static void exercise(void)
     check_outside();
 }
 
+static void cleanup(void)
+{
+    (void)sr_rmtree(base);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
@@ -334,6 +339,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
              access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
     if (!mkdtemp(base))
         abort();
+    atexit(cleanup);
     snprintf(store, sizeof(store), "%s/s", base);
     snprintf(target, sizeof(target), "%s/t", base);
     snprintf(outside, sizeof(outside), "%s/o", base);
