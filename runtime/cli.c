@@ -10,11 +10,13 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include "dirmark.h"
+#include "fsutil.h"
 #include "log.h"
 #include "units.h"
 
@@ -245,14 +247,58 @@ int sr_work_root(const char *override, char *buf, size_t len)
     return 0;
 }
 
-void sr_control_path(const char *run_dir, char *buf, size_t len)
+/* A directory only this user can create entries in: ours, not a symlink,
+ * no access for group or others. */
+static int private_dir(const char *dir)
+{
+    struct stat sb;
+    return lstat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) && sb.st_uid == getuid() &&
+           (sb.st_mode & 077) == 0;
+}
+
+int sr_control_path(const char *run_dir, char *buf, size_t len)
 {
     struct sockaddr_un sa;
-    const int n = snprintf(buf, len, "%s/control.sock", run_dir);
-    if (n > 0 && (size_t)n < sizeof(sa.sun_path))
-        return;
-    const XXH64_hash_t h = XXH3_64bits(run_dir, strlen(run_dir));
-    snprintf(buf, len, "/tmp/spotrun-%u-%016llx.sock", (unsigned)getuid(), (unsigned long long)h);
+    const size_t max = sizeof(sa.sun_path);
+    int n = snprintf(buf, len, "%s/control.sock", run_dir);
+    if (n > 0 && (size_t)n < max && (size_t)n < len)
+        return 0;
+    /* Too long (a long run id, a deep work dir): a short name for the same
+     * run, in a directory no other user can write to, so nobody can bind
+     * the name first and block the run. The work root (the run dir's
+     * parent) is the user's; then $XDG_RUNTIME_DIR; then a private
+     * directory of this user in $TMPDIR or /tmp, never the shared /tmp
+     * itself. */
+    const unsigned long long h = (unsigned long long)XXH3_64bits(run_dir, strlen(run_dir));
+    char root[PATH_MAX];
+    sr_dirname(run_dir, root, sizeof(root));
+    n = snprintf(buf, len, "%s/%016llx.sock", root, h);
+    if (n > 0 && (size_t)n < max && (size_t)n < len)
+        return 0;
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    if (xdg && *xdg == '/' && private_dir(xdg)) {
+        n = snprintf(buf, len, "%s/spotrun-%016llx.sock", xdg, h);
+        if (n > 0 && (size_t)n < max && (size_t)n < len)
+            return 0;
+    }
+    const char *tmp = getenv("TMPDIR");
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s/spotrun-%u", tmp && *tmp == '/' ? tmp : "/tmp",
+             (unsigned)getuid());
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return sr_errf(-errno, "cannot create %s for the control socket: %s", dir,
+                       strerror(errno));
+    n = snprintf(buf, len, "%s/%016llx.sock", dir, h);
+    if (!private_dir(dir))
+        return sr_errf(-EACCES,
+                       "%s is not a private directory of this user (someone else made it, or "
+                       "others may write to it): not putting the control socket there; set "
+                       "XDG_RUNTIME_DIR or a shorter --work-dir",
+                       dir);
+    if (n < 0 || (size_t)n >= max || (size_t)n >= len)
+        return sr_errf(-ENAMETOOLONG,
+                       "no short enough path for the control socket: set a shorter --work-dir");
+    return 0;
 }
 
 int sr_check_target(const char *cmd, const char *what, const char *dir, int ours,

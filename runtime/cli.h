@@ -85,9 +85,12 @@ int sr_open_store(struct sr_store **st);
 /* Local per-run working directory: <work-root>/<run-id>, where work-root is
  * $SPOTRUN_WORK_DIR or ${XDG_CACHE_HOME:-$HOME/.cache}/spotrun. */
 int sr_work_root(const char *override, char *buf, size_t len);
-/* Control socket path for a run dir (falls back to a short /tmp path when
- * the natural one exceeds the sun_path limit). */
-void sr_control_path(const char *run_dir, char *buf, size_t len);
+/* Control socket path for a run dir: <run dir>/control.sock, or, when that
+ * exceeds the sun_path limit, a short name for the run in a directory only
+ * this user can write to (the work root, $XDG_RUNTIME_DIR, or a verified
+ * private ${TMPDIR:-/tmp}/spotrun-UID). 0, or -errno with a message when no
+ * safe short path exists. */
+int sr_control_path(const char *run_dir, char *buf, size_t len);
 
 /* Whether a command may replace dir's contents with a checkpoint (run
  * --ckpt-dir, pull DIR): not when dir overlaps the file store or the work

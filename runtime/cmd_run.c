@@ -168,7 +168,8 @@ static int run_main(struct run_opts *o, char **cmd)
         rc = sr_pathf(run_dir, sizeof(run_dir), "%s/%s", root, run_id);
     if (rc < 0)
         return sr_fail(rc, "local paths");
-    sr_control_path(run_dir, sock, sizeof(sock));
+    if ((rc = sr_control_path(run_dir, sock, sizeof(sock))) < 0)
+        return sr_fail(rc, "control socket");
     c.run_id = run_id;
     c.run_dir = run_dir;
     c.ckpt_dir = ckpt;
