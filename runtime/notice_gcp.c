@@ -8,7 +8,9 @@
  * stops for host maintenance, announced 60 s ahead; back to "NONE":
  * withdrawn; live migration is only logged). The first read of a key is a
  * plain GET, so a value that is already set is seen, and its ETag makes the
- * long poll wait for a change from exactly that value.
+ * long poll wait for a change from exactly that value; without an ETag (a
+ * proxy that drops it) the long poll goes without last_etag, as GCP's own
+ * docs do, rather than falling back to polling.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -72,19 +74,22 @@ static int on_maintenance(struct sr_nw *w, const char *value, int *state)
 static void watch_key(struct sr_nw *w, const struct key *k)
 {
     char etag[128] = "", prev[128] = "", url[2400];
-    int state = 0;
+    int state = 0, known = 0; /* known: a value was read (with or without an ETag) */
     const char *const hdr[] = {"Metadata-Flavor: Google", NULL};
     while (!sr_nw_stopping(w)) {
         if (etag[0])
             snprintf(url, sizeof(url), "%s%s?wait_for_change=true&timeout_sec=%d&last_etag=%s",
                      w->n->gcp_url, k->path, LONG_POLL_S, etag);
+        else if (known) /* no ETag: wait for a change from the value now (GCP's own docs) */
+            snprintf(url, sizeof(url), "%s%s?wait_for_change=true&timeout_sec=%d", w->n->gcp_url,
+                     k->path, LONG_POLL_S);
         else
             snprintf(url, sizeof(url), "%s%s", w->n->gcp_url, k->path);
         struct sr_http r;
         const int64_t t0 = sr_now_ms();
-        const int waited = etag[0] != '\0';
+        const int waited = known;
         const int rc = sr_nw_request(w, "GET", url, hdr, NULL,
-                                     etag[0] ? (LONG_POLL_S + 10) * 1000L : 5000L, &r);
+                                     known ? (LONG_POLL_S + 10) * 1000L : 5000L, &r);
         int done = 0;
         if (rc == -ECANCELED)
             break;
@@ -92,25 +97,29 @@ static void watch_key(struct sr_nw *w, const struct key *k)
             sr_nw_warn(w, "cannot read %s%s: %s; retrying", w->n->gcp_url, k->path,
                        rc == -EMSGSIZE ? "answer too large" : r.error);
             etag[0] = '\0';
+            known = 0;
         } else if (r.status == 200 && r.body && r.len < 64) {
             char value[64];
             snprintf(value, sizeof(value), "%s", r.body);
             value[strcspn(value, "\r\n")] = '\0';
             snprintf(prev, sizeof(prev), "%s", etag);
             snprintf(etag, sizeof(etag), "%s", r.etag);
+            known = 1;
             done = k->on_value(w, value, &state);
             if (done < 0) {
                 sr_nw_warn(w, "ignoring an unexpected value of %s from %s", k->path, w->n->gcp_url);
                 etag[0] = '\0';
+                known = 0;
             }
         } else {
             sr_nw_warn(w, "unexpected answer from %s%s (HTTP %ld, %zu bytes); retrying",
                        w->n->gcp_url, k->path, r.status, r.len);
             etag[0] = '\0';
+            known = 0;
         }
         /* A long poll that comes back at once with nothing new (a server
          * that ignores wait_for_change) must not turn into a busy loop. */
-        const int pause = rc < 0 || r.status != 200 || !etag[0] ||
+        const int pause = rc < 0 || r.status != 200 || !known ||
                           (waited && sr_now_ms() - t0 < 50 && strcmp(r.etag, prev) == 0);
         sr_http_free(&r);
         sr_nw_round_end(w);

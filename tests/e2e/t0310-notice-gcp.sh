@@ -70,6 +70,29 @@ test_expect_success 'oversized and malformed answers are warnings, not crashes' 
     grep "checkpoint 1 is durable" run4.log
 '
 
+# preempted_gets: how many GETs of instance/preempted the server has seen.
+preempted_gets() {
+    md_get stats | grep -o "\"GET /computeMetadata/v1/instance/preempted\": [0-9]*" | sed "s/.*: //"
+}
+
+test_expect_success 'without ETags the preempted key is still long-polled; the notice comes at once' '
+    md_control clear
+    md_control "gcp-no-etag?on=1"
+    "$SPOTRUN" run --run-id gcp4 -- "$LOGREG" --steps 100000 --save-every 0 --pace-ms 2 \
+        >run5.log 2>&1 &
+    pid=$!
+    wait_for run5.log "watching the gcp metadata service" &&
+    sleep 0.5 && before=$(preempted_gets) && sleep 2 && after=$(preempted_gets) &&
+    echo "requests in 2s: $((after - before))" &&
+    test $((after - before)) -le 1 &&
+    md_control "notice?in=30" &&
+    start=$(date +%s%N) &&
+    wait_for run5.log "preemption notice from gcp (preempted)" &&
+    test $(( ($(date +%s%N) - start) / 1000000 )) -lt 1000 &&
+    expect_code 75 wait $pid &&
+    md_control "gcp-no-etag?on=0"
+'
+
 test_expect_success 'the test server refuses a request without Metadata-Flavor (403)' '
     test "$(curl -s -o /dev/null -w "%{http_code}" "$MD_URL/computeMetadata/v1/instance/id")" = 403
 '

@@ -39,6 +39,7 @@ Controls for tests (not part of any provider's protocol), POST unless noted:
   /_control/token-hang?on=1           AWS token PUT never answers (hop limit)
   /_control/revoke-tokens             AWS: every IMDSv2 token issued so far expires
   /_control/imdsv1?on=1               AWS: tokenless GETs allowed
+  /_control/gcp-no-etag?on=1          GCP: answers carry no ETag
   GET /_control/acks                  JSON list of approved Azure EventIds
   GET /_control/stats                 JSON request counts per method and path
 """
@@ -70,6 +71,7 @@ class State:
         self.tokens = {}  # token -> expiry (monotonic)
         self.imdsv1 = False
         self.token_hang = False
+        self.gcp_no_etag = False
         self.malformed = "ok"
         self.notice = None  # dict(visible, deadline, action, type, resource, id)
         self.rebalance = None  # wall time
@@ -202,6 +204,8 @@ class Handler(BaseHTTPRequestHandler):
                 st.token_hang = q.get("on", "1") == "1"
             elif what == "imdsv1":
                 st.imdsv1 = q.get("on", "1") == "1"
+            elif what == "gcp-no-etag":
+                st.gcp_no_etag = q.get("on", "1") == "1"
             elif what == "acks":
                 return self.reply(200, json.dumps(st.acks), "application/json")
             elif what == "stats":
@@ -314,6 +318,8 @@ class Handler(BaseHTTPRequestHandler):
             bad = self.malformed_body() if key == "instance/preempted" else None
         if bad is not None:
             return self.reply(200, bad, headers={**flavor, "ETag": "bad"})
+        if st.gcp_no_etag:  # a metadata server (or proxy) that sends no ETag
+            return self.reply(200, value, headers=flavor)
         return self.reply(200, value, headers={**flavor, "ETag": etag(value)})
 
     # ---- Azure -------------------------------------------------------------
