@@ -22,6 +22,7 @@ md_control() { curl -sf -X POST "$MD_URL/_control/$1" >/dev/null; }
 # md_get WHAT: a control's JSON answer (acks, stats).
 md_get() { curl -sf "$MD_URL/_control/$1"; }
 
-# An uncooperative job: ignores the checkpoint request, never commits, so a
-# notice waits until its commit deadline.
-STUBBORN_JOB='trap "" USR1; while :; do sleep 0.1; done'
+# A job that hears the checkpoint request (it has a handler, so the wrapper
+# waits for it) but never commits, so a notice waits until its commit
+# deadline. (A job that ignores the request outright is not waited for.)
+STUBBORN_JOB='trap ":" USR1; while :; do sleep 0.1; done'
