@@ -30,6 +30,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -540,6 +541,109 @@ static int swap_in(const char *tmp, const char *target, int exists)
     return sr_fsync_parent(target);
 }
 
+/* Whether target cannot be swapped as a whole: a mount point (a local NVMe,
+ * a Kubernetes volume) cannot be renamed. */
+static int is_mount_point(const char *target)
+{
+    struct statx sx;
+    if (statx(AT_FDCWD, target, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &sx) == 0 &&
+        (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+        return (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+    char parent[PATH_MAX];
+    struct stat a, b;
+    sr_dirname(target, parent, sizeof(parent));
+    return stat(target, &a) == 0 && stat(parent, &b) == 0 && a.st_dev != b.st_dev;
+}
+
+/* The names in dir but skip (or NULL): a malloc'd NULL-terminated array. */
+static char **dir_names(int dfd, const char *skip1, const char *skip2)
+{
+    const int fd = dup(dfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    size_t n = 0, cap = 16;
+    char **v = malloc(cap * sizeof(*v));
+    for (struct dirent *e; v && (e = readdir(d));) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            strcmp(e->d_name, skip1) == 0 || (skip2 && strcmp(e->d_name, skip2) == 0))
+            continue;
+        char **nv = n + 1 >= cap ? realloc(v, (cap *= 2) * sizeof(*v)) : v;
+        if (!nv || !(nv[n] = strdup(e->d_name))) {
+            for (size_t i = 0; i < n; i++)
+                free((nv ? nv : v)[i]);
+            free(nv ? nv : v);
+            v = NULL;
+            break;
+        }
+        v = nv;
+        n++;
+    }
+    closedir(d);
+    if (v)
+        v[n] = NULL;
+    return v;
+}
+
+static void free_names(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* Moves every entry of from (but skip1, skip2) into to. */
+static int move_entries(const char *from, const char *to, const char *skip1, const char *skip2)
+{
+    const int ffd = open(from, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int tfd = open(to, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    char **names = ffd >= 0 && tfd >= 0 ? dir_names(ffd, skip1, skip2) : NULL;
+    int rc = names ? 0 : sr_errf(-errno ? -errno : -ENOMEM, "cannot list %s: %s", from,
+                                 strerror(errno ? errno : ENOMEM));
+    for (size_t i = 0; rc == 0 && names[i]; i++)
+        if (renameat(ffd, names[i], tfd, names[i]) < 0)
+            rc = sr_errf(-errno, "cannot move %s/%s into %s: %s", from, names[i], to,
+                         strerror(errno));
+    if (rc == 0 && fsync(tfd) < 0 && errno != EINVAL)
+        rc = sr_errf(-errno, "cannot sync %s: %s", to, strerror(errno));
+    free_names(names);
+    if (ffd >= 0)
+        close(ffd);
+    if (tfd >= 0)
+        close(tfd);
+    return rc;
+}
+
+/* The swap for a target that cannot be renamed (a mount point) or whose
+ * parent spotrun may not write: tmp was extracted inside target; the
+ * previous contents move into a second directory inside it, the new ones
+ * up, then the previous ones go. Not atomic like swap_in, but nothing
+ * moves before the extraction fully verified, and a wrapper killed in
+ * between leaves only the two hidden directories, which the next restore
+ * moves aside and removes with the rest. */
+static int swap_contents(const char *tmp, const char *target)
+{
+    char old[PATH_MAX + 32];
+    snprintf(old, sizeof(old), "%s/.spotrun-old.XXXXXX", target);
+    if (!mkdtemp(old))
+        return sr_errf(-errno, "cannot create a directory in %s: %s", target, strerror(errno));
+    const char *tbase = strrchr(tmp, '/') + 1, *obase = strrchr(old, '/') + 1;
+    int rc = move_entries(target, old, tbase, obase);
+    if (rc == 0)
+        rc = move_entries(tmp, target, ".", NULL);
+    if (rc == 0 && rmdir(tmp) < 0)
+        rc = sr_errf(-errno, "cannot remove %s: %s", tmp, strerror(errno));
+    const int r2 = rc == 0 ? sr_rmtree(old) : 0;
+    if (r2 < 0)
+        sr_warn("cannot remove the previous contents in %s: %s", old, sr_strerror(r2));
+    if (rc == 0)
+        (void)sr_dir_mark(target); /* it now holds what spotrun put there */
+    return rc;
+}
+
 static int check_late(const struct sr_source *src, const char *want)
 {
     char got[SR_CHECKSUM_LEN];
@@ -581,18 +685,27 @@ int sr_unpack_to_dir(const struct sr_source *src, const char *dir,
     struct sr_seektable t;
     struct unpacker u = {.src = src, .t = &t, .cap = opts ? opts->max_raw_bytes : 0};
     char target[PATH_MAX], tmp[PATH_MAX + 32];
-    int exists = 0, started = 0, have_tmp = 0, running = 0;
+    int exists = 0, started = 0, have_tmp = 0, running = 0, inside = 0;
     mode_t mode = 0755;
     sr_seektable_init(&t);
     int rc = check_source(src, opts, &t);
     if (rc == 0)
         rc = resolve_target(dir, target, &exists, &mode);
     if (rc == 0) {
+        /* Beside the target, to swap it in whole; inside it when it is a
+         * mount point or its parent is closed to us (then swap_contents). */
+        inside = exists && is_mount_point(target);
         snprintf(tmp, sizeof(tmp), "%s.spotrun-tmp.XXXXXX", target);
-        have_tmp = mkdtemp(tmp) != NULL;
+        have_tmp = !inside && mkdtemp(tmp) != NULL;
+        if (!have_tmp && exists && (inside || errno == EACCES || errno == EPERM ||
+                                    errno == EROFS)) {
+            inside = 1;
+            snprintf(tmp, sizeof(tmp), "%s/.spotrun-tmp.XXXXXX", target);
+            have_tmp = mkdtemp(tmp) != NULL;
+        }
         if (!have_tmp)
-            rc =
-                sr_errf(-errno, "cannot create a directory beside %s: %s", target, strerror(errno));
+            rc = sr_errf(-errno, "cannot create a directory %s %s: %s", inside ? "in" : "beside",
+                         target, strerror(errno));
         else
             (void)sr_dir_mark(tmp); /* spotrun's: a later restore may replace it */
     }
@@ -617,10 +730,10 @@ int sr_unpack_to_dir(const struct sr_source *src, const char *dir,
      * whole object matches. */
     if (rc == 0 && opts && opts->checksum && src->checksum)
         rc = check_late(src, opts->checksum);
-    if (rc == 0 && chmod(tmp, mode) < 0)
+    if (rc == 0 && !inside && chmod(tmp, mode) < 0)
         rc = sr_errf(-errno, "cannot chmod %s: %s", tmp, strerror(errno));
     if (rc == 0)
-        rc = swap_in(tmp, target, exists);
+        rc = inside ? swap_contents(tmp, target) : swap_in(tmp, target, exists);
     if (rc < 0 && have_tmp)
         (void)sr_rmtree(tmp); /* a missing path is fine */
     if (rc == 0 && stats)
