@@ -286,8 +286,7 @@ int sr_control_path(const char *run_dir, char *buf, size_t len)
     snprintf(dir, sizeof(dir), "%s/spotrun-%u", tmp && *tmp == '/' ? tmp : "/tmp",
              (unsigned)getuid());
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return sr_errf(-errno, "cannot create %s for the control socket: %s", dir,
-                       strerror(errno));
+        return sr_errf(-errno, "cannot create %s for the control socket: %s", dir, strerror(errno));
     n = snprintf(buf, len, "%s/%016llx.sock", dir, h);
     if (!private_dir(dir))
         return sr_errf(-EACCES,
@@ -310,7 +309,8 @@ int sr_check_target(const char *cmd, const char *what, const char *dir, int ours
         goto fail;
     const char *url = st ? sr_store_url(st) : NULL;
     if (url && strncmp(url, "file://", 7) == 0 &&
-        (rc = sr_path_resolve(url + 7, other, sizeof(other))) == 0 && sr_paths_overlap(rdir, other)) {
+        (rc = sr_path_resolve(url + 7, other, sizeof(other))) == 0 &&
+        sr_paths_overlap(rdir, other)) {
         fprintf(stderr,
                 "spotrun %s: %s overlaps the store %s (one holds the other): replacing it would "
                 "delete checkpoints; choose a directory outside the store\n",

@@ -83,8 +83,7 @@ static int fresh_start(struct sr_store *st, const char *run_id, const char *ckpt
  * (inside the run's work dir, also as made by older versions) or the one
  * this run's work dir records (a filesystem without user xattrs, or a job
  * that removed and recreated it). */
-static int ckpt_is_ours(const char *root, const char *run_id, const char *run_dir,
-                        const char *ckpt)
+static int ckpt_is_ours(const char *root, const char *run_id, const char *run_dir, const char *ckpt)
 {
     char def[PATH_MAX + 300], a[PATH_MAX], b[PATH_MAX], rec[PATH_MAX + 320], *buf = NULL;
     size_t len = 0;
@@ -195,8 +194,8 @@ static int run_main(struct run_opts *o, char **cmd)
         return sr_fail(rc, "cannot open the store");
     char what[PATH_MAX + 320];
     snprintf(what, sizeof(what), "--ckpt-dir %s", ckpt);
-    int code = sr_check_target("run", what, ckpt, ckpt_is_ours(root, run_id, run_dir, ckpt), c.st,
-                               root);
+    int code =
+        sr_check_target("run", what, ckpt, ckpt_is_ours(root, run_id, run_dir, ckpt), c.st, root);
     if (code != 0) {
         sr_store_close(c.st);
         return code;

@@ -378,8 +378,6 @@ int sr_cmd_pull(int argc, char **argv)
     if (code >= 0)
         return code;
     const char *dir = ops[1] ? ops[1] : ops[0];
-    struct sr_manifest m;
-    const int64_t t0 = sr_now_ms();
     char root[PATH_MAX], what[PATH_MAX + 16];
     snprintf(what, sizeof(what), "DIR %s", dir);
     code = sr_check_target("pull", what, dir, 0, st,
@@ -388,6 +386,8 @@ int sr_cmd_pull(int argc, char **argv)
         sr_store_close(st);
         return code;
     }
+    struct sr_manifest m;
+    const int64_t t0 = sr_now_ms();
     const int rc = sr_ckpt_restore(st, ops[0], seq, dir, (int)threads, &m);
     if (rc < 0) {
         code = sr_fail(rc, "pull");
@@ -503,10 +503,11 @@ int sr_cmd_gc(int argc, char **argv)
     const size_t found = names.n;
     sr_strlist_free(&names);
     if (rc < 0 || found == 0) {
-        code = rc < 0 ? sr_fail(rc, "gc")
-                      : (fprintf(stderr, "spotrun: gc: no run \"%s\" in %s\n", ops[0],
-                                 sr_store_url(st)),
-                         SR_EX_NOINPUT);
+        code =
+            rc < 0
+                ? sr_fail(rc, "gc")
+                : (fprintf(stderr, "spotrun: gc: no run \"%s\" in %s\n", ops[0], sr_store_url(st)),
+                   SR_EX_NOINPUT);
         sr_store_close(st);
         return code;
     }

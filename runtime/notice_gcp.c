@@ -88,8 +88,8 @@ static void watch_key(struct sr_nw *w, const struct key *k)
         struct sr_http r;
         const int64_t t0 = sr_now_ms();
         const int waited = known;
-        const int rc = sr_nw_request(w, "GET", url, hdr, NULL,
-                                     known ? (LONG_POLL_S + 10) * 1000L : 5000L, &r);
+        const int rc =
+            sr_nw_request(w, "GET", url, hdr, NULL, known ? (LONG_POLL_S + 10) * 1000L : 5000L, &r);
         int done = 0;
         if (rc == -ECANCELED)
             break;

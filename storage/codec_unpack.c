@@ -601,8 +601,9 @@ static int move_entries(const char *from, const char *to, const char *skip1, con
     const int ffd = open(from, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     const int tfd = open(to, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     char **names = ffd >= 0 && tfd >= 0 ? dir_names(ffd, skip1, skip2) : NULL;
-    int rc = names ? 0 : sr_errf(-errno ? -errno : -ENOMEM, "cannot list %s: %s", from,
-                                 strerror(errno ? errno : ENOMEM));
+    int rc = names ? 0
+                   : sr_errf(-errno ? -errno : -ENOMEM, "cannot list %s: %s", from,
+                             strerror(errno ? errno : ENOMEM));
     for (size_t i = 0; rc == 0 && names[i]; i++)
         if (renameat(ffd, names[i], tfd, names[i]) < 0)
             rc = sr_errf(-errno, "cannot move %s/%s into %s: %s", from, names[i], to,
@@ -697,8 +698,8 @@ int sr_unpack_to_dir(const struct sr_source *src, const char *dir,
         inside = exists && is_mount_point(target);
         snprintf(tmp, sizeof(tmp), "%s.spotrun-tmp.XXXXXX", target);
         have_tmp = !inside && mkdtemp(tmp) != NULL;
-        if (!have_tmp && exists && (inside || errno == EACCES || errno == EPERM ||
-                                    errno == EROFS)) {
+        if (!have_tmp && exists &&
+            (inside || errno == EACCES || errno == EPERM || errno == EROFS)) {
             inside = 1;
             snprintf(tmp, sizeof(tmp), "%s/.spotrun-tmp.XXXXXX", target);
             have_tmp = mkdtemp(tmp) != NULL;

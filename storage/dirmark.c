@@ -82,7 +82,8 @@ static int append_lexical(char *out, size_t len, const char *rest)
                 cur--;
             out[cur > 1 ? cur - 1 : 1] = '\0';
         } else {
-            const int w = snprintf(out + cur, len - cur, "%s%.*s", cur > 1 ? "/" : "", (int)n, rest);
+            const int w =
+                snprintf(out + cur, len - cur, "%s%.*s", cur > 1 ? "/" : "", (int)n, rest);
             if (w < 0 || (size_t)w >= len - cur)
                 return -ENAMETOOLONG;
         }

@@ -333,8 +333,8 @@ static void int_rejected(const char *s, int64_t min, int64_t max)
 static void test_int_is_strict_decimal(void **state)
 {
     (void)state;
-    const char *const bad[] = {"1 2", " 12", "12 ", "+12", "1e99", "1e3", "0x10", "12abc",
-                               "-", "- 1", "\t1", "1.0", "inf", "nan"};
+    const char *const bad[] = {"1 2",   " 12", "12 ", "+12", "1e99", "1e3", "0x10",
+                               "12abc", "-",   "- 1", "\t1", "1.0",  "inf", "nan"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         int_rejected(bad[i], 0, INT64_MAX);
     int_rejected("-1", 0, INT64_MAX); /* a negative step where only >= 0 makes sense */
@@ -349,8 +349,8 @@ static void test_int_is_strict_decimal(void **state)
 static void test_duration_and_size_refuse_hex_exponent_inf(void **state)
 {
     (void)state;
-    const char *const bad[] = {"0x1p3", "0x10", "0x1p3s", "1e3", "1e3s", "inf", "infs", "nan",
-                               "+5s", " 5s", "5s ", "1.5e1m", "."};
+    const char *const bad[] = {"0x1p3", "0x10", "0x1p3s", "1e3", "1e3s",   "inf", "infs",
+                               "nan",   "+5s",  " 5s",    "5s ", "1.5e1m", "."};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         duration_rejected(bad[i]);
         size_rejected(bad[i]);
