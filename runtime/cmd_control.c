@@ -178,8 +178,8 @@ static int find_single_wrapper(const char *root, char *out, size_t len)
             continue;
         char run_dir[PATH_MAX + 256], sock[PATH_MAX + 300], reply[512];
         snprintf(run_dir, sizeof(run_dir), "%s/%s", root, de->d_name);
-        sr_control_path(run_dir, sock, sizeof(sock));
-        if (sr_ctl_call(sock, "STATUS", reply, sizeof(reply), 2000) == 0) {
+        if (sr_control_path(run_dir, sock, sizeof(sock)) == 0 &&
+            sr_ctl_call(sock, "STATUS", reply, sizeof(reply), 2000) == 0) {
             if (found++ == 0)
                 snprintf(out, len, "%s", sock);
         }
@@ -202,7 +202,9 @@ static int find_wrapper(const char *control, const char *run_id, const char *roo
     char run_dir[PATH_MAX + 256];
     if (run_id) {
         snprintf(run_dir, sizeof(run_dir), "%s/%s", root, run_id);
-        sr_control_path(run_dir, sock, len);
+        const int rc = sr_control_path(run_dir, sock, len);
+        if (rc < 0)
+            return rc;
     } else if (control && *control) {
         snprintf(sock, len, "%s", control);
     }
