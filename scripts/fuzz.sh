@@ -2,7 +2,7 @@
 # fuzz.sh [SECONDS] - builds the libFuzzer targets (clang, ASan+UBSan) and
 # runs each for SECONDS (default 300; CI runs a short pass). Targets: the
 # manifest parser, the seek-table parser, the archive reader, the cloud
-# metadata parsers (runtime/notice_parse.c) and a generator of hostile file
+# metadata parsers (runtime/notice/notice_parse.c) and a generator of hostile file
 # stores (fuzz_store: FIFOs, symlinks, deep trees, extreme numbers, read by
 # list, restore, lease, history and gc). Corpora
 # grow in build-fuzz/corpus/; crashes land in build-fuzz/ as crash-*.

@@ -1,6 +1,6 @@
 /*
  * fuzz_notice.c - libFuzzer target: the cloud metadata parsers of
- * runtime/notice_parse.c (AWS spot/instance-action and rebalance, Azure
+ * runtime/notice/notice_parse.c (AWS spot/instance-action and rebalance, Azure
  * Scheduled Events, the RFC 3339 and RFC 1123 dates). Every input goes to
  * every parser, so a seed of one shape also explores the others. Any input
  * is either refused or yields values that hold together: strings inside

@@ -1,5 +1,5 @@
 /*
- * test_catalog.c - checkpoints of a run in a file store (storage/catalog.h):
+ * test_catalog.c - checkpoints of a run in a file store (storage/run/catalog.h):
  * publish, list, restore with fallback past bad checkpoints, gc, DONE.
  * Checkpoints are real archives made by the codec from scratch directories.
  */

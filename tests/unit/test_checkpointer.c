@@ -1,6 +1,6 @@
 /*
  * test_checkpointer.c - the stage / persist commit pipeline
- * (runtime/checkpointer.h) against a file store in a scratch directory:
+ * (runtime/supervise/checkpointer.h) against a file store in a scratch directory:
  * results and their order, what ends up in the store, retention, failure
  * of a stage, draining on stop, and the synchronous building blocks.
  */

@@ -1,5 +1,5 @@
 /*
- * test_control.c - the control socket (runtime/control.h): a real listening
+ * test_control.c - the control socket (runtime/supervise/control.h): a real listening
  * unix socket in a scratch directory, a client on its own thread, request
  * parsing, replies, stale-socket takeover and client-side errors.
  */

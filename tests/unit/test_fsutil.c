@@ -1,5 +1,5 @@
 /*
- * test_fsutil.c - durable writes, copies and safe deletion (storage/fsutil.h).
+ * test_fsutil.c - durable writes, copies and safe deletion (common/fsutil.h).
  * Each test works in its own directory under $SPOTRUN_TEST_TMP.
  */
 #include <setjmp.h>

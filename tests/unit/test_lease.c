@@ -1,5 +1,5 @@
 /*
- * test_lease.c - one owner per run (storage/lease.h) on the file store:
+ * test_lease.c - one owner per run (storage/run/lease.h) on the file store:
  * conditional writes, acquire / busy / take over after expiry or release,
  * renewal after a takeover fails, racing acquirers (exactly one wins), the
  * epoch fence (a lost owner's checkpoint never becomes the newest), and the

@@ -1,6 +1,6 @@
 /*
  * test_manifest.c - MANIFEST.json round trip and strict parsing
- * (storage/manifest.h, schema in docs/store.md).
+ * (storage/run/manifest.h, schema in docs/store.md).
  */
 #include <setjmp.h>
 #include <stdarg.h>

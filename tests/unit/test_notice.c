@@ -1,6 +1,6 @@
 /*
  * test_notice.c - the documents the cloud metadata services send, as the
- * notice watchers read them (runtime/notice_parse.h): AWS instance-action
+ * notice watchers read them (runtime/notice/notice_parse.h): AWS instance-action
  * and rebalance JSON, Azure Scheduled Events with RFC 1123 NotBefore, their
  * dates, and malformed or hostile inputs, which are refused, never guessed.
  */

@@ -1,5 +1,5 @@
 /*
- * test_runid.c - run ids (runtime/runid.h): the default "<name>-<hash>[-<index>]"
+ * test_runid.c - run ids (runtime/cmd/runid.h): the default "<name>-<hash>[-<index>]"
  * and --run-id templates with their placeholders and errors.
  *
  * The scheduler variables are cleared before and after every test so that

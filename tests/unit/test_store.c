@@ -1,6 +1,6 @@
 /*
  * test_store.c - store URLs, key validation and the file backend
- * (storage/store.h). Each test opens a store in its own scratch directory.
+ * (storage/store/store.h). Each test opens a store in its own scratch directory.
  */
 #include <setjmp.h>
 #include <stdarg.h>

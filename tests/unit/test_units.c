@@ -1,6 +1,6 @@
 /*
  * test_units.c - the values users type and the values spotrun prints
- * (runtime/units.h): durations, sizes, bounded integers, and their
+ * (common/units.h): durations, sizes, bounded integers, and their
  * human-readable formatting.
  */
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /*
- * test_walk.c - the iterative tree walk (storage/walk.h) and what rides on
+ * test_walk.c - the iterative tree walk (common/walk.h) and what rides on
  * it: rm -rf and packing at depths no recursion survives, within a bounded
  * number of open descriptors.
  */

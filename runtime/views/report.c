@@ -19,7 +19,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include "log.h"
 #include "manifest.h"
 #include "summary.h"
@@ -413,110 +412,4 @@ void sr_report_html(FILE *f, const char *run_id, const struct sr_history *h,
         free(txt);
     }
     fprintf(f, "</body>\n</html>\n");
-}
-
-static int write_report(const char *path, int html, const char *run_id, const struct sr_history *h,
-                        const struct sr_hist_prices *p)
-{
-    char tmp[PATH_MAX];
-    if (sr_pathf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) < 0)
-        return -ENAMETOOLONG;
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return sr_errf(-errno, "cannot write %s: %s", tmp, strerror(errno));
-    if (html)
-        sr_report_html(f, run_id, h, p);
-    else
-        sr_report_svg(f, run_id, h);
-    const int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        unlink(tmp);
-        return sr_errf(-EIO, "cannot write %s", tmp);
-    }
-    if (rename(tmp, path) < 0) {
-        const int e = errno;
-        unlink(tmp);
-        return sr_errf(-e, "cannot write %s: %s", path, strerror(e));
-    }
-    return 0;
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-    const size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcasecmp(s + a - b, suffix) == 0;
-}
-
-int sr_cmd_report(int argc, char **argv)
-{
-    struct sr_view_opts vo = {0};
-    const char *out = NULL, *format = NULL;
-    const struct sr_opt opts[] = {{"output", 'o', "SPOTRUN_REPORT_OUTPUT", SR_OPT_STR, &out, "FILE",
-                                   "where to write (default RUN.svg); .html gives a page"},
-                                  {"format", 0, "SPOTRUN_REPORT_FORMAT", SR_OPT_STR, &format,
-                                   "FORMAT", "svg or html (default: from the file name)"},
-                                  SR_PRICE_OPTS(&vo),
-                                  SR_OPTS_COMMON};
-    int first;
-    int rc = sr_opts_parse("report", opts, argc, argv, 0, &first);
-    if (rc)
-        return rc;
-    const char *usage = "spotrun report RUN [-o run.svg|run.html]";
-    if (sr_common.help) {
-        sr_opts_help(stdout, usage,
-                     "Draws a timeline of the run across attempts and nodes: training segments,\n"
-                     "checkpoints (staged and durable), notices, restarts, lost work.",
-                     opts);
-        return 0;
-    }
-    const char *run = argv[first];
-    if (!run || argv[first + 1]) {
-        fprintf(stderr, "spotrun report: %s (usage: %s)\n",
-                run ? "too many arguments" : "missing argument", usage);
-        return SR_EX_USAGE;
-    }
-    if (!sr_run_id_valid(run)) {
-        fprintf(stderr, "spotrun report: invalid run id \"%s\"\n", run);
-        return SR_EX_USAGE;
-    }
-    char def[300];
-    snprintf(def, sizeof(def), "%s.svg", run);
-    if (!out || !*out)
-        out = def;
-    int html = ends_with(out, ".html") || ends_with(out, ".htm");
-    if (format && *format) {
-        if (strcmp(format, "svg") != 0 && strcmp(format, "html") != 0) {
-            fprintf(stderr, "spotrun report: invalid value \"%s\" for --format (svg or html)\n",
-                    format);
-            return SR_EX_USAGE;
-        }
-        html = strcmp(format, "html") == 0;
-    }
-    struct sr_hist_prices prices = {0};
-    rc = sr_prices_parse(&vo, &prices);
-    if (rc < 0) {
-        fprintf(stderr, "spotrun report: %s\n", sr_strerror(rc));
-        return SR_EX_USAGE;
-    }
-    struct sr_store *st;
-    rc = sr_open_store(&st);
-    if (rc < 0)
-        return sr_fail(rc, "cannot open the store");
-    struct sr_history h;
-    sr_hist_init(&h);
-    int code = 0;
-    rc = sr_hist_load(st, run, &h);
-    if (rc < 0) {
-        code = sr_fail(rc, "cannot read the run's event log");
-    } else if (h.n_att == 0) {
-        fprintf(stderr, "spotrun report: no events of run \"%s\" in %s\n", run, sr_store_url(st));
-        code = SR_EX_NOINPUT;
-    } else if ((rc = write_report(out, html, run, &h, &prices)) < 0) {
-        code = sr_fail(rc, "report");
-    } else {
-        sr_info("wrote %s (%zu attempt(s))", out, h.n_att);
-    }
-    sr_hist_free(&h);
-    sr_store_close(st);
-    return code;
 }

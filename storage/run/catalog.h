@@ -10,7 +10,7 @@
  *
  * A checkpoint is "complete" iff its manifest exists and parses. "Newest"
  * means highest (epoch, seq): the epoch of the lease its maker held
- * (storage/lease.h), so a wrapper that lost its lease cannot make its
+ * (storage/run/lease.h), so a wrapper that lost its lease cannot make its
  * checkpoint the newest. Restore walks complete checkpoints newest first: one whose data is missing,
  * short, or fails its checksum is skipped with a warning and the previous
  * one is restored instead. GC deletes the manifest before the data, so a
@@ -47,7 +47,7 @@ int sr_ckpt_next_seq(struct sr_store *st, const char *run_id, uint64_t *seq);
 
 /* A check run right before the commit point (the manifest write): nonzero
  * aborts the publish with that error, leaving the checkpoint incomplete.
- * The wrapper's fence renews its lease (sr_lease_fence, storage/lease.h). */
+ * The wrapper's fence renews its lease (sr_lease_fence, storage/run/lease.h). */
 struct sr_fence {
     int (*check)(void *ctx);
     void *ctx;

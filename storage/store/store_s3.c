@@ -140,7 +140,7 @@ static int s3_put(struct sr_store *st, const char *key, const void *buf, size_t 
 }
 
 /* A conditional PUT (see sr_store_put_if). A server that ignores the
- * headers answers 200 as for a plain PUT: storage/lease.c probes for that. */
+ * headers answers 200 as for a plain PUT: storage/run/lease.c probes for that. */
 static int s3_put_if(struct sr_store *st, const char *key, const void *buf, size_t len,
                      const char *match, char *etag)
 {

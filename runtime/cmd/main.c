@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "report.h"
 
 struct command {
     const char *name;

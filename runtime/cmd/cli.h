@@ -1,10 +1,8 @@
 /*
  * cli.h - what the subcommands share: the option table (every flag has a
  * SPOTRUN_* environment twin, shown in --help; flags win over the
- * environment), the mapping of errors to sysexits codes, and the work
- * directory layout on this node.
- *
- * Only the CLI chooses exit codes; the libraries return -errno.
+ * environment) and the work directory layout on this node. Exit codes:
+ * common/exits.h.
  */
 #ifndef SPOTRUN_CLI_H
 #define SPOTRUN_CLI_H
@@ -12,22 +10,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "exits.h"
+#include "fsutil.h"
 #include "store.h"
-
-/* sysexits.h values, named here so the table in the README has one source. */
-enum {
-    SR_EX_OK = 0,
-    SR_EX_USAGE = 64,
-    SR_EX_DATAERR = 65,
-    SR_EX_NOINPUT = 66,
-    SR_EX_UNAVAILABLE = 69,
-    SR_EX_SOFTWARE = 70,
-    SR_EX_CANTCREAT = 73,
-    SR_EX_IOERR = 74,
-    SR_EX_TEMPFAIL = 75,
-    SR_EX_NOPERM = 77,
-    SR_EX_CONFIG = 78,
-};
+#include "summary.h"
 
 enum sr_opt_type { SR_OPT_FLAG, SR_OPT_STR, SR_OPT_DURATION, SR_OPT_SIZE, SR_OPT_UINT };
 
@@ -71,13 +57,6 @@ int sr_opts_parse(const char *cmd, const struct sr_opt *opts, int argc, char **a
                   int stop_at_operand, int *first);
 void sr_opts_help(FILE *f, const char *usage, const char *about, const struct sr_opt *opts);
 
-/* Exit code for a negative errno from the libraries. */
-int sr_exit_code(int rc);
-/* Prints "spotrun: <what>: <cause>" and returns the exit code. */
-int sr_fail(int rc, const char *what);
-
-/* snprintf for paths: -ENAMETOOLONG (with a message) instead of truncating. */
-int sr_pathf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Opens the store named by --store / SPOTRUN_STORE / the default. */
 int sr_open_store(struct sr_store **st);
@@ -100,6 +79,37 @@ int sr_control_path(const char *run_dir, char *buf, size_t len);
 int sr_check_target(const char *cmd, const char *what, const char *dir, int ours,
                     const struct sr_store *st, const char *work_root);
 
+/* Options of the views (show, ls): --json and the prices, with their
+ * SPOTRUN_* twins. Strings, parsed by sr_prices_parse(). */
+struct sr_view_opts {
+    int json;
+    const char *price, *on_demand_price;
+};
+#define SR_PRICE_OPTS(v)                                                                           \
+    {"price-per-hour",                                                                             \
+     0,                                                                                            \
+     "SPOTRUN_PRICE_PER_HOUR",                                                                     \
+     SR_OPT_STR,                                                                                   \
+     &(v)->price,                                                                                  \
+     "PRICE",                                                                                      \
+     "instance price per hour, for the cost"},                                                     \
+    {                                                                                              \
+        "on-demand-price-per-hour", 0, "SPOTRUN_ON_DEMAND_PRICE_PER_HOUR", SR_OPT_STR,             \
+            &(v)->on_demand_price, "PRICE", "on-demand price per hour, for the saving"             \
+    }
+#define SR_VIEW_OPTS(v)                                                                            \
+    {"json",                                                                                       \
+     0,                                                                                            \
+     "SPOTRUN_JSON",                                                                               \
+     SR_OPT_FLAG,                                                                                  \
+     &(v)->json,                                                                                   \
+     NULL,                                                                                         \
+     "print JSON (schema: docs/json-schema.md)"},                                                  \
+        SR_PRICE_OPTS(v)
+
+/* Parses the prices of v; -EINVAL with a message naming the flag. */
+int sr_prices_parse(const struct sr_view_opts *v, struct sr_hist_prices *p);
+
 /* Subcommands. */
 int sr_cmd_run(int argc, char **argv);
 int sr_cmd_commit(int argc, char **argv);
@@ -110,5 +120,6 @@ int sr_cmd_show(int argc, char **argv);
 int sr_cmd_pull(int argc, char **argv);
 int sr_cmd_push(int argc, char **argv);
 int sr_cmd_gc(int argc, char **argv);
+int sr_cmd_report(int argc, char **argv);
 
 #endif

@@ -21,6 +21,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -450,4 +451,15 @@ int sr_read_fd(int fd, const char *path, size_t max, char **buf, size_t *len)
         return sr_errf(-EFBIG, "%s is too large (%lld bytes, at most %zu expected)", path,
                        (long long)sb.st_size, max);
     return read_fd(fd, path, (size_t)sb.st_size, max, buf, len);
+}
+
+int sr_pathf(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    const int n = vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= len)
+        return sr_errf(-ENAMETOOLONG, "path too long: %.64s...", buf);
+    return 0;
 }

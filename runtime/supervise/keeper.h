@@ -1,5 +1,5 @@
 /*
- * keeper.h - takes a run's lease (storage/lease.h), waiting for another
+ * keeper.h - takes a run's lease (storage/run/lease.h), waiting for another
  * owner if need be, and keeps it while the job runs: a
  * thread renews it every ttl/3 (sooner after a failed try) and makes
  * sr_keeper_fd() readable once the lease is lost to another owner.

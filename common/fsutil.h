@@ -53,4 +53,7 @@ int sr_read_fd(int fd, const char *path, size_t max, char **buf, size_t *len);
 /* Parent directory of path into out (like dirname, no mutation). */
 void sr_dirname(const char *path, char *out, size_t outlen);
 
+/* snprintf for paths: -ENAMETOOLONG (with a message) instead of truncating. */
+int sr_pathf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif

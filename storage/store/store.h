@@ -91,7 +91,7 @@ int sr_store_writer_sink(void *ctx, const void *buf, size_t len);
  * staged file by hard link), so it answers 0. */
 int sr_store_streams(const struct sr_store *st);
 
-/* Conditional writes (leases and fencing, storage/lease.c). An ETag names
+/* Conditional writes (leases and fencing, storage/run/lease.c). An ETag names
  * one version of an object: the file backend's is a hash of the content,
  * S3's is the server's. With match NULL, put_if creates key only if it does
  * not exist (-EEXIST otherwise; S3 "If-None-Match: *"); with match, it
@@ -101,7 +101,7 @@ int sr_store_streams(const struct sr_store *st);
  * atomic step for every writer on the machine (flock) and for other
  * machines sharing the directory where the filesystem's locks are
  * coherent (NFSv4). An S3 server that ignores the headers writes anyway:
- * storage/lease.c detects that (docs/store.md, "Single owner"). */
+ * storage/run/lease.c detects that (docs/store.md, "Single owner"). */
 #define SR_ETAG_MAX 128
 int sr_store_put_if(struct sr_store *st, const char *key, const void *buf, size_t len,
                     const char *match, char *etag);

@@ -18,7 +18,7 @@
 #define SR_MANIFEST_FORMAT 1
 #define SR_RUN_ID_MAX 128
 #define SR_MANIFEST_GPUS 16
-/* Largest owner epoch (manifests and leases, storage/lease.h): 2^53, exact
+/* Largest owner epoch (manifests and leases, storage/run/lease.h): 2^53, exact
  * in every JSON reader, and at one lease a second 285 million years away.
  * A larger one in the store is malformed (never restored first, never
  * overflowing the next epoch). */
@@ -40,7 +40,7 @@ struct sr_manifest {
     int level;
     char checksum[SR_CHECKSUM_LEN]; /* of data.tar.zst */
     double stage_seconds;           /* pack + compress time */
-    /* Owner epoch (storage/lease.h) of the wrapper that made it; 0 when made
+    /* Owner epoch (storage/run/lease.h) of the wrapper that made it; 0 when made
      * without a lease (optional "epoch" field, absent = 0). Restore orders
      * checkpoints by (epoch, seq): an owner that lost its lease cannot make
      * its checkpoint the newest. */

@@ -1,6 +1,6 @@
 /*
- * cli.c - option tables, exit codes and local paths shared by the
- * subcommands (see cli.h).
+ * cli.c - option tables and local paths shared by the subcommands (see
+ * cli.h).
  */
 #include "cli.h"
 
@@ -159,63 +159,6 @@ void sr_opts_help(FILE *f, const char *usage, const char *about, const struct sr
     }
 }
 
-int sr_exit_code(int rc)
-{
-    switch (-rc) {
-    case 0:
-        return SR_EX_OK;
-    case EINVAL:
-    case EPROTONOSUPPORT:
-        return SR_EX_USAGE;
-    case EBADMSG:
-    case ELOOP: /* a symlink planted inside the store */
-    case EPERM:
-    case EFBIG:
-        return SR_EX_DATAERR;
-    case ENOENT:
-    case ENOTDIR:
-    case ENXIO: /* S3 NoSuchBucket */
-        return SR_EX_NOINPUT;
-    case EACCES:
-        return SR_EX_NOPERM;
-    case ECONNREFUSED:
-    case ETIMEDOUT:
-    case EHOSTUNREACH:
-    case ECONNRESET:
-    case ENETUNREACH:
-        return SR_EX_UNAVAILABLE;
-    case EPROTO: /* the store does not answer as S3: check the endpoint */
-        return SR_EX_CONFIG;
-    case EADDRINUSE:
-    case EEXIST:
-        return SR_EX_CANTCREAT;
-    case EIO:
-    case ENOSPC:
-    case EROFS:
-    case EDQUOT:
-        return SR_EX_IOERR;
-    default:
-        return SR_EX_SOFTWARE;
-    }
-}
-
-int sr_fail(int rc, const char *what)
-{
-    fprintf(stderr, "spotrun: %s: %s\n", what, sr_strerror(rc));
-    return sr_exit_code(rc);
-}
-
-int sr_pathf(char *buf, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    const int n = vsnprintf(buf, len, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= len)
-        return sr_errf(-ENAMETOOLONG, "path too long: %.64s...", buf);
-    return 0;
-}
-
 int sr_open_store(struct sr_store **st)
 {
     char url[4096];
@@ -330,4 +273,24 @@ int sr_check_target(const char *cmd, const char *what, const char *dir, int ours
 fail:
     fprintf(stderr, "spotrun %s: %s\n", cmd, sr_strerror(rc));
     return rc == -EEXIST || rc == -ENOTDIR ? SR_EX_USAGE : sr_exit_code(rc);
+}
+
+static int parse_price(const char *s, const char *flag, double *out)
+{
+    *out = 0;
+    if (!s || !*s)
+        return 0;
+    double v;
+    if (sr_parse_decimal(s, &v) < 0)
+        return sr_errf(-EINVAL, "invalid value \"%s\" for --%s (a price like 0.92)", s, flag);
+    *out = v;
+    return 0;
+}
+
+int sr_prices_parse(const struct sr_view_opts *v, struct sr_hist_prices *p)
+{
+    const int rc = parse_price(v->price, "price-per-hour", &p->spot_per_hour);
+    return rc < 0 ? rc
+                  : parse_price(v->on_demand_price, "on-demand-price-per-hour",
+                                &p->on_demand_per_hour);
 }

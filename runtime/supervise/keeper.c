@@ -7,7 +7,7 @@
  * loop needs back is "lost", through a pipe it polls.
  */
 #include "keeper.h"
-#include "cli.h"
+#include "exits.h"
 #include "log.h"
 #include "units.h"
 

@@ -13,26 +13,6 @@
 #include "log.h"
 #include "units.h"
 
-static int parse_price(const char *s, const char *flag, double *out)
-{
-    *out = 0;
-    if (!s || !*s)
-        return 0;
-    double v;
-    if (sr_parse_decimal(s, &v) < 0)
-        return sr_errf(-EINVAL, "invalid value \"%s\" for --%s (a price like 0.92)", s, flag);
-    *out = v;
-    return 0;
-}
-
-int sr_prices_parse(const struct sr_view_opts *v, struct sr_hist_prices *p)
-{
-    const int rc = parse_price(v->price, "price-per-hour", &p->spot_per_hour);
-    return rc < 0 ? rc
-                  : parse_price(v->on_demand_price, "on-demand-price-per-hour",
-                                &p->on_demand_per_hour);
-}
-
 void sr_hist_cost(const struct sr_history *h, const struct sr_hist_prices *p, double *spot,
                   double *on_demand)
 {

@@ -48,7 +48,7 @@
 #include "catalog.h"
 #include "checkpointer.h"
 #include "child.h"
-#include "cli.h"
+#include "exits.h"
 #include "control.h"
 #include "events.h"
 #include "fsutil.h"

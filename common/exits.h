@@ -1,0 +1,33 @@
+/*
+ * exits.h - spotrun's exit codes (sysexits.h values, named here so the
+ * README's table has one source) and the mapping of the libraries' -errno
+ * results to them.
+ *
+ * Only the commands (runtime/cmd) and the supervisor, which returns the
+ * wrapper's exit code, choose exit codes; storage/ never exits and returns
+ * -errno.
+ */
+#ifndef SPOTRUN_EXITS_H
+#define SPOTRUN_EXITS_H
+
+/* sysexits.h values, named here so the table in the README has one source. */
+enum {
+    SR_EX_OK = 0,
+    SR_EX_USAGE = 64,
+    SR_EX_DATAERR = 65,
+    SR_EX_NOINPUT = 66,
+    SR_EX_UNAVAILABLE = 69,
+    SR_EX_SOFTWARE = 70,
+    SR_EX_CANTCREAT = 73,
+    SR_EX_IOERR = 74,
+    SR_EX_TEMPFAIL = 75,
+    SR_EX_NOPERM = 77,
+    SR_EX_CONFIG = 78,
+};
+
+/* Exit code for a negative errno from the libraries. */
+int sr_exit_code(int rc);
+/* Prints "spotrun: <what>: <cause>" and returns the exit code. */
+int sr_fail(int rc, const char *what);
+
+#endif

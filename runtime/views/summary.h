@@ -1,0 +1,35 @@
+/*
+ * summary.h - a run's history as people and programs read it: the lines of
+ * `spotrun show` and `ls`, and their stable --json form (docs/json-schema.md).
+ *
+ * Output only: the numbers come from history.c.
+ */
+#ifndef SPOTRUN_SUMMARY_H
+#define SPOTRUN_SUMMARY_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "history.h"
+
+#define SR_JSON_SCHEMA_VERSION 1
+
+/* Cost of the instance time at the given prices (0 when no price). */
+void sr_hist_cost(const struct sr_history *h, const struct sr_hist_prices *p, double *spot,
+                  double *on_demand);
+
+/* "wall time:", "preemptions:", "lost work:", ... lines for `show`. */
+void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_prices *p);
+/* One "attempt N ..." line per attempt. */
+void sr_summary_print_attempts(FILE *f, const struct sr_history *h);
+/* The run-level fields of the --json schema (new reference). */
+json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices *p);
+/* The attempts array of the --json schema (new reference). */
+json_t *sr_summary_attempts_json(const struct sr_history *h);
+
+/* "$1.23" style money, "-" when the value is unknown (< 0). */
+void sr_format_money(double v, char *buf, size_t len);
+/* ISO-8601 UTC of unix ms. */
+void sr_format_iso_ms(int64_t unix_ms, char *buf, size_t len);
+
+#endif
