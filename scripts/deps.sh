@@ -15,6 +15,7 @@ packages=(
     time                                # peak RSS in scripts/bench-codec.sh
     slurm-wlm munge                     # the Slurm test (t0330) runs a real single-node cluster
     clang libclang-rt-14-dev            # libFuzzer targets (scripts/fuzz.sh)
+    clang-format                        # scripts/check-format.sh
     valgrind                            # scripts/check-threads-memory.sh
     scdoc                               # the man page spotrun(1)
     librsvg2-bin libxml2-utils          # report tests: render and validate the SVG
