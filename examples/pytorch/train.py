@@ -8,13 +8,15 @@ minibatch torch.Generator, Python's `random` used for the augmentation noise
 level), so a run that is interrupted and resumed ends with exactly the same
 weights as one that never stopped; the last line prints their sha256.
 
-Contract with the wrapper (see DESIGN.md, "The job's contract"):
-  * resume: when SPOTRUN_RESUMED=1, load $SPOTRUN_CKPT_DIR/state.pt;
-  * save:   write state.pt (temp file, fsync, os.replace), then run
-            `$SPOTRUN_BIN commit --step N` and check its exit status;
-  * request: the signal named by SPOTRUN_SIGNAL (default SIGUSR1) only sets
-            a flag; after the current step we save, commit and keep training
-            (the wrapper decides whether to stop us).
+The contract (README.md, "The job's contract"), through the spotrun module
+(python/spotrun, docs/python.md):
+  * resume:  when spotrun.resumed(), load spotrun.path("state.pt");
+  * request: after each step, spotrun.checkpoint_due() (a poll of the job
+             page, no signal handler) says whether to save now;
+  * save:    `with spotrun.saving("state.pt") as p: torch.save(state, p)`
+             (a temp file renamed into place), then spotrun.commit(step);
+             a failed commit only warns, and training goes on (the wrapper
+             decides whether to stop us).
 Without SPOTRUN_CKPT_DIR it simply trains and saves nothing.
 
 Run with /usr/bin/python3 (Debian's PyTorch is importable only from there):
@@ -24,13 +26,19 @@ import argparse
 import hashlib
 import os
 import random
-import signal
-import subprocess
 import sys
 import time
 
 import torch
 from torch import nn
+
+# The spotrun module of this checkout (python/) when the example runs from
+# the repository, so the two always match; otherwise the installed one
+# (pip install ./python, or cmake --install).
+_REPO_PYTHON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python")
+if os.path.isfile(os.path.join(_REPO_PYTHON, "spotrun", "__init__.py")):
+    sys.path.insert(0, _REPO_PYTHON)
+import spotrun  # noqa: E402
 
 N_SAMPLES = 8192
 N_FEATURES = 64
@@ -88,28 +96,12 @@ def weights_sha256(model):
     return h.hexdigest()
 
 
-def signal_from_name(name):
-    """'SIGUSR1', 'USR1', 'usr1', '10', 'SIGRTMIN+2' -> signal number."""
-    name = name.strip().upper()
-    if name.isdigit():
-        return int(name)
-    if not name.startswith("SIG"):
-        name = "SIG" + name
-    for base in ("SIGRTMIN+", "SIGRTMAX-"):
-        if name.startswith(base) and name[len(base):].isdigit():
-            off = int(name[len(base):])
-            return signal.SIGRTMIN + off if base == "SIGRTMIN+" else signal.SIGRTMAX - off
-    return int(signal.Signals[name])
-
-
 class Job:
     """The training state and the checkpoint protocol around it."""
 
     def __init__(self, args):
         self.args = args
-        self.ckpt_dir = os.environ.get("SPOTRUN_CKPT_DIR") or None
-        self.spotrun = os.environ.get("SPOTRUN_BIN") or "spotrun"
-        self.requested = False
+        self.ckpt_dir = spotrun.ckpt_dir()
         self.x, self.y = make_data()
         torch.manual_seed(TRAIN_SEED)
         random.seed(TRAIN_SEED)
@@ -117,17 +109,6 @@ class Job:
         self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-3)
         self.batches = torch.Generator().manual_seed(TRAIN_SEED + 1)
         self.step = 0
-
-    def _on_signal(self, signum, frame):
-        self.requested = True  # acted on between steps, never here
-
-    def install_handler(self):
-        name = os.environ.get("SPOTRUN_SIGNAL") or "SIGUSR1"
-        try:
-            signum = signal_from_name(name)
-        except (KeyError, ValueError):
-            sys.exit("train.py: unknown signal name in SPOTRUN_SIGNAL: %r" % name)
-        signal.signal(signum, self._on_signal)
 
     def state(self):
         return {
@@ -140,7 +121,7 @@ class Job:
         }
 
     def load(self):
-        path = os.path.join(self.ckpt_dir, CKPT_NAME)
+        path = spotrun.path(CKPT_NAME)
         if not os.path.exists(path):
             log("no %s in %s: starting fresh" % (CKPT_NAME, self.ckpt_dir))
             return
@@ -154,32 +135,32 @@ class Job:
         log("resumed from step %d" % self.step)
 
     def save(self):
-        """Durable write of state.pt, then `spotrun commit`; failures only warn."""
-        path = os.path.join(self.ckpt_dir, CKPT_NAME)
-        tmp = os.path.join(self.ckpt_dir, ".%s.tmp.%d" % (CKPT_NAME, os.getpid()))
+        """Atomic write of state.pt, then the commit; failures only warn."""
         try:
-            with open(tmp, "wb") as f:
-                torch.save(self.state(), f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-            dfd = os.open(self.ckpt_dir, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
+            with spotrun.saving(CKPT_NAME) as tmp:
+                torch.save(self.state(), tmp)
         except OSError as e:
             print("train.py: warning: cannot save checkpoint in %s: %s" % (self.ckpt_dir, e),
                   file=sys.stderr, flush=True)
             return
-        cmd = [self.spotrun, "commit", "--step", str(self.step)]
         try:
-            rc = subprocess.run(cmd).returncode
-        except OSError as e:
-            rc = e
-        if rc != 0:
-            print("train.py: warning: %s failed (%s); training goes on" % (" ".join(cmd), rc),
+            spotrun.commit(self.step)
+        except spotrun.WrapperGone as e:
+            print("train.py: warning: %s; training goes on without checkpoints" % e,
                   file=sys.stderr, flush=True)
+            self.ckpt_dir = None  # nobody is left to commit to
+        except spotrun.Error as e:
+            print("train.py: warning: commit of step %d failed (%s); training goes on"
+                  % (self.step, e), file=sys.stderr, flush=True)
+
+    def report(self, loss):
+        """The loss into the run's event log (`spotrun show`); never fatal."""
+        if not self.ckpt_dir:
+            return
+        try:
+            spotrun.metric("loss", loss, step=self.step)
+        except (spotrun.Error, ValueError) as e:  # ValueError: a nan loss
+            print("train.py: warning: metric not recorded: %s" % e, file=sys.stderr, flush=True)
 
     def train_step(self):
         self.model.train()
@@ -196,7 +177,7 @@ class Job:
 
     def run(self):
         args = self.args
-        may_crash = os.environ.get("SPOTRUN_ATTEMPT", "0") in ("", "0")
+        may_crash = spotrun.attempt() == 0
         saved_at = self.step
         while self.step < args.steps:
             if may_crash and args.crash_at is not None and self.step == args.crash_at:
@@ -205,10 +186,10 @@ class Job:
             loss = self.train_step()
             if self.step % 10 == 0:
                 log("step %d loss %.6f" % (self.step, loss))
-            requested = self.requested
+                self.report(loss)
+            requested = spotrun.checkpoint_due()  # pending until a commit answers it
             periodic = args.save_every > 0 and self.step % args.save_every == 0
             if self.ckpt_dir and (requested or periodic):
-                self.requested = False  # a request arriving during save stays pending
                 if requested:  # before the commit: the wrapper may stop us right after it
                     log("checkpoint requested at step %d" % self.step)
                 self.save()
@@ -224,10 +205,8 @@ def main():
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     job = Job(args)
-    if job.ckpt_dir:
-        job.install_handler()
-        if os.environ.get("SPOTRUN_RESUMED") == "1":
-            job.load()
+    if job.ckpt_dir and spotrun.resumed():
+        job.load()
     job.run()
     digest = weights_sha256(job.model)
     log("final weights sha256: %s" % digest)
