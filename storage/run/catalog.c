@@ -17,10 +17,14 @@
  * Threads: no state of its own; safe wherever the store handle is.
  */
 #include "catalog.h"
+#include "fsutil.h"
 #include "log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +54,27 @@ void sr_ckpt_key(char *buf, size_t len, const char *run_id, uint64_t seq, const 
         snprintf(buf, len, "%s/ckpt/%010llu", run_id, (unsigned long long)seq);
 }
 
+void sr_ckpt_names(const struct sr_manifest *m, char *data, char *record)
+{
+    if (m->is_part) {
+        snprintf(data, SR_CKPT_NAME_LEN, "part-%u-e%llu.tar.zst", m->node_rank,
+                 (unsigned long long)m->epoch);
+        snprintf(record, SR_CKPT_NAME_LEN, "part-%u-e%llu.json", m->node_rank,
+                 (unsigned long long)m->epoch);
+    } else {
+        snprintf(data, SR_CKPT_NAME_LEN, "%s", DATA_NAME);
+        snprintf(record, SR_CKPT_NAME_LEN, "%s", MANIFEST_NAME);
+    }
+}
+
+/* Key of m's data object or record (its manifest). */
+static void object_key(char key[KEY_LEN], const struct sr_manifest *m, int record)
+{
+    char data[SR_CKPT_NAME_LEN], rec[SR_CKPT_NAME_LEN];
+    sr_ckpt_names(m, data, rec);
+    sr_ckpt_key(key, KEY_LEN, m->run_id, m->seq, record ? rec : data);
+}
+
 void sr_ckpt_list_free(struct sr_ckpt_list *l)
 {
     free(l->v);
@@ -72,13 +97,13 @@ static uint64_t parse_seq(const char *name)
 /* Reads and checks the manifest of seq: 0, -ENOENT when there is none,
  * -EBADMSG when it is unparseable or belongs elsewhere, other errors of the
  * store as they come. */
-static int load_manifest(struct sr_store *st, const char *run_id, uint64_t seq,
-                         struct sr_manifest *m)
+static int load_record(struct sr_store *st, const char *run_id, uint64_t seq, const char *name,
+                       struct sr_manifest *m)
 {
     char key[KEY_LEN];
     char *buf = NULL;
     size_t len = 0;
-    sr_ckpt_key(key, sizeof(key), run_id, seq, MANIFEST_NAME);
+    sr_ckpt_key(key, sizeof(key), run_id, seq, name);
     int rc = sr_store_get(st, key, MANIFEST_MAX, &buf, &len);
     if (rc < 0)
         return rc;
@@ -89,7 +114,24 @@ static int load_manifest(struct sr_store *st, const char *run_id, uint64_t seq,
     if (m->seq != seq || strcmp(m->run_id, run_id) != 0)
         return sr_errf(-EBADMSG, "manifest %s belongs to run %s seq %llu", key, m->run_id,
                        (unsigned long long)m->seq);
+    char data[SR_CKPT_NAME_LEN], rec[SR_CKPT_NAME_LEN];
+    sr_ckpt_names(m, data, rec);
+    if (strcmp(rec, name) != 0)
+        return sr_errf(-EBADMSG, "manifest %s describes %s", key, rec);
     return 0;
+}
+
+static int load_manifest(struct sr_store *st, const char *run_id, uint64_t seq,
+                         struct sr_manifest *m)
+{
+    return load_record(st, run_id, seq, MANIFEST_NAME, m);
+}
+
+int sr_ckpt_load_record(struct sr_store *st, const char *run_id, uint64_t seq, const char *name,
+                        struct sr_manifest *m)
+{
+    int rc = check_run(run_id);
+    return rc < 0 ? rc : load_record(st, run_id, seq, name, m);
 }
 
 /* Oldest first: by owner epoch, then seq (see catalog.h). */
@@ -207,11 +249,10 @@ static int check_new_seq(struct sr_store *st, const struct sr_manifest *m)
         return rc;
     char key[KEY_LEN];
     uint64_t size = 0;
-    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, MANIFEST_NAME);
+    object_key(key, m, 1);
     rc = sr_store_size(st, key, &size);
     if (rc == 0)
-        return sr_errf(-EEXIST, "checkpoint %s seq %llu already exists in %s", m->run_id,
-                       (unsigned long long)m->seq, sr_store_url(st));
+        return sr_errf(-EEXIST, "%s already exists in %s", key, sr_store_url(st));
     return rc == -ENOENT ? 0 : rc;
 }
 
@@ -222,7 +263,7 @@ static int data_size_check(struct sr_store *st, const struct sr_manifest *m, cha
                            int mismatch)
 {
     uint64_t size = 0;
-    sr_ckpt_key(key, KEY_LEN, m->run_id, m->seq, DATA_NAME);
+    object_key(key, m, 0);
     const int rc = sr_store_size(st, key, &size);
     if (rc < 0)
         return rc;
@@ -239,7 +280,7 @@ static int put_manifest(struct sr_store *st, const struct sr_manifest *m, const 
                         size_t len)
 {
     char key[KEY_LEN];
-    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, MANIFEST_NAME);
+    object_key(key, m, 1);
     int rc = sr_store_put_if(st, key, json, len, NULL, NULL);
     if (rc != -EEXIST || sr_store_holds(st, key, json, len, NULL))
         return rc == -EEXIST ? 0 : rc;
@@ -286,7 +327,7 @@ int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char
     /* Encode first: a manifest we could not write must not cost an upload. */
     if ((rc = sr_manifest_to_json(m, &json, &len)) < 0)
         return rc;
-    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, DATA_NAME);
+    object_key(key, m, 0);
     rc = sr_store_put_file_new(st, key, data_path);
     if (rc == 0)
         rc = commit_manifest(st, m, json, len, data_path, fence);
@@ -315,7 +356,7 @@ int sr_ckpt_publish_dir(struct sr_store *st, struct sr_manifest *m, const char *
     struct sr_pack_stats stats;
     memset(&stats, 0, sizeof(stats));
     const int64_t t0 = mono_ms();
-    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, DATA_NAME);
+    object_key(key, m, 0);
     if ((rc = sr_store_writer_open_new(st, key, &w)) < 0)
         return rc;
     rc = sr_pack_dir(dir, sr_store_writer_sink, w, opts, &stats);
@@ -358,14 +399,106 @@ static int restore_one(struct sr_store *st, const struct sr_manifest *m, const c
     return rc;
 }
 
+/* Moves everything in from into into (directories merged, recursively, at
+ * most `depth` levels): parts of one step hold disjoint files; a file in
+ * two parts is an error, never a silent choice. */
+static int merge_into(const char *from, const char *into, int depth)
+{
+    if (depth > 64)
+        return sr_errf(-EBADMSG, "parts nest deeper than 64 directories below %s", into);
+    DIR *d = opendir(from);
+    if (!d)
+        return sr_errf(-errno, "cannot read %s: %s", from, strerror(errno));
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char a[PATH_MAX], b[PATH_MAX];
+        if (sr_pathf(a, sizeof(a), "%s/%s", from, e->d_name) < 0 ||
+            sr_pathf(b, sizeof(b), "%s/%s", into, e->d_name) < 0) {
+            rc = -ENAMETOOLONG;
+            break;
+        }
+        struct stat sa, sb;
+        if (lstat(a, &sa) != 0) {
+            rc = sr_errf(-errno, "cannot read %s: %s", a, strerror(errno));
+        } else if (lstat(b, &sb) != 0) {
+            if (rename(a, b) != 0)
+                rc = sr_errf(-errno, "cannot move %s to %s: %s", a, b, strerror(errno));
+        } else if (S_ISDIR(sa.st_mode) && S_ISDIR(sb.st_mode)) {
+            rc = merge_into(a, b, depth + 1);
+        } else {
+            rc = sr_errf(-EBADMSG, "two parts of the checkpoint hold %s", b + strlen(into) + 1);
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+/* A part of set m: its record, checked to be that rank's part of that
+ * step, then its data into dir. */
+static int restore_part(struct sr_store *st, const struct sr_manifest *set, uint32_t rank,
+                        const char *dir, int threads)
+{
+    struct sr_manifest part = *set;
+    part.is_part = 1;
+    part.node_rank = rank;
+    part.epoch = set->part_epoch[rank];
+    char data[SR_CKPT_NAME_LEN], rec[SR_CKPT_NAME_LEN];
+    sr_ckpt_names(&part, data, rec);
+    int rc = load_record(st, set->run_id, set->seq, rec, &part);
+    if (rc == 0 && (!part.is_part || part.node_rank != rank || part.nodes != set->nodes ||
+                    part.step != set->step))
+        rc = sr_errf(-EBADMSG, "%s/ckpt/%010llu/%s is not part %u of this checkpoint",
+                     set->run_id, (unsigned long long)set->seq, rec, rank);
+    return rc < 0 ? rc : restore_one(st, &part, dir, threads);
+}
+
+/* Every part of set m into dir: the first as usual (dir is replaced), the
+ * others into a scratch directory inside dir, then merged. */
+static int restore_all_parts(struct sr_store *st, const struct sr_manifest *m, const char *dir,
+                             int threads)
+{
+    int rc = restore_part(st, m, 0, dir, threads);
+    for (uint32_t r = 1; rc == 0 && r < m->nodes; r++) {
+        char tmp[PATH_MAX];
+        if ((rc = sr_pathf(tmp, sizeof(tmp), "%s/.spotrun-part-%u", dir, r)) < 0)
+            break;
+        rc = restore_part(st, m, r, tmp, threads);
+        if (rc == 0)
+            rc = merge_into(tmp, dir, 0);
+        sr_rmtree(tmp);
+    }
+    return rc;
+}
+
+static int restore_checkpoint(struct sr_store *st, const struct sr_manifest *m, const char *dir,
+                              const struct sr_restore_opts *o)
+{
+    const uint32_t have = m->nodes ? m->nodes : 1, want = o && o->nodes ? o->nodes : 1;
+    const int all = o && o->all_parts;
+    if (have != want && !all)
+        return sr_errf(-EINVAL,
+                       "checkpoint %s seq %llu was made by %u node(s) and this run has %u: "
+                       "resume with --restore-parts all (every part in every node's "
+                       "directory), or with --nodes %u",
+                       m->run_id, (unsigned long long)m->seq, have, want, have);
+    const int threads = o ? o->threads : 0;
+    if (m->nodes == 0)
+        return restore_one(st, m, dir, threads);
+    if (all)
+        return restore_all_parts(st, m, dir, threads);
+    return restore_part(st, m, o ? o->rank : 0, dir, threads);
+}
+
 /* Errors that condemn the checkpoint rather than this machine. */
 static int is_unusable(int rc)
 {
     return rc == -EBADMSG || rc == -EPERM || rc == -EFBIG || rc == -ENOENT;
 }
 
-static int restore_newest(struct sr_store *st, const char *run_id, const char *dir, int threads,
-                          struct sr_manifest *out)
+static int restore_newest(struct sr_store *st, const char *run_id, const char *dir,
+                          const struct sr_restore_opts *o, struct sr_manifest *out)
 {
     struct sr_ckpt_list l;
     int rc = sr_ckpt_list(st, run_id, &l);
@@ -374,7 +507,7 @@ static int restore_newest(struct sr_store *st, const char *run_id, const char *d
     rc = sr_errf(-ENOENT, "run %s has no complete checkpoint in %s", run_id, sr_store_url(st));
     for (size_t i = l.n; i-- > 0;) {
         const struct sr_manifest *m = &l.v[i];
-        rc = restore_one(st, m, dir, threads);
+        rc = restore_checkpoint(st, m, dir, o);
         if (rc == 0) {
             if (out)
                 *out = *m;
@@ -400,11 +533,18 @@ out:
 int sr_ckpt_restore(struct sr_store *st, const char *run_id, uint64_t seq, const char *dir,
                     int threads, struct sr_manifest *out)
 {
+    const struct sr_restore_opts o = {.threads = threads};
+    return sr_ckpt_restore_node(st, run_id, seq, dir, &o, out);
+}
+
+int sr_ckpt_restore_node(struct sr_store *st, const char *run_id, uint64_t seq, const char *dir,
+                         const struct sr_restore_opts *o, struct sr_manifest *out)
+{
     int rc = check_run(run_id);
     if (rc < 0)
         return rc;
     if (seq == 0)
-        return restore_newest(st, run_id, dir, threads, out);
+        return restore_newest(st, run_id, dir, o, out);
     struct sr_manifest m;
     rc = load_manifest(st, run_id, seq, &m);
     if (rc == -ENOENT)
@@ -412,7 +552,7 @@ int sr_ckpt_restore(struct sr_store *st, const char *run_id, uint64_t seq, const
                        (unsigned long long)seq, sr_store_url(st));
     if (rc < 0)
         return rc;
-    rc = restore_one(st, &m, dir, threads);
+    rc = restore_checkpoint(st, &m, dir, o);
     if (rc == 0 && out)
         *out = m;
     return rc;

@@ -34,6 +34,16 @@ void sr_ckpt_list_free(struct sr_ckpt_list *l);
 /* Key of a file of checkpoint seq ("run/ckpt/0000000007/MANIFEST.json"). */
 void sr_ckpt_key(char *buf, size_t len, const char *run_id, uint64_t seq, const char *name);
 
+/* Object names of m inside its seq: "data.tar.zst" and "MANIFEST.json",
+ * or for a node's part "part-<rank>-e<epoch>.tar.zst" and ".json"
+ * (docs/multinode.md). */
+#define SR_CKPT_NAME_LEN 64
+void sr_ckpt_names(const struct sr_manifest *m, char *data, char *record);
+/* Reads the record `name` of seq (a MANIFEST.json or a part's record) and
+ * checks it describes that very object: 0, -ENOENT, -EBADMSG, store errors. */
+int sr_ckpt_load_record(struct sr_store *st, const char *run_id, uint64_t seq, const char *name,
+                        struct sr_manifest *m);
+
 /* Complete checkpoints of run (unparseable manifests are skipped with a warning). */
 int sr_ckpt_list(struct sr_store *st, const char *run_id, struct sr_ckpt_list *out);
 
@@ -76,6 +86,18 @@ int sr_ckpt_publish_dir(struct sr_store *st, struct sr_manifest *m, const char *
  * with an explicit seq, a failure of that checkpoint is returned as is. */
 int sr_ckpt_restore(struct sr_store *st, const char *run_id, uint64_t seq, const char *dir,
                     int threads, struct sr_manifest *out);
+
+/* Which part of a multi-node checkpoint a node restores
+ * (docs/multinode.md): its own (rank), or with all_parts every part merged
+ * into the directory. A checkpoint made by another number of nodes than
+ * `nodes` (0 = 1) is refused (-EINVAL, naming both) unless all_parts. */
+struct sr_restore_opts {
+    int threads;
+    uint32_t nodes, rank;
+    int all_parts;
+};
+int sr_ckpt_restore_node(struct sr_store *st, const char *run_id, uint64_t seq, const char *dir,
+                         const struct sr_restore_opts *o, struct sr_manifest *out);
 
 /* Keeps the newest keep complete checkpoints; deletes older ones and also
  * incomplete ones older than the newest complete one. *deleted gets the

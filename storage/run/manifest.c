@@ -88,7 +88,8 @@ static int build(json_t *o, const struct sr_manifest *m)
     bad |= set_int(o, "frame_size", m->frame_size);
     bad |= set_int(o, "level", m->level);
     bad |= set_str(o, "codec", CODEC_NAME);
-    bad |= set_str(o, "checksum", m->checksum);
+    if (m->nodes == 0 || m->is_part)
+        bad |= set_str(o, "checksum", m->checksum);
     bad |= json_object_set_new(o, "stage_seconds", json_real(m->stage_seconds));
     if (m->epoch > 0)
         bad |= set_int(o, "epoch", (json_int_t)m->epoch);
@@ -97,6 +98,17 @@ static int build(json_t *o, const struct sr_manifest *m)
         for (uint32_t i = 0; peaks && i < m->gpu_devices; i++)
             bad |= json_array_append_new(peaks, json_integer((json_int_t)m->gpu_peak[i]));
         bad |= json_object_set_new(o, "gpu", json_pack("{s:o*}", "peak_bytes", peaks));
+    }
+    if (m->nodes > 0)
+        bad |= set_int(o, "nodes", m->nodes);
+    if (m->is_part)
+        bad |= set_int(o, "node_rank", m->node_rank);
+    if (m->nodes > 0 && !m->is_part) {
+        json_t *parts = json_array();
+        for (uint32_t r = 0; parts && r < m->nodes; r++)
+            bad |= json_array_append_new(parts, json_pack("{s:i,s:I}", "rank", (int)r, "epoch",
+                                                          (json_int_t)m->part_epoch[r]));
+        bad |= json_object_set_new(o, "parts", parts);
     }
     return bad;
 }
@@ -111,7 +123,13 @@ int sr_manifest_to_json(const struct sr_manifest *m, char **out, size_t *len)
         m->stored_bytes > INT64_MAX || m->files > INT64_MAX || m->epoch > SR_EPOCH_MAX ||
         m->created < 0)
         return sr_errf(-EINVAL, "manifest of %s: seq, sizes or time out of range", m->run_id);
-    if (!checksum_valid(m->checksum))
+    if (m->nodes > SR_NODES_MAX || (m->is_part && m->node_rank >= m->nodes))
+        return sr_errf(-EINVAL, "manifest of %s: %u nodes, rank %u out of range", m->run_id,
+                       m->nodes, m->node_rank);
+    for (uint32_t r = 0; m->nodes && !m->is_part && r < m->nodes; r++)
+        if (m->part_epoch[r] > SR_EPOCH_MAX)
+            return sr_errf(-EINVAL, "manifest of %s: epoch of part %u out of range", m->run_id, r);
+    if ((m->nodes == 0 || m->is_part) && !checksum_valid(m->checksum))
         return sr_errf(-EINVAL, "manifest of %s: invalid checksum \"%s\"", m->run_id, m->checksum);
     int rc = 0;
     char *s = NULL;
@@ -250,14 +268,16 @@ static int get_data(json_t *o, struct sr_manifest *m)
     if (strcmp(codec, CODEC_NAME) != 0)
         return sr_errf(-EBADMSG, "manifest: field \"codec\" must be \"%s\", not \"%s\"", CODEC_NAME,
                        codec);
+    /* A set of parts has no checksum of its own: each part has one. */
     json_t *c = json_object_get(o, "checksum");
-    if (!c)
+    if (!c && (m->nodes == 0 || m->is_part))
         return missing("checksum");
-    if (!json_is_string(c) || !checksum_valid(json_string_value(c)))
+    if (c && (!json_is_string(c) || !checksum_valid(json_string_value(c))))
         return sr_errf(-EBADMSG,
                        "manifest: field \"checksum\" must be \"xxh3-128:\" and 32 lowercase "
                        "hex digits");
-    memcpy(m->checksum, json_string_value(c), SR_CHECKSUM_LEN);
+    if (c)
+        memcpy(m->checksum, json_string_value(c), SR_CHECKSUM_LEN);
     json_t *s = json_object_get(o, "stage_seconds");
     if (!s)
         return missing("stage_seconds");
@@ -289,6 +309,42 @@ static void get_gpu(json_t *o, struct sr_manifest *m)
     m->gpu_devices = (uint32_t)n;
 }
 
+/* "nodes", "node_rank" and "parts" of a multi-node checkpoint: absent for a
+ * single-node one; when present, strict (they decide what is restored). */
+static int get_nodes(json_t *o, struct sr_manifest *m)
+{
+    if (!json_object_get(o, "nodes"))
+        return json_object_get(o, "node_rank") || json_object_get(o, "parts")
+                   ? sr_errf(-EBADMSG, "manifest: \"node_rank\" or \"parts\" without \"nodes\"")
+                   : 0;
+    json_int_t v;
+    int rc = get_int(o, "nodes", 1, SR_NODES_MAX, &v);
+    if (rc < 0)
+        return rc;
+    m->nodes = (uint32_t)v;
+    if (json_object_get(o, "node_rank")) {
+        if ((rc = get_int(o, "node_rank", 0, (json_int_t)m->nodes - 1, &v)) < 0)
+            return rc;
+        m->is_part = 1;
+        m->node_rank = (uint32_t)v;
+        return 0;
+    }
+    json_t *parts = json_object_get(o, "parts");
+    if (!json_is_array(parts) || json_array_size(parts) != m->nodes)
+        return sr_errf(-EBADMSG, "manifest: field \"parts\" must list each of the %u nodes once",
+                       m->nodes);
+    uint8_t seen[SR_NODES_MAX] = {0};
+    for (size_t i = 0; i < m->nodes; i++) {
+        json_t *p = json_array_get(parts, i);
+        json_int_t rank, epoch;
+        if (!json_is_object(p) || get_int(p, "rank", 0, (json_int_t)m->nodes - 1, &rank) < 0 ||
+            get_int(p, "epoch", 0, (json_int_t)SR_EPOCH_MAX, &epoch) < 0 || seen[rank]++)
+            return sr_errf(-EBADMSG, "manifest: part %zu of \"parts\" is malformed", i);
+        m->part_epoch[rank] = (uint64_t)epoch;
+    }
+    return 0;
+}
+
 char *sr_json_error_scrub(char *text)
 {
     /* jansson ends its messages with " near '<token>'" or " near end of
@@ -313,7 +369,8 @@ int sr_manifest_parse(const char *buf, size_t len, struct sr_manifest *m)
         rc = sr_errf(-EBADMSG, "manifest: not a JSON object");
         goto out;
     }
-    if ((rc = get_identity(o, &tmp)) < 0 || (rc = get_data(o, &tmp)) < 0)
+    if ((rc = get_identity(o, &tmp)) < 0 || (rc = get_nodes(o, &tmp)) < 0 ||
+        (rc = get_data(o, &tmp)) < 0)
         goto out;
     get_gpu(o, &tmp);
     *m = tmp;

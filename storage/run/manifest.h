@@ -23,6 +23,8 @@
  * A larger one in the store is malformed (never restored first, never
  * overflowing the next epoch). */
 #define SR_EPOCH_MAX (UINT64_C(1) << 53)
+/* Most nodes a multi-node checkpoint spans (docs/multinode.md). */
+#define SR_NODES_MAX 256
 
 struct sr_manifest {
     int format; /* SR_MANIFEST_FORMAT */
@@ -51,6 +53,17 @@ struct sr_manifest {
      * ignored, never a reason to refuse the manifest. */
     uint32_t gpu_devices;
     uint64_t gpu_peak[SR_MANIFEST_GPUS];
+    /* Multi-node checkpoints (docs/multinode.md). `nodes` is how many nodes
+     * the checkpoint spans: 0 for a single-node one (field absent). A node's
+     * part record (ckpt/<seq>/part-<rank>-e<epoch>.json) is a manifest of
+     * that part alone with is_part set and its node_rank; a set's
+     * MANIFEST.json has part_epoch[r], the epoch of the part of rank r it
+     * is made of, its data fields sum the parts', and it has no checksum
+     * of its own (each part has one). */
+    uint32_t nodes;
+    int is_part;
+    uint32_t node_rank;
+    uint64_t part_epoch[SR_NODES_MAX];
 };
 
 /* Serialises m (pretty, ends with a newline) into a malloc'd string. */

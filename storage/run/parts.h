@@ -1,0 +1,41 @@
+/*
+ * parts.h - multi-node checkpoints (docs/multinode.md): each node uploads
+ * its part of step S into ckpt/<S+1>/ create-only (sr_ckpt_publish with a
+ * part manifest: is_part, node_rank, nodes, epoch = the node's lease epoch),
+ * and the set's MANIFEST.json is written, create-only, by whichever node
+ * first sees every rank's part there. No coordinator: every node may try.
+ *
+ * Fencing: a part counts only when the caller's `counts` says its epoch is
+ * its rank's current one (storage/run/lease.h: sr_lease_part_counts), so a
+ * part from an owner that lost its lease never completes a set.
+ */
+#ifndef SPOTRUN_PARTS_H
+#define SPOTRUN_PARTS_H
+
+#include <stdint.h>
+
+#include "manifest.h"
+#include "store.h"
+
+/* The seq of step's checkpoint in a multi-node run: every node names it
+ * alike without talking to the others. */
+static inline uint64_t sr_set_seq(int64_t step)
+{
+    return (uint64_t)step + 1;
+}
+
+/* 1 when the part of rank at epoch may complete a set, 0 when it is fenced
+ * off, -errno when that cannot be told now (the store failed). */
+typedef int (*sr_part_counts_fn)(void *ctx, uint32_t rank, uint64_t epoch);
+
+/* Publishes the set of seq when it is complete: for every rank 0..nodes-1
+ * a part record that parses, names this run, seq, step and node count, and
+ * counts. Returns 1 when the set is published (now, or by another node
+ * before: *set, may be NULL, receives its manifest), 0 when a part is
+ * missing or fenced off (*missing, may be NULL, the first such rank), or
+ * -errno. */
+int sr_set_complete(struct sr_store *st, const char *run_id, uint64_t seq, uint32_t nodes,
+                    sr_part_counts_fn counts, void *ctx, struct sr_manifest *set,
+                    uint32_t *missing);
+
+#endif
