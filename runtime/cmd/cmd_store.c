@@ -432,12 +432,12 @@ int sr_cmd_push(int argc, char **argv)
         sr_store_close(st);
         return code;
     }
-    const struct sr_cp_config cfg = {.st = st,
-                                     .run_id = ops[0],
-                                     .keep = (unsigned)keep,
-                                     .threads = (int)threads,
-                                     .level = (int)level,
-                                     .lease = held.lease};
+    const struct sr_commits_config cfg = {.st = st,
+                                          .run_id = ops[0],
+                                          .keep = (unsigned)keep,
+                                          .threads = (int)threads,
+                                          .level = (int)level,
+                                          .lease = held.lease};
     uint64_t seq = 0;
     struct sr_manifest m;
     int rc = sr_ckpt_next_seq(st, ops[0], &seq);
@@ -445,7 +445,7 @@ int sr_cmd_push(int argc, char **argv)
         /* s3: no local staging; the archive streams into the store as it
          * is compressed (DIR is not the job's live directory here), and
          * the manifest is written once the data object is complete. */
-        rc = sr_cp_push_dir(&cfg, ops[1], seq, step, &m);
+        rc = sr_commits_push_dir(&cfg, ops[1], seq, step, &m);
     } else if (rc == 0) {
         /* Stage in the work dir, which usually shares a filesystem with
          * the default store (then the file store adopts the file without a
@@ -459,9 +459,9 @@ int sr_cmd_push(int argc, char **argv)
         if (rc == 0)
             rc = sr_pathf(tmp, sizeof(tmp), "%s/%d.tar.zst", spool, (int)getpid());
         if (rc == 0)
-            rc = sr_cp_stage(&cfg, ops[1], seq, step, tmp, &m);
+            rc = sr_commits_stage(&cfg, ops[1], seq, step, tmp, &m);
         if (rc == 0)
-            rc = sr_cp_persist(&cfg, &m, tmp);
+            rc = sr_commits_persist(&cfg, &m, tmp);
         unlink(tmp);
     }
     if (rc < 0) {

@@ -27,7 +27,7 @@
 struct job {
     struct job *next;
     int64_t step;
-    int tag;
+    int client_fd;
     char *dir;
     struct sr_manifest m; /* persist jobs */
     char path[4096];
@@ -35,19 +35,19 @@ struct job {
 
 struct res_node {
     struct res_node *next;
-    struct sr_cp_result r;
+    struct sr_commit_result r;
 };
 
-struct sr_cp {
-    struct sr_cp_config cfg;
+struct sr_commits {
+    struct sr_commits_config cfg;
     char *run_id, *spool;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     struct job *stage_q, *persist_q;
     struct res_node *res_head, *res_tail;
     int pending, staging, abandon;
-    int hurry; /* skip persists a newer staged checkpoint supersedes */
-    int stop_stage, stop_persist; /* set in this order by sr_cp_stop() */
+    int hurry;                    /* skip persists a newer staged checkpoint supersedes */
+    int stop_stage, stop_persist; /* set in this order by sr_commits_stop() */
     uint64_t next_seq;
     uint64_t last_stored;
     double persist_bps; /* measured, 0 = unknown */
@@ -71,7 +71,7 @@ static struct job *pop_job(struct job **q)
     return j;
 }
 
-static void post(struct sr_cp *cp, const struct sr_cp_result *r)
+static void post(struct sr_commits *cp, const struct sr_commit_result *r)
 {
     struct res_node *n = calloc(1, sizeof(*n));
     if (!n)
@@ -91,7 +91,7 @@ static void post(struct sr_cp *cp, const struct sr_cp_result *r)
 }
 
 /* The manifest fields that do not come from packing. */
-static void manifest_header(const struct sr_cp_config *cfg, uint64_t seq, int64_t step,
+static void manifest_header(const struct sr_commits_config *cfg, uint64_t seq, int64_t step,
                             struct sr_manifest *m)
 {
     memset(m, 0, sizeof(*m));
@@ -110,8 +110,8 @@ static void manifest_header(const struct sr_cp_config *cfg, uint64_t seq, int64_
     memcpy(m->gpu_peak, cfg->gpu_peak, sizeof(m->gpu_peak));
 }
 
-int sr_cp_stage(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, int64_t step,
-                const char *out_path, struct sr_manifest *m)
+int sr_commits_stage(const struct sr_commits_config *cfg, const char *dir, uint64_t seq,
+                     int64_t step, const char *out_path, struct sr_manifest *m)
 {
     const struct sr_pack_opts opts = {.level = cfg->level, .threads = cfg->threads};
     struct sr_pack_stats stats;
@@ -131,7 +131,7 @@ int sr_cp_stage(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, i
 
 /* --keep N after a checkpoint became durable; a failure only warns (the
  * new checkpoint is safe, old ones merely linger). */
-static void apply_retention(const struct sr_cp_config *cfg)
+static void apply_retention(const struct sr_commits_config *cfg)
 {
     if (!cfg->keep)
         return;
@@ -144,7 +144,7 @@ static void apply_retention(const struct sr_cp_config *cfg)
 }
 
 /* The lease's renewal right before the commit point. */
-static const struct sr_fence *fence_of(const struct sr_cp_config *cfg, struct sr_fence *f)
+static const struct sr_fence *fence_of(const struct sr_commits_config *cfg, struct sr_fence *f)
 {
     if (!cfg->lease)
         return NULL;
@@ -156,21 +156,22 @@ static const struct sr_fence *fence_of(const struct sr_cp_config *cfg, struct sr
 /* After -EEXIST (another writer took m's seq: a race in the weak lease
  * mode, or an old owner's upload landing first): moves m to the next free
  * seq. 1 to try again, 0 to give up (rc stands). */
-static int renumber(const struct sr_cp_config *cfg, struct sr_manifest *m, int rc, int tries)
+static int renumber(const struct sr_commits_config *cfg, struct sr_manifest *m, int rc, int tries)
 {
     uint64_t next = 0;
     if (rc != -EEXIST || tries >= 3 || sr_ckpt_next_seq(cfg->st, cfg->run_id, &next) < 0)
         return 0;
     if (next <= m->seq)
         next = m->seq + 1;
-    sr_warn("checkpoint seq %" PRIu64 " of %s was taken by another writer; publishing as seq %" PRIu64,
+    sr_warn("checkpoint seq %" PRIu64
+            " of %s was taken by another writer; publishing as seq %" PRIu64,
             m->seq, cfg->run_id, next);
     m->seq = next;
     return 1;
 }
 
-int sr_cp_push_dir(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, int64_t step,
-                   struct sr_manifest *m)
+int sr_commits_push_dir(const struct sr_commits_config *cfg, const char *dir, uint64_t seq,
+                        int64_t step, struct sr_manifest *m)
 {
     const struct sr_pack_opts opts = {.level = cfg->level, .threads = cfg->threads};
     manifest_header(cfg, seq, step, m);
@@ -185,7 +186,7 @@ int sr_cp_push_dir(const struct sr_cp_config *cfg, const char *dir, uint64_t seq
     return 0;
 }
 
-void sr_cp_set_gpu(struct sr_cp *cp, uint32_t devices, const uint64_t *peak)
+void sr_commits_set_gpu(struct sr_commits *cp, uint32_t devices, const uint64_t *peak)
 {
     pthread_mutex_lock(&cp->lock);
     cp->cfg.gpu_devices = devices <= SR_MANIFEST_GPUS ? devices : SR_MANIFEST_GPUS;
@@ -193,7 +194,7 @@ void sr_cp_set_gpu(struct sr_cp *cp, uint32_t devices, const uint64_t *peak)
     pthread_mutex_unlock(&cp->lock);
 }
 
-int sr_cp_persist(const struct sr_cp_config *cfg, struct sr_manifest *m, const char *path)
+int sr_commits_persist(const struct sr_commits_config *cfg, struct sr_manifest *m, const char *path)
 {
     struct sr_fence f;
     int rc, tries = 0;
@@ -206,17 +207,18 @@ int sr_cp_persist(const struct sr_cp_config *cfg, struct sr_manifest *m, const c
     return 0;
 }
 
-static void do_stage(struct sr_cp *cp, struct job *j)
+static void do_stage(struct sr_commits *cp, struct job *j)
 {
-    struct sr_cp_result r = {.kind = SR_CP_STAGED, .step = j->step, .tag = j->tag};
+    struct sr_commit_result r = {
+        .kind = SR_COMMIT_STAGED, .step = j->step, .client_fd = j->client_fd};
     pthread_mutex_lock(&cp->lock);
     r.seq = cp->next_seq++;
-    const struct sr_cp_config cfg = cp->cfg;
+    const struct sr_commits_config cfg = cp->cfg;
     pthread_mutex_unlock(&cp->lock);
     snprintf(j->path, sizeof(j->path), "%s/%010" PRIu64 ".tar.zst", cp->spool, r.seq);
     const int64_t t0 = sr_now_ms();
     sr_err_clear();
-    r.rc = sr_cp_stage(&cfg, j->dir, r.seq, j->step, j->path, &j->m);
+    r.rc = sr_commits_stage(&cfg, j->dir, r.seq, j->step, j->path, &j->m);
     r.ms = sr_now_ms() - t0;
     if (r.rc < 0) {
         snprintf(r.msg, sizeof(r.msg), "%s", sr_strerror(r.rc));
@@ -244,14 +246,14 @@ static void do_stage(struct sr_cp *cp, struct job *j)
     post(cp, &r);
 }
 
-static void do_persist(struct sr_cp *cp, struct job *j)
+static void do_persist(struct sr_commits *cp, struct job *j)
 {
-    struct sr_cp_result r = {.kind = SR_CP_PERSISTED,
-                             .seq = j->m.seq,
-                             .step = j->step,
-                             .tag = j->tag,
-                             .raw_bytes = j->m.raw_bytes,
-                             .stored_bytes = j->m.stored_bytes};
+    struct sr_commit_result r = {.kind = SR_COMMIT_PERSISTED,
+                                 .seq = j->m.seq,
+                                 .step = j->step,
+                                 .client_fd = j->client_fd,
+                                 .raw_bytes = j->m.raw_bytes,
+                                 .stored_bytes = j->m.stored_bytes};
     pthread_mutex_lock(&cp->lock);
     const int superseded = cp->hurry && cp->persist_q;
     pthread_mutex_unlock(&cp->lock);
@@ -269,11 +271,11 @@ static void do_persist(struct sr_cp *cp, struct job *j)
         return;
     }
     pthread_mutex_lock(&cp->lock);
-    const struct sr_cp_config cfg = cp->cfg;
+    const struct sr_commits_config cfg = cp->cfg;
     pthread_mutex_unlock(&cp->lock);
     const int64_t t0 = sr_now_ms();
     sr_err_clear();
-    r.rc = sr_cp_persist(&cfg, &j->m, j->path);
+    r.rc = sr_commits_persist(&cfg, &j->m, j->path);
     r.seq = j->m.seq; /* renumbered if another writer took the seq */
     r.ms = sr_now_ms() - t0;
     unlink(j->path);
@@ -303,8 +305,8 @@ static void do_persist(struct sr_cp *cp, struct job *j)
 }
 
 /* One worker loop for either queue. */
-static void *worker(struct sr_cp *cp, struct job **q, const int *stop,
-                    void (*fn)(struct sr_cp *, struct job *))
+static void *worker(struct sr_commits *cp, struct job **q, const int *stop,
+                    void (*fn)(struct sr_commits *, struct job *))
 {
     pthread_mutex_lock(&cp->lock);
     for (;;) {
@@ -323,21 +325,21 @@ static void *worker(struct sr_cp *cp, struct job **q, const int *stop,
 
 static void *stager_main(void *arg)
 {
-    struct sr_cp *cp = arg;
+    struct sr_commits *cp = arg;
     return worker(cp, &cp->stage_q, &cp->stop_stage, do_stage);
 }
 
 static void *persister_main(void *arg)
 {
-    struct sr_cp *cp = arg;
+    struct sr_commits *cp = arg;
     /* stop_persist is set only after the stager has exited, so the
      * persister never quits while the stager can still hand it work. */
     return worker(cp, &cp->persist_q, &cp->stop_persist, do_persist);
 }
 
-int sr_cp_start(const struct sr_cp_config *cfg, struct sr_cp **out)
+int sr_commits_start(const struct sr_commits_config *cfg, struct sr_commits **out)
 {
-    struct sr_cp *cp = calloc(1, sizeof(*cp));
+    struct sr_commits *cp = calloc(1, sizeof(*cp));
     if (!cp)
         return -ENOMEM;
     cp->cfg = *cfg;
@@ -369,19 +371,19 @@ int sr_cp_start(const struct sr_cp_config *cfg, struct sr_cp **out)
     return 0;
 }
 
-void sr_cp_hurry(struct sr_cp *cp, int on)
+void sr_commits_hurry(struct sr_commits *cp, int on)
 {
     pthread_mutex_lock(&cp->lock);
     cp->hurry = on;
     pthread_mutex_unlock(&cp->lock);
 }
 
-int sr_cp_fd(const struct sr_cp *cp)
+int sr_commits_fd(const struct sr_commits *cp)
 {
     return cp->pipe_r;
 }
 
-void sr_cp_set_attempt(struct sr_cp *cp, uint32_t attempt, struct sr_events *ev)
+void sr_commits_set_attempt(struct sr_commits *cp, uint32_t attempt, struct sr_events *ev)
 {
     pthread_mutex_lock(&cp->lock);
     cp->cfg.attempt = attempt;
@@ -389,7 +391,7 @@ void sr_cp_set_attempt(struct sr_cp *cp, uint32_t attempt, struct sr_events *ev)
     pthread_mutex_unlock(&cp->lock);
 }
 
-int sr_cp_submit(struct sr_cp *cp, const char *dir, int64_t step, int tag)
+int sr_commits_submit(struct sr_commits *cp, const char *dir, int64_t step, int client_fd)
 {
     struct job *j = calloc(1, sizeof(*j));
     if (!j || !(j->dir = strdup(dir))) {
@@ -397,7 +399,7 @@ int sr_cp_submit(struct sr_cp *cp, const char *dir, int64_t step, int tag)
         return -ENOMEM;
     }
     j->step = step;
-    j->tag = tag;
+    j->client_fd = client_fd;
     pthread_mutex_lock(&cp->lock);
     push_job(&cp->stage_q, j);
     cp->pending++;
@@ -407,7 +409,7 @@ int sr_cp_submit(struct sr_cp *cp, const char *dir, int64_t step, int tag)
     return 0;
 }
 
-int sr_cp_take(struct sr_cp *cp, struct sr_cp_result *res)
+int sr_commits_take(struct sr_commits *cp, struct sr_commit_result *res)
 {
     char drain[64];
     while (read(cp->pipe_r, drain, sizeof(drain)) > 0) {
@@ -434,7 +436,7 @@ int sr_cp_take(struct sr_cp *cp, struct sr_cp_result *res)
     return 1;
 }
 
-int sr_cp_pending(struct sr_cp *cp)
+int sr_commits_pending(struct sr_commits *cp)
 {
     pthread_mutex_lock(&cp->lock);
     const int n = cp->pending;
@@ -442,7 +444,7 @@ int sr_cp_pending(struct sr_cp *cp)
     return n;
 }
 
-int sr_cp_staging(struct sr_cp *cp)
+int sr_commits_staging(struct sr_commits *cp)
 {
     pthread_mutex_lock(&cp->lock);
     const int n = cp->staging;
@@ -450,7 +452,7 @@ int sr_cp_staging(struct sr_cp *cp)
     return n;
 }
 
-int64_t sr_cp_persist_estimate_ms(struct sr_cp *cp)
+int64_t sr_commits_persist_estimate_ms(struct sr_commits *cp)
 {
     pthread_mutex_lock(&cp->lock);
     const double bps = cp->persist_bps;
@@ -461,7 +463,7 @@ int64_t sr_cp_persist_estimate_ms(struct sr_cp *cp)
     return (int64_t)((double)bytes * 1000.0 / bps);
 }
 
-void sr_cp_stop(struct sr_cp *cp, int abandon)
+void sr_commits_stop(struct sr_commits *cp, int abandon)
 {
     if (!cp)
         return;
@@ -486,7 +488,7 @@ void sr_cp_stop(struct sr_cp *cp, int abandon)
         free(j->dir);
         free(j);
     }
-    for (struct sr_cp_result r; sr_cp_take(cp, &r);) {
+    for (struct sr_commit_result r; sr_commits_take(cp, &r);) {
     }
     close(cp->pipe_r);
     close(cp->pipe_w);

@@ -1,5 +1,7 @@
 /*
- * checkpointer.h - the snapshot / persist split of the commit protocol.
+ * checkpointer.h - the job's commits (sr_commits_*): the stage / persist
+ * split of the commit protocol. (The store's catalog of checkpoints is
+ * storage/run/catalog.h, sr_ckpt_*.)
  *
  * A commit is two steps on two threads, so the job is held only for the
  * first one:
@@ -11,8 +13,8 @@
  *                              retention. Reported as PERSISTED.
  * Jobs run in submission order; seqs are allocated in that order from the
  * store's next free seq. Results are queued for the supervisor, whose loop
- * polls sr_cp_fd() and drains them with sr_cp_take(). A failed persist leaves
- * the previous checkpoint as the newest: never a partial one.
+ * polls sr_commits_fd() and drains them with sr_commits_take(). A failed
+ * persist leaves the previous checkpoint as the newest: never a partial one.
  */
 #ifndef SPOTRUN_CHECKPOINTER_H
 #define SPOTRUN_CHECKPOINTER_H
@@ -24,7 +26,7 @@
 #include "lease.h"
 #include "store.h"
 
-struct sr_cp_config {
+struct sr_commits_config {
     struct sr_store *st;
     const char *run_id;
     const char *spool_dir; /* local staging area (created) */
@@ -38,63 +40,64 @@ struct sr_cp_config {
      * persist with -ESTALE). */
     struct sr_lease *lease;
     uint64_t epoch; /* recorded in manifests when there is no lease */
-    /* GPU memory peaks recorded in the manifests (sr_cp_set_gpu). */
+    /* GPU memory peaks recorded in the manifests (sr_commits_set_gpu). */
     uint32_t gpu_devices;
     uint64_t gpu_peak[SR_MANIFEST_GPUS];
 };
 
-enum sr_cp_kind { SR_CP_STAGED, SR_CP_PERSISTED };
+enum sr_commit_kind { SR_COMMIT_STAGED, SR_COMMIT_PERSISTED };
 
-struct sr_cp_result {
-    enum sr_cp_kind kind;
+struct sr_commit_result {
+    enum sr_commit_kind kind;
     uint64_t seq;
     int64_t step;
-    int tag; /* as submitted (the supervisor passes the client's fd, or -1) */
-    int rc;  /* 0 or -errno */
+    int client_fd; /* as submitted (the supervisor passes the client's fd, or -1) */
+    int rc;        /* 0 or -errno */
     char msg[256];
     uint64_t raw_bytes, stored_bytes;
     int64_t ms; /* time the step took */
 };
 
-struct sr_cp;
+struct sr_commits;
 
 /* Synchronous building blocks, also used by `spotrun push`. */
-int sr_cp_stage(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, int64_t step,
-                const char *out_path, struct sr_manifest *m);
+int sr_commits_stage(const struct sr_commits_config *cfg, const char *dir, uint64_t seq,
+                     int64_t step, const char *out_path, struct sr_manifest *m);
 /* m->seq is raised when another writer took it meanwhile (-EEXIST). */
-int sr_cp_persist(const struct sr_cp_config *cfg, struct sr_manifest *m, const char *path);
+int sr_commits_persist(const struct sr_commits_config *cfg, struct sr_manifest *m,
+                       const char *path);
 /* stage + persist without the local staging file (`spotrun push`): dir is
  * packed straight into the store (sr_ckpt_publish_dir), then retention.
  * Not for the job's commits: the job may change dir once it is staged. */
-int sr_cp_push_dir(const struct sr_cp_config *cfg, const char *dir, uint64_t seq, int64_t step,
-                   struct sr_manifest *m);
+int sr_commits_push_dir(const struct sr_commits_config *cfg, const char *dir, uint64_t seq,
+                        int64_t step, struct sr_manifest *m);
 
-int sr_cp_start(const struct sr_cp_config *cfg, struct sr_cp **out);
-int sr_cp_fd(const struct sr_cp *cp);
+int sr_commits_start(const struct sr_commits_config *cfg, struct sr_commits **out);
+int sr_commits_fd(const struct sr_commits *cp);
 /* The attempt recorded in manifests and the event log to write to, for
  * commits staged from now on (called between attempts). */
-void sr_cp_set_attempt(struct sr_cp *cp, uint32_t attempt, struct sr_events *ev);
+void sr_commits_set_attempt(struct sr_commits *cp, uint32_t attempt, struct sr_events *ev);
 /* The GPU memory peaks per device to record in manifests staged from now
  * on (the supervisor reads them from the shim's pages). */
-void sr_cp_set_gpu(struct sr_cp *cp, uint32_t devices, const uint64_t *peak);
+void sr_commits_set_gpu(struct sr_commits *cp, uint32_t devices, const uint64_t *peak);
 /* While on (a deadline is near), a staged checkpoint whose persist has not
  * started is skipped when a newer one is staged behind it: its result is
  * -ECANCELED. The newest commit becomes durable sooner. */
-void sr_cp_hurry(struct sr_cp *cp, int on);
+void sr_commits_hurry(struct sr_commits *cp, int on);
 /* Queues a commit of dir (copied) at step (-1 unknown). */
-int sr_cp_submit(struct sr_cp *cp, const char *dir, int64_t step, int tag);
+int sr_commits_submit(struct sr_commits *cp, const char *dir, int64_t step, int client_fd);
 /* 1 and fills res when a result was queued, else 0. */
-int sr_cp_take(struct sr_cp *cp, struct sr_cp_result *res);
+int sr_commits_take(struct sr_commits *cp, struct sr_commit_result *res);
 /* Commits submitted and not yet persisted (or failed). */
-int sr_cp_pending(struct sr_cp *cp);
+int sr_commits_pending(struct sr_commits *cp);
 /* Commits submitted and not yet staged. */
-int sr_cp_staging(struct sr_cp *cp);
+int sr_commits_staging(struct sr_commits *cp);
 /* Expected persist time of a checkpoint like the last one, in ms, from the
  * measured throughput of earlier persists (a guess before the first). */
-int64_t sr_cp_persist_estimate_ms(struct sr_cp *cp);
+int64_t sr_commits_persist_estimate_ms(struct sr_commits *cp);
 /* Finishes queued work and joins the threads. With abandon (a deadline
  * passed), returns at once and leaves a running upload to the process exit:
  * its manifest is never written, so the previous checkpoint stands. */
-void sr_cp_stop(struct sr_cp *cp, int abandon);
+void sr_commits_stop(struct sr_commits *cp, int abandon);
 
 #endif

@@ -73,7 +73,7 @@ enum pre_phase { WAIT_COMMIT, DRAIN, STOPPING };
 
 struct sup {
     const struct sr_run_config *cfg;
-    struct sr_cp *cp;
+    struct sr_commits *cp;
     struct sr_events *ev;
     sigset_t orig_mask;
     int sigfd, lfd;
@@ -240,7 +240,7 @@ static int start_attempt(struct sup *s)
     const struct sr_run_config *c = s->cfg;
     struct sr_manifest m = {.step = -1};
     int resumed = 0;
-    sr_cp_set_attempt(s->cp, s->attempt, NULL);
+    sr_commits_set_attempt(s->cp, s->attempt, NULL);
     sr_events_close(s->ev);
     s->ev = NULL;
     int rc = sr_events_next_attempt(c->st, c->run_id, &s->attempt);
@@ -248,7 +248,7 @@ static int start_attempt(struct sup *s)
         rc = sr_events_open(&s->ev, c->st, c->run_id, s->attempt);
     if (rc < 0)
         return sr_fail(rc, "cannot read the run's event log");
-    sr_cp_set_attempt(s->cp, s->attempt, s->ev);
+    sr_commits_set_attempt(s->cp, s->attempt, s->ev);
     rc = restore(s, &m, &resumed);
     if (rc < 0)
         return sr_fail(rc, "cannot restore the newest checkpoint");
@@ -292,8 +292,8 @@ static int start_attempt(struct sup *s)
 static void commit_dir(struct sup *s, int64_t step, int client_fd, const char *why)
 {
     sr_gpu_usage_read(s->gpu_dir, &s->gpu);
-    sr_cp_set_gpu(s->cp, (uint32_t)s->gpu.devices, s->gpu.peak);
-    const int rc = sr_cp_submit(s->cp, s->cfg->ckpt_dir, step, client_fd);
+    sr_commits_set_gpu(s->cp, (uint32_t)s->gpu.devices, s->gpu.peak);
+    const int rc = sr_commits_submit(s->cp, s->cfg->ckpt_dir, step, client_fd);
     if (rc < 0) {
         if (client_fd >= 0) {
             sr_ctl_reply(client_fd, "ERR %s", strerror(-rc));
@@ -356,7 +356,7 @@ static void stop_job(struct sup *s)
  * never less than a second from now. */
 static int64_t commit_deadline(const struct sup *s, int64_t deadline_ms)
 {
-    const int64_t work = s->last_stage_ms + sr_cp_persist_estimate_ms(s->cp);
+    const int64_t work = s->last_stage_ms + sr_commits_persist_estimate_ms(s->cp);
     const int64_t by = deadline_ms - work - PERSIST_MARGIN_MS - work / 10;
     return by > now() + 1000 ? by : now() + 1000;
 }
@@ -380,7 +380,7 @@ static void notice(struct sup *s, const char *source, int64_t deadline_ms)
     s->phase = PREEMPTING;
     s->deadline = deadline_ms;
     s->commit_by = commit_deadline(s, deadline_ms);
-    sr_cp_hurry(s->cp, 1); /* only the newest checkpoint counts now */
+    sr_commits_hurry(s->cp, 1); /* only the newest checkpoint counts now */
     char left[32], commit_in[32];
     sr_format_duration_ms(deadline_ms - t, left, sizeof(left));
     sr_format_duration_ms(s->commit_by - t, commit_in, sizeof(commit_in));
@@ -429,7 +429,7 @@ static void preempt_tick(struct sup *s)
         enter_drain(s);
     }
     if (s->pre == DRAIN &&
-        (sr_cp_pending(s->cp) == 0 || s->finished >= s->drain_mark || t >= s->deadline))
+        (sr_commits_pending(s->cp) == 0 || s->finished >= s->drain_mark || t >= s->deadline))
         stop_job(s);
     if (s->pre == STOPPING && s->child && t >= s->kill_at) {
         sr_warn("the job did not stop after SIGTERM; killing it");
@@ -479,7 +479,7 @@ static void cloud_withdrawn(struct sup *s, const struct sr_notice_event *ev)
     sr_info("the %s notice was withdrawn: cancelling the stop, the job keeps running", ev->source);
     s->phase = RUNNING;
     s->deadline = s->commit_by = s->kill_at = 0;
-    sr_cp_hurry(s->cp, 0);
+    sr_commits_hurry(s->cp, 0);
 }
 
 static void on_notice(struct sup *s)
@@ -636,7 +636,7 @@ static void status_reply(struct sup *s, int fd)
     json_t *o =
         json_pack("{s:s,s:s,s:I,s:i,s:I,s:i}", "run_id", s->cfg->run_id, "state", names[s->phase],
                   "attempt", (json_int_t)s->attempt, "pid", (int)s->child, "durable_seq",
-                  (json_int_t)s->durable_seq, "pending", sr_cp_pending(s->cp));
+                  (json_int_t)s->durable_seq, "pending", sr_commits_pending(s->cp));
     char *txt = json_dumps(o, JSON_COMPACT);
     sr_ctl_reply(fd, "OK %s", txt ? txt : "{}");
     free(txt);
@@ -739,20 +739,20 @@ static void expire_conns(struct sup *s)
 
 static void on_result(struct sup *s)
 {
-    struct sr_cp_result r;
-    while (sr_cp_take(s->cp, &r)) {
-        if (r.kind == SR_CP_PERSISTED || r.rc < 0)
+    struct sr_commit_result r;
+    while (sr_commits_take(s->cp, &r)) {
+        if (r.kind == SR_COMMIT_PERSISTED || r.rc < 0)
             s->finished++;
         char raw[32], stored[32];
         sr_format_size(r.raw_bytes, raw, sizeof(raw));
         sr_format_size(r.stored_bytes, stored, sizeof(stored));
-        if (r.kind == SR_CP_STAGED) {
-            if (r.tag >= 0) {
+        if (r.kind == SR_COMMIT_STAGED) {
+            if (r.client_fd >= 0) {
                 if (r.rc == 0)
-                    sr_ctl_reply(r.tag, "OK %" PRIu64, r.seq);
+                    sr_ctl_reply(r.client_fd, "OK %" PRIu64, r.seq);
                 else
-                    sr_ctl_reply(r.tag, "ERR %s", r.msg);
-                close(r.tag);
+                    sr_ctl_reply(r.client_fd, "ERR %s", r.msg);
+                close(r.client_fd);
             }
             if (r.rc < 0)
                 sr_warn("checkpoint of %s failed: %s", s->cfg->ckpt_dir, r.msg);
@@ -796,7 +796,7 @@ static void on_timers(struct sup *s)
         if (fp != s->settle_fp) {
             s->settle_fp = fp;
             s->settle_since = t;
-        } else if (t - s->settle_since >= c->settle_ms && !sr_cp_staging(s->cp)) {
+        } else if (t - s->settle_since >= c->settle_ms && !sr_commits_staging(s->cp)) {
             int was = s->job_committed;
             s->job_committed = 0;
             commit_if_changed(s, "settled");
@@ -838,7 +838,7 @@ static int64_t next_wakeup(const struct sup *s)
 /* One iteration's decision: 1 = the run is over (s->exit_code set). */
 static int settle_state(struct sup *s)
 {
-    const int pending = sr_cp_pending(s->cp);
+    const int pending = sr_commits_pending(s->cp);
     if (s->phase == BACKOFF && now() >= s->restart_at && pending == 0) {
         on_result(s); /* report the last persists before the restore */
         const int rc = start_attempt(s);
@@ -875,7 +875,7 @@ static int loop(struct sup *s)
         struct pollfd p[FIXED_FDS + MAX_CONNS] = {
             {.fd = s->sigfd, .events = POLLIN},
             {.fd = s->lfd, .events = POLLIN},
-            {.fd = sr_cp_fd(s->cp), .events = POLLIN},
+            {.fd = sr_commits_fd(s->cp), .events = POLLIN},
             {.fd = sr_notice_fd(s->nw), .events = POLLIN},
             {.fd = s->lost ? -1 : sr_keeper_fd(s->keeper), .events = POLLIN}};
         for (int i = 0; i < MAX_CONNS; i++)
@@ -905,7 +905,7 @@ static void finish(struct sup *s, int code)
 {
     const struct sr_run_config *c = s->cfg;
     on_result(s); /* report what finished since the last poll */
-    const int drained = sr_cp_pending(s->cp) == 0;
+    const int drained = sr_commits_pending(s->cp) == 0;
     acknowledge(s); /* the job has stopped and the checkpoint is durable (or late) */
     if (code == SR_EX_CANTCREAT && s->lost) {
         sr_warn("run %s continues under its new owner; exit 73", c->run_id);
@@ -926,7 +926,7 @@ static void finish(struct sup *s, int code)
             sr_info("preempted; exit 75 (requeue me)");
     }
     if (drained) {
-        sr_cp_set_attempt(s->cp, s->attempt, NULL);
+        sr_commits_set_attempt(s->cp, s->attempt, NULL);
         sr_events_close(s->ev);
     } else {
         sr_events_flush(s->ev); /* the persister may still use it */
@@ -934,7 +934,7 @@ static void finish(struct sup *s, int code)
     s->ev = NULL;
     /* At a missed deadline the persister may still be uploading: leave it;
      * the process exit ends it and its manifest is never written. */
-    sr_cp_stop(s->cp, !drained);
+    sr_commits_stop(s->cp, !drained);
 }
 
 /* A wrapper killed mid-restore leaves "<ckpt>.spotrun-tmp.*" beside the
@@ -1004,15 +1004,15 @@ int sr_supervise(const struct sr_run_config *cfg)
     if ((rc = page_create(&s)) < 0)
         sr_warn("cannot create the job page %s: %s (requests reach the job by signal only)",
                 s.page_path, sr_strerror(rc));
-    const struct sr_cp_config cpc = {.st = cfg->st,
-                                     .run_id = cfg->run_id,
-                                     .spool_dir = spool,
-                                     .keep = cfg->keep,
-                                     .threads = cfg->threads,
-                                     .level = cfg->level,
-                                     .lease = cfg->lease,
-                                     .epoch = cfg->epoch};
-    rc = s.sigfd < 0 ? -errno : sr_cp_start(&cpc, &s.cp);
+    const struct sr_commits_config cpc = {.st = cfg->st,
+                                          .run_id = cfg->run_id,
+                                          .spool_dir = spool,
+                                          .keep = cfg->keep,
+                                          .threads = cfg->threads,
+                                          .level = cfg->level,
+                                          .lease = cfg->lease,
+                                          .epoch = cfg->epoch};
+    rc = s.sigfd < 0 ? -errno : sr_commits_start(&cpc, &s.cp);
     if (rc < 0) {
         close(s.lfd);
         unlink(cfg->control_path);

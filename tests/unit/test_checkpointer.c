@@ -39,9 +39,9 @@ struct fixture {
     char ckpt[PATH_MAX]; /* the job's checkpoint directory */
     char spool[PATH_MAX];
     struct sr_store *st;
-    struct sr_cp_config cfg;
-    struct sr_cp *cp;
-    struct sr_cp_result res[MAXRES];
+    struct sr_commits_config cfg;
+    struct sr_commits *cp;
+    struct sr_commit_result res[MAXRES];
     size_t nres;
 };
 
@@ -73,7 +73,7 @@ static int setup(void **state)
     snprintf(sub, sizeof(sub), "%s/rng", f->ckpt);
     assert_int_equal(sr_mkdirs(sub, 0755), 0);
     tu_write_text(sub, "state.txt", "seed 1234");
-    f->cfg = (struct sr_cp_config){
+    f->cfg = (struct sr_commits_config){
         .st = f->st, .run_id = RUN, .spool_dir = f->spool, .keep = 0, .attempt = 1, .threads = 2};
     *state = f;
     return 0;
@@ -82,7 +82,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *f = *state;
-    sr_cp_stop(f->cp, 0);
+    sr_commits_stop(f->cp, 0);
     sr_store_close(f->st);
     sr_rmtree(f->dir);
     free(f->dir);
@@ -93,21 +93,21 @@ static int teardown(void **state)
 static void start(struct fixture *f)
 {
     sr_err_clear();
-    const int rc = sr_cp_start(&f->cfg, &f->cp);
+    const int rc = sr_commits_start(&f->cfg, &f->cp);
     if (rc != 0)
-        fail_msg("sr_cp_start: %d %s", rc, sr_strerror(rc));
+        fail_msg("sr_commits_start: %d %s", rc, sr_strerror(rc));
 }
 
 static void stop(struct fixture *f)
 {
-    sr_cp_stop(f->cp, 0);
+    sr_commits_stop(f->cp, 0);
     f->cp = NULL;
 }
 
 /* Collects results, the way the supervisor's loop does (poll the fd, drain
- * with sr_cp_take), until want results of kind arrived in total; fails
+ * with sr_commits_take), until want results of kind arrived in total; fails
  * after WAIT_MS. */
-static void wait_results(struct fixture *f, enum sr_cp_kind kind, size_t want)
+static void wait_results(struct fixture *f, enum sr_commit_kind kind, size_t want)
 {
     const int64_t end = sr_now_ms() + WAIT_MS;
     for (;;) {
@@ -119,11 +119,11 @@ static void wait_results(struct fixture *f, enum sr_cp_kind kind, size_t want)
         const int64_t left = end - sr_now_ms();
         if (left <= 0)
             fail_msg("timed out: %zu of %zu %s results", have, want,
-                     kind == SR_CP_STAGED ? "STAGED" : "PERSISTED");
-        struct pollfd p = {.fd = sr_cp_fd(f->cp), .events = POLLIN};
+                     kind == SR_COMMIT_STAGED ? "STAGED" : "PERSISTED");
+        struct pollfd p = {.fd = sr_commits_fd(f->cp), .events = POLLIN};
         poll(&p, 1, (int)left);
-        struct sr_cp_result r;
-        while (sr_cp_take(f->cp, &r) == 1) {
+        struct sr_commit_result r;
+        while (sr_commits_take(f->cp, &r) == 1) {
             assert_true(f->nres < MAXRES);
             f->res[f->nres++] = r;
         }
@@ -131,7 +131,7 @@ static void wait_results(struct fixture *f, enum sr_cp_kind kind, size_t want)
 }
 
 /* Index of the result of kind for seq, or -1. */
-static int find_result(const struct fixture *f, enum sr_cp_kind kind, uint64_t seq)
+static int find_result(const struct fixture *f, enum sr_commit_kind kind, uint64_t seq)
 {
     for (size_t i = 0; i < f->nres; i++)
         if (f->res[i].kind == kind && f->res[i].seq == seq)
@@ -139,21 +139,21 @@ static int find_result(const struct fixture *f, enum sr_cp_kind kind, uint64_t s
     return -1;
 }
 
-static void submit(struct fixture *f, const char *dir, int64_t step, int tag)
+static void submit(struct fixture *f, const char *dir, int64_t step, int client_fd)
 {
-    assert_int_equal(sr_cp_submit(f->cp, dir, step, tag), 0);
+    assert_int_equal(sr_commits_submit(f->cp, dir, step, client_fd), 0);
 }
 
 /* Submits one commit and waits until it persisted; returns its result. */
-static struct sr_cp_result commit(struct fixture *f, int64_t step)
+static struct sr_commit_result commit(struct fixture *f, int64_t step)
 {
     size_t before = 0;
     for (size_t i = 0; i < f->nres; i++)
-        before += f->res[i].kind == SR_CP_PERSISTED;
+        before += f->res[i].kind == SR_COMMIT_PERSISTED;
     submit(f, f->ckpt, step, -1);
-    wait_results(f, SR_CP_PERSISTED, before + 1);
-    const struct sr_cp_result r = f->res[f->nres - 1];
-    assert_int_equal(r.kind, SR_CP_PERSISTED);
+    wait_results(f, SR_COMMIT_PERSISTED, before + 1);
+    const struct sr_commit_result r = f->res[f->nres - 1];
+    assert_int_equal(r.kind, SR_COMMIT_PERSISTED);
     if (r.rc != 0)
         fail_msg("persist failed: %d %s", r.rc, r.msg);
     return r;
@@ -178,37 +178,38 @@ static void test_three_submits_give_staged_then_persisted_results_in_seq_order(v
     submit(f, f->ckpt, 100, 11);
     submit(f, f->ckpt, 200, 12);
     submit(f, f->ckpt, 300, 13);
-    wait_results(f, SR_CP_PERSISTED, 3);
-    wait_results(f, SR_CP_STAGED, 3);
+    wait_results(f, SR_COMMIT_PERSISTED, 3);
+    wait_results(f, SR_COMMIT_STAGED, 3);
     assert_int_equal(f->nres, 6);
     uint64_t last_staged = 0, last_persisted = 0;
     for (size_t i = 0; i < f->nres; i++) {
-        const struct sr_cp_result *r = &f->res[i];
+        const struct sr_commit_result *r = &f->res[i];
         if (r->rc != 0)
             fail_msg("result %zu failed: %d %s", i, r->rc, r->msg);
-        uint64_t *last = r->kind == SR_CP_STAGED ? &last_staged : &last_persisted;
+        uint64_t *last = r->kind == SR_COMMIT_STAGED ? &last_staged : &last_persisted;
         assert_int_equal(r->seq, *last + 1); /* 1, 2, 3 in order */
         *last = r->seq;
         assert_int_equal(r->step, 100 * (int64_t)r->seq);
-        assert_int_equal(r->tag, 10 + (int)r->seq);
+        assert_int_equal(r->client_fd, 10 + (int)r->seq);
         assert_true(r->raw_bytes > 0);
         assert_true(r->stored_bytes > 0);
     }
     for (uint64_t seq = 1; seq <= 3; seq++)
-        assert_true(find_result(f, SR_CP_STAGED, seq) < find_result(f, SR_CP_PERSISTED, seq));
+        assert_true(find_result(f, SR_COMMIT_STAGED, seq) <
+                    find_result(f, SR_COMMIT_PERSISTED, seq));
 }
 
 static void test_pending_drops_to_zero_once_all_persisted(void **state)
 {
     struct fixture *f = *state;
     start(f);
-    assert_int_equal(sr_cp_pending(f->cp), 0);
+    assert_int_equal(sr_commits_pending(f->cp), 0);
     submit(f, f->ckpt, 1, -1);
     submit(f, f->ckpt, 2, -1);
     submit(f, f->ckpt, 3, -1);
-    wait_results(f, SR_CP_PERSISTED, 3);
-    assert_int_equal(sr_cp_pending(f->cp), 0);
-    assert_int_equal(sr_cp_staging(f->cp), 0);
+    wait_results(f, SR_COMMIT_PERSISTED, 3);
+    assert_int_equal(sr_commits_pending(f->cp), 0);
+    assert_int_equal(sr_commits_staging(f->cp), 0);
 }
 
 static void test_store_lists_the_persisted_checkpoints_with_their_steps(void **state)
@@ -218,7 +219,7 @@ static void test_store_lists_the_persisted_checkpoints_with_their_steps(void **s
     submit(f, f->ckpt, 10, -1);
     submit(f, f->ckpt, -1, -1);
     submit(f, f->ckpt, 30, -1);
-    wait_results(f, SR_CP_PERSISTED, 3);
+    wait_results(f, SR_COMMIT_PERSISTED, 3);
     struct sr_ckpt_list l;
     assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
     assert_int_equal(l.n, 3);
@@ -262,7 +263,7 @@ static void test_keep_two_leaves_only_the_newest_two(void **state)
     submit(f, f->ckpt, 1, -1);
     submit(f, f->ckpt, 2, -1);
     submit(f, f->ckpt, 3, -1);
-    wait_results(f, SR_CP_PERSISTED, 3);
+    wait_results(f, SR_COMMIT_PERSISTED, 3);
     struct sr_ckpt_list l;
     assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
     assert_int_equal(l.n, 2);
@@ -294,10 +295,10 @@ static void test_directory_may_change_once_staged(void **state)
     struct fixture *f = *state;
     start(f);
     submit(f, f->ckpt, 1, -1);
-    wait_results(f, SR_CP_STAGED, 1);
+    wait_results(f, SR_COMMIT_STAGED, 1);
     /* The job resumes and overwrites its checkpoint while it uploads. */
     tu_write_text(f->ckpt, "model.bin", "weights overwritten");
-    wait_results(f, SR_CP_PERSISTED, 1);
+    wait_results(f, SR_COMMIT_PERSISTED, 1);
     char out[PATH_MAX + 16];
     snprintf(out, sizeof(out), "%s/restored", f->dir);
     restore_seq(f, 1, out);
@@ -311,14 +312,14 @@ static void test_missing_directory_fails_at_stage_and_publishes_nothing(void **s
     char missing[PATH_MAX + 16];
     snprintf(missing, sizeof(missing), "%s/no-such-dir", f->dir);
     submit(f, missing, 9, 4);
-    wait_results(f, SR_CP_STAGED, 1);
-    const struct sr_cp_result *r = &f->res[0];
-    assert_int_equal(r->kind, SR_CP_STAGED);
+    wait_results(f, SR_COMMIT_STAGED, 1);
+    const struct sr_commit_result *r = &f->res[0];
+    assert_int_equal(r->kind, SR_COMMIT_STAGED);
     assert_true(r->rc < 0);
     assert_true(r->msg[0] != '\0');
-    assert_int_equal(r->tag, 4);
-    assert_int_equal(sr_cp_pending(f->cp), 0);
-    assert_int_equal(find_result(f, SR_CP_PERSISTED, r->seq), -1);
+    assert_int_equal(r->client_fd, 4);
+    assert_int_equal(sr_commits_pending(f->cp), 0);
+    assert_int_equal(find_result(f, SR_COMMIT_PERSISTED, r->seq), -1);
     struct sr_ckpt_list l;
     assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
     assert_int_equal(l.n, 0);
@@ -332,7 +333,7 @@ static void test_failed_stage_does_not_block_later_commits(void **state)
     char missing[PATH_MAX + 16];
     snprintf(missing, sizeof(missing), "%s/no-such-dir", f->dir);
     submit(f, missing, 1, -1);
-    const struct sr_cp_result r = commit(f, 2);
+    const struct sr_commit_result r = commit(f, 2);
     assert_int_equal(r.step, 2);
     struct sr_ckpt_list l;
     assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
@@ -365,7 +366,7 @@ static void test_restarted_checkpointer_continues_seq_numbering(void **state)
     stop(f);
     f->nres = 0;
     start(f);
-    const struct sr_cp_result r = commit(f, 3);
+    const struct sr_commit_result r = commit(f, 3);
     assert_int_equal(r.seq, 3);
 }
 
@@ -377,7 +378,7 @@ static void test_stage_fills_the_manifest(void **state)
     char out[PATH_MAX + 16];
     snprintf(out, sizeof(out), "%s/staged.tar.zst", f->dir);
     struct sr_manifest m;
-    assert_int_equal(sr_cp_stage(&f->cfg, f->ckpt, 7, 700, out, &m), 0);
+    assert_int_equal(sr_commits_stage(&f->cfg, f->ckpt, 7, 700, out, &m), 0);
     assert_string_equal(m.run_id, RUN);
     assert_int_equal(m.seq, 7);
     assert_int_equal(m.step, 700);
@@ -398,8 +399,8 @@ static void test_persist_publishes_a_data_object_of_stored_bytes(void **state)
     char out[PATH_MAX + 16];
     snprintf(out, sizeof(out), "%s/staged.tar.zst", f->dir);
     struct sr_manifest m;
-    assert_int_equal(sr_cp_stage(&f->cfg, f->ckpt, 1, 42, out, &m), 0);
-    assert_int_equal(sr_cp_persist(&f->cfg, &m, out), 0);
+    assert_int_equal(sr_commits_stage(&f->cfg, f->ckpt, 1, 42, out, &m), 0);
+    assert_int_equal(sr_commits_persist(&f->cfg, &m, out), 0);
     char key[512];
     sr_ckpt_key(key, sizeof(key), RUN, 1, "data.tar.zst");
     uint64_t size = 0;
@@ -425,10 +426,10 @@ static void test_persist_moves_to_a_free_seq_when_its_seq_was_taken(void **state
     snprintf(out, sizeof(out), "%s/staged.tar.zst", f->dir);
     snprintf(other, sizeof(other), "%s/other.tar.zst", f->dir);
     struct sr_manifest mine, theirs;
-    assert_int_equal(sr_cp_stage(&f->cfg, f->ckpt, 1, 10, out, &mine), 0);
-    assert_int_equal(sr_cp_stage(&f->cfg, f->ckpt, 1, 99, other, &theirs), 0);
-    assert_int_equal(sr_cp_persist(&f->cfg, &theirs, other), 0);
-    assert_int_equal(sr_cp_persist(&f->cfg, &mine, out), 0);
+    assert_int_equal(sr_commits_stage(&f->cfg, f->ckpt, 1, 10, out, &mine), 0);
+    assert_int_equal(sr_commits_stage(&f->cfg, f->ckpt, 1, 99, other, &theirs), 0);
+    assert_int_equal(sr_commits_persist(&f->cfg, &theirs, other), 0);
+    assert_int_equal(sr_commits_persist(&f->cfg, &mine, out), 0);
     assert_int_equal(mine.seq, 2);
     struct sr_ckpt_list l;
     assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
@@ -447,7 +448,7 @@ static void test_stage_of_missing_directory_fails_with_message(void **state)
     snprintf(missing, sizeof(missing), "%s/no-such-dir", f->dir);
     struct sr_manifest m;
     sr_err_clear();
-    const int rc = sr_cp_stage(&f->cfg, missing, 1, 1, out, &m);
+    const int rc = sr_commits_stage(&f->cfg, missing, 1, 1, out, &m);
     assert_true(rc < 0);
     assert_true(sr_strerror(rc)[0] != '\0');
     struct stat sb;
