@@ -46,9 +46,12 @@ struct sr_lease {
     int released; /* by us: no more writes, no more commits */
 };
 
-static void lease_key(char *buf, size_t len, const char *run_id)
+static void lease_key(char *buf, size_t len, const char *run_id, int rank)
 {
-    snprintf(buf, len, "%s/%s", run_id, LEASE_NAME);
+    if (rank < 0)
+        snprintf(buf, len, "%s/%s", run_id, LEASE_NAME);
+    else
+        snprintf(buf, len, "%s/%s.%d", run_id, LEASE_NAME, rank);
 }
 
 static int encode(const char *run_id, const struct sr_lease_info *in, uint64_t writes, char **out,
@@ -60,6 +63,8 @@ static int encode(const char *run_id, const struct sr_lease_info *in, uint64_t w
                           (json_int_t)in->epoch, "acquired", (json_int_t)in->acquired, "renewed",
                           (json_int_t)in->renewed, "expires", (json_int_t)in->expires, "ttl",
                           in->ttl, "released", in->released, "writes", (json_int_t)writes);
+    if (o && in->prev_clean)
+        json_object_set_new(o, "prev_clean", json_true());
     char *s = o ? json_dumps(o, JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     if (!s)
@@ -138,6 +143,12 @@ int sr_lease_parse(const char *buf, size_t len, struct sr_lease_info *out)
         else
             in.released = json_is_true(r);
     }
+    if (rc == 0) {
+        json_t *c = json_object_get(o, "prev_clean"); /* optional */
+        if (c && !json_is_boolean(c))
+            rc = sr_errf(-EBADMSG, "lease: field \"prev_clean\" must be true or false");
+        in.prev_clean = json_is_true(c);
+    }
     json_decref(o);
     if (rc == 0)
         *out = in;
@@ -159,11 +170,31 @@ static int read_lease(struct sr_store *st, const char *key, struct sr_lease_info
 
 int sr_lease_read(struct sr_store *st, const char *run_id, struct sr_lease_info *info)
 {
-    if (!sr_run_id_valid(run_id))
+    return sr_lease_read_rank(st, run_id, -1, info);
+}
+
+int sr_lease_read_rank(struct sr_store *st, const char *run_id, int rank,
+                       struct sr_lease_info *info)
+{
+    if (!sr_manifest_run_id_valid(run_id))
         return sr_errf(-EINVAL, "invalid run id \"%.140s\"", run_id ? run_id : "");
     char key[SR_RUN_ID_MAX + 16];
-    lease_key(key, sizeof(key), run_id);
+    lease_key(key, sizeof(key), run_id, rank);
     return read_lease(st, key, info, NULL);
+}
+
+int sr_lease_part_counts(void *ctx, uint32_t rank, uint64_t epoch)
+{
+    const struct sr_lease_counts *c = ctx;
+    struct sr_lease_info li;
+    const int rc = sr_lease_read_rank(c->st, c->run_id, (int)rank, &li);
+    if (rc == -ENOENT)
+        return 1; /* a run without leases: nothing fences */
+    if (rc == -EBADMSG)
+        return 0;
+    if (rc < 0)
+        return rc;
+    return li.epoch == epoch || (li.epoch == epoch + 1 && li.prev_clean);
 }
 
 /* Writes info (with the next write counter) under the condition match
@@ -284,8 +315,14 @@ static void probe(struct sr_lease *l)
 int sr_lease_acquire(struct sr_store *st, const char *run_id, int ttl, struct sr_lease **out,
                      struct sr_lease_info *holder)
 {
+    return sr_lease_acquire_rank(st, run_id, -1, ttl, out, holder);
+}
+
+int sr_lease_acquire_rank(struct sr_store *st, const char *run_id, int rank, int ttl,
+                          struct sr_lease **out, struct sr_lease_info *holder)
+{
     *out = NULL;
-    if (!sr_run_id_valid(run_id))
+    if (!sr_manifest_run_id_valid(run_id))
         return sr_errf(-EINVAL, "invalid run id \"%.140s\"", run_id ? run_id : "");
     struct sr_lease *l = calloc(1, sizeof(*l));
     if (!l)
@@ -293,7 +330,7 @@ int sr_lease_acquire(struct sr_store *st, const char *run_id, int ttl, struct sr
     pthread_mutex_init(&l->lock, NULL);
     l->st = st;
     snprintf(l->run_id, sizeof(l->run_id), "%s", run_id);
-    lease_key(l->key, sizeof(l->key), run_id);
+    lease_key(l->key, sizeof(l->key), run_id, rank);
     struct sr_lease_info mine;
     memset(&mine, 0, sizeof(mine));
     make_owner(&mine);
@@ -305,8 +342,10 @@ int sr_lease_acquire(struct sr_store *st, const char *run_id, int ttl, struct sr
         rc = read_lease(st, l->key, &cur, etag);
         const int64_t now = (int64_t)time(NULL);
         const char *match = NULL;
+        mine.prev_clean = rc == -ENOENT || (rc == 0 && cur.released);
         if (rc == 0) {
             if (!cur.released && now < cur.expires && holder_dead_here(&cur, &mine)) {
+                mine.prev_clean = 1; /* proven dead: no late writes to fear */
                 sr_info("the lease of run %s belonged to pid %ld on this machine, which is gone; "
                         "taking it over",
                         run_id, cur.pid);

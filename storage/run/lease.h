@@ -41,9 +41,30 @@ struct sr_lease_info {
     int64_t acquired, renewed, expires; /* unix seconds */
     int ttl;                            /* seconds */
     int released;
+    /* The owner took the lease from a holder that had released it or was
+     * proven dead (or from nobody): that holder's last checkpoint parts
+     * still count for a multi-node set (parts.h). Optional in the object. */
+    int prev_clean;
 };
 
 struct sr_lease;
+
+/* Multi-node runs take one lease per node rank: <run>/LEASE.<rank>
+ * (docs/multinode.md). rank < 0 is the run's single LEASE. */
+int sr_lease_acquire_rank(struct sr_store *st, const char *run_id, int rank, int ttl,
+                          struct sr_lease **out, struct sr_lease_info *holder);
+int sr_lease_read_rank(struct sr_store *st, const char *run_id, int rank,
+                       struct sr_lease_info *info);
+
+/* Fencing of multi-node parts (an sr_part_counts_fn of parts.h, ctx = a
+ * struct sr_lease_counts): a part of rank at epoch counts when that rank's
+ * lease has that epoch, or the next one taken over cleanly (prev_clean);
+ * a run without leases fences nothing. */
+struct sr_lease_counts {
+    struct sr_store *st;
+    const char *run_id;
+};
+int sr_lease_part_counts(void *ctx, uint32_t rank, uint64_t epoch);
 
 /* Reads <run>/LEASE: 0, -ENOENT, -EBADMSG (unparseable: taken over by
  * acquire), -EPROTONOSUPPORT (a newer format: acquire refuses), store
