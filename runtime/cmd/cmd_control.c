@@ -174,7 +174,7 @@ static int find_single_wrapper(const char *root, char *out, size_t len)
     int found = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
-        if (!sr_run_id_valid(de->d_name))
+        if (!sr_manifest_run_id_valid(de->d_name))
             continue;
         char run_dir[PATH_MAX + 256], sock[PATH_MAX + 300], reply[512];
         snprintf(run_dir, sizeof(run_dir), "%s/%s", root, de->d_name);

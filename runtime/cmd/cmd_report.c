@@ -76,7 +76,7 @@ int sr_cmd_report(int argc, char **argv)
                 run ? "too many arguments" : "missing argument", usage);
         return SR_EX_USAGE;
     }
-    if (!sr_run_id_valid(run)) {
+    if (!sr_manifest_run_id_valid(run)) {
         fprintf(stderr, "spotrun report: invalid run id \"%s\"\n", run);
         return SR_EX_USAGE;
     }

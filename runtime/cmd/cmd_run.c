@@ -72,7 +72,7 @@ static struct sr_lease *run_lease;
 static int fresh_start(struct sr_store *st, const char *run_id, const char *ckpt_dir)
 {
     sr_info("--fresh: deleting run %s from %s", run_id, sr_store_url(st));
-    int rc = sr_run_clear(st, run_id);
+    int rc = sr_ckpt_clear_run(st, run_id);
     /* Emptied, not removed: it keeps its mark, and may be a mount point. */
     if (rc == 0 && access(ckpt_dir, F_OK) == 0)
         rc = sr_empty_dir(ckpt_dir);
@@ -121,26 +121,29 @@ static int claim_ckpt_dir(const char *ckpt, const char *run_dir)
 
 static int run_main(struct run_opts *o, char **cmd)
 {
-    struct sr_run_config c = {.argv = cmd,
-                              .every_ms = o->every_ms,
-                              .settle_ms = o->settle_ms,
-                              .grace_ms = o->grace_ms,
-                              .backoff_ms = o->backoff_ms,
-                              .max_restarts = (unsigned)o->max_restarts,
-                              .keep = (unsigned)o->keep,
-                              .threads = (int)o->threads,
-                              .level = (int)o->level,
-                              .gpu_mem_limit = o->gpu_mem_limit};
+    struct sr_supervise_config c = {.argv = cmd,
+                                    .every_ms = o->every_ms,
+                                    .settle_ms = o->settle_ms,
+                                    .grace_ms = o->grace_ms,
+                                    .backoff_ms = o->backoff_ms,
+                                    .max_restarts = (unsigned)o->max_restarts,
+                                    .keep = (unsigned)o->keep,
+                                    .threads = (int)o->threads,
+                                    .level = (int)o->level,
+                                    .gpu_mem_limit = o->gpu_mem_limit};
     char cwd[PATH_MAX], self[PATH_MAX], run_id[256], root[PATH_MAX], run_dir[PATH_MAX + 300];
     char ckpt[PATH_MAX + 300], sock[PATH_MAX + 300], preload[PATH_MAX];
     c.signo = parse_signal(o->signal);
     if (c.signo == SIGKILL || c.signo == SIGSTOP) {
-        fprintf(stderr, "spotrun run: --signal %s cannot be caught by the job; use SIGUSR1 or "
-                        "another catchable signal\n", o->signal);
+        fprintf(stderr,
+                "spotrun run: --signal %s cannot be caught by the job; use SIGUSR1 or "
+                "another catchable signal\n",
+                o->signal);
         return SR_EX_USAGE;
     }
     if (c.signo < 0) {
-        fprintf(stderr, "spotrun run: invalid value \"%s\" for --signal (e.g. SIGUSR1, USR2, "
+        fprintf(stderr,
+                "spotrun run: invalid value \"%s\" for --signal (e.g. SIGUSR1, USR2, "
                 "SIGRTMIN+2, 12)\n",
                 o->signal);
         return SR_EX_USAGE;
@@ -207,7 +210,7 @@ static int run_main(struct run_opts *o, char **cmd)
         fprintf(stderr, "spotrun: run %s is already running on this machine (%s answers)\n", run_id,
                 sock);
         code = SR_EX_CANTCREAT;
-    } else if (!o->fresh && (rc = sr_run_is_done(c.st, run_id)) == 1) {
+    } else if (!o->fresh && (rc = sr_ckpt_is_done(c.st, run_id)) == 1) {
         sr_info("run %s is already done (DONE in %s); use --fresh to start it over", run_id,
                 sr_store_url(c.st));
     } else if (o->lease_ttl_ms > 0 &&
@@ -217,7 +220,7 @@ static int run_main(struct run_opts *o, char **cmd)
         /* not ours */
     } else if (o->fresh && (rc = fresh_start(c.st, run_id, ckpt)) < 0) {
         code = sr_fail(rc, "--fresh");
-    } else if ((rc = sr_run_is_done(c.st, run_id)) != 0) {
+    } else if ((rc = sr_ckpt_is_done(c.st, run_id)) != 0) {
         if (rc < 0)
             code = sr_fail(rc, "cannot read the store");
         else

@@ -55,7 +55,7 @@ static int store_cmd_start(const char *cmd, const struct sr_opt *opts, int argc,
         return SR_EX_USAGE;
     }
     *ops = argv + first;
-    if (n > 0 && !sr_run_id_valid((*ops)[0]) && strcmp(cmd, "ls") != 0) {
+    if (n > 0 && !sr_manifest_run_id_valid((*ops)[0]) && strcmp(cmd, "ls") != 0) {
         fprintf(stderr, "spotrun %s: invalid run id \"%s\"\n", cmd, (*ops)[0]);
         return SR_EX_USAGE;
     }
@@ -144,7 +144,7 @@ int sr_cmd_ls(int argc, char **argv)
         code = SR_EX_USAGE;
         goto out;
     }
-    rc = sr_run_list(st, &runs);
+    rc = sr_ckpt_list_runs(st, &runs);
     if (rc < 0) {
         code = sr_fail(rc, "cannot list the store");
         goto out;

@@ -155,7 +155,7 @@ int sr_runid_expand(const char *tmpl, char *const argv[], const char *cwd, char 
     const int rc = expand(t, argv, cwd, out, len);
     if (rc < 0)
         return rc;
-    if (!sr_run_id_valid(out))
+    if (!sr_manifest_run_id_valid(out))
         return sr_errf(-EINVAL,
                        "invalid run id \"%s\": use 1-128 of A-Z a-z 0-9 . _ - "
                        "(not starting with . or -)",

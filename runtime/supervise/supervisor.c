@@ -72,7 +72,7 @@ enum phase { RUNNING, BACKOFF, PREEMPTING, FINISHING };
 enum pre_phase { WAIT_COMMIT, DRAIN, STOPPING };
 
 struct sup {
-    const struct sr_run_config *cfg;
+    const struct sr_supervise_config *cfg;
     struct sr_commits *cp;
     struct sr_events *ev;
     sigset_t orig_mask;
@@ -170,7 +170,7 @@ static int job_listens(const struct sup *s)
 
 static int restore(struct sup *s, struct sr_manifest *m, int *resumed)
 {
-    const struct sr_run_config *c = s->cfg;
+    const struct sr_supervise_config *c = s->cfg;
     const int64_t t0 = now();
     int rc = sr_ckpt_restore(c->st, c->run_id, 0, c->ckpt_dir, c->threads, m);
     if (rc == -ENOENT) {
@@ -198,7 +198,7 @@ static int restore(struct sup *s, struct sr_manifest *m, int *resumed)
 
 static char **job_env(struct sup *s, int resumed, const struct sr_manifest *m)
 {
-    const struct sr_run_config *c = s->cfg;
+    const struct sr_supervise_config *c = s->cfg;
     char buf[13][4300];
     char *add[14];
     int n = 0;
@@ -237,7 +237,7 @@ static char **job_env(struct sup *s, int resumed, const struct sr_manifest *m)
 /* Restores the newest checkpoint and starts the job. Returns 0 or an exit code. */
 static int start_attempt(struct sup *s)
 {
-    const struct sr_run_config *c = s->cfg;
+    const struct sr_supervise_config *c = s->cfg;
     struct sr_manifest m = {.step = -1};
     int resumed = 0;
     sr_commits_set_attempt(s->cp, s->attempt, NULL);
@@ -784,7 +784,7 @@ static void on_result(struct sup *s)
 
 static void on_timers(struct sup *s)
 {
-    const struct sr_run_config *c = s->cfg;
+    const struct sr_supervise_config *c = s->cfg;
     const int64_t t = now();
     if (s->phase == RUNNING && s->next_every && t >= s->next_every) {
         request_checkpoint(s, "every");
@@ -903,14 +903,14 @@ static int loop(struct sup *s)
 
 static void finish(struct sup *s, int code)
 {
-    const struct sr_run_config *c = s->cfg;
+    const struct sr_supervise_config *c = s->cfg;
     on_result(s); /* report what finished since the last poll */
     const int drained = sr_commits_pending(s->cp) == 0;
     acknowledge(s); /* the job has stopped and the checkpoint is durable (or late) */
     if (code == SR_EX_CANTCREAT && s->lost) {
         sr_warn("run %s continues under its new owner; exit 73", c->run_id);
     } else if (code == 0) {
-        const int rc = sr_run_mark_done(c->st, c->run_id);
+        const int rc = sr_ckpt_mark_done(c->st, c->run_id);
         if (rc < 0)
             sr_warn("cannot mark the run done: %s", sr_strerror(rc));
         emit(s, "done", NULL);
@@ -971,7 +971,7 @@ static void reap_leftovers(void)
     }
 }
 
-int sr_supervise(const struct sr_run_config *cfg)
+int sr_supervise(const struct sr_supervise_config *cfg)
 {
     struct sup s = {.cfg = cfg, .sigfd = -1, .lfd = -1};
     for (int i = 0; i < MAX_CONNS; i++)

@@ -19,7 +19,7 @@
 #include "notice.h"
 #include "store.h"
 
-struct sr_run_config {
+struct sr_supervise_config {
     char **argv; /* the job's command */
     const char *run_id;
     const char *run_dir;      /* local work dir of the run (spool, socket) */
@@ -46,6 +46,6 @@ struct sr_run_config {
 };
 
 /* Runs the job to its end; returns spotrun's exit code. */
-int sr_supervise(const struct sr_run_config *cfg);
+int sr_supervise(const struct sr_supervise_config *cfg);
 
 #endif

@@ -491,7 +491,7 @@ int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h)
     sr_strlist_free(&names);
     if (rc < 0)
         return rc;
-    const int d = sr_run_is_done(st, run_id);
+    const int d = sr_ckpt_is_done(st, run_id);
     if (d < 0)
         return d;
     h->done_marker = d;

@@ -38,7 +38,7 @@
 
 static int check_run(const char *run_id)
 {
-    if (!sr_run_id_valid(run_id))
+    if (!sr_manifest_run_id_valid(run_id))
         return sr_errf(-EINVAL,
                        "invalid run id \"%.140s\" (1-128 of A-Z a-z 0-9 . _ -, not starting "
                        "with . or -)",
@@ -653,7 +653,7 @@ out:
     return rc;
 }
 
-int sr_run_mark_done(struct sr_store *st, const char *run_id)
+int sr_ckpt_mark_done(struct sr_store *st, const char *run_id)
 {
     int rc = check_run(run_id);
     if (rc < 0)
@@ -679,7 +679,7 @@ int sr_run_mark_done(struct sr_store *st, const char *run_id)
     return rc;
 }
 
-int sr_run_is_done(struct sr_store *st, const char *run_id)
+int sr_ckpt_is_done(struct sr_store *st, const char *run_id)
 {
     int rc = check_run(run_id);
     if (rc < 0)
@@ -693,7 +693,7 @@ int sr_run_is_done(struct sr_store *st, const char *run_id)
     return rc < 0 ? rc : 1;
 }
 
-int sr_run_clear(struct sr_store *st, const char *run_id)
+int sr_ckpt_clear_run(struct sr_store *st, const char *run_id)
 {
     int rc = check_run(run_id);
     if (rc < 0)
@@ -711,7 +711,7 @@ int sr_run_clear(struct sr_store *st, const char *run_id)
     return rc;
 }
 
-int sr_run_list(struct sr_store *st, struct sr_strlist *out)
+int sr_ckpt_list_runs(struct sr_store *st, struct sr_strlist *out)
 {
     struct sr_strlist all;
     memset(out, 0, sizeof(*out));
@@ -719,7 +719,7 @@ int sr_run_list(struct sr_store *st, struct sr_strlist *out)
     if (rc < 0)
         return rc;
     for (size_t i = 0; i < all.n && rc == 0; i++)
-        if (sr_run_id_valid(all.v[i]))
+        if (sr_manifest_run_id_valid(all.v[i]))
             rc = sr_strlist_push(out, all.v[i]);
     sr_strlist_free(&all);
     if (rc < 0)

@@ -105,12 +105,12 @@ int sr_ckpt_restore_node(struct sr_store *st, const char *run_id, uint64_t seq, 
 int sr_ckpt_gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned *deleted);
 
 /* DONE marker. */
-int sr_run_mark_done(struct sr_store *st, const char *run_id);
-int sr_run_is_done(struct sr_store *st, const char *run_id); /* 1, 0, or -errno */
+int sr_ckpt_mark_done(struct sr_store *st, const char *run_id);
+int sr_ckpt_is_done(struct sr_store *st, const char *run_id); /* 1, 0, or -errno */
 /* Deletes the whole run but its LEASE (the caller may hold it). */
-int sr_run_clear(struct sr_store *st, const char *run_id);
+int sr_ckpt_clear_run(struct sr_store *st, const char *run_id);
 
 /* Runs in the store (names of top-level entries that are valid run ids). */
-int sr_run_list(struct sr_store *st, struct sr_strlist *out);
+int sr_ckpt_list_runs(struct sr_store *st, struct sr_strlist *out);
 
 #endif

@@ -26,7 +26,7 @@
 #define CODEC_NAME "tar+zstd-seekable"
 #define CHECKSUM_PREFIX "xxh3-128:"
 
-int sr_run_id_valid(const char *id)
+int sr_manifest_run_id_valid(const char *id)
 {
     if (!id)
         return 0;
@@ -117,7 +117,7 @@ int sr_manifest_to_json(const struct sr_manifest *m, char **out, size_t *len)
 {
     *out = NULL;
     *len = 0;
-    if (!sr_run_id_valid(m->run_id))
+    if (!sr_manifest_run_id_valid(m->run_id))
         return sr_errf(-EINVAL, "manifest: invalid run id \"%s\"", m->run_id);
     if (m->seq < 1 || m->seq > INT64_MAX || m->raw_bytes > INT64_MAX ||
         m->stored_bytes > INT64_MAX || m->files > INT64_MAX || m->epoch > SR_EPOCH_MAX ||
@@ -212,7 +212,7 @@ static int get_identity(json_t *o, struct sr_manifest *m)
     m->format = (int)v;
     if ((rc = get_str(o, "run_id", SR_RUN_ID_MAX, m->run_id)) < 0)
         return rc;
-    if (!sr_run_id_valid(m->run_id))
+    if (!sr_manifest_run_id_valid(m->run_id))
         return sr_errf(-EBADMSG, "manifest: field \"run_id\" is not a valid run id");
     if ((rc = get_int(o, "seq", 1, INT64_MAX, &v)) < 0)
         return rc;

@@ -73,7 +73,7 @@ int sr_manifest_to_json(const struct sr_manifest *m, char **out, size_t *len);
 int sr_manifest_parse(const char *buf, size_t len, struct sr_manifest *m);
 
 /* 1 if id is a valid run id: 1..128 of [A-Za-z0-9._-], not starting with '.' or '-'. */
-int sr_run_id_valid(const char *id);
+int sr_manifest_run_id_valid(const char *id);
 
 /* A store object is untrusted and may not even be what it claims (a
  * symlink to a secret on a careless file store): a JSON parse error names

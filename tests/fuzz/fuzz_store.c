@@ -299,7 +299,7 @@ static void exercise(void)
     if (sr_lease_read(st, RUN, &li) == 0 && li.epoch > SR_EPOCH_MAX)
         abort();
     check_message();
-    (void)sr_run_is_done(st, RUN);
+    (void)sr_ckpt_is_done(st, RUN);
     uint32_t next = 0;
     if (sr_events_next_attempt(st, RUN, &next) == 0 && next > SR_ATTEMPT_MAX)
         abort();
@@ -315,11 +315,11 @@ static void exercise(void)
     sr_hist_free(&h);
     check_message();
     struct sr_strlist runs;
-    if (sr_run_list(st, &runs) == 0)
+    if (sr_ckpt_list_runs(st, &runs) == 0)
         sr_strlist_free(&runs);
     unsigned deleted = 0;
     (void)sr_ckpt_gc(st, RUN, 1, &deleted);
-    (void)sr_run_clear(st, RUN);
+    (void)sr_ckpt_clear_run(st, RUN);
     sr_store_close(st);
     check_outside();
 }

@@ -452,9 +452,9 @@ static void gc_keeps_the_newest_and_deletes_manifests_first(void **state)
 static void done_marker(void **state)
 {
     struct fixture *f = *state;
-    assert_int_equal(sr_run_is_done(f->st, RUN), 0);
-    assert_int_equal(sr_run_mark_done(f->st, RUN), 0);
-    assert_int_equal(sr_run_is_done(f->st, RUN), 1);
+    assert_int_equal(sr_ckpt_is_done(f->st, RUN), 0);
+    assert_int_equal(sr_ckpt_mark_done(f->st, RUN), 0);
+    assert_int_equal(sr_ckpt_is_done(f->st, RUN), 1);
     char *text = tu_read_text(f->root, RUN "/DONE");
     assert_non_null(strstr(text, "\"time\""));
     assert_non_null(strstr(text, "\"host\""));
@@ -468,7 +468,7 @@ static void run_list_names_valid_runs(void **state)
     publish_run(f, "alpha", 1);
     assert_int_equal(sr_store_put(f->st, "not a run/x", "x", 1), 0);
     struct sr_strlist l;
-    assert_int_equal(sr_run_list(f->st, &l), 0);
+    assert_int_equal(sr_ckpt_list_runs(f->st, &l), 0);
     assert_int_equal(l.n, 2);
     assert_string_equal(l.v[0], "alpha");
     assert_string_equal(l.v[1], "beta");
@@ -482,10 +482,10 @@ static void run_clear_deletes_the_whole_run_only(void **state)
     incomplete(f, 2);
     publish_run(f, "other", 1);
     assert_int_equal(sr_store_put(f->st, RUN "/events/0.jsonl", "{}\n", 3), 0);
-    assert_int_equal(sr_run_mark_done(f->st, RUN), 0);
-    assert_int_equal(sr_run_clear(f->st, RUN), 0);
+    assert_int_equal(sr_ckpt_mark_done(f->st, RUN), 0);
+    assert_int_equal(sr_ckpt_clear_run(f->st, RUN), 0);
     assert_false(exists(f->root, RUN));
-    assert_int_equal(sr_run_is_done(f->st, RUN), 0);
+    assert_int_equal(sr_ckpt_is_done(f->st, RUN), 0);
     uint64_t next;
     assert_int_equal(sr_ckpt_next_seq(f->st, RUN, &next), 0);
     assert_int_equal(next, 1);
@@ -497,8 +497,8 @@ static void invalid_run_ids_are_refused(void **state)
     struct fixture *f = *state;
     struct sr_ckpt_list l;
     assert_int_equal(sr_ckpt_list(f->st, "../etc", &l), -EINVAL);
-    assert_int_equal(sr_run_clear(f->st, ""), -EINVAL);
-    assert_int_equal(sr_run_mark_done(f->st, "a/b"), -EINVAL);
+    assert_int_equal(sr_ckpt_clear_run(f->st, ""), -EINVAL);
+    assert_int_equal(sr_ckpt_mark_done(f->st, "a/b"), -EINVAL);
 }
 
 /* Another writer's data object already at the seq (a stale owner's upload

@@ -259,20 +259,20 @@ static void run_id_validation(void **state)
     char longest[SR_RUN_ID_MAX + 2];
     memset(longest, 'a', SR_RUN_ID_MAX);
     longest[SR_RUN_ID_MAX] = '\0';
-    assert_true(sr_run_id_valid(longest));
+    assert_true(sr_manifest_run_id_valid(longest));
     longest[SR_RUN_ID_MAX] = 'a';
     longest[SR_RUN_ID_MAX + 1] = '\0';
-    assert_false(sr_run_id_valid(longest));
+    assert_false(sr_manifest_run_id_valid(longest));
 
     const char *good[] = {"a", "run1", "exp-42.a_b", "A.B-C_D", "0", "_x"};
     const char *bad[] = {"", ".", "..", ".hidden", "-x", "a/b", "a b", "a\\b", "é", "a:b", "ckpt*"};
     for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
-        if (!sr_run_id_valid(good[i]))
+        if (!sr_manifest_run_id_valid(good[i]))
             fail_msg("\"%s\" should be valid", good[i]);
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
-        if (sr_run_id_valid(bad[i]))
+        if (sr_manifest_run_id_valid(bad[i]))
             fail_msg("\"%s\" should be invalid", bad[i]);
-    assert_false(sr_run_id_valid(NULL));
+    assert_false(sr_manifest_run_id_valid(NULL));
 }
 
 int main(void)
