@@ -20,6 +20,7 @@
 
 #include "catalog.h"
 #include "codec.h"
+#include "parts.h"
 #include "fsutil.h"
 #include "log.h"
 #include "units.h"
@@ -48,7 +49,7 @@ struct sr_commits {
     int pending, staging, abandon;
     int hurry;                    /* skip persists a newer staged checkpoint supersedes */
     int stop_stage, stop_persist; /* set in this order by sr_commits_stop() */
-    uint64_t next_seq;
+    uint64_t next_seq, spool_n;
     uint64_t last_stored;
     double persist_bps; /* measured, 0 = unknown */
     int pipe_r, pipe_w;
@@ -108,6 +109,11 @@ static void manifest_header(const struct sr_commits_config *cfg, uint64_t seq, i
     m->epoch = cfg->lease ? sr_lease_epoch(cfg->lease) : cfg->epoch;
     m->gpu_devices = cfg->gpu_devices <= SR_MANIFEST_GPUS ? cfg->gpu_devices : 0;
     memcpy(m->gpu_peak, cfg->gpu_peak, sizeof(m->gpu_peak));
+    if (cfg->nodes > 1) {
+        m->nodes = cfg->nodes;
+        m->is_part = 1;
+        m->node_rank = cfg->node_rank;
+    }
 }
 
 int sr_commits_stage(const struct sr_commits_config *cfg, const char *dir, uint64_t seq,
@@ -194,8 +200,38 @@ void sr_commits_set_gpu(struct sr_commits *cp, uint32_t devices, const uint64_t 
     pthread_mutex_unlock(&cp->lock);
 }
 
+/* A node's part: published under its step's seq (never renumbered: the
+ * seq is what makes parts of one step a set), then the set completed when
+ * every other part is there already. 1 when the set is published. */
+static int persist_part(const struct sr_commits_config *cfg, struct sr_manifest *m,
+                        const char *path)
+{
+    struct sr_fence f;
+    int rc = sr_ckpt_publish(cfg->st, m, path, fence_of(cfg, &f));
+    if (rc == -EEXIST) {
+        /* This owner committed this step before (its part is there and
+         * create-only): the first one stands. */
+        sr_debug("part %u of step %" PRId64 " is already in the store", m->node_rank, m->step);
+        rc = 0;
+    }
+    if (rc < 0)
+        return rc;
+    struct sr_lease_counts ctx = {.st = cfg->st, .run_id = cfg->run_id};
+    rc = sr_set_complete(cfg->st, cfg->run_id, m->seq, cfg->nodes, sr_lease_part_counts, &ctx,
+                         NULL, NULL);
+    if (rc < 0) /* the part is durable; the set is for the peers watcher now */
+        sr_warn("cannot complete the set of step %" PRId64 " yet: %s", m->step, sr_strerror(rc));
+    return rc > 0;
+}
+
 int sr_commits_persist(const struct sr_commits_config *cfg, struct sr_manifest *m, const char *path)
 {
+    if (cfg->nodes > 1) {
+        const int rc = persist_part(cfg, m, path);
+        if (rc > 0)
+            apply_retention(cfg);
+        return rc;
+    }
     struct sr_fence f;
     int rc, tries = 0;
     do
@@ -212,10 +248,12 @@ static void do_stage(struct sr_commits *cp, struct job *j)
     struct sr_commit_result r = {
         .kind = SR_COMMIT_STAGED, .step = j->step, .client_fd = j->client_fd};
     pthread_mutex_lock(&cp->lock);
-    r.seq = cp->next_seq++;
+    r.seq = cp->cfg.nodes > 1 ? sr_set_seq(j->step) : cp->next_seq++;
+    const uint64_t n = cp->spool_n++;
     const struct sr_commits_config cfg = cp->cfg;
     pthread_mutex_unlock(&cp->lock);
-    snprintf(j->path, sizeof(j->path), "%s/%010" PRIu64 ".tar.zst", cp->spool, r.seq);
+    snprintf(j->path, sizeof(j->path), "%s/%010" PRIu64 "-%" PRIu64 ".tar.zst", cp->spool, r.seq,
+             n);
     const int64_t t0 = sr_now_ms();
     sr_err_clear();
     r.rc = sr_commits_stage(&cfg, j->dir, r.seq, j->step, j->path, &j->m);
@@ -277,6 +315,10 @@ static void do_persist(struct sr_commits *cp, struct job *j)
     sr_err_clear();
     r.rc = sr_commits_persist(&cfg, &j->m, j->path);
     r.seq = j->m.seq; /* renumbered if another writer took the seq */
+    r.part = cfg.nodes > 1;
+    r.set = r.rc > 0;
+    if (r.rc > 0)
+        r.rc = 0;
     r.ms = sr_now_ms() - t0;
     unlink(j->path);
     if (r.rc < 0) {

@@ -43,6 +43,10 @@ struct sr_commits_config {
     /* GPU memory peaks recorded in the manifests (sr_commits_set_gpu). */
     uint32_t gpu_devices;
     uint64_t gpu_peak[SR_MANIFEST_GPUS];
+    /* A multi-node run (nodes > 1, docs/multinode.md): each commit is this
+     * node's part of its step (seq = step + 1, the step is required); once
+     * the part is durable the persister tries to complete the set. */
+    uint32_t nodes, node_rank;
 };
 
 enum sr_commit_kind { SR_COMMIT_STAGED, SR_COMMIT_PERSISTED };
@@ -56,6 +60,10 @@ struct sr_commit_result {
     char msg[256];
     uint64_t raw_bytes, stored_bytes;
     int64_t ms; /* time the step took */
+    /* PERSISTED in a multi-node run: this node's part is durable; set is 1
+     * when the set of its step is published too (else another node, or
+     * the peers watcher, will complete it). */
+    int part, set;
 };
 
 struct sr_commits;
@@ -63,7 +71,9 @@ struct sr_commits;
 /* Synchronous building blocks, also used by `spotrun push`. */
 int sr_commits_stage(const struct sr_commits_config *cfg, const char *dir, uint64_t seq,
                      int64_t step, const char *out_path, struct sr_manifest *m);
-/* m->seq is raised when another writer took it meanwhile (-EEXIST). */
+/* m->seq is raised when another writer took it meanwhile (-EEXIST).
+ * Returns 0, or in a multi-node run 1 when the part's set is published too,
+ * or -errno. */
 int sr_commits_persist(const struct sr_commits_config *cfg, struct sr_manifest *m,
                        const char *path);
 /* stage + persist without the local staging file (`spotrun push`): dir is

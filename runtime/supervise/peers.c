@@ -111,15 +111,15 @@ static int fresh(const struct sr_peers *p, uint32_t rank, uint64_t epoch, int64_
     return li.epoch == epoch && (!li.released || li.renewed * 1000 >= c->started_wall_ms - 1000);
 }
 
-/* One notice object: an event when it is a fresh one of another node. */
-static void read_notice(struct sr_peers *p, const char *name)
+/* One notice object: 1 (and *ev) when it is a fresh one of another node. */
+static int parse_notice(const struct sr_peers *p, const char *name, struct sr_peer_event *out)
 {
     const struct sr_peers_config *c = &p->cfg;
     char key[512], *buf = NULL;
     size_t len = 0;
     snprintf(key, sizeof(key), "%s/notices/%s", c->run_id, name);
     if (sr_store_get(c->st, key, NOTICE_MAX, &buf, &len) < 0)
-        return;
+        return 0;
     json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
     free(buf);
     json_int_t rank = -1, epoch = -1, deadline = 0, created = 0;
@@ -131,13 +131,39 @@ static void read_notice(struct sr_peers *p, const char *name)
         sr_warn("ignoring malformed notice %s", key);
     } else if ((uint32_t)rank != c->rank && deadline > sr_wall_ms() &&
                fresh(p, (uint32_t)rank, (uint64_t)epoch, created)) {
-        struct sr_peer_event ev = {.kind = SR_PEER_NOTICE,
-                                   .rank = (uint32_t)rank,
-                                   .deadline_wall_ms = deadline};
-        snprintf(ev.source, sizeof(ev.source), "%.39s", source);
-        post(p, &ev);
+        *out = (struct sr_peer_event){.kind = SR_PEER_NOTICE,
+                                      .rank = (uint32_t)rank,
+                                      .deadline_wall_ms = deadline};
+        snprintf(out->source, sizeof(out->source), "%.39s", source);
+        json_decref(o);
+        return 1;
     }
     json_decref(o);
+    return 0;
+}
+
+static void read_notice(struct sr_peers *p, const char *name)
+{
+    struct sr_peer_event ev;
+    if (parse_notice(p, name, &ev))
+        post(p, &ev);
+}
+
+int sr_peers_group_preempted(struct sr_peers *p)
+{
+    if (!p)
+        return 0;
+    char prefix[512];
+    snprintf(prefix, sizeof(prefix), "%s/notices", p->cfg.run_id);
+    struct sr_strlist names = {0};
+    if (sr_store_list(p->cfg.st, prefix, &names) < 0)
+        return 0;
+    int found = 0;
+    struct sr_peer_event ev;
+    for (size_t i = 0; !found && i < names.n; i++)
+        found = parse_notice(p, names.v[i], &ev);
+    sr_strlist_free(&names);
+    return found;
 }
 
 static void poll_notices(struct sr_peers *p)

@@ -59,6 +59,10 @@ int sr_peers_take(struct sr_peers *p, struct sr_peer_event *ev);
 void sr_peers_notify(struct sr_peers *p, const char *source, int64_t deadline_wall_ms);
 /* Completes the set of seq once every part is there (on the thread). */
 void sr_peers_watch(struct sr_peers *p, uint64_t seq);
+/* Whether another node published a fresh notice (asked now, on the
+ * caller's thread): the job failing in a group that is being preempted
+ * is a preemption, not a crash. */
+int sr_peers_group_preempted(struct sr_peers *p);
 /* Sets watched and not yet published. */
 int sr_peers_pending(struct sr_peers *p);
 

@@ -57,6 +57,8 @@
 #include "keeper.h"
 #include "log.h"
 #include "notice.h"
+#include "parts.h"
+#include "peers.h"
 #include "proctree.h"
 #include "signame.h"
 #include "units.h"
@@ -66,7 +68,7 @@
 #define PERSIST_MARGIN_MS 1000
 #define SETTLE_POLL_MS 1000
 #define MAX_CONNS 32 /* control connections whose request is still arriving */
-#define FIXED_FDS 5  /* signals, listener, checkpointer, notices, lease */
+#define FIXED_FDS 6  /* signals, listener, checkpointer, notices, lease, peers */
 
 enum phase { RUNNING, BACKOFF, PREEMPTING, FINISHING };
 enum pre_phase { WAIT_COMMIT, DRAIN, STOPPING };
@@ -111,6 +113,10 @@ struct sup {
     int deaf_said;      /* "the job does not listen" was logged */
     uint64_t have_seq;  /* the newest checkpoint known to exist (restored or durable) */
     struct sr_ctl_conn conns[MAX_CONNS];
+
+    /* Multi-node (cfg->nodes > 1): the other nodes through the store. */
+    struct sr_peers *peers;
+    uint64_t await_seq; /* preempting: the set our newest part belongs to */
 };
 
 static int64_t now(void)
@@ -172,7 +178,18 @@ static int restore(struct sup *s, struct sr_manifest *m, int *resumed)
 {
     const struct sr_supervise_config *c = s->cfg;
     const int64_t t0 = now();
-    int rc = sr_ckpt_restore(c->st, c->run_id, 0, c->ckpt_dir, c->threads, m);
+    if (c->nodes > 1) {
+        struct sr_lease_counts ctx = {.st = c->st, .run_id = c->run_id};
+        const int p = sr_sets_publish_pending(c->st, c->run_id, c->nodes, sr_lease_part_counts,
+                                              &ctx, NULL);
+        if (p < 0)
+            sr_warn("cannot look for unpublished checkpoints: %s", sr_strerror(p));
+    }
+    const struct sr_restore_opts ro = {.threads = c->threads,
+                                       .nodes = c->nodes,
+                                       .rank = c->node_rank,
+                                       .all_parts = c->restore_all};
+    int rc = sr_ckpt_restore_node(c->st, c->run_id, 0, c->ckpt_dir, &ro, m);
     if (rc == -ENOENT) {
         *resumed = 0;
         rc = sr_mkdirs(c->ckpt_dir, 0755);
@@ -199,8 +216,8 @@ static int restore(struct sup *s, struct sr_manifest *m, int *resumed)
 static char **job_env(struct sup *s, int resumed, const struct sr_manifest *m)
 {
     const struct sr_supervise_config *c = s->cfg;
-    char buf[13][4300];
-    char *add[14];
+    char buf[15][4300];
+    char *add[16];
     int n = 0;
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_RUN_ID=%s", c->run_id), add[n] = buf[n], n++;
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_CKPT_DIR=%s", c->ckpt_dir), add[n] = buf[n], n++;
@@ -213,6 +230,9 @@ static char **job_env(struct sup *s, int resumed, const struct sr_manifest *m)
     if (s->page)
         snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_JOB_PAGE=%s", s->page_path), add[n] = buf[n], n++;
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_BIN=%s", c->self), add[n] = buf[n], n++;
+    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_NODES=%u", c->nodes ? c->nodes : 1),
+        add[n] = buf[n], n++;
+    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_NODE_RANK=%u", c->node_rank), add[n] = buf[n], n++;
     /* For the shim: who may TERM the job for real, where its GPU memory
      * accounting pages go, and the limit. */
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_WRAPPER_PID=%d", (int)getpid()), add[n] = buf[n], n++;
@@ -243,9 +263,13 @@ static int start_attempt(struct sup *s)
     sr_commits_set_attempt(s->cp, s->attempt, NULL);
     sr_events_close(s->ev);
     s->ev = NULL;
-    int rc = sr_events_next_attempt(c->st, c->run_id, &s->attempt);
+    const int multi = c->nodes > 1;
+    int rc = sr_events_next_attempt_node(c->st, c->run_id, multi ? (int)c->node_rank : -1,
+                                         &s->attempt);
     if (rc == 0)
         rc = sr_events_open(&s->ev, c->st, c->run_id, s->attempt);
+    if (rc == 0 && multi)
+        sr_events_set_node(s->ev, c->run_id, c->node_rank);
     if (rc < 0)
         return sr_fail(rc, "cannot read the run's event log");
     sr_commits_set_attempt(s->cp, s->attempt, s->ev);
@@ -273,9 +297,9 @@ static int start_attempt(struct sup *s)
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
     emit(s, "start",
-         json_pack("{s:s,s:i,s:b,s:I,s:I}", "host", host, "pid", (int)s->child, "resumed", resumed,
-                   "seq", (json_int_t)(resumed ? m.seq : 0), "step",
-                   (json_int_t)(resumed ? m.step : -1)));
+         json_pack("{s:s,s:i,s:b,s:I,s:I,s:i}", "host", host, "pid", (int)s->child, "resumed",
+                   resumed, "seq", (json_int_t)(resumed ? m.seq : 0), "step",
+                   (json_int_t)(resumed ? m.step : -1), "nodes", (int)(multi ? c->nodes : 1)));
     sr_events_flush(s->ev);
     sr_info("run %s attempt %" PRIu32 ": started %s (pid %d)%s", c->run_id, s->attempt, c->argv[0],
             (int)s->child, resumed ? ", resumed" : "");
@@ -380,7 +404,10 @@ static void notice(struct sup *s, const char *source, int64_t deadline_ms)
     s->phase = PREEMPTING;
     s->deadline = deadline_ms;
     s->commit_by = commit_deadline(s, deadline_ms);
+    s->await_seq = 0;
     sr_commits_hurry(s->cp, 1); /* only the newest checkpoint counts now */
+    if (strncmp(source, "peer:", 5) != 0) /* the other nodes checkpoint too */
+        sr_peers_notify(s->peers, source, sr_wall_ms() + (deadline_ms - t));
     char left[32], commit_in[32];
     sr_format_duration_ms(deadline_ms - t, left, sizeof(left));
     sr_format_duration_ms(s->commit_by - t, commit_in, sizeof(commit_in));
@@ -421,6 +448,13 @@ static void say_what_stands(const struct sup *s, const char *what)
                 s->cfg->run_id);
 }
 
+/* Multi-node: our newest part's set is published (every node's part is
+ * durable), or there is no part to wait for. */
+static int set_durable(const struct sup *s)
+{
+    return s->cfg->nodes <= 1 || s->await_seq == 0 || s->durable_seq >= s->await_seq;
+}
+
 static void preempt_tick(struct sup *s)
 {
     const int64_t t = now();
@@ -429,7 +463,8 @@ static void preempt_tick(struct sup *s)
         enter_drain(s);
     }
     if (s->pre == DRAIN &&
-        (sr_commits_pending(s->cp) == 0 || s->finished >= s->drain_mark || t >= s->deadline))
+        (((sr_commits_pending(s->cp) == 0 || s->finished >= s->drain_mark) && set_durable(s)) ||
+         t >= s->deadline))
         stop_job(s);
     if (s->pre == STOPPING && s->child && t >= s->kill_at) {
         sr_warn("the job did not stop after SIGTERM; killing it");
@@ -553,6 +588,18 @@ static void child_exited(struct sup *s, int status)
     else
         sr_warn("the job was killed by %s",
                 spotrun_signal_name(WTERMSIG(status), (char[32]){0}, 32));
+    if (s->cfg->nodes > 1 && sr_peers_group_preempted(s->peers)) {
+        /* Its collectives failed because another node is being stopped:
+         * part of that preemption, not a crash to restart or report. */
+        sr_info("another node of run %s got a preemption notice: the job's end is part of that "
+                "stop",
+                s->cfg->run_id);
+        emit(s, "notice", json_pack("{s:s}", "source", "peer"));
+        s->phase = PREEMPTING;
+        s->pre = STOPPING;
+        s->deadline = now() + s->cfg->grace_ms;
+        return;
+    }
     if (s->restarts >= s->cfg->max_restarts) {
         sr_warn("giving up after %u restart(s) (--max-restarts)", s->restarts);
         s->phase = FINISHING;
@@ -647,6 +694,12 @@ static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
 {
     switch (req->kind) {
     case SR_CTL_COMMIT:
+        if (s->cfg->nodes > 1 && req->step < 0) {
+            sr_ctl_reply(fd, "ERR a multi-node run needs the step: spotrun commit --step N (it "
+                             "is what makes the nodes' parts one checkpoint)");
+            close(fd);
+            return;
+        }
         s->job_committed = 1;
         /* This commit answers every request made so far. */
         if (s->page)
@@ -737,6 +790,8 @@ static void expire_conns(struct sup *s)
             conn_drop(&s->conns[i], "ERR no request within the timeout");
 }
 
+static void set_published(struct sup *s, uint64_t seq);
+
 static void on_result(struct sup *s)
 {
     struct sr_commit_result r;
@@ -772,13 +827,58 @@ static void on_result(struct sup *s)
             s->persist_failed = 1;
             sr_warn("checkpoint %" PRIu64 " could not be stored: %s; the previous one stands",
                     r.seq, r.msg);
+        } else if (r.part && !r.set) {
+            if (s->phase == PREEMPTING)
+                s->await_seq = r.seq;
+            sr_peers_watch(s->peers, r.seq);
+            sr_info("part %u of checkpoint %" PRIu64 " durable in %s (%.1fs); waiting for the "
+                    "other nodes' parts",
+                    s->cfg->node_rank, r.seq, sr_store_url(s->cfg->st), (double)r.ms / 1000.0);
         } else {
-            s->durable_seq = r.seq;
-            if (r.seq > s->have_seq)
-                s->have_seq = r.seq;
-            sr_info("checkpoint %" PRIu64 " durable in %s (%.1fs)", r.seq, sr_store_url(s->cfg->st),
-                    (double)r.ms / 1000.0);
+            set_published(s, r.seq);
+            sr_info("checkpoint %" PRIu64 " durable in %s (%.1fs)%s", r.seq,
+                    sr_store_url(s->cfg->st), (double)r.ms / 1000.0,
+                    r.part ? ": every node's part is there" : "");
         }
+    }
+}
+
+/* ---- the other nodes ----------------------------------------------------------- */
+
+/* A multi-node set is published (by this node or another). */
+static void set_published(struct sup *s, uint64_t seq)
+{
+    if (seq > s->durable_seq)
+        s->durable_seq = seq;
+    if (seq > s->have_seq)
+        s->have_seq = seq;
+}
+
+static void on_peers(struct sup *s)
+{
+    struct sr_peer_event ev;
+    while (sr_peers_take(s->peers, &ev)) {
+        if (ev.kind == SR_PEER_SET) {
+            set_published(s, ev.seq);
+            char step[24];
+            sr_format_step(ev.step, step, sizeof(step));
+            sr_info("checkpoint %" PRIu64 " (step %s) is complete on all %u nodes", ev.seq, step,
+                    s->cfg->nodes);
+            emit(s, "set", json_pack("{s:I,s:I}", "seq", (json_int_t)ev.seq, "step",
+                                     (json_int_t)ev.step));
+            continue;
+        }
+        const int64_t deadline = now() + (ev.deadline_wall_ms - sr_wall_ms());
+        char source[64];
+        snprintf(source, sizeof(source), "peer:%u:%s", ev.rank, ev.source);
+        if (s->phase == PREEMPTING) {
+            /* The same reclamation seen by another node: never a reason to
+             * hurry (a second notice of our own would be). */
+            if (deadline < s->deadline)
+                s->deadline = deadline;
+            continue;
+        }
+        notice(s, source, deadline);
     }
 }
 
@@ -877,7 +977,8 @@ static int loop(struct sup *s)
             {.fd = s->lfd, .events = POLLIN},
             {.fd = sr_commits_fd(s->cp), .events = POLLIN},
             {.fd = sr_notice_fd(s->nw), .events = POLLIN},
-            {.fd = s->lost ? -1 : sr_keeper_fd(s->keeper), .events = POLLIN}};
+            {.fd = s->lost ? -1 : sr_keeper_fd(s->keeper), .events = POLLIN},
+            {.fd = sr_peers_fd(s->peers), .events = POLLIN}};
         for (int i = 0; i < MAX_CONNS; i++)
             p[FIXED_FDS + i] = (struct pollfd){.fd = s->conns[i].fd, .events = POLLIN};
         const int n = poll(p, FIXED_FDS + MAX_CONNS, (int)wait);
@@ -897,6 +998,8 @@ static int loop(struct sup *s)
             on_notice(s);
         if (n > 0 && (p[4].revents & POLLIN))
             on_lease(s);
+        if (n > 0 && (p[5].revents & POLLIN))
+            on_peers(s);
         on_timers(s);
     }
 }
@@ -1011,7 +1114,9 @@ int sr_supervise(const struct sr_supervise_config *cfg)
                                           .threads = cfg->threads,
                                           .level = cfg->level,
                                           .lease = cfg->lease,
-                                          .epoch = cfg->epoch};
+                                          .epoch = cfg->epoch,
+                                          .nodes = cfg->nodes,
+                                          .node_rank = cfg->node_rank};
     rc = s.sigfd < 0 ? -errno : sr_commits_start(&cpc, &s.cp);
     if (rc < 0) {
         close(s.lfd);
@@ -1023,6 +1128,21 @@ int sr_supervise(const struct sr_supervise_config *cfg)
     rc = sr_notice_start(&cfg->notice, &s.nw);
     if (rc < 0)
         sr_warn("cannot watch for cloud notices: %s", sr_strerror(rc));
+    if (cfg->nodes > 1) {
+        const struct sr_peers_config pc = {
+            .st = cfg->st,
+            .run_id = cfg->run_id,
+            .nodes = cfg->nodes,
+            .rank = cfg->node_rank,
+            .epoch = cfg->lease ? sr_lease_epoch(cfg->lease) : cfg->epoch,
+            .poll_ms = cfg->peer_poll_ms ? cfg->peer_poll_ms : 1000,
+            .started_wall_ms = sr_wall_ms(),
+        };
+        if ((rc = sr_peers_start(&pc, &s.peers)) < 0)
+            sr_warn("cannot watch the other nodes: %s", sr_strerror(rc));
+        else
+            sr_info("node %u of %u", cfg->node_rank, cfg->nodes);
+    }
     int code = start_attempt(&s);
     if (code == 0)
         code = loop(&s);
@@ -1037,6 +1157,7 @@ int sr_supervise(const struct sr_supervise_config *cfg)
     reap_leftovers();
     sr_keeper_stop(s.keeper);
     sr_notice_stop(s.nw);
+    sr_peers_stop(s.peers);
     close(s.sigfd);
     close(s.lfd);
     for (int i = 0; i < MAX_CONNS; i++)

@@ -43,6 +43,13 @@ struct sr_supervise_config {
      * wrapper stops the job without a checkpoint and exits 73. */
     struct sr_lease *lease;
     uint64_t epoch; /* without a lease: the run's current epoch (sr_ckpt_max_epoch) */
+    /* Multi-node runs (docs/multinode.md): nodes > 1 makes each commit this
+     * node's part of its step, shares notices with the other nodes through
+     * the store (peers.h, every peer_poll_ms) and restores this node's part
+     * (every part with restore_all). */
+    uint32_t nodes, node_rank;
+    int restore_all;
+    int64_t peer_poll_ms;
 };
 
 /* Runs the job to its end; returns spotrun's exit code. */

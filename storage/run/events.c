@@ -18,6 +18,7 @@ struct sr_events {
     struct sr_store *st;
     char key[512];
     uint32_t attempt;
+    int node; /* multi-node rank, -1 = single node */
     pthread_mutex_t lock;
     char *buf;
     size_t len, cap;
@@ -35,13 +36,34 @@ void sr_events_observe(sr_events_observer fn, void *ctx)
 uint32_t sr_events_attempt_of(const char *name)
 {
     const size_t digits = strspn(name, "0123456789");
-    if (digits == 0 || digits > 9 || strcmp(name + digits, ".jsonl") != 0)
+    const char *rest = name + digits;
+    if (strncmp(rest, "-n", 2) == 0) { /* a node's log in a multi-node run */
+        const size_t r = strspn(rest + 2, "0123456789");
+        rest = r >= 1 && r <= 3 ? rest + 2 + r : "";
+    }
+    if (digits == 0 || digits > 9 || strcmp(rest, ".jsonl") != 0)
         return UINT32_MAX;
     const unsigned long a = strtoul(name, NULL, 10);
     return a <= SR_ATTEMPT_MAX ? (uint32_t)a : UINT32_MAX;
 }
 
 int sr_events_next_attempt(struct sr_store *st, const char *run_id, uint32_t *attempt)
+{
+    return sr_events_next_attempt_node(st, run_id, -1, attempt);
+}
+
+/* Whether the log `name` counts for node rank's attempts: every log for a
+ * single-node run (rank < 0); else single-node logs and rank's own. */
+static int counts_for(const char *name, int rank)
+{
+    const char *n = strstr(name, "-n");
+    if (rank < 0 || !n)
+        return 1;
+    return strtol(n + 2, NULL, 10) == rank;
+}
+
+int sr_events_next_attempt_node(struct sr_store *st, const char *run_id, int rank,
+                                uint32_t *attempt)
 {
     char prefix[256];
     snprintf(prefix, sizeof(prefix), "%s/events", run_id);
@@ -58,7 +80,7 @@ int sr_events_next_attempt(struct sr_store *st, const char *run_id, uint32_t *at
                         prefix, names.v[i], SR_ATTEMPT_MAX);
             continue;
         }
-        if (a >= next)
+        if (a >= next && counts_for(names.v[i], rank))
             next = a < SR_ATTEMPT_MAX ? a + 1 : SR_ATTEMPT_MAX;
     }
     sr_strlist_free(&names);
@@ -75,9 +97,21 @@ int sr_events_open(struct sr_events **out, struct sr_store *st, const char *run_
     ev->st = st;
     ev->attempt = attempt;
     snprintf(ev->key, sizeof(ev->key), "%s/events/%06" PRIu32 ".jsonl", run_id, attempt);
+    ev->node = -1;
     pthread_mutex_init(&ev->lock, NULL);
     *out = ev;
     return 0;
+}
+
+void sr_events_set_node(struct sr_events *ev, const char *run_id, uint32_t rank)
+{
+    if (!ev)
+        return;
+    pthread_mutex_lock(&ev->lock);
+    ev->node = (int)rank;
+    snprintf(ev->key, sizeof(ev->key), "%s/events/%06" PRIu32 "-n%u.jsonl", run_id, ev->attempt,
+             rank);
+    pthread_mutex_unlock(&ev->lock);
 }
 
 static void append(struct sr_events *ev, const char *line)
@@ -111,6 +145,8 @@ void sr_events_emit(struct sr_events *ev, const char *type, json_t *fields)
     strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
     json_t *obj = json_pack("{s:s,s:s,s:I,s:I}", "event", type, "time", iso, "unix_ms",
                             (json_int_t)now, "attempt", (json_int_t)ev->attempt);
+    if (ev->node >= 0)
+        json_object_set_new(obj, "node", json_integer(ev->node));
     if (fields)
         json_object_update(obj, fields);
     json_decref(fields);

@@ -21,7 +21,8 @@ struct sr_events;
  * as are event lines that claim such an attempt (history.c). */
 #define SR_ATTEMPT_MAX 999999u
 
-/* The attempt of an event log's name ("000012.jsonl": 12), or UINT32_MAX
+/* The attempt of an event log's name ("000012.jsonl" or a node's
+ * "000012-n3.jsonl": 12), or UINT32_MAX
  * when the name is not one: digits only, at most SR_ATTEMPT_MAX. */
 uint32_t sr_events_attempt_of(const char *name);
 
@@ -29,9 +30,17 @@ uint32_t sr_events_attempt_of(const char *name);
  * has an event log, or 0 for a new run; never above SR_ATTEMPT_MAX (the
  * last attempt number is reused rather than wrapped to 0). */
 int sr_events_next_attempt(struct sr_store *st, const char *run_id, uint32_t *attempt);
+/* The same for node rank of a multi-node run: counting that node's logs
+ * (and single-node ones), so every node numbers the group's starts alike. */
+int sr_events_next_attempt_node(struct sr_store *st, const char *run_id, int rank,
+                                uint32_t *attempt);
 
 int sr_events_open(struct sr_events **out, struct sr_store *st, const char *run_id,
                    uint32_t attempt);
+/* A multi-node run: this wrapper's log is <attempt>-n<rank>.jsonl (the
+ * nodes of a group start attempts together) and every line carries
+ * "node": rank. Call right after sr_events_open. */
+void sr_events_set_node(struct sr_events *ev, const char *run_id, uint32_t rank);
 /* Appends an event; takes ownership of fields (may be NULL). */
 void sr_events_emit(struct sr_events *ev, const char *type, json_t *fields);
 /* Writes the attempt's log to the store. */

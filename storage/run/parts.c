@@ -153,3 +153,38 @@ int sr_set_complete(struct sr_store *st, const char *run_id, uint64_t seq, uint3
         *set = m;
     return 1;
 }
+
+int sr_sets_publish_pending(struct sr_store *st, const char *run_id, uint32_t nodes,
+                            sr_part_counts_fn counts, void *ctx, unsigned *published)
+{
+    if (published)
+        *published = 0;
+    struct sr_ckpt_list l;
+    int rc = sr_ckpt_list(st, run_id, &l);
+    if (rc < 0)
+        return rc;
+    uint64_t newest = 0;
+    for (size_t i = 0; i < l.n; i++)
+        if (l.v[i].seq > newest)
+            newest = l.v[i].seq;
+    sr_ckpt_list_free(&l);
+    char prefix[KEY_LEN];
+    snprintf(prefix, sizeof(prefix), "%s/ckpt", run_id);
+    struct sr_strlist names = {0};
+    if ((rc = sr_store_list(st, prefix, &names)) < 0)
+        return rc;
+    for (size_t i = 0; i < names.n; i++) {
+        char *end;
+        const unsigned long long seq = strtoull(names.v[i], &end, 10);
+        if (*end || seq <= newest)
+            continue; /* not a seq, or older than the newest set: never restored */
+        const int c = sr_set_complete(st, run_id, seq, nodes, counts, ctx, NULL, NULL);
+        if (c > 0 && published)
+            (*published)++;
+        if (c > 0)
+            sr_info("published checkpoint %llu of run %s: every node's part was there", seq,
+                    run_id);
+    }
+    sr_strlist_free(&names);
+    return 0;
+}

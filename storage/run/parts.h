@@ -38,4 +38,11 @@ int sr_set_complete(struct sr_store *st, const char *run_id, uint64_t seq, uint3
                     sr_part_counts_fn counts, void *ctx, struct sr_manifest *set,
                     uint32_t *missing);
 
+/* At a start: completes the sets newer than the newest published one whose
+ * parts are all there (a node that died between its part and the
+ * manifest, the whole group stopped at a deadline meanwhile).
+ * *published (may be NULL) counts them. */
+int sr_sets_publish_pending(struct sr_store *st, const char *run_id, uint32_t nodes,
+                            sr_part_counts_fn counts, void *ctx, unsigned *published);
+
 #endif
