@@ -160,11 +160,17 @@ void sr_keeper_stop(struct sr_keeper *k)
 int sr_keeper_take(struct sr_store *st, const char *run_id, int ttl_s, int64_t wait_ms,
                    const char *refusal, struct sr_lease **out)
 {
+    return sr_keeper_take_rank(st, run_id, -1, ttl_s, wait_ms, refusal, out);
+}
+
+int sr_keeper_take_rank(struct sr_store *st, const char *run_id, int rank, int ttl_s,
+                        int64_t wait_ms, const char *refusal, struct sr_lease **out)
+{
     const int64_t give_up = sr_now_ms() + wait_ms;
     int said = 0;
     for (;;) {
         struct sr_lease_info h;
-        const int rc = sr_lease_acquire(st, run_id, ttl_s, out, &h);
+        const int rc = sr_lease_acquire_rank(st, run_id, rank, ttl_s, out, &h);
         if (rc == 0) {
             sr_debug("lease of run %s taken (epoch %llu)", run_id,
                      (unsigned long long)sr_lease_epoch(*out));
@@ -175,10 +181,13 @@ int sr_keeper_take(struct sr_store *st, const char *run_id, int ttl_s, int64_t w
         const int64_t t = sr_now_ms();
         const long long left = (long long)(h.expires - (int64_t)(sr_wall_ms() / 1000));
         if (t >= give_up) {
+            char what[64] = "";
+            if (rank >= 0)
+                snprintf(what, sizeof(what), " node %d", rank);
             fprintf(stderr,
-                    "spotrun: run %s is owned by %s pid %ld (epoch %llu; its lease expires in "
+                    "spotrun: run %s%s is owned by %s pid %ld (epoch %llu; its lease expires in "
                     "%llds unless renewed): %s\n",
-                    run_id, h.host, h.pid, (unsigned long long)h.epoch, left, refusal);
+                    run_id, what, h.host, h.pid, (unsigned long long)h.epoch, left, refusal);
             return SR_EX_CANTCREAT;
         }
         if (!said) {

@@ -24,6 +24,9 @@ int sr_keeper_start(struct sr_lease *lease, struct sr_keeper **out);
  * stderr, or a store failure's exit code (reported). */
 int sr_keeper_take(struct sr_store *st, const char *run_id, int ttl_s, int64_t wait_ms,
                    const char *refusal, struct sr_lease **out);
+/* The same for node rank of a multi-node run (its lease LEASE.<rank>). */
+int sr_keeper_take_rank(struct sr_store *st, const char *run_id, int rank, int ttl_s,
+                        int64_t wait_ms, const char *refusal, struct sr_lease **out);
 
 /* Readable (POLLIN) once the lease is lost. */
 int sr_keeper_fd(const struct sr_keeper *k);
