@@ -63,6 +63,36 @@ int sr_parse_decimal(const char *s, double *out)
     return 0;
 }
 
+int sr_parse_real(const char *s, double *out)
+{
+    if (!s)
+        return -EINVAL;
+    const char *p = s + (*s == '-' || *s == '+');
+    size_t digits = 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        digits++;
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++)
+            digits++;
+    if (digits == 0)
+        return -EINVAL;
+    if (*p == 'e' || *p == 'E') {
+        p += 1 + (p[1] == '-' || p[1] == '+');
+        if (*p < '0' || *p > '9')
+            return -EINVAL;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    if (*p)
+        return -EINVAL;
+    errno = 0;
+    const double v = strtod(s, NULL);
+    if (errno == ERANGE || !isfinite(v))
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
 static int64_t unit_ms(const char *u, size_t n)
 {
     static const struct {

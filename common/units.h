@@ -18,6 +18,9 @@ int sr_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
 /* A non-negative decimal ("0.92", "3", ".5"): no sign, exponent, hex, inf
  * or nan. Durations and sizes use the same number syntax. */
 int sr_parse_decimal(const char *s, double *out);
+/* A finite signed decimal with an optional exponent ("-0.31", "1e-5", a
+ * metric's value): still no blanks, hex, inf, nan or trailing bytes. */
+int sr_parse_real(const char *s, double *out);
 
 /* "1.5 GiB", "12.0 MiB", "512 B" */
 void sr_format_size(uint64_t bytes, char *buf, size_t len);

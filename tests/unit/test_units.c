@@ -371,6 +371,27 @@ static void test_decimal_is_strict(void **state)
             fail_msg("sr_parse_decimal(\"%s\") accepted it", bad[i]);
 }
 
+static void test_real_takes_sign_and_exponent_but_nothing_else(void **state)
+{
+    (void)state;
+    double d = 0;
+    assert_int_equal(sr_parse_real("-0.31", &d), 0);
+    assert_true(d < -0.309 && d > -0.311);
+    assert_int_equal(sr_parse_real("+1.5e-3", &d), 0);
+    assert_true(d > 0.00149 && d < 0.00151);
+    assert_int_equal(sr_parse_real("2E3", &d), 0);
+    assert_true(d == 2000);
+    assert_int_equal(sr_parse_real(".5", &d), 0);
+    assert_int_equal(sr_parse_real("7.", &d), 0);
+    const char *const bad[] = {"",    "-",      ".",     "1e", "1e+",  "0x1p3", "inf",
+                               "nan", "-inf",   " 1",    "1 ", "\n1",  "1,5",   "1e999",
+                               "--1", "1e-999", "12abc", "e5", "1.2.3"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (sr_parse_real(bad[i], &d) != -EINVAL)
+            fail_msg("sr_parse_real(\"%s\") accepted it", bad[i]);
+    assert_int_equal(sr_parse_real(NULL, &d), -EINVAL);
+}
+
 static void test_int_rejects_trailing_garbage(void **state)
 {
     (void)state;
@@ -542,6 +563,7 @@ int main(void)
         cmocka_unit_test(test_int_is_strict_decimal),
         cmocka_unit_test(test_duration_and_size_refuse_hex_exponent_inf),
         cmocka_unit_test(test_decimal_is_strict),
+        cmocka_unit_test(test_real_takes_sign_and_exponent_but_nothing_else),
         cmocka_unit_test(test_int_rejects_empty_and_non_numbers),
         cmocka_unit_test(test_format_size_bytes),
         cmocka_unit_test(test_format_size_kibibytes),
