@@ -1,6 +1,6 @@
 /*
- * cli.c - option tables and local paths shared by the subcommands (see
- * cli.h).
+ * cli.c - the commands' preamble, option tables and local paths shared by
+ * the subcommands (see cli.h).
  */
 #include "cli.h"
 
@@ -18,6 +18,7 @@
 #include "dirmark.h"
 #include "fsutil.h"
 #include "log.h"
+#include "manifest.h"
 #include "units.h"
 
 struct sr_common sr_common;
@@ -47,6 +48,14 @@ static int set_value(const struct sr_opt *o, const char *val)
             return -EINVAL;
         *(uint64_t *)o->dst = (uint64_t)i;
         return 0;
+    case SR_OPT_STEP:
+        return sr_parse_int(val, 0, INT64_MAX, (int64_t *)o->dst);
+    case SR_OPT_PRICE:
+        if (!*val) {
+            *(double *)o->dst = 0;
+            return 0;
+        }
+        return sr_parse_decimal(val, (double *)o->dst);
     }
     return -EINVAL;
 }
@@ -59,7 +68,10 @@ static const char *type_hint(enum sr_opt_type t)
     case SR_OPT_SIZE:
         return " (a size like 512M, 4GiB)";
     case SR_OPT_UINT:
+    case SR_OPT_STEP:
         return " (a non-negative integer)";
+    case SR_OPT_PRICE:
+        return " (a price like 0.92)";
     default:
         return "";
     }
@@ -80,8 +92,12 @@ static int apply_env(const char *cmd, const struct sr_opt *opts)
     return 0;
 }
 
-int sr_opts_parse(const char *cmd, const struct sr_opt *opts, int argc, char **argv,
-                  int stop_at_operand, int *first)
+/* Applies the environment, then argv. With stop_at_operand, parsing stops
+ * at the first operand (for `run -- cmd`). Returns 0 and sets *first to
+ * the index of the first operand, or prints "spotrun CMD: ..." and returns
+ * SR_EX_USAGE. */
+static int opts_parse(const char *cmd, const struct sr_opt *opts, int argc, char **argv,
+                      int stop_at_operand, int *first)
 {
     int rc = apply_env(cmd, opts);
     if (rc)
@@ -143,7 +159,7 @@ int sr_opts_parse(const char *cmd, const struct sr_opt *opts, int argc, char **a
     return 0;
 }
 
-void sr_opts_help(FILE *f, const char *usage, const char *about, const struct sr_opt *opts)
+static void opts_help(FILE *f, const char *usage, const char *about, const struct sr_opt *opts)
 {
     fprintf(f, "usage: %s\n\n%s\n\noptions (environment twin in brackets):\n", usage, about);
     for (const struct sr_opt *o = opts; o->name; o++) {
@@ -157,6 +173,41 @@ void sr_opts_help(FILE *f, const char *usage, const char *about, const struct sr
         fprintf(f, "  %-28s %s%s%s%s\n", left, o->help, o->env ? " [" : "", o->env ? o->env : "",
                 o->env ? "]" : "");
     }
+}
+
+int sr_cmd_start(const struct sr_cmd *cmd, const struct sr_opt *opts, int argc, char **argv,
+                 struct sr_cmd_ctx *ctx)
+{
+    ctx->ops = NULL;
+    ctx->st = NULL;
+    int first;
+    const int rc =
+        opts_parse(cmd->name, opts, argc, argv, (cmd->flags & SR_CMD_STOP_AT_OPERAND) != 0, &first);
+    if (rc)
+        return rc;
+    if (sr_common.help) {
+        opts_help(stdout, cmd->usage, cmd->about, opts);
+        return 0;
+    }
+    ctx->ops = argv + first;
+    int n = 0;
+    while (ctx->ops[n])
+        n++;
+    if (n < cmd->min_ops || (cmd->max_ops != SR_CMD_ANY_OPS && n > cmd->max_ops)) {
+        fprintf(stderr, "spotrun %s: %s (usage: %s)\n", cmd->name,
+                n < cmd->min_ops ? "missing argument" : "too many arguments", cmd->usage);
+        return SR_EX_USAGE;
+    }
+    if ((cmd->flags & SR_CMD_RUN_OPERAND) && n > 0 && !sr_manifest_run_id_valid(ctx->ops[0])) {
+        fprintf(stderr, "spotrun %s: invalid run id \"%s\"\n", cmd->name, ctx->ops[0]);
+        return SR_EX_USAGE;
+    }
+    if (cmd->flags & SR_CMD_NEEDS_STORE) {
+        const int orc = sr_open_store(&ctx->st);
+        if (orc < 0)
+            return sr_fail(orc, "cannot open the store");
+    }
+    return -1;
 }
 
 int sr_open_store(struct sr_store **st)
@@ -273,24 +324,4 @@ int sr_check_target(const char *cmd, const char *what, const char *dir, int ours
 fail:
     fprintf(stderr, "spotrun %s: %s\n", cmd, sr_strerror(rc));
     return rc == -EEXIST || rc == -ENOTDIR ? SR_EX_USAGE : sr_exit_code(rc);
-}
-
-static int parse_price(const char *s, const char *flag, double *out)
-{
-    *out = 0;
-    if (!s || !*s)
-        return 0;
-    double v;
-    if (sr_parse_decimal(s, &v) < 0)
-        return sr_errf(-EINVAL, "invalid value \"%s\" for --%s (a price like 0.92)", s, flag);
-    *out = v;
-    return 0;
-}
-
-int sr_prices_parse(const struct sr_view_opts *v, struct sr_hist_prices *p)
-{
-    const int rc = parse_price(v->price, "price-per-hour", &p->spot_per_hour);
-    return rc < 0 ? rc
-                  : parse_price(v->on_demand_price, "on-demand-price-per-hour",
-                                &p->on_demand_per_hour);
 }

@@ -1,8 +1,10 @@
 /*
- * cli.h - what the subcommands share: the option table (every flag has a
- * SPOTRUN_* environment twin, shown in --help; flags win over the
- * environment) and the work directory layout on this node. Exit codes:
- * common/exits.h.
+ * cli.h - what the subcommands share: the command table's entry and the
+ * one preamble every command starts with (options, --help, operands, the
+ * store), the option table (every flag has a SPOTRUN_* environment twin,
+ * shown in --help; flags win over the environment; every number goes
+ * through units.h's strict parsers) and the work directory layout on this
+ * node. Exit codes: common/exits.h.
  */
 #ifndef SPOTRUN_CLI_H
 #define SPOTRUN_CLI_H
@@ -15,14 +17,23 @@
 #include "store.h"
 #include "summary.h"
 
-enum sr_opt_type { SR_OPT_FLAG, SR_OPT_STR, SR_OPT_DURATION, SR_OPT_SIZE, SR_OPT_UINT };
+enum sr_opt_type {
+    SR_OPT_FLAG,
+    SR_OPT_STR,
+    SR_OPT_DURATION,
+    SR_OPT_SIZE,
+    SR_OPT_UINT,
+    SR_OPT_STEP, /* a training step: 0..INT64_MAX (leave the default at -1) */
+    SR_OPT_PRICE /* a non-negative decimal; "" is 0 (no price) */
+};
 
 struct sr_opt {
     const char *name; /* long name without "--" */
     int short_name;   /* 0 = none */
     const char *env;  /* SPOTRUN_* twin, NULL = none */
     enum sr_opt_type type;
-    void *dst;           /* int*, const char**, int64_t* (ms), uint64_t*, uint64_t* */
+    /* int*, const char**, int64_t* (ms), uint64_t*, uint64_t*, int64_t*, double* */
+    void *dst;
     const char *metavar; /* "DURATION" */
     const char *help;
 };
@@ -49,14 +60,37 @@ extern struct sr_common sr_common;
         NULL, 0, NULL, 0, NULL, NULL, NULL                                                          \
     }
 
-/* Applies the environment, then argv. With stop_at_operand, parsing stops
- * at the first operand (for `run -- cmd`). Returns 0 and sets *first to
- * the index of the first operand, or prints "spotrun CMD: ..." and returns
- * SR_EX_USAGE. */
-int sr_opts_parse(const char *cmd, const struct sr_opt *opts, int argc, char **argv,
-                  int stop_at_operand, int *first);
-void sr_opts_help(FILE *f, const char *usage, const char *about, const struct sr_opt *opts);
+/* A subcommand as main.c's table describes it (git's shape: one table, one
+ * signature). The preamble, sr_cmd_start(), does what the flags say. */
+enum {
+    SR_CMD_NEEDS_STORE = 1 << 0,     /* open the store (--store) before the command runs */
+    SR_CMD_RUN_OPERAND = 1 << 1,     /* the first operand is a run id: checked */
+    SR_CMD_STOP_AT_OPERAND = 1 << 2, /* options end at the first operand (`run -- cmd`) */
+};
+#define SR_CMD_ANY_OPS (-1) /* max_ops: the command checks its operands itself */
 
+struct sr_cmd {
+    const char *name;
+    int (*fn)(const struct sr_cmd *cmd, int argc, char **argv);
+    const char *summary;       /* its line in `spotrun --help` */
+    const char *usage, *about; /* `spotrun NAME --help` */
+    int min_ops, max_ops;
+    unsigned flags;
+};
+
+/* What the preamble hands the command. */
+struct sr_cmd_ctx {
+    char **ops;          /* the operands, NULL-terminated */
+    struct sr_store *st; /* open with SR_CMD_NEEDS_STORE (the command closes it), else NULL */
+};
+
+/* The one preamble of every command: applies the environment, then argv,
+ * to opts; answers --help from the table's usage and about; checks the
+ * operand count and the run id; opens the store. -1 when the command goes
+ * on, else the exit code to return (0 after --help; a usage error has
+ * printed "spotrun CMD: ..."). */
+int sr_cmd_start(const struct sr_cmd *cmd, const struct sr_opt *opts, int argc, char **argv,
+                 struct sr_cmd_ctx *ctx);
 
 /* Opens the store named by --store / SPOTRUN_STORE / the default. */
 int sr_open_store(struct sr_store **st);
@@ -79,23 +113,23 @@ int sr_control_path(const char *run_dir, char *buf, size_t len);
 int sr_check_target(const char *cmd, const char *what, const char *dir, int ours,
                     const struct sr_store *st, const char *work_root);
 
-/* Options of the views (show, ls): --json and the prices, with their
- * SPOTRUN_* twins. Strings, parsed by sr_prices_parse(). */
+/* Options of the views (show, ls, report): --json and the prices, with
+ * their SPOTRUN_* twins. */
 struct sr_view_opts {
     int json;
-    const char *price, *on_demand_price;
+    struct sr_hist_prices prices;
 };
 #define SR_PRICE_OPTS(v)                                                                           \
     {"price-per-hour",                                                                             \
      0,                                                                                            \
      "SPOTRUN_PRICE_PER_HOUR",                                                                     \
-     SR_OPT_STR,                                                                                   \
-     &(v)->price,                                                                                  \
+     SR_OPT_PRICE,                                                                                 \
+     &(v)->prices.spot_per_hour,                                                                   \
      "PRICE",                                                                                      \
      "instance price per hour, for the cost"},                                                     \
     {                                                                                              \
-        "on-demand-price-per-hour", 0, "SPOTRUN_ON_DEMAND_PRICE_PER_HOUR", SR_OPT_STR,             \
-            &(v)->on_demand_price, "PRICE", "on-demand price per hour, for the saving"             \
+        "on-demand-price-per-hour", 0, "SPOTRUN_ON_DEMAND_PRICE_PER_HOUR", SR_OPT_PRICE,           \
+            &(v)->prices.on_demand_per_hour, "PRICE", "on-demand price per hour, for the saving"   \
     }
 #define SR_VIEW_OPTS(v)                                                                            \
     {"json",                                                                                       \
@@ -107,19 +141,16 @@ struct sr_view_opts {
      "print JSON (schema: docs/json-schema.md)"},                                                  \
         SR_PRICE_OPTS(v)
 
-/* Parses the prices of v; -EINVAL with a message naming the flag. */
-int sr_prices_parse(const struct sr_view_opts *v, struct sr_hist_prices *p);
-
-/* Subcommands. */
-int sr_cmd_run(int argc, char **argv);
-int sr_cmd_commit(int argc, char **argv);
-int sr_cmd_notify(int argc, char **argv);
-int sr_cmd_metric(int argc, char **argv);
-int sr_cmd_ls(int argc, char **argv);
-int sr_cmd_show(int argc, char **argv);
-int sr_cmd_pull(int argc, char **argv);
-int sr_cmd_push(int argc, char **argv);
-int sr_cmd_gc(int argc, char **argv);
-int sr_cmd_report(int argc, char **argv);
+/* Subcommands (main.c's table). */
+int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_commit(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_notify(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_metric(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_pull(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_push(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_gc(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_report(const struct sr_cmd *cmd, int argc, char **argv);
 
 #endif

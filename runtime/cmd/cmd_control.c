@@ -20,12 +20,11 @@
 #include "manifest.h"
 #include "units.h"
 
-int sr_cmd_commit(int argc, char **argv)
+int sr_cmd_commit(const struct sr_cmd *cmd, int argc, char **argv)
 {
     const char *control = NULL;
-    const char *step = NULL;
-    int64_t timeout_ms = 0;
-    const struct sr_opt opts[] = {{"step", 'n', "SPOTRUN_COMMIT_STEP", SR_OPT_STR, &step, "N",
+    int64_t step = -1, timeout_ms = 0;
+    const struct sr_opt opts[] = {{"step", 'n', "SPOTRUN_COMMIT_STEP", SR_OPT_STEP, &step, "N",
                                    "training step the checkpoint holds"},
                                   {"control", 0, "SPOTRUN_CONTROL", SR_OPT_STR, &control, "PATH",
                                    "control socket of the wrapper (set for the job)"},
@@ -33,25 +32,12 @@ int sr_cmd_commit(int argc, char **argv)
                                    &timeout_ms, "DURATION",
                                    "give up waiting for staging after this long (default: wait)"},
                                   SR_OPTS_COMMON};
-    int first;
-    int rc = sr_opts_parse("commit", opts, argc, argv, 0, &first);
-    if (rc)
-        return rc;
-    if (sr_common.help) {
-        sr_opts_help(stdout, "spotrun commit [--step N]",
-                     "Publishes $SPOTRUN_CKPT_DIR as a complete checkpoint. Returns once the\n"
-                     "directory is staged; the job may overwrite it right after.",
-                     opts);
-        return 0;
-    }
-    int64_t n = -1;
-    if (step && sr_parse_int(step, 0, INT64_MAX, &n) < 0) {
-        fprintf(stderr,
-                "spotrun commit: invalid value \"%s\" for --step (a non-negative integer)\n", step);
-        return SR_EX_USAGE;
-    }
-    if (argv[first]) {
-        fprintf(stderr, "spotrun commit: unexpected argument \"%s\"\n", argv[first]);
+    struct sr_cmd_ctx ctx;
+    const int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
+    if (code >= 0)
+        return code;
+    if (ctx.ops[0]) {
+        fprintf(stderr, "spotrun commit: unexpected argument \"%s\"\n", ctx.ops[0]);
         return SR_EX_USAGE;
     }
     if (!control || !*control) {
@@ -59,12 +45,20 @@ int sr_cmd_commit(int argc, char **argv)
                 "spotrun commit: not running under `spotrun run` (SPOTRUN_CONTROL is not set)\n");
         return SR_EX_USAGE;
     }
+    const char *nodes = getenv("SPOTRUN_NODES");
+    if (step < 0 && nodes && strcmp(nodes, "1") != 0 && *nodes) {
+        fprintf(stderr, "spotrun commit: a multi-node run (SPOTRUN_NODES=%s) needs --step N: the "
+                        "step is what makes the nodes' parts one checkpoint\n",
+                nodes);
+        return SR_EX_USAGE;
+    }
     char req[64], reply[512];
-    if (n >= 0)
-        snprintf(req, sizeof(req), "COMMIT %" PRId64, n);
+    if (step >= 0)
+        snprintf(req, sizeof(req), "COMMIT %" PRId64, step);
     else
         snprintf(req, sizeof(req), "COMMIT -");
-    rc = sr_ctl_call(control, req, reply, sizeof(reply), timeout_ms ? (int)timeout_ms : -1);
+    const int rc =
+        sr_ctl_call(control, req, reply, sizeof(reply), timeout_ms ? (int)timeout_ms : -1);
     if (rc < 0)
         return sr_fail(rc, "commit");
     if (strncmp(reply, "OK ", 3) != 0) {
@@ -72,7 +66,9 @@ int sr_cmd_commit(int argc, char **argv)
                 strncmp(reply, "ERR ", 4) == 0 ? reply + 4 : reply);
         return SR_EX_IOERR;
     }
-    sr_debug("checkpoint %s staged (step %s)", reply + 3, step ? step : "unknown");
+    char step_s[24];
+    sr_format_step(step, step_s, sizeof(step_s));
+    sr_debug("checkpoint %s staged (step %s)", reply + 3, step >= 0 ? step_s : "unknown");
     return 0;
 }
 
@@ -88,58 +84,40 @@ static int parse_metric_arg(const char *arg, char *name, size_t name_len, double
             return -EINVAL;
     memcpy(name, arg, n);
     name[n] = '\0';
-    const char *v = eq + 1;
-    if (!*v || strpbrk(v, "xXnNiI \t"))
-        return -EINVAL; /* no hex, nan, inf or blanks */
-    char *end;
-    errno = 0;
-    *value = strtod(v, &end);
-    return *end || errno == ERANGE ? -EINVAL : 0;
+    return sr_parse_real(eq + 1, value);
 }
 
-int sr_cmd_metric(int argc, char **argv)
+int sr_cmd_metric(const struct sr_cmd *cmd, int argc, char **argv)
 {
     const char *control = NULL;
-    const char *step = NULL;
-    const struct sr_opt opts[] = {{"step", 'n', "SPOTRUN_METRIC_STEP", SR_OPT_STR, &step, "N",
+    int64_t step = -1;
+    const struct sr_opt opts[] = {{"step", 'n', "SPOTRUN_METRIC_STEP", SR_OPT_STEP, &step, "N",
                                    "training step the values belong to"},
                                   {"control", 0, "SPOTRUN_CONTROL", SR_OPT_STR, &control, "PATH",
                                    "control socket of the wrapper (set for the job)"},
                                   SR_OPTS_COMMON};
-    int first;
-    int rc = sr_opts_parse("metric", opts, argc, argv, 0, &first);
-    if (rc)
-        return rc;
-    if (sr_common.help) {
-        sr_opts_help(stdout, "spotrun metric [--step N] NAME=VALUE...",
-                     "Records numbers the job reports (loss=0.31 acc=0.91) in the run's event\n"
-                     "log, where `show`, `ls` and sweeps read them.",
-                     opts);
-        return 0;
-    }
-    int64_t n = -1;
-    if (step && sr_parse_int(step, 0, INT64_MAX, &n) < 0) {
-        fprintf(stderr,
-                "spotrun metric: invalid value \"%s\" for --step (a non-negative integer)\n", step);
-        return SR_EX_USAGE;
-    }
-    if (!argv[first]) {
+    struct sr_cmd_ctx ctx;
+    const int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
+    if (code >= 0)
+        return code;
+    char **ops = ctx.ops;
+    if (!ops[0]) {
         fprintf(stderr, "spotrun metric: nothing to record (NAME=VALUE, e.g. loss=0.31)\n");
         return SR_EX_USAGE;
     }
     char names[16][72];
     double values[16];
     int count = 0;
-    for (int i = first; argv[i]; i++, count++) {
+    for (int i = 0; ops[i]; i++, count++) {
         if (count == 16) {
             fprintf(stderr, "spotrun metric: at most 16 values at once\n");
             return SR_EX_USAGE;
         }
-        if (parse_metric_arg(argv[i], names[count], sizeof(names[count]), &values[count]) < 0) {
+        if (parse_metric_arg(ops[i], names[count], sizeof(names[count]), &values[count]) < 0) {
             fprintf(stderr,
                     "spotrun metric: invalid \"%s\" (NAME=VALUE: a name of letters, digits and "
                     "_.:- and a finite decimal number)\n",
-                    argv[i]);
+                    ops[i]);
             return SR_EX_USAGE;
         }
     }
@@ -148,13 +126,12 @@ int sr_cmd_metric(int argc, char **argv)
                 "spotrun metric: not running under `spotrun run` (SPOTRUN_CONTROL is not set)\n");
         return SR_EX_USAGE;
     }
-    char stepbuf[24] = "-";
-    if (n >= 0)
-        snprintf(stepbuf, sizeof(stepbuf), "%" PRId64, n);
+    char stepbuf[24];
+    sr_format_step(step, stepbuf, sizeof(stepbuf));
     for (int i = 0; i < count; i++) {
         char req[256], reply[512];
         snprintf(req, sizeof(req), "METRIC %.23s %.64s %.17g", stepbuf, names[i], values[i]);
-        rc = sr_ctl_call(control, req, reply, sizeof(reply), 10000);
+        const int rc = sr_ctl_call(control, req, reply, sizeof(reply), 10000);
         if (rc < 0)
             return sr_fail(rc, "metric");
         if (strcmp(reply, "OK") != 0) {
@@ -196,8 +173,8 @@ static int find_single_wrapper(const char *root, char *out, size_t len)
 
 /* The control socket of the wrapper to notify, waiting up to wait_ms for
  * one to answer (a wrapper started a moment ago is still restoring). */
-static int find_wrapper(const char *control, const char *run_id, const char *root,
-                        int64_t wait_ms, char *sock, size_t len)
+static int find_wrapper(const char *control, const char *run_id, const char *root, int64_t wait_ms,
+                        char *sock, size_t len)
 {
     char run_dir[PATH_MAX + 256];
     if (run_id) {
@@ -234,7 +211,7 @@ static int find_wrapper(const char *control, const char *run_id, const char *roo
     }
 }
 
-int sr_cmd_notify(int argc, char **argv)
+int sr_cmd_notify(const struct sr_cmd *cmd, int argc, char **argv)
 {
     const char *control = NULL, *run_id = NULL, *work_dir = NULL, *source = "manual";
     int64_t deadline_ms = 30000, wait_ms = 10000;
@@ -250,25 +227,20 @@ int sr_cmd_notify(int argc, char **argv)
         {"wait", 'w', "SPOTRUN_NOTIFY_WAIT", SR_OPT_DURATION, &wait_ms, "DURATION",
          "wait this long for the wrapper to come up (default 10s; 0 = not at all)"},
         SR_OPTS_COMMON};
-    int first;
-    int rc = sr_opts_parse("notify", opts, argc, argv, 0, &first);
-    if (rc)
+    struct sr_cmd_ctx ctx;
+    int rc = sr_cmd_start(cmd, opts, argc, argv, &ctx);
+    if (rc >= 0)
         return rc;
-    if (sr_common.help) {
-        sr_opts_help(stdout, "spotrun notify [--deadline 30s] [--run-id ID]",
-                     "Delivers a preemption notice to a running wrapper: it asks the job for a\n"
-                     "checkpoint, makes it durable, stops the job and exits 75.",
-                     opts);
-        return 0;
-    }
-    if (argv[first]) {
-        fprintf(stderr, "spotrun notify: unexpected argument \"%s\"\n", argv[first]);
+    if (ctx.ops[0]) {
+        fprintf(stderr, "spotrun notify: unexpected argument \"%s\"\n", ctx.ops[0]);
         return SR_EX_USAGE;
     }
     char sock[PATH_MAX + 300], root[PATH_MAX];
-    if ((rc = sr_work_root(work_dir, root, sizeof(root))) < 0 && !control)
+    rc = sr_work_root(work_dir, root, sizeof(root));
+    if (rc < 0 && !control)
         return sr_fail(rc, "notify");
-    if ((rc = find_wrapper(control, run_id, root, wait_ms, sock, sizeof(sock))) < 0)
+    rc = find_wrapper(control, run_id, root, wait_ms, sock, sizeof(sock));
+    if (rc < 0)
         return sr_fail(rc, "notify");
     char req[128], reply[512];
     snprintf(req, sizeof(req), "NOTIFY %" PRId64 " %.31s", deadline_ms, source);

@@ -48,7 +48,7 @@ static int ends_with(const char *s, const char *suffix)
     return a >= b && strcasecmp(s + a - b, suffix) == 0;
 }
 
-int sr_cmd_report(int argc, char **argv)
+int sr_cmd_report(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct sr_view_opts vo = {0};
     const char *out = NULL, *format = NULL;
@@ -58,28 +58,11 @@ int sr_cmd_report(int argc, char **argv)
                                    "FORMAT", "svg or html (default: from the file name)"},
                                   SR_PRICE_OPTS(&vo),
                                   SR_OPTS_COMMON};
-    int first;
-    int rc = sr_opts_parse("report", opts, argc, argv, 0, &first);
-    if (rc)
-        return rc;
-    const char *usage = "spotrun report RUN [-o run.svg|run.html]";
-    if (sr_common.help) {
-        sr_opts_help(stdout, usage,
-                     "Draws a timeline of the run across attempts and nodes: training segments,\n"
-                     "checkpoints (staged and durable), notices, restarts, lost work.",
-                     opts);
-        return 0;
-    }
-    const char *run = argv[first];
-    if (!run || argv[first + 1]) {
-        fprintf(stderr, "spotrun report: %s (usage: %s)\n",
-                run ? "too many arguments" : "missing argument", usage);
-        return SR_EX_USAGE;
-    }
-    if (!sr_manifest_run_id_valid(run)) {
-        fprintf(stderr, "spotrun report: invalid run id \"%s\"\n", run);
-        return SR_EX_USAGE;
-    }
+    struct sr_cmd_ctx ctx;
+    int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
+    if (code >= 0)
+        return code;
+    const char *run = ctx.ops[0];
     char def[300];
     snprintf(def, sizeof(def), "%s.svg", run);
     if (!out || !*out)
@@ -89,35 +72,28 @@ int sr_cmd_report(int argc, char **argv)
         if (strcmp(format, "svg") != 0 && strcmp(format, "html") != 0) {
             fprintf(stderr, "spotrun report: invalid value \"%s\" for --format (svg or html)\n",
                     format);
+            sr_store_close(ctx.st);
             return SR_EX_USAGE;
         }
         html = strcmp(format, "html") == 0;
     }
-    struct sr_hist_prices prices = {0};
-    rc = sr_prices_parse(&vo, &prices);
-    if (rc < 0) {
-        fprintf(stderr, "spotrun report: %s\n", sr_strerror(rc));
-        return SR_EX_USAGE;
-    }
-    struct sr_store *st;
-    rc = sr_open_store(&st);
-    if (rc < 0)
-        return sr_fail(rc, "cannot open the store");
     struct sr_history h;
     sr_hist_init(&h);
-    int code = 0;
-    rc = sr_hist_load(st, run, &h);
+    const int rc = sr_hist_load(ctx.st, run, &h);
     if (rc < 0) {
         code = sr_fail(rc, "cannot read the run's event log");
     } else if (h.n_att == 0) {
-        fprintf(stderr, "spotrun report: no events of run \"%s\" in %s\n", run, sr_store_url(st));
+        fprintf(stderr, "spotrun report: no events of run \"%s\" in %s\n", run,
+                sr_store_url(ctx.st));
         code = SR_EX_NOINPUT;
-    } else if ((rc = write_report(out, html, run, &h, &prices)) < 0) {
-        code = sr_fail(rc, "report");
     } else {
-        sr_info("wrote %s (%zu attempt(s))", out, h.n_att);
+        code = write_report(out, html, run, &h, &vo.prices);
+        if (code < 0)
+            code = sr_fail(code, "report");
+        else
+            sr_info("wrote %s (%zu attempt(s))", out, h.n_att);
     }
     sr_hist_free(&h);
-    sr_store_close(st);
+    sr_store_close(ctx.st);
     return code;
 }

@@ -1,7 +1,7 @@
 /*
  * cmd_run.c - `spotrun run [options] -- command...`: resolve the run's
- * identity and local paths, handle DONE and --fresh, then hand over to the
- * supervisor.
+ * identity and local paths, take its lease, handle --fresh and DONE, then
+ * hand over to the supervisor (run_main reads as that sequence).
  */
 #include <errno.h>
 #include <limits.h>
@@ -21,6 +21,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "metrics.h"
+#include "nodes.h"
 #include "runid.h"
 #include "signame.h"
 #include "supervisor.h"
@@ -62,22 +63,13 @@ struct run_opts {
     int64_t poll_ms;
     enum sr_cloud cloud;
     int64_t lease_ttl_ms, lease_wait_ms;
+    const char *nodes, *node_rank, *restore_parts; /* multi-node (docs/multinode.md) */
+    int64_t peer_poll_ms;
 };
 
-/* The run's lease (sr_keeper_take). It stays reachable until exit: a
- * persist abandoned at a deadline may still consult it (and is refused
- * once released). */
-static struct sr_lease *run_lease;
-
-static int fresh_start(struct sr_store *st, const char *run_id, const char *ckpt_dir)
-{
-    sr_info("--fresh: deleting run %s from %s", run_id, sr_store_url(st));
-    int rc = sr_ckpt_clear_run(st, run_id);
-    /* Emptied, not removed: it keeps its mark, and may be a mount point. */
-    if (rc == 0 && access(ckpt_dir, F_OK) == 0)
-        rc = sr_empty_dir(ckpt_dir);
-    return rc;
-}
+/* Not given: 3 restarts, none in a multi-node run (the engine restarts the
+ * whole group there; a restart in place could only hang in collectives). */
+#define MAX_RESTARTS_DEFAULT UINT64_MAX
 
 /* The checkpoint directory is the run's own when it is the default one
  * (inside the run's work dir, also as made by older versions) or the one
@@ -112,136 +104,274 @@ static int claim_ckpt_dir(const char *ckpt, const char *run_dir)
         return rc;
     (void)sr_dir_mark(ckpt);
     if (sr_path_resolve(ckpt, real, sizeof(real)) == 0 && sr_mkdirs(run_dir, 0700) == 0 &&
-        sr_pathf(rec, sizeof(rec), "%s/ckpt-dir", run_dir) == 0 &&
-        (rc = sr_write_file_atomic(rec, real, strlen(real))) < 0)
-        sr_warn("cannot record the checkpoint directory: %s", sr_strerror(rc));
+        sr_pathf(rec, sizeof(rec), "%s/ckpt-dir", run_dir) == 0) {
+        rc = sr_write_file_atomic(rec, real, strlen(real));
+        if (rc < 0)
+            sr_warn("cannot record the checkpoint directory: %s", sr_strerror(rc));
+    }
     sr_err_clear();
     return 0;
 }
 
-static int run_main(struct run_opts *o, char **cmd)
+/* What run_main works with: the supervisor's settings and the local paths
+ * they point into. */
+struct run_ctx {
+    struct sr_supervise_config c;
+    char cwd[PATH_MAX], self[PATH_MAX], run_id[256], root[PATH_MAX];
+    char run_dir[PATH_MAX + 300], ckpt[PATH_MAX + 300], sock[PATH_MAX + 300];
+    char preload[PATH_MAX], cloud_cache[PATH_MAX + 32];
+};
+
+/* The steps below return -1 when the run goes on, else the exit code. */
+#define GO_ON (-1)
+
+/* Which node of how many (docs/multinode.md), what it restores, and the
+ * restarts default that follows. */
+static int nodes(const struct run_opts *o, struct run_ctx *r)
 {
-    struct sr_supervise_config c = {.argv = cmd,
-                                    .every_ms = o->every_ms,
-                                    .settle_ms = o->settle_ms,
-                                    .grace_ms = o->grace_ms,
-                                    .backoff_ms = o->backoff_ms,
-                                    .max_restarts = (unsigned)o->max_restarts,
-                                    .keep = (unsigned)o->keep,
-                                    .threads = (int)o->threads,
-                                    .level = (int)o->level,
-                                    .gpu_mem_limit = o->gpu_mem_limit};
-    char cwd[PATH_MAX], self[PATH_MAX], run_id[256], root[PATH_MAX], run_dir[PATH_MAX + 300];
-    char ckpt[PATH_MAX + 300], sock[PATH_MAX + 300], preload[PATH_MAX];
-    c.signo = parse_signal(o->signal);
-    if (c.signo == SIGKILL || c.signo == SIGSTOP) {
+    struct sr_supervise_config *c = &r->c;
+    struct sr_nodes n;
+    if (sr_nodes_resolve(o->nodes, o->node_rank, &n) < 0) {
+        fprintf(stderr, "spotrun run: %s\n", sr_strerror(-EINVAL));
+        return SR_EX_USAGE;
+    }
+    c->nodes = n.nodes;
+    c->node_rank = n.rank;
+    const char *parts = o->restore_parts && *o->restore_parts ? o->restore_parts : "own";
+    if (strcmp(parts, "own") != 0 && strcmp(parts, "all") != 0) {
+        fprintf(stderr, "spotrun run: invalid value \"%s\" for --restore-parts (own or all)\n",
+                parts);
+        return SR_EX_USAGE;
+    }
+    c->restore_all = strcmp(parts, "all") == 0;
+    c->peer_poll_ms = o->peer_poll_ms;
+    if (o->max_restarts == MAX_RESTARTS_DEFAULT)
+        c->max_restarts = n.nodes > 1 ? 0 : 3;
+    if (n.nodes > 1)
+        sr_debug("node %u of %u (from %s)", n.rank, n.nodes, n.from);
+    return GO_ON;
+}
+
+/* The supervisor's settings from the options: the request signal, the
+ * cloud notices and the shim. */
+static int settings(const struct run_opts *o, char **cmd, struct run_ctx *r)
+{
+    struct sr_supervise_config *c = &r->c;
+    *c = (struct sr_supervise_config){.argv = cmd,
+                                      .every_ms = o->every_ms,
+                                      .settle_ms = o->settle_ms,
+                                      .grace_ms = o->grace_ms,
+                                      .backoff_ms = o->backoff_ms,
+                                      .max_restarts = (unsigned)o->max_restarts,
+                                      .keep = (unsigned)o->keep,
+                                      .threads = (int)o->threads,
+                                      .level = (int)o->level,
+                                      .gpu_mem_limit = o->gpu_mem_limit,
+                                      .signo = parse_signal(o->signal)};
+    if (c->signo == SIGKILL || c->signo == SIGSTOP) {
         fprintf(stderr,
                 "spotrun run: --signal %s cannot be caught by the job; use SIGUSR1 or "
                 "another catchable signal\n",
                 o->signal);
         return SR_EX_USAGE;
     }
-    if (c.signo < 0) {
+    if (c->signo < 0) {
         fprintf(stderr,
                 "spotrun run: invalid value \"%s\" for --signal (e.g. SIGUSR1, USR2, "
                 "SIGRTMIN+2, 12)\n",
                 o->signal);
         return SR_EX_USAGE;
     }
-    if (!getcwd(cwd, sizeof(cwd)))
+    return nodes(o, r);
+}
+
+/* The run's id and its local paths: work root, run dir, checkpoint dir,
+ * control socket, this binary. */
+static int local_paths(const struct run_opts *o, char **cmd, struct run_ctx *r)
+{
+    if (!getcwd(r->cwd, sizeof(r->cwd)))
         return sr_fail(-errno, "getcwd");
-    int rc = sr_runid_expand(o->run_id, cmd, cwd, run_id, sizeof(run_id));
+    int rc = sr_runid_expand(o->run_id, cmd, r->cwd, r->run_id, sizeof(r->run_id));
     if (rc < 0) {
         fprintf(stderr, "spotrun run: %s\n", sr_strerror(rc));
         return SR_EX_USAGE;
     }
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    self[n > 0 ? n : 0] = '\0';
-    rc = sr_work_root(o->work_dir, root, sizeof(root));
+    const ssize_t n = readlink("/proc/self/exe", r->self, sizeof(r->self) - 1);
+    r->self[n > 0 ? n : 0] = '\0';
+    rc = sr_work_root(o->work_dir, r->root, sizeof(r->root));
     if (rc < 0)
         return sr_fail(rc, "work directory");
     if (!o->ckpt_dir || !*o->ckpt_dir)
-        rc = sr_pathf(ckpt, sizeof(ckpt), "%s/%s/ckpt", root, run_id);
+        rc = sr_pathf(r->ckpt, sizeof(r->ckpt), "%s/%s/ckpt", r->root, r->run_id);
     else if (o->ckpt_dir[0] == '/')
-        rc = sr_pathf(ckpt, sizeof(ckpt), "%s", o->ckpt_dir);
+        rc = sr_pathf(r->ckpt, sizeof(r->ckpt), "%s", o->ckpt_dir);
     else
-        rc = sr_pathf(ckpt, sizeof(ckpt), "%s/%s", cwd, o->ckpt_dir);
+        rc = sr_pathf(r->ckpt, sizeof(r->ckpt), "%s/%s", r->cwd, o->ckpt_dir);
     if (rc == 0)
-        rc = sr_pathf(run_dir, sizeof(run_dir), "%s/%s", root, run_id);
+        rc = sr_pathf(r->run_dir, sizeof(r->run_dir), "%s/%s", r->root, r->run_id);
     if (rc < 0)
         return sr_fail(rc, "local paths");
-    if ((rc = sr_control_path(run_dir, sock, sizeof(sock))) < 0)
+    rc = sr_control_path(r->run_dir, r->sock, sizeof(r->sock));
+    if (rc < 0)
         return sr_fail(rc, "control socket");
-    c.run_id = run_id;
-    c.run_dir = run_dir;
-    c.ckpt_dir = ckpt;
-    c.control_path = sock;
-    c.self = self;
-    char cloud_cache[PATH_MAX + 32];
-    c.notice = (struct sr_notice_config){.cloud = o->cloud,
-                                         .aws_url = o->aws_imds,
-                                         .gcp_url = o->gcp_metadata,
-                                         .azure_url = o->azure_metadata,
-                                         .poll_ms = o->poll_ms,
-                                         .cache_path = cloud_cache};
-    if (sr_pathf(cloud_cache, sizeof(cloud_cache), "%s/cloud.cache", root) < 0)
-        c.notice.cache_path = NULL;
-    if (!o->no_preload) {
-        if (find_preload(self, preload, sizeof(preload)) == 0)
-            c.preload = preload;
-        else
-            sr_warn("libspotrun.so not found (set SPOTRUN_PRELOAD); running without the shim");
+    r->c.run_id = r->run_id;
+    r->c.run_dir = r->run_dir;
+    r->c.ckpt_dir = r->ckpt;
+    r->c.control_path = r->sock;
+    r->c.self = r->self;
+    return GO_ON;
+}
+
+/* The cloud notice watcher (its answer cached in the work root) and the
+ * shim to preload. */
+static void notices_and_shim(const struct run_opts *o, struct run_ctx *r)
+{
+    r->c.notice = (struct sr_notice_config){.cloud = o->cloud,
+                                            .aws_url = o->aws_imds,
+                                            .gcp_url = o->gcp_metadata,
+                                            .azure_url = o->azure_metadata,
+                                            .poll_ms = o->poll_ms,
+                                            .cache_path = r->cloud_cache};
+    if (sr_pathf(r->cloud_cache, sizeof(r->cloud_cache), "%s/cloud.cache", r->root) < 0)
+        r->c.notice.cache_path = NULL;
+    if (o->no_preload)
+        return;
+    if (find_preload(r->self, r->preload, sizeof(r->preload)) == 0)
+        r->c.preload = r->preload;
+    else
+        sr_warn("libspotrun.so not found (set SPOTRUN_PRELOAD); running without the shim");
+}
+
+/* --ckpt-dir may be replaced by a restore: not the store, not spotrun's
+ * work dir, not a directory of someone else's files. */
+static int check_ckpt_target(const struct run_ctx *r)
+{
+    char what[PATH_MAX + 320];
+    snprintf(what, sizeof(what), "--ckpt-dir %s", r->ckpt);
+    const int ours = ckpt_is_ours(r->root, r->run_id, r->run_dir, r->ckpt);
+    const int code = sr_check_target("run", what, r->ckpt, ours, r->c.st, r->root);
+    return code != 0 ? code : GO_ON;
+}
+
+/* Another wrapper of this run on this machine answers on the control
+ * socket: say so at once rather than wait for its lease. */
+static int refuse_second_wrapper(const struct run_ctx *r)
+{
+    char pong[64];
+    if (sr_ctl_call(r->sock, "STATUS", pong, sizeof(pong), 2000) != 0)
+        return GO_ON;
+    fprintf(stderr, "spotrun: run %s is already running on this machine (%s answers)\n", r->run_id,
+            r->sock);
+    return SR_EX_CANTCREAT;
+}
+
+/* Single owner: the run's lease in the store (none with --lease-ttl 0). */
+static int take_lease(const struct run_opts *o, const struct run_ctx *r, struct sr_lease **lease)
+{
+    if (o->lease_ttl_ms <= 0)
+        return GO_ON;
+    const int ttl_s = (int)((o->lease_ttl_ms + 999) / 1000);
+    const int64_t wait_ms = o->lease_wait_ms < 0 ? 2 * o->lease_ttl_ms : o->lease_wait_ms;
+    const int rank = r->c.nodes > 1 ? (int)r->c.node_rank : -1;
+    const int code = sr_keeper_take_rank(r->c.st, r->run_id, rank, ttl_s, wait_ms,
+                                         "not starting (--lease-wait)", lease);
+    return code != 0 ? code : GO_ON;
+}
+
+/* --fresh: the run's store objects go, and the checkpoint directory is
+ * emptied, not removed: it keeps its mark, and may be a mount point. */
+static int start_fresh(const struct run_ctx *r)
+{
+    sr_info("--fresh: deleting run %s from %s", r->run_id, sr_store_url(r->c.st));
+    int rc = sr_ckpt_clear_run(r->c.st, r->run_id);
+    if (rc == 0 && access(r->ckpt, F_OK) == 0)
+        rc = sr_empty_dir(r->ckpt);
+    return rc < 0 ? sr_fail(rc, "--fresh") : GO_ON;
+}
+
+/* A run that finished (DONE in the store) is not run again. Read once, under
+ * the lease: a wrapper that finished the run while this one waited for the
+ * lease is seen. */
+static int stop_if_done(const struct run_ctx *r)
+{
+    const int rc = sr_ckpt_is_done(r->c.st, r->run_id);
+    if (rc < 0)
+        return sr_fail(rc, "cannot read the store");
+    if (rc == 0)
+        return GO_ON;
+    sr_info("run %s is already done (DONE in %s); use --fresh to start it over", r->run_id,
+            sr_store_url(r->c.st));
+    return 0;
+}
+
+static int claim_ckpt(const struct run_ctx *r)
+{
+    const int rc = claim_ckpt_dir(r->ckpt, r->run_dir);
+    return rc < 0 ? sr_fail(rc, "cannot create the checkpoint directory") : GO_ON;
+}
+
+/* The supervisor runs the job; its exit code is the run's. Without a lease,
+ * manifests record the store's newest epoch. */
+static int supervise(const struct run_opts *o, struct run_ctx *r, struct sr_lease *lease)
+{
+    struct sr_metrics *metrics = NULL;
+    if (o->metrics_file && *o->metrics_file) {
+        const int rc = sr_metrics_open(&metrics, o->metrics_file, r->c.st, r->run_id);
+        if (rc < 0)
+            sr_warn("no metrics file: cannot read the run's history: %s", sr_strerror(rc));
     }
-    rc = sr_open_store(&c.st);
+    r->c.lease = lease;
+    if (!lease && sr_ckpt_max_epoch(r->c.st, r->run_id, &r->c.epoch) < 0)
+        r->c.epoch = 0; /* the restore reports an unreadable store */
+    const int code = sr_supervise(&r->c);
+    sr_metrics_close(metrics);
+    return code;
+}
+
+/* Gives the lease back but keeps it allocated until the process exits: a
+ * persist abandoned at a deadline (sr_commits_stop) may still consult it
+ * after run_main returns, and is refused once it is released. The one
+ * static here only keeps it reachable for that while (no leak report). */
+static void release_lease(struct sr_lease *lease)
+{
+    static struct sr_lease *until_exit __attribute__((used));
+    if (!lease)
+        return;
+    const int rc = sr_lease_release(lease);
+    if (rc < 0)
+        sr_warn("cannot release the lease (it expires on its own): %s", sr_strerror(rc));
+    until_exit = lease;
+}
+
+/* The run, step by step; each step says why it stops the run. */
+static int run_main(const struct run_opts *o, char **cmd)
+{
+    struct run_ctx r = {0};
+    int code = settings(o, cmd, &r);
+    if (code == GO_ON)
+        code = local_paths(o, cmd, &r);
+    if (code != GO_ON)
+        return code;
+    notices_and_shim(o, &r);
+    const int rc = sr_open_store(&r.c.st);
     if (rc < 0)
         return sr_fail(rc, "cannot open the store");
-    char what[PATH_MAX + 320];
-    snprintf(what, sizeof(what), "--ckpt-dir %s", ckpt);
-    int code =
-        sr_check_target("run", what, ckpt, ckpt_is_ours(root, run_id, run_dir, ckpt), c.st, root);
-    if (code != 0) {
-        sr_store_close(c.st);
-        return code;
-    }
-    /* Another wrapper of this run on this machine answers on the control
-     * socket: say so at once rather than wait for its lease. */
-    char pong[64];
-    if (sr_ctl_call(sock, "STATUS", pong, sizeof(pong), 2000) == 0) {
-        fprintf(stderr, "spotrun: run %s is already running on this machine (%s answers)\n", run_id,
-                sock);
-        code = SR_EX_CANTCREAT;
-    } else if (!o->fresh && (rc = sr_ckpt_is_done(c.st, run_id)) == 1) {
-        sr_info("run %s is already done (DONE in %s); use --fresh to start it over", run_id,
-                sr_store_url(c.st));
-    } else if (o->lease_ttl_ms > 0 &&
-               (code = sr_keeper_take(c.st, run_id, (int)((o->lease_ttl_ms + 999) / 1000),
-                                      o->lease_wait_ms < 0 ? 2 * o->lease_ttl_ms : o->lease_wait_ms,
-                                      "not starting (--lease-wait)", &run_lease)) != 0) {
-        /* not ours */
-    } else if (o->fresh && (rc = fresh_start(c.st, run_id, ckpt)) < 0) {
-        code = sr_fail(rc, "--fresh");
-    } else if ((rc = sr_ckpt_is_done(c.st, run_id)) != 0) {
-        if (rc < 0)
-            code = sr_fail(rc, "cannot read the store");
-        else
-            sr_info("run %s is already done (DONE in %s); use --fresh to start it over", run_id,
-                    sr_store_url(c.st));
-    } else if ((rc = claim_ckpt_dir(ckpt, run_dir)) < 0) {
-        code = sr_fail(rc, "cannot create the checkpoint directory");
-    } else {
-        struct sr_metrics *metrics = NULL;
-        if (o->metrics_file && *o->metrics_file &&
-            (rc = sr_metrics_open(&metrics, o->metrics_file, c.st, run_id)) < 0)
-            sr_warn("no metrics file: cannot read the run's history: %s", sr_strerror(rc));
-        c.lease = run_lease;
-        if (!run_lease && sr_ckpt_max_epoch(c.st, run_id, &c.epoch) < 0)
-            c.epoch = 0; /* the restore reports an unreadable store */
-        code = sr_supervise(&c);
-        sr_metrics_close(metrics);
-    }
-    if (run_lease && (rc = sr_lease_release(run_lease)) < 0)
-        sr_warn("cannot release the lease (it expires on its own): %s", sr_strerror(rc));
-    sr_store_close(c.st);
+    struct sr_lease *lease = NULL;
+    code = check_ckpt_target(&r);
+    if (code == GO_ON)
+        code = refuse_second_wrapper(&r);
+    if (code == GO_ON)
+        code = take_lease(o, &r, &lease);
+    if (code == GO_ON && o->fresh)
+        code = start_fresh(&r);
+    if (code == GO_ON)
+        code = stop_if_done(&r);
+    if (code == GO_ON)
+        code = claim_ckpt(&r);
+    if (code == GO_ON)
+        code = supervise(o, &r, lease);
+    release_lease(lease);
+    sr_store_close(r.c.st);
     return code;
 }
 
@@ -256,13 +386,14 @@ static const char *twin(const char *env)
     return ctl && *ctl ? NULL : env;
 }
 
-int sr_cmd_run(int argc, char **argv)
+int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct run_opts o = {.lease_ttl_ms = 60000,
                          .lease_wait_ms = -1,
                          .grace_ms = 25000,
                          .backoff_ms = 1000,
-                         .max_restarts = 3,
+                         .max_restarts = MAX_RESTARTS_DEFAULT,
+                         .peer_poll_ms = 1000,
                          .notice = "auto",
                          .poll_ms = 1000};
     const struct sr_opt opts[] = {
@@ -281,7 +412,7 @@ int sr_cmd_run(int argc, char **argv)
         {"grace", 'g', "SPOTRUN_GRACE", SR_OPT_DURATION, &o.grace_ms, "DURATION",
          "time left after SIGTERM/SIGINT (default 25s)"},
         {"max-restarts", 'm', "SPOTRUN_MAX_RESTARTS", SR_OPT_UINT, &o.max_restarts, "N",
-         "restarts after crashes before giving up (default 3)"},
+         "restarts after crashes before giving up (default 3; 0 in a multi-node run)"},
         {"backoff", 0, "SPOTRUN_BACKOFF", SR_OPT_DURATION, &o.backoff_ms, "DURATION",
          "first restart delay, doubled each time up to 60s (default 1s)"},
         {"signal", 's', twin("SPOTRUN_SIGNAL"), SR_OPT_STR, &o.signal, "SIG",
@@ -315,19 +446,21 @@ int sr_cmd_run(int argc, char **argv)
          "GCP metadata server (default http://169.254.169.254)"},
         {"azure-metadata", 0, "SPOTRUN_AZURE_METADATA", SR_OPT_STR, &o.azure_metadata, "URL",
          "Azure instance metadata endpoint (default http://169.254.169.254)"},
+        {"nodes", 0, twin("SPOTRUN_NODES"), SR_OPT_STR, &o.nodes, "N",
+         "a multi-node run of N wrappers, one per node (default: from Slurm's srun, AWS Batch "
+         "or SkyPilot, else 1)"},
+        {"node-rank", 0, twin("SPOTRUN_NODE_RANK"), SR_OPT_STR, &o.node_rank, "R",
+         "this node's rank, 0..N-1 (a number or {env:NAME})"},
+        {"restore-parts", 0, "SPOTRUN_RESTORE_PARTS", SR_OPT_STR, &o.restore_parts, "WHICH",
+         "own (default): this node's part; all: every node's part in the directory"},
+        {"peer-poll", 0, "SPOTRUN_PEER_POLL", SR_OPT_DURATION, &o.peer_poll_ms, "DURATION",
+         "how often the other nodes' notices and parts are read from the store (default 1s)"},
         SR_OPTS_COMMON};
-    int first;
-    int rc = sr_opts_parse("run", opts, argc, argv, 1, &first);
-    if (rc)
-        return rc;
-    if (sr_common.help) {
-        sr_opts_help(stdout, "spotrun run [options] -- command [args...]",
-                     "Runs the command, resumes it from its newest checkpoint, restarts it after\n"
-                     "crashes, and checkpoints it before a preemption (exit 75: requeue me).",
-                     opts);
-        return 0;
-    }
-    if (!argv[first]) {
+    struct sr_cmd_ctx ctx;
+    const int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
+    if (code >= 0)
+        return code;
+    if (!ctx.ops[0]) {
         fprintf(stderr, "spotrun run: no command given (spotrun run -- command...)\n");
         return SR_EX_USAGE;
     }
@@ -355,5 +488,5 @@ int sr_cmd_run(int argc, char **argv)
         fprintf(stderr, "spotrun run: --level must be 1..19\n");
         return SR_EX_USAGE;
     }
-    return run_main(&o, argv + first);
+    return run_main(&o, ctx.ops);
 }

@@ -32,39 +32,6 @@ static void fmt_time(int64_t unix_s, char *buf, size_t len)
         snprintf(buf, len, "-");
 }
 
-/* Parses options and operands for the store commands; opens the store.
- * Returns -1 when the command should go on, else an exit code. */
-static int store_cmd_start(const char *cmd, const struct sr_opt *opts, int argc, char **argv,
-                           int min_ops, int max_ops, const char *usage, const char *about,
-                           char ***ops, struct sr_store **st)
-{
-    int first;
-    int rc = sr_opts_parse(cmd, opts, argc, argv, 0, &first);
-    if (rc)
-        return rc;
-    if (sr_common.help) {
-        sr_opts_help(stdout, usage, about, opts);
-        return 0;
-    }
-    int n = 0;
-    while (argv[first + n])
-        n++;
-    if (n < min_ops || n > max_ops) {
-        fprintf(stderr, "spotrun %s: %s (usage: %s)\n", cmd,
-                n < min_ops ? "missing argument" : "too many arguments", usage);
-        return SR_EX_USAGE;
-    }
-    *ops = argv + first;
-    if (n > 0 && !sr_manifest_run_id_valid((*ops)[0]) && strcmp(cmd, "ls") != 0) {
-        fprintf(stderr, "spotrun %s: invalid run id \"%s\"\n", cmd, (*ops)[0]);
-        return SR_EX_USAGE;
-    }
-    rc = sr_open_store(st);
-    if (rc < 0)
-        return sr_fail(rc, "cannot open the store");
-    return -1;
-}
-
 static json_t *manifest_json(const struct sr_manifest *m)
 {
     char when[32];
@@ -96,7 +63,8 @@ static int hold_run(struct sr_store *st, const char *run, struct held *out)
     int rc = sr_keeper_take(st, run, 60, 0, "not changing it while a wrapper runs it", &out->lease);
     if (rc != 0)
         return rc;
-    if ((rc = sr_keeper_start(out->lease, &out->keeper)) < 0)
+    rc = sr_keeper_start(out->lease, &out->keeper);
+    if (rc < 0)
         sr_warn("the lease will not be renewed: %s", sr_strerror(rc));
     return 0;
 }
@@ -123,28 +91,18 @@ static int print_json(json_t *o)
     return 0;
 }
 
-int sr_cmd_ls(int argc, char **argv)
+int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct sr_view_opts vo = {0};
     const struct sr_opt opts[] = {SR_VIEW_OPTS(&vo), SR_OPTS_COMMON};
-    char **ops;
-    struct sr_store *st;
-    int code = store_cmd_start("ls", opts, argc, argv, 0, 0, "spotrun ls",
-                               "Lists the runs in the store: state, newest checkpoint, attempts,\n"
-                               "preemptions, failures, lost work and cost (a sweep at a glance).",
-                               &ops, &st);
+    struct sr_cmd_ctx ctx;
+    int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
     if (code >= 0)
         return code;
-    struct sr_hist_prices prices = {0};
+    struct sr_store *st = ctx.st;
     struct sr_strlist runs = {0};
     json_t *jruns = vo.json ? json_array() : NULL;
-    int rc = sr_prices_parse(&vo, &prices);
-    if (rc < 0) {
-        fprintf(stderr, "spotrun ls: %s\n", sr_strerror(rc));
-        code = SR_EX_USAGE;
-        goto out;
-    }
-    rc = sr_ckpt_list_runs(st, &runs);
+    const int rc = sr_ckpt_list_runs(st, &runs);
     if (rc < 0) {
         code = sr_fail(rc, "cannot list the store");
         goto out;
@@ -160,11 +118,10 @@ int sr_cmd_ls(int argc, char **argv)
         const int hrc = sr_hist_load(st, runs.v[i], &h);
         if (hrc < 0)
             sr_warn("cannot read the event log of %s: %s", runs.v[i], sr_strerror(hrc));
-        if (h.state == SR_STATE_NEW && l.n)
-            h.state = SR_STATE_CHECKPOINTED;
+        sr_hist_count_checkpoints(&h, l.n);
         if (jruns) {
             json_t *o = json_pack("{s:s}", "run_id", runs.v[i]);
-            json_object_update_missing_new(o, sr_summary_json(&h, &prices));
+            json_object_update_missing_new(o, sr_summary_json(&h, &vo.prices));
             json_object_set_new(o, "checkpoint_count", json_integer((json_int_t)l.n));
             json_object_set_new(o, "newest", l.n ? manifest_json(&l.v[l.n - 1]) : json_null());
             json_array_append_new(jruns, o);
@@ -175,8 +132,8 @@ int sr_cmd_ls(int argc, char **argv)
         char lost[32], cost[32] = "-";
         sr_format_duration_ms(h.lost_ms, lost, sizeof(lost));
         double spot, od;
-        sr_hist_cost(&h, &prices, &spot, &od);
-        if (prices.spot_per_hour > 0)
+        sr_hist_cost(&h, &vo.prices, &spot, &od);
+        if (vo.prices.spot_per_hour > 0)
             sr_format_money(spot, cost, sizeof(cost));
         char step[24] = "-", size[32] = "-", when[32] = "-", seq[24] = "-";
         if (l.n) {
@@ -270,29 +227,20 @@ static void print_lease(struct sr_store *st, const char *run)
                (unsigned long long)in.epoch);
 }
 
-int sr_cmd_show(int argc, char **argv)
+int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct sr_view_opts vo = {0};
     const struct sr_opt opts[] = {SR_VIEW_OPTS(&vo), SR_OPTS_COMMON};
-    char **ops;
-    struct sr_store *st;
-    int code = store_cmd_start("show", opts, argc, argv, 1, 1, "spotrun show RUN",
-                               "Shows what happened to a run (state, attempts, preemptions, lost\n"
-                               "work, checkpoint times, cost) and its checkpoints.",
-                               &ops, &st);
+    struct sr_cmd_ctx ctx;
+    int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
     if (code >= 0)
         return code;
-    struct sr_hist_prices prices = {0};
+    struct sr_store *st = ctx.st;
+    char **ops = ctx.ops;
     struct sr_history h;
     sr_hist_init(&h);
     struct sr_ckpt_list l = {0};
-    int rc = sr_prices_parse(&vo, &prices);
-    if (rc < 0) {
-        fprintf(stderr, "spotrun show: %s\n", sr_strerror(rc));
-        code = SR_EX_USAGE;
-        goto out;
-    }
-    rc = sr_ckpt_list(st, ops[0], &l);
+    int rc = sr_ckpt_list(st, ops[0], &l);
     uint32_t attempts = 0;
     if (rc == 0)
         rc = sr_events_next_attempt(st, ops[0], &attempts);
@@ -307,17 +255,16 @@ int sr_cmd_show(int argc, char **argv)
         code = SR_EX_NOINPUT;
         goto out;
     }
-    if (h.state == SR_STATE_NEW && l.n)
-        h.state = SR_STATE_CHECKPOINTED;
+    sr_hist_count_checkpoints(&h, l.n);
     if (vo.json) {
-        code = print_show_json(st, ops[0], &h, &prices, &l);
+        code = print_show_json(st, ops[0], &h, &vo.prices, &l);
         goto out;
     }
     printf("run:         %s\nstore:       %s\nstate:       %s\nattempts:    %" PRIu32
            "\ncheckpoints: %zu\n",
            ops[0], sr_store_url(st), sr_hist_state_name(h.state), attempts, l.n);
     print_lease(st, ops[0]);
-    sr_summary_print(stdout, &h, &prices);
+    sr_summary_print(stdout, &h, &vo.prices);
     putchar('\n');
     printf("%8s %10s %10s %10s %7s %6s %8s  %-19s  %s\n", "SEQ", "STEP", "RAW", "STORED", "RATIO",
            "FILES", "STAGE", "CREATED", "HOST");
@@ -358,7 +305,7 @@ out:
     return code < 0 ? 0 : code;
 }
 
-int sr_cmd_pull(int argc, char **argv)
+int sr_cmd_pull(const struct sr_cmd *cmd, int argc, char **argv)
 {
     uint64_t seq = 0, threads = 0;
     const struct sr_opt opts[] = {{"seq", 0, "SPOTRUN_PULL_SEQ", SR_OPT_UINT, &seq, "N",
@@ -366,17 +313,12 @@ int sr_cmd_pull(int argc, char **argv)
                                   {"threads", 0, "SPOTRUN_THREADS", SR_OPT_UINT, &threads, "N",
                                    "decompression threads (default: all CPUs)"},
                                   SR_OPTS_COMMON};
-    char **ops;
-    struct sr_store *st;
-    int code = store_cmd_start(
-        "pull", opts, argc, argv, 1, 2, "spotrun pull RUN [DIR]",
-        "Restores the newest (or --seq N) checkpoint of RUN into DIR (default ./RUN).\n"
-        "DIR is replaced: it ends up holding exactly the checkpoint. DIR must be new,\n"
-        "empty, or made by an earlier pull (spotrun refuses a directory holding files\n"
-        "it did not put there, or one that overlaps the store or the work dir).",
-        &ops, &st);
+    struct sr_cmd_ctx ctx;
+    int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
     if (code >= 0)
         return code;
+    struct sr_store *st = ctx.st;
+    char **ops = ctx.ops;
     const char *dir = ops[1] ? ops[1] : ops[0];
     char root[PATH_MAX], what[PATH_MAX + 16];
     snprintf(what, sizeof(what), "DIR %s", dir);
@@ -404,31 +346,26 @@ int sr_cmd_pull(int argc, char **argv)
     return code;
 }
 
-int sr_cmd_push(int argc, char **argv)
+int sr_cmd_push(const struct sr_cmd *cmd, int argc, char **argv)
 {
-    const char *step_s = NULL;
+    int64_t step = -1;
     uint64_t keep = 0, threads = 0, level = 0;
     const struct sr_opt opts[] = {
-        {"step", 'n', "SPOTRUN_COMMIT_STEP", SR_OPT_STR, &step_s, "N", "step to record"},
+        {"step", 'n', "SPOTRUN_COMMIT_STEP", SR_OPT_STEP, &step, "N", "step to record"},
         {"keep", 'k', "SPOTRUN_KEEP", SR_OPT_UINT, &keep, "N", "then keep only the newest N"},
         {"threads", 0, "SPOTRUN_THREADS", SR_OPT_UINT, &threads, "N",
          "compression threads (default: all CPUs)"},
         {"level", 0, "SPOTRUN_LEVEL", SR_OPT_UINT, &level, "N", "zstd level (default 3)"},
         SR_OPTS_COMMON};
-    char **ops;
-    struct sr_store *st;
-    int code = store_cmd_start("push", opts, argc, argv, 2, 2, "spotrun push RUN DIR [--step N]",
-                               "Snapshots DIR as a new checkpoint of RUN.", &ops, &st);
+    struct sr_cmd_ctx ctx;
+    int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
     if (code >= 0)
         return code;
-    int64_t step = -1;
-    if (step_s && (sr_parse_int(step_s, 0, INT64_MAX, &step) < 0)) {
-        fprintf(stderr, "spotrun push: invalid value \"%s\" for --step\n", step_s);
-        sr_store_close(st);
-        return SR_EX_USAGE;
-    }
+    struct sr_store *st = ctx.st;
+    char **ops = ctx.ops;
     struct held held;
-    if ((code = hold_run(st, ops[0], &held)) != 0) {
+    code = hold_run(st, ops[0], &held);
+    if (code != 0) {
         sr_store_close(st);
         return code;
     }
@@ -479,19 +416,18 @@ int sr_cmd_push(int argc, char **argv)
     return code;
 }
 
-int sr_cmd_gc(int argc, char **argv)
+int sr_cmd_gc(const struct sr_cmd *cmd, int argc, char **argv)
 {
     uint64_t keep = UINT64_MAX;
     const struct sr_opt opts[] = {{"keep", 'k', "SPOTRUN_KEEP", SR_OPT_UINT, &keep, "N",
                                    "checkpoints to keep (required, >= 1)"},
                                   SR_OPTS_COMMON};
-    char **ops;
-    struct sr_store *st;
-    int code =
-        store_cmd_start("gc", opts, argc, argv, 1, 1, "spotrun gc RUN --keep N",
-                        "Deletes all but the newest N complete checkpoints of RUN.", &ops, &st);
+    struct sr_cmd_ctx ctx;
+    int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
     if (code >= 0)
         return code;
+    struct sr_store *st = ctx.st;
+    char **ops = ctx.ops;
     if (keep == UINT64_MAX || keep == 0) {
         fprintf(stderr, "spotrun gc: --keep N (N >= 1) is required\n");
         sr_store_close(st);
@@ -512,7 +448,8 @@ int sr_cmd_gc(int argc, char **argv)
         return code;
     }
     struct held held;
-    if ((code = hold_run(st, ops[0], &held)) != 0) {
+    code = hold_run(st, ops[0], &held);
+    if (code != 0) {
         sr_store_close(st);
         return code;
     }

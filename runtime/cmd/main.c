@@ -1,6 +1,8 @@
 /*
  * main.c - the spotrun command: one table of subcommands with one
- * signature (git's shape). Each subcommand parses its own options and
+ * signature (git's shape). The table says what each one is (its --help
+ * text, its operands) and what it needs before it runs (the store, a run
+ * id); each subcommand starts with the one preamble, sr_cmd_start(), and
  * returns the process's exit code.
  */
 #include <locale.h>
@@ -10,23 +12,57 @@
 
 #include "cli.h"
 
-struct command {
-    const char *name;
-    int (*fn)(int argc, char **argv);
-    const char *summary;
-};
+#define STORE SR_CMD_NEEDS_STORE
+#define RUN_OP SR_CMD_RUN_OPERAND
+#define ANY SR_CMD_ANY_OPS
 
-static const struct command commands[] = {
-    {"run", sr_cmd_run, "run a job under spotrun: resume, restart, checkpoint on preemption"},
-    {"commit", sr_cmd_commit, "(inside the job) publish $SPOTRUN_CKPT_DIR as a checkpoint"},
-    {"notify", sr_cmd_notify, "deliver a preemption notice to a running wrapper"},
-    {"metric", sr_cmd_metric, "(inside the job) record metrics: loss=0.31 acc=0.91"},
-    {"ls", sr_cmd_ls, "list the runs in the store"},
-    {"show", sr_cmd_show, "show what happened to a run, its cost and its checkpoints"},
-    {"report", sr_cmd_report, "draw a run's timeline (SVG or HTML)"},
-    {"pull", sr_cmd_pull, "restore a checkpoint into a directory"},
-    {"push", sr_cmd_push, "snapshot a directory as a checkpoint"},
-    {"gc", sr_cmd_gc, "delete old checkpoints of a run"},
+/* name, fn, summary; usage and about (its --help); operands min, max;
+ * what the preamble does before fn (cli.h). */
+static const struct sr_cmd commands[] = {
+    {"run", sr_cmd_run, "run a job under spotrun: resume, restart, checkpoint on preemption",
+     "spotrun run [options] -- command [args...]",
+     "Runs the command, resumes it from its newest checkpoint, restarts it after\n"
+     "crashes, and checkpoints it before a preemption (exit 75: requeue me).",
+     0, ANY, SR_CMD_STOP_AT_OPERAND},
+    {"commit", sr_cmd_commit, "(inside the job) publish $SPOTRUN_CKPT_DIR as a checkpoint",
+     "spotrun commit [--step N]",
+     "Publishes $SPOTRUN_CKPT_DIR as a complete checkpoint. Returns once the\n"
+     "directory is staged; the job may overwrite it right after.",
+     0, ANY, 0},
+    {"notify", sr_cmd_notify, "deliver a preemption notice to a running wrapper",
+     "spotrun notify [--deadline 30s] [--run-id ID]",
+     "Delivers a preemption notice to a running wrapper: it asks the job for a\n"
+     "checkpoint, makes it durable, stops the job and exits 75.",
+     0, ANY, 0},
+    {"metric", sr_cmd_metric, "(inside the job) record metrics: loss=0.31 acc=0.91",
+     "spotrun metric [--step N] NAME=VALUE...",
+     "Records numbers the job reports (loss=0.31 acc=0.91) in the run's event\n"
+     "log, where `show`, `ls` and sweeps read them.",
+     0, ANY, 0},
+    {"ls", sr_cmd_ls, "list the runs in the store", "spotrun ls",
+     "Lists the runs in the store: state, newest checkpoint, attempts,\n"
+     "preemptions, failures, lost work and cost (a sweep at a glance).",
+     0, 0, STORE},
+    {"show", sr_cmd_show, "show what happened to a run, its cost and its checkpoints",
+     "spotrun show RUN",
+     "Shows what happened to a run (state, attempts, preemptions, lost\n"
+     "work, checkpoint times, cost) and its checkpoints.",
+     1, 1, STORE | RUN_OP},
+    {"report", sr_cmd_report, "draw a run's timeline (SVG or HTML)",
+     "spotrun report RUN [-o run.svg|run.html]",
+     "Draws a timeline of the run across attempts and nodes: training segments,\n"
+     "checkpoints (staged and durable), notices, restarts, lost work.",
+     1, 1, STORE | RUN_OP},
+    {"pull", sr_cmd_pull, "restore a checkpoint into a directory", "spotrun pull RUN [DIR]",
+     "Restores the newest (or --seq N) checkpoint of RUN into DIR (default ./RUN).\n"
+     "DIR is replaced: it ends up holding exactly the checkpoint. DIR must be new,\n"
+     "empty, or made by an earlier pull (spotrun refuses a directory holding files\n"
+     "it did not put there, or one that overlaps the store or the work dir).",
+     1, 2, STORE | RUN_OP},
+    {"push", sr_cmd_push, "snapshot a directory as a checkpoint", "spotrun push RUN DIR [--step N]",
+     "Snapshots DIR as a new checkpoint of RUN.", 2, 2, STORE | RUN_OP},
+    {"gc", sr_cmd_gc, "delete old checkpoints of a run", "spotrun gc RUN --keep N",
+     "Deletes all but the newest N complete checkpoints of RUN.", 1, 1, STORE | RUN_OP},
 };
 
 static void usage(FILE *f)
@@ -66,7 +102,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].fn(argc - 1, argv + 1);
+            return commands[i].fn(&commands[i], argc - 1, argv + 1);
     fprintf(stderr, "spotrun: unknown command \"%s\" (see spotrun --help)\n", argv[1]);
     return SR_EX_USAGE;
 }

@@ -443,13 +443,20 @@ void sr_hist_derive(struct sr_history *h)
     if (done)
         h->state = SR_STATE_DONE;
     else if (h->n_att == 0)
-        h->state = h->n_ck ? SR_STATE_CHECKPOINTED : SR_STATE_NEW;
+        h->state = SR_STATE_NEW;
     else if (h->att[h->n_att - 1].end == SR_END_PREEMPTED)
         h->state = SR_STATE_PREEMPTED;
     else if (h->att[h->n_att - 1].end == SR_END_FAILED)
         h->state = SR_STATE_FAILED;
     else
         h->state = SR_STATE_RUNNING;
+    sr_hist_count_checkpoints(h, h->n_ck);
+}
+
+void sr_hist_count_checkpoints(struct sr_history *h, size_t n)
+{
+    if (h->state == SR_STATE_NEW && n > 0)
+        h->state = SR_STATE_CHECKPOINTED;
 }
 
 static void add_lines(struct sr_history *h, const char *buf, size_t len)

@@ -140,6 +140,11 @@ int sr_hist_add_line(struct sr_history *h, const char *line, size_t len);
 /* Recomputes every derived field (cheap; call after adding). */
 void sr_hist_derive(struct sr_history *h);
 
+/* The state rule for checkpoints without attempts: a NEW run of which n
+ * checkpoints exist (a push: in the event log, or the catalog's count
+ * that ls and show add) is CHECKPOINTED. */
+void sr_hist_count_checkpoints(struct sr_history *h, size_t n);
+
 /* Reads every attempt's log of run and the DONE marker, then derives.
  * Unparseable lines are skipped (a log cut by a crash still reads). */
 int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h);
