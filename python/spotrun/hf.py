@@ -1,4 +1,5 @@
-"""Hugging Face Trainer callback. NOT RUN in this project's tests:
+"""Hugging Face Trainer callback. NEVER RUN with the real framework here
+(the unit tests drive it against a stand-in):
 transformers is not in Debian 12 and this project installs nothing from
 PyPI. It uses only long-standing TrainerCallback API (on_step_end,
 on_save, control.should_save, state.global_step).

@@ -1,4 +1,5 @@
-"""PyTorch Lightning callback. NOT RUN in this project's tests: Lightning is
+"""PyTorch Lightning callback. NEVER RUN with the real framework here
+(the unit tests drive it against a stand-in): Lightning is
 not in Debian 12 and this project installs nothing from PyPI. It uses only
 long-standing Lightning API (Callback.on_train_batch_end,
 Trainer.save_checkpoint, strategy.barrier, global_step, local_rank).

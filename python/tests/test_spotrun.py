@@ -427,5 +427,76 @@ class TestSaving(Base):
                 pass
 
 
+class TestCallbacksWithStubFrameworks(Base):
+    """The Lightning and HF callbacks against stand-ins for the frameworks
+    (neither is installable here): the calls they make, not the frameworks."""
+
+    def stub(self, name, **attrs):
+        import types
+        mod = types.ModuleType(name)
+        mod.__dict__.update(attrs)
+        old = sys.modules.get(name)
+        sys.modules[name] = mod
+        self.addCleanup(lambda: sys.modules.__setitem__(name, old) if old else sys.modules.pop(name))
+        return mod
+
+    def page(self, requested):
+        p = os.path.join(self.tmp, "job.page")
+        make_page(p, requested=requested)
+        os.environ["SPOTRUN_JOB_PAGE"] = p
+
+    def test_lightning_saves_through_the_trainer_and_commits_on_request(self):
+        self.stub("lightning")
+        self.stub("lightning.pytorch", Callback=object)
+        sys.modules.pop("spotrun.lightning", None)
+        import spotrun.lightning as sl
+        d = self.ckpt()
+        srv = self.wrapper(lambda line: b"OK 1\n")
+        self.page(requested=1)
+
+        class Trainer:
+            global_step, local_rank = 40, 0
+
+            class strategy:
+                @staticmethod
+                def barrier(name=None):
+                    pass
+
+            def save_checkpoint(self, path):
+                with open(path, "w") as f:
+                    f.write("ckpt")
+
+        cb = sl.SpotrunCallback("last.ckpt")
+        cb.on_train_batch_end(Trainer(), None, None, None, 0)
+        self.assertEqual(sorted(os.listdir(d)), ["last.ckpt"])
+        self.assertEqual(srv.lines, ["COMMIT 40"])
+        os.environ["SPOTRUN_RESUMED"] = "1"
+        self.assertEqual(cb.resume_path(), os.path.join(d, "last.ckpt"))
+
+    def test_hf_sets_should_save_on_request_and_commits_after_a_save(self):
+        self.stub("transformers", TrainerCallback=object)
+        sys.modules.pop("spotrun.hf", None)
+        import spotrun.hf as sh
+        d = self.ckpt()
+        srv = self.wrapper(lambda line: b"OK 2\n")
+        self.page(requested=0)
+
+        class Obj:
+            pass
+        args, state, control = Obj(), Obj(), Obj()
+        args.output_dir, state.global_step, control.should_save = d, 7, False
+        cb = sh.SpotrunCallback()
+        cb.on_step_end(args, state, control)
+        self.assertFalse(control.should_save)
+        set_page_word(os.environ["SPOTRUN_JOB_PAGE"], 2, 1)
+        cb.on_step_end(args, state, control)
+        self.assertTrue(control.should_save)
+        os.mkdir(os.path.join(d, "checkpoint-7"))
+        cb.on_save(args, state, control)
+        self.assertEqual(srv.lines, ["COMMIT 7"])
+        os.environ["SPOTRUN_RESUMED"] = "1"
+        self.assertTrue(sh.SpotrunCallback.resume_arg())
+
+
 if __name__ == "__main__":
     unittest.main()
