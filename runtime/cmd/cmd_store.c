@@ -45,6 +45,8 @@ static json_t *manifest_json(const struct sr_manifest *m)
         m->host, "attempt", (json_int_t)m->attempt);
     if (o && m->epoch)
         json_object_set_new(o, "epoch", json_integer((json_int_t)m->epoch));
+    if (o && m->nodes > 0) /* a multi-node set: one part per node */
+        json_object_set_new(o, "nodes", json_integer((json_int_t)m->nodes));
     return o;
 }
 
@@ -270,14 +272,15 @@ int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
            "FILES", "STAGE", "CREATED", "HOST");
     for (size_t i = 0; i < l.n; i++) {
         const struct sr_manifest *m = &l.v[i];
-        char step[24], raw[32], stored[32], when[32];
+        char step[24], raw[32], stored[32], when[32], nodes[24];
         sr_format_step(m->step, step, sizeof(step));
         sr_format_size(m->raw_bytes, raw, sizeof(raw));
         sr_format_size(m->stored_bytes, stored, sizeof(stored));
         fmt_time(m->created, when, sizeof(when));
         printf("%8" PRIu64 " %10s %10s %10s %6.2fx %6" PRIu64 " %7.2fs  %-19s  %s\n", m->seq, step,
                raw, stored, m->stored_bytes ? (double)m->raw_bytes / (double)m->stored_bytes : 0.0,
-               m->files, m->stage_seconds, when, m->host);
+               m->files, m->stage_seconds, when,
+               m->nodes ? (snprintf(nodes, sizeof(nodes), "%u nodes", m->nodes), nodes) : m->host);
     }
     /* Peak GPU memory (from the preload shim), as of the newest checkpoint
      * that recorded it: what a resume needs on the next instance. */
