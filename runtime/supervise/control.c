@@ -6,7 +6,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -132,12 +131,7 @@ static int parse_metric(const char *line, struct sr_ctl_req *req)
         if (!isalnum((unsigned char)name[i]) && !strchr("_.:-", name[i]))
             return -EINVAL;
     memcpy(req->name, name, len + 1);
-    char *end;
-    errno = 0;
-    req->value = strtod(value, &end);
-    if (*end || errno == ERANGE || !isfinite(req->value) || strpbrk(value, "xX"))
-        return -EINVAL;
-    return 0;
+    return sr_parse_real(value, &req->value) < 0 ? -EINVAL : 0;
 }
 
 static int parse_request(const char *line, struct sr_ctl_req *req)
