@@ -171,6 +171,32 @@ static int find_single_wrapper(const char *root, char *out, size_t len)
                    root);
 }
 
+/* A node of multi-node run run_id on this machine (its local state is
+ * <root>/<run>.n<rank>): the first that answers. One is enough: it tells
+ * the other nodes through the store. */
+static int node_wrapper(const char *root, const char *run_id, char *sock, size_t len)
+{
+    DIR *d = opendir(root);
+    if (!d)
+        return -ENOENT;
+    const size_t n = strlen(run_id);
+    int rc = -ENOENT;
+    for (struct dirent *de; rc < 0 && (de = readdir(d));) {
+        const char *rest = de->d_name + n;
+        if (strncmp(de->d_name, run_id, n) != 0 || strncmp(rest, ".n", 2) != 0 || !rest[2] ||
+            strspn(rest + 2, "0123456789") != strlen(rest + 2))
+            continue;
+        char run_dir[PATH_MAX + 256], reply[512];
+        snprintf(run_dir, sizeof(run_dir), "%s/%s", root, de->d_name);
+        if (sr_control_path(run_dir, sock, len) == 0 &&
+            sr_ctl_call(sock, "STATUS", reply, sizeof(reply), 2000) == 0)
+            rc = 0;
+    }
+    closedir(d);
+    sr_err_clear();
+    return rc;
+}
+
 /* The control socket of the wrapper to notify, waiting up to wait_ms for
  * one to answer (a wrapper started a moment ago is still restoring). */
 static int find_wrapper(const char *control, const char *run_id, const char *root, int64_t wait_ms,
@@ -193,6 +219,8 @@ static int find_wrapper(const char *control, const char *run_id, const char *roo
             rc = find_single_wrapper(root, sock, len);
         else
             rc = sr_ctl_call(sock, "STATUS", reply, sizeof(reply), 10000);
+        if (rc < 0 && run_id && node_wrapper(root, run_id, sock, len) == 0)
+            rc = 0;
         if (rc == 0 || (rc != -ENOENT && rc != -ECONNREFUSED) || sr_now_ms() >= until) {
             if (rc == -ENOENT || rc == -ECONNREFUSED) {
                 sr_err_clear();

@@ -118,6 +118,7 @@ static int claim_ckpt_dir(const char *ckpt, const char *run_dir)
 struct run_ctx {
     struct sr_supervise_config c;
     char cwd[PATH_MAX], self[PATH_MAX], run_id[256], root[PATH_MAX];
+    char local[300]; /* the run's name in the work root: "<run>", ".n<rank>" per node */
     char run_dir[PATH_MAX + 300], ckpt[PATH_MAX + 300], sock[PATH_MAX + 300];
     char preload[PATH_MAX], cloud_cache[PATH_MAX + 32];
 };
@@ -201,14 +202,20 @@ static int local_paths(const struct run_opts *o, char **cmd, struct run_ctx *r)
     rc = sr_work_root(o->work_dir, r->root, sizeof(r->root));
     if (rc < 0)
         return sr_fail(rc, "work directory");
+    /* Several nodes of a run may share a machine (several srun tasks per
+     * node, or a test): each keeps its own local state. */
+    if (r->c.nodes > 1)
+        snprintf(r->local, sizeof(r->local), "%s.n%u", r->run_id, r->c.node_rank);
+    else
+        snprintf(r->local, sizeof(r->local), "%s", r->run_id);
     if (!o->ckpt_dir || !*o->ckpt_dir)
-        rc = sr_pathf(r->ckpt, sizeof(r->ckpt), "%s/%s/ckpt", r->root, r->run_id);
+        rc = sr_pathf(r->ckpt, sizeof(r->ckpt), "%s/%s/ckpt", r->root, r->local);
     else if (o->ckpt_dir[0] == '/')
         rc = sr_pathf(r->ckpt, sizeof(r->ckpt), "%s", o->ckpt_dir);
     else
         rc = sr_pathf(r->ckpt, sizeof(r->ckpt), "%s/%s", r->cwd, o->ckpt_dir);
     if (rc == 0)
-        rc = sr_pathf(r->run_dir, sizeof(r->run_dir), "%s/%s", r->root, r->run_id);
+        rc = sr_pathf(r->run_dir, sizeof(r->run_dir), "%s/%s", r->root, r->local);
     if (rc < 0)
         return sr_fail(rc, "local paths");
     rc = sr_control_path(r->run_dir, r->sock, sizeof(r->sock));
@@ -248,7 +255,7 @@ static int check_ckpt_target(const struct run_ctx *r)
 {
     char what[PATH_MAX + 320];
     snprintf(what, sizeof(what), "--ckpt-dir %s", r->ckpt);
-    const int ours = ckpt_is_ours(r->root, r->run_id, r->run_dir, r->ckpt);
+    const int ours = ckpt_is_ours(r->root, r->local, r->run_dir, r->ckpt);
     const int code = sr_check_target("run", what, r->ckpt, ours, r->c.st, r->root);
     return code != 0 ? code : GO_ON;
 }
