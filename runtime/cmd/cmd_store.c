@@ -333,7 +333,9 @@ int sr_cmd_pull(const struct sr_cmd *cmd, int argc, char **argv)
     }
     struct sr_manifest m;
     const int64_t t0 = sr_now_ms();
-    const int rc = sr_ckpt_restore(st, ops[0], seq, dir, (int)threads, &m);
+    /* A multi-node checkpoint comes out whole: every node's part. */
+    const struct sr_restore_opts ro = {.threads = (int)threads, .all_parts = 1};
+    const int rc = sr_ckpt_restore_node(st, ops[0], seq, dir, &ro, &m);
     if (rc < 0) {
         code = sr_fail(rc, "pull");
     } else {

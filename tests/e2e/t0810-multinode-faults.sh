@@ -119,7 +119,8 @@ test_expect_success 'another node count is refused; --restore-parts all gives ev
         --restore-parts all --max-restarts 0 -- sh -c "ls \$SPOTRUN_CKPT_DIR; exit 3" >all.log 2>&1 ||
         true
     cat all.log
-    grep "^rank0$" all.log && grep "^rank1$" all.log
+    grep "^rank0$" all.log && grep "^rank1$" all.log &&
+    "$SPOTRUN" pull grp pulled && ls pulled | grep -x rank0 && ls pulled | grep -x rank1
 '
 
 test_expect_success 'S3 (conditional writes), 3 nodes: a notice to node 2, every node exits 75 and resumes' '
