@@ -19,6 +19,7 @@
 #include "catalog.h"
 #include "fsutil.h"
 #include "log.h"
+#include "units.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -335,13 +336,6 @@ int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char
     return rc;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int sr_ckpt_publish_dir(struct sr_store *st, struct sr_manifest *m, const char *dir,
                         const struct sr_pack_opts *opts, const struct sr_fence *fence)
 {
@@ -355,7 +349,7 @@ int sr_ckpt_publish_dir(struct sr_store *st, struct sr_manifest *m, const char *
     struct sr_store_writer *w = NULL;
     struct sr_pack_stats stats;
     memset(&stats, 0, sizeof(stats));
-    const int64_t t0 = mono_ms();
+    const int64_t t0 = sr_now_ms();
     object_key(key, m, 0);
     if ((rc = sr_store_writer_open_new(st, key, &w)) < 0)
         return rc;
@@ -370,7 +364,7 @@ int sr_ckpt_publish_dir(struct sr_store *st, struct sr_manifest *m, const char *
     m->files = stats.files;
     m->frames = stats.frames;
     memcpy(m->checksum, stats.checksum, sizeof(m->checksum));
-    m->stage_seconds = (double)(mono_ms() - t0) / 1000.0;
+    m->stage_seconds = (double)(sr_now_ms() - t0) / 1000.0;
     return commit_manifest(st, m, NULL, 0, dir, fence);
 }
 

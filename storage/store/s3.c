@@ -10,10 +10,11 @@
  * already percent-encoded, sorted by name, with "name=" for valueless ones.
  *
  * Retries: transport failures (refused, reset, timed out, DNS) and 5xx,
- * 429, SlowDown, RequestTimeout are retried up to s3->retries times with
- * full-jitter exponential backoff (SPOTRUN_S3_RETRIES, default 5; base
- * 200 ms, cap 5 s). Everything else fails at once with a message naming
- * the object, the HTTP status, the S3 error code and the likely cause.
+ * 429, SlowDown, RequestTimeout are retried up to s3->set.retries times
+ * with full-jitter exponential backoff (SPOTRUN_S3_RETRIES, default 5;
+ * base 200 ms, cap 5 s; every setting is read once, s3_settings.c).
+ * Everything else fails at once with a message naming the object, the HTTP
+ * status, the S3 error code and the likely cause.
  * Stalls are caught by a low-speed limit (under 1 KiB/s for 30 s, or
  * SPOTRUN_S3_STALL_TIMEOUT_S), not a total timeout, so a large part on a
  * slow link is not cut short.
@@ -37,7 +38,7 @@
 #include <unistd.h>
 
 #define ERR_BODY_MAX (64u << 10)
-#define MIB (1024ull * 1024ull)
+#define MIB SR_S3_MIB
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -351,22 +352,12 @@ int sr_s3_open(const char *bucket, const char *prefix, struct sr_s3 **out)
     s3->pool_lock = lock;
     s3->bucket = strdup(bucket);
     s3->prefix = strdup(prefix);
+    if ((rc = sr_s3_settings_read(&s3->set)) < 0)
+        goto fail;
     if ((rc = sr_s3_creds_open(&s3->creds, region, sizeof(region))) < 0)
         goto fail;
     s3->region = strdup(region);
     snprintf(s3->sigv4, sizeof(s3->sigv4), "aws:amz:%s:s3", region);
-    s3->retries = 5;
-    if (env("SPOTRUN_S3_RETRIES"))
-        s3->retries = atoi(env("SPOTRUN_S3_RETRIES"));
-    s3->buffer_size = 512L << 10;
-    if (env("SPOTRUN_S3_BUFFER_KB"))
-        s3->buffer_size = atol(env("SPOTRUN_S3_BUFFER_KB")) << 10;
-    s3->connect_timeout_ms = 5000;
-    if (env("SPOTRUN_S3_CONNECT_TIMEOUT_MS"))
-        s3->connect_timeout_ms = atol(env("SPOTRUN_S3_CONNECT_TIMEOUT_MS"));
-    s3->stall_s = 30;
-    if (env("SPOTRUN_S3_STALL_TIMEOUT_S") && atol(env("SPOTRUN_S3_STALL_TIMEOUT_S")) > 0)
-        s3->stall_s = atol(env("SPOTRUN_S3_STALL_TIMEOUT_S"));
 
     /* Endpoint and addressing: custom endpoints get path-style (what
      * S3-compatible servers expect), AWS gets virtual-hosted unless the
@@ -389,13 +380,16 @@ int sr_s3_open(const char *bucket, const char *prefix, struct sr_s3 **out)
     int path_style = ep != NULL || strchr(bucket, '.') != NULL;
     /* SPOTRUN_S3_ADDRESSING, else the profile's s3.addressing_style (what
      * awscli users already set), else auto. */
-    char conf_style[32] = "";
-    const char *style = env("SPOTRUN_S3_ADDRESSING");
-    if (!style && sr_s3_profile_s3_setting("addressing_style", conf_style, sizeof(conf_style)) == 0)
-        style = conf_style;
-    if (style && strcmp(style, "path") == 0)
+    enum sr_s3_addressing style = s3->set.addressing;
+    char conf[32] = "";
+    if (style == SR_S3_ADDR_PROFILE &&
+        sr_s3_profile_s3_setting("addressing_style", conf, sizeof(conf)) == 0)
+        style = strcmp(conf, "path") == 0      ? SR_S3_ADDR_PATH
+                : strcmp(conf, "virtual") == 0 ? SR_S3_ADDR_VIRTUAL
+                                               : SR_S3_ADDR_AUTO;
+    if (style == SR_S3_ADDR_PATH)
         path_style = 1;
-    else if (style && strcmp(style, "virtual") == 0)
+    else if (style == SR_S3_ADDR_VIRTUAL)
         path_style = 0;
     char base[2048];
     if (path_style)
@@ -619,23 +613,23 @@ int sr_s3_setup(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req)
     curl_easy_setopt(c, CURLOPT_AWS_SIGV4, s3->sigv4);
     curl_easy_setopt(c, CURLOPT_USERNAME, cr.key_id);
     curl_easy_setopt(c, CURLOPT_PASSWORD, cr.secret);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, s3->connect_timeout_ms);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, s3->set.connect_timeout_ms);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, s3->stall_s);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, s3->set.stall_s);
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     /* Bigger buffers than curl's 16 KiB / 64 KiB defaults: fewer callbacks
      * and syscalls per MiB on fast links (SPOTRUN_S3_BUFFER_KB, 0 = curl's). */
-    if (s3->buffer_size > 0) {
-        curl_easy_setopt(c, CURLOPT_BUFFERSIZE, s3->buffer_size);
-        curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, s3->buffer_size);
+    if (s3->set.buffer_size > 0) {
+        curl_easy_setopt(c, CURLOPT_BUFFERSIZE, s3->set.buffer_size);
+        curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, s3->set.buffer_size);
     }
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, req);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, req);
     curl_easy_setopt(c, CURLOPT_PRIVATE, req);
-    if (env("SPOTRUN_S3_CA_BUNDLE"))
-        curl_easy_setopt(c, CURLOPT_CAINFO, env("SPOTRUN_S3_CA_BUNDLE"));
+    if (s3->set.ca_bundle[0])
+        curl_easy_setopt(c, CURLOPT_CAINFO, s3->set.ca_bundle);
 
     struct curl_slist *h = NULL;
     h = curl_slist_append(h, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
@@ -714,7 +708,7 @@ int sr_s3_done(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req, CURLcode cc, in
     const int v = sr_s3_classify(cc, status, code);
     if (v == SR_S3_OK)
         return 0;
-    if (v == SR_S3_RETRY && attempt <= s3->retries) {
+    if (v == SR_S3_RETRY && attempt <= s3->set.retries) {
         sr_debug("s3: %s %s: %s %ld %s (attempt %d, retrying)", req->method, name,
                  cc ? curl_easy_strerror(cc) : "HTTP", status, code, attempt);
         return 1;
@@ -731,20 +725,17 @@ int sr_s3_done(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req, CURLcode cc, in
                    *hint ? " (" : "", hint, *hint ? ")" : "", tries);
 }
 
-long sr_s3_retry_delay_ms(int attempt)
+long sr_s3_retry_delay_ms(const struct sr_s3 *s3, int attempt)
 {
     static __thread unsigned seed;
     if (!seed)
         seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)&seed;
-    long base = 200;
-    if (env("SPOTRUN_S3_RETRY_BASE_MS"))
-        base = atol(env("SPOTRUN_S3_RETRY_BASE_MS"));
-    return sr_s3_backoff_ms(attempt, base, 5000, (unsigned)rand_r(&seed));
+    return sr_s3_backoff_ms(attempt, s3->set.retry_base_ms, 5000, (unsigned)rand_r(&seed));
 }
 
-void sr_s3_backoff(int attempt)
+void sr_s3_backoff(const struct sr_s3 *s3, int attempt)
 {
-    const long ms = sr_s3_retry_delay_ms(attempt);
+    const long ms = sr_s3_retry_delay_ms(s3, attempt);
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
@@ -763,7 +754,7 @@ int sr_s3_do(struct sr_s3 *s3, struct sr_s3_req *req)
         rc = sr_s3_done(s3, c, req, cc, attempt);
         if (rc != 1)
             break;
-        sr_s3_backoff(attempt);
+        sr_s3_backoff(s3, attempt);
     }
     sr_s3_cleanup(req);
     sr_s3_release(s3, c);

@@ -22,16 +22,46 @@
 
 #define SR_S3_POOL 32
 
+#define SR_S3_MIB (1024ull * 1024ull)
+#define SR_S3_CONCURRENCY_DEFAULT 8
+#define SR_S3_PART_SIZE_DEFAULT (16 * SR_S3_MIB)
+#define SR_S3_RANGE_SIZE_DEFAULT (16 * SR_S3_MIB)
+#define SR_S3_SINGLE_MAX_DEFAULT (64 * SR_S3_MIB)
+
+enum sr_s3_addressing {
+    SR_S3_ADDR_PROFILE, /* unset: the profile's s3.addressing_style, else auto */
+    SR_S3_ADDR_AUTO,    /* path-style for a custom endpoint or a dotted bucket */
+    SR_S3_ADDR_PATH,
+    SR_S3_ADDR_VIRTUAL,
+};
+
+/* Every SPOTRUN_S3_* variable, read once when the client opens
+ * (docs/s3.md, "Settings"); nothing else reads them. */
+struct sr_s3_settings {
+    int retries;             /* RETRIES: attempts after the first */
+    long retry_base_ms;      /* RETRY_BASE_MS: the backoff's base */
+    long connect_timeout_ms; /* CONNECT_TIMEOUT_MS; 0 = curl's default */
+    long stall_s;            /* STALL_TIMEOUT_S: under 1 KiB/s this long is cut and retried */
+    long buffer_size;        /* BUFFER_KB, in bytes: curl's buffers; 0 = curl's default */
+    size_t concurrency;      /* CONCURRENCY: parts or ranges in flight */
+    uint64_t part_size;      /* PART_SIZE, as asked (sr_s3_part_size applies S3's limits) */
+    uint64_t single_max;     /* SINGLE_MAX: the largest object sent as one PUT */
+    uint64_t range_size;     /* RANGE_SIZE, as asked */
+    enum sr_s3_addressing addressing; /* ADDRESSING */
+    char ca_bundle[4096];             /* CA_BUNDLE: curl's CAINFO; "" = the system's */
+};
+
+/* The defaults, then each variable that is set and not empty; a value out
+ * of range or not a number is -EINVAL with a message naming the variable. */
+int sr_s3_settings_read(struct sr_s3_settings *set);
+
 struct sr_s3 {
     char *bucket;
     char *prefix; /* "" or "a/b" (no leading or trailing '/') */
     char *base;   /* "http://host:port/bucket" or "https://bucket.host" */
     char *region;
     char sigv4[160]; /* "aws:amz:REGION:s3" */
-    int retries;     /* attempts after the first */
-    long connect_timeout_ms;
-    long stall_s;     /* a transfer under 1 KiB/s for this long is cut and retried */
-    long buffer_size; /* curl receive / upload buffer, bytes; 0 = curl's default */
+    struct sr_s3_settings set;
     struct sr_s3_cred_provider *creds;
     void *pool_lock; /* pthread_mutex_t */
     CURL *pool[SR_S3_POOL];
@@ -96,10 +126,10 @@ int sr_s3_done(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req, CURLcode cc, in
 /* Runs req to completion with retries and backoff. */
 int sr_s3_do(struct sr_s3 *s3, struct sr_s3_req *req);
 /* Sleeps the backoff before retry number attempt (1-based). */
-void sr_s3_backoff(int attempt);
+void sr_s3_backoff(const struct sr_s3 *s3, int attempt);
 /* The delay sr_s3_backoff() sleeps, for callers that schedule the retry
- * themselves (the multipart and ranged-download loops). */
-long sr_s3_retry_delay_ms(int attempt);
+ * themselves (the part driver, s3_parts.c). */
+long sr_s3_retry_delay_ms(const struct sr_s3 *s3, int attempt);
 
 /* Percent-encodes s (RFC 3986 unreserved kept; '/' kept when keep_slash). */
 int sr_s3_escape(const char *s, int keep_slash, char *out, size_t len);

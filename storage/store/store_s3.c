@@ -58,12 +58,12 @@ void s3st_progress_init(struct s3st_progress *p, const char *verb, uint64_t tota
                                   (total >= RING_MIN || total == 0); /* 0: unknown (streaming) */
     p->verb = verb;
     p->total = total;
-    p->t0 = p->last = now_ms();
+    p->t0 = p->last = sr_now_ms();
 }
 
 void s3st_progress_show(struct s3st_progress *p, uint64_t done, int final)
 {
-    const int64_t now = now_ms();
+    const int64_t now = sr_now_ms();
     if (!p->on || (!final && now - p->last < 250))
         return;
     p->last = now;

@@ -3,7 +3,7 @@
  * that restore and pull read through (docs/s3.md, "Downloads").
  *
  * DESIGN: objects of RING_MIN or more are downloaded once, by a background
- * thread (in-order ranged GETs on a multi handle), into a bounded ring of
+ * thread (in-order ranged GETs on the part driver, s3_parts.c), into a bounded ring of
  * memory chunks; a chunk goes back to the ring once it is hashed and the
  * codec has read it. The codec's frame reads wait only for their own
  * bytes, so extraction overlaps the download (a reader waiting for a chunk
@@ -29,8 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
-
-#define RANGE_DEFAULT (16 * MIB)
 
 struct s3_src {
     struct sr_s3 *s3;
@@ -151,36 +149,146 @@ static void chunk_release(struct s3_src *s, size_t i)
 }
 
 struct dpart {
-    struct sr_s3_req req; /* first: CURLINFO_PRIVATE points here */
+    struct s3st_part part; /* first: the driver hands this back */
     char range[64];
     uint64_t base; /* bytes of the chunk received by earlier attempts */
-    int attempts;
-    int64_t retry_at;
-    int state; /* 0 waiting, 1 in flight, 2 done */
-    CURL *c;
+};
+
+/* The download thread's state: chunks [0, hashed) are hashed, [0, next)
+ * were started, done of them completed. */
+struct download {
+    struct s3_src *s;
+    struct dpart *parts;
+    struct s3st_parts xfer;
+    size_t next, done, hashed;
+    uint64_t bytes_done;
+    struct s3st_progress pg;
 };
 
 /* Starts (or resumes, after the bytes already received) the GET of chunk
  * i into its ring buffer. */
-static int dpart_start(struct s3_src *s, CURLM *multi, struct dpart *p, size_t i)
+static int dpart_start(struct download *dl, size_t i)
 {
+    struct s3_src *s = dl->s;
+    struct dpart *p = &dl->parts[i];
     const uint64_t off = s->coff[i] + p->base, end = s->coff[i + 1];
     snprintf(p->range, sizeof(p->range), "%" PRIu64 "-%" PRIu64, off, end - 1);
-    if (!p->c && !(p->c = sr_s3_handle(s->s3)))
-        return sr_errf(-ENOMEM, "out of memory");
-    free(p->req.resp);
-    p->req = req_new("GET", s->key);
-    p->req.range = p->range;
-    p->req.dst = s->buf[i] + p->base;
-    p->req.dst_len = (size_t)(end - off);
-    const int rc = sr_s3_setup(s->s3, p->c, &p->req);
-    if (rc < 0)
-        return rc;
-    if (curl_multi_add_handle(multi, p->c) != CURLM_OK)
-        return sr_errf(-ENOMEM, "curl multi");
-    p->attempts++;
-    p->state = 1;
-    return 0;
+    p->part.req = req_new("GET", s->key);
+    p->part.req.range = p->range;
+    p->part.req.dst = s->buf[i] + p->base;
+    p->part.req.dst_len = (size_t)(end - off);
+    return s3st_part_start(&dl->xfer, &p->part);
+}
+
+/* Chunk next's buffer from the ring, when the ring has room or a reader
+ * waits for it: 1, 0 (no room) or an error. */
+static int ring_take(struct s3_src *s, size_t next)
+{
+    uint8_t *b = NULL;
+    pthread_mutex_lock(&s->lock);
+    const int room = s->held + s->range <= s->limit || next < s->want;
+    if (room) {
+        if (s->npool > 0)
+            b = s->pool[--s->npool];
+        s->held += s->range;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (!room)
+        return 0;
+    if (!b && !(b = s3st_big_alloc((size_t)s->range)))
+        return sr_errf(-ENOMEM, "out of memory for the download buffers");
+    pthread_mutex_lock(&s->lock);
+    s->buf[next] = b;
+    s->started = next + 1;
+    pthread_mutex_unlock(&s->lock);
+    return 1;
+}
+
+/* Retries whose backoff ended, then new ranges, in order, while the ring
+ * has room or a reader waits. */
+static int start_due(struct download *dl)
+{
+    const int64_t now = sr_now_ms();
+    int rc = 0;
+    for (size_t i = dl->hashed; i < dl->next && s3st_parts_room(&dl->xfer) && rc == 0; i++)
+        if (s3st_part_due(&dl->parts[i].part, now))
+            rc = dpart_start(dl, i);
+    while (rc == 0 && dl->next < dl->s->n && s3st_parts_room(&dl->xfer)) {
+        if ((rc = ring_take(dl->s, dl->next)) <= 0)
+            break;
+        rc = dpart_start(dl, dl->next++);
+    }
+    return rc;
+}
+
+/* Settles every finished range; what arrived stays, a retry resumes after
+ * it. Returns the last error, else 0. */
+static int take_finished(struct download *dl)
+{
+    struct s3st_part *sp;
+    int r, rc = 0;
+    while ((sp = s3st_parts_finished(&dl->xfer, &r))) {
+        struct dpart *p = (struct dpart *)sp;
+        const struct sr_s3_req *req = &sp->req;
+        if (r == 0 && req->got != req->dst_len)
+            r = sr_errf(-EBADMSG, "%s: short ranged read (%" PRIu64 " of %zu bytes)", dl->s->key,
+                        req->got, req->dst_len);
+        p->base += req->got;
+        if ((r = s3st_part_settle(&dl->xfer, sp, r)) == 0) {
+            dl->done++;
+            dl->bytes_done += p->base;
+        } else if (r < 0) {
+            rc = r;
+        }
+    }
+    return rc;
+}
+
+/* Bytes arrive in order within each range: publish partial ranges too, so
+ * that the reader of the first frames need not wait for the whole first
+ * wave. Then hash the newly contiguous chunks (straight from the ring) and
+ * publish them. */
+static void publish(struct download *dl)
+{
+    struct s3_src *s = dl->s;
+    const size_t hashed0 = dl->hashed;
+    while (dl->hashed < s->n && dl->parts[dl->hashed].part.state == S3ST_PART_DONE) {
+        XXH3_128bits_update(s->xxh, s->buf[dl->hashed], (size_t)dl->parts[dl->hashed].base);
+        dl->hashed++;
+    }
+    int progressed = dl->hashed > hashed0;
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = hashed0; i < dl->next; i++) {
+        const struct dpart *p = &dl->parts[i];
+        const uint64_t h = p->base + (p->part.state == S3ST_PART_IN_FLIGHT ? p->part.req.got : 0);
+        if (h > s->have[i]) {
+            s->have[i] = h;
+            progressed = 1;
+        }
+    }
+    s->hashed = dl->hashed;
+    for (size_t i = hashed0; i < dl->hashed; i++)
+        chunk_release(s, i);
+    if (progressed)
+        pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void show_progress(struct download *dl)
+{
+    uint64_t inflight = 0;
+    for (size_t i = dl->hashed; i < dl->next; i++)
+        if (dl->parts[i].part.state == S3ST_PART_IN_FLIGHT)
+            inflight += dl->parts[i].base + dl->parts[i].part.req.got;
+    s3st_progress_show(&dl->pg, dl->bytes_done + inflight, 0);
+}
+
+static int stopped(struct s3_src *s)
+{
+    pthread_mutex_lock(&s->lock);
+    const int stop = s->stop;
+    pthread_mutex_unlock(&s->lock);
+    return stop;
 }
 
 /* Background download of the whole object into the memory ring, with
@@ -191,161 +299,54 @@ static int dpart_start(struct s3_src *s, CURLM *multi, struct dpart *p, size_t i
  * extracts frames already downloaded while later ones are in flight. */
 static int download_run(struct s3_src *s)
 {
-    struct sr_s3 *s3 = s->s3;
-    const char *key = s->key;
-    const size_t conc = s->conc;
-    const size_t n = s->n;
-    struct dpart *parts = calloc(n, sizeof(*parts));
-    CURLM *multi = curl_multi_init();
+    struct download dl = {.s = s};
     int rc = 0;
-    if (!parts || !multi) {
-        rc = sr_errf(-ENOMEM, "out of memory");
-        goto out;
+    if (!(dl.parts = calloc(s->n, sizeof(*dl.parts))))
+        return sr_errf(-ENOMEM, "out of memory");
+    if ((rc = s3st_parts_init(&dl.xfer, s->s3, s->conc)) < 0) {
+        free(dl.parts);
+        return rc;
     }
-    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, 32L);
     pthread_mutex_lock(&s->lock);
-    s->multi = multi;
+    s->multi = dl.xfer.multi;
     pthread_mutex_unlock(&s->lock);
-    struct s3st_progress pg;
-    s3st_progress_init(&pg, "download", s->size);
-    size_t next = 0, active = 0, done = 0, hashed = 0;
-    uint64_t bytes_done = 0;
-    while (done < n && rc == 0) {
-        pthread_mutex_lock(&s->lock);
-        const int stop = s->stop;
-        pthread_mutex_unlock(&s->lock);
-        if (stop) {
+    s3st_progress_init(&dl.pg, "download", s->size);
+    while (dl.done < s->n && rc == 0) {
+        if (stopped(s)) {
             rc = -ECANCELED;
             break;
         }
-        const int64_t now = now_ms();
-        for (size_t i = hashed; i < next && active < conc && rc == 0; i++) {
-            struct dpart *p = &parts[i];
-            if (p->state == 0 && p->retry_at <= now && (rc = dpart_start(s, multi, p, i)) == 0)
-                active++;
-        }
-        /* New ranges, in order, while the ring has room or a reader waits. */
-        while (rc == 0 && next < n && active < conc) {
-            uint8_t *b = NULL;
-            pthread_mutex_lock(&s->lock);
-            const int room = s->held + s->range <= s->limit || next < s->want;
-            if (room) {
-                if (s->npool > 0)
-                    b = s->pool[--s->npool];
-                s->held += s->range;
-            }
-            pthread_mutex_unlock(&s->lock);
-            if (!room)
-                break;
-            if (!b && !(b = s3st_big_alloc((size_t)s->range))) {
-                rc = sr_errf(-ENOMEM, "out of memory for the download buffers");
-                break;
-            }
-            pthread_mutex_lock(&s->lock);
-            s->buf[next] = b;
-            s->started = next + 1;
-            pthread_mutex_unlock(&s->lock);
-            if ((rc = dpart_start(s, multi, &parts[next], next)) == 0)
-                active++;
-            next++;
-        }
-        if (rc < 0)
+        if ((rc = start_due(&dl)) < 0)
             break;
-        int running = 0;
-        curl_multi_perform(multi, &running);
-        CURLMsg *msg;
-        int left;
-        while ((msg = curl_multi_info_read(multi, &left))) {
-            if (msg->msg != CURLMSG_DONE)
-                continue;
-            CURL *c = msg->easy_handle;
-            const CURLcode cc = msg->data.result;
-            struct sr_s3_req *req = NULL;
-            curl_easy_getinfo(c, CURLINFO_PRIVATE, (char **)&req);
-            struct dpart *p = (struct dpart *)req;
-            curl_multi_remove_handle(multi, c);
-            active--;
-            int r = sr_s3_done(s3, c, req, cc, p->attempts);
-            sr_s3_cleanup(req);
-            if (r == 0 && req->got != req->dst_len)
-                r = sr_errf(-EBADMSG, "%s: short ranged read (%" PRIu64 " of %zu bytes)", key,
-                            req->got, req->dst_len);
-            p->base += req->got; /* in order: what arrived stays, a retry resumes */
-            if (r == 0) {
-                p->state = 2;
-                done++;
-                bytes_done += p->base;
-                sr_s3_release(s3, p->c);
-                p->c = NULL;
-            } else if (r == 1) {
-                p->state = 0;
-                p->retry_at = now_ms() + sr_s3_retry_delay_ms(p->attempts);
-            } else {
-                rc = r;
-            }
-        }
-        /* Bytes arrive in order within each range: publish partial ranges
-         * too, so that the reader of the first frames need not wait for
-         * the whole first wave. Then hash the newly contiguous chunks
-         * (straight from the ring) and publish them. */
-        const size_t hashed0 = hashed;
-        while (hashed < n && parts[hashed].state == 2) {
-            XXH3_128bits_update(s->xxh, s->buf[hashed], (size_t)parts[hashed].base);
-            hashed++;
-        }
-        int progressed = hashed > hashed0;
-        pthread_mutex_lock(&s->lock);
-        for (size_t i = hashed0; i < next; i++) {
-            const uint64_t h = parts[i].base + (parts[i].state == 1 ? parts[i].req.got : 0);
-            if (h > s->have[i]) {
-                s->have[i] = h;
-                progressed = 1;
-            }
-        }
-        s->hashed = hashed;
-        for (size_t i = hashed0; i < hashed; i++)
-            chunk_release(s, i);
-        if (progressed)
-            pthread_cond_broadcast(&s->cv);
-        pthread_mutex_unlock(&s->lock);
-        if (rc == 0 && done < n) {
-            uint64_t inflight = 0;
-            for (size_t i = hashed; i < next; i++)
-                if (parts[i].state == 1)
-                    inflight += parts[i].base + parts[i].req.got;
-            s3st_progress_show(&pg, bytes_done + inflight, 0);
-            curl_multi_poll(multi, NULL, 0, 100, NULL);
+        s3st_parts_perform(&dl.xfer);
+        rc = take_finished(&dl);
+        publish(&dl);
+        if (rc == 0 && dl.done < s->n) {
+            show_progress(&dl);
+            s3st_parts_wait(&dl.xfer);
         }
     }
     if (rc == 0)
-        s3st_progress_show(&pg, s->size, 1);
-    else if (pg.on)
+        s3st_progress_show(&dl.pg, s->size, 1);
+    else if (dl.pg.on)
         fputc('\n', stderr);
-out:
     pthread_mutex_lock(&s->lock);
     s->multi = NULL;
     pthread_mutex_unlock(&s->lock);
-    for (size_t i = 0; parts && i < n; i++) {
-        if (parts[i].c) {
-            curl_multi_remove_handle(multi, parts[i].c);
-            sr_s3_release(s3, parts[i].c);
-        }
-        sr_s3_cleanup(&parts[i].req);
-        free(parts[i].req.resp);
-    }
-    if (multi)
-        curl_multi_cleanup(multi);
-    free(parts);
+    for (size_t i = 0; i < s->n; i++)
+        s3st_part_drop(&dl.xfer, &dl.parts[i].part);
+    s3st_parts_free(&dl.xfer);
+    free(dl.parts);
     return rc;
 }
 
 static void *download_main(void *arg)
 {
     struct s3_src *s = arg;
-    const int64_t t0 = now_ms();
+    const int64_t t0 = sr_now_ms();
     const int rc = download_run(s);
     sr_debug("s3: downloaded %s (%" PRIu64 " bytes) in %.2fs: %s", s->key, s->size,
-             (double)(now_ms() - t0) / 1000.0, rc < 0 ? sr_strerror(rc) : "ok");
+             (double)(sr_now_ms() - t0) / 1000.0, rc < 0 ? sr_strerror(rc) : "ok");
     pthread_mutex_lock(&s->lock);
     s->finished = 1;
     if (rc < 0) {
@@ -504,8 +505,8 @@ int s3st_source(struct sr_store *st, const char *key, struct sr_source *src)
     src->unborrow = NULL;
     if (size < RING_MIN)
         return 0; /* one ranged GET per read */
-    s->conc = (size_t)env_u64("SPOTRUN_S3_CONCURRENCY", 8);
-    s->range = sr_s3_part_size(0, env_u64("SPOTRUN_S3_RANGE_SIZE", RANGE_DEFAULT));
+    s->conc = s3->set.concurrency;
+    s->range = sr_s3_part_size(0, s3->set.range_size);
     /* The ring: the ranges in flight and two more received ahead of the
      * codec. */
     s->limit = ((uint64_t)s->conc + 2) * s->range;

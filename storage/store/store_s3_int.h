@@ -6,6 +6,7 @@
  *                   open/close and the ops table, and the helpers below
  *   store_s3_put.c  uploads: the streaming writer, which put_file uses too
  *   store_s3_get.c  downloads: the ranged source and its memory ring
+ *   s3_parts.c      the part driver both of those run their transfers on
  *
  * Cross-file names carry the s3st_ prefix; everything else is static.
  */
@@ -13,14 +14,13 @@
 #define SPOTRUN_STORE_S3_INT_H
 
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "s3.h"
 #include "store.h"
+#include "units.h"
 
-#define MIB (1024ull * 1024ull)
+#define MIB SR_S3_MIB
 /* Objects this large get a progress line and the download ring. */
 #define RING_MIN (8 * MIB)
 
@@ -38,31 +38,6 @@ static inline struct sr_s3_req req_new(const char *method, const char *key)
     r.body_fd = -1;
     r.dst_fd = -1;
     return r;
-}
-
-/* A size or count from the environment ("16M", "512k"); def when unset,
- * empty or 0. */
-static inline uint64_t env_u64(const char *name, uint64_t def)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return def;
-    char *end;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (*end == 'k' || *end == 'K')
-        n <<= 10;
-    else if (*end == 'm' || *end == 'M')
-        n <<= 20;
-    else if (*end == 'g' || *end == 'G')
-        n <<= 30;
-    return n ? (uint64_t)n : def;
-}
-
-static inline int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The push / pull progress line (docs/s3.md, "Progress"). */
@@ -102,5 +77,70 @@ void s3st_writer_close(struct sr_store_writer *sw);
 /* store_s3_get.c: the ops' source. */
 int s3st_source(struct sr_store *st, const char *key, struct sr_source *src);
 void s3st_source_close(struct sr_store *st, struct sr_source *src);
+
+/* ---- s3_parts.c: the part driver ------------------------------------------
+ *
+ * The transfers of a multipart upload (parts) and of a ranged download
+ * (ranges) run on one curl multi handle, each retried on its own. The
+ * caller owns the order and the memory (which part starts next, where its
+ * bytes live) and fills in a part's request; the driver owns the rest of a
+ * part's life:
+ *
+ *     WAITING --start--> IN_FLIGHT --finished: 2xx, checked--> DONE
+ *        ^                   |
+ *        +---- retryable, ---+--- failed for good: the caller's error
+ *              retry_at set
+ *
+ * A loop round is: start the parts that are due (s3st_part_due) while
+ * there is room, s3st_parts_perform, then take every finished part with
+ * s3st_parts_finished, check what only the caller can (a short range, a
+ * missing ETag), and s3st_part_settle it; then s3st_parts_wait. One
+ * thread drives a driver; s3st_parts_wake may be called from any.
+ */
+enum s3st_part_state { S3ST_PART_WAITING, S3ST_PART_IN_FLIGHT, S3ST_PART_DONE };
+
+struct s3st_part {
+    struct sr_s3_req req; /* first: CURLINFO_PRIVATE points here */
+    CURL *c;              /* from the pool while the part is not DONE */
+    int attempts;
+    int64_t retry_at; /* sr_now_ms() when WAITING for a retry */
+    enum s3st_part_state state;
+};
+
+struct s3st_parts {
+    struct sr_s3 *s3;
+    CURLM *multi;
+    size_t conc;   /* parts in flight at most */
+    size_t active; /* parts in flight now */
+};
+
+int s3st_parts_init(struct s3st_parts *d, struct sr_s3 *s3, size_t conc);
+void s3st_parts_free(struct s3st_parts *d);
+/* Room for one more part in flight. */
+static inline int s3st_parts_room(const struct s3st_parts *d)
+{
+    return d->active < d->conc;
+}
+/* A part waiting to start: new, or a retry whose backoff ended by now. */
+static inline int s3st_part_due(const struct s3st_part *p, int64_t now)
+{
+    return p->state == S3ST_PART_WAITING && p->retry_at <= now;
+}
+/* Starts p's request (p->req described by the caller; its handle is taken
+ * from the pool unless a retry keeps one). */
+int s3st_part_start(struct s3st_parts *d, struct s3st_part *p);
+void s3st_parts_perform(struct s3st_parts *d);
+/* The next finished part, NULL when none is left: its handle is off the
+ * multi, its request judged (*verdict: 0 a 2xx, 1 retry, or the negative
+ * error with its message), its error body freed. */
+struct s3st_part *s3st_parts_finished(struct s3st_parts *d, int *verdict);
+/* Applies the (checked) verdict: 0 DONE (the handle back in the pool), 1
+ * WAITING until the backoff ends; returns verdict. */
+int s3st_part_settle(struct s3st_parts *d, struct s3st_part *p, int verdict);
+/* Up to 100 ms for a transfer to progress or s3st_parts_wake. */
+void s3st_parts_wait(struct s3st_parts *d);
+void s3st_parts_wake(struct s3st_parts *d);
+/* Takes p off the multi (a failure or a stop) and frees its request. */
+void s3st_part_drop(struct s3st_parts *d, struct s3st_part *p);
 
 #endif

@@ -5,8 +5,9 @@
  *
  * DESIGN: the producer (the packer's sink, or put_file reading its staged
  * file) fills a buffer; a full buffer becomes a part that an uploader
- * thread sends (SPOTRUN_S3_CONCURRENCY of them in flight on one curl multi
- * handle, each with its Content-MD5) while more data is produced. Memory
+ * thread sends (SPOTRUN_S3_CONCURRENCY of them in flight on the part
+ * driver, s3_parts.c, each with its Content-MD5) while more data is
+ * produced. Memory
  * is bounded (CONCURRENCY parts). An object within the first buffer
  * (SPOTRUN_S3_SINGLE_MAX, default 64 MiB) is one PUT at commit. A failed
  * part is retried with backoff; a part that fails for good aborts the
@@ -30,8 +31,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define SINGLE_MAX_DEFAULT (64 * MIB)
 
 /* ---- multipart requests --------------------------------------------------- */
 
@@ -149,15 +148,11 @@ static int initiate_upload(struct sr_s3 *s3, const char *key, char *eid, size_t 
 #define WSPARE 16
 
 struct wpart {
-    struct sr_s3_req req; /* first: CURLINFO_PRIVATE points here */
+    struct s3st_part part; /* first: the driver hands this back */
     uint8_t *buf;
     size_t len, cap; /* bytes of data, and of buf */
-    int state;       /* 0 waiting, 1 in flight, 2 done */
-    int attempts;
-    int64_t retry_at;
     char md5[32];
     char *query;
-    CURL *c;
     char etag[128];
 };
 
@@ -167,7 +162,6 @@ struct s3_writer {
     char *key;
     uint64_t size; /* the object's size when known up front (put_file), else 0 */
     uint64_t ps, single_max;
-    size_t conc;
     uint8_t *cur;
     size_t cur_len, cur_cap;
     int mp;     /* multipart upload started */
@@ -183,7 +177,7 @@ struct s3_writer {
     size_t spare_cap[WSPARE], nspare;
     int finishing, stop, err;
     char errmsg[512];
-    CURLM *multi;
+    struct s3st_parts xfer; /* the uploader's; its multi exists once mp is set */
     pthread_t th;
     int started;
     int committed;
@@ -212,129 +206,106 @@ static int wpart_start(struct s3_writer *w, struct wpart *p, size_t num)
         if (rc < 0)
             return rc;
     }
-    if (!p->c && !(p->c = sr_s3_handle(w->s3)))
-        return sr_errf(-ENOMEM, "out of memory");
-    p->req = req_new("PUT", w->key);
-    p->req.query = p->query;
-    p->req.body = p->buf;
-    p->req.body_len = p->len;
-    p->req.content_md5 = p->md5;
-    int rc = sr_s3_setup(w->s3, p->c, &p->req);
-    if (rc < 0)
-        return rc;
-    p->attempts++;
-    p->state = 1;
-    return curl_multi_add_handle(w->multi, p->c) == CURLM_OK ? 0 : sr_errf(-ENOMEM, "curl multi");
+    p->part.req = req_new("PUT", w->key);
+    p->part.req.query = p->query;
+    p->part.req.body = p->buf;
+    p->part.req.body_len = p->len;
+    p->part.req.content_md5 = p->md5;
+    return s3st_part_start(&w->xfer, &p->part);
 }
 
-static size_t conc_of(const struct s3_writer *w);
+/* Part p is stored: its buffer is kept for a later part (its pages stay
+ * mapped), and the producer may go on. */
+static void wpart_done(struct s3_writer *w, struct wpart *p)
+{
+    free(p->query);
+    p->query = NULL;
+    pthread_mutex_lock(&w->lock);
+    if (w->nspare < WSPARE) {
+        w->spare[w->nspare] = p->buf;
+        w->spare_cap[w->nspare++] = p->cap;
+        p->buf = NULL;
+    }
+    w->buffered -= p->len;
+    w->done_bytes += p->len;
+    pthread_cond_broadcast(&w->space);
+    pthread_mutex_unlock(&w->lock);
+    free(p->buf); /* NULL unless the spares were full */
+    p->buf = NULL;
+}
 
+static void uploader_fail(struct s3_writer *w, int rc)
+{
+    pthread_mutex_lock(&w->lock);
+    writer_fail(w, rc);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Starts waiting parts (retries and new ones), in order, from first_open.
+ * The part array only grows under the lock; entries below n are stable. */
+static void start_due(struct s3_writer *w, size_t first_open, size_t n)
+{
+    const int64_t now = sr_now_ms();
+    for (size_t i = first_open; i < n && s3st_parts_room(&w->xfer); i++) {
+        pthread_mutex_lock(&w->lock);
+        struct wpart *p = w->parts[i];
+        pthread_mutex_unlock(&w->lock);
+        if (!s3st_part_due(&p->part, now))
+            continue;
+        const int rc = wpart_start(w, p, i + 1);
+        if (rc < 0) {
+            uploader_fail(w, rc);
+            break;
+        }
+    }
+}
+
+static void take_finished(struct s3_writer *w)
+{
+    struct s3st_part *sp;
+    int r;
+    while ((sp = s3st_parts_finished(&w->xfer, &r))) {
+        struct wpart *p = (struct wpart *)sp;
+        if (r == 0 && !sp->req.etag[0])
+            r = sr_errf(-EBADMSG, "a part of %s: no ETag in the answer", w->key);
+        if (r == 0)
+            snprintf(p->etag, sizeof(p->etag), "%s", sp->req.etag);
+        if ((r = s3st_part_settle(&w->xfer, sp, r)) == 0)
+            wpart_done(w, p);
+        else if (r < 0)
+            uploader_fail(w, r);
+    }
+}
+
+/* The uploader thread: runs the parts the producer hands over until every
+ * one is stored (finishing), one failed, or the writer closes. */
 static void *uploader(void *arg)
 {
     struct s3_writer *w = arg;
-    size_t active = 0, first_open = 0;
+    size_t first_open = 0;
     for (;;) {
-        const int64_t now = now_ms();
         pthread_mutex_lock(&w->lock);
         int quit = w->stop || w->err;
-        size_t n = w->nparts;
-        while (first_open < n && w->parts[first_open]->state == 2)
+        const size_t n = w->nparts;
+        while (first_open < n && w->parts[first_open]->part.state == S3ST_PART_DONE)
             first_open++;
         if (!quit && w->finishing && first_open == n)
             quit = 1;
         pthread_mutex_unlock(&w->lock);
         if (quit)
             break;
-        /* Start waiting parts (retries and new ones), in order. The part
-         * array only grows under the lock; entries below n are stable. */
-        for (size_t i = first_open; i < n && active < conc_of(w); i++) {
-            struct wpart *p;
-            pthread_mutex_lock(&w->lock);
-            p = w->parts[i];
-            pthread_mutex_unlock(&w->lock);
-            if (p->state != 0 || p->retry_at > now)
-                continue;
-            const int rc = wpart_start(w, p, i + 1);
-            if (rc < 0) {
-                pthread_mutex_lock(&w->lock);
-                writer_fail(w, rc);
-                pthread_mutex_unlock(&w->lock);
-                break;
-            }
-            active++;
-        }
-        int running = 0;
-        curl_multi_perform(w->multi, &running);
-        CURLMsg *msg;
-        int left;
-        while ((msg = curl_multi_info_read(w->multi, &left))) {
-            if (msg->msg != CURLMSG_DONE)
-                continue;
-            CURL *c = msg->easy_handle;
-            const CURLcode cc = msg->data.result;
-            struct sr_s3_req *req = NULL;
-            curl_easy_getinfo(c, CURLINFO_PRIVATE, (char **)&req);
-            struct wpart *p = (struct wpart *)req;
-            curl_multi_remove_handle(w->multi, c);
-            active--;
-            int r = sr_s3_done(w->s3, c, req, cc, p->attempts);
-            sr_s3_cleanup(req);
-            free(req->resp);
-            req->resp = NULL;
-            if (r == 0 && !req->etag[0])
-                r = sr_errf(-EBADMSG, "a part of %s: no ETag in the answer", w->key);
-            if (r == 0) {
-                snprintf(p->etag, sizeof(p->etag), "%s", req->etag);
-                sr_s3_release(w->s3, p->c);
-                p->c = NULL;
-                free(p->query);
-                p->query = NULL;
-                pthread_mutex_lock(&w->lock);
-                /* Keep the buffer for a later part: its pages stay mapped. */
-                if (w->nspare < WSPARE) {
-                    w->spare[w->nspare] = p->buf;
-                    w->spare_cap[w->nspare++] = p->cap;
-                    p->buf = NULL;
-                }
-                p->state = 2;
-                w->buffered -= p->len;
-                w->done_bytes += p->len;
-                pthread_cond_broadcast(&w->space);
-                pthread_mutex_unlock(&w->lock);
-                free(p->buf); /* NULL unless the spares were full */
-                p->buf = NULL;
-            } else if (r == 1) {
-                p->state = 0;
-                p->retry_at = now_ms() + sr_s3_retry_delay_ms(p->attempts);
-            } else {
-                pthread_mutex_lock(&w->lock);
-                writer_fail(w, r);
-                pthread_mutex_unlock(&w->lock);
-            }
-        }
+        start_due(w, first_open, n);
+        s3st_parts_perform(&w->xfer);
+        take_finished(w);
         s3st_progress_show(&w->pg, w->done_bytes, 0);
-        curl_multi_poll(w->multi, NULL, 0, 100, NULL);
+        s3st_parts_wait(&w->xfer);
     }
     /* Leave no transfer behind (failure or stop). */
     pthread_mutex_lock(&w->lock);
-    for (size_t i = 0; i < w->nparts; i++) {
-        struct wpart *p = w->parts[i];
-        if (p->c) {
-            curl_multi_remove_handle(w->multi, p->c);
-            sr_s3_cleanup(&p->req);
-            free(p->req.resp);
-            p->req.resp = NULL;
-            sr_s3_release(w->s3, p->c);
-            p->c = NULL;
-        }
-    }
+    for (size_t i = 0; i < w->nparts; i++)
+        s3st_part_drop(&w->xfer, &w->parts[i]->part);
     pthread_mutex_unlock(&w->lock);
     return NULL;
-}
-
-static size_t conc_of(const struct s3_writer *w)
-{
-    return w->conc;
 }
 
 /* Hands the current buffer over as the next part (blocks while the
@@ -347,9 +318,8 @@ static int writer_flush(struct s3_writer *w)
             return rc;
         w->mp = 1;
         sr_debug("s3: streaming a multipart upload of %s", w->key);
-        if (!(w->multi = curl_multi_init()))
-            return sr_errf(-ENOMEM, "out of memory");
-        curl_multi_setopt(w->multi, CURLMOPT_MAXCONNECTS, 32L);
+        if ((rc = s3st_parts_init(&w->xfer, w->s3, w->s3->set.concurrency)) < 0)
+            return rc;
         if (pthread_create(&w->th, NULL, uploader, w) != 0)
             return sr_errf(-EAGAIN, "cannot start a thread");
         w->started = 1;
@@ -363,7 +333,7 @@ static int writer_flush(struct s3_writer *w)
     p->buf = w->cur;
     p->len = w->cur_len;
     p->cap = w->cur_cap;
-    const uint64_t limit = (uint64_t)w->conc * w->ps;
+    const uint64_t limit = (uint64_t)w->s3->set.concurrency * w->ps;
     pthread_mutex_lock(&w->lock);
     while (!w->err && w->buffered > 0 && w->buffered + p->len > limit)
         pthread_cond_wait(&w->space, &w->lock);
@@ -388,7 +358,7 @@ static int writer_flush(struct s3_writer *w)
         free(p);
         return rc == -ENOMEM ? sr_errf(rc, "out of memory") : sr_errf(rc, "%s", w->errmsg);
     }
-    curl_multi_wakeup(w->multi);
+    s3st_parts_wake(&w->xfer);
     /* Grow parts as an object of unknown size grows: 10,000 of them still
      * reach TBs. A known size chose its part size up front. */
     if (!w->size && nparts % 1000 == 0 && w->ps * 2 <= WPART_MAX)
@@ -447,13 +417,13 @@ int s3st_writer_commit(struct sr_store_writer *sw)
         if (rc < 0)
             return rc;
     }
-    const int64_t t0 = now_ms();
+    const int64_t t0 = sr_now_ms();
     pthread_mutex_lock(&w->lock);
     w->finishing = 1;
     pthread_mutex_unlock(&w->lock);
-    curl_multi_wakeup(w->multi);
+    s3st_parts_wake(&w->xfer);
     pthread_join(w->th, NULL);
-    const int64_t t1 = now_ms();
+    const int64_t t1 = sr_now_ms();
     w->started = 0;
     if (w->err)
         return sr_errf(w->err, "%s", w->errmsg);
@@ -467,7 +437,7 @@ int s3st_writer_commit(struct sr_store_writer *sw)
     free(etags);
     sr_debug("s3: multipart upload of %s: %zu parts (streamed; the last ones took %.2fs after "
              "the data ended, completing %.2fs)",
-             w->key, w->nparts, (double)(t1 - t0) / 1000.0, (double)(now_ms() - t1) / 1000.0);
+             w->key, w->nparts, (double)(t1 - t0) / 1000.0, (double)(sr_now_ms() - t1) / 1000.0);
     w->committed = rc == 0;
     return rc;
 }
@@ -479,7 +449,7 @@ void s3st_writer_close(struct sr_store_writer *sw)
         pthread_mutex_lock(&w->lock);
         w->stop = 1;
         pthread_mutex_unlock(&w->lock);
-        curl_multi_wakeup(w->multi);
+        s3st_parts_wake(&w->xfer);
         pthread_join(w->th, NULL);
     }
     if (w->mp && !w->committed)
@@ -495,8 +465,7 @@ void s3st_writer_close(struct sr_store_writer *sw)
     for (size_t i = 0; i < w->nspare; i++)
         free(w->spare[i]);
     free(w->cur);
-    if (w->multi)
-        curl_multi_cleanup(w->multi);
+    s3st_parts_free(&w->xfer);
     pthread_mutex_destroy(&w->lock);
     pthread_cond_destroy(&w->space);
     free(w->key);
@@ -518,15 +487,14 @@ static int writer_open(struct sr_store *st, const char *key, int create, uint64_
     w->create = create;
     w->size = size;
     w->s3 = s3_of(st);
-    w->ps = sr_s3_part_size(size, env_u64("SPOTRUN_S3_PART_SIZE", 16 * MIB));
+    w->ps = sr_s3_part_size(size, w->s3->set.part_size);
     if (!size && w->ps > WPART_MAX)
         w->ps = WPART_MAX;
-    w->single_max = env_u64("SPOTRUN_S3_SINGLE_MAX", SINGLE_MAX_DEFAULT);
+    w->single_max = w->s3->set.single_max;
     if (w->single_max < w->ps)
         w->single_max = w->ps;
     if (w->single_max > WPART_MAX)
         w->single_max = WPART_MAX;
-    w->conc = (size_t)env_u64("SPOTRUN_S3_CONCURRENCY", 8);
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->space, NULL);
     s3st_progress_init(&w->pg, "upload", size);

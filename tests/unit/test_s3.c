@@ -1,18 +1,21 @@
 /*
  * test_s3.c - the pure parts of the S3 client: part sizing, retry
- * classification and backoff, error mapping, XML parsing, credential files.
+ * classification and backoff, error mapping, XML parsing, credential files,
+ * the SPOTRUN_S3_* settings.
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 #include <curl/curl.h>
 
 #include "s3.h"
+#include "log.h"
 #include "s3_creds.h"
 #include "store.h"
 
@@ -182,9 +185,8 @@ static void shared_files_parse(void **state)
     assert_int_equal(sr_s3_ini_get_nested(conf, "default", "s3", "addressing_style", v, sizeof(v)),
                      0);
     assert_string_equal(v, "path");
-    assert_int_equal(sr_s3_ini_get_nested(conf, "profile p", "s3", "addressing_style", v,
-                                          sizeof(v)),
-                     0);
+    assert_int_equal(
+        sr_s3_ini_get_nested(conf, "profile p", "s3", "addressing_style", v, sizeof(v)), 0);
     assert_string_equal(v, "virtual");
     /* A nested key is not a top-level one, and the block ends at the
      * next unindented line. */
@@ -213,6 +215,95 @@ static void metadata_credentials_parse(void **state)
     assert_int_equal(sr_s3_parse_time("yesterday", &t), -EBADMSG);
 }
 
+static const char *const settings_vars[] = {
+    "SPOTRUN_S3_RETRIES",         "SPOTRUN_S3_RETRY_BASE_MS", "SPOTRUN_S3_CONNECT_TIMEOUT_MS",
+    "SPOTRUN_S3_STALL_TIMEOUT_S", "SPOTRUN_S3_BUFFER_KB",     "SPOTRUN_S3_CONCURRENCY",
+    "SPOTRUN_S3_PART_SIZE",       "SPOTRUN_S3_SINGLE_MAX",    "SPOTRUN_S3_RANGE_SIZE",
+    "SPOTRUN_S3_ADDRESSING",      "SPOTRUN_S3_CA_BUNDLE",
+};
+
+static int unset_settings(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(settings_vars) / sizeof(settings_vars[0]); i++)
+        unsetenv(settings_vars[i]);
+    return 0;
+}
+
+static void settings_default_when_unset_or_empty(void **state)
+{
+    (void)state;
+    setenv("SPOTRUN_S3_CONCURRENCY", "", 1); /* empty is unset */
+    struct sr_s3_settings s;
+    assert_int_equal(sr_s3_settings_read(&s), 0);
+    assert_int_equal(s.retries, 5);
+    assert_int_equal(s.retry_base_ms, 200);
+    assert_int_equal(s.connect_timeout_ms, 5000);
+    assert_int_equal(s.stall_s, 30);
+    assert_int_equal(s.buffer_size, 512 << 10);
+    assert_int_equal(s.concurrency, 8);
+    assert_int_equal(s.part_size, 16 * MIB);
+    assert_int_equal(s.single_max, 64 * MIB);
+    assert_int_equal(s.range_size, 16 * MIB);
+    assert_int_equal(s.addressing, SR_S3_ADDR_PROFILE);
+    assert_string_equal(s.ca_bundle, "");
+}
+
+static void settings_take_numbers_sizes_and_names(void **state)
+{
+    (void)state;
+    setenv("SPOTRUN_S3_RETRIES", "0", 1);
+    setenv("SPOTRUN_S3_RETRY_BASE_MS", "50", 1);
+    setenv("SPOTRUN_S3_STALL_TIMEOUT_S", "2", 1);
+    setenv("SPOTRUN_S3_BUFFER_KB", "0", 1); /* curl's own buffers */
+    setenv("SPOTRUN_S3_CONCURRENCY", "1", 1);
+    setenv("SPOTRUN_S3_PART_SIZE", "5M", 1);
+    setenv("SPOTRUN_S3_SINGLE_MAX", "512KiB", 1);
+    setenv("SPOTRUN_S3_RANGE_SIZE", "1G", 1);
+    setenv("SPOTRUN_S3_ADDRESSING", "virtual", 1);
+    setenv("SPOTRUN_S3_CA_BUNDLE", "/dev/null", 1);
+    struct sr_s3_settings s;
+    assert_int_equal(sr_s3_settings_read(&s), 0);
+    assert_int_equal(s.retries, 0);
+    assert_int_equal(s.retry_base_ms, 50);
+    assert_int_equal(s.stall_s, 2);
+    assert_int_equal(s.buffer_size, 0);
+    assert_int_equal(s.concurrency, 1);
+    assert_int_equal(s.part_size, 5 * MIB);
+    assert_int_equal(s.single_max, 512 << 10);
+    assert_int_equal(s.range_size, 1024 * MIB);
+    assert_int_equal(s.addressing, SR_S3_ADDR_VIRTUAL);
+    assert_string_equal(s.ca_bundle, "/dev/null");
+}
+
+/* A bad value is an error naming the variable, never a silent default. */
+static void settings_refuse_bad_values_by_name(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *var, *value;
+    } bad[] = {
+        {"SPOTRUN_S3_RETRIES", "five"},        {"SPOTRUN_S3_RETRIES", "-1"},
+        {"SPOTRUN_S3_RETRY_BASE_MS", "200ms"}, {"SPOTRUN_S3_CONNECT_TIMEOUT_MS", " 5"},
+        {"SPOTRUN_S3_STALL_TIMEOUT_S", "0"},   {"SPOTRUN_S3_BUFFER_KB", "1e3"},
+        {"SPOTRUN_S3_CONCURRENCY", "0"},       {"SPOTRUN_S3_CONCURRENCY", "8x"},
+        {"SPOTRUN_S3_PART_SIZE", "16Q"},       {"SPOTRUN_S3_SINGLE_MAX", "0"},
+        {"SPOTRUN_S3_RANGE_SIZE", "6T"},       {"SPOTRUN_S3_ADDRESSING", "Path"},
+    };
+    struct sr_s3_settings s;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        unset_settings(NULL);
+        setenv(bad[i].var, bad[i].value, 1);
+        sr_err_clear();
+        assert_int_equal(sr_s3_settings_read(&s), -EINVAL);
+        assert_non_null(strstr(sr_strerror(-EINVAL), bad[i].var));
+    }
+    unset_settings(NULL);
+    setenv("SPOTRUN_S3_CA_BUNDLE", "/nonexistent/ca.pem", 1);
+    assert_int_equal(sr_s3_settings_read(&s), -ENOENT);
+    assert_non_null(strstr(sr_strerror(-ENOENT), "SPOTRUN_S3_CA_BUNDLE"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -227,6 +318,12 @@ int main(void)
         cmocka_unit_test(keys_escape_like_sigv4_wants),
         cmocka_unit_test(shared_files_parse),
         cmocka_unit_test(metadata_credentials_parse),
+        cmocka_unit_test_setup_teardown(settings_default_when_unset_or_empty, unset_settings,
+                                        unset_settings),
+        cmocka_unit_test_setup_teardown(settings_take_numbers_sizes_and_names, unset_settings,
+                                        unset_settings),
+        cmocka_unit_test_setup_teardown(settings_refuse_bad_values_by_name, unset_settings,
+                                        unset_settings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
