@@ -126,12 +126,7 @@ int sr_commits_stage(const struct sr_commits_config *cfg, const char *dir, uint6
     if (rc < 0)
         return rc;
     manifest_header(cfg, seq, step, m);
-    m->raw_bytes = stats.raw_bytes;
-    m->stored_bytes = stats.stored_bytes;
-    m->files = stats.files;
-    m->frames = stats.frames;
-    memcpy(m->checksum, stats.checksum, sizeof(m->checksum));
-    m->stage_seconds = (double)(sr_now_ms() - t0) / 1000.0;
+    sr_manifest_set_archive(m, &stats, (double)(sr_now_ms() - t0) / 1000.0);
     return 0;
 }
 

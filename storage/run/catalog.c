@@ -359,12 +359,7 @@ int sr_ckpt_publish_dir(struct sr_store *st, struct sr_manifest *m, const char *
     sr_store_writer_close(w);
     if (rc < 0)
         return rc;
-    m->raw_bytes = stats.raw_bytes;
-    m->stored_bytes = stats.stored_bytes;
-    m->files = stats.files;
-    m->frames = stats.frames;
-    memcpy(m->checksum, stats.checksum, sizeof(m->checksum));
-    m->stage_seconds = (double)(sr_now_ms() - t0) / 1000.0;
+    sr_manifest_set_archive(m, &stats, (double)(sr_now_ms() - t0) / 1000.0);
     return commit_manifest(st, m, NULL, 0, dir, fence);
 }
 

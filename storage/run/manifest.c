@@ -113,6 +113,17 @@ static int build(json_t *o, const struct sr_manifest *m)
     return bad;
 }
 
+void sr_manifest_set_archive(struct sr_manifest *m, const struct sr_pack_stats *s,
+                             double stage_seconds)
+{
+    m->raw_bytes = s->raw_bytes;
+    m->stored_bytes = s->stored_bytes;
+    m->files = s->files;
+    m->frames = s->frames;
+    memcpy(m->checksum, s->checksum, sizeof(m->checksum));
+    m->stage_seconds = stage_seconds;
+}
+
 int sr_manifest_to_json(const struct sr_manifest *m, char **out, size_t *len)
 {
     *out = NULL;

@@ -66,6 +66,11 @@ struct sr_manifest {
     uint64_t part_epoch[SR_NODES_MAX];
 };
 
+/* The archive fields of m from the packing that made its data object
+ * (sizes, files, frames, checksum) and how long packing took. */
+void sr_manifest_set_archive(struct sr_manifest *m, const struct sr_pack_stats *s,
+                             double stage_seconds);
+
 /* Serialises m (pretty, ends with a newline) into a malloc'd string. */
 int sr_manifest_to_json(const struct sr_manifest *m, char **out, size_t *len);
 
