@@ -92,7 +92,7 @@ test_expect_success 'a job that only polls is waited for at a notice and commits
     "$SPOTRUN" notify --run-id notice --deadline 20s
     expect_code 75 wait $pid
     cat notice.log
-    grep "^seq 1 step" notice.log &&
+    grep "checkpoint 1 (step [0-9]*) staged" notice.log &&
     grep "preempted: checkpoint 1 is durable" notice.log &&
     ! grep "does not listen" notice.log
 '
