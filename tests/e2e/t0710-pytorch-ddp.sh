@@ -60,10 +60,10 @@ cat >child.py <<\PY
 import os, signal, sys, time
 rank = os.environ["RANK"]
 def term(s, f):
-    print("rank", rank, "got TERM", flush=True)
+    os.write(1, ("rank %s got TERM\n" % rank).encode())  # one write: ranks share the file
     sys.exit(143)
 signal.signal(signal.SIGTERM, term)
-print("rank", rank, "of", os.environ["WORLD_SIZE"], "port", os.environ["MASTER_PORT"], flush=True)
+os.write(1, ("rank %s of %s port %s\n" % (rank, os.environ["WORLD_SIZE"], os.environ["MASTER_PORT"])).encode())
 if len(sys.argv) > 1 and sys.argv[1] == "fail" and rank == "1":
     sys.exit(3)
 time.sleep(60)
