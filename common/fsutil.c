@@ -1,12 +1,16 @@
 /*
  * fsutil.c - filesystem helpers with spotrun's durability idiom (see fsutil.h).
  *
- * DESIGN: every replacement of a file goes through a temp file
- * ".<name>.tmp.XXXXXX" in the target's directory (same filesystem, so the
- * rename is atomic; the leading dot hides it from store listings), which is
- * written fully, fsynced, renamed over the target, and then the directory is
- * fsynced so the rename itself survives a power cut. On any failure the temp
- * file is unlinked and the target is untouched.
+ * DESIGN: every file spotrun writes whole goes through one durable writer
+ * (struct sr_durable): a temp file ".<name>.tmp.XXXXXX" in the target's
+ * directory (same filesystem, so the rename is atomic; the leading dot hides
+ * it from store listings), which is written fully, fsynced, renamed over the
+ * target (or linked to it, for create-only objects), and then the directory
+ * is fsynced so the rename itself survives a power cut. On any failure the
+ * temp file is unlinked and the target is untouched. Its users: whole
+ * buffers (sr_write_file_atomic), copies (sr_adopt_file across
+ * filesystems), the codec's archive file and the file store's streaming
+ * writer.
  *
  * Deletion works on directory file descriptors (openat/unlinkat with
  * O_NOFOLLOW), so a symlink inside a tree is removed, never followed, and a
@@ -173,26 +177,6 @@ static int write_all(int fd, const void *buf, size_t len, const char *path)
     return 0;
 }
 
-/* Creates the temp file for path; tmp receives its name. Returns the fd or -errno. */
-static int tmp_create(const char *path, char *tmp, size_t tmplen)
-{
-    char dir[PATH_MAX];
-    sr_dirname(path, dir, sizeof(dir));
-    if (snprintf(tmp, tmplen, "%s/.%s.tmp.XXXXXX", dir, base_name(path)) >= (int)tmplen)
-        return sr_errf(-ENAMETOOLONG, "cannot write %s: %s", path, strerror(ENAMETOOLONG));
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0)
-        return sr_errf(-errno, "cannot write %s: %s", path, strerror(errno));
-    /* mkstemp makes 0600; stored objects are ordinary readable files. */
-    if (fchmod(fd, 0644) != 0) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        return sr_errf(-e, "cannot write %s: %s", path, strerror(e));
-    }
-    return fd;
-}
-
 /* Puts tmp in place as path: rename over it, or with noreplace, only if
  * path does not exist (-EEXIST): link() is an atomic create on every
  * filesystem with hard links (NFS too); renameat2(RENAME_NOREPLACE) where
@@ -210,49 +194,89 @@ static int place(const char *tmp, const char *path, int noreplace)
     return renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0 ? 0 : -errno;
 }
 
-int sr_place_file(const char *tmp, const char *path, int noreplace)
+/* ---- the durable writer ------------------------------------------------ */
+
+int sr_durable_open(struct sr_durable *d, const char *path)
 {
-    const int rc = place(tmp, path, noreplace);
-    if (rc == -EEXIST)
-        return sr_errf(rc, "%s already exists", path);
-    if (rc < 0)
-        return sr_errf(rc, "cannot rename %s to %s: %s", tmp, path, strerror(-rc));
-    return sr_fsync_parent(path);
+    *d = (struct sr_durable){.path = path, .fd = -1};
+    char dir[PATH_MAX];
+    sr_dirname(path, dir, sizeof(dir));
+    if (snprintf(d->tmp, sizeof(d->tmp), "%s/.%s.tmp.XXXXXX", dir, base_name(path)) >=
+        (int)sizeof(d->tmp)) {
+        d->tmp[0] = '\0';
+        return sr_errf(-ENAMETOOLONG, "cannot write %s: %s", path, strerror(ENAMETOOLONG));
+    }
+    d->fd = mkostemp(d->tmp, O_CLOEXEC);
+    if (d->fd < 0) {
+        d->tmp[0] = '\0';
+        return sr_errf(-errno, "cannot write %s: %s", path, strerror(errno));
+    }
+    /* mkstemp makes 0600; stored objects are ordinary readable files. */
+    if (fchmod(d->fd, 0644) != 0) {
+        const int e = errno;
+        sr_durable_abort(d);
+        return sr_errf(-e, "cannot write %s: %s", path, strerror(e));
+    }
+    return 0;
 }
 
-/* fsync + close + rename over path (noreplace: see place()) + fsync dir.
- * Always closes fd; unlinks tmp on failure. */
-static int tmp_commit(int fd, const char *tmp, const char *path, int noreplace)
+int sr_durable_write(struct sr_durable *d, const void *buf, size_t len)
+{
+    const int rc = write_all(d->fd, buf, len, d->path);
+    if (rc < 0)
+        return rc;
+    d->off += len;
+    if (d->off - d->synced >= SR_DURABLE_SYNC_CHUNK) {
+        (void)sync_file_range(d->fd, (off_t)d->synced, (off_t)(d->off - d->synced),
+                              SYNC_FILE_RANGE_WRITE);
+        d->synced = d->off;
+    }
+    return 0;
+}
+
+int sr_durable_commit(struct sr_durable *d, int noreplace)
 {
     int rc = 0;
-    if (fsync(fd) != 0)
-        rc = sr_errf(-errno, "cannot write %s: %s", path, strerror(errno));
-    if (close(fd) != 0 && rc == 0)
-        rc = sr_errf(-errno, "cannot write %s: %s", path, strerror(errno));
-    if (rc == 0 && (rc = place(tmp, path, noreplace)) < 0)
-        rc = rc == -EEXIST ? sr_errf(rc, "%s already exists", path)
-                           : sr_errf(rc, "cannot rename %s to %s: %s", tmp, path, strerror(-rc));
+    if (fsync(d->fd) != 0)
+        rc = sr_errf(-errno, "cannot write %s: %s", d->path, strerror(errno));
+    if (close(d->fd) != 0 && rc == 0)
+        rc = sr_errf(-errno, "cannot write %s: %s", d->path, strerror(errno));
+    d->fd = -1;
+    if (rc == 0 && (rc = place(d->tmp, d->path, noreplace)) < 0)
+        rc = rc == -EEXIST
+                 ? sr_errf(rc, "%s already exists", d->path)
+                 : sr_errf(rc, "cannot rename %s to %s: %s", d->tmp, d->path, strerror(-rc));
     if (rc < 0) {
-        unlink(tmp);
+        sr_durable_abort(d);
         return rc;
     }
-    return sr_fsync_parent(path);
+    d->tmp[0] = '\0'; /* in place: nothing left to remove */
+    return sr_fsync_parent(d->path);
+}
+
+void sr_durable_abort(struct sr_durable *d)
+{
+    if (d->fd >= 0)
+        close(d->fd);
+    if (d->tmp[0])
+        unlink(d->tmp);
+    d->fd = -1;
+    d->tmp[0] = '\0';
 }
 
 int sr_write_file_atomic(const char *path, const void *buf, size_t len)
 {
-    char tmp[PATH_MAX];
-    int fd = tmp_create(path, tmp, sizeof(tmp));
-    if (fd < 0)
-        return fd;
-    int rc = write_all(fd, buf, len, path);
-    if (rc < 0) {
-        close(fd);
-        unlink(tmp);
-        return rc;
-    }
-    return tmp_commit(fd, tmp, path, 0);
+    struct sr_durable d;
+    int rc = sr_durable_open(&d, path);
+    if (rc == 0)
+        rc = sr_durable_write(&d, buf, len);
+    if (rc == 0)
+        rc = sr_durable_commit(&d, 0);
+    sr_durable_abort(&d);
+    return rc;
 }
+
+/* ---- adopting a file: a hard link, else a copy ------------------------- */
 
 /* read/write copy from the current offsets of in and out to EOF. */
 static int copy_rw(int in, int out, const char *src, const char *dst)
@@ -301,39 +325,25 @@ static int copy_fd(int in, int out, const char *src, const char *dst)
     }
 }
 
-static int copy_file(const char *src, const char *dst, int noreplace);
-
-int sr_copy_file_atomic(const char *src, const char *dst)
-{
-    return copy_file(src, dst, 0);
-}
-
+/* A durable writer filled by copy_fd (in-kernel: no writeback steps). */
 static int copy_file(const char *src, const char *dst, int noreplace)
 {
     int in = open(src, O_RDONLY | O_CLOEXEC);
     if (in < 0)
         return sr_errf(-errno, "cannot open %s: %s", src, strerror(errno));
-    char tmp[PATH_MAX];
-    int rc;
-    int out = tmp_create(dst, tmp, sizeof(tmp));
-    if (out < 0) {
-        rc = out;
-        goto out;
-    }
-    rc = copy_fd(in, out, src, dst);
-    if (rc < 0) {
-        close(out);
-        unlink(tmp);
-        goto out;
-    }
-    rc = tmp_commit(out, tmp, dst, noreplace);
-out:
+    struct sr_durable out;
+    int rc = sr_durable_open(&out, dst);
+    if (rc == 0)
+        rc = copy_fd(in, out.fd, src, dst);
+    if (rc == 0)
+        rc = sr_durable_commit(&out, noreplace);
+    sr_durable_abort(&out);
     close(in);
     return rc;
 }
 
 /* Same filesystem: the (fsynced) source gets a second name in dst's
- * directory, then that name is renamed over dst. No byte is copied. */
+ * directory, then that name is put in place as dst. No byte is copied. */
 static int link_atomic(const char *src, const char *dst, int noreplace)
 {
     const int fd = open(src, O_RDONLY | O_CLOEXEC);
@@ -362,7 +372,7 @@ static int link_atomic(const char *src, const char *dst, int noreplace)
     return sr_fsync_parent(dst);
 }
 
-static int adopt(const char *src, const char *dst, int noreplace)
+int sr_adopt_file(const char *src, const char *dst, int noreplace)
 {
     const int rc = link_atomic(src, dst, noreplace);
     if (rc == 0)
@@ -371,16 +381,6 @@ static int adopt(const char *src, const char *dst, int noreplace)
         return sr_errf(rc, "%s already exists", dst);
     /* EXDEV (another filesystem), EPERM (no hard links here), ...: copy. */
     return copy_file(src, dst, noreplace);
-}
-
-int sr_adopt_file_atomic(const char *src, const char *dst)
-{
-    return adopt(src, dst, 0);
-}
-
-int sr_adopt_file_new(const char *src, const char *dst)
-{
-    return adopt(src, dst, 1);
 }
 
 /* Reads fd to EOF into a malloc'd, NUL-terminated buffer; fails over max

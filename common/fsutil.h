@@ -1,8 +1,9 @@
 /*
  * fsutil.h - small filesystem helpers with the durability idiom used
- * everywhere in spotrun: write a temp file in the same directory, fsync it,
- * rename it over the target, fsync the directory. A reader therefore sees
- * the old file or the new one, never a torn one, even after a power cut.
+ * everywhere in spotrun (struct sr_durable): write a temp file in the same
+ * directory, fsync it, rename it over the target, fsync the directory. A
+ * reader therefore sees the old file or the new one, never a torn one, even
+ * after a power cut.
  *
  * All functions return 0 or a negative errno value with a message recorded
  * through sr_errf(). None of them follow symlinks when deleting.
@@ -10,6 +11,7 @@
 #ifndef SPOTRUN_FSUTIL_H
 #define SPOTRUN_FSUTIL_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -27,22 +29,40 @@ int sr_fsync_path(const char *path);
 /* fsync of the directory that contains path. */
 int sr_fsync_parent(const char *path);
 
-/* Durable atomic replace of path with buf (temp + fsync + rename + fsync dir). */
+/* The durable writer, the one way spotrun writes a file whole or not at
+ * all. open creates the temp file ".<name>.tmp.XXXXXX" (mode 0644) in
+ * path's directory (the same filesystem, so the rename is atomic; the dot
+ * hides it from store listings); write appends to it and starts writeback
+ * of every SR_DURABLE_SYNC_CHUNK written (sync_file_range, asynchronous),
+ * so that the fsync at commit finds little left; commit fsyncs and closes
+ * the temp file, renames it to path (noreplace: only if path does not exist
+ * yet, else -EEXIST, for objects that are never replaced) and fsyncs the
+ * directory. abort removes the temp file unless commit put it in place:
+ * call it after every open, committed or not (after a failed open too).
+ * path must stay valid until then. Messages name path (a failed rename
+ * names the temp file too). */
+#define SR_DURABLE_SYNC_CHUNK (32u << 20)
+struct sr_durable {
+    const char *path;
+    int fd;          /* the temp file, until commit */
+    uint64_t off;    /* bytes written */
+    uint64_t synced; /* writeback started up to here */
+    char tmp[PATH_MAX];
+};
+int sr_durable_open(struct sr_durable *d, const char *path);
+int sr_durable_write(struct sr_durable *d, const void *buf, size_t len);
+int sr_durable_commit(struct sr_durable *d, int noreplace);
+void sr_durable_abort(struct sr_durable *d);
+
+/* Durable atomic replace of path with buf (a durable writer of one write). */
 int sr_write_file_atomic(const char *path, const void *buf, size_t len);
 
-/* Durable atomic copy of src to dst (copy_file_range, falls back to read/write). */
-int sr_copy_file_atomic(const char *src, const char *dst);
-
-/* Like sr_copy_file_atomic, but on the same filesystem dst becomes a hard
- * link to src (made durable, mode 0644) instead of a copy: the caller hands
- * src over and must not modify it in place afterwards (unlinking is fine). */
-int sr_adopt_file_atomic(const char *src, const char *dst);
-/* The same, but only if dst does not exist yet (-EEXIST): for objects that
- * are never replaced. */
-int sr_adopt_file_new(const char *src, const char *dst);
-/* Renames tmp (written and fsynced) to path, with noreplace only if path
- * does not exist (-EEXIST); then fsyncs the directory. */
-int sr_place_file(const char *tmp, const char *path, int noreplace);
+/* Durably stores the file src as dst (noreplace: as sr_durable_commit). On
+ * the same filesystem dst becomes a hard link to src (made durable, mode
+ * 0644) and no byte is copied: the caller hands src over and must not
+ * modify it in place afterwards (unlinking is fine). Elsewhere, or where
+ * there are no hard links, it is copied (copy_file_range, else read/write). */
+int sr_adopt_file(const char *src, const char *dst, int noreplace);
 
 /* Reads a whole file of at most max bytes into a NUL-terminated malloc'd
  * buffer. -EFBIG when larger than max. */

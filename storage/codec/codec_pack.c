@@ -518,70 +518,22 @@ int sr_pack_dir(const char *dir, sr_sink_fn sink, void *sink_ctx, const struct s
 
 /* ---- to a file -------------------------------------------------------- */
 
-/* Writing to a file: writeback of each SYNC_CHUNK is started as soon as it
- * is written (sync_file_range, asynchronous), so that the final fsync() finds
- * little left to do instead of flushing the whole archive at the end. */
-#define SYNC_CHUNK (32u << 20)
-
-struct file_sink {
-    int fd;
-    uint64_t off;    /* bytes written */
-    uint64_t synced; /* writeback started up to here */
-};
-
-static int fd_sink(void *ctx, const void *buf, size_t len)
+/* Through fsutil's durable writer, whose writeback steps let the final
+ * fsync find little left to do instead of flushing the whole archive. */
+static int durable_sink(void *ctx, const void *buf, size_t len)
 {
-    struct file_sink *const fs = ctx;
-    const uint8_t *b = buf;
-    while (len > 0) {
-        const ssize_t n = write(fs->fd, b, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return sr_errf(-errno, "cannot write archive: %s", strerror(errno));
-        b += n;
-        len -= (size_t)n;
-        fs->off += (uint64_t)n;
-    }
-    if (fs->off - fs->synced >= SYNC_CHUNK) {
-        (void)sync_file_range(fs->fd, (off_t)fs->synced, (off_t)(fs->off - fs->synced),
-                              SYNC_FILE_RANGE_WRITE);
-        fs->synced = fs->off;
-    }
-    return 0;
+    return sr_durable_write(ctx, buf, len);
 }
 
 int sr_pack_dir_to_file(const char *dir, const char *path, const struct sr_pack_opts *opts,
                         struct sr_pack_stats *stats)
 {
-    /* ".<name>.tmp.XXXXXX" beside path, as fsutil does: hidden from listings. */
-    const size_t plen = strlen(path);
-    const char *const slash = strrchr(path, '/');
-    const int dlen = slash ? (int)(slash - path + 1) : 0;
-    char *const tmp = malloc(plen + 16);
-    if (!tmp)
-        return sr_errf(-ENOMEM, "cannot write %s: out of memory", path);
-    snprintf(tmp, plen + 16, "%.*s.%s.tmp.XXXXXX", dlen, path, path + dlen);
-    struct file_sink fs = {.fd = mkostemp(tmp, O_CLOEXEC)};
-    const int fd = fs.fd;
-    int rc = 0;
-    if (fd < 0) {
-        rc = sr_errf(-errno, "cannot create %s: %s", tmp, strerror(errno));
-        goto out;
-    }
-    (void)fchmod(fd, 0644);
-    rc = sr_pack_dir(dir, fd_sink, &fs, opts, stats);
-    if (rc == 0 && fsync(fd) < 0)
-        rc = sr_errf(-errno, "cannot fsync %s: %s", tmp, strerror(errno));
-    if (close(fd) < 0 && rc == 0)
-        rc = sr_errf(-errno, "cannot write %s: %s", tmp, strerror(errno));
-    if (rc == 0 && rename(tmp, path) < 0)
-        rc = sr_errf(-errno, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    struct sr_durable out;
+    int rc = sr_durable_open(&out, path);
     if (rc == 0)
-        rc = sr_fsync_parent(path);
-    else
-        unlink(tmp);
-out:
-    free(tmp);
+        rc = sr_pack_dir(dir, durable_sink, &out, opts, stats);
+    if (rc == 0)
+        rc = sr_durable_commit(&out, 0);
+    sr_durable_abort(&out);
     return rc;
 }

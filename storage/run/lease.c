@@ -74,11 +74,6 @@ static int encode(const char *run_id, const struct sr_lease_info *in, uint64_t w
     return 0;
 }
 
-int sr_lease_encode(const char *run_id, const struct sr_lease_info *in, char **out, size_t *len)
-{
-    return encode(run_id, in, 0, out, len);
-}
-
 static int get_i64(json_t *o, const char *name, int64_t min, int64_t *v)
 {
     json_t *x = json_object_get(o, name);
@@ -480,11 +475,6 @@ uint64_t sr_lease_epoch(const struct sr_lease *l)
 int sr_lease_ttl(const struct sr_lease *l)
 {
     return l->info.ttl;
-}
-
-int sr_lease_weak(const struct sr_lease *l)
-{
-    return l->weak;
 }
 
 int sr_lease_fence(void *ctx)

@@ -9,10 +9,9 @@
  * (the holder's "expires", unix seconds: clocks must agree to within a few
  * seconds, as NTP keeps them), or at once when the holder ran on this very
  * machine and PID namespace (same boot id, same namespace) and its pid is
- * gone (a wrapper killed with -9 and rerun here need not wait). Every acquisition increments the epoch; each
- * checkpoint records its maker's epoch and restore orders checkpoints by
- * (epoch, seq), so an owner that lost its lease while paused cannot make
- * its checkpoint the newest (fencing).
+ * gone (a wrapper killed with -9 and rerun here need not wait). Every acquisition increments the
+ * epoch; each checkpoint records its maker's epoch and restore orders checkpoints by (epoch, seq),
+ * so an owner that lost its lease while paused cannot make its checkpoint the newest (fencing).
  *
  * Writes are conditional (sr_store_put_if: S3 If-None-Match / If-Match,
  * flock on the file store). A server that ignores conditional headers is
@@ -93,14 +92,11 @@ void sr_lease_free(struct sr_lease *l);
 
 uint64_t sr_lease_epoch(const struct sr_lease *l);
 int sr_lease_ttl(const struct sr_lease *l);
-/* 1 when the store ignored a conditional write (see above). */
-int sr_lease_weak(const struct sr_lease *l);
 
 /* An sr_fence_fn over a lease (ctx = the lease): renews it. */
 int sr_lease_fence(void *ctx);
 
-/* Encoding and decoding of the LEASE object (unit-tested). */
-int sr_lease_encode(const char *run_id, const struct sr_lease_info *in, char **out, size_t *len);
+/* Decoding of the LEASE object. */
 int sr_lease_parse(const char *buf, size_t len, struct sr_lease_info *out);
 
 #endif

@@ -187,12 +187,6 @@ int sr_store_put(struct sr_store *st, const char *key, const void *buf, size_t l
     return rc < 0 ? rc : st->ops->put(st, key, buf, len);
 }
 
-int sr_store_put_file(struct sr_store *st, const char *key, const char *path)
-{
-    int rc = check_key(st, key, 0);
-    return rc < 0 ? rc : st->ops->put_file(st, key, path, 0);
-}
-
 int sr_store_put_file_new(struct sr_store *st, const char *key, const char *path)
 {
     int rc = check_key(st, key, 0);
@@ -269,8 +263,7 @@ int sr_store_delete(struct sr_store *st, const char *key)
     return rc < 0 ? rc : st->ops->del(st, key);
 }
 
-static int writer_open(struct sr_store *st, const char *key, int create,
-                       struct sr_store_writer **out)
+int sr_store_writer_open_new(struct sr_store *st, const char *key, struct sr_store_writer **out)
 {
     *out = NULL;
     int rc = check_key(st, key, 0);
@@ -278,22 +271,12 @@ static int writer_open(struct sr_store *st, const char *key, int create,
         return rc;
     if (!st->ops->writer_open)
         return sr_errf(-EOPNOTSUPP, "store %s cannot stream uploads", st->url);
-    rc = st->ops->writer_open(st, key, create, out);
+    rc = st->ops->writer_open(st, key, 1, out);
     if (rc == 0) {
         (*out)->st = st;
         (*out)->bytes = 0;
     }
     return rc;
-}
-
-int sr_store_writer_open(struct sr_store *st, const char *key, struct sr_store_writer **out)
-{
-    return writer_open(st, key, 0, out);
-}
-
-int sr_store_writer_open_new(struct sr_store *st, const char *key, struct sr_store_writer **out)
-{
-    return writer_open(st, key, 1, out);
 }
 
 int sr_store_writer_write(struct sr_store_writer *w, const void *buf, size_t len)

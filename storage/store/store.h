@@ -42,15 +42,14 @@ void sr_store_close(struct sr_store *st);
 const char *sr_store_url(const struct sr_store *st);
 
 int sr_store_put(struct sr_store *st, const char *key, const void *buf, size_t len);
-/* Stores the file at path. The backend may take the file over (the file
- * backend hard-links it when on the same filesystem): the caller must not
- * modify it in place afterwards; unlinking it is fine. */
-int sr_store_put_file(struct sr_store *st, const char *key, const char *path);
-/* put_file and writer_open for an object that is never replaced (a
+/* Stores the file at path as an object that is never replaced (a
  * checkpoint's data): the write fails with -EEXIST when key exists by the
  * time it lands (file: link(); S3: If-None-Match: * on the PUT or on
  * CompleteMultipartUpload), so a stale writer cannot overwrite another's
- * object of the same seq. Servers that ignore the header replace it. */
+ * object of the same seq. Servers that ignore the header replace it. The
+ * backend may take the file over (the file backend hard-links it when on
+ * the same filesystem): the caller must not modify it in place afterwards;
+ * unlinking it is fine. */
 int sr_store_put_file_new(struct sr_store *st, const char *key, const char *path);
 /* Whole object into a NUL-terminated malloc'd buffer; -EFBIG over max. */
 int sr_store_get(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len);
@@ -68,16 +67,17 @@ int sr_store_list(struct sr_store *st, const char *prefix, struct sr_strlist *ou
 int sr_store_delete(struct sr_store *st, const char *key);
 
 /* Streaming writer: an object written in pieces as they are produced (push
- * streams the archive straight from the compressor). Nothing is visible
- * under key before commit succeeds; then the whole object is (atomic, as
- * put). abort (or a failed write/commit, which must still be followed by
- * abort) discards everything. Memory is bounded by the backend, whatever
- * the object size (s3: a few parts). One writer belongs to one thread. */
+ * streams the archive straight from the compressor), never replaced (as
+ * put_file_new: commit fails with -EEXIST when key exists by then).
+ * Nothing is visible under key before commit succeeds; then the whole
+ * object is (atomic, as put). abort (or a failed write/commit, which must
+ * still be followed by abort) discards everything. Memory is bounded by
+ * the backend, whatever the object size (s3: a few parts). One writer
+ * belongs to one thread. */
 struct sr_store_writer {
     struct sr_store *st;
     uint64_t bytes; /* written so far */
 };
-int sr_store_writer_open(struct sr_store *st, const char *key, struct sr_store_writer **out);
 int sr_store_writer_open_new(struct sr_store *st, const char *key, struct sr_store_writer **out);
 int sr_store_writer_write(struct sr_store_writer *w, const void *buf, size_t len);
 int sr_store_writer_commit(struct sr_store_writer *w);
@@ -126,8 +126,10 @@ struct sr_store_ops {
     int (*list)(struct sr_store *, const char *prefix, struct sr_strlist *out);
     int (*del)(struct sr_store *, const char *key);
     void (*close)(struct sr_store *);
-    /* Streaming writer; the backend's writer embeds struct sr_store_writer
-     * first. close frees it (and discards an uncommitted object). */
+    /* put_file and the streaming writer take create (only if key does not
+     * exist: -EEXIST); the public calls always ask for it. The backend's
+     * writer embeds struct sr_store_writer first. close frees it (and
+     * discards an uncommitted object). */
     int (*writer_open)(struct sr_store *, const char *key, int create,
                        struct sr_store_writer **out);
     int (*writer_write)(struct sr_store_writer *, const void *buf, size_t len);

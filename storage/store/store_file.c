@@ -2,8 +2,9 @@
  * store_file.c - the "file" store backend: objects are files under a root
  * directory, keys are their relative paths (see store.h).
  *
- * DESIGN: put writes a temp file ".<name>.tmp.XXXXXX" beside the object and
- * renames it in after fsync (fsutil's durable idiom), so readers see a whole
+ * DESIGN: put and the streaming writer write through fsutil's durable
+ * writer (a temp file ".<name>.tmp.XXXXXX" beside the object, renamed in
+ * after fsync; create-only objects are linked in), so readers see a whole
  * object or none; listings skip dot-names, hiding temp files of uploads in
  * progress. Deleting fsyncs the directory (gc relies on "manifest gone"
  * being durable before "data gone") and prunes parent directories that became
@@ -177,9 +178,7 @@ static int put_common(struct sr_store *st, const char *key, const void *buf, siz
     for (int tries = 0; tries < 50; tries++) {
         rc = sr_mkdirs(dir, 0755);
         if (rc == 0)
-            rc = !src     ? sr_write_file_atomic(path, buf, len)
-                 : create ? sr_adopt_file_new(src, path)
-                          : sr_adopt_file_atomic(src, path);
+            rc = src ? sr_adopt_file(src, path, create) : sr_write_file_atomic(path, buf, len);
         if (rc != -ENOENT || (src && access(src, F_OK) != 0))
             return rc;
     }
@@ -431,18 +430,13 @@ static int fs_put_if(struct sr_store *st, const char *key, const void *buf, size
     return rc;
 }
 
-/* ---- streaming writer: temp file beside the object, renamed at commit -- */
-
-#define FS_SYNC_CHUNK (32u << 20)
+/* ---- streaming writer: fsutil's durable writer beside the object ------- */
 
 struct fs_writer {
     struct sr_store_writer w;
-    int fd;
-    int committed;
-    int create;      /* commit only if the object does not exist */
-    uint64_t synced; /* writeback started up to here */
+    int create; /* commit only if the object does not exist */
+    struct sr_durable file;
     char path[PATH_MAX];
-    char tmp[PATH_MAX + 32];
 };
 
 static int fs_writer_open(struct sr_store *st, const char *key, int create,
@@ -451,7 +445,6 @@ static int fs_writer_open(struct sr_store *st, const char *key, int create,
     struct fs_writer *fw = calloc(1, sizeof(*fw));
     if (!fw)
         return sr_errf(-ENOMEM, "out of memory");
-    fw->fd = -1;
     fw->create = create;
     char dir[PATH_MAX];
     int rc = key_path(st, key, fw->path, sizeof(fw->path));
@@ -461,20 +454,8 @@ static int fs_writer_open(struct sr_store *st, const char *key, int create,
         sr_dirname(fw->path, dir, sizeof(dir));
         rc = sr_mkdirs(dir, 0755);
     }
-    if (rc == 0) {
-        const char *base = strrchr(fw->path, '/');
-        base = base ? base + 1 : fw->path;
-        if (snprintf(fw->tmp, sizeof(fw->tmp), "%.*s/.%s.tmp.XXXXXX", (int)strnlen(dir, PATH_MAX),
-                     dir, base) >= (int)sizeof(fw->tmp))
-            rc = sr_errf(-ENAMETOOLONG, "store %s: key %s: path too long", st->url, key);
-    }
-    if (rc == 0) {
-        fw->fd = mkostemp(fw->tmp, O_CLOEXEC);
-        if (fw->fd < 0)
-            rc = sr_errf(-errno, "cannot create %s: %s", fw->tmp, strerror(errno));
-        else
-            (void)fchmod(fw->fd, 0644);
-    }
+    if (rc == 0)
+        rc = sr_durable_open(&fw->file, fw->path);
     if (rc < 0) {
         free(fw);
         return rc;
@@ -485,44 +466,19 @@ static int fs_writer_open(struct sr_store *st, const char *key, int create,
 
 static int fs_writer_write(struct sr_store_writer *w, const void *buf, size_t len)
 {
-    struct fs_writer *fw = (struct fs_writer *)w;
-    const char *b = buf;
-    while (len > 0) {
-        const ssize_t n = write(fw->fd, b, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return sr_errf(-errno, "cannot write %s: %s", fw->tmp, strerror(errno));
-        b += n;
-        len -= (size_t)n;
-    }
-    /* Start writeback early so that the fsync at commit finds little left. */
-    const uint64_t off = w->bytes + (uint64_t)(b - (const char *)buf);
-    if (off - fw->synced >= FS_SYNC_CHUNK) {
-        (void)sync_file_range(fw->fd, (off_t)fw->synced, (off_t)(off - fw->synced),
-                              SYNC_FILE_RANGE_WRITE);
-        fw->synced = off;
-    }
-    return 0;
+    return sr_durable_write(&((struct fs_writer *)w)->file, buf, len);
 }
 
 static int fs_writer_commit(struct sr_store_writer *w)
 {
     struct fs_writer *fw = (struct fs_writer *)w;
-    if (fsync(fw->fd) < 0)
-        return sr_errf(-errno, "cannot fsync %s: %s", fw->tmp, strerror(errno));
-    const int rc = sr_place_file(fw->tmp, fw->path, fw->create);
-    fw->committed = rc == 0;
-    return rc;
+    return sr_durable_commit(&fw->file, fw->create);
 }
 
 static void fs_writer_close(struct sr_store_writer *w)
 {
     struct fs_writer *fw = (struct fs_writer *)w;
-    if (fw->fd >= 0)
-        close(fw->fd);
-    if (!fw->committed)
-        unlink(fw->tmp);
+    sr_durable_abort(&fw->file);
     free(fw);
 }
 

@@ -329,6 +329,22 @@ static void test_unpack_replaces_the_previous_contents(void **state)
     assert_int_equal(run("! ls -d '%s'/*.spotrun-tmp.* >/dev/null 2>&1", base), 0);
 }
 
+/* Packing into a file is all or nothing: a pack that fails leaves the
+ * previous archive as it was and no temp file beside it. */
+static void test_failed_pack_leaves_the_previous_archive(void **state)
+{
+    (void)state;
+    write_file(at("a.tar.zst"), "old", 3);
+    assert_int_equal(sr_pack_dir_to_file(at("missing"), at("a.tar.zst"), NULL, NULL), -ENOENT);
+    char *buf;
+    size_t len;
+    assert_int_equal(sr_read_file(at("a.tar.zst"), 16, &buf, &len), 0);
+    assert_int_equal(len, 3);
+    assert_memory_equal(buf, "old", 3);
+    free(buf);
+    assert_int_equal(run("! ls -A '%s' | grep -q tmp", base), 0);
+}
+
 static void test_same_directory_packs_to_identical_bytes(void **state)
 {
     (void)state;
@@ -541,6 +557,7 @@ int main(void)
         T(test_odd_frame_size_below_a_tar_block_round_trips),
         T(test_empty_directory_round_trips),
         T(test_unpack_replaces_the_previous_contents),
+        T(test_failed_pack_leaves_the_previous_archive),
         T(test_same_directory_packs_to_identical_bytes),
         T(test_stock_zstd_and_tar_extract_the_archive),
         T(test_stats_count_frames_bytes_and_checksum_the_stored_object),

@@ -1,5 +1,6 @@
 /*
- * test_fsutil.c - durable writes, copies and safe deletion (common/fsutil.h).
+ * test_fsutil.c - the durable writer, adopting files (a link, else a copy)
+ * and safe deletion (common/fsutil.h).
  * Each test works in its own directory under $SPOTRUN_TEST_TMP.
  */
 #include <setjmp.h>
@@ -42,12 +43,13 @@ static void put(const char *path, const char *text)
     fclose(f);
 }
 
-static char *slurp(const char *path)
+static void assert_text(const char *path, const char *want)
 {
     char *buf;
     size_t len;
     assert_int_equal(sr_read_file(path, 1 << 20, &buf, &len), 0);
-    return buf;
+    assert_string_equal(buf, want);
+    free(buf);
 }
 
 static int count_entries(const char *dir)
@@ -70,9 +72,7 @@ static void atomic_write_replaces_and_leaves_no_temp_file(void **state)
     assert_true(snprintf(p, sizeof(p), "%s/f.txt", d) < (int)sizeof(p));
     put(p, "old contents that are longer");
     assert_int_equal(sr_write_file_atomic(p, "new", 3), 0);
-    char *s = slurp(p);
-    assert_string_equal(s, "new");
-    free(s);
+    assert_text(p, "new");
     assert_int_equal(count_entries(d), 1);
     sr_rmtree(d);
     free(d);
@@ -90,42 +90,150 @@ static void atomic_write_into_missing_dir_names_the_path(void **state)
     free(d);
 }
 
-static void copy_is_byte_identical(void **state)
+/* A test pattern of n bytes (malloc'd). */
+static unsigned char *pattern(size_t n)
+{
+    unsigned char *buf = malloc(n);
+    assert_non_null(buf);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (unsigned char)(i * 131 + 7);
+    return buf;
+}
+
+static void assert_file_holds(const char *path, const void *want, size_t n)
+{
+    char *got;
+    size_t len;
+    assert_int_equal(sr_read_file(path, n, &got, &len), 0);
+    assert_int_equal(len, n);
+    assert_memory_equal(got, want, n);
+    free(got);
+}
+
+/* Writes of more than one writeback step land whole; nothing is visible
+ * before commit, and no temp file is left after it. */
+static void durable_writer_is_invisible_until_commit(void **state)
+{
+    (void)state;
+    char *d = scratch(), p[PATH_MAX];
+    assert_true(snprintf(p, sizeof(p), "%s/big", d) < (int)sizeof(p));
+    const size_t half = SR_DURABLE_SYNC_CHUNK / 2 + 4097;
+    unsigned char *buf = pattern(2 * half);
+    struct sr_durable w;
+    assert_int_equal(sr_durable_open(&w, p), 0);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(sr_durable_write(&w, buf + i * half, half), 0);
+    assert_int_equal(access(p, F_OK), -1);
+    assert_int_equal(sr_durable_commit(&w, 0), 0);
+    sr_durable_abort(&w); /* after a commit: nothing to remove */
+    assert_file_holds(p, buf, 2 * half);
+    struct stat sb;
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0644);
+    assert_int_equal(count_entries(d), 1);
+    free(buf);
+    sr_rmtree(d);
+    free(d);
+}
+
+static void durable_writer_abort_leaves_the_target_alone(void **state)
+{
+    (void)state;
+    char *d = scratch(), p[PATH_MAX];
+    assert_true(snprintf(p, sizeof(p), "%s/f", d) < (int)sizeof(p));
+    put(p, "old");
+    struct sr_durable w;
+    assert_int_equal(sr_durable_open(&w, p), 0);
+    assert_int_equal(sr_durable_write(&w, "new", 3), 0);
+    sr_durable_abort(&w);
+    assert_text(p, "old");
+    assert_int_equal(count_entries(d), 1);
+    sr_rmtree(d);
+    free(d);
+}
+
+/* noreplace: an object that is never replaced lands only where nothing is. */
+static void durable_writer_noreplace_refuses_an_existing_target(void **state)
+{
+    (void)state;
+    char *d = scratch(), p[PATH_MAX];
+    assert_true(snprintf(p, sizeof(p), "%s/f", d) < (int)sizeof(p));
+    put(p, "theirs");
+    struct sr_durable w;
+    assert_int_equal(sr_durable_open(&w, p), 0);
+    assert_int_equal(sr_durable_write(&w, "mine", 4), 0);
+    assert_int_equal(sr_durable_commit(&w, 1), -EEXIST);
+    assert_non_null(strstr(sr_strerror(-EEXIST), "already exists"));
+    sr_durable_abort(&w);
+    assert_text(p, "theirs");
+    assert_int_equal(count_entries(d), 1);
+    sr_rmtree(d);
+    free(d);
+}
+
+/* On the same filesystem the target is the source's inode: no byte copied. */
+static void adopt_on_the_same_filesystem_links(void **state)
 {
     (void)state;
     char *d = scratch(), a[PATH_MAX], b[PATH_MAX];
-    assert_true(snprintf(a, sizeof(a), "%s/a.bin", d) < (int)sizeof(a));
-    assert_true(snprintf(b, sizeof(b), "%s/b.bin", d) < (int)sizeof(b));
-    size_t n = (3u << 20) + 17;
-    unsigned char *buf = malloc(n);
-    for (size_t i = 0; i < n; i++)
-        buf[i] = (unsigned char)(i * 131 + 7);
-    assert_int_equal(sr_write_file_atomic(a, buf, n), 0);
+    assert_true(snprintf(a, sizeof(a), "%s/a", d) < (int)sizeof(a));
+    assert_true(snprintf(b, sizeof(b), "%s/b", d) < (int)sizeof(b));
+    put(a, "staged");
+    assert_int_equal(chmod(a, 0600), 0);
     put(b, "to be replaced");
-    assert_int_equal(sr_copy_file_atomic(a, b), 0);
-    char *got;
-    size_t len;
-    assert_int_equal(sr_read_file(b, n, &got, &len), 0);
-    assert_int_equal(len, n);
-    assert_memory_equal(got, buf, n);
-    free(got);
-    free(buf);
+    assert_int_equal(sr_adopt_file(a, b, 0), 0);
+    struct stat sa, sb;
+    assert_int_equal(stat(a, &sa), 0);
+    assert_int_equal(stat(b, &sb), 0);
+    assert_int_equal(sa.st_ino, sb.st_ino);
+    assert_int_equal(sb.st_mode & 0777, 0644);
+    assert_int_equal(count_entries(d), 2);
+    put(b, "x"); /* b is taken: create-only refuses, keeps it */
+    assert_int_equal(sr_adopt_file(a, b, 1), -EEXIST);
+    assert_text(b, "x");
     assert_int_equal(count_entries(d), 2);
     sr_rmtree(d);
     free(d);
 }
 
-static void copy_of_missing_source_fails_and_keeps_target(void **state)
+/* On another filesystem (tmpfs /dev/shm) adopting copies, byte for byte. */
+static void adopt_across_filesystems_copies(void **state)
+{
+    (void)state;
+    char *d = scratch(), a[PATH_MAX], b[PATH_MAX];
+    assert_true(snprintf(a, sizeof(a), "/dev/shm/spotrun-test-fsutil.%d", (int)getpid()) <
+                (int)sizeof(a));
+    assert_true(snprintf(b, sizeof(b), "%s/b.bin", d) < (int)sizeof(b));
+    struct stat sa, sd;
+    const size_t n = (3u << 20) + 17;
+    unsigned char *buf = pattern(n);
+    if (stat("/dev/shm", &sa) != 0 || stat(d, &sd) != 0 || sa.st_dev == sd.st_dev ||
+        sr_write_file_atomic(a, buf, n) != 0) {
+        free(buf);
+        sr_rmtree(d);
+        free(d);
+        skip();
+    }
+    put(b, "to be replaced");
+    assert_int_equal(sr_adopt_file(a, b, 0), 0);
+    assert_file_holds(b, buf, n);
+    assert_int_equal(count_entries(d), 1);
+    unlink(a);
+    free(buf);
+    sr_rmtree(d);
+    free(d);
+}
+
+static void adopt_of_missing_source_fails_and_keeps_target(void **state)
 {
     (void)state;
     char *d = scratch(), a[PATH_MAX], b[PATH_MAX];
     assert_true(snprintf(a, sizeof(a), "%s/missing", d) < (int)sizeof(a));
     assert_true(snprintf(b, sizeof(b), "%s/b", d) < (int)sizeof(b));
     put(b, "keep");
-    assert_int_equal(sr_copy_file_atomic(a, b), -ENOENT);
-    char *s = slurp(b);
-    assert_string_equal(s, "keep");
-    free(s);
+    assert_int_equal(sr_adopt_file(a, b, 0), -ENOENT);
+    assert_text(b, "keep");
+    assert_int_equal(count_entries(d), 1);
     sr_rmtree(d);
     free(d);
 }
@@ -168,9 +276,7 @@ static void rmtree_does_not_follow_symlinks(void **state)
     struct stat sb;
     assert_int_equal(lstat(victim, &sb), -1);
     assert_true(snprintf(p, sizeof(p), "%s/precious", keep) < (int)sizeof(p));
-    char *s = slurp(p);
-    assert_string_equal(s, "precious");
-    free(s);
+    assert_text(p, "precious");
     assert_int_equal(sr_rmtree(victim), 0); /* missing is fine */
     sr_rmtree(d);
     free(d);
@@ -247,8 +353,12 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(atomic_write_replaces_and_leaves_no_temp_file),
         cmocka_unit_test(atomic_write_into_missing_dir_names_the_path),
-        cmocka_unit_test(copy_is_byte_identical),
-        cmocka_unit_test(copy_of_missing_source_fails_and_keeps_target),
+        cmocka_unit_test(durable_writer_is_invisible_until_commit),
+        cmocka_unit_test(durable_writer_abort_leaves_the_target_alone),
+        cmocka_unit_test(durable_writer_noreplace_refuses_an_existing_target),
+        cmocka_unit_test(adopt_on_the_same_filesystem_links),
+        cmocka_unit_test(adopt_across_filesystems_copies),
+        cmocka_unit_test(adopt_of_missing_source_fails_and_keeps_target),
         cmocka_unit_test(read_file_over_max_is_efbig),
         cmocka_unit_test(rmtree_does_not_follow_symlinks),
         cmocka_unit_test(rmtree_of_a_symlink_removes_only_the_link),

@@ -185,7 +185,7 @@ static void writer_commits_atomically_and_close_discards(void **state)
     struct fixture *f = *state;
     struct sr_store_writer *w = NULL;
     assert_int_equal(sr_store_streams(f->st), 0); /* push stages for the file store */
-    assert_int_equal(sr_store_writer_open(f->st, "run/ckpt/0000000001/data", &w), 0);
+    assert_int_equal(sr_store_writer_open_new(f->st, "run/ckpt/0000000001/data", &w), 0);
     assert_int_equal(sr_store_writer_write(w, "hello ", 6), 0);
     assert_int_equal(sr_store_writer_sink(w, "world", 5), 0);
     assert_int_equal(w->bytes, 11);
@@ -200,7 +200,7 @@ static void writer_commits_atomically_and_close_discards(void **state)
     assert_string_equal(buf, "hello world");
     free(buf);
     /* Closed without commit: nothing visible, no temp file left. */
-    assert_int_equal(sr_store_writer_open(f->st, "run/ckpt/0000000001/other", &w), 0);
+    assert_int_equal(sr_store_writer_open_new(f->st, "run/ckpt/0000000001/other", &w), 0);
     assert_int_equal(sr_store_writer_write(w, "x", 1), 0);
     sr_store_writer_close(w);
     assert_int_equal(sr_store_size(f->st, "run/ckpt/0000000001/other", &size), -ENOENT);
@@ -213,16 +213,16 @@ static void writer_commits_atomically_and_close_discards(void **state)
         entries += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
     closedir(d);
     assert_int_equal(entries, 1);
-    assert_int_equal(sr_store_writer_open(f->st, "../escape", &w), -EINVAL);
+    assert_int_equal(sr_store_writer_open_new(f->st, "../escape", &w), -EINVAL);
 }
 
-static void put_file_copies_and_source_reads_ranges(void **state)
+static void put_file_stores_and_source_reads_ranges(void **state)
 {
     struct fixture *f = *state;
     char p[PATH_MAX];
     assert_true(snprintf(p, sizeof(p), "%s/local.bin", f->dir) < (int)sizeof(p));
     assert_int_equal(sr_write_file_atomic(p, "0123456789", 10), 0);
-    assert_int_equal(sr_store_put_file(f->st, "r/data", p), 0);
+    assert_int_equal(sr_store_put_file_new(f->st, "r/data", p), 0);
     struct sr_source src;
     assert_int_equal(sr_store_source(f->st, "r/data", &src), 0);
     assert_int_equal(src.size, 10);
@@ -446,7 +446,7 @@ int main(void)
         cmocka_unit_test(default_url_follows_env),
         FT(put_get_size_round_trip),
         FT(writer_commits_atomically_and_close_discards),
-        FT(put_file_copies_and_source_reads_ranges),
+        FT(put_file_stores_and_source_reads_ranges),
         FT(get_over_max_is_efbig),
         FT(missing_objects_are_enoent),
         FT(invalid_keys_are_rejected),
