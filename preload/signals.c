@@ -190,8 +190,8 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
     if (h == (uintptr_t)SIG_DFL) {
         if (sig != request_sig) { /* SIGTERM */
             /* si_code <= 0: sent by a process (kill, sigqueue, tgkill). */
-            const int ours = si && si->si_code <= 0 &&
-                             (si->si_pid == getpid() || in_job_tree((int)si->si_pid));
+            const int ours =
+                si && si->si_code <= 0 && (si->si_pid == getpid() || in_job_tree((int)si->si_pid));
             if (ours || report_term() != 0)
                 die_by_default(sig);
         }
@@ -305,8 +305,8 @@ static int app_set(int sig, const struct sigaction *act)
 {
     if (install(sig, &act->sa_mask, act->sa_flags) != 0)
         return -1;
-    const uintptr_t h = (act->sa_flags & SA_SIGINFO) ? (uintptr_t)act->sa_sigaction
-                                                     : (uintptr_t)act->sa_handler;
+    const uintptr_t h =
+        (act->sa_flags & SA_SIGINFO) ? (uintptr_t)act->sa_sigaction : (uintptr_t)act->sa_handler;
     if (sig == request_sig && h != (uintptr_t)SIG_DFL && h != (uintptr_t)SIG_IGN)
         shim_job_listening();
     app[sig].mask = act->sa_mask;

@@ -22,9 +22,9 @@
  *    $SPOTRUN_JOB_PAGE: the same answer in every process of the job), and
  *    is cleared by the next commit, from any process of the job. Without a
  *    job page it follows the request signal ($SPOTRUN_SIGNAL, default
- *    SIGUSR1) that reached this process and its own spotrun_commit(). The application may install its own
- *    handler for that signal too: the shim keeps its handler installed and
- *    calls the application's after counting the request.
+ *    SIGUSR1) that reached this process and its own spotrun_commit(). The application may install
+ * its own handler for that signal too: the shim keeps its handler installed and calls the
+ * application's after counting the request.
  *  - spotrun_commit() blocks until the wrapper has staged $SPOTRUN_CKPT_DIR
  *    (packed and compressed to local disk), which may take seconds; after it
  *    returns 0 the job may overwrite the directory. It is thread-safe but not

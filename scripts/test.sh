@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test.sh - the whole test suite on a fresh machine: installs what is
-# missing, builds with -Werror, runs ctest; then the same suite again with
+# missing, checks the formatting, builds with -Werror, runs ctest; then the same suite again with
 # ASan+UBSan (SPOTRUN_SANITIZE=ON), then ThreadSanitizer and valgrind checks
 # (scripts/check-threads-memory.sh), then a short libFuzzer pass over the
 # parsers. SPOTRUN_TEST_SANITIZE=0 skips the second pass,
@@ -17,6 +17,9 @@ if [ ! -d "$root/tests/s3/node_modules/@20minutes/s3rver" ]; then
     echo "== npm ci (tests/s3)"
     (cd "$root/tests/s3" && npm ci --no-audit --no-fund --loglevel=error)
 fi
+
+echo "== format (.clang-format)"
+"$root/scripts/check-format.sh"
 
 echo "== build (Release, -Werror)"
 "$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo

@@ -122,27 +122,36 @@ int main(int argc, char **argv)
     long steps = 2000, save_every = 500;
     const char *out = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--steps")) steps = atol(argv[i + 1]);
-        else if (!strcmp(argv[i], "--save-every")) save_every = atol(argv[i + 1]);
-        else if (!strcmp(argv[i], "--out")) out = argv[i + 1];
+        if (!strcmp(argv[i], "--steps"))
+            steps = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--save-every"))
+            save_every = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--out"))
+            out = argv[i + 1];
     }
     /* Data and initial weights from the fixed-seed generator. */
     static float x[N * IN], teacher[IN * OUT], w1[IN * HID], w2[HID * OUT];
     static int y[N];
-    for (int i = 0; i < N * IN; i++) x[i] = urand();
-    for (int i = 0; i < IN * OUT; i++) teacher[i] = urand();
+    for (int i = 0; i < N * IN; i++)
+        x[i] = urand();
+    for (int i = 0; i < IN * OUT; i++)
+        teacher[i] = urand();
     for (int r = 0; r < N; r++) {
         int best = 0;
         float bv = -1e30f;
         for (int c = 0; c < OUT; c++) {
             float s = 0.f;
-            for (int k = 0; k < IN; k++) s += x[r * IN + k] * teacher[k * OUT + c];
-            if (s > bv) bv = s, best = c;
+            for (int k = 0; k < IN; k++)
+                s += x[r * IN + k] * teacher[k * OUT + c];
+            if (s > bv)
+                bv = s, best = c;
         }
         y[r] = best;
     }
-    for (int i = 0; i < IN * HID; i++) w1[i] = urand() * 0.25f;
-    for (int i = 0; i < HID * OUT; i++) w2[i] = urand() * 0.25f;
+    for (int i = 0; i < IN * HID; i++)
+        w1[i] = urand() * 0.25f;
+    for (int i = 0; i < HID * OUT; i++)
+        w2[i] = urand() * 0.25f;
 
     float *dx, *dw1, *db1, *dw2, *db2, *dh, *ddz, *ddh, *dloss;
     int *dy;
@@ -189,7 +198,8 @@ int main(int argc, char **argv)
         if (step % 100 == 0) {
             CHECK(cudaMemcpy(loss, dloss, sizeof loss, cudaMemcpyDeviceToHost));
             double s = 0;
-            for (int i = 0; i < BATCH; i++) s += loss[i];
+            for (int i = 0; i < BATCH; i++)
+                s += loss[i];
             printf("step %ld loss %.5f\n", step, s / BATCH);
             fflush(stdout);
         }
@@ -207,7 +217,8 @@ int main(int argc, char **argv)
     CHECK(cudaMemcpy(w2, dw2, sizeof w2, cudaMemcpyDeviceToHost));
     if (out) {
         FILE *f = fopen(out, "wb");
-        if (!f || fwrite(w1, sizeof w1, 1, f) != 1 || fwrite(w2, sizeof w2, 1, f) != 1 || fclose(f)) {
+        if (!f || fwrite(w1, sizeof w1, 1, f) != 1 || fwrite(w2, sizeof w2, 1, f) != 1 ||
+            fclose(f)) {
             perror(out);
             return 1;
         }

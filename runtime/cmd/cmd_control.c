@@ -47,8 +47,9 @@ int sr_cmd_commit(const struct sr_cmd *cmd, int argc, char **argv)
     }
     const char *nodes = getenv("SPOTRUN_NODES");
     if (step < 0 && nodes && strcmp(nodes, "1") != 0 && *nodes) {
-        fprintf(stderr, "spotrun commit: a multi-node run (SPOTRUN_NODES=%s) needs --step N: the "
-                        "step is what makes the nodes' parts one checkpoint\n",
+        fprintf(stderr,
+                "spotrun commit: a multi-node run (SPOTRUN_NODES=%s) needs --step N: the "
+                "step is what makes the nodes' parts one checkpoint\n",
                 nodes);
         return SR_EX_USAGE;
     }

@@ -212,8 +212,8 @@ static int persist_part(const struct sr_commits_config *cfg, struct sr_manifest 
     if (rc < 0)
         return rc;
     struct sr_lease_counts ctx = {.st = cfg->st, .run_id = cfg->run_id};
-    rc = sr_set_complete(cfg->st, cfg->run_id, m->seq, cfg->nodes, sr_lease_part_counts, &ctx,
-                         NULL, NULL);
+    rc = sr_set_complete(cfg->st, cfg->run_id, m->seq, cfg->nodes, sr_lease_part_counts, &ctx, NULL,
+                         NULL);
     if (rc < 0) /* the part is durable; the set is for the peers watcher now */
         sr_warn("cannot complete the set of step %" PRId64 " yet: %s", m->step, sr_strerror(rc));
     return rc > 0;

@@ -19,7 +19,6 @@
 #include "log.h"
 #include "units.h"
 
-
 static int make_addr(const char *path, struct sockaddr_un *sa)
 {
     memset(sa, 0, sizeof(*sa));

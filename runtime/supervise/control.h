@@ -41,7 +41,7 @@ struct sr_ctl_req {
 
 /* An accepted connection whose request line is still arriving. */
 struct sr_ctl_conn {
-    int fd;       /* non-blocking; -1 = free slot */
+    int fd;        /* non-blocking; -1 = free slot */
     int64_t since; /* accepted at (sr_now_ms) */
     size_t used;
     char buf[256];

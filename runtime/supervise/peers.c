@@ -124,16 +124,15 @@ static int parse_notice(const struct sr_peers *p, const char *name, struct sr_pe
     free(buf);
     json_int_t rank = -1, epoch = -1, deadline = 0, created = 0;
     const char *source = NULL;
-    if (!o || json_unpack(o, "{s:I,s:I,s:s,s:I,s:I}", "rank", &rank, "epoch", &epoch, "source",
-                          &source, "deadline_unix_ms", &deadline, "created_unix_ms",
-                          &created) != 0 ||
+    if (!o ||
+        json_unpack(o, "{s:I,s:I,s:s,s:I,s:I}", "rank", &rank, "epoch", &epoch, "source", &source,
+                    "deadline_unix_ms", &deadline, "created_unix_ms", &created) != 0 ||
         rank < 0 || rank >= c->nodes || epoch < 0 || (uint64_t)epoch > SR_EPOCH_MAX) {
         sr_warn("ignoring malformed notice %s", key);
     } else if ((uint32_t)rank != c->rank && deadline > sr_wall_ms() &&
                fresh(p, (uint32_t)rank, (uint64_t)epoch, created)) {
-        *out = (struct sr_peer_event){.kind = SR_PEER_NOTICE,
-                                      .rank = (uint32_t)rank,
-                                      .deadline_wall_ms = deadline};
+        *out = (struct sr_peer_event){
+            .kind = SR_PEER_NOTICE, .rank = (uint32_t)rank, .deadline_wall_ms = deadline};
         snprintf(out->source, sizeof(out->source), "%.39s", source);
         json_decref(o);
         return 1;

@@ -51,7 +51,7 @@ struct sr_peer_event {
 struct sr_peers;
 
 int sr_peers_start(const struct sr_peers_config *cfg, struct sr_peers **out);
-void sr_peers_stop(struct sr_peers *p); /* NULL is fine */
+void sr_peers_stop(struct sr_peers *p);    /* NULL is fine */
 int sr_peers_fd(const struct sr_peers *p); /* -1 for NULL */
 /* 1 and fills ev when an event was queued, else 0. */
 int sr_peers_take(struct sr_peers *p, struct sr_peer_event *ev);

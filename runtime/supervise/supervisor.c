@@ -110,8 +110,8 @@ struct sup {
 
     struct spotrun_job_page *page; /* the job page, NULL = none (see job_page.h) */
     char page_path[4200];
-    int deaf_said;      /* "the job does not listen" was logged */
-    uint64_t have_seq;  /* the newest checkpoint known to exist (restored or durable) */
+    int deaf_said;     /* "the job does not listen" was logged */
+    uint64_t have_seq; /* the newest checkpoint known to exist (restored or durable) */
     struct sr_ctl_conn conns[MAX_CONNS];
 
     /* Multi-node (cfg->nodes > 1): the other nodes through the store. */
@@ -180,8 +180,8 @@ static int restore(struct sup *s, struct sr_manifest *m, int *resumed)
     const int64_t t0 = now();
     if (c->nodes > 1) {
         struct sr_lease_counts ctx = {.st = c->st, .run_id = c->run_id};
-        const int p = sr_sets_publish_pending(c->st, c->run_id, c->nodes, sr_lease_part_counts,
-                                              &ctx, NULL);
+        const int p =
+            sr_sets_publish_pending(c->st, c->run_id, c->nodes, sr_lease_part_counts, &ctx, NULL);
         if (p < 0)
             sr_warn("cannot look for unpublished checkpoints: %s", sr_strerror(p));
     }
@@ -230,8 +230,8 @@ static char **job_env(struct sup *s, int resumed, const struct sr_manifest *m)
     if (s->page)
         snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_JOB_PAGE=%s", s->page_path), add[n] = buf[n], n++;
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_BIN=%s", c->self), add[n] = buf[n], n++;
-    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_NODES=%u", c->nodes ? c->nodes : 1),
-        add[n] = buf[n], n++;
+    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_NODES=%u", c->nodes ? c->nodes : 1), add[n] = buf[n],
+                                                                                   n++;
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_NODE_RANK=%u", c->node_rank), add[n] = buf[n], n++;
     /* For the shim: who may TERM the job for real, where its GPU memory
      * accounting pages go, and the limit. */
@@ -264,8 +264,8 @@ static int start_attempt(struct sup *s)
     sr_events_close(s->ev);
     s->ev = NULL;
     const int multi = c->nodes > 1;
-    int rc = sr_events_next_attempt_node(c->st, c->run_id, multi ? (int)c->node_rank : -1,
-                                         &s->attempt);
+    int rc =
+        sr_events_next_attempt_node(c->st, c->run_id, multi ? (int)c->node_rank : -1, &s->attempt);
     if (rc == 0)
         rc = sr_events_open(&s->ev, c->st, c->run_id, s->attempt);
     if (rc == 0 && multi)
@@ -405,7 +405,7 @@ static void notice(struct sup *s, const char *source, int64_t deadline_ms)
     s->deadline = deadline_ms;
     s->commit_by = commit_deadline(s, deadline_ms);
     s->await_seq = 0;
-    sr_commits_hurry(s->cp, 1); /* only the newest checkpoint counts now */
+    sr_commits_hurry(s->cp, 1);           /* only the newest checkpoint counts now */
     if (strncmp(source, "peer:", 5) != 0) /* the other nodes checkpoint too */
         sr_peers_notify(s->peers, source, sr_wall_ms() + (deadline_ms - t));
     char left[32], commit_in[32];
@@ -557,7 +557,7 @@ static void child_exited(struct sup *s, int status)
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     const pid_t pgid = s->child;
     s->child = 0;
-    kill(-pgid, SIGKILL); /* leftovers of the job's process group */
+    kill(-pgid, SIGKILL);                     /* leftovers of the job's process group */
     sr_proctree_signal(getpid(), SIGKILL, 0); /* and any daemon it left below us */
     emit(s, "exit",
          WIFEXITED(status)
@@ -864,8 +864,8 @@ static void on_peers(struct sup *s)
             sr_format_step(ev.step, step, sizeof(step));
             sr_info("checkpoint %" PRIu64 " (step %s) is complete on all %u nodes", ev.seq, step,
                     s->cfg->nodes);
-            emit(s, "set", json_pack("{s:I,s:I}", "seq", (json_int_t)ev.seq, "step",
-                                     (json_int_t)ev.step));
+            emit(s, "set",
+                 json_pack("{s:I,s:I}", "seq", (json_int_t)ev.seq, "step", (json_int_t)ev.step));
             continue;
         }
         const int64_t deadline = now() + (ev.deadline_wall_ms - sr_wall_ms());

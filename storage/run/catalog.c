@@ -438,8 +438,8 @@ static int restore_part(struct sr_store *st, const struct sr_manifest *set, uint
     int rc = load_record(st, set->run_id, set->seq, rec, &part);
     if (rc == 0 && (!part.is_part || part.node_rank != rank || part.nodes != set->nodes ||
                     part.step != set->step))
-        rc = sr_errf(-EBADMSG, "%s/ckpt/%010llu/%s is not part %u of this checkpoint",
-                     set->run_id, (unsigned long long)set->seq, rec, rank);
+        rc = sr_errf(-EBADMSG, "%s/ckpt/%010llu/%s is not part %u of this checkpoint", set->run_id,
+                     (unsigned long long)set->seq, rec, rank);
     return rc < 0 ? rc : restore_one(st, &part, dir, threads);
 }
 

@@ -11,10 +11,10 @@
  * A checkpoint is "complete" iff its manifest exists and parses. "Newest"
  * means highest (epoch, seq): the epoch of the lease its maker held
  * (storage/run/lease.h), so a wrapper that lost its lease cannot make its
- * checkpoint the newest. Restore walks complete checkpoints newest first: one whose data is missing,
- * short, or fails its checksum is skipped with a warning and the previous
- * one is restored instead. GC deletes the manifest before the data, so a
- * crash mid-gc never leaves a manifest pointing at missing data.
+ * checkpoint the newest. Restore walks complete checkpoints newest first: one whose data is
+ * missing, short, or fails its checksum is skipped with a warning and the previous one is restored
+ * instead. GC deletes the manifest before the data, so a crash mid-gc never leaves a manifest
+ * pointing at missing data.
  */
 #ifndef SPOTRUN_CATALOG_H
 #define SPOTRUN_CATALOG_H

@@ -54,8 +54,7 @@ static int choose_parts(struct sr_store *st, const char *run_id, uint64_t seq, u
     for (size_t i = 0; rc >= 0 && i < names.n; i++) {
         uint32_t rank;
         uint64_t epoch;
-        if (!parse_part_name(names.v[i], &rank, &epoch) || rank >= nodes ||
-            epoch <= chosen[rank])
+        if (!parse_part_name(names.v[i], &rank, &epoch) || rank >= nodes || epoch <= chosen[rank])
             continue;
         const int ok = counts ? counts(ctx, rank, epoch) : 1;
         if (ok < 0)
@@ -79,10 +78,10 @@ static int build_set(struct sr_store *st, const char *run_id, uint64_t seq, uint
         char data[SR_CKPT_NAME_LEN], rec[SR_CKPT_NAME_LEN];
         sr_ckpt_names(&p, data, rec);
         int rc = sr_ckpt_load_record(st, run_id, seq, rec, &p);
-        if (rc == 0 && (!p.is_part || p.nodes != nodes || p.node_rank != r ||
-                        (r > 0 && p.step != set->step)))
-            rc = sr_errf(-EBADMSG, "%s/ckpt/%010" PRIu64 "/%s does not belong to this set",
-                         run_id, seq, rec);
+        if (rc == 0 &&
+            (!p.is_part || p.nodes != nodes || p.node_rank != r || (r > 0 && p.step != set->step)))
+            rc = sr_errf(-EBADMSG, "%s/ckpt/%010" PRIu64 "/%s does not belong to this set", run_id,
+                         seq, rec);
         if (rc < 0)
             return rc;
         if (r == 0) {
@@ -111,8 +110,7 @@ static int build_set(struct sr_store *st, const char *run_id, uint64_t seq, uint
 }
 
 int sr_set_complete(struct sr_store *st, const char *run_id, uint64_t seq, uint32_t nodes,
-                    sr_part_counts_fn counts, void *ctx, struct sr_manifest *set,
-                    uint32_t *missing)
+                    sr_part_counts_fn counts, void *ctx, struct sr_manifest *set, uint32_t *missing)
 {
     if (nodes < 1 || nodes > SR_NODES_MAX)
         return sr_errf(-EINVAL, "a run of %u nodes (1 to %d)", nodes, SR_NODES_MAX);

@@ -117,8 +117,8 @@ int sr_s3_ini_get(const char *text, const char *section, const char *key, char *
     return ini_get(text, section, NULL, key, out, len);
 }
 
-int sr_s3_ini_get_nested(const char *text, const char *section, const char *parent,
-                         const char *key, char *out, size_t len)
+int sr_s3_ini_get_nested(const char *text, const char *section, const char *parent, const char *key,
+                         char *out, size_t len)
 {
     return ini_get(text, section, parent, key, out, len);
 }

@@ -53,8 +53,8 @@ int sr_s3_creds_get(struct sr_s3_cred_provider *p, struct sr_s3_creds *out);
 int sr_s3_ini_get(const char *text, const char *section, const char *key, char *out, size_t len);
 /* key in the block nested under "parent =" in section (the config file's
  * "s3 =\n    addressing_style = path"). */
-int sr_s3_ini_get_nested(const char *text, const char *section, const char *parent,
-                         const char *key, char *out, size_t len);
+int sr_s3_ini_get_nested(const char *text, const char *section, const char *parent, const char *key,
+                         char *out, size_t len);
 /* An "s3 =" setting of the current profile (AWS_PROFILE) in the config file
  * (AWS_CONFIG_FILE, ~/.aws/config): 0 or -ENOENT. */
 int sr_s3_profile_s3_setting(const char *key, char *out, size_t len);

@@ -412,9 +412,15 @@ static void test_metric_refuses_bad_names_and_values(void **state)
     (void)state;
     struct sr_ctl_req req;
     static const char *const bad[] = {
-        "METRIC - loss nan\n",       "METRIC - loss inf\n",      "METRIC - loss 0x1p3\n",
-        "METRIC - loss 1e999\n",     "METRIC - loss 1.5x\n",     "METRIC - lo$s 1\n",
-        "METRIC - loss\n",           "METRIC x loss 1\n",        "METRIC - loss 1 extra\n",
+        "METRIC - loss nan\n",
+        "METRIC - loss inf\n",
+        "METRIC - loss 0x1p3\n",
+        "METRIC - loss 1e999\n",
+        "METRIC - loss 1.5x\n",
+        "METRIC - lo$s 1\n",
+        "METRIC - loss\n",
+        "METRIC x loss 1\n",
+        "METRIC - loss 1 extra\n",
         "METRIC - "
         "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn 1\n",
     };

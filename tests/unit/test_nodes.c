@@ -17,9 +17,14 @@
 #include "log.h"
 #include "nodes.h"
 
-static const char *const vars[] = {"SLURM_STEP_NUM_TASKS", "SLURM_PROCID",
-                                   "AWS_BATCH_JOB_NUM_NODES", "AWS_BATCH_JOB_NODE_INDEX",
-                                   "SKYPILOT_NUM_NODES", "SKYPILOT_NODE_RANK", "MY_WORLD", NULL};
+static const char *const vars[] = {"SLURM_STEP_NUM_TASKS",
+                                   "SLURM_PROCID",
+                                   "AWS_BATCH_JOB_NUM_NODES",
+                                   "AWS_BATCH_JOB_NODE_INDEX",
+                                   "SKYPILOT_NUM_NODES",
+                                   "SKYPILOT_NODE_RANK",
+                                   "MY_WORLD",
+                                   NULL};
 
 static int clean(void **state)
 {

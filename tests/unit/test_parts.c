@@ -114,8 +114,7 @@ static void set_exists_only_once_every_part_is_there(void **state)
     uint32_t missing = 99;
     commit_part(f, 3, 0, 1, 100, "a");
     commit_part(f, 3, 2, 1, 100, "c");
-    assert_int_equal(sr_set_complete(f->st, RUN, sr_set_seq(100), 3, counts, f, &set, &missing),
-                     0);
+    assert_int_equal(sr_set_complete(f->st, RUN, sr_set_seq(100), 3, counts, f, &set, &missing), 0);
     assert_int_equal(missing, 1);
     struct sr_ckpt_list l;
     assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
@@ -144,8 +143,7 @@ static void fenced_part_never_completes_a_set(void **state)
     commit_part(f, 2, 0, 2, 200, "a");
     commit_part(f, 2, 1, 1, 200, "stale"); /* the old owner, woken up late */
     uint32_t missing = 99;
-    assert_int_equal(sr_set_complete(f->st, RUN, sr_set_seq(200), 2, counts, f, NULL, &missing),
-                     0);
+    assert_int_equal(sr_set_complete(f->st, RUN, sr_set_seq(200), 2, counts, f, NULL, &missing), 0);
     assert_int_equal(missing, 1);
     commit_part(f, 2, 1, 2, 200, "fresh");
     struct sr_manifest set;
@@ -220,8 +218,7 @@ static void malformed_part_names_and_records_are_ignored(void **state)
              (unsigned long long)sr_set_seq(500));
     assert_int_equal(sr_store_put(f->st, key, "{}", 2), 0);
     uint32_t missing = 99;
-    assert_int_equal(sr_set_complete(f->st, RUN, sr_set_seq(500), 2, counts, f, NULL, &missing),
-                     0);
+    assert_int_equal(sr_set_complete(f->st, RUN, sr_set_seq(500), 2, counts, f, NULL, &missing), 0);
     assert_int_equal(missing, 1);
     snprintf(key, sizeof(key), RUN "/ckpt/%010llu/part-1-e1.json",
              (unsigned long long)sr_set_seq(500));
