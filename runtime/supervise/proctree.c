@@ -115,14 +115,16 @@ static void mark_below(struct proc *v, size_t n, pid_t root)
     }
 }
 
-/* Whether pid catches, ignores or blocks sig (SigCgt / SigIgn / SigBlk of
- * /proc/<pid>/status: hex masks, bit sig-1). */
+/* Whether pid catches or ignores sig (SigCgt / SigIgn of /proc/<pid>/status:
+ * hex masks, bit sig-1). Blocked is not enough: a process that blocks the
+ * signal for a moment (around a fork, a posix_spawn) and leaves it at its
+ * default would die of it once it unblocks. */
 static int listens(pid_t pid, int sig)
 {
     char buf[4096];
     if (read_proc(pid, "status", buf, sizeof(buf)) < 0)
         return 0;
-    static const char *const keys[] = {"SigBlk:", "SigIgn:", "SigCgt:"};
+    static const char *const keys[] = {"SigIgn:", "SigCgt:"};
     for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
         const char *p = strstr(buf, keys[k]);
         if (!p)

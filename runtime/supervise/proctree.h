@@ -20,10 +20,9 @@
 int sr_proctree_subreaper(void);
 
 /* Sends sig to every descendant of root (not root itself). With
- * only_listeners, only to processes that catch, ignore or block sig (so
- * that a process that never asked for it is not killed by its default
- * action). Returns how many were signalled, or -errno when /proc cannot be
- * read. */
+ * only_listeners, only to processes that catch or ignore sig (so that a
+ * process that never asked for it is not killed by its default action). Returns how many were
+ * signalled, or -errno when /proc cannot be read. */
 int sr_proctree_signal(pid_t root, int sig, int only_listeners);
 
 /* 1 when pid is a descendant of root (or root itself), else 0. */

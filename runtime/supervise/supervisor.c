@@ -16,8 +16,8 @@
  *
  * The request reaches every process of the job: the wrapper bumps
  * `requested` in the job page (job_page.h), which any process may poll, and
- * sends the request signal to each process of its tree that catches, ignores
- * or blocks it (proctree.h: launchers and their trainers alike; a process
+ * sends the request signal to each process of its tree that catches or ignores
+ * it (proctree.h: launchers and their trainers alike; a process
  * that never asked is not killed by the default action). The wrapper is a
  * subreaper, so the tree holds everything the job started, and everything
  * left of it is killed when the job's main process ends. A TERM/INT/HUP
