@@ -64,7 +64,12 @@ def term(s, f):
     sys.exit(143)
 signal.signal(signal.SIGTERM, term)
 os.write(1, ("rank %s of %s port %s\n" % (rank, os.environ["WORLD_SIZE"], os.environ["MASTER_PORT"])).encode())
+open("ready%s" % rank, "w").close()  # its TERM handler is in place
 if len(sys.argv) > 1 and sys.argv[1] == "fail" and rank == "1":
+    for _ in range(600):  # fail once the others can tell they got TERM
+        if os.path.exists("ready0") and os.path.exists("ready2"):
+            break
+        time.sleep(0.1)
     sys.exit(3)
 time.sleep(60)
 PY
@@ -80,6 +85,7 @@ test_expect_success 'the launcher forwards SIGTERM to every rank and exits with 
 '
 
 test_expect_success 'a failing rank stops the others; the launcher exits with its code' '
+    rm -f ready0 ready1 ready2
     expect_code 3 "$PY" "$EX/launch.py" --nproc-per-node 3 child.py fail >fail.log 2>&1
     cat fail.log
     grep "rank 1 exited with 3; stopping the others" fail.log &&
