@@ -18,6 +18,7 @@
 #include "history.h"
 #include "keeper.h"
 #include "lease.h"
+#include "parts.h"
 #include "log.h"
 #include "summary.h"
 #include "units.h"
@@ -182,6 +183,14 @@ static json_t *lease_json(struct sr_store *st, const char *run)
                      in.ttl);
 }
 
+static uint64_t newest_seq(const struct sr_ckpt_list *l)
+{
+    uint64_t newest = 0;
+    for (size_t i = 0; i < l->n; i++)
+        newest = l->v[i].seq > newest ? l->v[i].seq : newest;
+    return newest;
+}
+
 static int print_show_json(struct sr_store *st, const char *run, const struct sr_history *h,
                            const struct sr_hist_prices *p, const struct sr_ckpt_list *l)
 {
@@ -203,6 +212,14 @@ static int print_show_json(struct sr_store *st, const char *run, const struct sr
         }
     }
     json_object_set_new(o, "checkpoint_count", json_integer((json_int_t)l->n));
+    struct sr_set_partial inc[8];
+    const int ninc = sr_sets_incomplete(st, run, newest_seq(l), inc, 8);
+    json_t *incomplete = json_array();
+    for (int i = 0; i < ninc; i++)
+        json_array_append_new(incomplete,
+                              json_pack("{s:I,s:I,s:i}", "seq", (json_int_t)inc[i].seq, "step",
+                                        (json_int_t)inc[i].seq - 1, "parts", (int)inc[i].parts));
+    json_object_set_new(o, "incomplete", incomplete);
     json_object_set_new(o, "checkpoints", cks);
     json_object_set_new(o, "attempt_list", sr_summary_attempts_json(h));
     json_object_set_new(o, "lease", lease_json(st, run));
@@ -282,6 +299,12 @@ int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
                m->files, m->stage_seconds, when,
                m->nodes ? (snprintf(nodes, sizeof(nodes), "%u nodes", m->nodes), nodes) : m->host);
     }
+    /* Multi-node steps whose parts are not all there: never restored. */
+    struct sr_set_partial inc[8];
+    const int ninc = sr_sets_incomplete(st, ops[0], newest_seq(&l), inc, 8);
+    for (int i = 0; i < ninc; i++)
+        printf("%8" PRIu64 " %10" PRIu64 "  incomplete: %u node part(s), no manifest\n", inc[i].seq,
+               inc[i].seq - 1, inc[i].parts);
     /* Peak GPU memory (from the preload shim), as of the newest checkpoint
      * that recorded it: what a resume needs on the next instance. */
     for (size_t i = l.n; i-- > 0;) {

@@ -186,3 +186,41 @@ int sr_sets_publish_pending(struct sr_store *st, const char *run_id, uint32_t no
     sr_strlist_free(&names);
     return 0;
 }
+
+int sr_sets_incomplete(struct sr_store *st, const char *run_id, uint64_t newest,
+                       struct sr_set_partial *out, int max)
+{
+    char prefix[KEY_LEN];
+    snprintf(prefix, sizeof(prefix), "%s/ckpt", run_id);
+    struct sr_strlist seqs = {0};
+    int rc = sr_store_list(st, prefix, &seqs);
+    int n = 0;
+    for (size_t i = 0; rc >= 0 && i < seqs.n; i++) {
+        char *end;
+        const unsigned long long seq = strtoull(seqs.v[i], &end, 10);
+        if (*end || seq <= newest)
+            continue;
+        char dir[KEY_LEN];
+        sr_ckpt_key(dir, sizeof(dir), run_id, seq, NULL);
+        struct sr_strlist names = {0};
+        if ((rc = sr_store_list(st, dir, &names)) < 0)
+            break;
+        uint32_t parts = 0, rank;
+        uint64_t epoch;
+        int published = 0;
+        for (size_t k = 0; k < names.n; k++) {
+            parts += (uint32_t)parse_part_name(names.v[k], &rank, &epoch);
+            published |= strcmp(names.v[k], "MANIFEST.json") == 0;
+        }
+        sr_strlist_free(&names);
+        if (parts == 0 || published)
+            continue;
+        if (n == max) { /* keep the newest */
+            memmove(out, out + 1, (size_t)(max - 1) * sizeof(*out));
+            n--;
+        }
+        out[n++] = (struct sr_set_partial){seq, parts};
+    }
+    sr_strlist_free(&seqs);
+    return rc < 0 ? rc : n;
+}

@@ -45,4 +45,14 @@ int sr_set_complete(struct sr_store *st, const char *run_id, uint64_t seq, uint3
 int sr_sets_publish_pending(struct sr_store *st, const char *run_id, uint32_t nodes,
                             sr_part_counts_fn counts, void *ctx, unsigned *published);
 
+/* Steps newer than the newest published checkpoint that have node parts
+ * but no manifest (yet): out[i] = {seq, parts}, at most max of them, the
+ * newest last. Returns how many, or -errno. For `show`. */
+struct sr_set_partial {
+    uint64_t seq;
+    uint32_t parts;
+};
+int sr_sets_incomplete(struct sr_store *st, const char *run_id, uint64_t newest,
+                       struct sr_set_partial *out, int max);
+
 #endif

@@ -85,6 +85,8 @@ test_expect_success 'a part that never lands: no manifest for its step, the reru
     cat l0.log l1.log
     manifest lost 11 && ! manifest lost 21 &&
     grep "could not be stored" l1.log &&
+    "$SPOTRUN" show lost | grep "^ *21 *20  incomplete: 1 node part(s), no manifest$" &&
+    "$SPOTRUN" show lost --json | "$PY" -c "import json, sys; i = json.load(sys.stdin)[\"incomplete\"]; assert i == [{\"seq\": 21, \"step\": 20, \"parts\": 1}], i" &&
     CHECK=1 start_node lost 2 0 c0.log && CHECK=1 start_node lost 2 1 c1.log &&
     wait ${pid[0]} && wait ${pid[1]} &&
     cat c0.log c1.log &&
