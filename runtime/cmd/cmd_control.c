@@ -143,6 +143,16 @@ int sr_cmd_metric(const struct sr_cmd *cmd, int argc, char **argv)
     return 0;
 }
 
+/* 1 when a wrapper answers for the local run dir <root>/<name>; sock gets
+ * its control socket. */
+static int answers(const char *root, const char *name, char *sock, size_t len)
+{
+    char run_dir[PATH_MAX + 256], reply[512];
+    snprintf(run_dir, sizeof(run_dir), "%s/%s", root, name);
+    return sr_control_path(run_dir, sock, len) == 0 &&
+           sr_ctl_call(sock, "STATUS", reply, sizeof(reply), 2000) == 0;
+}
+
 /* The one live wrapper under the work root, when --run-id is not given. */
 static int find_single_wrapper(const char *root, char *out, size_t len)
 {
@@ -154,13 +164,9 @@ static int find_single_wrapper(const char *root, char *out, size_t len)
     while ((de = readdir(d))) {
         if (!sr_manifest_run_id_valid(de->d_name))
             continue;
-        char run_dir[PATH_MAX + 256], sock[PATH_MAX + 300], reply[512];
-        snprintf(run_dir, sizeof(run_dir), "%s/%s", root, de->d_name);
-        if (sr_control_path(run_dir, sock, sizeof(sock)) == 0 &&
-            sr_ctl_call(sock, "STATUS", reply, sizeof(reply), 2000) == 0) {
-            if (found++ == 0)
-                snprintf(out, len, "%s", sock);
-        }
+        char sock[PATH_MAX + 300];
+        if (answers(root, de->d_name, sock, sizeof(sock)) && found++ == 0)
+            snprintf(out, len, "%s", sock);
     }
     closedir(d);
     sr_err_clear();
@@ -187,10 +193,7 @@ static int node_wrapper(const char *root, const char *run_id, char *sock, size_t
         if (strncmp(de->d_name, run_id, n) != 0 || strncmp(rest, ".n", 2) != 0 || !rest[2] ||
             strspn(rest + 2, "0123456789") != strlen(rest + 2))
             continue;
-        char run_dir[PATH_MAX + 256], reply[512];
-        snprintf(run_dir, sizeof(run_dir), "%s/%s", root, de->d_name);
-        if (sr_control_path(run_dir, sock, len) == 0 &&
-            sr_ctl_call(sock, "STATUS", reply, sizeof(reply), 2000) == 0)
+        if (answers(root, de->d_name, sock, len))
             rc = 0;
     }
     closedir(d);

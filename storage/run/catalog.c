@@ -84,7 +84,7 @@ void sr_ckpt_list_free(struct sr_ckpt_list *l)
 }
 
 /* Seq of a directory name under ckpt/, 0 when it is not one. */
-static uint64_t parse_seq(const char *name)
+uint64_t sr_ckpt_parse_seq(const char *name)
 {
     size_t n = strlen(name);
     if (n == 0 || n > 19)
@@ -186,7 +186,7 @@ int sr_ckpt_list(struct sr_store *st, const char *run_id, struct sr_ckpt_list *o
         return rc;
     size_t cap = 0;
     for (size_t i = 0; i < names.n; i++) {
-        uint64_t seq = parse_seq(names.v[i]);
+        uint64_t seq = sr_ckpt_parse_seq(names.v[i]);
         if (seq == 0)
             continue;
         if ((rc = list_one(st, run_id, seq, out, &cap)) < 0)
@@ -233,7 +233,7 @@ int sr_ckpt_next_seq(struct sr_store *st, const char *run_id, uint64_t *seq)
         return rc;
     uint64_t max = 0;
     for (size_t i = 0; i < names.n; i++) {
-        uint64_t s = parse_seq(names.v[i]);
+        uint64_t s = sr_ckpt_parse_seq(names.v[i]);
         if (s > max)
             max = s;
     }
@@ -624,7 +624,7 @@ int sr_ckpt_gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned 
     uint64_t newest = l.n ? l.v[l.n - 1].seq : 0;
     const size_t drop = l.n > keep ? l.n - keep : 0;
     for (size_t i = 0; i < names.n; i++) {
-        uint64_t seq = parse_seq(names.v[i]);
+        uint64_t seq = sr_ckpt_parse_seq(names.v[i]);
         if (seq == 0)
             continue;
         const size_t at = position(&l, seq);

@@ -44,6 +44,9 @@ void sr_ckpt_names(const struct sr_manifest *m, char *data, char *record);
 int sr_ckpt_load_record(struct sr_store *st, const char *run_id, uint64_t seq, const char *name,
                         struct sr_manifest *m);
 
+/* The seq a directory name under ckpt/ stands for, 0 when it is none. */
+uint64_t sr_ckpt_parse_seq(const char *name);
+
 /* Complete checkpoints of run (unparseable manifests are skipped with a warning). */
 int sr_ckpt_list(struct sr_store *st, const char *run_id, struct sr_ckpt_list *out);
 

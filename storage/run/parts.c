@@ -172,15 +172,14 @@ int sr_sets_publish_pending(struct sr_store *st, const char *run_id, uint32_t no
     if ((rc = sr_store_list(st, prefix, &names)) < 0)
         return rc;
     for (size_t i = 0; i < names.n; i++) {
-        char *end;
-        const unsigned long long seq = strtoull(names.v[i], &end, 10);
-        if (*end || seq <= newest)
+        const uint64_t seq = sr_ckpt_parse_seq(names.v[i]);
+        if (seq == 0 || seq <= newest)
             continue; /* not a seq, or older than the newest set: never restored */
         const int c = sr_set_complete(st, run_id, seq, nodes, counts, ctx, NULL, NULL);
         if (c > 0 && published)
             (*published)++;
         if (c > 0)
-            sr_info("published checkpoint %llu of run %s: every node's part was there", seq,
+            sr_info("published checkpoint %" PRIu64 " of run %s: every node's part was there", seq,
                     run_id);
     }
     sr_strlist_free(&names);
@@ -196,9 +195,8 @@ int sr_sets_incomplete(struct sr_store *st, const char *run_id, uint64_t newest,
     int rc = sr_store_list(st, prefix, &seqs);
     int n = 0;
     for (size_t i = 0; rc >= 0 && i < seqs.n; i++) {
-        char *end;
-        const unsigned long long seq = strtoull(seqs.v[i], &end, 10);
-        if (*end || seq <= newest)
+        const uint64_t seq = sr_ckpt_parse_seq(seqs.v[i]);
+        if (seq == 0 || seq <= newest)
             continue;
         char dir[KEY_LEN];
         sr_ckpt_key(dir, sizeof(dir), run_id, seq, NULL);
