@@ -56,6 +56,13 @@ static int set_value(const struct sr_opt *o, const char *val)
             return 0;
         }
         return sr_parse_decimal(val, (double *)o->dst);
+    case SR_OPT_MULTI: {
+        struct sr_optlist *l = o->dst;
+        if (l->n == SR_OPTLIST_MAX)
+            return -EINVAL;
+        l->v[l->n++] = val;
+        return 0;
+    }
     }
     return -EINVAL;
 }

@@ -23,8 +23,16 @@ enum sr_opt_type {
     SR_OPT_DURATION,
     SR_OPT_SIZE,
     SR_OPT_UINT,
-    SR_OPT_STEP, /* a training step: 0..INT64_MAX (leave the default at -1) */
-    SR_OPT_PRICE /* a non-negative decimal; "" is 0 (no price) */
+    SR_OPT_STEP,  /* a training step: 0..INT64_MAX (leave the default at -1) */
+    SR_OPT_PRICE, /* a non-negative decimal; "" is 0 (no price) */
+    SR_OPT_MULTI  /* a string, repeatable: appended to a struct sr_optlist */
+};
+
+/* The values of a repeatable option (SR_OPT_MULTI), in the order given. */
+#define SR_OPTLIST_MAX 64
+struct sr_optlist {
+    const char *v[SR_OPTLIST_MAX];
+    size_t n;
 };
 
 struct sr_opt {
@@ -32,7 +40,8 @@ struct sr_opt {
     int short_name;   /* 0 = none */
     const char *env;  /* SPOTRUN_* twin, NULL = none */
     enum sr_opt_type type;
-    /* int*, const char**, int64_t* (ms), uint64_t*, uint64_t*, int64_t*, double* */
+    /* int*, const char**, int64_t* (ms), uint64_t*, uint64_t*, int64_t*, double*,
+     * struct sr_optlist* */
     void *dst;
     const char *metavar; /* "DURATION" */
     const char *help;
@@ -152,5 +161,9 @@ int sr_cmd_pull(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_push(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_gc(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_report(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv);
+/* `sweep show` and `sweep report` (cmd_sweep_view.c), dispatched by sr_cmd_sweep. */
+int sr_cmd_sweep_show(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_sweep_report(const struct sr_cmd *cmd, int argc, char **argv);
 
 #endif

@@ -3,6 +3,7 @@
  * identity and local paths, take its lease, handle --fresh and DONE, then
  * hand over to the supervisor (run_main reads as that sequence).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -25,6 +26,7 @@
 #include "runid.h"
 #include "signame.h"
 #include "supervisor.h"
+#include "sweep.h"
 #include "units.h"
 
 static int parse_signal(const char *name)
@@ -65,6 +67,7 @@ struct run_opts {
     int64_t lease_ttl_ms, lease_wait_ms;
     const char *nodes, *node_rank, *restore_parts; /* multi-node (docs/multinode.md) */
     int64_t peer_poll_ms;
+    const char *sweep, *trial; /* a sweep's trial (docs/sweeps.md) */
 };
 
 /* Not given: 3 restarts, none in a multi-node run (the engine restarts the
@@ -121,6 +124,12 @@ struct run_ctx {
     char local[300]; /* the run's name in the work root: "<run>", ".n<rank>" per node */
     char run_dir[PATH_MAX + 300], ckpt[PATH_MAX + 300], sock[PATH_MAX + 300];
     char preload[PATH_MAX], cloud_cache[PATH_MAX + 32];
+    /* a sweep's trial: its definition, index, command and the outcome */
+    struct sr_sweep sweep;
+    long trial; /* -1: not a sweep's trial */
+    char **trial_argv;
+    char trial_run_id[SR_RUN_ID_MAX + 1];
+    struct sr_supervise_result result;
 };
 
 /* The steps below return -1 when the run goes on, else the exit code. */
@@ -291,6 +300,8 @@ static int start_fresh(const struct run_ctx *r)
 {
     sr_info("--fresh: deleting run %s from %s", r->run_id, sr_store_url(r->c.st));
     int rc = sr_ckpt_clear_run(r->c.st, r->run_id);
+    if (rc == 0 && r->trial >= 0)
+        rc = sr_sweep_clear_end(r->c.st, r->sweep.name, (size_t)r->trial);
     if (rc == 0 && access(r->ckpt, F_OK) == 0)
         rc = sr_empty_dir(r->ckpt);
     return rc < 0 ? sr_fail(rc, "--fresh") : GO_ON;
@@ -350,35 +361,204 @@ static void release_lease(struct sr_lease *lease)
     until_exit = lease;
 }
 
-/* The run, step by step; each step says why it stops the run. */
-static int run_main(const struct run_opts *o, char **cmd)
+/* ---- a sweep's trial (docs/sweeps.md) -------------------------------------- */
+
+/* The trial index: --trial, else the engine's array index. */
+static int trial_index(const struct run_opts *o, const struct sr_sweep *sw, long *trial)
 {
-    struct run_ctx r = {0};
-    int code = settings(o, cmd, &r);
-    if (code == GO_ON)
-        code = local_paths(o, cmd, &r);
+    static const char *const engines[] = {"SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX",
+                                          "AWS_BATCH_JOB_ARRAY_INDEX"};
+    const char *v = o->trial && *o->trial ? o->trial : NULL, *from = "--trial";
+    for (size_t i = 0; !v && i < sizeof(engines) / sizeof(engines[0]); i++)
+        if ((v = getenv(engines[i])) && *v)
+            from = engines[i];
+        else
+            v = NULL;
+    if (!v) {
+        fprintf(stderr,
+                "spotrun run: which trial of sweep %s? Give --trial K, or run it as a Slurm "
+                "array task, a Kubernetes Indexed Job or an AWS Batch array child\n",
+                sw->name);
+        return SR_EX_USAGE;
+    }
+    int64_t k;
+    const size_t n = sr_sweep_count(sw);
+    if (sr_parse_int(v, 0, SR_SWEEP_TRIALS_MAX, &k) < 0 || (size_t)k >= n) {
+        fprintf(stderr, "spotrun run: %s=\"%s\": sweep %s has %zu trial%s (0..%zu)\n", from, v,
+                sw->name, n, n == 1 ? "" : "s", n ? n - 1 : 0);
+        return SR_EX_USAGE;
+    }
+    *trial = (long)k;
+    return GO_ON;
+}
+
+/* SPOTRUN_SWEEP, SPOTRUN_TRIAL and SPOTRUN_PARAM_<NAME> for the job (it
+ * inherits the wrapper's environment); none of them in any other run. */
+static void trial_env(const struct sr_sweep *sw, long trial)
+{
+    extern char **environ;
+    for (int again = 1; again;) {
+        again = 0;
+        for (char **e = environ; *e; e++)
+            if (strncmp(*e, "SPOTRUN_PARAM_", 14) == 0) {
+                char name[128];
+                snprintf(name, sizeof(name), "%.*s", (int)strcspn(*e, "="), *e);
+                unsetenv(name);
+                again = 1;
+                break;
+            }
+    }
+    unsetenv("SPOTRUN_SWEEP");
+    unsetenv("SPOTRUN_TRIAL");
+    if (!sw)
+        return;
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%ld", trial);
+    setenv("SPOTRUN_SWEEP", sw->name, 1);
+    setenv("SPOTRUN_TRIAL", buf, 1);
+    for (size_t i = 0; i < sr_sweep_nparams(sw); i++) {
+        const char *p = sr_sweep_param(sw, i);
+        char name[SR_SWEEP_PARAM_NAME_MAX + 16];
+        size_t n = (size_t)snprintf(name, sizeof(name), "SPOTRUN_PARAM_");
+        for (; *p && n + 1 < sizeof(name); p++)
+            name[n++] = (char)toupper((unsigned char)*p);
+        name[n] = '\0';
+        setenv(name, sr_sweep_value(sw, (size_t)trial, sr_sweep_param(sw, i)), 1);
+    }
+}
+
+/* --sweep: the trial's definition, index, command (the one given, else the
+ * sweep's, with {param} filled in) and run id (<sweep>-<K> unless
+ * --run-id says otherwise). */
+static int sweep_trial(struct run_opts *o, char ***cmd, struct run_ctx *r)
+{
+    r->trial = -1;
+    if (!o->sweep || !*o->sweep) {
+        trial_env(NULL, 0);
+        return GO_ON;
+    }
+    int rc = sr_sweep_read(r->c.st, o->sweep, &r->sweep);
+    if (rc < 0) {
+        fprintf(stderr, "spotrun run: --sweep: %s\n", sr_strerror(rc));
+        return rc == -EINVAL ? SR_EX_USAGE : sr_exit_code(rc);
+    }
+    int code = trial_index(o, &r->sweep, &r->trial);
     if (code != GO_ON)
         return code;
-    notices_and_shim(o, &r);
+    char **tmpl = *cmd;
+    if (!tmpl[0]) {
+        static char *none[] = {NULL};
+        const json_t *c = r->sweep.command;
+        size_t n = json_array_size(c);
+        tmpl = n ? calloc(n + 1, sizeof(char *)) : none;
+        for (size_t i = 0; tmpl && i < n; i++)
+            tmpl[i] = (char *)json_string_value(json_array_get(c, i));
+        if (!tmpl || !tmpl[0]) {
+            fprintf(stderr, "spotrun run: sweep %s stores no command: give one after --\n",
+                    r->sweep.name);
+            return SR_EX_USAGE;
+        }
+    }
+    rc = sr_sweep_expand(&r->sweep, (size_t)r->trial, tmpl, &r->trial_argv);
+    if (tmpl != *cmd && tmpl[0])
+        free(tmpl);
+    if (rc < 0) {
+        fprintf(stderr, "spotrun run: sweep %s: %s\n", r->sweep.name, sr_strerror(rc));
+        return SR_EX_USAGE;
+    }
+    *cmd = r->trial_argv;
+    if (!o->run_id || !*o->run_id) {
+        sr_sweep_run_id(r->sweep.name, (size_t)r->trial, r->trial_run_id, sizeof(r->trial_run_id));
+        o->run_id = r->trial_run_id;
+    }
+    trial_env(&r->sweep, r->trial);
+    sr_info("sweep %s trial %ld", r->sweep.name, r->trial);
+    return GO_ON;
+}
+
+/* A trial that failed past --max-restarts is left alone: rerunning it (an
+ * array rerun, a requeue) says so and fails the same way. */
+static int refuse_failed_trial(const struct run_ctx *r)
+{
+    struct sr_trial_end_info end;
+    if (r->trial < 0 || sr_sweep_read_end(r->c.st, r->sweep.name, (size_t)r->trial, &end) < 0 ||
+        end.state != SR_TRIAL_FAILED) {
+        sr_err_clear();
+        return GO_ON;
+    }
+    sr_warn("trial %ld of sweep %s failed (%s on %s); it is left alone: add --fresh to run it "
+            "again",
+            r->trial, r->sweep.name, end.cause[0] ? end.cause : "gave up",
+            end.host[0] ? end.host : "?");
+    return end.exit_code > 0 && end.exit_code != SR_EX_TEMPFAIL ? end.exit_code : 1;
+}
+
+/* The trial's end mark: done once the run is DONE, failed when the job kept
+ * failing past --max-restarts. */
+static void mark_trial_end(const struct run_ctx *r, int code)
+{
+    if (r->trial < 0)
+        return;
+    struct sr_trial_end_info end = {.unix_ms = sr_wall_ms(), .exit_code = code};
+    gethostname(end.host, sizeof(end.host) - 1);
+    if (code == 0 && sr_ckpt_is_done(r->c.st, r->run_id) == 1) {
+        end.state = SR_TRIAL_DONE;
+    } else if (r->result.gave_up) {
+        end.state = SR_TRIAL_FAILED;
+        snprintf(end.cause, sizeof(end.cause), "%s", r->result.cause);
+    } else {
+        return;
+    }
+    const int rc = sr_sweep_mark_end(r->c.st, r->sweep.name, (size_t)r->trial, &end);
+    if (rc < 0)
+        sr_warn("cannot mark trial %ld of sweep %s %s: %s", r->trial, r->sweep.name,
+                end.state == SR_TRIAL_DONE ? "done" : "failed", sr_strerror(rc));
+    else
+        sr_info("trial %ld of sweep %s %s", r->trial, r->sweep.name,
+                end.state == SR_TRIAL_DONE ? "is done" : "failed");
+}
+
+/* The run, step by step; each step says why it stops the run. */
+static int run_main(const struct run_opts *opts, char **cmd)
+{
+    struct run_opts o = *opts;
+    struct run_ctx r = {.trial = -1};
+    int code = settings(&o, cmd, &r);
+    if (code != GO_ON)
+        return code;
+    r.c.result = &r.result;
     const int rc = sr_open_store(&r.c.st);
     if (rc < 0)
         return sr_fail(rc, "cannot open the store");
+    code = sweep_trial(&o, &cmd, &r);
+    if (code == GO_ON) {
+        r.c.argv = cmd;
+        code = local_paths(&o, cmd, &r);
+    }
     struct sr_lease *lease = NULL;
-    code = check_ckpt_target(&r);
+    if (code == GO_ON) {
+        notices_and_shim(&o, &r);
+        code = check_ckpt_target(&r);
+    }
     if (code == GO_ON)
         code = refuse_second_wrapper(&r);
     if (code == GO_ON)
-        code = take_lease(o, &r, &lease);
-    if (code == GO_ON && o->fresh)
+        code = take_lease(&o, &r, &lease);
+    if (code == GO_ON && o.fresh)
         code = start_fresh(&r);
     if (code == GO_ON)
         code = stop_if_done(&r);
     if (code == GO_ON)
+        code = refuse_failed_trial(&r);
+    if (code == GO_ON)
         code = claim_ckpt(&r);
     if (code == GO_ON)
-        code = supervise(o, &r, lease);
+        code = supervise(&o, &r, lease);
+    mark_trial_end(&r, code);
     release_lease(lease);
     sr_store_close(r.c.st);
+    sr_sweep_free(&r.sweep);
+    sr_sweep_argv_free(r.trial_argv);
     return code;
 }
 
@@ -462,12 +642,16 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
          "own (default): this node's part; all: every node's part in the directory"},
         {"peer-poll", 0, "SPOTRUN_PEER_POLL", SR_OPT_DURATION, &o.peer_poll_ms, "DURATION",
          "how often the other nodes' notices and parts are read from the store (default 1s)"},
+        {"sweep", 0, twin("SPOTRUN_SWEEP"), SR_OPT_STR, &o.sweep, "NAME",
+         "run a trial of this sweep (spotrun sweep init); its command unless one is given"},
+        {"trial", 0, twin("SPOTRUN_TRIAL"), SR_OPT_STR, &o.trial, "K",
+         "the trial to run (default: the array index of Slurm, Kubernetes or AWS Batch)"},
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
     const int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
     if (code >= 0)
         return code;
-    if (!ctx.ops[0]) {
+    if (!ctx.ops[0] && !(o.sweep && *o.sweep)) {
         fprintf(stderr, "spotrun run: no command given (spotrun run -- command...)\n");
         return SR_EX_USAGE;
     }

@@ -61,6 +61,9 @@ static const struct sr_cmd commands[] = {
      1, 2, STORE | RUN_OP},
     {"push", sr_cmd_push, "snapshot a directory as a checkpoint", "spotrun push RUN DIR [--step N]",
      "Snapshots DIR as a new checkpoint of RUN.", 2, 2, STORE | RUN_OP},
+    {"sweep", sr_cmd_sweep, "hyperparameter sweeps: init, work, show, report",
+     "spotrun sweep init|work|show|report NAME ...",
+     "Sweeps: many trials of one command, each an ordinary run (docs/sweeps.md).", 0, ANY, 0},
     {"gc", sr_cmd_gc, "delete old checkpoints of a run", "spotrun gc RUN --keep N",
      "Deletes all but the newest N complete checkpoints of RUN.", 1, 1, STORE | RUN_OP},
 };

@@ -604,6 +604,14 @@ static void child_exited(struct sup *s, int status)
         sr_warn("giving up after %u restart(s) (--max-restarts)", s->restarts);
         s->phase = FINISHING;
         s->exit_code = code;
+        if (s->cfg->result) {
+            s->cfg->result->gave_up = 1;
+            if (WIFEXITED(status))
+                snprintf(s->cfg->result->cause, sizeof(s->cfg->result->cause), "exit %d", code);
+            else
+                snprintf(s->cfg->result->cause, sizeof(s->cfg->result->cause), "signal %s",
+                         sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
+        }
         return;
     }
     int64_t delay = s->cfg->backoff_ms;

@@ -50,6 +50,14 @@ struct sr_supervise_config {
     uint32_t nodes, node_rank;
     int restore_all;
     int64_t peer_poll_ms;
+    /* Filled in before sr_supervise returns (may be NULL): whether the job
+     * kept failing past max_restarts, and how it last ended. */
+    struct sr_supervise_result *result;
+};
+
+struct sr_supervise_result {
+    int gave_up;    /* the exit code is the job's, after max_restarts */
+    char cause[32]; /* "exit 3", "signal KILL" */
 };
 
 /* Runs the job to its end; returns spotrun's exit code. */

@@ -269,6 +269,15 @@ static int holder_dead_here(const struct sr_lease_info *h, const struct sr_lease
     return kill((pid_t)h->pid, 0) != 0 && errno == ESRCH;
 }
 
+int sr_lease_takeable(const struct sr_lease_info *h, int64_t now_s)
+{
+    if (h->released || now_s >= h->expires)
+        return 1;
+    struct sr_lease_info me = {0};
+    node_id(me.node, sizeof(me.node));
+    return holder_dead_here(h, &me);
+}
+
 static void make_owner(struct sr_lease_info *in)
 {
     if (gethostname(in->host, sizeof(in->host) - 1) != 0)

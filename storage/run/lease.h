@@ -70,6 +70,11 @@ int sr_lease_part_counts(void *ctx, uint32_t rank, uint64_t epoch);
  * errors. */
 int sr_lease_read(struct sr_store *st, const char *run_id, struct sr_lease_info *info);
 
+/* 1 when a wrapper starting now could take over the lease h describes
+ * (released, expired at now_s, or held by a process of this machine that
+ * is gone), else 0. Acquisition decides; this only says whether to try. */
+int sr_lease_takeable(const struct sr_lease_info *h, int64_t now_s);
+
 /* Takes the lease of run for ttl seconds (>= 1): 0 and *out, or -EBUSY
  * when another owner holds it and it has not expired (*holder, may be
  * NULL, says who and until when), or the store's error. */

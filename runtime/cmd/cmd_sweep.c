@@ -1,0 +1,559 @@
+/*
+ * cmd_sweep.c - `spotrun sweep init|work|show|report` (docs/sweeps.md).
+ *
+ * init writes the sweep's definition into the store (sweep.h). work is the
+ * plain-fleet worker: it runs trials one after another (or --slots at once)
+ * as child `spotrun run --sweep NAME --trial K` wrappers, so each trial gets
+ * everything a run gets (resume, notices, restarts, the lease); the run's
+ * lease is the claim, its end mark the result. No new coordination service:
+ * the worker only reads the end marks' listing and the trials' leases.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "lease.h"
+#include "log.h"
+#include "sweep.h"
+#include "units.h"
+
+/* ---- sweep init -------------------------------------------------------------- */
+
+struct init_opts {
+    struct sr_optlist params;
+    uint64_t random;
+    const char *seed;
+    int add;
+};
+
+static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
+{
+    struct init_opts o = {0};
+    const struct sr_opt opts[] = {
+        {"param", 'p', NULL, SR_OPT_MULTI, &o.params, "NAME=VALUES",
+         "a parameter: a=1,2,3 or n=0..7 (grid); uniform:LO,HI, loguniform:LO,HI, int:LO,HI, "
+         "choice:a,b (with --random); repeat for each"},
+        {"random", 0, NULL, SR_OPT_UINT, &o.random, "K",
+         "random search: K trials drawn from the parameters instead of the grid"},
+        {"seed", 0, NULL, SR_OPT_STR, &o.seed, "S",
+         "random search seed (default 0): the same seed gives the same trials"},
+        {"add", 0, NULL, SR_OPT_FLAG, &o.add, NULL,
+         "append these trials to an existing sweep (same parameter names)"},
+        SR_OPTS_COMMON};
+    struct sr_cmd_ctx ctx;
+    int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
+    if (code >= 0)
+        return code;
+    const char *name = ctx.ops[0];
+    if (!sr_sweep_name_valid(name)) {
+        fprintf(stderr,
+                "spotrun sweep init: invalid sweep name \"%s\" (letters, digits, . _ -; at most "
+                "%d; not \"sweeps\")\n",
+                name, SR_SWEEP_NAME_MAX);
+        sr_store_close(ctx.st);
+        return SR_EX_USAGE;
+    }
+    int64_t seed = 0;
+    if (o.seed && sr_parse_int(o.seed, 0, INT64_MAX, &seed) < 0) {
+        fprintf(stderr,
+                "spotrun sweep init: invalid value \"%s\" for --seed (a non-negative "
+                "integer)\n",
+                o.seed);
+        sr_store_close(ctx.st);
+        return SR_EX_USAGE;
+    }
+    if (o.seed && !o.random) {
+        fprintf(stderr, "spotrun sweep init: --seed needs --random K\n");
+        sr_store_close(ctx.st);
+        return SR_EX_USAGE;
+    }
+    struct sr_sweep def = {0};
+    snprintf(def.name, sizeof(def.name), "%s", name);
+    int rc = sr_sweep_generate(o.params.v, o.params.n, (unsigned)o.random, (uint64_t)seed, &def);
+    if (rc < 0) {
+        fprintf(stderr, "spotrun sweep init: %s\n", sr_strerror(rc));
+        sr_store_close(ctx.st);
+        return SR_EX_USAGE;
+    }
+    def.command = json_array();
+    for (char **a = ctx.ops + 1; *a; a++)
+        json_array_append_new(def.command, json_string(*a));
+    /* every placeholder must name a parameter: check on trial 0 now */
+    char **probe = NULL;
+    rc = json_array_size(def.command) ? sr_sweep_expand(&def, 0, ctx.ops + 1, &probe) : 0;
+    sr_sweep_argv_free(probe);
+    if (rc < 0) {
+        fprintf(stderr, "spotrun sweep init: %s\n", sr_strerror(rc));
+        code = SR_EX_USAGE;
+    } else if (o.add) {
+        size_t first = 0;
+        rc = sr_sweep_add(ctx.st, &def, &first);
+        if (rc == 0)
+            printf("sweep %s: added trials %zu..%zu\n", name, first,
+                   first + sr_sweep_count(&def) - 1);
+        code = rc == 0 ? 0 : rc == -EINVAL ? SR_EX_USAGE : sr_fail(rc, "sweep init --add");
+        if (rc == -EINVAL)
+            fprintf(stderr, "spotrun sweep init: %s\n", sr_strerror(rc));
+    } else {
+        rc = sr_sweep_create(ctx.st, &def);
+        if (rc >= 0)
+            printf("sweep %s: %zu trial%s%s in %s\n", name, sr_sweep_count(&def),
+                   sr_sweep_count(&def) == 1 ? "" : "s",
+                   rc == 1 ? " (already defined, unchanged)" : "", sr_store_url(ctx.st));
+        if (rc == -EEXIST)
+            fprintf(stderr, "spotrun sweep init: %s\n", sr_strerror(rc));
+        code = rc >= 0 ? 0 : rc == -EEXIST ? SR_EX_DATAERR : sr_fail(rc, "sweep init");
+    }
+    sr_sweep_free(&def);
+    sr_store_close(ctx.st);
+    return code;
+}
+
+/* ---- sweep work ---------------------------------------------------------------- */
+
+struct work_opts {
+    uint64_t slots, max_trials;
+    int until_empty;
+    int64_t poll_ms;
+};
+
+struct slot {
+    pid_t pid; /* 0 = free */
+    long trial;
+};
+
+struct worker {
+    const struct work_opts *o;
+    const char *name;
+    struct sr_store *st;
+    struct sr_sweep sw;
+    unsigned char *ended; /* per trial: SR_TRIAL_* from the last listing */
+    int64_t *busy_until;  /* per trial: another worker had it (ms, sr_now_ms) */
+    size_t n_alloc;
+    struct slot *slots;
+    char **run_args; /* passed to every `spotrun run` */
+    char self[PATH_MAX];
+    char **gpus; /* CUDA_VISIBLE_DEVICES per slot, NULL = leave it */
+    sigset_t orig_mask;
+    int draining, stop_code, errors;
+    uint64_t ran;
+};
+
+static size_t running(const struct worker *w)
+{
+    size_t n = 0;
+    for (uint64_t i = 0; i < w->o->slots; i++)
+        n += w->slots[i].pid != 0;
+    return n;
+}
+
+static int trial_running_here(const struct worker *w, long k)
+{
+    for (uint64_t i = 0; i < w->o->slots; i++)
+        if (w->slots[i].pid && w->slots[i].trial == k)
+            return 1;
+    return 0;
+}
+
+/* Reads the definition again (--add may have appended trials) and the end
+ * marks' listing. */
+static int refresh(struct worker *w)
+{
+    struct sr_sweep sw;
+    int rc = sr_sweep_read(w->st, w->name, &sw);
+    if (rc < 0)
+        return rc;
+    sr_sweep_free(&w->sw);
+    w->sw = sw;
+    const size_t n = sr_sweep_count(&w->sw);
+    if (n > w->n_alloc) {
+        unsigned char *e = realloc(w->ended, n);
+        int64_t *b = e ? realloc(w->busy_until, n * sizeof(*b)) : NULL;
+        if (e)
+            w->ended = e;
+        if (!b)
+            return -ENOMEM;
+        w->busy_until = b;
+        memset(b + w->n_alloc, 0, (n - w->n_alloc) * sizeof(*b));
+        w->n_alloc = n;
+    }
+    return sr_sweep_list_ends(w->st, w->name, n, w->ended);
+}
+
+static int all_ended(const struct worker *w)
+{
+    for (size_t k = 0; k < sr_sweep_count(&w->sw); k++)
+        if (w->ended[k] == SR_TRIAL_OPEN)
+            return 0;
+    return 1;
+}
+
+/* The first trial that is neither ended nor owned: -1 when none. */
+static long claimable(struct worker *w)
+{
+    const int64_t now = sr_now_ms(), now_s = sr_wall_ms() / 1000;
+    for (size_t k = 0; k < sr_sweep_count(&w->sw); k++) {
+        if (w->ended[k] != SR_TRIAL_OPEN || trial_running_here(w, (long)k) ||
+            w->busy_until[k] > now)
+            continue;
+        char run[SR_SWEEP_NAME_MAX + 16];
+        sr_sweep_run_id(w->name, k, run, sizeof(run));
+        struct sr_lease_info info;
+        const int rc = sr_lease_read(w->st, run, &info);
+        if (rc == 0 && !sr_lease_takeable(&info, now_s)) {
+            w->busy_until[k] = now + w->o->poll_ms;
+            continue;
+        }
+        sr_err_clear();
+        return (long)k;
+    }
+    return -1;
+}
+
+static void describe(const struct worker *w, long k, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sr_sweep_nparams(&w->sw) && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s=%s", i ? " " : "", sr_sweep_param(&w->sw, i),
+                              sr_sweep_value(&w->sw, (size_t)k, sr_sweep_param(&w->sw, i)));
+}
+
+static int spawn_trial(struct worker *w, uint64_t slot, long k)
+{
+    char trial[24];
+    snprintf(trial, sizeof(trial), "%ld", k);
+    size_t n = 0;
+    while (w->run_args[n])
+        n++;
+    char **argv = calloc(n + 10, sizeof(char *));
+    if (!argv)
+        return -ENOMEM;
+    size_t a = 0;
+    argv[a++] = w->self;
+    argv[a++] = "run";
+    argv[a++] = "--sweep";
+    argv[a++] = (char *)w->name;
+    argv[a++] = "--trial";
+    argv[a++] = trial;
+    argv[a++] = "--lease-wait";
+    argv[a++] = "0";
+    for (size_t i = 0; i < n; i++)
+        argv[a++] = w->run_args[i];
+    argv[a] = NULL;
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigmask(&attr, &w->orig_mask);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    char gpu[256];
+    char *add[2] = {NULL, NULL};
+    if (w->gpus) {
+        snprintf(gpu, sizeof(gpu), "CUDA_VISIBLE_DEVICES=%s", w->gpus[slot]);
+        add[0] = gpu;
+    }
+    extern char **environ;
+    char **env = environ;
+    char **built = NULL;
+    if (add[0]) {
+        size_t ne = 0;
+        while (environ[ne])
+            ne++;
+        built = calloc(ne + 2, sizeof(char *));
+        if (!built) {
+            free(argv);
+            posix_spawnattr_destroy(&attr);
+            return -ENOMEM;
+        }
+        size_t j = 0;
+        for (size_t i = 0; i < ne; i++)
+            if (strncmp(environ[i], "CUDA_VISIBLE_DEVICES=", 21) != 0)
+                built[j++] = environ[i];
+        built[j++] = add[0];
+        env = built;
+    }
+    pid_t pid;
+    const int rc = posix_spawn(&pid, w->self, NULL, &attr, argv, env);
+    posix_spawnattr_destroy(&attr);
+    free(built);
+    free(argv);
+    if (rc != 0)
+        return sr_errf(-rc, "cannot start %s: %s", w->self, strerror(rc));
+    w->slots[slot].pid = pid;
+    w->slots[slot].trial = k;
+    char what[512];
+    describe(w, k, what, sizeof(what));
+    sr_info("sweep %s: trial %ld (%s)%s%s", w->name, k, what, w->gpus ? " on GPU " : "",
+            w->gpus ? w->gpus[slot] : "");
+    return 0;
+}
+
+/* Stops taking trials and asks the running ones to checkpoint and stop:
+ * each child wrapper takes TERM from its parent as a notice. */
+static void drain(struct worker *w, const char *why)
+{
+    if (!w->draining)
+        sr_info("sweep %s: %s: checkpointing the running trials and stopping", w->name, why);
+    w->draining = 1;
+    w->stop_code = SR_EX_TEMPFAIL;
+    for (uint64_t i = 0; i < w->o->slots; i++)
+        if (w->slots[i].pid)
+            kill(w->slots[i].pid, SIGTERM);
+}
+
+static void child_done(struct worker *w, struct slot *s, int status)
+{
+    const long k = s->trial;
+    s->pid = 0;
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    struct sr_trial_end_info end;
+    switch (code) {
+    case 0:
+        w->ran++;
+        w->errors = 0;
+        if ((size_t)k < w->n_alloc)
+            w->ended[k] = SR_TRIAL_DONE;
+        return;
+    case SR_EX_CANTCREAT: /* another wrapper holds it: try the next */
+        if ((size_t)k < w->n_alloc)
+            w->busy_until[k] = sr_now_ms() + w->o->poll_ms;
+        return;
+    case SR_EX_TEMPFAIL:
+        w->ran++;
+        drain(w, "a trial was preempted");
+        return;
+    case SR_EX_USAGE:
+        sr_warn("sweep %s: trial %ld: `spotrun run` refused its options (exit 64); stopping",
+                w->name, k);
+        w->draining = 1;
+        w->stop_code = SR_EX_USAGE;
+        return;
+    }
+    if (sr_sweep_read_end(w->st, w->name, (size_t)k, &end) == 0 && end.state != SR_TRIAL_OPEN) {
+        w->ran++;
+        w->errors = 0;
+        if ((size_t)k < w->n_alloc)
+            w->ended[k] = (unsigned char)end.state;
+        sr_warn("sweep %s: trial %ld failed (%s); left alone", w->name, k, end.cause);
+        return;
+    }
+    sr_err_clear();
+    if ((size_t)k < w->n_alloc)
+        w->busy_until[k] = sr_now_ms() + w->o->poll_ms;
+    if (++w->errors >= 3) {
+        sr_warn("sweep %s: `spotrun run` failed %d times in a row (last: trial %ld, exit %d); "
+                "stopping",
+                w->name, w->errors, k, code);
+        w->draining = 1;
+        w->stop_code = code;
+    } else {
+        sr_warn("sweep %s: trial %ld: `spotrun run` exited %d; trying again later", w->name, k,
+                code);
+    }
+}
+
+static void reap(struct worker *w)
+{
+    for (;;) {
+        int status;
+        const pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0)
+            return;
+        for (uint64_t i = 0; i < w->o->slots; i++)
+            if (w->slots[i].pid == pid)
+                child_done(w, &w->slots[i], status);
+    }
+}
+
+/* Fills free slots; 1 when there is nothing left for this worker to wait
+ * for (the loop ends once the running trials are back). */
+static int fill(struct worker *w)
+{
+    if (w->draining)
+        return 1;
+    const int rc = refresh(w);
+    if (rc < 0) {
+        sr_warn("sweep %s: cannot read the store: %s", w->name, sr_strerror(rc));
+        return 0;
+    }
+    long k = 0;
+    for (uint64_t i = 0; i < w->o->slots; i++) {
+        if (w->slots[i].pid)
+            continue;
+        if (w->o->max_trials && w->ran + running(w) >= w->o->max_trials)
+            return 1;
+        if ((k = claimable(w)) < 0)
+            break;
+        if (spawn_trial(w, i, k) < 0) {
+            sr_warn("sweep %s: %s", w->name, sr_strerror(-errno));
+            return 1;
+        }
+    }
+    if (all_ended(w))
+        return 1;
+    return k < 0 && w->o->until_empty;
+}
+
+static int parse_gpus(struct worker *w)
+{
+    if (w->o->slots <= 1)
+        return 0;
+    const char *env = getenv("CUDA_VISIBLE_DEVICES");
+    char *list = strdup(env && *env ? env : "");
+    w->gpus = calloc(w->o->slots, sizeof(char *));
+    if (!list || !w->gpus)
+        return -ENOMEM;
+    char *have[256];
+    size_t n = 0;
+    for (char *save = NULL, *t = strtok_r(list, ",", &save); t && n < 256;
+         t = strtok_r(NULL, ",", &save))
+        have[n++] = t;
+    for (uint64_t i = 0; i < w->o->slots; i++) {
+        char num[24];
+        snprintf(num, sizeof(num), "%" PRIu64, i);
+        w->gpus[i] = strdup(n ? have[i % n] : num);
+    }
+    free(list);
+    return 0;
+}
+
+static int work_loop(struct worker *w)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigprocmask(SIG_BLOCK, &set, &w->orig_mask);
+    int over = 0;
+    for (;;) {
+        reap(w);
+        if (!over)
+            over = fill(w);
+        if (over && running(w) == 0)
+            break;
+        const struct timespec ts = {.tv_sec = w->o->poll_ms / 1000,
+                                    .tv_nsec = (w->o->poll_ms % 1000) * 1000000};
+        siginfo_t si;
+        const int sig = sigtimedwait(&set, &si, &ts);
+        if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
+            char why[64];
+            snprintf(why, sizeof(why), "SIG%s", sigabbrev_np(sig));
+            drain(w, why);
+            over = 1;
+        }
+    }
+    sigprocmask(SIG_SETMASK, &w->orig_mask, NULL);
+    return w->stop_code;
+}
+
+static int cmd_work(const struct sr_cmd *cmd, int argc, char **argv)
+{
+    struct work_opts o = {.slots = 1, .poll_ms = 10000};
+    const struct sr_opt opts[] = {
+        {"slots", 0, "SPOTRUN_SLOTS", SR_OPT_UINT, &o.slots, "K",
+         "run K trials at once, each with its own CUDA_VISIBLE_DEVICES (default 1)"},
+        {"max-trials", 0, "SPOTRUN_MAX_TRIALS", SR_OPT_UINT, &o.max_trials, "N",
+         "stop after N trials (default: no limit)"},
+        {"until-empty", 0, "SPOTRUN_UNTIL_EMPTY", SR_OPT_FLAG, &o.until_empty, NULL,
+         "stop when no trial is free now, instead of waiting for running ones to be released"},
+        {"poll", 0, "SPOTRUN_SWEEP_POLL", SR_OPT_DURATION, &o.poll_ms, "DURATION",
+         "how often to look for a free trial when none is (default 10s)"},
+        SR_OPTS_COMMON};
+    struct sr_cmd_ctx ctx;
+    const int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
+    if (code >= 0)
+        return code;
+    if (o.slots < 1 || o.slots > 256 || o.poll_ms < 10) {
+        fprintf(stderr, "spotrun sweep work: --slots must be 1..256 and --poll at least 10ms\n");
+        sr_store_close(ctx.st);
+        return SR_EX_USAGE;
+    }
+    struct worker w = {.o = &o, .name = ctx.ops[0], .st = ctx.st, .run_args = ctx.ops + 1};
+    const ssize_t n = readlink("/proc/self/exe", w.self, sizeof(w.self) - 1);
+    w.self[n > 0 ? n : 0] = '\0';
+    w.slots = calloc(o.slots, sizeof(*w.slots));
+    int rc = w.slots ? refresh(&w) : -ENOMEM;
+    if (rc == 0)
+        rc = parse_gpus(&w);
+    int result;
+    if (rc < 0) {
+        result = rc == -EINVAL ? SR_EX_USAGE : sr_exit_code(rc);
+        fprintf(stderr, "spotrun sweep work: %s\n", sr_strerror(rc));
+    } else {
+        sr_info("sweep %s: %zu trials, working with %" PRIu64 " slot%s", w.name,
+                sr_sweep_count(&w.sw), o.slots, o.slots == 1 ? "" : "s");
+        result = work_loop(&w);
+        sr_info("sweep %s: %" PRIu64 " trial%s run here; stopping (exit %d)", w.name, w.ran,
+                w.ran == 1 ? "" : "s", result);
+    }
+    for (uint64_t i = 0; w.gpus && i < o.slots; i++)
+        free(w.gpus[i]);
+    free(w.gpus);
+    free(w.slots);
+    free(w.ended);
+    free(w.busy_until);
+    sr_sweep_free(&w.sw);
+    sr_store_close(ctx.st);
+    return result;
+}
+
+/* ---- the dispatcher ------------------------------------------------------------ */
+
+static const struct sr_cmd subs[] = {
+    {"sweep init", cmd_init, "define a sweep: its parameters, trials and command",
+     "spotrun sweep init NAME --param NAME=VALUES... [--random K --seed S] [--add] "
+     "[-- command {param}...]",
+     "Writes the sweep's definition into the store (create-only: the same definition again\n"
+     "is a no-op, a different one an error; --add appends trials). Each trial K is the run\n"
+     "NAME-K; its command has every {param} replaced by the trial's value.",
+     1, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE},
+    {"sweep work", cmd_work, "run the sweep's trials on this machine (a plain fleet's worker)",
+     "spotrun sweep work NAME [--slots K] [--max-trials N] [--until-empty] [-- run options]",
+     "Takes the first trial that is neither done nor owned, runs it as `spotrun run --sweep`\n"
+     "(resume, notices, restarts), then the next. On a preemption notice (SIGTERM, or a\n"
+     "trial's cloud notice) it checkpoints the running trials, releases them and exits 75.\n"
+     "Options after -- go to every `spotrun run` (e.g. -- --every 10m --keep 2).",
+     1, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE},
+    {"sweep show", sr_cmd_sweep_show, "one row per trial: state, attempts, cost, metrics",
+     "spotrun sweep show NAME [--sort METRIC] [--json]",
+     "One row per trial: parameters, state, attempts, preemptions, lost work, instance\n"
+     "hours, cost, and the last and best value of each metric the job reported.",
+     1, 1, SR_CMD_NEEDS_STORE},
+    {"sweep report", sr_cmd_sweep_report, "draw every trial on one time axis (SVG or HTML)",
+     "spotrun sweep report NAME [-o sweep.svg|sweep.html]",
+     "Draws one lane per trial on a shared time axis: attempts, notices, restarts, done.", 1, 1,
+     SR_CMD_NEEDS_STORE},
+};
+
+int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv)
+{
+    (void)cmd;
+    const char *sub = argc > 1 ? argv[1] : NULL;
+    if (!sub || strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
+        FILE *f = sub ? stdout : stderr;
+        fprintf(f, "usage: spotrun sweep COMMAND NAME [options]\n\n"
+                   "Hyperparameter sweeps: many trials of one command, each an ordinary run.\n\n"
+                   "commands:\n");
+        for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+            fprintf(f, "  %-8s %s\n", subs[i].name + 6, subs[i].summary);
+        fprintf(
+            f,
+            "\nOn an engine, each array task runs `spotrun run --sweep NAME` (docs/sweeps.md).\n");
+        return sub ? 0 : SR_EX_USAGE;
+    }
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+        if (strcmp(sub, subs[i].name + 6) == 0)
+            return subs[i].fn(&subs[i], argc - 1, argv + 1);
+    fprintf(stderr, "spotrun sweep: unknown command \"%s\" (init, work, show or report)\n", sub);
+    return SR_EX_USAGE;
+}

@@ -1,0 +1,553 @@
+/*
+ * sweep.c - a sweep's definition and its trials' end marks in the store
+ * (sweep.h).
+ */
+#include "sweep.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "manifest.h"
+
+#define DEF_MAX (64u << 20) /* bytes of one definition part */
+#define PARTS_MAX 10000u
+
+int sr_sweep_name_valid(const char *name)
+{
+    return name && strlen(name) <= SR_SWEEP_NAME_MAX && sr_manifest_run_id_valid(name) &&
+           strcmp(name, "sweeps") != 0;
+}
+
+int sr_sweep_param_name_valid(const char *name)
+{
+    if (!name || !*name || strlen(name) > SR_SWEEP_PARAM_NAME_MAX)
+        return 0;
+    for (const char *p = name; *p; p++) {
+        const int alpha = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_';
+        if (!alpha && !(p > name && *p >= '0' && *p <= '9'))
+            return 0;
+    }
+    return 1;
+}
+
+static void part_key(char *buf, size_t len, const char *name, unsigned part)
+{
+    snprintf(buf, len, "sweeps/%s/def/%06u.json", name, part);
+}
+
+void sr_sweep_free(struct sr_sweep *sw)
+{
+    if (!sw)
+        return;
+    json_decref(sw->params);
+    json_decref(sw->command);
+    json_decref(sw->trials);
+    json_decref(sw->spec);
+    sw->params = sw->command = sw->trials = sw->spec = NULL;
+}
+
+size_t sr_sweep_count(const struct sr_sweep *sw)
+{
+    return sw->trials ? json_array_size(sw->trials) : 0;
+}
+
+size_t sr_sweep_nparams(const struct sr_sweep *sw)
+{
+    return sw->params ? json_array_size(sw->params) : 0;
+}
+
+const char *sr_sweep_param(const struct sr_sweep *sw, size_t i)
+{
+    return json_string_value(json_array_get(sw->params, i));
+}
+
+const char *sr_sweep_value(const struct sr_sweep *sw, size_t trial, const char *param)
+{
+    return json_string_value(json_object_get(json_array_get(sw->trials, trial), param));
+}
+
+/* ---- checking what was read --------------------------------------------- */
+
+static int strings(const json_t *a, size_t max, size_t max_len)
+{
+    if (!json_is_array(a) || json_array_size(a) > max)
+        return 0;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(a, i, v) if (!json_is_string(v) || json_string_length(v) > max_len ||
+                                    strlen(json_string_value(v)) != json_string_length(v)) return 0;
+    return 1;
+}
+
+/* Names valid and distinct ignoring case (they become SPOTRUN_PARAM_<NAME>). */
+static int params_valid(const json_t *params)
+{
+    if (!strings(params, SR_SWEEP_PARAMS_MAX, SR_SWEEP_PARAM_NAME_MAX))
+        return 0;
+    for (size_t i = 0; i < json_array_size(params); i++) {
+        const char *a = json_string_value(json_array_get(params, i));
+        if (!sr_sweep_param_name_valid(a))
+            return 0;
+        for (size_t j = 0; j < i; j++)
+            if (strcasecmp(a, json_string_value(json_array_get(params, j))) == 0)
+                return 0;
+    }
+    return 1;
+}
+
+/* Each trial: an object with exactly the parameters, string values. */
+static int trials_valid(const json_t *trials, const json_t *params)
+{
+    if (!json_is_array(trials))
+        return 0;
+    size_t i;
+    const json_t *t;
+    json_array_foreach(trials, i, t)
+    {
+        if (!json_is_object(t) || json_object_size(t) != json_array_size(params))
+            return 0;
+        for (size_t j = 0; j < json_array_size(params); j++) {
+            const json_t *v = json_object_get(t, json_string_value(json_array_get(params, j)));
+            if (!json_is_string(v) || json_string_length(v) > SR_SWEEP_VALUE_MAX ||
+                strlen(json_string_value(v)) != json_string_length(v))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+static int read_part(struct sr_store *st, const char *name, unsigned part, json_t **out)
+{
+    char key[256], *buf = NULL;
+    size_t len = 0;
+    part_key(key, sizeof(key), name, part);
+    int rc = sr_store_get(st, key, DEF_MAX, &buf, &len);
+    if (rc < 0)
+        return rc;
+    json_error_t err;
+    json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
+    free(buf);
+    json_int_t format = -1;
+    if (o && json_is_integer(json_object_get(o, "format")))
+        format = json_integer_value(json_object_get(o, "format"));
+    if (!json_is_object(o) || format < 1) {
+        json_decref(o);
+        return sr_errf(-EBADMSG, "sweep %s: definition part %u is not a sweep definition", name,
+                       part);
+    }
+    if (format > SR_SWEEP_FORMAT) {
+        json_decref(o);
+        return sr_errf(-EPROTONOSUPPORT,
+                       "sweep %s: definition part %u has format %" JSON_INTEGER_FORMAT
+                       " (this spotrun reads %d): upgrade spotrun",
+                       name, part, format, SR_SWEEP_FORMAT);
+    }
+    *out = o;
+    return 0;
+}
+
+/* The part numbers present (def/NNNNNN.json), checked to be 0..n-1. */
+static int count_parts(struct sr_store *st, const char *name, unsigned *n)
+{
+    char prefix[256];
+    snprintf(prefix, sizeof(prefix), "sweeps/%s/def", name);
+    struct sr_strlist l;
+    int rc = sr_store_list(st, prefix, &l);
+    if (rc < 0)
+        return rc;
+    unsigned count = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        unsigned k;
+        char tail;
+        if (strlen(l.v[i]) == 11 && sscanf(l.v[i], "%6u.jso%c", &k, &tail) == 2 && tail == 'n' &&
+            k == count && count < PARTS_MAX)
+            count++;
+    }
+    sr_strlist_free(&l);
+    *n = count;
+    return 0;
+}
+
+int sr_sweep_read(struct sr_store *st, const char *name, struct sr_sweep *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!sr_sweep_name_valid(name))
+        return sr_errf(-EINVAL, "invalid sweep name \"%.*s\"", 200, name);
+    snprintf(out->name, sizeof(out->name), "%s", name);
+    unsigned n = 0;
+    int rc = count_parts(st, name, &n);
+    if (rc < 0)
+        return rc;
+    if (n == 0)
+        return sr_errf(-ENOENT, "no sweep %s in %s (create it with `spotrun sweep init %s`)", name,
+                       sr_store_url(st), name);
+    out->trials = json_array();
+    for (unsigned p = 0; p < n && rc == 0; p++) {
+        json_t *o = NULL;
+        rc = read_part(st, name, p, &o);
+        if (rc < 0)
+            break;
+        if (p == 0) {
+            out->params = json_incref(json_object_get(o, "params"));
+            out->command = json_incref(json_object_get(o, "command"));
+            out->spec = json_incref(json_object_get(o, "spec"));
+            if (!params_valid(out->params) || !strings(out->command, 4096, 65536))
+                rc = sr_errf(-EBADMSG,
+                             "sweep %s: the definition's parameters or command are "
+                             "malformed",
+                             name);
+        }
+        json_t *trials = json_object_get(o, "trials");
+        if (rc == 0 &&
+            (!trials_valid(trials, out->params) ||
+             json_array_size(out->trials) + json_array_size(trials) > SR_SWEEP_TRIALS_MAX))
+            rc = sr_errf(-EBADMSG, "sweep %s: definition part %u has malformed trials", name, p);
+        if (rc == 0)
+            rc = json_array_extend(out->trials, trials) == 0 ? 0 : -ENOMEM;
+        json_decref(o);
+        out->parts = p + 1;
+    }
+    if (rc < 0)
+        sr_sweep_free(out);
+    return rc;
+}
+
+/* ---- writing --------------------------------------------------------------- */
+
+static int put_part(struct sr_store *st, const char *name, unsigned part, const json_t *fields)
+{
+    json_t *o = json_deep_copy(fields);
+    char host[256] = "";
+    gethostname(host, sizeof(host) - 1);
+    json_object_set_new(o, "format", json_integer(SR_SWEEP_FORMAT));
+    json_object_set_new(o, "sweep", json_string(name));
+    json_object_set_new(o, "part", json_integer(part));
+    json_object_set_new(o, "host", json_string(host));
+    json_object_set_new(o, "unix_ms", json_integer((json_int_t)time(NULL) * 1000));
+    char *s = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
+    json_decref(o);
+    if (!s)
+        return -ENOMEM;
+    char key[256];
+    part_key(key, sizeof(key), name, part);
+    const int rc = sr_store_put_if(st, key, s, strlen(s), NULL, NULL);
+    free(s);
+    return rc;
+}
+
+static int check_new(const struct sr_sweep *def)
+{
+    if (!sr_sweep_name_valid(def->name))
+        return sr_errf(-EINVAL, "invalid sweep name \"%s\" (letters, digits, . _ -; at most %d)",
+                       def->name, SR_SWEEP_NAME_MAX);
+    if (!params_valid(def->params) || !trials_valid(def->trials, def->params) ||
+        json_array_size(def->trials) > SR_SWEEP_TRIALS_MAX)
+        return sr_errf(-EINVAL, "sweep %s: malformed parameters or trials", def->name);
+    if (def->command && !strings(def->command, 4096, 65536))
+        return sr_errf(-EINVAL, "sweep %s: malformed command", def->name);
+    return 0;
+}
+
+/* What differs between an existing definition and a new one, or NULL. */
+static const char *differs(const struct sr_sweep *old, const struct sr_sweep *def)
+{
+    if (!json_equal(old->params, def->params))
+        return "parameters";
+    json_t *none = json_array();
+    const int same_cmd = json_equal(old->command, def->command ? def->command : none);
+    json_decref(none);
+    if (!same_cmd)
+        return "command";
+    /* part 0's trials are the first ones */
+    if (json_array_size(old->trials) < json_array_size(def->trials))
+        return "trials";
+    for (size_t i = 0; i < json_array_size(def->trials); i++)
+        if (!json_equal(json_array_get(old->trials, i), json_array_get(def->trials, i)))
+            return "trials";
+    return NULL;
+}
+
+int sr_sweep_create(struct sr_store *st, const struct sr_sweep *def)
+{
+    int rc = check_new(def);
+    if (rc < 0)
+        return rc;
+    for (int tries = 0; tries < 2; tries++) {
+        struct sr_sweep old;
+        rc = sr_sweep_read(st, def->name, &old);
+        if (rc == 0) {
+            const char *what = differs(&old, def);
+            sr_sweep_free(&old);
+            if (what)
+                return sr_errf(
+                    -EEXIST,
+                    "sweep %s already exists in %s with a different definition (different "
+                    "%s); choose another name, or --add trials to it",
+                    def->name, sr_store_url(st), what);
+            return 1;
+        }
+        if (rc != -ENOENT)
+            return rc;
+        sr_err_clear();
+        json_t *fields =
+            json_pack("{s:O,s:o,s:o,s:O}", "params", def->params, "command",
+                      def->command ? json_incref(def->command) : json_array(), "spec",
+                      def->spec ? json_incref(def->spec) : json_object(), "trials", def->trials);
+        rc = fields ? put_part(st, def->name, 0, fields) : -ENOMEM;
+        json_decref(fields);
+        if (rc != -EEXIST)
+            return rc;
+        /* another init won the race: compare with what it wrote */
+    }
+    return rc;
+}
+
+int sr_sweep_add(struct sr_store *st, const struct sr_sweep *more, size_t *first)
+{
+    int rc = check_new(more);
+    if (rc < 0)
+        return rc;
+    for (int tries = 0; tries < 20; tries++) {
+        struct sr_sweep old;
+        rc = sr_sweep_read(st, more->name, &old);
+        if (rc < 0)
+            return rc;
+        const int same = json_equal(old.params, more->params);
+        const size_t have = sr_sweep_count(&old);
+        const unsigned part = old.parts;
+        sr_sweep_free(&old);
+        if (!same)
+            return sr_errf(-EINVAL,
+                           "sweep %s: --add must give the same parameters as the sweep's "
+                           "(see `spotrun sweep show %s`)",
+                           more->name, more->name);
+        if (have + json_array_size(more->trials) > SR_SWEEP_TRIALS_MAX)
+            return sr_errf(-EINVAL, "sweep %s: at most %d trials", more->name, SR_SWEEP_TRIALS_MAX);
+        json_t *fields =
+            json_pack("{s:o,s:I,s:O}", "spec", more->spec ? json_incref(more->spec) : json_null(),
+                      "first_trial", (json_int_t)have, "trials", more->trials);
+        rc = fields ? put_part(st, more->name, part, fields) : -ENOMEM;
+        json_decref(fields);
+        if (rc == 0)
+            *first = have;
+        if (rc != -EEXIST)
+            return rc;
+        /* another --add took this part number: read again */
+    }
+    return rc;
+}
+
+/* ---- commands and run ids ------------------------------------------------- */
+
+void sr_sweep_argv_free(char **argv)
+{
+    for (size_t i = 0; argv && argv[i]; i++)
+        free(argv[i]);
+    free(argv);
+}
+
+/* One argument with its placeholders replaced (malloc'd), or NULL with a
+ * message. */
+static char *expand_one(const struct sr_sweep *sw, size_t trial, const char *s)
+{
+    size_t cap = strlen(s) + 64, n = 0;
+    char *out = malloc(cap);
+    while (out && *s) {
+        const char *piece = s;
+        size_t len = 1;
+        char pname[SR_SWEEP_PARAM_NAME_MAX + 2];
+        if ((s[0] == '{' && s[1] == '{') || (s[0] == '}' && s[1] == '}')) {
+            s += 2;
+        } else if (s[0] == '{') {
+            const char *end = strchr(s, '}');
+            const size_t k = end ? (size_t)(end - s - 1) : 0;
+            if (!end || k == 0 || k >= sizeof(pname)) {
+                sr_errf(-EINVAL, "unclosed or empty placeholder in \"%s\" (write {{ for a brace)",
+                        s);
+                free(out);
+                return NULL;
+            }
+            memcpy(pname, s + 1, k);
+            pname[k] = '\0';
+            piece = sr_sweep_value(sw, trial, pname);
+            if (!piece) {
+                sr_errf(-EINVAL, "unknown placeholder {%s}: sweep %s's parameters are %s", pname,
+                        sw->name, "listed by `spotrun sweep show`");
+                free(out);
+                return NULL;
+            }
+            len = strlen(piece);
+            s = end + 1;
+        } else if (s[0] == '}') {
+            sr_errf(-EINVAL, "stray '}' in \"%s\" (write }} for a brace)", s);
+            free(out);
+            return NULL;
+        } else {
+            s++;
+        }
+        if (n + len + 1 > cap) {
+            cap = 2 * (n + len + 1);
+            char *bigger = realloc(out, cap);
+            if (!bigger) {
+                free(out);
+                return NULL;
+            }
+            out = bigger;
+        }
+        memcpy(out + n, piece, len);
+        n += len;
+    }
+    if (out)
+        out[n] = '\0';
+    return out;
+}
+
+int sr_sweep_expand(const struct sr_sweep *sw, size_t trial, char *const tmpl[], char ***out)
+{
+    size_t n = 0;
+    while (tmpl[n])
+        n++;
+    char **argv = calloc(n + 1, sizeof(char *));
+    if (!argv)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        argv[i] = expand_one(sw, trial, tmpl[i]);
+        if (!argv[i]) {
+            sr_sweep_argv_free(argv);
+            return -EINVAL;
+        }
+    }
+    *out = argv;
+    return 0;
+}
+
+void sr_sweep_run_id(const char *name, size_t trial, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s-%zu", name, trial);
+}
+
+long sr_sweep_trial_of(const char *name, const char *run_id)
+{
+    const size_t n = strlen(name);
+    if (strncmp(run_id, name, n) != 0 || run_id[n] != '-')
+        return -1;
+    const char *d = run_id + n + 1;
+    long k = 0;
+    if (!*d || (d[0] == '0' && d[1]) || strlen(d) > 6)
+        return -1;
+    for (; *d; d++) {
+        if (*d < '0' || *d > '9')
+            return -1;
+        k = 10 * k + (*d - '0');
+    }
+    return k < SR_SWEEP_TRIALS_MAX ? k : -1;
+}
+
+/* ---- end marks --------------------------------------------------------------- */
+
+static const char *const end_names[] = {"", "done", "failed"};
+
+static void end_key(char *buf, size_t len, const char *name, size_t trial, enum sr_trial_end s)
+{
+    snprintf(buf, len, "sweeps/%s/end/%zu.%s", name, trial, end_names[s]);
+}
+
+int sr_sweep_mark_end(struct sr_store *st, const char *name, size_t trial,
+                      const struct sr_trial_end_info *end)
+{
+    if (end->state != SR_TRIAL_DONE && end->state != SR_TRIAL_FAILED)
+        return -EINVAL;
+    char key[256];
+    end_key(key, sizeof(key), name, trial, end->state);
+    json_t *o = json_pack("{s:i,s:I,s:s,s:i,s:s,s:I}", "format", SR_SWEEP_FORMAT, "trial",
+                          (json_int_t)trial, "state", end_names[end->state], "exit_code",
+                          end->exit_code, "host", end->host, "unix_ms", (json_int_t)end->unix_ms);
+    if (o && end->cause[0])
+        json_object_set_new(o, "cause", json_string(end->cause));
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!s)
+        return -ENOMEM;
+    int rc = sr_store_put_if(st, key, s, strlen(s), NULL, NULL);
+    free(s);
+    return rc == -EEXIST ? 0 : rc;
+}
+
+int sr_sweep_read_end(struct sr_store *st, const char *name, size_t trial,
+                      struct sr_trial_end_info *end)
+{
+    memset(end, 0, sizeof(*end));
+    for (int s = SR_TRIAL_DONE; s <= SR_TRIAL_FAILED; s++) {
+        char key[256], *buf = NULL;
+        size_t len = 0;
+        end_key(key, sizeof(key), name, trial, (enum sr_trial_end)s);
+        const int rc = sr_store_get(st, key, 64 << 10, &buf, &len);
+        if (rc == -ENOENT)
+            continue;
+        end->state = (enum sr_trial_end)s;
+        if (rc < 0)
+            return rc == -EFBIG || rc == -EBADMSG ? 0 : rc; /* named by its key: still ended */
+        json_t *o = json_loadb(buf, len, 0, NULL);
+        free(buf);
+        const json_t *v;
+        if ((v = json_object_get(o, "exit_code")) && json_is_integer(v) &&
+            json_integer_value(v) >= 0 && json_integer_value(v) <= 255)
+            end->exit_code = (int)json_integer_value(v);
+        if ((v = json_object_get(o, "unix_ms")) && json_is_integer(v) && json_integer_value(v) >= 0)
+            end->unix_ms = json_integer_value(v);
+        if ((v = json_object_get(o, "cause")) && json_is_string(v))
+            snprintf(end->cause, sizeof(end->cause), "%s", json_string_value(v));
+        if ((v = json_object_get(o, "host")) && json_is_string(v))
+            snprintf(end->host, sizeof(end->host), "%s", json_string_value(v));
+        json_decref(o);
+        return 0;
+    }
+    return -ENOENT;
+}
+
+int sr_sweep_clear_end(struct sr_store *st, const char *name, size_t trial)
+{
+    int rc = 0;
+    for (int s = SR_TRIAL_DONE; s <= SR_TRIAL_FAILED && rc == 0; s++) {
+        char key[256];
+        end_key(key, sizeof(key), name, trial, (enum sr_trial_end)s);
+        rc = sr_store_delete(st, key);
+    }
+    return rc;
+}
+
+int sr_sweep_list_ends(struct sr_store *st, const char *name, size_t n, unsigned char *state)
+{
+    memset(state, SR_TRIAL_OPEN, n);
+    char prefix[256];
+    snprintf(prefix, sizeof(prefix), "sweeps/%s/end", name);
+    struct sr_strlist l;
+    const int rc = sr_store_list(st, prefix, &l);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < l.n; i++) {
+        char *dot = strchr(l.v[i], '.');
+        if (!dot)
+            continue;
+        *dot = '\0';
+        char run[SR_SWEEP_NAME_MAX + 16];
+        snprintf(run, sizeof(run), "x-%s", l.v[i]);
+        const long k = sr_sweep_trial_of("x", run);
+        if (k < 0 || (size_t)k >= n)
+            continue;
+        /* done wins: the job did succeed once */
+        if (strcmp(dot + 1, "done") == 0)
+            state[k] = SR_TRIAL_DONE;
+        else if (strcmp(dot + 1, "failed") == 0 && state[k] != SR_TRIAL_DONE)
+            state[k] = SR_TRIAL_FAILED;
+    }
+    sr_strlist_free(&l);
+    return 0;
+}

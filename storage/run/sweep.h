@@ -1,0 +1,121 @@
+/*
+ * sweep.h - a sweep: many trials of one command, each an ordinary run
+ * named "<sweep>-<K>" (docs/sweeps.md).
+ *
+ *   sweeps/<name>/def/000000.json   the definition: parameter names, the command
+ *                                   with {param} placeholders, trials 0..n-1
+ *   sweeps/<name>/def/000001.json   trials appended later (sweep init --add)
+ *   sweeps/<name>/end/<K>.done      trial K ended: the job exited 0
+ *   sweeps/<name>/end/<K>.failed    trial K failed past --max-restarts
+ *                                   ({"exit_code","cause","unix_ms","host"})
+ *
+ * Every object is create-only (sr_store_put_if with no match): a definition
+ * part is never replaced, so trial K means the same parameters forever, and
+ * two `sweep init --add` racing get consecutive parts. The end marks are
+ * named by state so that one listing of end/ gives every trial's state
+ * (fleet workers and `sweep show` never read 1000 objects to find the
+ * open ones). Who is running a trial is its run's LEASE (lease.h).
+ *
+ * Nothing read from the store is trusted: a part that does not parse, a
+ * trial with the wrong parameters or values that are not strings makes the
+ * whole sweep unreadable (-EBADMSG with a message), never a partial one.
+ */
+#ifndef SPOTRUN_SWEEP_H
+#define SPOTRUN_SWEEP_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+#define SR_SWEEP_NAME_MAX 120      /* "<name>-<K>" stays a run id (manifest.h) */
+#define SR_SWEEP_TRIALS_MAX 100000 /* trials per sweep */
+#define SR_SWEEP_PARAMS_MAX 32     /* parameters per trial */
+#define SR_SWEEP_PARAM_NAME_MAX 63 /* [A-Za-z_][A-Za-z0-9_]* */
+#define SR_SWEEP_VALUE_MAX 256     /* bytes of one value */
+#define SR_SWEEP_FORMAT 1
+
+/* A sweep's definition, all parts read. */
+struct sr_sweep {
+    char name[SR_SWEEP_NAME_MAX + 1];
+    json_t *params;  /* array of the parameter names, in order */
+    json_t *command; /* array of strings with {param} placeholders; may be empty */
+    json_t *trials;  /* array of objects: param name -> value (a string) */
+    json_t *spec;    /* how part 0's trials were made: {"param":[...],"random":K,"seed":S} */
+    unsigned parts;  /* definition objects read */
+};
+
+/* A sweep name: a run id of at most SR_SWEEP_NAME_MAX characters, not
+ * "sweeps". */
+int sr_sweep_name_valid(const char *name);
+/* A parameter name: [A-Za-z_][A-Za-z0-9_]*, at most SR_SWEEP_PARAM_NAME_MAX. */
+int sr_sweep_param_name_valid(const char *name);
+
+/* Reads every definition part of name: 0, -ENOENT (no such sweep, with a
+ * message), -EBADMSG (a part that is not a valid definition), store errors. */
+int sr_sweep_read(struct sr_store *st, const char *name, struct sr_sweep *out);
+void sr_sweep_free(struct sr_sweep *sw);
+
+size_t sr_sweep_count(const struct sr_sweep *sw);
+size_t sr_sweep_nparams(const struct sr_sweep *sw);
+const char *sr_sweep_param(const struct sr_sweep *sw, size_t i);
+/* Trial's value of param, NULL when out of range. */
+const char *sr_sweep_value(const struct sr_sweep *sw, size_t trial, const char *param);
+
+/* Writes def as part 0 of a new sweep (def->name, params, command, trials,
+ * spec; parts is ignored): 0 when created, 1 when the same definition
+ * (parameters, command and trials) is already there, -EEXIST when a
+ * different one is (the message says what differs). */
+int sr_sweep_create(struct sr_store *st, const struct sr_sweep *def);
+/* Appends more->trials to sweep more->name as its next part; the
+ * parameter names must be the existing ones (-EINVAL otherwise). *first
+ * gets the index of the first new trial. */
+int sr_sweep_add(struct sr_store *st, const struct sr_sweep *more, size_t *first);
+
+/* Trial's command: each {param} in tmpl replaced by its value ("{{" and
+ * "}}" stand for braces). -EINVAL with a message for an unknown parameter
+ * or an unclosed brace. Free *out with sr_sweep_argv_free(). */
+int sr_sweep_expand(const struct sr_sweep *sw, size_t trial, char *const tmpl[], char ***out);
+void sr_sweep_argv_free(char **argv);
+
+/* The run id of trial K: "<name>-<K>". */
+void sr_sweep_run_id(const char *name, size_t trial, char *buf, size_t len);
+/* The trial of a run id of sweep name, or -1 when it is not one. */
+long sr_sweep_trial_of(const char *name, const char *run_id);
+
+/* How a trial ended. */
+enum sr_trial_end { SR_TRIAL_OPEN = 0, SR_TRIAL_DONE = 1, SR_TRIAL_FAILED = 2 };
+struct sr_trial_end_info {
+    enum sr_trial_end state;
+    int exit_code;   /* the job's last exit code (failed), 0 (done) */
+    char cause[64];  /* "exit 3", "signal KILL" (failed) */
+    int64_t unix_ms; /* when it ended */
+    char host[128];
+};
+/* Marks trial ended (create-only: a mark already there stays, 0). */
+int sr_sweep_mark_end(struct sr_store *st, const char *name, size_t trial,
+                      const struct sr_trial_end_info *end);
+/* Reads trial's mark: 0, -ENOENT when it has none. */
+int sr_sweep_read_end(struct sr_store *st, const char *name, size_t trial,
+                      struct sr_trial_end_info *end);
+/* Removes trial's marks (run --fresh of a trial). */
+int sr_sweep_clear_end(struct sr_store *st, const char *name, size_t trial);
+/* One listing of end/: state[K] for K < n (SR_TRIAL_OPEN when unmarked). */
+int sr_sweep_list_ends(struct sr_store *st, const char *name, size_t n, unsigned char *state);
+
+/* ---- making trials (sweep_gen.c) ----------------------------------------- */
+
+/* Trials from parameter specs "name=..." (sweep init --param):
+ *   grid (random == 0): every combination, the first parameter varying
+ *   slowest, of "a=1,2,3" (values as written) and "n=0..7" (integers);
+ *   random (random == K > 0): K trials drawn from a generator seeded with
+ *   seed (the same specs and seed give the same trials on any machine) of
+ *   "x=uniform:LO,HI", "x=loguniform:LO,HI" (LO > 0), "x=int:LO,HI"
+ *   (inclusive), "x=choice:a,b,c"; a list or a range is a choice.
+ * Fills out->params, out->trials and out->spec. -EINVAL with a message
+ * naming the spec for bad syntax, a duplicate name, too many trials. */
+int sr_sweep_generate(const char *const specs[], size_t n, unsigned random, uint64_t seed,
+                      struct sr_sweep *out);
+
+#endif

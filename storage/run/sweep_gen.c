@@ -1,0 +1,259 @@
+/*
+ * sweep_gen.c - trials from parameter specs: grids and seeded random search
+ * (sweep.h, sr_sweep_generate).
+ *
+ * Random search is reproducible from its seed on any machine: the
+ * generator is SplitMix64 (a fixed 64-bit recurrence, not the C library's
+ * rand()), each draw is 53 bits scaled to [0, 1), and parameters draw in
+ * the order given, trial by trial.
+ */
+#include "sweep.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "log.h"
+#include "units.h"
+
+enum kind { LIST, RANGE, UNIFORM, LOGUNIFORM, INT, CHOICE };
+
+struct param {
+    char name[SR_SWEEP_PARAM_NAME_MAX + 1];
+    enum kind kind;
+    json_t *values; /* LIST, CHOICE (and RANGE, expanded) */
+    double lo, hi;  /* UNIFORM, LOGUNIFORM */
+    int64_t ilo, ihi;
+};
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+static double unit(uint64_t *state)
+{
+    return (double)(splitmix64(state) >> 11) * 0x1.0p-53;
+}
+
+/* "a,b,c" into an array of non-empty strings. */
+static json_t *split_list(const char *s)
+{
+    json_t *a = json_array();
+    while (a) {
+        const size_t n = strcspn(s, ",");
+        if (n == 0 || n > SR_SWEEP_VALUE_MAX) {
+            json_decref(a);
+            return NULL;
+        }
+        json_array_append_new(a, json_stringn(s, n));
+        if (!s[n])
+            break;
+        s += n + 1;
+    }
+    return a;
+}
+
+/* "LO,HI" as two reals (or integers) with LO <= HI. */
+static int two_reals(const char *s, double *lo, double *hi)
+{
+    char a[64], b[64];
+    const char *comma = strchr(s, ',');
+    if (!comma || (size_t)(comma - s) >= sizeof(a) || strlen(comma + 1) >= sizeof(b))
+        return -EINVAL;
+    snprintf(a, sizeof(a), "%.*s", (int)(comma - s), s);
+    snprintf(b, sizeof(b), "%s", comma + 1);
+    if (sr_parse_real(a, lo) < 0 || sr_parse_real(b, hi) < 0 || *lo > *hi)
+        return -EINVAL;
+    return 0;
+}
+
+static int two_ints(const char *s, const char *sep, int64_t *lo, int64_t *hi)
+{
+    char a[32], b[32];
+    const char *at = strstr(s, sep);
+    if (!at || (size_t)(at - s) >= sizeof(a) || strlen(at + strlen(sep)) >= sizeof(b))
+        return -EINVAL;
+    snprintf(a, sizeof(a), "%.*s", (int)(at - s), s);
+    snprintf(b, sizeof(b), "%s", at + strlen(sep));
+    const int64_t lim = INT64_C(1) << 52;
+    if (sr_parse_int(a, -lim, lim, lo) < 0 || sr_parse_int(b, -lim, lim, hi) < 0 || *lo > *hi)
+        return -EINVAL;
+    return 0;
+}
+
+static int parse_spec(const char *spec, struct param *p)
+{
+    memset(p, 0, sizeof(*p));
+    const char *eq = strchr(spec, '=');
+    if (!eq || (size_t)(eq - spec) > SR_SWEEP_PARAM_NAME_MAX)
+        return sr_errf(-EINVAL,
+                       "invalid --param \"%s\" (NAME=VALUES, e.g. lr=1e-4,3e-4 or "
+                       "seed=0..3)",
+                       spec);
+    snprintf(p->name, sizeof(p->name), "%.*s", (int)(eq - spec), spec);
+    if (!sr_sweep_param_name_valid(p->name))
+        return sr_errf(-EINVAL,
+                       "invalid parameter name \"%s\" in --param \"%s\" (letters, "
+                       "digits and _, not starting with a digit)",
+                       p->name, spec);
+    const char *v = eq + 1;
+    static const struct {
+        const char *prefix;
+        enum kind kind;
+    } kinds[] = {
+        {"uniform:", UNIFORM}, {"loguniform:", LOGUNIFORM}, {"int:", INT}, {"choice:", CHOICE}};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        const size_t n = strlen(kinds[i].prefix);
+        if (strncmp(v, kinds[i].prefix, n) != 0)
+            continue;
+        p->kind = kinds[i].kind;
+        v += n;
+        int rc = 0;
+        if (p->kind == UNIFORM || p->kind == LOGUNIFORM)
+            rc = two_reals(v, &p->lo, &p->hi);
+        if (rc == 0 && p->kind == LOGUNIFORM && p->lo <= 0)
+            rc = -EINVAL;
+        if (p->kind == INT)
+            rc = two_ints(v, ",", &p->ilo, &p->ihi);
+        if (p->kind == CHOICE)
+            rc = (p->values = split_list(v)) ? 0 : -EINVAL;
+        if (rc < 0)
+            return sr_errf(-EINVAL, "invalid --param \"%s\" (%s)", spec,
+                           p->kind == CHOICE       ? "choice:a,b,c"
+                           : p->kind == INT        ? "int:LO,HI with integers LO <= HI"
+                           : p->kind == LOGUNIFORM ? "loguniform:LO,HI with 0 < LO <= HI"
+                                                   : "uniform:LO,HI with LO <= HI");
+        return 0;
+    }
+    if (strstr(v, "..")) {
+        p->kind = RANGE;
+        if (two_ints(v, "..", &p->ilo, &p->ihi) < 0 || p->ihi - p->ilo >= SR_SWEEP_TRIALS_MAX)
+            return sr_errf(-EINVAL,
+                           "invalid --param \"%s\" (a range is A..B with integers A <= B, "
+                           "at most %d values)",
+                           spec, SR_SWEEP_TRIALS_MAX);
+        p->values = json_array();
+        for (int64_t k = p->ilo; k <= p->ihi; k++) {
+            char buf[32];
+            snprintf(buf, sizeof(buf), "%" PRId64, k);
+            json_array_append_new(p->values, json_string(buf));
+        }
+        return 0;
+    }
+    p->kind = LIST;
+    if (!(p->values = split_list(v)))
+        return sr_errf(-EINVAL,
+                       "invalid --param \"%s\" (values a,b,c: none empty, each at most "
+                       "%d bytes)",
+                       spec, SR_SWEEP_VALUE_MAX);
+    return 0;
+}
+
+static json_t *draw(const struct param *p, uint64_t *state)
+{
+    char buf[64];
+    const double u = unit(state);
+    switch (p->kind) {
+    case UNIFORM:
+        snprintf(buf, sizeof(buf), "%.6g", p->lo + u * (p->hi - p->lo));
+        break;
+    case LOGUNIFORM:
+        snprintf(buf, sizeof(buf), "%.6g", exp(log(p->lo) + u * (log(p->hi) - log(p->lo))));
+        break;
+    case INT: {
+        const double span = (double)(p->ihi - p->ilo) + 1;
+        int64_t k = p->ilo + (int64_t)floor(u * span);
+        snprintf(buf, sizeof(buf), "%" PRId64, k > p->ihi ? p->ihi : k);
+        break;
+    }
+    default: { /* a list, a range or a choice: one of its values */
+        const size_t n = json_array_size(p->values);
+        size_t i = (size_t)floor(u * (double)n);
+        return json_incref(json_array_get(p->values, i < n ? i : n - 1));
+    }
+    }
+    return json_string(buf);
+}
+
+static int grid(struct param *ps, size_t n, json_t *trials)
+{
+    size_t total = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (ps[i].kind != LIST && ps[i].kind != RANGE)
+            return sr_errf(-EINVAL, "--param %s: a random parameter needs --random K", ps[i].name);
+        total *= json_array_size(ps[i].values);
+        if (total > SR_SWEEP_TRIALS_MAX)
+            return sr_errf(-EINVAL, "the grid has more than %d trials", SR_SWEEP_TRIALS_MAX);
+    }
+    for (size_t t = 0; t < total; t++) {
+        json_t *trial = json_object();
+        size_t rest = t;
+        for (size_t i = n; i-- > 0;) { /* the last parameter varies fastest */
+            const size_t m = json_array_size(ps[i].values);
+            json_object_set(trial, ps[i].name, json_array_get(ps[i].values, rest % m));
+            rest /= m;
+        }
+        json_array_append_new(trials, trial);
+    }
+    return 0;
+}
+
+int sr_sweep_generate(const char *const specs[], size_t n, unsigned random, uint64_t seed,
+                      struct sr_sweep *out)
+{
+    if (n == 0)
+        return sr_errf(-EINVAL, "no --param given (e.g. --param lr=1e-4,3e-4 --param seed=0..3)");
+    if (n > SR_SWEEP_PARAMS_MAX)
+        return sr_errf(-EINVAL, "at most %d parameters", SR_SWEEP_PARAMS_MAX);
+    if (random > SR_SWEEP_TRIALS_MAX)
+        return sr_errf(-EINVAL, "--random: at most %d trials", SR_SWEEP_TRIALS_MAX);
+    struct param *ps = calloc(n, sizeof(*ps));
+    if (!ps)
+        return -ENOMEM;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        rc = parse_spec(specs[i], &ps[i]);
+        for (size_t j = 0; j < i && rc == 0; j++)
+            if (strcasecmp(ps[i].name, ps[j].name) == 0)
+                rc = sr_errf(-EINVAL,
+                             "parameter %s given twice (names are compared ignoring "
+                             "case: they become SPOTRUN_PARAM_<NAME>)",
+                             ps[i].name);
+    }
+    json_t *params = json_array(), *trials = json_array(), *given = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(params, json_string(ps[i].name));
+        json_array_append_new(given, json_string(specs[i]));
+    }
+    if (rc == 0 && random == 0)
+        rc = grid(ps, n, trials);
+    uint64_t state = seed;
+    for (unsigned t = 0; rc == 0 && t < random; t++) {
+        json_t *trial = json_object();
+        for (size_t i = 0; i < n; i++)
+            json_object_set_new(trial, ps[i].name, draw(&ps[i], &state));
+        json_array_append_new(trials, trial);
+    }
+    for (size_t i = 0; i < n; i++)
+        json_decref(ps[i].values);
+    free(ps);
+    if (rc < 0) {
+        json_decref(params);
+        json_decref(trials);
+        json_decref(given);
+        return rc;
+    }
+    out->params = params;
+    out->trials = trials;
+    out->spec = json_pack("{s:o,s:i,s:I}", "param", given, "random", (int)random, "seed",
+                          (json_int_t)(seed & INT64_MAX));
+    return 0;
+}
