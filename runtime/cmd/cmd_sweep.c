@@ -146,6 +146,8 @@ struct worker {
     sigset_t orig_mask;
     int draining, stop_code, errors;
     uint64_t ran;
+    unsigned seed;      /* of the choice among candidates */
+    int64_t defined_at; /* when the definition was last read (sr_now_ms) */
 };
 
 static size_t running(const struct worker *w)
@@ -164,16 +166,18 @@ static int trial_running_here(const struct worker *w, long k)
     return 0;
 }
 
-/* Reads the definition again (--add may have appended trials) and the end
- * marks' listing. */
-static int refresh(struct worker *w)
+/* The end marks' listing; with definition, the definition first (--add
+ * may have appended trials). */
+static int refresh(struct worker *w, int definition)
 {
-    struct sr_sweep sw;
-    int rc = sr_sweep_read(w->st, w->name, &sw);
-    if (rc < 0)
-        return rc;
-    sr_sweep_free(&w->sw);
-    w->sw = sw;
+    if (definition || !w->sw.trials) {
+        struct sr_sweep sw;
+        const int rc = sr_sweep_read(w->st, w->name, &sw);
+        if (rc < 0)
+            return rc;
+        sr_sweep_free(&w->sw);
+        w->sw = sw;
+    }
     const size_t n = sr_sweep_count(&w->sw);
     if (n > w->n_alloc) {
         unsigned char *e = realloc(w->ended, n);
@@ -197,26 +201,34 @@ static int all_ended(const struct worker *w)
     return 1;
 }
 
-/* The first trial that is neither ended nor owned: -1 when none. */
+/* A trial that is neither ended nor owned, -1 when none: one of the first
+ * CANDIDATES open trials at random, so that workers starting together (a
+ * fleet scaling up) do not all race for trial 0 and lose the race by
+ * starting a wrapper that exits 73. Only the chosen trial's lease is read. */
+#define CANDIDATES 4
 static long claimable(struct worker *w)
 {
     const int64_t now = sr_now_ms(), now_s = sr_wall_ms() / 1000;
-    for (size_t k = 0; k < sr_sweep_count(&w->sw); k++) {
-        if (w->ended[k] != SR_TRIAL_OPEN || trial_running_here(w, (long)k) ||
-            w->busy_until[k] > now)
-            continue;
+    for (;;) {
+        long open[CANDIDATES];
+        unsigned n = 0;
+        for (size_t k = 0; k < sr_sweep_count(&w->sw) && n < CANDIDATES; k++)
+            if (w->ended[k] == SR_TRIAL_OPEN && !trial_running_here(w, (long)k) &&
+                w->busy_until[k] <= now)
+                open[n++] = (long)k;
+        if (n == 0)
+            return -1;
+        const long k = open[rand_r(&w->seed) % n];
         char run[SR_SWEEP_NAME_MAX + 16];
-        sr_sweep_run_id(w->name, k, run, sizeof(run));
+        sr_sweep_run_id(w->name, (size_t)k, run, sizeof(run));
         struct sr_lease_info info;
-        const int rc = sr_lease_read(w->st, run, &info);
-        if (rc == 0 && !sr_lease_takeable(&info, now_s)) {
+        if (sr_lease_read(w->st, run, &info) == 0 && !sr_lease_takeable(&info, now_s)) {
             w->busy_until[k] = now + w->o->poll_ms;
             continue;
         }
         sr_err_clear();
-        return (long)k;
+        return k;
     }
-    return -1;
 }
 
 static void describe(const struct worker *w, long k, char *buf, size_t len)
@@ -379,18 +391,24 @@ static int fill(struct worker *w)
 {
     if (w->draining)
         return 1;
-    const int rc = refresh(w);
-    if (rc < 0) {
-        sr_warn("sweep %s: cannot read the store: %s", w->name, sr_strerror(rc));
-        return 0;
-    }
+    int rc = refresh(w, 0);
     long k = 0;
     for (uint64_t i = 0; i < w->o->slots; i++) {
         if (w->slots[i].pid)
             continue;
         if (w->o->max_trials && w->ran + running(w) >= w->o->max_trials)
             return 1;
-        if ((k = claimable(w)) < 0)
+        if ((k = claimable(w)) < 0 && rc == 0 && w->defined_at + w->o->poll_ms <= sr_now_ms()) {
+            /* nothing free: trials may have been added since */
+            w->defined_at = sr_now_ms();
+            if ((rc = refresh(w, 1)) == 0)
+                k = claimable(w);
+        }
+        if (rc < 0) {
+            sr_warn("sweep %s: cannot read the store: %s", w->name, sr_strerror(rc));
+            return 0;
+        }
+        if (k < 0)
             break;
         if (spawn_trial(w, i, k) < 0) {
             sr_warn("sweep %s: %s", w->name, sr_strerror(-errno));
@@ -479,10 +497,16 @@ static int cmd_work(const struct sr_cmd *cmd, int argc, char **argv)
         return SR_EX_USAGE;
     }
     struct worker w = {.o = &o, .name = ctx.ops[0], .st = ctx.st, .run_args = ctx.ops + 1};
+    w.seed = (unsigned)(getpid() ^ sr_wall_ms());
+    /* the trials' wrappers say as much as this worker */
+    if (sr_common.quiet)
+        setenv("SPOTRUN_QUIET", "1", 1);
+    if (sr_common.verbose)
+        setenv("SPOTRUN_VERBOSE", "1", 1);
     const ssize_t n = readlink("/proc/self/exe", w.self, sizeof(w.self) - 1);
     w.self[n > 0 ? n : 0] = '\0';
     w.slots = calloc(o.slots, sizeof(*w.slots));
-    int rc = w.slots ? refresh(&w) : -ENOMEM;
+    int rc = w.slots ? refresh(&w, 1) : -ENOMEM;
     if (rc == 0)
         rc = parse_gpus(&w);
     int result;

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# bench-sweep.sh - what a sweep costs on top of its trials (docs/sweeps.md).
+#
+#   scripts/bench-sweep.sh [BUILD_DIR]     (default: build; TRIALS=200 WORKERS=4 SHOW=1000)
+#
+# On the local S3 test server (s3rver with conditional writes), on loopback:
+# 1. per-trial overhead of `spotrun sweep work` (claim + start + done) on a
+#    trivial job (`true`): TRIALS trials by WORKERS workers, each its own
+#    HOME and work dir; worker-seconds per trial (goal <= 0.5 s), against
+#    the same trials as WORKERS shell loops of plain `spotrun run` (what a
+#    user scripts by hand: no claims, no end marks) and of the bare job.
+# 2. `spotrun sweep show` on a sweep of SHOW trials, every one of them run
+#    (goal < 2 s), against `aws s3 ls --recursive` of the same sweep's runs
+#    (the listing a user would script to see the same states).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+trials=${TRIALS:-200} workers=${WORKERS:-4} show=${SHOW:-1000}
+spotrun=$build/runtime/spotrun
+[ -x "$spotrun" ] || { echo "bench-sweep: build first ($spotrun missing)" >&2; exit 1; }
+[ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
+    { echo "bench-sweep: the S3 test server is not installed (scripts/test.sh installs it)"; exit 1; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/bench-sweep.XXXXXX")
+trap 'kill $(jobs -p) 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+cd "$work"
+export SPOTRUN_NOTICE=none SPOTRUN_PRELOAD=$build/preload/libspotrun.so SPOTRUN_QUIET=1
+
+mkdir s3data
+S3RVER_CONDITIONAL=1 node --openssl-legacy-provider "$root/tests/s3/server.js" "$work/s3data" bkt \
+    >s3.log 2>&1 &
+until grep -q '^port ' s3.log; do sleep 0.1; done
+export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
+export AWS_ENDPOINT_URL=http://127.0.0.1:$(sed -n 's/^port //p' s3.log) AWS_EC2_METADATA_DISABLED=true
+export AWS_SHARED_CREDENTIALS_FILE=$work/none AWS_CONFIG_FILE=$work/none
+export SPOTRUN_STORE=s3://bkt/bench
+
+now_ms() { date +%s%3N; }
+per_trial() { python3 -c 'import sys; print("%.3f" % (int(sys.argv[1]) * int(sys.argv[2]) / 1000.0 / int(sys.argv[3])))' "$@"; }
+
+echo "== 1: $trials trivial trials, $workers workers, local S3 server"
+"$spotrun" sweep init bench --param k=0..$((trials - 1)) -- true >/dev/null
+t0=$(now_ms)
+for w in $(seq 1 "$workers"); do
+    HOME=$work/h$w SPOTRUN_WORK_DIR=$work/w$w "$spotrun" sweep work bench --poll 200ms >"worker$w.log" 2>&1 &
+    sweep_pids="${sweep_pids:-} $!"
+done
+wait $sweep_pids
+sweep_ms=$(($(now_ms) - t0))
+
+# The same trials as plain runs, one shell loop per worker.
+t0=$(now_ms)
+for w in $(seq 1 "$workers"); do
+    (for k in $(seq "$w" "$workers" "$trials"); do
+        HOME=$work/p$w SPOTRUN_WORK_DIR=$work/pw$w "$spotrun" run --run-id "plain-$k" -- true
+    done) >"plain$w.log" 2>&1 &
+    plain_pids="${plain_pids:-} $!"
+done
+wait $plain_pids
+plain_ms=$(($(now_ms) - t0))
+
+t0=$(now_ms)
+for w in $(seq 1 "$workers"); do
+    (for k in $(seq "$w" "$workers" "$trials"); do true; done) &
+    bare_pids="${bare_pids:-} $!"
+done
+wait $bare_pids
+bare_ms=$(($(now_ms) - t0))
+
+printf 'sweep work:        %6d ms wall, %s worker-s per trial (goal <= 0.5)\n' "$sweep_ms" \
+    "$(per_trial "$sweep_ms" "$workers" "$trials")"
+printf 'plain spotrun run: %6d ms wall, %s worker-s per trial\n' "$plain_ms" \
+    "$(per_trial "$plain_ms" "$workers" "$trials")"
+printf 'bare job:          %6d ms wall, %s worker-s per trial\n' "$bare_ms" \
+    "$(per_trial "$bare_ms" "$workers" "$trials")"
+python3 -c 'import sys; s, p = int(sys.argv[1]), int(sys.argv[2]); print("sweep work / plain runs: %.2fx" % (s / p))' \
+    "$sweep_ms" "$plain_ms"
+
+echo "== 2: sweep show on $show trials, every one run (local S3 server)"
+"$spotrun" sweep init big --param k=0..$((show - 1)) -- sh -c 'exec "$SPOTRUN_BIN" metric loss=0.{k}' >/dev/null
+for w in $(seq 1 "$workers"); do
+    HOME=$work/b$w SPOTRUN_WORK_DIR=$work/bw$w "$spotrun" sweep work big --poll 200ms >"big$w.log" 2>&1 &
+    big_pids="${big_pids:-} $!"
+done
+wait $big_pids
+best=
+for i in 1 2 3; do
+    t0=$(now_ms)
+    "$spotrun" sweep show big >show.out 2>show.err || { cat show.err; exit 1; }
+    ms=$(($(now_ms) - t0))
+    [ -z "$best" ] || [ "$ms" -lt "$best" ] && best=$ms
+done
+t0=$(now_ms)
+/usr/bin/aws --endpoint-url "$AWS_ENDPOINT_URL" s3 ls --recursive s3://bkt/bench/ >ls.out 2>&1 || true
+ls_ms=$(($(now_ms) - t0))
+printf 'sweep show (%d trials): %d ms, best of 3 (goal < 2000 ms); aws s3 ls --recursive: %d ms (%d objects)\n' \
+    "$show" "$best" "$ls_ms" "$(wc -l <ls.out)"
+head -n 3 show.out
