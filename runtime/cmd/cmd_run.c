@@ -481,8 +481,7 @@ static int sweep_trial(struct run_opts *o, char ***cmd, struct run_ctx *r)
 static int refuse_failed_trial(const struct run_ctx *r)
 {
     struct sr_trial_end_info end;
-    if (r->trial < 0 || sr_sweep_read_end(r->c.st, r->sweep.name, (size_t)r->trial, &end) < 0 ||
-        end.state != SR_TRIAL_FAILED) {
+    if (r->trial < 0 || sr_sweep_read_failed(r->c.st, r->sweep.name, (size_t)r->trial, &end) < 0) {
         sr_err_clear();
         return GO_ON;
     }

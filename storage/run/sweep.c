@@ -480,36 +480,46 @@ int sr_sweep_mark_end(struct sr_store *st, const char *name, size_t trial,
     return rc == -EEXIST ? 0 : rc;
 }
 
+static int read_mark(struct sr_store *st, const char *name, size_t trial, enum sr_trial_end s,
+                     struct sr_trial_end_info *end)
+{
+    char key[256], *buf = NULL;
+    size_t len = 0;
+    end_key(key, sizeof(key), name, trial, s);
+    const int rc = sr_store_get(st, key, 64 << 10, &buf, &len);
+    if (rc == -ENOENT || (rc < 0 && rc != -EFBIG))
+        return rc;
+    end->state = s; /* named by its key: ended, whatever its content */
+    json_t *o = rc == 0 ? json_loadb(buf, len, 0, NULL) : NULL;
+    free(buf);
+    const json_t *v;
+    if ((v = json_object_get(o, "exit_code")) && json_is_integer(v) && json_integer_value(v) >= 0 &&
+        json_integer_value(v) <= 255)
+        end->exit_code = (int)json_integer_value(v);
+    if ((v = json_object_get(o, "unix_ms")) && json_is_integer(v) && json_integer_value(v) >= 0)
+        end->unix_ms = json_integer_value(v);
+    if ((v = json_object_get(o, "cause")) && json_is_string(v))
+        snprintf(end->cause, sizeof(end->cause), "%s", json_string_value(v));
+    if ((v = json_object_get(o, "host")) && json_is_string(v))
+        snprintf(end->host, sizeof(end->host), "%s", json_string_value(v));
+    json_decref(o);
+    sr_err_clear();
+    return 0;
+}
+
 int sr_sweep_read_end(struct sr_store *st, const char *name, size_t trial,
                       struct sr_trial_end_info *end)
 {
     memset(end, 0, sizeof(*end));
-    for (int s = SR_TRIAL_DONE; s <= SR_TRIAL_FAILED; s++) {
-        char key[256], *buf = NULL;
-        size_t len = 0;
-        end_key(key, sizeof(key), name, trial, (enum sr_trial_end)s);
-        const int rc = sr_store_get(st, key, 64 << 10, &buf, &len);
-        if (rc == -ENOENT)
-            continue;
-        end->state = (enum sr_trial_end)s;
-        if (rc < 0)
-            return rc == -EFBIG || rc == -EBADMSG ? 0 : rc; /* named by its key: still ended */
-        json_t *o = json_loadb(buf, len, 0, NULL);
-        free(buf);
-        const json_t *v;
-        if ((v = json_object_get(o, "exit_code")) && json_is_integer(v) &&
-            json_integer_value(v) >= 0 && json_integer_value(v) <= 255)
-            end->exit_code = (int)json_integer_value(v);
-        if ((v = json_object_get(o, "unix_ms")) && json_is_integer(v) && json_integer_value(v) >= 0)
-            end->unix_ms = json_integer_value(v);
-        if ((v = json_object_get(o, "cause")) && json_is_string(v))
-            snprintf(end->cause, sizeof(end->cause), "%s", json_string_value(v));
-        if ((v = json_object_get(o, "host")) && json_is_string(v))
-            snprintf(end->host, sizeof(end->host), "%s", json_string_value(v));
-        json_decref(o);
-        return 0;
-    }
-    return -ENOENT;
+    const int rc = read_mark(st, name, trial, SR_TRIAL_DONE, end);
+    return rc == -ENOENT ? read_mark(st, name, trial, SR_TRIAL_FAILED, end) : rc;
+}
+
+int sr_sweep_read_failed(struct sr_store *st, const char *name, size_t trial,
+                         struct sr_trial_end_info *end)
+{
+    memset(end, 0, sizeof(*end));
+    return read_mark(st, name, trial, SR_TRIAL_FAILED, end);
 }
 
 int sr_sweep_clear_end(struct sr_store *st, const char *name, size_t trial)

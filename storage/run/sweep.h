@@ -99,6 +99,9 @@ int sr_sweep_mark_end(struct sr_store *st, const char *name, size_t trial,
 /* Reads trial's mark: 0, -ENOENT when it has none. */
 int sr_sweep_read_end(struct sr_store *st, const char *name, size_t trial,
                       struct sr_trial_end_info *end);
+/* Reads only trial's failed mark (one request): 0, -ENOENT. */
+int sr_sweep_read_failed(struct sr_store *st, const char *name, size_t trial,
+                         struct sr_trial_end_info *end);
 /* Removes trial's marks (run --fresh of a trial). */
 int sr_sweep_clear_end(struct sr_store *st, const char *name, size_t trial);
 /* One listing of end/: state[K] for K < n (SR_TRIAL_OPEN when unmarked). */

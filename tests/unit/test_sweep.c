@@ -1,0 +1,359 @@
+/*
+ * test_sweep.c - sweeps in the store (storage/run/sweep.h): grids in order,
+ * random search reproducible from its seed, bad specs refused, placeholders,
+ * trial run ids, create-only definitions (same = no-op, different = error),
+ * --add numbering on, end marks and their one listing, hostile definitions.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsutil.h"
+#include "log.h"
+#include "sweep.h"
+
+struct fixture {
+    char *dir;
+    char root[PATH_MAX];
+    struct sr_store *st;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    f->dir = tu_scratch("sweep");
+    snprintf(f->root, sizeof(f->root), "%s/store", f->dir);
+    assert_int_equal(sr_store_open(f->root, &f->st), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    sr_store_close(f->st);
+    sr_rmtree(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+static void gen(struct sr_sweep *sw, const char *name, const char *const *specs, size_t n,
+                unsigned random, uint64_t seed)
+{
+    memset(sw, 0, sizeof(*sw));
+    snprintf(sw->name, sizeof(sw->name), "%s", name);
+    assert_int_equal(sr_sweep_generate(specs, n, random, seed, sw), 0);
+}
+
+static void test_grid_order(void **state)
+{
+    (void)state;
+    const char *specs[] = {"lr=1e-4,3e-4", "seed=0..2"};
+    struct sr_sweep sw;
+    gen(&sw, "g", specs, 2, 0, 0);
+    assert_int_equal(sr_sweep_count(&sw), 6);
+    assert_int_equal(sr_sweep_nparams(&sw), 2);
+    assert_string_equal(sr_sweep_param(&sw, 0), "lr");
+    /* the first parameter varies slowest, values kept as written */
+    assert_string_equal(sr_sweep_value(&sw, 0, "lr"), "1e-4");
+    assert_string_equal(sr_sweep_value(&sw, 0, "seed"), "0");
+    assert_string_equal(sr_sweep_value(&sw, 2, "seed"), "2");
+    assert_string_equal(sr_sweep_value(&sw, 3, "lr"), "3e-4");
+    assert_string_equal(sr_sweep_value(&sw, 5, "seed"), "2");
+    assert_null(sr_sweep_value(&sw, 6, "lr"));
+    assert_null(sr_sweep_value(&sw, 0, "nope"));
+    sr_sweep_free(&sw);
+
+    const char *neg[] = {"n=-2..1"};
+    gen(&sw, "g", neg, 1, 0, 0);
+    assert_int_equal(sr_sweep_count(&sw), 4);
+    assert_string_equal(sr_sweep_value(&sw, 0, "n"), "-2");
+    sr_sweep_free(&sw);
+}
+
+static void test_random_reproducible(void **state)
+{
+    (void)state;
+    const char *specs[] = {"lr=loguniform:1e-5,1e-2", "wd=uniform:0,0.1", "bs=int:16,128",
+                           "opt=choice:sgd,adam", "seed=0..3"};
+    struct sr_sweep a, b, c;
+    gen(&a, "r", specs, 5, 50, 7);
+    gen(&b, "r", specs, 5, 50, 7);
+    gen(&c, "r", specs, 5, 50, 8);
+    assert_int_equal(sr_sweep_count(&a), 50);
+    assert_true(json_equal(a.trials, b.trials));
+    assert_false(json_equal(a.trials, c.trials));
+    for (size_t t = 0; t < 50; t++) {
+        const double lr = strtod(sr_sweep_value(&a, t, "lr"), NULL);
+        const double wd = strtod(sr_sweep_value(&a, t, "wd"), NULL);
+        const long bs = strtol(sr_sweep_value(&a, t, "bs"), NULL, 10);
+        const char *opt = sr_sweep_value(&a, t, "opt");
+        const long seed = strtol(sr_sweep_value(&a, t, "seed"), NULL, 10);
+        assert_true(lr >= 1e-5 * 0.99999 && lr <= 1e-2 * 1.00001);
+        assert_true(wd >= 0 && wd <= 0.1);
+        assert_true(bs >= 16 && bs <= 128);
+        assert_true(strcmp(opt, "sgd") == 0 || strcmp(opt, "adam") == 0);
+        assert_true(seed >= 0 && seed <= 3);
+    }
+    /* the seed and the specs are recorded */
+    assert_int_equal(json_integer_value(json_object_get(a.spec, "seed")), 7);
+    assert_int_equal(json_integer_value(json_object_get(a.spec, "random")), 50);
+    /* the draws are pinned: a stored seed must mean the same trials in every
+     * version (SplitMix64, 53-bit doubles, parameters in order) */
+    struct sr_sweep p;
+    const char *pin[] = {"x=int:0,1000000", "u=uniform:0,1"};
+    gen(&p, "p", pin, 2, 2, 7);
+    assert_string_equal(sr_sweep_value(&p, 0, "x"), "389830");
+    assert_string_equal(sr_sweep_value(&p, 0, "u"), "0.0167883");
+    assert_string_equal(sr_sweep_value(&p, 1, "x"), "900761");
+    assert_string_equal(sr_sweep_value(&p, 1, "u"), "0.58293");
+    sr_sweep_free(&p);
+    sr_sweep_free(&a);
+    sr_sweep_free(&b);
+    sr_sweep_free(&c);
+}
+
+static void test_bad_specs(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"lr",
+                                      "lr=",
+                                      "=1,2",
+                                      "1x=1",
+                                      "a-b=1",
+                                      "x=1..",
+                                      "x=3..1",
+                                      "x=a..b",
+                                      "x=1,,2",
+                                      "x=uniform:2,1",
+                                      "x=uniform:1",
+                                      "x=int:1,x",
+                                      "x=choice:",
+                                      "x=loguniform:0,1",
+                                      "x=uniform:inf,1"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct sr_sweep sw = {0};
+        const int random = strstr(bad[i], ":") ? 3 : 0;
+        const char *specs[] = {bad[i]};
+        if (sr_sweep_generate(specs, 1, (unsigned)random, 1, &sw) != -EINVAL)
+            fail_msg("accepted \"%s\"", bad[i]);
+    }
+    struct sr_sweep sw = {0};
+    const char *grid_random[] = {"x=uniform:0,1"};
+    assert_int_equal(sr_sweep_generate(grid_random, 1, 0, 0, &sw), -EINVAL);
+    assert_non_null(strstr(sr_strerror(-EINVAL), "--random"));
+    const char *dup[] = {"a=1", "A=2"};
+    assert_int_equal(sr_sweep_generate(dup, 2, 0, 0, &sw), -EINVAL);
+    const char *big[] = {"a=0..999", "b=0..999"};
+    assert_int_equal(sr_sweep_generate(big, 2, 0, 0, &sw), -EINVAL);
+    assert_int_equal(sr_sweep_generate(NULL, 0, 0, 0, &sw), -EINVAL);
+}
+
+static void test_expand(void **state)
+{
+    (void)state;
+    const char *specs[] = {"lr=3e-4", "seed=5"};
+    struct sr_sweep sw;
+    gen(&sw, "e", specs, 2, 0, 0);
+    char *tmpl[] = {"python", "--lr={lr}", "{seed}{seed}", "{{lit}}", NULL};
+    char **out = NULL;
+    assert_int_equal(sr_sweep_expand(&sw, 0, tmpl, &out), 0);
+    assert_string_equal(out[0], "python");
+    assert_string_equal(out[1], "--lr=3e-4");
+    assert_string_equal(out[2], "55");
+    assert_string_equal(out[3], "{lit}");
+    assert_null(out[4]);
+    sr_sweep_argv_free(out);
+    char *unknown[] = {"{nope}", NULL}, *open[] = {"{lr", NULL}, *stray[] = {"a}", NULL};
+    assert_int_equal(sr_sweep_expand(&sw, 0, unknown, &out), -EINVAL);
+    assert_non_null(strstr(sr_strerror(-EINVAL), "{nope}"));
+    assert_int_equal(sr_sweep_expand(&sw, 0, open, &out), -EINVAL);
+    assert_int_equal(sr_sweep_expand(&sw, 0, stray, &out), -EINVAL);
+    sr_sweep_free(&sw);
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    char id[200];
+    sr_sweep_run_id("lr-search", 12, id, sizeof(id));
+    assert_string_equal(id, "lr-search-12");
+    assert_int_equal(sr_sweep_trial_of("lr-search", "lr-search-12"), 12);
+    assert_int_equal(sr_sweep_trial_of("lr-search", "lr-search-0"), 0);
+    assert_int_equal(sr_sweep_trial_of("lr-search", "lr-search-012"), -1);
+    assert_int_equal(sr_sweep_trial_of("lr-search", "lr-search-"), -1);
+    assert_int_equal(sr_sweep_trial_of("lr-search", "lr-search-1x"), -1);
+    assert_int_equal(sr_sweep_trial_of("lr-search", "lr-searchx-1"), -1);
+    assert_int_equal(sr_sweep_trial_of("lr", "lr-search-1"), -1);
+    assert_true(sr_sweep_name_valid("lr-search"));
+    assert_false(sr_sweep_name_valid("sweeps"));
+    assert_false(sr_sweep_name_valid("a/b"));
+    assert_false(sr_sweep_name_valid(""));
+    assert_false(sr_sweep_name_valid("-x"));
+    assert_true(sr_sweep_param_name_valid("_lr2"));
+    assert_false(sr_sweep_param_name_valid("2lr"));
+}
+
+static void test_create_add(void **state)
+{
+    struct fixture *f = *state;
+    const char *specs[] = {"lr=1,2", "seed=0..1"};
+    struct sr_sweep def, same, other, more, got;
+    gen(&def, "s1", specs, 2, 0, 0);
+    def.command = json_pack("[s,s]", "train", "{lr}");
+    assert_int_equal(sr_sweep_read(f->st, "s1", &got), -ENOENT);
+    assert_int_equal(sr_sweep_create(f->st, &def), 0);
+    gen(&same, "s1", specs, 2, 0, 0);
+    same.command = json_pack("[s,s]", "train", "{lr}");
+    assert_int_equal(sr_sweep_create(f->st, &same), 1); /* a no-op */
+    const char *other_specs[] = {"lr=1,3", "seed=0..1"};
+    gen(&other, "s1", other_specs, 2, 0, 0);
+    other.command = json_pack("[s,s]", "train", "{lr}");
+    assert_int_equal(sr_sweep_create(f->st, &other), -EEXIST);
+    assert_non_null(strstr(sr_strerror(-EEXIST), "trials"));
+    json_decref(other.command);
+    other.command = json_pack("[s]", "train");
+    assert_int_equal(sr_sweep_create(f->st, &other), -EEXIST);
+
+    const char *add_specs[] = {"lr=9", "seed=7"};
+    gen(&more, "s1", add_specs, 2, 0, 0);
+    size_t first = 0;
+    assert_int_equal(sr_sweep_add(f->st, &more, &first), 0);
+    assert_int_equal(first, 4);
+    assert_int_equal(sr_sweep_add(f->st, &more, &first), 0);
+    assert_int_equal(first, 5);
+    assert_int_equal(sr_sweep_read(f->st, "s1", &got), 0);
+    assert_int_equal(sr_sweep_count(&got), 6);
+    assert_int_equal(got.parts, 3);
+    assert_string_equal(sr_sweep_value(&got, 4, "lr"), "9");
+    assert_string_equal(json_string_value(json_array_get(got.command, 1)), "{lr}");
+    /* the original definition again is still a no-op after --add */
+    assert_int_equal(sr_sweep_create(f->st, &same), 1);
+    sr_sweep_free(&got);
+
+    const char *wrong[] = {"lr=9"};
+    struct sr_sweep bad;
+    gen(&bad, "s1", wrong, 1, 0, 0);
+    assert_int_equal(sr_sweep_add(f->st, &bad, &first), -EINVAL);
+    snprintf(bad.name, sizeof(bad.name), "nosuch");
+    assert_int_equal(sr_sweep_add(f->st, &bad, &first), -ENOENT);
+    sr_sweep_free(&bad);
+    sr_sweep_free(&def);
+    sr_sweep_free(&same);
+    sr_sweep_free(&other);
+    sr_sweep_free(&more);
+}
+
+static void test_end_marks(void **state)
+{
+    struct fixture *f = *state;
+    unsigned char st[8];
+    assert_int_equal(sr_sweep_list_ends(f->st, "m", 8, st), 0);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(st[i], SR_TRIAL_OPEN);
+    struct sr_trial_end_info done = {.state = SR_TRIAL_DONE, .unix_ms = 5};
+    struct sr_trial_end_info failed = {.state = SR_TRIAL_FAILED, .exit_code = 3};
+    snprintf(failed.cause, sizeof(failed.cause), "exit 3");
+    assert_int_equal(sr_sweep_mark_end(f->st, "m", 1, &done), 0);
+    assert_int_equal(sr_sweep_mark_end(f->st, "m", 1, &done), 0); /* create-only, fine */
+    assert_int_equal(sr_sweep_mark_end(f->st, "m", 6, &failed), 0);
+    assert_int_equal(sr_sweep_list_ends(f->st, "m", 8, st), 0);
+    assert_int_equal(st[1], SR_TRIAL_DONE);
+    assert_int_equal(st[6], SR_TRIAL_FAILED);
+    assert_int_equal(st[0], SR_TRIAL_OPEN);
+    struct sr_trial_end_info got;
+    assert_int_equal(sr_sweep_read_end(f->st, "m", 6, &got), 0);
+    assert_int_equal(got.state, SR_TRIAL_FAILED);
+    assert_int_equal(got.exit_code, 3);
+    assert_string_equal(got.cause, "exit 3");
+    assert_int_equal(sr_sweep_read_failed(f->st, "m", 1, &got), -ENOENT);
+    assert_int_equal(sr_sweep_read_end(f->st, "m", 2, &got), -ENOENT);
+    /* a trial beyond n and names that are not marks are ignored */
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/sweeps/m/end/junk", f->root);
+    assert_int_equal(sr_write_file_atomic(path, "x", 1), 0);
+    snprintf(path, sizeof(path), "%s/sweeps/m/end/99.done", f->root);
+    assert_int_equal(sr_write_file_atomic(path, "x", 1), 0);
+    /* an unreadable mark's name still says it ended */
+    snprintf(path, sizeof(path), "%s/sweeps/m/end/3.failed", f->root);
+    assert_int_equal(sr_write_file_atomic(path, "{garbage", 8), 0);
+    assert_int_equal(sr_sweep_list_ends(f->st, "m", 8, st), 0);
+    assert_int_equal(st[3], SR_TRIAL_FAILED);
+    assert_int_equal(sr_sweep_read_end(f->st, "m", 3, &got), 0);
+    assert_int_equal(got.state, SR_TRIAL_FAILED);
+    assert_int_equal(sr_sweep_clear_end(f->st, "m", 6), 0);
+    assert_int_equal(sr_sweep_list_ends(f->st, "m", 8, st), 0);
+    assert_int_equal(st[6], SR_TRIAL_OPEN);
+}
+
+static void put(struct fixture *f, const char *key, const char *body)
+{
+    char path[PATH_MAX + 128];
+    snprintf(path, sizeof(path), "%s/%s", f->root, key);
+    *strrchr(path, '/') = '\0';
+    assert_int_equal(sr_mkdirs(path, 0755), 0);
+    path[strlen(path)] = '/';
+    assert_int_equal(sr_write_file_atomic(path, body, strlen(body)), 0);
+}
+
+static void test_hostile_definitions(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const bodies[] = {
+        "not json",
+        "{\"format\":1}",
+        "{\"format\":1,\"params\":[\"a\"],\"command\":[],\"trials\":[{\"a\":1}]}",
+        "{\"format\":1,\"params\":[\"a\"],\"command\":[],\"trials\":[{\"b\":\"1\"}]}",
+        "{\"format\":1,\"params\":[\"a\",\"A\"],\"command\":[],\"trials\":[]}",
+        "{\"format\":1,\"params\":[\"../x\"],\"command\":[],\"trials\":[]}",
+        "{\"format\":1,\"params\":[\"a\"],\"command\":[3],\"trials\":[]}",
+        "{\"format\":1,\"params\":[\"a\"],\"command\":[],\"trials\":[{\"a\":\"x\\u0000y\"}]}",
+    };
+    for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+        char name[32], key[96];
+        snprintf(name, sizeof(name), "h%zu", i);
+        snprintf(key, sizeof(key), "sweeps/%s/def/000000.json", name);
+        put(f, key, bodies[i]);
+        struct sr_sweep sw;
+        if (sr_sweep_read(f->st, name, &sw) != -EBADMSG)
+            fail_msg("accepted definition %zu: %s", i, bodies[i]);
+    }
+    put(f, "sweeps/newer/def/000000.json",
+        "{\"format\":9,\"params\":[],\"command\":[],\"trials\":[]}");
+    struct sr_sweep sw;
+    assert_int_equal(sr_sweep_read(f->st, "newer", &sw), -EPROTONOSUPPORT);
+    /* a gap in the parts: only the ones before it count */
+    put(f, "sweeps/gap/def/000000.json",
+        "{\"format\":1,\"params\":[\"a\"],\"command\":[],\"trials\":[{\"a\":\"1\"}]}");
+    put(f, "sweeps/gap/def/000002.json", "{\"format\":1,\"trials\":[{\"a\":\"2\"}]}");
+    assert_int_equal(sr_sweep_read(f->st, "gap", &sw), 0);
+    assert_int_equal(sr_sweep_count(&sw), 1);
+    sr_sweep_free(&sw);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_grid_order),
+        cmocka_unit_test(test_random_reproducible),
+        cmocka_unit_test(test_bad_specs),
+        cmocka_unit_test(test_expand),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test_setup_teardown(test_create_add, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_end_marks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hostile_definitions, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
