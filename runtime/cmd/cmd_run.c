@@ -130,6 +130,7 @@ struct run_ctx {
     char **trial_argv;
     char trial_run_id[SR_RUN_ID_MAX + 1];
     struct sr_supervise_result result;
+    sigset_t start_mask;
 };
 
 /* The steps below return -1 when the run goes on, else the exit code. */
@@ -292,6 +293,21 @@ static int take_lease(const struct run_opts *o, const struct run_ctx *r, struct 
     const int code = sr_keeper_take_rank(r->c.st, r->run_id, rank, ttl_s, wait_ms,
                                          "not starting (--lease-wait)", lease);
     return code != 0 ? code : GO_ON;
+}
+
+/* From the lease on, a TERM/INT/HUP (a fleet worker draining, Slurm, a
+ * shutdown) waits for the supervisor, which takes it as a notice and
+ * releases the lease; dying of it here would hold the run until the lease
+ * expires. The job starts with the mask spotrun started with. */
+static void hold_notices(struct run_ctx *r)
+{
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, &r->start_mask);
+    r->c.orig_mask = &r->start_mask;
 }
 
 /* --fresh: the run's store objects go, and the checkpoint directory is
@@ -543,6 +559,8 @@ static int run_main(const struct run_opts *opts, char **cmd)
         code = refuse_second_wrapper(&r);
     if (code == GO_ON)
         code = take_lease(&o, &r, &lease);
+    if (code == GO_ON)
+        hold_notices(&r);
     if (code == GO_ON && o.fresh)
         code = start_fresh(&r);
     if (code == GO_ON)

@@ -1107,6 +1107,8 @@ int sr_supervise(const struct sr_supervise_config *cfg)
     for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
         sigaddset(&mask, sigs[i]);
     sigprocmask(SIG_BLOCK, &mask, &s.orig_mask);
+    if (cfg->orig_mask) /* the caller blocked some of them already */
+        s.orig_mask = *cfg->orig_mask;
     s.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     char spool[4200];
     snprintf(spool, sizeof(spool), "%s/spool", cfg->run_dir);
@@ -1174,6 +1176,9 @@ int sr_supervise(const struct sr_supervise_config *cfg)
     if (s.page)
         munmap(s.page, SPOTRUN_JOB_PAGE_SIZE);
     unlink(cfg->control_path);
-    sigprocmask(SIG_SETMASK, &s.orig_mask, NULL);
+    /* A caller that blocked the notice signals keeps them blocked until it
+     * has released the lease (a late TERM must not kill it before that). */
+    if (!cfg->orig_mask)
+        sigprocmask(SIG_SETMASK, &s.orig_mask, NULL);
     return code;
 }

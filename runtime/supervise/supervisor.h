@@ -13,6 +13,7 @@
 #ifndef SPOTRUN_SUPERVISOR_H
 #define SPOTRUN_SUPERVISOR_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "lease.h"
@@ -53,6 +54,11 @@ struct sr_supervise_config {
     /* Filled in before sr_supervise returns (may be NULL): whether the job
      * kept failing past max_restarts, and how it last ended. */
     struct sr_supervise_result *result;
+    /* The signal mask the job starts with, when the caller blocked notice
+     * signals before calling (so that a TERM between taking the lease and
+     * supervising is a notice, not a death holding the lease); NULL = the
+     * mask at the call. */
+    const sigset_t *orig_mask;
 };
 
 struct sr_supervise_result {
