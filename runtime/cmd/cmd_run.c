@@ -488,10 +488,10 @@ static int every_opts(struct run_opts *o)
     o->every_auto = o->every && strcmp(o->every, "auto") == 0;
     if (o->every && *o->every && !o->every_auto &&
         sr_parse_duration_ms(o->every, &o->every_ms) < 0) {
-        fprintf(stderr,
-                "spotrun run: invalid value \"%s\" for --every (a duration like 30s, 10m, 1h, "
-                "or auto)\n",
-                o->every);
+        /* The value is the environment's own string when no flag gave one. */
+        const int env = o->every == getenv("SPOTRUN_EVERY");
+        fprintf(stderr, "spotrun run: invalid %s\"%s\"%s (a duration like 30s, 10m, 1h, or auto)\n",
+                env ? "SPOTRUN_EVERY=" : "value ", o->every, env ? "" : " for --every");
         return SR_EX_USAGE;
     }
     if (o->mtbf_ms <= 0) {
