@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +21,8 @@
 #include "keeper.h"
 #include "lease.h"
 #include "fsutil.h"
+#include "history.h"
+#include "interval.h"
 #include "log.h"
 #include "metrics.h"
 #include "nodes.h"
@@ -57,7 +60,10 @@ static int find_preload(const char *self, char *out, size_t len)
 struct run_opts {
     const char *run_id, *ckpt_dir, *work_dir, *signal;
     const char *metrics_file, *log_format;
+    const char *every; /* a duration or "auto" */
     int64_t every_ms, settle_ms, grace_ms, backoff_ms;
+    int every_auto;
+    int64_t mtbf_ms, every_min_ms, every_max_ms; /* --every auto */
     uint64_t keep, max_restarts, threads, level;
     int fresh, no_preload;
     uint64_t gpu_mem_limit;
@@ -178,7 +184,11 @@ static int settings(const struct run_opts *o, char **cmd, struct run_ctx *r)
                                       .threads = (int)o->threads,
                                       .level = (int)o->level,
                                       .gpu_mem_limit = o->gpu_mem_limit,
-                                      .signo = parse_signal(o->signal)};
+                                      .signo = parse_signal(o->signal),
+                                      .every_auto = {.on = o->every_auto,
+                                                     .mtbf_prior_ms = o->mtbf_ms,
+                                                     .min_ms = o->every_min_ms,
+                                                     .max_ms = o->every_max_ms}};
     if (c->signo == SIGKILL || c->signo == SIGSTOP) {
         fprintf(stderr,
                 "spotrun run: --signal %s cannot be caught by the job; use SIGUSR1 or "
@@ -336,6 +346,81 @@ static int stop_if_done(const struct run_ctx *r)
     sr_info("run %s is already done (DONE in %s); use --fresh to start it over", r->run_id,
             sr_store_url(r->c.st));
     return 0;
+}
+
+/* Interruptions the interval should expect: preemptions, and attempts that
+ * vanished (the node went without a word, as a spot instance may). */
+static uint64_t interruptions(const struct sr_history *h)
+{
+    uint64_t n = h->preemptions;
+    for (size_t i = 0; i < h->n_att; i++)
+        n += h->att[i].end == SR_END_VANISHED;
+    return n;
+}
+
+/* A sweep's trials (runs "<sweep>-<K>") share their instances' fate: their
+ * preemptions and instance time are pooled. Bounded, so that a huge sweep
+ * costs a bounded start. */
+#define SWEEP_RUNS_MAX 256
+
+static void sweep_history(struct sr_store *st, const char *sweep, const char *self,
+                          struct sr_every_auto *a)
+{
+    struct sr_strlist runs = {0};
+    const size_t plen = strlen(sweep);
+    if (sr_ckpt_list_runs(st, &runs) < 0) {
+        sr_err_clear();
+        return;
+    }
+    size_t loaded = 0;
+    for (size_t i = 0; i < runs.n && loaded < SWEEP_RUNS_MAX; i++) {
+        const char *id = runs.v[i];
+        if (strncmp(id, sweep, plen) != 0 || id[plen] != '-' || strcmp(id, self) == 0)
+            continue;
+        struct sr_history h;
+        sr_hist_init(&h);
+        if (sr_hist_load(st, id, &h) == 0) {
+            a->hist_instance_ms += h.instance_ms;
+            a->hist_preemptions += interruptions(&h);
+            loaded++;
+        }
+        sr_hist_free(&h);
+    }
+    sr_strlist_free(&runs);
+    sr_err_clear();
+    if (loaded)
+        a->mtbf_scope = "sweep";
+}
+
+/* --every auto starts from what the run's history measured: its instance
+ * time and preemptions (pooled over the sweep's trials when it is one), and
+ * its stage p50 (docs/interval.md). */
+static int every_history(struct run_ctx *r)
+{
+    struct sr_every_auto *a = &r->c.every_auto;
+    if (!a->on)
+        return GO_ON;
+    struct sr_history h;
+    sr_hist_init(&h);
+    const int rc = sr_hist_load(r->c.st, r->run_id, &h);
+    if (rc < 0) {
+        sr_warn("--every auto: cannot read the run's history (%s); starting from the priors",
+                sr_strerror(rc));
+    } else {
+        a->hist_instance_ms = h.instance_ms;
+        a->hist_preemptions = interruptions(&h);
+        a->hist_cost_ms = h.staged ? (int64_t)(h.stage_p50 * 1000.0 + 0.5) : 0;
+    }
+    sr_hist_free(&h);
+    sr_err_clear();
+    const char *sweep = r->trial >= 0 ? r->sweep.name : NULL;
+    const size_t n = sweep ? strlen(sweep) : 0;
+    if (n && strncmp(r->run_id, sweep, n) == 0 && r->run_id[n] == '-')
+        sweep_history(r->c.st, sweep, r->run_id, a);
+    sr_debug("--every auto: history %" PRId64 "ms on instances, %" PRIu64
+             " interruption(s), stage p50 %" PRId64 "ms",
+             a->hist_instance_ms, a->hist_preemptions, a->hist_cost_ms);
+    return GO_ON;
 }
 
 static int claim_ckpt(const struct run_ctx *r)
@@ -570,6 +655,8 @@ static int run_main(const struct run_opts *opts, char **cmd)
     if (code == GO_ON)
         code = claim_ckpt(&r);
     if (code == GO_ON)
+        code = every_history(&r);
+    if (code == GO_ON)
         code = supervise(&o, &r, lease);
     mark_trial_end(&r, code);
     release_lease(lease);
@@ -590,6 +677,30 @@ static const char *twin(const char *env)
     return ctl && *ctl ? NULL : env;
 }
 
+/* --every DURATION or auto, and the bounds of auto. */
+static int every_opts(struct run_opts *o)
+{
+    o->every_auto = o->every && strcmp(o->every, "auto") == 0;
+    if (o->every && *o->every && !o->every_auto &&
+        sr_parse_duration_ms(o->every, &o->every_ms) < 0) {
+        /* The value is the environment's own string when no flag gave one. */
+        const int env = o->every == getenv("SPOTRUN_EVERY");
+        fprintf(stderr, "spotrun run: invalid %s\"%s\"%s (a duration like 30s, 10m, 1h, or auto)\n",
+                env ? "SPOTRUN_EVERY=" : "value ", o->every, env ? "" : " for --every");
+        return SR_EX_USAGE;
+    }
+    if (o->mtbf_ms <= 0) {
+        fprintf(stderr, "spotrun run: --mtbf must be a positive duration (e.g. 6h)\n");
+        return SR_EX_USAGE;
+    }
+    if (o->every_min_ms < 100 || o->every_max_ms < o->every_min_ms) {
+        fprintf(stderr, "spotrun run: --every-min must be at least 100ms, and --every-max at "
+                        "least --every-min\n");
+        return SR_EX_USAGE;
+    }
+    return GO_ON;
+}
+
 int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct run_opts o = {.lease_ttl_ms = 60000,
@@ -599,7 +710,10 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
                          .max_restarts = MAX_RESTARTS_DEFAULT,
                          .peer_poll_ms = 1000,
                          .notice = "auto",
-                         .poll_ms = 1000};
+                         .poll_ms = 1000,
+                         .mtbf_ms = SR_INTERVAL_MTBF_PRIOR_MS,
+                         .every_min_ms = SR_INTERVAL_MIN_MS,
+                         .every_max_ms = SR_INTERVAL_MAX_MS};
     const struct sr_opt opts[] = {
         {"run-id", 'r', twin("SPOTRUN_RUN_ID"), SR_OPT_STR, &o.run_id, "ID",
          "run id or template ({index}, {slurm_job_id}, {env:VAR}...); default: from the command"},
@@ -607,8 +721,16 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
          "the job's checkpoint directory (default: WORK_DIR/RUN/ckpt)"},
         {"work-dir", 0, "SPOTRUN_WORK_DIR", SR_OPT_STR, &o.work_dir, "DIR",
          "local state (default: ~/.cache/spotrun)"},
-        {"every", 'e', "SPOTRUN_EVERY", SR_OPT_DURATION, &o.every_ms, "DURATION",
-         "ask the job for a checkpoint this often"},
+        {"every", 'e', "SPOTRUN_EVERY", SR_OPT_STR, &o.every, "DURATION",
+         "ask the job for a checkpoint this often; auto: as often as it pays, from the "
+         "measured checkpoint cost and preemption rate (docs/interval.md)"},
+        {"mtbf", 0, "SPOTRUN_MTBF", SR_OPT_DURATION, &o.mtbf_ms, "DURATION",
+         "--every auto: mean time between preemptions to assume until the run has been "
+         "preempted (default 6h)"},
+        {"every-min", 0, "SPOTRUN_EVERY_MIN", SR_OPT_DURATION, &o.every_min_ms, "DURATION",
+         "--every auto: never more often than this (default 30s)"},
+        {"every-max", 0, "SPOTRUN_EVERY_MAX", SR_OPT_DURATION, &o.every_max_ms, "DURATION",
+         "--every auto: never less often than this, nor than half the MTBF (default 4h)"},
         {"keep", 'k', "SPOTRUN_KEEP", SR_OPT_UINT, &o.keep, "N",
          "keep the newest N checkpoints (default: all)"},
         {"settle", 0, "SPOTRUN_SETTLE", SR_OPT_DURATION, &o.settle_ms, "DURATION",
@@ -692,6 +814,8 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
         fprintf(stderr, "spotrun run: --lease-ttl must be at least 1s (or 0: no lease)\n");
         return SR_EX_USAGE;
     }
+    if (every_opts(&o) != GO_ON)
+        return SR_EX_USAGE;
     if (o.level > 19) {
         fprintf(stderr, "spotrun run: --level must be 1..19\n");
         return SR_EX_USAGE;

@@ -3,6 +3,8 @@
  *
  * States of one run (one wrapper process):
  *   RUNNING    the job runs; commits, --every requests and --settle watch
+ *              (--every auto: the interval is chosen again after each
+ *              staged commit, every.h)
  *   BACKOFF    the job crashed; a restart waits for its delay and for
  *              pending persists, then restores the newest checkpoint
  *   PREEMPTING a notice arrived: request a checkpoint, wait for the job's
@@ -51,6 +53,7 @@
 #include "exits.h"
 #include "control.h"
 #include "events.h"
+#include "every.h"
 #include "fsutil.h"
 #include "gpu_usage.h"
 #include "job_page.h"
@@ -89,6 +92,8 @@ struct sup {
     uint64_t committed_fp; /* dir fingerprint at the last commit or restore */
     uint64_t settle_fp;
     int64_t settle_since, next_settle, next_every, restart_at;
+    int64_t every_ms;      /* the current request interval, 0 = none */
+    struct sr_every every; /* --every auto */
 
     enum pre_phase pre;
     int64_t deadline, commit_by, kill_at;
@@ -307,7 +312,9 @@ static int start_attempt(struct sup *s)
     s->job_committed = 0;
     s->settle_since = now();
     s->next_settle = c->settle_ms ? now() + SETTLE_POLL_MS : 0;
-    s->next_every = c->every_ms ? now() + c->every_ms : 0;
+    if (c->every_auto.on)
+        emit(s, "interval", sr_every_event(&s->every));
+    s->next_every = s->every_ms ? now() + s->every_ms : 0;
     return 0;
 }
 
@@ -800,6 +807,31 @@ static void expire_conns(struct sup *s)
 
 static void set_published(struct sup *s, uint64_t seq);
 
+/* --every auto: says the interval when it is chosen or moves (every.h). */
+static void every_auto_choose(struct sup *s, int record)
+{
+    if (!sr_every_update(&s->every, now()))
+        return;
+    s->every_ms = s->every.interval_ms;
+    char how[160];
+    sr_every_describe(&s->every, how, sizeof(how));
+    sr_info("checkpoint interval %s", how);
+    if (record)
+        emit(s, "interval", sr_every_event(&s->every));
+}
+
+/* A staged commit is a checkpoint whatever asked for it: its stage time is
+ * a cost sample, and the next request is one interval after it. */
+static void every_auto_staged(struct sup *s, int64_t stage_ms)
+{
+    if (!s->cfg->every_auto.on)
+        return;
+    sr_every_sample(&s->every, stage_ms);
+    every_auto_choose(s, s->ev != NULL);
+    if (s->next_every)
+        s->next_every = now() + s->every_ms;
+}
+
 static void on_result(struct sup *s)
 {
     struct sr_commit_result r;
@@ -825,6 +857,7 @@ static void on_result(struct sup *s)
                 sr_format_step(r.step, step, sizeof(step));
                 sr_info("checkpoint %" PRIu64 " (step %s) staged: %s -> %s in %.1fs", r.seq, step,
                         raw, stored, (double)r.ms / 1000.0);
+                every_auto_staged(s, r.ms);
             }
         } else if (r.rc == -ECANCELED) {
             sr_info("checkpoint %" PRIu64 " skipped: %s", r.seq, r.msg);
@@ -896,7 +929,7 @@ static void on_timers(struct sup *s)
     const int64_t t = now();
     if (s->phase == RUNNING && s->next_every && t >= s->next_every) {
         request_checkpoint(s, "every");
-        s->next_every = t + c->every_ms;
+        s->next_every = t + s->every_ms;
     }
     if (s->phase == RUNNING && s->next_settle && t >= s->next_settle) {
         s->next_settle = t + SETTLE_POLL_MS;
@@ -1152,6 +1185,11 @@ int sr_supervise(const struct sr_supervise_config *cfg)
             sr_warn("cannot watch the other nodes: %s", sr_strerror(rc));
         else
             sr_info("node %u of %u", cfg->node_rank, cfg->nodes);
+    }
+    s.every_ms = cfg->every_ms;
+    if (cfg->every_auto.on) {
+        sr_every_init(&s.every, &cfg->every_auto, now());
+        every_auto_choose(&s, 0); /* recorded by each attempt's start */
     }
     int code = start_attempt(&s);
     if (code == 0)

@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "every.h"
 #include "lease.h"
 #include "notice.h"
 #include "store.h"
@@ -29,7 +30,11 @@ struct sr_supervise_config {
     const char *preload;      /* libspotrun.so to LD_PRELOAD, NULL = none */
     const char *self;         /* absolute path of the spotrun binary (SPOTRUN_BIN) */
     struct sr_store *st;
-    int64_t every_ms;   /* periodic checkpoint requests, 0 = off */
+    int64_t every_ms; /* periodic checkpoint requests, 0 = off */
+    /* --every auto (every_auto.on; every_ms is 0): the interval follows the
+     * measured cost of a checkpoint and the run's preemption rate
+     * (every.h, docs/interval.md). */
+    struct sr_every_auto every_auto;
     int64_t settle_ms;  /* commit the dir once unchanged this long, 0 = off */
     int64_t grace_ms;   /* deadline of a SIGTERM/SIGINT notice */
     int64_t backoff_ms; /* first restart delay (doubles, capped at 60 s) */

@@ -138,6 +138,23 @@ static void add_ckpt(struct sr_history *h, const json_t *ev, uint32_t a, int64_t
     }
 }
 
+/* The newest "interval" event wins (logs of attempts come in any order). */
+static void add_interval(struct sr_history *h, const json_t *ev, int64_t t)
+{
+    struct sr_hist_interval *iv = &h->interval;
+    const int64_t ms = int_in(ev, "interval_ms", 1, SR_TIME_MAX_MS, 0);
+    if (!ms || (iv->interval_ms && t < iv->at_ms))
+        return;
+    *iv = (struct sr_hist_interval){.at_ms = t,
+                                    .interval_ms = ms,
+                                    .cost_ms = int_in(ev, "cost_ms", 0, SR_TIME_MAX_MS, 0),
+                                    .mtbf_ms = int_in(ev, "mtbf_ms", 0, SR_TIME_MAX_MS, 0),
+                                    .source = "auto"};
+    str_of(ev, "source", iv->source, sizeof(iv->source));
+    str_of(ev, "cost_from", iv->cost_from, sizeof(iv->cost_from));
+    str_of(ev, "mtbf_from", iv->mtbf_from, sizeof(iv->mtbf_from));
+}
+
 void sr_hist_add(struct sr_history *h, const json_t *ev)
 {
     const char *type = json_string_value(json_object_get(ev, "event"));
@@ -178,6 +195,8 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         at->restore_seconds = num_of(ev, "seconds");
     } else if (strcmp(type, "request") == 0) {
         h->requests++;
+    } else if (strcmp(type, "interval") == 0) {
+        add_interval(h, ev, t);
     } else if (strcmp(type, "staged") == 0) {
         add_ckpt(h, ev, a, t, 0);
     } else if (strcmp(type, "persisted") == 0) {

@@ -92,6 +92,13 @@ struct sr_hist_notice {
     char source[64];
 };
 
+/* The newest checkpoint interval `--every auto` chose (an "interval"
+ * event, docs/interval.md); interval_ms 0 = none recorded. */
+struct sr_hist_interval {
+    int64_t at_ms, interval_ms, cost_ms, mtbf_ms;
+    char source[16], cost_from[16], mtbf_from[16];
+};
+
 /* A name and a count ("manual" 2, "exit 3" 1). */
 struct sr_hist_count {
     char name[64];
@@ -111,6 +118,7 @@ struct sr_history {
     struct sr_hist_notice *no;
     size_t n_no, cap_no;
     unsigned requests;
+    struct sr_hist_interval interval;
     int done_marker; /* DONE exists in the store */
 
     /* derived by sr_hist_derive() */

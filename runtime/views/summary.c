@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "interval.h"
 #include "log.h"
 #include "units.h"
 
@@ -68,6 +69,36 @@ static void lost_detail(const struct sr_history *h, char *buf, size_t len)
              h->preemptions);
 }
 
+/* --every auto's newest choice, with what it expects to lose per
+ * preemption (docs/interval.md). */
+static void print_interval(FILE *f, const struct sr_hist_interval *iv)
+{
+    if (!iv->interval_ms)
+        return;
+    char t[32], cost[32], mtbf[32], loss[32];
+    sr_format_duration_ms(iv->interval_ms, t, sizeof(t));
+    sr_format_duration_ms(iv->cost_ms, cost, sizeof(cost));
+    sr_format_duration_ms(iv->mtbf_ms, mtbf, sizeof(mtbf));
+    sr_format_duration_ms(sr_interval_loss_ms(iv->interval_ms, iv->cost_ms), loss, sizeof(loss));
+    fprintf(f,
+            "interval:    %s %s (cost %s %s, MTBF %s %s); expected loss %s per preemption, "
+            "overhead %.1f%%\n",
+            t, iv->source, cost, iv->cost_from, mtbf, iv->mtbf_from, loss,
+            100.0 * sr_interval_overhead(iv->interval_ms, iv->cost_ms));
+}
+
+static json_t *interval_json(const struct sr_hist_interval *iv)
+{
+    if (!iv->interval_ms)
+        return json_null();
+    return json_pack("{s:s,s:f,s:f,s:s,s:f,s:s,s:f,s:f}", "source", iv->source, "seconds",
+                     (double)iv->interval_ms / 1000.0, "cost_seconds", (double)iv->cost_ms / 1000.0,
+                     "cost_from", iv->cost_from, "mtbf_seconds", (double)iv->mtbf_ms / 1000.0,
+                     "mtbf_from", iv->mtbf_from, "expected_loss_seconds",
+                     (double)sr_interval_loss_ms(iv->interval_ms, iv->cost_ms) / 1000.0, "overhead",
+                     sr_interval_overhead(iv->interval_ms, iv->cost_ms));
+}
+
 void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_prices *p)
 {
     char wall[32], inst[32], queued[32], lost[32], detail[160], list[512];
@@ -92,6 +123,7 @@ void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_
     fprintf(f, "persist:     p50 %.2fs, max %.2fs (%u durable), ratio %.2fx\n", h->persist_p50,
             h->persist_max, h->durable,
             h->stored_bytes ? (double)h->raw_bytes / (double)h->stored_bytes : 0.0);
+    print_interval(f, &h->interval);
     if (h->gpu_peak_bytes) {
         char peak[32];
         sr_format_size(h->gpu_peak_bytes, peak, sizeof(peak));
@@ -239,6 +271,7 @@ json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices 
     json_object_set_new(o, "gpu_peak_bytes",
                         h->gpu_peak_bytes ? json_integer((json_int_t)h->gpu_peak_bytes)
                                           : json_null());
+    json_object_set_new(o, "checkpoint_interval", interval_json(&h->interval));
     char first[32], last[32];
     sr_format_iso_ms(h->first_ms, first, sizeof(first));
     sr_format_iso_ms(h->last_ms, last, sizeof(last));

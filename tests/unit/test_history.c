@@ -231,6 +231,35 @@ static void bad_lines_are_refused_and_unknown_events_ignored(void **state)
     sr_hist_free(&h);
 }
 
+/* The newest "interval" event is the one show prints, whatever the order
+ * of the lines; one without a sane interval is ignored. */
+static void the_newest_interval_event_wins(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 5000, 1, "interval",
+       ",\"source\":\"auto\",\"interval_ms\":4000,\"cost_ms\":500,\"cost_from\":"
+       "\"measured\",\"mtbf_ms\":16000,\"mtbf_from\":\"history\"");
+    EV(&h, 1000, 0, "interval",
+       ",\"source\":\"auto\",\"interval_ms\":10000,\"cost_ms\":10000,\"cost_from\":"
+       "\"prior\",\"mtbf_ms\":20000,\"mtbf_from\":\"prior\"");
+    EV(&h, 9000, 1, "interval", ",\"interval_ms\":-5");
+    sr_hist_derive(&h);
+    assert_int_equal(h.interval.interval_ms, 4000);
+    assert_int_equal(h.interval.cost_ms, 500);
+    assert_int_equal(h.interval.mtbf_ms, 16000);
+    assert_string_equal(h.interval.cost_from, "measured");
+    assert_string_equal(h.interval.mtbf_from, "history");
+    json_t *o = sr_summary_json(&h, &(struct sr_hist_prices){0});
+    const json_t *iv = json_object_get(o, "checkpoint_interval");
+    assert_true(json_real_value(json_object_get(iv, "seconds")) == 4.0);
+    /* interval / 2 + cost */
+    assert_true(json_real_value(json_object_get(iv, "expected_loss_seconds")) == 2.5);
+    json_decref(o);
+    sr_hist_free(&h);
+}
+
 static void metrics_text_has_the_counters(void **state)
 {
     (void)state;
@@ -269,6 +298,7 @@ int main(void)
         cmocka_unit_test(a_preempted_run_is_preempted_until_resumed),
         cmocka_unit_test(percentiles_use_the_nearest_rank),
         cmocka_unit_test(bad_lines_are_refused_and_unknown_events_ignored),
+        cmocka_unit_test(the_newest_interval_event_wins),
         cmocka_unit_test(metrics_text_has_the_counters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
