@@ -410,8 +410,9 @@ static int fill(struct worker *w)
         }
         if (k < 0)
             break;
-        if (spawn_trial(w, i, k) < 0) {
-            sr_warn("sweep %s: %s", w->name, sr_strerror(-errno));
+        if ((rc = spawn_trial(w, i, k)) < 0) {
+            sr_warn("sweep %s: %s", w->name, sr_strerror(rc));
+            w->stop_code = SR_EX_SOFTWARE;
             return 1;
         }
     }
