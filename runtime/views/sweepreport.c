@@ -66,8 +66,8 @@ static void head(FILE *f, const struct sr_sweepview *v, double height)
     char line[512], when[32];
     snprintf(line, sizeof(line), "spotrun sweep %s: %zu trial%s", v->sw->name, v->n,
              v->n == 1 ? "" : "s");
-    sr_svg_text(f, 20, 28, "title", "font-size=\"18\" font-weight=\"bold\" fill=\"" SR_SVG_TEXT "\"",
-                line);
+    sr_svg_text(f, 20, 28, "title",
+                "font-size=\"18\" font-weight=\"bold\" fill=\"" SR_SVG_TEXT "\"", line);
     sr_format_iso_ms(v->first_ms, when, sizeof(when));
     snprintf(line, sizeof(line),
              "%u queued, %u running, %u preempted, %u done, %u failed; %.4f instance-hours; "
@@ -104,8 +104,7 @@ static void legend(FILE *f)
     fprintf(f, "</g>\n");
 }
 
-static void lane_label(FILE *f, const struct sr_sweepview *v, const struct sr_sv_trial *t,
-                       double y)
+static void lane_label(FILE *f, const struct sr_sweepview *v, const struct sr_sv_trial *t, double y)
 {
     char label[512];
     size_t off = (size_t)snprintf(label, sizeof(label), "%zu ", t->trial);
@@ -126,7 +125,8 @@ static void attempt_bar(FILE *f, const struct sr_svg_frame *fr, const struct sr_
 {
     const char *color;
     const char *cls = outcome(t, a, &color);
-    const int64_t end = strcmp(cls, "running") == 0 && v->now_ms > a->end_ms ? v->now_ms : a->end_ms;
+    const int64_t end =
+        strcmp(cls, "running") == 0 && v->now_ms > a->end_ms ? v->now_ms : a->end_ms;
     const double x0 = sr_svg_x(fr, a->first_ms), x1 = sr_svg_x(fr, end);
     char tip[300], d[32];
     sr_format_duration_ms(end - a->first_ms, d, sizeof(d));

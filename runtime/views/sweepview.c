@@ -491,15 +491,15 @@ static json_t *trial_json(const struct sr_sweepview *v, const struct sr_sv_trial
     if (t->state == SR_SV_DONE)
         end = json_pack("{s:n,s:i}", "cause", "exit_code", 0);
     else if (t->state == SR_SV_FAILED && t->run && t->run->has_end)
-        end = json_pack("{s:s,s:i}", "cause", t->run->end.cause, "exit_code",
-                        t->run->end.exit_code);
+        end =
+            json_pack("{s:s,s:i}", "cause", t->run->end.cause, "exit_code", t->run->end.exit_code);
     else if (t->state == SR_SV_FAILED)
         end = json_pack("{s:n,s:n}", "cause", "exit_code");
     json_t *met = json_object();
     for (size_t i = 0; h && i < h->n_met; i++)
-        json_object_set_new(met, h->met[i].name,
-                            sr_summary_metric_json(&h->met[i], 1,
-                                                   sr_sv_maximized(o, h->met[i].name)));
+        json_object_set_new(
+            met, h->met[i].name,
+            sr_summary_metric_json(&h->met[i], 1, sr_sv_maximized(o, h->met[i].name)));
     const double hours = sr_sv_trial_hours(t);
     json_t *j = json_object();
     json_object_set_new(j, "trial", json_integer((json_int_t)t->trial));

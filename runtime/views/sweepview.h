@@ -47,7 +47,7 @@ struct sr_sv_trial {
     size_t trial;
     char run_id[SR_RUN_ID_MAX + 1];
     enum sr_sv_state state;
-    unsigned char mark; /* SR_TRIAL_OPEN / DONE / FAILED: the end marks' listing */
+    unsigned char mark;    /* SR_TRIAL_OPEN / DONE / FAILED: the end marks' listing */
     struct sr_sv_run *run; /* NULL when the store holds nothing of the run */
 };
 
@@ -59,7 +59,7 @@ struct sr_sweepview {
     size_t n_metrics;
     unsigned counts[SR_SV_NSTATES];
     int64_t now_ms;
-    int64_t first_ms, last_ms;                   /* over every attempt; 0 when none */
+    int64_t first_ms, last_ms;                       /* over every attempt; 0 when none */
     int64_t instance_ms, lost_ms, preempted_lost_ms; /* sums over trials */
 };
 
