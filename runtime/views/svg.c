@@ -3,6 +3,7 @@
  */
 #include "svg.h"
 
+#include <string.h>
 #include <time.h>
 
 #include "units.h"
@@ -86,6 +87,8 @@ static void clock_label(int64_t unix_ms, int64_t step, char *buf, size_t len)
     struct tm tm;
     if (!gmtime_r(&t, &tm) || !strftime(buf, len, step >= 60000 ? "%H:%M" : "%H:%M:%S", &tm))
         snprintf(buf, len, "-");
+    else if (step < 1000) /* sub-second ticks: the milliseconds too */
+        snprintf(buf + strlen(buf), len - strlen(buf), ".%03d", (int)(unix_ms % 1000));
 }
 
 void sr_svg_axis(FILE *f, const struct sr_svg_frame *fr, double top, double y, int clock,
@@ -109,7 +112,7 @@ void sr_svg_axis(FILE *f, const struct sr_svg_frame *fr, double top, double y, i
                 top, x, y);
         sr_svg_text(f, x, y + 16, "tick", "text-anchor=\"middle\" fill=\"" SR_SVG_DIM "\"", lbl);
     }
-    sr_svg_text(f, fr->x0 - 20, y + 16, "tick", "text-anchor=\"end\" fill=\"" SR_SVG_DIM "\"",
-                label);
+    sr_svg_text(f, fr->x0 - (clock ? 48 : 20), y + 16, "tick",
+                "text-anchor=\"end\" fill=\"" SR_SVG_DIM "\"", label);
     fprintf(f, "</g>\n");
 }
