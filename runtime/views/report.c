@@ -294,29 +294,23 @@ void sr_report_svg(FILE *f, const char *run_id, const struct sr_history *h)
     fprintf(f, "</svg>\n");
 }
 
+struct run_text {
+    const struct sr_history *h;
+    const struct sr_hist_prices *p;
+};
+
+static void print_run(FILE *m, const void *ctx)
+{
+    const struct run_text *r = ctx;
+    sr_summary_print(m, r->h, r->p);
+    sr_summary_print_attempts(m, r->h);
+}
+
 void sr_report_html(FILE *f, const char *run_id, const struct sr_history *h,
                     const struct sr_hist_prices *p)
 {
-    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>");
-    sr_svg_escape(f, run_id);
-    fprintf(f,
-            " - spotrun report</title>\n<style>body{font-family:sans-serif;margin:2em;color:#222}"
-            "pre{background:#f6f6f6;padding:1em}svg{max-width:100%%;height:auto}</style>\n"
-            "</head>\n<body>\n<h1>spotrun run ");
-    sr_svg_escape(f, run_id);
-    fprintf(f, "</h1>\n");
+    const struct run_text r = {.h = h, .p = p};
+    sr_svg_html_begin(f, run_id, "report", "run");
     sr_report_svg(f, run_id, h);
-    char *txt = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&txt, &len);
-    if (m) {
-        sr_summary_print(m, h, p);
-        sr_summary_print_attempts(m, h);
-        fclose(m);
-        fprintf(f, "<pre>");
-        sr_svg_escape(f, txt ? txt : "");
-        fprintf(f, "</pre>\n");
-        free(txt);
-    }
-    fprintf(f, "</body>\n</html>\n");
+    sr_svg_html_end(f, print_run, &r);
 }

@@ -3,6 +3,7 @@
  */
 #include "svg.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -115,4 +116,35 @@ void sr_svg_axis(FILE *f, const struct sr_svg_frame *fr, double top, double y, i
     sr_svg_text(f, fr->x0 - (clock ? 48 : 20), y + 16, "tick",
                 "text-anchor=\"end\" fill=\"" SR_SVG_DIM "\"", label);
     fprintf(f, "</g>\n");
+}
+
+void sr_svg_html_begin(FILE *f, const char *name, const char *what, const char *heading)
+{
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>");
+    sr_svg_escape(f, name);
+    fprintf(f, " - spotrun ");
+    sr_svg_escape(f, what);
+    fprintf(f, "</title>\n<style>body{font-family:sans-serif;margin:2em;color:#222}"
+               "pre{background:#f6f6f6;padding:1em;overflow-x:auto}"
+               "svg{max-width:100%%;height:auto}</style>\n</head>\n<body>\n<h1>spotrun ");
+    sr_svg_escape(f, heading);
+    fputc(' ', f);
+    sr_svg_escape(f, name);
+    fprintf(f, "</h1>\n");
+}
+
+void sr_svg_html_end(FILE *f, void (*print)(FILE *m, const void *ctx), const void *ctx)
+{
+    char *txt = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&txt, &len);
+    if (m) {
+        print(m, ctx);
+        fclose(m);
+        fprintf(f, "<pre>");
+        sr_svg_escape(f, txt ? txt : "");
+        fprintf(f, "</pre>\n");
+        free(txt);
+    }
+    fprintf(f, "</body>\n</html>\n");
 }

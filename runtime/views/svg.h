@@ -49,4 +49,11 @@ int64_t sr_svg_tick_step(int64_t span);
 void sr_svg_axis(FILE *f, const struct sr_svg_frame *fr, double top, double y, int clock,
                  const char *label);
 
+/* A self-contained HTML page around a picture: the head, titled
+ * "NAME - spotrun WHAT", and the heading "spotrun HEADING NAME"; then the
+ * caller writes the SVG; sr_svg_html_end() adds a <pre> of what print(m,
+ * ctx) prints (the text view) and closes the page. */
+void sr_svg_html_begin(FILE *f, const char *name, const char *what, const char *heading);
+void sr_svg_html_end(FILE *f, void (*print)(FILE *m, const void *ctx), const void *ctx);
+
 #endif

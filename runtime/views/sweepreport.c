@@ -237,26 +237,21 @@ void sr_sweepreport_svg(FILE *f, const struct sr_sweepview *v, const struct sr_s
     fprintf(f, "</svg>\n");
 }
 
+struct sweep_text {
+    const struct sr_sweepview *v;
+    const struct sr_sv_opts *o;
+};
+
+static void print_sweep(FILE *m, const void *ctx)
+{
+    const struct sweep_text *t = ctx;
+    sr_sweepview_print(m, t->v, t->o);
+}
+
 void sr_sweepreport_html(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o)
 {
-    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>");
-    sr_svg_escape(f, v->sw->name);
-    fprintf(f, " - spotrun sweep report</title>\n<style>body{font-family:sans-serif;margin:2em;"
-               "color:#222}pre{background:#f6f6f6;padding:1em;overflow-x:auto}"
-               "svg{max-width:100%%;height:auto}</style>\n</head>\n<body>\n<h1>spotrun sweep ");
-    sr_svg_escape(f, v->sw->name);
-    fprintf(f, "</h1>\n");
+    const struct sweep_text t = {.v = v, .o = o};
+    sr_svg_html_begin(f, v->sw->name, "sweep report", "sweep");
     sr_sweepreport_svg(f, v, o);
-    char *txt = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&txt, &len);
-    if (m) {
-        sr_sweepview_print(m, v, o);
-        fclose(m);
-        fprintf(f, "<pre>");
-        sr_svg_escape(f, txt ? txt : "");
-        fprintf(f, "</pre>\n");
-        free(txt);
-    }
-    fprintf(f, "</body>\n</html>\n");
+    sr_svg_html_end(f, print_sweep, &t);
 }

@@ -178,27 +178,17 @@ assert all(t[\"cost\"] is None for t in d[\"trials\"])
 "
 '
 
-# svg_count CLASS...: elements of sw.svg whose class has every word given
-svg_count() {
-    "$PY" -c "
-import sys, xml.etree.ElementTree as ET
-root = ET.parse(\"sw.svg\").getroot()
-want = sys.argv[1].split()
-print(sum(1 for e in root.iter() if all(w in (e.get(\"class\") or \"\").split() for w in want)))
-" "$1"
-}
-
 test_expect_success 'sweep report: a well-formed SVG, one lane per trial' '
     "$SPOTRUN" sweep report sw -o sw.svg 2>err &&
     grep "wrote sw.svg (8 trials)" err &&
-    test "$(svg_count trial)" -eq 8 &&
-    test "$(svg_count "attempt done")" -eq 3 &&
-    test "$(svg_count "attempt failed")" -eq 1 &&
-    test "$(svg_count "attempt preempted")" -eq 2 &&
-    test "$(svg_count done-mark)" -eq 3 &&
-    test "$(svg_count fail-mark)" -eq 1 &&
-    test "$(svg_count notice)" -eq 1 &&
-    test "$(svg_count queued)" -eq 2 &&
+    test "$(svg_count sw.svg trial)" -eq 8 &&
+    test "$(svg_count sw.svg "attempt done")" -eq 3 &&
+    test "$(svg_count sw.svg "attempt failed")" -eq 1 &&
+    test "$(svg_count sw.svg "attempt preempted")" -eq 2 &&
+    test "$(svg_count sw.svg done-mark)" -eq 3 &&
+    test "$(svg_count sw.svg fail-mark)" -eq 1 &&
+    test "$(svg_count sw.svg notice)" -eq 1 &&
+    test "$(svg_count sw.svg queued)" -eq 2 &&
     grep -q "lr=0.2 seed=1" sw.svg
 '
 
