@@ -550,12 +550,14 @@ static const struct sr_cmd subs[] = {
      "Options after -- go to every `spotrun run` (e.g. -- --every 10m --keep 2).",
      1, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE},
     {"sweep show", sr_cmd_sweep_show, "one row per trial: state, attempts, cost, metrics",
-     "spotrun sweep show NAME [--sort METRIC] [--json]",
+     "spotrun sweep show NAME [--sort METRIC] [--maximize NAME[,NAME]] [--json] "
+     "[--price-per-hour P [--on-demand-price-per-hour P]]",
      "One row per trial: parameters, state, attempts, preemptions, lost work, instance\n"
-     "hours, cost, and the last and best value of each metric the job reported.",
+     "hours, cost, and the last and best value of each metric the job reported (best: the\n"
+     "smallest, or the largest for --maximize). See docs/sweep-show.md.",
      1, 1, SR_CMD_NEEDS_STORE},
     {"sweep report", sr_cmd_sweep_report, "draw every trial on one time axis (SVG or HTML)",
-     "spotrun sweep report NAME [-o sweep.svg|sweep.html]",
+     "spotrun sweep report NAME [-o sweep.svg|sweep.html] [--sort METRIC [--maximize NAME]]",
      "Draws one lane per trial on a shared time axis: attempts, notices, restarts, done.", 1, 1,
      SR_CMD_NEEDS_STORE},
 };

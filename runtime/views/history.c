@@ -25,6 +25,7 @@ void sr_hist_free(struct sr_history *h)
     free(h->att);
     free(h->ck);
     free(h->no);
+    free(h->met);
     sr_hist_init(h);
 }
 
@@ -75,6 +76,7 @@ static struct sr_hist_ckpt *ckpt_of(struct sr_history *h, uint64_t seq, uint32_t
  * that sums and differences of them stay in range and print sanely. */
 #define SECONDS_MAX 1e9 /* 31 years: any stage, upload or restore time */
 #define BYTES_MAX (INT64_C(1) << 53)
+#define STEP_MAX (INT64_C(1) << 62) /* a real up to it converts exactly */
 
 /* Integer field k in [lo, hi], else dflt (a real is taken when integral
  * enough to be in range: never a float-to-integer overflow). */
@@ -155,6 +157,56 @@ static void add_interval(struct sr_history *h, const json_t *ev, int64_t t)
     str_of(ev, "mtbf_from", iv->mtbf_from, sizeof(iv->mtbf_from));
 }
 
+/* A "metric" event: {"name":..,"value":..,"step":N} (step optional). */
+static void add_metric(struct sr_history *h, const json_t *ev, uint32_t a, int64_t t)
+{
+    const char *name = json_string_value(json_object_get(ev, "name"));
+    const json_t *jv = json_object_get(ev, "value");
+    if (!name || !*name || strlen(name) > SR_HIST_METRIC_NAME_MAX || !json_is_number(jv))
+        return;
+    const double v = json_number_value(jv);
+    if (!isfinite(v))
+        return;
+    const int64_t step = int_in(ev, "step", 0, STEP_MAX, -1);
+    struct sr_hist_metric *m = (struct sr_hist_metric *)sr_hist_metric_find(h, name);
+    if (!m) {
+        if (h->n_met == SR_HIST_METRICS_MAX)
+            return;
+        m = grow((void **)&h->met, &h->n_met, &h->cap_met, sizeof(*h->met));
+        if (!m)
+            return;
+        snprintf(m->name, sizeof(m->name), "%s", name);
+        m->min = m->max = v;
+        m->last_ms = -1;
+    }
+    m->count++;
+    m->min = v < m->min ? v : m->min;
+    m->max = v > m->max ? v : m->max;
+    /* Newest by time, then attempt, then step; a tie goes to the later line. */
+    const int newer = t != m->last_ms        ? t > m->last_ms
+                      : a != m->last_attempt ? a > m->last_attempt
+                                             : step >= m->last_step;
+    if (newer) {
+        m->last = v;
+        m->last_ms = t;
+        m->last_attempt = a;
+        m->last_step = step;
+    }
+}
+
+const struct sr_hist_metric *sr_hist_metric_find(const struct sr_history *h, const char *name)
+{
+    for (size_t i = 0; i < h->n_met; i++)
+        if (strcmp(h->met[i].name, name) == 0)
+            return &h->met[i];
+    return NULL;
+}
+
+double sr_hist_metric_best(const struct sr_hist_metric *m, int maximize)
+{
+    return maximize ? m->max : m->min;
+}
+
 void sr_hist_add(struct sr_history *h, const json_t *ev)
 {
     const char *type = json_string_value(json_object_get(ev, "event"));
@@ -230,6 +282,8 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         at->superseded = 1;
     } else if (strcmp(type, "done") == 0) {
         at->done = 1;
+    } else if (strcmp(type, "metric") == 0) {
+        add_metric(h, ev, a, t);
     }
 }
 

@@ -105,6 +105,19 @@ struct sr_hist_count {
     unsigned n;
 };
 
+/* A metric the job reported (`spotrun metric NAME=VALUE`): every value
+ * folded into its last (the newest by time, then step), its minimum and
+ * maximum (which is best is the viewer's choice: --maximize), and a count. */
+#define SR_HIST_METRIC_NAME_MAX 64 /* [A-Za-z0-9_.:-]{1,64}, as `spotrun metric` takes */
+#define SR_HIST_METRICS_MAX 64     /* names per run; more are ignored */
+struct sr_hist_metric {
+    char name[SR_HIST_METRIC_NAME_MAX + 1];
+    double last, min, max;
+    int64_t last_ms, last_step; /* last_step -1 when the last value had no step */
+    uint32_t last_attempt;
+    unsigned count;
+};
+
 struct sr_hist_prices {
     double spot_per_hour;      /* 0 = no price given */
     double on_demand_per_hour; /* 0 = none */
@@ -117,6 +130,8 @@ struct sr_history {
     size_t n_ck, cap_ck;
     struct sr_hist_notice *no;
     size_t n_no, cap_no;
+    struct sr_hist_metric *met; /* in the order first seen */
+    size_t n_met, cap_met;
     unsigned requests;
     struct sr_hist_interval interval;
     int done_marker; /* DONE exists in the store */
@@ -162,6 +177,11 @@ double sr_percentile(double *v, size_t n, double p);
 
 const char *sr_hist_state_name(enum sr_hist_state s);
 const char *sr_hist_end_name(enum sr_hist_end e);
+
+/* The metric called name, or NULL. */
+const struct sr_hist_metric *sr_hist_metric_find(const struct sr_history *h, const char *name);
+/* Its best value: the maximum when maximize, else the minimum. */
+double sr_hist_metric_best(const struct sr_hist_metric *m, int maximize);
 
 /* Instance hours and cost; *spot and *on_demand are 0 without a price. */
 double sr_hist_instance_hours(const struct sr_history *h);
