@@ -360,6 +360,11 @@ static void child_done(struct worker *w, struct slot *s, int status)
     sr_err_clear();
     if ((size_t)k < w->n_alloc)
         w->busy_until[k] = sr_now_ms() + w->o->poll_ms;
+    if (w->draining && code == 128 + SIGTERM) {
+        /* stopped before it took the trial's lease: nothing to release */
+        sr_info("sweep %s: trial %ld stopped before it started", w->name, k);
+        return;
+    }
     if (++w->errors >= 3) {
         sr_warn("sweep %s: `spotrun run` failed %d times in a row (last: trial %ld, exit %d); "
                 "stopping",
