@@ -544,17 +544,15 @@ static void add_lines(struct sr_history *h, const char *buf, size_t len)
     }
 }
 
-int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h)
+int sr_hist_load_logs(struct sr_store *st, const char *run_id, const struct sr_strlist *names,
+                      int done, struct sr_history *h)
 {
-    char prefix[256];
-    snprintf(prefix, sizeof(prefix), "%s/events", run_id);
-    struct sr_strlist names = {0};
-    int rc = sr_store_list(st, prefix, &names);
-    for (size_t i = 0; rc == 0 && i < names.n; i++) {
-        if (sr_events_attempt_of(names.v[i]) == UINT32_MAX)
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < names->n; i++) {
+        if (sr_events_attempt_of(names->v[i]) == UINT32_MAX)
             continue; /* not a log spotrun writes (sr_events_next_attempt warns) */
         char key[512];
-        snprintf(key, sizeof(key), "%s/%s", prefix, names.v[i]);
+        snprintf(key, sizeof(key), "%s/events/%s", run_id, names->v[i]);
         char *buf = NULL;
         size_t len = 0;
         const int g = sr_store_get(st, key, EVENTS_MAX, &buf, &len);
@@ -568,15 +566,26 @@ int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h)
             add_lines(h, buf, len);
         free(buf);
     }
-    sr_strlist_free(&names);
     if (rc < 0)
         return rc;
-    const int d = sr_ckpt_is_done(st, run_id);
-    if (d < 0)
-        return d;
-    h->done_marker = d;
+    h->done_marker = done;
     sr_hist_derive(h);
     return 0;
+}
+
+int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h)
+{
+    char prefix[256];
+    snprintf(prefix, sizeof(prefix), "%s/events", run_id);
+    struct sr_strlist names = {0};
+    int rc = sr_store_list(st, prefix, &names);
+    const int done = rc == 0 ? sr_ckpt_is_done(st, run_id) : 0;
+    if (rc == 0 && done < 0)
+        rc = done;
+    if (rc == 0)
+        rc = sr_hist_load_logs(st, run_id, &names, done, h);
+    sr_strlist_free(&names);
+    return rc;
 }
 
 const char *sr_hist_state_name(enum sr_hist_state s)

@@ -171,6 +171,10 @@ void sr_hist_count_checkpoints(struct sr_history *h, size_t n);
 /* Reads every attempt's log of run and the DONE marker, then derives.
  * Unparseable lines are skipped (a log cut by a crash still reads). */
 int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h);
+/* The same from what a listing already said: the names of run's event logs
+ * (in <run>/events) and whether DONE exists. */
+int sr_hist_load_logs(struct sr_store *st, const char *run_id, const struct sr_strlist *names,
+                      int done, struct sr_history *h);
 
 /* Nearest-rank percentile (p in 0..100) of v[0..n); sorts v. 0 when n = 0. */
 double sr_percentile(double *v, size_t n, double p);

@@ -31,6 +31,12 @@ const char *sr_sv_state_name(enum sr_sv_state s)
 
 /* ---- loading ----------------------------------------------------------------- */
 
+/* What one listing of every key of the sweep's runs says about a trial. */
+struct listed {
+    struct sr_strlist logs; /* names in <run>/events */
+    int any, done, lease;   /* objects at all, DONE, LEASE */
+};
+
 struct pool {
     struct sr_store *st;
     struct sr_sweepview *v;
@@ -38,6 +44,7 @@ struct pool {
     size_t n_todo;
     atomic_size_t next;
     int64_t now_s;
+    struct listed *listed; /* per trial, from one listing of every key; NULL: list per trial */
     pthread_mutex_t mu;
     int rc; /* the first error, its message in msg */
     char msg[300];
@@ -53,10 +60,14 @@ static int load_trial(struct pool *p, struct sr_sv_trial *t)
         return -ENOMEM;
     sr_hist_init(&r->h);
     t->run = r;
-    int rc = sr_hist_load(p->st, t->run_id, &r->h);
+    const struct listed *l = p->listed ? &p->listed[t->trial] : NULL;
+    int rc = l ? sr_hist_load_logs(p->st, t->run_id, &l->logs, l->done, &r->h)
+               : sr_hist_load(p->st, t->run_id, &r->h);
     if (rc < 0)
         return rc;
-    rc = sr_lease_read(p->st, t->run_id, &r->lease);
+    /* who runs it matters only while it has not ended */
+    rc = t->mark == SR_TRIAL_OPEN && (!l || l->lease) ? sr_lease_read(p->st, t->run_id, &r->lease)
+                                                      : -ENOENT;
     if (rc == 0) {
         r->has_lease = 1;
         r->lease_held = !sr_lease_takeable(&r->lease, p->now_s);
@@ -171,6 +182,50 @@ static void derive(struct sr_sweepview *v)
     }
 }
 
+/* Where the store lists every key below a prefix in pages (S3), one such
+ * listing of "<sweep>-" replaces a listing of each trial's event logs and
+ * a read of its DONE: *out gets what it says per trial (NULL when the
+ * store cannot; the caller lists per trial). */
+static int list_keys(struct sr_store *st, const char *name, size_t n, struct listed **out)
+{
+    *out = NULL;
+    char prefix[SR_SWEEP_NAME_MAX + 2];
+    snprintf(prefix, sizeof(prefix), "%s-", name);
+    struct sr_strlist keys;
+    int rc = sr_store_list_keys(st, prefix, &keys);
+    if (rc == -ENOTSUP)
+        return 0;
+    if (rc < 0)
+        return rc;
+    struct listed *l = calloc(n ? n : 1, sizeof(*l));
+    for (size_t i = 0; l && rc == 0 && i < keys.n; i++) {
+        char *slash = strchr(keys.v[i], '/');
+        if (!slash)
+            continue;
+        *slash = '\0';
+        const long k = sr_sweep_trial_of(name, keys.v[i]);
+        if (k < 0 || (size_t)k >= n)
+            continue;
+        const char *rest = slash + 1;
+        l[k].any = 1;
+        if (strncmp(rest, "events/", 7) == 0 && !strchr(rest + 7, '/'))
+            rc = sr_strlist_push(&l[k].logs, rest + 7);
+        else if (strcmp(rest, "DONE") == 0)
+            l[k].done = 1;
+        else if (strcmp(rest, "LEASE") == 0)
+            l[k].lease = 1;
+    }
+    sr_strlist_free(&keys);
+    if (!l || rc < 0) {
+        for (size_t k = 0; l && k < n; k++)
+            sr_strlist_free(&l[k].logs);
+        free(l);
+        return rc < 0 ? rc : -ENOMEM;
+    }
+    *out = l;
+    return 0;
+}
+
 int sr_sweepview_load(struct sr_store *st, const struct sr_sweep *sw, unsigned threads,
                       struct sr_sweepview *out)
 {
@@ -186,9 +241,11 @@ int sr_sweepview_load(struct sr_store *st, const struct sr_sweep *sw, unsigned t
     int rc = out->t && mark && todo && out->metrics ? 0 : -ENOMEM;
     if (rc == 0)
         rc = sr_sweep_list_ends(st, sw->name, out->n, mark);
-    if (rc == 0)
-        rc = sr_ckpt_list_runs(st, &runs);
     struct pool p = {.st = st, .v = out, .todo = todo, .now_s = out->now_ms / 1000};
+    if (rc == 0)
+        rc = list_keys(st, sw->name, out->n, &p.listed);
+    if (rc == 0 && !p.listed)
+        rc = sr_ckpt_list_runs(st, &runs);
     for (size_t k = 0; rc == 0 && k < out->n; k++) {
         out->t[k].trial = k;
         out->t[k].mark = mark[k];
@@ -198,6 +255,13 @@ int sr_sweepview_load(struct sr_store *st, const struct sr_sweep *sw, unsigned t
     unsigned char *started = mark; /* reused: the marks are copied */
     if (rc == 0)
         memset(started, 0, out->n ? out->n : 1);
+    if (p.listed) { /* or one listing of every key of the sweep's runs */
+        for (size_t k = 0; k < out->n; k++)
+            if (p.listed[k].any) {
+                started[k] = 1;
+                todo[p.n_todo++] = k;
+            }
+    }
     for (size_t i = 0; rc == 0 && i < runs.n; i++) {
         const long k = sr_sweep_trial_of(sw->name, runs.v[i]);
         if (k >= 0 && (size_t)k < out->n && !started[k]) {
@@ -213,6 +277,9 @@ int sr_sweepview_load(struct sr_store *st, const struct sr_sweep *sw, unsigned t
     if (rc == 0)
         derive(out);
     sr_strlist_free(&runs);
+    for (size_t k = 0; p.listed && k < out->n; k++)
+        sr_strlist_free(&p.listed[k].logs);
+    free(p.listed);
     free(todo);
     free(mark);
     if (rc < 0)
