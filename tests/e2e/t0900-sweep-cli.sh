@@ -193,4 +193,41 @@ test_expect_success 'from CUDA_VISIBLE_DEVICES=4,5 the slots get 4 and 5' '
     test "$(sort -u "$OUT/sl2" | tr "\n" " ")" = "4 5 "
 '
 
+# a job that counts to 20, committing every step (so it answers a
+# checkpoint request within one step of {pace} seconds)
+COUNTER='trap "echo requested" USR1
+i=$(cat "$SPOTRUN_CKPT_DIR/i" 2>/dev/null || echo 0)
+[ "$i" -gt 0 ] && echo "resumed from $i"
+while [ "$i" -lt 20 ]; do
+    i=$((i + 1)); echo "$i" >"$SPOTRUN_CKPT_DIR/i"
+    "$SPOTRUN_BIN" commit --step "$i" >/dev/null; sleep {pace}
+done'
+
+# Trial 0 is back (75) long before trial 1 has checkpointed: the worker
+# must not send trial 1 a second TERM then (it would stop waiting).
+test_expect_success 'SIGTERM drains sweep work: exit 75, trials checkpointed and released, one notice each' '
+    "$SPOTRUN" sweep init dr --param pace=0.05,1.5 -- sh -c "$COUNTER" >/dev/null
+    "$SPOTRUN" sweep work dr --slots 2 --poll 100ms >dr1.out 2>dr1.err &
+    p=$!
+    for _ in $(seq 100); do
+        [ -s "$SPOTRUN_STORE/dr-0/ckpt/0000000003/MANIFEST.json" ] &&
+            [ -s "$SPOTRUN_STORE/dr-1/ckpt/0000000001/MANIFEST.json" ] && break
+        sleep 0.1
+    done
+    kill -TERM $p &&
+    expect_code 75 wait $p &&
+    test "$(grep -c "preempted: checkpoint [0-9]* is durable" dr1.err)" -eq 2 &&
+    test "$(grep -c "^requested" dr1.out)" -eq 2 &&
+    ! grep "second notice" dr1.err &&
+    grep -q "\"released\": *true" "$SPOTRUN_STORE/dr-0/LEASE" &&
+    grep -q "\"released\": *true" "$SPOTRUN_STORE/dr-1/LEASE" &&
+    test ! -e "$S/dr/end/0.done"
+'
+
+test_expect_success 'the next worker takes the released trials at once and resumes them' '
+    timeout 30 "$SPOTRUN" sweep work dr --slots 2 --until-empty --poll 100ms >dr2.out 2>dr2.err &&
+    test "$(grep -c "^resumed from" dr2.out)" -eq 2 &&
+    test -f "$S/dr/end/0.done" && test -f "$S/dr/end/1.done"
+'
+
 test_done
