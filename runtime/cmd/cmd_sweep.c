@@ -144,7 +144,7 @@ struct worker {
     char self[PATH_MAX];
     char **gpus; /* CUDA_VISIBLE_DEVICES per slot, NULL = leave it */
     sigset_t orig_mask;
-    int draining, stop_code, errors;
+    int draining, drained, stop_code, errors; /* drained: the running trials were sent TERM */
     uint64_t ran;
     unsigned seed;      /* of the choice among candidates */
     int64_t defined_at; /* when the definition was last read (sr_now_ms) */
@@ -309,12 +309,16 @@ static int spawn_trial(struct worker *w, uint64_t slot, long k)
 }
 
 /* Stops taking trials and asks the running ones to checkpoint and stop:
- * each child wrapper takes TERM from its parent as a notice. */
+ * each child wrapper takes TERM from its parent as a notice. Once only: a
+ * wrapper takes a second TERM as a second notice and stops waiting for its
+ * checkpoint, so a trial that comes back 75 after the drain began, or a
+ * second signal to the worker, must not send another. */
 static void drain(struct worker *w, const char *why)
 {
-    if (!w->draining)
-        sr_info("sweep %s: %s: checkpointing the running trials and stopping", w->name, why);
-    w->draining = 1;
+    if (w->drained)
+        return;
+    sr_info("sweep %s: %s: checkpointing the running trials and stopping", w->name, why);
+    w->drained = w->draining = 1;
     w->stop_code = SR_EX_TEMPFAIL;
     for (uint64_t i = 0; i < w->o->slots; i++)
         if (w->slots[i].pid)
