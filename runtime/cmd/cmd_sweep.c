@@ -554,7 +554,8 @@ static const struct sr_cmd subs[] = {
     {"sweep work", cmd_work, "run the sweep's trials on this machine (a plain fleet's worker)",
      "spotrun sweep work NAME [--slots K] [--max-trials N] [--until-empty] [-- run options]",
      "Takes a trial that is neither done nor owned (one of the first four open ones, at\n"
-     "random), runs it as `spotrun run --sweep` (resume, notices, restarts), then the next. On a preemption notice (SIGTERM, or a\n"
+     "random), runs it as `spotrun run --sweep` (resume, notices, restarts), then the next. On a "
+     "preemption notice (SIGTERM, or a\n"
      "trial's cloud notice) it checkpoints the running trials, releases them and exits 75.\n"
      "Options after -- go to every `spotrun run` (e.g. -- --every 10m --keep 2).",
      1, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE},
