@@ -108,7 +108,11 @@ static int fresh(const struct sr_peers *p, uint32_t rank, uint64_t epoch, int64_
         return created >= c->started_wall_ms - 1000;
     if (rc < 0)
         return 0;
-    return li.epoch == epoch && (!li.released || li.renewed * 1000 >= c->started_wall_ms - 1000);
+    /* Its origin still holds the lease: the group's current stop. Released:
+     * that stop is over unless this wrapper was already running when the
+     * notice was made (a rerun that starts right after the group stopped
+     * must not take the last stop's notice as its own). */
+    return li.epoch == epoch && (!li.released || created >= c->started_wall_ms);
 }
 
 /* One notice object: 1 (and *ev) when it is a fresh one of another node. */
