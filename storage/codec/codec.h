@@ -2,7 +2,9 @@
  * codec.h - the checkpoint archive codec.
  *
  * Format (see docs/archive-format.md): a pax tar stream of the directory,
- * cut into frames of a fixed uncompressed size (default 4 MiB), each
+ * cut into frames of at most frame_size uncompressed bytes (default 4 MiB;
+ * a large file's data starts a new frame, so an unchanged file gives the
+ * same frames in every checkpoint), each
  * compressed as an independent zstd frame with its content checksum,
  * followed by a zstd seekable-format seek table (a skippable frame). Stock
  * `zstd -d | tar -x` reads it.
@@ -38,6 +40,10 @@
 
 #define SR_CODEC_DEFAULT_LEVEL 3
 #define SR_CODEC_DEFAULT_FRAME (4u << 20)
+/* Regular files of at least this many bytes start a new frame at their
+ * data and end one after it (docs/archive-format.md, "Frames"). */
+#define SR_CODEC_DEFAULT_ALIGN (1u << 20)
+#define SR_CODEC_ALIGN_NEVER UINT64_MAX
 
 /* Consumes compressed bytes in order. Returns 0 or a negative errno. */
 typedef int (*sr_sink_fn)(void *ctx, const void *buf, size_t len);
@@ -46,6 +52,9 @@ struct sr_pack_opts {
     int level;         /* zstd level; 0 = SR_CODEC_DEFAULT_LEVEL */
     size_t frame_size; /* uncompressed bytes per frame; 0 = default */
     int threads;       /* worker threads; 0 = number of online CPUs */
+    /* files of at least this size get frames of their own; 0 = default,
+     * SR_CODEC_ALIGN_NEVER = fixed cuts of the tar stream (format 1's) */
+    uint64_t align_min;
 };
 
 /* "xxh3-128:" + 32 hex digits + NUL */

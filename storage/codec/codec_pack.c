@@ -68,6 +68,7 @@ struct packer {
     int nthreads;
     int level;
     size_t frame_size;
+    uint64_t align_min; /* regular files this large start their own frame */
     size_t dst_cap;
     struct pslot *cur; /* frame being filled, or NULL */
     struct archive *a;
@@ -208,6 +209,12 @@ static int next_frame(struct packer *p)
     return 0;
 }
 
+/* Ends the frame being filled here (the next byte starts a new one). */
+static int cut_frame(struct packer *p)
+{
+    return p->cur && p->cur->len > 0 ? next_frame(p) : 0;
+}
+
 /* libarchive's write callback: the tar stream, cut into frames. */
 static la_ssize_t pack_write_cb(struct archive *a, void *ctx, const void *buf, size_t n)
 {
@@ -324,11 +331,20 @@ static int pack_file(struct packer *p, int dfd, const char *name, const char *re
         goto out;
     }
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    /* A large file's data (and its tar padding) gets frames of its own,
+     * cut every frame_size from its first byte: an unchanged file gives
+     * byte-identical frames whatever moved before it, and its header (whose
+     * mtime changes on every rewrite) stays out of them. */
+    const int own = (uint64_t)st.st_size >= p->align_min;
     rc = write_header(p, rel, &st, NULL);
+    if (rc == 0 && own)
+        rc = cut_frame(p);
     if (rc == 0)
         rc = write_contents(p, fd, rel, (uint64_t)st.st_size);
     if (rc == 0 && archive_write_finish_entry(p->a) != ARCHIVE_OK)
         rc = archive_fail(p, rel);
+    if (rc == 0 && own)
+        rc = cut_frame(p);
     if (rc == 0)
         p->st.files++;
 out:
@@ -389,6 +405,7 @@ static int packer_init(struct packer *p, const struct sr_pack_opts *opts)
                        SR_SEEK_MAX_FRAME_SIZE);
     p->level = level;
     p->frame_size = fsize;
+    p->align_min = opts && opts->align_min ? opts->align_min : SR_CODEC_DEFAULT_ALIGN;
     p->dst_cap = ZSTD_compressBound(fsize);
     p->nthreads = sr_codec_threads(opts ? opts->threads : 0);
     p->nslots = 2u * (unsigned)p->nthreads + 2u;

@@ -381,7 +381,8 @@ static void test_stats_count_frames_bytes_and_checksum_the_stored_object(void **
     struct sr_pack_stats ps;
     assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), &po, &ps), 0);
     assert_int_equal(ps.files, 4);
-    assert_int_equal(ps.frames, (ps.raw_bytes + (1u << 20) - 1) >> 20);
+    /* the headers before model.bin, its 5 MiB in 5 frames, the rest */
+    assert_int_equal(ps.frames, 7);
     assert_true(ps.raw_bytes > (5u << 20));
     struct sr_source src;
     assert_int_equal(sr_source_file_open(at("a.tar.zst"), &src), 0);
@@ -400,6 +401,71 @@ static void test_stats_count_frames_bytes_and_checksum_the_stored_object(void **
     assert_int_equal(run("test $(zstd -q -d -c '%s' | wc -c) = %llu", at("a.tar.zst"),
                          (unsigned long long)ps.raw_bytes),
                      0);
+}
+
+/* The seek table of an archive file (the caller frees it). */
+static void read_table(const char *path, struct sr_seektable *t)
+{
+    struct sr_source src;
+    assert_int_equal(sr_source_file_open(path, &src), 0);
+    assert_int_equal(sr_seektable_read(&src, t), 0);
+    sr_source_file_close(&src);
+}
+
+/* Frames are cut where a large file's data starts, so a file that did not
+ * change gives the same frames even when everything before it moved (a
+ * small file grew) - what lets a checkpoint reuse them. */
+static void test_an_unchanged_large_file_gives_the_same_frames_after_a_shift(void **state)
+{
+    (void)state;
+    const struct sr_pack_opts po = {.frame_size = 1u << 20, .threads = 2};
+    assert_int_equal(sr_mkdirs(at("src"), 0755), 0);
+    write_file(at("src/a.json"), "{}", 2);
+    write_pattern(at("src/model.bin"), (3u << 20) + 1000, 7);
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), &po, NULL), 0);
+    uint8_t *const log = pattern(5000, 3);
+    write_file(at("src/a.json"), log, 5000);
+    free(log);
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("b.tar.zst"), &po, NULL), 0);
+    struct sr_seektable a, b;
+    read_table(at("a.tar.zst"), &a);
+    read_table(at("b.tar.zst"), &b);
+    /* headers, then model.bin's 3 MiB + 1000 in 4 frames, then the end */
+    assert_int_equal(a.count, 6);
+    assert_int_equal(b.count, 6);
+    for (uint32_t i = 1; i < 5; i++) {
+        assert_int_equal(a.frames[i].dsize, b.frames[i].dsize);
+        assert_int_equal(a.frames[i].checksum, b.frames[i].checksum);
+    }
+    assert_int_equal(a.frames[1].dsize, 1u << 20);
+    assert_int_equal(a.frames[4].dsize, 1024); /* the last 1000 bytes + tar padding */
+    assert_true(a.frames[1].doff != b.frames[1].doff);
+    sr_seektable_free(&a);
+    sr_seektable_free(&b);
+}
+
+/* Only the cut points differ from fixed cuts: the tar stream is the same. */
+static void test_aligned_and_fixed_cuts_hold_the_same_tar_stream(void **state)
+{
+    (void)state;
+    if (run("command -v zstd >/dev/null") != 0)
+        skip();
+    make_tree(at("src"), (2u << 20) + 77);
+    struct sr_pack_opts po = {.frame_size = 1u << 20};
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), &po, NULL), 0);
+    po.align_min = SR_CODEC_ALIGN_NEVER;
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("b.tar.zst"), &po, NULL), 0);
+    assert_int_equal(run("test \"$(zstd -q -d -c '%s' | md5sum)\" = "
+                         "\"$(zstd -q -d -c '%s' | md5sum)\"",
+                         at("a.tar.zst"), at("b.tar.zst")),
+                     0);
+    struct sr_seektable a, b;
+    read_table(at("a.tar.zst"), &a);
+    read_table(at("b.tar.zst"), &b);
+    assert_int_equal(b.count, (b.dsize_total + (1u << 20) - 1) >> 20);
+    assert_true(a.count > b.count);
+    sr_seektable_free(&a);
+    sr_seektable_free(&b);
 }
 
 static void test_unpack_with_the_right_checksum_succeeds(void **state)
@@ -561,6 +627,8 @@ int main(void)
         T(test_same_directory_packs_to_identical_bytes),
         T(test_stock_zstd_and_tar_extract_the_archive),
         T(test_stats_count_frames_bytes_and_checksum_the_stored_object),
+        T(test_an_unchanged_large_file_gives_the_same_frames_after_a_shift),
+        T(test_aligned_and_fixed_cuts_hold_the_same_tar_stream),
         T(test_unpack_with_the_right_checksum_succeeds),
         T(test_bit_flip_in_a_frame_is_caught_by_the_frame_checksum),
         T(test_bit_flip_is_caught_by_the_object_checksum_first),
