@@ -377,13 +377,15 @@ int sr_cmd_pull(const struct sr_cmd *cmd, int argc, char **argv)
 int sr_cmd_push(const struct sr_cmd *cmd, int argc, char **argv)
 {
     int64_t step = -1;
-    uint64_t keep = 0, threads = 0, level = 0;
+    uint64_t keep = 0, threads = 0, level = 0, full_every = 0;
     const struct sr_opt opts[] = {
         {"step", 'n', "SPOTRUN_COMMIT_STEP", SR_OPT_STEP, &step, "N", "step to record"},
         {"keep", 'k', "SPOTRUN_KEEP", SR_OPT_UINT, &keep, "N", "then keep only the newest N"},
         {"threads", 0, "SPOTRUN_THREADS", SR_OPT_UINT, &threads, "N",
          "compression threads (default: all CPUs)"},
         {"level", 0, "SPOTRUN_LEVEL", SR_OPT_UINT, &level, "N", "zstd level (default 3)"},
+        {"full-every", 0, "SPOTRUN_FULL_EVERY", SR_OPT_UINT, &full_every, "N",
+         "upload one checkpoint in N in full, the others as deltas (default 10; 1: always full)"},
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
     int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
@@ -402,6 +404,7 @@ int sr_cmd_push(const struct sr_cmd *cmd, int argc, char **argv)
                                           .keep = (unsigned)keep,
                                           .threads = (int)threads,
                                           .level = (int)level,
+                                          .full_every = (unsigned)full_every,
                                           .lease = held.lease};
     uint64_t seq = 0;
     struct sr_manifest m;

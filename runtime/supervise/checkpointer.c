@@ -229,8 +229,9 @@ int sr_commits_persist(const struct sr_commits_config *cfg, struct sr_manifest *
     }
     struct sr_fence f;
     int rc, tries = 0;
+    const unsigned every = cfg->full_every ? cfg->full_every : SR_FULL_EVERY_DEFAULT;
     do
-        rc = sr_ckpt_publish(cfg->st, m, path, fence_of(cfg, &f));
+        rc = sr_ckpt_publish_delta(cfg->st, m, path, fence_of(cfg, &f), every);
     while (rc < 0 && renumber(cfg, m, rc, tries++));
     if (rc < 0)
         return rc;
