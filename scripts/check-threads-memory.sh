@@ -13,6 +13,16 @@ echo "== ThreadSanitizer"
 (cd "$root/build-tsan" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
     ctest --output-on-failure -R "unit/(test_codec|test_checkpointer|test_catalog|test_store|test_control|test_lease|test_preload_account)")
 
+# sweep show reads the trials' histories on a thread pool
+(tsan=$root/build-tsan/runtime/spotrun scratch=$(mktemp -d)
+ trap 'rm -rf "$scratch"' EXIT
+ export SPOTRUN_STORE=$scratch/store SPOTRUN_WORK_DIR=$scratch/work SPOTRUN_QUIET=1 \
+     TSAN_OPTIONS="halt_on_error=1 exitcode=66"
+ "$tsan" sweep init tsan --param k=0..39 -- sh -c '"$SPOTRUN_BIN" metric loss=0.{k}'
+ "$tsan" sweep work tsan --slots 4 --poll 100ms
+ "$tsan" sweep show tsan --threads 8 >/dev/null
+ "$tsan" sweep show tsan --json --threads 8 >/dev/null
+ echo "sweep: clean")
 echo "== valgrind (memcheck) on the core scenarios"
 command -v valgrind >/dev/null || { echo "valgrind is required (apt-get install valgrind)" >&2; exit 1; }
 "$root/scripts/build.sh" "$root/build" >/dev/null
@@ -32,6 +42,10 @@ diff -r "$scratch/src" "$scratch/out"
 vg "$spotrun" show vg >/dev/null
 vg "$spotrun" ls >/dev/null
 vg "$spotrun" gc -q vg --keep 1
+vg "$spotrun" sweep init -q vgs --param a=1,2 --param b=0..1 -- sh -c 'exit 0'
+vg "$spotrun" sweep work -q vgs --slots 2 --poll 100ms
+vg "$spotrun" sweep show vgs >/dev/null
+vg "$spotrun" sweep report vgs -o "$scratch/vgs.svg"
 # crash at 700 -> restart from the checkpoint at 500 -> finish
 vg "$spotrun" run -q --run-id vgrun --backoff 10ms -- "$logreg" --steps 1500 --save-every 500 \
     --crash-at 700 >/dev/null

@@ -332,3 +332,16 @@ fail:
     fprintf(stderr, "spotrun %s: %s\n", cmd, sr_strerror(rc));
     return rc == -EEXIST || rc == -ENOTDIR ? SR_EX_USAGE : sr_exit_code(rc);
 }
+
+/* Prints a JSON document (docs/json-schema.md); returns the exit code. */
+int sr_print_json(json_t *o)
+{
+    const int rc =
+        o ? json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10))
+          : -1;
+    json_decref(o);
+    if (rc < 0)
+        return sr_fail(-ENOMEM, "cannot print JSON");
+    putchar('\n');
+    return 0;
+}

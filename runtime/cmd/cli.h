@@ -150,6 +150,18 @@ struct sr_view_opts {
      "print JSON (schema: docs/json-schema.md)"},                                                  \
         SR_PRICE_OPTS(v)
 
+/* Prints a JSON document (docs/json-schema.md) to stdout and frees it;
+ * returns 0 or the exit code. */
+int sr_print_json(json_t *o);
+
+/* The pictures (report, sweep report): writes path atomically (a
+ * temporary file renamed over it) with what write(f, ctx) prints; 0 or
+ * -errno with a message. */
+int sr_write_atomic(const char *path, void (*write)(FILE *f, void *ctx), void *ctx);
+/* svg or html: --format when given, else the file name (.html, .htm).
+ * 0 (svg), 1 (html), or SR_EX_USAGE after printing "spotrun CMD: ...". */
+int sr_report_format(const char *cmd, const char *out, const char *format);
+
 /* Subcommands (main.c's table). */
 int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_commit(const struct sr_cmd *cmd, int argc, char **argv);

@@ -16,8 +16,7 @@
 #include "manifest.h"
 #include "report.h"
 
-static int write_report(const char *path, int html, const char *run_id, const struct sr_history *h,
-                        const struct sr_hist_prices *p)
+int sr_write_atomic(const char *path, void (*write)(FILE *f, void *ctx), void *ctx)
 {
     char tmp[PATH_MAX];
     if (sr_pathf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) < 0)
@@ -25,10 +24,7 @@ static int write_report(const char *path, int html, const char *run_id, const st
     FILE *f = fopen(tmp, "w");
     if (!f)
         return sr_errf(-errno, "cannot write %s: %s", tmp, strerror(errno));
-    if (html)
-        sr_report_html(f, run_id, h, p);
-    else
-        sr_report_svg(f, run_id, h);
+    write(f, ctx);
     const int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         unlink(tmp);
@@ -46,6 +42,34 @@ static int ends_with(const char *s, const char *suffix)
 {
     const size_t a = strlen(s), b = strlen(suffix);
     return a >= b && strcasecmp(s + a - b, suffix) == 0;
+}
+
+int sr_report_format(const char *cmd, const char *out, const char *format)
+{
+    if (!format || !*format)
+        return ends_with(out, ".html") || ends_with(out, ".htm");
+    if (strcmp(format, "svg") != 0 && strcmp(format, "html") != 0) {
+        fprintf(stderr, "spotrun %s: invalid value \"%s\" for --format (svg or html)\n", cmd,
+                format);
+        return SR_EX_USAGE;
+    }
+    return strcmp(format, "html") == 0;
+}
+
+struct run_picture {
+    int html;
+    const char *run_id;
+    const struct sr_history *h;
+    const struct sr_hist_prices *p;
+};
+
+static void write_run(FILE *f, void *ctx)
+{
+    const struct run_picture *r = ctx;
+    if (r->html)
+        sr_report_html(f, r->run_id, r->h, r->p);
+    else
+        sr_report_svg(f, r->run_id, r->h);
 }
 
 int sr_cmd_report(const struct sr_cmd *cmd, int argc, char **argv)
@@ -67,15 +91,10 @@ int sr_cmd_report(const struct sr_cmd *cmd, int argc, char **argv)
     snprintf(def, sizeof(def), "%s.svg", run);
     if (!out || !*out)
         out = def;
-    int html = ends_with(out, ".html") || ends_with(out, ".htm");
-    if (format && *format) {
-        if (strcmp(format, "svg") != 0 && strcmp(format, "html") != 0) {
-            fprintf(stderr, "spotrun report: invalid value \"%s\" for --format (svg or html)\n",
-                    format);
-            sr_store_close(ctx.st);
-            return SR_EX_USAGE;
-        }
-        html = strcmp(format, "html") == 0;
+    const int html = sr_report_format(cmd->name, out, format);
+    if (html == SR_EX_USAGE) {
+        sr_store_close(ctx.st);
+        return SR_EX_USAGE;
     }
     struct sr_history h;
     sr_hist_init(&h);
@@ -87,7 +106,8 @@ int sr_cmd_report(const struct sr_cmd *cmd, int argc, char **argv)
                 sr_store_url(ctx.st));
         code = SR_EX_NOINPUT;
     } else {
-        code = write_report(out, html, run, &h, &vo.prices);
+        struct run_picture pic = {.html = html, .run_id = run, .h = &h, .p = &vo.prices};
+        code = sr_write_atomic(out, write_run, &pic);
         if (code < 0)
             code = sr_fail(code, "report");
         else

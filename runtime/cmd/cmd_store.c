@@ -81,19 +81,6 @@ static void let_go(struct held *h)
     sr_lease_free(h->lease);
 }
 
-/* Prints a JSON document (docs/json-schema.md); returns the exit code. */
-static int print_json(json_t *o)
-{
-    const int rc =
-        o ? json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10))
-          : -1;
-    json_decref(o);
-    if (rc < 0)
-        return sr_fail(-ENOMEM, "cannot print JSON");
-    putchar('\n');
-    return 0;
-}
-
 int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct sr_view_opts vo = {0};
@@ -156,7 +143,7 @@ int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
         json_t *o = json_pack("{s:i,s:s,s:o}", "schema_version", SR_JSON_SCHEMA_VERSION, "store",
                               sr_store_url(st), "runs", jruns);
         jruns = NULL;
-        code = print_json(o);
+        code = sr_print_json(o);
     }
 out:
     json_decref(jruns);
@@ -223,7 +210,7 @@ static int print_show_json(struct sr_store *st, const char *run, const struct sr
     json_object_set_new(o, "checkpoints", cks);
     json_object_set_new(o, "attempt_list", sr_summary_attempts_json(h));
     json_object_set_new(o, "lease", lease_json(st, run));
-    return print_json(o);
+    return sr_print_json(o);
 }
 
 /* "lease:" line of show: who owns the run now. */

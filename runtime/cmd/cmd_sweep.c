@@ -144,7 +144,7 @@ struct worker {
     char self[PATH_MAX];
     char **gpus; /* CUDA_VISIBLE_DEVICES per slot, NULL = leave it */
     sigset_t orig_mask;
-    int draining, stop_code, errors;
+    int draining, drained, stop_code, errors; /* drained: the running trials were sent TERM */
     uint64_t ran;
     unsigned seed;      /* of the choice among candidates */
     int64_t defined_at; /* when the definition was last read (sr_now_ms) */
@@ -309,12 +309,16 @@ static int spawn_trial(struct worker *w, uint64_t slot, long k)
 }
 
 /* Stops taking trials and asks the running ones to checkpoint and stop:
- * each child wrapper takes TERM from its parent as a notice. */
+ * each child wrapper takes TERM from its parent as a notice. Once only: a
+ * wrapper takes a second TERM as a second notice and stops waiting for its
+ * checkpoint, so a trial that comes back 75 after the drain began, or a
+ * second signal to the worker, must not send another. */
 static void drain(struct worker *w, const char *why)
 {
-    if (!w->draining)
-        sr_info("sweep %s: %s: checkpointing the running trials and stopping", w->name, why);
-    w->draining = 1;
+    if (w->drained)
+        return;
+    sr_info("sweep %s: %s: checkpointing the running trials and stopping", w->name, why);
+    w->drained = w->draining = 1;
     w->stop_code = SR_EX_TEMPFAIL;
     for (uint64_t i = 0; i < w->o->slots; i++)
         if (w->slots[i].pid)
@@ -360,6 +364,11 @@ static void child_done(struct worker *w, struct slot *s, int status)
     sr_err_clear();
     if ((size_t)k < w->n_alloc)
         w->busy_until[k] = sr_now_ms() + w->o->poll_ms;
+    if (w->draining && code == 128 + SIGTERM) {
+        /* stopped before it took the trial's lease: nothing to release */
+        sr_info("sweep %s: trial %ld stopped before it started", w->name, k);
+        return;
+    }
     if (++w->errors >= 3) {
         sr_warn("sweep %s: `spotrun run` failed %d times in a row (last: trial %ld, exit %d); "
                 "stopping",
@@ -410,8 +419,9 @@ static int fill(struct worker *w)
         }
         if (k < 0)
             break;
-        if (spawn_trial(w, i, k) < 0) {
-            sr_warn("sweep %s: %s", w->name, sr_strerror(-errno));
+        if ((rc = spawn_trial(w, i, k)) < 0) {
+            sr_warn("sweep %s: %s", w->name, sr_strerror(rc));
+            w->stop_code = SR_EX_SOFTWARE;
             return 1;
         }
     }
@@ -543,18 +553,21 @@ static const struct sr_cmd subs[] = {
      1, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE},
     {"sweep work", cmd_work, "run the sweep's trials on this machine (a plain fleet's worker)",
      "spotrun sweep work NAME [--slots K] [--max-trials N] [--until-empty] [-- run options]",
-     "Takes the first trial that is neither done nor owned, runs it as `spotrun run --sweep`\n"
-     "(resume, notices, restarts), then the next. On a preemption notice (SIGTERM, or a\n"
+     "Takes a trial that is neither done nor owned (one of the first four open ones, at\n"
+     "random), runs it as `spotrun run --sweep` (resume, notices, restarts), then the next. On a "
+     "preemption notice (SIGTERM, or a\n"
      "trial's cloud notice) it checkpoints the running trials, releases them and exits 75.\n"
      "Options after -- go to every `spotrun run` (e.g. -- --every 10m --keep 2).",
      1, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE},
     {"sweep show", sr_cmd_sweep_show, "one row per trial: state, attempts, cost, metrics",
-     "spotrun sweep show NAME [--sort METRIC] [--json]",
+     "spotrun sweep show NAME [--sort METRIC] [--maximize NAME[,NAME]] [--json] "
+     "[--price-per-hour P [--on-demand-price-per-hour P]]",
      "One row per trial: parameters, state, attempts, preemptions, lost work, instance\n"
-     "hours, cost, and the last and best value of each metric the job reported.",
+     "hours, cost, and the last and best value of each metric the job reported (best: the\n"
+     "smallest, or the largest for --maximize). See docs/sweep-show.md.",
      1, 1, SR_CMD_NEEDS_STORE},
     {"sweep report", sr_cmd_sweep_report, "draw every trial on one time axis (SVG or HTML)",
-     "spotrun sweep report NAME [-o sweep.svg|sweep.html]",
+     "spotrun sweep report NAME [-o sweep.svg|sweep.html] [--sort METRIC [--maximize NAME]]",
      "Draws one lane per trial on a shared time axis: attempts, notices, restarts, done.", 1, 1,
      SR_CMD_NEEDS_STORE},
 };

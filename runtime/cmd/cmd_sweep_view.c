@@ -1,22 +1,197 @@
 /*
- * cmd_sweep_view.c - `spotrun sweep show` and `spotrun sweep report`.
+ * cmd_sweep_view.c - `spotrun sweep show` and `spotrun sweep report`
+ * (docs/sweep-show.md): read the sweep's definition, load every trial's
+ * state and history (runtime/views/sweepview.c), then print the table, the
+ * JSON document, or write the picture.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
+#include "log.h"
+#include "sweep.h"
+#include "sweepreport.h"
+#include "sweepview.h"
+#include "units.h"
+
+/* What both commands take besides their own options. */
+struct view_args {
+    struct sr_view_opts vo;
+    struct sr_optlist maximize;
+    const char *sort;
+    uint64_t threads;
+    char names[1024]; /* --maximize's comma-separated names, split in place */
+};
+
+#define VIEW_ARG_OPTS(a)                                                                           \
+    {"maximize",                                                                                   \
+     0,                                                                                            \
+     "SPOTRUN_MAXIMIZE",                                                                           \
+     SR_OPT_MULTI,                                                                                 \
+     &(a)->maximize,                                                                               \
+     "NAME[,NAME]",                                                                                \
+     "metrics whose best is the largest value (default: the smallest); repeatable"},               \
+    {                                                                                              \
+        "threads", 0, "SPOTRUN_THREADS", SR_OPT_UINT, &(a)->threads, "N",                          \
+            "trials read at once (default 8)"                                                      \
+    }
+
+/* --maximize a,b --maximize c -> o->maximize. SR_EX_USAGE after a message,
+ * or -1 to go on. */
+static int split_maximize(const char *cmd, struct view_args *a, struct sr_sv_opts *o)
+{
+    size_t off = 0;
+    for (size_t i = 0; i < a->maximize.n; i++) {
+        const size_t n = strlen(a->maximize.v[i]);
+        if (off + n + 1 > sizeof(a->names))
+            break;
+        memcpy(a->names + off, a->maximize.v[i], n + 1);
+        for (char *save = NULL, *s = strtok_r(a->names + off, ",", &save); s;
+             s = strtok_r(NULL, ",", &save)) {
+            if (o->n_maximize == SR_SV_MAXIMIZE_MAX) {
+                fprintf(stderr, "spotrun %s: at most %d names for --maximize\n", cmd,
+                        SR_SV_MAXIMIZE_MAX);
+                return SR_EX_USAGE;
+            }
+            o->maximize[o->n_maximize++] = s;
+        }
+        off += n + 1;
+    }
+    return -1;
+}
+
+/* The preamble of both: options, the sweep's definition, its trials.
+ * -1 to go on (close with view_end), else the exit code. */
+struct view {
+    struct sr_cmd_ctx ctx;
+    struct sr_sweep sw;
+    struct sr_sweepview v;
+    struct sr_sv_opts o;
+};
+
+static int view_begin(const struct sr_cmd *cmd, const struct sr_opt *opts, int argc, char **argv,
+                      struct view_args *a, struct view *w)
+{
+    memset(&w->sw, 0, sizeof(w->sw));
+    memset(&w->o, 0, sizeof(w->o));
+    int code = sr_cmd_start(cmd, opts, argc, argv, &w->ctx);
+    if (code >= 0)
+        return code;
+    w->o.prices = a->vo.prices;
+    w->o.sort = a->sort && *a->sort ? a->sort : NULL;
+    code = split_maximize(cmd->name, a, &w->o);
+    if (code >= 0) {
+        sr_store_close(w->ctx.st);
+        return code;
+    }
+    const char *name = w->ctx.ops[0];
+    int rc = sr_sweep_read(w->ctx.st, name, &w->sw);
+    if (rc == 0) {
+        const int64_t t0 = sr_now_ms();
+        rc = sr_sweepview_load(w->ctx.st, &w->sw, (unsigned)a->threads, &w->v);
+        sr_debug("read %zu trials of sweep %s in %.3fs", w->v.n, name,
+                 (double)(sr_now_ms() - t0) / 1000.0);
+    }
+    if (rc < 0) {
+        code = sr_fail(rc, rc == -ENOENT ? cmd->name : "cannot read the sweep");
+        sr_sweep_free(&w->sw);
+        sr_store_close(w->ctx.st);
+        return code;
+    }
+    if (w->o.sort && !sr_sweepview_has_metric(&w->v, w->o.sort)) {
+        fprintf(stderr,
+                "spotrun %s: --sort %s: no trial of sweep %s reported a metric \"%s\" (%s)\n",
+                cmd->name, w->o.sort, name, w->o.sort,
+                w->v.n_metrics ? "see the columns of `spotrun sweep show`"
+                               : "none reported any metric yet");
+        sr_sweepview_free(&w->v);
+        sr_sweep_free(&w->sw);
+        sr_store_close(w->ctx.st);
+        return SR_EX_USAGE;
+    }
+    return -1;
+}
+
+static void view_end(struct view *w)
+{
+    sr_sweepview_free(&w->v);
+    sr_sweep_free(&w->sw);
+    sr_store_close(w->ctx.st);
+}
 
 int sr_cmd_sweep_show(const struct sr_cmd *cmd, int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "spotrun %s: not built yet\n", cmd->name);
-    return SR_EX_SOFTWARE;
+    struct view_args a = {0};
+    const struct sr_opt opts[] = {{"sort", 0, "SPOTRUN_SORT", SR_OPT_STR, &a.sort, "METRIC",
+                                   "order by this metric's best value (default: trial index)"},
+                                  VIEW_ARG_OPTS(&a),
+                                  SR_VIEW_OPTS(&a.vo),
+                                  SR_OPTS_COMMON};
+    struct view w;
+    int code = view_begin(cmd, opts, argc, argv, &a, &w);
+    if (code >= 0)
+        return code;
+    if (a.vo.json) {
+        code = sr_print_json(sr_sweepview_json(&w.v, &w.o, sr_store_url(w.ctx.st)));
+    } else {
+        sr_sweepview_print(stdout, &w.v, &w.o);
+        code = fflush(stdout) == 0 ? 0 : SR_EX_IOERR;
+    }
+    view_end(&w);
+    return code;
+}
+
+struct sweep_picture {
+    int html;
+    const struct view *w;
+};
+
+static void write_sweep(FILE *f, void *ctx)
+{
+    const struct sweep_picture *p = ctx;
+    if (p->html)
+        sr_sweepreport_html(f, &p->w->v, &p->w->o);
+    else
+        sr_sweepreport_svg(f, &p->w->v, &p->w->o);
 }
 
 int sr_cmd_sweep_report(const struct sr_cmd *cmd, int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "spotrun %s: not built yet\n", cmd->name);
-    return SR_EX_SOFTWARE;
+    struct view_args a = {0};
+    const char *out = NULL, *format = NULL;
+    const struct sr_opt opts[] = {
+        {"output", 'o', "SPOTRUN_REPORT_OUTPUT", SR_OPT_STR, &out, "FILE",
+         "where to write (default NAME.svg); .html gives a page with the table"},
+        {"format", 0, "SPOTRUN_REPORT_FORMAT", SR_OPT_STR, &format, "FORMAT",
+         "svg or html (default: from the file name)"},
+        {"sort", 0, "SPOTRUN_SORT", SR_OPT_STR, &a.sort, "METRIC",
+         "lanes in the order of this metric's best value (default: trial index)"},
+        VIEW_ARG_OPTS(&a),
+        SR_PRICE_OPTS(&a.vo),
+        SR_OPTS_COMMON};
+    struct view w;
+    int code = view_begin(cmd, opts, argc, argv, &a, &w);
+    if (code >= 0)
+        return code;
+    char def[SR_SWEEP_NAME_MAX + 8];
+    snprintf(def, sizeof(def), "%s.svg", w.sw.name);
+    if (!out || !*out)
+        out = def;
+    const int html = sr_report_format(cmd->name, out, format);
+    if (html == SR_EX_USAGE) {
+        view_end(&w);
+        return SR_EX_USAGE;
+    }
+    struct sweep_picture pic = {.html = html, .w = &w};
+    const int rc = sr_write_atomic(out, write_sweep, &pic);
+    if (rc < 0)
+        code = sr_fail(rc, cmd->name);
+    else {
+        code = 0;
+        sr_info("wrote %s (%zu trial%s)", out, w.v.n, w.v.n == 1 ? "" : "s");
+    }
+    view_end(&w);
+    return code;
 }

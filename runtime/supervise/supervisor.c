@@ -82,6 +82,11 @@ struct sup {
     struct sr_events *ev;
     sigset_t orig_mask;
     int sigfd, lfd;
+    /* The signal being handled (0 for other notices) and its sender, and
+     * those of the notice that started the stop: the same signal from the
+     * same sender again is a user in a hurry. */
+    int sig_now, first_sig;
+    pid_t sig_from, first_from;
     enum phase phase;
     uint32_t attempt;
     unsigned restarts;
@@ -396,9 +401,16 @@ static void notice(struct sup *s, const char *source, int64_t deadline_ms)
 {
     const int64_t t = now();
     if (s->phase == PREEMPTING) {
-        /* A second notice (a second Ctrl-C, a user in a hurry) moves on. */
         if (deadline_ms < s->deadline)
             s->deadline = deadline_ms;
+        /* The same reclamation seen again (a cloud notice, then systemd's
+         * TERM at the shutdown; a fleet worker passing a notice on) never
+         * hurries: only the same signal from the same sender again (a
+         * second Ctrl-C, a user in a hurry) moves on. */
+        if (!s->sig_now || s->sig_now != s->first_sig || s->sig_from != s->first_from) {
+            sr_info("notice from %s too: still making the checkpoint durable", source);
+            return;
+        }
         sr_warn("second notice (%s): not waiting any longer", source);
         if (s->pre == WAIT_COMMIT)
             enter_drain(s);
@@ -409,6 +421,8 @@ static void notice(struct sup *s, const char *source, int64_t deadline_ms)
         return;
     }
     s->phase = PREEMPTING;
+    s->first_sig = s->sig_now;
+    s->first_from = s->sig_from;
     s->deadline = deadline_ms;
     s->commit_by = commit_deadline(s, deadline_ms);
     s->await_seq = 0;
@@ -688,7 +702,10 @@ static void on_signal(struct sup *s)
             continue;
         }
         snprintf(source, sizeof(source), "signal:%s", name);
+        s->sig_now = sig;
+        s->sig_from = from;
         notice(s, source, now() + s->cfg->grace_ms);
+        s->sig_now = 0;
     }
 }
 

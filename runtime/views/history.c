@@ -25,6 +25,7 @@ void sr_hist_free(struct sr_history *h)
     free(h->att);
     free(h->ck);
     free(h->no);
+    free(h->met);
     sr_hist_init(h);
 }
 
@@ -75,6 +76,7 @@ static struct sr_hist_ckpt *ckpt_of(struct sr_history *h, uint64_t seq, uint32_t
  * that sums and differences of them stay in range and print sanely. */
 #define SECONDS_MAX 1e9 /* 31 years: any stage, upload or restore time */
 #define BYTES_MAX (INT64_C(1) << 53)
+#define STEP_MAX (INT64_C(1) << 62) /* a real up to it converts exactly */
 
 /* Integer field k in [lo, hi], else dflt (a real is taken when integral
  * enough to be in range: never a float-to-integer overflow). */
@@ -155,6 +157,56 @@ static void add_interval(struct sr_history *h, const json_t *ev, int64_t t)
     str_of(ev, "mtbf_from", iv->mtbf_from, sizeof(iv->mtbf_from));
 }
 
+/* A "metric" event: {"name":..,"value":..,"step":N} (step optional). */
+static void add_metric(struct sr_history *h, const json_t *ev, uint32_t a, int64_t t)
+{
+    const char *name = json_string_value(json_object_get(ev, "name"));
+    const json_t *jv = json_object_get(ev, "value");
+    if (!name || !*name || strlen(name) > SR_HIST_METRIC_NAME_MAX || !json_is_number(jv))
+        return;
+    const double v = json_number_value(jv);
+    if (!isfinite(v))
+        return;
+    const int64_t step = int_in(ev, "step", 0, STEP_MAX, -1);
+    struct sr_hist_metric *m = (struct sr_hist_metric *)sr_hist_metric_find(h, name);
+    if (!m) {
+        if (h->n_met == SR_HIST_METRICS_MAX)
+            return;
+        m = grow((void **)&h->met, &h->n_met, &h->cap_met, sizeof(*h->met));
+        if (!m)
+            return;
+        snprintf(m->name, sizeof(m->name), "%s", name);
+        m->min = m->max = v;
+        m->last_ms = -1;
+    }
+    m->count++;
+    m->min = v < m->min ? v : m->min;
+    m->max = v > m->max ? v : m->max;
+    /* Newest by time, then attempt, then step; a tie goes to the later line. */
+    const int newer = t != m->last_ms        ? t > m->last_ms
+                      : a != m->last_attempt ? a > m->last_attempt
+                                             : step >= m->last_step;
+    if (newer) {
+        m->last = v;
+        m->last_ms = t;
+        m->last_attempt = a;
+        m->last_step = step;
+    }
+}
+
+const struct sr_hist_metric *sr_hist_metric_find(const struct sr_history *h, const char *name)
+{
+    for (size_t i = 0; i < h->n_met; i++)
+        if (strcmp(h->met[i].name, name) == 0)
+            return &h->met[i];
+    return NULL;
+}
+
+double sr_hist_metric_best(const struct sr_hist_metric *m, int maximize)
+{
+    return maximize ? m->max : m->min;
+}
+
 void sr_hist_add(struct sr_history *h, const json_t *ev)
 {
     const char *type = json_string_value(json_object_get(ev, "event"));
@@ -230,6 +282,8 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         at->superseded = 1;
     } else if (strcmp(type, "done") == 0) {
         at->done = 1;
+    } else if (strcmp(type, "metric") == 0) {
+        add_metric(h, ev, a, t);
     }
 }
 
@@ -490,17 +544,15 @@ static void add_lines(struct sr_history *h, const char *buf, size_t len)
     }
 }
 
-int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h)
+int sr_hist_load_logs(struct sr_store *st, const char *run_id, const struct sr_strlist *names,
+                      int done, struct sr_history *h)
 {
-    char prefix[256];
-    snprintf(prefix, sizeof(prefix), "%s/events", run_id);
-    struct sr_strlist names = {0};
-    int rc = sr_store_list(st, prefix, &names);
-    for (size_t i = 0; rc == 0 && i < names.n; i++) {
-        if (sr_events_attempt_of(names.v[i]) == UINT32_MAX)
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < names->n; i++) {
+        if (sr_events_attempt_of(names->v[i]) == UINT32_MAX)
             continue; /* not a log spotrun writes (sr_events_next_attempt warns) */
         char key[512];
-        snprintf(key, sizeof(key), "%s/%s", prefix, names.v[i]);
+        snprintf(key, sizeof(key), "%s/events/%s", run_id, names->v[i]);
         char *buf = NULL;
         size_t len = 0;
         const int g = sr_store_get(st, key, EVENTS_MAX, &buf, &len);
@@ -514,15 +566,26 @@ int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h)
             add_lines(h, buf, len);
         free(buf);
     }
-    sr_strlist_free(&names);
     if (rc < 0)
         return rc;
-    const int d = sr_ckpt_is_done(st, run_id);
-    if (d < 0)
-        return d;
-    h->done_marker = d;
+    h->done_marker = done;
     sr_hist_derive(h);
     return 0;
+}
+
+int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h)
+{
+    char prefix[256];
+    snprintf(prefix, sizeof(prefix), "%s/events", run_id);
+    struct sr_strlist names = {0};
+    int rc = sr_store_list(st, prefix, &names);
+    const int done = rc == 0 ? sr_ckpt_is_done(st, run_id) : 0;
+    if (rc == 0 && done < 0)
+        rc = done;
+    if (rc == 0)
+        rc = sr_hist_load_logs(st, run_id, &names, done, h);
+    sr_strlist_free(&names);
+    return rc;
 }
 
 const char *sr_hist_state_name(enum sr_hist_state s)

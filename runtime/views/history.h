@@ -105,6 +105,19 @@ struct sr_hist_count {
     unsigned n;
 };
 
+/* A metric the job reported (`spotrun metric NAME=VALUE`): every value
+ * folded into its last (the newest by time, then step), its minimum and
+ * maximum (which is best is the viewer's choice: --maximize), and a count. */
+#define SR_HIST_METRIC_NAME_MAX 64 /* [A-Za-z0-9_.:-]{1,64}, as `spotrun metric` takes */
+#define SR_HIST_METRICS_MAX 64     /* names per run; more are ignored */
+struct sr_hist_metric {
+    char name[SR_HIST_METRIC_NAME_MAX + 1];
+    double last, min, max;
+    int64_t last_ms, last_step; /* last_step -1 when the last value had no step */
+    uint32_t last_attempt;
+    unsigned count;
+};
+
 struct sr_hist_prices {
     double spot_per_hour;      /* 0 = no price given */
     double on_demand_per_hour; /* 0 = none */
@@ -117,6 +130,8 @@ struct sr_history {
     size_t n_ck, cap_ck;
     struct sr_hist_notice *no;
     size_t n_no, cap_no;
+    struct sr_hist_metric *met; /* in the order first seen */
+    size_t n_met, cap_met;
     unsigned requests;
     struct sr_hist_interval interval;
     int done_marker; /* DONE exists in the store */
@@ -156,12 +171,21 @@ void sr_hist_count_checkpoints(struct sr_history *h, size_t n);
 /* Reads every attempt's log of run and the DONE marker, then derives.
  * Unparseable lines are skipped (a log cut by a crash still reads). */
 int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h);
+/* The same from what a listing already said: the names of run's event logs
+ * (in <run>/events) and whether DONE exists. */
+int sr_hist_load_logs(struct sr_store *st, const char *run_id, const struct sr_strlist *names,
+                      int done, struct sr_history *h);
 
 /* Nearest-rank percentile (p in 0..100) of v[0..n); sorts v. 0 when n = 0. */
 double sr_percentile(double *v, size_t n, double p);
 
 const char *sr_hist_state_name(enum sr_hist_state s);
 const char *sr_hist_end_name(enum sr_hist_end e);
+
+/* The metric called name, or NULL. */
+const struct sr_hist_metric *sr_hist_metric_find(const struct sr_history *h, const char *name);
+/* Its best value: the maximum when maximize, else the minimum. */
+double sr_hist_metric_best(const struct sr_hist_metric *m, int maximize);
 
 /* Instance hours and cost; *spot and *on_demand are 0 without a price. */
 double sr_hist_instance_hours(const struct sr_history *h);

@@ -22,6 +22,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "summary.h"
+#include "svg.h"
 #include "units.h"
 
 #define W 1100.0
@@ -31,95 +32,26 @@
 #define LANE 50.0
 #define BAR 16.0
 
-#define C_TRAIN "#4c78a8"
-#define C_RESTORE "#9ecae9"
-#define C_LOST "#e45756"
-#define C_CKPT "#54a24b"
-#define C_NOTICE "#f58518"
-#define C_TEXT "#222"
-#define C_DIM "#777"
-
-struct frame {
-    int64_t t0, t1;
-};
-
-static double xof(const struct frame *fr, int64_t t)
-{
-    if (t < fr->t0)
-        t = fr->t0;
-    if (t > fr->t1)
-        t = fr->t1;
-    return LEFT + (double)(t - fr->t0) / (double)(fr->t1 - fr->t0) * (W - LEFT - RIGHT);
-}
-
 static double lane_y(size_t i)
 {
     return TOP + (double)i * LANE + LANE / 2;
 }
 
-/* XML text: escapes the five special characters; drops control bytes. */
-static void xml_text(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        case '\'':
-            fputs("&apos;", f);
-            break;
-        default:
-            if ((unsigned char)*s >= 0x20)
-                fputc(*s, f);
-        }
-    }
-}
-
-static void text(FILE *f, double x, double y, const char *cls, const char *attrs, const char *s)
-{
-    fprintf(f, "<text class=\"%s\" x=\"%.1f\" y=\"%.1f\" %s>", cls, x, y, attrs);
-    xml_text(f, s);
-    fputs("</text>\n", f);
-}
-
-static void tooltip(FILE *f, const char *s)
-{
-    fputs("<title>", f);
-    xml_text(f, s);
-    fputs("</title>", f);
-}
-
 static void head(FILE *f, const char *run_id, const struct sr_history *h, double height)
 {
-    fprintf(f,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" "
-            "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Helvetica, "
-            "Arial, sans-serif\" font-size=\"12\">\n",
-            W, height, W, height);
-    fprintf(f, "<defs><pattern id=\"hatch\" patternUnits=\"userSpaceOnUse\" width=\"6\" "
-               "height=\"6\" patternTransform=\"rotate(45)\"><rect width=\"3\" height=\"6\" "
-               "fill=\"" C_LOST "\"/></pattern></defs>\n");
-    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n");
+    sr_svg_begin(f, W, height);
     char title[512], lost[32], wall[32];
     sr_format_duration_ms(h->lost_ms, lost, sizeof(lost));
     sr_format_duration_ms(h->wall_ms, wall, sizeof(wall));
     snprintf(title, sizeof(title), "spotrun run %s: %s", run_id, sr_hist_state_name(h->state));
-    text(f, 20, 28, "title", "font-size=\"18\" font-weight=\"bold\" fill=\"" C_TEXT "\"", title);
+    sr_svg_text(f, 20, 28, "title",
+                "font-size=\"18\" font-weight=\"bold\" fill=\"" SR_SVG_TEXT "\"", title);
     snprintf(title, sizeof(title),
              "%zu attempt(s) on %u node session(s) over %s; %u preemption(s), %u failure(s), "
              "%u restart(s); %u checkpoint(s) durable; lost work %s",
              h->n_att, h->sessions, wall, h->preemptions, h->failures, h->restarts, h->durable,
              lost);
-    text(f, 20, 50, "subtitle", "fill=\"" C_DIM "\"", title);
+    sr_svg_text(f, 20, 50, "subtitle", "fill=\"" SR_SVG_DIM "\"", title);
 }
 
 static void legend(FILE *f)
@@ -127,68 +59,38 @@ static void legend(FILE *f)
     double x = 20;
     const double y = 78;
     fprintf(f, "<g class=\"legend\">\n");
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"24\" height=\"10\" fill=\"" C_TRAIN "\"/>", x,
-            y - 9);
-    text(f, x + 30, y, "legend-label", "", "training");
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"24\" height=\"10\" fill=\"" SR_SVG_TRAIN "\"/>",
+            x, y - 9);
+    sr_svg_text(f, x + 30, y, "legend-label", "", "training");
     x += 100;
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"24\" height=\"10\" fill=\"" C_RESTORE "\"/>", x,
-            y - 9);
-    text(f, x + 30, y, "legend-label", "", "restore");
+    fprintf(f,
+            "<rect x=\"%.1f\" y=\"%.1f\" width=\"24\" height=\"10\" fill=\"" SR_SVG_RESTORE "\"/>",
+            x, y - 9);
+    sr_svg_text(f, x + 30, y, "legend-label", "", "restore");
     x += 95;
     fprintf(f,
             "<rect x=\"%.1f\" y=\"%.1f\" width=\"24\" height=\"10\" fill=\"url(#hatch)\" "
-            "stroke=\"" C_LOST "\"/>",
+            "stroke=\"" SR_SVG_LOST "\"/>",
             x, y - 9);
-    text(f, x + 30, y, "legend-label", "", "lost work");
+    sr_svg_text(f, x + 30, y, "legend-label", "", "lost work");
     x += 105;
-    fprintf(f, "<path d=\"M%.1f %.1fl5 -5l5 5l-5 5z\" fill=\"#fff\" stroke=\"" C_CKPT "\"/>", x,
-            y - 4);
-    text(f, x + 16, y, "legend-label", "", "checkpoint staged");
+    fprintf(f, "<path d=\"M%.1f %.1fl5 -5l5 5l-5 5z\" fill=\"#fff\" stroke=\"" SR_SVG_CKPT "\"/>",
+            x, y - 4);
+    sr_svg_text(f, x + 16, y, "legend-label", "", "checkpoint staged");
     x += 140;
-    fprintf(f, "<path d=\"M%.1f %.1fl5 -5l5 5l-5 5z\" fill=\"" C_CKPT "\"/>", x, y - 4);
-    text(f, x + 16, y, "legend-label", "", "durable");
+    fprintf(f, "<path d=\"M%.1f %.1fl5 -5l5 5l-5 5z\" fill=\"" SR_SVG_CKPT "\"/>", x, y - 4);
+    sr_svg_text(f, x + 16, y, "legend-label", "", "durable");
     x += 85;
-    fprintf(f, "<path d=\"M%.1f %.1fl12 0l-6 10z\" fill=\"" C_NOTICE "\"/>", x, y - 10);
-    text(f, x + 18, y, "legend-label", "", "preemption notice");
+    fprintf(f, "<path d=\"M%.1f %.1fl12 0l-6 10z\" fill=\"" SR_SVG_NOTICE "\"/>", x, y - 10);
+    sr_svg_text(f, x + 18, y, "legend-label", "", "preemption notice");
     x += 150;
-    text(f, x, y + 1, "legend-label", "fill=\"" C_LOST "\" font-weight=\"bold\"", "\xc3\x97");
-    text(f, x + 14, y, "legend-label", "", "crash");
+    sr_svg_text(f, x, y + 1, "legend-label", "fill=\"" SR_SVG_LOST "\" font-weight=\"bold\"",
+                "\xc3\x97");
+    sr_svg_text(f, x + 14, y, "legend-label", "", "crash");
     x += 65;
-    fprintf(f, "<path d=\"M%.1f %.1fh20\" stroke=\"" C_DIM "\" stroke-dasharray=\"4 3\"/>", x,
+    fprintf(f, "<path d=\"M%.1f %.1fh20\" stroke=\"" SR_SVG_DIM "\" stroke-dasharray=\"4 3\"/>", x,
             y - 4);
-    text(f, x + 26, y, "legend-label", "", "restart / resume");
-    fprintf(f, "</g>\n");
-}
-
-/* Tick step (ms) giving 5 to 12 ticks over span: 1, 2, 5 x 10^k seconds, or minutes/hours. */
-static int64_t tick_step(int64_t span)
-{
-    static const int64_t steps[] = {100,    200,     500,     1000,    2000,     5000,
-                                    10000,  15000,   30000,   60000,   120000,   300000,
-                                    600000, 1800000, 3600000, 7200000, 21600000, 43200000};
-    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
-        if (span / steps[i] <= 12)
-            return steps[i];
-    return 86400000;
-}
-
-static void axis(FILE *f, const struct frame *fr, double y)
-{
-    fprintf(f,
-            "<g class=\"axis\">\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-            "stroke=\"" C_DIM "\"/>\n",
-            LEFT, y, W - RIGHT, y);
-    const int64_t step = tick_step(fr->t1 - fr->t0);
-    for (int64_t t = 0; fr->t0 + t <= fr->t1; t += step) {
-        const double x = xof(fr, fr->t0 + t);
-        char lbl[32];
-        sr_format_duration_ms(t, lbl, sizeof(lbl));
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x,
-                TOP, x, y);
-        text(f, x, y + 16, "tick", "text-anchor=\"middle\" fill=\"" C_DIM "\"", lbl);
-    }
-    text(f, LEFT - 20, y + 16, "tick", "text-anchor=\"end\" fill=\"" C_DIM "\"",
-         "time since start");
+    sr_svg_text(f, x + 26, y, "legend-label", "", "restart / resume");
     fprintf(f, "</g>\n");
 }
 
@@ -200,22 +102,24 @@ static void lane_label(FILE *f, const struct sr_hist_attempt *a, double y)
              a->instance_type[0] ? " \xc2\xb7 " : "", a->instance_type);
     if (strlen(l2) > 28)
         memcpy(l2 + 25, "...", 4);
-    text(f, 20, y - 2, "lane-label", "font-weight=\"bold\" fill=\"" C_TEXT "\"", l1);
-    text(f, 20, y + 13, "lane-host", "font-size=\"11\" fill=\"" C_DIM "\"", l2);
+    sr_svg_text(f, 20, y - 2, "lane-label", "font-weight=\"bold\" fill=\"" SR_SVG_TEXT "\"", l1);
+    sr_svg_text(f, 20, y + 13, "lane-host", "font-size=\"11\" fill=\"" SR_SVG_DIM "\"", l2);
 }
 
-static void segment(FILE *f, const struct frame *fr, const struct sr_hist_attempt *a, double y)
+static void segment(FILE *f, const struct sr_svg_frame *fr, const struct sr_hist_attempt *a,
+                    double y)
 {
     char tip[160], d[32];
-    const double xr = xof(fr, a->first_ms), xs = xof(fr, a->start_ms), xe = xof(fr, a->end_ms);
+    const double xr = sr_svg_x(fr, a->first_ms), xs = sr_svg_x(fr, a->start_ms),
+                 xe = sr_svg_x(fr, a->end_ms);
     if (xs - xr >= 0.5) {
         sr_format_duration_ms(a->start_ms - a->first_ms, d, sizeof(d));
         snprintf(tip, sizeof(tip), "restore: %s", d);
         fprintf(f,
                 "<rect class=\"restore\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                "fill=\"" C_RESTORE "\">",
+                "fill=\"" SR_SVG_RESTORE "\">",
                 xr, y - BAR / 2, xs - xr, BAR);
-        tooltip(f, tip);
+        sr_svg_tooltip(f, tip);
         fputs("</rect>\n", f);
     }
     sr_format_duration_ms(a->end_ms - a->start_ms, d, sizeof(d));
@@ -223,24 +127,24 @@ static void segment(FILE *f, const struct frame *fr, const struct sr_hist_attemp
              sr_hist_end_name(a->end));
     fprintf(f,
             "<rect class=\"segment %s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-            "fill=\"" C_TRAIN "\">",
+            "fill=\"" SR_SVG_TRAIN "\">",
             sr_hist_end_name(a->end), xs, y - BAR / 2, xe - xs > 1 ? xe - xs : 1, BAR);
-    tooltip(f, tip);
+    sr_svg_tooltip(f, tip);
     fputs("</rect>\n", f);
     if (a->lost_ms > 0) {
-        const double xb = xof(fr, a->base_ms);
+        const double xb = sr_svg_x(fr, a->base_ms);
         sr_format_duration_ms(a->lost_ms, d, sizeof(d));
         snprintf(tip, sizeof(tip), "lost work: %s since the newest durable checkpoint", d);
         fprintf(f,
                 "<rect class=\"lost\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                "fill=\"url(#hatch)\" stroke=\"" C_LOST "\">",
+                "fill=\"url(#hatch)\" stroke=\"" SR_SVG_LOST "\">",
                 xb, y - BAR / 2 - 2, xe - xb > 1 ? xe - xb : 1, BAR + 4);
-        tooltip(f, tip);
+        sr_svg_tooltip(f, tip);
         fputs("</rect>\n", f);
     }
 }
 
-static void checkpoints(FILE *f, const struct frame *fr, const struct sr_history *h,
+static void checkpoints(FILE *f, const struct sr_svg_frame *fr, const struct sr_history *h,
                         uint32_t attempt, double y)
 {
     for (size_t i = 0; i < h->n_ck; i++) {
@@ -253,16 +157,16 @@ static void checkpoints(FILE *f, const struct frame *fr, const struct sr_history
         if (c->staged_ms && c->persisted_ms)
             fprintf(f,
                     "<line class=\"ckpt-link\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-                    "stroke=\"" C_CKPT "\"/>\n",
-                    xof(fr, c->staged_ms), yc, xof(fr, c->persisted_ms), yc);
+                    "stroke=\"" SR_SVG_CKPT "\"/>\n",
+                    sr_svg_x(fr, c->staged_ms), yc, sr_svg_x(fr, c->persisted_ms), yc);
         if (c->staged_ms) {
             snprintf(tip, sizeof(tip), "checkpoint %" PRIu64 " (step %s) staged in %.2fs", c->seq,
                      step, c->stage_seconds);
             fprintf(f,
                     "<path class=\"ckpt staged\" d=\"M%.1f %.1fl5 -5l5 5l-5 5z\" fill=\"#fff\" "
-                    "stroke=\"" C_CKPT "\">",
-                    xof(fr, c->staged_ms) - 5, yc);
-            tooltip(f, tip);
+                    "stroke=\"" SR_SVG_CKPT "\">",
+                    sr_svg_x(fr, c->staged_ms) - 5, yc);
+            sr_svg_tooltip(f, tip);
             fputs("</path>\n", f);
         }
         if (c->persisted_ms) {
@@ -270,16 +174,16 @@ static void checkpoints(FILE *f, const struct frame *fr, const struct sr_history
                      c->seq, step, c->persist_seconds);
             fprintf(f,
                     "<path class=\"ckpt durable\" d=\"M%.1f %.1fl5 -5l5 5l-5 5z\" "
-                    "fill=\"" C_CKPT "\">",
-                    xof(fr, c->persisted_ms) - 5, yc);
-            tooltip(f, tip);
+                    "fill=\"" SR_SVG_CKPT "\">",
+                    sr_svg_x(fr, c->persisted_ms) - 5, yc);
+            sr_svg_tooltip(f, tip);
             fputs("</path>\n", f);
         }
     }
 }
 
-static void notices(FILE *f, const struct frame *fr, const struct sr_history *h, uint32_t attempt,
-                    double y)
+static void notices(FILE *f, const struct sr_svg_frame *fr, const struct sr_history *h,
+                    uint32_t attempt, double y)
 {
     for (size_t i = 0; i < h->n_no; i++) {
         const struct sr_hist_notice *n = &h->no[i];
@@ -288,25 +192,27 @@ static void notices(FILE *f, const struct frame *fr, const struct sr_history *h,
         char tip[200], left[32];
         sr_format_duration_ms(n->left_ms, left, sizeof(left));
         snprintf(tip, sizeof(tip), "preemption notice from %s: %s left", n->source, left);
-        const double x = xof(fr, n->at_ms);
+        const double x = sr_svg_x(fr, n->at_ms);
         fprintf(f, "<g class=\"notice\">");
-        tooltip(f, tip);
+        sr_svg_tooltip(f, tip);
         fprintf(f,
-                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"" C_NOTICE "\" "
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"" SR_SVG_NOTICE
+                "\" "
                 "stroke-width=\"2\"/>",
                 x, y - LANE / 2 + 6, x, y + BAR / 2 + 2);
-        fprintf(f, "<path d=\"M%.1f %.1fl12 0l-6 10z\" fill=\"" C_NOTICE "\"/>", x - 6,
+        fprintf(f, "<path d=\"M%.1f %.1fl12 0l-6 10z\" fill=\"" SR_SVG_NOTICE "\"/>", x - 6,
                 y - LANE / 2 + 2);
         snprintf(tip, sizeof(tip), "notice: %s", n->source);
-        text(f, x + 8, y + BAR / 2 + 13, "notice-label", "font-size=\"11\" fill=\"" C_NOTICE "\"",
-             tip);
+        sr_svg_text(f, x + 8, y + BAR / 2 + 13, "notice-label",
+                    "font-size=\"11\" fill=\"" SR_SVG_NOTICE "\"", tip);
         fprintf(f, "</g>\n");
     }
 }
 
-static void ending(FILE *f, const struct frame *fr, const struct sr_hist_attempt *a, double y)
+static void ending(FILE *f, const struct sr_svg_frame *fr, const struct sr_hist_attempt *a,
+                   double y)
 {
-    const double x = xof(fr, a->end_ms);
+    const double x = sr_svg_x(fr, a->end_ms);
     char tip[120];
     if (a->end == SR_END_CRASHED || a->end == SR_END_FAILED || a->end == SR_END_VANISHED) {
         if (a->end == SR_END_VANISHED)
@@ -316,44 +222,45 @@ static void ending(FILE *f, const struct frame *fr, const struct sr_hist_attempt
         else
             snprintf(tip, sizeof(tip), "exit %d", a->exit_code);
         fprintf(f, "<g class=\"exit crash\">");
-        tooltip(f, tip);
-        text(f, x, y + 6, "exit-mark",
-             "text-anchor=\"middle\" font-size=\"20\" font-weight=\"bold\" fill=\"" C_LOST "\"",
-             "\xc3\x97");
-        text(f, x + 10, y + BAR / 2 + 13, "exit-label", "font-size=\"11\" fill=\"" C_LOST "\"",
-             tip);
+        sr_svg_tooltip(f, tip);
+        sr_svg_text(
+            f, x, y + 6, "exit-mark",
+            "text-anchor=\"middle\" font-size=\"20\" font-weight=\"bold\" fill=\"" SR_SVG_LOST "\"",
+            "\xc3\x97");
+        sr_svg_text(f, x + 10, y + BAR / 2 + 13, "exit-label",
+                    "font-size=\"11\" fill=\"" SR_SVG_LOST "\"", tip);
         fprintf(f, "</g>\n");
     } else if (a->end == SR_END_DONE || a->end == SR_END_PREEMPTED) {
         fprintf(f, "<g class=\"exit %s\">", sr_hist_end_name(a->end));
-        tooltip(f, a->end == SR_END_DONE ? "done: the job exited 0" : "preempted: exit 75");
-        text(f, x + 6, y + 4, "exit-label",
-             a->end == SR_END_DONE ? "font-size=\"11\" fill=\"" C_CKPT "\""
-                                   : "font-size=\"11\" fill=\"" C_NOTICE "\"",
-             a->end == SR_END_DONE ? "done" : "exit 75");
+        sr_svg_tooltip(f, a->end == SR_END_DONE ? "done: the job exited 0" : "preempted: exit 75");
+        sr_svg_text(f, x + 6, y + 4, "exit-label",
+                    a->end == SR_END_DONE ? "font-size=\"11\" fill=\"" SR_SVG_CKPT "\""
+                                          : "font-size=\"11\" fill=\"" SR_SVG_NOTICE "\"",
+                    a->end == SR_END_DONE ? "done" : "exit 75");
         fprintf(f, "</g>\n");
     }
 }
 
 /* The arrow from the end of one attempt to the start of the next. */
-static void link_attempts(FILE *f, const struct frame *fr, const struct sr_hist_attempt *a,
+static void link_attempts(FILE *f, const struct sr_svg_frame *fr, const struct sr_hist_attempt *a,
                           const struct sr_hist_attempt *b, size_t i)
 {
-    const double x1 = xof(fr, a->end_ms), y1 = lane_y(i) + BAR / 2;
-    const double x2 = xof(fr, b->first_ms), y2 = lane_y(i + 1) - BAR / 2;
+    const double x1 = sr_svg_x(fr, a->end_ms), y1 = lane_y(i) + BAR / 2;
+    const double x2 = sr_svg_x(fr, b->first_ms), y2 = lane_y(i + 1) - BAR / 2;
     char tip[120], d[32];
     sr_format_duration_ms(b->first_ms - a->end_ms, d, sizeof(d));
     snprintf(tip, sizeof(tip), "%s after %s", a->restarted ? "restart" : "resume", d);
     fprintf(f,
             "<path class=\"%s\" d=\"M%.1f %.1fC%.1f %.1f %.1f %.1f %.1f %.1f\" fill=\"none\" "
-            "stroke=\"" C_DIM "\" stroke-dasharray=\"4 3\">",
+            "stroke=\"" SR_SVG_DIM "\" stroke-dasharray=\"4 3\">",
             a->restarted ? "restart" : "resume", x1, y1, x1, y2, x2, y1, x2, y2);
-    tooltip(f, tip);
+    sr_svg_tooltip(f, tip);
     fputs("</path>\n", f);
 }
 
 void sr_report_svg(FILE *f, const char *run_id, const struct sr_history *h)
 {
-    struct frame fr = {.t0 = h->first_ms, .t1 = h->last_ms};
+    struct sr_svg_frame fr = {.t0 = h->first_ms, .t1 = h->last_ms, .x0 = LEFT, .x1 = W - RIGHT};
     if (fr.t1 - fr.t0 < 1000)
         fr.t1 = fr.t0 + 1000;
     const size_t lanes = h->n_att ? h->n_att : 1;
@@ -366,9 +273,9 @@ void sr_report_svg(FILE *f, const char *run_id, const struct sr_history *h)
                     "<rect class=\"session\" x=\"10\" y=\"%.1f\" width=\"%.0f\" "
                     "height=\"%.0f\" fill=\"#f3f3f3\"/>\n",
                     lane_y(i) - LANE / 2, W - 20, LANE);
-    axis(f, &fr, TOP + (double)lanes * LANE + 6);
+    sr_svg_axis(f, &fr, TOP, TOP + (double)lanes * LANE + 6, 0, "time since start");
     if (!h->n_att)
-        text(f, LEFT, lane_y(0), "empty", "fill=\"" C_DIM "\"", "no attempts recorded");
+        sr_svg_text(f, LEFT, lane_y(0), "empty", "fill=\"" SR_SVG_DIM "\"", "no attempts recorded");
     for (size_t i = 0; i < h->n_att; i++) {
         const struct sr_hist_attempt *a = &h->att[i];
         const double y = lane_y(i);
@@ -387,29 +294,23 @@ void sr_report_svg(FILE *f, const char *run_id, const struct sr_history *h)
     fprintf(f, "</svg>\n");
 }
 
+struct run_text {
+    const struct sr_history *h;
+    const struct sr_hist_prices *p;
+};
+
+static void print_run(FILE *m, const void *ctx)
+{
+    const struct run_text *r = ctx;
+    sr_summary_print(m, r->h, r->p);
+    sr_summary_print_attempts(m, r->h);
+}
+
 void sr_report_html(FILE *f, const char *run_id, const struct sr_history *h,
                     const struct sr_hist_prices *p)
 {
-    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>");
-    xml_text(f, run_id);
-    fprintf(f,
-            " - spotrun report</title>\n<style>body{font-family:sans-serif;margin:2em;color:#222}"
-            "pre{background:#f6f6f6;padding:1em}svg{max-width:100%%;height:auto}</style>\n"
-            "</head>\n<body>\n<h1>spotrun run ");
-    xml_text(f, run_id);
-    fprintf(f, "</h1>\n");
+    const struct run_text r = {.h = h, .p = p};
+    sr_svg_html_begin(f, run_id, "report", "run");
     sr_report_svg(f, run_id, h);
-    char *txt = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&txt, &len);
-    if (m) {
-        sr_summary_print(m, h, p);
-        sr_summary_print_attempts(m, h);
-        fclose(m);
-        fprintf(f, "<pre>");
-        xml_text(f, txt ? txt : "");
-        fprintf(f, "</pre>\n");
-        free(txt);
-    }
-    fprintf(f, "</body>\n</html>\n");
+    sr_svg_html_end(f, print_run, &r);
 }

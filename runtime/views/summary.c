@@ -234,6 +234,21 @@ json_t *sr_summary_attempts_json(const struct sr_history *h)
     return arr;
 }
 
+json_t *sr_summary_metric_json(const struct sr_hist_metric *m, int best, int maximize)
+{
+    json_t *o = json_pack("{s:f}", "last", m->last);
+    if (best)
+        json_object_set_new(o, "best", json_real(sr_hist_metric_best(m, maximize)));
+    else {
+        json_object_set_new(o, "min", json_real(m->min));
+        json_object_set_new(o, "max", json_real(m->max));
+    }
+    json_object_set_new(o, "count", json_integer(m->count));
+    json_object_set_new(o, "last_step",
+                        m->last_step >= 0 ? json_integer(m->last_step) : json_null());
+    return o;
+}
+
 json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices *p)
 {
     double spot, od;
@@ -282,5 +297,9 @@ json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices 
     json_object_set_new(o, "instance_hours", json_real(sr_hist_instance_hours(h)));
     json_object_set_new(o, "queued_seconds", json_real((double)h->queued_ms / 1000.0));
     json_object_set_new(o, "cost", cost);
+    json_t *met = json_object();
+    for (size_t i = 0; i < h->n_met; i++)
+        json_object_set_new(met, h->met[i].name, sr_summary_metric_json(&h->met[i], 0, 0));
+    json_object_set_new(o, "metrics", met);
     return o;
 }

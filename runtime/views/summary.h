@@ -24,6 +24,9 @@ void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_
 void sr_summary_print_attempts(FILE *f, const struct sr_history *h);
 /* The run-level fields of the --json schema (new reference). */
 json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices *p);
+/* One metric: {"last", "min", "max", "count", "last_step"}, or with best
+ * {"last", "best", "count", "last_step"} (best: the max when maximize). */
+json_t *sr_summary_metric_json(const struct sr_hist_metric *m, int best, int maximize);
 /* The attempts array of the --json schema (new reference). */
 json_t *sr_summary_attempts_json(const struct sr_history *h);
 

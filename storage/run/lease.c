@@ -44,6 +44,10 @@ struct sr_lease {
     int weak;
     int lost;
     int released; /* by us: no more writes, no more commits */
+    /* fixed at acquisition (info is rewritten under the lock by renewals;
+     * these are read without it, by the keeper thread) */
+    uint64_t epoch;
+    int ttl;
 };
 
 static void lease_key(char *buf, size_t len, const char *run_id, int rank)
@@ -388,6 +392,8 @@ int sr_lease_acquire_rank(struct sr_store *st, const char *run_id, int rank, int
         sr_lease_free(l);
         return rc == -EAGAIN ? sr_errf(rc, "the lease of run %s keeps changing", run_id) : rc;
     }
+    l->epoch = l->info.epoch;
+    l->ttl = l->info.ttl;
     probe(l);
     *out = l;
     return 0;
@@ -478,12 +484,12 @@ void sr_lease_free(struct sr_lease *l)
 
 uint64_t sr_lease_epoch(const struct sr_lease *l)
 {
-    return l->info.epoch;
+    return l->epoch;
 }
 
 int sr_lease_ttl(const struct sr_lease *l)
 {
-    return l->info.ttl;
+    return l->ttl;
 }
 
 int sr_lease_fence(void *ctx)

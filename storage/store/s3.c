@@ -252,8 +252,23 @@ static int add_name(struct sr_strlist *out, const char *prefix, const char *name
     return sr_strlist_push(out, buf);
 }
 
+/* Appends a whole key below root (the store's prefix), slashes and all. */
+static int add_key(struct sr_strlist *out, const char *root, const char *key)
+{
+    const size_t rl = strlen(root);
+    if (!key || strncmp(key, root, rl) != 0 || !key[rl] || strlen(key + rl) >= 2048)
+        return 0;
+    return sr_strlist_push(out, key + rl);
+}
+
 int sr_s3_parse_list(const char *xml, size_t len, const char *prefix, struct sr_strlist *out,
                      int *truncated, char *token, size_t tlen)
+{
+    return sr_s3_parse_list_as(xml, len, prefix, 0, out, truncated, token, tlen);
+}
+
+int sr_s3_parse_list_as(const char *xml, size_t len, const char *prefix, int keys,
+                        struct sr_strlist *out, int *truncated, char *token, size_t tlen)
 {
     xmlDoc *doc = parse(xml, len);
     xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
@@ -270,7 +285,9 @@ int sr_s3_parse_list(const char *xml, size_t len, const char *prefix, struct sr_
             continue;
         const char *n = local(c);
         char *t = NULL;
-        if (strcmp(n, "Contents") == 0)
+        if (strcmp(n, "Contents") == 0 && keys)
+            rc = add_key(out, prefix, t = child_text(c, "Key"));
+        else if (strcmp(n, "Contents") == 0)
             rc = add_name(out, prefix, t = child_text(c, "Key"));
         else if (strcmp(n, "CommonPrefixes") == 0)
             rc = add_name(out, prefix, t = child_text(c, "Prefix"));

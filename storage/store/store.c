@@ -257,6 +257,16 @@ int sr_store_list(struct sr_store *st, const char *prefix, struct sr_strlist *ou
     return rc < 0 ? rc : st->ops->list(st, prefix, out);
 }
 
+int sr_store_list_keys(struct sr_store *st, const char *prefix, struct sr_strlist *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!st->ops->list_keys)
+        return -ENOTSUP;
+    if (strstr(prefix, "..") || prefix[0] == '/')
+        return sr_errf(-EINVAL, "invalid key prefix \"%s\"", prefix);
+    return st->ops->list_keys(st, prefix, out);
+}
+
 int sr_store_delete(struct sr_store *st, const char *key)
 {
     int rc = check_key(st, key, 0);

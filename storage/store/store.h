@@ -63,6 +63,13 @@ void sr_store_source_close(struct sr_store *st, struct sr_source *src);
  * sub-"directories" alike, without the prefix, sorted. A missing prefix
  * gives an empty list. */
 int sr_store_list(struct sr_store *st, const char *prefix, struct sr_strlist *out);
+/* Every object key that starts with prefix, a string prefix of keys
+ * rather than a "directory" ("lr-search-" lists the objects of every run
+ * of that name), sorted, in as few requests as the backend allows (S3:
+ * ListObjectsV2 without a delimiter, 1000 keys per request). -ENOTSUP when
+ * the backend has no such listing (file: its directories are local, list
+ * them level by level). */
+int sr_store_list_keys(struct sr_store *st, const char *prefix, struct sr_strlist *out);
 /* Missing key is fine. Empty parent "directories" are pruned (file backend). */
 int sr_store_delete(struct sr_store *st, const char *key);
 
@@ -139,6 +146,8 @@ struct sr_store_ops {
                   const char *match, char *etag);
     int (*get_etag)(struct sr_store *, const char *key, size_t max, char **buf, size_t *len,
                     char *etag);
+    /* NULL: sr_store_list_keys() answers -ENOTSUP */
+    int (*list_keys)(struct sr_store *, const char *prefix, struct sr_strlist *out);
     int streams; /* see sr_store_streams() */
 };
 

@@ -218,13 +218,13 @@ static int s3_del(struct sr_store *st, const char *key)
     return rc;
 }
 
-static int s3_list(struct sr_store *st, const char *prefix, struct sr_strlist *out)
+/* ListObjectsV2 of full (relative to the bucket), every page: names one
+ * level below it with a delimiter, else every key below root. */
+static int s3_list_pages(struct sr_s3 *s3, const char *full, const char *root,
+                         struct sr_strlist *out)
 {
-    struct sr_s3 *s3 = s3_of(st);
-    char full[2200], eprefix[6600], etoken[3100], token[1024] = "", query[10000];
-    /* The listing prefix, relative to the bucket, with a trailing '/'. */
-    snprintf(full, sizeof(full), "%s%s%s%s", s3->prefix, *s3->prefix && *prefix ? "/" : "", prefix,
-             *s3->prefix || *prefix ? "/" : "");
+    char eprefix[6600], etoken[3100], token[1024] = "", query[10000];
+    const int keys = root != NULL;
     if (sr_s3_escape(full, 0, eprefix, sizeof(eprefix)) < 0)
         return sr_errf(-ENAMETOOLONG, "prefix %s is too long", full);
     int rc = 0, truncated = 1;
@@ -235,22 +235,34 @@ static int s3_list(struct sr_store *st, const char *prefix, struct sr_strlist *o
             break;
         }
         /* Parameters in sorted order: curl signs the query as written. */
-        snprintf(query, sizeof(query), "%s%s%sdelimiter=%%2F&list-type=2%s%s",
+        snprintf(query, sizeof(query), "%s%s%s%slist-type=2%s%s",
                  *etoken ? "continuation-token=" : "", etoken, *etoken ? "&" : "",
-                 *full ? "&prefix=" : "", eprefix);
+                 keys ? "" : "delimiter=%2F&", *full ? "&prefix=" : "", eprefix);
         struct sr_s3_req r = req_new("GET", NULL);
         r.query = query;
         r.max = LIST_MAX;
         rc = sr_s3_do(s3, &r);
         if (rc == 0)
-            rc = sr_s3_parse_list(r.resp, r.resp_len, full, out, &truncated, token, sizeof(token));
+            rc = sr_s3_parse_list_as(r.resp, r.resp_len, keys ? root : full, keys, out, &truncated,
+                                     token, sizeof(token));
         free(r.resp);
         sr_debug("s3: list %s page %d: %zu names so far", full, page + 1, out->n);
     }
-    if (rc < 0) {
+    if (rc < 0)
         sr_strlist_free(out);
+    return rc;
+}
+
+static int s3_list(struct sr_store *st, const char *prefix, struct sr_strlist *out)
+{
+    struct sr_s3 *s3 = s3_of(st);
+    char full[2200];
+    /* The listing prefix, relative to the bucket, with a trailing '/'. */
+    snprintf(full, sizeof(full), "%s%s%s%s", s3->prefix, *s3->prefix && *prefix ? "/" : "", prefix,
+             *s3->prefix || *prefix ? "/" : "");
+    const int rc = s3_list_pages(s3, full, NULL, out);
+    if (rc < 0)
         return rc;
-    }
     /* Hide dot-names, as the file backend does. */
     size_t w = 0;
     for (size_t i = 0; i < out->n; i++) {
@@ -262,6 +274,18 @@ static int s3_list(struct sr_store *st, const char *prefix, struct sr_strlist *o
     out->n = w;
     sr_strlist_sort(out);
     return 0;
+}
+
+static int s3_list_keys(struct sr_store *st, const char *prefix, struct sr_strlist *out)
+{
+    struct sr_s3 *s3 = s3_of(st);
+    char root[1100], full[2200];
+    snprintf(root, sizeof(root), "%s%s", s3->prefix, *s3->prefix ? "/" : "");
+    snprintf(full, sizeof(full), "%s%s", root, prefix);
+    const int rc = s3_list_pages(s3, full, root, out);
+    if (rc == 0)
+        sr_strlist_sort(out);
+    return rc;
 }
 
 static void s3_close(struct sr_store *st)
@@ -282,6 +306,7 @@ static const struct sr_store_ops s3_ops = {
     .source = s3st_source,
     .source_close = s3st_source_close,
     .list = s3_list,
+    .list_keys = s3_list_keys,
     .del = s3_del,
     .close = s3_close,
     .writer_open = s3st_writer_open,

@@ -112,3 +112,14 @@ require_torch() {
 # extended attribute that a restore leaves), so that a pull or a run may
 # replace what it holds; spotrun refuses a directory holding anything else.
 spotrun_made() { "$PY" -c 'import os, sys; os.setxattr(sys.argv[1], "user.spotrun", b"1")' "$1"; }
+
+# svg_count FILE CLASS...: how many elements of the SVG document FILE have
+# every word of CLASS in their class attribute (report and sweep report).
+svg_count() {
+    "$PY" -c "
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+want = sys.argv[2].split()
+print(sum(1 for e in root.iter() if all(w in (e.get(\"class\") or \"\").split() for w in want)))
+" "$1" "$2"
+}

@@ -19,37 +19,27 @@ assert float(root.get(\"width\")) > 0 and float(root.get(\"height\")) > 0
 "
 '
 
-# elements CLASS: the elements of run.svg whose class attribute has CLASS
-svg_count() {
-    "$PY" -c "
-import sys, xml.etree.ElementTree as ET
-root = ET.parse(\"run.svg\").getroot()
-want = sys.argv[1].split()
-print(sum(1 for e in root.iter() if all(w in (e.get(\"class\") or \"\").split() for w in want)))
-" "$1"
-}
-
 test_expect_success 'one lane and one training segment per attempt' '
-    test "$(svg_count attempt)" -eq 3 &&
-    test "$(svg_count segment)" -eq 3 &&
-    test "$(svg_count "segment crashed")" -eq 1 &&
-    test "$(svg_count "segment preempted")" -eq 1 &&
-    test "$(svg_count "segment done")" -eq 1
+    test "$(svg_count run.svg attempt)" -eq 3 &&
+    test "$(svg_count run.svg segment)" -eq 3 &&
+    test "$(svg_count run.svg "segment crashed")" -eq 1 &&
+    test "$(svg_count run.svg "segment preempted")" -eq 1 &&
+    test "$(svg_count run.svg "segment done")" -eq 1
 '
 
 test_expect_success 'the notice, the crash, the restart and the lost work are drawn' '
-    test "$(svg_count notice)" -eq 1 &&
+    test "$(svg_count run.svg notice)" -eq 1 &&
     grep -q "preemption notice from manual" run.svg &&
-    test "$(svg_count "exit crash")" -eq 1 &&
-    test "$(svg_count restart)" -eq 1 &&
-    test "$(svg_count resume)" -eq 1 &&
-    test "$(svg_count lost)" -ge 1
+    test "$(svg_count run.svg "exit crash")" -eq 1 &&
+    test "$(svg_count run.svg restart)" -eq 1 &&
+    test "$(svg_count run.svg resume)" -eq 1 &&
+    test "$(svg_count run.svg lost)" -ge 1
 '
 
 test_expect_success 'every checkpoint is drawn staged and durable' '
     n=$(ls "$SPOTRUN_STORE/r/ckpt" | wc -l) &&
-    test "$(svg_count "ckpt staged")" -eq "$n" &&
-    test "$(svg_count "ckpt durable")" -eq "$n"
+    test "$(svg_count run.svg "ckpt staged")" -eq "$n" &&
+    test "$(svg_count run.svg "ckpt durable")" -eq "$n"
 '
 
 test_expect_success 'xmllint and rsvg-convert accept it, when installed' '

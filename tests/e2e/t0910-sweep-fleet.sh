@@ -15,7 +15,7 @@ S3_CONDITIONAL=1 s3_start
 # committed after every step; the result goes to the run's metrics and to
 # $RESULTS/<trial>. A resumed trial continues from its checkpoint, so any
 # interruption that loses a step or replays one wrongly changes the result.
-STEPS=12
+STEPS=20
 cat >trial.sh <<\EOF
 #!/bin/bash
 trap '' USR1 # listens: every step commits anyway
@@ -23,7 +23,7 @@ d=$SPOTRUN_CKPT_DIR
 step=0 acc=$((SPOTRUN_PARAM_A * 7 + SPOTRUN_PARAM_B))
 [ -f "$d/state" ] && read -r step acc <"$d/state"
 while [ "$step" -lt "$STEPS" ]; do
-    sleep 0.15
+    sleep 0.2
     step=$((step + 1))
     acc=$(((acc * 31 + step) % 1000003))
     echo "$step $acc" >"$d/state.tmp" && mv "$d/state.tmp" "$d/state"
@@ -66,6 +66,19 @@ kill_vm() {
     pkill -KILL -s "${vm_sid[$1]}" || true
     wait "${vm_pid[$1]}" 2>/dev/null || true
 }
+# busy_vm SLOT: waits until the VM's trial has committed since it started
+# (so that a notice interrupts work and a resume must continue it); 1 when
+# the VM finished instead.
+busy_vm() {
+    local log=${vm_dir[$1]}/log i=0
+    while [ $i -lt 100 ]; do
+        kill -0 "${vm_pid[$1]}" 2>/dev/null || return 1
+        tail -n 4 "$log" | grep -q "checkpoint .* durable" && return 0
+        sleep 0.1
+        i=$((i + 1))
+    done
+    return 1
+}
 ended() { awscli s3 ls "s3://bkt/$test_name/sweeps/fleet/end/" 2>/dev/null | grep -c '\.done$' || true; }
 
 test_expect_success 'sweep init: a 12-trial grid' '
@@ -80,6 +93,7 @@ test_expect_success 'three workers, notices and kill -9s: every trial done exact
         sleep "$("$PY" -c "import random; print(round(random.uniform(0.8, 2.0), 2))")"
         [ "$(ended)" -lt 12 ] || break
         slot=$((RANDOM % 3))
+        busy_vm "$slot" || break # the sweep is ending
         case $what in
         term) # the VM is being stopped: systemd sends the worker SIGTERM
             kill -TERM "${vm_pid[$slot]}"
@@ -154,6 +168,33 @@ test_expect_success 'the interruptions happened: trials were preempted and resum
 	assert preempted >= 1 and resumed >= 1
 	PYEOF
     cat vm*/log | grep -c "checkpointing the running trials and stopping"
+'
+
+test_expect_success 'sweep show --json agrees with the events (attempts, preemptions, result)' '
+    "$SPOTRUN" sweep show fleet --json >show.json &&
+    "$SPOTRUN" sweep show fleet &&
+    "$PY" - dump show.json <<-\PYEOF
+	import glob, json, os, sys
+	root, show = sys.argv[1], json.load(open(sys.argv[2]))
+	assert show["counts"]["done"] == 12, show["counts"]
+	rows = {t["trial"]: t for t in show["trials"]}
+	assert sorted(rows) == list(range(12)), sorted(rows)
+	for k in range(12):
+	    attempts, preempted, result = set(), 0, None
+	    for f in glob.glob(os.path.join(root, "fleet-%d" % k, "events", "*.jsonl")):
+	        for line in open(f):
+	            ev = json.loads(line)
+	            attempts.add(ev["attempt"])
+	            preempted += ev["event"] == "preempted"
+	            if ev["event"] == "metric" and ev["name"] == "result":
+	                result = ev["value"]
+	    t = rows[k]
+	    assert t["state"] == "done", t
+	    assert t["attempts"] == len(attempts), (k, t["attempts"], sorted(attempts))
+	    assert t["preemptions"] == preempted, (k, t["preemptions"], preempted)
+	    assert t["metrics"]["result"]["last"] == result, (k, t["metrics"], result)
+	print("sweep show agrees with the event logs of 12 trials")
+	PYEOF
 '
 
 test_expect_success 'two workers racing for one trial: one runs it' '

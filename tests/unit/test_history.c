@@ -287,6 +287,56 @@ static void metrics_text_has_the_counters(void **state)
     sr_hist_free(&h);
 }
 
+/* Metrics: the last value is the newest (by time; a later attempt's value
+ * after a resume replaces an earlier one even at a lower step), the minimum
+ * and maximum are over every value, and bad values are ignored. */
+static void metrics_fold_last_min_max_and_count(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 0, 0, "start", ",\"host\":\"a\"");
+    EV(&h, 1000, 0, "metric", ",\"name\":\"loss\",\"value\":0.9,\"step\":10");
+    EV(&h, 2000, 0, "metric", ",\"name\":\"loss\",\"value\":0.5,\"step\":20");
+    EV(&h, 2000, 0, "metric", ",\"name\":\"acc\",\"value\":71");
+    EV(&h, 3000, 0, "metric", ",\"name\":\"loss\",\"value\":0.3,\"step\":30");
+    /* resumed from step 20: later in time, lower step, and it is the last */
+    EV(&h, 9000, 1, "metric", ",\"name\":\"loss\",\"value\":0.45,\"step\":25");
+    /* same millisecond: the higher step is the newer */
+    EV(&h, 9500, 1, "metric", ",\"name\":\"acc\",\"value\":80,\"step\":26");
+    EV(&h, 9500, 1, "metric", ",\"name\":\"acc\",\"value\":75,\"step\":25");
+    /* ignored: no name, a string value, a name too long */
+    EV(&h, 9600, 1, "metric", ",\"value\":1");
+    EV(&h, 9600, 1, "metric", ",\"name\":\"loss\",\"value\":\"0.1\"");
+    EV(&h, 9600, 1, "metric",
+       ",\"name\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\","
+       "\"value\":1");
+    sr_hist_derive(&h);
+    assert_int_equal(h.n_met, 2);
+    const struct sr_hist_metric *loss = sr_hist_metric_find(&h, "loss");
+    assert_non_null(loss);
+    assert_int_equal(loss->count, 4);
+    assert_true(loss->last == 0.45);
+    assert_int_equal(loss->last_step, 25);
+    assert_true(sr_hist_metric_best(loss, 0) == 0.3);
+    assert_true(sr_hist_metric_best(loss, 1) == 0.9);
+    const struct sr_hist_metric *acc = sr_hist_metric_find(&h, "acc");
+    assert_non_null(acc);
+    assert_int_equal(acc->count, 3);
+    assert_true(acc->last == 80);
+    assert_int_equal(acc->last_step, 26);
+    assert_true(sr_hist_metric_best(acc, 1) == 80);
+    assert_null(sr_hist_metric_find(&h, "nosuch"));
+    /* metrics change nothing else: still one running attempt per index */
+    assert_int_equal(h.n_att, 2);
+    json_t *j = sr_summary_json(&h, &(struct sr_hist_prices){0});
+    const json_t *jl = json_object_get(json_object_get(j, "metrics"), "loss");
+    assert_true(json_real_value(json_object_get(jl, "min")) == 0.3);
+    assert_int_equal(json_integer_value(json_object_get(jl, "last_step")), 25);
+    json_decref(j);
+    sr_hist_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -300,6 +350,7 @@ int main(void)
         cmocka_unit_test(bad_lines_are_refused_and_unknown_events_ignored),
         cmocka_unit_test(the_newest_interval_event_wins),
         cmocka_unit_test(metrics_text_has_the_counters),
+        cmocka_unit_test(metrics_fold_last_min_max_and_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -137,6 +137,28 @@ static void list_pages_parse_keys_and_prefixes(void **state)
                      -EBADMSG);
 }
 
+static void key_listing_parses(void **state)
+{
+    (void)state;
+    /* A listing without a delimiter: whole keys below the store's root. */
+    const char *xml = "<?xml version=\"1.0\"?><ListBucketResult xmlns=\"http://s3.amazonaws.com/"
+                      "doc/2006-03-01/\"><Contents><Key>p/sw-1/events/000000.jsonl</Key></Contents>"
+                      "<Contents><Key>p/sw-1/DONE</Key></Contents>"
+                      "<Contents><Key>other/sw-2/LEASE</Key></Contents>"
+                      "<Contents><Key>p/</Key></Contents>"
+                      "<IsTruncated>false</IsTruncated></ListBucketResult>";
+    struct sr_strlist l = {0};
+    int truncated = 1;
+    char token[64];
+    assert_int_equal(
+        sr_s3_parse_list_as(xml, strlen(xml), "p/", 1, &l, &truncated, token, sizeof(token)), 0);
+    assert_int_equal(truncated, 0);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.v[0], "sw-1/events/000000.jsonl");
+    assert_string_equal(l.v[1], "sw-1/DONE");
+    sr_strlist_free(&l);
+}
+
 static void upload_id_parses(void **state)
 {
     (void)state;
@@ -314,6 +336,7 @@ int main(void)
         cmocka_unit_test(errors_map_to_errno_and_hint),
         cmocka_unit_test(error_bodies_parse),
         cmocka_unit_test(list_pages_parse_keys_and_prefixes),
+        cmocka_unit_test(key_listing_parses),
         cmocka_unit_test(upload_id_parses),
         cmocka_unit_test(keys_escape_like_sigv4_wants),
         cmocka_unit_test(shared_files_parse),

@@ -1,0 +1,59 @@
+/*
+ * svg.h - what the pictures share (`spotrun report`'s run timeline,
+ * `spotrun sweep report`'s lanes of trials): the palette, XML escaping,
+ * text and tooltips, the document's head, and a time axis.
+ *
+ * Output only, plain SVG 1.1; every string written goes through
+ * sr_svg_escape() (store contents are never trusted).
+ */
+#ifndef SPOTRUN_SVG_H
+#define SPOTRUN_SVG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define SR_SVG_TRAIN "#4c78a8"
+#define SR_SVG_RESTORE "#9ecae9"
+#define SR_SVG_LOST "#e45756"
+#define SR_SVG_CKPT "#54a24b"
+#define SR_SVG_NOTICE "#f58518"
+#define SR_SVG_TEXT "#222"
+#define SR_SVG_DIM "#777"
+
+/* Times t0..t1 (unix ms) drawn from x0 to x1. */
+struct sr_svg_frame {
+    int64_t t0, t1;
+    double x0, x1;
+};
+
+/* The x of t, clamped to the frame. */
+double sr_svg_x(const struct sr_svg_frame *fr, int64_t t);
+
+/* XML text: escapes the five special characters; drops control bytes. */
+void sr_svg_escape(FILE *f, const char *s);
+/* <text class=cls x y attrs>s</text> */
+void sr_svg_text(FILE *f, double x, double y, const char *cls, const char *attrs, const char *s);
+/* <title>s</title>: the tooltip of the element it is in. */
+void sr_svg_tooltip(FILE *f, const char *s);
+
+/* The <svg> element of a w x h picture, its white background and the
+ * "hatch" pattern (lost work); close with "</svg>\n". */
+void sr_svg_begin(FILE *f, double w, double h);
+
+/* Tick step (ms) giving at most 12 ticks over span. */
+int64_t sr_svg_tick_step(int64_t span);
+
+/* The time axis at y, with grid lines up to top: ticks labelled with the
+ * time since fr->t0 ("1m30s"), or with clock set, the UTC time of day
+ * ("14:05:30"). label goes left of the axis. */
+void sr_svg_axis(FILE *f, const struct sr_svg_frame *fr, double top, double y, int clock,
+                 const char *label);
+
+/* A self-contained HTML page around a picture: the head, titled
+ * "NAME - spotrun WHAT", and the heading "spotrun HEADING NAME"; then the
+ * caller writes the SVG; sr_svg_html_end() adds a <pre> of what print(m,
+ * ctx) prints (the text view) and closes the page. */
+void sr_svg_html_begin(FILE *f, const char *name, const char *what, const char *heading);
+void sr_svg_html_end(FILE *f, void (*print)(FILE *m, const void *ctx), const void *ctx);
+
+#endif

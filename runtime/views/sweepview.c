@@ -1,0 +1,635 @@
+/*
+ * sweepview.c - a sweep's trials, their states and totals, as text and
+ * JSON (see sweepview.h).
+ *
+ * Threads: sr_sweepview_load() starts its readers and joins them before it
+ * returns; each reader takes the next started trial off a shared counter
+ * and fills only that trial's struct sr_sv_run. Everything else runs on
+ * the caller's thread.
+ */
+#include "sweepview.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "log.h"
+#include "summary.h"
+#include "units.h"
+
+#define THREADS_DEFAULT 8
+#define THREADS_MAX 64
+
+const char *sr_sv_state_name(enum sr_sv_state s)
+{
+    static const char *const names[] = {"queued", "running", "preempted", "done", "failed"};
+    return names[s];
+}
+
+/* ---- loading ----------------------------------------------------------------- */
+
+/* What one listing of every key of the sweep's runs says about a trial. */
+struct listed {
+    struct sr_strlist logs; /* names in <run>/events */
+    int any, done, lease;   /* objects at all, DONE, LEASE */
+};
+
+struct pool {
+    struct sr_store *st;
+    struct sr_sweepview *v;
+    size_t *todo; /* trial indices with objects in the store */
+    size_t n_todo;
+    atomic_size_t next;
+    int64_t now_s;
+    struct listed *listed; /* per trial, from one listing of every key; NULL: list per trial */
+    pthread_mutex_t mu;
+    int rc; /* the first error, its message in msg */
+    char msg[300];
+};
+
+/* One started trial: its event logs, its LEASE and, when it failed, its
+ * end mark. A LEASE or a mark that does not parse is no LEASE or mark
+ * (a view, not a check). */
+static int load_trial(struct pool *p, struct sr_sv_trial *t)
+{
+    struct sr_sv_run *r = calloc(1, sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    sr_hist_init(&r->h);
+    t->run = r;
+    const struct listed *l = p->listed ? &p->listed[t->trial] : NULL;
+    int rc = l ? sr_hist_load_logs(p->st, t->run_id, &l->logs, l->done, &r->h)
+               : sr_hist_load(p->st, t->run_id, &r->h);
+    if (rc < 0)
+        return rc;
+    /* who runs it matters only while it has not ended */
+    rc = t->mark == SR_TRIAL_OPEN && (!l || l->lease) ? sr_lease_read(p->st, t->run_id, &r->lease)
+                                                      : -ENOENT;
+    if (rc == 0) {
+        r->has_lease = 1;
+        r->lease_held = !sr_lease_takeable(&r->lease, p->now_s);
+    } else if (rc == -ENOENT || rc == -EBADMSG || rc == -EPROTONOSUPPORT) {
+        sr_err_clear();
+    } else {
+        return rc;
+    }
+    if (t->mark != SR_TRIAL_FAILED)
+        return 0;
+    rc = sr_sweep_read_end(p->st, p->v->sw->name, t->trial, &r->end);
+    if (rc == 0)
+        r->has_end = 1;
+    else if (rc == -ENOENT || rc == -EBADMSG)
+        sr_err_clear();
+    else
+        return rc;
+    return 0;
+}
+
+static void *reader(void *arg)
+{
+    struct pool *p = arg;
+    for (;;) {
+        const size_t i = atomic_fetch_add(&p->next, 1);
+        if (i >= p->n_todo)
+            break;
+        struct sr_sv_trial *t = &p->v->t[p->todo[i]];
+        const int rc = load_trial(p, t);
+        if (rc < 0) {
+            pthread_mutex_lock(&p->mu);
+            if (p->rc == 0) {
+                p->rc = rc;
+                snprintf(p->msg, sizeof(p->msg), "%s: %s", t->run_id, sr_strerror(rc));
+            }
+            pthread_mutex_unlock(&p->mu);
+            atomic_store(&p->next, p->n_todo); /* the others stop too */
+            break;
+        }
+    }
+    return NULL;
+}
+
+static int read_all(struct pool *p, unsigned threads)
+{
+    if (threads == 0)
+        threads = THREADS_DEFAULT;
+    if (threads > THREADS_MAX)
+        threads = THREADS_MAX;
+    if (threads > p->n_todo)
+        threads = (unsigned)p->n_todo;
+    pthread_t tid[THREADS_MAX];
+    unsigned started = 0;
+    for (; started < threads; started++)
+        if (pthread_create(&tid[started], NULL, reader, p) != 0)
+            break;
+    if (started == 0 && p->n_todo > 0)
+        reader(p); /* no thread to be had: read them here */
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(tid[i], NULL);
+    if (p->rc < 0)
+        return sr_errf(p->rc, "%s", p->msg);
+    return 0;
+}
+
+static enum sr_sv_state state_of(const struct sr_sv_trial *t)
+{
+    if (t->mark == SR_TRIAL_DONE)
+        return SR_SV_DONE;
+    if (t->mark == SR_TRIAL_FAILED)
+        return SR_SV_FAILED;
+    const struct sr_sv_run *r = t->run;
+    if (!r)
+        return SR_SV_QUEUED;
+    if (r->lease_held)
+        return SR_SV_RUNNING;
+    if (r->h.state == SR_STATE_DONE) /* DONE without its mark: the mark's write failed */
+        return SR_SV_DONE;
+    if (r->h.state == SR_STATE_FAILED)
+        return SR_SV_FAILED;
+    return r->h.n_att ? SR_SV_PREEMPTED : SR_SV_QUEUED;
+}
+
+static void add_metric_name(struct sr_sweepview *v, const char *name)
+{
+    if (sr_sweepview_has_metric(v, name) || v->n_metrics == SR_HIST_METRICS_MAX)
+        return;
+    snprintf(v->metrics[v->n_metrics++], sizeof(v->metrics[0]), "%s", name);
+}
+
+/* States, metric names and totals, once every trial is read. */
+static void derive(struct sr_sweepview *v)
+{
+    for (size_t k = 0; k < v->n; k++) {
+        struct sr_sv_trial *t = &v->t[k];
+        t->state = state_of(t);
+        v->counts[t->state]++;
+        if (!t->run)
+            continue;
+        const struct sr_history *h = &t->run->h;
+        for (size_t i = 0; i < h->n_met; i++)
+            add_metric_name(v, h->met[i].name);
+        v->instance_ms += h->instance_ms;
+        v->lost_ms += h->lost_ms;
+        for (size_t i = 0; i < h->n_att; i++)
+            if (h->att[i].end == SR_END_PREEMPTED || h->att[i].end == SR_END_VANISHED)
+                v->preempted_lost_ms += h->att[i].lost_ms;
+        if (h->n_att && (!v->first_ms || h->first_ms < v->first_ms))
+            v->first_ms = h->first_ms;
+        if (h->n_att && h->last_ms > v->last_ms)
+            v->last_ms = h->last_ms;
+    }
+}
+
+/* Where the store lists every key below a prefix in pages (S3), one such
+ * listing of "<sweep>-" replaces a listing of each trial's event logs and
+ * a read of its DONE: *out gets what it says per trial (NULL when the
+ * store cannot; the caller lists per trial). */
+static int list_keys(struct sr_store *st, const char *name, size_t n, struct listed **out)
+{
+    *out = NULL;
+    char prefix[SR_SWEEP_NAME_MAX + 2];
+    snprintf(prefix, sizeof(prefix), "%s-", name);
+    struct sr_strlist keys;
+    int rc = sr_store_list_keys(st, prefix, &keys);
+    if (rc == -ENOTSUP)
+        return 0;
+    if (rc < 0)
+        return rc;
+    struct listed *l = calloc(n ? n : 1, sizeof(*l));
+    for (size_t i = 0; l && rc == 0 && i < keys.n; i++) {
+        char *slash = strchr(keys.v[i], '/');
+        if (!slash)
+            continue;
+        *slash = '\0';
+        const long k = sr_sweep_trial_of(name, keys.v[i]);
+        if (k < 0 || (size_t)k >= n)
+            continue;
+        const char *rest = slash + 1;
+        l[k].any = 1;
+        if (strncmp(rest, "events/", 7) == 0 && !strchr(rest + 7, '/'))
+            rc = sr_strlist_push(&l[k].logs, rest + 7);
+        else if (strcmp(rest, "DONE") == 0)
+            l[k].done = 1;
+        else if (strcmp(rest, "LEASE") == 0)
+            l[k].lease = 1;
+    }
+    sr_strlist_free(&keys);
+    if (!l || rc < 0) {
+        for (size_t k = 0; l && k < n; k++)
+            sr_strlist_free(&l[k].logs);
+        free(l);
+        return rc < 0 ? rc : -ENOMEM;
+    }
+    *out = l;
+    return 0;
+}
+
+int sr_sweepview_load(struct sr_store *st, const struct sr_sweep *sw, unsigned threads,
+                      struct sr_sweepview *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->sw = sw;
+    out->n = sr_sweep_count(sw);
+    out->now_ms = sr_wall_ms();
+    out->t = calloc(out->n ? out->n : 1, sizeof(*out->t));
+    unsigned char *mark = calloc(out->n ? out->n : 1, 1);
+    size_t *todo = calloc(out->n ? out->n : 1, sizeof(*todo));
+    out->metrics = calloc(SR_HIST_METRICS_MAX, sizeof(*out->metrics));
+    struct sr_strlist runs = {0};
+    int rc = out->t && mark && todo && out->metrics ? 0 : -ENOMEM;
+    if (rc == 0)
+        rc = sr_sweep_list_ends(st, sw->name, out->n, mark);
+    struct pool p = {.st = st, .v = out, .todo = todo, .now_s = out->now_ms / 1000};
+    if (rc == 0)
+        rc = list_keys(st, sw->name, out->n, &p.listed);
+    if (rc == 0 && !p.listed)
+        rc = sr_ckpt_list_runs(st, &runs);
+    for (size_t k = 0; rc == 0 && k < out->n; k++) {
+        out->t[k].trial = k;
+        out->t[k].mark = mark[k];
+        sr_sweep_run_id(sw->name, k, out->t[k].run_id, sizeof(out->t[k].run_id));
+    }
+    /* The root's listing says which trials have anything at all. */
+    unsigned char *started = mark; /* reused: the marks are copied */
+    if (rc == 0)
+        memset(started, 0, out->n ? out->n : 1);
+    if (p.listed) { /* or one listing of every key of the sweep's runs */
+        for (size_t k = 0; k < out->n; k++)
+            if (p.listed[k].any) {
+                started[k] = 1;
+                todo[p.n_todo++] = k;
+            }
+    }
+    for (size_t i = 0; rc == 0 && i < runs.n; i++) {
+        const long k = sr_sweep_trial_of(sw->name, runs.v[i]);
+        if (k >= 0 && (size_t)k < out->n && !started[k]) {
+            started[k] = 1;
+            todo[p.n_todo++] = (size_t)k;
+        }
+    }
+    if (rc == 0) {
+        pthread_mutex_init(&p.mu, NULL);
+        rc = read_all(&p, threads);
+        pthread_mutex_destroy(&p.mu);
+    }
+    if (rc == 0)
+        derive(out);
+    sr_strlist_free(&runs);
+    for (size_t k = 0; p.listed && k < out->n; k++)
+        sr_strlist_free(&p.listed[k].logs);
+    free(p.listed);
+    free(todo);
+    free(mark);
+    if (rc < 0)
+        sr_sweepview_free(out);
+    return rc;
+}
+
+void sr_sweepview_free(struct sr_sweepview *v)
+{
+    for (size_t k = 0; v->t && k < v->n; k++)
+        if (v->t[k].run) {
+            sr_hist_free(&v->t[k].run->h);
+            free(v->t[k].run);
+        }
+    free(v->t);
+    free(v->metrics);
+    memset(v, 0, sizeof(*v));
+}
+
+/* ---- queries ----------------------------------------------------------------- */
+
+int sr_sweepview_has_metric(const struct sr_sweepview *v, const char *name)
+{
+    for (size_t i = 0; i < v->n_metrics; i++)
+        if (strcmp(v->metrics[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+int sr_sv_maximized(const struct sr_sv_opts *o, const char *metric)
+{
+    for (size_t i = 0; i < o->n_maximize; i++)
+        if (strcmp(o->maximize[i], metric) == 0)
+            return 1;
+    return 0;
+}
+
+static const struct sr_hist_metric *metric_of(const struct sr_sv_trial *t, const char *name)
+{
+    return t->run ? sr_hist_metric_find(&t->run->h, name) : NULL;
+}
+
+struct sort_key {
+    size_t trial;
+    int has;
+    double key; /* smaller first */
+};
+
+static int cmp_key(const void *a, const void *b)
+{
+    const struct sort_key *x = a, *y = b;
+    if (x->has != y->has)
+        return x->has ? -1 : 1;
+    if (x->has && x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->trial > y->trial) - (x->trial < y->trial);
+}
+
+void sr_sweepview_order(const struct sr_sweepview *v, const struct sr_sv_opts *o, size_t *order)
+{
+    struct sort_key *keys = o->sort && v->n ? calloc(v->n, sizeof(*keys)) : NULL;
+    if (!keys) { /* by index (or no memory to sort: by index too) */
+        for (size_t k = 0; k < v->n; k++)
+            order[k] = k;
+        return;
+    }
+    const int max = sr_sv_maximized(o, o->sort);
+    for (size_t k = 0; k < v->n; k++) {
+        const struct sr_hist_metric *m = metric_of(&v->t[k], o->sort);
+        keys[k].trial = k;
+        keys[k].has = m != NULL;
+        keys[k].key = m ? (max ? -m->max : m->min) : 0;
+    }
+    qsort(keys, v->n, sizeof(*keys), cmp_key);
+    for (size_t k = 0; k < v->n; k++)
+        order[k] = keys[k].trial;
+    free(keys);
+}
+
+double sr_sv_trial_hours(const struct sr_sv_trial *t)
+{
+    return t->run ? sr_hist_instance_hours(&t->run->h) : 0.0;
+}
+
+/* ---- text -------------------------------------------------------------------- */
+
+/* A table of cells, each column as wide as its widest cell. */
+#define CELL 64
+struct table {
+    size_t rows, cols;
+    char (*cell)[CELL];
+    unsigned char *right; /* per column: numbers are right-aligned */
+};
+
+static char *cell(struct table *t, size_t r, size_t c)
+{
+    return t->cell[r * t->cols + c];
+}
+
+/* Copies s into a cell, cut with "..." when too long. */
+static void put(struct table *t, size_t r, size_t c, const char *s)
+{
+    char *d = cell(t, r, c);
+    const size_t n = strlen(s);
+    if (n < CELL) {
+        memcpy(d, s, n + 1);
+        return;
+    }
+    memcpy(d, s, CELL - 4);
+    memcpy(d + CELL - 4, "...", 4);
+}
+
+static void print_table(FILE *f, struct table *t)
+{
+    size_t w[256] = {0};
+    for (size_t c = 0; c < t->cols && c < 256; c++)
+        for (size_t r = 0; r < t->rows; r++) {
+            const size_t n = strlen(cell(t, r, c));
+            w[c] = n > w[c] ? n : w[c];
+        }
+    for (size_t r = 0; r < t->rows; r++) {
+        for (size_t c = 0; c < t->cols && c < 256; c++) {
+            const int last = c + 1 == t->cols;
+            if (t->right[c])
+                fprintf(f, "%s%*s", c ? "  " : "", (int)w[c], cell(t, r, c));
+            else
+                fprintf(f, "%s%-*s", c ? "  " : "", last ? 0 : (int)w[c], cell(t, r, c));
+        }
+        fputc('\n', f);
+    }
+}
+
+static void state_text(const struct sr_sv_trial *t, char *buf, size_t len)
+{
+    const struct sr_sv_run *r = t->run;
+    if (t->state == SR_SV_RUNNING)
+        snprintf(buf, len, "running on %s", r->lease.host[0] ? r->lease.host : "?");
+    else if (t->state == SR_SV_FAILED && r && r->has_end && r->end.cause[0])
+        snprintf(buf, len, "failed (%s)", r->end.cause);
+    else
+        snprintf(buf, len, "%s", sr_sv_state_name(t->state));
+}
+
+static void money_or_dash(double v, int known, char *buf, size_t len)
+{
+    if (known)
+        sr_format_money(v, buf, len);
+    else
+        snprintf(buf, len, "-");
+}
+
+static void print_header(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o)
+{
+    const size_t np = sr_sweep_nparams(v->sw);
+    fprintf(f, "sweep:       %s (%zu trial%s; parameters:", v->sw->name, v->n,
+            v->n == 1 ? "" : "s");
+    for (size_t i = 0; i < np; i++)
+        fprintf(f, " %s", sr_sweep_param(v->sw, i));
+    fprintf(f, "%s)\n", np ? "" : " none");
+    fprintf(f, "trials:     ");
+    for (int s = 0; s < SR_SV_NSTATES; s++)
+        fprintf(f, " %u %s%s", v->counts[s], sr_sv_state_name((enum sr_sv_state)s),
+                s + 1 < SR_SV_NSTATES ? "," : "\n");
+    char lost[32], plost[32];
+    sr_format_duration_ms(v->lost_ms, lost, sizeof(lost));
+    sr_format_duration_ms(v->preempted_lost_ms, plost, sizeof(plost));
+    const double hours = (double)v->instance_ms / 3600000.0;
+    fprintf(f, "instances:   %.4f instance-hours; lost work %s (%s to preemptions)\n", hours, lost,
+            plost);
+    const double spot = o->prices.spot_per_hour, od = o->prices.on_demand_per_hour;
+    if (spot <= 0) {
+        fprintf(f, "cost:        - (give --price-per-hour)\n");
+        return;
+    }
+    char a[32], b[32], c[32], d[32];
+    sr_format_money(hours * spot, a, sizeof(a));
+    sr_format_money(spot, b, sizeof(b));
+    sr_format_money((double)v->preempted_lost_ms / 3600000.0 * spot, c, sizeof(c));
+    fprintf(f, "cost:        %s at %s/h; preempted work %s", a, b, c);
+    if (od > 0) {
+        sr_format_money(hours * od, c, sizeof(c));
+        sr_format_money(hours * (od - spot), d, sizeof(d));
+        fprintf(f, "; on demand %s: saved %s (%.0f%%)", c, d, 100.0 * (od - spot) / od);
+    }
+    fputc('\n', f);
+}
+
+void sr_sweepview_print(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o)
+{
+    print_header(f, v, o);
+    const size_t np = sr_sweep_nparams(v->sw), nm = v->n_metrics;
+    struct table t = {.rows = v->n + 1, .cols = 1 + np + 6 + nm};
+    t.cell = calloc(t.rows * t.cols, sizeof(*t.cell));
+    t.right = calloc(t.cols, 1);
+    size_t *order = calloc(v->n ? v->n : 1, sizeof(*order));
+    if (!t.cell || !t.right || !order || t.cols > 256) {
+        fprintf(f, "(cannot lay out the table)\n");
+        goto out;
+    }
+    static const char *const fixed[] = {"STATE", "ATT", "PRE", "LOST", "INST-H", "COST"};
+    size_t c = 0;
+    put(&t, 0, c++, "TRIAL");
+    for (size_t i = 0; i < np; i++)
+        put(&t, 0, c++, sr_sweep_param(v->sw, i));
+    for (size_t i = 0; i < 6; i++) {
+        t.right[c] = i > 0;
+        put(&t, 0, c++, fixed[i]);
+    }
+    for (size_t i = 0; i < nm; i++) {
+        char h[CELL + 16];
+        snprintf(h, sizeof(h), "%s last/%s", v->metrics[i],
+                 sr_sv_maximized(o, v->metrics[i]) ? "max" : "min");
+        put(&t, 0, c++, h);
+    }
+    t.right[0] = 1;
+    sr_sweepview_order(v, o, order);
+    for (size_t r = 1; r <= v->n; r++) {
+        const struct sr_sv_trial *tr = &v->t[order[r - 1]];
+        const struct sr_history *h = tr->run ? &tr->run->h : NULL;
+        char buf[320];
+        c = 0;
+        snprintf(buf, sizeof(buf), "%zu", tr->trial);
+        put(&t, r, c++, buf);
+        for (size_t i = 0; i < np; i++) {
+            const char *val = sr_sweep_value(v->sw, tr->trial, sr_sweep_param(v->sw, i));
+            put(&t, r, c++, val ? val : "-");
+        }
+        state_text(tr, buf, sizeof(buf));
+        put(&t, r, c++, buf);
+        snprintf(buf, sizeof(buf), "%zu", h ? h->n_att : 0);
+        put(&t, r, c++, buf);
+        snprintf(buf, sizeof(buf), "%u", h ? h->preemptions : 0);
+        put(&t, r, c++, buf);
+        sr_format_duration_ms(h ? h->lost_ms : 0, buf, sizeof(buf));
+        put(&t, r, c++, buf);
+        snprintf(buf, sizeof(buf), "%.4f", sr_sv_trial_hours(tr));
+        put(&t, r, c++, buf);
+        money_or_dash(sr_sv_trial_hours(tr) * o->prices.spot_per_hour, o->prices.spot_per_hour > 0,
+                      buf, sizeof(buf));
+        put(&t, r, c++, buf);
+        for (size_t i = 0; i < nm; i++) {
+            const struct sr_hist_metric *m = metric_of(tr, v->metrics[i]);
+            if (m)
+                snprintf(buf, sizeof(buf), "%.4g/%.4g", m->last,
+                         sr_hist_metric_best(m, sr_sv_maximized(o, m->name)));
+            else
+                snprintf(buf, sizeof(buf), "-");
+            put(&t, r, c++, buf);
+        }
+    }
+    fputc('\n', f);
+    print_table(f, &t);
+out:
+    free(order);
+    free(t.right);
+    free(t.cell);
+}
+
+/* ---- JSON -------------------------------------------------------------------- */
+
+static json_t *price_or_null(double hours, double price)
+{
+    return price > 0 ? json_real(hours * price) : json_null();
+}
+
+static json_t *trial_json(const struct sr_sweepview *v, const struct sr_sv_trial *t,
+                          const struct sr_sv_opts *o)
+{
+    const struct sr_history *h = t->run ? &t->run->h : NULL;
+    json_t *params = json_object();
+    for (size_t i = 0; i < sr_sweep_nparams(v->sw); i++) {
+        const char *p = sr_sweep_param(v->sw, i), *val = sr_sweep_value(v->sw, t->trial, p);
+        json_object_set_new(params, p, val ? json_string(val) : json_null());
+    }
+    json_t *end = json_null();
+    if (t->state == SR_SV_DONE)
+        end = json_pack("{s:n,s:i}", "cause", "exit_code", 0);
+    else if (t->state == SR_SV_FAILED && t->run && t->run->has_end)
+        end =
+            json_pack("{s:s,s:i}", "cause", t->run->end.cause, "exit_code", t->run->end.exit_code);
+    else if (t->state == SR_SV_FAILED)
+        end = json_pack("{s:n,s:n}", "cause", "exit_code");
+    json_t *met = json_object();
+    for (size_t i = 0; h && i < h->n_met; i++)
+        json_object_set_new(
+            met, h->met[i].name,
+            sr_summary_metric_json(&h->met[i], 1, sr_sv_maximized(o, h->met[i].name)));
+    const double hours = sr_sv_trial_hours(t);
+    json_t *j = json_object();
+    json_object_set_new(j, "trial", json_integer((json_int_t)t->trial));
+    json_object_set_new(j, "run_id", json_string(t->run_id));
+    json_object_set_new(j, "params", params);
+    json_object_set_new(j, "state", json_string(sr_sv_state_name(t->state)));
+    json_object_set_new(j, "host",
+                        t->state == SR_SV_RUNNING && t->run->lease.host[0]
+                            ? json_string(t->run->lease.host)
+                            : json_null());
+    json_object_set_new(j, "attempts", json_integer(h ? (json_int_t)h->n_att : 0));
+    json_object_set_new(j, "preemptions", json_integer(h ? h->preemptions : 0));
+    json_object_set_new(j, "lost_work_seconds", json_real(h ? (double)h->lost_ms / 1000.0 : 0.0));
+    json_object_set_new(j, "instance_hours", json_real(hours));
+    json_object_set_new(j, "cost", price_or_null(hours, o->prices.spot_per_hour));
+    json_object_set_new(j, "end", end);
+    json_object_set_new(j, "metrics", met);
+    return j;
+}
+
+json_t *sr_sweepview_json(const struct sr_sweepview *v, const struct sr_sv_opts *o,
+                          const char *store_url)
+{
+    size_t *order = calloc(v->n ? v->n : 1, sizeof(*order));
+    if (!order)
+        return NULL;
+    sr_sweepview_order(v, o, order);
+    json_t *params = json_array();
+    for (size_t i = 0; i < sr_sweep_nparams(v->sw); i++)
+        json_array_append_new(params, json_string(sr_sweep_param(v->sw, i)));
+    json_t *counts = json_object();
+    for (int s = 0; s < SR_SV_NSTATES; s++)
+        json_object_set_new(counts, sr_sv_state_name((enum sr_sv_state)s),
+                            json_integer(v->counts[s]));
+    const double hours = (double)v->instance_ms / 3600000.0;
+    const double spot = o->prices.spot_per_hour, od = o->prices.on_demand_per_hour;
+    json_t *totals = json_object();
+    json_object_set_new(totals, "instance_hours", json_real(hours));
+    json_object_set_new(totals, "lost_work_seconds", json_real((double)v->lost_ms / 1000.0));
+    json_object_set_new(totals, "preempted_lost_work_seconds",
+                        json_real((double)v->preempted_lost_ms / 1000.0));
+    json_object_set_new(totals, "cost", price_or_null(hours, spot));
+    json_object_set_new(totals, "preempted_cost",
+                        price_or_null((double)v->preempted_lost_ms / 3600000.0, spot));
+    json_object_set_new(totals, "on_demand_cost", price_or_null(hours, od));
+    json_object_set_new(totals, "saving",
+                        spot > 0 && od > 0 ? json_real(hours * (od - spot)) : json_null());
+    json_t *maximize = json_array();
+    for (size_t i = 0; i < o->n_maximize; i++)
+        json_array_append_new(maximize, json_string(o->maximize[i]));
+    json_t *trials = json_array();
+    for (size_t i = 0; i < v->n; i++)
+        json_array_append_new(trials, trial_json(v, &v->t[order[i]], o));
+    free(order);
+    json_t *doc = json_object();
+    json_object_set_new(doc, "schema_version", json_integer(SR_JSON_SCHEMA_VERSION));
+    json_object_set_new(doc, "sweep", json_string(v->sw->name));
+    json_object_set_new(doc, "store", json_string(store_url));
+    json_object_set_new(doc, "params", params);
+    json_object_set_new(doc, "maximize", maximize);
+    json_object_set_new(doc, "sort", o->sort ? json_string(o->sort) : json_null());
+    json_object_set_new(doc, "counts", counts);
+    json_object_set_new(doc, "totals", totals);
+    json_object_set_new(doc, "trials", trials);
+    return doc;
+}

@@ -1,0 +1,97 @@
+/*
+ * sweepview.h - a sweep as `spotrun sweep show` and `sweep report` see it:
+ * one row per trial (its state, its run's history: attempts, preemptions,
+ * lost work, instance time, the metrics the job reported) and the totals.
+ *
+ * A trial's state:
+ *   done / failed   its end mark (sweep.h); failed carries the cause
+ *   running         its run's LEASE is held now (not released, not expired,
+ *                   not held by a dead process of this machine)
+ *   queued          no attempt ever started
+ *   preempted       started, interrupted, and nobody runs it now (a notice,
+ *                   or a wrapper killed -9 whose lease expired or was given up)
+ * Without an end mark the run's own history decides done and failed (a mark
+ * that could not be written).
+ *
+ * Loading reads little: one listing of the end marks, one listing of the
+ * store's root (a trial whose run has no objects is queued: nothing more is
+ * read for it), then each started trial's event logs, LEASE (and, when
+ * failed, its end mark) on a small pool of threads, each trial into its own
+ * struct sr_history (history.c is not thread-safe per object; the store
+ * is). Pure otherwise: nothing here exits.
+ */
+#ifndef SPOTRUN_SWEEPVIEW_H
+#define SPOTRUN_SWEEPVIEW_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "history.h"
+#include "lease.h"
+#include "manifest.h"
+#include "sweep.h"
+
+enum sr_sv_state { SR_SV_QUEUED, SR_SV_RUNNING, SR_SV_PREEMPTED, SR_SV_DONE, SR_SV_FAILED };
+#define SR_SV_NSTATES 5
+
+/* What the store says of a started trial's run. */
+struct sr_sv_run {
+    struct sr_history h;
+    int has_lease, lease_held; /* a LEASE, and held by a live owner now */
+    struct sr_lease_info lease;
+    int has_end; /* end: the failed mark read (cause, exit code, host) */
+    struct sr_trial_end_info end;
+};
+
+struct sr_sv_trial {
+    size_t trial;
+    char run_id[SR_RUN_ID_MAX + 1];
+    enum sr_sv_state state;
+    unsigned char mark;    /* SR_TRIAL_OPEN / DONE / FAILED: the end marks' listing */
+    struct sr_sv_run *run; /* NULL when the store holds nothing of the run */
+};
+
+struct sr_sweepview {
+    const struct sr_sweep *sw; /* borrowed */
+    struct sr_sv_trial *t;     /* sr_sweep_count(sw) trials, by index */
+    size_t n;
+    char (*metrics)[SR_HIST_METRIC_NAME_MAX + 1]; /* names seen, by first trial then order */
+    size_t n_metrics;
+    unsigned counts[SR_SV_NSTATES];
+    int64_t now_ms;
+    int64_t first_ms, last_ms;                       /* over every attempt; 0 when none */
+    int64_t instance_ms, lost_ms, preempted_lost_ms; /* sums over trials */
+};
+
+/* How to show it: prices, the metrics whose best is the maximum, the sort. */
+#define SR_SV_MAXIMIZE_MAX 32
+struct sr_sv_opts {
+    struct sr_hist_prices prices;
+    const char *maximize[SR_SV_MAXIMIZE_MAX];
+    size_t n_maximize;
+    const char *sort; /* a metric name, NULL = by trial index */
+};
+
+/* Loads sw's trials from st with up to threads readers (0: 8). 0, or the
+ * first store error (with a message naming the run). */
+int sr_sweepview_load(struct sr_store *st, const struct sr_sweep *sw, unsigned threads,
+                      struct sr_sweepview *out);
+void sr_sweepview_free(struct sr_sweepview *v);
+
+const char *sr_sv_state_name(enum sr_sv_state s);
+/* 1 when some trial reported metric name. */
+int sr_sweepview_has_metric(const struct sr_sweepview *v, const char *name);
+int sr_sv_maximized(const struct sr_sv_opts *o, const char *metric);
+/* order[0..v->n): trial indices as shown: by o->sort's best (min first, max
+ * first when maximized; trials without it last), then by index. */
+void sr_sweepview_order(const struct sr_sweepview *v, const struct sr_sv_opts *o, size_t *order);
+/* A trial's instance hours and cost at o's spot price (0 without). */
+double sr_sv_trial_hours(const struct sr_sv_trial *t);
+
+/* The header lines and the table of `sweep show`. */
+void sr_sweepview_print(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o);
+/* The --json document (docs/json-schema.md), new reference. */
+json_t *sr_sweepview_json(const struct sr_sweepview *v, const struct sr_sv_opts *o,
+                          const char *store_url);
+
+#endif
