@@ -15,7 +15,8 @@
  *
  * Restore presents the listed frames as one archive: a source whose bytes
  * are the frames in list order, read (ranged) from their objects, followed
- * by a seek table made from the list; the unpacker then checks every frame
+ * by a seek table made from the list (an older object is read only where
+ * its listed frames are, never whole); the unpacker then checks every frame
  * against the list's size and content hash before its bytes are used, and
  * extracts through the usual safe, swap-at-the-end path. A missing object
  * is -ENOENT and a wrong frame -EBADMSG: the checkpoint is bad, restore
@@ -345,7 +346,13 @@ static int vsrc_open(struct sr_store *st, const struct sr_manifest *m, struct vs
     for (uint32_t o = 0; rc == 0 && o < l->nobj; o++) {
         char key[KEY_LEN];
         run_object_key(key, m->run_id, l->obj_seq[o]);
-        if ((rc = sr_store_source(st, key, &v->objs[o])) == 0)
+        /* Every frame of the own object is listed: it is read whole (S3:
+         * the background download, which also hashes it). Of an older
+         * object only the listed frames are read, each with its own ranged
+         * request: never the whole object. */
+        rc = l->obj_seq[o] == m->seq ? sr_store_source(st, key, &v->objs[o])
+                                     : sr_store_source_ranged(st, key, &v->objs[o]);
+        if (rc == 0)
             (*opened)++;
         if (rc == 0 && l->obj_seq[o] == m->seq)
             v->own = &v->objs[o];
