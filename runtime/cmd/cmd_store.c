@@ -33,17 +33,31 @@ static void fmt_time(int64_t unix_s, char *buf, size_t len)
         snprintf(buf, len, "-");
 }
 
+/* The compressed size of m's whole archive: its own data object unless
+ * it is a delta (whose object holds only its new frames). */
+static uint64_t archive_bytes(const struct sr_manifest *m)
+{
+    return m->format >= 2 && !m->full && m->archive_bytes ? m->archive_bytes : m->stored_bytes;
+}
+
+static const char *ckpt_kind(const struct sr_manifest *m)
+{
+    return m->format >= 2 && !m->full ? "delta" : "full";
+}
+
 static json_t *manifest_json(const struct sr_manifest *m)
 {
     char when[32];
     sr_format_iso_ms(m->created * 1000, when, sizeof(when));
+    const uint64_t archive = archive_bytes(m);
     json_t *o = json_pack(
-        "{s:I,s:o,s:I,s:I,s:o,s:I,s:f,s:s,s:s,s:I}", "seq", (json_int_t)m->seq, "step",
+        "{s:I,s:o,s:I,s:I,s:I,s:I,s:s,s:o,s:I,s:f,s:s,s:s,s:I}", "seq", (json_int_t)m->seq, "step",
         m->step >= 0 ? json_integer(m->step) : json_null(), "raw_bytes", (json_int_t)m->raw_bytes,
-        "stored_bytes", (json_int_t)m->stored_bytes, "ratio",
-        m->stored_bytes ? json_real((double)m->raw_bytes / (double)m->stored_bytes) : json_null(),
-        "files", (json_int_t)m->files, "stage_seconds", m->stage_seconds, "created", when, "host",
-        m->host, "attempt", (json_int_t)m->attempt);
+        "stored_bytes", (json_int_t)m->stored_bytes, "archive_bytes", (json_int_t)archive,
+        "uploaded_bytes", (json_int_t)m->stored_bytes, "kind", ckpt_kind(m), "ratio",
+        archive ? json_real((double)m->raw_bytes / (double)archive) : json_null(), "files",
+        (json_int_t)m->files, "stage_seconds", m->stage_seconds, "created", when, "host", m->host,
+        "attempt", (json_int_t)m->attempt);
     if (o && m->epoch)
         json_object_set_new(o, "epoch", json_integer((json_int_t)m->epoch));
     if (o && m->nodes > 0) /* a multi-node set: one part per node */
@@ -272,18 +286,23 @@ int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
     print_lease(st, ops[0]);
     sr_summary_print(stdout, &h, &vo.prices);
     putchar('\n');
-    printf("%8s %10s %10s %10s %7s %6s %8s  %-19s  %s\n", "SEQ", "STEP", "RAW", "STORED", "RATIO",
-           "FILES", "STAGE", "CREATED", "HOST");
+    /* STORED and RATIO are of the whole archive (what a restore reads);
+     * UPLOADED is what this checkpoint added to the store: less for a
+     * delta, which references the frames an earlier one uploaded. */
+    printf("%8s %10s %10s %10s %7s %10s %5s %6s %8s  %-19s  %s\n", "SEQ", "STEP", "RAW", "STORED",
+           "RATIO", "UPLOADED", "KIND", "FILES", "STAGE", "CREATED", "HOST");
     for (size_t i = 0; i < l.n; i++) {
         const struct sr_manifest *m = &l.v[i];
-        char step[24], raw[32], stored[32], when[32], nodes[24];
+        char step[24], raw[32], stored[32], up[32], when[32], nodes[24];
+        const uint64_t archive = archive_bytes(m);
         sr_format_step(m->step, step, sizeof(step));
         sr_format_size(m->raw_bytes, raw, sizeof(raw));
-        sr_format_size(m->stored_bytes, stored, sizeof(stored));
+        sr_format_size(archive, stored, sizeof(stored));
+        sr_format_size(m->stored_bytes, up, sizeof(up));
         fmt_time(m->created, when, sizeof(when));
-        printf("%8" PRIu64 " %10s %10s %10s %6.2fx %6" PRIu64 " %7.2fs  %-19s  %s\n", m->seq, step,
-               raw, stored, m->stored_bytes ? (double)m->raw_bytes / (double)m->stored_bytes : 0.0,
-               m->files, m->stage_seconds, when,
+        printf("%8" PRIu64 " %10s %10s %10s %6.2fx %10s %5s %6" PRIu64 " %7.2fs  %-19s  %s\n",
+               m->seq, step, raw, stored, archive ? (double)m->raw_bytes / (double)archive : 0.0,
+               up, ckpt_kind(m), m->files, m->stage_seconds, when,
                m->nodes ? (snprintf(nodes, sizeof(nodes), "%u nodes", m->nodes), nodes) : m->host);
     }
     /* Multi-node steps whose parts are not all there: never restored. */

@@ -247,6 +247,7 @@ int sr_ckpt_publish_delta(struct sr_store *st, struct sr_manifest *m, const char
         goto out;
     m->full = base.n == 0;
     m->frames = n;
+    m->archive_bytes = src.size; /* the staged archive; stored_bytes: what is uploaded */
     m->frame_list = &list;
     if (m->full) { /* the staged file as it is: stock-readable */
         const int me = sr_frame_list_object(&list, m->seq);

@@ -116,6 +116,7 @@ static int build(json_t *o, const struct sr_manifest *m)
     if (m->frame_list) {
         bad |= json_object_set_new(o, "full", json_boolean(m->full));
         bad |= set_int(o, "chain", m->chain);
+        bad |= set_int(o, "archive_bytes", (json_int_t)m->archive_bytes);
         bad |= sr_frame_list_build(o, m->run_id, m->frame_list);
     }
     return bad;
@@ -377,6 +378,12 @@ static int get_delta(json_t *o, struct sr_manifest *m)
     if (rc < 0)
         return rc;
     m->chain = (uint32_t)v;
+    /* optional (absent: as stored_bytes); only shown, never trusted */
+    if (json_object_get(o, "archive_bytes") &&
+        (rc = get_int(o, "archive_bytes", 0, INT64_MAX, &v)) < 0)
+        return rc;
+    if (json_object_get(o, "archive_bytes"))
+        m->archive_bytes = (uint64_t)v;
     if (m->nodes > 0)
         return sr_errf(-EBADMSG, "manifest: a multi-node checkpoint cannot have a frame list");
     if (!json_is_array(json_object_get(o, "frame_list")) ||

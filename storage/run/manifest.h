@@ -75,6 +75,11 @@ struct sr_manifest {
      * the parser leaves it NULL (sr_frame_list_parse reads the list). */
     int full;
     uint32_t chain;
+    /* "archive_bytes": the compressed size of the whole archive (every
+     * frame, wherever it lives, + a seek table): what a full checkpoint of
+     * it stores, against which raw_bytes gives the compression ratio; 0 =
+     * absent (format 1: stored_bytes is that size). */
+    uint64_t archive_bytes;
     const struct sr_frame_list *frame_list;
 };
 

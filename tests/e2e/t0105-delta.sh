@@ -30,6 +30,22 @@ test_expect_success 'the second uploads only the changed file (< 25% of the byte
     test "$(man 2 stored_bytes)" -lt $(( $(man 2 raw_bytes) / 4 ))
 '
 
+test_expect_success 'show: uploaded bytes next to the whole archive, full vs delta, ratio not inflated' '
+    "$SPOTRUN" show d >show.out &&
+    grep -E "^ +SEQ .* STORED +RATIO +UPLOADED +KIND" show.out &&
+    awk "\$1 == 1 {print \$10}" show.out | grep -x full &&
+    awk "\$1 == 2 {print \$10}" show.out | grep -x delta &&
+    "$SPOTRUN" show d --json >show.json &&
+    "$PY" - <<PY
+import json
+c = json.load(open("show.json"))["checkpoints"]
+assert c[0]["kind"] == "full" and c[1]["kind"] == "delta", c
+assert c[0]["uploaded_bytes"] == c[0]["archive_bytes"] == c[0]["stored_bytes"]
+assert c[1]["uploaded_bytes"] == c[1]["stored_bytes"] < c[1]["archive_bytes"] // 4
+assert abs(c[1]["ratio"] - c[1]["raw_bytes"] / c[1]["archive_bytes"]) < 1e-9 and c[1]["ratio"] < 1.1
+PY
+'
+
 test_expect_success 'pull restores the delta bit-exact, and each older one by --seq' '
     step 3 &&
     "$SPOTRUN" pull -q d out && diff -r want3 out &&
