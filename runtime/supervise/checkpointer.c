@@ -324,8 +324,7 @@ static void do_persist(struct sr_commits *cp, struct job *j)
                        json_pack("{s:I,s:I,s:I,s:I,s:I,s:f}", "seq", (json_int_t)r.seq, "step",
                                  (json_int_t)r.step, "raw_bytes", (json_int_t)r.raw_bytes,
                                  "stored_bytes", (json_int_t)r.stored_bytes, "uploaded_bytes",
-                                 (json_int_t)j->m.stored_bytes, "seconds",
-                                 (double)r.ms / 1000.0));
+                                 (json_int_t)j->m.stored_bytes, "seconds", (double)r.ms / 1000.0));
         sr_events_flush(cfg.ev);
     }
     pthread_mutex_lock(&cp->lock);
