@@ -120,6 +120,17 @@ struct sr_restore_opts {
 int sr_ckpt_restore_node(struct sr_store *st, const char *run_id, uint64_t seq, const char *dir,
                          const struct sr_restore_opts *o, struct sr_manifest *out);
 
+/* Writes checkpoint seq of run (0 = the newest complete one; no fallback)
+ * to path as a standalone ordinary archive (every frame, then a seek
+ * table: `zstd -d < path | tar -x` reads it), delta or full: every frame
+ * is decompressed and checked (zstd's checksum, its sizes, a delta's
+ * listed content hash) and the checkpoint's own object against the
+ * manifest's checksum before path is made (create-only: -EEXIST; written
+ * to a temp file, fsynced, renamed). A multi-node checkpoint is -ENOTSUP.
+ * *out (may be NULL) receives its manifest. */
+int sr_ckpt_export(struct sr_store *st, const char *run_id, uint64_t seq, const char *path,
+                   struct sr_manifest *out);
+
 /* Keeps the newest keep complete checkpoints; deletes older ones and also
  * incomplete ones older than the newest complete one. *deleted gets the
  * count (may be NULL). */

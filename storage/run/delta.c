@@ -20,7 +20,9 @@
  * against the list's size and content hash before its bytes are used, and
  * extracts through the usual safe, swap-at-the-end path. A missing object
  * is -ENOENT and a wrong frame -EBADMSG: the checkpoint is bad, restore
- * falls back to the previous one.
+ * falls back to the previous one. Export (sr_ckpt_export) lists and
+ * verifies the same source, then copies its frames into one ordinary
+ * archive.
  *
  * Threads: no state of its own; the restore source is read from the
  * unpacker's workers at once (it only reads immutable state).
@@ -28,6 +30,7 @@
 #include "catalog.h"
 #include "catalog_int.h"
 #include "framelist.h"
+#include "fsutil.h"
 #include "log.h"
 #include "seektable.h"
 #include "units.h"
@@ -423,5 +426,135 @@ int sr_ckpt_restore_frames(struct sr_store *st, const struct sr_manifest *m, con
     vsrc_close(st, &v, opened);
     free(want);
     sr_frame_list_free(&l);
+    return rc;
+}
+
+/* ---- export ----------------------------------------------------------- */
+
+/* Copies the frames of src (already listed and verified in fi) into out,
+ * then a seek table of them with their checksums: an ordinary archive. */
+static int export_write(const struct sr_source *src, const struct sr_frame_info *fi, uint32_t n,
+                        const char *path)
+{
+    struct sr_durable d;
+    struct sr_seektable t;
+    sr_seektable_init(&t);
+    uint8_t *buf = NULL, *table = NULL;
+    int rc = sr_durable_open(&d, path);
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        uint8_t *const nb = realloc(buf, fi[i].csize ? fi[i].csize : 1);
+        if (!nb) {
+            rc = sr_errf(-ENOMEM, "export: out of memory");
+            break;
+        }
+        buf = nb;
+        if ((rc = src->read_at(src->ctx, buf, fi[i].csize, fi[i].coff)) == 0 &&
+            (rc = sr_seektable_add(&t, fi[i].csize, fi[i].dsize, fi[i].xxh64_lo)) == 0)
+            rc = sr_durable_write(&d, buf, fi[i].csize);
+    }
+    const size_t tsize = sr_seektable_size(t.count, 1);
+    if (rc == 0 && !(table = malloc(tsize)))
+        rc = sr_errf(-ENOMEM, "export: out of memory");
+    if (rc == 0) {
+        sr_seektable_write(&t, table);
+        rc = sr_durable_write(&d, table, tsize);
+    }
+    if (rc == 0)
+        rc = sr_durable_commit(&d, 1);
+    sr_durable_abort(&d);
+    sr_seektable_free(&t);
+    free(table);
+    free(buf);
+    return rc;
+}
+
+/* Verifies m frame by frame and writes it to path (see catalog.h). */
+static int export_one(struct sr_store *st, const struct sr_manifest *m, const char *path)
+{
+    struct sr_frame_list l = {0};
+    struct vsrc v = {.l = &l};
+    uint32_t opened = 0;
+    struct sr_source own = {0}, src;
+    struct sr_frame_info *fi = NULL;
+    uint32_t n = 0;
+    char key[KEY_LEN], sum[SR_CHECKSUM_LEN];
+    int rc = 0;
+    if (m->format >= 2) {
+        if ((rc = sr_ckpt_frames(st, m, &l)) == 0)
+            rc = vsrc_open(st, m, &v, &opened);
+        src = (struct sr_source){.ctx = &v,
+                                 .size = v.voff ? v.voff[l.n] + v.tlen : 0,
+                                 .read_at = vsrc_read_at,
+                                 .checksum = vsrc_checksum};
+    } else {
+        run_object_key(key, m->run_id, m->seq);
+        rc = sr_store_source(st, key, &own);
+        src = own;
+        if (rc == 0 && own.size != m->stored_bytes)
+            rc = sr_errf(-EBADMSG, "%s: %" PRIu64 " bytes, its manifest says %" PRIu64, key,
+                         own.size, m->stored_bytes);
+    }
+    /* every frame decompressed, checked against zstd's own checksum and
+     * its sizes, and hashed; a delta's against its list */
+    if (rc == 0)
+        rc = sr_archive_frames(&src, &fi, &n);
+    if (rc == 0 && m->format >= 2 && n != l.n)
+        rc = sr_errf(-EBADMSG, "checkpoint %s seq %" PRIu64 ": %u frames, its list has %u",
+                     m->run_id, m->seq, n, l.n);
+    for (uint32_t i = 0; rc == 0 && m->format >= 2 && i < n; i++)
+        if (cmp_hash(&fi[i], &l.v[i].f) != 0)
+            rc = sr_errf(-EBADMSG,
+                         "checkpoint %s seq %" PRIu64 ": frame %u does not match its list "
+                         "(size or content hash)",
+                         m->run_id, m->seq, i);
+    uint64_t raw = 0;
+    for (uint32_t i = 0; rc == 0 && i < n; i++)
+        raw += fi[i].dsize;
+    if (rc == 0 && raw != m->raw_bytes)
+        rc = sr_errf(-EBADMSG,
+                     "checkpoint %s seq %" PRIu64 ": %" PRIu64 " bytes, its manifest "
+                     "says %" PRIu64,
+                     m->run_id, m->seq, raw, m->raw_bytes);
+    /* the integrity root: the manifest's checksum of its own object */
+    if (rc == 0)
+        rc = src.checksum ? src.checksum(src.ctx, sum) : sr_source_checksum(&src, sum);
+    if (rc == 0 && strcmp(sum, m->checksum) != 0)
+        rc = sr_errf(-EBADMSG, "checkpoint %s seq %" PRIu64 ": checksum mismatch", m->run_id,
+                     m->seq);
+    if (rc == 0)
+        rc = export_write(&src, fi, n, path);
+    free(fi);
+    if (m->format >= 2)
+        vsrc_close(st, &v, opened);
+    else if (own.ctx)
+        sr_store_source_close(st, &own);
+    sr_frame_list_free(&l);
+    return rc;
+}
+
+int sr_ckpt_export(struct sr_store *st, const char *run_id, uint64_t seq, const char *path,
+                   struct sr_manifest *out)
+{
+    struct sr_ckpt_list cl;
+    int rc = sr_ckpt_list(st, run_id, &cl);
+    if (rc < 0)
+        return rc;
+    const struct sr_manifest *m = NULL;
+    for (size_t i = cl.n; i-- > 0 && !m;)
+        if (seq == 0 || cl.v[i].seq == seq)
+            m = &cl.v[i];
+    if (!m)
+        rc = seq ? sr_errf(-ENOENT, "run %s has no complete checkpoint %" PRIu64, run_id, seq)
+                 : sr_errf(-ENOENT, "run %s has no complete checkpoint", run_id);
+    else if (m->nodes > 0)
+        rc = sr_errf(-ENOTSUP,
+                     "checkpoint %" PRIu64 " of %s spans %u nodes: spotrun pull it (every "
+                     "part) and pack the directory",
+                     m->seq, run_id, m->nodes);
+    else
+        rc = export_one(st, m, path);
+    if (rc == 0 && out)
+        *out = *m;
+    sr_ckpt_list_free(&cl);
     return rc;
 }

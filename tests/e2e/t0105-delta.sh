@@ -53,6 +53,13 @@ test_expect_success 'pull restores the delta bit-exact, and each older one by --
     "$SPOTRUN" pull -q d out1 --seq 1 && diff -r want1 out1
 '
 
+test_expect_success 'export: a delta and a full one as standalone archives stock zstd + tar extract bit-exact' '
+    "$SPOTRUN" export -q d d3.tar.zst && "$SPOTRUN" export -q d d1.tar.zst --seq 1 &&
+    mkdir x3 x1 && zstd -q -d <d3.tar.zst | tar -x -C x3 && zstd -q -d <d1.tar.zst | tar -x -C x1 &&
+    diff -r want3 x3 && diff -r want1 x1 &&
+    expect_code 73 "$SPOTRUN" export -q d d3.tar.zst
+'
+
 test_expect_success '--full-every 1 makes a full checkpoint' '
     "$SPOTRUN" push -q d src --step 3 --full-every 1 &&
     test "$(man 4 full)" = True
@@ -67,6 +74,7 @@ test_expect_success 'a corrupt referenced frame: pull falls back to the previous
     rm -rf out && "$SPOTRUN" pull d out 2>err &&
     grep "seq 6 is unusable" err && grep "seq 5 is unusable" err &&
     grep "seq 4 is unusable" err && diff -r want3 out &&
+    ! "$SPOTRUN" export -q d bad.tar.zst 2>err && test ! -e bad.tar.zst &&
     cp saved4 "$(ckpt 4)/data.tar.zst"
 '
 

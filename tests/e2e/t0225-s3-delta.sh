@@ -50,6 +50,11 @@ test_expect_success 'every checkpoint of the chain restores bit-exact from S3' '
     done
 '
 
+test_expect_success 'export of a delta on S3: stock zstd + tar extract it bit-exact' '
+    "$SPOTRUN" export -q d d3.tar.zst --seq 3 && mkdir x3 && zstd -q -d <d3.tar.zst | tar -x -C x3 &&
+    diff -r want3 x3
+'
+
 # got_bytes KEY LINE: bytes of the ranged GETs (206) of KEY the server
 # answered since its log line LINE ("info: KEY 206 12ms 4mb")
 got_bytes() {
