@@ -170,6 +170,7 @@ int sr_cmd_metric(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_pull(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_export(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_push(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_gc(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_report(const struct sr_cmd *cmd, int argc, char **argv);

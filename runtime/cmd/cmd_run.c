@@ -64,7 +64,7 @@ struct run_opts {
     int64_t every_ms, settle_ms, grace_ms, backoff_ms;
     int every_auto;
     int64_t mtbf_ms, every_min_ms, every_max_ms; /* --every auto */
-    uint64_t keep, max_restarts, threads, level;
+    uint64_t keep, max_restarts, threads, level, full_every;
     int fresh, no_preload;
     uint64_t gpu_mem_limit;
     const char *notice, *aws_imds, *gcp_metadata, *azure_metadata;
@@ -181,6 +181,7 @@ static int settings(const struct run_opts *o, char **cmd, struct run_ctx *r)
                                       .backoff_ms = o->backoff_ms,
                                       .max_restarts = (unsigned)o->max_restarts,
                                       .keep = (unsigned)o->keep,
+                                      .full_every = (unsigned)o->full_every,
                                       .threads = (int)o->threads,
                                       .level = (int)o->level,
                                       .gpu_mem_limit = o->gpu_mem_limit,
@@ -733,6 +734,9 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
          "--every auto: never less often than this, nor than half the MTBF (default 4h)"},
         {"keep", 'k', "SPOTRUN_KEEP", SR_OPT_UINT, &o.keep, "N",
          "keep the newest N checkpoints (default: all)"},
+        {"full-every", 0, "SPOTRUN_FULL_EVERY", SR_OPT_UINT, &o.full_every, "N",
+         "upload one checkpoint in N in full, the others as deltas of the newest (default 10; "
+         "1: always full)"},
         {"settle", 0, "SPOTRUN_SETTLE", SR_OPT_DURATION, &o.settle_ms, "DURATION",
          "commit the directory once it stops changing for this long"},
         {"grace", 'g', "SPOTRUN_GRACE", SR_OPT_DURATION, &o.grace_ms, "DURATION",

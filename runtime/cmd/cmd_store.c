@@ -33,17 +33,31 @@ static void fmt_time(int64_t unix_s, char *buf, size_t len)
         snprintf(buf, len, "-");
 }
 
+/* The compressed size of m's whole archive: its own data object unless
+ * it is a delta (whose object holds only its new frames). */
+static uint64_t archive_bytes(const struct sr_manifest *m)
+{
+    return m->format >= 2 && !m->full && m->archive_bytes ? m->archive_bytes : m->stored_bytes;
+}
+
+static const char *ckpt_kind(const struct sr_manifest *m)
+{
+    return m->format >= 2 && !m->full ? "delta" : "full";
+}
+
 static json_t *manifest_json(const struct sr_manifest *m)
 {
     char when[32];
     sr_format_iso_ms(m->created * 1000, when, sizeof(when));
+    const uint64_t archive = archive_bytes(m);
     json_t *o = json_pack(
-        "{s:I,s:o,s:I,s:I,s:o,s:I,s:f,s:s,s:s,s:I}", "seq", (json_int_t)m->seq, "step",
+        "{s:I,s:o,s:I,s:I,s:I,s:I,s:s,s:o,s:I,s:f,s:s,s:s,s:I}", "seq", (json_int_t)m->seq, "step",
         m->step >= 0 ? json_integer(m->step) : json_null(), "raw_bytes", (json_int_t)m->raw_bytes,
-        "stored_bytes", (json_int_t)m->stored_bytes, "ratio",
-        m->stored_bytes ? json_real((double)m->raw_bytes / (double)m->stored_bytes) : json_null(),
-        "files", (json_int_t)m->files, "stage_seconds", m->stage_seconds, "created", when, "host",
-        m->host, "attempt", (json_int_t)m->attempt);
+        "stored_bytes", (json_int_t)m->stored_bytes, "archive_bytes", (json_int_t)archive,
+        "uploaded_bytes", (json_int_t)m->stored_bytes, "kind", ckpt_kind(m), "ratio",
+        archive ? json_real((double)m->raw_bytes / (double)archive) : json_null(), "files",
+        (json_int_t)m->files, "stage_seconds", m->stage_seconds, "created", when, "host", m->host,
+        "attempt", (json_int_t)m->attempt);
     if (o && m->epoch)
         json_object_set_new(o, "epoch", json_integer((json_int_t)m->epoch));
     if (o && m->nodes > 0) /* a multi-node set: one part per node */
@@ -272,18 +286,23 @@ int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
     print_lease(st, ops[0]);
     sr_summary_print(stdout, &h, &vo.prices);
     putchar('\n');
-    printf("%8s %10s %10s %10s %7s %6s %8s  %-19s  %s\n", "SEQ", "STEP", "RAW", "STORED", "RATIO",
-           "FILES", "STAGE", "CREATED", "HOST");
+    /* STORED and RATIO are of the whole archive (what a restore reads);
+     * UPLOADED is what this checkpoint added to the store: less for a
+     * delta, which references the frames an earlier one uploaded. */
+    printf("%8s %10s %10s %10s %7s %10s %5s %6s %8s  %-19s  %s\n", "SEQ", "STEP", "RAW", "STORED",
+           "RATIO", "UPLOADED", "KIND", "FILES", "STAGE", "CREATED", "HOST");
     for (size_t i = 0; i < l.n; i++) {
         const struct sr_manifest *m = &l.v[i];
-        char step[24], raw[32], stored[32], when[32], nodes[24];
+        char step[24], raw[32], stored[32], up[32], when[32], nodes[24];
+        const uint64_t archive = archive_bytes(m);
         sr_format_step(m->step, step, sizeof(step));
         sr_format_size(m->raw_bytes, raw, sizeof(raw));
-        sr_format_size(m->stored_bytes, stored, sizeof(stored));
+        sr_format_size(archive, stored, sizeof(stored));
+        sr_format_size(m->stored_bytes, up, sizeof(up));
         fmt_time(m->created, when, sizeof(when));
-        printf("%8" PRIu64 " %10s %10s %10s %6.2fx %6" PRIu64 " %7.2fs  %-19s  %s\n", m->seq, step,
-               raw, stored, m->stored_bytes ? (double)m->raw_bytes / (double)m->stored_bytes : 0.0,
-               m->files, m->stage_seconds, when,
+        printf("%8" PRIu64 " %10s %10s %10s %6.2fx %10s %5s %6" PRIu64 " %7.2fs  %-19s  %s\n",
+               m->seq, step, raw, stored, archive ? (double)m->raw_bytes / (double)archive : 0.0,
+               up, ckpt_kind(m), m->files, m->stage_seconds, when,
                m->nodes ? (snprintf(nodes, sizeof(nodes), "%u nodes", m->nodes), nodes) : m->host);
     }
     /* Multi-node steps whose parts are not all there: never restored. */
@@ -361,16 +380,51 @@ int sr_cmd_pull(const struct sr_cmd *cmd, int argc, char **argv)
     return code;
 }
 
+int sr_cmd_export(const struct sr_cmd *cmd, int argc, char **argv)
+{
+    uint64_t seq = 0;
+    const struct sr_opt opts[] = {{"seq", 0, "SPOTRUN_EXPORT_SEQ", SR_OPT_UINT, &seq, "N",
+                                   "export this checkpoint (default: newest)"},
+                                  SR_OPTS_COMMON};
+    struct sr_cmd_ctx ctx;
+    int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
+    if (code >= 0)
+        return code;
+    struct sr_store *st = ctx.st;
+    char **ops = ctx.ops;
+    struct sr_manifest m;
+    const int64_t t0 = sr_now_ms();
+    const int rc = sr_ckpt_export(st, ops[0], seq, ops[1], &m);
+    if (rc == -EEXIST) {
+        fprintf(stderr, "spotrun: export: %s exists (spotrun never replaces a file)\n", ops[1]);
+        code = SR_EX_CANTCREAT;
+    } else if (rc < 0) {
+        code = sr_fail(rc, "export");
+    } else {
+        char raw[32], step[24];
+        sr_format_size(m.raw_bytes, raw, sizeof(raw));
+        sr_format_step(m.step, step, sizeof(step));
+        sr_info("exported checkpoint %" PRIu64 " (step %s, %s, %s) of %s to %s in %.1fs", m.seq,
+                step, raw, m.format >= 2 && !m.full ? "delta" : "full", ops[0], ops[1],
+                (double)(sr_now_ms() - t0) / 1000.0);
+        code = 0;
+    }
+    sr_store_close(st);
+    return code;
+}
+
 int sr_cmd_push(const struct sr_cmd *cmd, int argc, char **argv)
 {
     int64_t step = -1;
-    uint64_t keep = 0, threads = 0, level = 0;
+    uint64_t keep = 0, threads = 0, level = 0, full_every = 0;
     const struct sr_opt opts[] = {
         {"step", 'n', "SPOTRUN_COMMIT_STEP", SR_OPT_STEP, &step, "N", "step to record"},
         {"keep", 'k', "SPOTRUN_KEEP", SR_OPT_UINT, &keep, "N", "then keep only the newest N"},
         {"threads", 0, "SPOTRUN_THREADS", SR_OPT_UINT, &threads, "N",
          "compression threads (default: all CPUs)"},
         {"level", 0, "SPOTRUN_LEVEL", SR_OPT_UINT, &level, "N", "zstd level (default 3)"},
+        {"full-every", 0, "SPOTRUN_FULL_EVERY", SR_OPT_UINT, &full_every, "N",
+         "upload one checkpoint in N in full, the others as deltas (default 10; 1: always full)"},
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
     int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
@@ -389,6 +443,7 @@ int sr_cmd_push(const struct sr_cmd *cmd, int argc, char **argv)
                                           .keep = (unsigned)keep,
                                           .threads = (int)threads,
                                           .level = (int)level,
+                                          .full_every = (unsigned)full_every,
                                           .lease = held.lease};
     uint64_t seq = 0;
     struct sr_manifest m;

@@ -59,6 +59,12 @@ static const struct sr_cmd commands[] = {
      "empty, or made by an earlier pull (spotrun refuses a directory holding files\n"
      "it did not put there, or one that overlaps the store or the work dir).",
      1, 2, STORE | RUN_OP},
+    {"export", sr_cmd_export, "write a checkpoint as a standalone .tar.zst",
+     "spotrun export RUN FILE",
+     "Writes the newest (or --seq N) checkpoint of RUN, delta or full, to FILE as an\n"
+     "ordinary archive that stock tools read (zstd -d < FILE | tar -x). Every frame\n"
+     "is verified first. FILE must not exist.",
+     2, 2, STORE | RUN_OP},
     {"push", sr_cmd_push, "snapshot a directory as a checkpoint", "spotrun push RUN DIR [--step N]",
      "Snapshots DIR as a new checkpoint of RUN.", 2, 2, STORE | RUN_OP},
     {"sweep", sr_cmd_sweep, "hyperparameter sweeps: init, work, show, report",

@@ -229,8 +229,9 @@ int sr_commits_persist(const struct sr_commits_config *cfg, struct sr_manifest *
     }
     struct sr_fence f;
     int rc, tries = 0;
+    const unsigned every = cfg->full_every ? cfg->full_every : SR_FULL_EVERY_DEFAULT;
     do
-        rc = sr_ckpt_publish(cfg->st, m, path, fence_of(cfg, &f));
+        rc = sr_ckpt_publish_delta(cfg->st, m, path, fence_of(cfg, &f), every);
     while (rc < 0 && renumber(cfg, m, rc, tries++));
     if (rc < 0)
         return rc;
@@ -320,10 +321,10 @@ static void do_persist(struct sr_commits *cp, struct job *j)
         snprintf(r.msg, sizeof(r.msg), "%s", sr_strerror(r.rc));
     } else {
         sr_events_emit(cfg.ev, "persisted",
-                       json_pack("{s:I,s:I,s:I,s:I,s:f}", "seq", (json_int_t)r.seq, "step",
+                       json_pack("{s:I,s:I,s:I,s:I,s:I,s:f}", "seq", (json_int_t)r.seq, "step",
                                  (json_int_t)r.step, "raw_bytes", (json_int_t)r.raw_bytes,
-                                 "stored_bytes", (json_int_t)r.stored_bytes, "seconds",
-                                 (double)r.ms / 1000.0));
+                                 "stored_bytes", (json_int_t)r.stored_bytes, "uploaded_bytes",
+                                 (json_int_t)j->m.stored_bytes, "seconds", (double)r.ms / 1000.0));
         sr_events_flush(cfg.ev);
     }
     pthread_mutex_lock(&cp->lock);

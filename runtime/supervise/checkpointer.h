@@ -47,6 +47,9 @@ struct sr_commits_config {
      * node's part of its step (seq = step + 1, the step is required); once
      * the part is durable the persister tries to complete the set. */
     uint32_t nodes, node_rank;
+    /* Delta checkpoints (docs/archive-format.md): one in full_every is
+     * uploaded in full; 0 = SR_FULL_EVERY_DEFAULT, 1 = always full. */
+    unsigned full_every;
 };
 
 enum sr_commit_kind { SR_COMMIT_STAGED, SR_COMMIT_PERSISTED };

@@ -1171,6 +1171,7 @@ int sr_supervise(const struct sr_supervise_config *cfg)
                                           .run_id = cfg->run_id,
                                           .spool_dir = spool,
                                           .keep = cfg->keep,
+                                          .full_every = cfg->full_every,
                                           .threads = cfg->threads,
                                           .level = cfg->level,
                                           .lease = cfg->lease,

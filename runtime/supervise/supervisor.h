@@ -40,6 +40,7 @@ struct sr_supervise_config {
     int64_t backoff_ms; /* first restart delay (doubles, capped at 60 s) */
     unsigned max_restarts;
     unsigned keep;
+    unsigned full_every;            /* delta checkpoints: see sr_commits_config */
     int signo;                      /* checkpoint-request signal */
     int threads, level;             /* codec */
     uint64_t gpu_mem_limit;         /* --gpu-mem-limit per process per device, 0 = none */

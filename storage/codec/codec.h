@@ -106,10 +106,27 @@ void sr_source_file_close(struct sr_source *src);
 /* Checksum (as in sr_pack_stats) of the whole source. */
 int sr_source_checksum(const struct sr_source *src, char out[SR_CHECKSUM_LEN]);
 
+/* One frame of an archive, identified by the XXH3-128 of its content
+ * (what delta checkpoints reference, docs/archive-format.md). */
+struct sr_frame_info {
+    uint64_t hash_hi, hash_lo; /* XXH3-128 of the decompressed content */
+    uint64_t coff;             /* offset of the compressed frame in its object */
+    uint32_t csize, dsize;
+    uint32_t xxh64_lo; /* the seek table's checksum (low 32 bits of XXH64) */
+};
+
+/* Lists the frames of the archive src (its seek table, every frame
+ * decompressed, verified and hashed). *out is malloc'd. */
+int sr_archive_frames(const struct sr_source *src, struct sr_frame_info **out, uint32_t *n);
+
 struct sr_unpack_opts {
     int threads;            /* 0 = number of online CPUs */
     const char *checksum;   /* expected checksum; NULL skips the check */
     uint64_t max_raw_bytes; /* cap on the tar stream size; 0 = no cap */
+    /* Optional: what each frame of the archive must hold (count, sizes,
+     * XXH3-128 of its content), checked before its bytes are used. */
+    const struct sr_frame_info *frames;
+    uint32_t nframes;
 };
 
 struct sr_unpack_stats {

@@ -61,6 +61,7 @@ struct unpacker {
     pthread_cond_t done_cv; /* caller: a frame is ready */
     const struct sr_source *src;
     const struct sr_seektable *t;
+    const struct sr_frame_info *want; /* expected frame hashes, or NULL */
     struct uslot *slots;
     unsigned nslots;
     uint32_t next_job, released, next_read;
@@ -102,6 +103,11 @@ static int decode_frame(const struct unpacker *u, ZSTD_DCtx *dc, uint32_t i, con
         return frame_error(s, i, ZSTD_getErrorName(r));
     if (r != f->dsize)
         return frame_error(s, i, "decompressed size differs from the seek table");
+    if (u->want) {
+        const XXH128_hash_t h = XXH3_128bits(s->dbuf, r);
+        if (h.high64 != u->want[i].hash_hi || h.low64 != u->want[i].hash_lo)
+            return frame_error(s, i, "content hash differs from the manifest's");
+    }
     if (!u->t->has_checksums)
         return 0;
     /* A frame with a content checksum was just verified by zstd against its
@@ -673,6 +679,11 @@ static int check_source(const struct sr_source *src, const struct sr_unpack_opts
         return rc;
     if (t->count == 0)
         return sr_errf(-EBADMSG, "corrupt archive: no data frames");
+    for (uint32_t i = 0; opts && opts->frames && i < t->count; i++)
+        if (opts->nframes != t->count || opts->frames[i].dsize != t->frames[i].dsize ||
+            opts->frames[i].csize != t->frames[i].csize)
+            return sr_errf(-EBADMSG, "corrupt archive: frame %u is not the one the manifest lists",
+                           i);
     const uint64_t cap = opts ? opts->max_raw_bytes : 0;
     if (cap && t->dsize_total > cap)
         return sr_errf(-EFBIG, "archive expands to %llu bytes, over the cap of %llu",
@@ -684,7 +695,10 @@ int sr_unpack_to_dir(const struct sr_source *src, const char *dir,
                      const struct sr_unpack_opts *opts, struct sr_unpack_stats *stats)
 {
     struct sr_seektable t;
-    struct unpacker u = {.src = src, .t = &t, .cap = opts ? opts->max_raw_bytes : 0};
+    struct unpacker u = {.src = src,
+                         .t = &t,
+                         .cap = opts ? opts->max_raw_bytes : 0,
+                         .want = opts ? opts->frames : NULL};
     char target[PATH_MAX], tmp[PATH_MAX + 32];
     int exists = 0, started = 0, have_tmp = 0, running = 0, inside = 0;
     mode_t mode = 0755;

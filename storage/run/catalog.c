@@ -17,6 +17,8 @@
  * Threads: no state of its own; safe wherever the store handle is.
  */
 #include "catalog.h"
+#include "catalog_int.h"
+#include "framelist.h"
 #include "fsutil.h"
 #include "log.h"
 #include "units.h"
@@ -34,7 +36,7 @@
 
 #define MANIFEST_NAME "MANIFEST.json"
 #define DATA_NAME "data.tar.zst"
-#define MANIFEST_MAX (1u << 20)
+#define MANIFEST_MAX SR_MANIFEST_MAX
 #define KEY_LEN 512
 
 static int check_run(const char *run_id)
@@ -243,7 +245,7 @@ int sr_ckpt_next_seq(struct sr_store *st, const char *run_id, uint64_t *seq)
 }
 
 /* A new checkpoint must not overwrite a committed one: 0 when seq is free. */
-static int check_new_seq(struct sr_store *st, const struct sr_manifest *m)
+int sr_ckpt_check_new_seq(struct sr_store *st, const struct sr_manifest *m)
 {
     int rc = check_run(m->run_id);
     if (rc < 0)
@@ -294,8 +296,8 @@ static int put_manifest(struct sr_store *st, const struct sr_manifest *m, const 
 /* Checks the uploaded data object against the manifest, runs the fence,
  * then writes the manifest: the commit point. json is m encoded, or NULL
  * to encode here. */
-static int commit_manifest(struct sr_store *st, const struct sr_manifest *m, const char *json,
-                           size_t len, const char *from, const struct sr_fence *fence)
+int sr_ckpt_commit_manifest(struct sr_store *st, const struct sr_manifest *m, const char *json,
+                            size_t len, const char *from, const struct sr_fence *fence)
 {
     char key[KEY_LEN];
     int rc = data_size_check(st, m, key, -EIO);
@@ -319,7 +321,7 @@ static int commit_manifest(struct sr_store *st, const struct sr_manifest *m, con
 int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char *data_path,
                     const struct sr_fence *fence)
 {
-    int rc = check_new_seq(st, m);
+    int rc = sr_ckpt_check_new_seq(st, m);
     if (rc < 0)
         return rc;
     char key[KEY_LEN];
@@ -331,7 +333,7 @@ int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char
     object_key(key, m, 0);
     rc = sr_store_put_file_new(st, key, data_path);
     if (rc == 0)
-        rc = commit_manifest(st, m, json, len, data_path, fence);
+        rc = sr_ckpt_commit_manifest(st, m, json, len, data_path, fence);
     free(json);
     return rc;
 }
@@ -339,7 +341,7 @@ int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char
 int sr_ckpt_publish_dir(struct sr_store *st, struct sr_manifest *m, const char *dir,
                         const struct sr_pack_opts *opts, const struct sr_fence *fence)
 {
-    int rc = check_new_seq(st, m);
+    int rc = sr_ckpt_check_new_seq(st, m);
     if (rc < 0)
         return rc;
     /* The archive goes from the compressor straight into the store (an
@@ -360,13 +362,15 @@ int sr_ckpt_publish_dir(struct sr_store *st, struct sr_manifest *m, const char *
     if (rc < 0)
         return rc;
     sr_manifest_set_archive(m, &stats, (double)(sr_now_ms() - t0) / 1000.0);
-    return commit_manifest(st, m, NULL, 0, dir, fence);
+    return sr_ckpt_commit_manifest(st, m, NULL, 0, dir, fence);
 }
 
 /* Verifies and extracts one checkpoint into dir. */
 static int restore_one(struct sr_store *st, const struct sr_manifest *m, const char *dir,
                        int threads)
 {
+    if (m->format >= 2)
+        return sr_ckpt_restore_frames(st, m, dir, threads);
     char key[KEY_LEN];
     int rc = data_size_check(st, m, key, -EBADMSG);
     if (rc < 0)
@@ -604,6 +608,52 @@ static size_t position(const struct sr_ckpt_list *l, uint64_t seq)
     return l->n;
 }
 
+/* The seqs whose data objects the checkpoints from `from` on reference
+ * (format 2 frame lists; each format-1 checkpoint references its own). A
+ * list that is unreadable because it is bad adds nothing (that checkpoint
+ * cannot be restored anyway); a store error fails the gc. */
+static int referenced(struct sr_store *st, const struct sr_ckpt_list *l, size_t from,
+                      struct sr_frame_list *refs)
+{
+    for (size_t i = from; i < l->n; i++) {
+        if (l->v[i].format < 2)
+            continue;
+        struct sr_frame_list fl;
+        int rc = sr_ckpt_frames(st, &l->v[i], &fl);
+        if (rc == -EBADMSG || rc == -ENOENT)
+            continue;
+        for (uint32_t o = 0; rc == 0 && o < fl.nobj; o++) {
+            const int r = sr_frame_list_object(refs, fl.obj_seq[o]);
+            rc = r < 0 ? r : 0;
+        }
+        sr_frame_list_free(&fl);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int is_referenced(const struct sr_frame_list *refs, uint64_t seq)
+{
+    for (uint32_t i = 0; i < refs->nobj; i++)
+        if (refs->obj_seq[i] == seq)
+            return 1;
+    return 0;
+}
+
+/* Deletes checkpoint seq, or only its manifest when a kept checkpoint
+ * still references its data object (the object goes with a later gc). */
+static int gc_seq(struct sr_store *st, const char *run_id, uint64_t seq,
+                  const struct sr_frame_list *refs)
+{
+    if (!is_referenced(refs, seq))
+        return delete_seq(st, run_id, seq);
+    char key[KEY_LEN];
+    sr_ckpt_key(key, sizeof(key), run_id, seq, MANIFEST_NAME);
+    const int rc = sr_store_delete(st, key);
+    return rc == -ENOENT ? 0 : rc;
+}
+
 int sr_ckpt_gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned *deleted)
 {
     if (deleted)
@@ -617,12 +667,19 @@ int sr_ckpt_gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned 
     struct sr_strlist names = {0};
     if ((rc = sr_ckpt_list(st, run_id, &l)) < 0)
         return rc;
+    struct sr_frame_list refs = {0};
     if ((rc = list_seqs(st, run_id, &names)) < 0)
         goto out;
     /* The oldest l.n - keep complete ones go (oldest by (epoch, seq), as
      * restore sees them), and incomplete ones below the newest's seq. */
     uint64_t newest = l.n ? l.v[l.n - 1].seq : 0;
     const size_t drop = l.n > keep ? l.n - keep : 0;
+    /* Data objects that a kept checkpoint references stay (delta
+     * checkpoints, docs/store.md "GC"); the lease keeps a writer out
+     * meanwhile, and the newest checkpoint, the base of the next delta, is
+     * always kept. */
+    if ((rc = referenced(st, &l, drop, &refs)) < 0)
+        goto out;
     for (size_t i = 0; i < names.n; i++) {
         uint64_t seq = sr_ckpt_parse_seq(names.v[i]);
         if (seq == 0)
@@ -630,13 +687,14 @@ int sr_ckpt_gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned 
         const size_t at = position(&l, seq);
         const int complete = at < l.n;
         if ((complete && at < drop) || (!complete && seq < newest)) {
-            if ((rc = delete_seq(st, run_id, seq)) < 0)
+            if ((rc = gc_seq(st, run_id, seq, &refs)) < 0)
                 goto out;
             if (deleted)
                 (*deleted)++;
         }
     }
 out:
+    sr_frame_list_free(&refs);
     sr_strlist_free(&names);
     sr_ckpt_list_free(&l);
     return rc;

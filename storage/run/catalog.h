@@ -73,6 +73,24 @@ struct sr_fence {
 int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char *data_path,
                     const struct sr_fence *fence);
 
+/* Publishes a staged archive as a delta checkpoint (format 2,
+ * docs/archive-format.md "Delta checkpoints"): its frames that the newest
+ * complete checkpoint of the run already references are referenced, not
+ * uploaded; data.tar.zst holds only the others (+ a seek table). A full
+ * checkpoint (every frame uploaded, stock-readable) is made when the run
+ * has no format-2 checkpoint to build on, when that one is full_every - 1
+ * deltas away from its last full one (full_every <= 1: always), or when
+ * one of its objects is not in the store. m's archive fields are those of
+ * the staged file; stored_bytes, checksum, frames, full and chain are set
+ * here. Multi-node parts are published in full (sr_ckpt_publish). */
+#define SR_FULL_EVERY_DEFAULT 10
+int sr_ckpt_publish_delta(struct sr_store *st, struct sr_manifest *m, const char *data_path,
+                          const struct sr_fence *fence, unsigned full_every);
+
+/* The frame list of a format-2 checkpoint (re-read from its manifest). */
+struct sr_frame_list;
+int sr_ckpt_frames(struct sr_store *st, const struct sr_manifest *m, struct sr_frame_list *l);
+
 /* Publishes dir without staging it locally: packs it straight into the
  * store's data object (sr_store_writer), fills m's archive fields
  * (raw_bytes, stored_bytes, files, frames, checksum, stage_seconds) from
@@ -101,6 +119,17 @@ struct sr_restore_opts {
 };
 int sr_ckpt_restore_node(struct sr_store *st, const char *run_id, uint64_t seq, const char *dir,
                          const struct sr_restore_opts *o, struct sr_manifest *out);
+
+/* Writes checkpoint seq of run (0 = the newest complete one; no fallback)
+ * to path as a standalone ordinary archive (every frame, then a seek
+ * table: `zstd -d < path | tar -x` reads it), delta or full: every frame
+ * is decompressed and checked (zstd's checksum, its sizes, a delta's
+ * listed content hash) and the checkpoint's own object against the
+ * manifest's checksum before path is made (create-only: -EEXIST; written
+ * to a temp file, fsynced, renamed). A multi-node checkpoint is -ENOTSUP.
+ * *out (may be NULL) receives its manifest. */
+int sr_ckpt_export(struct sr_store *st, const char *run_id, uint64_t seq, const char *path,
+                   struct sr_manifest *out);
 
 /* Keeps the newest keep complete checkpoints; deletes older ones and also
  * incomplete ones older than the newest complete one. *deleted gets the

@@ -13,6 +13,7 @@
  * Threads: pure functions, no shared state.
  */
 #include "manifest.h"
+#include "framelist.h"
 #include "log.h"
 
 #include <errno.h>
@@ -75,7 +76,7 @@ static int build(json_t *o, const struct sr_manifest *m)
     if (!gmtime_r(&t, &tm) || strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
         snprintf(when, sizeof(when), "1970-01-01T00:00:00Z");
     int bad = 0;
-    bad |= set_int(o, "format", m->format ? m->format : SR_MANIFEST_FORMAT);
+    bad |= set_int(o, "format", m->frame_list ? 2 : 1);
     bad |= set_str(o, "run_id", m->run_id);
     bad |= set_int(o, "seq", (json_int_t)m->seq);
     bad |= json_object_set_new(o, "step", m->step < 0 ? json_null() : json_integer(m->step));
@@ -111,6 +112,12 @@ static int build(json_t *o, const struct sr_manifest *m)
             bad |= json_array_append_new(parts, json_pack("{s:i,s:I}", "rank", (int)r, "epoch",
                                                           (json_int_t)m->part_epoch[r]));
         bad |= json_object_set_new(o, "parts", parts);
+    }
+    if (m->frame_list) {
+        bad |= json_object_set_new(o, "full", json_boolean(m->full));
+        bad |= set_int(o, "chain", m->chain);
+        bad |= set_int(o, "archive_bytes", (json_int_t)m->archive_bytes);
+        bad |= sr_frame_list_build(o, m->run_id, m->frame_list);
     }
     return bad;
 }
@@ -358,6 +365,33 @@ static int get_nodes(json_t *o, struct sr_manifest *m)
     return 0;
 }
 
+/* Format 2's scalar fields; the list itself is checked by
+ * sr_frame_list_parse() when it is used (restore, the next checkpoint). */
+static int get_delta(json_t *o, struct sr_manifest *m)
+{
+    json_t *full = json_object_get(o, "full");
+    json_int_t v;
+    if (!json_is_boolean(full))
+        return sr_errf(-EBADMSG, "manifest: field \"full\" must be true or false");
+    m->full = json_is_true(full);
+    int rc = get_int(o, "chain", 0, UINT32_MAX, &v);
+    if (rc < 0)
+        return rc;
+    m->chain = (uint32_t)v;
+    /* optional (absent: as stored_bytes); only shown, never trusted */
+    if (json_object_get(o, "archive_bytes") &&
+        (rc = get_int(o, "archive_bytes", 0, INT64_MAX, &v)) < 0)
+        return rc;
+    if (json_object_get(o, "archive_bytes"))
+        m->archive_bytes = (uint64_t)v;
+    if (m->nodes > 0)
+        return sr_errf(-EBADMSG, "manifest: a multi-node checkpoint cannot have a frame list");
+    if (!json_is_array(json_object_get(o, "frame_list")) ||
+        !json_is_array(json_object_get(o, "objects")))
+        return sr_errf(-EBADMSG, "manifest: format 2 needs \"objects\" and \"frame_list\" arrays");
+    return 0;
+}
+
 char *sr_json_error_scrub(char *text)
 {
     /* jansson ends its messages with " near '<token>'" or " near end of
@@ -386,6 +420,8 @@ int sr_manifest_parse(const char *buf, size_t len, struct sr_manifest *m)
         (rc = get_data(o, &tmp)) < 0)
         goto out;
     get_gpu(o, &tmp);
+    if (tmp.format >= 2 && (rc = get_delta(o, &tmp)) < 0)
+        goto out;
     *m = tmp;
 out:
     json_decref(o);

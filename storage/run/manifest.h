@@ -15,7 +15,8 @@
 
 #include "codec.h"
 
-#define SR_MANIFEST_FORMAT 1
+/* 2: a delta checkpoint's frame list (framelist.h); 1 is still read. */
+#define SR_MANIFEST_FORMAT 2
 #define SR_RUN_ID_MAX 128
 #define SR_MANIFEST_GPUS 16
 /* Largest owner epoch (manifests and leases, storage/run/lease.h): 2^53, exact
@@ -64,6 +65,22 @@ struct sr_manifest {
     int is_part;
     uint32_t node_rank;
     uint64_t part_epoch[SR_NODES_MAX];
+    /* Format 2 (docs/archive-format.md, "Delta checkpoints"): the tar
+     * stream is the frames of "frame_list", in order, each in the data
+     * object of this or an earlier checkpoint of the run; data.tar.zst holds
+     * only the frames no earlier checkpoint had (stored_bytes: what was
+     * uploaded; frames: how many the list has). `full`: every frame is in
+     * its own data.tar.zst (stock-readable); `chain`: delta checkpoints
+     * since the last full one. frame_list is not owned and only written:
+     * the parser leaves it NULL (sr_frame_list_parse reads the list). */
+    int full;
+    uint32_t chain;
+    /* "archive_bytes": the compressed size of the whole archive (every
+     * frame, wherever it lives, + a seek table): what a full checkpoint of
+     * it stores, against which raw_bytes gives the compression ratio; 0 =
+     * absent (format 1: stored_bytes is that size). */
+    uint64_t archive_bytes;
+    const struct sr_frame_list *frame_list;
 };
 
 /* The archive fields of m from the packing that made its data object

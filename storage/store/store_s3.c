@@ -305,6 +305,7 @@ static const struct sr_store_ops s3_ops = {
     .size = s3st_size,
     .source = s3st_source,
     .source_close = s3st_source_close,
+    .source_ranged = s3st_source_ranged,
     .list = s3_list,
     .list_keys = s3_list_keys,
     .del = s3_del,

@@ -10,8 +10,10 @@
  * lets it start even when the ring is full); the download hashes the
  * contiguous prefix as it grows and offers that as the source's checksum,
  * which the codec checks before swapping the extracted tree in. Smaller
- * objects are read with a ranged GET per read_at, on pooled handles, safe
- * from the codec's worker threads.
+ * objects, and any object opened with s3st_source_ranged (a delta
+ * checkpoint's frames in an older object: a few ranges of it), are read
+ * with a ranged GET per read_at, on pooled handles, safe from the codec's
+ * worker threads.
  *
  * Threads: the source is read from the codec's threads; the download
  * thread and the readers share the ring under the source's lock.
@@ -481,7 +483,8 @@ static int src_checksum(void *ctx, char out[SR_CHECKSUM_LEN])
     return err < 0 ? sr_errf(err, "%s", s->errmsg) : 0;
 }
 
-int s3st_source(struct sr_store *st, const char *key, struct sr_source *src)
+/* whole: download objects of RING_MIN or more into the ring. */
+static int source_open(struct sr_store *st, const char *key, struct sr_source *src, int whole)
 {
     struct sr_s3 *s3 = s3_of(st);
     uint64_t size = 0;
@@ -503,7 +506,7 @@ int s3st_source(struct sr_store *st, const char *key, struct sr_source *src)
     src->checksum = NULL;
     src->borrow = NULL;
     src->unborrow = NULL;
-    if (size < RING_MIN)
+    if (!whole || size < RING_MIN)
         return 0; /* one ranged GET per read */
     s->conc = s3->set.concurrency;
     s->range = sr_s3_part_size(0, s3->set.range_size);
@@ -535,6 +538,16 @@ int s3st_source(struct sr_store *st, const char *key, struct sr_source *src)
     src->borrow = src_borrow;
     src->unborrow = src_unborrow;
     return 0;
+}
+
+int s3st_source(struct sr_store *st, const char *key, struct sr_source *src)
+{
+    return source_open(st, key, src, 1);
+}
+
+int s3st_source_ranged(struct sr_store *st, const char *key, struct sr_source *src)
+{
+    return source_open(st, key, src, 0);
 }
 
 void s3st_source_close(struct sr_store *st, struct sr_source *src)
