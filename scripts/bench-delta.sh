@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# bench-delta.sh - what delta checkpoints save (docs/archive-format.md,
+# format 2): the second checkpoint of a run, made at a preemption notice,
+# uploaded whole (--full-every 1, what every checkpoint cost before) and as
+# a delta (the default), on the local S3 test server.
+#
+#   scripts/bench-delta.sh [BUILD_DIR]     (default: build; SIZE_MB=1000 FILES=50)
+#
+# 1. a checkpoint directory of FILES files (SIZE_MB in all, incompressible);
+#    at the notice the job rewrites one of them (2 % of the bytes);
+# 2. a real torch.save of a model with a frozen part (a 200 MB embedding
+#    that never trains, a small head trained with Adam); at the notice the
+#    job takes one more step and saves again.
+# For each: bytes uploaded by the second checkpoint, and notice -> durable
+# (from `spotrun notify` to the wrapper's "checkpoint 2 durable" line), full
+# vs delta, measured in the same run (goal: <= 5 % of the bytes, >= 10x
+# faster).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+size_mb=${SIZE_MB:-1000} files=${FILES:-50}
+spotrun=$build/runtime/spotrun
+[ -x "$spotrun" ] || { echo "bench-delta: build first ($spotrun missing)" >&2; exit 1; }
+[ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
+    { echo "bench-delta: the S3 test server is not installed (scripts/test.sh installs it)"; exit 1; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/bench-delta.XXXXXX")
+trap 'kill $(jobs -p) 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+cd "$work"
+export SPOTRUN_NOTICE=none SPOTRUN_PRELOAD=$build/preload/libspotrun.so SPOTRUN_WORK_DIR=$work/w
+
+mkdir s3data
+S3RVER_CONDITIONAL=1 node --openssl-legacy-provider "$root/tests/s3/server.js" "$work/s3data" bkt \
+    >s3.log 2>&1 &
+until grep -q '^port ' s3.log; do sleep 0.1; done
+export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
+export AWS_ENDPOINT_URL=http://127.0.0.1:$(sed -n 's/^port //p' s3.log) AWS_EC2_METADATA_DISABLED=true
+export AWS_SHARED_CREDENTIALS_FILE=$work/none AWS_CONFIG_FILE=$work/none
+export SPOTRUN_STORE=s3://bkt/bench
+
+now_ms() { date +%s%3N; }
+
+# The directory job: copies the base in and commits step 1; asked, rewrites
+# one file and commits step 2.
+cat >dirjob.sh <<'JOB'
+#!/bin/bash
+want=0
+trap 'want=1' USR1
+cp "$BASE"/* "$SPOTRUN_CKPT_DIR"/
+"$SPOTRUN_BIN" commit --step 1
+echo ready
+while [ $want = 0 ]; do sleep 0.01; done
+cp "$CHANGED" "$SPOTRUN_CKPT_DIR/f07.bin"
+"$SPOTRUN_BIN" commit --step 2
+sleep 600
+JOB
+# The torch job: a frozen embedding and a trained head.
+cat >torchjob.py <<'JOB'
+import os, signal, subprocess, sys, time
+import torch
+torch.manual_seed(0)
+want = []
+signal.signal(signal.SIGUSR1, lambda *a: want.append(1))
+emb = torch.nn.Embedding(200_000, 256)
+emb.weight.requires_grad_(False)
+head = torch.nn.Linear(256, 10)
+opt = torch.optim.Adam(head.parameters(), lr=1e-3)
+def step():
+    x = emb(torch.randint(0, 200_000, (64,)))
+    loss = torch.nn.functional.cross_entropy(head(x), torch.randint(0, 10, (64,)))
+    opt.zero_grad(); loss.backward(); opt.step()
+def save(n):
+    d = os.environ["SPOTRUN_CKPT_DIR"]
+    torch.save({"emb": emb.state_dict(), "head": head.state_dict(), "opt": opt.state_dict()},
+               os.path.join(d, "model.pt"))
+    subprocess.run([os.environ["SPOTRUN_BIN"], "commit", "--step", str(n)], check=True)
+step(); save(1)
+print("ready", flush=True)
+while not want:
+    time.sleep(0.01)
+step(); save(2)
+time.sleep(600)
+JOB
+chmod +x dirjob.sh torchjob.py
+
+# measure NAME MODE CMD...: one run to its second checkpoint at a notice;
+# prints "uploaded_bytes ms" of checkpoint 2.
+measure() {
+    local name=$1 mode=$2
+    shift 2
+    local run=$name-$mode opts=() log=$work/$name-$mode.log
+    [ "$mode" = full ] && opts=(--full-every 1)
+    "$spotrun" run --run-id "$run" --log-format json "${opts[@]}" -- "$@" >"$log" 2>&1 &
+    local pid=$!
+    until grep -q '^ready' "$log" && grep -q 'checkpoint 1 durable' "$log"; do sleep 0.05; done
+    local t0
+    t0=$(now_ms)
+    "$spotrun" notify -q --run-id "$run" --deadline 10m
+    wait "$pid" || true
+    python3 - "$log" "$t0" <<'PY'
+import datetime, json, sys
+t0 = int(sys.argv[2])
+for line in open(sys.argv[1]):
+    if not line.startswith("{"):
+        continue
+    o = json.loads(line)
+    if o["msg"].startswith("checkpoint 2 durable"):
+        t = datetime.datetime.strptime(o["time"], "%Y-%m-%dT%H:%M:%S.%fZ")
+        ms = int(t.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
+        print(ms - t0)
+        break
+else:
+    sys.exit("no 'checkpoint 2 durable' line in " + sys.argv[1])
+PY
+    "$spotrun" show "$run" --json | python3 -c '
+import json, sys
+c = [c for c in json.load(sys.stdin)["checkpoints"] if c["step"] == 2][0]
+print(c["uploaded_bytes"], c["raw_bytes"])'
+}
+
+report() { # NAME: the table row of both modes
+    python3 - "$work/$1" <<'PY'
+import sys
+p = sys.argv[1]
+full = open(p + "-full.out").read().split()
+delta = open(p + "-delta.out").read().split()
+fms, fup, raw = int(full[0]), int(full[1]), int(full[2])
+dms, dup = int(delta[0]), int(delta[1])
+print("  raw %.0f MB; full: %.1f MB uploaded, notice -> durable %d ms" % (raw / 1e6, fup / 1e6, fms))
+print("  delta: %.1f MB uploaded (%.2f %% of full, goal <= 5 %%), notice -> durable %d ms (%.1fx faster, goal >= 10x)"
+      % (dup / 1e6, 100.0 * dup / fup, dms, fms / max(dms, 1)))
+PY
+}
+
+echo "== 1: $files files, $size_mb MB, one file rewritten at the notice (local S3 server)"
+mkdir base
+per=$((size_mb / files))
+for i in $(seq -w 0 $((files - 1))); do head -c "${per}M" /dev/urandom >"base/f$i.bin"; done
+head -c "${per}M" /dev/urandom >changed.bin
+export BASE=$work/base CHANGED=$work/changed.bin
+for mode in full delta; do measure dir "$mode" ./dirjob.sh | tr '\n' ' ' >"dir-$mode.out"; done
+report dir
+
+echo "== 2: torch.save, frozen 200 MB embedding + trained head (local S3 server)"
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    for mode in full delta; do
+        measure torch "$mode" /usr/bin/python3 torchjob.py | tr '\n' ' ' >"torch-$mode.out"
+    done
+    report torch
+else
+    echo "  skipped: torch is not importable by /usr/bin/python3 (apt-get install python3-torch)"
+fi
