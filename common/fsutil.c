@@ -226,7 +226,7 @@ int sr_durable_write(struct sr_durable *d, const void *buf, size_t len)
     if (rc < 0)
         return rc;
     d->off += len;
-    if (d->off - d->synced >= SR_DURABLE_SYNC_CHUNK) {
+    if (!d->scratch && d->off - d->synced >= SR_DURABLE_SYNC_CHUNK) {
         (void)sync_file_range(d->fd, (off_t)d->synced, (off_t)(d->off - d->synced),
                               SYNC_FILE_RANGE_WRITE);
         d->synced = d->off;
@@ -237,7 +237,7 @@ int sr_durable_write(struct sr_durable *d, const void *buf, size_t len)
 int sr_durable_commit(struct sr_durable *d, int noreplace)
 {
     int rc = 0;
-    if (fsync(d->fd) != 0)
+    if (!d->scratch && fsync(d->fd) != 0)
         rc = sr_errf(-errno, "cannot write %s: %s", d->path, strerror(errno));
     if (close(d->fd) != 0 && rc == 0)
         rc = sr_errf(-errno, "cannot write %s: %s", d->path, strerror(errno));
@@ -251,7 +251,7 @@ int sr_durable_commit(struct sr_durable *d, int noreplace)
         return rc;
     }
     d->tmp[0] = '\0'; /* in place: nothing left to remove */
-    return sr_fsync_parent(d->path);
+    return d->scratch ? 0 : sr_fsync_parent(d->path);
 }
 
 void sr_durable_abort(struct sr_durable *d)

@@ -47,6 +47,10 @@ struct sr_durable {
     int fd;          /* the temp file, until commit */
     uint64_t off;    /* bytes written */
     uint64_t synced; /* writeback started up to here */
+    /* Set after open: a scratch file that a crash discards anyway (a staged
+     * archive only ever read back by this process): still atomic, never
+     * synced. */
+    int scratch;
     char tmp[PATH_MAX];
 };
 int sr_durable_open(struct sr_durable *d, const char *path);

@@ -14,7 +14,8 @@
 # For each: bytes uploaded by the second checkpoint, and notice -> durable
 # (from `spotrun notify` to the wrapper's "checkpoint 2 durable" line), full
 # vs delta, measured in the same run (goal: <= 5 % of the bytes, >= 10x
-# faster).
+# faster); also commit -> durable, spotrun's own part (the job's reaction
+# to the request, its own save, is the same in both).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -97,19 +98,24 @@ measure() {
     "$spotrun" notify -q --run-id "$run" --deadline 10m
     wait "$pid" || true
     python3 - "$log" "$t0" <<'PY'
-import datetime, json, sys
+import datetime, json, re, sys
 t0 = int(sys.argv[2])
+def ms_of(o):
+    t = datetime.datetime.strptime(o["time"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    return int(t.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
+staged = durable = None
 for line in open(sys.argv[1]):
     if not line.startswith("{"):
         continue
     o = json.loads(line)
+    m = re.match(r"checkpoint 2 \(step 2\) staged: .* in ([0-9.]+)s", o["msg"])
+    if m:  # logged when staging ends: the commit came that long before
+        staged = ms_of(o) - int(float(m.group(1)) * 1000)
     if o["msg"].startswith("checkpoint 2 durable"):
-        t = datetime.datetime.strptime(o["time"], "%Y-%m-%dT%H:%M:%S.%fZ")
-        ms = int(t.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
-        print(ms - t0)
-        break
-else:
-    sys.exit("no 'checkpoint 2 durable' line in " + sys.argv[1])
+        durable = ms_of(o)
+if staged is None or durable is None:
+    sys.exit("no 'checkpoint 2' staged/durable lines in " + sys.argv[1])
+print(durable - t0, durable - staged)
 PY
     "$spotrun" show "$run" --json | python3 -c '
 import json, sys
@@ -123,11 +129,13 @@ import sys
 p = sys.argv[1]
 full = open(p + "-full.out").read().split()
 delta = open(p + "-delta.out").read().split()
-fms, fup, raw = int(full[0]), int(full[1]), int(full[2])
-dms, dup = int(delta[0]), int(delta[1])
-print("  raw %.0f MB; full: %.1f MB uploaded, notice -> durable %d ms" % (raw / 1e6, fup / 1e6, fms))
-print("  delta: %.1f MB uploaded (%.2f %% of full, goal <= 5 %%), notice -> durable %d ms (%.1fx faster, goal >= 10x)"
-      % (dup / 1e6, 100.0 * dup / fup, dms, fms / max(dms, 1)))
+fms, fcm, fup, raw = int(full[0]), int(full[1]), int(full[2]), int(full[3])
+dms, dcm, dup = int(delta[0]), int(delta[1]), int(delta[2])
+print("  raw %.0f MB; full: %.1f MB uploaded, notice -> durable %d ms (commit -> durable %d ms)"
+      % (raw / 1e6, fup / 1e6, fms, fcm))
+print("  delta: %.1f MB uploaded (%.2f %% of full, goal <= 5 %%), notice -> durable %d ms (%.1fx "
+      "faster, goal >= 10x; commit -> durable %d ms, %.1fx)"
+      % (dup / 1e6, 100.0 * dup / fup, dms, fms / max(dms, 1), dcm, fcm / max(dcm, 1)))
 PY
 }
 

@@ -446,7 +446,7 @@ int sr_cmd_push(const struct sr_cmd *cmd, int argc, char **argv)
                                           .full_every = (unsigned)full_every,
                                           .lease = held.lease};
     uint64_t seq = 0;
-    struct sr_manifest m;
+    struct sr_manifest m = {0};
     int rc = sr_ckpt_next_seq(st, ops[0], &seq);
     if (rc == 0 && sr_store_streams(st)) {
         /* s3: no local staging; the archive streams into the store as it
@@ -469,6 +469,8 @@ int sr_cmd_push(const struct sr_cmd *cmd, int argc, char **argv)
             rc = sr_commits_stage(&cfg, ops[1], seq, step, tmp, &m);
         if (rc == 0)
             rc = sr_commits_persist(&cfg, &m, tmp);
+        free(m.staged_frames);
+        m.staged_frames = NULL;
         unlink(tmp);
     }
     if (rc < 0) {

@@ -34,6 +34,13 @@ struct job {
     char path[4096];
 };
 
+static void job_free(struct job *j)
+{
+    free(j->m.staged_frames);
+    free(j->dir);
+    free(j);
+}
+
 struct res_node {
     struct res_node *next;
     struct sr_commit_result r;
@@ -54,6 +61,12 @@ struct sr_commits {
     double persist_bps; /* measured, 0 = unknown */
     int pipe_r, pipe_w;
     pthread_t stager, persister;
+    /* The last staged archive (a link in the spool) and its frames: the
+     * next stage copies its unchanged frames instead of compressing them
+     * again. The stager's alone. */
+    char last_path[4200];
+    struct sr_frame_info *last_frames;
+    uint32_t last_n;
 };
 
 static void push_job(struct job **q, struct job *j)
@@ -119,7 +132,14 @@ static void manifest_header(const struct sr_commits_config *cfg, uint64_t seq, i
 int sr_commits_stage(const struct sr_commits_config *cfg, const char *dir, uint64_t seq,
                      int64_t step, const char *out_path, struct sr_manifest *m)
 {
-    const struct sr_pack_opts opts = {.level = cfg->level, .threads = cfg->threads};
+    /* A staged file is never published after a crash (the spool is
+     * emptied at the next start); only a store that adopts the file itself
+     * (the file store's hard link) needs it on disk for good. */
+    const struct sr_pack_opts opts = {.level = cfg->level,
+                                      .threads = cfg->threads,
+                                      .list_frames = 1,
+                                      .reuse = cfg->reuse,
+                                      .scratch = sr_store_streams(cfg->st)};
     struct sr_pack_stats stats;
     const int64_t t0 = sr_now_ms();
     const int rc = sr_pack_dir_to_file(dir, out_path, &opts, &stats);
@@ -127,6 +147,11 @@ int sr_commits_stage(const struct sr_commits_config *cfg, const char *dir, uint6
         return rc;
     manifest_header(cfg, seq, step, m);
     sr_manifest_set_archive(m, &stats, (double)(sr_now_ms() - t0) / 1000.0);
+    m->staged_frames = stats.frame_list;
+    m->staged_nframes = stats.frame_list ? stats.frames : 0;
+    if (stats.reused)
+        sr_debug("staged %" PRIu32 " of %" PRIu32 " frames from the last staged archive",
+                 stats.reused, stats.frames);
     return 0;
 }
 
@@ -239,6 +264,32 @@ int sr_commits_persist(const struct sr_commits_config *cfg, struct sr_manifest *
     return 0;
 }
 
+/* The archive just staged becomes the one the next stage copies unchanged
+ * frames from: a link to it in the spool (the staged file itself goes once
+ * persisted) and a copy of its frame list. Without them, the next stage
+ * compresses everything, as before. */
+static void keep_last(struct sr_commits *cp, const struct job *j)
+{
+    char tmp[4300];
+    free(cp->last_frames);
+    cp->last_frames = NULL;
+    cp->last_n = 0;
+    if (!j->m.staged_frames || !j->m.staged_nframes)
+        return;
+    snprintf(cp->last_path, sizeof(cp->last_path), "%s/last.tar.zst", cp->spool);
+    snprintf(tmp, sizeof(tmp), "%s/.last.tmp", cp->spool);
+    unlink(tmp);
+    if (link(j->path, tmp) != 0 || rename(tmp, cp->last_path) != 0) {
+        unlink(tmp);
+        return;
+    }
+    const size_t bytes = j->m.staged_nframes * sizeof(*cp->last_frames);
+    if ((cp->last_frames = malloc(bytes))) {
+        memcpy(cp->last_frames, j->m.staged_frames, bytes);
+        cp->last_n = j->m.staged_nframes;
+    }
+}
+
 static void do_stage(struct sr_commits *cp, struct job *j)
 {
     struct sr_commit_result r = {
@@ -246,18 +297,22 @@ static void do_stage(struct sr_commits *cp, struct job *j)
     pthread_mutex_lock(&cp->lock);
     r.seq = cp->cfg.nodes > 1 ? sr_set_seq(j->step) : cp->next_seq++;
     const uint64_t n = cp->spool_n++;
-    const struct sr_commits_config cfg = cp->cfg;
+    struct sr_commits_config cfg = cp->cfg;
     pthread_mutex_unlock(&cp->lock);
     snprintf(j->path, sizeof(j->path), "%s/%010" PRIu64 "-%" PRIu64 ".tar.zst", cp->spool, r.seq,
              n);
+    const struct sr_pack_reuse reuse = {
+        .path = cp->last_path, .v = cp->last_frames, .n = cp->last_n};
+    cfg.reuse = cp->last_n ? &reuse : NULL;
     const int64_t t0 = sr_now_ms();
     sr_err_clear();
     r.rc = sr_commits_stage(&cfg, j->dir, r.seq, j->step, j->path, &j->m);
     r.ms = sr_now_ms() - t0;
+    if (r.rc == 0)
+        keep_last(cp, j);
     if (r.rc < 0) {
         snprintf(r.msg, sizeof(r.msg), "%s", sr_strerror(r.rc));
-        free(j->dir);
-        free(j);
+        job_free(j);
         pthread_mutex_lock(&cp->lock);
         cp->staging--;
         cp->pending--;
@@ -299,8 +354,7 @@ static void do_persist(struct sr_commits *cp, struct job *j)
         cp->pending--;
         pthread_cond_broadcast(&cp->cond);
         pthread_mutex_unlock(&cp->lock);
-        free(j->dir);
-        free(j);
+        job_free(j);
         post(cp, &r);
         return;
     }
@@ -337,8 +391,7 @@ static void do_persist(struct sr_commits *cp, struct job *j)
     cp->pending--;
     pthread_cond_broadcast(&cp->cond);
     pthread_mutex_unlock(&cp->lock);
-    free(j->dir);
-    free(j);
+    job_free(j);
     post(cp, &r);
 }
 
@@ -523,11 +576,13 @@ void sr_commits_stop(struct sr_commits *cp, int abandon)
     for (struct job *j; (j = pop_job(&cp->stage_q)) || (j = pop_job(&cp->persist_q));) {
         if (j->path[0])
             unlink(j->path);
-        free(j->dir);
-        free(j);
+        job_free(j);
     }
     for (struct sr_commit_result r; sr_commits_take(cp, &r);) {
     }
+    if (cp->last_path[0])
+        unlink(cp->last_path);
+    free(cp->last_frames);
     close(cp->pipe_r);
     close(cp->pipe_w);
     pthread_mutex_destroy(&cp->lock);

@@ -50,6 +50,10 @@ struct sr_commits_config {
     /* Delta checkpoints (docs/archive-format.md): one in full_every is
      * uploaded in full; 0 = SR_FULL_EVERY_DEFAULT, 1 = always full. */
     unsigned full_every;
+    /* Frames of the last staged archive, copied instead of compressed
+     * again where the content is the same (set per stage by the stager;
+     * NULL = none). */
+    const struct sr_pack_reuse *reuse;
 };
 
 enum sr_commit_kind { SR_COMMIT_STAGED, SR_COMMIT_PERSISTED };

@@ -48,6 +48,19 @@
 /* Consumes compressed bytes in order. Returns 0 or a negative errno. */
 typedef int (*sr_sink_fn)(void *ctx, const void *buf, size_t len);
 
+struct sr_frame_info;
+
+/* Frames the packer may copy instead of compressing again: those of an
+ * earlier archive (the last one staged), found by the XXH3-128 and size of
+ * their content. A copied frame is checked against the content it stands
+ * for (its zstd content checksum), so a stale or damaged earlier archive
+ * only costs the compression it would have saved. */
+struct sr_pack_reuse {
+    const char *path;              /* the earlier archive */
+    const struct sr_frame_info *v; /* its frames (sr_pack_stats.frame_list) */
+    uint32_t n;
+};
+
 struct sr_pack_opts {
     int level;         /* zstd level; 0 = SR_CODEC_DEFAULT_LEVEL */
     size_t frame_size; /* uncompressed bytes per frame; 0 = default */
@@ -55,6 +68,9 @@ struct sr_pack_opts {
     /* files of at least this size get frames of their own; 0 = default,
      * SR_CODEC_ALIGN_NEVER = fixed cuts of the tar stream (format 1's) */
     uint64_t align_min;
+    int list_frames; /* fill sr_pack_stats.frame_list */
+    int scratch;     /* sr_pack_dir_to_file: a file a crash discards, never synced (fsutil.h) */
+    const struct sr_pack_reuse *reuse; /* NULL: compress every frame */
 };
 
 /* "xxh3-128:" + 32 hex digits + NUL */
@@ -66,6 +82,11 @@ struct sr_pack_stats {
     uint64_t files;                 /* regular files archived */
     uint32_t frames;                /* zstd data frames (seek table not counted) */
     char checksum[SR_CHECKSUM_LEN]; /* XXH3-128 of everything handed to the sink */
+    /* with list_frames: every frame (malloc'd, `frames` entries; the caller
+     * frees it), as sr_archive_frames() would list them, without a second
+     * pass over the archive */
+    struct sr_frame_info *frame_list;
+    uint32_t reused; /* frames copied from opts->reuse */
 };
 
 /* Packs dir (its contents, with paths relative to it) into the sink. */
@@ -113,6 +134,9 @@ struct sr_frame_info {
     uint64_t coff;             /* offset of the compressed frame in its object */
     uint32_t csize, dsize;
     uint32_t xxh64_lo; /* the seek table's checksum (low 32 bits of XXH64) */
+    /* XXH3-64 of the compressed frame as listed (0 = unknown, e.g. read
+     * from a manifest): lets a packer copy it back unchanged */
+    uint64_t chash;
 };
 
 /* Lists the frames of the archive src (its seek table, every frame

@@ -49,8 +49,10 @@ enum { SLOT_FREE, SLOT_FILLING, SLOT_QUEUED, SLOT_DONE };
 struct pslot {
     uint8_t *src;
     uint8_t *dst;
-    size_t len;  /* bytes of tar stream in src */
-    size_t clen; /* compressed bytes in dst */
+    size_t len;         /* bytes of tar stream in src */
+    size_t clen;        /* compressed bytes in dst */
+    XXH128_hash_t hash; /* of src, with list_frames or reuse */
+    int reused;         /* dst was copied from the earlier archive */
     int state;
     int err; /* 0 or -errno, with msg */
     char msg[160];
@@ -78,13 +80,63 @@ struct packer {
     XXH3_state_t *xxh;
     struct sr_seektable table;
     struct sr_pack_stats st;
+    /* with opts->list_frames: every frame sunk so far */
+    int list_frames;
+    struct sr_frame_info *flist;
+    size_t flist_cap;
+    /* with opts->reuse: its frames sorted by (hash, size), and the archive */
+    struct sr_frame_info *reuse;
+    uint32_t nreuse;
+    int reuse_fd;
 };
 
 /* ---- workers ---------------------------------------------------------- */
 
+static int cmp_frame(const void *a, const void *b)
+{
+    const struct sr_frame_info *x = a, *y = b;
+    if (x->hash_hi != y->hash_hi)
+        return x->hash_hi < y->hash_hi ? -1 : 1;
+    if (x->hash_lo != y->hash_lo)
+        return x->hash_lo < y->hash_lo ? -1 : 1;
+    return x->dsize < y->dsize ? -1 : x->dsize > y->dsize;
+}
+
+/* The earlier archive's frame of the same content, copied into s->dst: 1,
+ * or 0 when there is none or the copy is not that frame. The frame was
+ * made from content of this XXH3-128 and size; the copy must have the
+ * XXH3-64 the frame had when it was made (a stale or damaged earlier
+ * archive never reaches the new one) and zstd's content checksum of this
+ * content. */
+static int reuse_slot(const struct packer *p, struct pslot *s)
+{
+    const struct sr_frame_info key = {
+        .hash_hi = s->hash.high64, .hash_lo = s->hash.low64, .dsize = (uint32_t)s->len};
+    const struct sr_frame_info *f =
+        bsearch(&key, p->reuse, p->nreuse, sizeof(*p->reuse), cmp_frame);
+    if (!f || !f->chash || f->csize < 4 || f->csize > p->dst_cap ||
+        pread(p->reuse_fd, s->dst, f->csize, (off_t)f->coff) != (ssize_t)f->csize)
+        return 0;
+    const uint8_t *const t = s->dst + f->csize - 4;
+    const uint32_t tail =
+        (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+    if (XXH3_64bits(s->dst, f->csize) != f->chash || tail != (uint32_t)XXH64(s->src, s->len, 0) ||
+        ZSTD_getFrameContentSize(s->dst, f->csize) != s->len)
+        return 0;
+    s->clen = f->csize;
+    return 1;
+}
+
 static void compress_slot(struct packer *p, ZSTD_CCtx *cc, struct pslot *s)
 {
     s->err = 0;
+    s->reused = 0;
+    if (p->list_frames || p->nreuse)
+        s->hash = XXH3_128bits(s->src, s->len);
+    if (p->nreuse && reuse_slot(p, s)) {
+        s->reused = 1;
+        return;
+    }
     if (!cc) {
         s->err = -ENOMEM;
         snprintf(s->msg, sizeof(s->msg), "cannot create a zstd compression context");
@@ -155,7 +207,26 @@ static int sink_slot(struct packer *p, struct pslot *s)
     const uint8_t *const t = s->dst + s->clen - 4;
     const uint32_t checksum =
         (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
-    const int rc = sr_seektable_add(&p->table, (uint32_t)s->clen, (uint32_t)s->len, checksum);
+    int rc = sr_seektable_add(&p->table, (uint32_t)s->clen, (uint32_t)s->len, checksum);
+    if (rc == 0 && p->list_frames) {
+        if (p->table.count > p->flist_cap) {
+            const size_t cap = p->flist_cap ? 2 * p->flist_cap : 64;
+            struct sr_frame_info *v = realloc(p->flist, cap * sizeof(*v));
+            if (!v)
+                return sr_errf(-ENOMEM, "pack: out of memory for the frame list");
+            p->flist = v;
+            p->flist_cap = cap;
+        }
+        p->flist[p->table.count - 1] =
+            (struct sr_frame_info){.hash_hi = s->hash.high64,
+                                   .hash_lo = s->hash.low64,
+                                   .coff = p->st.stored_bytes,
+                                   .csize = (uint32_t)s->clen,
+                                   .dsize = (uint32_t)s->len,
+                                   .xxh64_lo = checksum,
+                                   .chash = XXH3_64bits(s->dst, s->clen)};
+    }
+    p->st.reused += (uint32_t)s->reused;
     return rc < 0 ? rc : sink_bytes(p, s->dst, s->clen);
 }
 
@@ -422,6 +493,17 @@ static int packer_init(struct packer *p, const struct sr_pack_opts *opts)
             return sr_errf(-ENOMEM, "pack: out of memory for %u frames", p->nslots);
     }
     XXH3_128bits_reset(p->xxh);
+    p->list_frames = opts && opts->list_frames;
+    p->reuse_fd = -1;
+    const struct sr_pack_reuse *r = opts ? opts->reuse : NULL;
+    if (r && r->n && r->path && (p->reuse = malloc(r->n * sizeof(*p->reuse)))) {
+        p->reuse_fd = open(r->path, O_RDONLY | O_CLOEXEC);
+        if (p->reuse_fd >= 0) {
+            memcpy(p->reuse, r->v, r->n * sizeof(*p->reuse));
+            qsort(p->reuse, r->n, sizeof(*p->reuse), cmp_frame);
+            p->nreuse = r->n;
+        }
+    }
     return 0;
 }
 
@@ -464,6 +546,10 @@ static void packer_free(struct packer *p)
     free(p->threads);
     XXH3_freeState(p->xxh);
     sr_seektable_free(&p->table);
+    free(p->flist);
+    free(p->reuse);
+    if (p->reuse_fd >= 0)
+        close(p->reuse_fd);
 }
 
 /* Everything after the last entry: end of tar, last frame, seek table. */
@@ -502,7 +588,7 @@ static int open_archive(struct packer *p)
 int sr_pack_dir(const char *dir, sr_sink_fn sink, void *sink_ctx, const struct sr_pack_opts *opts,
                 struct sr_pack_stats *stats)
 {
-    struct packer p = {.sink = sink, .sink_ctx = sink_ctx};
+    struct packer p = {.sink = sink, .sink_ctx = sink_ctx, .reuse_fd = -1};
     int started = 0, running = 0;
     const int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int rc = packer_init(&p, opts);
@@ -526,6 +612,8 @@ int sr_pack_dir(const char *dir, sr_sink_fn sink, void *sink_ctx, const struct s
         const XXH128_hash_t h = XXH3_128bits_digest(p.xxh);
         *stats = p.st;
         sr_checksum_format(h.high64, h.low64, stats->checksum);
+        stats->frame_list = p.flist; /* the caller's now */
+        p.flist = NULL;
     }
     if (dfd >= 0)
         close(dfd);
@@ -547,6 +635,7 @@ int sr_pack_dir_to_file(const char *dir, const char *path, const struct sr_pack_
 {
     struct sr_durable out;
     int rc = sr_durable_open(&out, path);
+    out.scratch = opts && opts->scratch;
     if (rc == 0)
         rc = sr_pack_dir(dir, durable_sink, &out, opts, stats);
     if (rc == 0)

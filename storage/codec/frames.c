@@ -44,6 +44,7 @@ static int hash_frames(const struct sr_source *src, const struct sr_seektable *t
             .csize = f->csize,
             .dsize = f->dsize,
             .xxh64_lo = t->has_checksums ? f->checksum : (uint32_t)XXH64(d, r, 0),
+            .chash = XXH3_64bits(c, f->csize),
         };
     }
     ZSTD_freeDCtx(dc);

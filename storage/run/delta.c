@@ -229,6 +229,21 @@ static int upload_new(struct sr_store *st, struct sr_manifest *m, const struct s
     return rc;
 }
 
+/* The packer's list of the staged frames describes a file of size bytes:
+ * frames one after the other from 0, then the seek table. */
+static int staged_fit(const struct sr_manifest *m, uint64_t size)
+{
+    if (!m->staged_frames || m->staged_nframes == 0 || m->staged_nframes != m->frames)
+        return 0;
+    uint64_t off = 0;
+    for (uint32_t i = 0; i < m->staged_nframes; i++) {
+        if (m->staged_frames[i].coff != off)
+            return 0;
+        off += m->staged_frames[i].csize;
+    }
+    return off + sr_seektable_size(m->staged_nframes, 1) == size;
+}
+
 int sr_ckpt_publish_delta(struct sr_store *st, struct sr_manifest *m, const char *data_path,
                           const struct sr_fence *fence, unsigned full_every)
 {
@@ -243,7 +258,12 @@ int sr_ckpt_publish_delta(struct sr_store *st, struct sr_manifest *m, const char
     struct sr_frame_list base = {0}, list = {0};
     if ((rc = sr_source_file_open(data_path, &src)) < 0)
         return rc;
-    rc = sr_archive_frames(&src, &own, &n);
+    if (staged_fit(m, src.size) && (own = malloc(m->staged_nframes * sizeof(*own)))) {
+        memcpy(own, m->staged_frames, m->staged_nframes * sizeof(*own));
+        n = m->staged_nframes; /* listed as it was packed: no second pass */
+    } else {
+        rc = sr_archive_frames(&src, &own, &n);
+    }
     if (rc == 0)
         rc = load_base(st, m, full_every, &base, &m->chain);
     if (rc < 0)

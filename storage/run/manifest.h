@@ -81,6 +81,11 @@ struct sr_manifest {
      * absent (format 1: stored_bytes is that size). */
     uint64_t archive_bytes;
     const struct sr_frame_list *frame_list;
+    /* The staged archive's frames as the packer listed them (not part of
+     * the object; NULL: publishing lists them from the file). Owned by
+     * whoever staged it (sr_commits_stage: free() it after the persist). */
+    struct sr_frame_info *staged_frames;
+    uint32_t staged_nframes;
 };
 
 /* The archive fields of m from the packing that made its data object

@@ -252,7 +252,46 @@ static void test_spool_is_empty_after_commits_persist(void **state)
     start(f);
     commit(f, 1);
     commit(f, 2);
+    /* only a link to the last staged archive, which the next stage copies
+     * unchanged frames from; gone when the checkpointer stops */
+    assert_int_equal(count_entries(f->spool), 1);
+    char last[PATH_MAX + 32];
+    snprintf(last, sizeof(last), "%s/last.tar.zst", f->spool);
+    assert_int_equal(access(last, R_OK), 0);
+    stop(f);
     assert_int_equal(count_entries(f->spool), 0);
+}
+
+/* A stage after an unchanged commit copies every frame from the last
+ * staged archive instead of compressing it again; the archive is the same
+ * bytes (and a changed frame is compressed anew). */
+static void test_unchanged_frames_are_copied_from_the_last_stage(void **state)
+{
+    struct fixture *f = *state;
+    char a[PATH_MAX + 16], b[PATH_MAX + 16], c[PATH_MAX + 16];
+    snprintf(a, sizeof(a), "%s/a.tar.zst", f->dir);
+    snprintf(b, sizeof(b), "%s/b.tar.zst", f->dir);
+    snprintf(c, sizeof(c), "%s/c.tar.zst", f->dir);
+    struct sr_manifest ma, mb, mc;
+    assert_int_equal(sr_commits_stage(&f->cfg, f->ckpt, 1, 1, a, &ma), 0);
+    const struct sr_pack_reuse reuse = {.path = a, .v = ma.staged_frames, .n = ma.staged_nframes};
+    struct sr_commits_config cfg = f->cfg;
+    cfg.reuse = &reuse;
+    assert_int_equal(sr_commits_stage(&cfg, f->ckpt, 2, 2, b, &mb), 0);
+    assert_string_equal(ma.checksum, mb.checksum); /* byte for byte the same archive */
+    /* a damaged earlier archive only costs the compression: same result */
+    FILE *fp = fopen(a, "r+b");
+    assert_non_null(fp);
+    for (uint32_t i = 0; i < ma.staged_nframes; i++) {
+        fseek(fp, (long)(ma.staged_frames[i].coff + ma.staged_frames[i].csize / 2), SEEK_SET);
+        fputc('X', fp);
+    }
+    fclose(fp);
+    assert_int_equal(sr_commits_stage(&cfg, f->ckpt, 3, 3, c, &mc), 0);
+    assert_string_equal(mc.checksum, mb.checksum);
+    free(ma.staged_frames);
+    free(mb.staged_frames);
+    free(mc.staged_frames);
 }
 
 static void test_keep_two_leaves_only_the_newest_two(void **state)
@@ -379,6 +418,9 @@ static void test_stage_fills_the_manifest(void **state)
     snprintf(out, sizeof(out), "%s/staged.tar.zst", f->dir);
     struct sr_manifest m;
     assert_int_equal(sr_commits_stage(&f->cfg, f->ckpt, 7, 700, out, &m), 0);
+    assert_non_null(m.staged_frames); /* the packer's list, for the persist */
+    assert_int_equal(m.staged_nframes, m.frames);
+    free(m.staged_frames);
     assert_string_equal(m.run_id, RUN);
     assert_int_equal(m.seq, 7);
     assert_int_equal(m.step, 700);
@@ -401,6 +443,7 @@ static void test_persist_publishes_a_data_object_of_stored_bytes(void **state)
     struct sr_manifest m;
     assert_int_equal(sr_commits_stage(&f->cfg, f->ckpt, 1, 42, out, &m), 0);
     assert_int_equal(sr_commits_persist(&f->cfg, &m, out), 0);
+    free(m.staged_frames);
     char key[512];
     sr_ckpt_key(key, sizeof(key), RUN, 1, "data.tar.zst");
     uint64_t size = 0;
@@ -430,6 +473,8 @@ static void test_persist_moves_to_a_free_seq_when_its_seq_was_taken(void **state
     assert_int_equal(sr_commits_stage(&f->cfg, f->ckpt, 1, 99, other, &theirs), 0);
     assert_int_equal(sr_commits_persist(&f->cfg, &theirs, other), 0);
     assert_int_equal(sr_commits_persist(&f->cfg, &mine, out), 0);
+    free(mine.staged_frames);
+    free(theirs.staged_frames);
     assert_int_equal(mine.seq, 2);
     struct sr_ckpt_list l;
     assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
@@ -466,6 +511,7 @@ int main(void)
         T(test_store_lists_the_persisted_checkpoints_with_their_steps),
         T(test_persisted_checkpoint_restores_the_directory),
         T(test_spool_is_empty_after_commits_persist),
+        T(test_unchanged_frames_are_copied_from_the_last_stage),
         T(test_keep_two_leaves_only_the_newest_two),
         T(test_commit_after_modification_holds_the_new_content),
         T(test_directory_may_change_once_staged),

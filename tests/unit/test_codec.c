@@ -360,6 +360,53 @@ static void test_same_directory_packs_to_identical_bytes(void **state)
     free(b.p);
 }
 
+/* With the frames of an earlier archive of the same tree, the packer copies
+ * every frame instead of compressing it, and lists them as
+ * sr_archive_frames() does; the archive is the same bytes. A frame whose
+ * copy does not hold its content is compressed again. */
+static void test_unchanged_frames_are_copied_not_compressed(void **state)
+{
+    (void)state;
+    make_tree(at("src"), 3u << 20);
+    struct sr_pack_opts po = {.frame_size = 256u << 10, .threads = 2, .list_frames = 1};
+    struct sr_pack_stats first, second, third;
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), &po, &first), 0);
+    assert_non_null(first.frame_list);
+    assert_int_equal(first.reused, 0);
+    /* the list is what a second pass over the file would say */
+    struct sr_source src;
+    struct sr_frame_info *fi = NULL;
+    uint32_t n = 0;
+    assert_int_equal(sr_source_file_open(at("a.tar.zst"), &src), 0);
+    assert_int_equal(sr_archive_frames(&src, &fi, &n), 0);
+    sr_source_file_close(&src);
+    assert_int_equal(n, first.frames);
+    assert_memory_equal(fi, first.frame_list, n * sizeof(*fi));
+    free(fi);
+
+    const struct sr_pack_reuse reuse = {
+        .path = at("a.tar.zst"), .v = first.frame_list, .n = first.frames};
+    po.reuse = &reuse;
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("b.tar.zst"), &po, &second), 0);
+    assert_int_equal(second.reused, second.frames);
+    assert_string_equal(second.checksum, first.checksum);
+    /* the earlier archive damaged in every frame: nothing is copied */
+    assert_int_equal(run("cp '%s' '%s'", at("a.tar.zst"), at("orig.tar.zst")), 0);
+    FILE *fp = fopen(at("a.tar.zst"), "r+b");
+    assert_non_null(fp);
+    for (uint32_t i = 0; i < first.frames; i++) {
+        fseek(fp, (long)(first.frame_list[i].coff + first.frame_list[i].csize - 2), SEEK_SET);
+        fputc(0x5a ^ fgetc(fp), fp);
+    }
+    fclose(fp);
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("c.tar.zst"), &po, &third), 0);
+    assert_int_equal(third.reused, 0);
+    assert_string_equal(third.checksum, first.checksum);
+    free(first.frame_list);
+    free(second.frame_list);
+    free(third.frame_list);
+}
+
 static void test_stock_zstd_and_tar_extract_the_archive(void **state)
 {
     (void)state;
@@ -625,6 +672,7 @@ int main(void)
         T(test_unpack_replaces_the_previous_contents),
         T(test_failed_pack_leaves_the_previous_archive),
         T(test_same_directory_packs_to_identical_bytes),
+        T(test_unchanged_frames_are_copied_not_compressed),
         T(test_stock_zstd_and_tar_extract_the_archive),
         T(test_stats_count_frames_bytes_and_checksum_the_stored_object),
         T(test_an_unchanged_large_file_gives_the_same_frames_after_a_shift),
