@@ -381,7 +381,12 @@ static void test_unchanged_frames_are_copied_not_compressed(void **state)
     assert_int_equal(sr_archive_frames(&src, &fi, &n), 0);
     sr_source_file_close(&src);
     assert_int_equal(n, first.frames);
-    assert_memory_equal(fi, first.frame_list, n * sizeof(*fi));
+    for (uint32_t i = 0; i < n; i++) { /* field by field: the struct has padding */
+        const struct sr_frame_info *x = &fi[i], *y = &first.frame_list[i];
+        assert_true(x->hash_hi == y->hash_hi && x->hash_lo == y->hash_lo);
+        assert_true(x->coff == y->coff && x->csize == y->csize && x->dsize == y->dsize);
+        assert_true(x->xxh64_lo == y->xxh64_lo && x->chash == y->chash);
+    }
     free(fi);
 
     const struct sr_pack_reuse reuse = {
