@@ -92,7 +92,7 @@ measure() {
     [ "$mode" = full ] && opts=(--full-every 1)
     "$spotrun" run --run-id "$run" --log-format json "${opts[@]}" -- "$@" >"$log" 2>&1 &
     local pid=$!
-    until grep -q '^ready' "$log" && grep -q 'checkpoint 1 durable' "$log"; do sleep 0.05; done
+    until grep -qs '^ready' "$log" && grep -qs 'checkpoint 1 durable' "$log"; do sleep 0.05; done
     local t0
     t0=$(now_ms)
     "$spotrun" notify -q --run-id "$run" --deadline 10m
