@@ -102,12 +102,8 @@ echo
 echo "== 3: 4 nodes x 256 MiB on the local S3 server vs 4 single-node commits"
 [ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
     { echo "skipped: the S3 test server is not installed (scripts/test.sh installs it)"; exit 0; }
-mkdir s3data
-S3RVER_CONDITIONAL=1 node --openssl-legacy-provider "$root/tests/s3/server.js" "$work/s3data" bkt \
-    >s3.log 2>&1 &
-until grep -q '^port ' s3.log; do sleep 0.1; done
-export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
-export AWS_ENDPOINT_URL=http://127.0.0.1:$(sed -n 's/^port //p' s3.log) AWS_EC2_METADATA_DISABLED=true
+. "$root/scripts/lib-bench-s3.sh"
+bench_s3_start "$work"
 python3 - <<'PY'
 import array, random
 random.seed(7)
@@ -117,7 +113,6 @@ with open("part.bin", "wb") as f:
         f.write(a.tobytes())  # 256 MiB, tensor-like
 PY
 export BENCH_DATA=$work/part.bin ONESHOT=1
-export SPOTRUN_STORE=s3://bkt/bench
 # Alternating rounds (ROUNDS, default 2), the best of each: the machine is shared.
 single=0 multi=0
 for round in $(seq "${ROUNDS:-2}"); do

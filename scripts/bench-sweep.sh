@@ -25,14 +25,8 @@ trap 'kill $(jobs -p) 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 cd "$work"
 export SPOTRUN_NOTICE=none SPOTRUN_PRELOAD=$build/preload/libspotrun.so SPOTRUN_QUIET=1
 
-mkdir s3data
-S3RVER_CONDITIONAL=1 node --openssl-legacy-provider "$root/tests/s3/server.js" "$work/s3data" bkt \
-    >s3.log 2>&1 &
-until grep -q '^port ' s3.log; do sleep 0.1; done
-export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
-export AWS_ENDPOINT_URL=http://127.0.0.1:$(sed -n 's/^port //p' s3.log) AWS_EC2_METADATA_DISABLED=true
-export AWS_SHARED_CREDENTIALS_FILE=$work/none AWS_CONFIG_FILE=$work/none
-export SPOTRUN_STORE=s3://bkt/bench
+. "$root/scripts/lib-bench-s3.sh"
+bench_s3_start "$work"
 
 now_ms() { date +%s%3N; }
 per_trial() { python3 -c 'import sys; print("%.3f" % (int(sys.argv[1]) * int(sys.argv[2]) / 1000.0 / int(sys.argv[3])))' "$@"; }

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "cli.h"
 #include "lease.h"
 #include "log.h"
@@ -267,35 +268,22 @@ static int spawn_trial(struct worker *w, uint64_t slot, long k)
     posix_spawnattr_setsigmask(&attr, &w->orig_mask);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
     char gpu[256];
-    char *add[2] = {NULL, NULL};
-    if (w->gpus) {
+    /* each slot its GPU (child.h's environment builder replaces the variable) */
+    char *add[2] = {gpu, NULL};
+    if (w->gpus)
         snprintf(gpu, sizeof(gpu), "CUDA_VISIBLE_DEVICES=%s", w->gpus[slot]);
-        add[0] = gpu;
-    }
     extern char **environ;
-    char **env = environ;
-    char **built = NULL;
-    if (add[0]) {
-        size_t ne = 0;
-        while (environ[ne])
-            ne++;
-        built = calloc(ne + 2, sizeof(char *));
-        if (!built) {
-            free(argv);
-            posix_spawnattr_destroy(&attr);
-            return -ENOMEM;
-        }
-        size_t j = 0;
-        for (size_t i = 0; i < ne; i++)
-            if (strncmp(environ[i], "CUDA_VISIBLE_DEVICES=", 21) != 0)
-                built[j++] = environ[i];
-        built[j++] = add[0];
-        env = built;
+    char **built = w->gpus ? sr_env_build(add, NULL) : NULL;
+    if (w->gpus && !built) {
+        free(argv);
+        posix_spawnattr_destroy(&attr);
+        return -ENOMEM;
     }
+    char **env = built ? built : environ;
     pid_t pid;
     const int rc = posix_spawn(&pid, w->self, NULL, &attr, argv, env);
     posix_spawnattr_destroy(&attr);
-    free(built);
+    sr_env_free(built);
     free(argv);
     if (rc != 0)
         return sr_errf(-rc, "cannot start %s: %s", w->self, strerror(rc));

@@ -433,21 +433,27 @@ void sr_sweep_run_id(const char *name, size_t trial, char *buf, size_t len)
     snprintf(buf, len, "%s-%zu", name, trial);
 }
 
+/* A trial number as written in run ids and end marks: decimal digits, no
+ * leading zero, below SR_SWEEP_TRIALS_MAX; -1 otherwise. */
+static long trial_number(const char *d, size_t len)
+{
+    long k = 0;
+    if (len == 0 || len > 6 || (d[0] == '0' && len > 1))
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (d[i] < '0' || d[i] > '9')
+            return -1;
+        k = 10 * k + (d[i] - '0');
+    }
+    return k < SR_SWEEP_TRIALS_MAX ? k : -1;
+}
+
 long sr_sweep_trial_of(const char *name, const char *run_id)
 {
     const size_t n = strlen(name);
     if (strncmp(run_id, name, n) != 0 || run_id[n] != '-')
         return -1;
-    const char *d = run_id + n + 1;
-    long k = 0;
-    if (!*d || (d[0] == '0' && d[1]) || strlen(d) > 6)
-        return -1;
-    for (; *d; d++) {
-        if (*d < '0' || *d > '9')
-            return -1;
-        k = 10 * k + (*d - '0');
-    }
-    return k < SR_SWEEP_TRIALS_MAX ? k : -1;
+    return trial_number(run_id + n + 1, strlen(run_id + n + 1));
 }
 
 /* ---- end marks --------------------------------------------------------------- */
@@ -543,13 +549,8 @@ int sr_sweep_list_ends(struct sr_store *st, const char *name, size_t n, unsigned
     if (rc < 0)
         return rc;
     for (size_t i = 0; i < l.n; i++) {
-        char *dot = strchr(l.v[i], '.');
-        if (!dot)
-            continue;
-        *dot = '\0';
-        char run[SR_SWEEP_NAME_MAX + 16];
-        snprintf(run, sizeof(run), "x-%s", l.v[i]);
-        const long k = sr_sweep_trial_of("x", run);
+        const char *dot = strchr(l.v[i], '.');
+        const long k = dot ? trial_number(l.v[i], (size_t)(dot - l.v[i])) : -1;
         if (k < 0 || (size_t)k >= n)
             continue;
         /* done wins: the job did succeed once */
