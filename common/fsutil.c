@@ -234,6 +234,14 @@ int sr_durable_write(struct sr_durable *d, const void *buf, size_t len)
     return 0;
 }
 
+int sr_durable_skip(struct sr_durable *d, size_t len)
+{
+    if (lseek(d->fd, (off_t)len, SEEK_CUR) < 0)
+        return sr_errf(-errno, "cannot write %s: %s", d->path, strerror(errno));
+    d->off += len;
+    return 0;
+}
+
 int sr_durable_commit(struct sr_durable *d, int noreplace)
 {
     int rc = 0;

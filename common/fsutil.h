@@ -55,6 +55,8 @@ struct sr_durable {
 };
 int sr_durable_open(struct sr_durable *d, const char *path);
 int sr_durable_write(struct sr_durable *d, const void *buf, size_t len);
+/* Leaves len bytes unwritten (a hole, read as zeros until written). */
+int sr_durable_skip(struct sr_durable *d, size_t len);
 int sr_durable_commit(struct sr_durable *d, int noreplace);
 void sr_durable_abort(struct sr_durable *d);
 

@@ -6,12 +6,25 @@
  * hands a persist job to the persister. Each finished step appends a result
  * to the result list and writes one byte to a pipe so the supervisor's
  * poll() wakes. Nothing here touches the child process or exits.
+ *
+ * Reuse: a stage only compresses and writes the frames the last staged
+ * archive did not have. Every other frame is a hole in the new archive
+ * (sr_pack_reuse.by_ref) whose bytes stay where they already are, in an
+ * earlier staged archive kept in the spool as a pool file. So a checkpoint
+ * that changed 2 % of its bytes writes 2 % of them while the job waits.
+ * Publishing reads a hole's frame from its pool file when it uploads it,
+ * or fills the holes in (a full checkpoint, a multi-node part) after the
+ * job has gone on. The pool files are reference-counted (struct
+ * sr_commits). Space: when the pool's files take more than twice the last
+ * archive (+ 64 MiB) on disk, the next stage copies the reused frames
+ * instead (one whole archive again), and the older files go.
  */
 #include "checkpointer.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +38,10 @@
 #include "log.h"
 #include "units.h"
 
+#include <sys/stat.h>
+
+#define POOL_FILES 32 /* bits of a uint32_t */
+
 struct job {
     struct job *next;
     int64_t step;
@@ -32,6 +49,7 @@ struct job {
     char *dir;
     struct sr_manifest m; /* persist jobs */
     char path[4096];
+    uint32_t holds; /* the pool files its holes refer to (bit i: file i) */
 };
 
 static void job_free(struct job *j)
@@ -61,12 +79,23 @@ struct sr_commits {
     double persist_bps; /* measured, 0 = unknown */
     int pipe_r, pipe_w;
     pthread_t stager, persister;
-    /* The last staged archive (a link in the spool) and its frames: the
-     * next stage copies its unchanged frames instead of compressing them
-     * again. The stager's alone. */
-    char last_path[4200];
+    /* The pool (see DESIGN): the frames of the last staged archive, each
+     * at soff in pool file src - 1, which the next stage references or
+     * copies instead of compressing them again. Pool files are links in the
+     * spool; file i is held by pool_refs[i] holders: the pool (bit i of
+     * pool_holds) and each staged job whose holes are in it (job.holds),
+     * and deleted when none is left. pool_path[i] is written only while
+     * file i is free, under lock; last_* are the stager's alone. */
+    char pool_path[POOL_FILES][4200];
+    const char *pool_paths[POOL_FILES]; /* pool_path[i], for sr_pack_reuse */
+    unsigned pool_refs[POOL_FILES];
+    uint64_t pool_disk[POOL_FILES]; /* bytes file i takes on disk */
+    uint32_t pool_holds;
+    int pool_bad; /* a persist failed reading a pool file: start afresh */
     struct sr_frame_info *last_frames;
     uint32_t last_n;
+    uint64_t last_bytes; /* the last staged archive's size, holes included */
+    uint64_t pool_n;     /* names pool files */
 };
 
 static void push_job(struct job **q, struct job *j)
@@ -149,9 +178,14 @@ int sr_commits_stage(const struct sr_commits_config *cfg, const char *dir, uint6
     sr_manifest_set_archive(m, &stats, (double)(sr_now_ms() - t0) / 1000.0);
     m->staged_frames = stats.frame_list;
     m->staged_nframes = stats.frame_list ? stats.frames : 0;
+    if (cfg->reuse) {
+        m->staged_paths = cfg->reuse->paths;
+        m->staged_npaths = cfg->reuse->npaths;
+    }
     if (stats.reused)
-        sr_debug("staged %" PRIu32 " of %" PRIu32 " frames from the last staged archive",
-                 stats.reused, stats.frames);
+        sr_debug("staged %" PRIu32 " of %" PRIu32 " frames from the last staged archive (%" PRIu32
+                 " of them left where they are)",
+                 stats.reused, stats.frames, stats.holes);
     return 0;
 }
 
@@ -247,7 +281,9 @@ static int persist_part(const struct sr_commits_config *cfg, struct sr_manifest 
 int sr_commits_persist(const struct sr_commits_config *cfg, struct sr_manifest *m, const char *path)
 {
     if (cfg->nodes > 1) {
-        const int rc = persist_part(cfg, m, path);
+        int rc = sr_ckpt_fill_staged(cfg->st, m, path);
+        if (rc == 0)
+            rc = persist_part(cfg, m, path);
         if (rc > 0)
             apply_retention(cfg);
         return rc;
@@ -264,30 +300,101 @@ int sr_commits_persist(const struct sr_commits_config *cfg, struct sr_manifest *
     return 0;
 }
 
-/* The archive just staged becomes the one the next stage copies unchanged
- * frames from: a link to it in the spool (the staged file itself goes once
- * persisted) and a copy of its frame list. Without them, the next stage
- * compresses everything, as before. */
-static void keep_last(struct sr_commits *cp, const struct job *j)
+/* The pool files a staged frame list has holes in. */
+static uint32_t holes_in(const struct sr_frame_info *v, uint32_t n)
 {
-    char tmp[4300];
+    uint32_t mask = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (v[i].src && v[i].src <= POOL_FILES)
+            mask |= 1u << (v[i].src - 1);
+    return mask;
+}
+
+/* Under lock. */
+static void pool_hold(struct sr_commits *cp, uint32_t mask)
+{
+    for (unsigned i = 0; i < POOL_FILES; i++)
+        if (mask & (1u << i))
+            cp->pool_refs[i]++;
+}
+
+/* Under lock: a file nobody holds any more is deleted. */
+static void pool_release(struct sr_commits *cp, uint32_t mask)
+{
+    for (unsigned i = 0; i < POOL_FILES; i++)
+        if ((mask & (1u << i)) && cp->pool_refs[i] && --cp->pool_refs[i] == 0) {
+            unlink(cp->pool_path[i]);
+            cp->pool_path[i][0] = '\0';
+            cp->pool_disk[i] = 0;
+        }
+}
+
+/* Empties the pool: the next stage compresses everything. Stager only. */
+static void pool_drop(struct sr_commits *cp)
+{
+    pthread_mutex_lock(&cp->lock);
+    pool_release(cp, cp->pool_holds);
+    cp->pool_holds = 0;
+    pthread_mutex_unlock(&cp->lock);
     free(cp->last_frames);
     cp->last_frames = NULL;
     cp->last_n = 0;
-    if (!j->m.staged_frames || !j->m.staged_nframes)
-        return;
-    snprintf(cp->last_path, sizeof(cp->last_path), "%s/last.tar.zst", cp->spool);
-    snprintf(tmp, sizeof(tmp), "%s/.last.tmp", cp->spool);
-    unlink(tmp);
-    if (link(j->path, tmp) != 0 || rename(tmp, cp->last_path) != 0) {
-        unlink(tmp);
+}
+
+/* The archive just staged becomes the pool: a link to it in the spool (the
+ * staged file itself goes once persisted) and its frame list, each frame
+ * located where its bytes are (this file, or the pool file its hole
+ * refers to). Without a free pool file, the pool is emptied instead. */
+static void keep_last(struct sr_commits *cp, const struct job *j)
+{
+    const uint32_t n = j->m.staged_nframes;
+    struct sr_frame_info *const v = n ? malloc(n * sizeof(*v)) : NULL;
+    int slot = -1;
+    pthread_mutex_lock(&cp->lock);
+    for (int i = 0; i < POOL_FILES && slot < 0; i++)
+        if (!cp->pool_refs[i])
+            slot = i;
+    pthread_mutex_unlock(&cp->lock);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/pool-%" PRIu64 ".tar.zst", cp->spool, cp->pool_n++);
+    unlink(path);
+    struct stat st;
+    if (!v || slot < 0 || link(j->path, path) != 0 || stat(path, &st) != 0) {
+        free(v);
+        pool_drop(cp);
         return;
     }
-    const size_t bytes = j->m.staged_nframes * sizeof(*cp->last_frames);
-    if ((cp->last_frames = malloc(bytes))) {
-        memcpy(cp->last_frames, j->m.staged_frames, bytes);
-        cp->last_n = j->m.staged_nframes;
-    }
+    memcpy(v, j->m.staged_frames, n * sizeof(*v));
+    for (uint32_t i = 0; i < n; i++)
+        if (!v[i].src) {
+            v[i].src = (uint32_t)slot + 1;
+            v[i].soff = v[i].coff;
+        }
+    const uint32_t holds = (1u << slot) | holes_in(j->m.staged_frames, n);
+    pthread_mutex_lock(&cp->lock);
+    snprintf(cp->pool_path[slot], sizeof(cp->pool_path[slot]), "%s", path);
+    cp->pool_disk[slot] = (uint64_t)st.st_blocks * 512u;
+    pool_hold(cp, holds);
+    pool_release(cp, cp->pool_holds);
+    cp->pool_holds = holds;
+    pthread_mutex_unlock(&cp->lock);
+    free(cp->last_frames);
+    cp->last_frames = v;
+    cp->last_n = n;
+    cp->last_bytes = j->m.stored_bytes;
+}
+
+/* Whether the next stage may leave holes: not for a multi-node part (its
+ * archive is uploaded whole anyway), and not once the pool's files take
+ * much more room than one archive (the stage then copies, and the files
+ * it no longer needs go). Under lock. */
+static int by_ref_ok(const struct sr_commits *cp)
+{
+    uint64_t disk = 0;
+    for (unsigned i = 0; i < POOL_FILES; i++)
+        if (cp->pool_holds & (1u << i))
+            disk += cp->pool_disk[i];
+    return cp->cfg.nodes <= 1 && disk <= 2 * cp->last_bytes + (64u << 20);
 }
 
 static void do_stage(struct sr_commits *cp, struct job *j)
@@ -298,18 +405,30 @@ static void do_stage(struct sr_commits *cp, struct job *j)
     r.seq = cp->cfg.nodes > 1 ? sr_set_seq(j->step) : cp->next_seq++;
     const uint64_t n = cp->spool_n++;
     struct sr_commits_config cfg = cp->cfg;
+    const int bad = cp->pool_bad, by_ref = by_ref_ok(cp);
+    cp->pool_bad = 0;
     pthread_mutex_unlock(&cp->lock);
+    if (bad)
+        pool_drop(cp);
     snprintf(j->path, sizeof(j->path), "%s/%010" PRIu64 "-%" PRIu64 ".tar.zst", cp->spool, r.seq,
              n);
-    const struct sr_pack_reuse reuse = {
-        .path = cp->last_path, .v = cp->last_frames, .n = cp->last_n};
+    const struct sr_pack_reuse reuse = {.paths = cp->pool_paths,
+                                        .npaths = POOL_FILES,
+                                        .v = cp->last_frames,
+                                        .n = cp->last_n,
+                                        .by_ref = by_ref};
     cfg.reuse = cp->last_n ? &reuse : NULL;
     const int64_t t0 = sr_now_ms();
     sr_err_clear();
     r.rc = sr_commits_stage(&cfg, j->dir, r.seq, j->step, j->path, &j->m);
     r.ms = sr_now_ms() - t0;
-    if (r.rc == 0)
+    if (r.rc == 0) { /* the job holds what its holes refer to; the pool moves on */
+        j->holds = holes_in(j->m.staged_frames, j->m.staged_nframes);
+        pthread_mutex_lock(&cp->lock);
+        pool_hold(cp, j->holds);
+        pthread_mutex_unlock(&cp->lock);
         keep_last(cp, j);
+    }
     if (r.rc < 0) {
         snprintf(r.msg, sizeof(r.msg), "%s", sr_strerror(r.rc));
         job_free(j);
@@ -351,6 +470,7 @@ static void do_persist(struct sr_commits *cp, struct job *j)
         snprintf(r.msg, sizeof(r.msg), "superseded by a newer checkpoint (preempting)");
         unlink(j->path);
         pthread_mutex_lock(&cp->lock);
+        pool_release(cp, j->holds);
         cp->pending--;
         pthread_cond_broadcast(&cp->cond);
         pthread_mutex_unlock(&cp->lock);
@@ -359,7 +479,12 @@ static void do_persist(struct sr_commits *cp, struct job *j)
         return;
     }
     pthread_mutex_lock(&cp->lock);
-    const struct sr_commits_config cfg = cp->cfg;
+    struct sr_commits_config cfg = cp->cfg;
+    /* Near a deadline, a checkpoint due to be full is a delta all the same
+     * (the next one is full): only its new frames stand between the job
+     * and exit 75. --full-every 1 asked for full ones only. */
+    if (cp->hurry && cfg.full_every != 1)
+        cfg.full_every = UINT_MAX;
     pthread_mutex_unlock(&cp->lock);
     const int64_t t0 = sr_now_ms();
     sr_err_clear();
@@ -382,6 +507,9 @@ static void do_persist(struct sr_commits *cp, struct job *j)
         sr_events_flush(cfg.ev);
     }
     pthread_mutex_lock(&cp->lock);
+    pool_release(cp, j->holds);
+    if (r.rc < 0 && j->holds) /* perhaps a pool file that changed: trust none */
+        cp->pool_bad = 1;
     if (r.rc == 0 && r.ms > 0) {
         cp->persist_bps = (double)r.stored_bytes * 1000.0 / (double)r.ms;
         cp->last_stored = r.stored_bytes;
@@ -452,6 +580,8 @@ int sr_commits_start(const struct sr_commits_config *cfg, struct sr_commits **ou
     }
     cp->pipe_r = p[0];
     cp->pipe_w = p[1];
+    for (unsigned i = 0; i < POOL_FILES; i++)
+        cp->pool_paths[i] = cp->pool_path[i];
     pthread_mutex_init(&cp->lock, NULL);
     pthread_cond_init(&cp->cond, NULL);
     if (pthread_create(&cp->stager, NULL, stager_main, cp) != 0)
@@ -576,13 +706,12 @@ void sr_commits_stop(struct sr_commits *cp, int abandon)
     for (struct job *j; (j = pop_job(&cp->stage_q)) || (j = pop_job(&cp->persist_q));) {
         if (j->path[0])
             unlink(j->path);
+        pool_release(cp, j->holds);
         job_free(j);
     }
     for (struct sr_commit_result r; sr_commits_take(cp, &r);) {
     }
-    if (cp->last_path[0])
-        unlink(cp->last_path);
-    free(cp->last_frames);
+    pool_drop(cp);
     close(cp->pipe_r);
     close(cp->pipe_w);
     pthread_mutex_destroy(&cp->lock);

@@ -50,15 +50,25 @@ typedef int (*sr_sink_fn)(void *ctx, const void *buf, size_t len);
 
 struct sr_frame_info;
 
-/* Frames the packer may copy instead of compressing again: those of an
- * earlier archive (the last one staged), found by the XXH3-128 and size of
- * their content. A copied frame is checked against the content it stands
- * for (its zstd content checksum), so a stale or damaged earlier archive
- * only costs the compression it would have saved. */
+/* Frames the packer may reuse instead of compressing again: those of
+ * earlier archives (the last one staged and the ones it refers to), found
+ * by the XXH3-128 and size of their content. Each frame of v is at soff in
+ * paths[src - 1] (src >= 1).
+ *
+ * By default a reused frame is copied, and the copy is checked against the
+ * content it stands for (its zstd content checksum), so a stale or damaged
+ * earlier archive only costs the compression it would have saved. With
+ * by_ref (sr_pack_dir_to_file only) it is not even read: the archive gets
+ * a hole of its size and the frame list says where its bytes are (src,
+ * soff); the archive is then "staged with holes" and must be completed by
+ * sr_staged_fill() before anything reads it whole (sr_staged_read_frame()
+ * reads one frame of it). */
 struct sr_pack_reuse {
-    const char *path;              /* the earlier archive */
-    const struct sr_frame_info *v; /* its frames (sr_pack_stats.frame_list) */
+    const char *const *paths; /* the earlier archives ("" = none) */
+    uint32_t npaths;
+    const struct sr_frame_info *v; /* their frames */
     uint32_t n;
+    int by_ref;
 };
 
 struct sr_pack_opts {
@@ -86,7 +96,8 @@ struct sr_pack_stats {
      * frees it), as sr_archive_frames() would list them, without a second
      * pass over the archive */
     struct sr_frame_info *frame_list;
-    uint32_t reused; /* frames copied from opts->reuse */
+    uint32_t reused; /* frames copied (or, by_ref, referenced) from opts->reuse */
+    uint32_t holes;  /* frames referenced (by_ref): checksum is then "" */
 };
 
 /* Packs dir (its contents, with paths relative to it) into the sink. */
@@ -137,11 +148,31 @@ struct sr_frame_info {
     /* XXH3-64 of the compressed frame as listed (0 = unknown, e.g. read
      * from a manifest): lets a packer copy it back unchanged */
     uint64_t chash;
+    /* Only in a list of staged frames (never stored): 0 = at coff in this
+     * archive; k > 0 = a hole at coff, the bytes are at soff in the k-th
+     * earlier archive (struct sr_pack_reuse). */
+    uint32_t src;
+    uint64_t soff;
 };
 
 /* Lists the frames of the archive src (its seek table, every frame
  * decompressed, verified and hashed). *out is malloc'd. */
 int sr_archive_frames(const struct sr_source *src, struct sr_frame_info **out, uint32_t *n);
+
+/* A staged archive with holes (sr_pack_reuse.by_ref): v is its frame
+ * list, paths the earlier archives its holes refer to. Every frame read
+ * from an earlier archive must have the compressed XXH3-64 (chash), zstd
+ * content checksum and size it was listed with, else -EIO: the earlier
+ * archive changed, and this one cannot be completed. */
+/* Reads frame f (f->csize bytes) into buf: from own, or for a hole from
+ * the earlier archive it refers to. */
+int sr_staged_read_frame(const struct sr_source *own, const struct sr_frame_info *f,
+                         const char *const *paths, uint32_t npaths, void *buf);
+/* Completes the archive at path in place: every hole gets its frame, and
+ * v's entries then say so (src 0). With sync, fsync()s it. checksum (may
+ * be NULL) gets the whole archive's, as sr_pack_stats' would have been. */
+int sr_staged_fill(const char *path, struct sr_frame_info *v, uint32_t n, const char *const *paths,
+                   uint32_t npaths, int sync, char checksum[SR_CHECKSUM_LEN]);
 
 struct sr_unpack_opts {
     int threads;            /* 0 = number of online CPUs */

@@ -49,10 +49,11 @@ enum { SLOT_FREE, SLOT_FILLING, SLOT_QUEUED, SLOT_DONE };
 struct pslot {
     uint8_t *src;
     uint8_t *dst;
-    size_t len;         /* bytes of tar stream in src */
-    size_t clen;        /* compressed bytes in dst */
-    XXH128_hash_t hash; /* of src, with list_frames or reuse */
-    int reused;         /* dst was copied from the earlier archive */
+    size_t len;               /* bytes of tar stream in src */
+    size_t clen;              /* compressed bytes in dst */
+    XXH128_hash_t hash;       /* of src, with list_frames or reuse */
+    int reused;               /* 1: dst was copied from an earlier archive; 2: referenced */
+    struct sr_frame_info ref; /* with reused 2: the earlier frame (not in dst) */
     int state;
     int err; /* 0 or -errno, with msg */
     char msg[160];
@@ -84,10 +85,12 @@ struct packer {
     int list_frames;
     struct sr_frame_info *flist;
     size_t flist_cap;
-    /* with opts->reuse: its frames sorted by (hash, size), and the archive */
+    /* with opts->reuse: its frames sorted by (hash, size), and the earlier
+     * archives they are in (an fd for each one a frame is in, else -1) */
     struct sr_frame_info *reuse;
-    uint32_t nreuse;
-    int reuse_fd;
+    uint32_t nreuse, nreuse_fds;
+    int *reuse_fds;
+    int by_ref; /* reused frames become holes (sr_pack_dir_to_file) */
 };
 
 /* ---- workers ---------------------------------------------------------- */
@@ -102,20 +105,29 @@ static int cmp_frame(const void *a, const void *b)
     return x->dsize < y->dsize ? -1 : x->dsize > y->dsize;
 }
 
-/* The earlier archive's frame of the same content, copied into s->dst: 1,
- * or 0 when there is none or the copy is not that frame. The frame was
- * made from content of this XXH3-128 and size; the copy must have the
+/* The earlier archives' frame of the same content: 2 when it is to be
+ * referenced (by_ref: s->ref, nothing read), 1 when it was copied into
+ * s->dst, 0 when there is none or the copy is not that frame. The frame
+ * was made from content of this XXH3-128 and size; the copy must have the
  * XXH3-64 the frame had when it was made (a stale or damaged earlier
  * archive never reaches the new one) and zstd's content checksum of this
- * content. */
+ * content. (A referenced frame is checked the same way when it is read,
+ * staged.c.) */
 static int reuse_slot(const struct packer *p, struct pslot *s)
 {
     const struct sr_frame_info key = {
         .hash_hi = s->hash.high64, .hash_lo = s->hash.low64, .dsize = (uint32_t)s->len};
     const struct sr_frame_info *f =
         bsearch(&key, p->reuse, p->nreuse, sizeof(*p->reuse), cmp_frame);
-    if (!f || !f->chash || f->csize < 4 || f->csize > p->dst_cap ||
-        pread(p->reuse_fd, s->dst, f->csize, (off_t)f->coff) != (ssize_t)f->csize)
+    if (!f || !f->chash || f->csize < 4 || f->csize > p->dst_cap || !f->src ||
+        f->src > p->nreuse_fds || p->reuse_fds[f->src - 1] < 0)
+        return 0;
+    if (p->by_ref) {
+        s->ref = *f;
+        s->clen = f->csize;
+        return 2;
+    }
+    if (pread(p->reuse_fds[f->src - 1], s->dst, f->csize, (off_t)f->soff) != (ssize_t)f->csize)
         return 0;
     const uint8_t *const t = s->dst + f->csize - 4;
     const uint32_t tail =
@@ -133,10 +145,8 @@ static void compress_slot(struct packer *p, ZSTD_CCtx *cc, struct pslot *s)
     s->reused = 0;
     if (p->list_frames || p->nreuse)
         s->hash = XXH3_128bits(s->src, s->len);
-    if (p->nreuse && reuse_slot(p, s)) {
-        s->reused = 1;
+    if (p->nreuse && (s->reused = reuse_slot(p, s)))
         return;
-    }
     if (!cc) {
         s->err = -ENOMEM;
         snprintf(s->msg, sizeof(s->msg), "cannot create a zstd compression context");
@@ -190,12 +200,14 @@ static void *pack_worker(void *arg)
 
 /* ---- in-order output -------------------------------------------------- */
 
+/* buf NULL: a hole of len bytes (by_ref; the sink skips them). */
 static int sink_bytes(struct packer *p, const void *buf, size_t len)
 {
     const int rc = p->sink(p->sink_ctx, buf, len);
     if (rc < 0)
         return rc;
-    XXH3_128bits_update(p->xxh, buf, len);
+    if (buf)
+        XXH3_128bits_update(p->xxh, buf, len);
     p->st.stored_bytes += len;
     return 0;
 }
@@ -204,9 +216,11 @@ static int sink_slot(struct packer *p, struct pslot *s)
 {
     if (s->err < 0)
         return sr_errf(s->err, "%s", s->msg);
+    const int hole = s->reused == 2;
     const uint8_t *const t = s->dst + s->clen - 4;
     const uint32_t checksum =
-        (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+        hole ? s->ref.xxh64_lo
+             : (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
     int rc = sr_seektable_add(&p->table, (uint32_t)s->clen, (uint32_t)s->len, checksum);
     if (rc == 0 && p->list_frames) {
         if (p->table.count > p->flist_cap) {
@@ -224,10 +238,13 @@ static int sink_slot(struct packer *p, struct pslot *s)
                                    .csize = (uint32_t)s->clen,
                                    .dsize = (uint32_t)s->len,
                                    .xxh64_lo = checksum,
-                                   .chash = XXH3_64bits(s->dst, s->clen)};
+                                   .chash = hole ? s->ref.chash : XXH3_64bits(s->dst, s->clen),
+                                   .src = hole ? s->ref.src : 0,
+                                   .soff = hole ? s->ref.soff : 0};
     }
-    p->st.reused += (uint32_t)s->reused;
-    return rc < 0 ? rc : sink_bytes(p, s->dst, s->clen);
+    p->st.reused += s->reused != 0;
+    p->st.holes += hole;
+    return rc < 0 ? rc : sink_bytes(p, hole ? NULL : s->dst, s->clen);
 }
 
 /* Hands compressed frames to the sink in order: every one that is already
@@ -464,7 +481,7 @@ static int pack_tree(struct packer *p, int dfd, const char *dir)
 
 /* ---- setup and teardown ----------------------------------------------- */
 
-static int packer_init(struct packer *p, const struct sr_pack_opts *opts)
+static int packer_init(struct packer *p, const struct sr_pack_opts *opts, int holes_ok)
 {
     const int level = opts && opts->level ? opts->level : SR_CODEC_DEFAULT_LEVEL;
     const size_t fsize = opts && opts->frame_size ? opts->frame_size : SR_CODEC_DEFAULT_FRAME;
@@ -494,16 +511,27 @@ static int packer_init(struct packer *p, const struct sr_pack_opts *opts)
     }
     XXH3_128bits_reset(p->xxh);
     p->list_frames = opts && opts->list_frames;
-    p->reuse_fd = -1;
     const struct sr_pack_reuse *r = opts ? opts->reuse : NULL;
-    if (r && r->n && r->path && (p->reuse = malloc(r->n * sizeof(*p->reuse)))) {
-        p->reuse_fd = open(r->path, O_RDONLY | O_CLOEXEC);
-        if (p->reuse_fd >= 0) {
-            memcpy(p->reuse, r->v, r->n * sizeof(*p->reuse));
-            qsort(p->reuse, r->n, sizeof(*p->reuse), cmp_frame);
-            p->nreuse = r->n;
-        }
+    if (!r || !r->n || !r->npaths)
+        return 0;
+    /* Without the earlier archives, or the memory, every frame is simply
+     * compressed. */
+    p->reuse = malloc(r->n * sizeof(*p->reuse));
+    p->reuse_fds = malloc(r->npaths * sizeof(*p->reuse_fds));
+    if (!p->reuse || !p->reuse_fds)
+        return 0;
+    p->nreuse_fds = r->npaths;
+    for (uint32_t i = 0; i < r->npaths; i++)
+        p->reuse_fds[i] = -1;
+    for (uint32_t i = 0; i < r->n; i++) {
+        const uint32_t k = r->v[i].src;
+        if (k && k <= r->npaths && p->reuse_fds[k - 1] < 0 && r->paths[k - 1][0])
+            p->reuse_fds[k - 1] = open(r->paths[k - 1], O_RDONLY | O_CLOEXEC);
     }
+    memcpy(p->reuse, r->v, r->n * sizeof(*p->reuse));
+    qsort(p->reuse, r->n, sizeof(*p->reuse), cmp_frame);
+    p->nreuse = r->n;
+    p->by_ref = r->by_ref && holes_ok && p->list_frames; /* a hole must be listed */
     return 0;
 }
 
@@ -548,8 +576,10 @@ static void packer_free(struct packer *p)
     sr_seektable_free(&p->table);
     free(p->flist);
     free(p->reuse);
-    if (p->reuse_fd >= 0)
-        close(p->reuse_fd);
+    for (uint32_t i = 0; i < p->nreuse_fds; i++)
+        if (p->reuse_fds[i] >= 0)
+            close(p->reuse_fds[i]);
+    free(p->reuse_fds);
 }
 
 /* Everything after the last entry: end of tar, last frame, seek table. */
@@ -585,13 +615,14 @@ static int open_archive(struct packer *p)
     return 0;
 }
 
-int sr_pack_dir(const char *dir, sr_sink_fn sink, void *sink_ctx, const struct sr_pack_opts *opts,
-                struct sr_pack_stats *stats)
+/* holes_ok: the sink takes holes (buf NULL), so by_ref may be honoured. */
+static int pack_dir(const char *dir, sr_sink_fn sink, void *sink_ctx,
+                    const struct sr_pack_opts *opts, struct sr_pack_stats *stats, int holes_ok)
 {
-    struct packer p = {.sink = sink, .sink_ctx = sink_ctx, .reuse_fd = -1};
+    struct packer p = {.sink = sink, .sink_ctx = sink_ctx};
     int started = 0, running = 0;
     const int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int rc = packer_init(&p, opts);
+    int rc = packer_init(&p, opts, holes_ok);
     if (rc == 0 && dfd < 0)
         rc = sr_errf(-errno, "cannot open directory %s: %s", dir, strerror(errno));
     if (rc == 0) {
@@ -611,7 +642,10 @@ int sr_pack_dir(const char *dir, sr_sink_fn sink, void *sink_ctx, const struct s
     if (rc == 0 && stats) {
         const XXH128_hash_t h = XXH3_128bits_digest(p.xxh);
         *stats = p.st;
-        sr_checksum_format(h.high64, h.low64, stats->checksum);
+        if (!p.st.holes) /* else unknown until it is filled (staged.c) */
+            sr_checksum_format(h.high64, h.low64, stats->checksum);
+        else
+            stats->checksum[0] = '\0';
         stats->frame_list = p.flist; /* the caller's now */
         p.flist = NULL;
     }
@@ -621,13 +655,20 @@ int sr_pack_dir(const char *dir, sr_sink_fn sink, void *sink_ctx, const struct s
     return rc;
 }
 
+int sr_pack_dir(const char *dir, sr_sink_fn sink, void *sink_ctx, const struct sr_pack_opts *opts,
+                struct sr_pack_stats *stats)
+{
+    return pack_dir(dir, sink, sink_ctx, opts, stats, 0);
+}
+
 /* ---- to a file -------------------------------------------------------- */
 
 /* Through fsutil's durable writer, whose writeback steps let the final
- * fsync find little left to do instead of flushing the whole archive. */
+ * fsync find little left to do instead of flushing the whole archive. A
+ * hole is skipped: the file stays sparse there until filled. */
 static int durable_sink(void *ctx, const void *buf, size_t len)
 {
-    return sr_durable_write(ctx, buf, len);
+    return buf ? sr_durable_write(ctx, buf, len) : sr_durable_skip(ctx, len);
 }
 
 int sr_pack_dir_to_file(const char *dir, const char *path, const struct sr_pack_opts *opts,
@@ -637,7 +678,7 @@ int sr_pack_dir_to_file(const char *dir, const char *path, const struct sr_pack_
     int rc = sr_durable_open(&out, path);
     out.scratch = opts && opts->scratch;
     if (rc == 0)
-        rc = sr_pack_dir(dir, durable_sink, &out, opts, stats);
+        rc = pack_dir(dir, durable_sink, &out, opts, stats, 1);
     if (rc == 0)
         rc = sr_durable_commit(&out, 0);
     sr_durable_abort(&out);

@@ -87,6 +87,12 @@ int sr_ckpt_publish(struct sr_store *st, const struct sr_manifest *m, const char
 int sr_ckpt_publish_delta(struct sr_store *st, struct sr_manifest *m, const char *data_path,
                           const struct sr_fence *fence, unsigned full_every);
 
+/* A staged archive with holes (m->staged_frames with src != 0) made
+ * whole in place, fsync()ed unless the store streams it (a file store
+ * adopts it), and m->checksum set: before anything uploads it whole.
+ * 0 when there is nothing to do. */
+int sr_ckpt_fill_staged(struct sr_store *st, struct sr_manifest *m, const char *data_path);
+
 /* The frame list of a format-2 checkpoint (re-read from its manifest). */
 struct sr_frame_list;
 int sr_ckpt_frames(struct sr_store *st, const struct sr_manifest *m, struct sr_frame_list *l);

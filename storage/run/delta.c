@@ -201,7 +201,10 @@ static int upload_new(struct sr_store *st, struct sr_manifest *m, const struct s
         buf = nb;
         struct sr_frame_info f = own[i];
         f.coff = u.bytes;
-        if ((rc = src->read_at(src->ctx, buf, f.csize, own[i].coff)) == 0 &&
+        f.src = 0; /* read from wherever it was staged, stored here */
+        f.soff = 0;
+        if ((rc = sr_staged_read_frame(src, &own[i], m->staged_paths, m->staged_npaths, buf)) ==
+                0 &&
             (rc = sr_seektable_add(&t, f.csize, f.dsize, f.xxh64_lo)) == 0 &&
             (rc = put(&u, buf, f.csize)) == 0)
             rc = sr_frame_list_add(out, &f, (uint32_t)me);
@@ -244,12 +247,31 @@ static int staged_fit(const struct sr_manifest *m, uint64_t size)
     return off + sr_seektable_size(m->staged_nframes, 1) == size;
 }
 
+int sr_ckpt_fill_staged(struct sr_store *st, struct sr_manifest *m, const char *data_path)
+{
+    uint32_t holes = 0;
+    for (uint32_t i = 0; i < m->staged_nframes; i++)
+        holes += m->staged_frames[i].src != 0;
+    if (!holes)
+        return 0;
+    const int64_t t0 = sr_now_ms();
+    const int rc = sr_staged_fill(data_path, m->staged_frames, m->staged_nframes, m->staged_paths,
+                                  m->staged_npaths, !sr_store_streams(st), m->checksum);
+    if (rc == 0)
+        sr_debug("filled %" PRIu32 " frames of %s from earlier staged archives in %" PRId64 " ms",
+                 holes, data_path, sr_now_ms() - t0);
+    return rc;
+}
+
 int sr_ckpt_publish_delta(struct sr_store *st, struct sr_manifest *m, const char *data_path,
                           const struct sr_fence *fence, unsigned full_every)
 {
+    int rc;
     if (m->nodes > 0)
-        return sr_ckpt_publish(st, m, data_path, fence);
-    int rc = sr_ckpt_check_new_seq(st, m);
+        return (rc = sr_ckpt_fill_staged(st, m, data_path)) < 0
+                   ? rc
+                   : sr_ckpt_publish(st, m, data_path, fence);
+    rc = sr_ckpt_check_new_seq(st, m);
     if (rc < 0)
         return rc;
     struct sr_source src;
@@ -261,7 +283,7 @@ int sr_ckpt_publish_delta(struct sr_store *st, struct sr_manifest *m, const char
     if (staged_fit(m, src.size) && (own = malloc(m->staged_nframes * sizeof(*own)))) {
         memcpy(own, m->staged_frames, m->staged_nframes * sizeof(*own));
         n = m->staged_nframes; /* listed as it was packed: no second pass */
-    } else {
+    } else if ((rc = sr_ckpt_fill_staged(st, m, data_path)) == 0) {
         rc = sr_archive_frames(&src, &own, &n);
     }
     if (rc == 0)
@@ -272,7 +294,11 @@ int sr_ckpt_publish_delta(struct sr_store *st, struct sr_manifest *m, const char
     m->frames = n;
     m->archive_bytes = src.size; /* the staged archive; stored_bytes: what is uploaded */
     m->frame_list = &list;
-    if (m->full) { /* the staged file as it is: stock-readable */
+    if (m->full) { /* the staged file as it is (made whole): stock-readable */
+        if ((rc = sr_ckpt_fill_staged(st, m, data_path)) < 0)
+            goto out;
+        for (uint32_t i = 0; i < n; i++)
+            own[i].src = 0; /* filled */
         const int me = sr_frame_list_object(&list, m->seq);
         for (uint32_t i = 0; me >= 0 && rc == 0 && i < n; i++)
             rc = sr_frame_list_add(&list, &own[i], (uint32_t)me);

@@ -86,6 +86,11 @@ struct sr_manifest {
      * whoever staged it (sr_commits_stage: free() it after the persist). */
     struct sr_frame_info *staged_frames;
     uint32_t staged_nframes;
+    /* The earlier archives that the staged archive's holes refer to
+     * (sr_pack_reuse.by_ref: a frame with src k is in staged_paths[k - 1]);
+     * publishing reads or fills them in from there (sr_ckpt_fill_staged). */
+    const char *const *staged_paths;
+    uint32_t staged_npaths;
 };
 
 /* The archive fields of m from the packing that made its data object

@@ -252,14 +252,33 @@ static void test_spool_is_empty_after_commits_persist(void **state)
     start(f);
     commit(f, 1);
     commit(f, 2);
-    /* only a link to the last staged archive, which the next stage copies
-     * unchanged frames from; gone when the checkpointer stops */
-    assert_int_equal(count_entries(f->spool), 1);
-    char last[PATH_MAX + 32];
-    snprintf(last, sizeof(last), "%s/last.tar.zst", f->spool);
-    assert_int_equal(access(last, R_OK), 0);
+    /* only the pool: links to the last staged archive (its unchanged frame
+     * is a hole) and the one that holds that frame, which the next stage
+     * refers to; gone when the checkpointer stops */
+    assert_int_equal(count_entries(f->spool), 2);
+    DIR *d = opendir(f->spool);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.')
+            assert_int_equal(strncmp(e->d_name, "pool-", 5), 0);
+    closedir(d);
     stop(f);
     assert_int_equal(count_entries(f->spool), 0);
+}
+
+/* The staged frames v as a pool for the next stage: those in the archive
+ * itself are in paths[k - 1], the holes where they already point. */
+static struct sr_frame_info *pool_of(const struct sr_manifest *m, uint32_t k)
+{
+    struct sr_frame_info *v = malloc(m->staged_nframes * sizeof(*v));
+    assert_non_null(v);
+    memcpy(v, m->staged_frames, m->staged_nframes * sizeof(*v));
+    for (uint32_t i = 0; i < m->staged_nframes; i++)
+        if (!v[i].src) {
+            v[i].src = k;
+            v[i].soff = v[i].coff;
+        }
+    return v;
 }
 
 /* A stage after an unchanged commit copies every frame from the last
@@ -274,7 +293,10 @@ static void test_unchanged_frames_are_copied_from_the_last_stage(void **state)
     snprintf(c, sizeof(c), "%s/c.tar.zst", f->dir);
     struct sr_manifest ma, mb, mc;
     assert_int_equal(sr_commits_stage(&f->cfg, f->ckpt, 1, 1, a, &ma), 0);
-    const struct sr_pack_reuse reuse = {.path = a, .v = ma.staged_frames, .n = ma.staged_nframes};
+    struct sr_frame_info *pool = pool_of(&ma, 1);
+    const char *const paths[] = {a};
+    const struct sr_pack_reuse reuse = {
+        .paths = paths, .npaths = 1, .v = pool, .n = ma.staged_nframes};
     struct sr_commits_config cfg = f->cfg;
     cfg.reuse = &reuse;
     assert_int_equal(sr_commits_stage(&cfg, f->ckpt, 2, 2, b, &mb), 0);
@@ -289,9 +311,224 @@ static void test_unchanged_frames_are_copied_from_the_last_stage(void **state)
     fclose(fp);
     assert_int_equal(sr_commits_stage(&cfg, f->ckpt, 3, 3, c, &mc), 0);
     assert_string_equal(mc.checksum, mb.checksum);
+    free(pool);
     free(ma.staged_frames);
     free(mb.staged_frames);
     free(mc.staged_frames);
+}
+
+/* size bytes that do not compress, from seed */
+static void write_noise(const char *dir, const char *name, size_t size, uint64_t seed)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    for (size_t i = 0; i < size; i += 8) {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        fwrite(&seed, 1, size - i < 8 ? size - i : 8, fp);
+    }
+    fclose(fp);
+}
+
+static void read_all(const char *path, char **buf, size_t *len)
+{
+    sr_err_clear();
+    const int rc = sr_read_file(path, 64u << 20, buf, len);
+    if (rc != 0)
+        fail_msg("read %s: %s", path, sr_strerror(rc));
+}
+
+/* by_ref: a stage leaves holes for the frames earlier archives hold (a
+ * chain: c refers to b's own frames and, through b's holes, to a's), does
+ * not write them (the file takes less room), and filling it in gives the
+ * very archive a stage without reuse makes. Each hole's frame reads back
+ * as that archive's; an earlier archive that changed cannot be filled
+ * from. */
+static void test_unchanged_frames_become_holes_and_fill_back(void **state)
+{
+    struct fixture *f = *state;
+    write_noise(f->ckpt, "big1.bin", 9u << 20, 1);
+    write_noise(f->ckpt, "big2.bin", 5u << 20, 2);
+    char a[PATH_MAX + 16], b[PATH_MAX + 16], c[PATH_MAX + 16], whole[PATH_MAX + 16];
+    snprintf(a, sizeof(a), "%s/a.tar.zst", f->dir);
+    snprintf(b, sizeof(b), "%s/b.tar.zst", f->dir);
+    snprintf(c, sizeof(c), "%s/c.tar.zst", f->dir);
+    snprintf(whole, sizeof(whole), "%s/whole.tar.zst", f->dir);
+    struct sr_manifest ma, mb, mc, mw;
+    assert_int_equal(sr_commits_stage(&f->cfg, f->ckpt, 1, 1, a, &ma), 0);
+    const char *const paths[] = {a, b};
+    struct sr_frame_info *pa = pool_of(&ma, 1);
+    struct sr_pack_reuse reuse = {
+        .paths = paths, .npaths = 2, .v = pa, .n = ma.staged_nframes, .by_ref = 1};
+    struct sr_commits_config cfg = f->cfg;
+    cfg.reuse = &reuse;
+    write_noise(f->ckpt, "big2.bin", 5u << 20, 3); /* b: big2 changed */
+    assert_int_equal(sr_commits_stage(&cfg, f->ckpt, 2, 2, b, &mb), 0);
+    uint32_t holes = 0;
+    for (uint32_t i = 0; i < mb.staged_nframes; i++)
+        holes += mb.staged_frames[i].src == 1;
+    assert_true(holes >= 3);              /* big1's frames at least */
+    assert_string_equal(mb.checksum, ""); /* unknown until filled */
+    struct stat sa, sb;
+    assert_int_equal(stat(a, &sa), 0);
+    assert_int_equal(stat(b, &sb), 0);
+    assert_true((uint64_t)sb.st_size == mb.stored_bytes);
+    assert_true(sb.st_blocks * 512 < sb.st_size - (8 << 20)); /* big1 not written */
+    struct sr_frame_info *pb = pool_of(&mb, 2);
+    reuse.v = pb;
+    reuse.n = mb.staged_nframes;
+    tu_write_text(f->ckpt, "model.bin", "weights v3"); /* c: a small change */
+    assert_int_equal(sr_commits_stage(&cfg, f->ckpt, 3, 3, c, &mc), 0);
+    uint32_t from_a = 0, from_b = 0;
+    for (uint32_t i = 0; i < mc.staged_nframes; i++) {
+        from_a += mc.staged_frames[i].src == 1;
+        from_b += mc.staged_frames[i].src == 2;
+    }
+    assert_true(from_a >= 3 && from_b >= 2); /* big1 from a, big2 from b */
+    assert_int_equal(sr_commits_stage(&f->cfg, f->ckpt, 4, 4, whole, &mw), 0);
+    /* one frame read where it is: the same bytes as the whole archive's */
+    char *wbuf, *cbuf;
+    size_t wlen, clen;
+    read_all(whole, &wbuf, &wlen);
+    struct sr_source src;
+    assert_int_equal(sr_source_file_open(c, &src), 0);
+    for (uint32_t i = 0; i < mc.staged_nframes; i++) {
+        const struct sr_frame_info *fi = &mc.staged_frames[i];
+        char *buf = malloc(fi->csize);
+        assert_int_equal(sr_staged_read_frame(&src, fi, paths, 2, buf), 0);
+        assert_true(fi->coff + fi->csize <= wlen);
+        assert_memory_equal(buf, wbuf + fi->coff, fi->csize);
+        free(buf);
+    }
+    sr_source_file_close(&src);
+    /* filled in: byte for byte the whole archive, and its checksum */
+    char sum[SR_CHECKSUM_LEN];
+    assert_int_equal(sr_staged_fill(c, mc.staged_frames, mc.staged_nframes, paths, 2, 0, sum), 0);
+    assert_string_equal(sum, mw.checksum);
+    for (uint32_t i = 0; i < mc.staged_nframes; i++)
+        assert_int_equal(mc.staged_frames[i].src, 0);
+    read_all(c, &cbuf, &clen);
+    assert_int_equal(clen, wlen);
+    assert_memory_equal(cbuf, wbuf, wlen);
+    free(cbuf);
+    /* b's holes refer to a: damage a frame of a and b cannot be filled */
+    FILE *fp = fopen(a, "r+b");
+    assert_non_null(fp);
+    for (uint32_t i = 0; i < ma.staged_nframes; i++) {
+        const long at = (long)(ma.staged_frames[i].coff + ma.staged_frames[i].csize / 2);
+        fseek(fp, at, SEEK_SET);
+        const int was = fgetc(fp);
+        fseek(fp, at, SEEK_SET);
+        fputc(~was & 0xff, fp);
+    }
+    fclose(fp);
+    sr_err_clear();
+    const int rc = sr_staged_fill(b, mb.staged_frames, mb.staged_nframes, paths, 2, 0, sum);
+    assert_int_equal(rc, -EIO);
+    assert_non_null(strstr(sr_strerror(rc), "changed"));
+    free(wbuf);
+    free(pa);
+    free(pb);
+    free(ma.staged_frames);
+    free(mb.staged_frames);
+    free(mc.staged_frames);
+    free(mw.staged_frames);
+}
+
+/* The pipeline leaves holes and publishes every checkpoint whole and
+ * right: deltas (holes read from the pool), full ones (filled in) and,
+ * with full_every 1, nothing but full ones; each seq restores bit-exact. */
+static void check_holes_publish(struct fixture *f, unsigned full_every)
+{
+    f->cfg.full_every = full_every;
+    write_noise(f->ckpt, "big1.bin", 5u << 20, 11);
+    write_noise(f->ckpt, "big2.bin", 2u << 20, 12);
+    start(f);
+    for (int step = 1; step <= 4; step++) {
+        char v[32];
+        snprintf(v, sizeof(v), "weights v%d", step);
+        tu_write_text(f->ckpt, "model.bin", v);
+        if (step == 3)
+            write_noise(f->ckpt, "big2.bin", 2u << 20, 13);
+        commit(f, step);
+    }
+    stop(f);
+    assert_int_equal(count_entries(f->spool), 0);
+    for (int step = 1; step <= 4; step++) {
+        char out[PATH_MAX + 16], want[PATH_MAX + 16];
+        snprintf(out, sizeof(out), "%s/restored", f->dir);
+        snprintf(want, sizeof(want), "%s/want", f->dir);
+        restore_seq(f, (uint64_t)step, out);
+        char v[32];
+        snprintf(v, sizeof(v), "weights v%d", step);
+        tu_assert_text(out, "model.bin", v);
+        sr_rmtree(want);
+        assert_int_equal(sr_mkdirs(want, 0755), 0);
+        write_noise(want, "big1.bin", 5u << 20, 11);
+        write_noise(want, "big2.bin", 2u << 20, step >= 3 ? 13 : 12);
+        for (int k = 1; k <= 2; k++) {
+            char name[16], *x, *y;
+            size_t xl, yl;
+            snprintf(name, sizeof(name), "big%d.bin", k);
+            char px[PATH_MAX + 32], py[PATH_MAX + 32];
+            snprintf(px, sizeof(px), "%s/%s", out, name);
+            snprintf(py, sizeof(py), "%s/%s", want, name);
+            read_all(px, &x, &xl);
+            read_all(py, &y, &yl);
+            assert_int_equal(xl, yl);
+            assert_memory_equal(x, y, xl);
+            free(x);
+            free(y);
+        }
+    }
+    struct sr_ckpt_list l;
+    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(l.n, 4);
+    for (uint32_t i = 0; i < l.n; i++)
+        assert_int_equal(l.v[i].full, full_every == 1 || i == 0);
+    sr_ckpt_list_free(&l);
+}
+
+/* Near a deadline (hurry), a checkpoint due to be full is a delta; the
+ * next one without hurry is full. */
+static void test_hurry_makes_a_due_full_checkpoint_a_delta(void **state)
+{
+    struct fixture *f = *state;
+    f->cfg.full_every = 2; /* full, delta, full, delta... */
+    write_noise(f->ckpt, "big1.bin", 5u << 20, 21);
+    start(f);
+    commit(f, 1); /* full: the first */
+    tu_write_text(f->ckpt, "model.bin", "weights v2");
+    commit(f, 2); /* a delta */
+    tu_write_text(f->ckpt, "model.bin", "weights v3");
+    sr_commits_hurry(f->cp, 1);
+    commit(f, 3); /* due to be full, a delta */
+    sr_commits_hurry(f->cp, 0);
+    tu_write_text(f->ckpt, "model.bin", "weights v4");
+    commit(f, 4); /* full again */
+    stop(f);
+    struct sr_ckpt_list l;
+    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(l.n, 4);
+    const int want[] = {1, 0, 0, 1};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(l.v[i].full, want[i]);
+    sr_ckpt_list_free(&l);
+    char out[PATH_MAX + 16];
+    snprintf(out, sizeof(out), "%s/restored", f->dir);
+    restore_seq(f, 3, out);
+    tu_assert_text(out, "model.bin", "weights v3");
+}
+
+static void test_holes_publish_deltas_right(void **state)
+{
+    check_holes_publish(*state, 0);
+}
+
+static void test_holes_publish_full_checkpoints_right(void **state)
+{
+    check_holes_publish(*state, 1);
 }
 
 static void test_keep_two_leaves_only_the_newest_two(void **state)
@@ -512,6 +749,10 @@ int main(void)
         T(test_persisted_checkpoint_restores_the_directory),
         T(test_spool_is_empty_after_commits_persist),
         T(test_unchanged_frames_are_copied_from_the_last_stage),
+        T(test_unchanged_frames_become_holes_and_fill_back),
+        T(test_holes_publish_deltas_right),
+        T(test_holes_publish_full_checkpoints_right),
+        T(test_hurry_makes_a_due_full_checkpoint_a_delta),
         T(test_keep_two_leaves_only_the_newest_two),
         T(test_commit_after_modification_holds_the_new_content),
         T(test_directory_may_change_once_staged),

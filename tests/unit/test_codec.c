@@ -389,8 +389,15 @@ static void test_unchanged_frames_are_copied_not_compressed(void **state)
     }
     free(fi);
 
+    for (uint32_t i = 0; i < first.frames; i++) { /* a pool of one earlier archive */
+        first.frame_list[i].src = 1;
+        first.frame_list[i].soff = first.frame_list[i].coff;
+    }
+    char apath[PATH_MAX];
+    snprintf(apath, sizeof(apath), "%s", at("a.tar.zst"));
+    const char *const paths[] = {apath};
     const struct sr_pack_reuse reuse = {
-        .path = at("a.tar.zst"), .v = first.frame_list, .n = first.frames};
+        .paths = paths, .npaths = 1, .v = first.frame_list, .n = first.frames};
     po.reuse = &reuse;
     assert_int_equal(sr_pack_dir_to_file(at("src"), at("b.tar.zst"), &po, &second), 0);
     assert_int_equal(second.reused, second.frames);
