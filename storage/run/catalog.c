@@ -587,18 +587,6 @@ static int delete_tree(struct sr_store *st, const char *prefix)
     return delete_tree_at(st, prefix, 0);
 }
 
-/* Deletes one seq directory, its manifest first. */
-static int delete_seq(struct sr_store *st, const char *run_id, uint64_t seq)
-{
-    char key[KEY_LEN];
-    sr_ckpt_key(key, sizeof(key), run_id, seq, MANIFEST_NAME);
-    int rc = sr_store_delete(st, key);
-    if (rc < 0)
-        return rc;
-    sr_ckpt_key(key, sizeof(key), run_id, seq, NULL);
-    return delete_tree(st, key);
-}
-
 /* Index of seq in l, or l->n when it is not a complete checkpoint. */
 static size_t position(const struct sr_ckpt_list *l, uint64_t seq)
 {
@@ -641,13 +629,8 @@ static int is_referenced(const struct sr_frame_list *refs, uint64_t seq)
     return 0;
 }
 
-/* Deletes checkpoint seq, or only its manifest when a kept checkpoint
- * still references its data object (the object goes with a later gc). */
-static int gc_seq(struct sr_store *st, const char *run_id, uint64_t seq,
-                  const struct sr_frame_list *refs)
+static int delete_manifest(struct sr_store *st, const char *run_id, uint64_t seq)
 {
-    if (!is_referenced(refs, seq))
-        return delete_seq(st, run_id, seq);
     char key[KEY_LEN];
     sr_ckpt_key(key, sizeof(key), run_id, seq, MANIFEST_NAME);
     const int rc = sr_store_delete(st, key);
@@ -680,14 +663,27 @@ int sr_ckpt_gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned 
      * always kept. */
     if ((rc = referenced(st, &l, drop, &refs)) < 0)
         goto out;
+    /* Two passes, so that a gc killed anywhere leaves every checkpoint
+     * still listed whole: first the manifests of the dropped checkpoints
+     * (each is then no longer listed), then the data of every seq without
+     * a manifest that no kept checkpoint references (a dropped delta may
+     * reference an older dropped one's object until its manifest is gone).
+     * What a killed gc leaves is an incomplete seq the next gc deletes. */
     for (size_t i = 0; i < names.n; i++) {
-        uint64_t seq = sr_ckpt_parse_seq(names.v[i]);
+        const uint64_t seq = sr_ckpt_parse_seq(names.v[i]);
+        if (seq && position(&l, seq) < drop && (rc = delete_manifest(st, run_id, seq)) < 0)
+            goto out;
+    }
+    for (size_t i = 0; i < names.n; i++) {
+        const uint64_t seq = sr_ckpt_parse_seq(names.v[i]);
         if (seq == 0)
             continue;
         const size_t at = position(&l, seq);
         const int complete = at < l.n;
         if ((complete && at < drop) || (!complete && seq < newest)) {
-            if ((rc = gc_seq(st, run_id, seq, &refs)) < 0)
+            char key[KEY_LEN];
+            sr_ckpt_key(key, sizeof(key), run_id, seq, NULL);
+            if (!is_referenced(&refs, seq) && (rc = delete_tree(st, key)) < 0)
                 goto out;
             if (deleted)
                 (*deleted)++;

@@ -1,11 +1,13 @@
 /*
  * inject.c - libspotrun-inject.so, an LD_PRELOAD library for the fault
  * tests: makes chosen file-system calls fail with a chosen errno, the way a
- * full or failing disk does.
+ * full or failing disk does, or kills the process there (kill -9 at an
+ * exact point).
  *
  *   SPOTRUN_INJECT=op:ERRNO[:N][,op:ERRNO[:N]...]
  *       op     write pwrite fsync fdatasync rename link copy_file_range mkdir
- *       ERRNO  ENOSPC EIO EDQUOT EROFS
+ *              unlink (unlink and unlinkat)
+ *       ERRNO  ENOSPC EIO EDQUOT EROFS, or KILL: SIGKILL instead of the call
  *       N      let the first N matching calls through (default 0)
  *   SPOTRUN_INJECT_PATH=SUBSTRING
  *       only calls on paths (or fds open on paths) containing it
@@ -18,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +37,13 @@ enum op {
     OP_LINK,
     OP_CFR,
     OP_MKDIR,
+    OP_UNLINK,
     N_OPS
 };
-static const char *const op_names[N_OPS] = {"write",  "pwrite", "fsync",           "fdatasync",
-                                            "rename", "link",   "copy_file_range", "mkdir"};
+#define INJECT_KILL (-1)
+static const char *const op_names[N_OPS] = {"write",           "pwrite", "fsync",
+                                            "fdatasync",       "rename", "link",
+                                            "copy_file_range", "mkdir",  "unlink"};
 
 static struct {
     int err; /* 0 = not injected */
@@ -52,7 +58,11 @@ static int errno_of(const char *name)
     static const struct {
         const char *n;
         int e;
-    } t[] = {{"ENOSPC", ENOSPC}, {"EIO", EIO}, {"EDQUOT", EDQUOT}, {"EROFS", EROFS}};
+    } t[] = {{"ENOSPC", ENOSPC},
+             {"EIO", EIO},
+             {"EDQUOT", EDQUOT},
+             {"EROFS", EROFS},
+             {"KILL", INJECT_KILL}};
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
         if (strcmp(name, t[i].n) == 0)
             return t[i].e;
@@ -120,6 +130,8 @@ static int inject(enum op op, int matches)
 #define FAIL_IF(e)                                                                                 \
     do {                                                                                           \
         const int e_ = (e);                                                                        \
+        if (e_ == INJECT_KILL)                                                                     \
+            kill(getpid(), SIGKILL);                                                               \
         if (e_) {                                                                                  \
             errno = e_;                                                                            \
             return -1;                                                                             \
@@ -180,4 +192,18 @@ int mkdir(const char *path, mode_t mode)
     REAL(int, mkdir, const char *, mode_t);
     FAIL_IF(inject(OP_MKDIR, path_matches(path)));
     return real_mkdir(path, mode);
+}
+
+int unlink(const char *path)
+{
+    REAL(int, unlink, const char *);
+    FAIL_IF(inject(OP_UNLINK, path_matches(path)));
+    return real_unlink(path);
+}
+
+int unlinkat(int dfd, const char *name, int flags)
+{
+    REAL(int, unlinkat, int, const char *, int);
+    FAIL_IF(inject(OP_UNLINK, rules[OP_UNLINK].err && (path_matches(name) || fd_matches(dfd))));
+    return real_unlinkat(dfd, name, flags);
 }
