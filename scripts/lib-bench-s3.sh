@@ -8,7 +8,7 @@ bench_s3_start() {
     mkdir -p "$1/s3data"
     S3RVER_CONDITIONAL=1 node --openssl-legacy-provider "$root/tests/s3/server.js" "$1/s3data" bkt \
         >"$1/s3.log" 2>&1 &
-    until grep -q '^port ' "$1/s3.log"; do sleep 0.1; done
+    until grep -qs '^port ' "$1/s3.log"; do sleep 0.1; done
     export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
     export AWS_ENDPOINT_URL=http://127.0.0.1:$(sed -n 's/^port //p' "$1/s3.log")
     export AWS_EC2_METADATA_DISABLED=true
