@@ -384,17 +384,18 @@ static void keep_last(struct sr_commits *cp, const struct job *j)
     cp->last_bytes = j->m.stored_bytes;
 }
 
-/* Whether the next stage may leave holes: not for a multi-node part (its
- * archive is uploaded whole anyway), and not once the pool's files take
+/* Whether the next stage may leave holes: not once the pool's files take
  * much more room than one archive (the stage then copies, and the files
- * it no longer needs go). Under lock. */
+ * it no longer needs go). A multi-node part is uploaded whole, so its
+ * holes are filled in by the persister: the job still waits only for the
+ * new frames. Under lock. */
 static int by_ref_ok(const struct sr_commits *cp)
 {
     uint64_t disk = 0;
     for (unsigned i = 0; i < POOL_FILES; i++)
         if (cp->pool_holds & (1u << i))
             disk += cp->pool_disk[i];
-    return cp->cfg.nodes <= 1 && disk <= 2 * cp->last_bytes + (64u << 20);
+    return disk <= 2 * cp->last_bytes + (64u << 20);
 }
 
 static void do_stage(struct sr_commits *cp, struct job *j)

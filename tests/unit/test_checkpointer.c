@@ -27,6 +27,7 @@
 #include "checkpointer.h"
 #include "fsutil.h"
 #include "log.h"
+#include "parts.h"
 #include "units.h"
 
 #define RUN "cp-run"
@@ -521,6 +522,58 @@ static void test_hurry_makes_a_due_full_checkpoint_a_delta(void **state)
     tu_assert_text(out, "model.bin", "weights v3");
 }
 
+/* A multi-node part is staged with holes too (the job waits only for the
+ * new frames) and published whole: both nodes' parts of step 2 restore
+ * bit-exact as one checkpoint. */
+static void test_multinode_parts_with_holes_publish_whole(void **state)
+{
+    struct fixture *f = *state;
+    f->cfg.nodes = 2;
+    f->cfg.epoch = 1; /* as a lease's: a part of epoch 0 never counts */
+    write_noise(f->ckpt, "big0.bin", 5u << 20, 31);
+    char ckpt1[PATH_MAX + 16], spool1[PATH_MAX + 16];
+    snprintf(ckpt1, sizeof(ckpt1), "%s/ckpt1", f->dir);
+    snprintf(spool1, sizeof(spool1), "%s/spool1", f->dir);
+    assert_int_equal(sr_mkdirs(ckpt1, 0755), 0);
+    write_noise(ckpt1, "big1.bin", 5u << 20, 32);
+    start(f);
+    commit(f, 1);
+    tu_write_text(f->ckpt, "model.bin", "weights v2");
+    const struct sr_commit_result r = commit(f, 2);
+    assert_int_equal(r.part, 1);
+    stop(f);
+    f->cfg.node_rank = 1;
+    f->cfg.spool_dir = spool1;
+    start(f);
+    submit(f, ckpt1, 1, -1);
+    submit(f, ckpt1, 2, -1);
+    wait_results(f, SR_COMMIT_PERSISTED, 4);
+    stop(f);
+    char out[PATH_MAX + 16], px[PATH_MAX + 32], py[PATH_MAX + 32];
+    snprintf(out, sizeof(out), "%s/restored", f->dir);
+    const struct sr_restore_opts o = {.threads = 1, .nodes = 2, .rank = 0, .all_parts = 1};
+    struct sr_manifest m;
+    sr_err_clear();
+    const int rc = sr_ckpt_restore_node(f->st, RUN, sr_set_seq(2), out, &o, &m);
+    if (rc != 0)
+        fail_msg("restore of step 2: %s", sr_strerror(rc));
+    tu_assert_text(out, "model.bin", "weights v2");
+    const char *const names[] = {"big0.bin", "big1.bin"};
+    const char *const from[] = {f->ckpt, ckpt1};
+    for (int k = 0; k < 2; k++) {
+        char *x, *y;
+        size_t xl, yl;
+        snprintf(px, sizeof(px), "%s/%s", out, names[k]);
+        snprintf(py, sizeof(py), "%s/%s", from[k], names[k]);
+        read_all(px, &x, &xl);
+        read_all(py, &y, &yl);
+        assert_int_equal(xl, yl);
+        assert_memory_equal(x, y, xl);
+        free(x);
+        free(y);
+    }
+}
+
 static void test_holes_publish_deltas_right(void **state)
 {
     check_holes_publish(*state, 0);
@@ -753,6 +806,7 @@ int main(void)
         T(test_holes_publish_deltas_right),
         T(test_holes_publish_full_checkpoints_right),
         T(test_hurry_makes_a_due_full_checkpoint_a_delta),
+        T(test_multinode_parts_with_holes_publish_whole),
         T(test_keep_two_leaves_only_the_newest_two),
         T(test_commit_after_modification_holds_the_new_content),
         T(test_directory_may_change_once_staged),
