@@ -261,7 +261,8 @@ static int persist_part(const struct sr_commits_config *cfg, struct sr_manifest 
                         const char *path)
 {
     struct sr_fence f;
-    int rc = sr_ckpt_publish(cfg->st, m, path, fence_of(cfg, &f));
+    const unsigned every = cfg->full_every ? cfg->full_every : SR_FULL_EVERY_DEFAULT;
+    int rc = sr_ckpt_publish_delta(cfg->st, m, path, fence_of(cfg, &f), every);
     if (rc == -EEXIST) {
         /* This owner committed this step before (its part is there and
          * create-only): the first one stands. */
@@ -281,9 +282,7 @@ static int persist_part(const struct sr_commits_config *cfg, struct sr_manifest 
 int sr_commits_persist(const struct sr_commits_config *cfg, struct sr_manifest *m, const char *path)
 {
     if (cfg->nodes > 1) {
-        int rc = sr_ckpt_fill_staged(cfg->st, m, path);
-        if (rc == 0)
-            rc = persist_part(cfg, m, path);
+        const int rc = persist_part(cfg, m, path);
         if (rc > 0)
             apply_retention(cfg);
         return rc;

@@ -428,22 +428,29 @@ static int merge_into(const char *from, const char *into, int depth)
     return rc;
 }
 
-/* A part of set m: its record, checked to be that rank's part of that
- * step, then its data into dir. */
+int sr_ckpt_part_of(struct sr_store *st, const struct sr_manifest *set, uint32_t rank,
+                    struct sr_manifest *part)
+{
+    *part = *set;
+    part->is_part = 1;
+    part->node_rank = rank;
+    part->epoch = set->part_epoch[rank];
+    char data[SR_CKPT_NAME_LEN], rec[SR_CKPT_NAME_LEN];
+    sr_ckpt_names(part, data, rec);
+    int rc = load_record(st, set->run_id, set->seq, rec, part);
+    if (rc == 0 && (!part->is_part || part->node_rank != rank || part->nodes != set->nodes ||
+                    part->step != set->step || part->epoch != set->part_epoch[rank]))
+        rc = sr_errf(-EBADMSG, "%s/ckpt/%010llu/%s is not part %u of this checkpoint", set->run_id,
+                     (unsigned long long)set->seq, rec, rank);
+    return rc;
+}
+
+/* A part of set m, restored into dir. */
 static int restore_part(struct sr_store *st, const struct sr_manifest *set, uint32_t rank,
                         const char *dir, int threads)
 {
-    struct sr_manifest part = *set;
-    part.is_part = 1;
-    part.node_rank = rank;
-    part.epoch = set->part_epoch[rank];
-    char data[SR_CKPT_NAME_LEN], rec[SR_CKPT_NAME_LEN];
-    sr_ckpt_names(&part, data, rec);
-    int rc = load_record(st, set->run_id, set->seq, rec, &part);
-    if (rc == 0 && (!part.is_part || part.node_rank != rank || part.nodes != set->nodes ||
-                    part.step != set->step))
-        rc = sr_errf(-EBADMSG, "%s/ckpt/%010llu/%s is not part %u of this checkpoint", set->run_id,
-                     (unsigned long long)set->seq, rec, rank);
+    struct sr_manifest part;
+    const int rc = sr_ckpt_part_of(st, set, rank, &part);
     return rc < 0 ? rc : restore_one(st, &part, dir, threads);
 }
 
@@ -596,25 +603,43 @@ static size_t position(const struct sr_ckpt_list *l, uint64_t seq)
     return l->n;
 }
 
-/* The seqs whose data objects the checkpoints from `from` on reference
- * (format 2 frame lists; each format-1 checkpoint references its own). A
- * list that is unreadable because it is bad adds nothing (that checkpoint
- * cannot be restored anyway); a store error fails the gc. */
+/* Adds the seqs of the objects m's frame list names to refs. A list that
+ * is unreadable because it is bad adds nothing (that checkpoint cannot be
+ * restored anyway); a store error fails. */
+static int add_refs(struct sr_store *st, const struct sr_manifest *m, struct sr_frame_list *refs)
+{
+    struct sr_frame_list fl;
+    int rc = sr_ckpt_frames(st, m, &fl);
+    if (rc == -EBADMSG || rc == -ENOENT)
+        return 0;
+    for (uint32_t o = 0; rc == 0 && o < fl.nobj; o++) {
+        const int r = sr_frame_list_object(refs, fl.obj_seq[o], 0);
+        rc = r < 0 ? r : 0;
+    }
+    sr_frame_list_free(&fl);
+    return rc;
+}
+
+/* The seqs whose data objects the checkpoints from `from` on reference:
+ * format-2 frame lists, a multi-node checkpoint's in each of its parts
+ * (each format-1 checkpoint or part references only its own). */
 static int referenced(struct sr_store *st, const struct sr_ckpt_list *l, size_t from,
                       struct sr_frame_list *refs)
 {
     for (size_t i = from; i < l->n; i++) {
-        if (l->v[i].format < 2)
-            continue;
-        struct sr_frame_list fl;
-        int rc = sr_ckpt_frames(st, &l->v[i], &fl);
-        if (rc == -EBADMSG || rc == -ENOENT)
-            continue;
-        for (uint32_t o = 0; rc == 0 && o < fl.nobj; o++) {
-            const int r = sr_frame_list_object(refs, fl.obj_seq[o]);
-            rc = r < 0 ? r : 0;
+        const struct sr_manifest *const m = &l->v[i];
+        int rc = 0;
+        if (m->nodes > 0 && !m->is_part) {
+            for (uint32_t r = 0; rc == 0 && r < m->nodes && r < SR_NODES_MAX; r++) {
+                struct sr_manifest part;
+                if ((rc = sr_ckpt_part_of(st, m, r, &part)) == 0 && part.format >= 2)
+                    rc = add_refs(st, &part, refs);
+                else if (rc == -EBADMSG || rc == -ENOENT)
+                    rc = 0;
+            }
+        } else if (m->format >= 2) {
+            rc = add_refs(st, m, refs);
         }
-        sr_frame_list_free(&fl);
         if (rc < 0)
             return rc;
     }

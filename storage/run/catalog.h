@@ -93,7 +93,13 @@ int sr_ckpt_publish_delta(struct sr_store *st, struct sr_manifest *m, const char
  * 0 when there is nothing to do. */
 int sr_ckpt_fill_staged(struct sr_store *st, struct sr_manifest *m, const char *data_path);
 
-/* The frame list of a format-2 checkpoint (re-read from its manifest). */
+/* The record of rank's part of the multi-node checkpoint set, checked to
+ * be that part (-EBADMSG otherwise, -ENOENT when it is gone). */
+int sr_ckpt_part_of(struct sr_store *st, const struct sr_manifest *set, uint32_t rank,
+                    struct sr_manifest *part);
+
+/* The frame list of a format-2 checkpoint, or of a multi-node part (re-read
+ * from its manifest or record). */
 struct sr_frame_list;
 int sr_ckpt_frames(struct sr_store *st, const struct sr_manifest *m, struct sr_frame_list *l);
 

@@ -48,11 +48,19 @@
  * (gc counts references per object, docs/store.md). */
 #define REUSE_MIN (64u << 10)
 
-static void run_object_key(char key[KEY_LEN], const char *run_id, uint64_t seq)
+/* The key of object o of l. */
+static void list_object_key(char key[KEY_LEN], const char *run_id, const struct sr_frame_list *l,
+                            uint32_t o)
 {
     char name[64];
-    sr_frame_object_name(name, sizeof(name), seq);
+    sr_frame_object_name(name, sizeof(name), l, o);
     snprintf(key, KEY_LEN, "%s/%s", run_id, name);
+}
+
+/* Whether object o of l is m's own data object. */
+static int is_own(const struct sr_frame_list *l, uint32_t o, const struct sr_manifest *m)
+{
+    return l->obj_seq[o] == m->seq && (!l->part || l->obj_epoch[o] == m->epoch);
 }
 
 int sr_ckpt_frames(struct sr_store *st, const struct sr_manifest *m, struct sr_frame_list *l)
@@ -65,14 +73,18 @@ int sr_ckpt_frames(struct sr_store *st, const struct sr_manifest *m, struct sr_f
     if (m->format < 2)
         return sr_errf(-EINVAL, "checkpoint %s seq %" PRIu64 " has no frame list (format %d)",
                        m->run_id, m->seq, m->format);
-    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, "MANIFEST.json");
+    char data[SR_CKPT_NAME_LEN], rec[SR_CKPT_NAME_LEN];
+    sr_ckpt_names(m, data, rec); /* MANIFEST.json, or a part's record */
+    sr_ckpt_key(key, sizeof(key), m->run_id, m->seq, rec);
     int rc = sr_store_get(st, key, SR_MANIFEST_MAX, &buf, &len);
     if (rc == 0)
         rc = sr_manifest_parse(buf, len, &again);
     /* manifests are create-only: one that changed since it was listed is
      * not the one we chose */
-    if (rc == 0 && (again.seq != m->seq || strcmp(again.run_id, m->run_id) != 0 ||
-                    again.raw_bytes != m->raw_bytes || again.frames != m->frames))
+    if (rc == 0 &&
+        (again.seq != m->seq || strcmp(again.run_id, m->run_id) != 0 ||
+         again.raw_bytes != m->raw_bytes || again.frames != m->frames ||
+         again.is_part != m->is_part || again.node_rank != m->node_rank || again.epoch != m->epoch))
         rc = sr_errf(-EBADMSG, "manifest %s changed since it was listed", key);
     if (rc == 0)
         rc = sr_frame_list_parse(buf, len, m, l);
@@ -107,8 +119,19 @@ static int load_base(struct sr_store *st, const struct sr_manifest *m, unsigned 
     int rc = sr_ckpt_list(st, m->run_id, &cl);
     if (rc < 0)
         return rc;
-    const struct sr_manifest *const b = cl.n ? &cl.v[cl.n - 1] : NULL;
-    if (b && b->format >= 2 && b->seq < m->seq && full_every > 1 && b->chain + 1 < full_every) {
+    const struct sr_manifest *b = cl.n ? &cl.v[cl.n - 1] : NULL;
+    /* A multi-node part builds on its own rank's part of the newest set. */
+    struct sr_manifest part;
+    if (b && m->is_part) {
+        if (b->nodes != m->nodes || b->is_part || m->node_rank >= b->nodes)
+            b = NULL;
+        else if ((rc = sr_ckpt_part_of(st, b, m->node_rank, &part)) == 0)
+            b = &part;
+        else if (rc == -EBADMSG || rc == -ENOENT)
+            b = NULL, rc = 0;
+    }
+    if (rc == 0 && b && b->format >= 2 && b->seq < m->seq && full_every > 1 &&
+        b->chain + 1 < full_every) {
         rc = sr_ckpt_frames(st, b, l);
         if (rc == -EBADMSG || rc == -ENOENT) {
             sr_warn("checkpoint %s seq %" PRIu64 " cannot be a delta's base (%s); uploading "
@@ -127,7 +150,7 @@ static int load_base(struct sr_store *st, const struct sr_manifest *m, unsigned 
             if (l->v[i].obj == o && l->v[i].f.coff + l->v[i].f.csize > need)
                 need = l->v[i].f.coff + l->v[i].f.csize;
         char key[KEY_LEN];
-        run_object_key(key, m->run_id, l->obj_seq[o]);
+        list_object_key(key, m->run_id, l, o);
         rc = sr_store_size(st, key, &size);
         if (rc == -ENOENT || (rc == 0 && size < need)) {
             sr_warn("%s is %s; uploading checkpoint seq %" PRIu64 " in full", key,
@@ -179,17 +202,17 @@ static int upload_new(struct sr_store *st, struct sr_manifest *m, const struct s
     struct sr_seektable t;
     sr_seektable_init(&t);
     uint8_t *buf = NULL, *table = NULL;
-    const int me = sr_frame_list_object(out, m->seq);
+    const int me = sr_frame_list_object(out, m->seq, m->epoch);
     int rc = me < 0 ? me : u.xxh ? 0 : sr_errf(-ENOMEM, "delta: out of memory");
     if (rc == 0) {
         XXH3_128bits_reset(u.xxh);
-        run_object_key(key, m->run_id, m->seq);
+        list_object_key(key, m->run_id, out, (uint32_t)me);
         rc = sr_store_writer_open_new(st, key, &u.w);
     }
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
         const struct sr_frame_ref *const r = own[i].dsize >= REUSE_MIN ? find(base, &own[i]) : NULL;
         if (r) {
-            const int o = sr_frame_list_object(out, base->obj_seq[r->obj]);
+            const int o = sr_frame_list_object(out, base->obj_seq[r->obj], base->obj_epoch[r->obj]);
             rc = o < 0 ? o : sr_frame_list_add(out, &r->f, (uint32_t)o);
             continue;
         }
@@ -267,7 +290,7 @@ int sr_ckpt_publish_delta(struct sr_store *st, struct sr_manifest *m, const char
                           const struct sr_fence *fence, unsigned full_every)
 {
     int rc;
-    if (m->nodes > 0)
+    if (m->nodes > 0 && !m->is_part) /* not a part: as it is */
         return (rc = sr_ckpt_fill_staged(st, m, data_path)) < 0
                    ? rc
                    : sr_ckpt_publish(st, m, data_path, fence);
@@ -277,7 +300,8 @@ int sr_ckpt_publish_delta(struct sr_store *st, struct sr_manifest *m, const char
     struct sr_source src;
     struct sr_frame_info *own = NULL;
     uint32_t n = 0;
-    struct sr_frame_list base = {0}, list = {0};
+    struct sr_frame_list base = {0}, list;
+    sr_frame_list_init(&list, m);
     if ((rc = sr_source_file_open(data_path, &src)) < 0)
         return rc;
     if (staged_fit(m, src.size) && (own = malloc(m->staged_nframes * sizeof(*own)))) {
@@ -299,13 +323,14 @@ int sr_ckpt_publish_delta(struct sr_store *st, struct sr_manifest *m, const char
             goto out;
         for (uint32_t i = 0; i < n; i++)
             own[i].src = 0; /* filled */
-        const int me = sr_frame_list_object(&list, m->seq);
+        const int me = sr_frame_list_object(&list, m->seq, m->epoch);
         for (uint32_t i = 0; me >= 0 && rc == 0 && i < n; i++)
             rc = sr_frame_list_add(&list, &own[i], (uint32_t)me);
         char key[KEY_LEN];
-        run_object_key(key, m->run_id, m->seq);
         if (me < 0)
             rc = me;
+        else
+            list_object_key(key, m->run_id, &list, (uint32_t)me);
         if (rc == 0)
             rc = sr_store_put_file_new(st, key, data_path);
     } else {
@@ -395,16 +420,16 @@ static int vsrc_open(struct sr_store *st, const struct sr_manifest *m, struct vs
     int rc = v->objs && v->voff ? 0 : sr_errf(-ENOMEM, "delta restore: out of memory");
     for (uint32_t o = 0; rc == 0 && o < l->nobj; o++) {
         char key[KEY_LEN];
-        run_object_key(key, m->run_id, l->obj_seq[o]);
+        list_object_key(key, m->run_id, l, o);
         /* Every frame of the own object is listed: it is read whole (S3:
          * the background download, which also hashes it). Of an older
          * object only the listed frames are read, each with its own ranged
          * request: never the whole object. */
-        rc = l->obj_seq[o] == m->seq ? sr_store_source(st, key, &v->objs[o])
-                                     : sr_store_source_ranged(st, key, &v->objs[o]);
+        rc = is_own(l, o, m) ? sr_store_source(st, key, &v->objs[o])
+                             : sr_store_source_ranged(st, key, &v->objs[o]);
         if (rc == 0)
             (*opened)++;
-        if (rc == 0 && l->obj_seq[o] == m->seq)
+        if (rc == 0 && is_own(l, o, m))
             v->own = &v->objs[o];
     }
     if (rc == 0 && !v->own)
@@ -533,7 +558,7 @@ static int export_one(struct sr_store *st, const struct sr_manifest *m, const ch
                                  .read_at = vsrc_read_at,
                                  .checksum = vsrc_checksum};
     } else {
-        run_object_key(key, m->run_id, m->seq);
+        snprintf(key, sizeof(key), "%s/ckpt/%010" PRIu64 "/data.tar.zst", m->run_id, m->seq);
         rc = sr_store_source(st, key, &own);
         src = own;
         if (rc == 0 && own.size != m->stored_bytes)

@@ -23,28 +23,46 @@
 void sr_frame_list_free(struct sr_frame_list *l)
 {
     free(l->obj_seq);
+    free(l->obj_epoch);
     free(l->v);
     memset(l, 0, sizeof(*l));
 }
 
-void sr_frame_object_name(char *buf, size_t len, uint64_t seq)
+void sr_frame_list_init(struct sr_frame_list *l, const struct sr_manifest *m)
 {
-    snprintf(buf, len, "ckpt/%010" PRIu64 "/data.tar.zst", seq);
+    memset(l, 0, sizeof(*l));
+    l->part = m->is_part;
+    l->rank = m->node_rank;
 }
 
-int sr_frame_list_object(struct sr_frame_list *l, uint64_t seq)
+void sr_frame_object_name(char *buf, size_t len, const struct sr_frame_list *l, uint32_t i)
 {
+    if (l->part)
+        snprintf(buf, len, "ckpt/%010" PRIu64 "/part-%" PRIu32 "-e%" PRIu64 ".tar.zst",
+                 l->obj_seq[i], l->rank, l->obj_epoch[i]);
+    else
+        snprintf(buf, len, "ckpt/%010" PRIu64 "/data.tar.zst", l->obj_seq[i]);
+}
+
+int sr_frame_list_object(struct sr_frame_list *l, uint64_t seq, uint64_t epoch)
+{
+    if (!l->part)
+        epoch = 0;
     for (uint32_t i = 0; i < l->nobj; i++)
-        if (l->obj_seq[i] == seq)
+        if (l->obj_seq[i] == seq && l->obj_epoch[i] == epoch)
             return (int)i;
     if (l->nobj >= SR_FRAME_OBJECTS_MAX)
         return sr_errf(-E2BIG, "a checkpoint may reference at most %u objects",
                        SR_FRAME_OBJECTS_MAX);
     uint64_t *const p = realloc(l->obj_seq, (l->nobj + 1) * sizeof(*p));
-    if (!p)
+    if (p)
+        l->obj_seq = p;
+    uint64_t *const e = p ? realloc(l->obj_epoch, (l->nobj + 1) * sizeof(*e)) : NULL;
+    if (!e)
         return sr_errf(-ENOMEM, "frame list: out of memory");
-    l->obj_seq = p;
+    l->obj_epoch = e;
     p[l->nobj] = seq;
+    e[l->nobj] = epoch;
     return (int)l->nobj++;
 }
 
@@ -69,7 +87,7 @@ int sr_frame_list_build(json_t *o, const char *run_id, const struct sr_frame_lis
     int bad = !objs || !frames;
     char name[64], hex[33];
     for (uint32_t i = 0; !bad && i < l->nobj; i++) {
-        sr_frame_object_name(name, sizeof(name), l->obj_seq[i]);
+        sr_frame_object_name(name, sizeof(name), l, i);
         bad |= json_array_append_new(objs, json_string(name));
     }
     for (uint32_t i = 0; !bad && i < l->n; i++) {
@@ -84,11 +102,14 @@ int sr_frame_list_build(json_t *o, const char *run_id, const struct sr_frame_lis
     return bad;
 }
 
-/* seq of "ckpt/<10 digits>/data.tar.zst", 0 when name is anything else. */
-static uint64_t object_seq(const char *name)
+/* seq of "ckpt/<10 digits>/data.tar.zst", or in a part's list of
+ * "ckpt/<10 digits>/part-<its rank>-e<epoch >= 1>.tar.zst" (*epoch), 0 when
+ * name is anything else: the name must be exactly what
+ * sr_frame_object_name() gives back. */
+static uint64_t object_seq(const struct sr_frame_list *l, const char *name, uint64_t *epoch)
 {
-    if (strlen(name) != 28 || strncmp(name, "ckpt/", 5) != 0 ||
-        strcmp(name + 15, "/data.tar.zst") != 0)
+    const size_t len = strlen(name);
+    if (len < 16 || len > 63 || strncmp(name, "ckpt/", 5) != 0 || name[15] != '/')
         return 0;
     uint64_t seq = 0;
     for (int i = 5; i < 15; i++) {
@@ -96,7 +117,24 @@ static uint64_t object_seq(const char *name)
             return 0;
         seq = seq * 10 + (uint64_t)(name[i] - '0');
     }
-    return seq;
+    *epoch = 0;
+    if (l->part) {
+        unsigned rank;
+        unsigned long long e;
+        int end = 0;
+        if (sscanf(name + 16, "part-%u-e%llu.tar.zst%n", &rank, &e, &end) != 2 ||
+            (size_t)end != len - 16 || rank != l->rank || e == 0)
+            return 0;
+        *epoch = e;
+    } else if (strcmp(name + 15, "/data.tar.zst") != 0) {
+        return 0;
+    }
+    struct sr_frame_list probe = *l;
+    probe.obj_seq = &seq;
+    probe.obj_epoch = epoch;
+    char again[64];
+    sr_frame_object_name(again, sizeof(again), &probe, 0);
+    return strcmp(again, name) == 0 ? seq : 0;
 }
 
 static int parse_hex(const char *s, uint64_t *hi, uint64_t *lo)
@@ -128,18 +166,25 @@ static int parse_objects(json_t *objs, const struct sr_manifest *m, struct sr_fr
     if (n == 0 || n > SR_FRAME_OBJECTS_MAX)
         return bad_list(m->run_id, m->seq, "1 to 4096 objects", n);
     l->obj_seq = calloc(n, sizeof(*l->obj_seq));
-    if (!l->obj_seq)
+    l->obj_epoch = calloc(n, sizeof(*l->obj_epoch));
+    if (!l->obj_seq || !l->obj_epoch)
         return sr_errf(-ENOMEM, "frame list: out of memory");
     for (size_t i = 0; i < n; i++) {
         json_t *const s = json_array_get(objs, i);
-        const uint64_t seq = json_is_string(s) ? object_seq(json_string_value(s)) : 0;
-        if (seq == 0 || seq > m->seq)
+        uint64_t epoch = 0;
+        const uint64_t seq = json_is_string(s) ? object_seq(l, json_string_value(s), &epoch) : 0;
+        if (seq == 0 || seq > m->seq || (l->part && seq == m->seq && epoch != m->epoch))
             return bad_list(m->run_id, m->seq,
-                            "an object is not the data of an earlier checkpoint of the run", i);
+                            l->part ? "an object is not this node's part of an earlier "
+                                      "checkpoint of the run"
+                                    : "an object is not the data of an earlier checkpoint of "
+                                      "the run",
+                            i);
         for (size_t j = 0; j < i; j++)
-            if (l->obj_seq[j] == seq)
+            if (l->obj_seq[j] == seq && l->obj_epoch[j] == epoch)
                 return bad_list(m->run_id, m->seq, "an object is listed twice", i);
-        l->obj_seq[l->nobj++] = seq;
+        l->obj_seq[l->nobj] = seq;
+        l->obj_epoch[l->nobj++] = epoch;
     }
     return 0;
 }
@@ -179,7 +224,7 @@ static int parse_frames(json_t *frames, const struct sr_manifest *m, struct sr_f
 int sr_frame_list_parse(const char *buf, size_t len, const struct sr_manifest *m,
                         struct sr_frame_list *out)
 {
-    memset(out, 0, sizeof(*out));
+    sr_frame_list_init(out, m);
     json_error_t err;
     json_t *const o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
     if (!o)

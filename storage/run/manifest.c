@@ -384,7 +384,7 @@ static int get_delta(json_t *o, struct sr_manifest *m)
         return rc;
     if (json_object_get(o, "archive_bytes"))
         m->archive_bytes = (uint64_t)v;
-    if (m->nodes > 0)
+    if (m->nodes > 0 && !m->is_part) /* its parts have them */
         return sr_errf(-EBADMSG, "manifest: a multi-node checkpoint cannot have a frame list");
     if (!json_is_array(json_object_get(o, "frame_list")) ||
         !json_is_array(json_object_get(o, "objects")))

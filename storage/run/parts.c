@@ -94,7 +94,13 @@ static int build_set(struct sr_store *st, const char *run_id, uint64_t seq, uint
             memset(set->checksum, 0, sizeof(set->checksum));
         }
         set->raw_bytes += p.raw_bytes;
-        set->stored_bytes += p.stored_bytes;
+        set->stored_bytes += p.stored_bytes; /* what the parts uploaded */
+        if (r > 0) {                         /* full when every part is; the longest chain */
+            set->archive_bytes += p.archive_bytes;
+            set->full = set->full && p.full;
+            set->chain = p.chain > set->chain ? p.chain : set->chain;
+            set->format = p.format < set->format ? p.format : set->format;
+        }
         set->files += p.files;
         set->frames += p.frames;
         if (p.stage_seconds > set->stage_seconds)

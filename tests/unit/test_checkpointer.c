@@ -523,9 +523,9 @@ static void test_hurry_makes_a_due_full_checkpoint_a_delta(void **state)
 }
 
 /* A multi-node part is staged with holes too (the job waits only for the
- * new frames) and published whole: both nodes' parts of step 2 restore
- * bit-exact as one checkpoint. */
-static void test_multinode_parts_with_holes_publish_whole(void **state)
+ * new frames) and published as a delta on its rank's part of the last set:
+ * both nodes' parts of step 2 restore bit-exact as one checkpoint. */
+static void test_multinode_parts_are_deltas_and_restore(void **state)
 {
     struct fixture *f = *state;
     f->cfg.nodes = 2;
@@ -536,18 +536,31 @@ static void test_multinode_parts_with_holes_publish_whole(void **state)
     snprintf(spool1, sizeof(spool1), "%s/spool1", f->dir);
     assert_int_equal(sr_mkdirs(ckpt1, 0755), 0);
     write_noise(ckpt1, "big1.bin", 5u << 20, 32);
+    /* the two nodes, each its own checkpointer, commit steps 1 and 2 */
+    struct sr_commits_config cfg1 = f->cfg;
+    cfg1.node_rank = 1;
+    cfg1.spool_dir = spool1;
+    struct sr_commits *node1;
     start(f);
-    commit(f, 1);
-    tu_write_text(f->ckpt, "model.bin", "weights v2");
-    const struct sr_commit_result r = commit(f, 2);
-    assert_int_equal(r.part, 1);
-    stop(f);
-    f->cfg.node_rank = 1;
-    f->cfg.spool_dir = spool1;
-    start(f);
-    submit(f, ckpt1, 1, -1);
-    submit(f, ckpt1, 2, -1);
-    wait_results(f, SR_COMMIT_PERSISTED, 4);
+    assert_int_equal(sr_commits_start(&cfg1, &node1), 0);
+    for (int step = 1; step <= 2; step++) {
+        tu_write_text(f->ckpt, "model.bin", step == 1 ? "weights v1" : "weights v2");
+        const struct sr_commit_result r = commit(f, step);
+        assert_int_equal(r.part, 1);
+        assert_int_equal(sr_commits_submit(node1, ckpt1, step, -1), 0);
+        int persisted = 0;
+        for (int64_t end = sr_now_ms() + WAIT_MS; !persisted && sr_now_ms() < end;) {
+            struct pollfd pf = {.fd = sr_commits_fd(node1), .events = POLLIN};
+            poll(&pf, 1, 100);
+            for (struct sr_commit_result x; sr_commits_take(node1, &x) == 1;) {
+                if (x.kind == SR_COMMIT_PERSISTED && x.rc != 0)
+                    fail_msg("node 1 step %d: %s", step, x.msg);
+                persisted |= x.kind == SR_COMMIT_PERSISTED && x.set;
+            }
+        }
+        assert_true(persisted); /* node 1's part completed the set */
+    }
+    sr_commits_stop(node1, 0);
     stop(f);
     char out[PATH_MAX + 16], px[PATH_MAX + 32], py[PATH_MAX + 32];
     snprintf(out, sizeof(out), "%s/restored", f->dir);
@@ -557,6 +570,14 @@ static void test_multinode_parts_with_holes_publish_whole(void **state)
     const int rc = sr_ckpt_restore_node(f->st, RUN, sr_set_seq(2), out, &o, &m);
     if (rc != 0)
         fail_msg("restore of step 2: %s", sr_strerror(rc));
+    /* each part of step 2 is a delta on its rank's part of step 1 */
+    for (uint32_t rank = 0; rank < 2; rank++) {
+        struct sr_manifest p;
+        assert_int_equal(sr_ckpt_part_of(f->st, &m, rank, &p), 0);
+        assert_int_equal(p.format, 2);
+        assert_int_equal(p.full, 0);
+        assert_true(p.stored_bytes < p.raw_bytes / 4);
+    }
     tu_assert_text(out, "model.bin", "weights v2");
     const char *const names[] = {"big0.bin", "big1.bin"};
     const char *const from[] = {f->ckpt, ckpt1};
@@ -806,7 +827,7 @@ int main(void)
         T(test_holes_publish_deltas_right),
         T(test_holes_publish_full_checkpoints_right),
         T(test_hurry_makes_a_due_full_checkpoint_a_delta),
-        T(test_multinode_parts_with_holes_publish_whole),
+        T(test_multinode_parts_are_deltas_and_restore),
         T(test_keep_two_leaves_only_the_newest_two),
         T(test_commit_after_modification_holds_the_new_content),
         T(test_directory_may_change_once_staged),
