@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "framelist.h"
 #include "log.h"
 #include "manifest.h"
 
@@ -275,6 +276,69 @@ static void run_id_validation(void **state)
     assert_false(sr_manifest_run_id_valid(NULL));
 }
 
+/* parses a one-frame list naming object `name` for m */
+static int parse_one(const struct sr_manifest *m, const char *name)
+{
+    char buf[512];
+    snprintf(buf, sizeof(buf),
+             "{\"objects\": [\"%s\"], \"frame_list\": [[0, 0, 10, 100, "
+             "\"0123456789abcdef0123456789abcdef\"]]}",
+             name);
+    struct sr_frame_list l;
+    sr_err_clear();
+    const int rc = sr_frame_list_parse(buf, strlen(buf), m, &l);
+    if (rc == 0) {
+        char again[64];
+        sr_frame_object_name(again, sizeof(again), &l, 0);
+        assert_string_equal(again, name); /* the name is exactly what is written */
+        sr_frame_list_free(&l);
+    }
+    return rc;
+}
+
+/* A checkpoint's list names only data objects of this run no newer than
+ * it; a multi-node part's only its own rank's parts (of its own seq only
+ * its own epoch). Anything else makes the checkpoint bad. */
+static void frame_list_objects_are_checked(void **state)
+{
+    (void)state;
+    struct sr_manifest m = {.seq = 7, .frames = 1, .raw_bytes = 100};
+    snprintf(m.run_id, sizeof(m.run_id), "r");
+    assert_int_equal(parse_one(&m, "ckpt/0000000007/data.tar.zst"), 0);
+    assert_int_equal(parse_one(&m, "ckpt/0000000003/data.tar.zst"), 0);
+    const char *const bad_data[] = {
+        "ckpt/0000000008/data.tar.zst",  /* newer */
+        "ckpt/0000000000/data.tar.zst",  /* seq 0 */
+        "ckpt/000000003/data.tar.zst",   /* 9 digits */
+        "ckpt/0000000003/data.tar.zstx", /* trailing */
+        "../other/ckpt/0000000003/data.tar.zst",
+        "ckpt/0000000003/part-0-e1.tar.zst", /* a part in a plain list */
+    };
+    for (size_t i = 0; i < sizeof(bad_data) / sizeof(*bad_data); i++)
+        if (parse_one(&m, bad_data[i]) != -EBADMSG)
+            fail_msg("\"%s\" should be refused", bad_data[i]);
+    m.nodes = 2;
+    m.is_part = 1;
+    m.node_rank = 1;
+    m.epoch = 4;
+    assert_int_equal(parse_one(&m, "ckpt/0000000007/part-1-e4.tar.zst"), 0);
+    assert_int_equal(parse_one(&m, "ckpt/0000000005/part-1-e2.tar.zst"), 0);
+    const char *const bad_part[] = {
+        "ckpt/0000000005/part-0-e2.tar.zst",  /* another rank's */
+        "ckpt/0000000007/part-1-e3.tar.zst",  /* own seq, another owner's */
+        "ckpt/0000000008/part-1-e4.tar.zst",  /* newer */
+        "ckpt/0000000005/part-1-e0.tar.zst",  /* epoch 0 */
+        "ckpt/0000000005/part-1-e02.tar.zst", /* not as written */
+        "ckpt/0000000005/part-01-e2.tar.zst",
+        "ckpt/0000000005/part-1-e2.tar.zst/x",
+        "ckpt/0000000005/part-1-e2.json",
+        "ckpt/0000000005/data.tar.zst", /* the set's, not a part */
+    };
+    for (size_t i = 0; i < sizeof(bad_part) / sizeof(*bad_part); i++)
+        if (parse_one(&m, bad_part[i]) != -EBADMSG)
+            fail_msg("\"%s\" should be refused in a part's list", bad_part[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -288,6 +352,7 @@ int main(void)
         cmocka_unit_test(future_format_is_refused),
         cmocka_unit_test(garbage_is_refused),
         cmocka_unit_test(run_id_validation),
+        cmocka_unit_test(frame_list_objects_are_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
