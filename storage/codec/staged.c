@@ -28,22 +28,6 @@
 #include <xxhash.h>
 #include <zstd.h>
 
-static int pread_all(int fd, void *buf, size_t len, uint64_t off)
-{
-    uint8_t *p = buf;
-    while (len > 0) {
-        const ssize_t n = pread(fd, p, len, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        p += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
-    }
-    return 0;
-}
-
 static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 {
     const uint8_t *p = buf;
@@ -71,37 +55,43 @@ static int frame_ok(const struct sr_frame_info *f, const uint8_t *buf)
     return tail == f->xxh64_lo && ZSTD_getFrameContentSize(buf, f->csize) == f->dsize;
 }
 
-static int read_hole(const struct sr_frame_info *f, const char *const *paths, uint32_t npaths,
-                     int *fds, void *buf)
+/* The earlier archives, each opened when a hole first needs it. */
+struct earlier {
+    const char *const *paths;
+    uint32_t n;
+    struct sr_source *src; /* src[i].ctx NULL: not open */
+};
+
+static int earlier_init(struct earlier *e, const char *const *paths, uint32_t n)
 {
-    if (f->src > npaths || !paths[f->src - 1] || !paths[f->src - 1][0])
+    e->paths = paths;
+    e->n = n;
+    e->src = calloc(n ? n : 1, sizeof(*e->src));
+    return e->src ? 0 : sr_errf(-ENOMEM, "staged archive: out of memory");
+}
+
+static void earlier_free(struct earlier *e)
+{
+    for (uint32_t i = 0; e->src && i < e->n; i++)
+        if (e->src[i].ctx)
+            sr_source_file_close(&e->src[i]);
+    free(e->src);
+}
+
+static int read_hole(struct earlier *e, const struct sr_frame_info *f, void *buf)
+{
+    if (f->src > e->n || !e->paths[f->src - 1] || !e->paths[f->src - 1][0])
         return sr_errf(-EIO, "staged archive: frame at %llu refers to an unknown archive %u",
                        (unsigned long long)f->coff, f->src);
-    const char *const path = paths[f->src - 1];
-    int *const fd = &fds[f->src - 1];
-    if (*fd < 0 && (*fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return sr_errf(-errno, "cannot open %s: %s", path, strerror(errno));
-    const int rc = pread_all(*fd, buf, f->csize, f->soff);
+    const char *const path = e->paths[f->src - 1];
+    struct sr_source *const src = &e->src[f->src - 1];
+    int rc = src->ctx ? 0 : sr_source_file_open(path, src);
+    if (rc == 0)
+        rc = src->read_at(src->ctx, buf, f->csize, f->soff);
     if (rc < 0 || !frame_ok(f, buf))
         return sr_errf(-EIO, "%s changed: its frame at %llu is not the one staged (%s)", path,
-                       (unsigned long long)f->soff, rc < 0 ? strerror(-rc) : "wrong bytes");
+                       (unsigned long long)f->soff, rc < 0 ? sr_strerror(rc) : "wrong bytes");
     return 0;
-}
-
-static int *new_fds(uint32_t n)
-{
-    int *const fds = malloc((n ? n : 1) * sizeof(*fds));
-    for (uint32_t i = 0; fds && i < n; i++)
-        fds[i] = -1;
-    return fds;
-}
-
-static void free_fds(int *fds, uint32_t n)
-{
-    for (uint32_t i = 0; fds && i < n; i++)
-        if (fds[i] >= 0)
-            close(fds[i]);
-    free(fds);
 }
 
 int sr_staged_read_frame(const struct sr_source *own, const struct sr_frame_info *f,
@@ -109,10 +99,11 @@ int sr_staged_read_frame(const struct sr_source *own, const struct sr_frame_info
 {
     if (!f->src)
         return own->read_at(own->ctx, buf, f->csize, f->coff);
-    int *const fds = new_fds(npaths);
-    const int rc = fds ? read_hole(f, paths, npaths, fds, buf)
-                       : sr_errf(-ENOMEM, "staged archive: out of memory");
-    free_fds(fds, npaths);
+    struct earlier e;
+    int rc = earlier_init(&e, paths, npaths);
+    if (rc == 0)
+        rc = read_hole(&e, f, buf);
+    earlier_free(&e);
     return rc;
 }
 
@@ -123,12 +114,17 @@ int sr_staged_fill(const char *path, struct sr_frame_info *v, uint32_t n, const 
     for (uint32_t i = 0; i < n; i++)
         cap = v[i].csize > cap ? v[i].csize : cap;
     uint8_t *buf = malloc(cap);
-    int *const fds = new_fds(npaths);
+    struct earlier e;
+    struct sr_source own = {0};
     XXH3_state_t *const xxh = XXH3_createState();
     const int fd = open(path, O_RDWR | O_CLOEXEC);
-    int rc = buf && fds && xxh ? 0 : sr_errf(-ENOMEM, "staged archive: out of memory");
+    int rc = earlier_init(&e, paths, npaths);
+    if (rc == 0 && (!buf || !xxh))
+        rc = sr_errf(-ENOMEM, "staged archive: out of memory");
     if (rc == 0 && fd < 0)
         rc = sr_errf(-errno, "cannot open %s: %s", path, strerror(errno));
+    if (rc == 0)
+        rc = sr_source_file_open(path, &own);
     if (rc == 0)
         XXH3_128bits_reset(xxh);
     uint64_t off = 0;
@@ -138,9 +134,8 @@ int sr_staged_fill(const char *path, struct sr_frame_info *v, uint32_t n, const 
             rc =
                 sr_errf(-EINVAL, "staged archive %s: frame %u is not where the list says", path, i);
         } else if (!f->src) {
-            if ((rc = pread_all(fd, buf, f->csize, f->coff)) < 0)
-                rc = sr_errf(rc, "cannot read %s: %s", path, strerror(-rc));
-        } else if ((rc = read_hole(f, paths, npaths, fds, buf)) == 0) {
+            rc = own.read_at(own.ctx, buf, f->csize, f->coff);
+        } else if ((rc = read_hole(&e, f, buf)) == 0) {
             if ((rc = pwrite_all(fd, buf, f->csize, f->coff)) < 0)
                 rc = sr_errf(rc, "cannot write %s: %s", path, strerror(-rc));
             else
@@ -151,16 +146,11 @@ int sr_staged_fill(const char *path, struct sr_frame_info *v, uint32_t n, const 
         off += f->csize;
     }
     /* the seek table, and anything else after the frames */
-    while (rc == 0) {
-        const ssize_t got = pread(fd, buf, cap, (off_t)off);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0)
-            rc = sr_errf(-errno, "cannot read %s: %s", path, strerror(errno));
-        if (got <= 0)
-            break;
-        XXH3_128bits_update(xxh, buf, (size_t)got);
-        off += (uint64_t)got;
+    while (rc == 0 && off < own.size) {
+        const size_t take = own.size - off < cap ? (size_t)(own.size - off) : cap;
+        if ((rc = own.read_at(own.ctx, buf, take, off)) == 0)
+            XXH3_128bits_update(xxh, buf, take);
+        off += take;
     }
     if (rc == 0 && sync && fsync(fd) != 0)
         rc = sr_errf(-errno, "cannot write %s: %s", path, strerror(errno));
@@ -170,8 +160,10 @@ int sr_staged_fill(const char *path, struct sr_frame_info *v, uint32_t n, const 
     }
     if (fd >= 0)
         close(fd);
+    if (own.ctx)
+        sr_source_file_close(&own);
     XXH3_freeState(xxh);
-    free_fds(fds, npaths);
+    earlier_free(&e);
     free(buf);
     return rc;
 }
