@@ -6,11 +6,15 @@
  * A commit is two steps on two threads, so the job is held only for the
  * first one:
  *   stage   (stager thread)    pack + compress the checkpoint directory into
- *                              <spool>/<seq>.tar.zst; after this the job may
- *                              overwrite its directory. Reported as STAGED.
- *   persist (persister thread) upload the staged file to the store, then the
- *                              manifest (the commit point), then --keep
- *                              retention. Reported as PERSISTED.
+ *                              <spool>/<seq>.tar.zst, writing only the frames
+ *                              earlier staged archives do not hold (holes
+ *                              refer to those, checkpointer.c); after this
+ *                              the job may overwrite its directory. Reported
+ *                              as STAGED.
+ *   persist (persister thread) upload the staged file's new frames (a delta)
+ *                              or the whole of it, holes filled in, to the
+ *                              store, then the manifest (the commit point),
+ *                              then --keep retention. Reported as PERSISTED.
  * Jobs run in submission order; seqs are allocated in that order from the
  * store's next free seq. Results are queued for the supervisor, whose loop
  * polls sr_commits_fd() and drains them with sr_commits_take(). A failed
@@ -50,9 +54,9 @@ struct sr_commits_config {
     /* Delta checkpoints (docs/archive-format.md): one in full_every is
      * uploaded in full; 0 = SR_FULL_EVERY_DEFAULT, 1 = always full. */
     unsigned full_every;
-    /* Frames of the last staged archive, copied instead of compressed
-     * again where the content is the same (set per stage by the stager;
-     * NULL = none). */
+    /* Frames of earlier staged archives that a stage references (holes)
+     * or copies instead of compressing them again (set per stage by the
+     * stager from its pool; NULL = none). */
     const struct sr_pack_reuse *reuse;
 };
 
