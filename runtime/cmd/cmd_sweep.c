@@ -223,7 +223,7 @@ static long claimable(struct worker *w)
         char run[SR_SWEEP_NAME_MAX + 16];
         sr_sweep_run_id(w->name, (size_t)k, run, sizeof(run));
         struct sr_lease_info info;
-        if (sr_lease_read(w->st, run, &info) == 0 && !sr_lease_takeable(&info, now_s)) {
+        if (sr_lease_read_owner(w->st, run, &info) == 0 && !sr_lease_takeable(&info, now_s)) {
             w->busy_until[k] = now + w->o->poll_ms;
             continue;
         }

@@ -34,7 +34,7 @@ const char *sr_sv_state_name(enum sr_sv_state s)
 /* What one listing of every key of the sweep's runs says about a trial. */
 struct listed {
     struct sr_strlist logs; /* names in <run>/events */
-    int any, done, lease;   /* objects at all, DONE, LEASE */
+    int any, done, lease;   /* objects at all, DONE, LEASE (or LEASE.0) */
 };
 
 struct pool {
@@ -66,8 +66,9 @@ static int load_trial(struct pool *p, struct sr_sv_trial *t)
     if (rc < 0)
         return rc;
     /* who runs it matters only while it has not ended */
-    rc = t->mark == SR_TRIAL_OPEN && (!l || l->lease) ? sr_lease_read(p->st, t->run_id, &r->lease)
-                                                      : -ENOENT;
+    rc = t->mark == SR_TRIAL_OPEN && (!l || l->lease)
+             ? sr_lease_read_owner(p->st, t->run_id, &r->lease)
+             : -ENOENT;
     if (rc == 0) {
         r->has_lease = 1;
         r->lease_held = !sr_lease_takeable(&r->lease, p->now_s);
@@ -212,8 +213,8 @@ static int list_keys(struct sr_store *st, const char *name, size_t n, struct lis
             rc = sr_strlist_push(&l[k].logs, rest + 7);
         else if (strcmp(rest, "DONE") == 0)
             l[k].done = 1;
-        else if (strcmp(rest, "LEASE") == 0)
-            l[k].lease = 1;
+        else if (strcmp(rest, "LEASE") == 0 || strcmp(rest, "LEASE.0") == 0)
+            l[k].lease = 1; /* a multi-node trial's rank 0 says who runs it */
     }
     sr_strlist_free(&keys);
     if (!l || rc < 0) {

@@ -172,6 +172,15 @@ int sr_lease_read(struct sr_store *st, const char *run_id, struct sr_lease_info 
     return sr_lease_read_rank(st, run_id, -1, info);
 }
 
+int sr_lease_read_owner(struct sr_store *st, const char *run_id, struct sr_lease_info *info)
+{
+    const int rc = sr_lease_read_rank(st, run_id, -1, info);
+    if (rc != -ENOENT)
+        return rc;
+    sr_err_clear();
+    return sr_lease_read_rank(st, run_id, 0, info);
+}
+
 int sr_lease_read_rank(struct sr_store *st, const char *run_id, int rank,
                        struct sr_lease_info *info)
 {

@@ -70,6 +70,10 @@ int sr_lease_part_counts(void *ctx, uint32_t rank, uint64_t epoch);
  * errors. */
 int sr_lease_read(struct sr_store *st, const char *run_id, struct sr_lease_info *info);
 
+/* The lease that says who runs run_id: <run>/LEASE, or when there is
+ * none, LEASE.0 (a multi-node run's rank 0). As sr_lease_read. */
+int sr_lease_read_owner(struct sr_store *st, const char *run_id, struct sr_lease_info *info);
+
 /* 1 when a wrapper starting now could take over the lease h describes
  * (released, expired at now_s, or held by a process of this machine that
  * is gone), else 0. Acquisition decides; this only says whether to try. */

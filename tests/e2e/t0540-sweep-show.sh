@@ -199,4 +199,22 @@ test_expect_success 'sweep report -o sw.html: the picture and the table' '
     grep -q "2 queued, 0 running, 2 preempted, 3 done, 1 failed" sw.html
 '
 
+# One body, as above: the wrapper is reaped by the shell that started it.
+test_expect_success 'a trial run by a multi-node group is running (its LEASE.0); sweep work leaves it' '
+    "$SPOTRUN" run --sweep sw --trial 7 --nodes 2 --node-rank 0 --notice none -- \
+        "$TRASH/long.sh" >run7.log 2>&1 &
+    pid=$!
+    wait_for run7.log "^ready" 30 &&
+    "$SPOTRUN" sweep show sw >multi.out &&
+    grep -E "^ +7 +0\.3 +1 +running on $(hostname) " multi.out &&
+    "$SPOTRUN" sweep work sw --until-empty --poll 100ms >work.log 2>&1 &&
+    "$SPOTRUN" show sw-7 --json >s7.json &&
+    "$PY" -c "
+import json
+s = json.load(open(\"s7.json\"))
+assert s[\"attempts\"] == 1, s[\"attempts\"]
+" &&
+    kill $pid && { wait $pid || :; }
+'
+
 test_done
