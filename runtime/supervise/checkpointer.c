@@ -385,9 +385,7 @@ static void keep_last(struct sr_commits *cp, const struct job *j)
 
 /* Whether the next stage may leave holes: not once the pool's files take
  * much more room than one archive (the stage then copies, and the files
- * it no longer needs go). A multi-node part is uploaded whole, so its
- * holes are filled in by the persister: the job still waits only for the
- * new frames. Under lock. */
+ * it no longer needs go). Under lock. */
 static int by_ref_ok(const struct sr_commits *cp)
 {
     uint64_t disk = 0;
