@@ -405,8 +405,7 @@ int sr_cmd_export(const struct sr_cmd *cmd, int argc, char **argv)
         sr_format_size(m.raw_bytes, raw, sizeof(raw));
         sr_format_step(m.step, step, sizeof(step));
         sr_info("exported checkpoint %" PRIu64 " (step %s, %s, %s) of %s to %s in %.1fs", m.seq,
-                step, raw, m.format >= 2 && !m.full ? "delta" : "full", ops[0], ops[1],
-                (double)(sr_now_ms() - t0) / 1000.0);
+                step, raw, ckpt_kind(&m), ops[0], ops[1], (double)(sr_now_ms() - t0) / 1000.0);
         code = 0;
     }
     sr_store_close(st);
