@@ -242,6 +242,11 @@ int sr_durable_skip(struct sr_durable *d, size_t len)
     return 0;
 }
 
+int sr_durable_sink(void *d, const void *buf, size_t len)
+{
+    return buf ? sr_durable_write(d, buf, len) : sr_durable_skip(d, len);
+}
+
 int sr_durable_commit(struct sr_durable *d, int noreplace)
 {
     int rc = 0;

@@ -57,6 +57,11 @@ int sr_durable_open(struct sr_durable *d, const char *path);
 int sr_durable_write(struct sr_durable *d, const void *buf, size_t len);
 /* Leaves len bytes unwritten (a hole, read as zeros until written). */
 int sr_durable_skip(struct sr_durable *d, size_t len);
+/* sr_durable_write as a byte sink (storage/codec's sr_sink_fn; d is the
+ * struct sr_durable): its writeback steps let the final fsync find little
+ * left to do instead of flushing a whole archive. buf NULL: a hole
+ * (sr_durable_skip). */
+int sr_durable_sink(void *d, const void *buf, size_t len);
 int sr_durable_commit(struct sr_durable *d, int noreplace);
 void sr_durable_abort(struct sr_durable *d);
 

@@ -200,9 +200,11 @@ static void *pack_worker(void *arg)
 
 /* ---- in-order output -------------------------------------------------- */
 
-/* buf NULL: a hole of len bytes (by_ref; the sink skips them). */
-static int sink_bytes(struct packer *p, const void *buf, size_t len)
+/* buf NULL: a hole of len bytes (by_ref; the sink skips them). ctx: the
+ * packer. */
+static int sink_bytes(void *ctx, const void *buf, size_t len)
 {
+    struct packer *const p = ctx;
     const int rc = p->sink(p->sink_ctx, buf, len);
     if (rc < 0)
         return rc;
@@ -593,14 +595,7 @@ static int pack_finish(struct packer *p)
     if (rc < 0)
         return rc;
     p->cur = NULL;
-    const size_t tsize = sr_seektable_size(p->table.count, 1);
-    uint8_t *const buf = malloc(tsize);
-    if (!buf)
-        return sr_errf(-ENOMEM, "pack: out of memory for the seek table");
-    sr_seektable_write(&p->table, buf);
-    rc = sink_bytes(p, buf, tsize);
-    free(buf);
-    return rc;
+    return sr_seektable_sink(&p->table, sink_bytes, p);
 }
 
 static int open_archive(struct packer *p)
@@ -663,14 +658,6 @@ int sr_pack_dir(const char *dir, sr_sink_fn sink, void *sink_ctx, const struct s
 
 /* ---- to a file -------------------------------------------------------- */
 
-/* Through fsutil's durable writer, whose writeback steps let the final
- * fsync find little left to do instead of flushing the whole archive. A
- * hole is skipped: the file stays sparse there until filled. */
-static int durable_sink(void *ctx, const void *buf, size_t len)
-{
-    return buf ? sr_durable_write(ctx, buf, len) : sr_durable_skip(ctx, len);
-}
-
 int sr_pack_dir_to_file(const char *dir, const char *path, const struct sr_pack_opts *opts,
                         struct sr_pack_stats *stats)
 {
@@ -678,7 +665,7 @@ int sr_pack_dir_to_file(const char *dir, const char *path, const struct sr_pack_
     int rc = sr_durable_open(&out, path);
     out.scratch = opts && opts->scratch;
     if (rc == 0)
-        rc = pack_dir(dir, durable_sink, &out, opts, stats, 1);
+        rc = pack_dir(dir, sr_durable_sink, &out, opts, stats, 1);
     if (rc == 0)
         rc = sr_durable_commit(&out, 0);
     sr_durable_abort(&out);

@@ -76,6 +76,18 @@ size_t sr_seektable_size(uint32_t count, int has_checksums)
     return SR_SEEK_HEADER_SIZE + (size_t)count * (has_checksums ? 12u : 8u) + SR_SEEK_FOOTER_SIZE;
 }
 
+int sr_seektable_sink(const struct sr_seektable *t, sr_sink_fn sink, void *ctx)
+{
+    const size_t size = sr_seektable_size(t->count, t->has_checksums);
+    uint8_t *const buf = malloc(size);
+    if (!buf)
+        return sr_errf(-ENOMEM, "out of memory for a seek table of %u frames", t->count);
+    sr_seektable_write(t, buf);
+    const int rc = sink(ctx, buf, size);
+    free(buf);
+    return rc;
+}
+
 void sr_seektable_write(const struct sr_seektable *t, uint8_t *buf)
 {
     const size_t size = sr_seektable_size(t->count, t->has_checksums);

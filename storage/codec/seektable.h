@@ -67,6 +67,8 @@ size_t sr_seektable_size(uint32_t count, int has_checksums);
 
 /* Serialises into buf (sr_seektable_size() bytes). */
 void sr_seektable_write(const struct sr_seektable *t, uint8_t *buf);
+/* Serialises t and hands it to sink in one piece (the end of an archive). */
+int sr_seektable_sink(const struct sr_seektable *t, sr_sink_fn sink, void *ctx);
 
 /* Parses buf, the last len bytes of a source of source_size bytes, which must
  * hold the whole seek table (extra leading bytes are ignored). On success t

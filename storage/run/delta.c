@@ -183,8 +183,9 @@ struct upload {
     uint64_t bytes;
 };
 
-static int put(struct upload *u, const void *buf, size_t len)
+static int put(void *ctx, const void *buf, size_t len)
 {
+    struct upload *const u = ctx;
     const int rc = sr_store_writer_write(u->w, buf, len);
     if (rc == 0) {
         XXH3_128bits_update(u->xxh, buf, len);
@@ -201,7 +202,7 @@ static int upload_new(struct sr_store *st, struct sr_manifest *m, const struct s
     struct upload u = {.xxh = XXH3_createState()};
     struct sr_seektable t;
     sr_seektable_init(&t);
-    uint8_t *buf = NULL, *table = NULL;
+    uint8_t *buf = NULL;
     const int me = sr_frame_list_object(out, m->seq, m->epoch);
     int rc = me < 0 ? me : u.xxh ? 0 : sr_errf(-ENOMEM, "delta: out of memory");
     if (rc == 0) {
@@ -232,13 +233,8 @@ static int upload_new(struct sr_store *st, struct sr_manifest *m, const struct s
             (rc = put(&u, buf, f.csize)) == 0)
             rc = sr_frame_list_add(out, &f, (uint32_t)me);
     }
-    const size_t tsize = sr_seektable_size(t.count, 1);
-    if (rc == 0 && !(table = malloc(tsize)))
-        rc = sr_errf(-ENOMEM, "delta: out of memory");
-    if (rc == 0) {
-        sr_seektable_write(&t, table);
-        rc = put(&u, table, tsize);
-    }
+    if (rc == 0)
+        rc = sr_seektable_sink(&t, put, &u);
     if (rc == 0)
         rc = sr_store_writer_commit(u.w);
     if (rc == 0) {
@@ -250,7 +246,6 @@ static int upload_new(struct sr_store *st, struct sr_manifest *m, const struct s
         sr_store_writer_close(u.w);
     XXH3_freeState(u.xxh);
     sr_seektable_free(&t);
-    free(table);
     free(buf);
     return rc;
 }
@@ -510,7 +505,7 @@ static int export_write(const struct sr_source *src, const struct sr_frame_info 
     struct sr_durable d;
     struct sr_seektable t;
     sr_seektable_init(&t);
-    uint8_t *buf = NULL, *table = NULL;
+    uint8_t *buf = NULL;
     int rc = sr_durable_open(&d, path);
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
         uint8_t *const nb = realloc(buf, fi[i].csize ? fi[i].csize : 1);
@@ -523,18 +518,12 @@ static int export_write(const struct sr_source *src, const struct sr_frame_info 
             (rc = sr_seektable_add(&t, fi[i].csize, fi[i].dsize, fi[i].xxh64_lo)) == 0)
             rc = sr_durable_write(&d, buf, fi[i].csize);
     }
-    const size_t tsize = sr_seektable_size(t.count, 1);
-    if (rc == 0 && !(table = malloc(tsize)))
-        rc = sr_errf(-ENOMEM, "export: out of memory");
-    if (rc == 0) {
-        sr_seektable_write(&t, table);
-        rc = sr_durable_write(&d, table, tsize);
-    }
+    if (rc == 0)
+        rc = sr_seektable_sink(&t, sr_durable_sink, &d);
     if (rc == 0)
         rc = sr_durable_commit(&d, 1);
     sr_durable_abort(&d);
     sr_seektable_free(&t);
-    free(table);
     free(buf);
     return rc;
 }
