@@ -222,3 +222,23 @@ int64_t sr_wall_ms(void)
 {
     return clock_ms(CLOCK_REALTIME);
 }
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double sr_percentile(double *v, size_t n, double p)
+{
+    if (n == 0)
+        return 0.0;
+    qsort(v, n, sizeof(*v), cmp_double);
+    /* Nearest rank: the smallest value with at least p% of values <= it. */
+    double rank = ceil(p / 100.0 * (double)n);
+    if (rank < 1)
+        rank = 1;
+    if (rank > (double)n)
+        rank = (double)n;
+    return v[(size_t)rank - 1];
+}

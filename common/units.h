@@ -34,4 +34,9 @@ void sr_format_step(int64_t step, char *buf, size_t len);
 int64_t sr_now_ms(void);
 int64_t sr_wall_ms(void);
 
+/* Nearest-rank percentile (p in 0..100) of v[0..n); sorts v. 0 when n = 0.
+ * The one statistic both `show` (stage p50) and --every auto (the cost of
+ * a commit) use, so that they agree. */
+double sr_percentile(double *v, size_t n, double p);
+
 #endif

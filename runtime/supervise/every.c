@@ -23,20 +23,14 @@ void sr_every_sample(struct sr_every *e, int64_t stage_ms)
         e->n_samples++;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Nearest-rank median, as the history's p50: a slow first commit (a cold
- * page cache) does not set the pace. */
+/* The median, as the history's p50: a slow first commit (a cold page
+ * cache) does not set the pace. */
 static int64_t median(const struct sr_every *e)
 {
-    int64_t v[SR_EVERY_SAMPLES];
-    memcpy(v, e->samples, e->n_samples * sizeof(v[0]));
-    qsort(v, e->n_samples, sizeof(v[0]), cmp_i64);
-    return v[(e->n_samples - 1) / 2];
+    double v[SR_EVERY_SAMPLES];
+    for (size_t i = 0; i < e->n_samples; i++)
+        v[i] = (double)e->samples[i];
+    return (int64_t)sr_percentile(v, e->n_samples, 50);
 }
 
 int sr_every_update(struct sr_every *e, int64_t now_ms)

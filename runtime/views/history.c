@@ -12,6 +12,7 @@
 #include "catalog.h"
 #include "events.h"
 #include "log.h"
+#include "units.h"
 
 #define EVENTS_MAX (64u << 20) /* one attempt's log; far above any real one */
 
@@ -298,26 +299,6 @@ int sr_hist_add_line(struct sr_history *h, const char *line, size_t len)
     sr_hist_add(h, o);
     json_decref(o);
     return 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double sr_percentile(double *v, size_t n, double p)
-{
-    if (n == 0)
-        return 0.0;
-    qsort(v, n, sizeof(*v), cmp_double);
-    /* Nearest rank: the smallest value with at least p% of values <= it. */
-    double rank = ceil(p / 100.0 * (double)n);
-    if (rank < 1)
-        rank = 1;
-    if (rank > (double)n)
-        rank = (double)n;
-    return v[(size_t)rank - 1];
 }
 
 static int cmp_att(const void *a, const void *b)

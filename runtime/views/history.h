@@ -176,9 +176,6 @@ int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h);
 int sr_hist_load_logs(struct sr_store *st, const char *run_id, const struct sr_strlist *names,
                       int done, struct sr_history *h);
 
-/* Nearest-rank percentile (p in 0..100) of v[0..n); sorts v. 0 when n = 0. */
-double sr_percentile(double *v, size_t n, double p);
-
 const char *sr_hist_state_name(enum sr_hist_state s);
 const char *sr_hist_end_name(enum sr_hist_end e);
 

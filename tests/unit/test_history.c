@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "history.h"
+#include "units.h"
 #include "metrics.h"
 #include "summary.h"
 
