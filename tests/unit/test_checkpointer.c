@@ -340,6 +340,21 @@ static void read_all(const char *path, char **buf, size_t *len)
         fail_msg("read %s: %s", path, sr_strerror(rc));
 }
 
+/* dir_a/name and dir_b/name hold the same bytes */
+static void assert_same_file(const char *dir_a, const char *dir_b, const char *name)
+{
+    char pa[PATH_MAX + 64], pb[PATH_MAX + 64], *a, *b;
+    size_t la, lb;
+    snprintf(pa, sizeof(pa), "%s/%s", dir_a, name);
+    snprintf(pb, sizeof(pb), "%s/%s", dir_b, name);
+    read_all(pa, &a, &la);
+    read_all(pb, &b, &lb);
+    assert_int_equal(la, lb);
+    assert_memory_equal(a, b, la);
+    free(a);
+    free(b);
+}
+
 /* by_ref: a stage leaves holes for the frames earlier archives hold (a
  * chain: c refers to b's own frames and, through b's holes, to a's), does
  * not write them (the file takes less room), and filling it in gives the
@@ -468,20 +483,8 @@ static void check_holes_publish(struct fixture *f, unsigned full_every)
         assert_int_equal(sr_mkdirs(want, 0755), 0);
         write_noise(want, "big1.bin", 5u << 20, 11);
         write_noise(want, "big2.bin", 2u << 20, step >= 3 ? 13 : 12);
-        for (int k = 1; k <= 2; k++) {
-            char name[16], *x, *y;
-            size_t xl, yl;
-            snprintf(name, sizeof(name), "big%d.bin", k);
-            char px[PATH_MAX + 32], py[PATH_MAX + 32];
-            snprintf(px, sizeof(px), "%s/%s", out, name);
-            snprintf(py, sizeof(py), "%s/%s", want, name);
-            read_all(px, &x, &xl);
-            read_all(py, &y, &yl);
-            assert_int_equal(xl, yl);
-            assert_memory_equal(x, y, xl);
-            free(x);
-            free(y);
-        }
+        assert_same_file(out, want, "big1.bin");
+        assert_same_file(out, want, "big2.bin");
     }
     struct sr_ckpt_list l;
     assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
@@ -562,7 +565,7 @@ static void test_multinode_parts_are_deltas_and_restore(void **state)
     }
     sr_commits_stop(node1, 0);
     stop(f);
-    char out[PATH_MAX + 16], px[PATH_MAX + 32], py[PATH_MAX + 32];
+    char out[PATH_MAX + 16];
     snprintf(out, sizeof(out), "%s/restored", f->dir);
     const struct sr_restore_opts o = {.threads = 1, .nodes = 2, .rank = 0, .all_parts = 1};
     struct sr_manifest m;
@@ -579,20 +582,8 @@ static void test_multinode_parts_are_deltas_and_restore(void **state)
         assert_true(p.stored_bytes < p.raw_bytes / 4);
     }
     tu_assert_text(out, "model.bin", "weights v2");
-    const char *const names[] = {"big0.bin", "big1.bin"};
-    const char *const from[] = {f->ckpt, ckpt1};
-    for (int k = 0; k < 2; k++) {
-        char *x, *y;
-        size_t xl, yl;
-        snprintf(px, sizeof(px), "%s/%s", out, names[k]);
-        snprintf(py, sizeof(py), "%s/%s", from[k], names[k]);
-        read_all(px, &x, &xl);
-        read_all(py, &y, &yl);
-        assert_int_equal(xl, yl);
-        assert_memory_equal(x, y, xl);
-        free(x);
-        free(y);
-    }
+    assert_same_file(out, f->ckpt, "big0.bin");
+    assert_same_file(out, ckpt1, "big1.bin");
 }
 
 static void test_holes_publish_deltas_right(void **state)
