@@ -6,6 +6,7 @@
 # variables at it, store s3://bkt/bench. Needs $root (the checkout).
 bench_s3_start() {
     mkdir -p "$1/s3data"
+    rm -f "$1/s3.log" # no "port" line of an earlier server
     S3RVER_CONDITIONAL=1 node --openssl-legacy-provider "$root/tests/s3/server.js" "$1/s3data" bkt \
         >"$1/s3.log" 2>&1 &
     until grep -qs '^port ' "$1/s3.log"; do sleep 0.1; done

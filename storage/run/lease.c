@@ -43,7 +43,8 @@ struct sr_lease {
     char etag[SR_ETAG_MAX];
     int weak;
     int lost;
-    int released; /* by us: no more writes, no more commits */
+    char lost_why[256]; /* how it was lost, said again by every later call */
+    int released;       /* by us: no more writes, no more commits */
     /* fixed at acquisition (info is rewritten under the lock by renewals;
      * these are read without it, by the keeper thread) */
     uint64_t epoch;
@@ -412,9 +413,14 @@ int sr_lease_renew(struct sr_lease *l)
 {
     pthread_mutex_lock(&l->lock);
     int rc = 0;
-    if (l->lost || l->released) {
-        rc = sr_errf(-ESTALE, "the lease of run %s was %s", l->run_id,
-                     l->lost ? "lost" : "released");
+    if (l->lost) {
+        /* Whichever thread saw it first (the keeper or a commit's fence),
+         * every caller reports the same loss. */
+        rc = sr_errf(-ESTALE, "%s", l->lost_why);
+        goto out;
+    }
+    if (l->released) {
+        rc = sr_errf(-ESTALE, "the lease of run %s was released", l->run_id);
         goto out;
     }
     if (l->weak) {
@@ -451,6 +457,7 @@ lost:
                          "lost the lease of run %s: its lease object was replaced or "
                          "deleted",
                          l->run_id);
+        snprintf(l->lost_why, sizeof(l->lost_why), "%s", sr_strerror(rc));
     }
 out:
     pthread_mutex_unlock(&l->lock);
@@ -470,8 +477,11 @@ int sr_lease_release(struct sr_lease *l)
         if (l->weak) {
             struct sr_lease_info cur;
             if (read_lease(l->st, l->key, &cur, NULL) != 0 ||
-                strcmp(cur.owner, l->info.owner) != 0 || cur.epoch != l->info.epoch)
+                strcmp(cur.owner, l->info.owner) != 0 || cur.epoch != l->info.epoch) {
                 l->lost = 1;
+                snprintf(l->lost_why, sizeof(l->lost_why),
+                         "lost the lease of run %s: another wrapper took it over", l->run_id);
+            }
         }
         if (!l->lost)
             rc = write_lease(l, &next, l->etag);

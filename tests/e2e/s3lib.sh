@@ -16,6 +16,10 @@ s3_start() {
         exit 1
     fi
     mkdir -p "$TRASH/s3data"
+    # A fresh log: the wait below must not read a "port" line left by an
+    # earlier server (the background shell truncates the file only once it
+    # runs, which may be after the first look).
+    rm -f "$TRASH/s3.log"
     # --openssl-legacy-provider: s3rver ciphers continuation tokens with a
     # cipher that Node 20 disables by default (paged listings fail without).
     # S3_CONDITIONAL=1 s3_start: the server honours If-None-Match / If-Match
