@@ -33,16 +33,22 @@ static void fmt_time(int64_t unix_s, char *buf, size_t len)
         snprintf(buf, len, "-");
 }
 
+/* A delta: a format 2 checkpoint, or a multi-node set with a delta part. */
+static int is_delta(const struct sr_manifest *m)
+{
+    return (m->format >= 2 || (m->nodes > 0 && !m->is_part)) && !m->full;
+}
+
 /* The compressed size of m's whole archive: its own data object unless
  * it is a delta (whose object holds only its new frames). */
 static uint64_t archive_bytes(const struct sr_manifest *m)
 {
-    return m->format >= 2 && !m->full && m->archive_bytes ? m->archive_bytes : m->stored_bytes;
+    return is_delta(m) && m->archive_bytes ? m->archive_bytes : m->stored_bytes;
 }
 
 static const char *ckpt_kind(const struct sr_manifest *m)
 {
-    return m->format >= 2 && !m->full ? "delta" : "full";
+    return is_delta(m) ? "delta" : "full";
 }
 
 static json_t *manifest_json(const struct sr_manifest *m)

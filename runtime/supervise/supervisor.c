@@ -103,7 +103,6 @@ struct sup {
     enum pre_phase pre;
     int64_t deadline, commit_by, kill_at;
     uint64_t durable_seq;
-    int persist_failed;
     /* Commits submitted, and those whose persist (or stage) has finished;
      * a drain waits for the ones submitted before it began, not for the
      * job's later periodic commits. */
@@ -879,10 +878,8 @@ static void on_result(struct sup *s)
         } else if (r.rc == -ECANCELED) {
             sr_info("checkpoint %" PRIu64 " skipped: %s", r.seq, r.msg);
         } else if (r.rc == -ESTALE && s->cfg->lease) {
-            s->persist_failed = 1;
             lease_lost(s, r.msg);
         } else if (r.rc < 0) {
-            s->persist_failed = 1;
             sr_warn("checkpoint %" PRIu64 " could not be stored: %s; the previous one stands",
                     r.seq, r.msg);
         } else if (r.part && !r.set) {

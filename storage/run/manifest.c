@@ -113,6 +113,10 @@ static int build(json_t *o, const struct sr_manifest *m)
                                                           (json_int_t)m->part_epoch[r]));
         bad |= json_object_set_new(o, "parts", parts);
     }
+    if (m->nodes > 0 && !m->is_part) { /* informational: what its parts are */
+        bad |= json_object_set_new(o, "full", json_boolean(m->full));
+        bad |= set_int(o, "archive_bytes", (json_int_t)m->archive_bytes);
+    }
     if (m->frame_list) {
         bad |= json_object_set_new(o, "full", json_boolean(m->full));
         bad |= set_int(o, "chain", m->chain);
@@ -392,6 +396,19 @@ static int get_delta(json_t *o, struct sr_manifest *m)
     return 0;
 }
 
+/* A multi-node set's "full" and "archive_bytes", summed from its parts
+ * and only shown: absent (written before parts could be deltas) or
+ * malformed, the set counts as full archives of stored_bytes. */
+static void get_set_kind(json_t *o, struct sr_manifest *m)
+{
+    const json_t *const full = json_object_get(o, "full");
+    const json_t *const archive = json_object_get(o, "archive_bytes");
+    m->full = !json_is_false(full);
+    m->archive_bytes = 0;
+    if (!m->full && json_is_integer(archive) && json_integer_value(archive) > 0)
+        m->archive_bytes = (uint64_t)json_integer_value(archive);
+}
+
 char *sr_json_error_scrub(char *text)
 {
     /* jansson ends its messages with " near '<token>'" or " near end of
@@ -420,6 +437,8 @@ int sr_manifest_parse(const char *buf, size_t len, struct sr_manifest *m)
         (rc = get_data(o, &tmp)) < 0)
         goto out;
     get_gpu(o, &tmp);
+    if (tmp.nodes > 0 && !tmp.is_part)
+        get_set_kind(o, &tmp);
     if (tmp.format >= 2 && (rc = get_delta(o, &tmp)) < 0)
         goto out;
     *m = tmp;

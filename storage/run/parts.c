@@ -84,8 +84,14 @@ static int build_set(struct sr_store *st, const char *run_id, uint64_t seq, uint
                          seq, rec);
         if (rc < 0)
             return rc;
+        /* a format 1 part is a full archive of stored_bytes */
+        const int pfull = p.format < 2 || p.full;
+        const uint64_t parchive =
+            p.format >= 2 && p.archive_bytes ? p.archive_bytes : p.stored_bytes;
         if (r == 0) {
             *set = p;
+            set->full = pfull;
+            set->archive_bytes = parchive;
             set->is_part = 0;
             set->node_rank = 0;
             set->raw_bytes = set->stored_bytes = set->files = set->frames = 0;
@@ -96,8 +102,8 @@ static int build_set(struct sr_store *st, const char *run_id, uint64_t seq, uint
         set->raw_bytes += p.raw_bytes;
         set->stored_bytes += p.stored_bytes; /* what the parts uploaded */
         if (r > 0) {                         /* full when every part is; the longest chain */
-            set->archive_bytes += p.archive_bytes;
-            set->full = set->full && p.full;
+            set->archive_bytes += parchive;
+            set->full = set->full && pfull;
             set->chain = p.chain > set->chain ? p.chain : set->chain;
             set->format = p.format < set->format ? p.format : set->format;
         }

@@ -49,7 +49,9 @@ test_expect_success() {
     # A plain command, not an `if` condition or an ||/&& operand: there bash
     # ignores set -e for the whole subshell and only the body's last command
     # would count.
-    (set -e; eval "$body") >"$out" 2>&1
+    # The ERR trap names the command that failed: a failing grep or a
+    # command whose output went to a file would otherwise fail silently.
+    (set -e; trap 'say "# failed (exit $?): $BASH_COMMAND"' ERR; eval "$body") >"$out" 2>&1
     local rc=$?
     if [ "$rc" -eq 0 ]; then
         say "ok $test_count - $title"

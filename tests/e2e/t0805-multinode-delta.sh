@@ -66,6 +66,18 @@ test_expect_success 'each part: step 1 full, 2 and 3 deltas of a few per cent, 4
     done
 '
 
+test_expect_success 'show: the sets of steps 2 and 3 are deltas, uploading less than their archive' '
+    "$SPOTRUN" show --json md | "$PY" -c "
+import json, sys
+c = json.load(sys.stdin)[\"checkpoints\"]
+print(\" \".join(x[\"kind\"] for x in c))
+assert [x[\"kind\"] for x in c] == [\"full\", \"delta\", \"delta\", \"full\"]
+for x in c:
+    assert x[\"nodes\"] == 2
+    assert (x[\"uploaded_bytes\"] < x[\"archive_bytes\"] / 10) == (x[\"kind\"] == \"delta\"), x
+"
+'
+
 test_expect_success 'every step restores bit-exact, every part' '
     for s in 1 2 3 4; do
         rm -rf out && "$SPOTRUN" pull -q md out --seq $((s + 1)) && diff -r want$s out || exit 1

@@ -24,8 +24,10 @@
 // write are atomic with respect to every other write of the key. Where real
 // S3 answers a lost race with 409 ConditionalRequestConflict, this layer
 // serialises the racers and the loser gets the 412 (or 404) of its check.
-// Known gap: a PUT that fails mid-body leaves s3rver's partial object behind
-// (s3rver writes in place), which then counts as existing.
+// A PUT that fails mid-body leaves the previous object as it was
+// (server.js writes a body to a temporary file and renames it over the
+// object), and a client that stalls mid-body is dropped after the server's
+// idle timeout, releasing the key's lock.
 'use strict'
 const objectCtrl = require('@20minutes/s3rver/lib/controllers/object')
 const S3Error = require('@20minutes/s3rver/lib/models/error')

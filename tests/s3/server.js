@@ -9,6 +9,8 @@
 // Credentials: access key S3RVER, secret S3RVER (s3rver's built-in account)
 // plus the pair in $S3RVER_KEY_ID / $S3RVER_SECRET when both are set.
 // Stops on SIGTERM / SIGINT. S3RVER_VERBOSE=1 logs every request.
+// S3RVER_IDLE_TIMEOUT_MS (default 10000): a connection idle that long,
+// mid-request or between requests, is closed.
 // S3RVER_CONDITIONAL=1 adds conditional writes (If-None-Match / If-Match on
 // PUT, CompleteMultipartUpload and DELETE), our own layer in conditional.js.
 'use strict'
@@ -72,6 +74,35 @@ FilesystemStore.prototype.listObjects = async function (bucket, options) {
   return { objects, commonPrefixes: [...commonPrefixes].sort(), isTruncated }
 }
 
+// s3rver writes an object in place: a PUT that ends mid-body (its client
+// died, or stalled past the idle timeout below) would leave a partial
+// object that reads as the key's content, and a GET racing a PUT could read
+// it half written. S3 keeps the previous object until a write completes;
+// so do we: the body goes to a temporary file, renamed over the object once
+// complete (its name does not end in the object suffix: never listed).
+const crypto = require('node:crypto')
+const { pipeline, Readable, Transform } = require('node:stream')
+let partials = 0
+FilesystemStore.prototype.putContent = function (objectPath, content) {
+  const tmp = `${objectPath}.partial-${process.pid}-${partials++}`
+  return new Promise((resolve, reject) => {
+    const md5 = crypto.createHash('md5')
+    let size = 0
+    const count = new Transform({
+      transform(chunk, encoding, callback) {
+        md5.update(chunk, encoding)
+        size += chunk.length
+        callback(null, chunk)
+      },
+    })
+    const source = Buffer.isBuffer(content) ? Readable.from([content]) : content
+    pipeline(source, count, fs.createWriteStream(tmp), (err) => {
+      if (err) fs.rm(tmp, { force: true }, () => reject(err))
+      else fs.rename(tmp, objectPath, (e) => (e ? reject(e) : resolve([size, md5.digest('hex')])))
+    })
+  })
+}
+
 if (process.env.S3RVER_CONDITIONAL === '1') require('./conditional').install()
 
 const [dir, ...buckets] = process.argv.slice(2)
@@ -90,7 +121,13 @@ const server = new S3rver({
   configureBuckets: buckets.map((name) => ({ name })),
 })
 server.run().then(
-  (addr) => console.log(`port ${addr.port}`),
+  (addr) => {
+    // Like S3 (RequestTimeout after about 20 s), a request whose client
+    // sends nothing for a while is dropped: a stalled upload must not hold
+    // its key (conditional.js serialises a key's writes and reads) forever.
+    server.httpServer.setTimeout(Number(process.env.S3RVER_IDLE_TIMEOUT_MS || 10000))
+    console.log(`port ${addr.port}`)
+  },
   (err) => {
     console.error(`s3rver: ${err.message}`)
     process.exit(69)
