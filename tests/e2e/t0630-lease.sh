@@ -79,6 +79,9 @@ test_expect_success 'an owner paused past its lease loses the run; its wake-up c
     a=$!
     wait_for a4.log "checkpoint 1 durable"
     job=$(pgrep -P $a)
+    # Whatever fails below, the paused pair is resumed (and then exits 73):
+    # a stopped wrapper would outlive the test, holding its connections.
+    trap "kill -CONT -- -$job $a 2>/dev/null || :" EXIT
     kill -STOP $a
     kill -STOP -- -$job # the whole VM pauses: wrapper and job
     $on_b "$SPOTRUN" run --run-id r4 --lease-ttl 2s --lease-wait 30s -- $train --pace-ms 2 \

@@ -44,6 +44,9 @@ test_expect_success 'a paused owner loses the run; its wake-up exits 73 and cann
     a=$!
     wait_for a2.log "checkpoint 1 durable"
     job=$(pgrep -P $a)
+    # Whatever fails below, the paused pair is resumed (and then exits 73):
+    # a stopped wrapper would outlive the test, holding its connections.
+    trap "kill -CONT -- -$job $a 2>/dev/null || :" EXIT
     kill -STOP $a
     kill -STOP -- -$job
     $on_b "$SPOTRUN" run --run-id s2 --lease-ttl 2s --lease-wait 30s -- $train --pace-ms 2 \

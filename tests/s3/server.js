@@ -133,6 +133,10 @@ server.run().then(
     process.exit(69)
   }
 )
-const stop = () => server.close().finally(() => process.exit(0))
+// Open connections (a paused client's) do not hold the stop up.
+const stop = () => {
+  server.close().finally(() => process.exit(0))
+  if (server.httpServer) server.httpServer.closeAllConnections()
+}
 process.on('SIGTERM', stop)
 process.on('SIGINT', stop)
