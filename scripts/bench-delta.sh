@@ -146,6 +146,32 @@ export BASE=$work/base CHANGED=$work/changed.bin
 for mode in full delta; do measure dir "$mode" ./dirjob.sh | tr '\n' ' ' >"dir-$mode.out"; done
 report dir
 
+echo "== 1b: restoring that checkpoint 2 (spotrun pull, best of 3): delta vs full vs aws s3 cp"
+# The delta reads 49 files' frames from checkpoint 1's object and one from
+# its own; the full one reads its own object whole; `aws s3 cp` only
+# downloads the full object (no decompression, no extraction).
+best_ms() { # CMD...: the fastest of 3 runs, in ms
+    local best= t0 ms
+    for _ in 1 2 3; do
+        rm -rf "$work/restored"
+        t0=$(now_ms)
+        "$@" >/dev/null
+        ms=$(($(now_ms) - t0))
+        [ -z "$best" ] || [ "$ms" -lt "$best" ] && best=$ms
+    done
+    echo "$best"
+}
+rdelta=$(best_ms "$spotrun" pull -q dir-delta "$work/restored" --seq 2)
+cmp "$work/restored/f07.bin" changed.bin && cmp "$work/restored/f00.bin" base/f00.bin
+rfull=$(best_ms "$spotrun" pull -q dir-full "$work/restored" --seq 2)
+aws=/usr/bin/aws # Debian's awscli; another one may come first on PATH
+[ -x "$aws" ] || aws=aws
+raws=$(best_ms "$aws" --endpoint-url "$AWS_ENDPOINT_URL" s3 cp --quiet \
+    s3://bkt/bench/dir-full/ckpt/0000000002/data.tar.zst "$work/restored.obj")
+rm -f "$work/restored.obj"
+echo "  delta $rdelta ms, full $rfull ms (delta/full $(python3 -c "print(round($rdelta / $rfull, 2))")x);" \
+    "aws s3 cp of the full object $raws ms (delta restore / aws $(python3 -c "print(round($rdelta / $raws, 2))")x)"
+
 echo "== 2: torch.save, frozen 200 MB embedding + trained head (local S3 server)"
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
     for mode in full delta; do

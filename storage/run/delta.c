@@ -413,20 +413,29 @@ static int vsrc_open(struct sr_store *st, const struct sr_manifest *m, struct vs
     v->objs = calloc(l->nobj, sizeof(*v->objs));
     v->voff = calloc((size_t)l->n + 1, sizeof(*v->voff));
     int rc = v->objs && v->voff ? 0 : sr_errf(-ENOMEM, "delta restore: out of memory");
+    struct sr_range *reads = calloc(l->n ? l->n : 1, sizeof(*reads));
+    if (!reads)
+        rc = sr_errf(-ENOMEM, "delta restore: out of memory");
     for (uint32_t o = 0; rc == 0 && o < l->nobj; o++) {
         char key[KEY_LEN];
         list_object_key(key, m->run_id, l, o);
         /* Every frame of the own object is listed: it is read whole (S3:
          * the background download, which also hashes it). Of an older
-         * object only the listed frames are read, each with its own ranged
-         * request: never the whole object. */
+         * object only the listed frames are read, in list order: that is
+         * the plan (S3 fetches just those bytes ahead, consecutive frames
+         * in one request), never the whole object. */
+        size_t nreads = 0;
+        for (uint32_t i = 0; i < l->n; i++)
+            if (l->v[i].obj == o)
+                reads[nreads++] = (struct sr_range){l->v[i].f.coff, l->v[i].f.csize};
         rc = is_own(l, o, m) ? sr_store_source(st, key, &v->objs[o])
-                             : sr_store_source_ranged(st, key, &v->objs[o]);
+                             : sr_store_source_ranged(st, key, reads, nreads, &v->objs[o]);
         if (rc == 0)
             (*opened)++;
         if (rc == 0 && is_own(l, o, m))
             v->own = &v->objs[o];
     }
+    free(reads); /* a source keeps its own plan */
     if (rc == 0 && !v->own)
         rc = sr_errf(-EBADMSG, "the frame list of %s seq %" PRIu64 " does not name its own object",
                      m->run_id, m->seq);

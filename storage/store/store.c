@@ -244,13 +244,14 @@ int sr_store_source(struct sr_store *st, const char *key, struct sr_source *src)
     return rc < 0 ? rc : st->ops->source(st, key, src);
 }
 
-int sr_store_source_ranged(struct sr_store *st, const char *key, struct sr_source *src)
+int sr_store_source_ranged(struct sr_store *st, const char *key, const struct sr_range *reads,
+                           size_t nreads, struct sr_source *src)
 {
     if (!st->ops->source_ranged)
         return sr_store_source(st, key, src);
     memset(src, 0, sizeof(*src));
     int rc = check_key(st, key, 0);
-    return rc < 0 ? rc : st->ops->source_ranged(st, key, src);
+    return rc < 0 ? rc : st->ops->source_ranged(st, key, reads, nreads, src);
 }
 
 void sr_store_source_close(struct sr_store *st, struct sr_source *src)

@@ -58,11 +58,19 @@ int sr_store_size(struct sr_store *st, const char *key, uint64_t *size);
 /* A ranged reader over an object (used by the codec); close with
  * sr_store_source_close(). */
 int sr_store_source(struct sr_store *st, const char *key, struct sr_source *src);
-/* As sr_store_source, for a reader that wants a few ranges of the object,
- * not the whole of it (a delta checkpoint's frames in an older object):
- * no read-ahead (S3: one ranged GET per read, from any thread, and no
- * source checksum). Close with sr_store_source_close(). */
-int sr_store_source_ranged(struct sr_store *st, const char *key, struct sr_source *src);
+/* One read of a planned sequence (sr_store_source_ranged). */
+struct sr_range {
+    uint64_t off, len;
+};
+/* As sr_store_source, for a reader that wants some ranges of the object,
+ * not the whole of it (a delta checkpoint's frames in an older object),
+ * and no source checksum. reads (nreads of them, may be NULL / 0) are the
+ * reads to come, in order: a backend may fetch those bytes ahead (S3: the
+ * download ring over just them, adjacent reads coalesced), never the
+ * others. Reads outside the plan still work. Close with
+ * sr_store_source_close(). */
+int sr_store_source_ranged(struct sr_store *st, const char *key, const struct sr_range *reads,
+                           size_t nreads, struct sr_source *src);
 void sr_store_source_close(struct sr_store *st, struct sr_source *src);
 /* Names directly under prefix (a "directory": "run/ckpt"), files and
  * sub-"directories" alike, without the prefix, sorted. A missing prefix
@@ -136,7 +144,8 @@ struct sr_store_ops {
     int (*source)(struct sr_store *, const char *key, struct sr_source *src);
     void (*source_close)(struct sr_store *, struct sr_source *src);
     /* NULL: source already reads only what is asked for */
-    int (*source_ranged)(struct sr_store *, const char *key, struct sr_source *src);
+    int (*source_ranged)(struct sr_store *, const char *key, const struct sr_range *reads,
+                         size_t nreads, struct sr_source *src);
     int (*list)(struct sr_store *, const char *prefix, struct sr_strlist *out);
     int (*del)(struct sr_store *, const char *key);
     void (*close)(struct sr_store *);

@@ -9,11 +9,17 @@
  * bytes, so extraction overlaps the download (a reader waiting for a chunk
  * lets it start even when the ring is full); the download hashes the
  * contiguous prefix as it grows and offers that as the source's checksum,
- * which the codec checks before swapping the extracted tree in. Smaller
- * objects, and any object opened with s3st_source_ranged (a delta
- * checkpoint's frames in an older object: a few ranges of it), are read
- * with a ranged GET per read_at, on pooled handles, safe from the codec's
- * worker threads.
+ * which the codec checks before swapping the extracted tree in.
+ *
+ * An object opened with s3st_source_ranged (a delta checkpoint's frames in
+ * an older object) with a plan of the reads to come, in ascending order,
+ * gets the same ring over just those bytes: adjacent reads (consecutive
+ * frames of unchanged files) coalesce into ranges of up to s->range bytes,
+ * CONCURRENCY of them in flight, and the bytes between the planned ranges
+ * are never requested. Nothing is hashed (no source checksum: the codec
+ * checks each frame). Without a plan, or with one out of order, and for
+ * small objects, every read_at is its own ranged GET, on pooled handles,
+ * safe from the codec's worker threads.
  *
  * Threads: the source is read from the codec's threads; the download
  * thread and the readers share the ring under the source's lock.
@@ -39,12 +45,15 @@ struct s3_src {
     /* Background download into the memory ring (running), else one ranged
      * GET per read. */
     pthread_t th;
-    int running;
-    size_t n;          /* chunks: [coff[i], coff[i + 1]) */
+    int running;       /* reads go through the ring */
+    int th_state;      /* the download thread: 0 not started (a plan starts it
+                        * on the first read), 1 running, -1 could not start */
+    size_t n;          /* chunks: [coff[i], chunk_end(i)) */
     uint64_t *coff;    /* n + 1 offsets */
+    uint64_t *cend;    /* a planned download: chunk i ends here (else at coff[i + 1]) */
     size_t conc;       /* ranges in flight */
     uint64_t range;    /* bytes per range (after the first waves) and per ring buffer */
-    XXH3_state_t *xxh; /* download thread only */
+    XXH3_state_t *xxh; /* download thread only; NULL for a planned download */
     pthread_mutex_t lock;
     pthread_cond_t cv;    /* a chunk arrived, or the download ended */
     uint8_t **buf;        /* chunk i's buffer (range bytes) while held, else NULL */
@@ -78,6 +87,58 @@ static int range_get(struct sr_s3 *s3, const char *key, void *buf, size_t len, u
         sr_s3_name(s3, key, name, sizeof(name));
         rc = sr_errf(-EBADMSG, "%s: short read at offset %" PRIu64 " (%" PRIu64 " of %zu bytes)",
                      name, off, r.got, len);
+    }
+    return rc;
+}
+
+static uint64_t chunk_end(const struct s3_src *s, size_t i)
+{
+    return s->cend ? s->cend[i] : s->coff[i + 1];
+}
+
+/* Appends chunk [off, end) to the plan being built (cap entries room). */
+static int plan_add(struct s3_src *s, size_t *cap, uint64_t off, uint64_t end)
+{
+    if (s->n + 2 > *cap) {
+        const size_t ncap = *cap ? 2 * *cap : 64;
+        uint64_t *a = realloc(s->coff, ncap * sizeof(*a));
+        if (a)
+            s->coff = a;
+        uint64_t *b = a ? realloc(s->cend, ncap * sizeof(*b)) : NULL;
+        if (b)
+            s->cend = b;
+        if (!a || !b)
+            return sr_errf(-ENOMEM, "out of memory");
+        *cap = ncap;
+    }
+    s->coff[s->n] = off;
+    s->cend[s->n++] = end;
+    s->coff[s->n] = end;
+    return 0;
+}
+
+/* A planned download: the reads, merged where one ends where the next
+ * begins, cut into chunks as chunk_plan() cuts a whole object. 0 with no
+ * chunks when the reads are not in ascending order (or overlap, or leave
+ * the object): then every read is its own GET, as without a plan. */
+static int chunk_plan_reads(struct s3_src *s, const struct sr_range *reads, size_t nreads)
+{
+    for (size_t k = 0; k < nreads; k++)
+        if (reads[k].off > s->size || reads[k].len > s->size - reads[k].off ||
+            (k > 0 && reads[k].off < reads[k - 1].off + reads[k - 1].len))
+            return 0;
+    size_t cap = 0;
+    int rc = 0;
+    for (size_t k = 0; k < nreads && rc == 0;) {
+        uint64_t off = reads[k].off, end = off + reads[k].len;
+        for (k++; k < nreads && reads[k].off == end; k++)
+            end += reads[k].len;
+        while (off < end && rc == 0) {
+            const uint64_t most = s->n < s->conc && 4 * MIB < s->range ? 4 * MIB : s->range;
+            const uint64_t len = end - off < most ? end - off : most;
+            rc = plan_add(s, &cap, off, off + len);
+            off += len;
+        }
     }
     return rc;
 }
@@ -137,7 +198,7 @@ static size_t chunk_of(const struct s3_src *s, uint64_t off)
  * may be waiting for room. Caller holds the lock. */
 static void chunk_release(struct s3_src *s, size_t i)
 {
-    const uint64_t len = s->coff[i + 1] - s->coff[i];
+    const uint64_t len = chunk_end(s, i) - s->coff[i];
     if (!s->buf[i] || i >= s->hashed || s->refs[i] > 0 || (s->used[i] < len && !s->drain))
         return;
     if (s->npool < s->pool_cap)
@@ -173,7 +234,7 @@ static int dpart_start(struct download *dl, size_t i)
 {
     struct s3_src *s = dl->s;
     struct dpart *p = &dl->parts[i];
-    const uint64_t off = s->coff[i] + p->base, end = s->coff[i + 1];
+    const uint64_t off = s->coff[i] + p->base, end = chunk_end(s, i);
     snprintf(p->range, sizeof(p->range), "%" PRIu64 "-%" PRIu64, off, end - 1);
     p->part.req = req_new("GET", s->key);
     p->part.req.range = p->range;
@@ -255,7 +316,8 @@ static void publish(struct download *dl)
     struct s3_src *s = dl->s;
     const size_t hashed0 = dl->hashed;
     while (dl->hashed < s->n && dl->parts[dl->hashed].part.state == S3ST_PART_DONE) {
-        XXH3_128bits_update(s->xxh, s->buf[dl->hashed], (size_t)dl->parts[dl->hashed].base);
+        if (s->xxh)
+            XXH3_128bits_update(s->xxh, s->buf[dl->hashed], (size_t)dl->parts[dl->hashed].base);
         dl->hashed++;
     }
     int progressed = dl->hashed > hashed0;
@@ -312,7 +374,7 @@ static int download_run(struct s3_src *s)
     pthread_mutex_lock(&s->lock);
     s->multi = dl.xfer.multi;
     pthread_mutex_unlock(&s->lock);
-    s3st_progress_init(&dl.pg, "download", s->size);
+    s3st_progress_init(&dl.pg, "download", s->coff[s->n] - s->coff[0]);
     while (dl.done < s->n && rc == 0) {
         if (stopped(s)) {
             rc = -ECANCELED;
@@ -329,7 +391,7 @@ static int download_run(struct s3_src *s)
         }
     }
     if (rc == 0)
-        s3st_progress_show(&dl.pg, s->size, 1);
+        s3st_progress_show(&dl.pg, s->coff[s->n] - s->coff[0], 1);
     else if (dl.pg.on)
         fputc('\n', stderr);
     pthread_mutex_lock(&s->lock);
@@ -354,7 +416,7 @@ static void *download_main(void *arg)
     if (rc < 0) {
         s->err = rc;
         snprintf(s->errmsg, sizeof(s->errmsg), "%s", sr_strerror(rc));
-    } else {
+    } else if (s->xxh) {
         const XXH128_hash_t h = XXH3_128bits_digest(s->xxh);
         sr_checksum_format(h.high64, h.low64, s->sum);
     }
@@ -389,8 +451,21 @@ static int ring_read(struct s3_src *s, uint8_t *dst, size_t len, uint64_t off)
     pthread_mutex_lock(&s->lock);
     while (len > 0 && rc == 0) {
         const size_t i = chunk_of(s, off);
+        if (off < s->coff[i] || off >= chunk_end(s, i)) {
+            /* not planned: its own GET, up to where the next chunk begins */
+            const uint64_t next = off < s->coff[i] ? s->coff[i] : s->coff[i + 1];
+            const size_t take = (size_t)(next > off && next - off < len ? next - off : len);
+            pthread_mutex_unlock(&s->lock);
+            rc = range_get(s->s3, s->key, dst, take, off);
+            pthread_mutex_lock(&s->lock);
+            dst += take;
+            off += take;
+            len -= take;
+            continue;
+        }
         const uint64_t in = off - s->coff[i];
-        const size_t take = (size_t)(s->coff[i + 1] - off < len ? s->coff[i + 1] - off : len);
+        const uint64_t cend = chunk_end(s, i);
+        const size_t take = (size_t)(cend - off < len ? cend - off : len);
         const int avail = ring_wait(s, i, in + take);
         if (!avail) {
             rc = sr_errf(s->err, "%s", s->errmsg);
@@ -416,12 +491,28 @@ static int ring_read(struct s3_src *s, uint8_t *dst, size_t len, uint64_t off)
     return rc;
 }
 
+/* Starts the download thread unless it was (1) or could not be (0: then
+ * reads go on without it). Caller holds the lock. */
+static int start_download(struct s3_src *s)
+{
+    if (s->th_state == 0)
+        s->th_state = pthread_create(&s->th, NULL, download_main, s) == 0 ? 1 : -1;
+    return s->th_state > 0;
+}
+
 static int src_read_at(void *ctx, void *buf, size_t len, uint64_t off)
 {
     struct s3_src *s = ctx;
     if (len == 0)
         return 0;
     if (!s->running)
+        return range_get(s->s3, s->key, buf, len, off);
+    /* A planned download starts with the first read: the objects of a
+     * delta are opened together, but read one after another. */
+    pthread_mutex_lock(&s->lock);
+    const int ring = start_download(s);
+    pthread_mutex_unlock(&s->lock);
+    if (!ring)
         return range_get(s->s3, s->key, buf, len, off);
     if (off > s->size || len > s->size - off)
         return sr_errf(-EBADMSG, "%s: read past the end (%zu bytes at %" PRIu64 ")", s->key, len,
@@ -446,7 +537,7 @@ static int src_borrow(void *ctx, uint64_t off, size_t len, const void **p)
     pthread_mutex_lock(&s->lock);
     const size_t i = chunk_of(s, off);
     int lent = 0;
-    if (i <= s->started + s->conc && off + len <= s->coff[i + 1] &&
+    if (i <= s->started + s->conc && off >= s->coff[i] && off + len <= chunk_end(s, i) &&
         ring_wait(s, i, off + len - s->coff[i]) && s->buf[i]) {
         s->refs[i]++;
         *p = s->buf[i] + (off - s->coff[i]);
@@ -483,8 +574,10 @@ static int src_checksum(void *ctx, char out[SR_CHECKSUM_LEN])
     return err < 0 ? sr_errf(err, "%s", s->errmsg) : 0;
 }
 
-/* whole: download objects of RING_MIN or more into the ring. */
-static int source_open(struct sr_store *st, const char *key, struct sr_source *src, int whole)
+/* whole: download objects of RING_MIN or more into the ring; else reads
+ * (nreads of them) may plan a download of just those bytes. */
+static int source_open(struct sr_store *st, const char *key, struct sr_source *src, int whole,
+                       const struct sr_range *reads, size_t nreads)
 {
     struct sr_s3 *s3 = s3_of(st);
     uint64_t size = 0;
@@ -506,7 +599,7 @@ static int source_open(struct sr_store *st, const char *key, struct sr_source *s
     src->checksum = NULL;
     src->borrow = NULL;
     src->unborrow = NULL;
-    if (!whole || size < RING_MIN)
+    if ((whole && size < RING_MIN) || (!whole && nreads < 2))
         return 0; /* one ranged GET per read */
     s->conc = s3->set.concurrency;
     s->range = sr_s3_part_size(0, s3->set.range_size);
@@ -514,47 +607,52 @@ static int source_open(struct sr_store *st, const char *key, struct sr_source *s
      * codec. */
     s->limit = ((uint64_t)s->conc + 2) * s->range;
     s->pool_cap = (size_t)(s->limit / s->range);
-    if ((rc = chunk_plan(s)) < 0) {
+    if ((rc = whole ? chunk_plan(s) : chunk_plan_reads(s, reads, nreads)) < 0) {
         s3st_source_close(st, src);
         return rc;
     }
+    if (s->n == 0)
+        return 0; /* a plan out of order: one ranged GET per read */
     s->buf = calloc(s->n, sizeof(*s->buf));
     s->have = calloc(s->n, sizeof(*s->have));
     s->used = calloc(s->n, sizeof(*s->used));
     s->refs = calloc(s->n, sizeof(*s->refs));
     s->pool = calloc(s->pool_cap, sizeof(*s->pool));
-    s->xxh = XXH3_createState();
-    if (!s->buf || !s->have || !s->used || !s->refs || !s->pool || !s->xxh) {
+    if (whole && (s->xxh = XXH3_createState()))
+        XXH3_128bits_reset(s->xxh);
+    if (!s->buf || !s->have || !s->used || !s->refs || !s->pool || (whole && !s->xxh)) {
         s3st_source_close(st, src);
         return sr_errf(-ENOMEM, "out of memory");
     }
-    XXH3_128bits_reset(s->xxh);
-    if (pthread_create(&s->th, NULL, download_main, s) != 0) {
+    if (whole && !start_download(s)) {
         s3st_source_close(st, src);
         return sr_errf(-EAGAIN, "cannot start a download thread");
     }
     s->running = 1;
-    src->checksum = src_checksum;
-    src->borrow = src_borrow;
-    src->unborrow = src_unborrow;
+    if (whole) { /* a plan's reader (the delta's virtual source) copies */
+        src->checksum = src_checksum;
+        src->borrow = src_borrow;
+        src->unborrow = src_unborrow;
+    }
     return 0;
 }
 
 int s3st_source(struct sr_store *st, const char *key, struct sr_source *src)
 {
-    return source_open(st, key, src, 1);
+    return source_open(st, key, src, 1, NULL, 0);
 }
 
-int s3st_source_ranged(struct sr_store *st, const char *key, struct sr_source *src)
+int s3st_source_ranged(struct sr_store *st, const char *key, const struct sr_range *reads,
+                       size_t nreads, struct sr_source *src)
 {
-    return source_open(st, key, src, 0);
+    return source_open(st, key, src, 0, reads, nreads);
 }
 
 void s3st_source_close(struct sr_store *st, struct sr_source *src)
 {
     (void)st;
     struct s3_src *s = src->ctx;
-    if (s->running) {
+    if (s->th_state > 0) {
         pthread_mutex_lock(&s->lock);
         s->stop = 1;
         if (s->multi)
@@ -573,6 +671,7 @@ void s3st_source_close(struct sr_store *st, struct sr_source *src)
     free(s->refs);
     free(s->pool);
     free(s->coff);
+    free(s->cend);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cv);
     free(s->key);

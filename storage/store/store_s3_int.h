@@ -76,7 +76,8 @@ void s3st_writer_close(struct sr_store_writer *sw);
 
 /* store_s3_get.c: the ops' source. */
 int s3st_source(struct sr_store *st, const char *key, struct sr_source *src);
-int s3st_source_ranged(struct sr_store *st, const char *key, struct sr_source *src);
+int s3st_source_ranged(struct sr_store *st, const char *key, const struct sr_range *reads,
+                       size_t nreads, struct sr_source *src);
 void s3st_source_close(struct sr_store *st, struct sr_source *src);
 
 /* ---- s3_parts.c: the part driver ------------------------------------------

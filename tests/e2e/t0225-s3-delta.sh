@@ -76,6 +76,19 @@ test_expect_success 'restoring a delta reads only the referenced frames of the o
     test "$got" -gt $((size1 / 3)) && test "$got" -lt $((size1 * 6 / 10))
 '
 
+test_expect_success 'consecutive frames of an older object come in fewer ranged GETs than frames' '
+    frames=$(s3curl "$(obj 3 MANIFEST.json)" | "$PY" -c "
+import json, sys
+m = json.load(sys.stdin)
+o = m[\"objects\"].index(\"ckpt/0000000001/data.tar.zst\")
+print(sum(1 for f in m[\"frame_list\"] if f[0] == o))") &&
+    line=$(wc -l <"$TRASH/s3.log") &&
+    rm -rf out && SPOTRUN_S3_CONCURRENCY=1 "$SPOTRUN" pull -q d out --seq 3 && diff -r want3 out &&
+    gets=$(tail -n +"$line" "$TRASH/s3.log" | grep -c "d/ckpt/0000000001/data.tar.zst 206") &&
+    say "seq 3 reads $frames frames of seq 1 in $gets ranged GETs" &&
+    test "$frames" -ge 3 && test "$gets" -lt "$frames"
+'
+
 test_expect_success 'a missing referenced object: the newest falls back to the previous chain' '
     s3curl -o saved4 "$(obj 4 data.tar.zst)" &&
     s3curl -X DELETE "$(obj 4 data.tar.zst)" &&
