@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # check-threads-memory.sh - the two checks the sanitizer pass does not do:
 #   1. ThreadSanitizer over the threaded parts (parallel codec, stager and
-#      persister threads): their unit tests in a -fsanitize=thread build;
+#      persister threads): their unit tests in a -fsanitize=thread build,
+#      and the S3 delta test (download ring and codec threads);
 #   2. valgrind (memcheck) on the core scenarios: push, pull, and a run that
 #      crashes, restarts from its checkpoint, is preempted and resumes.
 # Exits non-zero on any report.
@@ -12,6 +13,10 @@ echo "== ThreadSanitizer"
 "$root/scripts/build.sh" "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPOTRUN_TSAN=ON >/dev/null
 (cd "$root/build-tsan" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
     ctest --output-on-failure -R "unit/(test_codec|test_checkpointer|test_catalog|test_store|test_control|test_lease|test_preload_account)")
+# S3 downloads: the ring's download thread and the codec's readers, whole
+# objects and a delta's planned reads of older ones, against the S3 server
+(cd "$root/build-tsan" && TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
+    ctest --output-on-failure -R "e2e/t0225-s3-delta")
 
 # sweep show reads the trials' histories on a thread pool
 (tsan=$root/build-tsan/runtime/spotrun scratch=$(mktemp -d)
