@@ -172,6 +172,26 @@ test_expect_success 'truncated, stalled and reset downloads are retried: the res
     grep -q "retrying" get.log
 '
 
+# A delta's older object is downloaded on the ring over just its listed
+# frames (a planned download): through truncated, stalled and reset
+# answers, the restore is still exact.
+test_expect_success 'a delta restore under faults (planned reads of the older object) is exact' '
+    mkdir -p dbase && head -c 13M /dev/urandom >dbase/frozen.bin &&
+    cat >deltajob.sh <<-JOB &&
+	#!/bin/sh
+	set -e
+	cp $TRASH/dbase/frozen.bin "\$SPOTRUN_CKPT_DIR/"
+	echo 1 >"\$SPOTRUN_CKPT_DIR/step" && "\$SPOTRUN_BIN" commit --step 1
+	echo 2 >"\$SPOTRUN_CKPT_DIR/step" && "\$SPOTRUN_BIN" commit --step 2
+	JOB
+    chmod +x deltajob.sh &&
+    via "$DIRECT" "$SPOTRUN" run -q --run-id dl --no-preload -- ./deltajob.sh &&
+    test "$(via "$DIRECT" "$SPOTRUN" show dl --json | "$PY" -c "import json,sys; print(json.load(sys.stdin)[\"checkpoints\"][-1][\"kind\"])")" = delta &&
+    via "$PROXY_URL" "$SPOTRUN" pull dl dpulled -v 2>dget.log &&
+    cmp dbase/frozen.bin dpulled/frozen.bin && test "$(cat dpulled/step)" = 2 &&
+    grep -q "retrying" dget.log
+'
+
 # A HEAD answer cut inside its headers looks complete to curl (no
 # Content-Length: size 0); taken as such, the newest checkpoint would be
 # skipped as truncated and an older one restored.
