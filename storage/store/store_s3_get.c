@@ -201,7 +201,10 @@ static void chunk_release(struct s3_src *s, size_t i)
     const uint64_t len = chunk_end(s, i) - s->coff[i];
     if (!s->buf[i] || i >= s->hashed || s->refs[i] > 0 || (s->used[i] < len && !s->drain))
         return;
-    if (s->npool < s->pool_cap)
+    /* Kept for reuse only while chunks remain to be started: the buffers of
+     * an object read to its end go (a delta's restore keeps its older
+     * objects open until the end). */
+    if (s->npool < s->pool_cap && s->started < s->n)
         s->pool[s->npool++] = s->buf[i];
     else
         free(s->buf[i]);
@@ -263,6 +266,9 @@ static int ring_take(struct s3_src *s, size_t next)
     pthread_mutex_lock(&s->lock);
     s->buf[next] = b;
     s->started = next + 1;
+    if (s->started == s->n) /* the last chunk: no buffer will be reused */
+        while (s->npool > 0)
+            free(s->pool[--s->npool]);
     pthread_mutex_unlock(&s->lock);
     return 1;
 }
