@@ -33,29 +33,16 @@ static void fmt_time(int64_t unix_s, char *buf, size_t len)
         snprintf(buf, len, "-");
 }
 
-/* A delta: a format 2 checkpoint, or a multi-node set with a delta part. */
-static int is_delta(const struct sr_manifest *m)
-{
-    return (m->format >= 2 || (m->nodes > 0 && !m->is_part)) && !m->full;
-}
-
-/* The compressed size of m's whole archive: its own data object unless
- * it is a delta (whose object holds only its new frames). */
-static uint64_t archive_bytes(const struct sr_manifest *m)
-{
-    return is_delta(m) && m->archive_bytes ? m->archive_bytes : m->stored_bytes;
-}
-
 static const char *ckpt_kind(const struct sr_manifest *m)
 {
-    return is_delta(m) ? "delta" : "full";
+    return sr_manifest_is_delta(m) ? "delta" : "full";
 }
 
 static json_t *manifest_json(const struct sr_manifest *m)
 {
     char when[32];
     sr_format_iso_ms(m->created * 1000, when, sizeof(when));
-    const uint64_t archive = archive_bytes(m);
+    const uint64_t archive = sr_manifest_archive_bytes(m);
     json_t *o = json_pack(
         "{s:I,s:o,s:I,s:I,s:I,s:I,s:s,s:o,s:I,s:f,s:s,s:s,s:I}", "seq", (json_int_t)m->seq, "step",
         m->step >= 0 ? json_integer(m->step) : json_null(), "raw_bytes", (json_int_t)m->raw_bytes,
@@ -300,7 +287,7 @@ int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
     for (size_t i = 0; i < l.n; i++) {
         const struct sr_manifest *m = &l.v[i];
         char step[24], raw[32], stored[32], up[32], when[32], nodes[24];
-        const uint64_t archive = archive_bytes(m);
+        const uint64_t archive = sr_manifest_archive_bytes(m);
         sr_format_step(m->step, step, sizeof(step));
         sr_format_size(m->raw_bytes, raw, sizeof(raw));
         sr_format_size(archive, stored, sizeof(stored));

@@ -137,6 +137,16 @@ void sr_manifest_set_archive(struct sr_manifest *m, const struct sr_pack_stats *
     m->stage_seconds = stage_seconds;
 }
 
+int sr_manifest_is_delta(const struct sr_manifest *m)
+{
+    return (m->format >= 2 || (m->nodes > 0 && !m->is_part)) && !m->full;
+}
+
+uint64_t sr_manifest_archive_bytes(const struct sr_manifest *m)
+{
+    return sr_manifest_is_delta(m) && m->archive_bytes ? m->archive_bytes : m->stored_bytes;
+}
+
 int sr_manifest_to_json(const struct sr_manifest *m, char **out, size_t *len)
 {
     *out = NULL;

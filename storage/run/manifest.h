@@ -99,6 +99,13 @@ void sr_manifest_set_archive(struct sr_manifest *m, const struct sr_pack_stats *
                              double stage_seconds);
 
 /* Serialises m (pretty, ends with a newline) into a malloc'd string. */
+/* A delta: a format 2 checkpoint or part that is not full, or a
+ * multi-node set with such a part. Format 1 is always full. */
+int sr_manifest_is_delta(const struct sr_manifest *m);
+/* The compressed size of m's whole archive, every frame wherever it lives:
+ * archive_bytes for a delta, else its own data object (stored_bytes). */
+uint64_t sr_manifest_archive_bytes(const struct sr_manifest *m);
+
 int sr_manifest_to_json(const struct sr_manifest *m, char **out, size_t *len);
 
 /* Parses and validates; -EBADMSG with a message naming the field on error. */

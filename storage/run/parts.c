@@ -84,10 +84,8 @@ static int build_set(struct sr_store *st, const char *run_id, uint64_t seq, uint
                          seq, rec);
         if (rc < 0)
             return rc;
-        /* a format 1 part is a full archive of stored_bytes */
-        const int pfull = p.format < 2 || p.full;
-        const uint64_t parchive =
-            p.format >= 2 && p.archive_bytes ? p.archive_bytes : p.stored_bytes;
+        const int pfull = !sr_manifest_is_delta(&p);
+        const uint64_t parchive = sr_manifest_archive_bytes(&p);
         if (r == 0) {
             *set = p;
             set->full = pfull;
