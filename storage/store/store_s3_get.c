@@ -49,8 +49,8 @@ struct s3_src {
     int th_state;      /* the download thread: 0 not started (a plan starts it
                         * on the first read), 1 running, -1 could not start */
     size_t n;          /* chunks: [coff[i], chunk_end(i)) */
-    uint64_t *coff;    /* n + 1 offsets */
-    uint64_t *cend;    /* a planned download: chunk i ends here (else at coff[i + 1]) */
+    uint64_t *coff;    /* n + 1 offsets: where chunk i begins; coff[n] = the end */
+    uint64_t *cend;    /* where chunk i ends (coff[i + 1] unless a plan skips bytes) */
     size_t conc;       /* ranges in flight */
     uint64_t range;    /* bytes per range (after the first waves) and per ring buffer */
     XXH3_state_t *xxh; /* download thread only; NULL for a planned download */
@@ -93,7 +93,7 @@ static int range_get(struct sr_s3 *s3, const char *key, void *buf, size_t len, u
 
 static uint64_t chunk_end(const struct s3_src *s, size_t i)
 {
-    return s->cend ? s->cend[i] : s->coff[i + 1];
+    return s->cend[i];
 }
 
 /* Appends chunk [off, end) to the plan being built (cap entries room). */
@@ -117,11 +117,16 @@ static int plan_add(struct s3_src *s, size_t *cap, uint64_t off, uint64_t end)
     return 0;
 }
 
-/* A planned download: the reads, merged where one ends where the next
- * begins, cut into chunks as chunk_plan() cuts a whole object. 0 with no
- * chunks when the reads are not in ascending order (or overlap, or leave
- * the object): then every read is its own GET, as without a plan. */
-static int chunk_plan_reads(struct s3_src *s, const struct sr_range *reads, size_t nreads)
+/* The ranges of the download: the reads (a whole object: one read of all
+ * of it), merged where one ends where the next begins, cut into chunks.
+ * The first wave is small (4 MiB per range), so that the start - what the
+ * decompressor wants first - completes early although CONCURRENCY ranges
+ * share the link; then s->range bytes (default 16 MiB: each request has a
+ * cost - s3rver spends ~18 ms of CPU on one - and partly received ranges
+ * are readable anyway). Every range fits one ring buffer. 0 with no chunks
+ * when the reads are not in ascending order (or overlap, or leave the
+ * object): then every read is its own GET, as without a plan. */
+static int chunk_plan(struct s3_src *s, const struct sr_range *reads, size_t nreads)
 {
     for (size_t k = 0; k < nreads; k++)
         if (reads[k].off > s->size || reads[k].len > s->size - reads[k].off ||
@@ -141,41 +146,6 @@ static int chunk_plan_reads(struct s3_src *s, const struct sr_range *reads, size
         }
     }
     return rc;
-}
-
-/* The ranges of the download: the first wave is small (4 MiB per range),
- * so that the start of the object - what the decompressor wants first -
- * completes early although CONCURRENCY ranges share the link; then
- * s->range bytes (default 16 MiB: each request has a cost - s3rver spends
- * ~18 ms of CPU on one - and partly received ranges are readable anyway).
- * Every range fits one ring buffer. */
-static int chunk_plan(struct s3_src *s)
-{
-    const size_t conc = s->conc;
-    size_t cap = 64, n = 0;
-    uint64_t *v = malloc(cap * sizeof(*v)), off = 0;
-    while (v && off < s->size) {
-        if (n + 2 > cap) {
-            uint64_t *nv = realloc(v, (cap *= 2) * sizeof(*v));
-            if (!nv) {
-                free(v);
-                v = NULL;
-                break;
-            }
-            v = nv;
-        }
-        uint64_t len = n < conc && 4 * MIB < s->range ? 4 * MIB : s->range;
-        if (len > s->size - off)
-            len = s->size - off;
-        v[n++] = off;
-        off += len;
-    }
-    if (!v)
-        return sr_errf(-ENOMEM, "out of memory");
-    v[n] = s->size;
-    s->coff = v;
-    s->n = n;
-    return 0;
 }
 
 /* Index of the chunk holding byte off (< size). */
@@ -613,7 +583,8 @@ static int source_open(struct sr_store *st, const char *key, struct sr_source *s
      * codec. */
     s->limit = ((uint64_t)s->conc + 2) * s->range;
     s->pool_cap = (size_t)(s->limit / s->range);
-    if ((rc = whole ? chunk_plan(s) : chunk_plan_reads(s, reads, nreads)) < 0) {
+    const struct sr_range all = {0, size};
+    if ((rc = chunk_plan(s, whole ? &all : reads, whole ? 1 : nreads)) < 0) {
         s3st_source_close(st, src);
         return rc;
     }
