@@ -80,6 +80,9 @@ FilesystemStore.prototype.listObjects = async function (bucket, options) {
 // it half written. S3 keeps the previous object until a write completes;
 // so do we: the body goes to a temporary file, renamed over the object once
 // complete (its name does not end in the object suffix: never listed).
+// Not a wrapper around s3rver's putContent: for a Buffer body it resolves
+// before the bytes are written, so a rename after it could move a file
+// still being written.
 const crypto = require('node:crypto')
 const { pipeline, Readable, Transform } = require('node:stream')
 let partials = 0
