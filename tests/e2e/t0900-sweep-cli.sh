@@ -200,9 +200,17 @@ i=$(cat "$SPOTRUN_CKPT_DIR/i" 2>/dev/null || echo 0)
 [ "$i" -gt 0 ] && echo "resumed from $i"
 while [ "$i" -lt 20 ]; do
     i=$((i + 1)); echo "$i" >"$SPOTRUN_CKPT_DIR/i"
-    "$SPOTRUN_BIN" commit --step "$i" >/dev/null; sleep {pace}
+    "$SPOTRUN_BIN" commit --step "$i" >/dev/null & c=$!
+    wait $c || wait $c
+    sleep {pace}
 done'
 
+# The job commits in the background and waits for it: a shell runs its
+# trap only once a foreground child returns, so a request that arrived
+# while a commit was in flight would be echoed after that commit, which the
+# wrapper may already take as the checkpoint and stop the job on (seen
+# under ASan). `wait` is interrupted by the trap; the second one waits for
+# the commit itself.
 # Trial 0 is back (75) long before trial 1 has checkpointed: the worker
 # must not send trial 1 a second TERM then (it would stop waiting).
 test_expect_success 'SIGTERM drains sweep work: exit 75, trials checkpointed and released, one notice each' '
