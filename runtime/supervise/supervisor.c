@@ -91,6 +91,9 @@ struct sup {
     uint32_t attempt;
     unsigned restarts;
     int exit_code;
+    /* The run ends because of a notice (exit 75): only then is it a
+     * preemption. A job that exits 75 by itself fails like any other code. */
+    int preempted;
 
     pid_t child;           /* 0 = none running */
     int job_committed;     /* the job used the commit protocol this attempt */
@@ -621,7 +624,10 @@ static void child_exited(struct sup *s, int status)
         return;
     }
     if (s->restarts >= s->cfg->max_restarts) {
-        sr_warn("giving up after %u restart(s) (--max-restarts)", s->restarts);
+        sr_warn("giving up after %u restart(s) (--max-restarts)%s", s->restarts,
+                code == SR_EX_TEMPFAIL ? "; exit 75 is the job's own code: no notice came, "
+                                         "this is a failure, not a preemption"
+                                       : "");
         s->phase = FINISHING;
         s->exit_code = code;
         if (s->cfg->result) {
@@ -1011,6 +1017,7 @@ static int settle_state(struct sup *s)
     if (s->phase == PREEMPTING && s->pre == STOPPING && !s->child) {
         if (pending == 0 || now() >= s->deadline) {
             s->exit_code = SR_EX_TEMPFAIL;
+            s->preempted = 1;
             return 1;
         }
     }
@@ -1073,7 +1080,7 @@ static void finish(struct sup *s, int code)
             sr_warn("cannot mark the run done: %s", sr_strerror(rc));
         emit(s, "done", NULL);
         sr_info("run %s done", c->run_id);
-    } else if (code == SR_EX_TEMPFAIL) {
+    } else if (code == SR_EX_TEMPFAIL && s->preempted) {
         emit(s, "preempted", json_pack("{s:I}", "durable_seq", (json_int_t)s->durable_seq));
         if (!drained)
             sr_warn("the newest checkpoint could not be made durable before the deadline");

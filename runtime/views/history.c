@@ -278,7 +278,11 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
     } else if (strcmp(type, "restart") == 0) {
         at->restarted = 1;
     } else if (strcmp(type, "preempted") == 0) {
-        at->preempted = 1;
+        /* Only a notice is a preemption: older wrappers wrote
+         * "preempted" for a job that exited 75 by itself, with no notice in
+         * the attempt; that attempt failed with the job's code. */
+        for (size_t i = 0; i < h->n_no && !at->preempted; i++)
+            at->preempted = h->no[i].attempt == a;
     } else if (strcmp(type, "lease_lost") == 0) {
         at->superseded = 1;
     } else if (strcmp(type, "done") == 0) {

@@ -38,4 +38,19 @@ test_expect_success 'a crash before the first checkpoint restarts from scratch' 
     "$SPOTRUN" show early | grep "^attempts: *2$"
 '
 
+test_expect_success 'a job that exits 75 by itself fails with its code: no preemption is recorded' '
+    code=0
+    "$SPOTRUN" run --run-id own75 --max-restarts 1 --backoff 10ms -- sh -c "exit 75" \
+        >run75.log 2>&1 || code=$?
+    test "$code" -eq 75 &&
+    grep "exit 75 is the job.s own code" run75.log &&
+    ! grep "preempted" run75.log &&
+    ! grep "\"event\":\"preempted\"" "$SPOTRUN_STORE"/own75/events/*.jsonl &&
+    "$SPOTRUN" show own75 >show75.out &&
+    grep "^state: *failed$" show75.out &&
+    grep "^preemptions: *0" show75.out &&
+    grep "^failures: *2 (exit 75: 2)" show75.out &&
+    ! grep "unknown" show75.out
+'
+
 test_done

@@ -202,6 +202,26 @@ static void a_preempted_run_is_preempted_until_resumed(void **state)
     sr_hist_free(&h);
 }
 
+/* Only a notice is a preemption: a "preempted" line without a notice in its
+ * attempt (older wrappers wrote one for a job that exited 75 by itself) is
+ * the job's failure with its own code. */
+static void a_job_exiting_75_by_itself_is_no_preemption(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 0, 0, "start", "");
+    EV(&h, 2000, 0, "exit", ",\"code\":75");
+    EV(&h, 2001, 0, "preempted", ",\"durable_seq\":0");
+    sr_hist_derive(&h);
+    assert_int_equal(h.att[0].end, SR_END_FAILED);
+    assert_int_equal(h.state, SR_STATE_FAILED);
+    assert_int_equal(h.preemptions, 0);
+    assert_int_equal(h.failures, 1);
+    assert_string_equal(h.by_cause[0].name, "exit 75");
+    sr_hist_free(&h);
+}
+
 static void percentiles_use_the_nearest_rank(void **state)
 {
     (void)state;
@@ -347,6 +367,7 @@ int main(void)
         cmocka_unit_test(states_sources_and_checkpoint_stats),
         cmocka_unit_test(instance_time_queue_time_and_cost),
         cmocka_unit_test(a_preempted_run_is_preempted_until_resumed),
+        cmocka_unit_test(a_job_exiting_75_by_itself_is_no_preemption),
         cmocka_unit_test(percentiles_use_the_nearest_rank),
         cmocka_unit_test(bad_lines_are_refused_and_unknown_events_ignored),
         cmocka_unit_test(the_newest_interval_event_wins),
