@@ -94,6 +94,12 @@ struct sup {
     /* The run ends because of a notice (exit 75): only then is it a
      * preemption. A job that exits 75 by itself fails like any other code. */
     int preempted;
+    /* Multi-node: the job finished while a notice was being handled; the
+     * set this attempt started from (0 = fresh), which names its done mark;
+     * this node's job finished but another node's has not (no DONE). */
+    int finished_in_notice;
+    uint64_t start_seq;
+    int node_only;
 
     pid_t child;           /* 0 = none running */
     int job_committed;     /* the job used the commit protocol this attempt */
@@ -297,6 +303,7 @@ static int start_attempt(struct sup *s)
     /* The directory as restored, before the job can touch it: a commit at
      * exit or on settle compares against this. */
     s->committed_fp = s->settle_fp = sr_dir_fingerprint(c->ckpt_dir, NULL);
+    s->start_seq = resumed ? m.seq : 0;
     page_reset(s);
     char **env = job_env(s, resumed, &m);
     sr_gpu_usage_reset(s->gpu_dir); /* this attempt's processes write new pages */
@@ -592,6 +599,7 @@ static void child_exited(struct sup *s, int status)
             commit_if_changed(s, "job stopped");
         if (code == 0 && s->pre != STOPPING) {
             sr_info("the job finished during the notice");
+            s->finished_in_notice = 1;
             s->phase = FINISHING;
             s->exit_code = 0;
         } else if (s->pre != STOPPING) {
@@ -1074,6 +1082,8 @@ static void finish(struct sup *s, int code)
     acknowledge(s); /* the job has stopped and the checkpoint is durable (or late) */
     if (code == SR_EX_CANTCREAT && s->lost) {
         sr_warn("run %s continues under its new owner; exit 73", c->run_id);
+    } else if (code == 0 && s->node_only) {
+        emit(s, "node_done", json_pack("{s:I}", "from_seq", (json_int_t)s->start_seq));
     } else if (code == 0) {
         const int rc = sr_ckpt_mark_done(c->st, c->run_id);
         if (rc < 0)
@@ -1100,6 +1110,41 @@ static void finish(struct sup *s, int code)
     /* At a missed deadline the persister may still be uploading: leave it;
      * the process exit ends it and its manifest is never written. */
     sr_commits_stop(s->cp, !drained);
+}
+
+/* Multi-node: this node's job finished. The run is done only once every
+ * node's job finished from the same start (parts.h: done marks); whoever
+ * completes the marks writes DONE. A node whose job finished while the
+ * group is being stopped by a notice exits 75 with the others: the group
+ * resumes from its newest set, this node's job included. Returns the exit
+ * code: 0 (s->node_only when another node's job has not finished yet) or
+ * 75. */
+static int node_finished(struct sup *s)
+{
+    const struct sr_supervise_config *c = s->cfg;
+    int rc = sr_node_mark_done(c->st, c->run_id, c->node_rank, s->start_seq);
+    if (rc < 0)
+        sr_warn("cannot record in %s that node %u's job finished: %s", sr_store_url(c->st),
+                c->node_rank, sr_strerror(rc));
+    else
+        rc = sr_nodes_done(c->st, c->run_id, c->nodes, s->start_seq);
+    if (rc == (int)c->nodes)
+        return 0;
+    s->node_only = 1;
+    if (s->finished_in_notice || sr_peers_group_preempted(s->peers)) {
+        if (!s->finished_in_notice)
+            emit(s, "notice", json_pack("{s:s}", "source", "peer"));
+        sr_info("node %u's job finished, but run %s is being stopped by a notice: every node "
+                "resumes from the newest complete checkpoint; exit 75 (requeue me)",
+                c->node_rank, c->run_id);
+        s->preempted = 1;
+        return SR_EX_TEMPFAIL;
+    }
+    if (rc >= 0)
+        sr_info("node %u's job finished (%d of %u nodes); run %s is done once every node's job "
+                "has finished",
+                c->node_rank, rc, c->nodes, c->run_id);
+    return 0;
 }
 
 /* A wrapper killed mid-restore leaves "<ckpt>.spotrun-tmp.*" beside the
@@ -1223,6 +1268,8 @@ int sr_supervise(const struct sr_supervise_config *cfg)
         lease_lost(&s, sr_strerror(rc));
         code = SR_EX_CANTCREAT;
     }
+    if (code == 0 && cfg->nodes > 1)
+        code = node_finished(&s);
     finish(&s, code);
     reap_leftovers();
     sr_keeper_stop(s.keeper);

@@ -349,6 +349,8 @@ static enum sr_hist_end end_of(const struct sr_hist_attempt *a, int last)
         return SR_END_CRASHED;
     if (a->has_exit && a->exit_code != 0)
         return SR_END_FAILED;
+    if (a->has_exit) /* a node's job finished; the run waits for the others (node_done) */
+        return SR_END_DONE;
     return last ? SR_END_OPEN : SR_END_VANISHED;
 }
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "catalog.h"
 #include "log.h"
@@ -231,4 +232,51 @@ int sr_sets_incomplete(struct sr_store *st, const char *run_id, uint64_t newest,
     }
     sr_strlist_free(&seqs);
     return rc < 0 ? rc : n;
+}
+
+/* "<rank>-s<seq>" exactly (no leading zeros, signs or trailing bytes). */
+static int parse_done_name(const char *name, uint32_t *rank, uint64_t *seq)
+{
+    unsigned r;
+    unsigned long long q;
+    char back[64];
+    if (strlen(name) >= sizeof(back) || sscanf(name, "%u-s%llu", &r, &q) != 2)
+        return 0;
+    snprintf(back, sizeof(back), "%u-s%llu", r, q);
+    if (strcmp(back, name) != 0)
+        return 0;
+    *rank = r;
+    *seq = q;
+    return 1;
+}
+
+int sr_node_mark_done(struct sr_store *st, const char *run_id, uint32_t rank, uint64_t from_seq)
+{
+    char key[KEY_LEN], body[128];
+    snprintf(key, sizeof(key), "%s/done/%" PRIu32 "-s%" PRIu64, run_id, rank, from_seq);
+    const int n = snprintf(body, sizeof(body),
+                           "{\"node_rank\":%" PRIu32 ",\"from_seq\":%" PRIu64 ",\"unix_s\":%lld}\n",
+                           rank, from_seq, (long long)time(NULL));
+    const int rc = sr_store_put_if(st, key, body, (size_t)n, NULL, NULL);
+    return rc == -EEXIST ? 0 : rc;
+}
+
+int sr_nodes_done(struct sr_store *st, const char *run_id, uint32_t nodes, uint64_t from_seq)
+{
+    char prefix[KEY_LEN];
+    snprintf(prefix, sizeof(prefix), "%s/done", run_id);
+    struct sr_strlist names = {0};
+    const int rc = sr_store_list(st, prefix, &names);
+    if (rc < 0)
+        return rc;
+    int n = 0;
+    for (size_t i = 0; i < names.n; i++) {
+        uint32_t rank;
+        uint64_t seq;
+        /* One mark per rank and seq: names are unique in a listing. */
+        if (parse_done_name(names.v[i], &rank, &seq) && rank < nodes && seq == from_seq)
+            n++;
+    }
+    sr_strlist_free(&names);
+    return n;
 }

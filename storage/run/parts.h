@@ -55,4 +55,16 @@ struct sr_set_partial {
 int sr_sets_incomplete(struct sr_store *st, const char *run_id, uint64_t newest,
                        struct sr_set_partial *out, int max);
 
+/* A multi-node run is done only when every node's job finished. Each rank's
+ * wrapper whose job exited 0 records it: <run>/done/<rank>-s<from_seq>,
+ * create-only (an existing mark is fine), where from_seq is the set its
+ * attempt started from (0 = fresh). Marks of one from_seq belong together:
+ * a rank that finished while another was preempted runs again from the
+ * group's newest set, and its old mark, of an older start, never counts. */
+int sr_node_mark_done(struct sr_store *st, const char *run_id, uint32_t rank, uint64_t from_seq);
+
+/* How many ranks < nodes have a done mark of from_seq, or -errno. The run
+ * is done (DONE may be written) when that is nodes. */
+int sr_nodes_done(struct sr_store *st, const char *run_id, uint32_t nodes, uint64_t from_seq);
+
 #endif

@@ -226,6 +226,25 @@ static void malformed_part_names_and_records_are_ignored(void **state)
     assert_true(sr_set_complete(f->st, RUN, sr_set_seq(500), 2, counts, f, NULL, &missing) < 0);
 }
 
+/* A run is done only when every node's job finished from the same start:
+ * a mark of another start never counts, one mark twice counts once, odd
+ * names and ranks out of range are ignored. */
+static void done_needs_every_node_of_the_same_start(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(sr_nodes_done(f->st, RUN, 2, 11), 0);
+    assert_int_equal(sr_node_mark_done(f->st, RUN, 0, 1), 0); /* an older start */
+    assert_int_equal(sr_node_mark_done(f->st, RUN, 1, 11), 0);
+    assert_int_equal(sr_node_mark_done(f->st, RUN, 1, 11), 0); /* again: fine */
+    assert_int_equal(sr_store_put(f->st, RUN "/done/01-s11", "x", 1), 0);
+    assert_int_equal(sr_store_put(f->st, RUN "/done/2-s11", "x", 1), 0);
+    assert_int_equal(sr_store_put(f->st, RUN "/done/0-s11x", "x", 1), 0);
+    assert_int_equal(sr_nodes_done(f->st, RUN, 2, 11), 1);
+    assert_int_equal(sr_node_mark_done(f->st, RUN, 0, 11), 0);
+    assert_int_equal(sr_nodes_done(f->st, RUN, 2, 11), 2);
+    assert_int_equal(sr_nodes_done(f->st, RUN, 2, 1), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -235,6 +254,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(parts_holding_the_same_file_are_refused_together, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(done_needs_every_node_of_the_same_start, setup, teardown),
         cmocka_unit_test_setup_teardown(malformed_part_names_and_records_are_ignored, setup,
                                         teardown),
     };
