@@ -349,6 +349,46 @@ static int stop_if_done(const struct run_ctx *r)
     return 0;
 }
 
+/* A run keeps its kind (docs/multinode.md, "One owner, one kind"): a
+ * multi-node run is not taken over by one node unless asked for
+ * (--restore-parts all: every part into this directory), nor a single-node
+ * run by a group. Read under the lease, after --fresh. */
+static int check_kind(const struct run_ctx *r)
+{
+    if (r->c.restore_all)
+        return GO_ON;
+    uint32_t have;
+    uint64_t seq;
+    const int rc = sr_run_nodes(r->c.st, r->run_id, &have, &seq);
+    if (rc < 0)
+        return sr_fail(rc, "cannot read the store");
+    const uint32_t want = r->c.nodes;
+    /* A group of another size is the restore's to refuse (it names both). */
+    if (have == 0 || have == want || (have > 1 && want > 1))
+        return GO_ON;
+    if (have == SR_RUN_MULTI)
+        fprintf(stderr,
+                "spotrun run: run %s is a multi-node run (its nodes' leases LEASE.<rank> are in "
+                "%s; no checkpoint yet): run it with --nodes N --node-rank R on every node, or "
+                "start it over on one node with --fresh\n",
+                r->run_id, sr_store_url(r->c.st));
+    else if (have > 1)
+        fprintf(stderr,
+                "spotrun run: run %s is a multi-node run of %u nodes (its newest checkpoint, seq "
+                "%llu, has one part per node) and this is a single-node run: run it with "
+                "--nodes %u on every node, resume it here with --restore-parts all (every part "
+                "into this directory), or start it over with --fresh\n",
+                r->run_id, have, (unsigned long long)seq, have);
+    else
+        fprintf(stderr,
+                "spotrun run: run %s is a single-node run (its newest checkpoint, seq %llu, was "
+                "made by one node) and this is node %u of %u: resume it with --restore-parts "
+                "all on every node (each gets the whole checkpoint), run it on one node without "
+                "--nodes, or start it over with --fresh\n",
+                r->run_id, (unsigned long long)seq, r->c.node_rank, want);
+    return SR_EX_USAGE;
+}
+
 /* Interruptions the interval should expect: preemptions, and attempts that
  * vanished (the node went without a word, as a spot instance may). */
 static uint64_t interruptions(const struct sr_history *h)
@@ -651,6 +691,8 @@ static int run_main(const struct run_opts *opts, char **cmd)
         code = start_fresh(&r);
     if (code == GO_ON)
         code = stop_if_done(&r);
+    if (code == GO_ON)
+        code = check_kind(&r);
     if (code == GO_ON)
         code = refuse_failed_trial(&r);
     if (code == GO_ON)

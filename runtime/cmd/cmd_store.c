@@ -430,6 +430,24 @@ int sr_cmd_push(const struct sr_cmd *cmd, int argc, char **argv)
         sr_store_close(st);
         return code;
     }
+    /* A pushed directory is one node's checkpoint: never the newest of a
+     * multi-node run, whose nodes could not resume it (docs/multinode.md). */
+    uint32_t nodes = 0;
+    int rc = sr_run_nodes(st, ops[0], &nodes, NULL);
+    if (rc < 0 || nodes > 1) {
+        if (rc < 0)
+            code = sr_fail(rc, "push");
+        else
+            code = (fprintf(stderr,
+                            "spotrun: push: run %s is a multi-node run: a pushed directory would "
+                            "be a single-node checkpoint its nodes cannot resume; push into "
+                            "another run id, or start this one over (spotrun run --fresh)\n",
+                            ops[0]),
+                    SR_EX_USAGE);
+        let_go(&held);
+        sr_store_close(st);
+        return code;
+    }
     const struct sr_commits_config cfg = {.st = st,
                                           .run_id = ops[0],
                                           .keep = (unsigned)keep,
@@ -439,7 +457,7 @@ int sr_cmd_push(const struct sr_cmd *cmd, int argc, char **argv)
                                           .lease = held.lease};
     uint64_t seq = 0;
     struct sr_manifest m = {0};
-    int rc = sr_ckpt_next_seq(st, ops[0], &seq);
+    rc = sr_ckpt_next_seq(st, ops[0], &seq);
     if (rc == 0 && sr_store_streams(st)) {
         /* s3: no local staging; the archive streams into the store as it
          * is compressed (DIR is not the job's live directory here), and

@@ -7,6 +7,7 @@
  * loop needs back is "lost", through a pipe it polls.
  */
 #include "keeper.h"
+#include "catalog.h"
 #include "exits.h"
 #include "log.h"
 #include "units.h"
@@ -157,6 +158,30 @@ void sr_keeper_stop(struct sr_keeper *k)
     free(k);
 }
 
+int sr_run_nodes(struct sr_store *st, const char *run_id, uint32_t *nodes, uint64_t *newest_seq)
+{
+    *nodes = 0;
+    if (newest_seq)
+        *newest_seq = 0;
+    struct sr_ckpt_list l;
+    int rc = sr_ckpt_list(st, run_id, &l);
+    if (rc < 0)
+        return rc;
+    if (l.n) { /* ordered as restore sees them: the newest is last */
+        const struct sr_manifest *m = &l.v[l.n - 1];
+        *nodes = m->nodes ? m->nodes : 1;
+        if (newest_seq)
+            *newest_seq = m->seq;
+    }
+    sr_ckpt_list_free(&l);
+    if (*nodes)
+        return 0;
+    rc = sr_lease_count_ranks(st, run_id, NULL);
+    if (rc > 0)
+        *nodes = SR_RUN_MULTI;
+    return rc < 0 ? rc : 0;
+}
+
 int sr_keeper_take(struct sr_store *st, const char *run_id, int ttl_s, int64_t wait_ms,
                    const char *refusal, struct sr_lease **out)
 {
@@ -180,22 +205,28 @@ int sr_keeper_take_rank(struct sr_store *st, const char *run_id, int rank, int t
             return sr_fail(rc, "cannot take the lease of the run");
         const int64_t t = sr_now_ms();
         const long long left = (long long)(h.expires - (int64_t)(sr_wall_ms() / 1000));
+        /* The holder may be a writer of the other kind (lease.h): say which. */
+        char who[96] = "";
+        if (h.rank >= 0 && h.rank != rank)
+            snprintf(who, sizeof(who), "node %d of its multi-node group, ", h.rank);
+        else if (h.rank < 0 && rank >= 0)
+            snprintf(who, sizeof(who), "a single-node wrapper or a command writing the run, ");
         if (t >= give_up) {
             char what[64] = "";
             if (rank >= 0)
                 snprintf(what, sizeof(what), " node %d", rank);
             fprintf(stderr,
-                    "spotrun: run %s%s is owned by %s pid %ld (epoch %llu; its lease expires in "
+                    "spotrun: run %s%s is owned by %s pid %ld (%sepoch %llu; its lease expires in "
                     "%llds unless renewed): %s\n",
-                    run_id, what, h.host, h.pid, (unsigned long long)h.epoch, left, refusal);
+                    run_id, what, h.host, h.pid, who, (unsigned long long)h.epoch, left, refusal);
             return SR_EX_CANTCREAT;
         }
         if (!said) {
             char w[32];
             sr_format_duration_ms(give_up - t, w, sizeof(w));
-            sr_info("run %s is owned by %s pid %ld (lease expires in %llds): waiting up to %s "
+            sr_info("run %s is owned by %s pid %ld (%slease expires in %llds): waiting up to %s "
                     "for it",
-                    run_id, h.host, h.pid, left, w);
+                    run_id, h.host, h.pid, who, left, w);
             said = 1;
         }
         const int64_t nap = give_up - t < 1000 ? give_up - t : 1000;

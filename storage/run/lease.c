@@ -103,6 +103,7 @@ int sr_lease_parse(const char *buf, size_t len, struct sr_lease_info *out)
 {
     struct sr_lease_info in;
     memset(&in, 0, sizeof(in));
+    in.rank = -1;
     json_error_t err;
     json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
     if (!o)
@@ -155,8 +156,10 @@ int sr_lease_parse(const char *buf, size_t len, struct sr_lease_info *out)
     return rc;
 }
 
-/* Reads the lease; etag may be NULL. */
-static int read_lease(struct sr_store *st, const char *key, struct sr_lease_info *info, char *etag)
+/* Reads the lease; etag may be NULL; raw (may be NULL) gets the object's
+ * bytes whenever there is one, parsed or not (the caller frees them). */
+static int read_lease_raw(struct sr_store *st, const char *key, struct sr_lease_info *info,
+                          char *etag, char **raw, size_t *rawlen)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -164,8 +167,18 @@ static int read_lease(struct sr_store *st, const char *key, struct sr_lease_info
     if (rc < 0)
         return rc;
     rc = sr_lease_parse(buf, len, info);
-    free(buf);
+    if (raw) {
+        *raw = buf;
+        *rawlen = len;
+    } else {
+        free(buf);
+    }
     return rc;
+}
+
+static int read_lease(struct sr_store *st, const char *key, struct sr_lease_info *info, char *etag)
+{
+    return read_lease_raw(st, key, info, etag, NULL, NULL);
 }
 
 int sr_lease_read(struct sr_store *st, const char *run_id, struct sr_lease_info *info)
@@ -189,7 +202,10 @@ int sr_lease_read_rank(struct sr_store *st, const char *run_id, int rank,
         return sr_errf(-EINVAL, "invalid run id \"%.140s\"", run_id ? run_id : "");
     char key[SR_RUN_ID_MAX + 16];
     lease_key(key, sizeof(key), run_id, rank);
-    return read_lease(st, key, info, NULL);
+    const int rc = read_lease(st, key, info, NULL);
+    if (rc == 0)
+        info->rank = rank < 0 ? -1 : rank;
+    return rc;
 }
 
 int sr_lease_part_counts(void *ctx, uint32_t rank, uint64_t epoch)
@@ -330,6 +346,99 @@ static void probe(struct sr_lease *l)
     sr_err_clear();
 }
 
+/* "LEASE.<rank>": 1 and *rank. */
+static int rank_lease_name(const char *name, int *rank)
+{
+    const size_t n = strlen(LEASE_NAME);
+    if (strncmp(name, LEASE_NAME ".", n + 1) != 0)
+        return 0;
+    const char *d = name + n + 1;
+    long v = 0;
+    if (!*d || strlen(d) > 6 || (d[0] == '0' && d[1]))
+        return 0;
+    for (; *d; d++) {
+        if (*d < '0' || *d > '9')
+            return 0;
+        v = v * 10 + (*d - '0');
+    }
+    if (v >= SR_NODES_MAX)
+        return 0;
+    *rank = (int)v;
+    return 1;
+}
+
+int sr_lease_count_ranks(struct sr_store *st, const char *run_id, int *top)
+{
+    if (top)
+        *top = -1;
+    if (!sr_manifest_run_id_valid(run_id))
+        return sr_errf(-EINVAL, "invalid run id \"%.140s\"", run_id ? run_id : "");
+    struct sr_strlist names = {0};
+    const int rc = sr_store_list(st, run_id, &names);
+    int n = 0;
+    for (size_t i = 0; rc == 0 && i < names.n; i++) {
+        int k;
+        if (!rank_lease_name(names.v[i], &k))
+            continue;
+        n++;
+        if (top && k > *top)
+            *top = k;
+    }
+    sr_strlist_free(&names);
+    return rc < 0 ? rc : n;
+}
+
+/* Whether a writer of the other kind holds the run now (see lease.h): for
+ * rank < 0 any LEASE.<rank>, else LEASE. 1 and *h (its holder), 0, or an
+ * error of the store (-EPROTONOSUPPORT: a newer spotrun's lease). An
+ * unreadable lease holds nothing: its writer's own acquisition takes it
+ * over. */
+static int other_side_holds(struct sr_store *st, const char *run_id, int rank,
+                            struct sr_lease_info *h)
+{
+    const int64_t now = (int64_t)time(NULL);
+    if (rank >= 0) {
+        const int rc = sr_lease_read_rank(st, run_id, -1, h);
+        if (rc == -ENOENT || rc == -EBADMSG) {
+            sr_err_clear();
+            return 0;
+        }
+        return rc < 0 ? rc : !sr_lease_takeable(h, now);
+    }
+    struct sr_strlist names = {0};
+    int rc = sr_store_list(st, run_id, &names);
+    int held = 0;
+    for (size_t i = 0; rc == 0 && !held && i < names.n; i++) {
+        int k;
+        if (!rank_lease_name(names.v[i], &k))
+            continue;
+        rc = sr_lease_read_rank(st, run_id, k, h);
+        if (rc == -ENOENT || rc == -EBADMSG) {
+            sr_err_clear();
+            rc = 0;
+            continue;
+        }
+        if (rc == 0)
+            held = !sr_lease_takeable(h, now);
+    }
+    sr_strlist_free(&names);
+    return rc < 0 ? rc : held;
+}
+
+/* Backing off: the lease goes back to exactly what it was (the bytes read
+ * before taking it, or no object), so the next owner's epoch and
+ * prev_clean are what they would have been had we never come. */
+static void put_back(struct sr_lease *l, const char *prev, size_t len)
+{
+    char etag[SR_ETAG_MAX] = "";
+    const int rc = prev ? sr_store_put_if(l->st, l->key, prev, len, l->etag, etag)
+                        : sr_store_delete(l->st, l->key);
+    if (rc < 0)
+        sr_warn("cannot put the lease %s back as it was (%s): it expires on its own in %ds", l->key,
+                sr_strerror(rc), l->info.ttl);
+    sr_err_clear();
+}
+
 int sr_lease_acquire(struct sr_store *st, const char *run_id, int ttl, struct sr_lease **out,
                      struct sr_lease_info *holder)
 {
@@ -354,10 +463,15 @@ int sr_lease_acquire_rank(struct sr_store *st, const char *run_id, int rank, int
     make_owner(&mine);
     mine.ttl = ttl < 1 ? 1 : ttl;
     int rc = -EAGAIN;
+    char *prev = NULL; /* the lease object as read in the last round */
+    size_t prev_len = 0;
     for (int tries = 0; tries < 8; tries++) {
         struct sr_lease_info cur;
         char etag[SR_ETAG_MAX] = "";
-        rc = read_lease(st, l->key, &cur, etag);
+        free(prev);
+        prev = NULL;
+        rc = read_lease_raw(st, l->key, &cur, etag, &prev, &prev_len);
+        cur.rank = rank < 0 ? -1 : rank;
         const int64_t now = (int64_t)time(NULL);
         const char *match = NULL;
         mine.prev_clean = rc == -ENOENT || (rc == 0 && cur.released);
@@ -398,6 +512,30 @@ int sr_lease_acquire_rank(struct sr_store *st, const char *run_id, int rank, int
             break;
         /* Someone else wrote it in between: look again. */
     }
+    if (rc == 0) {
+        /* Ours now: does a writer of the other kind hold the run? */
+        struct sr_lease_info h;
+        rc = other_side_holds(st, run_id, rank, &h);
+        if (rc != 0) {
+            put_back(l, prev, prev_len);
+            if (rc > 0) {
+                if (holder)
+                    *holder = h;
+                const long long left = (long long)(h.expires - (int64_t)time(NULL));
+                if (h.rank >= 0)
+                    rc = sr_errf(-EBUSY,
+                                 "run %s is owned by %s pid %ld, node %d of its multi-node group "
+                                 "(LEASE.%d expires in %llds)",
+                                 run_id, h.host, h.pid, h.rank, h.rank, left);
+                else
+                    rc = sr_errf(-EBUSY,
+                                 "run %s is owned by %s pid %ld, a single-node wrapper or a "
+                                 "command writing the whole run (LEASE expires in %llds)",
+                                 run_id, h.host, h.pid, left);
+            }
+        }
+    }
+    free(prev);
     if (rc < 0) {
         sr_lease_free(l);
         return rc == -EAGAIN ? sr_errf(rc, "the lease of run %s keeps changing", run_id) : rc;

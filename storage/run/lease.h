@@ -44,6 +44,9 @@ struct sr_lease_info {
      * proven dead (or from nobody): that holder's last checkpoint parts
      * still count for a multi-node set (parts.h). Optional in the object. */
     int prev_clean;
+    /* Which lease this is: -1 the run's LEASE, else LEASE.<rank>. Not
+     * stored: set by the reads of this file (a parse alone says -1). */
+    int rank;
 };
 
 struct sr_lease;
@@ -65,6 +68,11 @@ struct sr_lease_counts {
 };
 int sr_lease_part_counts(void *ctx, uint32_t rank, uint64_t epoch);
 
+/* How many LEASE.<rank> objects the run has (a multi-node group's, held
+ * or not): their count, or a store error; *top (may be NULL) gets the
+ * highest rank among them (-1 when none). */
+int sr_lease_count_ranks(struct sr_store *st, const char *run_id, int *top);
+
 /* Reads <run>/LEASE: 0, -ENOENT, -EBADMSG (unparseable: taken over by
  * acquire), -EPROTONOSUPPORT (a newer format: acquire refuses), store
  * errors. */
@@ -81,7 +89,19 @@ int sr_lease_takeable(const struct sr_lease_info *h, int64_t now_s);
 
 /* Takes the lease of run for ttl seconds (>= 1): 0 and *out, or -EBUSY
  * when another owner holds it and it has not expired (*holder, may be
- * NULL, says who and until when), or the store's error. */
+ * NULL, says who and until when, and which lease: holder->rank), or the
+ * store's error.
+ *
+ * One rule for every kind of writer (docs/store.md, "Single owner"): the
+ * run's LEASE (a single-node wrapper, push, gc, --fresh, sweep delete) and
+ * the LEASE.<rank> of a multi-node group exclude each other. Each side
+ * writes its own lease first and then reads the other side's (LEASE: every
+ * LEASE.<rank> listed under the run; LEASE.<rank>: LEASE), so of two racing
+ * writers at least one sees the other. One that sees a live lease of the
+ * other side backs off: it puts its own lease back exactly as it found it
+ * (the bytes it read, or no object), so backing off moves no epoch and
+ * changes no prev_clean (parts stay counted), and returns -EBUSY naming
+ * that holder. Both may back off; the callers' waits are bounded. */
 int sr_lease_acquire(struct sr_store *st, const char *run_id, int ttl, struct sr_lease **out,
                      struct sr_lease_info *holder);
 

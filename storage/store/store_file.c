@@ -13,6 +13,11 @@
  * Keys reaching this file were validated by store.c (relative, no "." or
  * ".." segments), so joining them to the root cannot escape it.
  *
+ * Conditional writes (put_if) hold a lock file beside the object; every
+ * wait for it is bounded: a holder stalled past SPOTRUN_STORE_LOCK_WAIT
+ * (default 10 s) has its lock broken, and is fenced so that its late write
+ * cannot land (see "the object lock" below).
+ *
  * Threads: the handle is immutable after open; every operation works on its
  * own file descriptors, so concurrent use from several threads is safe. A
  * put racing with the pruning of its parent directory retries.
@@ -20,6 +25,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "store.h"
+#include "units.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -355,40 +361,190 @@ static int fs_get_etag(struct sr_store *st, const char *key, size_t max, char **
     return rc;
 }
 
-/* Takes the exclusive lock of the object at path: flock on a lock file
- * beside it (".<name>.tmp.lock": deleting the "directory" sweeps it). A
- * lock file unlinked while we waited is not a lock: retry on the new one.
- * Returns the fd to close, or -errno. */
-static int lock_object(const char *path)
+/* ---- the object lock ---------------------------------------------------- */
+
+/* The lock guards a read-compare-write of one small object: milliseconds,
+ * seconds on a loaded disk. A holder still in it after SR_LOCK_WAIT_MS is
+ * paused (SIGSTOP, a frozen VM) or hung (a dead NFS server): waiting on
+ * would hang every other writer of the run past its own bounds, so the
+ * waiter breaks the lock instead. Breaking is safe because it fences the
+ * holder: the breaker renames a fresh, locked lock file over the old one
+ * and then deletes the object's temp files; the holder checks, after
+ * creating its temp file and before renaming it in, that the lock file is
+ * still its own. A holder that wakes before that check fails it; one that
+ * passed it had its temp file in place before the breaker's sweep, which
+ * either finds it (the rename then fails) or comes after its rename (the
+ * breaker then reads its write). Either way no write lands under the
+ * breaker's lock: the holder's put_if fails with -EAGAIN and is retried. */
+#define SR_LOCK_WAIT_MS 10000
+#define SR_LOCK_SAY_MS 1000 /* after this long, say what we wait for */
+
+struct obj_lock {
+    int fd;
+    char path[PATH_MAX + 32]; /* .<name>.tmp.lock beside the object */
+};
+
+/* How long to wait for a lock before breaking it: SPOTRUN_STORE_LOCK_WAIT
+ * (a duration) or SR_LOCK_WAIT_MS. */
+static int64_t lock_wait_ms(void)
 {
-    char lock[PATH_MAX + 32], dir[PATH_MAX];
+    const char *s = getenv("SPOTRUN_STORE_LOCK_WAIT");
+    int64_t ms = 0;
+    if (s && *s && sr_parse_duration_ms(s, &ms) == 0 && ms >= 0)
+        return ms;
+    return SR_LOCK_WAIT_MS;
+}
+
+/* Stamps the lock file with its holder, for the messages of waiters. */
+static void stamp_holder(int fd)
+{
+    char host[256] = "";
+    if (gethostname(host, sizeof(host) - 1) != 0)
+        snprintf(host, sizeof(host), "unknown host");
+    char buf[320];
+    const int n = snprintf(buf, sizeof(buf), "pid %ld on %.255s\n", (long)getpid(), host);
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, (size_t)n, 0) != n) {
+        /* informational only: a waiter then says "unknown holder" */
+    }
+}
+
+/* "pid 42 on node-a", read from the lock file at path. */
+static void read_holder(const char *path, char *out, size_t len)
+{
+    snprintf(out, len, "an unknown holder");
+    const int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char buf[320];
+    const ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+    close(fd);
+    if (n <= 4 || strncmp(buf, "pid ", 4) != 0)
+        return;
+    buf[n] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    snprintf(out, len, "%s", buf);
+}
+
+/* 1 when fd is the lock file now at path (not one unlinked or replaced). */
+static int lock_current(int fd, const char *path)
+{
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
+           a.st_dev == b.st_dev;
+}
+
+/* Removes the temp files of the object whose lock file is lk->path (all
+ * ".<name>.tmp.*" but the lock itself): a fenced holder's rename fails. */
+static void sweep_object_temps(const struct obj_lock *lk)
+{
+    char dir[PATH_MAX];
+    sr_dirname(lk->path, dir, sizeof(dir));
+    const char *lockname = strrchr(lk->path, '/') + 1;
+    const size_t plen = strlen(lockname) - strlen("lock");
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strncmp(e->d_name, lockname, plen) == 0 && strcmp(e->d_name, lockname) != 0)
+            unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+}
+
+/* Breaks the lock at lk->path held by a stalled holder: a fresh lock file,
+ * locked before anyone can see it, renamed over the old one; then the
+ * sweep. Returns the new fd, or -errno (-ENOENT: the directory went; the
+ * caller retries). */
+static int break_lock(const struct obj_lock *lk)
+{
+    char tmp[PATH_MAX + 48];
+    snprintf(tmp, sizeof(tmp), "%s.XXXXXX", lk->path);
+    const int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fchmod(fd, 0644) != 0 || flock(fd, LOCK_EX | LOCK_NB) != 0 || rename(tmp, lk->path) != 0) {
+        const int e = errno;
+        unlink(tmp);
+        close(fd);
+        return -e;
+    }
+    sweep_object_temps(lk);
+    return fd;
+}
+
+/* Takes the exclusive lock of the object at path (key in st, for
+ * messages): flock on ".<name>.tmp.lock" beside it (deleting the
+ * "directory" sweeps it), polled, so the wait is bounded: a holder still
+ * there after lock_wait_ms() is stalled, and its lock is broken (see
+ * above). A lock file unlinked or replaced while we waited is not a lock:
+ * retry on the new one. Fills lk (lk->fd to close), or returns -errno. */
+static int lock_object(struct sr_store *st, const char *key, const char *path, struct obj_lock *lk)
+{
+    char dir[PATH_MAX];
     const char *base = strrchr(path, '/');
     sr_dirname(path, dir, sizeof(dir));
-    if (snprintf(lock, sizeof(lock), "%s/.%s.tmp.lock", dir, base ? base + 1 : path) >=
-        (int)sizeof(lock))
+    if (snprintf(lk->path, sizeof(lk->path), "%s/.%s.tmp.lock", dir, base ? base + 1 : path) >=
+        (int)sizeof(lk->path))
         return sr_errf(-ENAMETOOLONG, "cannot lock %s: %s", path, strerror(ENAMETOOLONG));
+    const int64_t bound = lock_wait_ms();
     for (int tries = 0; tries < 50; tries++) {
+        const int64_t start = sr_now_ms(); /* each lock file's holder gets the whole bound */
+        int said = 0;
         int rc = sr_mkdirs(dir, 0755);
         if (rc < 0)
             return rc;
-        const int fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+        int fd = open(lk->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd < 0) {
             if (errno == ENOENT)
                 continue; /* the directory was pruned in between */
             return sr_errf(-errno, "cannot lock %s: %s", path, strerror(errno));
         }
-        while (flock(fd, LOCK_EX) != 0) {
-            if (errno != EINTR) {
+        for (useconds_t nap = 1000;; nap = nap < 50000 ? nap * 2 : nap) {
+            if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+                break;
+            if (errno != EWOULDBLOCK && errno != EINTR) {
                 const int e = errno;
                 close(fd);
                 return sr_errf(-e, "cannot lock %s: %s", path, strerror(e));
             }
+            if (!lock_current(fd, lk->path))
+                break; /* replaced or unlinked meanwhile: take the new one */
+            const int64_t waited = sr_now_ms() - start;
+            char holder[320], w[32];
+            if (waited >= bound) {
+                read_holder(lk->path, holder, sizeof(holder));
+                sr_format_duration_ms(waited, w, sizeof(w));
+                sr_warn("%s in store %s has been locked by %s for %s, far longer than a write "
+                        "takes (paused or hung?): breaking its lock; the holder's write will "
+                        "fail and be retried",
+                        key, st->url, holder, w);
+                close(fd);
+                fd = break_lock(lk);
+                if (fd == -ENOENT)
+                    break;
+                if (fd < 0)
+                    return sr_errf(fd, "cannot break the lock of %s in store %s: %s", key, st->url,
+                                   strerror(-fd));
+                stamp_holder(fd);
+                lk->fd = fd;
+                return 0;
+            }
+            if (!said && waited >= SR_LOCK_SAY_MS) {
+                read_holder(lk->path, holder, sizeof(holder));
+                sr_format_duration_ms(bound, w, sizeof(w));
+                sr_info("waiting for the lock of %s in store %s, held by %s (up to %s, then it "
+                        "is broken)",
+                        key, st->url, holder, w);
+                said = 1;
+            }
+            usleep(nap);
         }
-        struct stat a, b;
-        if (fstat(fd, &a) == 0 && stat(lock, &b) == 0 && a.st_ino == b.st_ino &&
-            a.st_dev == b.st_dev)
-            return fd;
-        close(fd);
+        if (fd >= 0 && lock_current(fd, lk->path)) {
+            stamp_holder(fd);
+            lk->fd = fd;
+            return 0;
+        }
+        if (fd >= 0)
+            close(fd);
     }
     return sr_errf(-EAGAIN, "cannot lock %s: its directory keeps changing", path);
 }
@@ -402,9 +558,10 @@ static int fs_put_if(struct sr_store *st, const char *key, const void *buf, size
         rc = check_no_links(st, key, 0);
     if (rc < 0)
         return rc;
-    const int lfd = lock_object(path);
-    if (lfd < 0)
-        return lfd;
+    struct obj_lock lk;
+    rc = lock_object(st, key, path, &lk);
+    if (rc < 0)
+        return rc;
     char *cur = NULL;
     size_t curlen = 0;
     char cur_etag[SR_ETAG_MAX];
@@ -422,11 +579,28 @@ static int fs_put_if(struct sr_store *st, const char *key, const void *buf, size
     } else if (rc == -ENOENT) {
         rc = match ? sr_errf(-ENOENT, "%s not found in store %s", key, st->url) : 0;
     }
-    if (rc == 0)
-        rc = sr_write_file_atomic(path, buf, len);
+    if (rc == 0) {
+        /* The fence of a broken lock (above lock_object): the temp file
+         * first, then the check, then the rename. */
+        struct sr_durable d;
+        rc = sr_durable_open(&d, path);
+        if (rc == 0)
+            rc = sr_durable_write(&d, buf, len);
+        if (rc == 0 && !lock_current(lk.fd, lk.path))
+            rc = -ENOENT;
+        if (rc == 0)
+            rc = sr_durable_commit(&d, 0);
+        sr_durable_abort(&d);
+        if (rc == -ENOENT) /* the lock was broken (or the directory deleted) under us */
+            rc = sr_errf(-EAGAIN,
+                         "%s in store %s was not written: its lock was broken while this "
+                         "process held it (it was paused or hung past SPOTRUN_STORE_LOCK_WAIT); "
+                         "try again",
+                         key, st->url);
+    }
     if (rc == 0)
         content_etag(buf, len, etag);
-    close(lfd); /* releases the lock, after the rename is durable */
+    close(lk.fd); /* releases the lock, after the rename is durable */
     return rc;
 }
 

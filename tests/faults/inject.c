@@ -7,7 +7,9 @@
  *   SPOTRUN_INJECT=op:ERRNO[:N][,op:ERRNO[:N]...]
  *       op     write pwrite fsync fdatasync rename link copy_file_range mkdir
  *              unlink (unlink and unlinkat)
- *       ERRNO  ENOSPC EIO EDQUOT EROFS, or KILL: SIGKILL instead of the call
+ *       ERRNO  ENOSPC EIO EDQUOT EROFS, or KILL: SIGKILL instead of the call,
+ *              or STOP: SIGSTOP the process, then make the call (once: only
+ *              the (N+1)th matching call; a paused VM or process)
  *       N      let the first N matching calls through (default 0)
  *   SPOTRUN_INJECT_PATH=SUBSTRING
  *       only calls on paths (or fds open on paths) containing it
@@ -41,6 +43,7 @@ enum op {
     N_OPS
 };
 #define INJECT_KILL (-1)
+#define INJECT_STOP (-2)
 static const char *const op_names[N_OPS] = {"write",           "pwrite", "fsync",
                                             "fdatasync",       "rename", "link",
                                             "copy_file_range", "mkdir",  "unlink"};
@@ -58,11 +61,8 @@ static int errno_of(const char *name)
     static const struct {
         const char *n;
         int e;
-    } t[] = {{"ENOSPC", ENOSPC},
-             {"EIO", EIO},
-             {"EDQUOT", EDQUOT},
-             {"EROFS", EROFS},
-             {"KILL", INJECT_KILL}};
+    } t[] = {{"ENOSPC", ENOSPC}, {"EIO", EIO},          {"EDQUOT", EDQUOT},
+             {"EROFS", EROFS},   {"KILL", INJECT_KILL}, {"STOP", INJECT_STOP}};
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
         if (strcmp(name, t[i].n) == 0)
             return t[i].e;
@@ -117,7 +117,8 @@ static int inject(enum op op, int matches)
     pthread_once(&once, init);
     if (!rules[op].err || !matches)
         return 0;
-    if (atomic_fetch_add(&rules[op].seen, 1) < rules[op].skip)
+    const long seen = atomic_fetch_add(&rules[op].seen, 1);
+    if (seen < rules[op].skip || (rules[op].err == INJECT_STOP && seen > rules[op].skip))
         return 0;
     return rules[op].err;
 }
@@ -132,7 +133,9 @@ static int inject(enum op op, int matches)
         const int e_ = (e);                                                                        \
         if (e_ == INJECT_KILL)                                                                     \
             kill(getpid(), SIGKILL);                                                               \
-        if (e_) {                                                                                  \
+        if (e_ == INJECT_STOP)                                                                     \
+            kill(getpid(), SIGSTOP); /* continued later: the call then runs */                     \
+        else if (e_) {                                                                             \
             errno = e_;                                                                            \
             return -1;                                                                             \
         }                                                                                          \

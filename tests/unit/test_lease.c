@@ -2,8 +2,9 @@
  * test_lease.c - one owner per run (storage/run/lease.h) on the file store:
  * conditional writes, acquire / busy / take over after expiry or release,
  * renewal after a takeover fails, racing acquirers (exactly one wins), the
- * epoch fence (a lost owner's checkpoint never becomes the newest), and the
- * weak mode on a store that ignores conditions.
+ * epoch fence (a lost owner's checkpoint never becomes the newest), the
+ * weak mode on a store that ignores conditions, and the exclusion of a
+ * multi-node group's rank leases and the run's LEASE.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -67,12 +68,12 @@ static int release(struct sr_lease *l)
     return rc;
 }
 
-/* Rewrites one field of the stored lease, as another writer would. */
-static void set_lease_field(struct fixture *f, const char *name, json_t *value)
+/* Rewrites one field of a stored lease, as another writer would. */
+static void set_lease_field_of(struct fixture *f, const char *key, const char *name, json_t *value)
 {
     char *buf;
     size_t len;
-    assert_int_equal(sr_store_get(f->st, RUN "/LEASE", 1 << 16, &buf, &len), 0);
+    assert_int_equal(sr_store_get(f->st, key, 1 << 16, &buf, &len), 0);
     json_t *o = json_loadb(buf, len, 0, NULL);
     free(buf);
     assert_non_null(o);
@@ -80,8 +81,13 @@ static void set_lease_field(struct fixture *f, const char *name, json_t *value)
     buf = json_dumps(o, JSON_PRESERVE_ORDER);
     json_decref(o);
     assert_non_null(buf);
-    assert_int_equal(sr_store_put(f->st, RUN "/LEASE", buf, strlen(buf)), 0);
+    assert_int_equal(sr_store_put(f->st, key, buf, strlen(buf)), 0);
     free(buf);
+}
+
+static void set_lease_field(struct fixture *f, const char *name, json_t *value)
+{
+    set_lease_field_of(f, RUN "/LEASE", name, value);
 }
 
 /* Makes the current lease look expired, as if its holder died ttl ago. */
@@ -444,6 +450,55 @@ static void test_weak_store(void **state)
     f->st->ops = real_ops;
 }
 
+/* One rule for both kinds of writer: a live LEASE.<rank> holds out the
+ * run's LEASE (run, push, gc, --fresh) and the reverse; the one that backs
+ * off leaves its own lease exactly as it was. */
+static void test_ranks_and_whole_run_exclude(void **state)
+{
+    struct fixture *f = *state;
+    struct sr_lease *r1 = NULL, *w = NULL, *x = NULL;
+    struct sr_lease_info h, in;
+    /* A group's node 1 holds LEASE.1: the whole run is held. */
+    assert_int_equal(sr_lease_acquire_rank(f->st, RUN, 1, 60, &r1, NULL), 0);
+    memset(&h, 0, sizeof(h));
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &w, &h), -EBUSY);
+    assert_null(w);
+    assert_int_equal(h.rank, 1);
+    assert_int_equal(h.epoch, sr_lease_epoch(r1));
+    assert_non_null(strstr(sr_strerror(-EBUSY), "node 1 of its multi-node group"));
+    /* Backing off left no LEASE behind (there was none). */
+    assert_int_equal(sr_lease_read(f->st, RUN, &in), -ENOENT);
+    sr_err_clear();
+    /* Node 1 lets go cleanly: the whole-run writer may take the run now. */
+    const uint64_t e1 = sr_lease_epoch(r1);
+    assert_int_equal(release(r1), 0);
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &w, NULL), 0);
+    /* While it holds LEASE, node 1 of a group is held out, and its lease
+     * is put back as it was: same epoch, still released, so the parts of
+     * node 1's last owner still count (prev_clean of the next owner). */
+    memset(&h, 0, sizeof(h));
+    assert_int_equal(sr_lease_acquire_rank(f->st, RUN, 1, 60, &x, &h), -EBUSY);
+    assert_null(x);
+    assert_int_equal(h.rank, -1);
+    assert_int_equal(sr_lease_read_rank(f->st, RUN, 1, &in), 0);
+    assert_int_equal(in.epoch, e1);
+    assert_true(in.released);
+    /* A node of a group that never had a lease leaves none behind. */
+    assert_int_equal(sr_lease_acquire_rank(f->st, RUN, 0, 60, &x, NULL), -EBUSY);
+    assert_int_equal(sr_lease_read_rank(f->st, RUN, 0, &in), -ENOENT);
+    sr_err_clear();
+    assert_int_equal(release(w), 0);
+    assert_int_equal(sr_lease_acquire_rank(f->st, RUN, 1, 60, &x, NULL), 0);
+    assert_int_equal(sr_lease_epoch(x), e1 + 1);
+    assert_int_equal(sr_lease_read_rank(f->st, RUN, 1, &in), 0);
+    assert_true(in.prev_clean);
+    /* Expired rank leases (a group that vanished) hold nothing. */
+    set_lease_field_of(f, RUN "/LEASE.1", "expires", json_integer((json_int_t)time(NULL) - 1));
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &w, NULL), 0);
+    assert_int_equal(release(w), 0);
+    sr_lease_free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -457,6 +512,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_epoch_fence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manifest_create_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_weak_store, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ranks_and_whole_run_exclude, setup, teardown),
     };
     sr_verbosity = SR_QUIET;
     return cmocka_run_group_tests(tests, NULL, NULL);

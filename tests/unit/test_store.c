@@ -18,12 +18,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "fsutil.h"
 #include "log.h"
 #include "store.h"
+#include "units.h"
 
 static char *scratch(void)
 {
@@ -434,6 +437,53 @@ static void create_only_writes_never_replace(void **state)
     assert_int_equal(entries, 1); /* data only: no temp files */
 }
 
+/* A writer paused inside the lock of an object (here: a lock taken on
+ * another open file description and never released) must not hang the
+ * next conditional write: after SPOTRUN_STORE_LOCK_WAIT it breaks the lock
+ * and writes; the stalled holder's temp file is swept and its lock file is
+ * no longer the lock, so its late write fails (the fence). */
+static void a_stalled_lock_holder_is_broken_after_the_bound_and_fenced(void **state)
+{
+    struct fixture *f = *state;
+    char dir[PATH_MAX], lock[PATH_MAX + 32], tmp[PATH_MAX + 32];
+    assert_true(snprintf(dir, sizeof(dir), "%s/root/r", f->dir) < (int)sizeof(dir));
+    assert_int_equal(sr_mkdirs(dir, 0755), 0);
+    snprintf(lock, sizeof(lock), "%s/.LEASE.tmp.lock", dir);
+    snprintf(tmp, sizeof(tmp), "%s/.LEASE.tmp.stall1", dir);
+    const int held = open(lock, O_RDWR | O_CREAT, 0644);
+    assert_true(held >= 0);
+    assert_int_equal(flock(held, LOCK_EX), 0);
+    assert_int_equal(pwrite(held, "pid 4242 on paused-node\n", 24, 0), 24);
+    const int stalled_tmp = open(tmp, O_RDWR | O_CREAT, 0644); /* its write in progress */
+    assert_true(stalled_tmp >= 0);
+    close(stalled_tmp);
+
+    setenv("SPOTRUN_STORE_LOCK_WAIT", "300ms", 1);
+    alarm(60); /* before the bound, this write waited forever */
+    char etag[SR_ETAG_MAX];
+    const int64_t t0 = sr_now_ms();
+    assert_int_equal(sr_store_put_if(f->st, "r/LEASE", "new", 3, NULL, etag), 0);
+    const int64_t took = sr_now_ms() - t0;
+    alarm(0);
+    unsetenv("SPOTRUN_STORE_LOCK_WAIT");
+    assert_true(took >= 300 && took < 30000);
+
+    char *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(sr_store_get(f->st, "r/LEASE", 16, &buf, &len), 0);
+    assert_int_equal(len, 3);
+    assert_memory_equal(buf, "new", 3);
+    free(buf);
+    struct stat a, b;
+    assert_int_not_equal(lstat(tmp, &a), 0); /* the stalled write's temp file: swept */
+    assert_int_equal(fstat(held, &a), 0);
+    assert_int_equal(stat(lock, &b), 0);
+    assert_true(a.st_ino != b.st_ino); /* its lock is no longer the lock */
+    /* The next writer takes the new lock at once (the breaker let it go). */
+    assert_int_equal(sr_store_put_if(f->st, "r/LEASE", "newer", 5, etag, NULL), 0);
+    close(held);
+}
+
 #define FT(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int main(void)
@@ -455,6 +505,7 @@ int main(void)
         FT(delete_prunes_empty_dirs_but_not_the_root),
         FT(concurrent_puts_and_deletes_do_not_interfere),
         FT(create_only_writes_never_replace),
+        FT(a_stalled_lock_holder_is_broken_after_the_bound_and_fenced),
         cmocka_unit_test(strlist_sorts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
