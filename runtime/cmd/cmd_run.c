@@ -618,12 +618,33 @@ static int sweep_trial(struct run_opts *o, char ***cmd, struct run_ctx *r)
     return GO_ON;
 }
 
+/* The trial's run is the trial's (it records the sweep, sweep.h), or it is
+ * made so now, under the lease, before anything of it is read: a run that
+ * merely has the trial's name (another sweep's, one made by hand) is never
+ * resumed or taken as done. */
+static int bind_trial(const struct run_ctx *r)
+{
+    if (r->trial < 0)
+        return GO_ON;
+    const int rc = sr_sweep_bind_run(r->c.st, &r->sweep, (size_t)r->trial, r->run_id);
+    if (rc == -EEXIST) {
+        fprintf(stderr, "spotrun run: %s\n", sr_strerror(rc));
+        return SR_EX_CANTCREAT;
+    }
+    return rc < 0 ? sr_fail(rc, "cannot bind the trial's run") : GO_ON;
+}
+
 /* A trial that failed past --max-restarts is left alone: rerunning it (an
  * array rerun, a requeue) says so and fails the same way. */
 static int refuse_failed_trial(const struct run_ctx *r)
 {
     struct sr_trial_end_info end;
-    if (r->trial < 0 || sr_sweep_read_failed(r->c.st, r->sweep.name, (size_t)r->trial, &end) < 0) {
+    const int rc = r->trial < 0
+                       ? -ENOENT
+                       : sr_sweep_read_failed(r->c.st, r->sweep.name, (size_t)r->trial, &end);
+    if (rc == -EBADMSG) /* its name says failed; its content is not believed */
+        sr_warn("%s", sr_strerror(rc));
+    if (rc < 0 && rc != -EBADMSG) {
         sr_err_clear();
         return GO_ON;
     }
@@ -687,8 +708,12 @@ static int run_main(const struct run_opts *opts, char **cmd)
         code = take_lease(&o, &r, &lease);
     if (code == GO_ON)
         hold_notices(&r);
+    if (code == GO_ON)
+        code = bind_trial(&r);
     if (code == GO_ON && o.fresh)
         code = start_fresh(&r);
+    if (code == GO_ON && o.fresh)
+        code = bind_trial(&r); /* --fresh deleted the record with the run */
     if (code == GO_ON)
         code = stop_if_done(&r);
     if (code == GO_ON)

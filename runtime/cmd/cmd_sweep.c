@@ -20,8 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "catalog.h"
 #include "child.h"
 #include "cli.h"
+#include "keeper.h"
 #include "lease.h"
 #include "log.h"
 #include "sweep.h"
@@ -101,8 +103,12 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
         if (rc == 0)
             printf("sweep %s: added trials %zu..%zu\n", name, first,
                    first + sr_sweep_count(&def) - 1);
-        code = rc == 0 ? 0 : rc == -EINVAL ? SR_EX_USAGE : sr_fail(rc, "sweep init --add");
-        if (rc == -EINVAL)
+        /* a definition that disagrees with the stored one is 65, always */
+        code = rc == 0         ? 0
+               : rc == -EINVAL ? SR_EX_USAGE
+               : rc == -EEXIST ? SR_EX_DATAERR
+                               : sr_fail(rc, "sweep init --add");
+        if (rc == -EINVAL || rc == -EEXIST)
             fprintf(stderr, "spotrun sweep init: %s\n", sr_strerror(rc));
     } else {
         rc = sr_sweep_create(ctx.st, &def);
@@ -110,9 +116,12 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
             printf("sweep %s: %zu trial%s%s in %s\n", name, sr_sweep_count(&def),
                    sr_sweep_count(&def) == 1 ? "" : "s",
                    rc == 1 ? " (already defined, unchanged)" : "", sr_store_url(ctx.st));
-        if (rc == -EEXIST)
+        if (rc == -EEXIST || rc == -ENOTEMPTY)
             fprintf(stderr, "spotrun sweep init: %s\n", sr_strerror(rc));
-        code = rc >= 0 ? 0 : rc == -EEXIST ? SR_EX_DATAERR : sr_fail(rc, "sweep init");
+        code = rc >= 0            ? 0
+               : rc == -EEXIST    ? SR_EX_DATAERR
+               : rc == -ENOTEMPTY ? SR_EX_CANTCREAT
+                                  : sr_fail(rc, "sweep init");
     }
     sr_sweep_free(&def);
     sr_store_close(ctx.st);
@@ -529,6 +538,126 @@ static int cmd_work(const struct sr_cmd *cmd, int argc, char **argv)
     return result;
 }
 
+/* ---- sweep delete ------------------------------------------------------------- */
+
+/* The sweep's own trial runs (those that record it, sr_sweep_run_owner):
+ * runs "<name>-<K>" that do not are never touched. */
+static int own_runs(struct sr_store *st, const struct sr_sweep *sw, struct sr_strlist *out,
+                    size_t *foreign)
+{
+    memset(out, 0, sizeof(*out));
+    struct sr_strlist runs;
+    int rc = sr_ckpt_list_runs(st, &runs);
+    for (size_t i = 0; rc == 0 && i < runs.n; i++) {
+        const long k = sr_sweep_trial_of(sw->name, runs.v[i]);
+        if (k < 0)
+            continue;
+        rc = sr_sweep_run_owner(st, sw, (size_t)k, runs.v[i]);
+        if (rc == 0) {
+            rc = sr_strlist_push(out, runs.v[i]);
+        } else if (rc == -EEXIST) {
+            sr_info("sweep %s: leaving run %s alone: %s", sw->name, runs.v[i], sr_strerror(rc));
+            ++*foreign;
+            rc = 0;
+        } else if (rc == 1) {
+            rc = 0;
+        }
+    }
+    sr_strlist_free(&runs);
+    if (rc < 0)
+        sr_strlist_free(out);
+    return rc;
+}
+
+/* Deletes one trial run as gc and run --fresh do: under its lease (the one
+ * ownership rule), the run's objects (sr_ckpt_clear_run), then the lease
+ * itself, released first. 0 or an exit code. */
+static int delete_run(struct sr_store *st, const struct sr_sweep *sw, const char *run)
+{
+    struct sr_lease *lease = NULL;
+    int code =
+        sr_keeper_take(st, run, 60, 0, "not deleting its sweep while a wrapper runs it", &lease);
+    if (code != 0)
+        return code;
+    /* whose it is, again under the lease */
+    const long k = sr_sweep_trial_of(sw->name, run);
+    int rc = sr_sweep_run_owner(st, sw, (size_t)k, run);
+    if (rc == 0)
+        rc = sr_ckpt_clear_run(st, run);
+    else if (rc > 0 || rc == -EEXIST)
+        rc = 0; /* not the sweep's (any more): left alone */
+    if (rc < 0)
+        code = sr_fail(rc, run);
+    const int released = sr_lease_release(lease);
+    sr_lease_free(lease);
+    if (code == 0 && released == 0) {
+        char key[SR_RUN_ID_MAX + 16];
+        snprintf(key, sizeof(key), "%s/LEASE", run);
+        if ((rc = sr_store_delete(st, key)) < 0)
+            sr_warn("cannot delete %s (released): %s", key, sr_strerror(rc));
+    }
+    return code;
+}
+
+static int cmd_delete(const struct sr_cmd *cmd, int argc, char **argv)
+{
+    const struct sr_opt opts[] = {SR_OPTS_COMMON};
+    struct sr_cmd_ctx ctx;
+    int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
+    if (code >= 0)
+        return code;
+    struct sr_sweep sw;
+    int rc = sr_sweep_read(ctx.st, ctx.ops[0], &sw);
+    if (rc < 0) {
+        fprintf(stderr, "spotrun sweep delete: %s\n", sr_strerror(rc));
+        sr_store_close(ctx.st);
+        return rc == -EINVAL ? SR_EX_USAGE : sr_exit_code(rc);
+    }
+    struct sr_strlist runs;
+    size_t foreign = 0;
+    rc = own_runs(ctx.st, &sw, &runs, &foreign);
+    if (rc < 0)
+        code = sr_fail(rc, "sweep delete: cannot list the store");
+    /* a running trial refuses the whole delete before anything goes */
+    const int64_t now_s = sr_wall_ms() / 1000;
+    for (size_t i = 0; rc == 0 && code < 0 && i < runs.n; i++) {
+        struct sr_lease_info in;
+        if (sr_lease_read_owner(ctx.st, runs.v[i], &in) == 0 && !sr_lease_takeable(&in, now_s)) {
+            fprintf(stderr,
+                    "spotrun sweep delete: trial run %s is owned by %s (pid %ld): not deleting "
+                    "sweep %s while it runs (stop its worker, or wait for it)\n",
+                    runs.v[i], in.host, in.pid, sw.name);
+            code = SR_EX_CANTCREAT;
+        }
+        sr_err_clear();
+    }
+    size_t deleted = 0;
+    for (size_t i = 0; rc == 0 && code < 0 && i < runs.n; i++) {
+        const int c = delete_run(ctx.st, &sw, runs.v[i]);
+        if (c != 0)
+            code = c;
+        else
+            deleted++;
+    }
+    if (rc == 0 && code < 0) {
+        rc = sr_sweep_remove(ctx.st, sw.name);
+        code = rc < 0 ? sr_fail(rc, "sweep delete") : 0;
+    }
+    if (code == 0)
+        printf("sweep %s deleted: its definition, end marks and %zu trial run%s%s\n", sw.name,
+               deleted, deleted == 1 ? "" : "s",
+               foreign ? " (runs that are not its trials left alone)" : "");
+    else if (deleted)
+        fprintf(stderr,
+                "spotrun sweep delete: %zu trial run%s deleted, the rest and the "
+                "definition kept: run it again\n",
+                deleted, deleted == 1 ? "" : "s");
+    sr_strlist_free(&runs);
+    sr_sweep_free(&sw);
+    sr_store_close(ctx.st);
+    return code;
+}
+
 /* ---- the dispatcher ------------------------------------------------------------ */
 
 static const struct sr_cmd subs[] = {
@@ -547,6 +676,13 @@ static const struct sr_cmd subs[] = {
      "trial's cloud notice) it checkpoints the running trials, releases them and exits 75.\n"
      "Options after -- go to every `spotrun run` (e.g. -- --every 10m --keep 2).",
      1, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE},
+    {"sweep delete", cmd_delete, "remove the sweep: its definition, end marks and trial runs",
+     "spotrun sweep delete NAME",
+     "Deletes each of the sweep's trial runs (those that record the sweep; a run that\n"
+     "merely has a trial's name is left alone) under its lease, as gc does: a trial that\n"
+     "a wrapper runs refuses the delete (exit 73) before anything is deleted. Then its end\n"
+     "marks and definition.",
+     1, 1, SR_CMD_NEEDS_STORE},
     {"sweep show", sr_cmd_sweep_show, "one row per trial: state, attempts, cost, metrics",
      "spotrun sweep show NAME [--sort METRIC] [--maximize NAME[,NAME]] [--json] "
      "[--price-per-hour P [--on-demand-price-per-hour P]]",
@@ -579,6 +715,7 @@ int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv)
     for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
         if (strcmp(sub, subs[i].name + 6) == 0)
             return subs[i].fn(&subs[i], argc - 1, argv + 1);
-    fprintf(stderr, "spotrun sweep: unknown command \"%s\" (init, work, show or report)\n", sub);
+    fprintf(stderr, "spotrun sweep: unknown command \"%s\" (init, work, delete, show or report)\n",
+            sub);
     return SR_EX_USAGE;
 }

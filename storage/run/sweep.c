@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "catalog.h"
 #include "log.h"
 #include "manifest.h"
 
@@ -142,6 +144,17 @@ static int read_part(struct sr_store *st, const char *name, unsigned part, json_
         return sr_errf(-EBADMSG, "sweep %s: definition part %u is not a sweep definition", name,
                        part);
     }
+    /* a part copied from another sweep or position is not this one */
+    const json_t *sweep = json_object_get(o, "sweep"), *num = json_object_get(o, "part");
+    if (format <= SR_SWEEP_FORMAT &&
+        (!json_is_string(sweep) || strcmp(json_string_value(sweep), name) != 0 ||
+         !json_is_integer(num) || json_integer_value(num) != (json_int_t)part)) {
+        json_decref(o);
+        return sr_errf(-EBADMSG,
+                       "sweep %s: definition part %u names another sweep or part (its \"sweep\" "
+                       "and \"part\" must be its key's): the store was tampered with",
+                       name, part);
+    }
     if (format > SR_SWEEP_FORMAT) {
         json_decref(o);
         return sr_errf(-EPROTONOSUPPORT,
@@ -198,6 +211,9 @@ int sr_sweep_read(struct sr_store *st, const char *name, struct sr_sweep *out)
             out->params = json_incref(json_object_get(o, "params"));
             out->command = json_incref(json_object_get(o, "command"));
             out->spec = json_incref(json_object_get(o, "spec"));
+            const json_t *id = json_object_get(o, "id");
+            if (json_is_string(id) && json_string_length(id) < sizeof(out->id))
+                snprintf(out->id, sizeof(out->id), "%s", json_string_value(id));
             if (!params_valid(out->params) || !strings(out->command, 4096, 65536))
                 rc = sr_errf(-EBADMSG,
                              "sweep %s: the definition's parameters or command are "
@@ -211,6 +227,8 @@ int sr_sweep_read(struct sr_store *st, const char *name, struct sr_sweep *out)
             rc = sr_errf(-EBADMSG, "sweep %s: definition part %u has malformed trials", name, p);
         if (rc == 0)
             rc = json_array_extend(out->trials, trials) == 0 ? 0 : -ENOMEM;
+        if (p == 0)
+            out->first_part_trials = json_array_size(out->trials);
         json_decref(o);
         out->parts = p + 1;
     }
@@ -265,13 +283,138 @@ static const char *differs(const struct sr_sweep *old, const struct sr_sweep *de
     json_decref(none);
     if (!same_cmd)
         return "command";
-    /* part 0's trials are the first ones */
-    if (json_array_size(old->trials) < json_array_size(def->trials))
+    /* part 0's trials, all of them: a prefix of them is another sweep */
+    if (old->first_part_trials != json_array_size(def->trials))
         return "trials";
     for (size_t i = 0; i < json_array_size(def->trials); i++)
         if (!json_equal(json_array_get(old->trials, i), json_array_get(def->trials, i)))
             return "trials";
     return NULL;
+}
+
+/* ---- whose run a trial's run is ----------------------------------------------- */
+
+static int bound_to(const json_t *o, const struct sr_sweep *sw, size_t trial)
+{
+    const json_t *name = json_object_get(o, "sweep"), *id = json_object_get(o, "id"),
+                 *k = json_object_get(o, "trial");
+    return json_is_string(name) && strcmp(json_string_value(name), sw->name) == 0 &&
+           json_is_string(id) && strcmp(json_string_value(id), sw->id) == 0 && json_is_integer(k) &&
+           json_integer_value(k) == (json_int_t)trial;
+}
+
+int sr_sweep_run_owner(struct sr_store *st, const struct sr_sweep *sw, size_t trial,
+                       const char *run_id)
+{
+    char key[SR_RUN_ID_MAX + 16], *buf = NULL;
+    size_t len = 0;
+    snprintf(key, sizeof(key), "%s/SWEEP", run_id);
+    int rc = sr_store_get(st, key, 4096, &buf, &len);
+    if (rc == 0 || rc == -EFBIG) {
+        json_t *o = rc == 0 ? json_loadb(buf, len, 0, NULL) : NULL;
+        free(buf);
+        const int ours = bound_to(o, sw, trial);
+        const json_t *other = json_object_get(o, "sweep"), *k = json_object_get(o, "trial");
+        char whose[200] = "an unreadable SWEEP record";
+        if (json_is_string(other) && json_is_integer(k))
+            snprintf(whose, sizeof(whose), "trial %" JSON_INTEGER_FORMAT " of sweep %.120s%s",
+                     json_integer_value(k), json_string_value(other),
+                     strcmp(json_string_value(other), sw->name) == 0 ? " as defined before" : "");
+        json_decref(o);
+        if (ours)
+            return 0;
+        return sr_errf(-EEXIST,
+                       "run %s is not trial %zu of sweep %s: it records %s; not adopting it "
+                       "(spotrun sweep delete removes a sweep's own runs)",
+                       run_id, trial, sw->name, whose);
+    }
+    if (rc != -ENOENT)
+        return rc;
+    sr_err_clear();
+    struct sr_strlist names;
+    if ((rc = sr_store_list(st, run_id, &names)) < 0)
+        return rc;
+    const char *what = NULL;
+    for (size_t i = 0; i < names.n && !what; i++)
+        if (strcmp(names.v[i], "LEASE") != 0 && strncmp(names.v[i], "LEASE.", 6) != 0)
+            what = names.v[i];
+    char held[64];
+    snprintf(held, sizeof(held), "%s", what ? what : "");
+    sr_strlist_free(&names);
+    if (!what)
+        return 1;
+    return sr_errf(-EEXIST,
+                   "run %s is not trial %zu of sweep %s: it holds %s but records no sweep (a run "
+                   "made before the sweep, or by hand); not adopting it: define the sweep under "
+                   "another name",
+                   run_id, trial, sw->name, held);
+}
+
+int sr_sweep_bind_run(struct sr_store *st, const struct sr_sweep *sw, size_t trial,
+                      const char *run_id)
+{
+    int rc = sr_sweep_run_owner(st, sw, trial, run_id);
+    if (rc != 1)
+        return rc;
+    json_t *o = json_pack("{s:i,s:s,s:s,s:I}", "format", SR_SWEEP_FORMAT, "sweep", sw->name, "id",
+                          sw->id, "trial", (json_int_t)trial);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!s)
+        return -ENOMEM;
+    char key[SR_RUN_ID_MAX + 16];
+    snprintf(key, sizeof(key), "%s/SWEEP", run_id);
+    rc = sr_store_put_if(st, key, s, strlen(s), NULL, NULL);
+    free(s);
+    if (rc == -EEXIST) /* another node of the trial bound it first: whose? */
+        rc = sr_sweep_run_owner(st, sw, trial, run_id);
+    return rc == 1 ? -EAGAIN : rc;
+}
+
+/* -ENOTEMPTY naming some runs "<name>-<K>" that def's trials would adopt. */
+static int refuse_foreign_runs(struct sr_store *st, const struct sr_sweep *def)
+{
+    struct sr_strlist runs;
+    int rc = sr_ckpt_list_runs(st, &runs);
+    if (rc < 0)
+        return rc;
+    char some[400] = "";
+    size_t n = 0, used = 0;
+    for (size_t i = 0; i < runs.n && rc == 0; i++) {
+        const long k = sr_sweep_trial_of(def->name, runs.v[i]);
+        if (k < 0)
+            continue;
+        rc = sr_sweep_run_owner(st, def, (size_t)k, runs.v[i]);
+        if (rc == -EEXIST) {
+            if (n++ < 5 && used < sizeof(some))
+                used += (size_t)snprintf(some + used, sizeof(some) - used, "%s%s",
+                                         n > 1 ? ", " : "", runs.v[i]);
+            rc = 0;
+        } else if (rc > 0) {
+            rc = 0;
+        }
+    }
+    sr_strlist_free(&runs);
+    sr_err_clear();
+    if (rc < 0 || n == 0)
+        return rc;
+    return sr_errf(-ENOTEMPTY,
+                   "%s already holds %zu run%s named %s-<K> that sweep %s would adopt as its "
+                   "trials (%s%s): choose another sweep name",
+                   sr_store_url(st), n, n == 1 ? "" : "s", def->name, def->name, some,
+                   n > 5 ? ", ..." : "");
+}
+
+static void new_id(char *buf, size_t len)
+{
+    uint64_t r[2] = {0, 0};
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        r[0] = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        r[1] = (uint64_t)getpid();
+    }
+    snprintf(buf, len, "%016" PRIx64 "%016" PRIx64, r[0], r[1]);
 }
 
 int sr_sweep_create(struct sr_store *st, const struct sr_sweep *def)
@@ -296,8 +439,12 @@ int sr_sweep_create(struct sr_store *st, const struct sr_sweep *def)
         if (rc != -ENOENT)
             return rc;
         sr_err_clear();
+        struct sr_sweep fresh = *def;
+        new_id(fresh.id, sizeof(fresh.id));
+        if ((rc = refuse_foreign_runs(st, &fresh)) < 0)
+            return rc;
         json_t *fields =
-            json_pack("{s:O,s:o,s:o,s:O}", "params", def->params, "command",
+            json_pack("{s:s,s:O,s:o,s:o,s:O}", "id", fresh.id, "params", def->params, "command",
                       def->command ? json_incref(def->command) : json_array(), "spec",
                       def->spec ? json_incref(def->spec) : json_object(), "trials", def->trials);
         rc = fields ? put_part(st, def->name, 0, fields) : -ENOMEM;
@@ -320,14 +467,23 @@ int sr_sweep_add(struct sr_store *st, const struct sr_sweep *more, size_t *first
         if (rc < 0)
             return rc;
         const int same = json_equal(old.params, more->params);
+        /* no command: the stored one; another command would be dropped */
+        const int same_cmd = !more->command || json_array_size(more->command) == 0 ||
+                             json_equal(old.command, more->command);
         const size_t have = sr_sweep_count(&old);
         const unsigned part = old.parts;
         sr_sweep_free(&old);
         if (!same)
-            return sr_errf(-EINVAL,
+            return sr_errf(-EEXIST,
                            "sweep %s: --add must give the same parameters as the sweep's "
                            "(see `spotrun sweep show %s`)",
                            more->name, more->name);
+        if (!same_cmd)
+            return sr_errf(-EEXIST,
+                           "sweep %s: --add cannot change the sweep's command (every trial runs "
+                           "the one stored with it): leave the command out, or define a new "
+                           "sweep",
+                           more->name);
         if (have + json_array_size(more->trials) > SR_SWEEP_TRIALS_MAX)
             return sr_errf(-EINVAL, "sweep %s: at most %d trials", more->name, SR_SWEEP_TRIALS_MAX);
         json_t *fields =
@@ -498,10 +654,22 @@ static int read_mark(struct sr_store *st, const char *name, size_t trial, enum s
     end->state = s; /* named by its key: ended, whatever its content */
     json_t *o = rc == 0 ? json_loadb(buf, len, 0, NULL) : NULL;
     free(buf);
+    /* the details count only when the content is this mark's: its trial,
+     * its state, an exit code that a process can have (0 when done) */
+    const json_t *k = json_object_get(o, "trial"), *state = json_object_get(o, "state"),
+                 *code = json_object_get(o, "exit_code");
+    const json_int_t c = json_is_integer(code) ? json_integer_value(code) : -1;
+    if (!json_is_integer(k) || json_integer_value(k) != (json_int_t)trial ||
+        !json_is_string(state) || strcmp(json_string_value(state), end_names[s]) != 0 || c < 0 ||
+        c > 255 || (s == SR_TRIAL_DONE && c != 0)) {
+        json_decref(o);
+        return sr_errf(-EBADMSG,
+                       "%s: its trial, state or exit code is not its name's; only its name "
+                       "is believed (trial %zu %s)",
+                       key, trial, end_names[s]);
+    }
+    end->exit_code = (int)c;
     const json_t *v;
-    if ((v = json_object_get(o, "exit_code")) && json_is_integer(v) && json_integer_value(v) >= 0 &&
-        json_integer_value(v) <= 255)
-        end->exit_code = (int)json_integer_value(v);
     if ((v = json_object_get(o, "unix_ms")) && json_is_integer(v) && json_integer_value(v) >= 0)
         end->unix_ms = json_integer_value(v);
     if ((v = json_object_get(o, "cause")) && json_is_string(v))
@@ -535,6 +703,29 @@ int sr_sweep_clear_end(struct sr_store *st, const char *name, size_t trial)
         char key[256];
         end_key(key, sizeof(key), name, trial, (enum sr_trial_end)s);
         rc = sr_store_delete(st, key);
+    }
+    return rc;
+}
+
+int sr_sweep_remove(struct sr_store *st, const char *name)
+{
+    if (!sr_sweep_name_valid(name))
+        return -EINVAL;
+    const char *const dirs[] = {"def", "end"};
+    int rc = 0;
+    for (size_t d = 0; d < 2 && rc == 0; d++) {
+        char prefix[256];
+        snprintf(prefix, sizeof(prefix), "sweeps/%s/%s", name, dirs[d]);
+        struct sr_strlist l;
+        if ((rc = sr_store_list(st, prefix, &l)) < 0)
+            break;
+        /* part 0 first (the listing is sorted): the sweep is gone at once */
+        for (size_t i = 0; i < l.n && rc == 0; i++) {
+            char key[512];
+            snprintf(key, sizeof(key), "%s/%s", prefix, l.v[i]);
+            rc = sr_store_delete(st, key);
+        }
+        sr_strlist_free(&l);
     }
     return rc;
 }

@@ -8,6 +8,8 @@
  *   sweeps/<name>/end/<K>.done      trial K ended: the job exited 0
  *   sweeps/<name>/end/<K>.failed    trial K failed past --max-restarts
  *                                   ({"exit_code","cause","unix_ms","host"})
+ *   <name>-<K>/SWEEP                trial K's run is this sweep's: {"sweep","id","trial"},
+ *                                   written create-only by the trial's first wrapper
  *
  * Every object is create-only (sr_store_put_if with no match): a definition
  * part is never replaced, so trial K means the same parameters forever, and
@@ -16,9 +18,16 @@
  * (fleet workers and `sweep show` never read 1000 objects to find the
  * open ones). Who is running a trial is its run's LEASE (lease.h).
  *
- * Nothing read from the store is trusted: a part that does not parse, a
- * trial with the wrong parameters or values that are not strings makes the
- * whole sweep unreadable (-EBADMSG with a message), never a partial one.
+ * Nothing read from the store is trusted: a part that does not parse, whose
+ * "sweep" or "part" is not its key's, a trial with the wrong parameters or
+ * values that are not strings makes the whole sweep unreadable (-EBADMSG
+ * with a message), never a partial one. An end mark counts only when its
+ * content agrees with its name (trial, state) and its exit code is 0..255.
+ *
+ * A trial's run is provably the trial's: part 0 carries a random id, and
+ * the trial's run records it (SWEEP). A run named "<name>-<K>" that does
+ * not is never adopted: sweep init refuses to define a sweep over such
+ * runs, and a trial's wrapper refuses to run one.
  */
 #ifndef SPOTRUN_SWEEP_H
 #define SPOTRUN_SWEEP_H
@@ -44,6 +53,8 @@ struct sr_sweep {
     json_t *trials;  /* array of objects: param name -> value (a string) */
     json_t *spec;    /* how part 0's trials were made: {"param":[...],"random":K,"seed":S} */
     unsigned parts;  /* definition objects read */
+    size_t first_part_trials; /* trials of part 0 (the ones sweep init defined) */
+    char id[33];              /* part 0's random id ("" in definitions made before ids) */
 };
 
 /* A sweep name: a run id of at most SR_SWEEP_NAME_MAX characters, not
@@ -64,14 +75,30 @@ const char *sr_sweep_param(const struct sr_sweep *sw, size_t i);
 const char *sr_sweep_value(const struct sr_sweep *sw, size_t trial, const char *param);
 
 /* Writes def as part 0 of a new sweep (def->name, params, command, trials,
- * spec; parts is ignored): 0 when created, 1 when the same definition
- * (parameters, command and trials) is already there, -EEXIST when a
- * different one is (the message says what differs). */
+ * spec; parts and id are ignored, a new id is drawn): 0 when created, 1 when
+ * the same definition (parameters, command and exactly part 0's trials) is
+ * already there, -EEXIST when a different one is (the message says what
+ * differs), -ENOTEMPTY when the store holds runs "<name>-<K>" this sweep
+ * did not make (the message names some). */
 int sr_sweep_create(struct sr_store *st, const struct sr_sweep *def);
-/* Appends more->trials to sweep more->name as its next part; the
- * parameter names must be the existing ones (-EINVAL otherwise). *first
- * gets the index of the first new trial. */
+/* Appends more->trials to sweep more->name as its next part. -EEXIST when
+ * the parameter names are not the sweep's, or a command is given that is
+ * not the sweep's (the stored one stays: the message says so). *first gets
+ * the index of the first new trial. */
 int sr_sweep_add(struct sr_store *st, const struct sr_sweep *more, size_t *first);
+
+/* Whose run run_id is, as trial of sw: 0 when it records this sweep and
+ * trial (SWEEP), 1 when it holds nothing but leases (nothing to adopt),
+ * -EEXIST with a message when it is another's (another sweep or trial, or a
+ * run with checkpoints, events or DONE that records no sweep), store
+ * errors. */
+int sr_sweep_run_owner(struct sr_store *st, const struct sr_sweep *sw, size_t trial,
+                       const char *run_id);
+/* The same, and binds an empty run to the trial (create-only SWEEP): 0
+ * when the run is the trial's now, -EEXIST (another's), store errors. Call
+ * it holding the run's lease, before reading anything else of the run. */
+int sr_sweep_bind_run(struct sr_store *st, const struct sr_sweep *sw, size_t trial,
+                      const char *run_id);
 
 /* Trial's command: each {param} in tmpl replaced by its value ("{{" and
  * "}}" stand for braces). -EINVAL with a message for an unknown parameter
@@ -106,6 +133,10 @@ int sr_sweep_read_failed(struct sr_store *st, const char *name, size_t trial,
 int sr_sweep_clear_end(struct sr_store *st, const char *name, size_t trial);
 /* One listing of end/: state[K] for K < n (SR_TRIAL_OPEN when unmarked). */
 int sr_sweep_list_ends(struct sr_store *st, const char *name, size_t n, unsigned char *state);
+/* Removes the sweep's definition (part 0 first: from then on the sweep is
+ * gone for every reader) and its end marks; its trials' runs are the
+ * caller's (sweep delete). */
+int sr_sweep_remove(struct sr_store *st, const char *name);
 
 /* ---- making trials (sweep_gen.c) ----------------------------------------- */
 

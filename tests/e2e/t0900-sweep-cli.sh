@@ -41,10 +41,10 @@ test_expect_success '--add appends trials whose indices continue' '
     grep "^6 g 1e-2 7 " "$OUT/ran"
 '
 
-test_expect_success '--add with other parameter names: exit 64' '
-    expect_code 64 "$SPOTRUN" sweep init g --add --param lr=1 --param batch=2 2>err &&
+test_expect_success '--add with other parameter names: exit 65 (a different definition)' '
+    expect_code 65 "$SPOTRUN" sweep init g --add --param lr=1 --param batch=2 2>err &&
     grep "same parameters" err &&
-    expect_code 64 "$SPOTRUN" sweep init g --add --param lr=1 2>err
+    expect_code 65 "$SPOTRUN" sweep init g --add --param lr=1 2>err
 '
 
 trials_of() { python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["trials"]))' "$1"; }
@@ -233,7 +233,7 @@ test_expect_success 'SIGTERM drains sweep work: exit 75, trials checkpointed and
 '
 
 test_expect_success 'the next worker takes the released trials at once and resumes them' '
-    timeout 30 "$SPOTRUN" sweep work dr --slots 2 --until-empty --poll 100ms >dr2.out 2>dr2.err &&
+    timeout 120 "$SPOTRUN" sweep work dr --slots 2 --until-empty --poll 100ms >dr2.out 2>dr2.err &&
     test "$(grep -c "^resumed from" dr2.out)" -eq 2 &&
     test -f "$S/dr/end/0.done" && test -f "$S/dr/end/1.done"
 '

@@ -226,6 +226,14 @@ static void test_create_add(void **state)
     json_decref(other.command);
     other.command = json_pack("[s]", "train");
     assert_int_equal(sr_sweep_create(f->st, &other), -EEXIST);
+    /* fewer trials than part 0 (a prefix of them) is another definition */
+    const char *fewer_specs[] = {"lr=1", "seed=0..1"};
+    struct sr_sweep fewer;
+    gen(&fewer, "s1", fewer_specs, 2, 0, 0);
+    fewer.command = json_pack("[s,s]", "train", "{lr}");
+    assert_int_equal(sr_sweep_create(f->st, &fewer), -EEXIST);
+    assert_non_null(strstr(sr_strerror(-EEXIST), "trials"));
+    sr_sweep_free(&fewer);
 
     const char *add_specs[] = {"lr=9", "seed=7"};
     gen(&more, "s1", add_specs, 2, 0, 0);
@@ -234,9 +242,22 @@ static void test_create_add(void **state)
     assert_int_equal(first, 4);
     assert_int_equal(sr_sweep_add(f->st, &more, &first), 0);
     assert_int_equal(first, 5);
+    /* --add with a command that is not the sweep's: refused, nothing added */
+    more.command = json_pack("[s]", "other");
+    assert_int_equal(sr_sweep_add(f->st, &more, &first), -EEXIST);
+    assert_non_null(strstr(sr_strerror(-EEXIST), "command"));
+    json_decref(more.command);
+    more.command = json_pack("[s,s]", "train", "{lr}"); /* the same one is fine */
+    assert_int_equal(sr_sweep_add(f->st, &more, &first), 0);
+    assert_int_equal(first, 6);
+    json_decref(more.command);
+    more.command = NULL;
     assert_int_equal(sr_sweep_read(f->st, "s1", &got), 0);
-    assert_int_equal(sr_sweep_count(&got), 6);
-    assert_int_equal(got.parts, 3);
+    assert_int_equal(sr_sweep_count(&got), 7);
+    assert_int_equal(got.parts, 4);
+    assert_int_equal(got.first_part_trials, 4);
+    /* after --add, part 0's definition again is still the same one */
+    assert_int_equal(sr_sweep_create(f->st, &same), 1);
     assert_string_equal(sr_sweep_value(&got, 4, "lr"), "9");
     assert_string_equal(json_string_value(json_array_get(got.command, 1)), "{lr}");
     /* the original definition again is still a no-op after --add */
@@ -246,7 +267,7 @@ static void test_create_add(void **state)
     const char *wrong[] = {"lr=9"};
     struct sr_sweep bad;
     gen(&bad, "s1", wrong, 1, 0, 0);
-    assert_int_equal(sr_sweep_add(f->st, &bad, &first), -EINVAL);
+    assert_int_equal(sr_sweep_add(f->st, &bad, &first), -EEXIST);
     snprintf(bad.name, sizeof(bad.name), "nosuch");
     assert_int_equal(sr_sweep_add(f->st, &bad, &first), -ENOENT);
     sr_sweep_free(&bad);
@@ -286,13 +307,32 @@ static void test_end_marks(void **state)
     assert_int_equal(sr_write_file_atomic(path, "x", 1), 0);
     snprintf(path, sizeof(path), "%s/sweeps/m/end/99.done", f->root);
     assert_int_equal(sr_write_file_atomic(path, "x", 1), 0);
-    /* an unreadable mark's name still says it ended */
+    /* an unreadable mark's name still says it ended; its content is not believed */
     snprintf(path, sizeof(path), "%s/sweeps/m/end/3.failed", f->root);
     assert_int_equal(sr_write_file_atomic(path, "{garbage", 8), 0);
     assert_int_equal(sr_sweep_list_ends(f->st, "m", 8, st), 0);
     assert_int_equal(st[3], SR_TRIAL_FAILED);
-    assert_int_equal(sr_sweep_read_end(f->st, "m", 3, &got), 0);
+    assert_int_equal(sr_sweep_read_end(f->st, "m", 3, &got), -EBADMSG);
     assert_int_equal(got.state, SR_TRIAL_FAILED);
+    /* a mark whose content is another trial's, another state's, or has an
+     * exit code no process has: only its name is believed */
+    static const char *const lies[] = {
+        "{\"trial\":6,\"state\":\"failed\",\"exit_code\":3}",
+        "{\"trial\":4,\"state\":\"done\",\"exit_code\":3}",
+        "{\"trial\":4,\"state\":\"failed\",\"exit_code\":300}",
+        "{\"trial\":4,\"state\":\"failed\",\"exit_code\":-1}",
+    };
+    snprintf(path, sizeof(path), "%s/sweeps/m/end/4.failed", f->root);
+    for (size_t i = 0; i < sizeof(lies) / sizeof(lies[0]); i++) {
+        assert_int_equal(sr_write_file_atomic(path, lies[i], strlen(lies[i])), 0);
+        assert_int_equal(sr_sweep_read_failed(f->st, "m", 4, &got), -EBADMSG);
+        assert_int_equal(got.state, SR_TRIAL_FAILED);
+        assert_int_equal(got.exit_code, 0);
+    }
+    static const char done_lie[] = "{\"trial\":5,\"state\":\"done\",\"exit_code\":2}";
+    snprintf(path, sizeof(path), "%s/sweeps/m/end/5.done", f->root);
+    assert_int_equal(sr_write_file_atomic(path, done_lie, strlen(done_lie)), 0);
+    assert_int_equal(sr_sweep_read_end(f->st, "m", 5, &got), -EBADMSG);
     assert_int_equal(sr_sweep_clear_end(f->st, "m", 6), 0);
     assert_int_equal(sr_sweep_list_ends(f->st, "m", 8, st), 0);
     assert_int_equal(st[6], SR_TRIAL_OPEN);
@@ -306,6 +346,53 @@ static void put(struct fixture *f, const char *key, const char *body)
     assert_int_equal(sr_mkdirs(path, 0755), 0);
     path[strlen(path)] = '/';
     assert_int_equal(sr_write_file_atomic(path, body, strlen(body)), 0);
+}
+
+/* A trial's run is provably the trial's: bound once, refused when another's. */
+static void test_trial_runs(void **state)
+{
+    struct fixture *f = *state;
+    const char *specs[] = {"k=0..2"};
+    struct sr_sweep def, sw, other;
+    gen(&def, "b", specs, 1, 0, 0);
+    assert_int_equal(sr_sweep_create(f->st, &def), 0);
+    assert_int_equal(sr_sweep_read(f->st, "b", &sw), 0);
+    assert_int_equal(strlen(sw.id), 32);
+    /* no run yet, or one with only a lease: nothing to adopt, bound now */
+    assert_int_equal(sr_sweep_run_owner(f->st, &sw, 0, "b-0"), 1);
+    put(f, "b-1/LEASE", "{}");
+    assert_int_equal(sr_sweep_bind_run(f->st, &sw, 1, "b-1"), 0);
+    assert_int_equal(sr_sweep_bind_run(f->st, &sw, 1, "b-1"), 0);
+    assert_int_equal(sr_sweep_run_owner(f->st, &sw, 1, "b-1"), 0);
+    /* the same run as another trial, or a run with content but no record */
+    assert_int_equal(sr_sweep_run_owner(f->st, &sw, 2, "b-1"), -EEXIST);
+    put(f, "b-2/DONE", "");
+    assert_int_equal(sr_sweep_bind_run(f->st, &sw, 2, "b-2"), -EEXIST);
+    assert_non_null(strstr(sr_strerror(-EEXIST), "records no sweep"));
+    /* a sweep of the same name defined again (another id) is another sweep */
+    other = sw;
+    snprintf(other.id, sizeof(other.id), "%s", "0123");
+    assert_int_equal(sr_sweep_run_owner(f->st, &other, 1, "b-1"), -EEXIST);
+    /* sweep init over runs it did not make: refused, nothing written */
+    const char *specs2[] = {"k=0..3"};
+    struct sr_sweep c;
+    gen(&c, "b2", specs2, 1, 0, 0);
+    put(f, "b2-3/ckpt/0000000001/MANIFEST.json", "{}");
+    assert_int_equal(sr_sweep_create(f->st, &c), -ENOTEMPTY);
+    assert_non_null(strstr(sr_strerror(-ENOTEMPTY), "b2-3"));
+    assert_int_equal(sr_sweep_read(f->st, "b2", &other), -ENOENT);
+    /* remove: the definition and the end marks go */
+    struct sr_trial_end_info done = {.state = SR_TRIAL_DONE};
+    assert_int_equal(sr_sweep_mark_end(f->st, "b", 0, &done), 0);
+    assert_int_equal(sr_sweep_remove(f->st, "b"), 0);
+    assert_int_equal(sr_sweep_read(f->st, "b", &other), -ENOENT);
+    unsigned char ends[3];
+    assert_int_equal(sr_sweep_list_ends(f->st, "b", 3, ends), 0);
+    assert_int_equal(ends[0], SR_TRIAL_OPEN);
+    sr_err_clear();
+    sr_sweep_free(&c);
+    sr_sweep_free(&sw);
+    sr_sweep_free(&def);
 }
 
 static void test_hostile_definitions(void **state)
@@ -336,11 +423,28 @@ static void test_hostile_definitions(void **state)
     assert_int_equal(sr_sweep_read(f->st, "newer", &sw), -EPROTONOSUPPORT);
     /* a gap in the parts: only the ones before it count */
     put(f, "sweeps/gap/def/000000.json",
-        "{\"format\":1,\"params\":[\"a\"],\"command\":[],\"trials\":[{\"a\":\"1\"}]}");
-    put(f, "sweeps/gap/def/000002.json", "{\"format\":1,\"trials\":[{\"a\":\"2\"}]}");
+        "{\"format\":1,\"sweep\":\"gap\",\"part\":0,\"params\":[\"a\"],\"command\":[],"
+        "\"trials\":[{\"a\":\"1\"}]}");
+    put(f, "sweeps/gap/def/000002.json",
+        "{\"format\":1,\"sweep\":\"gap\",\"part\":2,\"trials\":[{\"a\":\"2\"}]}");
     assert_int_equal(sr_sweep_read(f->st, "gap", &sw), 0);
     assert_int_equal(sr_sweep_count(&sw), 1);
     sr_sweep_free(&sw);
+    /* a part whose "sweep" or "part" is not its key's (copied from another
+     * sweep, or from another position): the sweep is unreadable */
+    put(f, "sweeps/gap/def/000001.json",
+        "{\"format\":1,\"sweep\":\"gap\",\"part\":2,\"trials\":[{\"a\":\"2\"}]}");
+    assert_int_equal(sr_sweep_read(f->st, "gap", &sw), -EBADMSG);
+    put(f, "sweeps/gap/def/000001.json",
+        "{\"format\":1,\"sweep\":\"other\",\"part\":1,\"trials\":[{\"a\":\"2\"}]}");
+    assert_int_equal(sr_sweep_read(f->st, "gap", &sw), -EBADMSG);
+    put(f, "sweeps/cp/def/000000.json",
+        "{\"format\":1,\"sweep\":\"gap\",\"part\":0,\"params\":[\"a\"],\"command\":[],"
+        "\"trials\":[{\"a\":\"1\"}]}");
+    assert_int_equal(sr_sweep_read(f->st, "cp", &sw), -EBADMSG);
+    put(f, "sweeps/np/def/000000.json",
+        "{\"format\":1,\"params\":[\"a\"],\"command\":[],\"trials\":[{\"a\":\"1\"}]}");
+    assert_int_equal(sr_sweep_read(f->st, "np", &sw), -EBADMSG);
 }
 
 int main(void)
@@ -353,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test_setup_teardown(test_create_add, setup, teardown),
         cmocka_unit_test_setup_teardown(test_end_marks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trial_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hostile_definitions, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
