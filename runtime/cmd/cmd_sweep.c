@@ -23,6 +23,7 @@
 #include "catalog.h"
 #include "child.h"
 #include "cli.h"
+#include "history.h"
 #include "keeper.h"
 #include "lease.h"
 #include "log.h"
@@ -322,27 +323,65 @@ static void drain(struct worker *w, const char *why)
             kill(w->slots[i].pid, SIGTERM);
 }
 
+/* Whether trial k's wrapper stopped for a notice: its run's last attempt
+ * ended preempted, as the wrapper recorded it (a job's own exit 75 is a
+ * failure there). When the log cannot tell, it did: draining is the safe
+ * side. */
+static int trial_preempted(const struct worker *w, long k)
+{
+    char run[SR_SWEEP_NAME_MAX + 16];
+    sr_sweep_run_id(w->name, (size_t)k, run, sizeof(run));
+    struct sr_history h;
+    sr_hist_init(&h);
+    const int rc = sr_hist_load(w->st, run, &h);
+    const int preempted = rc < 0 || h.n_att == 0 || h.att[h.n_att - 1].end == SR_END_PREEMPTED ||
+                          h.att[h.n_att - 1].end == SR_END_OPEN;
+    sr_hist_free(&h);
+    sr_err_clear();
+    return preempted;
+}
+
 static void child_done(struct worker *w, struct slot *s, int status)
 {
     const long k = s->trial;
     s->pid = 0;
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     struct sr_trial_end_info end;
-    switch (code) {
-    case 0:
+    if (code == 0) {
         w->ran++;
         w->errors = 0;
         if ((size_t)k < w->n_alloc)
             w->ended[k] = SR_TRIAL_DONE;
         return;
+    }
+    /* The trial's end mark first: a job that kept failing with 64, 73 or 75
+     * (its own codes, which its wrapper passes on) is the trial's failure,
+     * never the worker's. Only without a mark is the code spotrun's. The
+     * mark's name says it ended even when its content is not believed. */
+    const int mark = sr_sweep_read_end(w->st, w->name, (size_t)k, &end);
+    if ((mark == 0 || mark == -EBADMSG) && end.state != SR_TRIAL_OPEN) {
+        w->ran++;
+        w->errors = 0;
+        if ((size_t)k < w->n_alloc)
+            w->ended[k] = (unsigned char)end.state;
+        if (end.state == SR_TRIAL_FAILED)
+            sr_warn("sweep %s: trial %ld failed (%s); left alone", w->name, k,
+                    end.cause[0] ? end.cause : "its mark says so");
+        return;
+    }
+    sr_err_clear();
+    switch (code) {
     case SR_EX_CANTCREAT: /* another wrapper holds it: try the next */
         if ((size_t)k < w->n_alloc)
             w->busy_until[k] = sr_now_ms() + w->o->poll_ms;
         return;
     case SR_EX_TEMPFAIL:
-        w->ran++;
-        drain(w, "a trial was preempted");
-        return;
+        if (trial_preempted(w, k)) {
+            w->ran++;
+            drain(w, "a trial was preempted");
+            return;
+        }
+        break; /* not a notice: a failure of its wrapper, tried again later */
     case SR_EX_USAGE:
         sr_warn("sweep %s: trial %ld: `spotrun run` refused its options (exit 64); stopping",
                 w->name, k);
@@ -350,15 +389,6 @@ static void child_done(struct worker *w, struct slot *s, int status)
         w->stop_code = SR_EX_USAGE;
         return;
     }
-    if (sr_sweep_read_end(w->st, w->name, (size_t)k, &end) == 0 && end.state != SR_TRIAL_OPEN) {
-        w->ran++;
-        w->errors = 0;
-        if ((size_t)k < w->n_alloc)
-            w->ended[k] = (unsigned char)end.state;
-        sr_warn("sweep %s: trial %ld failed (%s); left alone", w->name, k, end.cause);
-        return;
-    }
-    sr_err_clear();
     if ((size_t)k < w->n_alloc)
         w->busy_until[k] = sr_now_ms() + w->o->poll_ms;
     if (w->draining && code == 128 + SIGTERM) {
