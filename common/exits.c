@@ -38,6 +38,8 @@ int sr_exit_code(int rc)
     case EADDRINUSE:
     case EEXIST:
         return SR_EX_CANTCREAT;
+    case ETXTBSY: /* SR_ECHANGED: a file changed while it was archived (push) */
+        return SR_EX_TEMPFAIL;
     case EIO:
     case ENOSPC:
     case EROFS:

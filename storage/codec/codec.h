@@ -35,6 +35,7 @@
 #ifndef SPOTRUN_CODEC_H
 #define SPOTRUN_CODEC_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,6 +45,13 @@
  * data and end one after it (docs/archive-format.md, "Frames"). */
 #define SR_CODEC_DEFAULT_ALIGN (1u << 20)
 #define SR_CODEC_ALIGN_NEVER UINT64_MAX
+
+/* Packing fails with this when a file changed while it was read (a torn
+ * checkpoint is never made): the job wrote its checkpoint directory before
+ * commit returned. An errno nothing else in spotrun returns, so the CLI can
+ * tell it (push exits 75, EX_TEMPFAIL: try again once the directory is
+ * still). */
+#define SR_ECHANGED (-ETXTBSY)
 
 /* Consumes compressed bytes in order. Returns 0 or a negative errno. */
 typedef int (*sr_sink_fn)(void *ctx, const void *buf, size_t len);

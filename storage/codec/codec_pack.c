@@ -394,15 +394,39 @@ static int write_contents(struct packer *p, int fd, const char *rel, uint64_t si
             continue;
         if (n < 0)
             return sr_errf(-errno, "cannot read %s: %s", rel, strerror(errno));
-        if (n == 0) {
-            sr_warn("%s shrank while being archived; padded with zeros", rel);
-            return 0; /* archive_write_finish_entry() pads the entry */
-        }
+        if (n == 0) /* shrank: the check after the read names it */
+            return 0;
         if (archive_write_data(p->a, at, (size_t)n) != n)
             return archive_fail(p, rel);
         size -= (uint64_t)n;
     }
     return 0;
+}
+
+/* A file written while it was read is archived half old, half new: a torn
+ * checkpoint. As GNU tar does, compare what fstat said before the read
+ * with what it says after (size, mtime and ctime to the nanosecond), and
+ * check that the name still leads to the file read (not replaced by a
+ * rename). Timestamps have the filesystem's granularity (a jiffy on most
+ * Linux filesystems): a rewrite within one tick of the last one can pass. */
+static int check_unchanged(int fd, int dfd, const char *name, const char *rel,
+                           const struct stat *before)
+{
+    struct stat a, n;
+    if (fstat(fd, &a) != 0)
+        return sr_errf(-errno, "cannot stat %s: %s", rel, strerror(errno));
+    const int same = a.st_size == before->st_size && a.st_mtim.tv_sec == before->st_mtim.tv_sec &&
+                     a.st_mtim.tv_nsec == before->st_mtim.tv_nsec &&
+                     a.st_ctim.tv_sec == before->st_ctim.tv_sec &&
+                     a.st_ctim.tv_nsec == before->st_ctim.tv_nsec;
+    const int there = fstatat(dfd, name, &n, AT_SYMLINK_NOFOLLOW) == 0 && n.st_ino == a.st_ino &&
+                      n.st_dev == a.st_dev;
+    if (same && there)
+        return 0;
+    return sr_errf(SR_ECHANGED,
+                   "%s %s while it was read; not archived (a torn checkpoint): the job must not "
+                   "write the checkpoint directory until commit returns",
+                   rel, same ? "was replaced" : "changed");
 }
 
 static int pack_file(struct packer *p, int dfd, const char *name, const char *rel)
@@ -431,6 +455,8 @@ static int pack_file(struct packer *p, int dfd, const char *name, const char *re
         rc = cut_frame(p);
     if (rc == 0)
         rc = write_contents(p, fd, rel, (uint64_t)st.st_size);
+    if (rc == 0)
+        rc = check_unchanged(fd, dfd, name, rel, &st);
     if (rc == 0 && archive_write_finish_entry(p->a) != ARCHIVE_OK)
         rc = archive_fail(p, rel);
     if (rc == 0 && own)

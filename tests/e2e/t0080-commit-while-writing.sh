@@ -45,4 +45,53 @@ test_expect_success 'the checkpoint holds exactly v1' '
     test "$(ls -A out | sort | tr "\n" " ")" = "model.bin version "
 '
 
+# A job that writes its checkpoint while spotrun reads it (an async saver):
+# the fault injector rewrites torn.bin in place (same size) right after
+# spotrun's first read() of it. The checkpoint would hold bytes the job
+# never wrote together: it is refused, naming the file, and never published.
+SPOTRUN_INJECT_LIB=${SPOTRUN_INJECT_LIB:-$SRCDIR/build/tests/faults/libspotrun-inject.so}
+torn() { LD_PRELOAD=$SPOTRUN_INJECT_LIB SPOTRUN_INJECT_REWRITE=torn.bin "$@"; }
+cat >torn-job.sh <<\JOB
+#!/bin/sh
+echo v1 >"$SPOTRUN_CKPT_DIR/version"
+"$SPOTRUN_BIN" commit --step 1 || exit 9
+cp "$TRASH/v1.bin" "$SPOTRUN_CKPT_DIR/torn.bin"
+touch -d 2020-01-01 "$SPOTRUN_CKPT_DIR/torn.bin" # any rewrite now moves its mtime
+rc=0
+"$SPOTRUN_BIN" commit --step 2 >"$TRASH/commit2.out" 2>&1 || rc=$?
+echo "$rc" >"$TRASH/commit2.rc"
+exit 5
+JOB
+chmod +x torn-job.sh
+
+test_expect_success 'a file rewritten while it is read: the commit fails naming it, the job is told' '
+    expect_code 5 torn "$SPOTRUN" run --run-id tw --max-restarts 0 -- ./torn-job.sh \
+        >torn.log 2>&1
+    test "$(cat commit2.rc)" != 0
+    grep "torn.bin changed while it was read; not archived (a torn checkpoint): the job must not write the checkpoint directory until commit returns" commit2.out
+    grep "torn.bin changed while it was read" torn.log
+'
+
+test_expect_success 'the torn checkpoint never reaches the store: the previous one stays newest' '
+    "$SPOTRUN" show tw >show-tw.out
+    grep "^checkpoints: *1$" show-tw.out
+    awk "\$1 == 1 && \$2 == 1" show-tw.out | grep .
+    "$SPOTRUN" pull tw out-tw
+    test "$(ls -A out-tw)" = version
+'
+
+test_expect_success 'push of a directory rewritten while it is read exits 75 and stores nothing' '
+    mkdir -p pushdir
+    cp v1.bin pushdir/torn.bin
+    touch -d 2020-01-01 pushdir/torn.bin
+    expect_code 75 torn "$SPOTRUN" push tp pushdir >push.log 2>&1
+    grep "torn.bin changed while it was read" push.log
+    expect_code 66 "$SPOTRUN" show tp >/dev/null 2>&1 ||
+        ! "$SPOTRUN" show tp | grep -q "^checkpoints: *[1-9]"
+    # Once the directory is still, the same push works.
+    "$SPOTRUN" push tp pushdir >push2.log 2>&1
+    "$SPOTRUN" pull tp out-tp
+    cmp pushdir/torn.bin out-tp/torn.bin
+'
+
 test_done

@@ -14,6 +14,11 @@
  *   SPOTRUN_INJECT_PATH=SUBSTRING
  *       only calls on paths (or fds open on paths) containing it
  *
+ *   SPOTRUN_INJECT_REWRITE=SUBSTRING
+ *       after the first read() of a file whose path contains it, rewrite
+ *       that file in place (same size, every byte 'X'), once per process:
+ *       a job writing its checkpoint while spotrun reads it
+ *
  * Every matching call after the first N fails (a full disk stays full).
  * The counters are atomics: the codec and checkpointer threads all count.
  * Test-only: never installed.
@@ -153,6 +158,53 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
     REAL(ssize_t, pwrite, int, const void *, size_t, off_t);
     FAIL_IF(inject(OP_PWRITE, rules[OP_PWRITE].err && fd_matches(fd)));
     return real_pwrite(fd, buf, n, off);
+}
+
+/* SPOTRUN_INJECT_REWRITE: overwrite the file open at fd through a second
+ * descriptor, keeping its size. errno is kept. */
+static void rewrite_file(int fd)
+{
+    const int saved = errno;
+    char link[64], path[4096];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    const ssize_t n = readlink(link, path, sizeof(path) - 1);
+    struct stat st;
+    if (n > 0 && fstat(fd, &st) == 0) {
+        path[n] = '\0';
+        const int w = open(path, O_WRONLY | O_CLOEXEC);
+        char x[65536];
+        memset(x, 'X', sizeof(x));
+        for (off_t off = 0; w >= 0 && off < st.st_size; off += (off_t)sizeof(x)) {
+            const size_t len =
+                st.st_size - off < (off_t)sizeof(x) ? (size_t)(st.st_size - off) : sizeof(x);
+            if (pwrite(w, x, len, off) != (ssize_t)len)
+                break;
+        }
+        if (w >= 0)
+            close(w);
+    }
+    errno = saved;
+}
+
+ssize_t read(int fd, void *buf, size_t n)
+{
+    REAL(ssize_t, read, int, void *, size_t);
+    static atomic_int done;
+    const ssize_t r = real_read(fd, buf, n);
+    const char *w = r > 0 && !atomic_load(&done) ? getenv("SPOTRUN_INJECT_REWRITE") : NULL;
+    if (w && *w && fd > 2) {
+        char link[64], path[4096];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        const int saved = errno;
+        const ssize_t k = readlink(link, path, sizeof(path) - 1);
+        errno = saved;
+        if (k > 0) {
+            path[k] = '\0';
+            if (strstr(path, w) && !atomic_exchange(&done, 1))
+                rewrite_file(fd);
+        }
+    }
+    return r;
 }
 
 int fsync(int fd)
