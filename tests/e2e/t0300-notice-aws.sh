@@ -49,9 +49,12 @@ test_expect_success 'an expired IMDSv2 token is renewed at once and no notice is
     wait_for run6.log "step 100 " &&
     puts=$(md_get stats | "$PY" -c "import json,sys; print(json.load(sys.stdin)[\"PUT /latest/api/token\"])") &&
     md_control revoke-tokens &&
-    sleep 2.5 &&
-    md_get stats >stats2.json &&
-    "$PY" -c "import json,sys; s=json.load(open(\"stats2.json\")); sys.exit(not s[\"PUT /latest/api/token\"] > $puts)" &&
+    i=0 &&
+    until md_get stats >stats2.json &&
+        "$PY" -c "import json,sys; s=json.load(open(\"stats2.json\")); sys.exit(not s[\"PUT /latest/api/token\"] > $puts)"; do
+        i=$((i + 1)); [ $i -le 300 ] || { say "timed out waiting for a new IMDSv2 token (PUTs: $puts)"; exit 1; }
+        sleep 0.1
+    done &&
     ! grep -i "warning" run6.log &&
     md_control "notice?in=20" &&
     expect_code 75 wait $pid &&

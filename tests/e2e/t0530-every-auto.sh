@@ -62,9 +62,11 @@ assert len(req) >= 3 and len(staged) >= 3
 start = [e["unix_ms"] for e in ev if e["event"] == "start"][0]
 # the first request: one prior interval (6s) after the start
 assert 5000 <= req[0] - start <= 12000, req[0] - start
-# later ones: one measured interval after the commit before them
-for r in req[1:]:
-    base = max(s for s in staged if s < r)
+# later ones: one measured interval after the commit before them, or after
+# the request before them when the job has not answered it yet (on a loaded
+# machine a level-19 commit can outlast the interval: the ticker repeats)
+for k, r in enumerate(req[1:]):
+    base = max([s for s in staged if s < r] + [req[k]])
     chosen = [i for i in iv if i["unix_ms"] <= r][-1]["interval_ms"]
     assert 0.8 * chosen <= r - base <= 1.5 * chosen + 3000, (r - base, chosen)
     assert chosen <= 6000

@@ -95,7 +95,7 @@ test_expect_success 'S3: an endpoint answering 200 with a body that is not S3: 7
 	print(s.server_address[1], flush=True)
 	s.serve_forever()
 	PY
-    pid=$! && sleep 0.5 && port=$(cat garbage.port) &&
+    pid=$! && wait_for garbage.port "^[0-9]" && port=$(cat garbage.port) &&
     for c in "ls" "push r src" "pull r out"; do
         expect_code 78 env AWS_ENDPOINT_URL=http://127.0.0.1:$port "$SPOTRUN" $c 2>err || { kill $pid; exit 1; }
         grep "AWS_ENDPOINT_URL an S3 endpoint" err || { kill $pid; exit 1; }
