@@ -391,6 +391,11 @@ int sr_cmd_export(const struct sr_cmd *cmd, int argc, char **argv)
     if (rc == -EEXIST) {
         fprintf(stderr, "spotrun: export: %s exists (spotrun never replaces a file)\n", ops[1]);
         code = SR_EX_CANTCREAT;
+    } else if (rc == -ENOTSUP) {
+        /* A multi-node checkpoint is one part per node, not one archive:
+         * the documented refusal, a usage error (never "internal"). */
+        fprintf(stderr, "spotrun: export: %s\n", sr_strerror(rc));
+        code = SR_EX_USAGE;
     } else if (rc < 0) {
         code = sr_fail(rc, "export");
     } else {

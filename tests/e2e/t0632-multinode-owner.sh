@@ -6,6 +6,7 @@
 # and finishes as if they never came. A stopped multi-node run keeps its
 # kind: a plain single-node `run` and `push` are usage errors (64), gc keeps
 # whole sets; and a group does not take a single-node run's checkpoints.
+# `export` of a multi-node checkpoint is the documented refusal (64), not 70.
 # Both on the file store and on S3 with conditional writes. Every "node" is
 # its own wrapper with its own HOME and work dir against one store.
 . "$(dirname "$0")/lib.sh"
@@ -119,6 +120,15 @@ test_expect_success 'the group resumes both nodes at step 20 and finishes' '
     grep "^resumed rank=0 step=20 files=rank0 $" r0.log &&
     grep "^resumed rank=1 step=20 files=rank1 $" r1.log &&
     test -e "$SPOTRUN_STORE/mi/DONE"
+'
+
+test_expect_success 'export of a multi-node checkpoint is refused with 64, naming pull' '
+    expect_code 64 "$SPOTRUN" export mi mi.tar.zst 2>export.err
+    cat export.err
+    grep "spans 2 nodes: spotrun pull it" export.err &&
+    test ! -e mi.tar.zst &&
+    "$SPOTRUN" pull mi pulled && test "$(cat pulled/rank0 pulled/rank1)" = "rank0 step 20
+rank1 step 20"
 '
 
 test_expect_success 'a group does not take a single-node run: 64, naming the way' '
