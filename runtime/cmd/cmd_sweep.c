@@ -462,7 +462,7 @@ static int parse_gpus(struct worker *w)
     if (w->o->slots <= 1)
         return 0;
     const char *env = getenv("CUDA_VISIBLE_DEVICES");
-    char *list = strdup(env && *env ? env : "");
+    char *list = strdup(env ? env : "");
     w->gpus = calloc(w->o->slots, sizeof(char *));
     if (!list || !w->gpus)
         return -ENOMEM;
@@ -471,12 +471,21 @@ static int parse_gpus(struct worker *w)
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t && n < 256;
          t = strtok_r(NULL, ",", &save))
         have[n++] = t;
+    /* set but empty: no GPU is visible, and none is made up for a slot */
     for (uint64_t i = 0; i < w->o->slots; i++) {
         char num[24];
         snprintf(num, sizeof(num), "%" PRIu64, i);
-        w->gpus[i] = strdup(n ? have[i % n] : num);
+        w->gpus[i] = strdup(n ? have[i % n] : env ? "" : num);
     }
     free(list);
+    if (env && n == 0)
+        sr_warn("sweep %s: CUDA_VISIBLE_DEVICES is empty (no GPU): the %" PRIu64
+                " slots run their trials without a GPU",
+                w->name, w->o->slots);
+    else if (n && n < w->o->slots)
+        sr_warn("sweep %s: %" PRIu64 " slots share %zu GPU%s (CUDA_VISIBLE_DEVICES=%s): "
+                "trials on one GPU compete for its memory; give --slots %zu for one each",
+                w->name, w->o->slots, n, n == 1 ? "" : "s", env, n);
     return 0;
 }
 

@@ -70,7 +70,8 @@ static int two_reals(const char *s, double *lo, double *hi)
         return -EINVAL;
     snprintf(a, sizeof(a), "%.*s", (int)(comma - s), s);
     snprintf(b, sizeof(b), "%s", comma + 1);
-    if (sr_parse_real(a, lo) < 0 || sr_parse_real(b, hi) < 0 || *lo > *hi)
+    if (sr_parse_real(a, lo) < 0 || sr_parse_real(b, hi) < 0 || !isfinite(*lo) || !isfinite(*hi) ||
+        *lo > *hi)
         return -EINVAL;
     return 0;
 }
@@ -157,16 +158,30 @@ static int parse_spec(const char *spec, struct param *p)
     return 0;
 }
 
+/* x in [lo, hi] as written: 6 significant digits, or as many as it takes
+ * for the value written to stay in the range (a narrow range would round
+ * out of it), 17 at most (exact). */
+static void real_in_range(double x, double lo, double hi, char *buf, size_t len)
+{
+    x = x < lo ? lo : x > hi ? hi : x;
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, x);
+        const double back = strtod(buf, NULL);
+        if (back >= lo && back <= hi)
+            return;
+    }
+}
+
 static json_t *draw(const struct param *p, uint64_t *state)
 {
     char buf[64];
     const double u = unit(state);
     switch (p->kind) {
-    case UNIFORM:
-        snprintf(buf, sizeof(buf), "%.6g", p->lo + u * (p->hi - p->lo));
+    case UNIFORM: /* (1-u)lo + u hi: hi - lo would overflow for -1e308,1e308 */
+        real_in_range((1 - u) * p->lo + u * p->hi, p->lo, p->hi, buf, sizeof(buf));
         break;
     case LOGUNIFORM:
-        snprintf(buf, sizeof(buf), "%.6g", exp(log(p->lo) + u * (log(p->hi) - log(p->lo))));
+        real_in_range(exp((1 - u) * log(p->lo) + u * log(p->hi)), p->lo, p->hi, buf, sizeof(buf));
         break;
     case INT: {
         const double span = (double)(p->ihi - p->ilo) + 1;

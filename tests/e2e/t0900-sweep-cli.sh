@@ -193,6 +193,22 @@ test_expect_success 'from CUDA_VISIBLE_DEVICES=4,5 the slots get 4 and 5' '
     test "$(sort -u "$OUT/sl2" | tr "\n" " ")" = "4 5 "
 '
 
+test_expect_success 'CUDA_VISIBLE_DEVICES= (no GPU): the slots get none, and the worker says so' '
+    "$SPOTRUN" sweep init sl3 --param k=0..3 \
+        -- sh -c "echo \"[\${{CUDA_VISIBLE_DEVICES-unset}}]\" >>\"\$OUT/sl3\"" >/dev/null &&
+    CUDA_VISIBLE_DEVICES= "$SPOTRUN" sweep work sl3 --slots 2 --poll 100ms 2>sl3.err &&
+    test "$(sort -u "$OUT/sl3" | tr "\n" " ")" = "[] " &&
+    grep "CUDA_VISIBLE_DEVICES is empty" sl3.err
+'
+
+test_expect_success '--slots 3 on one visible GPU: shared, and the worker says so' '
+    "$SPOTRUN" sweep init sl4 --param k=0..2 \
+        -- sh -c "echo \$CUDA_VISIBLE_DEVICES >>\"\$OUT/sl4\"" >/dev/null &&
+    CUDA_VISIBLE_DEVICES=7 "$SPOTRUN" sweep work sl4 --slots 3 --poll 100ms 2>sl4.err &&
+    test "$(sort -u "$OUT/sl4")" = 7 &&
+    grep "3 slots share 1 GPU" sl4.err
+'
+
 # a job that counts to 20, committing every step (so it answers a
 # checkpoint request within one step of {pace} seconds)
 COUNTER='trap "echo requested" USR1

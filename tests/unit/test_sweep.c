@@ -125,6 +125,32 @@ static void test_random_reproducible(void **state)
     sr_sweep_free(&c);
 }
 
+/* Random draws stay in their range: a huge one does not overflow to inf,
+ * a narrow one is not rounded out of it. */
+static void test_random_in_range(void **state)
+{
+    (void)state;
+    const char *specs[] = {"x=uniform:-1e308,1e308", "y=uniform:1.0000001,1.0000002",
+                           "z=loguniform:1.0000001,1.0000002", "w=uniform:3,3"};
+    struct sr_sweep sw;
+    gen(&sw, "rr", specs, 4, 200, 7);
+    for (size_t t = 0; t < 200; t++) {
+        const double x = strtod(sr_sweep_value(&sw, t, "x"), NULL);
+        const double y = strtod(sr_sweep_value(&sw, t, "y"), NULL);
+        const double z = strtod(sr_sweep_value(&sw, t, "z"), NULL);
+        if (!(x >= -1e308 && x <= 1e308) || !(y >= 1.0000001 && y <= 1.0000002) ||
+            !(z >= 1.0000001 && z <= 1.0000002))
+            fail_msg("trial %zu out of range: x=%s y=%s z=%s", t, sr_sweep_value(&sw, t, "x"),
+                     sr_sweep_value(&sw, t, "y"), sr_sweep_value(&sw, t, "z"));
+        assert_string_equal(sr_sweep_value(&sw, t, "w"), "3");
+    }
+    sr_sweep_free(&sw);
+    struct sr_sweep bad = {0};
+    const char *inf[] = {"x=uniform:0,1e999"};
+    assert_int_equal(sr_sweep_generate(inf, 1, 2, 0, &bad), -EINVAL);
+    sr_err_clear();
+}
+
 static void test_bad_specs(void **state)
 {
     (void)state;
@@ -452,6 +478,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grid_order),
         cmocka_unit_test(test_random_reproducible),
+        cmocka_unit_test(test_random_in_range),
         cmocka_unit_test(test_bad_specs),
         cmocka_unit_test(test_expand),
         cmocka_unit_test(test_names),
