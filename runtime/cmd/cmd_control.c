@@ -53,6 +53,13 @@ int sr_cmd_commit(const struct sr_cmd *cmd, int argc, char **argv)
                 nodes);
         return SR_EX_USAGE;
     }
+    if (step > SR_SET_STEP_MAX && nodes && strcmp(nodes, "1") != 0 && *nodes) {
+        fprintf(stderr,
+                "spotrun commit: step %" PRId64 " is too large for a multi-node checkpoint "
+                "(at most %" PRId64 ": its seq, step + 1, is named in 10 digits)\n",
+                step, SR_SET_STEP_MAX);
+        return SR_EX_USAGE;
+    }
     char req[64], reply[512];
     if (step >= 0)
         snprintf(req, sizeof(req), "COMMIT %" PRId64, step);

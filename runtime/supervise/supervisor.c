@@ -100,6 +100,10 @@ struct sup {
     int finished_in_notice;
     uint64_t start_seq;
     int node_only;
+    /* Multi-node: the highest step this attempt restored or committed; a
+     * commit must name a higher one (a step's parts are one checkpoint,
+     * made once: a second commit of it could never be restored). */
+    int64_t last_step;
 
     pid_t child;           /* 0 = none running */
     int job_committed;     /* the job used the commit protocol this attempt */
@@ -304,6 +308,7 @@ static int start_attempt(struct sup *s)
      * exit or on settle compares against this. */
     s->committed_fp = s->settle_fp = sr_dir_fingerprint(c->ckpt_dir, NULL);
     s->start_seq = resumed ? m.seq : 0;
+    s->last_step = resumed ? m.step : -1;
     page_reset(s);
     char **env = job_env(s, resumed, &m);
     sr_gpu_usage_reset(s->gpu_dir); /* this attempt's processes write new pages */
@@ -745,6 +750,25 @@ static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
             close(fd);
             return;
         }
+        if (s->cfg->nodes > 1 && req->step > SR_SET_STEP_MAX) {
+            sr_ctl_reply(fd,
+                         "ERR step %" PRId64 " is too large for a multi-node checkpoint (at most "
+                         "%" PRId64 ": its seq, step + 1, is named in 10 digits)",
+                         req->step, SR_SET_STEP_MAX);
+            close(fd);
+            return;
+        }
+        if (s->cfg->nodes > 1 && req->step <= s->last_step) {
+            sr_ctl_reply(fd,
+                         "ERR step %" PRId64 " is not newer than this node's last checkpoint (step "
+                         "%" PRId64 "): in a multi-node run each step is committed once, and "
+                         "the next commit needs a higher step",
+                         req->step, s->last_step);
+            close(fd);
+            return;
+        }
+        if (s->cfg->nodes > 1)
+            s->last_step = req->step;
         s->job_committed = 1;
         /* This commit answers every request made so far. */
         if (s->page)

@@ -160,6 +160,11 @@ int sr_manifest_to_json(const struct sr_manifest *m, char **out, size_t *len)
     if (m->nodes > SR_NODES_MAX || (m->is_part && m->node_rank >= m->nodes))
         return sr_errf(-EINVAL, "manifest of %s: %u nodes, rank %u out of range", m->run_id,
                        m->nodes, m->node_rank);
+    if (m->nodes > 0 && (m->seq > SR_SEQ_MAX || m->step > SR_SET_STEP_MAX))
+        return sr_errf(-EINVAL,
+                       "manifest of %s: step %" PRId64 " is larger than %" PRId64
+                       ", the largest of a multi-node checkpoint",
+                       m->run_id, m->step, SR_SET_STEP_MAX);
     for (uint32_t r = 0; m->nodes && !m->is_part && r < m->nodes; r++)
         if (m->part_epoch[r] > SR_EPOCH_MAX)
             return sr_errf(-EINVAL, "manifest of %s: epoch of part %u out of range", m->run_id, r);
@@ -446,6 +451,13 @@ int sr_manifest_parse(const char *buf, size_t len, struct sr_manifest *m)
     if ((rc = get_identity(o, &tmp)) < 0 || (rc = get_nodes(o, &tmp)) < 0 ||
         (rc = get_data(o, &tmp)) < 0)
         goto out;
+    if (tmp.nodes > 0 && (tmp.seq > SR_SEQ_MAX || tmp.step > SR_SET_STEP_MAX)) {
+        rc = sr_errf(-EBADMSG,
+                     "manifest: field \"seq\" of a multi-node checkpoint must be at "
+                     "most %" PRIu64,
+                     SR_SEQ_MAX);
+        goto out;
+    }
     get_gpu(o, &tmp);
     if (tmp.nodes > 0 && !tmp.is_part)
         get_set_kind(o, &tmp);

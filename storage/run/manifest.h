@@ -24,6 +24,12 @@
  * A larger one in the store is malformed (never restored first, never
  * overflowing the next epoch). */
 #define SR_EPOCH_MAX (UINT64_C(1) << 53)
+/* Largest seq: a checkpoint's key names it in 10 digits (ckpt/%010 seq/), so
+ * that lexical order is numeric order and a delta's frame list can name it.
+ * A multi-node checkpoint's seq is its step + 1 (parts.h), so its step is
+ * at most SR_SET_STEP_MAX: a larger one is refused at commit. */
+#define SR_SEQ_MAX UINT64_C(9999999999)
+#define SR_SET_STEP_MAX ((int64_t)SR_SEQ_MAX - 1)
 /* Most nodes a multi-node checkpoint spans (docs/multinode.md). */
 #define SR_NODES_MAX 256
 

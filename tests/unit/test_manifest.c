@@ -378,6 +378,39 @@ static void set_kind_round_trips_and_defaults_to_full(void **state)
     json_decref(o);
 }
 
+/* A multi-node checkpoint's seq is its step + 1, named in 10 digits: a
+ * larger one is never written, and one in the store is malformed. */
+static void multi_node_seq_fits_its_key(void **state)
+{
+    (void)state;
+    struct sr_manifest m = sample(), back;
+    m.nodes = 2;
+    m.is_part = 1;
+    m.node_rank = 1;
+    m.step = SR_SET_STEP_MAX;
+    m.seq = SR_SEQ_MAX;
+    char *s;
+    size_t len;
+    assert_int_equal(sr_manifest_to_json(&m, &s, &len), 0);
+    assert_int_equal(sr_manifest_parse(s, len, &back), 0);
+    free(s);
+    assert_int_equal(back.step, SR_SET_STEP_MAX);
+    m.step = INT64_C(1) << 53;
+    m.seq = (UINT64_C(1) << 53) + 1;
+    assert_int_equal(sr_manifest_to_json(&m, &s, &len), -EINVAL);
+    assert_non_null(strstr(sr_strerror(-EINVAL), "the largest of a multi-node checkpoint"));
+    m.nodes = 0; /* a single-node seq is a counter: not bounded here */
+    m.is_part = 0;
+    assert_int_equal(sr_manifest_to_json(&m, &s, &len), 0);
+    json_t *o = json_loadb(s, len, 0, NULL);
+    free(s);
+    json_object_set_new(o, "nodes", json_integer(2));
+    json_object_set_new(o, "node_rank", json_integer(0));
+    assert_int_equal(parse_json(o, &back), -EBADMSG);
+    assert_non_null(strstr(sr_strerror(-EBADMSG), "must be at most 9999999999"));
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -393,6 +426,7 @@ int main(void)
         cmocka_unit_test(run_id_validation),
         cmocka_unit_test(frame_list_objects_are_checked),
         cmocka_unit_test(set_kind_round_trips_and_defaults_to_full),
+        cmocka_unit_test(multi_node_seq_fits_its_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
