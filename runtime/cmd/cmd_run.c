@@ -525,9 +525,20 @@ static int trial_index(const struct run_opts *o, const struct sr_sweep *sw, long
     }
     int64_t k;
     const size_t n = sr_sweep_count(sw);
-    if (sr_parse_int(v, 0, SR_SWEEP_TRIALS_MAX, &k) < 0 || (size_t)k >= n) {
-        fprintf(stderr, "spotrun run: %s=\"%s\": sweep %s has %zu trial%s (0..%zu)\n", from, v,
-                sw->name, n, n == 1 ? "" : "s", n ? n - 1 : 0);
+    if (sr_parse_int(v, 0, SR_SWEEP_TRIALS_MAX, &k) < 0) {
+        fprintf(stderr, "spotrun run: %s=\"%s\" is not a trial index (0, 1, 2, ...)\n", from, v);
+        return SR_EX_USAGE;
+    }
+    if (n == 0) {
+        fprintf(stderr,
+                "spotrun run: %s=%s: sweep %s has no trials (add some with `spotrun "
+                "sweep init %s --add`)\n",
+                from, v, sw->name, sw->name);
+        return SR_EX_USAGE;
+    }
+    if ((size_t)k >= n) {
+        fprintf(stderr, "spotrun run: %s=%s: sweep %s has %zu trial%s (0..%zu)\n", from, v,
+                sw->name, n, n == 1 ? "" : "s", n - 1);
         return SR_EX_USAGE;
     }
     *trial = (long)k;

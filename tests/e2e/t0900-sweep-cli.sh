@@ -119,7 +119,9 @@ test_expect_success 'a trial index out of range: exit 64' '
     expect_code 64 "$SPOTRUN" run --sweep g --trial 7 2>err &&
     grep "has 7 trials" err &&
     SLURM_ARRAY_TASK_ID=9 expect_code 64 "$SPOTRUN" run --sweep g 2>err &&
-    grep SLURM_ARRAY_TASK_ID err
+    grep SLURM_ARRAY_TASK_ID err &&
+    expect_code 64 "$SPOTRUN" run --sweep g --trial 1x 2>err &&
+    grep "not a trial index" err && ! grep "has 7 trials" err
 '
 
 test_expect_success 'a command after -- replaces the stored one, placeholders filled in' '
