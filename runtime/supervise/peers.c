@@ -25,6 +25,11 @@
 #define WATCH_MAX 64
 #define SEEN_MAX 4096
 #define NOTICE_MAX (64u << 10)
+/* A notice's deadline is at most this long after it was made (cloud
+ * notices are minutes; --grace and notify --deadline a few hours at most),
+ * and it was made at most SKEW_MS in this machine's future. */
+#define NOTICE_LEAD_MAX_MS (INT64_C(24) * 3600 * 1000)
+#define SKEW_MS (INT64_C(10) * 60 * 1000)
 
 struct sr_peers {
     struct sr_peers_config cfg;
@@ -62,6 +67,8 @@ static void publish_notice(struct sr_peers *p, const char *source, int64_t deadl
 {
     const struct sr_peers_config *c = &p->cfg;
     const int64_t now = sr_wall_ms();
+    if (deadline > now + NOTICE_LEAD_MAX_MS) /* what the other nodes would believe */
+        deadline = now + NOTICE_LEAD_MAX_MS;
     char key[512];
     snprintf(key, sizeof(key), "%s/notices/%013" PRId64 "-r%u-e%" PRIu64 ".json", c->run_id, now,
              c->rank, c->epoch);
@@ -115,6 +122,63 @@ static int fresh(const struct sr_peers *p, uint32_t rank, uint64_t epoch, int64_
     return li.epoch == epoch && (!li.released || created >= c->started_wall_ms);
 }
 
+/* "<unix_ms, 13 digits>-r<rank>-e<epoch>.json" exactly, as publish_notice
+ * names it. */
+static int parse_notice_name(const char *name, int64_t *ms, uint32_t *rank, uint64_t *epoch)
+{
+    long long t;
+    unsigned r;
+    unsigned long long e;
+    char back[128];
+    if (strlen(name) >= sizeof(back) || sscanf(name, "%13lld-r%u-e%llu.json", &t, &r, &e) != 3)
+        return 0;
+    snprintf(back, sizeof(back), "%013lld-r%u-e%llu.json", t, r, e);
+    if (strcmp(back, name) != 0 || t < 0)
+        return 0;
+    *ms = t;
+    *rank = r;
+    *epoch = e;
+    return 1;
+}
+
+/* A notice's source as publish_notice writes it: a name for the log. */
+static int source_valid(const char *s)
+{
+    const size_t n = strlen(s);
+    if (n == 0 || n >= sizeof(((struct sr_peer_event *)0)->source))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:._-", s[i]))
+            return 0;
+    return 1;
+}
+
+/* What is wrong with a notice's fields, checked against its key and
+ * bounds (the store is untrusted: SECURITY.md), or NULL. */
+static const char *notice_invalid(const struct sr_peers *p, const char *name, json_int_t rank,
+                                  json_int_t epoch, const char *source, json_int_t deadline,
+                                  json_int_t created)
+{
+    int64_t name_ms;
+    uint32_t name_rank;
+    uint64_t name_epoch;
+    if (!parse_notice_name(name, &name_ms, &name_rank, &name_epoch))
+        return "its name is not <unix_ms>-r<rank>-e<epoch>.json";
+    if (rank < 0 || rank >= p->cfg.nodes)
+        return "its rank is not a node of this run";
+    if (epoch < 0 || (uint64_t)epoch > SR_EPOCH_MAX)
+        return "its epoch is out of range";
+    if ((uint64_t)rank != name_rank || (uint64_t)epoch != name_epoch || created != name_ms)
+        return "its rank, epoch or time differ from its name's";
+    if (created <= 0 || created > sr_wall_ms() + SKEW_MS)
+        return "it was made in the future";
+    if (deadline <= created || deadline - created > NOTICE_LEAD_MAX_MS)
+        return "its deadline is not within 24h after it was made";
+    if (!source_valid(source))
+        return "its source is not a short name";
+    return NULL;
+}
+
 /* One notice object: 1 (and *ev) when it is a fresh one of another node. */
 static int parse_notice(const struct sr_peers *p, const char *name, struct sr_peer_event *out)
 {
@@ -127,12 +191,13 @@ static int parse_notice(const struct sr_peers *p, const char *name, struct sr_pe
     json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
     free(buf);
     json_int_t rank = -1, epoch = -1, deadline = 0, created = 0;
-    const char *source = NULL;
+    const char *source = NULL, *why;
     if (!o ||
         json_unpack(o, "{s:I,s:I,s:s,s:I,s:I}", "rank", &rank, "epoch", &epoch, "source", &source,
-                    "deadline_unix_ms", &deadline, "created_unix_ms", &created) != 0 ||
-        rank < 0 || rank >= c->nodes || epoch < 0 || (uint64_t)epoch > SR_EPOCH_MAX) {
+                    "deadline_unix_ms", &deadline, "created_unix_ms", &created) != 0) {
         sr_warn("ignoring malformed notice %s", key);
+    } else if ((why = notice_invalid(p, name, rank, epoch, source, deadline, created))) {
+        sr_warn("ignoring notice %s: %s", key, why);
     } else if ((uint32_t)rank != c->rank && deadline > sr_wall_ms() &&
                fresh(p, (uint32_t)rank, (uint64_t)epoch, created)) {
         *out = (struct sr_peer_event){
