@@ -159,12 +159,13 @@ out:
     return code < 0 ? 0 : code;
 }
 
-/* The run's LEASE as show --json reports it; null when there is none (or
- * it cannot be read: show is a view, not a check). */
-static json_t *lease_json(struct sr_store *st, const char *run)
+/* A lease (rank < 0: the run's LEASE, else LEASE.<rank>) as show --json
+ * reports it; null when there is none (or it cannot be read: show is a
+ * view, not a check). */
+static json_t *lease_json(struct sr_store *st, const char *run, int rank)
 {
     struct sr_lease_info in;
-    if (sr_lease_read(st, run, &in) < 0) {
+    if (sr_lease_read_rank(st, run, rank, &in) < 0) {
         sr_err_clear();
         return json_null();
     }
@@ -216,28 +217,58 @@ static int print_show_json(struct sr_store *st, const char *run, const struct sr
     json_object_set_new(o, "incomplete", incomplete);
     json_object_set_new(o, "checkpoints", cks);
     json_object_set_new(o, "attempt_list", sr_summary_attempts_json(h));
-    json_object_set_new(o, "lease", lease_json(st, run));
+    json_object_set_new(o, "lease", lease_json(st, run, -1));
+    /* A multi-node group's nodes: one lease per rank (docs/multinode.md). */
+    json_t *nl = json_array();
+    int top = -1;
+    if (sr_lease_count_ranks(st, run, &top) < 0)
+        sr_err_clear();
+    for (int r = 0; r <= top; r++) {
+        json_t *x = lease_json(st, run, r);
+        if (json_is_object(x)) {
+            json_object_set_new(x, "node", json_integer(r));
+            json_array_append_new(nl, x);
+        } else {
+            json_decref(x);
+        }
+    }
+    json_object_set_new(o, "node_leases", nl);
     return sr_print_json(o);
 }
 
-/* "lease:" line of show: who owns the run now. */
-static void print_lease(struct sr_store *st, const char *run)
+/* A "lease:" line of show: who owns the run (rank < 0) or that node of
+ * its multi-node group now. */
+static void print_lease_of(struct sr_store *st, const char *run, int rank)
 {
     struct sr_lease_info in;
-    if (sr_lease_read(st, run, &in) < 0) {
+    if (sr_lease_read_rank(st, run, rank, &in) < 0) {
         sr_err_clear();
         return;
     }
+    char node[32] = "";
+    if (rank >= 0)
+        snprintf(node, sizeof(node), "node %d ", rank);
     const long long left = (long long)(in.expires - (int64_t)(sr_wall_ms() / 1000));
     if (in.released)
-        printf("lease:       released by %s pid %ld (epoch %llu)\n", in.host, in.pid,
+        printf("lease:       %sreleased by %s pid %ld (epoch %llu)\n", node, in.host, in.pid,
                (unsigned long long)in.epoch);
     else if (left > 0)
-        printf("lease:       held by %s pid %ld (epoch %llu, expires in %llds)\n", in.host, in.pid,
-               (unsigned long long)in.epoch, left);
+        printf("lease:       %sheld by %s pid %ld (epoch %llu, expires in %llds)\n", node, in.host,
+               in.pid, (unsigned long long)in.epoch, left);
     else
-        printf("lease:       expired %llds ago (%s pid %ld, epoch %llu)\n", -left, in.host, in.pid,
-               (unsigned long long)in.epoch);
+        printf("lease:       %sexpired %llds ago (%s pid %ld, epoch %llu)\n", node, -left, in.host,
+               in.pid, (unsigned long long)in.epoch);
+}
+
+/* Every lease of the run: LEASE, then each node's of a multi-node group. */
+static void print_lease(struct sr_store *st, const char *run)
+{
+    print_lease_of(st, run, -1);
+    int top = -1;
+    if (sr_lease_count_ranks(st, run, &top) < 0)
+        sr_err_clear();
+    for (int r = 0; r <= top; r++)
+        print_lease_of(st, run, r);
 }
 
 int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)

@@ -84,9 +84,13 @@ test_expect_success 'while a group runs, single-node run, --fresh, gc and push e
     test ! -e "$SPOTRUN_STORE/mi/DONE" &&
     "$SPOTRUN" show --json mi | "$PY" -c "
 import json, sys
-c = json.load(sys.stdin)[\"checkpoints\"]
+s = json.load(sys.stdin)
+c = s[\"checkpoints\"]
 assert [k[\"nodes\"] for k in c] == [2], c
-"
+# show names every owner: each node of the group holds its lease
+assert [(x[\"node\"], x[\"state\"]) for x in s[\"node_leases\"]] == [(0, \"held\"), (1, \"held\")], s
+" &&
+    "$SPOTRUN" show mi | grep "^lease: *node 1 held by $(hostname) pid ${pid[1]} (epoch"
     # The group was left whole: a notice stops it with 75, step 20 is a set.
     HOME=$TRASH/home-mi-1 SPOTRUN_WORK_DIR=$TRASH/work-mi-1 "$SPOTRUN" notify --run-id mi --deadline 30s
     expect_code 75 wait ${pid[0]}
