@@ -284,6 +284,7 @@ struct racer {
     pthread_barrier_t *go;
     int rc;
     struct sr_lease *l;
+    int rank; /* race_rank: the lease to take (-1: LEASE) */
 };
 
 static void *race(void *arg)
@@ -499,6 +500,43 @@ static void test_ranks_and_whole_run_exclude(void **state)
     sr_lease_free(x);
 }
 
+static void *race_rank(void *arg)
+{
+    struct racer *r = arg;
+    pthread_barrier_wait(r->go);
+    r->rc = sr_lease_acquire_rank(r->st, RUN, r->rank, 60, &r->l, NULL);
+    return NULL;
+}
+
+/* A whole-run writer racing two nodes of a group: never both sides. */
+static void test_whole_run_races_ranks(void **state)
+{
+    struct fixture *f = *state;
+    enum { N = 3 };
+    for (int round = 0; round < 40; round++) {
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, N);
+        struct racer r[N];
+        pthread_t t[N];
+        for (int i = 0; i < N; i++) {
+            r[i] = (struct racer){.st = f->st, .go = &go, .rank = i - 1};
+            assert_int_equal(pthread_create(&t[i], NULL, race_rank, &r[i]), 0);
+        }
+        for (int i = 0; i < N; i++)
+            pthread_join(t[i], NULL);
+        pthread_barrier_destroy(&go);
+        for (int i = 0; i < N; i++)
+            if (r[i].rc != 0)
+                assert_int_equal(r[i].rc, -EBUSY);
+        const int whole = r[0].rc == 0, ranks = r[1].rc == 0 || r[2].rc == 0;
+        assert_false(whole && ranks); /* both backing off is fine: callers wait */
+        for (int i = 0; i < N; i++)
+            if (r[i].rc == 0)
+                assert_int_equal(release(r[i].l), 0);
+        sr_err_clear();
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -513,6 +551,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_manifest_create_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_weak_store, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ranks_and_whole_run_exclude, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_whole_run_races_ranks, setup, teardown),
     };
     sr_verbosity = SR_QUIET;
     return cmocka_run_group_tests(tests, NULL, NULL);
