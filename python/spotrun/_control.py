@@ -13,7 +13,9 @@ raises. A wrapper that is gone, or closes the connection before replying,
 raises WrapperGone.
 """
 import errno
+import os
 import socket
+import stat
 from typing import Optional
 
 from ._errors import Error, WrapperGone
@@ -22,6 +24,15 @@ MAX_REPLY = 65536
 
 _GONE = (errno.ENOENT, errno.ECONNREFUSED, errno.ECONNRESET, errno.EPIPE, errno.ENOTCONN,
          errno.ENOTSOCK)
+
+
+def _not_a_socket(path: str) -> bool:
+    """Whether path exists and is something else than a socket (a setting gone wrong,
+    not a wrapper that went away)."""
+    try:
+        return not stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def call(path: str, request: str, timeout: Optional[float] = None) -> str:
@@ -33,6 +44,9 @@ def call(path: str, request: str, timeout: Optional[float] = None) -> str:
         try:
             s.connect(path)
         except OSError as e:
+            if _not_a_socket(path):
+                raise Error("%s is not a spotrun control socket: SPOTRUN_CONTROL must name the "
+                            "socket `spotrun run` gives its job" % path) from e
             if e.errno in _GONE:
                 raise WrapperGone("no spotrun wrapper answers at %s (%s): it exited or was "
                                   "killed, so %s cannot be done" % (path, e.strerror, verb)) from e

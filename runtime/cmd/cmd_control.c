@@ -122,10 +122,15 @@ int sr_cmd_metric(const struct sr_cmd *cmd, int argc, char **argv)
             return SR_EX_USAGE;
         }
         if (parse_metric_arg(ops[i], names[count], sizeof(names[count]), &values[count]) < 0) {
+            /* Echo a bounded prefix of what was given, never all of it. */
+            const size_t len = strlen(ops[i]);
+            char more[48] = "";
+            if (len > 80)
+                snprintf(more, sizeof(more), "... (%zu characters)", len);
             fprintf(stderr,
-                    "spotrun metric: invalid \"%s\" (NAME=VALUE: a name of letters, digits and "
-                    "_.:- and a finite decimal number)\n",
-                    ops[i]);
+                    "spotrun metric: invalid \"%.80s\"%s (NAME=VALUE: a name of up to 64 "
+                    "letters, digits and _.:- and a finite decimal number)\n",
+                    ops[i], more);
             return SR_EX_USAGE;
         }
     }
@@ -250,6 +255,8 @@ static int find_wrapper(const char *control, const char *run_id, const char *roo
     }
 }
 
+#define NOTIFY_WAIT_MAX_MS (INT64_C(3600) * 1000)
+
 int sr_cmd_notify(const struct sr_cmd *cmd, int argc, char **argv)
 {
     const char *control = NULL, *run_id = NULL, *work_dir = NULL, *source = "manual";
@@ -264,7 +271,7 @@ int sr_cmd_notify(const struct sr_cmd *cmd, int argc, char **argv)
         {"source", 0, "SPOTRUN_NOTIFY_SOURCE", SR_OPT_STR, &source, "NAME",
          "name of the notice's source, for the log (default manual)"},
         {"wait", 'w', "SPOTRUN_NOTIFY_WAIT", SR_OPT_DURATION, &wait_ms, "DURATION",
-         "wait this long for the wrapper to come up (default 10s; 0 = not at all)"},
+         "wait this long for the wrapper to come up (default 10s, at most 1h; 0 = not at all)"},
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
     int rc = sr_cmd_start(cmd, opts, argc, argv, &ctx);
@@ -272,6 +279,18 @@ int sr_cmd_notify(const struct sr_cmd *cmd, int argc, char **argv)
         return rc;
     if (ctx.ops[0]) {
         fprintf(stderr, "spotrun notify: unexpected argument \"%s\"\n", ctx.ops[0]);
+        return SR_EX_USAGE;
+    }
+    if (wait_ms > NOTIFY_WAIT_MAX_MS) {
+        fprintf(stderr,
+                "spotrun notify: --wait must be at most 1h (a wrapper comes up in seconds; for a "
+                "run not started yet, notify it once it runs)\n");
+        return SR_EX_USAGE;
+    }
+    if (!sr_ctl_source_valid(source)) {
+        fprintf(stderr,
+                "spotrun notify: --source must be 1 to 31 letters, digits and _.:- (it names the "
+                "notice in the logs and for the other nodes)\n");
         return SR_EX_USAGE;
     }
     char sock[PATH_MAX + 300], root[PATH_MAX];

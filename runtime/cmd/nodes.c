@@ -26,7 +26,8 @@ static int flag_value(const char *flag, const char *s, int64_t min, int64_t max,
         name[n - 6] = '\0';
         v = getenv(name);
         if (!v || !*v)
-            return sr_errf(-EINVAL, "--%s %s: %s is not set", flag, s, name);
+            return sr_errf(-EINVAL, "--%s %s: %s is %s", flag, s, name,
+                           v ? "set but empty" : "not set");
     }
     int64_t x;
     if (sr_parse_int(v, min, max, &x) < 0)

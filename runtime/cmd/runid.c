@@ -110,7 +110,8 @@ static const char *placeholder(const char *name, char *const argv[], const char 
     }
     const char *v = getenv(var);
     if (!v || !*v) {
-        sr_errf(-EINVAL, "run id template: {%s} needs %s, which is not set", name, var);
+        sr_errf(-EINVAL, "run id template: {%s} needs %s, which is %s", name, var,
+                v ? "set but empty" : "not set");
         return NULL;
     }
     return v;

@@ -114,15 +114,51 @@ static int read_line(int fd, char *buf, size_t len, int timeout_ms)
     return -EMSGSIZE;
 }
 
-static int parse_metric(const char *line, struct sr_ctl_req *req)
+int sr_ctl_source_valid(const char *source)
 {
-    char step[32], name[80], value[64], extra[2];
-    if (sscanf(line, "METRIC %31s %79s %63s %1s", step, name, value, extra) != 3)
+    const size_t n = strlen(source);
+    if (n == 0 || n >= sizeof(((struct sr_ctl_req *)0)->source))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)source[i]) && !strchr("_.:-", source[i]))
+            return 0;
+    return 1;
+}
+
+#define WORDS_MAX 4
+#define WORD_LEN 80
+
+/* The words of a request line, separated by spaces: -EINVAL when there are
+ * more than WORDS_MAX or one is longer than WORD_LEN - 1 (never cut short:
+ * a long number must not parse as its first digits). Returns the count. */
+static int split_words(const char *line, char w[WORDS_MAX][WORD_LEN])
+{
+    int n = 0;
+    for (const char *p = line; *p;) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            break;
+        const size_t len = strcspn(p, " ");
+        if (n == WORDS_MAX || len >= WORD_LEN)
+            return -EINVAL;
+        memcpy(w[n], p, len);
+        w[n++][len] = '\0';
+        p += len;
+    }
+    return n;
+}
+
+/* METRIC <step|-> <name> <value> */
+static int parse_metric(char w[WORDS_MAX][WORD_LEN], int n, struct sr_ctl_req *req)
+{
+    if (n != 4)
         return -EINVAL;
     req->kind = SR_CTL_METRIC;
     req->step = -1;
-    if (strcmp(step, "-") != 0 && sr_parse_int(step, 0, INT64_MAX, &req->step) < 0)
+    if (strcmp(w[1], "-") != 0 && sr_parse_int(w[1], 0, INT64_MAX, &req->step) < 0)
         return -EINVAL;
+    const char *name = w[2];
     const size_t len = strlen(name);
     if (len == 0 || len >= sizeof(req->name))
         return -EINVAL;
@@ -130,45 +166,49 @@ static int parse_metric(const char *line, struct sr_ctl_req *req)
         if (!isalnum((unsigned char)name[i]) && !strchr("_.:-", name[i]))
             return -EINVAL;
     memcpy(req->name, name, len + 1);
-    return sr_parse_real(value, &req->value) < 0 ? -EINVAL : 0;
+    return sr_parse_real(w[3], &req->value) < 0 ? -EINVAL : 0;
 }
 
+/* One request line; a word more or less than its verb takes is refused
+ * ("COMMIT 1 extra" is no commit of step 1). */
 static int parse_request(const char *line, struct sr_ctl_req *req)
 {
     memset(req, 0, sizeof(*req));
-    char arg1[64] = "", arg2[32] = "";
-    char verb[16] = "";
-    if (sscanf(line, "%15s %63s %31s", verb, arg1, arg2) < 1)
+    char w[WORDS_MAX][WORD_LEN];
+    const int n = split_words(line, w);
+    if (n < 1)
         return -EINVAL;
+    const char *verb = w[0];
     if (strcmp(verb, "COMMIT") == 0) {
         req->kind = SR_CTL_COMMIT;
         req->step = -1;
-        if (strcmp(arg1, "-") != 0 && sr_parse_int(arg1, 0, INT64_MAX, &req->step) < 0)
+        if (n != 2 || (strcmp(w[1], "-") != 0 && sr_parse_int(w[1], 0, INT64_MAX, &req->step) < 0))
             return -EINVAL;
         return 0;
     }
     if (strcmp(verb, "NOTIFY") == 0) {
         req->kind = SR_CTL_NOTIFY;
-        if (sr_parse_int(arg1, 0, INT64_MAX / 2, &req->deadline_ms) < 0)
+        if (n < 2 || n > 3 || sr_parse_int(w[1], 0, INT64_MAX / 2, &req->deadline_ms) < 0 ||
+            (n == 3 && !sr_ctl_source_valid(w[2])))
             return -EINVAL;
-        snprintf(req->source, sizeof(req->source), "%s", arg2[0] ? arg2 : "manual");
+        snprintf(req->source, sizeof(req->source), "%s", n == 3 ? w[2] : "manual");
         return 0;
     }
     if (strcmp(verb, "REQUEST") == 0) {
         req->kind = SR_CTL_REQUEST;
-        if (!arg1[0] || strlen(arg1) > 16)
+        if (n < 2 || n > 3 || strlen(w[1]) > 16)
             return -EINVAL;
-        if (arg2[0] && sr_parse_int(arg2, 1, INT32_MAX, &req->pid) < 0)
+        if (n == 3 && sr_parse_int(w[2], 1, INT32_MAX, &req->pid) < 0)
             return -EINVAL;
-        snprintf(req->source, sizeof(req->source), "job:%.16s", arg1); /* length checked above */
+        snprintf(req->source, sizeof(req->source), "job:%.16s", w[1]); /* length checked above */
         return 0;
     }
     if (strcmp(verb, "STATUS") == 0) {
         req->kind = SR_CTL_STATUS;
-        return 0;
+        return n == 1 ? 0 : -EINVAL;
     }
     if (strcmp(verb, "METRIC") == 0)
-        return parse_metric(line, req);
+        return parse_metric(w, n, req);
     return -EINVAL;
 }
 
@@ -229,6 +269,12 @@ int sr_ctl_call(const char *path, const char *request, char *reply, size_t len, 
 {
     int fd;
     int rc = connect_to(path, &fd);
+    struct stat sb;
+    if (rc < 0 && stat(path, &sb) == 0 && !S_ISSOCK(sb.st_mode))
+        return sr_errf(-EINVAL, /* a setting that is wrong: 64 */
+                       "%s is not a spotrun control socket (it is a %s): SPOTRUN_CONTROL or "
+                       "--control must name the socket `spotrun run` gives its job",
+                       path, S_ISDIR(sb.st_mode) ? "directory" : "regular file or other file");
     if (rc < 0)
         return sr_errf(rc, "cannot reach the spotrun wrapper at %s: %s", path, strerror(-rc));
     char line[256];

@@ -1,7 +1,8 @@
 /*
  * control.h - the control channel between a running wrapper and the job
  * (and `spotrun notify`): a unix stream socket at $SPOTRUN_CONTROL, mode
- * 0600. One request line per connection, one reply line:
+ * 0600. One request line per connection, one reply line; a line with a
+ * word more or less than its verb takes is refused ("ERR bad request"):
  *
  *   COMMIT <step|->\n              -> "OK <seq>\n" once staged, or "ERR <msg>\n"
  *   NOTIFY <deadline_ms> <source>\n -> "OK\n"
@@ -59,6 +60,10 @@ int sr_ctl_read_request(int fd, struct sr_ctl_req *req);
 int sr_ctl_conn_feed(struct sr_ctl_conn *c, struct sr_ctl_req *req);
 /* Writes one reply line (a '\n' is appended). Errors are ignored: the
  * client may be gone. */
+/* A notice's source name: [A-Za-z0-9_.:-]{1,31} (logged, and shared with
+ * the other nodes of a multi-node run). */
+int sr_ctl_source_valid(const char *source);
+
 void sr_ctl_reply(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Client: sends request (without '\n'), reads the reply line into reply.
  * timeout_ms < 0 waits forever. */

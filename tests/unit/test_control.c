@@ -340,6 +340,28 @@ static void test_commit_without_step_is_error(void **state)
     assert_int_equal(parse("COMMIT\n", &req), -EINVAL);
 }
 
+/* A word more than the verb takes, or a word longer than any field, is no
+ * request: never read as its first part. */
+static void test_extra_or_overlong_words_are_errors(void **state)
+{
+    (void)state;
+    struct sr_ctl_req req;
+    assert_int_equal(parse("COMMIT 1 extra\n", &req), -EINVAL);
+    assert_int_equal(parse("STATUS now\n", &req), -EINVAL);
+    assert_int_equal(parse("NOTIFY 1000 manual more\n", &req), -EINVAL);
+    assert_int_equal(parse("NOTIFY 1000 a;b\n", &req), -EINVAL);
+    assert_int_equal(parse("REQUEST SIGTERM 12 x\n", &req), -EINVAL);
+    assert_int_equal(parse("METRIC - loss 1 2\n", &req), -EINVAL);
+    assert_int_equal(
+        parse(
+            "COMMIT 100000000000000000000000000000000000000000000000000000000000000000000000000000"
+            "000\n",
+            &req),
+        -EINVAL);
+    assert_int_equal(parse("COMMIT  7 \n", &req), 0); /* spaces around words are fine */
+    assert_int_equal(req.step, 7);
+}
+
 static void test_unknown_verb_is_error(void **state)
 {
     (void)state;
@@ -490,6 +512,7 @@ int main(void)
         T(test_commit_with_non_numeric_step_is_error),
         T(test_commit_with_negative_step_is_error),
         T(test_commit_without_step_is_error),
+        T(test_extra_or_overlong_words_are_errors),
         T(test_unknown_verb_is_error),
         T(test_empty_line_is_error),
         T(test_notify_with_negative_deadline_is_error),

@@ -299,14 +299,16 @@ static void test_missing_slurm_variable_is_error_naming_it(void **state)
 static void test_missing_env_variable_is_error_naming_it(void **state)
 {
     (void)state;
-    expand_fails("x-{env:SPOTRUN_TEST_RUNID_VAR}", train_argv, "SPOTRUN_TEST_RUNID_VAR");
+    expand_fails("x-{env:SPOTRUN_TEST_RUNID_VAR}", train_argv,
+                 "SPOTRUN_TEST_RUNID_VAR, which is not set");
 }
 
 static void test_empty_env_variable_is_error_naming_it(void **state)
 {
     (void)state;
     setenv("SPOTRUN_TEST_RUNID_VAR", "", 1);
-    expand_fails("x-{env:SPOTRUN_TEST_RUNID_VAR}", train_argv, "SPOTRUN_TEST_RUNID_VAR");
+    expand_fails("x-{env:SPOTRUN_TEST_RUNID_VAR}", train_argv,
+                 "SPOTRUN_TEST_RUNID_VAR, which is set but empty");
 }
 
 static void test_index_without_any_index_variable_is_error_naming_them(void **state)
