@@ -505,8 +505,10 @@ static void release_lease(struct sr_lease *lease)
 
 /* ---- a sweep's trial (docs/sweeps.md) -------------------------------------- */
 
-/* The trial index: --trial, else the engine's array index. */
-static int trial_index(const struct run_opts *o, const struct sr_sweep *sw, long *trial)
+/* The trial index: --trial, else the engine's array index (*from names
+ * which). */
+static int trial_index(const struct run_opts *o, const struct sr_sweep *sw, long *trial,
+                       const char **from_out)
 {
     static const char *const engines[] = {"SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX",
                                           "AWS_BATCH_JOB_ARRAY_INDEX"};
@@ -542,6 +544,7 @@ static int trial_index(const struct run_opts *o, const struct sr_sweep *sw, long
         return SR_EX_USAGE;
     }
     *trial = (long)k;
+    *from_out = from;
     return GO_ON;
 }
 
@@ -595,7 +598,8 @@ static int sweep_trial(struct run_opts *o, char ***cmd, struct run_ctx *r)
         fprintf(stderr, "spotrun run: --sweep: %s\n", sr_strerror(rc));
         return rc == -EINVAL ? SR_EX_USAGE : sr_exit_code(rc);
     }
-    int code = trial_index(o, &r->sweep, &r->trial);
+    const char *from = NULL;
+    int code = trial_index(o, &r->sweep, &r->trial, &from);
     if (code != GO_ON)
         return code;
     char **tmpl = *cmd;
@@ -625,7 +629,13 @@ static int sweep_trial(struct run_opts *o, char ***cmd, struct run_ctx *r)
         o->run_id = r->trial_run_id;
     }
     trial_env(&r->sweep, r->trial);
-    sr_info("sweep %s trial %ld", r->sweep.name, r->trial);
+    /* Said once: an index from the engine says which trial this task is;
+     * one given with --trial (a `sweep work` worker, which logs its claim
+     * with the trial's parameters, or a person) is no news. */
+    if (strcmp(from, "--trial") == 0)
+        sr_debug("sweep %s trial %ld", r->sweep.name, r->trial);
+    else
+        sr_info("sweep %s trial %ld (%s)", r->sweep.name, r->trial, from);
     return GO_ON;
 }
 

@@ -148,7 +148,7 @@ struct worker {
     struct sr_store *st;
     struct sr_sweep sw;
     unsigned char *ended; /* per trial: SR_TRIAL_* from the last listing */
-    int64_t *busy_until;  /* per trial: another worker had it (ms, sr_now_ms) */
+    int64_t *busy_until;  /* per trial: another worker had it (ms, sr_now_ms); NEVER: skipped */
     size_t n_alloc;
     struct slot *slots;
     char **run_args; /* passed to every `spotrun run` */
@@ -157,6 +157,7 @@ struct worker {
     sigset_t orig_mask;
     int draining, drained, stop_code, errors; /* drained: the running trials were sent TERM */
     uint64_t ran;
+    size_t foreign;     /* trials skipped for good: their run is another's */
     unsigned seed;      /* of the choice among candidates */
     int64_t defined_at; /* when the definition was last read (sr_now_ms) */
 };
@@ -204,10 +205,15 @@ static int refresh(struct worker *w, int definition)
     return sr_sweep_list_ends(w->st, w->name, n, w->ended);
 }
 
+/* busy_until of a trial this worker never takes again: its run is not the
+ * trial's (another sweep's, one made by hand), which no retry changes. */
+#define NEVER INT64_MAX
+
+/* Every trial ended, or is one this worker skips for good. */
 static int all_ended(const struct worker *w)
 {
     for (size_t k = 0; k < sr_sweep_count(&w->sw); k++)
-        if (w->ended[k] == SR_TRIAL_OPEN)
+        if (w->ended[k] == SR_TRIAL_OPEN && w->busy_until[k] != NEVER)
             return 0;
     return 1;
 }
@@ -341,6 +347,23 @@ static int trial_preempted(const struct worker *w, long k)
     return preempted;
 }
 
+/* Whether trial k's wrapper refused its run as another's (sweep.h: it
+ * records another sweep or trial, or holds a run's objects but records no
+ * sweep): then this worker skips the trial from now on, and says so once.
+ * A run that another wrapper merely holds is not: it is tried again. */
+static int skip_foreign(struct worker *w, long k)
+{
+    char run[SR_SWEEP_NAME_MAX + 16];
+    sr_sweep_run_id(w->name, (size_t)k, run, sizeof(run));
+    const int rc = sr_sweep_run_owner(w->st, &w->sw, (size_t)k, run);
+    if (rc == -EEXIST) {
+        sr_warn("sweep %s: skipping trial %ld from now on: %s", w->name, k, sr_strerror(rc));
+        w->foreign++;
+    }
+    sr_err_clear();
+    return rc == -EEXIST;
+}
+
 static void child_done(struct worker *w, struct slot *s, int status)
 {
     const long k = s->trial;
@@ -371,9 +394,9 @@ static void child_done(struct worker *w, struct slot *s, int status)
     }
     sr_err_clear();
     switch (code) {
-    case SR_EX_CANTCREAT: /* another wrapper holds it: try the next */
+    case SR_EX_CANTCREAT: /* another wrapper holds it, or its run is another's */
         if ((size_t)k < w->n_alloc)
-            w->busy_until[k] = sr_now_ms() + w->o->poll_ms;
+            w->busy_until[k] = skip_foreign(w, k) ? NEVER : sr_now_ms() + w->o->poll_ms;
         return;
     case SR_EX_TEMPFAIL:
         if (trial_preempted(w, k)) {
@@ -563,6 +586,14 @@ static int cmd_work(const struct sr_cmd *cmd, int argc, char **argv)
         sr_info("sweep %s: %zu trials, working with %" PRIu64 " slot%s", w.name,
                 sr_sweep_count(&w.sw), o.slots, o.slots == 1 ? "" : "s");
         result = work_loop(&w);
+        if (result == 0 && w.foreign) {
+            /* every other trial ended: these never ran, and never will here */
+            sr_warn("sweep %s: %zu trial%s not run: %s run is another's (above); move it "
+                    "away, then start a worker again (or define the sweep under another name)",
+                    w.name, w.foreign, w.foreign == 1 ? "" : "s",
+                    w.foreign == 1 ? "its" : "each one's");
+            result = SR_EX_CANTCREAT;
+        }
         sr_info("sweep %s: %" PRIu64 " trial%s run here; stopping (exit %d)", w.name, w.ran,
                 w.ran == 1 ? "" : "s", result);
     }

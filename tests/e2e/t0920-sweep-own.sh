@@ -56,6 +56,28 @@ test_expect_success 'the sweep own trial runs record it, and run' '
     test "$(cat "$OUT/own" | tr "\n" " ")" = "0 0 "
 '
 
+# sweep own now: trial 0 done, trial 1's run made by hand (own-1), trial 2's
+# run trial 0 of sweep o2 (own-2). Neither can ever run: a worker skips
+# each for good, saying so once, and ends with 73 (not every trial ran).
+test_expect_success 'sweep work --until-empty: a trial whose run is not the trial one is skipped, said once; exit 73' '
+    expect_code 73 timeout 300 "$SPOTRUN" sweep work own --until-empty --poll 10ms 2>work.err &&
+    cat work.err &&
+    test "$(grep -c "skipping trial 1 from now on: run own-1 is not trial 1" work.err)" = 1 &&
+    test "$(grep -c "skipping trial 2 from now on: run own-2 is not trial 2 .*trial 0 of sweep o2" work.err)" = 1 &&
+    grep "2 trials not run" work.err &&
+    test "$(grep -c "sweep own: trial 1 (k=1)" work.err)" = 1 &&
+    ! grep "sweep own trial 1" work.err &&
+    test ! -e "$S/own/end/1.done" && test ! -e "$S/own/end/1.failed" &&
+    test ! -e "$S/own/end/2.done" && test ! -e "$S/own/end/2.failed" &&
+    test "$(cat "$OUT/own" | tr "\n" " ")" = "0 0 "
+'
+
+test_expect_success 'sweep work without --until-empty ends too (73) once only such trials are left' '
+    expect_code 73 timeout 300 "$SPOTRUN" sweep work own --poll 10ms 2>work.err &&
+    cat work.err &&
+    test "$(grep -c "skipping trial 1 from now on" work.err)" = 1
+'
+
 test_expect_success 'sweep delete refuses while a trial runs (73, naming the owner), deleting nothing' '
     "$SPOTRUN" sweep init del --param k=0..2 \
         -- sh -c "if test {k} = 1; then touch \"\$OUT/del1\"; while test ! -e \"\$OUT/stop\"; do sleep 0.05; done; fi" >/dev/null &&
