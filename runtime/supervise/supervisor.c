@@ -26,11 +26,12 @@
  * sent to the wrapper from inside that tree is the job's business, not a
  * notice.
  *
- * Control connections are read as their bytes arrive (never a blocking read
- * on this loop): up to MAX_CONNS wait at once, each at most
- * SR_CTL_REQUEST_TIMEOUT_MS.
+ * The loop's other concerns live beside it (struct sup is in
+ * supervisor_int.h): the control requests (requests.c), notices and the
+ * PREEMPTING state they start (notices.c), and the other nodes of a
+ * multi-node run (group.c).
  */
-#include "supervisor.h"
+#include "supervisor_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -68,88 +69,8 @@
 
 #define MAX_BACKOFF_MS 60000
 #define TERM_WAIT_MS 10000 /* TERM -> KILL when the deadline allows */
-#define PERSIST_MARGIN_MS 1000
 #define SETTLE_POLL_MS 1000
-#define MAX_CONNS 32 /* control connections whose request is still arriving */
-#define FIXED_FDS 6  /* signals, listener, checkpointer, notices, lease, peers */
-
-enum phase { RUNNING, BACKOFF, PREEMPTING, FINISHING };
-enum pre_phase { WAIT_COMMIT, DRAIN, STOPPING };
-
-struct sup {
-    const struct sr_supervise_config *cfg;
-    struct sr_commits *cp;
-    struct sr_events *ev;
-    sigset_t orig_mask;
-    int sigfd, lfd;
-    /* The signal being handled (0 for other notices) and its sender, and
-     * those of the notice that started the stop: the same signal from the
-     * same sender again is a user in a hurry. */
-    int sig_now, first_sig;
-    pid_t sig_from, first_from;
-    enum phase phase;
-    uint32_t attempt;
-    unsigned restarts;
-    int exit_code;
-    /* The run ends because of a notice (exit 75): only then is it a
-     * preemption. A job that exits 75 by itself fails like any other code. */
-    int preempted;
-    /* Multi-node: the job finished while a notice was being handled; the
-     * set this attempt started from (0 = fresh), which names its done mark;
-     * this node's job finished but another node's has not (no DONE). */
-    int finished_in_notice;
-    uint64_t start_seq;
-    int node_only;
-    /* Multi-node: the highest step this attempt restored or committed; a
-     * commit must name a higher one (a step's parts are one checkpoint,
-     * made once: a second commit of it could never be restored). */
-    int64_t last_step;
-
-    pid_t child;           /* 0 = none running */
-    int job_committed;     /* the job used the commit protocol this attempt */
-    uint64_t committed_fp; /* dir fingerprint at the last commit or restore */
-    uint64_t settle_fp;
-    int64_t settle_since, next_settle, next_every, restart_at;
-    int64_t every_ms;      /* the current request interval, 0 = none */
-    struct sr_every every; /* --every auto */
-
-    enum pre_phase pre;
-    int64_t deadline, commit_by, kill_at;
-    uint64_t durable_seq;
-    /* Commits submitted, and those whose persist (or stage) has finished;
-     * a drain waits for the ones submitted before it began, not for the
-     * job's later periodic commits. */
-    uint64_t submitted, finished, drain_mark;
-    struct sr_gpu_usage gpu; /* from the shim's pages in gpu_dir */
-    char gpu_dir[4096];
-
-    struct sr_notice *nw;         /* cloud metadata watcher, NULL = none */
-    struct sr_notice_event cloud; /* the cloud notice being acted on (source "" = none) */
-    struct sr_notice_event ack;   /* to acknowledge before exiting (needs_ack) */
-    int64_t last_stage_ms;        /* how long the last commit took to stage */
-    struct sr_keeper *keeper;     /* lease renewal, NULL = no lease */
-    int lost;                     /* the lease went to another wrapper */
-
-    struct spotrun_job_page *page; /* the job page, NULL = none (see job_page.h) */
-    char page_path[4200];
-    int deaf_said;     /* "the job does not listen" was logged */
-    uint64_t have_seq; /* the newest checkpoint known to exist (restored or durable) */
-    struct sr_ctl_conn conns[MAX_CONNS];
-
-    /* Multi-node (cfg->nodes > 1): the other nodes through the store. */
-    struct sr_peers *peers;
-    uint64_t await_seq; /* preempting: the set our newest part belongs to */
-};
-
-static int64_t now(void)
-{
-    return sr_now_ms();
-}
-
-static void emit(struct sup *s, const char *type, json_t *fields)
-{
-    sr_events_emit(s->ev, type, fields);
-}
+#define FIXED_FDS 6 /* signals, listener, checkpointer, notices, lease, peers */
 
 /* ---- the job page ----------------------------------------------------------- */
 
@@ -184,14 +105,6 @@ static void page_reset(struct sup *s)
     __atomic_store_n(&s->page->served, __atomic_load_n(&s->page->requested, __ATOMIC_RELAXED),
                      __ATOMIC_RELEASE);
     s->deaf_said = 0;
-}
-
-/* Whether a request is heard: someone of the job polls the page or handles
- * the signal (the shim says so). Without the shim nobody would say: assume
- * the job listens. */
-static int job_listens(const struct sup *s)
-{
-    return !s->cfg->preload || !s->page || __atomic_load_n(&s->page->listening, __ATOMIC_RELAXED);
 }
 
 /* ---- starting an attempt ------------------------------------------------ */
@@ -339,7 +252,7 @@ static int start_attempt(struct sup *s)
 
 /* ---- commits ------------------------------------------------------------- */
 
-static void commit_dir(struct sup *s, int64_t step, int client_fd, const char *why)
+void sup_commit_dir(struct sup *s, int64_t step, int client_fd, const char *why)
 {
     sr_gpu_usage_read(s->gpu_dir, &s->gpu);
     sr_commits_set_gpu(s->cp, (uint32_t)s->gpu.devices, s->gpu.peak);
@@ -364,11 +277,11 @@ static void commit_if_changed(struct sup *s, const char *why)
     const uint64_t fp = sr_dir_fingerprint(s->cfg->ckpt_dir, &empty);
     if (!s->job_committed && !empty && fp != s->committed_fp) {
         sr_info("committing %s (%s)", s->cfg->ckpt_dir, why);
-        commit_dir(s, -1, -1, why);
+        sup_commit_dir(s, -1, -1, why);
     }
 }
 
-static void request_checkpoint(struct sup *s, const char *why)
+void sup_request_checkpoint(struct sup *s, const char *why)
 {
     if (!s->child)
         return;
@@ -383,13 +296,13 @@ static void request_checkpoint(struct sup *s, const char *why)
 
 /* From here on the job is stopped once the commits submitted so far are
  * durable (or failed): a job that keeps committing cannot hold it up. */
-static void enter_drain(struct sup *s)
+void sup_enter_drain(struct sup *s)
 {
     s->pre = DRAIN;
     s->drain_mark = s->submitted;
 }
 
-static void stop_job(struct sup *s)
+void sup_stop_job(struct sup *s)
 {
     s->pre = STOPPING;
     if (!s->child)
@@ -401,188 +314,22 @@ static void stop_job(struct sup *s)
     sr_debug("sent SIGTERM to the job's processes");
 }
 
-/* When the job's commit must arrive: the deadline minus the time to stage
- * and persist a checkpoint like the last one (measured), plus a margin;
- * never less than a second from now. */
-static int64_t commit_deadline(const struct sup *s, int64_t deadline_ms)
-{
-    const int64_t work = s->last_stage_ms + sr_commits_persist_estimate_ms(s->cp);
-    const int64_t by = deadline_ms - work - PERSIST_MARGIN_MS - work / 10;
-    return by > now() + 1000 ? by : now() + 1000;
-}
-
-static void notice(struct sup *s, const char *source, int64_t deadline_ms)
-{
-    const int64_t t = now();
-    if (s->phase == PREEMPTING) {
-        if (deadline_ms < s->deadline)
-            s->deadline = deadline_ms;
-        /* The same reclamation seen again (a cloud notice, then systemd's
-         * TERM at the shutdown; a fleet worker passing a notice on) never
-         * hurries: only the same signal from the same sender again (a
-         * second Ctrl-C, a user in a hurry) moves on. */
-        if (!s->sig_now || s->sig_now != s->first_sig || s->sig_from != s->first_from) {
-            sr_info("notice from %s too: still making the checkpoint durable", source);
-            return;
-        }
-        sr_warn("second notice (%s): not waiting any longer", source);
-        if (s->pre == WAIT_COMMIT)
-            enter_drain(s);
-        else if (s->pre == DRAIN)
-            stop_job(s);
-        else if (s->child)
-            kill(-s->child, SIGKILL);
-        return;
-    }
-    s->phase = PREEMPTING;
-    s->first_sig = s->sig_now;
-    s->first_from = s->sig_from;
-    s->deadline = deadline_ms;
-    s->commit_by = commit_deadline(s, deadline_ms);
-    s->await_seq = 0;
-    sr_commits_hurry(s->cp, 1);           /* only the newest checkpoint counts now */
-    if (strncmp(source, "peer:", 5) != 0) /* the other nodes checkpoint too */
-        sr_peers_notify(s->peers, source, sr_wall_ms() + (deadline_ms - t));
-    char left[32], commit_in[32];
-    sr_format_duration_ms(deadline_ms - t, left, sizeof(left));
-    sr_format_duration_ms(s->commit_by - t, commit_in, sizeof(commit_in));
-    const int cloud = strcmp(source, s->cloud.source) == 0;
-    sr_info("preemption notice from %s%s%s%s: %s left; asking the job to checkpoint (commit "
-            "within %s)",
-            source, cloud ? " (" : "", cloud ? s->cloud.what : "", cloud ? ")" : "", left,
-            commit_in);
-    emit(s, "notice",
-         json_pack("{s:s,s:I,s:I,s:I,s:s?,s:s?}", "source", source, "ms_left",
-                   (json_int_t)(deadline_ms - t), "commit_in_ms", (json_int_t)(s->commit_by - t),
-                   "deadline_unix_ms", (json_int_t)(sr_wall_ms() + (deadline_ms - t)), "what",
-                   cloud ? s->cloud.what : NULL, "id", cloud ? s->cloud.id : NULL));
-    sr_events_flush(s->ev);
-    if (s->child && !job_listens(s)) {
-        if (!s->deaf_said++)
-            sr_warn("the job does not listen for checkpoint requests (no handler for %s, never "
-                    "polled spotrun_checkpoint_requested() or the Python module): not waiting for "
-                    "a commit; its directory is committed when it stops",
-                    spotrun_signal_name(s->cfg->signo, (char[32]){0}, 32));
-        emit(s, "deaf", NULL);
-        enter_drain(s);
-    } else if (s->child) {
-        s->pre = WAIT_COMMIT;
-        request_checkpoint(s, "notice");
-    } else {
-        enter_drain(s);
-    }
-}
-
-/* What stands when the job's new checkpoint does not come. */
-static void say_what_stands(const struct sup *s, const char *what)
-{
-    if (s->have_seq)
-        sr_warn("%s; checkpoint %" PRIu64 " stands", what, s->have_seq);
-    else
-        sr_warn("%s, and run %s has no checkpoint yet: its next start begins from scratch", what,
-                s->cfg->run_id);
-}
-
-/* Multi-node: our newest part's set is published (every node's part is
- * durable), or there is no part to wait for. */
-static int set_durable(const struct sup *s)
-{
-    return s->cfg->nodes <= 1 || s->await_seq == 0 || s->durable_seq >= s->await_seq;
-}
-
 static void preempt_tick(struct sup *s)
 {
     const int64_t t = now();
     if (s->pre == WAIT_COMMIT && t >= s->commit_by) {
-        say_what_stands(s, "the job did not commit in time");
-        enter_drain(s);
+        sup_say_what_stands(s, "the job did not commit in time");
+        sup_enter_drain(s);
     }
     if (s->pre == DRAIN &&
-        (((sr_commits_pending(s->cp) == 0 || s->finished >= s->drain_mark) && set_durable(s)) ||
+        (((sr_commits_pending(s->cp) == 0 || s->finished >= s->drain_mark) && sup_set_durable(s)) ||
          t >= s->deadline))
-        stop_job(s);
+        sup_stop_job(s);
     if (s->pre == STOPPING && s->child && t >= s->kill_at) {
         sr_warn("the job did not stop after SIGTERM; killing it");
         kill(-s->child, SIGKILL);
         s->kill_at = t + 60000;
     }
-}
-
-/* ---- cloud notices -------------------------------------------------------- */
-
-static void cloud_preempt(struct sup *s, const struct sr_notice_event *ev)
-{
-    if (ev->needs_ack)
-        s->ack = *ev;
-    if (s->phase != PREEMPTING) {
-        s->cloud = *ev;
-        notice(s, ev->source, ev->deadline_ms);
-        return;
-    }
-    /* Already preempting (a signal came first): the cloud's deadline may
-     * be the earlier one, but it is no reason to hurry past the commit. */
-    sr_info("%s notice (%s) while preempting", ev->source, ev->what);
-    if (ev->deadline_ms < s->deadline) {
-        s->deadline = ev->deadline_ms;
-        const int64_t by = commit_deadline(s, ev->deadline_ms);
-        if (by < s->commit_by)
-            s->commit_by = by;
-    }
-}
-
-/* A withdrawn notice cancels the stop, if the job is still running. */
-static void cloud_withdrawn(struct sup *s, const struct sr_notice_event *ev)
-{
-    if (strcmp(ev->id, s->ack.id) == 0)
-        s->ack.needs_ack = 0; /* nothing left to acknowledge */
-    emit(s, "withdrawn", json_pack("{s:s,s:s}", "source", ev->source, "id", ev->id));
-    if (s->phase != PREEMPTING || strcmp(ev->source, s->cloud.source) != 0 ||
-        strcmp(ev->id, s->cloud.id) != 0) {
-        sr_info("%s notice %s withdrawn", ev->source, ev->id);
-        return;
-    }
-    s->cloud.source[0] = '\0';
-    if (s->pre == STOPPING || !s->child) {
-        sr_warn("the %s notice was withdrawn, but the job is already stopping", ev->source);
-        return;
-    }
-    sr_info("the %s notice was withdrawn: cancelling the stop, the job keeps running", ev->source);
-    s->phase = RUNNING;
-    s->deadline = s->commit_by = s->kill_at = 0;
-    sr_commits_hurry(s->cp, 0);
-}
-
-static void on_notice(struct sup *s)
-{
-    struct sr_notice_event ev;
-    while (sr_notice_take(s->nw, &ev)) {
-        if (ev.kind == SR_NOTICE_PREEMPT) {
-            cloud_preempt(s, &ev);
-        } else if (ev.kind == SR_NOTICE_WITHDRAWN) {
-            cloud_withdrawn(s, &ev);
-        } else if (s->phase == RUNNING) {
-            sr_info("%s from %s: asking the job to checkpoint (it keeps running)", ev.what,
-                    ev.source);
-            emit(s, "rebalance", json_pack("{s:s,s:s}", "source", ev.source, "what", ev.what));
-            request_checkpoint(s, "rebalance");
-        }
-    }
-}
-
-/* Azure waits for NotBefore unless told to go ahead: after the checkpoint
- * is durable and the job stopped, tell it. */
-static void acknowledge(struct sup *s)
-{
-    if (!s->ack.needs_ack)
-        return;
-    const int rc = sr_notice_ack(s->nw, &s->ack);
-    if (rc < 0)
-        sr_warn("cannot acknowledge %s event %s: %s", s->ack.source, s->ack.id, sr_strerror(rc));
-    else
-        sr_info("acknowledged %s event %s", s->ack.source, s->ack.id);
-    emit(s, "ack",
-         json_pack("{s:s,s:s,s:b}", "source", s->ack.source, "id", s->ack.id, "ok", rc == 0));
-    s->ack.needs_ack = 0;
 }
 
 /* ---- child exit ------------------------------------------------------------ */
@@ -608,7 +355,7 @@ static void child_exited(struct sup *s, int status)
             s->phase = FINISHING;
             s->exit_code = 0;
         } else if (s->pre != STOPPING) {
-            enter_drain(s);
+            sup_enter_drain(s);
         }
         return;
     }
@@ -685,7 +432,7 @@ static void lease_lost(struct sup *s, const char *why)
         return;
     s->phase = PREEMPTING;
     s->deadline = now() + s->cfg->grace_ms;
-    stop_job(s);
+    sup_stop_job(s);
 }
 
 static void on_lease(struct sup *s)
@@ -695,7 +442,7 @@ static void on_lease(struct sup *s)
     lease_lost(s, why);
 }
 
-/* ---- events ---------------------------------------------------------------- */
+/* ---- signals and the checkpointer's results ------------------------------------ */
 
 static void on_signal(struct sup *s)
 {
@@ -722,144 +469,10 @@ static void on_signal(struct sup *s)
         snprintf(source, sizeof(source), "signal:%s", name);
         s->sig_now = sig;
         s->sig_from = from;
-        notice(s, source, now() + s->cfg->grace_ms);
+        sup_notice(s, source, now() + s->cfg->grace_ms);
         s->sig_now = 0;
     }
 }
-
-static void status_reply(struct sup *s, int fd)
-{
-    static const char *const names[] = {"running", "backoff", "preempting", "finishing"};
-    json_t *o =
-        json_pack("{s:s,s:s,s:I,s:i,s:I,s:i}", "run_id", s->cfg->run_id, "state", names[s->phase],
-                  "attempt", (json_int_t)s->attempt, "pid", (int)s->child, "durable_seq",
-                  (json_int_t)s->durable_seq, "pending", sr_commits_pending(s->cp));
-    char *txt = json_dumps(o, JSON_COMPACT);
-    sr_ctl_reply(fd, "OK %s", txt ? txt : "{}");
-    free(txt);
-    json_decref(o);
-}
-
-static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
-{
-    switch (req->kind) {
-    case SR_CTL_COMMIT:
-        if (s->cfg->nodes > 1 && req->step < 0) {
-            sr_ctl_reply(fd, "ERR a multi-node run needs the step: spotrun commit --step N (it "
-                             "is what makes the nodes' parts one checkpoint)");
-            close(fd);
-            return;
-        }
-        if (s->cfg->nodes > 1 && req->step > SR_SET_STEP_MAX) {
-            sr_ctl_reply(fd,
-                         "ERR step %" PRId64 " is too large for a multi-node checkpoint (at most "
-                         "%" PRId64 ": its seq, step + 1, is named in 10 digits)",
-                         req->step, SR_SET_STEP_MAX);
-            close(fd);
-            return;
-        }
-        if (s->cfg->nodes > 1 && req->step <= s->last_step) {
-            sr_ctl_reply(fd,
-                         "ERR step %" PRId64 " is not newer than this node's last checkpoint (step "
-                         "%" PRId64 "): in a multi-node run each step is committed once, and "
-                         "the next commit needs a higher step",
-                         req->step, s->last_step);
-            close(fd);
-            return;
-        }
-        if (s->cfg->nodes > 1)
-            s->last_step = req->step;
-        s->job_committed = 1;
-        /* This commit answers every request made so far. */
-        if (s->page)
-            __atomic_store_n(&s->page->served,
-                             __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE),
-                             __ATOMIC_RELEASE);
-        commit_dir(s, req->step, fd, "job");
-        if (s->phase == PREEMPTING && s->pre == WAIT_COMMIT)
-            enter_drain(s); /* persists are drained before the job is stopped */
-        return;             /* fd is answered once staged */
-    case SR_CTL_NOTIFY:
-        sr_ctl_reply(fd, "OK");
-        close(fd);
-        notice(s, req->source, now() + req->deadline_ms);
-        return;
-    case SR_CTL_REQUEST:
-        /* The job itself got SIGTERM from outside its tree (Slurm signals
-         * every process): a notice with --grace, unless one is already
-         * being handled. */
-        sr_ctl_reply(fd, "OK");
-        close(fd);
-        if (s->phase == RUNNING)
-            notice(s, req->source, now() + s->cfg->grace_ms);
-        return;
-    case SR_CTL_STATUS:
-        status_reply(s, fd);
-        close(fd);
-        return;
-    case SR_CTL_METRIC:
-        sr_ctl_reply(fd, "OK");
-        close(fd);
-        emit(s, "metric",
-             req->step >= 0 ? json_pack("{s:s,s:f,s:I}", "name", req->name, "value", req->value,
-                                        "step", (json_int_t)req->step)
-                            : json_pack("{s:s,s:f}", "name", req->name, "value", req->value));
-        sr_debug("metric %s = %g", req->name, req->value);
-        return;
-    }
-}
-
-static void conn_drop(struct sr_ctl_conn *c, const char *reply)
-{
-    if (reply)
-        sr_ctl_reply(c->fd, "%s", reply);
-    close(c->fd);
-    c->fd = -1;
-}
-
-/* New connections: each waits in a slot for its request line. When every
- * slot is taken, the oldest is dropped: silent clients cannot lock out the
- * job's commit. */
-static void on_accept(struct sup *s)
-{
-    for (;;) {
-        const int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0)
-            return;
-        struct sr_ctl_conn *slot = &s->conns[0];
-        for (int i = 0; i < MAX_CONNS && slot->fd >= 0; i++)
-            if (s->conns[i].fd < 0 || s->conns[i].since < slot->since)
-                slot = &s->conns[i];
-        if (slot->fd >= 0)
-            conn_drop(slot, "ERR busy");
-        *slot = (struct sr_ctl_conn){.fd = fd, .since = now()};
-    }
-}
-
-static void on_conn(struct sup *s, struct sr_ctl_conn *c)
-{
-    struct sr_ctl_req req;
-    const int rc = sr_ctl_conn_feed(c, &req);
-    if (rc == 0)
-        return;
-    if (rc < 0) {
-        conn_drop(c, rc == -ECONNRESET ? NULL : "ERR bad request");
-        return;
-    }
-    const int fd = c->fd;
-    c->fd = -1;
-    handle_request(s, fd, &req);
-}
-
-static void expire_conns(struct sup *s)
-{
-    const int64_t t = now();
-    for (int i = 0; i < MAX_CONNS; i++)
-        if (s->conns[i].fd >= 0 && t - s->conns[i].since >= SR_CTL_REQUEST_TIMEOUT_MS)
-            conn_drop(&s->conns[i], "ERR no request within the timeout");
-}
-
-static void set_published(struct sup *s, uint64_t seq);
 
 /* --every auto: says the interval when it is chosen or moves (every.h). */
 static void every_auto_choose(struct sup *s, int record)
@@ -928,7 +541,7 @@ static void on_result(struct sup *s)
                     "other nodes' parts",
                     s->cfg->node_rank, r.seq, sr_store_url(s->cfg->st), (double)r.ms / 1000.0);
         } else {
-            set_published(s, r.seq);
+            sup_set_published(s, r.seq);
             sr_info("checkpoint %" PRIu64 " durable in %s (%.1fs)%s", r.seq,
                     sr_store_url(s->cfg->st), (double)r.ms / 1000.0,
                     r.part ? ": every node's part is there" : "");
@@ -936,51 +549,14 @@ static void on_result(struct sup *s)
     }
 }
 
-/* ---- the other nodes ----------------------------------------------------------- */
-
-/* A multi-node set is published (by this node or another). */
-static void set_published(struct sup *s, uint64_t seq)
-{
-    if (seq > s->durable_seq)
-        s->durable_seq = seq;
-    if (seq > s->have_seq)
-        s->have_seq = seq;
-}
-
-static void on_peers(struct sup *s)
-{
-    struct sr_peer_event ev;
-    while (sr_peers_take(s->peers, &ev)) {
-        if (ev.kind == SR_PEER_SET) {
-            set_published(s, ev.seq);
-            char step[24];
-            sr_format_step(ev.step, step, sizeof(step));
-            sr_info("checkpoint %" PRIu64 " (step %s) is complete on all %u nodes", ev.seq, step,
-                    s->cfg->nodes);
-            emit(s, "set",
-                 json_pack("{s:I,s:I}", "seq", (json_int_t)ev.seq, "step", (json_int_t)ev.step));
-            continue;
-        }
-        const int64_t deadline = now() + (ev.deadline_wall_ms - sr_wall_ms());
-        char source[64];
-        snprintf(source, sizeof(source), "peer:%u:%s", ev.rank, ev.source);
-        if (s->phase == PREEMPTING) {
-            /* The same reclamation seen by another node: never a reason to
-             * hurry (a second notice of our own would be). */
-            if (deadline < s->deadline)
-                s->deadline = deadline;
-            continue;
-        }
-        notice(s, source, deadline);
-    }
-}
+/* ---- the loop ------------------------------------------------------------------ */
 
 static void on_timers(struct sup *s)
 {
     const struct sr_supervise_config *c = s->cfg;
     const int64_t t = now();
     if (s->phase == RUNNING && s->next_every && t >= s->next_every) {
-        request_checkpoint(s, "every");
+        sup_request_checkpoint(s, "every");
         s->next_every = t + s->every_ms;
     }
     if (s->phase == RUNNING && s->next_settle && t >= s->next_settle) {
@@ -998,7 +574,7 @@ static void on_timers(struct sup *s)
     }
     if (s->phase == PREEMPTING)
         preempt_tick(s);
-    expire_conns(s);
+    sup_expire_conns(s);
 }
 
 static int64_t next_wakeup(const struct sup *s)
@@ -1083,17 +659,17 @@ static int loop(struct sup *s)
         for (int i = 0; n > 0 && i < MAX_CONNS; i++)
             if (s->conns[i].fd >= 0 && s->conns[i].fd == p[FIXED_FDS + i].fd &&
                 p[FIXED_FDS + i].revents)
-                on_conn(s, &s->conns[i]);
+                sup_on_conn(s, &s->conns[i]);
         if (n > 0 && (p[1].revents & POLLIN))
-            on_accept(s);
+            sup_on_accept(s);
         if (n > 0 && (p[2].revents & POLLIN))
             on_result(s);
         if (n > 0 && (p[3].revents & POLLIN))
-            on_notice(s);
+            sup_on_notice(s);
         if (n > 0 && (p[4].revents & POLLIN))
             on_lease(s);
         if (n > 0 && (p[5].revents & POLLIN))
-            on_peers(s);
+            sup_on_peers(s);
         on_timers(s);
     }
 }
@@ -1103,7 +679,7 @@ static void finish(struct sup *s, int code)
     const struct sr_supervise_config *c = s->cfg;
     on_result(s); /* report what finished since the last poll */
     const int drained = sr_commits_pending(s->cp) == 0;
-    acknowledge(s); /* the job has stopped and the checkpoint is durable (or late) */
+    sup_acknowledge(s); /* the job has stopped and the checkpoint is durable (or late) */
     if (code == SR_EX_CANTCREAT && s->lost) {
         sr_warn("run %s continues under its new owner; exit 73", c->run_id);
     } else if (code == 0 && s->node_only) {
@@ -1134,41 +710,6 @@ static void finish(struct sup *s, int code)
     /* At a missed deadline the persister may still be uploading: leave it;
      * the process exit ends it and its manifest is never written. */
     sr_commits_stop(s->cp, !drained);
-}
-
-/* Multi-node: this node's job finished. The run is done only once every
- * node's job finished from the same start (parts.h: done marks); whoever
- * completes the marks writes DONE. A node whose job finished while the
- * group is being stopped by a notice exits 75 with the others: the group
- * resumes from its newest set, this node's job included. Returns the exit
- * code: 0 (s->node_only when another node's job has not finished yet) or
- * 75. */
-static int node_finished(struct sup *s)
-{
-    const struct sr_supervise_config *c = s->cfg;
-    int rc = sr_node_mark_done(c->st, c->run_id, c->node_rank, s->start_seq);
-    if (rc < 0)
-        sr_warn("cannot record in %s that node %u's job finished: %s", sr_store_url(c->st),
-                c->node_rank, sr_strerror(rc));
-    else
-        rc = sr_nodes_done(c->st, c->run_id, c->nodes, s->start_seq);
-    if (rc == (int)c->nodes)
-        return 0;
-    s->node_only = 1;
-    if (s->finished_in_notice || sr_peers_group_preempted(s->peers)) {
-        if (!s->finished_in_notice)
-            emit(s, "notice", json_pack("{s:s}", "source", "peer"));
-        sr_info("node %u's job finished, but run %s is being stopped by a notice: every node "
-                "resumes from the newest complete checkpoint; exit 75 (requeue me)",
-                c->node_rank, c->run_id);
-        s->preempted = 1;
-        return SR_EX_TEMPFAIL;
-    }
-    if (rc >= 0)
-        sr_info("node %u's job finished (%d of %u nodes); run %s is done once every node's job "
-                "has finished",
-                c->node_rank, rc, c->nodes, c->run_id);
-    return 0;
 }
 
 /* A wrapper killed mid-restore leaves "<ckpt>.spotrun-tmp.*" beside the
@@ -1293,7 +834,7 @@ int sr_supervise(const struct sr_supervise_config *cfg)
         code = SR_EX_CANTCREAT;
     }
     if (code == 0 && cfg->nodes > 1)
-        code = node_finished(&s);
+        code = sup_node_finished(&s);
     finish(&s, code);
     reap_leftovers();
     sr_keeper_stop(s.keeper);

@@ -1,0 +1,93 @@
+/*
+ * group.c - the other nodes of a multi-node run, as the supervisor sees
+ * them (peers.h watches the store on its own thread): a set published by
+ * any node, a peer's notice (acted on as this node's own, with the
+ * origin's deadline), and the end of the run: DONE only once every node's
+ * job finished (parts.h: done marks).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "exits.h"
+#include "log.h"
+#include "parts.h"
+#include "supervisor_int.h"
+
+/* Multi-node: our newest part's set is published (every node's part is
+ * durable), or there is no part to wait for. */
+int sup_set_durable(const struct sup *s)
+{
+    return s->cfg->nodes <= 1 || s->await_seq == 0 || s->durable_seq >= s->await_seq;
+}
+
+/* A multi-node set is published (by this node or another). */
+void sup_set_published(struct sup *s, uint64_t seq)
+{
+    if (seq > s->durable_seq)
+        s->durable_seq = seq;
+    if (seq > s->have_seq)
+        s->have_seq = seq;
+}
+
+void sup_on_peers(struct sup *s)
+{
+    struct sr_peer_event ev;
+    while (sr_peers_take(s->peers, &ev)) {
+        if (ev.kind == SR_PEER_SET) {
+            sup_set_published(s, ev.seq);
+            char step[24];
+            sr_format_step(ev.step, step, sizeof(step));
+            sr_info("checkpoint %" PRIu64 " (step %s) is complete on all %u nodes", ev.seq, step,
+                    s->cfg->nodes);
+            emit(s, "set",
+                 json_pack("{s:I,s:I}", "seq", (json_int_t)ev.seq, "step", (json_int_t)ev.step));
+            continue;
+        }
+        const int64_t deadline = now() + (ev.deadline_wall_ms - sr_wall_ms());
+        char source[64];
+        snprintf(source, sizeof(source), "peer:%u:%s", ev.rank, ev.source);
+        if (s->phase == PREEMPTING) {
+            /* The same reclamation seen by another node: never a reason to
+             * hurry (a second notice of our own would be). */
+            if (deadline < s->deadline)
+                s->deadline = deadline;
+            continue;
+        }
+        sup_notice(s, source, deadline);
+    }
+}
+
+/* Multi-node: this node's job finished. The run is done only once every
+ * node's job finished from the same start (parts.h: done marks); whoever
+ * completes the marks writes DONE. A node whose job finished while the
+ * group is being stopped by a notice exits 75 with the others: the group
+ * resumes from its newest set, this node's job included. Returns the exit
+ * code: 0 (s->node_only when another node's job has not finished yet) or
+ * 75. */
+int sup_node_finished(struct sup *s)
+{
+    const struct sr_supervise_config *c = s->cfg;
+    int rc = sr_node_mark_done(c->st, c->run_id, c->node_rank, s->start_seq);
+    if (rc < 0)
+        sr_warn("cannot record in %s that node %u's job finished: %s", sr_store_url(c->st),
+                c->node_rank, sr_strerror(rc));
+    else
+        rc = sr_nodes_done(c->st, c->run_id, c->nodes, s->start_seq);
+    if (rc == (int)c->nodes)
+        return 0;
+    s->node_only = 1;
+    if (s->finished_in_notice || sr_peers_group_preempted(s->peers)) {
+        if (!s->finished_in_notice)
+            emit(s, "notice", json_pack("{s:s}", "source", "peer"));
+        sr_info("node %u's job finished, but run %s is being stopped by a notice: every node "
+                "resumes from the newest complete checkpoint; exit 75 (requeue me)",
+                c->node_rank, c->run_id);
+        s->preempted = 1;
+        return SR_EX_TEMPFAIL;
+    }
+    if (rc >= 0)
+        sr_info("node %u's job finished (%d of %u nodes); run %s is done once every node's job "
+                "has finished",
+                c->node_rank, rc, c->nodes, c->run_id);
+    return 0;
+}

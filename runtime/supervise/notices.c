@@ -1,0 +1,176 @@
+/*
+ * notices.c - a preemption notice, whatever its source (a signal to the
+ * wrapper, the cloud's metadata, `spotrun notify`, the job's own SIGTERM,
+ * another node's), starts the stop: ask the job to checkpoint, wait for its
+ * commit until the deadline minus the time a persist takes, then drain and
+ * stop (the PREEMPTING state, driven by supervisor.c). A second notice of
+ * the same reclamation never hurries; the same signal from the same sender
+ * again does. Cloud notices may be withdrawn (the stop is cancelled while
+ * the job runs) and acknowledged once the checkpoint is durable (Azure).
+ */
+#include <inttypes.h>
+#include <signal.h>
+#include <string.h>
+
+#include "log.h"
+#include "signame.h"
+#include "supervisor_int.h"
+
+#define PERSIST_MARGIN_MS 1000
+
+/* When the job's commit must arrive: the deadline minus the time to stage
+ * and persist a checkpoint like the last one (measured), plus a margin;
+ * never less than a second from now. */
+static int64_t commit_deadline(const struct sup *s, int64_t deadline_ms)
+{
+    const int64_t work = s->last_stage_ms + sr_commits_persist_estimate_ms(s->cp);
+    const int64_t by = deadline_ms - work - PERSIST_MARGIN_MS - work / 10;
+    return by > now() + 1000 ? by : now() + 1000;
+}
+
+void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
+{
+    const int64_t t = now();
+    if (s->phase == PREEMPTING) {
+        if (deadline_ms < s->deadline)
+            s->deadline = deadline_ms;
+        /* The same reclamation seen again (a cloud notice, then systemd's
+         * TERM at the shutdown; a fleet worker passing a notice on) never
+         * hurries: only the same signal from the same sender again (a
+         * second Ctrl-C, a user in a hurry) moves on. */
+        if (!s->sig_now || s->sig_now != s->first_sig || s->sig_from != s->first_from) {
+            sr_info("notice from %s too: still making the checkpoint durable", source);
+            return;
+        }
+        sr_warn("second notice (%s): not waiting any longer", source);
+        if (s->pre == WAIT_COMMIT)
+            sup_enter_drain(s);
+        else if (s->pre == DRAIN)
+            sup_stop_job(s);
+        else if (s->child)
+            kill(-s->child, SIGKILL);
+        return;
+    }
+    s->phase = PREEMPTING;
+    s->first_sig = s->sig_now;
+    s->first_from = s->sig_from;
+    s->deadline = deadline_ms;
+    s->commit_by = commit_deadline(s, deadline_ms);
+    s->await_seq = 0;
+    sr_commits_hurry(s->cp, 1);           /* only the newest checkpoint counts now */
+    if (strncmp(source, "peer:", 5) != 0) /* the other nodes checkpoint too */
+        sr_peers_notify(s->peers, source, sr_wall_ms() + (deadline_ms - t));
+    char left[32], commit_in[32];
+    sr_format_duration_ms(deadline_ms - t, left, sizeof(left));
+    sr_format_duration_ms(s->commit_by - t, commit_in, sizeof(commit_in));
+    const int cloud = strcmp(source, s->cloud.source) == 0;
+    sr_info("preemption notice from %s%s%s%s: %s left; asking the job to checkpoint (commit "
+            "within %s)",
+            source, cloud ? " (" : "", cloud ? s->cloud.what : "", cloud ? ")" : "", left,
+            commit_in);
+    emit(s, "notice",
+         json_pack("{s:s,s:I,s:I,s:I,s:s?,s:s?}", "source", source, "ms_left",
+                   (json_int_t)(deadline_ms - t), "commit_in_ms", (json_int_t)(s->commit_by - t),
+                   "deadline_unix_ms", (json_int_t)(sr_wall_ms() + (deadline_ms - t)), "what",
+                   cloud ? s->cloud.what : NULL, "id", cloud ? s->cloud.id : NULL));
+    sr_events_flush(s->ev);
+    if (s->child && !job_listens(s)) {
+        if (!s->deaf_said++)
+            sr_warn("the job does not listen for checkpoint requests (no handler for %s, never "
+                    "polled spotrun_checkpoint_requested() or the Python module): not waiting for "
+                    "a commit; its directory is committed when it stops",
+                    spotrun_signal_name(s->cfg->signo, (char[32]){0}, 32));
+        emit(s, "deaf", NULL);
+        sup_enter_drain(s);
+    } else if (s->child) {
+        s->pre = WAIT_COMMIT;
+        sup_request_checkpoint(s, "notice");
+    } else {
+        sup_enter_drain(s);
+    }
+}
+
+/* What stands when the job's new checkpoint does not come. */
+void sup_say_what_stands(const struct sup *s, const char *what)
+{
+    if (s->have_seq)
+        sr_warn("%s; checkpoint %" PRIu64 " stands", what, s->have_seq);
+    else
+        sr_warn("%s, and run %s has no checkpoint yet: its next start begins from scratch", what,
+                s->cfg->run_id);
+}
+
+static void cloud_preempt(struct sup *s, const struct sr_notice_event *ev)
+{
+    if (ev->needs_ack)
+        s->ack = *ev;
+    if (s->phase != PREEMPTING) {
+        s->cloud = *ev;
+        sup_notice(s, ev->source, ev->deadline_ms);
+        return;
+    }
+    /* Already preempting (a signal came first): the cloud's deadline may
+     * be the earlier one, but it is no reason to hurry past the commit. */
+    sr_info("%s notice (%s) while preempting", ev->source, ev->what);
+    if (ev->deadline_ms < s->deadline) {
+        s->deadline = ev->deadline_ms;
+        const int64_t by = commit_deadline(s, ev->deadline_ms);
+        if (by < s->commit_by)
+            s->commit_by = by;
+    }
+}
+
+/* A withdrawn notice cancels the stop, if the job is still running. */
+static void cloud_withdrawn(struct sup *s, const struct sr_notice_event *ev)
+{
+    if (strcmp(ev->id, s->ack.id) == 0)
+        s->ack.needs_ack = 0; /* nothing left to acknowledge */
+    emit(s, "withdrawn", json_pack("{s:s,s:s}", "source", ev->source, "id", ev->id));
+    if (s->phase != PREEMPTING || strcmp(ev->source, s->cloud.source) != 0 ||
+        strcmp(ev->id, s->cloud.id) != 0) {
+        sr_info("%s notice %s withdrawn", ev->source, ev->id);
+        return;
+    }
+    s->cloud.source[0] = '\0';
+    if (s->pre == STOPPING || !s->child) {
+        sr_warn("the %s notice was withdrawn, but the job is already stopping", ev->source);
+        return;
+    }
+    sr_info("the %s notice was withdrawn: cancelling the stop, the job keeps running", ev->source);
+    s->phase = RUNNING;
+    s->deadline = s->commit_by = s->kill_at = 0;
+    sr_commits_hurry(s->cp, 0);
+}
+
+void sup_on_notice(struct sup *s)
+{
+    struct sr_notice_event ev;
+    while (sr_notice_take(s->nw, &ev)) {
+        if (ev.kind == SR_NOTICE_PREEMPT) {
+            cloud_preempt(s, &ev);
+        } else if (ev.kind == SR_NOTICE_WITHDRAWN) {
+            cloud_withdrawn(s, &ev);
+        } else if (s->phase == RUNNING) {
+            sr_info("%s from %s: asking the job to checkpoint (it keeps running)", ev.what,
+                    ev.source);
+            emit(s, "rebalance", json_pack("{s:s,s:s}", "source", ev.source, "what", ev.what));
+            sup_request_checkpoint(s, "rebalance");
+        }
+    }
+}
+
+/* Azure waits for NotBefore unless told to go ahead: after the checkpoint
+ * is durable and the job stopped, tell it. */
+void sup_acknowledge(struct sup *s)
+{
+    if (!s->ack.needs_ack)
+        return;
+    const int rc = sr_notice_ack(s->nw, &s->ack);
+    if (rc < 0)
+        sr_warn("cannot acknowledge %s event %s: %s", s->ack.source, s->ack.id, sr_strerror(rc));
+    else
+        sr_info("acknowledged %s event %s", s->ack.source, s->ack.id);
+    emit(s, "ack",
+         json_pack("{s:s,s:s,s:b}", "source", s->ack.source, "id", s->ack.id, "ok", rc == 0));
+    s->ack.needs_ack = 0;
+}

@@ -1,0 +1,150 @@
+/*
+ * requests.c - the control requests a running wrapper serves (control.h
+ * has the protocol): COMMIT, NOTIFY, REQUEST, STATUS, METRIC.
+ *
+ * Control connections are read as their bytes arrive (never a blocking read
+ * on the supervisor's loop): up to MAX_CONNS wait at once, each at most
+ * SR_CTL_REQUEST_TIMEOUT_MS; when every slot is taken the oldest is
+ * dropped. A COMMIT is answered once staged (on_result in supervisor.c),
+ * every other request at once.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "supervisor_int.h"
+
+static void status_reply(struct sup *s, int fd)
+{
+    static const char *const names[] = {"running", "backoff", "preempting", "finishing"};
+    json_t *o =
+        json_pack("{s:s,s:s,s:I,s:i,s:I,s:i}", "run_id", s->cfg->run_id, "state", names[s->phase],
+                  "attempt", (json_int_t)s->attempt, "pid", (int)s->child, "durable_seq",
+                  (json_int_t)s->durable_seq, "pending", sr_commits_pending(s->cp));
+    char *txt = json_dumps(o, JSON_COMPACT);
+    sr_ctl_reply(fd, "OK %s", txt ? txt : "{}");
+    free(txt);
+    json_decref(o);
+}
+
+static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
+{
+    switch (req->kind) {
+    case SR_CTL_COMMIT:
+        if (s->cfg->nodes > 1 && req->step < 0) {
+            sr_ctl_reply(fd, "ERR a multi-node run needs the step: spotrun commit --step N (it "
+                             "is what makes the nodes' parts one checkpoint)");
+            close(fd);
+            return;
+        }
+        if (s->cfg->nodes > 1 && req->step > SR_SET_STEP_MAX) {
+            sr_ctl_reply(fd,
+                         "ERR step %" PRId64 " is too large for a multi-node checkpoint (at most "
+                         "%" PRId64 ": its seq, step + 1, is named in 10 digits)",
+                         req->step, SR_SET_STEP_MAX);
+            close(fd);
+            return;
+        }
+        if (s->cfg->nodes > 1 && req->step <= s->last_step) {
+            sr_ctl_reply(fd,
+                         "ERR step %" PRId64 " is not newer than this node's last checkpoint (step "
+                         "%" PRId64 "): in a multi-node run each step is committed once, and "
+                         "the next commit needs a higher step",
+                         req->step, s->last_step);
+            close(fd);
+            return;
+        }
+        if (s->cfg->nodes > 1)
+            s->last_step = req->step;
+        s->job_committed = 1;
+        /* This commit answers every request made so far. */
+        if (s->page)
+            __atomic_store_n(&s->page->served,
+                             __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE),
+                             __ATOMIC_RELEASE);
+        sup_commit_dir(s, req->step, fd, "job");
+        if (s->phase == PREEMPTING && s->pre == WAIT_COMMIT)
+            sup_enter_drain(s); /* persists are drained before the job is stopped */
+        return;                 /* fd is answered once staged */
+    case SR_CTL_NOTIFY:
+        sr_ctl_reply(fd, "OK");
+        close(fd);
+        sup_notice(s, req->source, now() + req->deadline_ms);
+        return;
+    case SR_CTL_REQUEST:
+        /* The job itself got SIGTERM from outside its tree (Slurm signals
+         * every process): a notice with --grace, unless one is already
+         * being handled. */
+        sr_ctl_reply(fd, "OK");
+        close(fd);
+        if (s->phase == RUNNING)
+            sup_notice(s, req->source, now() + s->cfg->grace_ms);
+        return;
+    case SR_CTL_STATUS:
+        status_reply(s, fd);
+        close(fd);
+        return;
+    case SR_CTL_METRIC:
+        sr_ctl_reply(fd, "OK");
+        close(fd);
+        emit(s, "metric",
+             req->step >= 0 ? json_pack("{s:s,s:f,s:I}", "name", req->name, "value", req->value,
+                                        "step", (json_int_t)req->step)
+                            : json_pack("{s:s,s:f}", "name", req->name, "value", req->value));
+        sr_debug("metric %s = %g", req->name, req->value);
+        return;
+    }
+}
+
+static void conn_drop(struct sr_ctl_conn *c, const char *reply)
+{
+    if (reply)
+        sr_ctl_reply(c->fd, "%s", reply);
+    close(c->fd);
+    c->fd = -1;
+}
+
+/* New connections: each waits in a slot for its request line. When every
+ * slot is taken, the oldest is dropped: silent clients cannot lock out the
+ * job's commit. */
+void sup_on_accept(struct sup *s)
+{
+    for (;;) {
+        const int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            return;
+        struct sr_ctl_conn *slot = &s->conns[0];
+        for (int i = 0; i < MAX_CONNS && slot->fd >= 0; i++)
+            if (s->conns[i].fd < 0 || s->conns[i].since < slot->since)
+                slot = &s->conns[i];
+        if (slot->fd >= 0)
+            conn_drop(slot, "ERR busy");
+        *slot = (struct sr_ctl_conn){.fd = fd, .since = now()};
+    }
+}
+
+void sup_on_conn(struct sup *s, struct sr_ctl_conn *c)
+{
+    struct sr_ctl_req req;
+    const int rc = sr_ctl_conn_feed(c, &req);
+    if (rc == 0)
+        return;
+    if (rc < 0) {
+        conn_drop(c, rc == -ECONNRESET ? NULL : "ERR bad request");
+        return;
+    }
+    const int fd = c->fd;
+    c->fd = -1;
+    handle_request(s, fd, &req);
+}
+
+void sup_expire_conns(struct sup *s)
+{
+    const int64_t t = now();
+    for (int i = 0; i < MAX_CONNS; i++)
+        if (s->conns[i].fd >= 0 && t - s->conns[i].since >= SR_CTL_REQUEST_TIMEOUT_MS)
+            conn_drop(&s->conns[i], "ERR no request within the timeout");
+}

@@ -1,0 +1,141 @@
+/*
+ * supervisor_int.h - the state of one `spotrun run` wrapper (struct sup),
+ * shared by the files of its event loop: supervisor.c (the loop, its states,
+ * the job's start, exit and commits), requests.c (the control requests),
+ * notices.c (notices: signals, cloud, manual) and group.c (the other nodes
+ * of a multi-node run). Internal to runtime/supervise/: nothing outside
+ * includes it.
+ *
+ * Threads: everything here runs on the supervisor's one thread.
+ */
+#ifndef SPOTRUN_SUPERVISOR_INT_H
+#define SPOTRUN_SUPERVISOR_INT_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "checkpointer.h"
+#include "control.h"
+#include "events.h"
+#include "every.h"
+#include "gpu_usage.h"
+#include "job_page.h"
+#include "keeper.h"
+#include "notice.h"
+#include "peers.h"
+#include "supervisor.h"
+#include "units.h"
+
+#define MAX_CONNS 32 /* control connections whose request is still arriving */
+
+enum phase { RUNNING, BACKOFF, PREEMPTING, FINISHING };
+enum pre_phase { WAIT_COMMIT, DRAIN, STOPPING };
+
+struct sup {
+    const struct sr_supervise_config *cfg;
+    struct sr_commits *cp;
+    struct sr_events *ev;
+    sigset_t orig_mask;
+    int sigfd, lfd;
+    /* The signal being handled (0 for other notices) and its sender, and
+     * those of the notice that started the stop: the same signal from the
+     * same sender again is a user in a hurry. */
+    int sig_now, first_sig;
+    pid_t sig_from, first_from;
+    enum phase phase;
+    uint32_t attempt;
+    unsigned restarts;
+    int exit_code;
+    /* The run ends because of a notice (exit 75): only then is it a
+     * preemption. A job that exits 75 by itself fails like any other code. */
+    int preempted;
+    /* Multi-node: the job finished while a notice was being handled; the
+     * set this attempt started from (0 = fresh), which names its done mark;
+     * this node's job finished but another node's has not (no DONE). */
+    int finished_in_notice;
+    uint64_t start_seq;
+    int node_only;
+    /* Multi-node: the highest step this attempt restored or committed; a
+     * commit must name a higher one (a step's parts are one checkpoint,
+     * made once: a second commit of it could never be restored). */
+    int64_t last_step;
+
+    pid_t child;           /* 0 = none running */
+    int job_committed;     /* the job used the commit protocol this attempt */
+    uint64_t committed_fp; /* dir fingerprint at the last commit or restore */
+    uint64_t settle_fp;
+    int64_t settle_since, next_settle, next_every, restart_at;
+    int64_t every_ms;      /* the current request interval, 0 = none */
+    struct sr_every every; /* --every auto */
+
+    enum pre_phase pre;
+    int64_t deadline, commit_by, kill_at;
+    uint64_t durable_seq;
+    /* Commits submitted, and those whose persist (or stage) has finished;
+     * a drain waits for the ones submitted before it began, not for the
+     * job's later periodic commits. */
+    uint64_t submitted, finished, drain_mark;
+    struct sr_gpu_usage gpu; /* from the shim's pages in gpu_dir */
+    char gpu_dir[4096];
+
+    struct sr_notice *nw;         /* cloud metadata watcher, NULL = none */
+    struct sr_notice_event cloud; /* the cloud notice being acted on (source "" = none) */
+    struct sr_notice_event ack;   /* to acknowledge before exiting (needs_ack) */
+    int64_t last_stage_ms;        /* how long the last commit took to stage */
+    struct sr_keeper *keeper;     /* lease renewal, NULL = no lease */
+    int lost;                     /* the lease went to another wrapper */
+
+    struct spotrun_job_page *page; /* the job page, NULL = none (see job_page.h) */
+    char page_path[4200];
+    int deaf_said;     /* "the job does not listen" was logged */
+    uint64_t have_seq; /* the newest checkpoint known to exist (restored or durable) */
+    struct sr_ctl_conn conns[MAX_CONNS];
+
+    /* Multi-node (cfg->nodes > 1): the other nodes through the store. */
+    struct sr_peers *peers;
+    uint64_t await_seq; /* preempting: the set our newest part belongs to */
+};
+
+static inline int64_t now(void)
+{
+    return sr_now_ms();
+}
+
+static inline void emit(struct sup *s, const char *type, json_t *fields)
+{
+    sr_events_emit(s->ev, type, fields);
+}
+
+/* Whether a request is heard: someone of the job polls the page or handles
+ * the signal (the shim says so). Without the shim nobody would say: assume
+ * the job listens. */
+static inline int job_listens(const struct sup *s)
+{
+    return !s->cfg->preload || !s->page || __atomic_load_n(&s->page->listening, __ATOMIC_RELAXED);
+}
+
+/* supervisor.c: commits and the stop of the job */
+void sup_commit_dir(struct sup *s, int64_t step, int client_fd, const char *why);
+void sup_request_checkpoint(struct sup *s, const char *why);
+void sup_enter_drain(struct sup *s);
+void sup_stop_job(struct sup *s);
+
+/* requests.c: control connections, each read as its bytes arrive */
+void sup_on_accept(struct sup *s);
+void sup_on_conn(struct sup *s, struct sr_ctl_conn *c);
+void sup_expire_conns(struct sup *s);
+
+/* notices.c: a notice (signal, cloud, manual, a peer's) starts the stop */
+void sup_notice(struct sup *s, const char *source, int64_t deadline_ms);
+void sup_say_what_stands(const struct sup *s, const char *what);
+void sup_on_notice(struct sup *s);
+void sup_acknowledge(struct sup *s);
+
+/* group.c: the other nodes of a multi-node run */
+int sup_set_durable(const struct sup *s);
+void sup_set_published(struct sup *s, uint64_t seq);
+void sup_on_peers(struct sup *s);
+int sup_node_finished(struct sup *s);
+
+#endif
