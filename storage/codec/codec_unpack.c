@@ -10,7 +10,8 @@
  * by the ring whatever the archive size. The caller's thread is libarchive's
  * read callback: it returns frame after frame, in order, releasing the
  * previous one (libarchive's buffer contract) - file data then goes from the
- * decompressed frame straight to write(). After the tar end marker the
+ * decompressed frame straight to write(), but for all-zero 4 KiB blocks,
+ * which are left as holes (write_sparse()). After the tar end marker the
  * remaining frames are still fetched and checked.
  *
  * Safety: every entry is checked before it is written (see check_entry());
@@ -359,6 +360,43 @@ static int write_fail(struct archive *aw, const char *what)
     return sr_errf(e > 0 ? -e : -EIO, "cannot extract %s: %s", what, msg);
 }
 
+/* Zero runs are left as holes in blocks of this many bytes of the file (the
+ * page and block size of the usual filesystems). */
+#define HOLE_BLOCK 4096
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+    return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+/* Writes size bytes of a file's data at off, except every piece of a
+ * HOLE_BLOCK (aligned to the file's offsets) that is all zeros: that is
+ * skipped, the next write seeks past it and finish_entry extends the file
+ * to its size, so a sparse file comes back sparse (not dense) while its
+ * bytes read the same. Safe because write_disk always writes a file afresh
+ * (it unlinks whatever was at the name first), where a range not written
+ * reads as zeros. The other runs go out in one write each. */
+static int write_sparse(struct archive *aw, const uint8_t *buf, size_t size, la_int64_t off)
+{
+    size_t run = 0; /* start of the run of data not yet written */
+    for (size_t i = 0; i < size;) {
+        size_t n = HOLE_BLOCK - (size_t)((uint64_t)(off + (la_int64_t)i) % HOLE_BLOCK);
+        if (n > size - i)
+            n = size - i;
+        if (all_zero(buf + i, n)) {
+            if (i > run && archive_write_data_block(aw, buf + run, i - run, off + (la_int64_t)run) <
+                               ARCHIVE_OK)
+                return -1;
+            run = i + n;
+        }
+        i += n;
+    }
+    if (size > run &&
+        archive_write_data_block(aw, buf + run, size - run, off + (la_int64_t)run) < ARCHIVE_OK)
+        return -1;
+    return 0;
+}
+
 /* Copies one file's data; the blocks point into the decompressed frames. */
 static int copy_data(const struct unpacker *u, struct archive *ar, struct archive *aw,
                      const char *what)
@@ -372,7 +410,7 @@ static int copy_data(const struct unpacker *u, struct archive *ar, struct archiv
             return 0;
         if (r < ARCHIVE_OK)
             return read_fail(u, ar, what);
-        if (archive_write_data_block(aw, buf, size, off) < ARCHIVE_OK)
+        if (write_sparse(aw, buf, size, off) < 0)
             return write_fail(aw, what);
     }
 }

@@ -419,6 +419,129 @@ static void test_unchanged_frames_are_copied_not_compressed(void **state)
     free(third.frame_list);
 }
 
+/* ---- sparse files ----------------------------------------------------- */
+
+static long long blocks_of(const char *path)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    return (long long)st.st_blocks;
+}
+
+static int same_file(const char *a, const char *b)
+{
+    return run("cmp -s '%s' '%s'", a, b) == 0;
+}
+
+/* A 64 MiB file with three bytes of data (a hole, "x", a hole, "y", a
+ * hole, "z" as its last byte) restores with the same bytes and size, and
+ * with its holes: far fewer blocks than its size. */
+static void test_a_sparse_file_comes_back_sparse(void **state)
+{
+    (void)state;
+    assert_int_equal(sr_mkdirs(at("src"), 0755), 0);
+    const int fd = open(at("src/sparse"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, "x", 1, 5000), 1);
+    assert_int_equal(pwrite(fd, "y", 1, 32u << 20), 1);
+    assert_int_equal(pwrite(fd, "z", 1, (64u << 20) - 1), 1);
+    close(fd);
+    if (blocks_of(at("src/sparse")) * 512 >= (1 << 20))
+        skip(); /* this filesystem has no holes */
+    const struct sr_pack_opts po = {.frame_size = 1u << 20, .threads = 2};
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), &po, NULL), 0);
+    assert_int_equal(unpack(at("a.tar.zst"), at("out"), NULL), 0);
+    assert_true(same_file(at("src/sparse"), at("out/sparse")));
+    struct stat st;
+    assert_int_equal(stat(at("out/sparse"), &st), 0);
+    assert_int_equal(st.st_size, 64u << 20);
+    assert_true(st.st_blocks * 512 < (1 << 20));
+}
+
+/* Zero runs at every offset and length around the 4 KiB blocks, with data
+ * between, through frames of an odd size (blocks cut across frames): the
+ * bytes are restored exactly, and a file that is all zeros (or ends in
+ * zeros) keeps its size. */
+static void test_zero_runs_at_odd_offsets_restore_exactly(void **state)
+{
+    (void)state;
+    assert_int_equal(sr_mkdirs(at("src"), 0755), 0);
+    const size_t len = 300000;
+    uint8_t *const p = pattern(len, 7);
+    for (size_t i = 0; i < len; i++)
+        if (p[i] == 0)
+            p[i] = 1;
+    size_t off = 1, n = 1;
+    while (off + n < len) { /* runs of 1 .. ~20000 zeros, at shifting offsets */
+        memset(p + off, 0, n);
+        off += n + 1 + n % 4099;
+        n = n * 3 + 1;
+        if (n > 20000)
+            n = n % 9000 + 4095;
+    }
+    write_file(at("src/mixed"), p, len);
+    memset(p, 0, len);
+    write_file(at("src/zeros"), p, 12345);
+    p[0] = 'a';
+    write_file(at("src/zero-tail"), p, 3 * 4096 + 17);
+    free(p);
+    const struct sr_pack_opts po = {.frame_size = 4097, .threads = 2};
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), &po, NULL), 0);
+    assert_int_equal(unpack(at("a.tar.zst"), at("out"), NULL), 0);
+    assert_true(same_tree(at("src"), at("out")));
+    struct stat st;
+    assert_int_equal(stat(at("out/zeros"), &st), 0);
+    assert_int_equal(st.st_size, 12345);
+    assert_int_equal(stat(at("out/zero-tail"), &st), 0);
+    assert_int_equal(st.st_size, 3 * 4096 + 17);
+}
+
+/* A tar with entries (name, size, byte): each file's data is size copies
+ * of byte. */
+static void tar_of(const char *path, const char *const *names, const size_t *sizes,
+                   const uint8_t *bytes, size_t n)
+{
+    struct archive *const a = archive_write_new();
+    static uint8_t tar[1 << 20];
+    size_t used = 0;
+    archive_write_set_format_pax_restricted(a);
+    archive_write_set_bytes_per_block(a, 512);
+    assert_int_equal(archive_write_open_memory(a, tar, sizeof(tar), &used), ARCHIVE_OK);
+    for (size_t i = 0; i < n; i++) {
+        struct archive_entry *const e = archive_entry_new();
+        archive_entry_set_pathname(e, names[i]);
+        archive_entry_set_perm(e, 0644);
+        archive_entry_set_filetype(e, AE_IFREG);
+        archive_entry_set_size(e, (la_int64_t)sizes[i]);
+        assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
+        uint8_t *const d = malloc(sizes[i] + 1);
+        memset(d, bytes[i], sizes[i]);
+        assert_int_equal(archive_write_data(a, d, sizes[i]), (la_ssize_t)sizes[i]);
+        free(d);
+        archive_entry_free(e);
+    }
+    assert_int_equal(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+    wrap_tar(tar, used, 1000, path);
+}
+
+/* Holes rely on every file being written afresh: an archive that holds a
+ * name twice, data then zeros, restores the zeros (as stock tar does), not
+ * the first entry's data showing through the holes. */
+static void test_a_name_stored_twice_restores_the_later_zeros(void **state)
+{
+    (void)state;
+    const char *const names[] = {"f", "f"};
+    const size_t sizes[] = {3 * 4096, 2 * 4096 + 5};
+    const uint8_t bytes[] = {'A', 0};
+    tar_of(at("twice.tar.zst"), names, sizes, bytes, 2);
+    assert_int_equal(unpack(at("twice.tar.zst"), at("out"), NULL), 0);
+    uint8_t *const zeros = calloc(1, sizes[1]);
+    write_file(at("want"), zeros, sizes[1]);
+    free(zeros);
+    assert_true(same_file(at("want"), at("out/f")));
+}
+
 static void test_stock_zstd_and_tar_extract_the_archive(void **state)
 {
     (void)state;
@@ -685,6 +808,9 @@ int main(void)
         T(test_failed_pack_leaves_the_previous_archive),
         T(test_same_directory_packs_to_identical_bytes),
         T(test_unchanged_frames_are_copied_not_compressed),
+        T(test_a_sparse_file_comes_back_sparse),
+        T(test_zero_runs_at_odd_offsets_restore_exactly),
+        T(test_a_name_stored_twice_restores_the_later_zeros),
         T(test_stock_zstd_and_tar_extract_the_archive),
         T(test_stats_count_frames_bytes_and_checksum_the_stored_object),
         T(test_an_unchanged_large_file_gives_the_same_frames_after_a_shift),
