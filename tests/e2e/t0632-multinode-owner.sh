@@ -49,14 +49,14 @@ mkdir -p "$TRASH/home-single" pushdir && echo pushed >pushdir/f
 
 # started RUN: both nodes are ready and the set of step 10 is published.
 started() {
-    wait_for $1-0.log "^ready" && wait_for $1-1.log "^ready" &&
+    wait_for $1-0.log "^ready" 120 && wait_for $1-1.log "^ready" 120 &&
         wait_for_file "$SPOTRUN_STORE_DIR/$1/ckpt/0000000011/MANIFEST.json"
 }
 wait_for_file() {
     local i=0
     until [ -z "$SPOTRUN_STORE_DIR" ] || [ -f "$1" ]; do
         i=$((i + 1))
-        [ $i -le 600 ] || { say "timed out waiting for $1"; return 1; }
+        [ $i -le 1200 ] || { say "timed out waiting for $1"; return 1; }
         sleep 0.1
     done
 }
@@ -133,6 +133,16 @@ test_expect_success 'export of a multi-node checkpoint is refused with 64, namin
     test ! -e mi.tar.zst &&
     "$SPOTRUN" pull mi pulled && test "$(cat pulled/rank0 pulled/rank1)" = "rank0 step 20
 rank1 step 20"
+'
+
+test_expect_success 'run --fresh of a stopped multi-node run starts it over on one node' '
+    single run --run-id mi --fresh --lease-wait 0 -- sh -c "echo one >\$SPOTRUN_CKPT_DIR/f" 2>fresh2.err
+    test ! -e "$SPOTRUN_STORE/mi/LEASE.0" && test ! -e "$SPOTRUN_STORE/mi/LEASE.1" &&
+    "$SPOTRUN" show --json mi | "$PY" -c "
+import json, sys
+s = json.load(sys.stdin)
+assert all(\"nodes\" not in k for k in s[\"checkpoints\"]) and s[\"node_leases\"] == [], s
+"
 '
 
 test_expect_success 'a group does not take a single-node run: 64, naming the way' '
