@@ -191,7 +191,7 @@ static int parse_request(const char *line, struct sr_ctl_req *req)
         if (n < 2 || n > 3 || sr_parse_int(w[1], 0, INT64_MAX / 2, &req->deadline_ms) < 0 ||
             (n == 3 && !sr_ctl_source_valid(w[2])))
             return -EINVAL;
-        snprintf(req->source, sizeof(req->source), "%s", n == 3 ? w[2] : "manual");
+        snprintf(req->source, sizeof(req->source), "%.31s", n == 3 ? w[2] : "manual");
         return 0;
     }
     if (strcmp(verb, "REQUEST") == 0) {

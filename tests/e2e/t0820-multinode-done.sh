@@ -8,9 +8,10 @@
 . "$(dirname "$0")/lib.sh"
 
 # The job of a node: its part is one file naming its rank and step. It
-# commits step 10 at once. Rank 0 then exits 0 (EARLY0=1), or commits step
-# 20 when asked and exits 0 (EARLY0=req); rank 1 commits step 20 when asked
-# and idles. With CHECK=1 it prints what it was given and exits 0.
+# commits step 10 at once. Rank 0 then exits 0 (EARLY0=1), or exits 0 when
+# asked for a checkpoint (EARLY0=req: its job ends as the notice comes);
+# rank 1 commits step 20 when asked and idles. With CHECK=1 it prints what
+# it was given and exits 0.
 cat >nodejob.sh <<\EOF
 #!/bin/bash
 d=$SPOTRUN_CKPT_DIR
@@ -23,9 +24,9 @@ echo "rank$SPOTRUN_NODE_RANK step 10" >"$d/rank$SPOTRUN_NODE_RANK"
 echo ready
 [ "$SPOTRUN_NODE_RANK" = 0 ] && [ "${EARLY0:-}" = 1 ] && exit 0
 while [ $want = 0 ]; do sleep 0.05; done
+[ "$SPOTRUN_NODE_RANK" = 0 ] && exit 0
 echo "rank$SPOTRUN_NODE_RANK step 20" >"$d/rank$SPOTRUN_NODE_RANK"
 "$SPOTRUN_BIN" commit --step 20 || exit 1
-[ "$SPOTRUN_NODE_RANK" = 0 ] && exit 0
 while :; do sleep 0.05; done
 EOF
 chmod +x nodejob.sh
@@ -76,7 +77,7 @@ test_expect_success 'a notice to node 1; node 0 finishes during it: both exit 75
     EARLY0=req start_node mid 0 m0.log
     start_node mid 1 m1.log
     wait_for m0.log "^ready" && wait_for m1.log "^ready"
-    notify_node mid 1 30s
+    notify_node mid 1 5s
     expect_code 75 wait ${pid[0]}
     expect_code 75 wait ${pid[1]}
     cat m0.log m1.log
@@ -87,7 +88,7 @@ test_expect_success 'a notice to node 1; node 0 finishes during it: both exit 75
     wait ${pid[0]} && wait ${pid[1]} &&
     cat n0.log n1.log &&
     ! grep "already done" n0.log n1.log &&
-    grep "^rank=0 resumed=1 step=20$" n0.log && grep "^rank=1 resumed=1 step=20$" n1.log &&
+    grep "^rank=0 resumed=1 step=10$" n0.log && grep "^rank=1 resumed=1 step=10$" n1.log &&
     done_mark mid
 '
 
