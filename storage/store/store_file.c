@@ -249,6 +249,31 @@ static void fs_source_close(struct sr_store *st, struct sr_source *src)
     sr_source_file_close(src);
 }
 
+/* 1 when directory name (in at) holds an object, a file not named with a
+ * dot, at any depth. One that holds only spotrun's own lock and temp files
+ * (dot names), or nothing, is no "directory" of the store, as a prefix in
+ * S3 exists only while an object does: a deleted run is not listed
+ * because of its lock files. Unreadable or not a directory: 1 (listed;
+ * its readers say why). */
+static int has_objects(int at, const char *name, int depth)
+{
+    const int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno != ENOENT;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return 1;
+    }
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d));)
+        if (e->d_name[0] != '.')
+            found = (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN) || depth <= 0 ||
+                    has_objects(dirfd(d), e->d_name, depth - 1);
+    closedir(d);
+    return found;
+}
+
 static int fs_list(struct sr_store *st, const char *prefix, struct sr_strlist *out)
 {
     char path[PATH_MAX];
@@ -267,6 +292,9 @@ static int fs_list(struct sr_store *st, const char *prefix, struct sr_strlist *o
     while ((errno = 0, de = readdir(d)) != NULL) {
         if (de->d_name[0] == '.') /* ".", "..", temp files */
             continue;
+        if ((de->d_type == DT_DIR || de->d_type == DT_UNKNOWN) &&
+            !has_objects(dirfd(d), de->d_name, 16))
+            continue;
         if ((rc = sr_strlist_push(out, de->d_name)) < 0)
             goto out;
     }
@@ -280,14 +308,52 @@ out:
     return rc;
 }
 
-/* Removes the now-empty directories above path, up to the root. */
+/* When dir holds nothing but dot names, removes its lock files
+ * (".<name>.tmp.lock") that nobody holds: each is taken first (flock), so
+ * a holder's is left alone, and a waiter that gets one after it went
+ * finds it unlinked and retries on a new one (lock_object). */
+static void remove_idle_locks(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.') { /* an object or a directory: it stays anyway */
+            closedir(d);
+            return;
+        }
+    rewinddir(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        const size_t n = strlen(e->d_name);
+        if (e->d_name[0] != '.' || n <= 10 || strcmp(e->d_name + n - 9, ".tmp.lock") != 0)
+            continue;
+        const int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        struct stat a, b;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &a) == 0 &&
+            fstatat(dirfd(d), e->d_name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_ino == b.st_ino &&
+            a.st_dev == b.st_dev)
+            unlinkat(dirfd(d), e->d_name, 0);
+        close(fd);
+    }
+    closedir(d);
+}
+
+/* Removes the now-empty directories above path, up to the root; a
+ * directory that holds nothing but idle lock files is empty. */
 static void prune_parents(struct sr_store *st, const char *path)
 {
     char dir[PATH_MAX];
     size_t rootlen = strlen(root_of(st));
     sr_dirname(path, dir, sizeof(dir));
     while (strlen(dir) > rootlen) {
-        if (rmdir(dir) != 0 && errno != ENOENT)
+        int e = rmdir(dir) == 0 ? 0 : errno;
+        if (e == ENOTEMPTY || e == EEXIST) {
+            remove_idle_locks(dir);
+            e = rmdir(dir) == 0 ? 0 : errno;
+        }
+        if (e != 0 && e != ENOENT)
             break; /* ENOTEMPTY: someone else's objects live here */
         char up[PATH_MAX];
         sr_dirname(dir, up, sizeof(up));

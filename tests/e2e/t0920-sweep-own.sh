@@ -98,6 +98,9 @@ test_expect_success 'sweep delete removes the definition, end marks and its own 
     cat o.txt err && grep "2 trial runs" o.txt &&
     no_objects "$S/del" && no_objects "$SPOTRUN_STORE/del-0" && no_objects "$SPOTRUN_STORE/del-1" &&
     test -f "$SPOTRUN_STORE/del-2/DONE" &&
+    "$SPOTRUN" ls >ls.txt && cat ls.txt &&
+    ! grep -E "^del-(0|1) " ls.txt && grep "^del-2 " ls.txt &&
+    test ! -e "$SPOTRUN_STORE/del-0" && test ! -e "$SPOTRUN_STORE/del-1" && test ! -e "$S/del" &&
     expect_code 66 "$SPOTRUN" sweep delete del 2>err && grep "no sweep del" err
 '
 

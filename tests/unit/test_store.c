@@ -324,6 +324,49 @@ static void delete_prunes_empty_dirs_but_not_the_root(void **state)
     assert_int_equal(sr_store_delete(f->st, "a/keep"), 0); /* missing is fine */
 }
 
+/* A conditional write leaves its lock file beside the object: deleting
+ * the last object of a run takes the run's directory with its idle lock
+ * files (a deleted run is gone from `ls`), a lock someone holds stays, and
+ * a directory holding only such files is never listed. */
+static void delete_and_list_see_through_lock_files(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(sr_store_put_if(f->st, "r/LEASE", "x", 1, NULL, NULL), 0);
+    assert_true(exists(f, "r/.LEASE.tmp.lock"));
+    assert_int_equal(sr_store_delete(f->st, "r/LEASE"), 0);
+    assert_false(exists(f, "r"));
+    struct sr_strlist l;
+    assert_int_equal(sr_store_list(f->st, "", &l), 0);
+    assert_int_equal(l.n, 0);
+    sr_strlist_free(&l);
+
+    /* a held lock is left alone: its directory stays, but is no run */
+    assert_int_equal(sr_store_put_if(f->st, "q/ckpt/0000000001/MANIFEST.json", "m", 1, NULL, NULL),
+                     0);
+    assert_int_equal(sr_store_put(f->st, "q/keep", "k", 1), 0);
+    char lock[PATH_MAX + 64];
+    snprintf(lock, sizeof(lock), "%s/root/q/ckpt/0000000001/.MANIFEST.json.tmp.lock", f->dir);
+    const int held = open(lock, O_RDWR);
+    assert_true(held >= 0);
+    assert_int_equal(flock(held, LOCK_EX), 0);
+    assert_int_equal(sr_store_delete(f->st, "q/ckpt/0000000001/MANIFEST.json"), 0);
+    assert_true(exists(f, "q/ckpt/0000000001/.MANIFEST.json.tmp.lock"));
+    assert_int_equal(sr_store_list(f->st, "q", &l), 0);
+    assert_int_equal(l.n, 1); /* not ckpt: it holds no object */
+    assert_string_equal(l.v[0], "keep");
+    sr_strlist_free(&l);
+    assert_int_equal(sr_store_delete(f->st, "q/keep"), 0);
+    assert_true(exists(f, "q"));
+    assert_int_equal(sr_store_list(f->st, "", &l), 0);
+    assert_int_equal(l.n, 0);
+    sr_strlist_free(&l);
+    close(held);
+    /* released: the next delete there takes it */
+    assert_int_equal(sr_store_put(f->st, "q/ckpt/0000000001/x", "x", 1), 0);
+    assert_int_equal(sr_store_delete(f->st, "q/ckpt/0000000001/x"), 0);
+    assert_false(exists(f, "q"));
+}
+
 static void strlist_sorts(void **state)
 {
     (void)state;
@@ -503,6 +546,7 @@ int main(void)
         FT(list_is_sorted_and_hides_temp_files),
         FT(list_of_missing_prefix_is_empty),
         FT(delete_prunes_empty_dirs_but_not_the_root),
+        FT(delete_and_list_see_through_lock_files),
         FT(concurrent_puts_and_deletes_do_not_interfere),
         FT(create_only_writes_never_replace),
         FT(a_stalled_lock_holder_is_broken_after_the_bound_and_fenced),
