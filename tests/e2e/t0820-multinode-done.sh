@@ -77,7 +77,7 @@ test_expect_success 'a notice to node 1; node 0 finishes during it: both exit 75
     EARLY0=req start_node mid 0 m0.log
     start_node mid 1 m1.log
     wait_for m0.log "^ready" && wait_for m1.log "^ready"
-    notify_node mid 1 5s
+    notify_node mid 1 15s # node 0 must read it while fresh, whatever the load
     expect_code 75 wait ${pid[0]}
     expect_code 75 wait ${pid[1]}
     cat m0.log m1.log

@@ -19,8 +19,10 @@ while :; do sleep 0.05; done
 EOF
 chmod +x nodejob.sh
 
-# notice NAME-OF-RANK RANK EPOCH SOURCE DEADLINE [CREATED]: a notice object of node 1 (which never
+# put_notice NAME RANK EPOCH SOURCE DEADLINE CREATED: a notice object of node 1 (which never
 # runs here: without its lease, freshness is by the clock) under its name.
+# The valid one leaves 15s: node 1 never commits, so node 0 waits for the
+# set until that deadline (long enough to be read fresh under any load).
 put_notice() {
     local name=$1 rank=$2 epoch=$3 source=$4 deadline=$5 created=$6
     mkdir -p "$SPOTRUN_STORE/pn/notices"
@@ -48,7 +50,7 @@ test_expect_success 'forged notices are ignored with a warning; a valid one stop
     wait_for pn.log "ignoring notice .*/x-r1-e1.json: its name is not"
     ! grep "preemption notice" pn.log
     t=$(now_ms)
-    put_notice "$t-r1-e1.json" 1 1 manual $((t + 3000)) "$t"
+    put_notice "$t-r1-e1.json" 1 1 manual $((t + 15000)) "$t"
     expect_code 75 wait $p
     cat pn.log
     grep "preemption notice from peer:1:manual" pn.log
