@@ -10,6 +10,7 @@
 # Both on the file store and on S3 with conditional writes. Every "node" is
 # its own wrapper with its own HOME and work dir against one store.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-multinode.sh"
 
 # The job of a node: fresh, its part names its rank, committed as step 10,
 # then step 20 when asked (a notice); resumed, it says what it got and
@@ -33,15 +34,6 @@ while :; do sleep 0.05; done
 EOF
 chmod +x nodejob.sh
 
-declare -a pid
-# start_node RUN R LOG: node R of 2 in the background.
-start_node() {
-    mkdir -p "$TRASH/home-$1-$2"
-    HOME=$TRASH/home-$1-$2 SPOTRUN_WORK_DIR=$TRASH/work-$1-$2 \
-        "$SPOTRUN" run --run-id "$1" --nodes 2 --node-rank "$2" --peer-poll 100ms \
-        -- ./nodejob.sh >"$3" 2>&1 &
-    pid[$2]=$!
-}
 # A single-node wrapper elsewhere: its own HOME and work dir.
 single() { HOME=$TRASH/home-single SPOTRUN_WORK_DIR=$TRASH/work-single "$SPOTRUN" "$@"; }
 stop_group() { kill -TERM ${pid[0]} ${pid[1]} 2>/dev/null; wait ${pid[0]} ${pid[1]} 2>/dev/null; }
@@ -72,8 +64,8 @@ refused() {
 }
 
 test_expect_success 'while a group runs, single-node run, --fresh, gc and push exit 73; the group stops whole' '
-    start_node mi 0 mi-0.log
-    start_node mi 1 mi-1.log
+    start_node mi 2 0 mi-0.log
+    start_node mi 2 1 mi-1.log
     started mi || { stop_group; cat mi-0.log mi-1.log; exit 1; }
     refused single.err single run --run-id mi --lease-wait 0 --restore-parts all -- true
     refused fresh.err single run --run-id mi --lease-wait 0 --fresh -- true
@@ -116,8 +108,8 @@ test_expect_success 'gc of a stopped group keeps whole sets' '
 '
 
 test_expect_success 'the group resumes both nodes at step 20 and finishes' '
-    start_node mi 0 r0.log
-    start_node mi 1 r1.log
+    start_node mi 2 0 r0.log
+    start_node mi 2 1 r1.log
     expect_code 0 wait ${pid[0]}
     expect_code 0 wait ${pid[1]}
     cat r0.log r1.log
@@ -158,16 +150,16 @@ S3_CONDITIONAL=1 s3_start
 SPOTRUN_STORE_DIR=
 
 test_expect_success 'S3: while a group runs, gc and a single-node run exit 73; the group finishes' '
-    start_node s3mi 0 s3mi-0.log
-    start_node s3mi 1 s3mi-1.log
+    start_node s3mi 2 0 s3mi-0.log
+    start_node s3mi 2 1 s3mi-1.log
     started s3mi || { stop_group; cat s3mi-0.log s3mi-1.log; exit 1; }
     refused s3gc.err single gc --keep 1 s3mi
     refused s3run.err single run --run-id s3mi --lease-wait 0 --restore-parts all -- true
     HOME=$TRASH/home-s3mi-0 SPOTRUN_WORK_DIR=$TRASH/work-s3mi-0 "$SPOTRUN" notify --run-id s3mi --deadline 30s
     expect_code 75 wait ${pid[0]}
     expect_code 75 wait ${pid[1]}
-    start_node s3mi 0 s3r0.log
-    start_node s3mi 1 s3r1.log
+    start_node s3mi 2 0 s3r0.log
+    start_node s3mi 2 1 s3r1.log
     expect_code 0 wait ${pid[0]}
     expect_code 0 wait ${pid[1]}
     cat s3r0.log s3r1.log

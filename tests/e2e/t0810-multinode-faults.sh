@@ -7,6 +7,7 @@
 # is its own wrapper with its own HOME and work dir against one store; the
 # job is a small shell script (t0800 runs real torch.distributed).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-multinode.sh"
 
 # The job of a node: its part is one file naming its rank and step. It
 # commits step 10 at once, step 20 when asked, then idles. With CHECK=1 it
@@ -28,21 +29,6 @@ while :; do sleep 0.05; done
 EOF
 chmod +x nodejob.sh
 
-declare -a pid
-# start_node RUN N R LOG [spotrun run options...]: node R of N in the background.
-start_node() {
-    local run=$1 n=$2 r=$3 log=$4
-    shift 4
-    mkdir -p "$TRASH/home-$run-$r"
-    HOME=$TRASH/home-$run-$r SPOTRUN_WORK_DIR=$TRASH/work-$run-$r \
-        "$SPOTRUN" run --run-id "$run" --nodes "$n" --node-rank "$r" --peer-poll 100ms "$@" \
-        -- ./nodejob.sh >"$log" 2>&1 &
-    pid[$r]=$!
-}
-notify_node() { # RUN R DEADLINE
-    HOME=$TRASH/home-$1-$2 SPOTRUN_WORK_DIR=$TRASH/work-$1-$2 \
-        "$SPOTRUN" notify --run-id "$1" --deadline "$3"
-}
 manifest() { test -f "$SPOTRUN_STORE/$1/ckpt/$(printf %010d "$2")/MANIFEST.json"; }
 
 test_expect_success 'a commit without --step in a multi-node run is a usage error' '

@@ -6,6 +6,7 @@
 # preempted never makes the run "already done": the requeued group resumes
 # every node from the newest complete checkpoint.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-multinode.sh"
 
 # The job of a node: its part is one file naming its rank and step. It
 # commits step 10 at once. Rank 0 then exits 0 (EARLY0=1), or exits 0 when
@@ -31,24 +32,11 @@ while :; do sleep 0.05; done
 EOF
 chmod +x nodejob.sh
 
-declare -a pid
-# start_node RUN R LOG: node R of 2 in the background.
-start_node() {
-    mkdir -p "$TRASH/home-$1-$2"
-    HOME=$TRASH/home-$1-$2 SPOTRUN_WORK_DIR=$TRASH/work-$1-$2 \
-        "$SPOTRUN" run --run-id "$1" --nodes 2 --node-rank "$2" --peer-poll 100ms \
-        -- ./nodejob.sh >"$3" 2>&1 &
-    pid[$2]=$!
-}
-notify_node() { # RUN R DEADLINE
-    HOME=$TRASH/home-$1-$2 SPOTRUN_WORK_DIR=$TRASH/work-$1-$2 \
-        "$SPOTRUN" notify --run-id "$1" --deadline "$3"
-}
 done_mark() { test -f "$SPOTRUN_STORE/$1/DONE"; }
 
 test_expect_success 'node 0 finishes first, node 1 is then preempted: no DONE, exit 0 and 75' '
-    EARLY0=1 start_node early 0 e0.log
-    start_node early 1 e1.log
+    EARLY0=1 start_node early 2 0 e0.log
+    start_node early 2 1 e1.log
     expect_code 0 wait ${pid[0]}
     cat e0.log
     grep "node 0.s job finished (1 of 2 nodes); run early is done once every node.s job" e0.log &&
@@ -60,22 +48,22 @@ test_expect_success 'node 0 finishes first, node 1 is then preempted: no DONE, e
 '
 
 test_expect_success 'the requeued group runs every node again from the newest set; both finish: DONE' '
-    CHECK=1 start_node early 0 r0.log
-    CHECK=1 start_node early 1 r1.log
+    CHECK=1 start_node early 2 0 r0.log
+    CHECK=1 start_node early 2 1 r1.log
     wait ${pid[0]} && wait ${pid[1]}
     cat r0.log r1.log
     ! grep "already done" r0.log r1.log &&
     grep "^rank=0 resumed=1 step=10$" r0.log && grep "^rank=1 resumed=1 step=10$" r1.log &&
     done_mark early &&
     grep "run early done" r0.log r1.log &&
-    CHECK=1 start_node early 0 a0.log && wait ${pid[0]} &&
+    CHECK=1 start_node early 2 0 a0.log && wait ${pid[0]} &&
     grep "already done" a0.log && ! grep "^rank=" a0.log &&
     "$SPOTRUN" show early | grep "^state: *done$"
 '
 
 test_expect_success 'a notice to node 1; node 0 finishes during it: both exit 75, no DONE' '
-    EARLY0=req start_node mid 0 m0.log
-    start_node mid 1 m1.log
+    EARLY0=req start_node mid 2 0 m0.log
+    start_node mid 2 1 m1.log
     wait_for m0.log "^ready" && wait_for m1.log "^ready"
     notify_node mid 1 15s # node 0 must read it while fresh, whatever the load
     expect_code 75 wait ${pid[0]}
@@ -84,7 +72,7 @@ test_expect_success 'a notice to node 1; node 0 finishes during it: both exit 75
     grep "the job finished during the notice" m0.log &&
     grep "node 0.s job finished, but run mid is being stopped by a notice" m0.log &&
     ! done_mark mid &&
-    CHECK=1 start_node mid 0 n0.log && CHECK=1 start_node mid 1 n1.log &&
+    CHECK=1 start_node mid 2 0 n0.log && CHECK=1 start_node mid 2 1 n1.log &&
     wait ${pid[0]} && wait ${pid[1]} &&
     cat n0.log n1.log &&
     ! grep "already done" n0.log n1.log &&

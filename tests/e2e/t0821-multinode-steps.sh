@@ -6,6 +6,7 @@
 # seq, step + 1, is named in 10 digits) is refused at commit, never
 # accepted and then unusable at restore.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib-multinode.sh"
 
 # The job of a node: commits step 10 holding "first", then step 10 again
 # (or $AGAIN) holding "second", prints both commits' exit codes, and fails
@@ -27,17 +28,9 @@ exit 3
 EOF
 chmod +x nodejob.sh
 
-declare -a pid
-start_node() { # RUN R LOG
-    mkdir -p "$TRASH/home-$1-$2"
-    HOME=$TRASH/home-$1-$2 SPOTRUN_WORK_DIR=$TRASH/work-$1-$2 \
-        "$SPOTRUN" run --run-id "$1" --nodes 2 --node-rank "$2" --peer-poll 100ms \
-        --max-restarts 0 -- ./nodejob.sh >"$3" 2>&1 &
-    pid[$2]=$!
-}
 group() { # RUN PREFIX: both nodes, to their end
-    start_node "$1" 0 "$2"0.log
-    start_node "$1" 1 "$2"1.log
+    start_node "$1" 2 0 "$2"0.log --max-restarts 0
+    start_node "$1" 2 1 "$2"1.log --max-restarts 0
     wait ${pid[0]} || true
     wait ${pid[1]} || true
     cat "$2"0.log "$2"1.log
