@@ -249,12 +249,21 @@ static void fs_source_close(struct sr_store *st, struct sr_source *src)
     sr_source_file_close(src);
 }
 
-/* 1 when directory name (in at) holds an object, a file not named with a
- * dot, at any depth. One that holds only spotrun's own lock and temp files
- * (dot names), or nothing, is no "directory" of the store, as a prefix in
- * S3 exists only while an object does: a deleted run is not listed
- * because of its lock files. Unreadable or not a directory: 1 (listed;
- * its readers say why). */
+/* A lock file of a conditional write (".<name>.tmp.lock"): it outlives
+ * the object it guarded. */
+static int is_lock_name(const char *name)
+{
+    const size_t n = strlen(name);
+    return name[0] == '.' && n > 10 && strcmp(name + n - 9, ".tmp.lock") == 0;
+}
+
+/* 1 when directory name (in at) holds anything but lock files, at any
+ * depth. One that holds only lock files, or nothing, is no "directory" of
+ * the store, as a prefix in S3 exists only while an object does: a deleted
+ * run is not listed because of its lock files. Temp files (an upload in
+ * progress, or one killed midway) keep it listed, so that the catalog sees
+ * such a dead seq and cleans it up. Unreadable or not a directory: 1
+ * (listed; its readers say why). */
 static int has_objects(int at, const char *name, int depth)
 {
     const int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -267,7 +276,7 @@ static int has_objects(int at, const char *name, int depth)
     }
     int found = 0;
     for (struct dirent *e; !found && (e = readdir(d));)
-        if (e->d_name[0] != '.')
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && !is_lock_name(e->d_name))
             found = (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN) || depth <= 0 ||
                     has_objects(dirfd(d), e->d_name, depth - 1);
     closedir(d);
@@ -324,8 +333,7 @@ static void remove_idle_locks(const char *dir)
         }
     rewinddir(d);
     for (struct dirent *e; (e = readdir(d));) {
-        const size_t n = strlen(e->d_name);
-        if (e->d_name[0] != '.' || n <= 10 || strcmp(e->d_name + n - 9, ".tmp.lock") != 0)
+        if (!is_lock_name(e->d_name))
             continue;
         const int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0)

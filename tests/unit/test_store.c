@@ -365,6 +365,20 @@ static void delete_and_list_see_through_lock_files(void **state)
     assert_int_equal(sr_store_put(f->st, "q/ckpt/0000000001/x", "x", 1), 0);
     assert_int_equal(sr_store_delete(f->st, "q/ckpt/0000000001/x"), 0);
     assert_false(exists(f, "q"));
+
+    /* a directory holding an upload's temp file (one killed midway) is
+     * listed: the catalog must see that dead seq to clean it up */
+    char tmp[PATH_MAX + 64];
+    snprintf(tmp, sizeof(tmp), "%s/root/k/ckpt/0000000002", f->dir);
+    assert_int_equal(sr_mkdirs(tmp, 0755), 0);
+    snprintf(tmp, sizeof(tmp), "%s/root/k/ckpt/0000000002/.data.tar.zst.tmp.AbC123", f->dir);
+    const int t = open(tmp, O_RDWR | O_CREAT, 0644);
+    assert_true(t >= 0);
+    close(t);
+    assert_int_equal(sr_store_list(f->st, "k/ckpt", &l), 0);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.v[0], "0000000002");
+    sr_strlist_free(&l);
 }
 
 static void strlist_sorts(void **state)
