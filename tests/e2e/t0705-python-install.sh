@@ -19,14 +19,17 @@ where = os.path.realpath(spotrun.__file__)
 want = os.path.realpath(sys.argv[1])
 assert where.startswith(want + os.sep), (where, want)
 spotrun.save("x.txt", "1")
-print("version", spotrun.__version__, "seq", spotrun.commit(1))
+seq = spotrun.commit(1)
+with open("probe.out", "w") as f:  # not stdout: the wrapper's log lines share it
+    print("version", spotrun.__version__, "seq", seq, file=f)
 PY
     local id
+    rm -f probe.out
     id=probe-$test_count-$(printf %s "$*" | cksum | cut -d" " -f1)
     "$SPOTRUN" run --run-id "$id" --max-restarts 0 -- "${2:-$PY}" probe.py "$1" >probe.log 2>&1 ||
         { cat probe.log; return 1; }
-    cat probe.log
-    grep -q "^version [0-9.]* seq 1$" probe.log
+    cat probe.log probe.out
+    grep -q "^version [0-9.]* seq 1$" probe.out
 }
 
 test_expect_success 'pip is there (python3-pip; scripts/deps.sh installs it)' '
