@@ -12,7 +12,9 @@ export PYTHONDONTWRITEBYTECODE=1 # no __pycache__ in the source tree
 
 # job.py SECONDS [crash]: polls checkpoint_due() every 10 ms, saves and
 # commits only when due; prints what the module says. With "crash", the
-# first attempt commits once by itself and exits 3.
+# first attempt commits once by itself and exits 3. Each line is one print
+# of one string: with PYTHONUNBUFFERED every argument of print is a write of
+# its own, and the wrapper's log lines share the file.
 cat >job.py <<\PY
 import os, sys, time
 import spotrun
@@ -22,10 +24,10 @@ print("active=%s resumed=%s step=%s attempt=%d" % (spotrun.active(), spotrun.res
       spotrun.restored_step(), spotrun.attempt()), flush=True)
 if spotrun.resumed():
     with open(spotrun.path("s.txt")) as f:
-        print("loaded step", f.read(), flush=True)
+        print("loaded step %s" % f.read(), flush=True)
 if crash and spotrun.attempt() == 0:
     spotrun.save("s.txt", "41")
-    print("seq", spotrun.commit(41), flush=True)
+    print("seq %d" % spotrun.commit(41), flush=True)
     sys.exit(3)
 print("ready", flush=True)
 step, seqs, end = 0, [], time.time() + seconds
@@ -37,7 +39,7 @@ while time.time() < end:
             with open(p, "w") as f:
                 f.write(str(step))
         seqs.append(spotrun.commit(step))
-        print("seq", seqs[-1], "step", step, flush=True)
+        print("seq %d step %d" % (seqs[-1], step), flush=True)
 spotrun.metric("loss", 0.3125, step=step)
 spotrun.metric("lr", 0.0625)
 print("commits=%d seqs=%s" % (len(seqs), ",".join(map(str, seqs))), flush=True)
