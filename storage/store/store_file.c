@@ -257,37 +257,6 @@ static int is_lock_name(const char *name)
     return name[0] == '.' && n > 10 && strcmp(name + n - 9, ".tmp.lock") == 0;
 }
 
-/* 0 when directory name (in at) holds lock files and nothing else (at
- * any depth: subdirectories of the same kind count as nothing), else 1.
- * Such a directory is no "directory" of the store, as a prefix in S3
- * exists only while an object does: a deleted run is not listed because
- * of its lock files. An empty directory or one holding temp files (an
- * upload in progress, or one killed midway, or a delete killed midway) is
- * listed, so that the catalog sees such a dead seq and cleans it up.
- * Unreadable or not a directory: 1 (listed; its readers say why). */
-static int has_objects(int at, const char *name, int depth)
-{
-    const int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return errno != ENOENT;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return 1;
-    }
-    int found = 0, any = 0;
-    for (struct dirent *e; !found && (e = readdir(d));) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        any = 1;
-        if (!is_lock_name(e->d_name))
-            found = (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN) || depth <= 0 ||
-                    has_objects(dirfd(d), e->d_name, depth - 1);
-    }
-    closedir(d);
-    return found || !any;
-}
-
 static int fs_list(struct sr_store *st, const char *prefix, struct sr_strlist *out)
 {
     char path[PATH_MAX];
@@ -305,9 +274,6 @@ static int fs_list(struct sr_store *st, const char *prefix, struct sr_strlist *o
     struct dirent *de;
     while ((errno = 0, de = readdir(d)) != NULL) {
         if (de->d_name[0] == '.') /* ".", "..", temp files */
-            continue;
-        if ((de->d_type == DT_DIR || de->d_type == DT_UNKNOWN) &&
-            !has_objects(dirfd(d), de->d_name, 16))
             continue;
         if ((rc = sr_strlist_push(out, de->d_name)) < 0)
             goto out;
