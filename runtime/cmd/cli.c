@@ -210,14 +210,14 @@ int sr_cmd_start(const struct sr_cmd *cmd, const struct sr_opt *opts, int argc, 
         return SR_EX_USAGE;
     }
     if (cmd->flags & SR_CMD_NEEDS_STORE) {
-        const int orc = sr_open_store(&ctx->st);
+        const int orc = sr_open_store(&ctx->st, !(cmd->flags & SR_CMD_STORE_EXISTS));
         if (orc < 0)
             return sr_fail(orc, "cannot open the store");
     }
     return -1;
 }
 
-int sr_open_store(struct sr_store **st)
+int sr_open_store(struct sr_store **st, int create)
 {
     char url[4096];
     if (sr_common.store && *sr_common.store) {
@@ -227,7 +227,7 @@ int sr_open_store(struct sr_store **st)
         if (rc < 0)
             return sr_errf(rc, "no store given and no default (set --store or SPOTRUN_STORE)");
     }
-    return sr_store_open(url, st);
+    return create ? sr_store_open(url, st) : sr_store_open_existing(url, st);
 }
 
 int sr_work_root(const char *override, char *buf, size_t len)

@@ -75,6 +75,7 @@ enum {
     SR_CMD_NEEDS_STORE = 1 << 0,     /* open the store (--store) before the command runs */
     SR_CMD_RUN_OPERAND = 1 << 1,     /* the first operand is a run id: checked */
     SR_CMD_STOP_AT_OPERAND = 1 << 2, /* options end at the first operand (`run -- cmd`) */
+    SR_CMD_STORE_EXISTS = 1 << 3,    /* with NEEDS_STORE: only reads, never creates a store */
 };
 #define SR_CMD_ANY_OPS (-1) /* max_ops: the command checks its operands itself */
 
@@ -101,8 +102,10 @@ struct sr_cmd_ctx {
 int sr_cmd_start(const struct sr_cmd *cmd, const struct sr_opt *opts, int argc, char **argv,
                  struct sr_cmd_ctx *ctx);
 
-/* Opens the store named by --store / SPOTRUN_STORE / the default. */
-int sr_open_store(struct sr_store **st);
+/* Opens the store named by --store / SPOTRUN_STORE / the default; with
+ * create 0 a missing file store is an error ("no store at ...", -ENOENT)
+ * and nothing is created (the commands that only read). */
+int sr_open_store(struct sr_store **st, int create);
 
 /* Local per-run working directory: <work-root>/<run-id>, where work-root is
  * $SPOTRUN_WORK_DIR or ${XDG_CACHE_HOME:-$HOME/.cache}/spotrun. */

@@ -710,13 +710,18 @@ static int run_main(const struct run_opts *opts, char **cmd)
     if (code != GO_ON)
         return code;
     r.c.result = &r.result;
-    const int rc = sr_open_store(&r.c.st);
+    const int rc = sr_open_store(&r.c.st, 1);
     if (rc < 0)
         return sr_fail(rc, "cannot open the store");
     code = sweep_trial(&o, &cmd, &r);
     if (code == GO_ON) {
         r.c.argv = cmd;
         code = local_paths(&o, cmd, &r);
+    }
+    if (code == GO_ON) { /* before anything can wait: which run, and where it goes */
+        char where[PATH_MAX + 256];
+        sr_store_describe(r.c.st, where, sizeof(where));
+        sr_info("run %s, store %s", r.run_id, where);
     }
     struct sr_lease *lease = NULL;
     if (code == GO_ON) {

@@ -752,18 +752,18 @@ static const struct sr_cmd subs[] = {
      "merely has a trial's name is left alone) under its lease, as gc does: a trial that\n"
      "a wrapper runs refuses the delete (exit 73) before anything is deleted. Then its end\n"
      "marks and definition.",
-     1, 1, SR_CMD_NEEDS_STORE},
+     1, 1, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
     {"sweep show", sr_cmd_sweep_show, "one row per trial: state, attempts, cost, metrics",
      "spotrun sweep show NAME [--sort METRIC] [--maximize NAME[,NAME]] [--json] "
      "[--price-per-hour P [--on-demand-price-per-hour P]]",
      "One row per trial: parameters, state, attempts, preemptions, lost work, instance\n"
      "hours, cost, and the last and best value of each metric the job reported (best: the\n"
      "smallest, or the largest for --maximize). See docs/sweep-show.md.",
-     1, 1, SR_CMD_NEEDS_STORE},
+     1, 1, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
     {"sweep report", sr_cmd_sweep_report, "draw every trial on one time axis (SVG or HTML)",
      "spotrun sweep report NAME [-o sweep.svg|sweep.html] [--sort METRIC [--maximize NAME]]",
      "Draws one lane per trial on a shared time axis: attempts, notices, restarts, done.", 1, 1,
-     SR_CMD_NEEDS_STORE},
+     SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
 };
 
 int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv)

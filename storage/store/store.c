@@ -13,12 +13,14 @@
  */
 #include "store.h"
 #include "log.h"
+#include "s3.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define KEY_MAX 1024
@@ -115,12 +117,72 @@ static int abs_path(const char *url, const char *path, char *out, size_t len)
     return 0;
 }
 
-int sr_store_open(const char *url, struct sr_store **out)
+/* Length of a URL scheme at the start of url ("s3" in "s3:/x"): a letter,
+ * then letters, digits, '+', '.', '-', up to a ':'. 0 when there is none. */
+static size_t scheme_len(const char *url)
+{
+    const char *p = url;
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+        return 0;
+    while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+           *p == '+' || *p == '.' || *p == '-')
+        p++;
+    return *p == ':' ? (size_t)(p - url) : 0;
+}
+
+/* -EINVAL with a message naming the intended URL when url looks like a
+ * mistyped one: "s3:/b", "s3:b", "S3://b", "s3//b", "file:/x", "File:///x",
+ * or any other "scheme:" ("gs:b", "host:dir"). Such a string is also a
+ * valid relative path, but a directory named like that is far less likely
+ * than a typo that would put the checkpoints on a disk that dies with the
+ * VM; "./s3:b" or "file:///abs/s3:b" still names one. */
+static int check_typo(const char *url)
+{
+    if (strncmp(url, "s3://", 5) == 0 || strncmp(url, "file://", 7) == 0)
+        return 0;
+    size_t n = scheme_len(url);
+    const char *rest = url + n + 1;
+    if (n == 0) { /* "s3//bucket": the colon is missing */
+        if (strncasecmp(url, "s3//", 4) == 0)
+            n = 2, rest = url + 2;
+        else if (strncasecmp(url, "file//", 6) == 0)
+            n = 4, rest = url + 4;
+        else
+            return 0;
+    }
+    while (*rest == ':' || *rest == '/')
+        rest++;
+    if (n == 2 && strncasecmp(url, "s3", 2) == 0)
+        return sr_errf(-EINVAL,
+                       "store URL %s looks like a mistyped s3://%s (for a local directory of "
+                       "that name, write ./%s)",
+                       url, rest, url);
+    if (n == 4 && strncasecmp(url, "file", 4) == 0)
+        return sr_errf(-EINVAL,
+                       "store URL %s looks like a mistyped file:///%s (for a local directory of "
+                       "that name, write ./%s)",
+                       url, rest, url);
+    if (has_scheme(url))
+        return sr_errf(-EINVAL,
+                       "unsupported store URL %s (use a path, file:///path or "
+                       "s3://bucket/prefix)",
+                       url);
+    return sr_errf(-EINVAL,
+                   "store URL %s starts with an unknown scheme \"%.*s:\" (use a path, "
+                   "file:///path or s3://bucket/prefix; for a local directory of that name, "
+                   "write ./%s)",
+                   url, (int)n, url, url);
+}
+
+static int store_open(const char *url, int create, struct sr_store **out)
 {
     *out = NULL;
     if (!url || !*url)
         return sr_errf(-EINVAL, "unsupported store URL \"\" (use a path, file:///path or "
                                 "s3://bucket/prefix)");
+    const int trc = check_typo(url);
+    if (trc < 0)
+        return trc;
     if (strncmp(url, "s3://", 5) == 0)
         return sr_store_s3_open(url, out);
     const char *path = url;
@@ -131,17 +193,22 @@ int sr_store_open(const char *url, struct sr_store **out)
                            "unsupported store URL %s (file URLs need an absolute path: "
                            "file:///path)",
                            url);
-    } else if (has_scheme(url)) {
-        return sr_errf(-EINVAL,
-                       "unsupported store URL %s (use a path, file:///path or "
-                       "s3://bucket/prefix)",
-                       url);
     }
     char abs[PATH_MAX];
     int rc = abs_path(url, path, abs, sizeof(abs));
     if (rc < 0)
         return rc;
-    return sr_store_file_open(abs, out);
+    return create ? sr_store_file_open(abs, out) : sr_store_file_open_existing(abs, out);
+}
+
+int sr_store_open(const char *url, struct sr_store **out)
+{
+    return store_open(url, 1, out);
+}
+
+int sr_store_open_existing(const char *url, struct sr_store **out)
+{
+    return store_open(url, 0, out);
 }
 
 void sr_store_close(struct sr_store *st)
@@ -153,6 +220,18 @@ void sr_store_close(struct sr_store *st)
 const char *sr_store_url(const struct sr_store *st)
 {
     return st->url;
+}
+
+void sr_store_describe(const struct sr_store *st, char *buf, size_t len)
+{
+    if (strncmp(st->url, "file://", 7) == 0) {
+        snprintf(buf, len, "%s", st->url + 7);
+    } else if (strncmp(st->url, "s3://", 5) == 0 && st->impl) {
+        const struct sr_s3 *s3 = st->impl;
+        snprintf(buf, len, "%s at %s (region %s)", st->url, s3->base, s3->region);
+    } else {
+        snprintf(buf, len, "%s", st->url);
+    }
 }
 
 /* 0 when key is a valid relative key (or, with allow_empty, ""). */

@@ -36,10 +36,22 @@ void sr_strlist_free(struct sr_strlist *l);
  * Writes into buf; returns 0 or -ENAMETOOLONG / -ENOENT (no HOME). */
 int sr_store_default_url(char *buf, size_t len);
 
+/* Opens the store at url, creating a missing file store's directory.
+ * A URL that looks like a mistyped scheme ("s3:/b", "s3:b", "S3://b",
+ * "s3//b", "file:/x", "gs:b") is -EINVAL with a message naming the likely
+ * intended URL, never a relative directory: a local directory whose name
+ * looks like that is written "./s3:b" or "file:///abs/s3:b". */
 int sr_store_open(const char *url, struct sr_store **out);
+/* As sr_store_open, for commands that only read (ls, show, pull...): a
+ * missing file store is -ENOENT ("no store at /x: ...") and nothing is
+ * created on disk. */
+int sr_store_open_existing(const char *url, struct sr_store **out);
 void sr_store_close(struct sr_store *st);
 /* Canonical URL, for messages ("file:///var/lib/spotrun"). */
 const char *sr_store_url(const struct sr_store *st);
+/* Where the store is, for a person: a file store's absolute path, an S3
+ * store's URL with its endpoint ("s3://b/p at https://b.s3.eu-west-1...."). */
+void sr_store_describe(const struct sr_store *st, char *buf, size_t len);
 
 int sr_store_put(struct sr_store *st, const char *key, const void *buf, size_t len);
 /* Stores the file at path as an object that is never replaced (a
@@ -174,6 +186,8 @@ struct sr_store {
 };
 
 int sr_store_file_open(const char *path, struct sr_store **out);
+/* As sr_store_file_open, without creating a missing root (-ENOENT). */
+int sr_store_file_open_existing(const char *path, struct sr_store **out);
 /* url is "s3://bucket[/prefix]"; see store_s3.c and docs/s3.md. */
 int sr_store_s3_open(const char *url, struct sr_store **out);
 

@@ -729,9 +729,18 @@ static const struct sr_store_ops file_ops = {
     .get_etag = fs_get_etag,
 };
 
-/* Creates the root if missing; it must be a writable directory. */
-static int check_root(const char *path)
+/* Creates the root if missing (with create; without, a missing root is
+ * -ENOENT and nothing is made); it must be a writable directory. */
+static int check_root(const char *path, int create)
 {
+    struct stat sb;
+    if (!create && stat(path, &sb) != 0)
+        return errno == ENOENT ? sr_errf(-ENOENT,
+                                         "no store at %s: the directory does not exist (check "
+                                         "--store or SPOTRUN_STORE; `spotrun run` or `push` "
+                                         "creates a store)",
+                                         path)
+                               : sr_errf(-errno, "cannot open store %s: %s", path, strerror(errno));
     int rc = sr_mkdirs(path, 0755);
     if (rc == -ENOTDIR)
         return sr_errf(-ENOTDIR, "store %s is not a directory", path);
@@ -743,7 +752,7 @@ static int check_root(const char *path)
     return 0;
 }
 
-int sr_store_file_open(const char *path, struct sr_store **out)
+static int file_open(const char *path, int create, struct sr_store **out)
 {
     *out = NULL;
     if (path[0] != '/')
@@ -751,7 +760,7 @@ int sr_store_file_open(const char *path, struct sr_store **out)
     /* Leave room for the longest key plus a temp suffix under PATH_MAX. */
     if (strlen(path) > PATH_MAX - 1024 - 64)
         return sr_errf(-ENAMETOOLONG, "store path %s is too long", path);
-    int rc = check_root(path);
+    int rc = check_root(path, create);
     if (rc < 0)
         return rc;
     struct sr_store *st = calloc(1, sizeof(*st));
@@ -773,4 +782,14 @@ int sr_store_file_open(const char *path, struct sr_store **out)
     st->impl = fs;
     *out = st;
     return 0;
+}
+
+int sr_store_file_open(const char *path, struct sr_store **out)
+{
+    return file_open(path, 1, out);
+}
+
+int sr_store_file_open_existing(const char *path, struct sr_store **out)
+{
+    return file_open(path, 0, out);
 }

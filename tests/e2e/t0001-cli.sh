@@ -109,4 +109,12 @@ test_expect_success 'spotrun --version prints the version' '
     grep -E "^spotrun [0-9]+\.[0-9]+\.[0-9]+" out
 '
 
+test_expect_success 'run names its run id and resolved store in one line before the job starts' '
+    "$SPOTRUN" run --store rel-store --run-id named -- sh -c "echo job-says-hi >&2" 2>run.log &&
+    grep -n -F "spotrun: run named, store $TRASH/rel-store" run.log | cut -d: -f1 >at.store &&
+    grep -n "job-says-hi" run.log | cut -d: -f1 >at.job &&
+    test -s at.store && test "$(cat at.store)" -lt "$(cat at.job)" &&
+    ! grep -n "durable in" run.log | cut -d: -f1 | awk -v s="$(cat at.store)" "\$1 < s" | grep .
+'
+
 test_done

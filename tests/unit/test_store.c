@@ -115,6 +115,40 @@ static void s3_and_unknown_urls_are_refused_clearly(void **state)
     assert_int_equal(sr_store_open("", &st), -EINVAL);
 }
 
+static void mistyped_scheme_is_refused_naming_the_intended_url(void **state)
+{
+    (void)state;
+    struct sr_store *st = (void *)1;
+    const char *typos[][2] = {
+        {"s3:/bucket/x", "mistyped s3://bucket/x"}, {"s3:bucket", "mistyped s3://bucket"},
+        {"S3://bucket", "mistyped s3://bucket"},    {"s3//bucket", "mistyped s3://bucket"},
+        {"file:/abs", "mistyped file:///abs"},      {"gs:bucket", "unknown scheme \"gs:\""}};
+    for (size_t i = 0; i < sizeof(typos) / sizeof(typos[0]); i++) {
+        assert_int_equal(sr_store_open(typos[i][0], &st), -EINVAL);
+        assert_null(st);
+        assert_non_null(strstr(sr_strerror(-EINVAL), typos[i][1]));
+    }
+}
+
+static void open_existing_never_creates_a_store(void **state)
+{
+    (void)state;
+    char *d = scratch(), p[PATH_MAX];
+    assert_true(snprintf(p, sizeof(p), "%s/none/deeper", d) < (int)sizeof(p));
+    struct sr_store *st = (void *)1;
+    assert_int_equal(sr_store_open_existing(p, &st), -ENOENT);
+    assert_null(st);
+    assert_non_null(strstr(sr_strerror(-ENOENT), "no store at"));
+    struct stat sb;
+    assert_true(snprintf(p, sizeof(p), "%s/none", d) < (int)sizeof(p));
+    assert_int_not_equal(lstat(p, &sb), 0);
+    assert_int_equal(mkdir(p, 0755), 0);
+    assert_int_equal(sr_store_open_existing(p, &st), 0);
+    sr_store_close(st);
+    sr_rmtree(d);
+    free(d);
+}
+
 static void store_on_a_file_is_not_a_directory(void **state)
 {
     (void)state;
@@ -552,6 +586,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(file_url_plain_and_relative_paths_open_the_same_store),
         cmocka_unit_test(s3_and_unknown_urls_are_refused_clearly),
+        cmocka_unit_test(mistyped_scheme_is_refused_naming_the_intended_url),
+        cmocka_unit_test(open_existing_never_creates_a_store),
         cmocka_unit_test(store_on_a_file_is_not_a_directory),
         cmocka_unit_test(read_only_store_is_not_writable),
         cmocka_unit_test(default_url_follows_env),
