@@ -15,7 +15,7 @@
 int sr_verbosity = SR_INFO;
 static int log_format = -1; /* -1: not chosen yet, read the environment */
 
-static _Thread_local char err_msg[512];
+static _Thread_local char err_msg[2048]; /* room for a list of what was tried (s3_creds.c) */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int sr_log_set_format(const char *name)

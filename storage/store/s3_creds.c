@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,27 @@
 #define CONTAINER_HOST "http://169.254.170.2"
 
 enum src_kind { SRC_ENV, SRC_PROFILE, SRC_CONTAINER, SRC_IMDS };
+
+/* What each source of the chain said, for the error when none had
+ * credentials ("environment: ... not set; profile default: ...; ..."). */
+struct trail {
+    char buf[1024];
+};
+
+__attribute__((format(printf, 2, 3))) static void said(struct trail *t, const char *fmt, ...)
+{
+    if (!t)
+        return;
+    size_t n = strlen(t->buf);
+    if (n && n < sizeof(t->buf) - 2)
+        n += (size_t)snprintf(t->buf + n, sizeof(t->buf) - n, "; ");
+    if (n >= sizeof(t->buf) - 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->buf + n, sizeof(t->buf) - n, fmt, ap);
+    va_end(ap);
+}
 
 struct sr_s3_cred_provider {
     pthread_mutex_t lock;
@@ -230,11 +252,13 @@ static int http(const char *method, const char *url, const char *hdr1, const cha
 
 /* ---- sources ------------------------------------------------------------- */
 
-static int from_env(struct sr_s3_creds *c)
+static int from_env(struct sr_s3_creds *c, struct trail *t)
 {
     const char *id = env("AWS_ACCESS_KEY_ID"), *secret = env("AWS_SECRET_ACCESS_KEY");
-    if (!id && !secret)
+    if (!id && !secret) {
+        said(t, "environment: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY not set");
         return -ENOENT;
+    }
     if (!id || !secret)
         return sr_errf(-EACCES, "%s is set but %s is not",
                        id ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
@@ -248,17 +272,41 @@ static int from_env(struct sr_s3_creds *c)
     return 0;
 }
 
-static char *read_text(const char *path)
+/* The file's text (NUL-terminated, malloc'd), or NULL with *err set (may
+ * be NULL) to the errno of the failure. */
+static char *read_text_err(const char *path, int *err)
 {
     FILE *f = fopen(path, "re");
-    if (!f)
+    if (!f) {
+        if (err)
+            *err = errno;
         return NULL;
+    }
+    if (err)
+        *err = ENOMEM;
     char *buf = malloc(1u << 20);
     size_t n = buf ? fread(buf, 1, (1u << 20) - 1, f) : 0;
     fclose(f);
     if (buf)
         buf[n] = '\0';
     return buf;
+}
+
+static char *read_text(const char *path)
+{
+    return read_text_err(path, NULL);
+}
+
+/* What a shared file said about a profile's keys, for the trail. */
+static void file_said(char *out, size_t len, const char *path, const char *text, int err,
+                      const char *section)
+{
+    if (text)
+        snprintf(out, len, "%s has no aws_access_key_id in [%s]", path, section);
+    else if (err == ENOENT)
+        snprintf(out, len, "%s absent", path);
+    else
+        snprintf(out, len, "%s unreadable (%s)", path, strerror(err));
 }
 
 static void shared_paths(char *cred, char *conf, size_t len)
@@ -306,12 +354,13 @@ int sr_s3_profile_s3_setting(const char *key, char *out, size_t len)
     return rc;
 }
 
-static int from_profile(struct sr_s3_creds *c, char *region, size_t rlen)
+static int from_profile(struct sr_s3_creds *c, char *region, size_t rlen, struct trail *t)
 {
     char cred_path[4096], conf_path[4096];
     shared_paths(cred_path, conf_path, sizeof(cred_path));
     const char *profile = env("AWS_PROFILE") ? env("AWS_PROFILE") : "default";
-    char *ct = read_text(cred_path), *cf = read_text(conf_path);
+    int cerr = 0, ferr = 0;
+    char *ct = read_text_err(cred_path, &cerr), *cf = read_text_err(conf_path, &ferr);
     int rc = -ENOENT;
     if (region && !*region)
         profile_get(ct, cf, profile, "region", region, rlen);
@@ -331,6 +380,13 @@ static int from_profile(struct sr_s3_creds *c, char *region, size_t rlen)
     } else if (env("AWS_PROFILE")) {
         rc = sr_errf(-EACCES, "AWS_PROFILE=%s has no credentials in %s or %s", profile, cred_path,
                      conf_path);
+    } else if (t) {
+        char sect[300], a[600], b[600];
+        snprintf(sect, sizeof(sect), "%s%.256s", strcmp(profile, "default") ? "profile " : "",
+                 profile);
+        file_said(a, sizeof(a), cred_path, ct, cerr, profile);
+        file_said(b, sizeof(b), conf_path, cf, ferr, sect);
+        said(t, "profile %s (AWS_PROFILE unset): %s, %s", profile, a, b);
     }
 out:
     free(ct);
@@ -338,7 +394,7 @@ out:
     return rc;
 }
 
-static int from_container(struct sr_s3_creds *c)
+static int from_container(struct sr_s3_creds *c, struct trail *t)
 {
     char url[4096], auth[4200] = "";
     if (env("AWS_CONTAINER_CREDENTIALS_FULL_URI"))
@@ -346,16 +402,19 @@ static int from_container(struct sr_s3_creds *c)
     else if (env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"))
         snprintf(url, sizeof(url), "%s%s", CONTAINER_HOST,
                  env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"));
-    else
+    else {
+        said(t, "container endpoint: AWS_CONTAINER_CREDENTIALS_FULL_URI and _RELATIVE_URI not "
+                "set");
         return -ENOENT;
+    }
     if (env("AWS_CONTAINER_AUTHORIZATION_TOKEN")) {
         snprintf(auth, sizeof(auth), "Authorization: %s", env("AWS_CONTAINER_AUTHORIZATION_TOKEN"));
     } else if (env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE")) {
-        char *t = read_text(env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"));
-        if (t) {
-            t[strcspn(t, "\r\n")] = '\0';
-            snprintf(auth, sizeof(auth), "Authorization: %s", t);
-            free(t);
+        char *tok = read_text(env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"));
+        if (tok) {
+            tok[strcspn(tok, "\r\n")] = '\0';
+            snprintf(auth, sizeof(auth), "Authorization: %s", tok);
+            free(tok);
         }
     }
     struct body b = {0};
@@ -382,11 +441,13 @@ static const char *imds_base(void)
 
 /* An IMDSv2 session token as the header to send ("X-aws-ec2-metadata-token:
  * ..."): 0, -ENOENT (no metadata service, or disabled), -EACCES (refused). */
-static int imds_token(char *hdr, size_t len)
+static int imds_token(char *hdr, size_t len, struct trail *t)
 {
     const char *dis = env("AWS_EC2_METADATA_DISABLED");
-    if (dis && strcasecmp(dis, "true") == 0)
+    if (dis && strcasecmp(dis, "true") == 0) {
+        said(t, "instance role: off (AWS_EC2_METADATA_DISABLED=true)");
         return -ENOENT;
+    }
     const char *base = imds_base();
     char url[4096];
     struct body b = {0};
@@ -396,6 +457,8 @@ static int imds_token(char *hdr, size_t len)
         http("PUT", url, "X-aws-ec2-metadata-token-ttl-seconds: 21600", NULL, &status, &b);
     if (rc < 0 || status != 200 || !b.p || b.n == 0 || b.n > 1000) {
         free(b.p);
+        if (rc < 0)
+            said(t, "instance role: no metadata service at %s (not on EC2, or IMDS blocked)", base);
         return rc < 0 ? -ENOENT
                       : sr_errf(-EACCES, "instance metadata %s refused a token (HTTP %ld)", base,
                                 status);
@@ -410,7 +473,7 @@ static int imds_token(char *hdr, size_t len)
 static void imds_region(char *region, size_t len)
 {
     char hdr[1200], url[4096];
-    if (imds_token(hdr, sizeof(hdr)) < 0) {
+    if (imds_token(hdr, sizeof(hdr), NULL) < 0) {
         sr_err_clear();
         return;
     }
@@ -423,11 +486,11 @@ static void imds_region(char *region, size_t len)
     free(b.p);
 }
 
-static int from_imds(struct sr_s3_creds *c)
+static int from_imds(struct sr_s3_creds *c, struct trail *t)
 {
     const char *base = imds_base();
     char url[4096], hdr[1200];
-    int rc = imds_token(hdr, sizeof(hdr));
+    int rc = imds_token(hdr, sizeof(hdr), t);
     if (rc < 0)
         return rc;
     struct body b = {0};
@@ -461,7 +524,7 @@ static int from_imds(struct sr_s3_creds *c)
 
 static int fetch(enum src_kind k, struct sr_s3_creds *c)
 {
-    return k == SRC_CONTAINER ? from_container(c) : from_imds(c);
+    return k == SRC_CONTAINER ? from_container(c, NULL) : from_imds(c, NULL);
 }
 
 /* ---- provider ------------------------------------------------------------ */
@@ -479,27 +542,38 @@ int sr_s3_creds_open(struct sr_s3_cred_provider **out, char *region, size_t len)
     pthread_mutex_init(&p->lock, NULL);
     int rc;
     struct sr_s3_creds *c = &p->cur;
-    if ((rc = from_env(c)) != -ENOENT)
+    struct trail t = {""};
+    int none = 0;
+    if ((rc = from_env(c, &t)) != -ENOENT)
         p->kind = SRC_ENV;
-    else if ((rc = from_profile(c, region, len)) != -ENOENT)
+    else if ((rc = from_profile(c, region, len, &t)) != -ENOENT)
         p->kind = SRC_PROFILE;
-    else if ((rc = from_container(c)) != -ENOENT)
+    else if ((rc = from_container(c, &t)) != -ENOENT)
         p->kind = SRC_CONTAINER;
-    else if ((rc = from_imds(c)) != -ENOENT)
+    else if ((rc = from_imds(c, &t)) != -ENOENT)
         p->kind = SRC_IMDS;
     else
-        rc = sr_errf(-EACCES, "no AWS credentials found (tried AWS_ACCESS_KEY_ID / "
-                              "AWS_SECRET_ACCESS_KEY, the shared credentials file, the container "
-                              "endpoint and the EC2 instance role)");
+        none = 1, rc = -EACCES;
+    /* The failure's message, composed now: the region look-ups below record
+     * and clear messages of their own. */
+    char why[2048];
+    if (none)
+        snprintf(why, sizeof(why),
+                 "no AWS credentials found; tried %s (set AWS_ACCESS_KEY_ID and "
+                 "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE; docs/s3.md)",
+                 t.buf);
+    else if (rc < 0)
+        snprintf(why, sizeof(why), "%s%s%s%s", sr_strerror(rc), t.buf[0] ? " (tried first: " : "",
+                 t.buf, t.buf[0] ? ")" : "");
     if (!region[0])
-        from_profile(&(struct sr_s3_creds){0}, region, len); /* region only */
+        from_profile(&(struct sr_s3_creds){0}, region, len, NULL); /* region only */
     if (!region[0] && p->kind == SRC_IMDS)
         imds_region(region, len);
     if (!region[0])
         snprintf(region, len, "us-east-1");
     if (rc < 0) {
         sr_s3_creds_close(p);
-        return rc;
+        return sr_errf(rc, "%s", why);
     }
     sr_debug("s3: credentials from %s", c->source);
     *out = p;

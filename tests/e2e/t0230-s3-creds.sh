@@ -50,6 +50,30 @@ test_expect_success 'profile: a missing AWS_PROFILE is a clear error' '
     grep "AWS_PROFILE=ghost has no credentials" ghost.log
 '
 
+test_expect_success 'no credentials anywhere: 77 naming every source tried and what it said' '
+    expect_code 77 no_env AWS_SHARED_CREDENTIALS_FILE=$TRASH/nohome/.aws/credentials \
+        AWS_CONFIG_FILE=$TRASH/nohome/.aws/config "$SPOTRUN" ls 2>none.log &&
+    grep -F "no AWS credentials found; tried" none.log &&
+    grep -F "environment: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY not set" none.log &&
+    grep -F "profile default (AWS_PROFILE unset): $TRASH/nohome/.aws/credentials absent, $TRASH/nohome/.aws/config absent" none.log &&
+    grep -F "container endpoint: AWS_CONTAINER_CREDENTIALS_FULL_URI and _RELATIVE_URI not set" none.log &&
+    grep -F "instance role: off (AWS_EC2_METADATA_DISABLED=true)" none.log &&
+    ! grep -F "Permission denied" none.log
+'
+
+test_expect_success 'no credentials: a profile file without the profile and an unreachable IMDS are named' '
+    printf "[other]\naws_access_key_id = x\naws_secret_access_key = y\n" >other.ini &&
+    expect_code 77 no_env AWS_SHARED_CREDENTIALS_FILE=$PWD/other.ini AWS_EC2_METADATA_DISABLED= \
+        SPOTRUN_AWS_IMDS=http://127.0.0.1:9 "$SPOTRUN" ls 2>none2.log &&
+    grep -F "$PWD/other.ini has no aws_access_key_id in [default]" none2.log &&
+    grep -F "instance role: no metadata service at http://127.0.0.1:9" none2.log
+'
+
+test_expect_success 'run names the S3 store with its endpoint before the job starts' '
+    "$SPOTRUN" run --run-id where1 -- true 2>where.log &&
+    grep -F "spotrun: run where1, store s3://bkt/$test_name at $S3_URL/bkt (region us-east-1)" where.log
+'
+
 start_creds 3600
 
 test_expect_success 'container endpoint: FULL_URI with the authorization token' '
