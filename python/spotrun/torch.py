@@ -1,0 +1,402 @@
+"""spotrun.torch: an exact resume for a PyTorch script in five lines of glue.
+
+    import spotrun.torch as st
+    loader = st.loader(dataset, batch_size=32, shuffle=True, num_workers=2, seed=0)  # was DataLoader(...)
+    state = st.State(model=model, optimizer=opt, scheduler=sched, loader=loader)     # restores if resumed
+    for epoch in state.epochs(10):              # was range(10): resumes at the saved epoch
+        for x, y in loader:                     # resumes mid-epoch, skipping by index
+            ...the training step...
+            state.step_done()                   # saves and commits when a checkpoint is due
+
+State bundles what an exact resume needs: the state_dicts of the model(s),
+optimizer(s), LR scheduler(s) and GradScaler(s); the RNG states of torch
+(CPU, and CUDA on every device when CUDA is initialised), numpy (when
+importable) and Python's `random`; the step, the epoch and the position
+inside the epoch; and `state.extra`, a dict of your own. It is saved with
+spotrun.saving() and committed with spotrun.commit(step); under
+torch.distributed each rank saves its own file (`spotrun-torch.rankR.pt`:
+its RNG streams and data position are its own) and the ranks agree through
+spotrun.distributed.checkpoint_due() / commit(). Constructing a State under
+a resumed run loads it back.
+
+loader() is a DataLoader whose order is a function of (seed, epoch) alone:
+the shuffle comes from a generator seeded with (seed, epoch), the
+DataLoader's own generator (the workers' base seed, drawn from the global
+RNG on every iter() when it is not given) is seeded the same way, each
+worker seeds torch / random / numpy from (seed, epoch, worker), and a
+sample loaded in a worker sees RNGs seeded from (seed, epoch, its position
+in the epoch), so augmentation is the same after a resume. Under
+torch.distributed it shards like DistributedSampler. A resume mid-epoch
+skips the samples already trained on by index: they are never loaded.
+
+Outside spotrun the script runs unchanged: nothing is restored, nothing is
+saved (unless $SPOTRUN_CKPT_DIR is set by hand), commits are no-ops.
+
+torch is imported by this module, never by `import spotrun`.
+"""
+import hashlib
+import importlib.util
+import os
+import random
+import sys
+import warnings
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import torch
+import torch.utils.data as _data
+
+import spotrun
+from . import distributed as _sd
+from ._errors import Error, WrapperGone
+
+__all__ = ["State", "Loader", "loader", "ResumableSampler", "CKPT_NAME"]
+
+CKPT_NAME = "spotrun-torch.pt"  # rankR is inserted under torch.distributed
+_FORMAT = 1
+
+
+def _mix(*parts: int) -> int:
+    """A 63-bit seed from integers, stable across processes and Python versions."""
+    h = hashlib.blake2b(b":".join(b"%d" % p for p in parts), digest_size=8).digest()
+    return int.from_bytes(h, "little") >> 1
+
+
+def _dist() -> Tuple[int, int]:
+    """(rank, world size) of the default process group; (0, 1) without one."""
+    if _sd._initialized():
+        import torch.distributed as dist
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+# ---- the data side ---------------------------------------------------------------
+
+class ResumableSampler(_data.Sampler):
+    """Indices of one epoch in an order that depends on (seed, epoch) only,
+    this rank's share of them (DistributedSampler's layout: padded by
+    wrapping around, or cut with drop_last, then every world-th), minus the
+    first `skip` of them. Yields (epoch, position, index) so that a worker
+    can seed a sample's randomness from its place in the epoch; Loader
+    unwraps it before your dataset sees it."""
+
+    def __init__(self, n: int, shuffle: bool = True, seed: int = 0, rank: int = 0,
+                 world_size: int = 1, drop_last: bool = False):
+        if world_size < 1 or not 0 <= rank < world_size:
+            raise ValueError("rank %d of world size %d: need 0 <= rank < world_size"
+                             % (rank, world_size))
+        self.n, self.shuffle, self.seed = n, shuffle, seed
+        self.rank, self.world_size, self.drop_last = rank, world_size, drop_last
+        self.epoch, self.skip = 0, 0
+        if drop_last:
+            self.per_rank = n // world_size
+        else:
+            self.per_rank = -(-n // world_size)
+
+    def order(self, epoch: int) -> List[int]:
+        """The whole epoch's order (every rank's), before sharding."""
+        if self.shuffle:
+            g = torch.Generator()
+            g.manual_seed(_mix(self.seed, epoch, 0x5EED))
+            idx = torch.randperm(self.n, generator=g).tolist()
+        else:
+            idx = list(range(self.n))
+        total = self.per_rank * self.world_size
+        if total > len(idx) and idx:
+            idx += (idx * (-(-total // len(idx))))[:total - len(idx)]
+        return idx[:total]
+
+    def __iter__(self) -> Iterator[Tuple[int, int, int]]:
+        idx = self.order(self.epoch)
+        for i in range(self.rank + self.skip * self.world_size, len(idx), self.world_size):
+            yield (self.epoch, i, idx[i])
+
+    def __len__(self) -> int:
+        return max(0, self.per_rank - self.skip)
+
+
+class _Seeded(_data.Dataset):
+    """dataset[index] with, in a worker, torch / random / numpy seeded from
+    (seed, epoch, position) first: a sample's augmentation does not depend on
+    which worker loads it or where a resume started. In the main process
+    (num_workers=0) the global RNGs are left alone: they are in the
+    checkpoint already."""
+
+    def __init__(self, dataset, seed: int):
+        self.dataset, self.seed = dataset, seed
+
+    def __getitem__(self, key):
+        epoch, pos, index = key
+        if _data.get_worker_info() is not None:
+            s = _mix(self.seed, epoch, pos)
+            torch.default_generator.manual_seed(s)
+            random.seed(s)
+            np = sys.modules.get("numpy")
+            if np is not None:
+                np.random.seed(s % (1 << 32))
+        return self.dataset[index]
+
+    def __len__(self):
+        return len(self.dataset)
+
+
+class _WorkerInit:
+    """The loader's worker_init_fn: seeds the worker from (seed, epoch,
+    worker id), then calls yours, then spotrun.workers.worker_init when
+    that module exists. A class, not a closure, so that it pickles."""
+
+    def __init__(self, seed: int, user_fn):
+        self.seed, self.user_fn, self.epoch = seed, user_fn, 0
+
+    def __call__(self, worker_id: int) -> None:
+        s = _mix(self.seed, self.epoch, worker_id, 0xC0DE)
+        torch.default_generator.manual_seed(s)
+        random.seed(s)
+        np = sys.modules.get("numpy")
+        if np is not None:
+            np.random.seed(s % (1 << 32))
+        if self.user_fn is not None:
+            self.user_fn(worker_id)
+        if importlib.util.find_spec("spotrun.workers") is not None:
+            from . import workers  # type: ignore[attr-defined]
+            workers.worker_init(worker_id)
+
+
+class Loader:
+    """A DataLoader that knows its epoch and how many batches of it are done.
+
+    Iterating it goes through epoch `epoch` from batch `batches_done` on and
+    counts the batches it hands out; once an epoch ran to its end, the next
+    iteration starts the next epoch (State.epochs() sets the epoch
+    explicitly). state_dict() / load_state_dict() carry (epoch,
+    batches_done); State saves them for you."""
+
+    def __init__(self, dataset, batch_size: int = 1, shuffle: bool = False, seed: int = 0,
+                 num_workers: int = 0, drop_last: bool = False,
+                 rank: Optional[int] = None, world_size: Optional[int] = None,
+                 worker_init_fn=None, generator=None, **kwargs):
+        if isinstance(dataset, _data.IterableDataset):
+            raise TypeError("spotrun.torch.loader: an IterableDataset has no indices to skip by; "
+                            "use a map-style dataset (__getitem__ and __len__)")
+        for k in ("sampler", "batch_sampler"):
+            if kwargs.get(k) is not None:
+                raise TypeError("spotrun.torch.loader: %s= is not supported: the loader brings its "
+                                "own (epoch-seeded, resumable) sampler" % k)
+        if generator is not None:
+            raise TypeError("spotrun.torch.loader: generator= is not supported: the loader seeds "
+                            "its own from (seed, epoch)")
+        r, w = _dist()
+        rank = r if rank is None else rank
+        world_size = w if world_size is None else world_size
+        self.dataset, self.batch_size, self.seed = dataset, batch_size, seed
+        self.drop_last = drop_last
+        self.sampler = ResumableSampler(len(dataset), shuffle=shuffle, seed=seed, rank=rank,
+                                        world_size=world_size, drop_last=drop_last)
+        self._generator = torch.Generator()
+        self._init = _WorkerInit(seed, worker_init_fn)
+        self.loader = _data.DataLoader(_Seeded(dataset, seed), batch_size=batch_size,
+                                       sampler=self.sampler, num_workers=num_workers,
+                                       drop_last=drop_last, generator=self._generator,
+                                       worker_init_fn=self._init, **kwargs)
+        self.epoch, self.batches_done = 0, 0
+        self._finished = False
+
+    def set_epoch(self, epoch: int) -> None:
+        """Iterate epoch `epoch` next; from its start unless it is the epoch
+        the loader is already in (a resume keeps its position)."""
+        if epoch != self.epoch:
+            self.epoch, self.batches_done = epoch, 0
+        self._finished = False
+
+    def __len__(self) -> int:
+        """Batches in a whole epoch of this rank."""
+        n = self.sampler.per_rank
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def __iter__(self):
+        if self._finished:
+            self.epoch, self.batches_done = self.epoch + 1, 0
+        self._finished = False
+        self.sampler.epoch = self.epoch
+        self.sampler.skip = self.batches_done * self.batch_size
+        self._generator.manual_seed(_mix(self.seed, self.epoch, 0xBA5E))
+        self._init.epoch = self.epoch
+        for batch in self.loader:
+            self.batches_done += 1
+            yield batch
+        self._finished = True
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {"epoch": self.epoch, "batches_done": self.batches_done, "seed": self.seed,
+                "samples": self.sampler.n, "world_size": self.sampler.world_size,
+                "batch_size": self.batch_size}
+
+    def load_state_dict(self, sd: Dict[str, Any]) -> None:
+        mine = self.state_dict()
+        for k in ("seed", "samples", "world_size", "batch_size"):
+            if sd.get(k) != mine[k]:
+                raise Error("spotrun.torch: the checkpoint's loader had %s=%r, this one has %r: "
+                            "the data order would differ, so the resume cannot be exact; "
+                            "start a new run (another --run-id) or restore the old setting"
+                            % (k, sd.get(k), mine[k]))
+        self.epoch, self.batches_done = int(sd["epoch"]), int(sd["batches_done"])
+        self._finished = False
+
+
+def loader(dataset, batch_size: int = 1, shuffle: bool = False, seed: int = 0,
+           num_workers: int = 0, **kwargs) -> Loader:
+    """A resumable DataLoader: takes DataLoader's arguments (not sampler,
+    batch_sampler or generator) plus seed, and rank / world_size (default:
+    the process group's)."""
+    return Loader(dataset, batch_size=batch_size, shuffle=shuffle, seed=seed,
+                  num_workers=num_workers, **kwargs)
+
+
+# ---- the training state ----------------------------------------------------------
+
+def _named(kind: str, obj) -> Dict[str, Any]:
+    """{name: object} from None, one object, a list/tuple or a dict."""
+    if obj is None:
+        return {}
+    if isinstance(obj, dict):
+        return {"%s.%s" % (kind, k): v for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return {"%s.%d" % (kind, i): v for i, v in enumerate(obj)}
+    return {kind: obj}
+
+
+def _rng_state() -> Dict[str, Any]:
+    st = {"torch": torch.get_rng_state(), "random": random.getstate()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        st["cuda"] = torch.cuda.get_rng_state_all()
+    try:
+        import numpy as np
+        st["numpy"] = np.random.get_state()
+    except ImportError:
+        pass
+    return st
+
+
+def _set_rng_state(st: Dict[str, Any]) -> None:
+    torch.set_rng_state(st["torch"])
+    random.setstate(st["random"])
+    if "cuda" in st and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(st["cuda"])
+    if "numpy" in st:
+        import numpy as np
+        np.random.set_state(st["numpy"])
+
+
+class State:
+    """What an exact resume needs, saved at a checkpoint request (and every
+    `every` steps) and restored when the run resumes.
+
+    model, optimizer, scheduler, scaler: one object, a list or a dict of
+    them (anything with state_dict() / load_state_dict()). loader: a
+    spotrun.torch.Loader, whose epoch and position are saved. every: also
+    save every that many steps (a crash then loses at most that many).
+    name: the checkpoint file (rank-suffixed under torch.distributed).
+
+    Constructing it restores everything when spotrun.resumed(); then
+    state.resumed is True and state.step / state.epoch are the saved ones.
+    """
+
+    def __init__(self, model=None, optimizer=None, scheduler=None, scaler=None,
+                 loader: Optional[Loader] = None, every: Optional[int] = None,
+                 name: str = CKPT_NAME):
+        if loader is not None and not isinstance(loader, Loader):
+            raise TypeError("spotrun.torch.State: loader= takes a spotrun.torch.loader(...), not %s "
+                            "(a plain DataLoader cannot resume mid-epoch)" % type(loader).__name__)
+        if every is not None and (isinstance(every, bool) or int(every) < 1):
+            raise ValueError("every must be a positive number of steps (got %r)" % (every,))
+        self.objects: Dict[str, Any] = {}
+        for kind, obj in (("model", model), ("optimizer", optimizer), ("scheduler", scheduler),
+                          ("scaler", scaler)):
+            self.objects.update(_named(kind, obj))
+        self.loader, self.every = loader, every
+        self.step, self.epoch = 0, 0
+        self.extra: Dict[str, Any] = {}  # yours: saved and restored with the rest
+        self.resumed = False
+        self.rank, self.world_size = _dist()
+        base, ext = os.path.splitext(name)
+        self.name = name if self.world_size == 1 else "%s.rank%d%s" % (base, self.rank, ext)
+        self._committing = spotrun.ckpt_dir() is not None
+        if spotrun.resumed():
+            self.load()
+
+    # -- what is saved
+    def state_dict(self) -> Dict[str, Any]:
+        return {"format": _FORMAT, "step": self.step, "epoch": self.epoch,
+                "world_size": self.world_size, "rank": self.rank,
+                "objects": {k: v.state_dict() for k, v in self.objects.items()},
+                "loader": self.loader.state_dict() if self.loader is not None else None,
+                "rng": _rng_state(), "extra": self.extra}
+
+    def load_state_dict(self, sd: Dict[str, Any]) -> None:
+        if sd.get("world_size", 1) != self.world_size:
+            raise Error("spotrun.torch: the checkpoint was saved by %d ranks, this job has %d: "
+                        "resume with the same world size" % (sd.get("world_size", 1),
+                                                               self.world_size))
+        missing = sorted(set(self.objects) - set(sd["objects"]))
+        if missing:
+            raise Error("spotrun.torch: the checkpoint has no %s (it holds %s): pass the same "
+                        "objects to State as the run that saved it"
+                        % (", ".join(missing), ", ".join(sorted(sd["objects"])) or "none"))
+        for k, obj in self.objects.items():
+            obj.load_state_dict(sd["objects"][k])
+        if self.loader is not None and sd.get("loader") is not None:
+            self.loader.load_state_dict(sd["loader"])
+        self.step, self.epoch = int(sd["step"]), int(sd["epoch"])
+        self.extra = sd.get("extra") or {}
+        _set_rng_state(sd["rng"])
+
+    def load(self) -> None:
+        """Restores the checkpoint's state (State() does it when resumed)."""
+        path = spotrun.path(self.name)
+        if not os.path.exists(path):
+            raise Error("spotrun.torch: the run resumed, but the checkpoint has no %s (in %s): "
+                        "it was not saved by spotrun.torch.State (or by another rank count)"
+                        % (self.name, spotrun.ckpt_dir()))
+        self.load_state_dict(torch.load(path, map_location="cpu"))
+        self.resumed = True
+
+    # -- the loop
+    def epochs(self, n: int) -> Iterator[int]:
+        """range(n), from the saved epoch on; sets the loader's epoch."""
+        while self.epoch < n:
+            if self.loader is not None:
+                self.loader.set_epoch(self.epoch)
+            yield self.epoch
+            self.epoch += 1
+
+    def step_done(self) -> bool:
+        """Counts a step; saves and commits when a checkpoint is due (a
+        request from spotrun, agreed across ranks, or every `every` steps).
+        Returns whether it saved. A collective under torch.distributed:
+        every rank calls it after every step."""
+        self.step += 1
+        due = _sd.checkpoint_due() if self._committing else False
+        if self.every and self.step % self.every == 0:
+            due = True
+        if due:
+            self.save()
+        return due
+
+    def save(self) -> Optional[int]:
+        """Saves and commits now; returns the checkpoint's seq (None outside
+        spotrun). A failed commit warns and training goes on (the wrapper
+        decides whether to stop the job); once the wrapper is gone, nothing
+        more is saved."""
+        if not self._committing:
+            return None
+        with spotrun.saving(self.name) as p:
+            torch.save(self.state_dict(), p)
+        try:
+            return _sd.commit(self.step)
+        except WrapperGone as e:
+            warnings.warn("spotrun.torch: %s; training goes on without checkpoints" % e,
+                          RuntimeWarning, stacklevel=2)
+            self._committing = False
+        except Error as e:
+            warnings.warn("spotrun.torch: commit of step %d failed (%s); training goes on"
+                          % (self.step, e), RuntimeWarning, stacklevel=2)
+        return None
