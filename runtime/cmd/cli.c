@@ -67,6 +67,67 @@ static int set_value(const struct sr_opt *o, const char *val)
     return -EINVAL;
 }
 
+/* Optimal string alignment distance of a and b (short words: the command
+ * line's), capped at 9. */
+static int edit_distance(const char *a, const char *b)
+{
+    enum { MAXW = 40 };
+    const size_t la = strlen(a), lb = strlen(b);
+    if (la >= MAXW || lb >= MAXW)
+        return 9;
+    int d[MAXW + 1][MAXW + 1];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            const int cost = a[i - 1] != b[j - 1];
+            int v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v)
+                v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[la][lb] > 9 ? 9 : d[la][lb];
+}
+
+const char *sr_did_you_mean(const char *word, const char *const *cands, size_t n)
+{
+    const int max = strlen(word) <= 4 ? 1 : 2;
+    const char *best = NULL;
+    int best_d = max + 1, ties = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int d = edit_distance(word, cands[i]);
+        if (d < best_d)
+            best = cands[i], best_d = d, ties = 0;
+        else if (d == best_d)
+            ties++;
+    }
+    return best && !ties ? best : NULL;
+}
+
+/* " (did you mean --NAME?)" for an unknown long option, or "". */
+static void option_hint(const struct sr_opt *opts, const char *bad, char *out, size_t len)
+{
+    out[0] = '\0';
+    if (strncmp(bad, "--", 2) != 0)
+        return;
+    char word[64];
+    snprintf(word, sizeof(word), "%.*s", (int)strcspn(bad + 2, "="), bad + 2);
+    const char *names[64];
+    size_t n = 0;
+    for (const struct sr_opt *o = opts; o->name && n < 64; o++)
+        names[n++] = o->name;
+    const char *m = sr_did_you_mean(word, names, n);
+    if (m)
+        snprintf(out, len, "; did you mean --%s?", m);
+}
+
 static const char *type_hint(enum sr_opt_type t)
 {
     switch (t) {
@@ -138,8 +199,11 @@ static int opts_parse(const char *cmd, const struct sr_opt *opts, int argc, char
         }
         if (c == '?' || c == ':') {
             const char *bad = argv[optind - 1];
-            fprintf(stderr, "spotrun %s: %s %s (see spotrun %s --help)\n", cmd,
-                    c == ':' ? "missing value for" : "unknown option", bad, cmd);
+            char hint[96] = "";
+            if (c == '?')
+                option_hint(opts, bad, hint, sizeof(hint));
+            fprintf(stderr, "spotrun %s: %s %s (see spotrun %s --help%s)\n", cmd,
+                    c == ':' ? "missing value for" : "unknown option", bad, cmd, hint);
             return SR_EX_USAGE;
         }
         if (c >= 256)

@@ -102,6 +102,12 @@ struct sr_cmd_ctx {
 int sr_cmd_start(const struct sr_cmd *cmd, const struct sr_opt *opts, int argc, char **argv,
                  struct sr_cmd_ctx *ctx);
 
+/* Did you mean: the candidate (of n) closest to word by edit distance
+ * (insertions, deletions, substitutions, swaps of neighbours), when it is
+ * close enough to be a typo (at most 1 edit for up to 4 letters, 2 for
+ * longer words) and the only one that close; else NULL. */
+const char *sr_did_you_mean(const char *word, const char *const *cands, size_t n);
+
 /* Opens the store named by --store / SPOTRUN_STORE / the default; with
  * create 0 a missing file store is an error ("no store at ...", -ENOENT)
  * and nothing is created (the commands that only read). */

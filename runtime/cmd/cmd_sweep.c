@@ -785,7 +785,18 @@ int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv)
     for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
         if (strcmp(sub, subs[i].name + 6) == 0)
             return subs[i].fn(&subs[i], argc - 1, argv + 1);
-    fprintf(stderr, "spotrun sweep: unknown command \"%s\" (init, work, delete, show or report)\n",
-            sub);
+    const char *names[sizeof(subs) / sizeof(subs[0])];
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+        names[i] = subs[i].name + 6;
+    const char *m = sr_did_you_mean(sub, names, sizeof(names) / sizeof(names[0]));
+    if (m)
+        fprintf(stderr,
+                "spotrun sweep: unknown command \"%s\"; did you mean \"%s\"? (init, work, "
+                "delete, show or report)\n",
+                sub, m);
+    else
+        fprintf(stderr,
+                "spotrun sweep: unknown command \"%s\" (init, work, delete, show or report)\n",
+                sub);
     return SR_EX_USAGE;
 }

@@ -88,6 +88,47 @@ static void usage(FILE *f)
                "--max-restarts,\n64-78 spotrun's own failures (sysexits).\n");
 }
 
+/* 1 when a is one of spotrun's global options (taken before the command:
+ * `spotrun -v ls`, `spotrun --store s3://b ls`); *takes_value when its
+ * value is the next argument. */
+static int is_global(const char *a, int *takes_value)
+{
+    *takes_value = strcmp(a, "--store") == 0;
+    return *takes_value || strncmp(a, "--store=", 8) == 0 || strcmp(a, "-v") == 0 ||
+           strcmp(a, "--verbose") == 0 || strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0;
+}
+
+/* Moves the global options before the command to just after it (after
+ * `sweep`'s subcommand), where every command's own parser takes them, with
+ * their usual precedence over the environment. 0, or SR_EX_USAGE after a
+ * message. argv gets the new order in place (same elements). */
+static int globals_after_command(int argc, char **argv)
+{
+    int i = 1, tv;
+    while (i < argc && is_global(argv[i], &tv))
+        i += tv ? 2 : 1;
+    if (i == 1)
+        return 0;
+    if (i > argc || (i == argc && tv)) {
+        fprintf(stderr, "spotrun: missing value for --store (see spotrun --help)\n");
+        return SR_EX_USAGE;
+    }
+    if (i == argc) {
+        fprintf(stderr, "spotrun: no command after the options (see spotrun --help)\n");
+        return SR_EX_USAGE;
+    }
+    const int nglob = i - 1;
+    int head = 1; /* the command word, and sweep's subcommand */
+    if (strcmp(argv[i], "sweep") == 0 && i + 1 < argc && argv[i + 1][0] != '-')
+        head = 2;
+    for (int k = 0; k < head; k++) { /* rotate each head word in front of the options */
+        char *w = argv[i + k];
+        memmove(argv + 2 + k, argv + 1 + k, (size_t)nglob * sizeof(*argv));
+        argv[1 + k] = w;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     /* A closed stdout or stderr (`spotrun run ... 2>&1 | head -1`) is an
@@ -101,6 +142,9 @@ int main(int argc, char **argv)
      * so numbers still print with a '.'. */
     if (!setlocale(LC_CTYPE, "C.UTF-8"))
         setlocale(LC_CTYPE, "");
+    const int grc = globals_after_command(argc, argv);
+    if (grc)
+        return grc;
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         usage(argc < 2 ? stderr : stdout);
@@ -113,6 +157,15 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].fn(&commands[i], argc - 1, argv + 1);
-    fprintf(stderr, "spotrun: unknown command \"%s\" (see spotrun --help)\n", argv[1]);
+    const char *names[sizeof(commands) / sizeof(commands[0]) + 2] = {"help", "version"};
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        names[i + 2] = commands[i].name;
+    const char *m = sr_did_you_mean(argv[1], names, sizeof(names) / sizeof(names[0]));
+    if (m)
+        fprintf(stderr,
+                "spotrun: unknown command \"%s\"; did you mean \"%s\"? (see spotrun --help)\n",
+                argv[1], m);
+    else
+        fprintf(stderr, "spotrun: unknown command \"%s\" (see spotrun --help)\n", argv[1]);
     return SR_EX_USAGE;
 }

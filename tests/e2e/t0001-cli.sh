@@ -117,4 +117,32 @@ test_expect_success 'run names its run id and resolved store in one line before 
     ! grep -n "durable in" run.log | cut -d: -f1 | awk -v s="$(cat at.store)" "\$1 < s" | grep .
 '
 
+test_expect_success 'a mistyped command, sweep subcommand or long flag: 64 with "did you mean"' '
+    expect_code 64 "$SPOTRUN" shwo r1 2>err && grep -F "unknown command \"shwo\"; did you mean \"show\"?" err &&
+    expect_code 64 "$SPOTRUN" sweep shwo sw 2>err && grep -F "did you mean \"show\"?" err &&
+    expect_code 64 "$SPOTRUN" run --evrey 10s -- true 2>err && grep -F "did you mean --every?" err &&
+    expect_code 64 "$SPOTRUN" ls --jsno 2>err && grep -F "did you mean --json?" err &&
+    expect_code 64 "$SPOTRUN" ls --stroe=x 2>err && grep -F "did you mean --store?" err
+'
+
+test_expect_success 'nothing close: no suggestion' '
+    expect_code 64 "$SPOTRUN" frobnicate 2>err && ! grep "did you mean" err &&
+    expect_code 64 "$SPOTRUN" run --bogus -- true 2>err && ! grep "did you mean" err
+'
+
+test_expect_success 'global options before the command: spotrun -v ls, --store X ls, -q show, sweep' '
+    "$SPOTRUN" run --store gstore --run-id g1 -- true 2>/dev/null &&
+    "$SPOTRUN" --store gstore ls >out && grep "^g1 " out &&
+    "$SPOTRUN" --store=gstore -v ls >out 2>err && grep "^g1 " out &&
+    "$SPOTRUN" -q --store "$TRASH/gstore" show g1 >out && grep "g1" out &&
+    expect_code 66 "$SPOTRUN" --store gstore sweep show nosw 2>err && grep -F "no sweep nosw" err &&
+    expect_code 64 "$SPOTRUN" -v 2>err && grep "no command after the options" err &&
+    expect_code 64 "$SPOTRUN" --store 2>err && grep "missing value for --store" err
+'
+
+test_expect_success 'a global --store wins over SPOTRUN_STORE, as the flag after the command does' '
+    SPOTRUN_STORE=$TRASH/elsewhere "$SPOTRUN" --store gstore ls >out && grep "^g1 " out &&
+    test ! -e "$TRASH/elsewhere"
+'
+
 test_done
