@@ -228,6 +228,7 @@ static int find_wrapper(const char *control, const char *run_id, const char *roo
         snprintf(sock, len, "%s", control);
     }
     const int64_t until = sr_now_ms() + wait_ms;
+    int said = 0;
     for (;;) {
         int rc = 0;
         char reply[512];
@@ -251,6 +252,21 @@ static int find_wrapper(const char *control, const char *run_id, const char *roo
             return rc;
         }
         sr_err_clear();
+        if (!said++) { /* never wait in silence: say for what, and how long at most */
+            char dur[32];
+            sr_format_duration_ms(wait_ms, dur, sizeof(dur));
+            if (run_id)
+                sr_info("no wrapper is running for run %s yet: waiting up to %s for one to answer "
+                        "at %s (--wait)",
+                        run_id, dur, sock);
+            else if (control && *control)
+                sr_info("no wrapper answers at %s yet: waiting up to %s for it (--wait)", sock,
+                        dur);
+            else
+                sr_info("no spotrun wrapper is running under %s yet: waiting up to %s for one to "
+                        "start (--wait)",
+                        root, dur);
+        }
         usleep(100 * 1000);
     }
 }

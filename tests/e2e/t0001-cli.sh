@@ -145,4 +145,12 @@ test_expect_success 'a global --store wins over SPOTRUN_STORE, as the flag after
     test ! -e "$TRASH/elsewhere"
 '
 
+test_expect_success 'notify with nothing running says what it waits for and how long, then 69' '
+    expect_code 69 "$SPOTRUN" notify --wait 1s 2>err &&
+    grep -F "no spotrun wrapper is running under $SPOTRUN_WORK_DIR yet: waiting up to 1.0s for one to start (--wait)" err &&
+    expect_code 69 "$SPOTRUN" notify --run-id nosuchrun --wait 1s 2>err &&
+    grep -F "no wrapper is running for run nosuchrun yet: waiting up to 1.0s" err &&
+    expect_code 69 "$SPOTRUN" notify --wait 0 2>err && ! grep waiting err
+'
+
 test_done
