@@ -334,9 +334,81 @@ static int start_fresh(const struct run_ctx *r)
     return rc < 0 ? sr_fail(rc, "--fresh") : GO_ON;
 }
 
+/* The command of the run's newest "start" event (the last attempt's log:
+ * its "argv"), or NULL when none is recorded (a run from before the field,
+ * or one made by push). The caller frees it. */
+static json_t *recorded_argv(struct sr_store *st, const char *run)
+{
+    char prefix[PATH_MAX];
+    snprintf(prefix, sizeof(prefix), "%s/events", run);
+    struct sr_strlist names;
+    if (sr_store_list(st, prefix, &names) < 0) {
+        sr_err_clear();
+        return NULL;
+    }
+    json_t *argv = NULL;
+    for (size_t i = names.n; i-- > 0 && !argv;) {
+        char key[PATH_MAX + 300], *buf = NULL;
+        size_t len = 0;
+        if (!strstr(names.v[i], ".jsonl") ||
+            snprintf(key, sizeof(key), "%s/%s", prefix, names.v[i]) >= (int)sizeof(key) ||
+            sr_store_get(st, key, 64u << 20, &buf, &len) < 0) {
+            sr_err_clear();
+            continue;
+        }
+        for (char *line = buf, *next; line && *line; line = next) {
+            if ((next = strchr(line, '\n')))
+                *next++ = '\0';
+            json_t *o = json_loads(line, 0, NULL);
+            const char *ev = json_string_value(json_object_get(o, "event"));
+            json_t *a = json_object_get(o, "argv");
+            if (ev && strcmp(ev, "start") == 0 && json_is_array(a)) {
+                json_decref(argv);
+                argv = json_incref(a);
+            }
+            json_decref(o);
+        }
+        free(buf);
+    }
+    sr_strlist_free(&names);
+    return argv;
+}
+
+/* A command as a shell would take it back: words with anything but
+ * [A-Za-z0-9_./=:,+@%-] in single quotes. */
+static void shell_words(char *out, size_t len, size_t n, const char *(*word)(void *, size_t),
+                        void *ctx)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n && o < len; i++) {
+        const char *w = word(ctx, i);
+        const int plain = *w && strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                          "0123456789_./=:,+@%-") == strlen(w);
+        int k = snprintf(out + o, len - o, "%s%s%s%s", i ? " " : "", plain ? "" : "'", w,
+                         plain ? "" : "'");
+        o = k < 0 ? len : o + (size_t)k;
+    }
+    if (o >= len && len > 4)
+        memcpy(out + len - 4, "...", 4);
+}
+
+static const char *json_word(void *ctx, size_t i)
+{
+    const char *w = json_string_value(json_array_get(ctx, i));
+    return w ? w : "?";
+}
+
+static const char *argv_word(void *ctx, size_t i)
+{
+    return ((char **)ctx)[i];
+}
+
 /* A run that finished (DONE in the store) is not run again. Read once, under
  * the lease: a wrapper that finished the run while this one waited for the
- * lease is seen. */
+ * lease is seen. Asked to run another command than the one that finished
+ * it, the wrapper refuses (64) rather than exit 0 for a command it never
+ * ran. */
 static int stop_if_done(const struct run_ctx *r)
 {
     const int rc = sr_ckpt_is_done(r->c.st, r->run_id);
@@ -344,6 +416,26 @@ static int stop_if_done(const struct run_ctx *r)
         return sr_fail(rc, "cannot read the store");
     if (rc == 0)
         return GO_ON;
+    json_t *was = recorded_argv(r->c.st, r->run_id);
+    size_t n = 0;
+    while (r->c.argv[n])
+        n++;
+    int same = !was || json_array_size(was) == n;
+    for (size_t i = 0; same && i < n; i++)
+        same = strcmp(json_word(was, i), r->c.argv[i]) == 0;
+    if (!same) {
+        char then[1024], now[1024];
+        shell_words(then, sizeof(then), json_array_size(was), json_word, was);
+        shell_words(now, sizeof(now), n, argv_word, r->c.argv);
+        fprintf(stderr,
+                "spotrun run: run %s already finished with `%s` (DONE in %s); this asks for "
+                "`%s`, which was not run: use --fresh to start the run over with it, or another "
+                "--run-id\n",
+                r->run_id, then, sr_store_url(r->c.st), now);
+        json_decref(was);
+        return SR_EX_USAGE;
+    }
+    json_decref(was);
     sr_info("run %s is already done (DONE in %s); use --fresh to start it over", r->run_id,
             sr_store_url(r->c.st));
     return 0;

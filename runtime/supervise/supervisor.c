@@ -233,10 +233,21 @@ static int start_attempt(struct sup *s)
     }
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
-    emit(s, "start",
-         json_pack("{s:s,s:i,s:b,s:I,s:I,s:i}", "host", host, "pid", (int)s->child, "resumed",
-                   resumed, "seq", (json_int_t)(resumed ? m.seq : 0), "step",
-                   (json_int_t)(resumed ? m.step : -1), "nodes", (int)(multi ? c->nodes : 1)));
+    json_t *start =
+        json_pack("{s:s,s:i,s:b,s:I,s:I,s:i}", "host", host, "pid", (int)s->child, "resumed",
+                  resumed, "seq", (json_int_t)(resumed ? m.seq : 0), "step",
+                  (json_int_t)(resumed ? m.step : -1), "nodes", (int)(multi ? c->nodes : 1));
+    /* The job's command, so that a rerun with another one can say so (cmd_run.c). */
+    json_t *argv = json_array();
+    for (size_t i = 0; argv && c->argv[i] && i < 256; i++) {
+        json_t *a = json_string(c->argv[i]); /* NULL: not UTF-8 */
+        json_array_append_new(argv, a ? a : json_string("?"));
+    }
+    if (start && argv)
+        json_object_set_new(start, "argv", argv);
+    else
+        json_decref(argv);
+    emit(s, "start", start);
     sr_events_flush(s->ev);
     sr_info("run %s attempt %" PRIu32 ": started %s (pid %d)%s", c->run_id, s->attempt, c->argv[0],
             (int)s->child, resumed ? ", resumed" : "");
