@@ -139,6 +139,8 @@ int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
             sr_format_size(m->stored_bytes, size, sizeof(size));
             fmt_time(m->created, when, sizeof(when));
             snprintf(seq, sizeof(seq), "%" PRIu64, m->seq);
+        } else if (h.first_ms > 0) { /* no checkpoint yet: when the run began (its first event) */
+            fmt_time(h.first_ms / 1000, when, sizeof(when));
         }
         printf("%-32s %-12s %5zu %8s %10s %10s %4zu %4u %4u %8s %9s  %s\n", runs.v[i],
                sr_hist_state_name(h.state), l.n, seq, step, size, h.n_att, h.preemptions,
