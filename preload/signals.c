@@ -17,6 +17,17 @@
  *    killed by it.
  *  - SIGTERM with an application handler (or SIG_IGN): runs / ignores it;
  *    the application handles SIGTERM itself.
+ *  - Re-raised SIGTERM: a handler that resets SIGTERM to SIG_DFL and raises
+ *    it against its own process to "die as by default" (PyTorch's
+ *    DataLoader workers do exactly that for any SIGTERM not sent by their
+ *    parent) asks for the default action of the SIGTERM it handles. When
+ *    that one came from outside the tree, the default under spotrun is a
+ *    checkpoint request, so the re-raise is that outside SIGTERM: reported,
+ *    not a death. "The re-raise" = a SIGTERM this process sends itself
+ *    while an application handler runs for an outside SIGTERM (delivered at
+ *    once with SA_NODEFER), or that is pending when such a handler returns
+ *    (delivered as it returns). A SIGTERM the job sends itself at any other
+ *    time still kills it.
  *  - SIGTERM at the application's SIG_DFL: sent from inside the job's tree
  *    (the wrapper's TERM after a checkpoint, the process itself, a parent
  *    that terminates its child, `timeout`), it kills as usual: that is the
@@ -43,7 +54,8 @@
  * marks the job as listening, so the wrapper knows a request is heard.
  *
  * Async-signal safety: the handler uses only atomics and socket(),
- * connect(), send(), close(), sigaction(), pthread_sigmask(), raise();
+ * connect(), send(), close(), sigaction(), pthread_sigmask(), raise(),
+ * sigpending();
  * everything it reads (the control path, the wrapper pid) was copied at
  * init. errno is preserved.
  * Threads: actions are per-process atomics; a racing update and delivery
@@ -79,6 +91,10 @@ static pid_t wrapper_pid;
 static struct sockaddr_un control_addr;
 static int have_control;
 static atomic_int owner; /* the pid whose memory this is (see "Children") */
+/* "Re-raised SIGTERM": application handlers running for a SIGTERM from
+ * outside the tree, and a re-raise left pending when the last one returned. */
+static atomic_int outside_term;
+static atomic_int reraise_pending;
 
 static void atfork_child(void)
 {
@@ -180,6 +196,18 @@ static int in_job_tree(int pid)
     return 0;
 }
 
+/* A SIGTERM sent by this process to itself, or from inside the job's tree. */
+static int term_from_self(const siginfo_t *si)
+{
+    return si && si->si_code <= 0 && si->si_pid == getpid();
+}
+
+static int term_is_ours(const siginfo_t *si)
+{
+    /* si_code <= 0: sent by a process (kill, sigqueue, tgkill). */
+    return si && si->si_code <= 0 && (si->si_pid == getpid() || in_job_tree((int)si->si_pid));
+}
+
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
     const int saved = errno;
@@ -187,22 +215,41 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
     const int flags = atomic_load(&app[sig].flags);
     if (sig == request_sig)
         shim_note_request();
-    if (h == (uintptr_t)SIG_DFL) {
-        if (sig != request_sig) { /* SIGTERM */
-            /* si_code <= 0: sent by a process (kill, sigqueue, tgkill). */
-            const int ours =
-                si && si->si_code <= 0 && (si->si_pid == getpid() || in_job_tree((int)si->si_pid));
-            if (ours || report_term() != 0)
-                die_by_default(sig);
-        }
-    } else if (h != (uintptr_t)SIG_IGN) {
-        if (flags & SA_RESETHAND)
-            atomic_store(&app[sig].handler, (uintptr_t)SIG_DFL);
+    if (sig == request_sig) {
+        /* counted above; the application's handler, if any, runs below */
+    } else if (h == (uintptr_t)SIG_DFL) { /* SIGTERM */
+        /* The application's re-raise of an outside SIGTERM (see "Re-raised
+         * SIGTERM") is that SIGTERM; any other consumes the mark. */
+        const int reraised =
+            (atomic_exchange(&reraise_pending, 0) || atomic_load(&outside_term) > 0) &&
+            term_from_self(si);
+        if ((!reraised && term_is_ours(si)) || report_term() != 0)
+            die_by_default(sig);
         errno = saved;
-        if (flags & SA_SIGINFO)
-            ((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
-        else
-            ((void (*)(int))h)(sig);
+        return;
+    }
+    if (h == (uintptr_t)SIG_DFL || h == (uintptr_t)SIG_IGN) {
+        errno = saved;
+        return;
+    }
+    const int outside = sig != request_sig && !term_is_ours(si);
+    if (outside)
+        atomic_fetch_add(&outside_term, 1);
+    if (flags & SA_RESETHAND)
+        atomic_store(&app[sig].handler, (uintptr_t)SIG_DFL);
+    errno = saved;
+    if (flags & SA_SIGINFO)
+        ((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
+    else
+        ((void (*)(int))h)(sig);
+    if (outside) {
+        /* Re-raised while blocked in this handler: delivered as soon as we
+         * return, and still the outside SIGTERM. */
+        sigset_t pending;
+        if (atomic_load(&app[sig].handler) == (uintptr_t)SIG_DFL && sigpending(&pending) == 0 &&
+            sigismember(&pending, sig) == 1)
+            atomic_store(&reraise_pending, 1);
+        atomic_fetch_sub(&outside_term, 1);
     }
     errno = saved;
 }
