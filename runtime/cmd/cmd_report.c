@@ -98,6 +98,7 @@ int sr_cmd_report(const struct sr_cmd *cmd, int argc, char **argv)
     }
     struct sr_history h;
     sr_hist_init(&h);
+    h.keep_points = 1; /* the metric panel's curves */
     const int rc = sr_hist_load(ctx.st, run, &h);
     if (rc < 0) {
         code = sr_fail(rc, "cannot read the run's event log");

@@ -91,11 +91,27 @@ static void let_go(struct held *h)
 int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct sr_view_opts vo = {0};
-    const struct sr_opt opts[] = {SR_VIEW_OPTS(&vo), SR_OPTS_COMMON};
+    /* --long: a METRICS column, the last value of --metric's names (at
+     * most 2), else of the first two metrics each run reported. */
+    int long_ls = 0;
+    struct sr_optlist metric = {0};
+    const struct sr_opt opts[] = {
+        {"long", 'l', NULL, SR_OPT_FLAG, &long_ls, NULL,
+         "add a METRICS column: the last value of the run's first two metrics"},
+        {"metric", 0, NULL, SR_OPT_MULTI, &metric, "NAME",
+         "with --long, show this metric (repeatable, at most 2; implies --long)"},
+        SR_VIEW_OPTS(&vo),
+        SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
     int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
     if (code >= 0)
         return code;
+    if (metric.n > 2) {
+        fprintf(stderr, "spotrun ls: at most 2 --metric names (%zu given)\n", metric.n);
+        sr_store_close(ctx.st);
+        return SR_EX_USAGE;
+    }
+    long_ls |= metric.n > 0;
     struct sr_store *st = ctx.st;
     struct sr_strlist runs = {0};
     json_t *jruns = vo.json ? json_array() : NULL;
@@ -105,8 +121,9 @@ int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
         goto out;
     }
     if (!vo.json)
-        printf("%-32s %-12s %5s %8s %10s %10s %4s %4s %4s %8s %9s  %s\n", "RUN", "STATE", "CKPTS",
-               "NEWEST", "STEP", "SIZE", "ATT", "PRE", "FAIL", "LOST", "COST", "CREATED");
+        printf("%-32s %-12s %5s %8s %10s %10s %4s %4s %4s %8s %9s  %-*s%s\n", "RUN", "STATE",
+               "CKPTS", "NEWEST", "STEP", "SIZE", "ATT", "PRE", "FAIL", "LOST", "COST",
+               long_ls ? 19 : 0, "CREATED", long_ls ? "  METRICS" : "");
     for (size_t i = 0; i < runs.n; i++) {
         struct sr_ckpt_list l = {0};
         sr_ckpt_list(st, runs.v[i], &l);
@@ -142,9 +159,12 @@ int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
         } else if (h.first_ms > 0) { /* no checkpoint yet: when the run began (its first event) */
             fmt_time(h.first_ms / 1000, when, sizeof(when));
         }
-        printf("%-32s %-12s %5zu %8s %10s %10s %4zu %4u %4u %8s %9s  %s\n", runs.v[i],
+        char cell[256] = "";
+        if (long_ls) /* --long's METRICS */
+            sr_summary_metrics_cell(&h, metric.v, metric.n, cell, sizeof(cell));
+        printf("%-32s %-12s %5zu %8s %10s %10s %4zu %4u %4u %8s %9s  %-*s%s%s\n", runs.v[i],
                sr_hist_state_name(h.state), l.n, seq, step, size, h.n_att, h.preemptions,
-               h.failures, lost, cost, when);
+               h.failures, lost, cost, long_ls ? 19 : 0, when, long_ls ? "  " : "", cell);
         sr_hist_free(&h);
         sr_ckpt_list_free(&l);
     }

@@ -19,10 +19,10 @@
 /* What both commands take besides their own options. */
 struct view_args {
     struct sr_view_opts vo;
-    struct sr_optlist maximize;
+    struct sr_optlist maximize, minimize;
     const char *sort;
     uint64_t threads;
-    char names[1024]; /* --maximize's comma-separated names, split in place */
+    char names[1024], min_names[1024]; /* --maximize's, --minimize's names, split in place */
 };
 
 #define VIEW_ARG_OPTS(a)                                                                           \
@@ -32,34 +32,52 @@ struct view_args {
      SR_OPT_MULTI,                                                                                 \
      &(a)->maximize,                                                                               \
      "NAME[,NAME]",                                                                                \
-     "metrics whose best is the largest value (default: the smallest); repeatable"},               \
+     "metrics whose best is the largest value (default: by name, docs/sweep-show.md); "            \
+     "repeatable"},                                                                                \
+        {"minimize",                                                                               \
+         0,                                                                                        \
+         "SPOTRUN_MINIMIZE",                                                                       \
+         SR_OPT_MULTI,                                                                             \
+         &(a)->minimize,                                                                           \
+         "NAME[,NAME]",                                                                            \
+         "metrics whose best is the smallest value, whatever their name; repeatable"},             \
     {                                                                                              \
         "threads", 0, "SPOTRUN_THREADS", SR_OPT_UINT, &(a)->threads, "N",                          \
             "trials read at once (default 8)"                                                      \
     }
 
-/* --maximize a,b --maximize c -> o->maximize. SR_EX_USAGE after a message,
- * or -1 to go on. */
-static int split_maximize(const char *cmd, struct view_args *a, struct sr_sv_opts *o)
+/* --maximize a,b --maximize c -> out[] (names split in place in buf, of
+ * 1024 bytes). SR_EX_USAGE after a message, or -1 to go on. */
+static int split_names(const char *cmd, const char *opt, const struct sr_optlist *l, char *buf,
+                       const char **out, size_t *n_out)
 {
     size_t off = 0;
-    for (size_t i = 0; i < a->maximize.n; i++) {
-        const size_t n = strlen(a->maximize.v[i]);
-        if (off + n + 1 > sizeof(a->names))
+    for (size_t i = 0; i < l->n; i++) {
+        const size_t n = strlen(l->v[i]);
+        if (off + n + 1 > 1024)
             break;
-        memcpy(a->names + off, a->maximize.v[i], n + 1);
-        for (char *save = NULL, *s = strtok_r(a->names + off, ",", &save); s;
+        memcpy(buf + off, l->v[i], n + 1);
+        for (char *save = NULL, *s = strtok_r(buf + off, ",", &save); s;
              s = strtok_r(NULL, ",", &save)) {
-            if (o->n_maximize == SR_SV_MAXIMIZE_MAX) {
-                fprintf(stderr, "spotrun %s: at most %d names for --maximize\n", cmd,
-                        SR_SV_MAXIMIZE_MAX);
+            if (*n_out == SR_SV_MAXIMIZE_MAX) {
+                fprintf(stderr, "spotrun %s: at most %d names for --%s\n", cmd, SR_SV_MAXIMIZE_MAX,
+                        opt);
                 return SR_EX_USAGE;
             }
-            o->maximize[o->n_maximize++] = s;
+            out[(*n_out)++] = s;
         }
         off += n + 1;
     }
     return -1;
+}
+
+static int split_maximize(const char *cmd, struct view_args *a, struct sr_sv_opts *o)
+{
+    const int code =
+        split_names(cmd, "maximize", &a->maximize, a->names, o->maximize, &o->n_maximize);
+    if (code >= 0)
+        return code;
+    return split_names(cmd, "minimize", &a->minimize, a->min_names, o->minimize, &o->n_minimize);
 }
 
 /* The preamble of both: options, the sweep's definition, its trials.

@@ -3,6 +3,7 @@
  */
 #include "history.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -26,6 +27,8 @@ void sr_hist_free(struct sr_history *h)
     free(h->att);
     free(h->ck);
     free(h->no);
+    for (size_t i = 0; i < h->n_met; i++)
+        free(h->met[i].pts);
     free(h->met);
     sr_hist_init(h);
 }
@@ -158,6 +161,27 @@ static void add_interval(struct sr_history *h, const json_t *ev, int64_t t)
     str_of(ev, "mtbf_from", iv->mtbf_from, sizeof(iv->mtbf_from));
 }
 
+/* Keeps every m->stride-th value; at SR_HIST_POINTS_MAX, drops every other
+ * kept one and doubles the stride (the curve stays even over the run). */
+static void keep_point(struct sr_hist_metric *m, double v, int64_t step, uint32_t a)
+{
+    if (m->count % m->stride)
+        return;
+    if (m->n_pts == SR_HIST_POINTS_MAX) {
+        size_t n = 0;
+        for (size_t i = 0; i < m->n_pts; i += 2)
+            m->pts[n++] = m->pts[i];
+        m->n_pts = n;
+        m->stride *= 2;
+        if (m->count % m->stride)
+            return;
+    }
+    if (!m->pts && !(m->pts = malloc(SR_HIST_POINTS_MAX * sizeof(*m->pts))))
+        return;
+    m->pts[m->n_pts++] =
+        (struct sr_hist_point){.step = step, .value = v, .attempt = a, .index = m->count};
+}
+
 /* A "metric" event: {"name":..,"value":..,"step":N} (step optional). */
 static void add_metric(struct sr_history *h, const json_t *ev, uint32_t a, int64_t t)
 {
@@ -178,11 +202,23 @@ static void add_metric(struct sr_history *h, const json_t *ev, uint32_t a, int64
             return;
         snprintf(m->name, sizeof(m->name), "%s", name);
         m->min = m->max = v;
+        m->min_step = m->max_step = step;
         m->last_ms = -1;
+        m->stride = 1;
     }
+    if (h->keep_points)
+        keep_point(m, v, step, a);
     m->count++;
-    m->min = v < m->min ? v : m->min;
-    m->max = v > m->max ? v : m->max;
+    /* The best's step: where it was first reached (a tie keeps the lower
+     * step, so the order the logs are read in does not matter). */
+    if (v < m->min || (v == m->min && step >= 0 && (m->min_step < 0 || step < m->min_step))) {
+        m->min = v;
+        m->min_step = step;
+    }
+    if (v > m->max || (v == m->max && step >= 0 && (m->max_step < 0 || step < m->max_step))) {
+        m->max = v;
+        m->max_step = step;
+    }
     /* Newest by time, then attempt, then step; a tie goes to the later line. */
     const int newer = t != m->last_ms        ? t > m->last_ms
                       : a != m->last_attempt ? a > m->last_attempt
@@ -206,6 +242,47 @@ const struct sr_hist_metric *sr_hist_metric_find(const struct sr_history *h, con
 double sr_hist_metric_best(const struct sr_hist_metric *m, int maximize)
 {
     return maximize ? m->max : m->min;
+}
+
+int64_t sr_hist_metric_best_step(const struct sr_hist_metric *m, int maximize)
+{
+    return maximize ? m->max_step : m->min_step;
+}
+
+static int word_in(const char *w, const char *const *list)
+{
+    for (; *list; list++)
+        if (strcmp(w, *list) == 0)
+            return 1;
+    return 0;
+}
+
+int sr_hist_metric_maximized(const char *name)
+{
+    static const char *const up[] = {
+        "accuracy", "acc", "f1",  "auc",  "bleu", "rouge", "reward", "return", "score", "precision",
+        "recall",   "iou", "map", "dice", "psnr", "ssim",  "r2",     "top1",   "top5",  NULL};
+    static const char *const down[] = {"loss", "error", "err",  "perplexity", "ppl", "nll",
+                                       "mse",  "mae",   "rmse", "wer",        "cer", NULL};
+    int max = 0;
+    char w[SR_HIST_METRIC_NAME_MAX + 1];
+    size_t n = 0;
+    for (const char *s = name;; s++) {
+        if (*s && !strchr("_.:-", *s)) {
+            if (n + 1 < sizeof(w))
+                w[n++] = (char)tolower((unsigned char)*s);
+            continue;
+        }
+        w[n] = '\0';
+        if (n && word_in(w, down))
+            return 0;
+        if (n && word_in(w, up))
+            max = 1;
+        n = 0;
+        if (!*s)
+            break;
+    }
+    return max;
 }
 
 void sr_hist_add(struct sr_history *h, const json_t *ev)

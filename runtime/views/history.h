@@ -107,15 +107,30 @@ struct sr_hist_count {
 
 /* A metric the job reported (`spotrun metric NAME=VALUE`): every value
  * folded into its last (the newest by time, then step), its minimum and
- * maximum (which is best is the viewer's choice: --maximize), and a count. */
+ * maximum with the step each was first reached at (which is best:
+ * sr_hist_metric_maximized(), or the viewer's --maximize), and a count.
+ * With h->keep_points (`report`), also its values over steps: at most
+ * SR_HIST_POINTS_MAX, thinned evenly (every 2nd, then every 4th...) when
+ * there are more, so a long run's curve costs a bounded memory. */
 #define SR_HIST_METRIC_NAME_MAX 64 /* [A-Za-z0-9_.:-]{1,64}, as `spotrun metric` takes */
 #define SR_HIST_METRICS_MAX 64     /* names per run; more are ignored */
+#define SR_HIST_POINTS_MAX 1024    /* kept values per metric with keep_points */
+struct sr_hist_point {
+    int64_t step; /* -1: reported without a step */
+    double value;
+    uint32_t attempt;
+    unsigned index; /* the value's rank among the metric's values (0, 1, ...) */
+};
 struct sr_hist_metric {
     char name[SR_HIST_METRIC_NAME_MAX + 1];
     double last, min, max;
     int64_t last_ms, last_step; /* last_step -1 when the last value had no step */
+    int64_t min_step, max_step; /* the step of the first min / max; -1 unknown */
     uint32_t last_attempt;
     unsigned count;
+    struct sr_hist_point *pts; /* keep_points only: in the order read */
+    size_t n_pts;
+    unsigned stride; /* keep every stride-th value (1, 2, 4...) */
 };
 
 struct sr_hist_prices {
@@ -132,6 +147,7 @@ struct sr_history {
     size_t n_no, cap_no;
     struct sr_hist_metric *met; /* in the order first seen */
     size_t n_met, cap_met;
+    int keep_points; /* set before adding: keep each metric's values (pts) */
     unsigned requests;
     struct sr_hist_interval interval;
     int done_marker; /* DONE exists in the store */
@@ -181,8 +197,18 @@ const char *sr_hist_end_name(enum sr_hist_end e);
 
 /* The metric called name, or NULL. */
 const struct sr_hist_metric *sr_hist_metric_find(const struct sr_history *h, const char *name);
-/* Its best value: the maximum when maximize, else the minimum. */
+/* Its best value: the maximum when maximize, else the minimum; and the
+ * step it was first reached at (-1 when that value had no step). */
 double sr_hist_metric_best(const struct sr_hist_metric *m, int maximize);
+int64_t sr_hist_metric_best_step(const struct sr_hist_metric *m, int maximize);
+/* The direction convention (docs/json-schema.md, "Metrics"): 1 when a
+ * metric of this name is better larger. The name is cut into words at
+ * _ . : - and lowercased; it is maximized when a word is one of accuracy,
+ * acc, f1, auc, bleu, rouge, reward, return, score, precision, recall,
+ * iou, map, dice, psnr, ssim, r2, top1, top5, and none is one of loss,
+ * error, err, perplexity, ppl, nll, mse, mae, rmse, wer, cer. Anything
+ * else is minimized. */
+int sr_hist_metric_maximized(const char *name);
 
 /* Instance hours and cost; *spot and *on_demand are 0 without a price. */
 double sr_hist_instance_hours(const struct sr_history *h);

@@ -60,7 +60,12 @@ static void sample(FILE *f, const char *name, const char *run, const char *label
         label_value(f, value);
         fputc('"', f);
     }
-    fprintf(f, "} %.17g\n", v);
+    /* The shortest form that reads back as v: 0.31, not 0.31000000000000000. */
+    char num[32];
+    snprintf(num, sizeof(num), "%.15g", v);
+    if (strtod(num, NULL) != v)
+        snprintf(num, sizeof(num), "%.17g", v);
+    fprintf(f, "} %s\n", num);
 }
 
 static void histogram(FILE *f, const char *name, const char *help, const char *run,
@@ -126,6 +131,29 @@ static void counters(FILE *f, const char *run, const struct sr_history *h)
     sample(f, "spotrun_lost_work_seconds_total", run, NULL, NULL, (double)h->lost_ms / 1000.0);
 }
 
+/* The job's own metrics (`spotrun metric`): newest value, its step, best. */
+static void job_metrics(FILE *f, const char *run, const struct sr_history *h)
+{
+    if (!h->n_met)
+        return;
+    family(f, "spotrun_job_metric", "gauge",
+           "The newest value of each metric the job reported (spotrun metric).");
+    for (size_t i = 0; i < h->n_met; i++)
+        sample(f, "spotrun_job_metric", run, "name", h->met[i].name, h->met[i].last);
+    family(f, "spotrun_job_metric_step", "gauge",
+           "The step of the newest value (metrics reported with a step).");
+    for (size_t i = 0; i < h->n_met; i++)
+        if (h->met[i].last_step >= 0)
+            sample(f, "spotrun_job_metric_step", run, "name", h->met[i].name,
+                   (double)h->met[i].last_step);
+    family(f, "spotrun_job_metric_best", "gauge",
+           "The best value of each metric: the smallest, or the largest for names like acc, "
+           "f1, reward, score (docs/json-schema.md).");
+    for (size_t i = 0; i < h->n_met; i++)
+        sample(f, "spotrun_job_metric_best", run, "name", h->met[i].name,
+               sr_hist_metric_best(&h->met[i], sr_hist_metric_maximized(h->met[i].name)));
+}
+
 void sr_metrics_render(FILE *f, const char *run, const struct sr_history *h, int64_t now_ms)
 {
     family(f, "spotrun_state", "gauge", "1 for the run's current state, 0 for the others.");
@@ -152,6 +180,7 @@ void sr_metrics_render(FILE *f, const char *run, const struct sr_history *h, int
                "Peak GPU memory of the job (from the shim).");
         sample(f, "spotrun_gpu_memory_peak_bytes", run, NULL, NULL, (double)h->gpu_peak_bytes);
     }
+    job_metrics(f, run, h);
     histogram(f, "spotrun_checkpoint_stage_seconds",
               "Time to stage a checkpoint (pack and compress; the job waits for it).", run, h, 0);
     histogram(f, "spotrun_checkpoint_persist_seconds",

@@ -7,7 +7,8 @@
  * plain SVG 1.1 (rect, line, path, text, a pattern), so browsers, rsvg and
  * the README render it alike; each element carries a class naming what it
  * shows (segment, restore, lost, ckpt staged/durable, notice, restart, exit)
- * and a <title> tooltip.
+ * and a <title> tooltip. Below the lanes, the job's metrics over steps
+ * (metricplot.h), when it reported any.
  */
 #include "report.h"
 
@@ -21,6 +22,7 @@
 
 #include "log.h"
 #include "manifest.h"
+#include "metricplot.h"
 #include "summary.h"
 #include "svg.h"
 #include "units.h"
@@ -264,7 +266,8 @@ void sr_report_svg(FILE *f, const char *run_id, const struct sr_history *h)
     if (fr.t1 - fr.t0 < 1000)
         fr.t1 = fr.t0 + 1000;
     const size_t lanes = h->n_att ? h->n_att : 1;
-    const double height = TOP + (double)lanes * LANE + 50;
+    const double timeline = TOP + (double)lanes * LANE + 50;
+    const double height = timeline + sr_metricplot_height(h);
     head(f, run_id, h, height);
     legend(f);
     for (size_t i = 0; i < h->n_att; i++)
@@ -291,6 +294,7 @@ void sr_report_svg(FILE *f, const char *run_id, const struct sr_history *h)
             link_attempts(f, &fr, a, &h->att[i + 1], i);
         fprintf(f, "</g>\n");
     }
+    sr_metricplot_svg(f, h, timeline, W);
     fprintf(f, "</svg>\n");
 }
 

@@ -124,6 +124,7 @@ void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_
             h->persist_max, h->durable,
             h->stored_bytes ? (double)h->raw_bytes / (double)h->stored_bytes : 0.0);
     print_interval(f, &h->interval);
+    sr_summary_print_metrics(f, h);
     if (h->gpu_peak_bytes) {
         char peak[32];
         sr_format_size(h->gpu_peak_bytes, peak, sizeof(peak));
@@ -234,6 +235,11 @@ json_t *sr_summary_attempts_json(const struct sr_history *h)
     return arr;
 }
 
+static json_t *step_or_null(int64_t step)
+{
+    return step >= 0 ? json_integer(step) : json_null();
+}
+
 json_t *sr_summary_metric_json(const struct sr_hist_metric *m, int best, int maximize)
 {
     json_t *o = json_pack("{s:f}", "last", m->last);
@@ -244,9 +250,59 @@ json_t *sr_summary_metric_json(const struct sr_hist_metric *m, int best, int max
         json_object_set_new(o, "max", json_real(m->max));
     }
     json_object_set_new(o, "count", json_integer(m->count));
-    json_object_set_new(o, "last_step",
-                        m->last_step >= 0 ? json_integer(m->last_step) : json_null());
+    json_object_set_new(o, "last_step", step_or_null(m->last_step));
+    if (!best) {
+        json_object_set_new(o, "min_step", step_or_null(m->min_step));
+        json_object_set_new(o, "max_step", step_or_null(m->max_step));
+        json_object_set_new(o, "best", json_real(sr_hist_metric_best(m, maximize)));
+    }
+    json_object_set_new(o, "best_step", step_or_null(sr_hist_metric_best_step(m, maximize)));
+    json_object_set_new(o, "maximize", json_boolean(maximize));
     return o;
+}
+
+static void value_at(char *buf, size_t len, double v, int64_t step)
+{
+    if (step >= 0)
+        snprintf(buf, len, "%.6g at step %" PRId64, v, step);
+    else
+        snprintf(buf, len, "%.6g", v);
+}
+
+void sr_summary_print_metrics(FILE *f, const struct sr_history *h)
+{
+    int w = 0;
+    for (size_t i = 0; i < h->n_met; i++)
+        if ((int)strlen(h->met[i].name) > w)
+            w = (int)strlen(h->met[i].name);
+    for (size_t i = 0; i < h->n_met; i++) {
+        const struct sr_hist_metric *m = &h->met[i];
+        const int max = sr_hist_metric_maximized(m->name);
+        char last[64], best[64];
+        value_at(last, sizeof(last), m->last, m->last_step);
+        value_at(best, sizeof(best), sr_hist_metric_best(m, max), sr_hist_metric_best_step(m, max));
+        fprintf(f, "%-13s%-*s  last %s, best %s (%s; %u value%s)\n", i ? "" : "metrics:", w,
+                m->name, last, best, max ? "max" : "min", m->count, m->count == 1 ? "" : "s");
+    }
+}
+
+void sr_summary_metrics_cell(const struct sr_history *h, const char *const *names, size_t n,
+                             char *buf, size_t len)
+{
+    size_t off = 0;
+    const size_t shown = n ? n : (h->n_met < 2 ? h->n_met : 2);
+    snprintf(buf, len, "-");
+    for (size_t i = 0; i < shown && off < len; i++) {
+        const struct sr_hist_metric *m = n ? sr_hist_metric_find(h, names[i]) : &h->met[i];
+        int wr;
+        if (m)
+            wr = snprintf(buf + off, len - off, "%s%s=%.4g", i ? " " : "", m->name, m->last);
+        else
+            wr = snprintf(buf + off, len - off, "%s%s=-", i ? " " : "", names[i]);
+        if (wr < 0)
+            break;
+        off += (size_t)wr;
+    }
 }
 
 json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices *p)
@@ -299,7 +355,9 @@ json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices 
     json_object_set_new(o, "cost", cost);
     json_t *met = json_object();
     for (size_t i = 0; i < h->n_met; i++)
-        json_object_set_new(met, h->met[i].name, sr_summary_metric_json(&h->met[i], 0, 0));
+        json_object_set_new(
+            met, h->met[i].name,
+            sr_summary_metric_json(&h->met[i], 0, sr_hist_metric_maximized(h->met[i].name)));
     json_object_set_new(o, "metrics", met);
     return o;
 }

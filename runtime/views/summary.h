@@ -24,9 +24,20 @@ void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_
 void sr_summary_print_attempts(FILE *f, const struct sr_history *h);
 /* The run-level fields of the --json schema (new reference). */
 json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices *p);
-/* One metric: {"last", "min", "max", "count", "last_step"}, or with best
- * {"last", "best", "count", "last_step"} (best: the max when maximize). */
+/* One metric: {"last", "min", "max", "count", "last_step", "min_step",
+ * "max_step", "maximize", "best", "best_step"}, or with best {"last",
+ * "best", "count", "last_step", "best_step", "maximize"}; best is the max
+ * when maximize. */
 json_t *sr_summary_metric_json(const struct sr_hist_metric *m, int best, int maximize);
+/* The "metrics:" block of `show`: per metric its last value and step and
+ * its best (sr_hist_metric_maximized's direction) and step. Nothing when
+ * the job reported none. */
+void sr_summary_print_metrics(FILE *f, const struct sr_history *h);
+/* `ls --long`'s cell: "NAME=LAST" of each of names (n of them; "-" for one
+ * the run lacks), or with n 0, of the first two metrics the run reported;
+ * "-" when none. */
+void sr_summary_metrics_cell(const struct sr_history *h, const char *const *names, size_t n,
+                             char *buf, size_t len);
 /* The attempts array of the --json schema (new reference). */
 json_t *sr_summary_attempts_json(const struct sr_history *h);
 

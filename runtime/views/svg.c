@@ -38,7 +38,9 @@ void sr_svg_escape(FILE *f, const char *s)
             fputs("&apos;", f);
             break;
         default:
-            if ((unsigned char)*s >= 0x20)
+            /* Line breaks and tabs are text (a <pre>'s lines); other
+             * control bytes are not allowed in XML 1.0 at all. */
+            if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
                 fputc(*s, f);
         }
     }

@@ -29,7 +29,8 @@ struct sr_svg_frame {
 /* The x of t, clamped to the frame. */
 double sr_svg_x(const struct sr_svg_frame *fr, int64_t t);
 
-/* XML text: escapes the five special characters; drops control bytes. */
+/* XML text: escapes the five special characters; keeps line breaks and
+ * tabs, drops the other control bytes. */
 void sr_svg_escape(FILE *f, const char *s);
 /* <text class=cls x y attrs>s</text> */
 void sr_svg_text(FILE *f, double x, double y, const char *cls, const char *attrs, const char *s);

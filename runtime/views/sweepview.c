@@ -10,6 +10,7 @@
 #include "sweepview.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -315,6 +316,17 @@ int sr_sv_maximized(const struct sr_sv_opts *o, const char *metric)
     for (size_t i = 0; i < o->n_maximize; i++)
         if (strcmp(o->maximize[i], metric) == 0)
             return 1;
+    for (size_t i = 0; i < o->n_minimize; i++)
+        if (strcmp(o->minimize[i], metric) == 0)
+            return 0;
+    return sr_hist_metric_maximized(metric);
+}
+
+static int explicit_max(const struct sr_sv_opts *o, const char *metric)
+{
+    for (size_t i = 0; i < o->n_maximize; i++)
+        if (strcmp(o->maximize[i], metric) == 0)
+            return 1;
     return 0;
 }
 
@@ -358,6 +370,25 @@ void sr_sweepview_order(const struct sr_sweepview *v, const struct sr_sv_opts *o
     for (size_t k = 0; k < v->n; k++)
         order[k] = keys[k].trial;
     free(keys);
+}
+
+const struct sr_sv_trial *sr_sweepview_best(const struct sr_sweepview *v,
+                                            const struct sr_sv_opts *o, const char **metric)
+{
+    *metric = o->sort ? o->sort : v->n_metrics ? v->metrics[0] : NULL;
+    if (!*metric)
+        return NULL;
+    const int max = sr_sv_maximized(o, *metric);
+    const struct sr_sv_trial *best = NULL;
+    double key = 0;
+    for (size_t k = 0; k < v->n; k++) { /* ties: the lowest index (as the sort) */
+        const struct sr_hist_metric *m = metric_of(&v->t[k], *metric);
+        if (m && (!best || (max ? m->max > key : m->min < key))) {
+            best = &v->t[k];
+            key = sr_hist_metric_best(m, max);
+        }
+    }
+    return best;
 }
 
 double sr_sv_trial_hours(const struct sr_sv_trial *t)
@@ -468,9 +499,31 @@ static void print_header(FILE *f, const struct sr_sweepview *v, const struct sr_
     fputc('\n', f);
 }
 
+/* "best:        trial 3 (loss 0.21 at step 900; lr=0.2 seed=1)". */
+static void print_best(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o)
+{
+    const char *name;
+    const struct sr_sv_trial *t = sr_sweepview_best(v, o, &name);
+    if (!t)
+        return;
+    const struct sr_hist_metric *m = metric_of(t, name);
+    const int max = sr_sv_maximized(o, name);
+    const int64_t step = sr_hist_metric_best_step(m, max);
+    fprintf(f, "best:        trial %zu (%s %.6g", t->trial, name, sr_hist_metric_best(m, max));
+    if (step >= 0)
+        fprintf(f, " at step %" PRId64, step);
+    fprintf(f, ", %s", max ? "max" : "min");
+    for (size_t i = 0; i < sr_sweep_nparams(v->sw); i++) {
+        const char *p = sr_sweep_param(v->sw, i), *val = sr_sweep_value(v->sw, t->trial, p);
+        fprintf(f, "%s%s=%s", i ? " " : "; ", p, val ? val : "-");
+    }
+    fprintf(f, ")\n");
+}
+
 void sr_sweepview_print(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o)
 {
     print_header(f, v, o);
+    print_best(f, v, o);
     const size_t np = sr_sweep_nparams(v->sw), nm = v->n_metrics;
     struct table t = {.rows = v->n + 1, .cols = 1 + np + 6 + nm};
     t.cell = calloc(t.rows * t.cols, sizeof(*t.cell));
@@ -615,9 +668,25 @@ json_t *sr_sweepview_json(const struct sr_sweepview *v, const struct sr_sv_opts 
     json_object_set_new(totals, "on_demand_cost", price_or_null(hours, od));
     json_object_set_new(totals, "saving",
                         spot > 0 && od > 0 ? json_real(hours * (od - spot)) : json_null());
+    /* Every metric whose best is its largest: --maximize's and those the
+     * name convention maximizes (docs/sweep-show.md). */
     json_t *maximize = json_array();
     for (size_t i = 0; i < o->n_maximize; i++)
         json_array_append_new(maximize, json_string(o->maximize[i]));
+    for (size_t i = 0; i < v->n_metrics; i++)
+        if (sr_sv_maximized(o, v->metrics[i]) && !explicit_max(o, v->metrics[i]))
+            json_array_append_new(maximize, json_string(v->metrics[i]));
+    const char *bname;
+    const struct sr_sv_trial *bt = sr_sweepview_best(v, o, &bname);
+    json_t *best = json_null();
+    if (bt) {
+        const struct sr_hist_metric *m = metric_of(bt, bname);
+        const int max = sr_sv_maximized(o, bname);
+        const int64_t step = sr_hist_metric_best_step(m, max);
+        best = json_pack("{s:I,s:s,s:f,s:o,s:b}", "trial", (json_int_t)bt->trial, "metric", bname,
+                         "value", sr_hist_metric_best(m, max), "step",
+                         step >= 0 ? json_integer(step) : json_null(), "maximize", max);
+    }
     json_t *trials = json_array();
     for (size_t i = 0; i < v->n; i++)
         json_array_append_new(trials, trial_json(v, &v->t[order[i]], o));
@@ -629,6 +698,7 @@ json_t *sr_sweepview_json(const struct sr_sweepview *v, const struct sr_sv_opts 
     json_object_set_new(doc, "params", params);
     json_object_set_new(doc, "maximize", maximize);
     json_object_set_new(doc, "sort", o->sort ? json_string(o->sort) : json_null());
+    json_object_set_new(doc, "best", best);
     json_object_set_new(doc, "counts", counts);
     json_object_set_new(doc, "totals", totals);
     json_object_set_new(doc, "trials", trials);

@@ -63,12 +63,15 @@ struct sr_sweepview {
     int64_t instance_ms, lost_ms, preempted_lost_ms; /* sums over trials */
 };
 
-/* How to show it: prices, the metrics whose best is the maximum, the sort. */
+/* How to show it: prices, the metrics whose best is the maximum (or the
+ * minimum) against the name's convention, the sort. */
 #define SR_SV_MAXIMIZE_MAX 32
 struct sr_sv_opts {
     struct sr_hist_prices prices;
     const char *maximize[SR_SV_MAXIMIZE_MAX];
     size_t n_maximize;
+    const char *minimize[SR_SV_MAXIMIZE_MAX];
+    size_t n_minimize;
     const char *sort; /* a metric name, NULL = by trial index */
 };
 
@@ -81,10 +84,17 @@ void sr_sweepview_free(struct sr_sweepview *v);
 const char *sr_sv_state_name(enum sr_sv_state s);
 /* 1 when some trial reported metric name. */
 int sr_sweepview_has_metric(const struct sr_sweepview *v, const char *name);
+/* 1 when metric's best is its largest value: named in o->maximize, else
+ * not in o->minimize and sr_hist_metric_maximized(metric). */
 int sr_sv_maximized(const struct sr_sv_opts *o, const char *metric);
 /* order[0..v->n): trial indices as shown: by o->sort's best (min first, max
  * first when maximized; trials without it last), then by index. */
 void sr_sweepview_order(const struct sr_sweepview *v, const struct sr_sv_opts *o, size_t *order);
+/* The best trial by o->sort (without one, by the first metric reported):
+ * the smallest best value (largest when maximized; ties: the lowest index).
+ * NULL when no trial reported it; *metric is the metric's name (or NULL). */
+const struct sr_sv_trial *sr_sweepview_best(const struct sr_sweepview *v,
+                                            const struct sr_sv_opts *o, const char **metric);
 /* A trial's instance hours and cost at o's spot price (0 without). */
 double sr_sv_trial_hours(const struct sr_sv_trial *t);
 

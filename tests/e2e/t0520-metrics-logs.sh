@@ -48,6 +48,27 @@ test_expect_success 'no temporary files are left beside it' '
     test "$(ls "$TRASH" | grep -c "run.prom")" -eq 1
 '
 
+test_expect_success 'the job'"'"'s metrics: newest value, its step and the best, labels escaped' '
+    mkdir -p "$SPOTRUN_STORE/jm/events" &&
+    printf "%s\n" "{\"event\":\"metric\",\"time\":\"x\",\"unix_ms\":1700000000000,\"attempt\":0,\"name\":\"we\\\"ird\\\\n\\nme\",\"value\":2.5,\"step\":4}" \
+        >"$SPOTRUN_STORE/jm/events/000000.jsonl" &&
+    cat "$SPOTRUN_STORE/jm/events/000000.jsonl" &&
+    "$SPOTRUN" run --run-id jm --max-restarts 0 --metrics-file "$TRASH/jm.prom" -- sh -c "
+        \$SPOTRUN_BIN metric --step 900 loss=0.31 val_acc=0.5 &&
+        \$SPOTRUN_BIN metric --step 950 loss=0.35 val_acc=0.75 && \$SPOTRUN_BIN metric lr=0.1" \
+        >jm.log 2>&1 &&
+    grep "^spotrun_job_metric{run=\"jm\",name=\"loss\"} 0.35$" jm.prom &&
+    "$PY" "$SRCDIR/tests/e2e/promcheck.py" jm.prom >m.jsonl &&
+    test "$(metric spotrun_job_metric name=loss)" = 0.35 &&
+    test "$(metric spotrun_job_metric_step name=loss)" = 950 &&
+    test "$(metric spotrun_job_metric_best name=loss)" = 0.31 &&
+    test "$(metric spotrun_job_metric_best name=val_acc)" = 0.75 &&
+    test "$(metric spotrun_job_metric name=lr)" = 0.1 &&
+    test -z "$(metric spotrun_job_metric_step name=lr)" &&
+    test "$(metric spotrun_job_metric "name=we\"ird\\n
+me")" = 2.5
+'
+
 test_expect_success 'the checker refuses what the format forbids' '
     printf "a_total{x=\"1\"} 1\nb 2\na_total{x=\"2\"} 3\n" >bad1.prom &&
     ! "$PY" "$SRCDIR/tests/e2e/promcheck.py" bad1.prom &&

@@ -87,28 +87,47 @@ test_expect_success 'the header counts the trials per state' '
     grep "^trials: *2 queued, 0 running, 2 preempted, 3 done, 1 failed$" show.out
 '
 
-test_expect_success 'metrics: last/min per trial, a column per metric' '
-    head -n 6 show.out | grep -E "^TRIAL +lr +seed +STATE .* loss last/min +acc last/min$" &&
-    row 0 | grep -E " 0\.75/0\.5 +0\.75/0\.5$" &&
-    row 2 | grep -E " 0\.3/0\.2 +0\.9/0\.8$" &&
+test_expect_success 'metrics: last/best per trial, a column per metric; acc is best largest' '
+    head -n 7 show.out | grep -E "^TRIAL +lr +seed +STATE .* loss last/min +acc last/max$" &&
+    row 0 | grep -E " 0\.75/0\.5 +0\.75/0\.75$" &&
+    row 2 | grep -E " 0\.3/0\.2 +0\.9/0\.9$" &&
     row 3 | grep -E " 9/9 +-$" &&
     row 5 | grep -E " - +-$"
 '
 
-order() { awk "NR > 6 { print \$1 }" | tr "\n" " "; }
+order() { awk "f { print \$1 } /^TRIAL/ { f = 1 }" | tr "\n" " "; }
 
 test_expect_success '--sort loss: best (smallest) first, trials without it last' '
     "$SPOTRUN" sweep show sw --sort loss >sorted.out &&
     test "$(order <sorted.out)" = "2 4 0 3 6 1 5 7 "
 '
 
-test_expect_success '--maximize acc: its best is the largest, and sorts first' '
-    "$SPOTRUN" sweep show sw --sort acc >acc-min.out &&
-    test "$(order <acc-min.out)" = "0 4 2 1 3 5 6 7 " &&
-    "$SPOTRUN" sweep show sw --sort acc --maximize acc >acc-max.out &&
+test_expect_success 'acc: its best is the largest by its name, and sorts first; --minimize turns it' '
+    "$SPOTRUN" sweep show sw --sort acc >acc-max.out &&
     test "$(order <acc-max.out)" = "2 4 0 1 3 5 6 7 " &&
     grep -E "acc last/max$" acc-max.out &&
-    grep -E "^ +2 .* 0\.9/0\.9$" acc-max.out
+    grep -E "^ +2 .* 0\.9/0\.9$" acc-max.out &&
+    "$SPOTRUN" sweep show sw --sort acc --minimize acc >acc-min.out &&
+    test "$(order <acc-min.out)" = "0 4 2 1 3 5 6 7 " &&
+    grep -E "acc last/min$" acc-min.out &&
+    "$SPOTRUN" sweep show sw --sort loss --maximize loss >loss-max.out &&
+    test "$(order <loss-max.out)" = "3 6 0 4 2 1 5 7 " &&
+    grep -E "loss last/max " loss-max.out
+'
+
+test_expect_success 'best: the best trial by the sort metric, its value, step and parameters' '
+    grep -E "^best: +trial 2 \(loss 0\.2 at step 2, min; lr=0\.2 seed=0\)$" show.out &&
+    grep -E "^best: +trial 2 \(loss 0\.2 at step 2, min; lr=0\.2 seed=0\)$" sorted.out &&
+    grep -E "^best: +trial 2 \(acc 0\.9 at step 2, max; lr=0\.2 seed=0\)$" acc-max.out &&
+    grep -E "^best: +trial 0 \(acc 0\.5 at step 1, min; lr=0\.5 seed=0\)$" acc-min.out &&
+    grep -E "^best: +trial 3 \(loss 9 at step 1, max; lr=0\.2 seed=1\)$" loss-max.out &&
+    "$SPOTRUN" sweep show sw --sort acc --json >best.json &&
+    "$PY" -c "
+import json
+d = json.load(open(\"best.json\"))
+assert d[\"best\"] == {\"trial\": 2, \"metric\": \"acc\", \"value\": 0.9, \"step\": 2, \"maximize\": True}, d[\"best\"]
+assert d[\"maximize\"] == [\"acc\"], d[\"maximize\"]
+"
 '
 
 test_expect_success 'an unknown metric for --sort is a usage error (64)' '
@@ -197,6 +216,17 @@ test_expect_success 'sweep report -o sw.html: the picture and the table' '
     head -n 1 sw.html | grep -i "<!DOCTYPE html>" &&
     grep -q "<svg xmlns=" sw.html &&
     grep -q "2 queued, 0 running, 2 preempted, 3 done, 1 failed" sw.html
+'
+
+test_expect_success 'sweep report -o sw.html: the <pre> keeps its lines (a row per trial)' '
+    "$PY" - sw.html <<-\PY
+	import re, sys
+	pre = re.search(r"<pre>(.*?)</pre>", open(sys.argv[1]).read(), re.S).group(1).split("\n")
+	print("\n".join(pre))
+	assert pre[0].startswith("sweep:       sw (8 trials"), pre[0]
+	assert "trials:      2 queued, 0 running, 2 preempted, 3 done, 1 failed" in pre, pre
+	assert sum(bool(re.match(r" +[0-7] +0\.[2-5] ", l)) for l in pre) == 8, pre
+	PY
 '
 
 # One body, as above: the wrapper is reaped by the shell that started it.

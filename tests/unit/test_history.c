@@ -358,6 +358,118 @@ static void metrics_fold_last_min_max_and_count(void **state)
     sr_hist_free(&h);
 }
 
+/* The direction convention (history.h): words of the name decide; a
+ * loss-like word wins over an accuracy-like one; unknown names minimize. */
+static void metric_direction_follows_the_name(void **state)
+{
+    (void)state;
+    static const char *const up[] = {"acc", "val_acc", "accuracy", "top1_acc",       "eval.f1",
+                                     "AUC", "bleu",    "reward",   "episode-return", "score",
+                                     "mAP", "val:iou"};
+    static const char *const down[] = {"loss",      "val_loss", "error",     "perplexity",
+                                       "ppl",       "lr",       "accloss",   "acc_loss",
+                                       "score_err", "x",        "train.mse", "wer"};
+    for (size_t i = 0; i < sizeof(up) / sizeof(up[0]); i++)
+        if (!sr_hist_metric_maximized(up[i]))
+            fail_msg("%s should be maximized", up[i]);
+    for (size_t i = 0; i < sizeof(down) / sizeof(down[0]); i++)
+        if (sr_hist_metric_maximized(down[i]))
+            fail_msg("%s should be minimized", down[i]);
+}
+
+static void the_best_keeps_the_step_it_was_first_reached_at(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    /* attempt 1's log is read first: the order must not matter */
+    EV(&h, 9000, 1, "metric", ",\"name\":\"loss\",\"value\":0.2,\"step\":40");
+    EV(&h, 1000, 0, "metric", ",\"name\":\"loss\",\"value\":0.9,\"step\":10");
+    EV(&h, 2000, 0, "metric", ",\"name\":\"loss\",\"value\":0.2,\"step\":30");
+    EV(&h, 3000, 0, "metric", ",\"name\":\"loss\",\"value\":0.5,\"step\":35");
+    EV(&h, 3000, 0, "metric", ",\"name\":\"loss\",\"value\":0.1");
+    sr_hist_derive(&h);
+    const struct sr_hist_metric *m = sr_hist_metric_find(&h, "loss");
+    assert_non_null(m);
+    assert_true(sr_hist_metric_best(m, 0) == 0.1);
+    assert_int_equal(sr_hist_metric_best_step(m, 0), -1); /* the best had no step */
+    assert_int_equal(sr_hist_metric_best_step(m, 1), 10);
+    assert_int_equal(m->n_pts, 0); /* no points without keep_points */
+    sr_hist_free(&h);
+    sr_hist_init(&h);
+    EV(&h, 9000, 1, "metric", ",\"name\":\"loss\",\"value\":0.2,\"step\":40");
+    EV(&h, 2000, 0, "metric", ",\"name\":\"loss\",\"value\":0.2,\"step\":30");
+    m = sr_hist_metric_find(&h, "loss");
+    assert_int_equal(sr_hist_metric_best_step(m, 0), 30);
+    /* show's block and its JSON say the same */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    sr_summary_print_metrics(f, &h);
+    fclose(f);
+    assert_string_equal(buf, "metrics:     loss  last 0.2 at step 40, best 0.2 at step 30 (min; "
+                             "2 values)\n");
+    free(buf);
+    json_t *j = sr_summary_metric_json(m, 0, 0);
+    assert_int_equal(json_integer_value(json_object_get(j, "best_step")), 30);
+    assert_true(json_is_false(json_object_get(j, "maximize")));
+    json_decref(j);
+    sr_hist_free(&h);
+}
+
+static void kept_points_are_thinned_evenly_past_the_bound(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    h.keep_points = 1;
+    const int n = 5 * SR_HIST_POINTS_MAX + 7;
+    for (int i = 0; i < n; i++)
+        add(&h,
+            "{\"event\":\"metric\",\"unix_ms\":%lld,\"attempt\":0,\"name\":\"loss\","
+            "\"value\":%d,\"step\":%d}",
+            (long long)(T0 + i), n - i, i);
+    const struct sr_hist_metric *m = sr_hist_metric_find(&h, "loss");
+    assert_int_equal(m->count, n);
+    assert_true(m->n_pts <= SR_HIST_POINTS_MAX && m->n_pts > SR_HIST_POINTS_MAX / 2);
+    /* evenly: every stride-th value from the first, in order */
+    for (size_t k = 0; k < m->n_pts; k++) {
+        assert_int_equal(m->pts[k].step, (int64_t)(k * m->stride));
+        assert_int_equal(m->pts[k].index, k * m->stride);
+    }
+    assert_int_equal(m->stride, 8);
+    sr_hist_free(&h); /* frees the points (ASan) */
+}
+
+/* The job's metrics in the Prometheus file; a name from a hostile log is
+ * escaped as a label value. */
+static void metrics_text_has_the_job_metrics_escaped(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 1000, 0, "start", "");
+    EV(&h, 2000, 0, "metric", ",\"name\":\"loss\",\"value\":0.31,\"step\":900");
+    EV(&h, 2000, 0, "metric", ",\"name\":\"val_acc\",\"value\":0.5,\"step\":900");
+    EV(&h, 3000, 0, "metric", ",\"name\":\"val_acc\",\"value\":0.25");
+    EV(&h, 3000, 0, "metric", ",\"name\":\"a\\\"b\\\\c\\nd\",\"value\":1");
+    sr_hist_derive(&h);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    sr_metrics_render(f, "r1", &h, T0 + 5000);
+    fclose(f);
+    assert_non_null(strstr(buf, "# TYPE spotrun_job_metric gauge\n"));
+    assert_non_null(strstr(buf, "spotrun_job_metric{run=\"r1\",name=\"loss\"} 0.31\n"));
+    assert_non_null(strstr(buf, "spotrun_job_metric_step{run=\"r1\",name=\"loss\"} 900\n"));
+    assert_non_null(strstr(buf, "spotrun_job_metric{run=\"r1\",name=\"val_acc\"} 0.25\n"));
+    assert_null(strstr(buf, "spotrun_job_metric_step{run=\"r1\",name=\"val_acc\"}"));
+    assert_non_null(strstr(buf, "spotrun_job_metric_best{run=\"r1\",name=\"val_acc\"} 0.5\n"));
+    assert_non_null(strstr(buf, "spotrun_job_metric{run=\"r1\",name=\"a\\\"b\\\\c\\nd\"} 1\n"));
+    free(buf);
+    sr_hist_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -373,6 +485,10 @@ int main(void)
         cmocka_unit_test(the_newest_interval_event_wins),
         cmocka_unit_test(metrics_text_has_the_counters),
         cmocka_unit_test(metrics_fold_last_min_max_and_count),
+        cmocka_unit_test(metric_direction_follows_the_name),
+        cmocka_unit_test(the_best_keeps_the_step_it_was_first_reached_at),
+        cmocka_unit_test(kept_points_are_thinned_evenly_past_the_bound),
+        cmocka_unit_test(metrics_text_has_the_job_metrics_escaped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
