@@ -1,14 +1,21 @@
 """spotrun: the job's side of `spotrun run` in Python (no dependencies).
 
-The whole contract in five lines (see docs/python.md):
+The contract by hand (see docs/python.md):
 
     import spotrun
-    state = torch.load(spotrun.path("state.pt")) if spotrun.resumed() else None
-    for step in range(start, steps):
-        train_step()
+    step = 0
+    if spotrun.resumed():
+        step = load_state(spotrun.path("state.pt"))    # model, optimizer, RNGs, step
+    while step < steps:
+        train_step(); step += 1
         if spotrun.checkpoint_due() or step % 1000 == 0:
-            with spotrun.saving("state.pt") as p: torch.save(state_dict(), p)
+            with spotrun.saving("state.pt") as p: save_state(p, step)
             spotrun.commit(step)
+
+With PyTorch, spotrun.torch does all of that (and the position inside the
+epoch) in five lines of glue: st.loader(...), st.State(...),
+state.epochs(n), state.step_done(). Importing spotrun never imports torch;
+importing spotrun.torch does.
 
 The module talks to the wrapper directly: it polls the job page
 ($SPOTRUN_JOB_PAGE, a shared 4 KiB page; a poll costs well under a

@@ -392,11 +392,22 @@ class State:
             torch.save(self.state_dict(), p)
         try:
             return _sd.commit(self.step)
-        except WrapperGone as e:
-            warnings.warn("spotrun.torch: %s; training goes on without checkpoints" % e,
-                          RuntimeWarning, stacklevel=2)
-            self._committing = False
         except Error as e:
-            warnings.warn("spotrun.torch: commit of step %d failed (%s); training goes on"
-                          % (self.step, e), RuntimeWarning, stacklevel=2)
+            gone = isinstance(e, WrapperGone)
+            if self.world_size > 1:
+                # Only the committing rank saw WrapperGone (the others got
+                # CommitError), and every rank raised here: agree, so that
+                # all stop polling (a collective) together.
+                import torch.distributed as dist
+                flag = torch.tensor([1 if gone else 0], dtype=torch.int64,
+                                    device=_sd._device(None))
+                dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+                gone = bool(flag.item())
+            if gone:
+                warnings.warn("spotrun.torch: %s; training goes on without checkpoints" % e,
+                              RuntimeWarning, stacklevel=2)
+                self._committing = False
+            else:
+                warnings.warn("spotrun.torch: commit of step %d failed (%s); training goes on"
+                              % (self.step, e), RuntimeWarning, stacklevel=2)
         return None

@@ -241,16 +241,18 @@ class TestState(TorchBase):
         a, b = nn.Linear(2, 2), nn.Linear(2, 3)
         oa = torch.optim.SGD(a.parameters(), lr=0.1)
         ob = torch.optim.Adam(b.parameters())
-        s = st.State(model={"g": a, "d": b}, optimizer=[oa, ob])
+        s = st.State(model={"g": a, "d": b}, optimizer=[oa, ob],
+                     scaler=torch.cuda.amp.GradScaler(enabled=False))
         s.extra["best"] = 0.25
         s.save()
         saved = torch.load(os.path.join(d, "spotrun-torch.pt"))
         self.assertEqual(sorted(saved["objects"]),
-                         ["model.d", "model.g", "optimizer.0", "optimizer.1"])
+                         ["model.d", "model.g", "optimizer.0", "optimizer.1", "scaler"])
         os.environ["SPOTRUN_RESUMED"] = "1"
         a2 = nn.Linear(2, 2)
         st.State(model={"g": a2, "d": nn.Linear(2, 3)},
-                 optimizer=[torch.optim.SGD(a2.parameters(), lr=0.1), torch.optim.Adam(b.parameters())])
+                 optimizer=[torch.optim.SGD(a2.parameters(), lr=0.1), torch.optim.Adam(b.parameters())],
+                 scaler=torch.cuda.amp.GradScaler(enabled=False))
         self.assertTrue(torch.equal(a.weight, a2.weight))
         self.assertEqual(st.State(model={"g": nn.Linear(2, 2)}).extra, {"best": 0.25})
 
@@ -286,6 +288,21 @@ class TestState(TorchBase):
         self.assertEqual(w.lines, ["COMMIT 1"])
         self.assertEqual(s.save(), 7)
         self.assertTrue(os.path.exists(os.path.join(d, "spotrun-torch.pt")))
+
+    def test_a_gone_wrapper_stops_the_saves(self):
+        self.ckpt()
+        os.environ["SPOTRUN_CONTROL"] = os.path.join(self.tmp, "nobody.sock")
+        page = os.path.join(self.tmp, "page")
+        make_page(page)
+        os.environ["SPOTRUN_JOB_PAGE"] = page
+        s = st.State(model=nn.Linear(1, 1), every=1)
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            s.step_done()
+            s.step_done()
+        self.assertEqual(len(got), 1, [str(w.message) for w in got])
+        self.assertIn("training goes on without checkpoints", str(got[0].message))
+        self.assertIsNone(s.save())
 
     def test_a_failed_commit_warns_and_training_goes_on(self):
         self.ckpt()

@@ -3,7 +3,8 @@
 # after the prelude its `<!-- snippet: prelude=NAME -->` comment names (the
 # tiny dataset, model and optimizer a partial snippet takes from context),
 # outside spotrun. A block marked `<!-- snippet: not run: REASON -->` is
-# skipped and listed; an unmarked block runs as it is.
+# skipped and listed; an unmarked block runs as it is. README.md's block is
+# the first one of docs/python.md, word for word.
 . "$(dirname "$0")/lib.sh"
 
 export PYTHONPATH=$SRCDIR/python
@@ -95,6 +96,15 @@ test_expect_success 'every python block of docs/python.md runs (or says why not)
         (cd out && timeout 120 "$PY" "$(basename "$f")") >"$f.log" 2>&1 ||
             { say "$f failed:"; cat "$f" "$f.log"; exit 1; }
     done
+'
+
+test_expect_success 'the README shows the same five lines as docs/python.md' '
+    mkdir readme &&
+    "$PY" snippets.py "$SRCDIR/README.md" readme >readme.txt &&
+    grep -x "01 run [0-9]*" readme.txt &&
+    tail -n +$(($(grep -n "^# ---- " out/01.py | cut -d: -f1) + 1)) out/01.py >doc1.py &&
+    tail -n +3 readme/01.py >readme1.py &&
+    diff doc1.py readme1.py
 '
 
 test_expect_success 'the extractor sees a block it was not told about' '
