@@ -110,8 +110,13 @@ static void axes(FILE *f, const struct plot *p, const char *xlabel)
             "<rect class=\"plot\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
             "fill=\"none\" stroke=\"#ccc\"/>\n",
             p->x0, p->y0, p->x1 - p->x0, p->y1 - p->y0);
-    const double vs = nice_step(p->vmax - p->vmin, 4);
-    for (double v = ceil(p->vmin / vs) * vs; v <= p->vmax + vs * 1e-9; v += vs) {
+    /* At most 12 ticks each way: with values far larger than their span
+     * (1e16 and 1e16 + 2), adding the tick step does not move. */
+    const double vs = nice_step(p->vmax - p->vmin, 4), v0 = ceil(p->vmin / vs) * vs;
+    for (int i = 0; i < 12; i++) {
+        const double v = v0 + i * vs;
+        if (!(v <= p->vmax + vs * 1e-9))
+            break;
         const double y = py(p, v);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>\n",
                 p->x0, y, p->x1, y);
@@ -119,8 +124,11 @@ static void axes(FILE *f, const struct plot *p, const char *xlabel)
         sr_svg_text(f, p->x0 - 6, y + 4, "tick", "text-anchor=\"end\" fill=\"" SR_SVG_DIM "\"",
                     lbl);
     }
-    const double ks = nice_step(p->kmax - p->kmin, 6) < 1 ? 1 : nice_step(p->kmax - p->kmin, 6);
-    for (double k = ceil(p->kmin / ks) * ks; k <= p->kmax + ks * 1e-9; k += ks) {
+    const double ks = fmax(1, nice_step(p->kmax - p->kmin, 6)), k0 = ceil(p->kmin / ks) * ks;
+    for (int i = 0; i < 12; i++) {
+        const double k = k0 + i * ks;
+        if (!(k <= p->kmax + ks * 1e-9))
+            break;
         const double x = px(p, k);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ccc\"/>\n", x,
                 p->y1, x, p->y1 + 4);
