@@ -57,6 +57,7 @@ void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
     s->deadline = deadline_ms;
     s->commit_by = commit_deadline(s, deadline_ms);
     s->await_seq = 0;
+    s->notice_commits = s->job_commits;
     sr_commits_hurry(s->cp, 1);           /* only the newest checkpoint counts now */
     if (strncmp(source, "peer:", 5) != 0) /* the other nodes checkpoint too */
         sr_peers_notify(s->peers, source, sr_wall_ms() + (deadline_ms - t));

@@ -32,6 +32,8 @@ static void status_reply(struct sup *s, int fd)
 
 static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
 {
+    if (req->kind == SR_CTL_COMMIT || req->kind == SR_CTL_STATUS || req->kind == SR_CTL_METRIC)
+        s->talked = 1; /* the job speaks the protocol (a restart may help it) */
     switch (req->kind) {
     case SR_CTL_COMMIT:
         if (s->cfg->nodes > 1 && req->step < 0) {
@@ -60,6 +62,7 @@ static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
         if (s->cfg->nodes > 1)
             s->last_step = req->step;
         s->job_committed = 1;
+        s->job_commits++;
         /* This commit answers every request made so far. */
         if (s->page)
             __atomic_store_n(&s->page->served,

@@ -253,6 +253,9 @@ static int start_attempt(struct sup *s)
             (int)s->child, resumed ? ", resumed" : "");
     s->phase = RUNNING;
     s->job_committed = 0;
+    s->talked = 0;
+    s->ckpt_step = resumed ? m.step : -1;
+    s->ckpt_at = now();
     s->settle_since = now();
     s->next_settle = c->settle_ms ? now() + SETTLE_POLL_MS : 0;
     if (c->every_auto.on)
@@ -298,6 +301,8 @@ void sup_request_checkpoint(struct sup *s, const char *why)
         return;
     if (s->page)
         __atomic_add_fetch(&s->page->requested, 1, __ATOMIC_RELEASE);
+    if (s->page && s->cfg->preload && job_listens(s))
+        s->heard_requests++;
     const int sent = sr_proctree_signal(getpid(), s->cfg->signo, 1);
     emit(s, "request", json_pack("{s:s,s:i}", "reason", why, "processes", sent < 0 ? 0 : sent));
     sr_debug("checkpoint requested from the job (%s): signalled %d process(es)", why, sent);
@@ -329,7 +334,14 @@ static void preempt_tick(struct sup *s)
 {
     const int64_t t = now();
     if (s->pre == WAIT_COMMIT && t >= s->commit_by) {
-        sup_say_what_stands(s, "the job did not commit in time");
+        if (!s->job_committed && s->cfg->preload && s->page && job_listens(s))
+            sr_warn("the job listens for checkpoint requests (it polled them or handles %s) but "
+                    "never called commit() in this attempt: not waiting any longer; its "
+                    "directory %s is committed as it stands once it stops, if it changed (call "
+                    "spotrun.commit() after saving, or `spotrun commit`)",
+                    spotrun_signal_name(s->cfg->signo, (char[32]){0}, 32), s->cfg->ckpt_dir);
+        else
+            sup_say_what_stands(s, "the job did not commit in time");
         sup_enter_drain(s);
     }
     if (s->pre == DRAIN &&
@@ -345,6 +357,47 @@ static void preempt_tick(struct sup *s)
 
 /* ---- child exit ------------------------------------------------------------ */
 
+/* "status 1" or "killed by SIGKILL". */
+static void describe_status(int status, char *out, size_t cap)
+{
+    if (WIFEXITED(status))
+        snprintf(out, cap, "status %d", WEXITSTATUS(status));
+    else
+        snprintf(out, cap, "killed by %s",
+                 spotrun_signal_name(WTERMSIG(status), (char[32]){0}, 32));
+}
+
+/* The newest checkpoint the next start restores (staged or known). */
+static uint64_t newest_seq(const struct sup *s)
+{
+    return s->staged_seq > s->have_seq ? s->staged_seq : s->have_seq;
+}
+
+/* The job ended during a notice without the commit it was asked for. */
+static void say_work_lost(struct sup *s, int status, int dir_committed)
+{
+    char how[48], lost[32], step[24];
+    describe_status(status, how, sizeof(how));
+    sr_format_duration_ms(now() - s->ckpt_at, lost, sizeof(lost));
+    const uint64_t seq = newest_seq(s);
+    if (dir_committed)
+        sr_warn("the job exited (%s) during the notice without committing: its directory is "
+                "committed as it stands instead (whatever it held when the job died)",
+                how);
+    else if (seq) {
+        sr_format_step(s->ckpt_step, step, sizeof(step));
+        sr_warn("the job exited (%s) during the notice without committing: the run resumes from "
+                "checkpoint %" PRIu64 " (step %s), the work since then (%s) is lost",
+                how, seq, step, lost);
+    } else
+        sr_warn("the job exited (%s) during the notice without committing: run %s has no "
+                "checkpoint yet, its next start begins from scratch (this attempt's %s of work "
+                "is lost)",
+                how, s->cfg->run_id, lost);
+    emit(s, "lost_work",
+         json_pack("{s:I,s:I}", "seq", (json_int_t)seq, "ms", (json_int_t)(now() - s->ckpt_at)));
+}
+
 static void child_exited(struct sup *s, int status)
 {
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -358,8 +411,11 @@ static void child_exited(struct sup *s, int status)
              : json_pack("{s:i,s:s}", "code", code, "signal",
                          sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?"));
     if (s->phase == PREEMPTING) {
+        const uint64_t submitted = s->submitted;
         if (!s->lost)
             commit_if_changed(s, "job stopped");
+        if (code != 0 && s->pre != STOPPING && !s->lost && s->job_commits == s->notice_commits)
+            say_work_lost(s, status, s->submitted != submitted);
         if (code == 0 && s->pre != STOPPING) {
             sr_info("the job finished during the notice");
             s->finished_in_notice = 1;
@@ -394,6 +450,25 @@ static void child_exited(struct sup *s, int status)
         s->deadline = now() + s->cfg->grace_ms;
         return;
     }
+    const int listened = s->page && __atomic_load_n(&s->page->listening, __ATOMIC_RELAXED);
+    if (WIFEXITED(status) && (code == 126 || code == 127) && s->restarts == 0 && !s->talked &&
+        !listened && !newest_seq(s) && s->cfg->max_restarts > 0) {
+        /* 126/127: a command the job runs cannot be executed or was not
+         * found. On the first attempt, before the job ever spoke to us,
+         * with nothing to resume from, a restart would repeat it. */
+        sr_warn("not restarting: the job exited with %d (%s) on its first attempt, before it "
+                "ever talked to spotrun, and run %s has no checkpoint: a restart would repeat "
+                "it; fix the command and run it again",
+                code, code == 127 ? "a command was not found" : "a command cannot be executed",
+                s->cfg->run_id);
+        s->phase = FINISHING;
+        s->exit_code = code;
+        if (s->cfg->result) {
+            s->cfg->result->gave_up = 1;
+            snprintf(s->cfg->result->cause, sizeof(s->cfg->result->cause), "exit %d", code);
+        }
+        return;
+    }
     if (s->restarts >= s->cfg->max_restarts) {
         sr_warn("giving up after %u restart(s) (--max-restarts)%s", s->restarts,
                 code == SR_EX_TEMPFAIL ? "; exit 75 is the job's own code: no notice came, "
@@ -419,8 +494,12 @@ static void child_exited(struct sup *s, int status)
     s->restarts++;
     char d[32];
     sr_format_duration_ms(delay, d, sizeof(d));
-    sr_info("restarting from the newest checkpoint in %s (restart %u of %u)", d, s->restarts,
-            s->cfg->max_restarts);
+    if (newest_seq(s))
+        sr_info("restarting from the newest checkpoint (%" PRIu64 ") in %s (restart %u of %u)",
+                newest_seq(s), d, s->restarts, s->cfg->max_restarts);
+    else
+        sr_info("restarting from scratch in %s: run %s has no checkpoint yet (restart %u of %u)", d,
+                s->cfg->run_id, s->restarts, s->cfg->max_restarts);
     emit(s, "restart",
          json_pack("{s:i,s:I}", "restart", (int)s->restarts, "delay_ms", (json_int_t)delay));
     s->phase = BACKOFF;
@@ -531,6 +610,10 @@ static void on_result(struct sup *s)
                 sr_warn("checkpoint of %s failed: %s", s->cfg->ckpt_dir, r.msg);
             else {
                 s->last_stage_ms = r.ms;
+                s->ckpt_step = r.step;
+                s->ckpt_at = now();
+                if (r.seq > s->staged_seq)
+                    s->staged_seq = r.seq;
                 char step[24];
                 sr_format_step(r.step, step, sizeof(step));
                 sr_info("checkpoint %" PRIu64 " (step %s) staged: %s -> %s in %.1fs", r.seq, step,
@@ -691,6 +774,12 @@ static void finish(struct sup *s, int code)
     on_result(s); /* report what finished since the last poll */
     const int drained = sr_commits_pending(s->cp) == 0;
     sup_acknowledge(s); /* the job has stopped and the checkpoint is durable (or late) */
+    if (s->heard_requests && !s->job_commits && !s->lost)
+        sr_warn("the job listened for checkpoint requests (%u made) but never called commit(): "
+                "its checkpoints were its directory as spotrun found it when it stopped, not a "
+                "state it chose to save; call spotrun.commit() (or `spotrun commit`) after "
+                "saving",
+                s->heard_requests);
     if (code == SR_EX_CANTCREAT && s->lost) {
         sr_warn("run %s continues under its new owner; exit 73", c->run_id);
     } else if (code == 0 && s->node_only) {

@@ -91,6 +91,19 @@ struct sup {
     int deaf_said;     /* "the job does not listen" was logged */
     uint64_t have_seq; /* the newest checkpoint known to exist (restored or durable) */
     struct sr_ctl_conn conns[MAX_CONNS];
+    /* What a lost attempt costs: the step of the newest checkpoint this
+     * attempt restored or staged and when (now(); the attempt's start when
+     * none), and the newest staged seq. */
+    int64_t ckpt_step, ckpt_at;
+    uint64_t staged_seq;
+    /* The job's commits this run, and their count at the notice; requests
+     * made while the job listened. A job that listens and never commits has
+     * its directory committed as it stands (named once at the end). */
+    uint64_t job_commits, notice_commits;
+    unsigned heard_requests;
+    /* This attempt said something to the wrapper (a commit, a metric, a
+     * status or any control request) or listened for requests. */
+    int talked;
 
     /* Multi-node (cfg->nodes > 1): the other nodes through the store. */
     struct sr_peers *peers;
