@@ -58,4 +58,43 @@ test_expect_success 'every trial ends bit-exact with its uninterrupted run' '
     for i in 0 1 2; do cmp ref-$i.bin "$D/out/trial-$i.bin" || exit 1; done
 '
 
+# scancel --full --signal=TERM signals every process of the batch step (as
+# Slurm does at a time limit or a plain scancel): the DataLoader workers get
+# it too, re-raise it against themselves (torch's handler), and the shim
+# takes that for the outside SIGTERM it is, so the trainer still commits.
+cat >dl.py <<'PY'
+import os, sys, time
+import torch
+import spotrun
+
+class Data(torch.utils.data.Dataset):
+    def __len__(self):
+        return 1000000
+    def __getitem__(self, i):
+        return torch.tensor([float(i)])
+
+step = 0
+for batch in torch.utils.data.DataLoader(Data(), batch_size=4, num_workers=2):
+    step += 1
+    print("step %d" % step, flush=True)
+    if spotrun.checkpoint_due():
+        torch.save({"step": step}, spotrun.path("state.pt"))
+        spotrun.commit(step)
+        sys.exit(75)
+    time.sleep(0.02)
+PY
+
+test_expect_success 'scancel --full --signal=TERM with DataLoader workers: the trainer commits' '
+    require_torch &&
+    export PYTHONPATH=$SRCDIR/python &&
+    sbatch --parsable --chdir="$TRASH" --output="$D/out/dl.out"         --wrap "exec \"$SPOTRUN\" run --run-id dl --grace 60s -- \"$PY\" dl.py" >dljob &&
+    wait_for "$D/out/dl.out" "^step 20$" 120 &&
+    scancel --full --signal=TERM "$(cat dljob)" &&
+    wait_for "$D/out/dl.out" "preempted: checkpoint 1 is durable" 60 &&
+    grep "preemption notice from" "$D/out/dl.out" &&
+    ! sed -n "1,/checkpoint 1 (step [0-9]*) staged/p" "$D/out/dl.out" |
+        grep -E "exited unexpectedly|killed by signal|Traceback" &&
+    "$SPOTRUN" show dl | grep "^checkpoints: *1$"
+'
+
 test_done
