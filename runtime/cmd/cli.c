@@ -202,8 +202,8 @@ static int opts_parse(const char *cmd, const struct sr_opt *opts, int argc, char
             char hint[96] = "";
             if (c == '?')
                 option_hint(opts, bad, hint, sizeof(hint));
-            fprintf(stderr, "spotrun %s: %s %s (see spotrun %s --help%s)\n", cmd,
-                    c == ':' ? "missing value for" : "unknown option", bad, cmd, hint);
+            fprintf(stderr, "spotrun %s: %s %s%s (see spotrun %s --help)\n", cmd,
+                    c == ':' ? "missing value for" : "unknown option", bad, hint, cmd);
             return SR_EX_USAGE;
         }
         if (c >= 256)

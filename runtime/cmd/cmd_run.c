@@ -337,8 +337,14 @@ static int start_fresh(const struct run_ctx *r)
 /* The command of the run's newest "start" event (the last attempt's log:
  * its "argv"), or NULL when none is recorded (a run from before the field,
  * or one made by push). The caller frees it. */
-static json_t *recorded_argv(struct sr_store *st, const char *run)
+static json_t *recorded_argv(struct sr_store *st, const char *run,
+                             const struct sr_supervise_config *c)
 {
+    /* This node's own logs: the nodes of a multi-node run may run
+     * different commands (a launcher's --node_rank). */
+    char mine[32] = "";
+    if (c->nodes > 1)
+        snprintf(mine, sizeof(mine), "-n%u.jsonl", c->node_rank);
     char prefix[PATH_MAX];
     snprintf(prefix, sizeof(prefix), "%s/events", run);
     struct sr_strlist names;
@@ -350,7 +356,10 @@ static json_t *recorded_argv(struct sr_store *st, const char *run)
     for (size_t i = names.n; i-- > 0 && !argv;) {
         char key[PATH_MAX + 300], *buf = NULL;
         size_t len = 0;
+        const size_t nl = strlen(names.v[i]), ml = strlen(mine);
         if (!strstr(names.v[i], ".jsonl") ||
+            (ml ? nl < ml || strcmp(names.v[i] + nl - ml, mine) != 0
+                : !!strstr(names.v[i], "-n")) ||
             snprintf(key, sizeof(key), "%s/%s", prefix, names.v[i]) >= (int)sizeof(key) ||
             sr_store_get(st, key, 64u << 20, &buf, &len) < 0) {
             sr_err_clear();
@@ -416,7 +425,7 @@ static int stop_if_done(const struct run_ctx *r)
         return sr_fail(rc, "cannot read the store");
     if (rc == 0)
         return GO_ON;
-    json_t *was = recorded_argv(r->c.st, r->run_id);
+    json_t *was = recorded_argv(r->c.st, r->run_id, &r->c);
     size_t n = 0;
     while (r->c.argv[n])
         n++;

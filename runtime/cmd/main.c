@@ -82,6 +82,8 @@ static void usage(FILE *f)
                "commands:\n");
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nglobal options, before or after the command: -v, --verbose; -q, --quiet; "
+               "--store URL\n");
     fprintf(f, "\n'spotrun COMMAND --help' lists a command's options and their SPOTRUN_* "
                "environment twins.\n"
                "exit codes of run: 0 done, 75 preempted (requeue), the job's code after "
@@ -160,6 +162,13 @@ int main(int argc, char **argv)
     const char *names[sizeof(commands) / sizeof(commands[0]) + 2] = {"help", "version"};
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         names[i + 2] = commands[i].name;
+    if (argv[1][0] == '-') {
+        fprintf(stderr,
+                "spotrun: unknown option \"%s\" before the command (only -v, -q and --store go "
+                "there; put it after the command: see spotrun --help)\n",
+                argv[1]);
+        return SR_EX_USAGE;
+    }
     const char *m = sr_did_you_mean(argv[1], names, sizeof(names) / sizeof(names[0]));
     if (m)
         fprintf(stderr,

@@ -137,7 +137,9 @@ test_expect_success 'global options before the command: spotrun -v ls, --store X
     "$SPOTRUN" -q --store "$TRASH/gstore" show g1 >out && grep "g1" out &&
     expect_code 66 "$SPOTRUN" --store gstore sweep show nosw 2>err && grep -F "no sweep nosw" err &&
     expect_code 64 "$SPOTRUN" -v 2>err && grep "no command after the options" err &&
-    expect_code 64 "$SPOTRUN" --store 2>err && grep "missing value for --store" err
+    expect_code 64 "$SPOTRUN" --store 2>err && grep "missing value for --store" err &&
+    expect_code 64 "$SPOTRUN" --json ls 2>err &&
+    grep -F "unknown option \"--json\" before the command (only -v, -q and --store go there" err
 '
 
 test_expect_success 'a global --store wins over SPOTRUN_STORE, as the flag after the command does' '
