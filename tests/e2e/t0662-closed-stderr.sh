@@ -16,7 +16,7 @@ JOB
 chmod +x job.sh
 
 test_expect_success 'run with its stderr closed early: the job commits, exit 0, lease released' '
-    OUT=$PWD "$SPOTRUN" run --run-id p -- ./job.sh 2>&1 | head -1 >first &&
+    OUT=$PWD "$SPOTRUN" run --run-id p -- ./job.sh 2>&1 | head -2 >first && # run + store, started
     rc=${PIPESTATUS[0]} &&
     cat first && grep "started" first &&
     test "$rc" = 0 &&
