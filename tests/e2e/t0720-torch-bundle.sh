@@ -10,8 +10,8 @@
 EX=$SRCDIR/examples/pytorch
 export PYTHONPATH=$SRCDIR/python
 export PYTHONDONTWRITEBYTECODE=1
-EPOCHS=3
-STEPS=48 # 512 samples / 32 a batch = 16 batches an epoch
+EPOCHS=4
+STEPS=64 # 512 samples / 32 a batch = 16 batches an epoch
 
 # lines FILE: the training steps logged in FILE.
 lines() { grep -c "^epoch [0-9]* batch [0-9]* loss" "$1" || true; }
@@ -75,8 +75,8 @@ step_of() { "$SPOTRUN" show "$1" | awk -v s="$2" '$1 == s { print $2 }'; }
 preempted() {
     w=$1 id=b$1
     run=("$SPOTRUN" run --run-id $id -- "$PY" "$EX/train_bundle.py" --epochs $EPOCHS
-        --workers $w --pace 0.05 --out w$w.txt) # $! must be the wrapper: no function
-    n1=$((3 + RANDOM % 14)) n2=$((3 + RANDOM % 14))
+        --workers $w --pace 0.1 --out w$w.txt) # $! must be the wrapper: no function
+    n1=$((3 + RANDOM % 10)) n2=$((3 + RANDOM % 10)) # the end (64) stays 3.5 s of pace away
     say "workers $w: a notice after $n1 steps, SIGTERM to the wrapper after $n2 more"
     "${run[@]}" >$id-1.log 2>&1 &
     pid=$!

@@ -10,8 +10,8 @@
 EX=$SRCDIR/examples/pytorch
 export PYTHONPATH=$SRCDIR/python
 export PYTHONDONTWRITEBYTECODE=1
-EPOCHS=3
-STEPS=24 # 512 samples / 2 ranks / 32 a batch = 8 batches an epoch
+EPOCHS=4
+STEPS=32 # 512 samples / 2 ranks / 32 a batch = 8 batches an epoch
 ddp=("$PY" "$EX/launch.py" --nproc-per-node 2 "$EX/train_bundle.py" --epochs $EPOCHS --workers 2)
 
 lines() { grep -c "^epoch [0-9]* batch [0-9]* loss" "$1" || true; }
@@ -27,9 +27,9 @@ test_expect_success 'uninterrupted reference run of 2 ranks (no spotrun)' '
 '
 
 test_expect_success 'a notice at a random step: one step on both ranks, one commit, exit 75' '
-    n=$((2 + RANDOM % 18))
+    n=$((2 + RANDOM % 11)) # the end (32) stays 2.8 s of pace away
     say "the notice after $n steps"
-    "$SPOTRUN" run --run-id dt -- "${ddp[@]}" --pace 0.1 --out w.txt >run1.log 2>&1 &
+    "$SPOTRUN" run --run-id dt -- "${ddp[@]}" --pace 0.15 --out w.txt >run1.log 2>&1 &
     pid=$!
     i=0
     while [ "$(lines run1.log)" -lt $n ]; do
