@@ -159,6 +159,20 @@ class TestLoader(TorchBase):
         self.assertEqual(len(ds2.loaded), 16)
         self.assertEqual(sorted(ds2.loaded), sorted(set(ds2.loaded)))
 
+    def test_a_loop_that_broke_out_goes_on_with_the_rest_of_its_epoch(self):
+        ld = st.loader(Noisy(40), batch_size=8, shuffle=True, seed=1)
+        whole = [y.tolist() for _, y in ld]
+        ld.set_epoch(0)
+        ld.batches_done = 0
+        got = []
+        for _, y in ld:
+            got.append(y.tolist())
+            if len(got) == 2:
+                break
+        got += [y.tolist() for _, y in ld]
+        self.assertEqual(got, whole)
+        self.assertEqual((ld.epoch, ld.batches_done), (0, 5))
+
     def test_two_workers_resume_mid_epoch_with_the_same_augmentation(self):
         ref = [x for x, _ in st.loader(Noisy(64), batch_size=8, shuffle=True, num_workers=2)]
         ld = st.loader(Noisy(64), batch_size=8, shuffle=True, num_workers=2)
