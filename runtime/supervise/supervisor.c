@@ -68,7 +68,8 @@
 #include "units.h"
 
 #define MAX_BACKOFF_MS 60000
-#define TERM_WAIT_MS 10000 /* TERM -> KILL when the deadline allows */
+#define SILENT_FAIL_MS 60000 /* a start that fails this fast without a word: see child_exited */
+#define TERM_WAIT_MS 10000   /* TERM -> KILL when the deadline allows */
 #define SETTLE_POLL_MS 1000
 #define FIXED_FDS 6 /* signals, listener, checkpointer, notices, lease, peers */
 
@@ -254,6 +255,7 @@ static int start_attempt(struct sup *s)
     s->phase = RUNNING;
     s->job_committed = 0;
     s->talked = 0;
+    s->attempt_at = now();
     s->ckpt_step = resumed ? m.step : -1;
     s->ckpt_at = now();
     s->settle_since = now();
@@ -398,6 +400,22 @@ static void say_work_lost(struct sup *s, int status, int dir_committed)
          json_pack("{s:I,s:I}", "seq", (json_int_t)seq, "ms", (json_int_t)(now() - s->ckpt_at)));
 }
 
+/* The job is not restarted: the run ends with its exit status. */
+static void give_up(struct sup *s, int status)
+{
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    s->phase = FINISHING;
+    s->exit_code = code;
+    if (!s->cfg->result)
+        return;
+    s->cfg->result->gave_up = 1;
+    if (WIFEXITED(status))
+        snprintf(s->cfg->result->cause, sizeof(s->cfg->result->cause), "exit %d", code);
+    else
+        snprintf(s->cfg->result->cause, sizeof(s->cfg->result->cause), "signal %s",
+                 sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
+}
+
 static void child_exited(struct sup *s, int status)
 {
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -461,12 +479,28 @@ static void child_exited(struct sup *s, int status)
                 "it; fix the command and run it again",
                 code, code == 127 ? "a command was not found" : "a command cannot be executed",
                 s->cfg->run_id);
-        s->phase = FINISHING;
-        s->exit_code = code;
-        if (s->cfg->result) {
-            s->cfg->result->gave_up = 1;
-            snprintf(s->cfg->result->cause, sizeof(s->cfg->result->cause), "exit %d", code);
-        }
+        give_up(s, status);
+        return;
+    }
+    /* A job that fails the same way on its first start and on its restart,
+     * both times within a minute, before ever talking to the wrapper and
+     * with nothing to resume from, is broken before it begins (a module
+     * that does not import, a bad flag, a missing file): more restarts would
+     * repeat it. One restart stays for what a new start can cure. */
+    const int silent =
+        !s->talked && !listened && !newest_seq(s) && now() - s->attempt_at < SILENT_FAIL_MS;
+    if (s->restarts == 0)
+        s->first_silent_fail = silent ? status : 0;
+    else if (s->restarts == 1 && s->restarts < s->cfg->max_restarts && silent &&
+             s->first_silent_fail == status) {
+        char how[48];
+        describe_status(status, how, sizeof(how));
+        sr_warn("not restarting again: the job failed the same way (%s) on its first start and "
+                "on its restart, both times within %ds and before it ever talked to spotrun, "
+                "and run %s has no checkpoint: another restart would repeat it; read the job's "
+                "output above, fix it and run it again",
+                how, SILENT_FAIL_MS / 1000, s->cfg->run_id);
+        give_up(s, status);
         return;
     }
     if (s->restarts >= s->cfg->max_restarts) {
@@ -474,16 +508,7 @@ static void child_exited(struct sup *s, int status)
                 code == SR_EX_TEMPFAIL ? "; exit 75 is the job's own code: no notice came, "
                                          "this is a failure, not a preemption"
                                        : "");
-        s->phase = FINISHING;
-        s->exit_code = code;
-        if (s->cfg->result) {
-            s->cfg->result->gave_up = 1;
-            if (WIFEXITED(status))
-                snprintf(s->cfg->result->cause, sizeof(s->cfg->result->cause), "exit %d", code);
-            else
-                snprintf(s->cfg->result->cause, sizeof(s->cfg->result->cause), "signal %s",
-                         sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
-        }
+        give_up(s, status);
         return;
     }
     int64_t delay = s->cfg->backoff_ms;
@@ -774,12 +799,25 @@ static void finish(struct sup *s, int code)
     on_result(s); /* report what finished since the last poll */
     const int drained = sr_commits_pending(s->cp) == 0;
     sup_acknowledge(s); /* the job has stopped and the checkpoint is durable (or late) */
-    if (s->heard_requests && !s->job_commits && !s->lost)
-        sr_warn("the job listened for checkpoint requests (%u made) but never called commit(): "
-                "its checkpoints were its directory as spotrun found it when it stopped, not a "
-                "state it chose to save; call spotrun.commit() (or `spotrun commit`) after "
-                "saving",
-                s->heard_requests);
+    if (s->heard_requests && !s->job_commits && !s->lost) {
+        if (!newest_seq(s))
+            sr_warn("the job listened for checkpoint requests (%u made) but never called "
+                    "commit(), and its directory stayed empty: run %s has no checkpoint yet; "
+                    "call spotrun.commit() (or `spotrun commit`) after saving",
+                    s->heard_requests, c->run_id);
+        else if (!s->submitted)
+            sr_warn("the job listened for checkpoint requests (%u made) but never called "
+                    "commit(), and its directory did not change: run %s still resumes from "
+                    "checkpoint %" PRIu64 "; call spotrun.commit() (or `spotrun commit`) after "
+                    "saving",
+                    s->heard_requests, c->run_id, newest_seq(s));
+        else
+            sr_warn("the job listened for checkpoint requests (%u made) but never called "
+                    "commit(): its checkpoints were its directory as spotrun found it when it "
+                    "stopped, not a state it chose to save; call spotrun.commit() (or `spotrun "
+                    "commit`) after saving",
+                    s->heard_requests);
+    }
     if (code == SR_EX_CANTCREAT && s->lost) {
         sr_warn("run %s continues under its new owner; exit 73", c->run_id);
     } else if (code == 0 && s->node_only) {

@@ -104,6 +104,10 @@ struct sup {
     /* This attempt said something to the wrapper (a commit, a metric, a
      * status or any control request) or listened for requests. */
     int talked;
+    /* When this attempt started, and how the first attempt failed when it
+     * never talked to the wrapper (0: it did talk, or did not fail). */
+    int64_t attempt_at;
+    int first_silent_fail;
 
     /* Multi-node (cfg->nodes > 1): the other nodes through the store. */
     struct sr_peers *peers;

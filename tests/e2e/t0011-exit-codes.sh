@@ -4,10 +4,13 @@
 # run; and SPOTRUN_ATTEMPT counts every start of the run.
 . "$(dirname "$0")/lib.sh"
 
-# Appends its attempt number to starts, then exits with $CODE.
+# Appends its attempt number to starts, records a metric (it talks to the
+# wrapper: a job that fails twice the same way without a word is not
+# restarted a second time, t0731), then exits with $CODE.
 cat >fail.sh <<\JOB
 #!/bin/sh
 echo "$SPOTRUN_ATTEMPT" >>"$STARTS"
+"$SPOTRUN" metric "starts=$SPOTRUN_ATTEMPT"
 exit "${CODE:-7}"
 JOB
 chmod +x fail.sh

@@ -2,8 +2,9 @@
 # Mistakes of the job named as such: a job that listens for checkpoint
 # requests but never commits; a job that exits during a notice without the
 # commit it was asked for (the work lost); a command that cannot run on the
-# first attempt (126/127) is not restarted; a restart with no checkpoint
-# says "from scratch".
+# first attempt (126/127) is not restarted, nor a second time a job that
+# failed the same way twice before saying a word (a module that does not
+# import); a restart with no checkpoint says "from scratch".
 . "$(dirname "$0")/lib.sh"
 
 export PYTHONPATH=$SRCDIR/python
@@ -59,6 +60,32 @@ test_expect_success 'a crash with no checkpoint restarts "from scratch", never "
         >scratch.log 2>&1 &&
     grep "restarting from scratch in .*: run scratch has no checkpoint yet (restart 1 of 1)" scratch.log &&
     ! grep "newest checkpoint" scratch.log
+'
+
+test_expect_success 'a script that cannot import its module: one restart, then stopped with its code' '
+    expect_code 1 "$SPOTRUN" run --run-id imp --max-restarts 5 --backoff 10ms -- \
+        "$PY" -c "import no_such_module_xyz" >imp.log 2>&1 &&
+    cat imp.log &&
+    grep "ModuleNotFoundError" imp.log &&
+    test "$(grep -c "attempt [0-9]*: started" imp.log)" = 2 &&
+    grep "not restarting again: the job failed the same way (status 1) on its first start and on its restart" imp.log &&
+    ! grep "giving up after" imp.log &&
+    "$SPOTRUN" show imp | grep "^attempts: *2$"
+'
+
+test_expect_success 'failing two different ways, or after talking to spotrun, is restarted as asked' '
+    cat >twoways.sh <<\JOB &&
+#!/bin/sh
+exit $((3 + SPOTRUN_ATTEMPT % 2))
+JOB
+    chmod +x twoways.sh &&
+    expect_code 3 "$SPOTRUN" run --run-id twoways --max-restarts 2 --backoff 10ms -- ./twoways.sh \
+        >twoways.log 2>&1 &&
+    test "$(grep -c "attempt [0-9]*: started" twoways.log)" = 3 &&
+    expect_code 5 "$SPOTRUN" run --run-id talks --max-restarts 2 --backoff 10ms -- \
+        sh -c "\"\$SPOTRUN\" metric loss=1 && exit 5" >talks.log 2>&1 &&
+    test "$(grep -c "attempt [0-9]*: started" talks.log)" = 3 &&
+    ! grep "not restarting" twoways.log talks.log
 '
 
 test_done
