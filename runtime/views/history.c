@@ -189,6 +189,11 @@ static void add_metric(struct sr_history *h, const json_t *ev, uint32_t a, int64
     const json_t *jv = json_object_get(ev, "value");
     if (!name || !*name || strlen(name) > SR_HIST_METRIC_NAME_MAX || !json_is_number(jv))
         return;
+    /* What `spotrun metric` takes: a name from a tampered log never reaches
+     * a terminal, a CSV or the metrics file with control bytes or quotes. */
+    for (const char *c = name; *c; c++)
+        if (!isalnum((unsigned char)*c) && *c != '_' && *c != '.' && *c != ':' && *c != '-')
+            return;
     const double v = json_number_value(jv);
     if (!isfinite(v))
         return;

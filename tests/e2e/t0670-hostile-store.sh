@@ -187,4 +187,25 @@ test_expect_success 'show prints dates and sane durations whatever times the eve
     ! grep -E "[0-9]{16}|e\+|-[0-9]+ms|[0-9]{5,}-[0-9]{2}-[0-9]{2}" out
 '
 
+test_expect_success 'metric names with control bytes or quotes in a tampered log are never printed' '
+    fresh metnames &&
+    mkdir -p "$SPOTRUN_STORE/metnames/events" &&
+    cat >"$SPOTRUN_STORE/metnames/events/000000.jsonl" <<-\EOF &&
+	{"event":"start","unix_ms":1700000000000,"attempt":0,"host":"h"}
+	{"event":"metric","unix_ms":1700000000100,"attempt":0,"name":"\u001b]0;pwned\u0007evil","value":1,"step":1}
+	{"event":"metric","unix_ms":1700000000200,"attempt":0,"name":"quo\"te,x\nzzq","value":2,"step":1}
+	{"event":"metric","unix_ms":1700000000300,"attempt":0,"name":"val_loss","value":0.5,"step":1}
+	{"event":"exit","unix_ms":1700000001000,"attempt":0,"code":1}
+	EOF
+    "$SPOTRUN" show metnames >out 2>err &&
+    "$SPOTRUN" show --json metnames >>out 2>>err &&
+    "$SPOTRUN" ls -l >>out 2>>err &&
+    "$SPOTRUN" report metnames -o metnames.svg 2>>err &&
+    cat out err &&
+    grep "val_loss" out &&
+    grep "val_loss" metnames.svg &&
+    ! grep -a -e "evil" -e "pwned" -e "quo" -e "zzq" out err metnames.svg &&
+    ! grep -a "$(printf "\033")" out err metnames.svg
+'
+
 test_done
