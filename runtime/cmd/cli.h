@@ -188,4 +188,10 @@ int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_sweep_show(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_sweep_report(const struct sr_cmd *cmd, int argc, char **argv);
 
+/* The shim, libspotrun.so, for the binary at self (cmd_run.c): 0 and its
+ * path in out, or -ENOENT. */
+int sr_find_preload(const char *self, char *out, size_t len);
+/* `spotrun --version` (version.c): version, commit, libraries, shim. */
+int sr_print_version(FILE *out);
+
 #endif

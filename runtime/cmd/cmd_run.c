@@ -38,8 +38,8 @@ static int parse_signal(const char *name)
 }
 
 /* libspotrun.so: $SPOTRUN_PRELOAD, else beside the binary (installed:
- * ../lib, build tree: ../preload). */
-static int find_preload(const char *self, char *out, size_t len)
+ * ../lib, build tree: ../preload), so an unpacked tarball works anywhere. */
+int sr_find_preload(const char *self, char *out, size_t len)
 {
     const char *env = getenv("SPOTRUN_PRELOAD");
     if (env && *env) {
@@ -264,7 +264,7 @@ static void notices_and_shim(const struct run_opts *o, struct run_ctx *r)
         r->c.notice.cache_path = NULL;
     if (o->no_preload)
         return;
-    if (find_preload(r->self, r->preload, sizeof(r->preload)) == 0)
+    if (sr_find_preload(r->self, r->preload, sizeof(r->preload)) == 0)
         r->c.preload = r->preload;
     else
         sr_warn("libspotrun.so not found (set SPOTRUN_PRELOAD); running without the shim");

@@ -153,8 +153,7 @@ int main(int argc, char **argv)
         return argc < 2 ? SR_EX_USAGE : 0;
     }
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
-        printf("spotrun %s\n", SPOTRUN_VERSION);
-        return 0;
+        return sr_print_version(stdout);
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(argv[1], commands[i].name) == 0)

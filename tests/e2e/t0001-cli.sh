@@ -104,9 +104,21 @@ test_expect_success 'spotrun notify --run-id of a run that is not running: nonze
     grep "notify" err
 '
 
-test_expect_success 'spotrun --version prints the version' '
+test_expect_success 'spotrun --version prints the version, the commit, the libraries and the shim it uses' '
     "$SPOTRUN" --version >out &&
-    grep -E "^spotrun [0-9]+\.[0-9]+\.[0-9]+" out
+    cat out &&
+    version=$(sed -n "s/^project(spotrun VERSION \([0-9.]*\).*/\1/p" "$SRCDIR/CMakeLists.txt") &&
+    head -n1 out | grep -E "^spotrun $version \(commit ([0-9a-f]{12}|unknown)\)$" &&
+    if git -C "$SRCDIR" rev-parse HEAD >/dev/null 2>&1; then
+        commit=$(sed -n "1s/.*(commit \(.*\))$/\1/p" out) &&
+        git -C "$SRCDIR" cat-file -e "$commit^{commit}"
+    fi &&
+    grep -E "^stores: file, s3 \(libcurl [0-9]" out &&
+    grep -E "^archive: libarchive [0-9.]+, zstd [0-9.]+" out &&
+    unset SPOTRUN_PRELOAD &&
+    shim=$("$SPOTRUN" version | sed -n "s/^shim: //p") &&
+    test -f "$shim" && case "$shim" in /*libspotrun.so) ;; *) false ;; esac &&
+    "$SPOTRUN" version | grep -q "^spotrun $version "
 '
 
 test_expect_success 'run names its run id and resolved store in one line before the job starts' '
