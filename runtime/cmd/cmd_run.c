@@ -50,9 +50,13 @@ int sr_find_preload(const char *self, char *out, size_t len)
     sr_dirname(self, dir, sizeof(dir));
     static const char *const rel[] = {"../lib/libspotrun.so", "../preload/libspotrun.so",
                                       "libspotrun.so"};
+    char found[PATH_MAX], real[PATH_MAX];
     for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-        if (sr_pathf(out, len, "%s/%s", dir, rel[i]) == 0 && access(out, R_OK) == 0)
-            return 0;
+        if (sr_pathf(found, sizeof(found), "%s/%s", dir, rel[i]) == 0 && access(found, R_OK) == 0)
+            /* The job's LD_PRELOAD and --version name it without "..". */
+            return snprintf(out, len, "%s", realpath(found, real) ? real : found) < (int)len
+                       ? 0
+                       : -ENAMETOOLONG;
     }
     return -ENOENT;
 }

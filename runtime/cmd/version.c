@@ -11,7 +11,6 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <limits.h>
-#include <stdlib.h>
 #include <unistd.h>
 #include <xxhash.h>
 #include <zstd.h>
@@ -50,9 +49,8 @@ int sr_print_version(FILE *out)
     char self[PATH_MAX], shim[PATH_MAX];
     const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
     self[n > 0 ? n : 0] = '\0';
-    char real[PATH_MAX];
     if (sr_find_preload(self, shim, sizeof(shim)) == 0)
-        fprintf(out, "shim: %s\n", realpath(shim, real) ? real : shim);
+        fprintf(out, "shim: %s\n", shim);
     else
         fprintf(out, "shim: not found beside %s (set SPOTRUN_PRELOAD; run works without it)\n",
                 self);
