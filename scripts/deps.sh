@@ -20,6 +20,7 @@ packages=(
     scdoc                               # the man page spotrun(1)
     librsvg2-bin libxml2-utils          # report tests: render and validate the SVG
     dpkg-dev binutils                   # t0007: cpack's .deb (dpkg-shlibdeps), readelf/objdump
+    zsh                                 # t0008: the zsh completion
 )
 # The S3 tests' server runs on Node (npm installs it): Debian's packages
 # only when no node/npm is there (a NodeSource nodejs bundles npm, and

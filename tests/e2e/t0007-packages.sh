@@ -30,11 +30,12 @@ test_expect_success 'the .deb depends on the package of every library spotrun li
     dpkg-deb -f pkg/spotrun_*.deb Depends | grep -E "libc6 \(>= 2\.[0-9]+\)"
 '
 
-test_expect_success 'the .deb holds the wrapper, the shim, the header, the module and the man page under /usr' '
+test_expect_success 'the .deb holds the wrapper, the shim, the header, the module, the completions and the man page under /usr' '
     dpkg-deb -c pkg/spotrun_*.deb | awk "{print \$6}" >contents &&
     for f in ./usr/bin/spotrun ./usr/lib/libspotrun.so ./usr/include/spotrun.h \
         ./usr/lib/python3/dist-packages/spotrun/__init__.py \
-        ./usr/lib/python3/dist-packages/spotrun/torch.py; do
+        ./usr/lib/python3/dist-packages/spotrun/torch.py \
+        ./usr/share/bash-completion/completions/spotrun ./usr/share/zsh/vendor-completions/_spotrun; do
         grep -x -F "$f" contents || { echo "not in the .deb: $f"; return 1; }
     done &&
     if command -v scdoc >/dev/null; then grep -x -F ./usr/share/man/man1/spotrun.1 contents; fi &&
