@@ -132,6 +132,7 @@ int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
         const int hrc = sr_hist_load(st, runs.v[i], &h);
         if (hrc < 0)
             sr_warn("cannot read the event log of %s: %s", runs.v[i], sr_strerror(hrc));
+        sr_hist_settle_last(st, runs.v[i], &h);
         sr_hist_count_checkpoints(&h, l.n);
         if (jruns) {
             json_t *o = json_pack("{s:s}", "run_id", runs.v[i]);
@@ -324,6 +325,7 @@ int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
         code = SR_EX_NOINPUT;
         goto out;
     }
+    sr_hist_settle_last(st, ops[0], &h);
     sr_hist_count_checkpoints(&h, l.n);
     if (vo.json) {
         code = print_show_json(st, ops[0], &h, &vo.prices, &l);

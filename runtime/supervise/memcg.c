@@ -140,7 +140,8 @@ int sr_memcg_open_text(struct sr_memcg *m, const char *root, const char *text)
             try_file(m, root, "/unified", v2, v2len, "memory.events") == 0)
             return 0;
     }
-    if (v1 && sane_path(v1, v1len) && try_file(m, root, "/memory", v1, v1len, "memory.oom_control") == 0)
+    if (v1 && sane_path(v1, v1len) &&
+        try_file(m, root, "/memory", v1, v1len, "memory.oom_control") == 0)
         return 0;
     m->path[0] = '\0';
     return -ENOENT;

@@ -12,6 +12,7 @@
 
 #include "catalog.h"
 #include "events.h"
+#include "lease.h"
 #include "log.h"
 #include "units.h"
 
@@ -452,7 +453,7 @@ static void count(struct sr_hist_count *v, size_t *n, size_t max, const char *na
     v[(*n)++].n = 1;
 }
 
-static enum sr_hist_end end_of(const struct sr_hist_attempt *a, int last)
+static enum sr_hist_end end_of(const struct sr_hist_attempt *a, int last, int gone)
 {
     if (a->done)
         return SR_END_DONE;
@@ -466,7 +467,7 @@ static enum sr_hist_end end_of(const struct sr_hist_attempt *a, int last)
         return SR_END_FAILED;
     if (a->has_exit) /* a node's job finished; the run waits for the others (node_done) */
         return SR_END_DONE;
-    return last ? SR_END_OPEN : SR_END_VANISHED;
+    return last && !gone ? SR_END_OPEN : SR_END_VANISHED;
 }
 
 /* The vocabulary's rule (history.h, docs/events.md): what ended it first
@@ -563,7 +564,7 @@ static void derive_attempts(struct sr_history *h)
         if (i > 0 && !h->att[i - 1].restarted)
             session++;
         a->session = session;
-        a->end = end_of(a, last);
+        a->end = end_of(a, last, h->last_gone);
         a->cause = cause_of(a);
         cause_detail(a, a->cause_detail, sizeof(a->cause_detail));
         a->end_ms = a->has_exit ? a->exit_ms : a->last_ms;
@@ -699,6 +700,25 @@ void sr_hist_derive(struct sr_history *h)
     else
         h->state = SR_STATE_RUNNING;
     sr_hist_count_checkpoints(h, h->n_ck);
+}
+
+void sr_hist_last_is_gone(struct sr_history *h)
+{
+    h->last_gone = 1;
+    sr_hist_derive(h);
+}
+
+void sr_hist_settle_last(struct sr_store *st, const char *run_id, struct sr_history *h)
+{
+    if (!h->n_att || h->att[h->n_att - 1].end != SR_END_OPEN)
+        return;
+    struct sr_lease_info in;
+    if (sr_lease_read_rank(st, run_id, -1, &in) < 0) {
+        sr_err_clear();
+        return;
+    }
+    if (sr_lease_takeable(&in, sr_wall_ms() / 1000))
+        sr_hist_last_is_gone(h);
 }
 
 void sr_hist_count_checkpoints(struct sr_history *h, size_t n)

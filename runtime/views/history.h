@@ -179,6 +179,7 @@ struct sr_history {
     unsigned requests;
     struct sr_hist_interval interval;
     int done_marker; /* DONE exists in the store */
+    int last_gone;   /* the last attempt's wrapper is known gone (sr_hist_last_is_gone) */
 
     /* derived by sr_hist_derive() */
     enum sr_hist_state state;
@@ -208,6 +209,16 @@ void sr_hist_add(struct sr_history *h, const json_t *ev);
 int sr_hist_add_line(struct sr_history *h, const char *line, size_t len);
 /* Recomputes every derived field (cheap; call after adding). */
 void sr_hist_derive(struct sr_history *h);
+
+/* The last attempt's wrapper is known gone (the caller saw the run's
+ * lease takeable: expired, released, or held by a process of this machine
+ * that is gone): a last attempt without an end vanished instead of running.
+ * Derives again. */
+void sr_hist_last_is_gone(struct sr_history *h);
+/* The same from the store: when the last attempt has no end and run's
+ * LEASE is takeable, it is gone. Without a readable LEASE (a multi-node
+ * run's are per node) nothing is guessed. */
+void sr_hist_settle_last(struct sr_store *st, const char *run_id, struct sr_history *h);
 
 /* The state rule for checkpoints without attempts: a NEW run of which n
  * checkpoints exist (a push: in the event log, or the catalog's count

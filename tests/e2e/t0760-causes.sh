@@ -82,7 +82,7 @@ test_expect_success 'a notice: preempted (manual), in show, ls and --json' '
     json p.json "assert d[\"attempt_list\"][0][\"cause\"] == \"preempted\""
 '
 
-test_expect_success 'kill -9 of the wrapper, then a rerun: the first attempt vanished' '
+test_expect_success 'kill -9 of the wrapper: its attempt vanished, before and after a rerun' '
     cat >vjob.sh <<-\EOF &&
 	#!/bin/sh
 	# the first attempt waits to be killed with its wrapper; the rerun ends
@@ -96,6 +96,9 @@ test_expect_success 'kill -9 of the wrapper, then a rerun: the first attempt van
     kill -9 $pid &&
     { wait $pid 2>/dev/null || :; } &&
     for _ in $(seq 100); do pgrep -f "sleep 301" >/dev/null || break; sleep 0.1; done &&
+    "$SPOTRUN" show v >show-v0.out &&
+    grep -E "^attempt 0 .*: vanished, lost " show-v0.out &&
+    test "$(cause_in_ls v)" = vanished &&
     "$SPOTRUN" run --run-id v -- ./vjob.sh >v2.log 2>&1 &&
     "$SPOTRUN" show v >show-v.out &&
     grep -E "^attempt 0 .*: vanished, lost " show-v.out &&

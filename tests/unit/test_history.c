@@ -591,6 +591,26 @@ static void a_running_attempt_has_no_cause_yet(void **state)
     sr_hist_free(&h);
 }
 
+/* A last attempt without an end is running until its wrapper is known
+ * gone (a takeable lease): then it vanished, and its work is lost. */
+static void a_gone_wrapper_leaves_a_vanished_attempt(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 0, 0, "start", "");
+    EV(&h, 4000, 0, "metric", ",\"name\":\"loss\",\"value\":1");
+    sr_hist_derive(&h);
+    assert_int_equal(h.att[0].cause, SR_CAUSE_NONE);
+    assert_int_equal(h.lost_ms, 0);
+    sr_hist_last_is_gone(&h);
+    assert_int_equal(h.att[0].end, SR_END_VANISHED);
+    assert_int_equal(h.att[0].cause, SR_CAUSE_VANISHED);
+    assert_int_equal(h.att[0].lost_ms, 4000);
+    assert_int_equal(h.ends[SR_CAUSE_VANISHED], 1);
+    sr_hist_free(&h);
+}
+
 /* show's attempt lines and summary, --json and the metrics file carry the
  * causes. */
 static void views_print_the_causes(void **state)
@@ -657,6 +677,7 @@ int main(void)
         cmocka_unit_test(metrics_text_has_the_job_metrics_and_no_hostile_name),
         cmocka_unit_test(each_end_has_its_cause),
         cmocka_unit_test(a_running_attempt_has_no_cause_yet),
+        cmocka_unit_test(a_gone_wrapper_leaves_a_vanished_attempt),
         cmocka_unit_test(views_print_the_causes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -81,7 +81,8 @@ static void hybrid_falls_back_to_v1(void **state)
     assert_int_equal(sr_memcg_open_text(&m, root, proc), 0);
     assert_non_null(strstr(m.path, "/memory/job/memory.oom_control"));
     assert_int_equal(m.start, 4);
-    plant(root, "memory/job", "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 5\n");
+    plant(root, "memory/job", "memory.oom_control",
+          "oom_kill_disable 0\nunder_oom 0\noom_kill 5\n");
     assert_int_equal(sr_memcg_oom_rose(&m), 1);
     /* a v2 hybrid with memory.events under unified/ is preferred */
     plant(root, "unified/job", "memory.events", EVENTS);
