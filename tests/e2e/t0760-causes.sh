@@ -222,4 +222,16 @@ assert ends == want, ends
     grep "^causes: *1 done, 1 oom, 1 stalled, 1 time-limit, 1 budget, 1 lease-lost$" show-pm.out
 '
 
+test_expect_success 'report: each attempt ends in its cause colour, with a legend of causes' '
+    "$SPOTRUN" report pm -o pm.svg 2>/dev/null &&
+    if command -v xmllint >/dev/null; then xmllint --noout pm.svg; fi &&
+    for c in done oom stalled time-limit budget lease-lost; do
+        test "$(svg_count pm.svg "cause cause-$c")" -eq 1 &&
+        test "$(svg_count pm.svg "legend-cause cause-$c")" -eq 1 || { say "cause $c"; exit 1; }
+    done &&
+    test "$(svg_count pm.svg "legend-cause cause-crashed")" -eq 0 &&
+    grep -q "oom: SIGKILL, signal 9" pm.svg &&
+    grep -q "stalled: no progress for 10m00s, stall timeout 10m00s" pm.svg
+'
+
 test_done
