@@ -208,6 +208,9 @@ test_expect_success 'sweep report: a well-formed SVG, one lane per trial' '
     test "$(svg_count sw.svg "attempt done")" -eq 3 &&
     test "$(svg_count sw.svg "attempt failed")" -eq 1 &&
     test "$(svg_count sw.svg "attempt preempted")" -eq 2 &&
+    test "$(svg_count sw.svg "attempt failed cause-crashed")" -eq 1 &&
+    test "$(svg_count sw.svg "attempt preempted cause-vanished")" -eq 1 &&
+    grep -q "failed, crashed (exit 3)" sw.svg &&
     test "$(svg_count sw.svg done-mark)" -eq 3 &&
     test "$(svg_count sw.svg fail-mark)" -eq 1 &&
     test "$(svg_count sw.svg notice)" -eq 1 &&
