@@ -107,6 +107,7 @@ int sr_cmd_report(const struct sr_cmd *cmd, int argc, char **argv)
                 sr_store_url(ctx.st));
         code = SR_EX_NOINPUT;
     } else {
+        sr_hist_settle_last(ctx.st, run, &h);
         struct run_picture pic = {.html = html, .run_id = run, .h = &h, .p = &vo.prices};
         code = sr_write_atomic(out, write_run, &pic);
         if (code < 0)

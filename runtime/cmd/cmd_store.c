@@ -121,8 +121,8 @@ int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
         goto out;
     }
     if (!vo.json)
-        printf("%-32s %-12s %5s %8s %10s %10s %4s %4s %4s %8s %9s  %-*s%s\n", "RUN", "STATE",
-               "CKPTS", "NEWEST", "STEP", "SIZE", "ATT", "PRE", "FAIL", "LOST", "COST",
+        printf("%-32s %-12s %-10s %5s %8s %10s %10s %4s %4s %4s %8s %9s  %-*s%s\n", "RUN", "STATE",
+               "CAUSE", "CKPTS", "NEWEST", "STEP", "SIZE", "ATT", "PRE", "FAIL", "LOST", "COST",
                long_ls ? 19 : 0, "CREATED", long_ls ? "  METRICS" : "");
     for (size_t i = 0; i < runs.n; i++) {
         struct sr_ckpt_list l = {0};
@@ -132,6 +132,7 @@ int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
         const int hrc = sr_hist_load(st, runs.v[i], &h);
         if (hrc < 0)
             sr_warn("cannot read the event log of %s: %s", runs.v[i], sr_strerror(hrc));
+        sr_hist_settle_last(st, runs.v[i], &h);
         sr_hist_count_checkpoints(&h, l.n);
         if (jruns) {
             json_t *o = json_pack("{s:s}", "run_id", runs.v[i]);
@@ -162,9 +163,12 @@ int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
         char cell[256] = "";
         if (long_ls) /* --long's METRICS */
             sr_summary_metrics_cell(&h, metric.v, metric.n, cell, sizeof(cell));
-        printf("%-32s %-12s %5zu %8s %10s %10s %4zu %4u %4u %8s %9s  %-*s%s%s\n", runs.v[i],
-               sr_hist_state_name(h.state), l.n, seq, step, size, h.n_att, h.preemptions,
-               h.failures, lost, cost, long_ls ? 19 : 0, when, long_ls ? "  " : "", cell);
+        /* CAUSE: why the newest ended attempt ended (docs/events.md) */
+        const struct sr_hist_attempt *ended = sr_hist_last_ended(&h);
+        printf("%-32s %-12s %-10s %5zu %8s %10s %10s %4zu %4u %4u %8s %9s  %-*s%s%s\n", runs.v[i],
+               sr_hist_state_name(h.state), ended ? sr_hist_cause_name(ended->cause) : "-", l.n,
+               seq, step, size, h.n_att, h.preemptions, h.failures, lost, cost, long_ls ? 19 : 0,
+               when, long_ls ? "  " : "", cell);
         sr_hist_free(&h);
         sr_ckpt_list_free(&l);
     }
@@ -321,6 +325,7 @@ int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
         code = SR_EX_NOINPUT;
         goto out;
     }
+    sr_hist_settle_last(st, ops[0], &h);
     sr_hist_count_checkpoints(&h, l.n);
     if (vo.json) {
         code = print_show_json(st, ops[0], &h, &vo.prices, &l);

@@ -232,6 +232,11 @@ static int start_attempt(struct sup *s)
         fprintf(stderr, "spotrun: cannot run the job: %s: %s\n", c->argv[0], strerror(-rc));
         return rc == -ENOENT ? 127 : 126;
     }
+    /* Its memory cgroup's OOM-kill count, while it surely exists. */
+    if (sr_memcg_open(&s->memcg, sr_memcg_root(), s->child) < 0)
+        sr_debug("no memory cgroup of the job is readable below %s: an OOM kill will read as a "
+                 "crash (SIGKILL)",
+                 sr_memcg_root());
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
     json_t *start =
@@ -416,6 +421,21 @@ static void give_up(struct sup *s, int status)
                  sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
 }
 
+/* The job died of SIGKILL (or exited 137, a shell's way of saying its
+ * command was) while its memory cgroup counted an OOM kill: it ran out of
+ * memory. Said once here; 0 when not, or not known (memcg.h). */
+static int oom_killed(struct sup *s, int status)
+{
+    const int killed = (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
+                       (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL);
+    if (!killed || sr_memcg_oom_rose(&s->memcg) != 1)
+        return 0;
+    sr_warn("the job ran out of memory: the OOM killer of its memory cgroup killed it "
+            "(SIGKILL; %s counted it); give it more memory or make it use less",
+            s->memcg.path);
+    return 1;
+}
+
 static void child_exited(struct sup *s, int status)
 {
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -423,11 +443,15 @@ static void child_exited(struct sup *s, int status)
     s->child = 0;
     kill(-pgid, SIGKILL);                     /* leftovers of the job's process group */
     sr_proctree_signal(getpid(), SIGKILL, 0); /* and any daemon it left below us */
-    emit(s, "exit",
-         WIFEXITED(status)
-             ? json_pack("{s:i}", "code", code)
-             : json_pack("{s:i,s:s}", "code", code, "signal",
-                         sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?"));
+    const int oom = oom_killed(s, status);
+    json_t *ex =
+        WIFEXITED(status)
+            ? json_pack("{s:i}", "code", code)
+            : json_pack("{s:i,s:s}", "code", code, "signal",
+                        sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
+    if (oom && ex)
+        json_object_set_new(ex, "oom", json_true());
+    emit(s, "exit", ex);
     if (s->phase == PREEMPTING) {
         const uint64_t submitted = s->submitted;
         if (!s->lost)

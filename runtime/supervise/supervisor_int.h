@@ -22,6 +22,7 @@
 #include "gpu_usage.h"
 #include "job_page.h"
 #include "keeper.h"
+#include "memcg.h"
 #include "notice.h"
 #include "peers.h"
 #include "supervisor.h"
@@ -108,6 +109,9 @@ struct sup {
      * never talked to the wrapper (0: it did talk, or did not fail). */
     int64_t attempt_at;
     int first_silent_fail;
+    /* The job's memory cgroup and its OOM-kill count at the attempt's
+     * start: an "exit" by SIGKILL after the count rose is an OOM kill. */
+    struct sr_memcg memcg;
 
     /* Multi-node (cfg->nodes > 1): the other nodes through the store. */
     struct sr_peers *peers;

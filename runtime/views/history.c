@@ -12,6 +12,7 @@
 
 #include "catalog.h"
 #include "events.h"
+#include "lease.h"
 #include "log.h"
 #include "units.h"
 
@@ -290,6 +291,31 @@ int sr_hist_metric_maximized(const char *name)
     return max;
 }
 
+/* A "limit" event (a time limit or a budget stopped the attempt); a cause
+ * this reader does not know is no limit. */
+static void add_limit(struct sr_hist_attempt *at, const json_t *ev)
+{
+    const char *cause = json_string_value(json_object_get(ev, "cause"));
+    if (!cause)
+        return;
+    if (strcmp(cause, "time-limit") == 0)
+        at->limit = SR_CAUSE_TIME_LIMIT;
+    else if (strcmp(cause, "budget") == 0)
+        at->limit = SR_CAUSE_BUDGET;
+    else
+        return;
+    snprintf(at->limit_what, sizeof(at->limit_what), "run");
+    str_of(ev, "what", at->limit_what, sizeof(at->limit_what));
+    /* Only the names spotrun writes: a tampered log prints nothing odd. */
+    if (strcmp(at->limit_what, "attempt") != 0 && strcmp(at->limit_what, "sweep") != 0)
+        snprintf(at->limit_what, sizeof(at->limit_what), "run");
+    const json_t *l = json_object_get(ev, "limit"), *u = json_object_get(ev, "used");
+    const double lv = json_is_number(l) ? json_number_value(l) : 0.0;
+    const double uv = json_is_number(u) ? json_number_value(u) : 0.0;
+    at->limit_value = lv >= 0 && lv <= (double)SR_TIME_MAX_MS ? lv : 0.0;
+    at->limit_used = uv >= 0 && uv <= (double)SR_TIME_MAX_MS ? uv : 0.0;
+}
+
 void sr_hist_add(struct sr_history *h, const json_t *ev)
 {
     const char *type = json_string_value(json_object_get(ev, "event"));
@@ -355,6 +381,13 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         at->exit_ms = t;
         at->exit_code = (int)int_in(ev, "code", INT32_MIN, INT32_MAX, 0);
         str_of(ev, "signal", at->exit_signal, sizeof(at->exit_signal));
+        at->oom = json_is_true(json_object_get(ev, "oom"));
+    } else if (strcmp(type, "stalled") == 0) {
+        at->stalled = 1;
+        at->stall_since_ms = int_in(ev, "since_ms", 0, SR_TIME_MAX_MS, 0);
+        at->stall_timeout_ms = int_in(ev, "timeout_ms", 0, SR_TIME_MAX_MS, 0);
+    } else if (strcmp(type, "limit") == 0) {
+        add_limit(at, ev);
     } else if (strcmp(type, "withdrawn") == 0) {
         at->notice_ms = 0; /* a cancelled notice; a later one is the cause */
     } else if (strcmp(type, "restart") == 0) {
@@ -367,6 +400,7 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
             at->preempted = h->no[i].attempt == a;
     } else if (strcmp(type, "lease_lost") == 0) {
         at->superseded = 1;
+        str_of(ev, "reason", at->lease_reason, sizeof(at->lease_reason));
     } else if (strcmp(type, "done") == 0) {
         at->done = 1;
     } else if (strcmp(type, "metric") == 0) {
@@ -419,7 +453,7 @@ static void count(struct sr_hist_count *v, size_t *n, size_t max, const char *na
     v[(*n)++].n = 1;
 }
 
-static enum sr_hist_end end_of(const struct sr_hist_attempt *a, int last)
+static enum sr_hist_end end_of(const struct sr_hist_attempt *a, int last, int gone)
 {
     if (a->done)
         return SR_END_DONE;
@@ -433,7 +467,76 @@ static enum sr_hist_end end_of(const struct sr_hist_attempt *a, int last)
         return SR_END_FAILED;
     if (a->has_exit) /* a node's job finished; the run waits for the others (node_done) */
         return SR_END_DONE;
-    return last ? SR_END_OPEN : SR_END_VANISHED;
+    return last && !gone ? SR_END_OPEN : SR_END_VANISHED;
+}
+
+/* The vocabulary's rule (history.h, docs/events.md): what ended it first
+ * of lease_lost, stalled, limit, notice, oom, done, exit; else vanished or
+ * still running. */
+static enum sr_hist_cause cause_of(const struct sr_hist_attempt *a)
+{
+    if (a->end == SR_END_OPEN)
+        return SR_CAUSE_NONE;
+    if (a->superseded)
+        return SR_CAUSE_LEASE_LOST;
+    if (a->stalled)
+        return SR_CAUSE_STALLED;
+    if (a->limit != SR_CAUSE_NONE)
+        return a->limit;
+    if (a->end == SR_END_PREEMPTED)
+        return SR_CAUSE_PREEMPTED;
+    if (a->has_exit && a->oom)
+        return SR_CAUSE_OOM;
+    if (a->end == SR_END_DONE)
+        return SR_CAUSE_DONE;
+    if (a->end == SR_END_VANISHED)
+        return SR_CAUSE_VANISHED;
+    return SR_CAUSE_CRASHED;
+}
+
+/* How the job ended: "exit 3", or "SIGKILL, signal 9". */
+static void exit_detail(const struct sr_hist_attempt *a, char *buf, size_t len)
+{
+    if (a->exit_signal[0] && a->exit_code > 128)
+        snprintf(buf, len, "SIG%s, signal %d", a->exit_signal, a->exit_code - 128);
+    else if (a->exit_signal[0])
+        snprintf(buf, len, "SIG%s", a->exit_signal);
+    else
+        snprintf(buf, len, "exit %d", a->exit_code);
+}
+
+static void cause_detail(const struct sr_hist_attempt *a, char *buf, size_t len)
+{
+    char x[32], y[32];
+    buf[0] = '\0';
+    switch (a->cause) {
+    case SR_CAUSE_PREEMPTED:
+        snprintf(buf, len, "%s", a->notice_ms ? a->notice_source : "unknown");
+        break;
+    case SR_CAUSE_CRASHED:
+    case SR_CAUSE_OOM:
+        exit_detail(a, buf, len);
+        break;
+    case SR_CAUSE_STALLED:
+        sr_format_duration_ms(a->stall_since_ms, x, sizeof(x));
+        sr_format_duration_ms(a->stall_timeout_ms, y, sizeof(y));
+        snprintf(buf, len, "no progress for %s, stall timeout %s", x, y);
+        break;
+    case SR_CAUSE_TIME_LIMIT:
+        sr_format_duration_ms((int64_t)a->limit_value, x, sizeof(x));
+        sr_format_duration_ms((int64_t)a->limit_used, y, sizeof(y));
+        snprintf(buf, len, "%s time limit %s reached, used %s", a->limit_what, x, y);
+        break;
+    case SR_CAUSE_BUDGET:
+        snprintf(buf, len, "%s budget $%.2f reached, used $%.2f", a->limit_what, a->limit_value,
+                 a->limit_used);
+        break;
+    case SR_CAUSE_LEASE_LOST:
+        snprintf(buf, len, "another wrapper took the run over");
+        break;
+    default:
+        break;
+    }
 }
 
 /* The staged time of the newest checkpoint durable by cutoff, or 0. */
@@ -461,7 +564,9 @@ static void derive_attempts(struct sr_history *h)
         if (i > 0 && !h->att[i - 1].restarted)
             session++;
         a->session = session;
-        a->end = end_of(a, last);
+        a->end = end_of(a, last, h->last_gone);
+        a->cause = cause_of(a);
+        cause_detail(a, a->cause_detail, sizeof(a->cause_detail));
         a->end_ms = a->has_exit ? a->exit_ms : a->last_ms;
         a->lost_ms = 0;
         a->base_ms = 0;
@@ -484,6 +589,7 @@ static void derive_counts(struct sr_history *h)
         char cause[64];
         h->lost_ms += a->lost_ms;
         h->restarts += a->restarted ? 1 : 0;
+        h->ends[a->cause]++;
         switch (a->end) {
         case SR_END_PREEMPTED:
             h->preemptions++;
@@ -571,6 +677,7 @@ void sr_hist_derive(struct sr_history *h)
         qsort(h->ck, h->n_ck, sizeof(*h->ck), cmp_ck);
     h->preemptions = h->failures = h->restarts = 0;
     h->n_sources = h->n_causes = 0;
+    memset(h->ends, 0, sizeof(h->ends));
     h->lost_ms = h->first_ms = h->last_ms = h->wall_ms = h->instance_ms = h->queued_ms = 0;
     h->raw_bytes = h->stored_bytes = 0;
     h->last_durable_ms = 0;
@@ -593,6 +700,25 @@ void sr_hist_derive(struct sr_history *h)
     else
         h->state = SR_STATE_RUNNING;
     sr_hist_count_checkpoints(h, h->n_ck);
+}
+
+void sr_hist_last_is_gone(struct sr_history *h)
+{
+    h->last_gone = 1;
+    sr_hist_derive(h);
+}
+
+void sr_hist_settle_last(struct sr_store *st, const char *run_id, struct sr_history *h)
+{
+    if (!h->n_att || h->att[h->n_att - 1].end != SR_END_OPEN)
+        return;
+    struct sr_lease_info in;
+    if (sr_lease_read_rank(st, run_id, -1, &in) < 0) {
+        sr_err_clear();
+        return;
+    }
+    if (sr_lease_takeable(&in, sr_wall_ms() / 1000))
+        sr_hist_last_is_gone(h);
 }
 
 void sr_hist_count_checkpoints(struct sr_history *h, size_t n)
@@ -669,6 +795,21 @@ const char *sr_hist_end_name(enum sr_hist_end e)
     static const char *const names[] = {"running", "done",     "preempted", "crashed",
                                         "failed",  "vanished", "superseded"};
     return names[e];
+}
+
+const char *sr_hist_cause_name(enum sr_hist_cause c)
+{
+    static const char *const names[] = {"",    "done",    "preempted",  "vanished", "crashed",
+                                        "oom", "stalled", "time-limit", "budget",   "lease-lost"};
+    return (unsigned)c < SR_CAUSE_COUNT ? names[c] : "";
+}
+
+const struct sr_hist_attempt *sr_hist_last_ended(const struct sr_history *h)
+{
+    for (size_t i = h->n_att; i-- > 0;)
+        if (h->att[i].cause != SR_CAUSE_NONE)
+            return &h->att[i];
+    return NULL;
 }
 
 double sr_hist_instance_hours(const struct sr_history *h)

@@ -43,6 +43,25 @@ enum sr_hist_end {
     SR_END_SUPERSEDED, /* lost the run's lease to another wrapper (exit 73) */
 };
 
+/* Why an attempt ended: one vocabulary for show, ls, sweep show, report,
+ * --json and the metrics file (docs/events.md, "What the views derive").
+ * Checked in this order: lease_lost, stalled, limit (its cause), notice and
+ * preempted, exit with "oom", done, any other exit (crashed), no end and a
+ * later attempt (vanished). A running attempt has none yet. */
+enum sr_hist_cause {
+    SR_CAUSE_NONE,       /* not ended yet */
+    SR_CAUSE_DONE,       /* the job finished (exit 0) */
+    SR_CAUSE_PREEMPTED,  /* a notice stopped it (exit 75) */
+    SR_CAUSE_VANISHED,   /* the log stops: the node or the wrapper died */
+    SR_CAUSE_CRASHED,    /* the job failed: a non-zero exit or a signal */
+    SR_CAUSE_OOM,        /* killed while its cgroup's oom_kill count rose */
+    SR_CAUSE_STALLED,    /* the hang watchdog stopped it (a "stalled" event) */
+    SR_CAUSE_TIME_LIMIT, /* a time limit stopped it (a "limit" event) */
+    SR_CAUSE_BUDGET,     /* a budget stopped it (a "limit" event) */
+    SR_CAUSE_LEASE_LOST, /* another wrapper took the run over ("lease_lost") */
+    SR_CAUSE_COUNT
+};
+
 enum sr_hist_state {
     SR_STATE_NEW,          /* no attempt and no checkpoint */
     SR_STATE_CHECKPOINTED, /* checkpoints (e.g. from push) but no attempt */
@@ -65,16 +84,25 @@ struct sr_hist_attempt {
     int exit_code;
     char exit_signal[16]; /* "KILL", "" when it exited */
     int restarted, preempted, done, superseded;
+    int oom;     /* the exit event says "oom": true */
+    int stalled; /* a "stalled" event */
+    int64_t stall_since_ms, stall_timeout_ms;
+    enum sr_hist_cause limit;       /* a "limit" event's cause, else NONE */
+    char limit_what[16];            /* "run", "attempt", "sweep" */
+    double limit_value, limit_used; /* ms for a time limit, an amount for a budget */
+    char lease_reason[64];
     int64_t notice_ms; /* 0 = no notice in this attempt */
     int64_t notice_left_ms;
     char notice_source[64];
     uint64_t gpu_peak_bytes, gpu_bytes; /* 0 = unknown */
     /* derived by sr_hist_derive() */
     enum sr_hist_end end;
-    int64_t end_ms;   /* when the interruption (or the end) happened */
-    int64_t lost_ms;  /* interrupted attempts only, else 0 */
-    int64_t base_ms;  /* start of the lost span (for the report) */
-    uint32_t session; /* attempts chained by restarts in one wrapper process */
+    enum sr_hist_cause cause;
+    char cause_detail[128]; /* "exit 3", "SIGKILL, signal 9", "manual"...; "" when none */
+    int64_t end_ms;         /* when the interruption (or the end) happened */
+    int64_t lost_ms;        /* interrupted attempts only, else 0 */
+    int64_t base_ms;        /* start of the lost span (for the report) */
+    uint32_t session;       /* attempts chained by restarts in one wrapper process */
 };
 
 struct sr_hist_ckpt {
@@ -151,12 +179,15 @@ struct sr_history {
     unsigned requests;
     struct sr_hist_interval interval;
     int done_marker; /* DONE exists in the store */
+    int last_gone;   /* the last attempt's wrapper is known gone (sr_hist_last_is_gone) */
 
     /* derived by sr_hist_derive() */
     enum sr_hist_state state;
     unsigned preemptions, failures, restarts;
     struct sr_hist_count by_source[16], by_cause[16];
     size_t n_sources, n_causes;
+    unsigned ends[SR_CAUSE_COUNT]; /* ended attempts by cause ([SR_CAUSE_NONE]: running) */
+
     int64_t lost_ms;
     unsigned staged, durable;
     double stage_p50, stage_max, persist_p50, persist_max; /* seconds */
@@ -179,6 +210,16 @@ int sr_hist_add_line(struct sr_history *h, const char *line, size_t len);
 /* Recomputes every derived field (cheap; call after adding). */
 void sr_hist_derive(struct sr_history *h);
 
+/* The last attempt's wrapper is known gone (the caller saw the run's
+ * lease takeable: expired, released, or held by a process of this machine
+ * that is gone): a last attempt without an end vanished instead of running.
+ * Derives again. */
+void sr_hist_last_is_gone(struct sr_history *h);
+/* The same from the store: when the last attempt has no end and run's
+ * LEASE is takeable, it is gone. Without a readable LEASE (a multi-node
+ * run's are per node) nothing is guessed. */
+void sr_hist_settle_last(struct sr_store *st, const char *run_id, struct sr_history *h);
+
 /* The state rule for checkpoints without attempts: a NEW run of which n
  * checkpoints exist (a push: in the event log, or the catalog's count
  * that ls and show add) is CHECKPOINTED. */
@@ -194,6 +235,10 @@ int sr_hist_load_logs(struct sr_store *st, const char *run_id, const struct sr_s
 
 const char *sr_hist_state_name(enum sr_hist_state s);
 const char *sr_hist_end_name(enum sr_hist_end e);
+/* "done", "preempted", ..., "lease-lost"; "" for SR_CAUSE_NONE. */
+const char *sr_hist_cause_name(enum sr_hist_cause c);
+/* The newest attempt that has ended (a cause), or NULL. */
+const struct sr_hist_attempt *sr_hist_last_ended(const struct sr_history *h);
 
 /* The metric called name, or NULL. */
 const struct sr_hist_metric *sr_hist_metric_find(const struct sr_history *h, const char *name);

@@ -116,6 +116,12 @@ static void counters(FILE *f, const char *run, const struct sr_history *h)
     for (size_t i = 0; i < h->n_causes; i++)
         sample(f, "spotrun_failures_by_cause_total", run, "cause", h->by_cause[i].name,
                h->by_cause[i].n);
+    family(f, "spotrun_attempt_ends_total", "counter",
+           "Ended attempts by cause: done, preempted, vanished, crashed, oom, stalled, "
+           "time-limit, budget, lease-lost (docs/events.md).");
+    for (int c = SR_CAUSE_DONE; c < SR_CAUSE_COUNT; c++)
+        sample(f, "spotrun_attempt_ends_total", run, "cause",
+               sr_hist_cause_name((enum sr_hist_cause)c), h->ends[c]);
     family(f, "spotrun_restarts_total", "counter", "Restarts after crashes.");
     sample(f, "spotrun_restarts_total", run, NULL, NULL, h->restarts);
     family(f, "spotrun_checkpoints_total", "counter",

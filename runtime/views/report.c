@@ -56,6 +56,51 @@ static void head(FILE *f, const char *run_id, const struct sr_history *h, double
     sr_svg_text(f, 20, 50, "subtitle", "fill=\"" SR_SVG_DIM "\"", title);
 }
 
+/* Each cause's colour (docs/events.md's vocabulary): the mark at the end
+ * of an attempt's segment, its label and the legend's second row. */
+static const char *cause_color(enum sr_hist_cause c)
+{
+    static const char *const colors[SR_CAUSE_COUNT] = {
+        [SR_CAUSE_NONE] = SR_SVG_DIM,         [SR_CAUSE_DONE] = SR_SVG_CKPT,
+        [SR_CAUSE_PREEMPTED] = SR_SVG_NOTICE, [SR_CAUSE_VANISHED] = "#9d755d",
+        [SR_CAUSE_CRASHED] = SR_SVG_LOST,     [SR_CAUSE_OOM] = "#b279a2",
+        [SR_CAUSE_STALLED] = "#c9a100",       [SR_CAUSE_TIME_LIMIT] = "#2a9d8f",
+        [SR_CAUSE_BUDGET] = "#d6608a",        [SR_CAUSE_LEASE_LOST] = "#8c8c8c",
+    };
+    return (unsigned)c < SR_CAUSE_COUNT ? colors[c] : SR_SVG_DIM;
+}
+
+/* The second legend row: how attempts ended, one swatch per cause the run
+ * has, with its count. */
+static void cause_legend(FILE *f, const struct sr_history *h)
+{
+    double x = 20;
+    const double y = 96;
+    int any = 0;
+    for (int c = SR_CAUSE_DONE; c < SR_CAUSE_COUNT; c++)
+        any |= h->ends[c] > 0;
+    if (!any)
+        return;
+    fprintf(f, "<g class=\"legend causes\">\n");
+    sr_svg_text(f, x, y, "legend-label", "fill=\"" SR_SVG_DIM "\"", "attempts ended:");
+    x += 105;
+    for (int c = SR_CAUSE_DONE; c < SR_CAUSE_COUNT; c++) {
+        if (!h->ends[c])
+            continue;
+        char label[48];
+        snprintf(label, sizeof(label), "%s %u", sr_hist_cause_name((enum sr_hist_cause)c),
+                 h->ends[c]);
+        fprintf(f,
+                "<rect class=\"legend-cause cause-%s\" x=\"%.1f\" y=\"%.1f\" width=\"10\" "
+                "height=\"10\" fill=\"%s\"/>",
+                sr_hist_cause_name((enum sr_hist_cause)c), x, y - 9,
+                cause_color((enum sr_hist_cause)c));
+        sr_svg_text(f, x + 15, y, "legend-label", "", label);
+        x += 30 + 7.5 * (double)strlen(label);
+    }
+    fprintf(f, "</g>\n");
+}
+
 static void legend(FILE *f)
 {
     double x = 20;
@@ -133,6 +178,20 @@ static void segment(FILE *f, const struct sr_svg_frame *fr, const struct sr_hist
             sr_hist_end_name(a->end), xs, y - BAR / 2, xe - xs > 1 ? xe - xs : 1, BAR);
     sr_svg_tooltip(f, tip);
     fputs("</rect>\n", f);
+    if (a->cause != SR_CAUSE_NONE) { /* the end, in its cause's colour */
+        if (a->cause_detail[0])
+            snprintf(tip, sizeof(tip), "ended: %s (%s)", sr_hist_cause_name(a->cause),
+                     a->cause_detail);
+        else
+            snprintf(tip, sizeof(tip), "ended: %s", sr_hist_cause_name(a->cause));
+        fprintf(f,
+                "<rect class=\"cause cause-%s\" x=\"%.1f\" y=\"%.1f\" width=\"4\" "
+                "height=\"%.1f\" fill=\"%s\">",
+                sr_hist_cause_name(a->cause), xe - 2, y - BAR / 2 - 3, BAR + 6,
+                cause_color(a->cause));
+        sr_svg_tooltip(f, tip);
+        fputs("</rect>\n", f);
+    }
     if (a->lost_ms > 0) {
         const double xb = sr_svg_x(fr, a->base_ms);
         sr_format_duration_ms(a->lost_ms, d, sizeof(d));
@@ -211,36 +270,41 @@ static void notices(FILE *f, const struct sr_svg_frame *fr, const struct sr_hist
     }
 }
 
+/* How the attempt ended, in its cause's colour: a cross where the job (or
+ * its wrapper) died, a label where it was stopped or finished. */
 static void ending(FILE *f, const struct sr_svg_frame *fr, const struct sr_hist_attempt *a,
                    double y)
 {
+    if (a->cause == SR_CAUSE_NONE)
+        return;
     const double x = sr_svg_x(fr, a->end_ms);
-    char tip[120];
-    if (a->end == SR_END_CRASHED || a->end == SR_END_FAILED || a->end == SR_END_VANISHED) {
-        if (a->end == SR_END_VANISHED)
-            snprintf(tip, sizeof(tip), "the wrapper vanished");
-        else if (a->exit_signal[0])
-            snprintf(tip, sizeof(tip), "killed by SIG%s", a->exit_signal);
-        else
-            snprintf(tip, sizeof(tip), "exit %d", a->exit_code);
-        fprintf(f, "<g class=\"exit crash\">");
+    const char *name = sr_hist_cause_name(a->cause);
+    char tip[200], attrs[64];
+    if (a->cause == SR_CAUSE_VANISHED)
+        snprintf(tip, sizeof(tip), "vanished: the wrapper or its node died");
+    else if (a->cause_detail[0])
+        snprintf(tip, sizeof(tip), "%s: %s", name, a->cause_detail);
+    else
+        snprintf(tip, sizeof(tip), "%s: the job exited 0", name);
+    snprintf(attrs, sizeof(attrs), "font-size=\"11\" fill=\"%s\"", cause_color(a->cause));
+    const int cross = a->cause == SR_CAUSE_CRASHED || a->cause == SR_CAUSE_OOM ||
+                      a->cause == SR_CAUSE_STALLED || a->cause == SR_CAUSE_VANISHED;
+    if (cross) {
+        fprintf(f, "<g class=\"exit crash cause-%s\">", name);
         sr_svg_tooltip(f, tip);
-        sr_svg_text(
-            f, x, y + 6, "exit-mark",
-            "text-anchor=\"middle\" font-size=\"20\" font-weight=\"bold\" fill=\"" SR_SVG_LOST "\"",
-            "\xc3\x97");
-        sr_svg_text(f, x + 10, y + BAR / 2 + 13, "exit-label",
-                    "font-size=\"11\" fill=\"" SR_SVG_LOST "\"", tip);
-        fprintf(f, "</g>\n");
-    } else if (a->end == SR_END_DONE || a->end == SR_END_PREEMPTED) {
-        fprintf(f, "<g class=\"exit %s\">", sr_hist_end_name(a->end));
-        sr_svg_tooltip(f, a->end == SR_END_DONE ? "done: the job exited 0" : "preempted: exit 75");
-        sr_svg_text(f, x + 6, y + 4, "exit-label",
-                    a->end == SR_END_DONE ? "font-size=\"11\" fill=\"" SR_SVG_CKPT "\""
-                                          : "font-size=\"11\" fill=\"" SR_SVG_NOTICE "\"",
-                    a->end == SR_END_DONE ? "done" : "exit 75");
-        fprintf(f, "</g>\n");
+        char mark[96];
+        snprintf(mark, sizeof(mark),
+                 "text-anchor=\"middle\" font-size=\"20\" font-weight=\"bold\" fill=\"%s\"",
+                 cause_color(a->cause));
+        sr_svg_text(f, x, y + 6, "exit-mark", mark, "\xc3\x97");
+        sr_svg_text(f, x + 10, y + BAR / 2 + 13, "exit-label", attrs,
+                    a->cause == SR_CAUSE_CRASHED || a->cause == SR_CAUSE_OOM ? tip : name);
+    } else {
+        fprintf(f, "<g class=\"exit %s cause-%s\">", name, name);
+        sr_svg_tooltip(f, tip);
+        sr_svg_text(f, x + 6, y + 4, "exit-label", attrs, name);
     }
+    fprintf(f, "</g>\n");
 }
 
 /* The arrow from the end of one attempt to the start of the next. */
@@ -270,6 +334,7 @@ void sr_report_svg(FILE *f, const char *run_id, const struct sr_history *h)
     const double height = timeline + sr_metricplot_height(h);
     head(f, run_id, h, height);
     legend(f);
+    cause_legend(f, h);
     for (size_t i = 0; i < h->n_att; i++)
         if (h->att[i].session % 2)
             fprintf(f,

@@ -99,6 +99,22 @@ static json_t *interval_json(const struct sr_hist_interval *iv)
                      sr_interval_overhead(iv->interval_ms, iv->cost_ms));
 }
 
+/* "causes:      1 done, 1 preempted, 1 crashed": ended attempts by cause,
+ * in the vocabulary's order. */
+static void print_causes(FILE *f, const struct sr_history *h)
+{
+    int any = 0;
+    for (int c = SR_CAUSE_DONE; c < SR_CAUSE_COUNT; c++) {
+        if (!h->ends[c])
+            continue;
+        fprintf(f, "%s%u %s", any ? ", " : "causes:      ", h->ends[c],
+                sr_hist_cause_name((enum sr_hist_cause)c));
+        any = 1;
+    }
+    if (any)
+        fputc('\n', f);
+}
+
 void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_prices *p)
 {
     char wall[32], inst[32], queued[32], lost[32], detail[160], list[512];
@@ -116,6 +132,7 @@ void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_
     counts(list, sizeof(list), h->by_cause, h->n_causes);
     fprintf(f, "failures:    %u%s%s%s; %u restart(s)\n", h->failures, h->n_causes ? " (" : "", list,
             h->n_causes ? ")" : "", h->restarts);
+    print_causes(f, h);
     lost_detail(h, detail, sizeof(detail));
     fprintf(f, "lost work:   %s (%s)\n", lost, detail);
     fprintf(f, "stage:       p50 %.2fs, max %.2fs (%u staged)\n", h->stage_p50, h->stage_max,
@@ -149,11 +166,30 @@ void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_
     }
 }
 
+/* "crashed (exit 3), lost 2.0s; not restarted", "lease-lost: another
+ * wrapper took the run over", "running": the cause, its detail and the
+ * work lost. */
+static void attempt_how(const struct sr_hist_attempt *a, const char *lost, char *how, size_t len)
+{
+    const char *name = sr_hist_cause_name(a->cause);
+    if (a->cause == SR_CAUSE_NONE)
+        snprintf(how, len, "running");
+    else if (a->cause == SR_CAUSE_DONE)
+        snprintf(how, len, "done");
+    else if (a->cause == SR_CAUSE_LEASE_LOST)
+        snprintf(how, len, "%s: %s", name, a->cause_detail);
+    else if (a->cause_detail[0])
+        snprintf(how, len, "%s (%s), lost %s%s", name, a->cause_detail, lost,
+                 a->end == SR_END_FAILED ? "; not restarted" : "");
+    else
+        snprintf(how, len, "%s, lost %s", name, lost);
+}
+
 void sr_summary_print_attempts(FILE *f, const struct sr_history *h)
 {
     for (size_t i = 0; i < h->n_att; i++) {
         const struct sr_hist_attempt *a = &h->att[i];
-        char when[32], ran[32], lost[32], how[160] = "", from[80] = "fresh";
+        char when[32], ran[32], lost[32], how[256] = "", from[80] = "fresh";
         sr_format_iso_ms(a->start_ms, when, sizeof(when));
         sr_format_duration_ms(a->end_ms > a->start_ms ? a->end_ms - a->start_ms : 0, ran,
                               sizeof(ran));
@@ -163,22 +199,7 @@ void sr_summary_print_attempts(FILE *f, const struct sr_history *h)
             sr_format_step(a->resumed_step, step, sizeof(step));
             snprintf(from, sizeof(from), "from seq %" PRId64 " step %s", a->resumed_seq, step);
         }
-        if (a->end == SR_END_PREEMPTED)
-            snprintf(how, sizeof(how), "preempted (%s), lost %s",
-                     a->notice_ms ? a->notice_source : "unknown", lost);
-        else if (a->end == SR_END_CRASHED || a->end == SR_END_FAILED) {
-            if (a->exit_signal[0])
-                snprintf(how, sizeof(how), "%s (SIG%s), lost %s", sr_hist_end_name(a->end),
-                         a->exit_signal, lost);
-            else
-                snprintf(how, sizeof(how), "%s (exit %d), lost %s", sr_hist_end_name(a->end),
-                         a->exit_code, lost);
-        } else if (a->end == SR_END_VANISHED)
-            snprintf(how, sizeof(how), "vanished, lost %s", lost);
-        else if (a->end == SR_END_SUPERSEDED)
-            snprintf(how, sizeof(how), "superseded: another wrapper took the run over");
-        else
-            snprintf(how, sizeof(how), "%s", sr_hist_end_name(a->end));
+        attempt_how(a, lost, how, sizeof(how));
         fprintf(f, "attempt %-4" PRIu32 " %-19s %-8s %-26s on %s%s%s: %s\n", a->attempt, when, ran,
                 from, a->host[0] ? a->host : "?", a->instance_type[0] ? " " : "", a->instance_type,
                 how);
@@ -223,6 +244,8 @@ json_t *sr_summary_attempts_json(const struct sr_history *h)
                             a->resumed && a->resumed_step >= 0 ? json_integer(a->resumed_step)
                                                                : json_null());
         json_object_set_new(o, "outcome", json_string(sr_hist_end_name(a->end)));
+        json_object_set_new(o, "cause", str_or_null(sr_hist_cause_name(a->cause)));
+        json_object_set_new(o, "cause_detail", str_or_null(a->cause_detail));
         json_object_set_new(o, "exit_code", a->has_exit ? json_integer(a->exit_code) : json_null());
         json_object_set_new(o, "signal", str_or_null(a->exit_signal));
         json_object_set_new(o, "notice_source", str_or_null(a->notice_source));
@@ -329,6 +352,15 @@ json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices 
                         json_pack("{s:i,s:o}", "total", (int)h->failures, "by_cause",
                                   counts_json(h->by_cause, h->n_causes)));
     json_object_set_new(o, "restarts", json_integer(h->restarts));
+    json_t *ends = json_object();
+    for (int c = SR_CAUSE_DONE; c < SR_CAUSE_COUNT; c++)
+        json_object_set_new(ends, sr_hist_cause_name((enum sr_hist_cause)c),
+                            json_integer(h->ends[c]));
+    json_object_set_new(o, "causes", ends);
+    const struct sr_hist_attempt *le = sr_hist_last_ended(h);
+    json_object_set_new(o, "last_cause",
+                        le ? json_string(sr_hist_cause_name(le->cause)) : json_null());
+    json_object_set_new(o, "last_cause_detail", le ? str_or_null(le->cause_detail) : json_null());
     json_object_set_new(o, "lost_work_seconds", json_real((double)h->lost_ms / 1000.0));
     json_object_set_new(
         o, "checkpoint_stats",

@@ -128,14 +128,20 @@ static void attempt_bar(FILE *f, const struct sr_svg_frame *fr, const struct sr_
     const int64_t end =
         strcmp(cls, "running") == 0 && v->now_ms > a->end_ms ? v->now_ms : a->end_ms;
     const double x0 = sr_svg_x(fr, a->first_ms), x1 = sr_svg_x(fr, end);
-    char tip[300], d[32];
+    char tip[512], d[32];
     sr_format_duration_ms(end - a->first_ms, d, sizeof(d));
-    snprintf(tip, sizeof(tip), "trial %zu attempt %" PRIu32 " on %s: %s, %s", t->trial, a->attempt,
-             a->host[0] ? a->host : "?", d, cls);
+    /* its cause too (docs/events.md): "crashed, oom (SIGKILL, signal 9)" */
+    char why[200] = "";
+    if (a->cause != SR_CAUSE_NONE)
+        snprintf(why, sizeof(why), ", %s%s%s%s", sr_hist_cause_name(a->cause),
+                 a->cause_detail[0] ? " (" : "", a->cause_detail, a->cause_detail[0] ? ")" : "");
+    snprintf(tip, sizeof(tip), "trial %zu attempt %" PRIu32 " on %s: %s, %s%s", t->trial,
+             a->attempt, a->host[0] ? a->host : "?", d, cls, why);
     fprintf(f,
-            "<rect class=\"attempt %s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-            "fill=\"%s\">",
-            cls, x0, y - BAR / 2, x1 - x0 > 1 ? x1 - x0 : 1, BAR, color);
+            "<rect class=\"attempt %s%s%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+            "height=\"%.1f\" fill=\"%s\">",
+            cls, a->cause != SR_CAUSE_NONE ? " cause-" : "", sr_hist_cause_name(a->cause), x0,
+            y - BAR / 2, x1 - x0 > 1 ? x1 - x0 : 1, BAR, color);
     sr_svg_tooltip(f, tip);
     fputs("</rect>\n", f);
     if (a->end == SR_END_DONE) {

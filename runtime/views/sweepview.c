@@ -73,6 +73,8 @@ static int load_trial(struct pool *p, struct sr_sv_trial *t)
     if (rc == 0) {
         r->has_lease = 1;
         r->lease_held = !sr_lease_takeable(&r->lease, p->now_s);
+        if (!r->lease_held) /* nobody runs it: a last attempt without an end vanished */
+            sr_hist_last_is_gone(&r->h);
     } else if (rc == -ENOENT || rc == -EBADMSG || rc == -EPROTONOSUPPORT) {
         sr_err_clear();
     } else {
@@ -525,7 +527,7 @@ void sr_sweepview_print(FILE *f, const struct sr_sweepview *v, const struct sr_s
     print_header(f, v, o);
     print_best(f, v, o);
     const size_t np = sr_sweep_nparams(v->sw), nm = v->n_metrics;
-    struct table t = {.rows = v->n + 1, .cols = 1 + np + 6 + nm};
+    struct table t = {.rows = v->n + 1, .cols = 1 + np + 7 + nm};
     t.cell = calloc(t.rows * t.cols, sizeof(*t.cell));
     t.right = calloc(t.cols, 1);
     size_t *order = calloc(v->n ? v->n : 1, sizeof(*order));
@@ -533,13 +535,13 @@ void sr_sweepview_print(FILE *f, const struct sr_sweepview *v, const struct sr_s
         fprintf(f, "(cannot lay out the table)\n");
         goto out;
     }
-    static const char *const fixed[] = {"STATE", "ATT", "PRE", "LOST", "INST-H", "COST"};
+    static const char *const fixed[] = {"STATE", "CAUSE", "ATT", "PRE", "LOST", "INST-H", "COST"};
     size_t c = 0;
     put(&t, 0, c++, "TRIAL");
     for (size_t i = 0; i < np; i++)
         put(&t, 0, c++, sr_sweep_param(v->sw, i));
-    for (size_t i = 0; i < 6; i++) {
-        t.right[c] = i > 0;
+    for (size_t i = 0; i < 7; i++) {
+        t.right[c] = i > 1;
         put(&t, 0, c++, fixed[i]);
     }
     for (size_t i = 0; i < nm; i++) {
@@ -563,6 +565,9 @@ void sr_sweepview_print(FILE *f, const struct sr_sweepview *v, const struct sr_s
         }
         state_text(tr, buf, sizeof(buf));
         put(&t, r, c++, buf);
+        /* why its newest ended attempt ended (docs/events.md) */
+        const struct sr_hist_attempt *ended = h ? sr_hist_last_ended(h) : NULL;
+        put(&t, r, c++, ended ? sr_hist_cause_name(ended->cause) : "-");
         snprintf(buf, sizeof(buf), "%zu", h ? h->n_att : 0);
         put(&t, r, c++, buf);
         snprintf(buf, sizeof(buf), "%u", h ? h->preemptions : 0);
@@ -637,6 +642,12 @@ static json_t *trial_json(const struct sr_sweepview *v, const struct sr_sv_trial
     json_object_set_new(j, "instance_hours", json_real(hours));
     json_object_set_new(j, "cost", price_or_null(hours, o->prices.spot_per_hour));
     json_object_set_new(j, "end", end);
+    const struct sr_hist_attempt *ended = h ? sr_hist_last_ended(h) : NULL;
+    json_object_set_new(j, "cause",
+                        ended ? json_string(sr_hist_cause_name(ended->cause)) : json_null());
+    json_object_set_new(j, "cause_detail",
+                        ended && ended->cause_detail[0] ? json_string(ended->cause_detail)
+                                                        : json_null());
     json_object_set_new(j, "metrics", met);
     return j;
 }

@@ -36,7 +36,7 @@ test_expect_success 'the step of that checkpoint is unknown: shown as -' '
     grep "^checkpoints: *1$" show.out &&
     awk "\$1 == 1 && \$2 == \"-\"" show.out | grep . &&
     "$SPOTRUN" ls >ls.out &&
-    awk "\$1 == \"unco\" && \$5 == \"-\"" ls.out | grep .
+    awk "\$1 == \"unco\" && \$6 == \"-\"" ls.out | grep .
 '
 
 test_expect_success 'a job that exits 0 leaving its dir empty: nothing committed' '

@@ -19,8 +19,8 @@ test_expect_success 'show: state preempted, 2 attempts, 1 preemption (manual), 1
     grep "^failures: *1 (exit 3: 1); 1 restart(s)$" show1.out
 '
 
-test_expect_success 'ls: the run is preempted' '
-    "$SPOTRUN" ls | awk "\$1 == \"h\" && \$2 == \"preempted\"" | grep .
+test_expect_success 'ls: the run is preempted, its last attempt by a preemption' '
+    "$SPOTRUN" ls | awk "\$1 == \"h\" && \$2 == \"preempted\" && \$3 == \"preempted\"" | grep .
 '
 
 test_expect_success 'the rerun resumes and finishes: state done, 3 attempts' '
@@ -55,6 +55,8 @@ assert d[\"preemptions\"] == {\"total\": 1, \"by_source\": {\"manual\": 1}}
 assert d[\"failures\"] == {\"total\": 1, \"by_cause\": {\"exit 3\": 1}}
 a = d[\"attempt_list\"]
 assert [x[\"outcome\"] for x in a] == [\"crashed\", \"preempted\", \"done\"]
+assert [x[\"cause\"] for x in a] == [\"crashed\", \"preempted\", \"done\"]
+assert [x[\"cause_detail\"] for x in a] == [\"exit 3\", \"manual\", None]
 assert a[0][\"exit_code\"] == 3 and a[0][\"lost_work_seconds\"] > 0
 assert a[1][\"notice_source\"] == \"manual\" and a[1][\"resumed_step\"] == 500
 assert abs(d[\"lost_work_seconds\"] - sum(x[\"lost_work_seconds\"] for x in a)) < 1e-6
@@ -94,8 +96,9 @@ test_expect_success 'a run that keeps crashing is failed' '
 
 test_expect_success 'ls: a sweep at a glance, and --json' '
     "$SPOTRUN" ls --price-per-hour 1 >ls.out &&
-    awk "\$1 == \"h\" && \$2 == \"done\" && \$8 == 3 && \$9 == 1 && \$10 == 1" ls.out | grep . &&
-    awk "\$1 == \"f\" && \$2 == \"failed\"" ls.out | grep . &&
+    head -n 1 ls.out | grep -E "^RUN +STATE +CAUSE +CKPTS " &&
+    awk "\$1 == \"h\" && \$2 == \"done\" && \$3 == \"done\" && \$9 == 3 && \$10 == 1 && \$11 == 1" ls.out | grep . &&
+    awk "\$1 == \"f\" && \$2 == \"failed\" && \$3 == \"crashed\"" ls.out | grep . &&
     "$SPOTRUN" ls --json >ls.json &&
     json ls.json "
 r = {x[\"run_id\"]: x for x in d[\"runs\"]}
@@ -104,6 +107,9 @@ assert r[\"h\"][\"state\"] == \"done\" and r[\"h\"][\"attempts\"] == 3
 assert r[\"h\"][\"newest\"][\"step\"] == 3000
 assert r[\"f\"][\"state\"] == \"failed\" and r[\"f\"][\"checkpoint_count\"] == 0
 assert r[\"f\"][\"newest\"] is None
+assert r[\"h\"][\"last_cause\"] == \"done\" and r[\"f\"][\"last_cause\"] == \"crashed\"
+assert r[\"f\"][\"last_cause_detail\"] == \"exit 3\"
+assert r[\"h\"][\"causes\"][\"crashed\"] == 1 and r[\"h\"][\"causes\"][\"preempted\"] == 1
 "
 '
 

@@ -73,14 +73,15 @@ assert t[\"state\"] == \"running\" and t[\"host\"] == socket.gethostname(), t
 
 row() { grep -E "^ +$1 " show.out; }
 
-test_expect_success 'each row says the trial state' '
-    row 0 | grep -E "0\.5 +0 +done " &&
-    row 1 | grep -E "0\.5 +1 +failed \(exit 3\) " &&
-    row 2 | grep -E "0\.2 +0 +done " &&
-    row 3 | grep -E "0\.2 +1 +preempted +1 +1 " &&
-    row 4 | grep -E "0\.4 +0 +done " &&
-    row 5 | grep -E "0\.4 +1 +queued +0 +0 " &&
-    row 7 | grep -E "0\.3 +1 +queued "
+test_expect_success 'each row says the trial state and why its last attempt ended' '
+    row 0 | grep -E "0\.5 +0 +done +done " &&
+    row 1 | grep -E "0\.5 +1 +failed \(exit 3\) +crashed " &&
+    row 2 | grep -E "0\.2 +0 +done +done " &&
+    row 3 | grep -E "0\.2 +1 +preempted +preempted +1 +1 " &&
+    row 4 | grep -E "0\.4 +0 +done +done " &&
+    row 5 | grep -E "0\.4 +1 +queued +- +0 +0 " &&
+    row 6 | grep -E "0\.3 +0 +preempted +vanished +1 +0 " &&
+    row 7 | grep -E "0\.3 +1 +queued +- "
 '
 
 test_expect_success 'the header counts the trials per state' '
@@ -173,6 +174,9 @@ for k in (0, 1, 2, 3, 4, 6):
 assert t[3]["preemptions"] == 1 and t[3]["attempts"] == 1
 assert t[1]["end"] == {"cause": "exit 3", "exit_code": 3}, t[1]["end"]
 assert t[0]["end"] == {"cause": None, "exit_code": 0} and t[5]["end"] is None
+assert [x["cause"] for x in t] == ["done", "crashed", "done", "preempted", "done", None,
+                                  "vanished", None], [x["cause"] for x in t]
+assert t[1]["cause_detail"] == "exit 3" and t[3]["cause_detail"] == "manual", t[3]
 loss = t[2]["metrics"]["loss"]
 assert loss["last"] == 0.3 and loss["best"] == 0.2 and loss["count"] == 3 and loss["last_step"] == 3, loss
 acc = t[2]["metrics"]["acc"]
@@ -204,6 +208,9 @@ test_expect_success 'sweep report: a well-formed SVG, one lane per trial' '
     test "$(svg_count sw.svg "attempt done")" -eq 3 &&
     test "$(svg_count sw.svg "attempt failed")" -eq 1 &&
     test "$(svg_count sw.svg "attempt preempted")" -eq 2 &&
+    test "$(svg_count sw.svg "attempt failed cause-crashed")" -eq 1 &&
+    test "$(svg_count sw.svg "attempt preempted cause-vanished")" -eq 1 &&
+    grep -q "failed, crashed (exit 3)" sw.svg &&
     test "$(svg_count sw.svg done-mark)" -eq 3 &&
     test "$(svg_count sw.svg fail-mark)" -eq 1 &&
     test "$(svg_count sw.svg notice)" -eq 1 &&

@@ -100,7 +100,7 @@ test_expect_success 'an owner paused past its lease loses the run; its wake-up c
     ! grep "preempted" a4.log
     test "$(newest_epoch r4)" = 2
     "$SPOTRUN" show r4 >show4.out
-    grep "superseded: another wrapper took the run over" show4.out
+    grep ": lease-lost: another wrapper took the run over$" show4.out
     grep "failures:    0" show4.out
     $on_b "$SPOTRUN" run --run-id r4 -- $train --out b.bin >b5.log 2>&1
     cmp ref.bin b.bin

@@ -472,6 +472,190 @@ static void metrics_text_has_the_job_metrics_and_no_hostile_name(void **state)
     sr_hist_free(&h);
 }
 
+/* The one vocabulary of attempt ends (docs/events.md): each attempt of a
+ * log gets the cause the rule names, with its detail. */
+static void each_end_has_its_cause(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    /* 0: a job exit 3, restarted -> crashed (exit 3) */
+    EV(&h, 0, 0, "start", "");
+    EV(&h, 1000, 0, "exit", ",\"code\":3");
+    EV(&h, 1001, 0, "restart", ",\"restart\":1");
+    /* 1: killed by SIGKILL while its cgroup's oom_kill rose -> oom */
+    EV(&h, 2000, 1, "start", "");
+    EV(&h, 3000, 1, "exit", ",\"code\":137,\"signal\":\"KILL\",\"oom\":true");
+    EV(&h, 3001, 1, "restart", ",\"restart\":2");
+    /* 2: SIGKILL without "oom" -> crashed, nothing guessed */
+    EV(&h, 4000, 2, "start", "");
+    EV(&h, 5000, 2, "exit", ",\"code\":137,\"signal\":\"KILL\"");
+    EV(&h, 5001, 2, "restart", ",\"restart\":3");
+    /* 3: the hang watchdog stopped it, then a restart -> stalled */
+    EV(&h, 6000, 3, "start", "");
+    EV(&h, 7000, 3, "stalled",
+       ",\"since_ms\":600000,\"timeout_ms\":600000,\"procs\":[{\"pid\":7,\"comm\":\"python\","
+       "\"state\":\"S\",\"wchan\":\"futex\",\"cpu_ms\":0}]");
+    EV(&h, 7100, 3, "exit", ",\"code\":137,\"signal\":\"KILL\"");
+    EV(&h, 7101, 3, "restart", ",\"restart\":4");
+    /* 4: the wrapper died (no end, a later attempt) -> vanished */
+    EV(&h, 8000, 4, "start", "");
+    /* 5: a notice, then preempted -> preempted (aws) */
+    EV(&h, 9000, 5, "start", "");
+    EV(&h, 9500, 5, "notice", ",\"source\":\"aws\",\"ms_left\":120000");
+    EV(&h, 9900, 5, "exit", ",\"code\":0");
+    EV(&h, 9901, 5, "preempted", ",\"durable_seq\":0");
+    /* 6: another wrapper took the lease -> lease-lost */
+    EV(&h, 10000, 6, "start", "");
+    EV(&h, 10500, 6, "lease_lost", ",\"reason\":\"epoch 3 is newer\"");
+    EV(&h, 10600, 6, "exit", ",\"code\":143,\"signal\":\"TERM\"");
+    /* 7: an attempt time limit -> time-limit */
+    EV(&h, 11000, 7, "start", "");
+    EV(&h, 12000, 7, "limit",
+       ",\"cause\":\"time-limit\",\"what\":\"attempt\",\"limit\":3600000,\"used\":3600500");
+    EV(&h, 12500, 7, "exit", ",\"code\":0");
+    /* 8: a sweep budget -> budget */
+    EV(&h, 13000, 8, "start", "");
+    EV(&h, 14000, 8, "limit", ",\"cause\":\"budget\",\"what\":\"sweep\",\"limit\":5,\"used\":5.25");
+    EV(&h, 14500, 8, "exit", ",\"code\":1");
+    /* 9: done */
+    EV(&h, 15000, 9, "start", "");
+    EV(&h, 16000, 9, "exit", ",\"code\":0");
+    EV(&h, 16001, 9, "done", "");
+    sr_hist_derive(&h);
+    assert_int_equal(h.n_att, 10);
+    static const enum sr_hist_cause want[] = {
+        SR_CAUSE_CRASHED,  SR_CAUSE_OOM,       SR_CAUSE_CRASHED,    SR_CAUSE_STALLED,
+        SR_CAUSE_VANISHED, SR_CAUSE_PREEMPTED, SR_CAUSE_LEASE_LOST, SR_CAUSE_TIME_LIMIT,
+        SR_CAUSE_BUDGET,   SR_CAUSE_DONE};
+    for (size_t i = 0; i < 10; i++)
+        assert_int_equal(h.att[i].cause, want[i]);
+    assert_string_equal(h.att[0].cause_detail, "exit 3");
+    assert_string_equal(h.att[1].cause_detail, "SIGKILL, signal 9");
+    assert_string_equal(h.att[2].cause_detail, "SIGKILL, signal 9");
+    assert_string_equal(h.att[3].cause_detail, "no progress for 10m00s, stall timeout 10m00s");
+    assert_string_equal(h.att[5].cause_detail, "aws");
+    assert_string_equal(h.att[6].cause_detail, "another wrapper took the run over");
+    assert_string_equal(h.att[7].cause_detail, "attempt time limit 1h00m reached, used 1h00m");
+    assert_string_equal(h.att[8].cause_detail, "sweep budget $5.00 reached, used $5.25");
+    assert_string_equal(h.att[9].cause_detail, "");
+    /* the old outcome keeps its meaning next to the cause */
+    assert_int_equal(h.att[1].end, SR_END_CRASHED);
+    assert_int_equal(h.att[6].end, SR_END_SUPERSEDED);
+    assert_string_equal(sr_hist_cause_name(h.att[7].cause), "time-limit");
+    assert_string_equal(sr_hist_cause_name(h.att[6].cause), "lease-lost");
+    assert_int_equal(h.ends[SR_CAUSE_CRASHED], 2);
+    assert_int_equal(h.ends[SR_CAUSE_OOM], 1);
+    assert_int_equal(h.ends[SR_CAUSE_NONE], 0);
+    assert_ptr_equal(sr_hist_last_ended(&h), &h.att[9]);
+    sr_hist_free(&h);
+}
+
+/* A last attempt without an end is running: no cause yet, even after a
+ * "stalled" or "limit" line (the wrapper is stopping it now); a final
+ * failed exit is crashed, with what it was. */
+static void a_running_attempt_has_no_cause_yet(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 0, 0, "start", "");
+    EV(&h, 1000, 0, "exit", ",\"code\":2");
+    EV(&h, 1001, 0, "restart", ",\"restart\":1");
+    EV(&h, 2000, 1, "start", "");
+    EV(&h, 3000, 1, "limit", ",\"cause\":\"time-limit\",\"what\":\"run\",\"limit\":1,\"used\":2");
+    sr_hist_derive(&h);
+    assert_int_equal(h.att[1].cause, SR_CAUSE_NONE);
+    assert_string_equal(sr_hist_cause_name(h.att[1].cause), "");
+    assert_ptr_equal(sr_hist_last_ended(&h), &h.att[0]);
+    sr_hist_free(&h);
+
+    sr_hist_init(&h);
+    EV(&h, 0, 0, "start", "");
+    EV(&h, 1000, 0, "exit", ",\"code\":9");
+    sr_hist_derive(&h);
+    assert_int_equal(h.att[0].end, SR_END_FAILED);
+    assert_int_equal(h.att[0].cause, SR_CAUSE_CRASHED);
+    assert_string_equal(h.att[0].cause_detail, "exit 9");
+    /* an unknown limit cause or a tampered "what" is read as no limit / "run" */
+    EV(&h, 2000, 1, "start", "");
+    EV(&h, 2100, 1, "limit", ",\"cause\":\"moon-phase\"");
+    EV(&h, 2200, 1, "exit", ",\"code\":1");
+    EV(&h, 3000, 2, "start", "");
+    EV(&h, 3100, 2, "limit", ",\"cause\":\"budget\",\"what\":\"\\u001b[31m\",\"limit\":-4");
+    EV(&h, 3200, 2, "exit", ",\"code\":1");
+    sr_hist_derive(&h);
+    assert_int_equal(h.att[1].cause, SR_CAUSE_CRASHED);
+    assert_int_equal(h.att[2].cause, SR_CAUSE_BUDGET);
+    assert_string_equal(h.att[2].cause_detail, "run budget $0.00 reached, used $0.00");
+    sr_hist_free(&h);
+}
+
+/* A last attempt without an end is running until its wrapper is known
+ * gone (a takeable lease): then it vanished, and its work is lost. */
+static void a_gone_wrapper_leaves_a_vanished_attempt(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 0, 0, "start", "");
+    EV(&h, 4000, 0, "metric", ",\"name\":\"loss\",\"value\":1");
+    sr_hist_derive(&h);
+    assert_int_equal(h.att[0].cause, SR_CAUSE_NONE);
+    assert_int_equal(h.lost_ms, 0);
+    sr_hist_last_is_gone(&h);
+    assert_int_equal(h.att[0].end, SR_END_VANISHED);
+    assert_int_equal(h.att[0].cause, SR_CAUSE_VANISHED);
+    assert_int_equal(h.att[0].lost_ms, 4000);
+    assert_int_equal(h.ends[SR_CAUSE_VANISHED], 1);
+    sr_hist_free(&h);
+}
+
+/* show's attempt lines and summary, --json and the metrics file carry the
+ * causes. */
+static void views_print_the_causes(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 0, 0, "start", ",\"host\":\"a\"");
+    EV(&h, 1000, 0, "exit", ",\"code\":137,\"signal\":\"KILL\",\"oom\":true");
+    EV(&h, 1001, 0, "restart", ",\"restart\":1");
+    EV(&h, 2000, 1, "start", ",\"host\":\"a\"");
+    EV(&h, 2500, 1, "stalled", ",\"since_ms\":5000,\"timeout_ms\":5000");
+    EV(&h, 3000, 1, "exit", ",\"code\":143,\"signal\":\"TERM\"");
+    sr_hist_derive(&h);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    sr_summary_print_attempts(f, &h);
+    const struct sr_hist_prices p = {0};
+    sr_summary_print(f, &h, &p);
+    sr_metrics_render(f, "r", &h, T0 + 4000);
+    fclose(f);
+    assert_non_null(strstr(buf, ": oom (SIGKILL, signal 9), lost 1.0s\n"));
+    assert_non_null(strstr(buf, ": stalled (no progress for 5.0s, stall timeout 5.0s), lost 1.0s; "
+                                "not restarted\n"));
+    assert_non_null(strstr(buf, "causes:      1 oom, 1 stalled\n"));
+    assert_non_null(strstr(buf, "spotrun_attempt_ends_total{run=\"r\",cause=\"oom\"} 1\n"));
+    assert_non_null(strstr(buf, "spotrun_attempt_ends_total{run=\"r\",cause=\"stalled\"} 1\n"));
+    assert_non_null(strstr(buf, "spotrun_attempt_ends_total{run=\"r\",cause=\"lease-lost\"} 0\n"));
+    free(buf);
+    json_t *j = sr_summary_json(&h, &p), *a = sr_summary_attempts_json(&h);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "causes"), "oom")), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "causes"), "done")), 0);
+    assert_string_equal(json_string_value(json_object_get(j, "last_cause")), "stalled");
+    const json_t *a0 = json_array_get(a, 0);
+    assert_string_equal(json_string_value(json_object_get(a0, "cause")), "oom");
+    assert_string_equal(json_string_value(json_object_get(a0, "cause_detail")),
+                        "SIGKILL, signal 9");
+    assert_string_equal(json_string_value(json_object_get(a0, "outcome")), "crashed");
+    json_decref(j);
+    json_decref(a);
+    sr_hist_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -491,6 +675,10 @@ int main(void)
         cmocka_unit_test(the_best_keeps_the_step_it_was_first_reached_at),
         cmocka_unit_test(kept_points_are_thinned_evenly_past_the_bound),
         cmocka_unit_test(metrics_text_has_the_job_metrics_and_no_hostile_name),
+        cmocka_unit_test(each_end_has_its_cause),
+        cmocka_unit_test(a_running_attempt_has_no_cause_yet),
+        cmocka_unit_test(a_gone_wrapper_leaves_a_vanished_attempt),
+        cmocka_unit_test(views_print_the_causes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
