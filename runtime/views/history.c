@@ -371,6 +371,8 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         at->done = 1;
     } else if (strcmp(type, "metric") == 0) {
         add_metric(h, ev, a, t);
+    } else if (strcmp(type, "stalled") == 0) {
+        h->stalls++;
     }
 }
 
@@ -669,6 +671,11 @@ const char *sr_hist_end_name(enum sr_hist_end e)
     static const char *const names[] = {"running", "done",     "preempted", "crashed",
                                         "failed",  "vanished", "superseded"};
     return names[e];
+}
+
+unsigned sr_hist_stalls(const struct sr_history *h)
+{
+    return h->stalls;
 }
 
 double sr_hist_instance_hours(const struct sr_history *h)

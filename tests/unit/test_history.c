@@ -472,6 +472,29 @@ static void metrics_text_has_the_job_metrics_and_no_hostile_name(void **state)
     sr_hist_free(&h);
 }
 
+/* --stall-timeout: every "stalled" event of every attempt counts (run
+ * compares the count with --max-restarts, across wrappers). */
+static void stalls_are_counted_over_every_attempt(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 0, 0, "start", ",\"host\":\"a\",\"resumed\":false,\"seq\":0,\"step\":-1");
+    EV(&h, 9000, 0, "stalled", ",\"since_ms\":5000,\"timeout_ms\":5000,\"procs\":[]");
+    EV(&h, 9500, 0, "exit", ",\"code\":143,\"signal\":\"TERM\"");
+    EV(&h, 9501, 0, "restart", ",\"restart\":1,\"delay_ms\":1000");
+    EV(&h, 11000, 1, "start", ",\"host\":\"a\",\"resumed\":false,\"seq\":0,\"step\":-1");
+    EV(&h, 19000, 1, "stalled", ",\"since_ms\":5000,\"timeout_ms\":5000,\"procs\":[]");
+    EV(&h, 19500, 1, "exit", ",\"code\":143,\"signal\":\"TERM\"");
+    sr_hist_derive(&h);
+    assert_int_equal(sr_hist_stalls(&h), 2);
+    sr_hist_free(&h);
+    sr_hist_init(&h);
+    scenario(&h);
+    assert_int_equal(sr_hist_stalls(&h), 0);
+    sr_hist_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -491,6 +514,7 @@ int main(void)
         cmocka_unit_test(the_best_keeps_the_step_it_was_first_reached_at),
         cmocka_unit_test(kept_points_are_thinned_evenly_past_the_bound),
         cmocka_unit_test(metrics_text_has_the_job_metrics_and_no_hostile_name),
+        cmocka_unit_test(stalls_are_counted_over_every_attempt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
