@@ -119,7 +119,7 @@ struct sup {
     struct sr_stall stall;
     struct sr_cpu_base stall_cpu;
     uint64_t beat_seen;
-    int64_t next_stall_poll, next_cpu_snap, stall_kill_at;
+    int64_t next_stall_poll, next_cpu_snap, stall_term_at, stall_kill_at;
     int stalling;
     unsigned stalls; /* this wrapper's */
     int stall_signo;

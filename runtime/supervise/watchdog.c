@@ -32,8 +32,9 @@
 
 #define STALL_POLL_MAX_MS 1000
 #define STALL_POLL_MIN_MS 50
-#define CPU_SNAP_MS 1000         /* the CPU baseline is at most this old at a heartbeat */
-#define STALL_TERM_WAIT_MS 10000 /* TERM -> KILL */
+#define CPU_SNAP_MS 1000           /* the CPU baseline is at most this old at a heartbeat */
+#define STALL_TERM_WAIT_MS 10000   /* TERM -> KILL */
+#define STALL_PUBLISH_WAIT_MS 5000 /* multi-node: the notice is written before the stop */
 
 static int64_t poll_ms(const struct sup *s)
 {
@@ -84,6 +85,7 @@ void sup_watchdog_attempt(struct sup *s)
     s->beat_seen = 0; /* page_reset zeroed progress */
     s->stall_cpu.n = 0;
     s->stalling = 0;
+    s->stall_term_at = 0;
     s->stall_kill_at = 0;
     s->next_stall_poll = now() + poll_ms(s);
     s->next_cpu_snap = 0;
@@ -104,6 +106,7 @@ static json_t *text_value(char *t)
 
 static void stop_stalled(struct sup *s)
 {
+    s->stall_term_at = 0;
     kill(-s->child, SIGTERM);
     sr_proctree_signal(getpid(), SIGTERM, 0); /* those that left the group too */
     kill(-s->child, SIGCONT);                 /* a stopped process takes TERM only once it runs */
@@ -142,10 +145,16 @@ static void stalled(struct sup *s, int64_t t)
             s->cfg->run_id);
     if (s->cfg->nodes > 1 && s->peers) {
         /* The other nodes' jobs wait for ours in a collective: stop them
-         * too, as a notice does (they exit 75 and the group reruns). */
+         * too, as a notice does (they exit 75 and the group reruns). Ours
+         * is stopped once the notice is written: their jobs fail as ours
+         * dies, and a failure in a group being stopped is part of the
+         * stop only if the notice is there to say so. */
         sr_peers_notify(s->peers, "stalled", wall + s->cfg->grace_ms);
-        sr_info("asked the other nodes of run %s to stop (their jobs wait for this one)",
+        sr_info("asking the other nodes of run %s to stop (their jobs wait for this one)",
                 s->cfg->run_id);
+        s->stalling = 1;
+        s->stall_term_at = t + STALL_PUBLISH_WAIT_MS;
+        return;
     }
     stop_stalled(s);
 }
@@ -156,6 +165,8 @@ void sup_watchdog_tick(struct sup *s)
         return;
     const int64_t t = now();
     if (s->stalling) {
+        if (s->stall_term_at && (t >= s->stall_term_at || sr_peers_notified(s->peers)))
+            stop_stalled(s);
         if (s->stall_kill_at && t >= s->stall_kill_at) {
             sr_warn("the stalled job did not stop after SIGTERM; killing it");
             kill(-s->child, SIGKILL);
@@ -195,6 +206,9 @@ int64_t sup_watchdog_wakeup(const struct sup *s)
 {
     if (!s->stall_on || !s->child)
         return 0;
+    if (s->stalling && s->stall_term_at) /* the notice is being written: look again soon */
+        return now() + STALL_POLL_MIN_MS < s->stall_term_at ? now() + STALL_POLL_MIN_MS
+                                                            : s->stall_term_at;
     if (s->stalling)
         return s->stall_kill_at;
     return s->next_stall_poll;
