@@ -101,8 +101,8 @@ def heartbeat() -> None:
         w = _beat
         if w is None:
             return
-    w[_PROGRESS] = (w[_PROGRESS] + 1) & 0xFFFFFFFFFFFFFFFF
     w[_PROGRESS_MS] = _time_ns() // 1000000
+    w[_PROGRESS] += 1  # wraps after 2**64 calls: never
 
 
 def _first_poll() -> bool:
@@ -125,12 +125,13 @@ def _first_poll() -> bool:
 def checkpoint_due() -> bool:
     """True while a checkpoint request is pending (made and not yet answered
     by a commit). Cheap enough to call every step; never blocks. Each call
-    is also one heartbeat (see heartbeat())."""
+    is also one heartbeat (see heartbeat()). The literals are the word
+    indexes above (a global lookup each would cost more than the load)."""
     w = _beat
     if w is not None:
-        w[_PROGRESS] = (w[_PROGRESS] + 1) & 0xFFFFFFFFFFFFFFFF
-        w[_PROGRESS_MS] = _time_ns() // 1000000
-        return w[_REQUESTED] != w[_SERVED]
+        w[7] = _time_ns() // 1000000  # _PROGRESS_MS
+        w[6] += 1  # _PROGRESS
+        return w[2] != w[3]  # _REQUESTED, _SERVED
     w = _words
     if w is not None:
         return w[_REQUESTED] != w[_SERVED]

@@ -237,7 +237,7 @@ class TestJobPage(Base):
         n = 200000
         per_call = timeit.timeit(spotrun.checkpoint_due, number=n) / n
         print("\ncheckpoint_due(): %.3f us per call" % (per_call * 1e6), file=sys.stderr)
-        self.assertLess(per_call, 5e-6)  # ~0.1 us measured; generous for a busy machine
+        self.assertLess(per_call, 5e-6)  # ~0.3 us with the heartbeat; generous for a busy machine
 
     def test_a_bad_page_is_refused_with_a_warning(self):
         for kw in (dict(magic=0x1234), dict(version=2), dict(length=100), dict(size=64)):
