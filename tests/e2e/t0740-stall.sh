@@ -168,6 +168,57 @@ test_expect_success 'a rerun counts the run'"'"'s earlier stalls: its next stall
     grep "not restarting: run always stalled 3 time(s) (counting its earlier wrappers)" again.log
 '
 
+# beat.c: the C API. 50 spotrun_checkpoint_requested() 10 ms apart (looked
+# up at run time: the shim is preloaded), then, on the first attempt, a
+# hang in pause(); then it exits 0.
+cat >beat.c <<\C
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(void)
+{
+    int (*requested)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "spotrun_checkpoint_requested");
+    if (!requested)
+        return 2;
+    for (int i = 0; i < 50; i++) {
+        requested();
+        usleep(10000);
+    }
+    const char *a = getenv("SPOTRUN_ATTEMPT");
+    if (a && atoi(a) == 0) {
+        printf("c job hangs\n");
+        fflush(stdout);
+        pause();
+    }
+    return 0;
+}
+C
+
+test_expect_success 'C: spotrun_checkpoint_requested() is a heartbeat; a C job that hangs is stalled' '
+    cc -o beat beat.c -ldl &&
+    timeout 120 "$SPOTRUN" run --run-id cjob --stall-timeout 2s --backoff 10ms -- ./beat >c.log 2>&1 &&
+    cat c.log &&
+    grep "^c job hangs" c.log &&
+    grep "the job is stalled; stopping it (its processes. states are in" c.log &&
+    "$PY" stalled.py "$SPOTRUN_STORE"/cjob/events/000000.jsonl >c.ev &&
+    grep -E "^proc [0-9]+ beat S 0$" c.ev &&
+    grep "^(no traceback)" c.ev
+'
+
+test_expect_success 'a shell job heartbeats with spotrun metric; a hang after it is stalled' '
+    code=0
+    timeout 120 "$SPOTRUN" run --run-id shell --stall-timeout 2s --max-restarts 0 -- sh -c \
+        "for i in 1 2 3; do \"\$SPOTRUN_BIN\" metric loss=\$i || exit 9; done; echo sh hangs; sleep 600" \
+        >sh.log 2>&1 || code=$?
+    cat sh.log
+    test "$code" -eq 143 &&
+    grep "^sh hangs" sh.log &&
+    grep "the job is stalled; stopping it" sh.log &&
+    grep "not restarting: run shell stalled 1 time(s), --max-restarts is 0" sh.log
+'
+
 test_expect_success 'bad values are refused, naming the option and what it takes' '
     expect_code 64 "$SPOTRUN" run --stall-timeout soon -- true 2>bad.err &&
     grep "spotrun run: invalid value \"soon\" for --stall-timeout (a duration of at least 1s like 90s or 10m, auto or off)" bad.err &&
