@@ -121,6 +121,7 @@ struct sup {
     uint64_t beat_seen;
     int64_t next_stall_poll, next_cpu_snap, stall_term_at, stall_kill_at;
     int stalling;
+    int stall_said;  /* auto: the learned timeout was said */
     unsigned stalls; /* this wrapper's */
     int stall_signo;
     char stall_dir[4200];

@@ -60,10 +60,10 @@ void sup_watchdog_init(struct sup *s)
     char how[128];
     sr_stall_describe(&s->stall, how, sizeof(how));
     if (c->stall_auto)
-        sr_info("--stall-timeout %s: the job is judged only after its first heartbeat "
+        sr_info("--stall-timeout auto: the job is judged only after its first heartbeat "
                 "(checkpoint_due(), commit(), metric(); spotrun_checkpoint_requested() in C) and "
                 "%d gaps between heartbeats, at %d x the longest gap seen and at least %d min",
-                how, SR_STALL_AUTO_MIN_GAPS, SR_STALL_AUTO_FACTOR, SR_STALL_AUTO_FLOOR_MS / 60000);
+                SR_STALL_AUTO_MIN_GAPS, SR_STALL_AUTO_FACTOR, SR_STALL_AUTO_FLOOR_MS / 60000);
     else
         sr_info("--stall-timeout %s: the job is judged only after its first heartbeat "
                 "(checkpoint_due(), commit(), metric(); spotrun_checkpoint_requested() in C)",
@@ -186,7 +186,17 @@ void sup_watchdog_tick(struct sup *s)
         const uint64_t pm = __atomic_load_n(&s->page->progress_ms, __ATOMIC_RELAXED);
         if (pm && (int64_t)pm <= wall && wall - (int64_t)pm < poll_ms(s) * 2)
             at = t - (wall - (int64_t)pm); /* when it happened, within the last polls */
+        const int64_t was = sr_stall_timeout(&s->stall);
         sr_stall_beat(&s->stall, at);
+        if (s->cfg->stall_auto && sr_stall_timeout(&s->stall) != was) {
+            char how[128];
+            sr_stall_describe(&s->stall, how, sizeof(how));
+            if (!s->stall_said) /* said once; later moves only at debug level */
+                sr_info("--stall-timeout %s: the job is judged from now on", how);
+            else
+                sr_debug("--stall-timeout %s", how);
+            s->stall_said = 1;
+        }
         if (t >= s->next_cpu_snap) {
             sr_evidence_cpu_snapshot(getpid(), &s->stall_cpu);
             s->next_cpu_snap = t + CPU_SNAP_MS;

@@ -219,6 +219,15 @@ test_expect_success 'a shell job heartbeats with spotrun metric; a hang after it
     grep "not restarting: run shell stalled 1 time(s), --max-restarts is 0" sh.log
 '
 
+test_expect_success 'auto: judged only once 5 gaps between heartbeats were seen, at the 10 min floor' '
+    timeout 120 "$SPOTRUN" run --run-id learn --stall-timeout auto --max-restarts 0 -- \
+        "$PY" stall.py none 400 learn.txt >learn.log 2>&1 &&
+    cat learn.log &&
+    grep "spotrun: --stall-timeout auto: the job is judged only after its first heartbeat (checkpoint_due(), commit(), metric(); spotrun_checkpoint_requested() in C) and 5 gaps between heartbeats, at 5 x the longest gap seen and at least 10 min" learn.log &&
+    grep "spotrun: --stall-timeout auto: 10m00s (longest gap between heartbeats [0-9.]*s): the job is judged from now on" learn.log &&
+    test "$(grep -c "judged from now on" learn.log)" -eq 1
+'
+
 test_expect_success 'bad values are refused, naming the option and what it takes' '
     expect_code 64 "$SPOTRUN" run --stall-timeout soon -- true 2>bad.err &&
     grep "spotrun run: invalid value \"soon\" for --stall-timeout (a duration of at least 1s like 90s or 10m, auto or off)" bad.err &&
