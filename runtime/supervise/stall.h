@@ -8,9 +8,10 @@
  * Rules (docs/runtime.md, "Stall watchdog"):
  *  - An attempt that has not heartbeated yet is never judged: a job that
  *    does not use the module or the API, or is still loading, is left alone.
- *  - Held time is not judged: while a checkpoint request is pending, a
- *    commit is staging or a notice is being handled, the deadline moves
- *    with the clock (sr_stall_hold), and the gap it spans is not learned.
+ *  - Held time is not judged: while the job answers a checkpoint request
+ *    (pending, and heartbeated since it was made), a commit is staging or
+ *    a notice is being handled, the deadline moves with the clock
+ *    (sr_stall_hold), and the gap it spans is not learned.
  *  - A fixed timeout judges after its first heartbeat. `auto` learns the
  *    longest gap between heartbeats seen by this wrapper (every attempt)
  *    and judges only after SR_STALL_AUTO_MIN_GAPS of them: its timeout is

@@ -311,6 +311,7 @@ void sup_request_checkpoint(struct sup *s, const char *why)
 {
     if (!s->child)
         return;
+    sup_watchdog_request(s);
     if (s->page)
         __atomic_add_fetch(&s->page->requested, 1, __ATOMIC_RELEASE);
     if (s->page && s->cfg->preload && job_listens(s))

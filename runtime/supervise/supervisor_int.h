@@ -118,7 +118,7 @@ struct sup {
     int stall_on;
     struct sr_stall stall;
     struct sr_cpu_base stall_cpu;
-    uint64_t beat_seen;
+    uint64_t beat_seen, progress_at_request;
     int64_t next_stall_poll, next_cpu_snap, stall_term_at, stall_kill_at;
     int stalling;
     int stall_said;  /* auto: the learned timeout was said */
@@ -170,6 +170,8 @@ void sup_acknowledge(struct sup *s);
 void sup_watchdog_init(struct sup *s);
 void sup_watchdog_attempt(struct sup *s);
 void sup_watchdog_tick(struct sup *s);
+/* A checkpoint request is being made (before requested moves). */
+void sup_watchdog_request(struct sup *s);
 int64_t sup_watchdog_wakeup(const struct sup *s);
 /* The job stopped for a stall exited: 1 when the run gives up (the stalls
  * of the run passed max_restarts; said so). */

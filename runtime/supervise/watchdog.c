@@ -202,14 +202,27 @@ void sup_watchdog_tick(struct sup *s)
             s->next_cpu_snap = t + CPU_SNAP_MS;
         }
     }
+    /* A pending request holds only once the job heartbeated after it was
+     * made (it polled, heard it and is saving): a job that hung before it
+     * would otherwise be shielded by the request it never hears. */
     const int pending = __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE) !=
                         __atomic_load_n(&s->page->served, __ATOMIC_ACQUIRE);
-    if (s->phase != RUNNING || pending || sr_commits_staging(s->cp)) {
+    const int saving = pending && p != s->progress_at_request;
+    if (s->phase != RUNNING || saving || sr_commits_staging(s->cp)) {
         sr_stall_hold(&s->stall, t); /* checkpointing is no stall */
         return;
     }
     if (sr_stall_due(&s->stall, t))
         stalled(s, t);
+}
+
+void sup_watchdog_request(struct sup *s)
+{
+    /* A request made while another is pending (--every again during a long
+     * save) is answered by the same commit: the job heard the first. */
+    if (s->page && __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE) ==
+                       __atomic_load_n(&s->page->served, __ATOMIC_ACQUIRE))
+        s->progress_at_request = __atomic_load_n(&s->page->progress, __ATOMIC_ACQUIRE);
 }
 
 int64_t sup_watchdog_wakeup(const struct sup *s)

@@ -145,6 +145,15 @@ test_expect_success 'time spent answering a checkpoint request is not a stall' '
     cmp ref.txt slow.txt
 '
 
+test_expect_success 'a request the hung job never hears (--every 1s) does not shield it' '
+    timeout 120 "$SPOTRUN" run --run-id deaf --stall-timeout 3s --every 1s --backoff 10ms -- \
+        "$PY" stall.py sleep 120 deaf.txt >deaf.log 2>&1 &&
+    cat deaf.log &&
+    grep "^hanging at step 30" deaf.log &&
+    grep "the job is stalled; stopping it" deaf.log &&
+    cmp ref.txt deaf.txt
+'
+
 test_expect_success 'stalls count toward --max-restarts: a job that always hangs stops' '
     code=0
     timeout 120 "$SPOTRUN" run --run-id always --stall-timeout 2s --max-restarts 1 \
