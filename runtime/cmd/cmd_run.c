@@ -587,7 +587,7 @@ static int stall_history(struct run_ctx *r)
         r->c.prior_stalls = sr_hist_stalls(&h);
     sr_hist_free(&h);
     sr_err_clear();
-    if (r->c.prior_stalls)
+    if (r->c.prior_stalls && r->c.nodes <= 1) /* multi-node: the engine reruns the group */
         sr_info("run %s stalled %u time(s) before (--max-restarts %u counts them)", r->run_id,
                 r->c.prior_stalls, r->c.max_restarts);
     return GO_ON;
