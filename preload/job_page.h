@@ -24,6 +24,17 @@
  *    listens in is not waited for at a notice.
  *  - signo (offset 40): the request signal's number, for pollers that want
  *    to handle it too.
+ *  - progress (offset 48): the heartbeat, a counter any process of the job
+ *    bumps on each heartbeat (one per step: spotrun_checkpoint_requested(),
+ *    spotrun_commit(), the Python module's checkpoint_due(), commit() and
+ *    metric(); the wrapper bumps it for each COMMIT and METRIC request it
+ *    takes). C adds atomically; Python adds without a lock, so two
+ *    processes may lose an increment: harmless, readers only ask whether
+ *    the value moved, never by how much.
+ *  - progress_ms (offset 56): CLOCK_REALTIME ms of the newest heartbeat,
+ *    written by whoever bumped progress (a plain store).
+ *    Both were reserved words before: version stays 1 (an older wrapper
+ *    leaves them zero, an older job never moves them: never judged stalled).
  *  - Every field is a naturally aligned 64-bit word: a plain load is never
  *    torn. The wrapper zeroes the counters at each attempt.
  */
@@ -44,7 +55,9 @@ struct spotrun_job_page {
     uint64_t served;
     uint64_t listening;
     uint64_t signo;
-    uint64_t reserved[26];
+    uint64_t progress;
+    uint64_t progress_ms;
+    uint64_t reserved[24];
 };
 
 #endif

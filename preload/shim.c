@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 __thread int shim_depth __attribute__((tls_model("initial-exec")));
@@ -63,6 +64,20 @@ void shim_job_listening(void)
         __atomic_store_n(&job->listening, 1, __ATOMIC_RELAXED);
 }
 
+/* One heartbeat (job_page.h: progress, progress_ms). clock_gettime is
+ * async-signal-safe, so this is too. */
+void shim_heartbeat(void)
+{
+    if (!job)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    __atomic_add_fetch(&job->progress, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&job->progress_ms,
+                     (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u,
+                     __ATOMIC_RELAXED);
+}
+
 void shim_note_request(void)
 {
     atomic_fetch_add_explicit(&requested_gen, 1, memory_order_relaxed);
@@ -87,6 +102,7 @@ SPOTRUN_EXPORT int spotrun_checkpoint_requested(void)
     shim_init();
     if (job) {
         shim_job_listening();
+        shim_heartbeat(); /* called once per step: the job makes progress */
         return __atomic_load_n(&job->requested, __ATOMIC_ACQUIRE) !=
                __atomic_load_n(&job->served, __ATOMIC_ACQUIRE);
     }

@@ -36,6 +36,9 @@ void shim_mark_served(unsigned long generation);
  * the wrapper made one. Marks the job as listening for requests
  * (async-signal-safe; nothing without a page). */
 void shim_job_listening(void);
+/* Bumps the job page's heartbeat (progress, progress_ms); async-signal-safe,
+ * nothing without a page. */
+void shim_heartbeat(void);
 
 /* signals.c: installs the request-signal and SIGTERM handlers. */
 void shim_signals_init(void);

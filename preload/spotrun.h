@@ -25,6 +25,10 @@
  *    SIGUSR1) that reached this process and its own spotrun_commit(). The application may install
  * its own handler for that signal too: the shim keeps its handler installed and calls the
  * application's after counting the request.
+ *  - Heartbeat: each spotrun_checkpoint_requested() and spotrun_commit()
+ *    is one heartbeat on the job page (call the first once per step), which
+ *    `spotrun run --stall-timeout` watches: a job that heartbeated and then
+ *    stops for longer than the timeout is judged stalled and restarted.
  *  - spotrun_commit() blocks until the wrapper has staged $SPOTRUN_CKPT_DIR
  *    (packed and compressed to local disk), which may take seconds; after it
  *    returns 0 the job may overwrite the directory. It is thread-safe but not

@@ -40,14 +40,14 @@ import tempfile
 import warnings
 from typing import Any, Dict, Iterator, Optional, Union
 
-from . import _control
+from . import _control, _stall  # noqa: F401 (_stall: tracebacks for --stall-timeout)
 from ._errors import CommitError, Error, NotUnderSpotrun, WrapperGone
-from ._request import checkpoint_due, listen
+from ._request import checkpoint_due, heartbeat, listen
 
 __version__ = "0.1.0"
 __all__ = [
     "active", "run_id", "ckpt_dir", "resumed", "restored_step", "attempt", "path",
-    "checkpoint_due", "listen", "saving", "save", "commit", "metric", "status",
+    "checkpoint_due", "heartbeat", "listen", "saving", "save", "commit", "metric", "status",
     "Error", "NotUnderSpotrun", "WrapperGone", "CommitError",
 ]
 
@@ -211,6 +211,7 @@ def commit(step: Optional[int] = None, timeout: Optional[float] = None) -> Optio
         return None
     from ._request import note_commit
     note_commit()
+    heartbeat()
     ok, rest = _control.split_reply(sock, "COMMIT", _control.call(sock, "COMMIT " + arg, timeout))
     if not ok:
         raise CommitError("spotrun commit failed: " + rest)
@@ -239,6 +240,7 @@ def metric(name: str, value: Any, step: Optional[int] = None,
     sock = os.environ.get("SPOTRUN_CONTROL")
     if not sock:
         return None
+    heartbeat()
     ok, rest = _control.split_reply(sock, "METRIC",
                                     _control.call(sock, "METRIC %s %s %r" % (arg, name, v),
                                                   timeout))

@@ -29,15 +29,17 @@ import os
 import signal
 import struct
 import warnings
+from time import time_ns as _time_ns
 from typing import Optional
 
 MAGIC = 0x0031424F4A525053  # "SRJOB1\0\0" read as a little-endian u64
 VERSION = 1
 SIZE = 4096
 # Word indexes of the fields (offset / 8).
-_REQUESTED, _SERVED, _LISTENING, _SIGNO = 2, 3, 4, 5
+_REQUESTED, _SERVED, _LISTENING, _SIGNO, _PROGRESS, _PROGRESS_MS = 2, 3, 4, 5, 6, 7
 
 _words = None  # memoryview of the page as u64 words, once mapped
+_beat = None  # the same when writable (heartbeats), else None
 _tried = False  # the page was looked for (mapped or not)
 _signalled = False  # the fallback flag, set by the listen() handler
 _listen_signo = None  # the signal listen() handles, None = not listening
@@ -47,7 +49,8 @@ _warned = False
 
 def _map_page():
     """Maps $SPOTRUN_JOB_PAGE; returns its words or None (with a warning when
-    the file exists but is not a job page)."""
+    the file exists but is not a job page). Sets _beat when writable."""
+    global _beat
     path = os.environ.get("SPOTRUN_JOB_PAGE")
     if not path:
         return None
@@ -77,7 +80,29 @@ def _map_page():
     words = memoryview(mm).cast("Q")
     if prot & mmap.PROT_WRITE and not words[_LISTENING]:
         words[_LISTENING] = 1  # someone polls: the wrapper will wait for our commit
+    if prot & mmap.PROT_WRITE:
+        _beat = words
     return words
+
+
+def heartbeat() -> None:
+    """One heartbeat on the job page (progress, progress_ms), which
+    `spotrun run --stall-timeout` watches. checkpoint_due() is one already;
+    this is for a loop that does not poll. Without a writable page it does
+    nothing. The add is not atomic across processes: a lost increment is
+    harmless (the wrapper only asks whether the counter moved)."""
+    global _words, _tried
+    w = _beat
+    if w is None:
+        if _tried:
+            return
+        _tried = True
+        _words = _map_page()
+        w = _beat
+        if w is None:
+            return
+    w[_PROGRESS_MS] = _time_ns() // 1000000
+    w[_PROGRESS] += 1  # wraps after 2**64 calls: never
 
 
 def _first_poll() -> bool:
@@ -99,11 +124,21 @@ def _first_poll() -> bool:
 
 def checkpoint_due() -> bool:
     """True while a checkpoint request is pending (made and not yet answered
-    by a commit). Cheap enough to call every step; never blocks."""
+    by a commit). Cheap enough to call every step; never blocks. Each call
+    is also one heartbeat (see heartbeat()). The literals are the word
+    indexes above (a global lookup each would cost more than the load)."""
+    w = _beat
+    if w is not None:
+        w[7] = _time_ns() // 1000000  # _PROGRESS_MS
+        w[6] += 1  # _PROGRESS
+        return w[2] != w[3]  # _REQUESTED, _SERVED
     w = _words
     if w is not None:
         return w[_REQUESTED] != w[_SERVED]
-    return _first_poll()
+    due = _first_poll()
+    if _beat is not None:
+        heartbeat()
+    return due
 
 
 def page_signo() -> Optional[int]:
@@ -171,7 +206,8 @@ def note_commit() -> None:
 
 def _reset() -> None:
     """For tests: forget the mapping and the fallback state."""
-    global _words, _tried, _signalled, _warned, _listen_signo, _prev_handler
+    global _words, _tried, _signalled, _warned, _listen_signo, _prev_handler, _beat
+    _beat = None
     if _listen_signo is not None:
         signal.signal(_listen_signo, _prev_handler if _prev_handler is not None
                       else signal.SIG_DFL)

@@ -195,6 +195,24 @@ class TestJobPage(Base):
         self.assertTrue(spotrun.checkpoint_due())
         self.assertEqual(_request.page_signo(), 10)
 
+    def test_each_poll_is_a_heartbeat(self):
+        p = self.page()
+        before = int(time.time() * 1000)
+        for _ in range(3):
+            spotrun.checkpoint_due()
+        self.assertEqual(page_word(p, 6), 3, "progress counts the polls")
+        self.assertGreaterEqual(page_word(p, 7), before, "progress_ms is the wall clock")
+        self.assertLessEqual(page_word(p, 7), int(time.time() * 1000))
+        spotrun.heartbeat()
+        self.assertEqual(page_word(p, 6), 4)
+
+    def test_heartbeat_without_a_page_does_nothing(self):
+        os.environ["SPOTRUN_CONTROL"] = os.path.join(self.tmp, "none.sock")
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            spotrun.heartbeat()
+        self.assertEqual(w, [])
+
     def test_a_forked_child_polls_the_same_page(self):
         p = self.page()
         self.assertFalse(spotrun.checkpoint_due())
@@ -219,7 +237,7 @@ class TestJobPage(Base):
         n = 200000
         per_call = timeit.timeit(spotrun.checkpoint_due, number=n) / n
         print("\ncheckpoint_due(): %.3f us per call" % (per_call * 1e6), file=sys.stderr)
-        self.assertLess(per_call, 5e-6)  # ~0.1 us measured; generous for a busy machine
+        self.assertLess(per_call, 5e-6)  # ~0.3 us with the heartbeat; generous for a busy machine
 
     def test_a_bad_page_is_refused_with_a_warning(self):
         for kw in (dict(magic=0x1234), dict(version=2), dict(length=100), dict(size=64)):
@@ -237,6 +255,51 @@ class TestJobPage(Base):
         with warnings.catch_warnings(record=True):
             warnings.simplefilter("always")
             self.assertFalse(spotrun.checkpoint_due())
+
+
+class TestStallTracebacks(Base):
+    """--stall-timeout: a process that imports spotrun registers for the
+    wrapper's traceback signal and names its file only once registered."""
+
+    def test_import_registers_and_the_signal_dumps_every_thread(self):
+        import signal
+        import subprocess
+        d = os.path.join(self.tmp, "stall")
+        os.makedirs(d)
+        signo = signal.SIGRTMIN + 3
+        env = dict(os.environ, SPOTRUN_STALL_SIGNAL=str(int(signo)), SPOTRUN_STALL_DIR=d,
+                   PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        code = ("import sys, time, spotrun\n"
+                "def waiting_here():\n"
+                "    print('ready', flush=True)\n"
+                "    time.sleep(30)\n"
+                "waiting_here()\n")
+        proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE)
+        try:
+            self.assertEqual(proc.stdout.readline().strip(), b"ready")
+            tb = os.path.join(d, "%d.tb" % proc.pid)
+            self.assertTrue(os.path.exists(tb), os.listdir(d))
+            self.assertEqual([n for n in os.listdir(d) if n.endswith(".tmp")], [])
+            os.kill(proc.pid, signo)
+            deadline = time.time() + 10
+            while time.time() < deadline and "waiting_here" not in open(tb).read():
+                time.sleep(0.01)
+            self.assertIn("waiting_here", open(tb).read())
+            self.assertIsNone(proc.poll(), "the signal does not end the process")
+        finally:
+            proc.kill()
+            proc.wait()
+
+    def test_nothing_registers_without_the_variables(self):
+        from spotrun import _stall
+        saved = _stall._file
+        try:
+            _stall._file = None
+            os.environ.pop("SPOTRUN_STALL_SIGNAL", None)
+            _stall._register()
+            self.assertIsNone(_stall._file)
+        finally:
+            _stall._file = saved
 
 
 class TestSignalFallback(Base):

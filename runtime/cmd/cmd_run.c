@@ -78,6 +78,9 @@ struct run_opts {
     const char *nodes, *node_rank, *restore_parts; /* multi-node (docs/multinode.md) */
     int64_t peer_poll_ms;
     const char *sweep, *trial; /* a sweep's trial (docs/sweeps.md) */
+    const char *stall_timeout; /* a duration, auto or off (docs/runtime.md) */
+    int64_t stall_timeout_ms;
+    int stall_auto;
 };
 
 /* Not given: 3 restarts, none in a multi-node run (the engine restarts the
@@ -181,6 +184,8 @@ static int settings(const struct run_opts *o, char **cmd, struct run_ctx *r)
     *c = (struct sr_supervise_config){.argv = cmd,
                                       .every_ms = o->every_ms,
                                       .settle_ms = o->settle_ms,
+                                      .stall_timeout_ms = o->stall_timeout_ms,
+                                      .stall_auto = o->stall_auto,
                                       .grace_ms = o->grace_ms,
                                       .backoff_ms = o->backoff_ms,
                                       .max_restarts = (unsigned)o->max_restarts,
@@ -569,6 +574,29 @@ static int every_history(struct run_ctx *r)
     return GO_ON;
 }
 
+/* --stall-timeout: the run's earlier stalls count toward --max-restarts, so
+ * that a run that hangs each time it is rerun stops. */
+static int stall_history(struct run_ctx *r)
+{
+    if (!r->c.stall_auto && !r->c.stall_timeout_ms)
+        return GO_ON;
+    struct sr_history h;
+    sr_hist_init(&h);
+    const int rc = sr_hist_load(r->c.st, r->run_id, &h);
+    if (rc < 0)
+        sr_warn("--stall-timeout: cannot read the run's history (%s); its earlier stalls are not "
+                "counted",
+                sr_strerror(rc));
+    else
+        r->c.prior_stalls = sr_hist_stalls(&h);
+    sr_hist_free(&h);
+    sr_err_clear();
+    if (r->c.prior_stalls && r->c.nodes <= 1) /* multi-node: the engine reruns the group */
+        sr_info("run %s stalled %u time(s) before (--max-restarts %u counts them)", r->run_id,
+                r->c.prior_stalls, r->c.max_restarts);
+    return GO_ON;
+}
+
 static int claim_ckpt(const struct run_ctx *r)
 {
     const int rc = claim_ckpt_dir(r->ckpt, r->run_dir);
@@ -856,6 +884,8 @@ static int run_main(const struct run_opts *opts, char **cmd)
     if (code == GO_ON)
         code = every_history(&r);
     if (code == GO_ON)
+        code = stall_history(&r);
+    if (code == GO_ON)
         code = supervise(&o, &r, lease);
     mark_trial_end(&r, code);
     release_lease(lease);
@@ -895,6 +925,25 @@ static int every_opts(struct run_opts *o)
     if (o->every_min_ms < 100 || o->every_max_ms < o->every_min_ms) {
         fprintf(stderr, "spotrun run: --every-min must be at least 100ms, and --every-max at "
                         "least --every-min\n");
+        return SR_EX_USAGE;
+    }
+    return GO_ON;
+}
+
+/* --stall-timeout DURATION, auto or off. */
+static int stall_opts(struct run_opts *o)
+{
+    const char *v = o->stall_timeout;
+    o->stall_auto = v && strcmp(v, "auto") == 0;
+    o->stall_timeout_ms = 0;
+    if (!v || !*v || o->stall_auto || strcmp(v, "off") == 0)
+        return GO_ON;
+    const int env = v == getenv("SPOTRUN_STALL_TIMEOUT");
+    if (sr_parse_duration_ms(v, &o->stall_timeout_ms) < 0 || o->stall_timeout_ms < 1000) {
+        fprintf(stderr,
+                "spotrun run: invalid %s\"%s\"%s (a duration of at least 1s like 90s or 10m, "
+                "auto or off)\n",
+                env ? "SPOTRUN_STALL_TIMEOUT=" : "value ", v, env ? "" : " for --stall-timeout");
         return SR_EX_USAGE;
     }
     return GO_ON;
@@ -941,6 +990,9 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
          "time left after SIGTERM/SIGINT (default 25s)"},
         {"max-restarts", 'm', "SPOTRUN_MAX_RESTARTS", SR_OPT_UINT, &o.max_restarts, "N",
          "restarts after crashes before giving up (default 3; 0 in a multi-node run)"},
+        {"stall-timeout", 0, "SPOTRUN_STALL_TIMEOUT", SR_OPT_STR, &o.stall_timeout, "DURATION",
+         "stop and restart a job that heartbeated and then made no progress this long; auto: "
+         "learned from its heartbeats; off (default) (docs/runtime.md)"},
         {"backoff", 0, "SPOTRUN_BACKOFF", SR_OPT_DURATION, &o.backoff_ms, "DURATION",
          "first restart delay, doubled each time up to 60s (default 1s)"},
         {"signal", 's', twin("SPOTRUN_SIGNAL"), SR_OPT_STR, &o.signal, "SIG",
@@ -1016,7 +1068,7 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
         fprintf(stderr, "spotrun run: --lease-ttl must be at least 1s (or 0: no lease)\n");
         return SR_EX_USAGE;
     }
-    if (every_opts(&o) != GO_ON)
+    if (every_opts(&o) != GO_ON || stall_opts(&o) != GO_ON)
         return SR_EX_USAGE;
     if (o.level > 19) {
         fprintf(stderr, "spotrun run: --level must be 1..19\n");

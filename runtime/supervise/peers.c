@@ -45,6 +45,7 @@ struct sr_peers {
     char notify_source[40];
     int64_t notify_deadline;
     int notify;
+    unsigned notify_asked, notify_done; /* sr_peers_notified() */
     uint64_t watch[WATCH_MAX];
     size_t nwatch;
     /* the thread's own */
@@ -292,9 +293,11 @@ static void *peers_main(void *arg)
             const int64_t deadline = p->notify_deadline;
             snprintf(source, sizeof(source), "%s", p->notify_source);
             p->notify = 0;
+            const unsigned asked = p->notify_asked;
             pthread_mutex_unlock(&p->mu);
             publish_notice(p, source, deadline);
             pthread_mutex_lock(&p->mu);
+            p->notify_done = asked;
             continue;
         }
         pthread_mutex_unlock(&p->mu);
@@ -404,8 +407,19 @@ void sr_peers_notify(struct sr_peers *p, const char *source, int64_t deadline_wa
     snprintf(p->notify_source, sizeof(p->notify_source), "%s", source);
     p->notify_deadline = deadline_wall_ms;
     p->notify = 1;
+    p->notify_asked++;
     pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->mu);
+}
+
+int sr_peers_notified(struct sr_peers *p)
+{
+    if (!p)
+        return 1;
+    pthread_mutex_lock(&p->mu);
+    const int done = p->notify_done == p->notify_asked;
+    pthread_mutex_unlock(&p->mu);
+    return done;
 }
 
 void sr_peers_watch(struct sr_peers *p, uint64_t seq)

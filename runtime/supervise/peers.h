@@ -57,6 +57,11 @@ int sr_peers_fd(const struct sr_peers *p); /* -1 for NULL */
 int sr_peers_take(struct sr_peers *p, struct sr_peer_event *ev);
 /* Publishes this node's notice (on the thread, at once). */
 void sr_peers_notify(struct sr_peers *p, const char *source, int64_t deadline_wall_ms);
+/* Whether every notice asked of sr_peers_notify has been written (or
+ * failed, said so): the watchdog stops a stalled job only then, so that
+ * the other nodes' jobs, which fail as it dies, find the notice. 1 for
+ * NULL. */
+int sr_peers_notified(struct sr_peers *p);
 /* Completes the set of seq once every part is there (on the thread). */
 void sr_peers_watch(struct sr_peers *p, uint64_t seq);
 /* Whether another node published a fresh notice (asked now, on the

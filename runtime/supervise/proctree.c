@@ -155,6 +155,34 @@ int sr_proctree_signal(pid_t root, int sig, int only_listeners)
     return sent;
 }
 
+int sr_proctree_list(pid_t root, pid_t **pids, size_t *count)
+{
+    struct proc *v = NULL;
+    size_t n = 0;
+    const int rc = snapshot(&v, &n);
+    if (rc < 0)
+        return rc;
+    mark_below(v, n, root);
+    pid_t *out = malloc((n ? n : 1) * sizeof(*out));
+    if (!out) {
+        free(v);
+        return -ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].mark)
+            out[k++] = v[i].pid;
+    free(v);
+    *pids = out;
+    *count = k;
+    return 0;
+}
+
+int sr_proctree_catches(pid_t pid, int sig)
+{
+    return listens(pid, sig);
+}
+
 int sr_proctree_contains(pid_t root, pid_t pid)
 {
     for (int depth = 0; depth < 1024 && pid > 0; depth++) {

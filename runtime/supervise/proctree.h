@@ -25,6 +25,13 @@ int sr_proctree_subreaper(void);
  * signalled, or -errno when /proc cannot be read. */
 int sr_proctree_signal(pid_t root, int sig, int only_listeners);
 
+/* The descendants of root (not root itself) into *pids (malloc'd, the
+ * caller frees), in no particular order; -errno when /proc cannot be read. */
+int sr_proctree_list(pid_t root, pid_t **pids, size_t *n);
+
+/* 1 when pid catches or ignores sig (SigCgt / SigIgn), else 0. */
+int sr_proctree_catches(pid_t pid, int sig);
+
 /* 1 when pid is a descendant of root (or root itself), else 0. */
 int sr_proctree_contains(pid_t root, pid_t pid);
 

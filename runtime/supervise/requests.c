@@ -34,6 +34,12 @@ static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
 {
     if (req->kind == SR_CTL_COMMIT || req->kind == SR_CTL_STATUS || req->kind == SR_CTL_METRIC)
         s->talked = 1; /* the job speaks the protocol (a restart may help it) */
+    if ((req->kind == SR_CTL_COMMIT || req->kind == SR_CTL_METRIC) && s->page) {
+        /* A heartbeat (job_page.h), whoever sent it: `spotrun commit` and
+         * `spotrun metric` from a shell script are progress too. */
+        __atomic_add_fetch(&s->page->progress, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->page->progress_ms, (uint64_t)sr_wall_ms(), __ATOMIC_RELAXED);
+    }
     switch (req->kind) {
     case SR_CTL_COMMIT:
         if (s->cfg->nodes > 1 && req->step < 0) {

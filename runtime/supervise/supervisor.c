@@ -103,6 +103,8 @@ static void page_reset(struct sup *s)
     if (!s->page)
         return;
     __atomic_store_n(&s->page->listening, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->page->progress, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->page->progress_ms, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->page->served, __atomic_load_n(&s->page->requested, __ATOMIC_RELAXED),
                      __ATOMIC_RELEASE);
     s->deaf_said = 0;
@@ -152,8 +154,8 @@ static int restore(struct sup *s, struct sr_manifest *m, int *resumed)
 static char **job_env(struct sup *s, int resumed, const struct sr_manifest *m)
 {
     const struct sr_supervise_config *c = s->cfg;
-    char buf[15][4300];
-    char *add[16];
+    char buf[17][4300];
+    char *add[18];
     int n = 0;
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_RUN_ID=%s", c->run_id), add[n] = buf[n], n++;
     snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_CKPT_DIR=%s", c->ckpt_dir), add[n] = buf[n], n++;
@@ -179,6 +181,12 @@ static char **job_env(struct sup *s, int resumed, const struct sr_manifest *m)
             add[n] = buf[n], n++;
     if (resumed && m->step >= 0)
         snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_STEP=%" PRId64, m->step), add[n] = buf[n], n++;
+    if (s->stall_on) { /* --stall-timeout: tracebacks (python/spotrun/_stall.py) */
+        snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_STALL_SIGNAL=%d", s->stall_signo),
+            add[n] = buf[n], n++;
+        snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_STALL_DIR=%s", s->stall_dir), add[n] = buf[n],
+                                                                                n++;
+    }
     if (c->preload) {
         const char *old = getenv("LD_PRELOAD");
         snprintf(buf[n], sizeof(buf[n]), "LD_PRELOAD=%s%s%s", c->preload, old && *old ? ":" : "",
@@ -186,7 +194,8 @@ static char **job_env(struct sup *s, int resumed, const struct sr_manifest *m)
             add[n] = buf[n], n++;
     }
     add[n] = NULL;
-    static const char *const unset[] = {"SPOTRUN_STEP", "SPOTRUN_JOB_PAGE", NULL};
+    static const char *const unset[] = {"SPOTRUN_STEP", "SPOTRUN_JOB_PAGE", "SPOTRUN_STALL_SIGNAL",
+                                        "SPOTRUN_STALL_DIR", NULL};
     return sr_env_build(add, unset);
 }
 
@@ -224,6 +233,7 @@ static int start_attempt(struct sup *s)
     s->start_seq = resumed ? m.seq : 0;
     s->last_step = resumed ? m.step : -1;
     page_reset(s);
+    sup_watchdog_attempt(s);
     char **env = job_env(s, resumed, &m);
     sr_gpu_usage_reset(s->gpu_dir); /* this attempt's processes write new pages */
     rc = env ? sr_spawn(path, c->argv, env, &s->orig_mask, &s->child) : -ENOMEM;
@@ -306,6 +316,7 @@ void sup_request_checkpoint(struct sup *s, const char *why)
 {
     if (!s->child)
         return;
+    sup_watchdog_request(s);
     if (s->page)
         __atomic_add_fetch(&s->page->requested, 1, __ATOMIC_RELEASE);
     if (s->page && s->cfg->preload && job_listens(s))
@@ -440,7 +451,9 @@ static void child_exited(struct sup *s, int status)
 {
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     const pid_t pgid = s->child;
+    const int stalled = s->stalling; /* stopped by the watchdog: a failure */
     s->child = 0;
+    s->stalling = 0;
     kill(-pgid, SIGKILL);                     /* leftovers of the job's process group */
     sr_proctree_signal(getpid(), SIGKILL, 0); /* and any daemon it left below us */
     const int oom = oom_killed(s, status);
@@ -480,6 +493,12 @@ static void child_exited(struct sup *s, int status)
     else
         sr_warn("the job was killed by %s",
                 spotrun_signal_name(WTERMSIG(status), (char[32]){0}, 32));
+    if (stalled && sup_watchdog_give_up(s)) {
+        give_up(s, status);
+        if (s->cfg->result)
+            snprintf(s->cfg->result->cause, sizeof(s->cfg->result->cause), "stalled");
+        return;
+    }
     if (s->cfg->nodes > 1 && sr_peers_group_preempted(s->peers)) {
         /* Its collectives failed because another node is being stopped:
          * part of that preemption, not a crash to restart or report. */
@@ -493,8 +512,8 @@ static void child_exited(struct sup *s, int status)
         return;
     }
     const int listened = s->page && __atomic_load_n(&s->page->listening, __ATOMIC_RELAXED);
-    if (WIFEXITED(status) && (code == 126 || code == 127) && s->restarts == 0 && !s->talked &&
-        !listened && !newest_seq(s) && s->cfg->max_restarts > 0) {
+    if (!stalled && WIFEXITED(status) && (code == 126 || code == 127) && s->restarts == 0 &&
+        !s->talked && !listened && !newest_seq(s) && s->cfg->max_restarts > 0) {
         /* 126/127: a command the job runs cannot be executed or was not
          * found. On the first attempt, before the job ever spoke to us,
          * with nothing to resume from, a restart would repeat it. */
@@ -511,8 +530,8 @@ static void child_exited(struct sup *s, int status)
      * with nothing to resume from, is broken before it begins (a module
      * that does not import, a bad flag, a missing file): more restarts would
      * repeat it. One restart stays for what a new start can cure. */
-    const int silent =
-        !s->talked && !listened && !newest_seq(s) && now() - s->attempt_at < SILENT_FAIL_MS;
+    const int silent = !stalled && !s->talked && !listened && !newest_seq(s) &&
+                       now() - s->attempt_at < SILENT_FAIL_MS;
     if (s->restarts == 0)
         s->first_silent_fail = silent ? status : 0;
     else if (s->restarts == 1 && s->restarts < s->cfg->max_restarts && silent &&
@@ -717,6 +736,7 @@ static void on_timers(struct sup *s)
     }
     if (s->phase == PREEMPTING)
         preempt_tick(s);
+    sup_watchdog_tick(s);
     sup_expire_conns(s);
 }
 
@@ -742,6 +762,7 @@ static int64_t next_wakeup(const struct sup *s)
     for (int i = 0; i < MAX_CONNS; i++)
         if (s->conns[i].fd >= 0)
             EARLIER(s->conns[i].since + SR_CTL_REQUEST_TIMEOUT_MS);
+    EARLIER(sup_watchdog_wakeup(s));
 #undef EARLIER
     /* Draining is polled: the checkpointer's results wake us anyway. */
     return w;
@@ -965,6 +986,7 @@ int sr_supervise(const struct sr_supervise_config *cfg)
     rc = sr_notice_start(&cfg->notice, &s.nw);
     if (rc < 0)
         sr_warn("cannot watch for cloud notices: %s", sr_strerror(rc));
+    sup_watchdog_init(&s);
     if (cfg->nodes > 1) {
         const struct sr_peers_config pc = {
             .st = cfg->st,

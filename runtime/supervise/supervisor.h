@@ -50,6 +50,14 @@ struct sr_supervise_config {
      * wrapper stops the job without a checkpoint and exits 73. */
     struct sr_lease *lease;
     uint64_t epoch; /* without a lease: the run's current epoch (sr_ckpt_max_epoch) */
+    /* --stall-timeout (stall.h, watchdog.c): a job that heartbeated and
+     * then stops for stall_timeout_ms (or the learned timeout with
+     * stall_auto) is stopped and restarted as a failure; prior_stalls are
+     * the stalls of the run's earlier wrappers (its history), counted with
+     * this one's against max_restarts. */
+    int64_t stall_timeout_ms;
+    int stall_auto;
+    unsigned prior_stalls;
     /* Multi-node runs (docs/multinode.md): nodes > 1 makes each commit this
      * node's part of its step, shares notices with the other nodes through
      * the store (peers.h, every peer_poll_ms) and restores this node's part

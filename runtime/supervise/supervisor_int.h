@@ -19,12 +19,14 @@
 #include "control.h"
 #include "events.h"
 #include "every.h"
+#include "evidence.h"
 #include "gpu_usage.h"
 #include "job_page.h"
 #include "keeper.h"
 #include "memcg.h"
 #include "notice.h"
 #include "peers.h"
+#include "stall.h"
 #include "supervisor.h"
 #include "units.h"
 
@@ -113,6 +115,21 @@ struct sup {
      * start: an "exit" by SIGKILL after the count rose is an OOM kill. */
     struct sr_memcg memcg;
 
+    /* --stall-timeout (watchdog.c): the judgement, the CPU of the job's
+     * processes at the newest heartbeat seen, the page's progress at the
+     * last look, and the stop of a stalled job (stalling: its exit is a
+     * stall, a failure). */
+    int stall_on;
+    struct sr_stall stall;
+    struct sr_cpu_base stall_cpu;
+    uint64_t beat_seen, progress_at_request;
+    int64_t next_stall_poll, next_cpu_snap, stall_term_at, stall_kill_at;
+    int stalling;
+    int stall_said;  /* auto: the learned timeout was said */
+    unsigned stalls; /* this wrapper's */
+    int stall_signo;
+    char stall_dir[4200];
+
     /* Multi-node (cfg->nodes > 1): the other nodes through the store. */
     struct sr_peers *peers;
     uint64_t await_seq; /* preempting: the set our newest part belongs to */
@@ -152,6 +169,17 @@ void sup_notice(struct sup *s, const char *source, int64_t deadline_ms);
 void sup_say_what_stands(const struct sup *s, const char *what);
 void sup_on_notice(struct sup *s);
 void sup_acknowledge(struct sup *s);
+
+/* watchdog.c: --stall-timeout */
+void sup_watchdog_init(struct sup *s);
+void sup_watchdog_attempt(struct sup *s);
+void sup_watchdog_tick(struct sup *s);
+/* A checkpoint request is being made (before requested moves). */
+void sup_watchdog_request(struct sup *s);
+int64_t sup_watchdog_wakeup(const struct sup *s);
+/* The job stopped for a stall exited: 1 when the run gives up (the stalls
+ * of the run passed max_restarts; said so). */
+int sup_watchdog_give_up(struct sup *s);
 
 /* group.c: the other nodes of a multi-node run */
 int sup_set_durable(const struct sup *s);

@@ -383,6 +383,7 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         str_of(ev, "signal", at->exit_signal, sizeof(at->exit_signal));
         at->oom = json_is_true(json_object_get(ev, "oom"));
     } else if (strcmp(type, "stalled") == 0) {
+        h->stalls++; /* --stall-timeout counts them over every attempt */
         at->stalled = 1;
         at->stall_since_ms = int_in(ev, "since_ms", 0, SR_TIME_MAX_MS, 0);
         at->stall_timeout_ms = int_in(ev, "timeout_ms", 0, SR_TIME_MAX_MS, 0);
@@ -810,6 +811,11 @@ const struct sr_hist_attempt *sr_hist_last_ended(const struct sr_history *h)
         if (h->att[i].cause != SR_CAUSE_NONE)
             return &h->att[i];
     return NULL;
+}
+
+unsigned sr_hist_stalls(const struct sr_history *h)
+{
+    return h->stalls;
 }
 
 double sr_hist_instance_hours(const struct sr_history *h)

@@ -197,6 +197,8 @@ struct sr_history {
     uint32_t sessions;
     int64_t last_durable_ms; /* unix ms of the newest persist, 0 = none */
     uint64_t gpu_peak_bytes, gpu_bytes;
+    /* "stalled" events (--stall-timeout), every attempt's: sr_hist_stalls() */
+    unsigned stalls;
 };
 
 void sr_hist_init(struct sr_history *h);
@@ -254,6 +256,11 @@ int64_t sr_hist_metric_best_step(const struct sr_hist_metric *m, int maximize);
  * error, err, perplexity, ppl, nll, mse, mae, rmse, wer, cer. Anything
  * else is minimized. */
 int sr_hist_metric_maximized(const char *name);
+
+/* How many times the run's job was stopped as stalled (--stall-timeout),
+ * over every attempt of every wrapper: `run` counts them toward
+ * --max-restarts, so a run that hangs again and again stops. */
+unsigned sr_hist_stalls(const struct sr_history *h);
 
 /* Instance hours and cost; *spot and *on_demand are 0 without a price. */
 double sr_hist_instance_hours(const struct sr_history *h);

@@ -656,6 +656,29 @@ static void views_print_the_causes(void **state)
     sr_hist_free(&h);
 }
 
+/* --stall-timeout: every "stalled" event of every attempt counts (run
+ * compares the count with --max-restarts, across wrappers). */
+static void stalls_are_counted_over_every_attempt(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 0, 0, "start", ",\"host\":\"a\",\"resumed\":false,\"seq\":0,\"step\":-1");
+    EV(&h, 9000, 0, "stalled", ",\"since_ms\":5000,\"timeout_ms\":5000,\"procs\":[]");
+    EV(&h, 9500, 0, "exit", ",\"code\":143,\"signal\":\"TERM\"");
+    EV(&h, 9501, 0, "restart", ",\"restart\":1,\"delay_ms\":1000");
+    EV(&h, 11000, 1, "start", ",\"host\":\"a\",\"resumed\":false,\"seq\":0,\"step\":-1");
+    EV(&h, 19000, 1, "stalled", ",\"since_ms\":5000,\"timeout_ms\":5000,\"procs\":[]");
+    EV(&h, 19500, 1, "exit", ",\"code\":143,\"signal\":\"TERM\"");
+    sr_hist_derive(&h);
+    assert_int_equal(sr_hist_stalls(&h), 2);
+    sr_hist_free(&h);
+    sr_hist_init(&h);
+    scenario(&h);
+    assert_int_equal(sr_hist_stalls(&h), 0);
+    sr_hist_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -679,6 +702,7 @@ int main(void)
         cmocka_unit_test(a_running_attempt_has_no_cause_yet),
         cmocka_unit_test(a_gone_wrapper_leaves_a_vanished_attempt),
         cmocka_unit_test(views_print_the_causes),
+        cmocka_unit_test(stalls_are_counted_over_every_attempt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

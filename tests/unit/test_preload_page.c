@@ -31,6 +31,9 @@ static void job_page_layout_is_pinned(void **state)
     assert_int_equal(offsetof(struct spotrun_job_page, served), 24);
     assert_int_equal(offsetof(struct spotrun_job_page, listening), 32);
     assert_int_equal(offsetof(struct spotrun_job_page, signo), 40);
+    assert_int_equal(offsetof(struct spotrun_job_page, progress), 48);
+    assert_int_equal(offsetof(struct spotrun_job_page, progress_ms), 56);
+    assert_int_equal(sizeof(struct spotrun_job_page), 256);
     assert_true(sizeof(struct spotrun_job_page) <= SPOTRUN_JOB_PAGE_SIZE);
 }
 

@@ -1,0 +1,71 @@
+/*
+ * stall.h - the stall watchdog's judgement (`spotrun run --stall-timeout`):
+ * fed the job's heartbeats and the clock, it says whether the job is
+ * stalled and when to look next. The supervisor reads the heartbeats from
+ * the job page (job_page.h: progress, progress_ms) and does the rest
+ * (watchdog.c: evidence, the "stalled" event, the stop and the restart).
+ *
+ * Rules (docs/runtime.md, "Stall watchdog"):
+ *  - An attempt that has not heartbeated yet is never judged: a job that
+ *    does not use the module or the API, or is still loading, is left alone.
+ *  - Held time is not judged: while the job answers a checkpoint request
+ *    (pending, and heartbeated since it was made), a commit is staging or
+ *    a notice is being handled, the deadline moves with the clock
+ *    (sr_stall_hold), and the gap it spans is not learned.
+ *  - A fixed timeout judges after its first heartbeat. `auto` learns the
+ *    longest gap between heartbeats seen by this wrapper (every attempt)
+ *    and judges only after SR_STALL_AUTO_MIN_GAPS of them: its timeout is
+ *    max(SR_STALL_AUTO_FLOOR_MS, SR_STALL_AUTO_FACTOR x the longest gap).
+ *
+ * Not thread-safe: the supervisor's loop owns it. No I/O; clocks come in
+ * (monotonic ms).
+ */
+#ifndef SPOTRUN_STALL_H
+#define SPOTRUN_STALL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SR_STALL_AUTO_FLOOR_MS (10 * 60 * 1000)
+#define SR_STALL_AUTO_FACTOR 5
+#define SR_STALL_AUTO_MIN_GAPS 5
+
+struct sr_stall {
+    int64_t timeout_ms; /* fixed timeout; 0 with auto_mode */
+    int auto_mode;
+    /* This attempt: whether it heartbeated, and when it last did (or when
+     * held time last ended). */
+    int beaten;
+    int64_t last_ms;
+    int skip_gap; /* the next gap spans held time: not learned */
+    /* Learned over the wrapper's life (auto). */
+    int64_t longest_gap_ms;
+    unsigned gaps;
+};
+
+/* timeout_ms > 0: fixed; auto_mode: learned. Off is neither (never judges). */
+void sr_stall_init(struct sr_stall *s, int64_t timeout_ms, int auto_mode);
+
+/* A new attempt: not heartbeated yet. */
+void sr_stall_attempt(struct sr_stall *s);
+
+/* The job heartbeated at at_ms (earlier heartbeats are ignored). */
+void sr_stall_beat(struct sr_stall *s, int64_t at_ms);
+
+/* Held time: the clock stands still for the judgement up to now_ms. */
+void sr_stall_hold(struct sr_stall *s, int64_t now_ms);
+
+/* The timeout in force, 0 = not judging now (off, no heartbeat yet, or
+ * auto before enough heartbeats). */
+int64_t sr_stall_timeout(const struct sr_stall *s);
+
+/* When the job is stalled unless it heartbeats before, 0 = not judging. */
+int64_t sr_stall_deadline(const struct sr_stall *s);
+
+/* 1 when the job is stalled at now_ms. */
+int sr_stall_due(const struct sr_stall *s, int64_t now_ms);
+
+/* "5s", "auto (learning: 2 of 5 gaps seen)", "auto: 10m0s (longest gap 3.0s)" */
+void sr_stall_describe(const struct sr_stall *s, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,259 @@
+/*
+ * watchdog.c - `spotrun run --stall-timeout` inside the supervisor's loop:
+ * reads the job page's heartbeat (job_page.h: progress, progress_ms) at
+ * each poll, feeds stall.h, and stops a stalled job with its evidence
+ * (evidence.h) in a "stalled" event; its exit is then a failure like a
+ * crash (restart from the newest checkpoint, counted toward
+ * --max-restarts together with the stalls of the run's earlier wrappers).
+ *
+ * Held time (stall.h): a pending checkpoint request, a commit being staged,
+ * a notice or a restart are never judged. Multi-node: the stalled node
+ * publishes a notice ("stalled") through the store, so that the other
+ * nodes, whose jobs wait in a collective for this one, stop too (they
+ * record a peer notice and exit 75); this node ends as a crash of its job
+ * does.
+ *
+ * Runs on the supervisor's thread. Gathering tracebacks blocks the loop for
+ * up to SR_EVIDENCE_TRACE_WAIT_MS (the job is stalled anyway).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "log.h"
+#include "proctree.h"
+#include "signame.h"
+#include "supervisor_int.h"
+
+#define STALL_POLL_MAX_MS 1000
+#define STALL_POLL_MIN_MS 50
+#define CPU_SNAP_MS 1000           /* the CPU baseline is at most this old at a heartbeat */
+#define STALL_TERM_WAIT_MS 10000   /* TERM -> KILL */
+#define STALL_PUBLISH_WAIT_MS 5000 /* multi-node: the notice is written before the stop */
+
+static int64_t poll_ms(const struct sup *s)
+{
+    int64_t p = s->cfg->stall_timeout_ms / 10;
+    if (s->cfg->stall_auto || p > STALL_POLL_MAX_MS)
+        p = STALL_POLL_MAX_MS;
+    return p < STALL_POLL_MIN_MS ? STALL_POLL_MIN_MS : p;
+}
+
+void sup_watchdog_init(struct sup *s)
+{
+    const struct sr_supervise_config *c = s->cfg;
+    s->stall_on = c->stall_auto || c->stall_timeout_ms > 0;
+    sr_stall_init(&s->stall, c->stall_timeout_ms, c->stall_auto);
+    if (!s->stall_on)
+        return;
+    /* A realtime signal nobody else uses: the request signal may be one. */
+    s->stall_signo = SIGRTMIN + 3 == c->signo ? SIGRTMIN + 4 : SIGRTMIN + 3;
+    snprintf(s->stall_dir, sizeof(s->stall_dir), "%s/stall", c->run_dir);
+    if (!s->page)
+        sr_warn("--stall-timeout: there is no job page, so no heartbeat can be seen: the job "
+                "is never judged stalled");
+    char how[128];
+    sr_stall_describe(&s->stall, how, sizeof(how));
+    if (c->stall_auto)
+        sr_info("--stall-timeout auto: the job is judged only after its first heartbeat "
+                "(checkpoint_due(), commit(), metric(); spotrun_checkpoint_requested() in C) and "
+                "%d gaps between heartbeats, at %d x the longest gap seen and at least %d min",
+                SR_STALL_AUTO_MIN_GAPS, SR_STALL_AUTO_FACTOR, SR_STALL_AUTO_FLOOR_MS / 60000);
+    else
+        sr_info("--stall-timeout %s: the job is judged only after its first heartbeat "
+                "(checkpoint_due(), commit(), metric(); spotrun_checkpoint_requested() in C)",
+                how);
+}
+
+/* Before the job starts: a fresh registration directory (a pid of the last
+ * attempt may be reused), not heartbeated yet. */
+void sup_watchdog_attempt(struct sup *s)
+{
+    if (!s->stall_on)
+        return;
+    sr_rmtree(s->stall_dir);
+    const int rc = sr_mkdirs(s->stall_dir, 0700);
+    if (rc < 0)
+        sr_warn("--stall-timeout: cannot create %s: %s (no Python tracebacks at a stall)",
+                s->stall_dir, sr_strerror(rc));
+    sr_stall_attempt(&s->stall);
+    s->beat_seen = 0; /* page_reset zeroed progress */
+    s->stall_cpu.n = 0;
+    s->stalling = 0;
+    s->stall_term_at = 0;
+    s->stall_kill_at = 0;
+    s->next_stall_poll = now() + poll_ms(s);
+    s->next_cpu_snap = 0;
+}
+
+/* A stall's tracebacks may hold bytes that are not UTF-8 (a file name):
+ * those become '?' so that the event stays valid JSON. */
+static json_t *text_value(char *t)
+{
+    json_t *v = json_string(t);
+    if (v)
+        return v;
+    for (unsigned char *p = (unsigned char *)t; *p; p++)
+        if (*p >= 0x80)
+            *p = '?';
+    return json_string(t);
+}
+
+static void stop_stalled(struct sup *s)
+{
+    s->stall_term_at = 0;
+    kill(-s->child, SIGTERM);
+    sr_proctree_signal(getpid(), SIGTERM, 0); /* those that left the group too */
+    kill(-s->child, SIGCONT);                 /* a stopped process takes TERM only once it runs */
+    sr_proctree_signal(getpid(), SIGCONT, 0);
+    s->stalling = 1;
+    s->stall_kill_at = now() + STALL_TERM_WAIT_MS;
+}
+
+static void stalled(struct sup *s, int64_t t)
+{
+    const int64_t timeout = sr_stall_timeout(&s->stall);
+    int64_t since = t - s->stall.last_ms;
+    const int64_t wall = sr_wall_ms();
+    const uint64_t pm = __atomic_load_n(&s->page->progress_ms, __ATOMIC_RELAXED);
+    if (pm && (int64_t)pm <= wall && wall - (int64_t)pm > since)
+        since = wall - (int64_t)pm; /* the heartbeat itself, not when we saw it */
+    json_t *procs = sr_evidence_procs(getpid(), &s->stall_cpu);
+    char *tb = sr_evidence_tracebacks(getpid(), s->stall_dir, s->stall_signo, SR_EVIDENCE_TRACE_MAX,
+                                      SR_EVIDENCE_TRACE_WAIT_MS);
+    json_t *ev = json_pack("{s:I,s:I,s:o}", "since_ms", (json_int_t)since, "timeout_ms",
+                           (json_int_t)timeout, "procs", procs ? procs : json_array());
+    const int have_tb = ev && tb;
+    if (have_tb)
+        json_object_set_new(ev, "traceback", text_value(tb));
+    free(tb);
+    emit(s, "stalled", ev); /* takes ev */
+    sr_events_flush(s->ev);
+    s->stalls++;
+    char a[32], b[32];
+    sr_format_duration_ms(since, a, sizeof(a));
+    sr_format_duration_ms(timeout, b, sizeof(b));
+    sr_warn("no heartbeat for %s (--stall-timeout %s): the job is stalled; stopping it (its "
+            "processes' states%s are in the \"stalled\" event of attempt %" PRIu32
+            " in %s/%s/events/)",
+            a, b, have_tb ? " and Python tracebacks" : "", s->attempt, sr_store_url(s->cfg->st),
+            s->cfg->run_id);
+    if (s->cfg->nodes > 1 && s->peers) {
+        /* The other nodes' jobs wait for ours in a collective: stop them
+         * too, as a notice does (they exit 75 and the group reruns). Ours
+         * is stopped once the notice is written: their jobs fail as ours
+         * dies, and a failure in a group being stopped is part of the
+         * stop only if the notice is there to say so. */
+        sr_peers_notify(s->peers, "stalled", wall + s->cfg->grace_ms);
+        sr_info("asking the other nodes of run %s to stop (their jobs wait for this one)",
+                s->cfg->run_id);
+        s->stalling = 1;
+        s->stall_term_at = t + STALL_PUBLISH_WAIT_MS;
+        return;
+    }
+    stop_stalled(s);
+}
+
+void sup_watchdog_tick(struct sup *s)
+{
+    if (!s->stall_on || !s->child)
+        return;
+    const int64_t t = now();
+    if (s->stalling) {
+        if (s->stall_term_at && (t >= s->stall_term_at || sr_peers_notified(s->peers)))
+            stop_stalled(s);
+        if (s->stall_kill_at && t >= s->stall_kill_at) {
+            sr_warn("the stalled job did not stop after SIGTERM; killing it");
+            kill(-s->child, SIGKILL);
+            sr_proctree_signal(getpid(), SIGKILL, 0);
+            s->stall_kill_at = 0;
+        }
+        return;
+    }
+    if (!s->page || t < s->next_stall_poll)
+        return;
+    s->next_stall_poll = t + poll_ms(s);
+    const uint64_t p = __atomic_load_n(&s->page->progress, __ATOMIC_ACQUIRE);
+    if (p != s->beat_seen) {
+        s->beat_seen = p;
+        int64_t at = t;
+        const int64_t wall = sr_wall_ms();
+        const uint64_t pm = __atomic_load_n(&s->page->progress_ms, __ATOMIC_RELAXED);
+        if (pm && (int64_t)pm <= wall && wall - (int64_t)pm < poll_ms(s) * 2)
+            at = t - (wall - (int64_t)pm); /* when it happened, within the last polls */
+        const int64_t was = sr_stall_timeout(&s->stall);
+        sr_stall_beat(&s->stall, at);
+        if (s->cfg->stall_auto && sr_stall_timeout(&s->stall) != was) {
+            char how[128];
+            sr_stall_describe(&s->stall, how, sizeof(how));
+            if (!s->stall_said) /* said once; later moves only at debug level */
+                sr_info("--stall-timeout %s: the job is judged from now on", how);
+            else
+                sr_debug("--stall-timeout %s", how);
+            s->stall_said = 1;
+        }
+        if (t >= s->next_cpu_snap) {
+            sr_evidence_cpu_snapshot(getpid(), &s->stall_cpu);
+            s->next_cpu_snap = t + CPU_SNAP_MS;
+        }
+    }
+    /* A pending request holds only once the job heartbeated after it was
+     * made (it polled, heard it and is saving): a job that hung before it
+     * would otherwise be shielded by the request it never hears. */
+    const int pending = __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE) !=
+                        __atomic_load_n(&s->page->served, __ATOMIC_ACQUIRE);
+    const int saving = pending && p != s->progress_at_request;
+    if (s->phase != RUNNING || saving || sr_commits_staging(s->cp)) {
+        sr_stall_hold(&s->stall, t); /* checkpointing is no stall */
+        return;
+    }
+    if (sr_stall_due(&s->stall, t))
+        stalled(s, t);
+}
+
+void sup_watchdog_request(struct sup *s)
+{
+    /* A request made while another is pending (--every again during a long
+     * save) is answered by the same commit: the job heard the first. */
+    if (s->page && __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE) ==
+                       __atomic_load_n(&s->page->served, __ATOMIC_ACQUIRE))
+        s->progress_at_request = __atomic_load_n(&s->page->progress, __ATOMIC_ACQUIRE);
+}
+
+int64_t sup_watchdog_wakeup(const struct sup *s)
+{
+    if (!s->stall_on || !s->child)
+        return 0;
+    if (s->stalling && s->stall_term_at) /* the notice is being written: look again soon */
+        return now() + STALL_POLL_MIN_MS < s->stall_term_at ? now() + STALL_POLL_MIN_MS
+                                                            : s->stall_term_at;
+    if (s->stalling)
+        return s->stall_kill_at;
+    return s->next_stall_poll;
+}
+
+int sup_watchdog_give_up(struct sup *s)
+{
+    const struct sr_supervise_config *c = s->cfg;
+    const unsigned total = c->prior_stalls + s->stalls;
+    if (c->nodes > 1 && c->max_restarts == 0) {
+        sr_warn("not restarting: node %u's job stalled (run %s: %u stall(s)); like a crash of "
+                "one node's job, the group is rerun by its engine and resumes from the newest "
+                "complete checkpoint",
+                c->node_rank, c->run_id, total);
+        return 1;
+    }
+    if (total <= c->max_restarts && s->restarts < c->max_restarts)
+        return 0;
+    sr_warn("not restarting: run %s stalled %u time(s)%s, --max-restarts is %u: read the "
+            "\"stalled\" events (the processes' states and Python tracebacks), fix the hang and "
+            "run it again",
+            c->run_id, total, c->prior_stalls ? " (counting its earlier wrappers)" : "",
+            c->max_restarts);
+    return 1;
+}

@@ -1,0 +1,142 @@
+/*
+ * test_stall.c - the stall watchdog's judgement (runtime/supervise/stall.h):
+ * a job that never heartbeated is never judged, a fixed timeout counts from
+ * the newest heartbeat, held time (a pending checkpoint request) is not
+ * judged nor learned, and `auto` waits for enough heartbeats, then judges
+ * at max(floor, factor x the longest gap seen), across attempts.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "stall.h"
+
+#define S INT64_C(1000)
+#define MIN (60 * S)
+
+static void test_off_never_judges(void **state)
+{
+    (void)state;
+    struct sr_stall st;
+    sr_stall_init(&st, 0, 0);
+    sr_stall_attempt(&st);
+    sr_stall_beat(&st, 1 * S);
+    assert_int_equal(sr_stall_deadline(&st), 0);
+    assert_false(sr_stall_due(&st, 1000 * MIN));
+}
+
+static void test_never_heartbeated_is_never_judged(void **state)
+{
+    (void)state;
+    struct sr_stall st;
+    sr_stall_init(&st, 5 * S, 0);
+    sr_stall_attempt(&st);
+    assert_int_equal(sr_stall_timeout(&st), 0);
+    assert_false(sr_stall_due(&st, 1000 * MIN));
+    sr_stall_hold(&st, 10 * S); /* held time alone is no heartbeat */
+    assert_false(sr_stall_due(&st, 1000 * MIN));
+}
+
+static void test_fixed_timeout_counts_from_the_newest_heartbeat(void **state)
+{
+    (void)state;
+    struct sr_stall st;
+    sr_stall_init(&st, 5 * S, 0);
+    sr_stall_attempt(&st);
+    sr_stall_beat(&st, 10 * S);
+    assert_int_equal(sr_stall_deadline(&st), 15 * S);
+    assert_false(sr_stall_due(&st, 14 * S));
+    sr_stall_beat(&st, 13 * S);
+    assert_false(sr_stall_due(&st, 17 * S));
+    assert_true(sr_stall_due(&st, 18 * S));
+    sr_stall_beat(&st, 12 * S); /* an older heartbeat read late changes nothing */
+    assert_int_equal(sr_stall_deadline(&st), 18 * S);
+}
+
+static void test_a_new_attempt_is_judged_after_its_own_first_heartbeat(void **state)
+{
+    (void)state;
+    struct sr_stall st;
+    sr_stall_init(&st, 5 * S, 0);
+    sr_stall_attempt(&st);
+    sr_stall_beat(&st, 1 * S);
+    sr_stall_attempt(&st); /* restarted: loading again, not judged */
+    assert_false(sr_stall_due(&st, 100 * S));
+    sr_stall_beat(&st, 100 * S);
+    assert_true(sr_stall_due(&st, 105 * S));
+}
+
+static void test_held_time_moves_the_deadline_and_is_not_learned(void **state)
+{
+    (void)state;
+    struct sr_stall st;
+    sr_stall_init(&st, 0, 1);
+    sr_stall_attempt(&st);
+    for (int i = 0; i <= SR_STALL_AUTO_MIN_GAPS; i++)
+        sr_stall_beat(&st, i * S);
+    const int64_t last = SR_STALL_AUTO_MIN_GAPS * S;
+    /* A checkpoint request pending for an hour: held, then a heartbeat. */
+    sr_stall_hold(&st, last + 60 * MIN);
+    assert_false(sr_stall_due(&st, last + 60 * MIN + SR_STALL_AUTO_FLOOR_MS - 1));
+    sr_stall_beat(&st, last + 60 * MIN + S);
+    assert_int_equal(st.longest_gap_ms, 1 * S); /* the held hour was not learned */
+    assert_int_equal(sr_stall_timeout(&st), SR_STALL_AUTO_FLOOR_MS);
+}
+
+static void test_auto_waits_for_enough_heartbeats(void **state)
+{
+    (void)state;
+    struct sr_stall st;
+    sr_stall_init(&st, 0, 1);
+    sr_stall_attempt(&st);
+    for (int i = 0; i < SR_STALL_AUTO_MIN_GAPS; i++) /* MIN_GAPS - 1 gaps */
+        sr_stall_beat(&st, i * S);
+    assert_int_equal(sr_stall_timeout(&st), 0);
+    assert_false(sr_stall_due(&st, 1000 * MIN));
+    char buf[128];
+    sr_stall_describe(&st, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "learning"));
+    sr_stall_beat(&st, SR_STALL_AUTO_MIN_GAPS * S);
+    assert_int_equal(sr_stall_timeout(&st), SR_STALL_AUTO_FLOOR_MS);
+}
+
+static void test_auto_is_factor_times_the_longest_gap_above_the_floor(void **state)
+{
+    (void)state;
+    struct sr_stall st;
+    sr_stall_init(&st, 0, 1);
+    sr_stall_attempt(&st);
+    int64_t t = 0;
+    for (int i = 0; i < 10; i++)
+        sr_stall_beat(&st, t += 2 * S);
+    sr_stall_beat(&st, t += 4 * MIN); /* an evaluation every epoch */
+    sr_stall_beat(&st, t += 2 * S);
+    assert_int_equal(sr_stall_timeout(&st), SR_STALL_AUTO_FACTOR * 4 * MIN);
+    assert_true(sr_stall_due(&st, t + SR_STALL_AUTO_FACTOR * 4 * MIN));
+    assert_false(sr_stall_due(&st, t + SR_STALL_AUTO_FACTOR * 4 * MIN - 1));
+    /* What was learned survives a restart; the new attempt still waits for
+     * its own first heartbeat, and the start-up gap is not learned. */
+    sr_stall_attempt(&st);
+    assert_false(sr_stall_due(&st, t + 1000 * MIN));
+    sr_stall_beat(&st, t + 30 * MIN);
+    assert_int_equal(sr_stall_timeout(&st), SR_STALL_AUTO_FACTOR * 4 * MIN);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_off_never_judges),
+        cmocka_unit_test(test_never_heartbeated_is_never_judged),
+        cmocka_unit_test(test_fixed_timeout_counts_from_the_newest_heartbeat),
+        cmocka_unit_test(test_a_new_attempt_is_judged_after_its_own_first_heartbeat),
+        cmocka_unit_test(test_held_time_moves_the_deadline_and_is_not_learned),
+        cmocka_unit_test(test_auto_waits_for_enough_heartbeats),
+        cmocka_unit_test(test_auto_is_factor_times_the_longest_gap_above_the_floor),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
