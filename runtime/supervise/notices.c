@@ -10,8 +10,10 @@
  */
 #include <inttypes.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "exits.h"
 #include "log.h"
 #include "signame.h"
 #include "supervisor_int.h"
@@ -65,15 +67,20 @@ void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
     sr_format_duration_ms(deadline_ms - t, left, sizeof(left));
     sr_format_duration_ms(s->commit_by - t, commit_in, sizeof(commit_in));
     const int cloud = strcmp(source, s->cloud.source) == 0;
-    sr_info("preemption notice from %s%s%s%s: %s left; asking the job to checkpoint (commit "
-            "within %s)",
-            source, cloud ? " (" : "", cloud ? s->cloud.what : "", cloud ? ")" : "", left,
-            commit_in);
-    emit(s, "notice",
-         json_pack("{s:s,s:I,s:I,s:I,s:s?,s:s?}", "source", source, "ms_left",
-                   (json_int_t)(deadline_ms - t), "commit_in_ms", (json_int_t)(s->commit_by - t),
-                   "deadline_unix_ms", (json_int_t)(sr_wall_ms() + (deadline_ms - t)), "what",
-                   cloud ? s->cloud.what : NULL, "id", cloud ? s->cloud.id : NULL));
+    if (s->at_limit) { /* no notice: the "limit" event says why (sup_limit_reached) */
+        sr_info("asking the job to checkpoint (commit within %s, %s to stop)", commit_in, left);
+    } else {
+        sr_info("preemption notice from %s%s%s%s: %s left; asking the job to checkpoint (commit "
+                "within %s)",
+                source, cloud ? " (" : "", cloud ? s->cloud.what : "", cloud ? ")" : "", left,
+                commit_in);
+        emit(s, "notice",
+             json_pack("{s:s,s:I,s:I,s:I,s:s?,s:s?}", "source", source, "ms_left",
+                       (json_int_t)(deadline_ms - t), "commit_in_ms",
+                       (json_int_t)(s->commit_by - t), "deadline_unix_ms",
+                       (json_int_t)(sr_wall_ms() + (deadline_ms - t)), "what",
+                       cloud ? s->cloud.what : NULL, "id", cloud ? s->cloud.id : NULL));
+    }
     sr_events_flush(s->ev);
     if (s->child && !job_listens(s)) {
         if (!s->deaf_said++)
@@ -89,6 +96,31 @@ void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
     } else {
         sup_enter_drain(s);
     }
+}
+
+/* A time limit or budget: the stop of a notice with --grace to commit (the
+ * other nodes of a group are told as of a notice), then exit 124: the run
+ * is not done, and a requeue would only stop again. */
+void sup_limit_reached(struct sup *s, const struct sr_limit_hit *hit)
+{
+    if (s->at_limit || s->phase == PREEMPTING || s->phase == FINISHING)
+        return;
+    s->at_limit = 1;
+    s->limit_hit = *hit;
+    char what[160], extend[200];
+    sr_limit_describe(hit, what, sizeof(what));
+    sr_limit_extend(&s->limits, hit, extend, sizeof(extend));
+    sr_warn("run %s reached %s; stopping after a checkpoint (%s)", s->cfg->run_id, what, extend);
+    emit(s, "limit", sr_limit_event(hit));
+    if (s->phase == BACKOFF) { /* no job to ask: nothing newer than what stands */
+        sr_events_flush(s->ev);
+        s->phase = FINISHING;
+        s->exit_code = SR_EX_LIMIT;
+        return;
+    }
+    char source[48];
+    snprintf(source, sizeof(source), "limit:%s", hit->cause);
+    sup_notice(s, source, now() + s->cfg->grace_ms);
 }
 
 /* What stands when the job's new checkpoint does not come. */

@@ -22,6 +22,7 @@
 #include "gpu_usage.h"
 #include "job_page.h"
 #include "keeper.h"
+#include "limit.h"
 #include "notice.h"
 #include "peers.h"
 #include "supervisor.h"
@@ -112,6 +113,12 @@ struct sup {
     /* Multi-node (cfg->nodes > 1): the other nodes through the store. */
     struct sr_peers *peers;
     uint64_t await_seq; /* preempting: the set our newest part belongs to */
+
+    /* Time limits and budgets (limit.h): at_limit once one was reached
+     * (the stop that follows ends with exit 124, not 75). */
+    struct sr_limits limits;
+    int at_limit;
+    struct sr_limit_hit limit_hit;
 };
 
 static inline int64_t now(void)
@@ -148,6 +155,8 @@ void sup_notice(struct sup *s, const char *source, int64_t deadline_ms);
 void sup_say_what_stands(const struct sup *s, const char *what);
 void sup_on_notice(struct sup *s);
 void sup_acknowledge(struct sup *s);
+/* A time limit or budget was reached: the stop of a notice, then exit 124. */
+void sup_limit_reached(struct sup *s, const struct sr_limit_hit *hit);
 
 /* group.c: the other nodes of a multi-node run */
 int sup_set_durable(const struct sup *s);

@@ -58,6 +58,7 @@ static struct sr_hist_attempt *attempt_of(struct sr_history *h, uint32_t a)
     if (r) {
         r->attempt = a;
         r->resumed_seq = r->resumed_step = -1;
+        r->nodes = 1;
     }
     return r;
 }
@@ -109,6 +110,14 @@ static double num_of(const json_t *o, const char *k)
     const json_t *v = json_object_get(o, k);
     const double x = json_is_number(v) ? json_number_value(v) : 0.0;
     return x >= 0 && x <= SECONDS_MAX ? x : 0.0;
+}
+
+/* An amount or a count of ms: 0 unless finite and in [0, 1e15]. */
+static double num_in(const json_t *o, const char *k)
+{
+    const json_t *v = json_object_get(o, k);
+    const double x = json_is_number(v) ? json_number_value(v) : 0.0;
+    return x >= 0 && x <= 1e15 ? x : 0.0;
 }
 
 static uint64_t bytes_of(const json_t *o, const char *k, uint64_t dflt)
@@ -318,6 +327,9 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         str_of(ev, "cloud", at->cloud, sizeof(at->cloud));
         str_of(ev, "instance_type", at->instance_type, sizeof(at->instance_type));
         str_of(ev, "zone", at->zone, sizeof(at->zone));
+        at->nodes = (uint32_t)int_in(ev, "nodes", 1, 4096, 1);
+        at->max_cost = num_in(ev, "max_cost");
+        at->price_per_hour = num_in(ev, "price_per_hour");
         if (json_is_true(json_object_get(ev, "resumed"))) {
             at->resumed = 1;
             at->resumed_seq = int_of(ev, "seq", at->resumed_seq);
@@ -365,6 +377,11 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
          * the attempt; that attempt failed with the job's code. */
         for (size_t i = 0; i < h->n_no && !at->preempted; i++)
             at->preempted = h->no[i].attempt == a;
+    } else if (strcmp(type, "limit") == 0) {
+        str_of(ev, "cause", at->limit_cause, sizeof(at->limit_cause));
+        str_of(ev, "what", at->limit_what, sizeof(at->limit_what));
+        at->limit = num_in(ev, "limit");
+        at->limit_used = num_in(ev, "used");
     } else if (strcmp(type, "lease_lost") == 0) {
         at->superseded = 1;
     } else if (strcmp(type, "done") == 0) {

@@ -57,6 +57,12 @@ struct sr_hist_attempt {
     char host[128], cloud[32], instance_type[64], zone[64];
     int64_t first_ms, last_ms; /* unix ms of its first and last event */
     int64_t start_ms;          /* the "start" event (job started), else first_ms */
+    uint32_t nodes;            /* nodes of the group that ran it (the start's "nodes"), 1 default */
+    /* A "limit" event: the time limit or budget that stopped it (docs/events.md);
+     * limit_cause "" = none. */
+    char limit_cause[16], limit_what[16];
+    double limit, limit_used;
+    double max_cost, price_per_hour; /* the start's budget (--max-cost) and price, 0 = none */
     int resumed;
     int64_t resumed_seq, resumed_step; /* -1 when fresh or unknown */
     double restore_seconds;

@@ -12,6 +12,7 @@
 
 #include "interval.h"
 #include "log.h"
+#include "prices.h"
 #include "units.h"
 
 void sr_hist_cost(const struct sr_history *h, const struct sr_hist_prices *p, double *spot,
@@ -99,6 +100,30 @@ static json_t *interval_json(const struct sr_hist_interval *iv)
                      sr_interval_overhead(iv->interval_ms, iv->cost_ms));
 }
 
+/* The time limit or budget that stopped the newest attempt ("budget
+ * reached: 41.20 of 40.00"), or the budget it runs under ("budget: 12.30 of
+ * 40.00"). Nothing when neither. */
+static void print_limit(FILE *f, const struct sr_history *h)
+{
+    if (!h->n_att)
+        return;
+    const struct sr_hist_attempt *a = &h->att[h->n_att - 1];
+    const int sweep = strcmp(a->limit_what, "sweep") == 0;
+    if (strcmp(a->limit_cause, "time-limit") == 0) {
+        char used[32], limit[32];
+        sr_format_duration_ms((int64_t)a->limit_used, used, sizeof(used));
+        sr_format_duration_ms((int64_t)a->limit, limit, sizeof(limit));
+        fprintf(f, "limit:       time limit reached: %s of %s (%s)\n", used, limit,
+                strcmp(a->limit_what, "attempt") == 0 ? "--attempt-time-limit" : "--time-limit");
+    } else if (strcmp(a->limit_cause, "budget") == 0) {
+        fprintf(f, "limit:       %sbudget reached: %.2f of %.2f\n", sweep ? "sweep " : "",
+                a->limit_used, a->limit);
+    } else if (a->max_cost > 0 && a->price_per_hour > 0) {
+        const double cost = sr_prices_run_cost(h, NULL, a->price_per_hour);
+        fprintf(f, "limit:       budget: %.2f of %.2f\n", cost > 0 ? cost : 0.0, a->max_cost);
+    }
+}
+
 void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_prices *p)
 {
     char wall[32], inst[32], queued[32], lost[32], detail[160], list[512];
@@ -124,6 +149,7 @@ void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_
             h->persist_max, h->durable,
             h->stored_bytes ? (double)h->raw_bytes / (double)h->stored_bytes : 0.0);
     print_interval(f, &h->interval);
+    print_limit(f, h);
     sr_summary_print_metrics(f, h);
     if (h->gpu_peak_bytes) {
         char peak[32];
