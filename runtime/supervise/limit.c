@@ -3,6 +3,7 @@
  */
 #include "limit.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -67,6 +68,27 @@ int sr_limits_check(struct sr_limits *l, int64_t now_ms, int64_t attempt_at,
     }
     if (c->sweep_poll && c->sweep_limit > 0 && c->sweep_used + cost >= c->sweep_limit)
         return hit_at(hit, "budget", "sweep", c->sweep_limit, c->sweep_used + cost);
+    return 0;
+}
+
+int sr_limits_hit_of(struct sr_limits *l, int64_t now_ms, int64_t attempt_at, const char *cause,
+                     const char *what, struct sr_limit_hit *hit)
+{
+    const struct sr_limits_config *c = &l->cfg;
+    const int64_t own = now_ms > l->session_at ? now_ms - l->session_at : 0;
+    const double cost = sr_limits_cost(l, now_ms);
+    const int time = strcmp(cause, "time-limit") == 0, budget = strcmp(cause, "budget") == 0;
+    if (time && strcmp(what, "attempt") == 0)
+        hit_at(hit, "time-limit", "attempt", (double)c->attempt_time_limit_ms,
+               (double)(now_ms - attempt_at));
+    else if (time && strcmp(what, "run") == 0)
+        hit_at(hit, "time-limit", "run", (double)c->time_limit_ms, (double)(c->used_ms + own));
+    else if (budget && strcmp(what, "run") == 0)
+        hit_at(hit, "budget", "run", c->max_cost, cost);
+    else if (budget && strcmp(what, "sweep") == 0)
+        hit_at(hit, "budget", "sweep", c->sweep_limit, c->sweep_used + cost);
+    else
+        return -EINVAL;
     return 0;
 }
 

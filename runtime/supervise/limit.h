@@ -59,6 +59,11 @@ int sr_limits_any(const struct sr_limits *l);
  * attempt_at), else 0. May poll the sweep (see above). */
 int sr_limits_check(struct sr_limits *l, int64_t now_ms, int64_t attempt_at,
                     struct sr_limit_hit *hit);
+/* The hit another node of the group reached ("time-limit", "run"), with
+ * this node's own limit and use of it (0 when it has no such limit).
+ * -EINVAL for a cause or what that is not one of limit.h's. */
+int sr_limits_hit_of(struct sr_limits *l, int64_t now_ms, int64_t attempt_at, const char *cause,
+                     const char *what, struct sr_limit_hit *hit);
 /* When to check again (at most a second away), 0 = never. */
 int64_t sr_limits_next(const struct sr_limits *l, int64_t now_ms, int64_t attempt_at);
 /* The run's cost so far (recorded + this wrapper's). */

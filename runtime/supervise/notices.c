@@ -8,7 +8,9 @@
  * again does. Cloud notices may be withdrawn (the stop is cancelled while
  * the job runs) and acknowledged once the checkpoint is durable (Azure).
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -99,9 +101,12 @@ void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
 }
 
 /* A time limit or budget: the stop of a notice with --grace to commit (the
- * other nodes of a group are told as of a notice), then exit 124: the run
- * is not done, and a requeue would only stop again. */
-void sup_limit_reached(struct sup *s, const struct sr_limit_hit *hit)
+ * other nodes of a group are told as of a notice: source
+ * "limit:CAUSE:WHAT"), then exit 124: the run is not done, and a requeue
+ * would only stop again. from_rank >= 0: another node reached it (source,
+ * deadline: its notice's). */
+static void limit_stop(struct sup *s, const struct sr_limit_hit *hit, int from_rank,
+                       const char *source, int64_t deadline)
 {
     if (s->at_limit || s->phase == PREEMPTING || s->phase == FINISHING)
         return;
@@ -110,17 +115,56 @@ void sup_limit_reached(struct sup *s, const struct sr_limit_hit *hit)
     char what[160], extend[200];
     sr_limit_describe(hit, what, sizeof(what));
     sr_limit_extend(&s->limits, hit, extend, sizeof(extend));
-    sr_warn("run %s reached %s; stopping after a checkpoint (%s)", s->cfg->run_id, what, extend);
-    emit(s, "limit", sr_limit_event(hit));
+    if (from_rank >= 0)
+        sr_warn("node %d of run %s reached %s %s; stopping after a checkpoint (%s)", from_rank,
+                s->cfg->run_id, strcmp(hit->cause, "budget") == 0 ? "a budget" : "a time limit",
+                hit->what, extend);
+    else
+        sr_warn("run %s reached %s; stopping after a checkpoint (%s)", s->cfg->run_id, what,
+                extend);
+    json_t *ev = sr_limit_event(hit);
+    if (ev && from_rank >= 0)
+        json_object_set_new(ev, "from_node", json_integer(from_rank));
+    emit(s, "limit", ev);
     if (s->phase == BACKOFF) { /* no job to ask: nothing newer than what stands */
         sr_events_flush(s->ev);
         s->phase = FINISHING;
         s->exit_code = SR_EX_LIMIT;
         return;
     }
+    sup_notice(s, source, deadline);
+}
+
+void sup_limit_reached(struct sup *s, const struct sr_limit_hit *hit)
+{
+    /* the other nodes learn which limit, and its value (theirs may differ) */
     char source[48];
-    snprintf(source, sizeof(source), "limit:%s", hit->cause);
-    sup_notice(s, source, now() + s->cfg->grace_ms);
+    if (strcmp(hit->cause, "time-limit") == 0)
+        snprintf(source, sizeof(source), "limit:%s:%s:%.0f", hit->cause, hit->what, hit->limit);
+    else
+        snprintf(source, sizeof(source), "limit:%s:%s:%.2f", hit->cause, hit->what, hit->limit);
+    limit_stop(s, hit, -1, source, now() + s->cfg->grace_ms);
+}
+
+int sup_peer_limit(struct sup *s, uint32_t rank, const char *limit, const char *source,
+                   int64_t deadline)
+{
+    char cause[16], what[16], value[24];
+    if (sscanf(limit, "%15[a-z-]:%15[a-z]:%23[0-9.]", cause, what, value) != 3)
+        return -EINVAL;
+    double v;
+    struct sr_limit_hit hit;
+    if (sr_parse_decimal(value, &v) < 0 ||
+        sr_limits_hit_of(&s->limits, now(), s->phase == RUNNING ? s->attempt_at : now(), cause,
+                         what, &hit) < 0)
+        return -EINVAL;
+    /* The origin's limit; what this node used of it when it has the same
+     * limit, else what the origin reached (the limit). */
+    if (hit.limit != v || hit.used < v)
+        hit.used = v;
+    hit.limit = v;
+    limit_stop(s, &hit, (int)rank, source, deadline);
+    return 0;
 }
 
 /* What stands when the job's new checkpoint does not come. */

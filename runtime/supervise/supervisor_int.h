@@ -157,6 +157,11 @@ void sup_on_notice(struct sup *s);
 void sup_acknowledge(struct sup *s);
 /* A time limit or budget was reached: the stop of a notice, then exit 124. */
 void sup_limit_reached(struct sup *s, const struct sr_limit_hit *hit);
+/* Another node of the group reached one (its notice's source
+ * "limit:CAUSE:WHAT" gives limit "CAUSE:WHAT"): the same stop, exit 124.
+ * -EINVAL when limit names none (then it is a notice like any other). */
+int sup_peer_limit(struct sup *s, uint32_t rank, const char *limit, const char *source,
+                   int64_t deadline);
 
 /* group.c: the other nodes of a multi-node run */
 int sup_set_durable(const struct sup *s);

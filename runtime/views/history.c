@@ -377,7 +377,7 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
          * the attempt; that attempt failed with the job's code. */
         for (size_t i = 0; i < h->n_no && !at->preempted; i++)
             at->preempted = h->no[i].attempt == a;
-    } else if (strcmp(type, "limit") == 0) {
+    } else if (strcmp(type, "limit") == 0 && !at->limit_cause[0]) { /* a group: the first */
         str_of(ev, "cause", at->limit_cause, sizeof(at->limit_cause));
         str_of(ev, "what", at->limit_what, sizeof(at->limit_what));
         at->limit = num_in(ev, "limit");

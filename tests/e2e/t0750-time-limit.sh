@@ -106,4 +106,37 @@ test_expect_success 'the limits have environment twins and take durations only' 
     "$SPOTRUN" run --help | grep "124"
 '
 
+# Two nodes of one run: each commits step 10, says ready, and commits step
+# 20 when asked (so the group's set 20 is complete only if both were asked).
+. "$SRCDIR/tests/e2e/lib-multinode.sh"
+cat >nodejob.sh <<\EOF
+#!/bin/bash
+want=0
+trap 'want=1' USR1
+echo x >"$SPOTRUN_CKPT_DIR/f"
+"$SPOTRUN_BIN" commit --step 10 || exit 1
+echo ready
+while [ $want = 0 ]; do sleep 0.05; done
+"$SPOTRUN_BIN" commit --step 20
+while :; do sleep 0.05; done
+EOF
+chmod +x nodejob.sh
+
+test_expect_success 'a multi-node run: the node at its limit stops the whole group after one checkpoint, each exits 124' '
+    start_node mn 2 0 mn0.log --attempt-time-limit 4s
+    start_node mn 2 1 mn1.log
+    expect_code 124 wait ${pid[0]} &&
+    expect_code 124 wait ${pid[1]} || { cat mn0.log mn1.log; exit 1; }
+    cat mn0.log mn1.log &&
+    grep "run mn reached the attempt.s time limit (--attempt-time-limit 4.0s)" mn0.log &&
+    grep "node 0 of run mn reached a time limit attempt; stopping after a checkpoint" mn1.log &&
+    grep "stopped at the attempt.s time limit (--attempt-time-limit 4.0s): .*exit 124" mn1.log &&
+    grep "\"event\":\"limit\".*\"from_node\":0" "$SPOTRUN_STORE"/mn/events/000000-n1.jsonl &&
+    ! grep "\"event\":\"notice\"" "$SPOTRUN_STORE"/mn/events/*.jsonl &&
+    "$SPOTRUN" show mn >mn.show && cat mn.show &&
+    grep "^ *[0-9]* *20 " mn.show &&
+    grep "^limit: *time limit reached: [0-9.]*s of 4.0s (--attempt-time-limit)" mn.show &&
+    test ! -e "$SPOTRUN_STORE/mn/DONE"
+'
+
 test_done
