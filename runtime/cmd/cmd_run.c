@@ -22,6 +22,7 @@
 #include "lease.h"
 #include "fsutil.h"
 #include "history.h"
+#include "instance.h"
 #include "interval.h"
 #include "log.h"
 #include "metrics.h"
@@ -145,6 +146,7 @@ struct run_ctx {
     struct sr_supervise_result result;
     sigset_t start_mask;
     struct sr_prices prices; /* --prices */
+    char instance_type[64];  /* --instance-type, or the cloud's answer with --prices */
     /* a sweep's budget: what the wrapper polls (sweep_spent) */
     struct sr_sweep_budget budget;
     double trial_price; /* one instance-hour of this trial */
@@ -580,7 +582,7 @@ static int every_history(struct run_ctx *r)
  * spot price in --prices, else --price-per-hour. 0 = unknown. */
 static double price_per_hour(const struct run_opts *o, const struct run_ctx *r)
 {
-    const struct sr_price *p = sr_prices_find(&r->prices, o->instance_type);
+    const struct sr_price *p = sr_prices_find(&r->prices, r->instance_type);
     return p ? p->spot : o->price_per_hour;
 }
 
@@ -594,15 +596,15 @@ static int need_price(const struct run_opts *o, const struct run_ctx *r)
         snprintf(why, sizeof(why),
                  "give --price-per-hour, or --prices FILE with this instance's "
                  "type");
-    else if (!o->instance_type || !*o->instance_type)
+    else if (!r->instance_type[0])
         snprintf(why, sizeof(why),
-                 "this instance's type is unknown, so %s cannot price it: give --instance-type "
-                 "TYPE, or --price-per-hour",
+                 "this instance's type is unknown (no cloud metadata service told it), so %s "
+                 "cannot price it: give --instance-type TYPE, or --price-per-hour",
                  o->prices);
     else
         snprintf(why, sizeof(why),
                  "instance type %s is not in %s: add it there, or give --price-per-hour",
-                 o->instance_type, o->prices);
+                 r->instance_type, o->prices);
     fprintf(stderr, "spotrun run: --max-cost %.2f needs a price per hour: %s\n", o->max_cost, why);
     return SR_EX_USAGE;
 }
@@ -667,7 +669,16 @@ static int limits_history(const struct run_opts *o, struct run_ctx *r)
     l->time_limit_ms = o->time_limit_ms;
     l->attempt_time_limit_ms = o->attempt_time_limit_ms;
     l->max_cost = o->max_cost;
-    r->c.instance_type = o->instance_type;
+    if (o->prices && *o->prices && !r->instance_type[0]) {
+        /* the table needs this instance's type: ask the cloud (bounded) */
+        if (sr_instance_type(&r->c.notice, r->instance_type, sizeof(r->instance_type)) == 0) {
+            sr_info("instance type %s (from the cloud's metadata)", r->instance_type);
+            if (!sr_prices_find(&r->prices, r->instance_type))
+                sr_warn("instance type %s is not in the price table %s", r->instance_type,
+                        o->prices);
+        }
+    }
+    r->c.instance_type = r->instance_type;
     r->trial_price = price_per_hour(o, r);
     if (l->max_cost > 0 && need_price(o, r) != GO_ON)
         return SR_EX_USAGE;
@@ -977,6 +988,7 @@ static int load_prices(const struct run_opts *o, struct run_ctx *r)
                 "most 63; e.g. g5.xlarge)\n");
         return SR_EX_USAGE;
     }
+    snprintf(r->instance_type, sizeof(r->instance_type), "%s", t ? t : "");
     if (!o->prices || !*o->prices)
         return GO_ON;
     const int rc = sr_prices_load(o->prices, &r->prices);
@@ -1186,7 +1198,8 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
          "price table: instance_type spot_price [on_demand_price] per line "
          "(examples/prices/)"},
         {"instance-type", 0, "SPOTRUN_INSTANCE_TYPE", SR_OPT_STR, &o.instance_type, "TYPE",
-         "this instance's type, looked up in --prices and recorded with the run"},
+         "this instance's type, looked up in --prices and recorded with the run (default "
+         "with --prices: from the cloud's metadata service)"},
         {"budget-poll", 0, "SPOTRUN_BUDGET_POLL", SR_OPT_DURATION, &o.budget_poll_ms, "DURATION",
          "a sweep's trial: how often the sweep's spending is read (default 30s)"},
         {"sweep", 0, twin("SPOTRUN_SWEEP"), SR_OPT_STR, &o.sweep, "NAME",

@@ -112,13 +112,38 @@ test_expect_success 'a budget that cannot be priced is refused at the start, say
     expect_code 64 "$SPOTRUN" run --run-id np --max-cost 5 -- true 2>np.err &&
     grep "spotrun run: --max-cost 5.00 needs a price per hour: give --price-per-hour, or --prices FILE" np.err &&
     expect_code 64 "$SPOTRUN" run --run-id np --max-cost 5 --prices my.prices -- true 2>np2.err &&
-    grep "this instance.s type is unknown, so my.prices cannot price it: give --instance-type TYPE" np2.err &&
+    grep "this instance.s type is unknown (no cloud metadata service told it), so my.prices cannot price it: give --instance-type TYPE" np2.err &&
     expect_code 64 "$SPOTRUN" run --run-id np --max-cost 5 --prices my.prices \
         --instance-type m5.large -- true 2>np3.err &&
     grep "instance type m5.large is not in my.prices: add it there, or give --price-per-hour" np3.err &&
     test ! -e "$SPOTRUN_STORE/np/events" &&
     SPOTRUN_MAX_COST=5 SPOTRUN_PRICE_PER_HOUR=1 "$SPOTRUN" run --run-id envtwin -- true 2>env.err &&
     grep "budget 5.00" env.err
+'
+
+. "$SRCDIR/tests/e2e/lib-metadata.sh"
+
+test_expect_success 'with --prices and no --instance-type, the type comes from the cloud'"'"'s metadata (AWS, GCP, Azure)' '
+    cat >clouds.prices <<-\EOF &&
+	g5.xlarge                 3600
+	a2-highgpu-1g             7200
+	Standard_NC6s_v3          1800
+	EOF
+    for c in aws:g5.xlarge:3600 gcp:a2-highgpu-1g:7200 azure:Standard_NC6s_v3:1800; do
+        cloud=${c%%:*} type=${c#*:} && type=${type%%:*} price=${c##*:} &&
+        start_metadata $cloud &&
+        case $cloud in
+        aws) ep="--aws-imds $MD_URL" ;;
+        gcp) ep="--gcp-metadata $MD_URL" ;;
+        azure) ep="--azure-metadata $MD_URL" ;;
+        esac &&
+        "$SPOTRUN" run --run-id md-$cloud --notice $cloud $ep --prices clouds.prices \
+            --max-cost 100 -- true 2>md-$cloud.log &&
+        cat md-$cloud.log &&
+        grep "instance type $type (from the cloud.s metadata)" md-$cloud.log &&
+        grep "budget 100.00, 0.00 spent so far at $price per hour" md-$cloud.log &&
+        cat "$SPOTRUN_STORE/md-$cloud"/events/*.jsonl | grep "\"instance_type\":\"$type\"" || exit 1
+    done
 '
 
 test_done
