@@ -717,8 +717,9 @@ static int limits_history(const struct run_opts *o, struct run_ctx *r)
                 r->run_id, l->cost_before, l->max_cost);
         return SR_EX_LIMIT;
     }
-    if (l->sweep_poll && sweep_spent(r, &l->sweep_used, &l->sweep_limit) < 0)
-        return sr_fail(-EIO, "cannot read the sweep's spending");
+    const int spent = l->sweep_poll ? sweep_spent(r, &l->sweep_used, &l->sweep_limit) : 0;
+    if (spent < 0) /* said by sweep_spent */
+        return sr_exit_code(spent);
     if (l->sweep_poll && l->sweep_limit > 0 && l->sweep_used + l->cost_before >= l->sweep_limit) {
         fprintf(stderr,
                 "spotrun run: sweep %s has spent %.2f of its budget (%.2f): not starting trial "

@@ -582,7 +582,7 @@ static int budget_spent(struct worker *w)
  * for (the loop ends once the running trials are back). */
 static int fill(struct worker *w)
 {
-    if (w->draining || budget_spent(w))
+    if (w->draining)
         return 1;
     int rc = refresh(w, 0);
     long k = 0;
@@ -603,6 +603,8 @@ static int fill(struct worker *w)
         }
         if (k < 0)
             break;
+        if (budget_spent(w)) /* read only when a trial would start */
+            return 1;
         if ((rc = spawn_trial(w, i, k)) < 0) {
             sr_warn("sweep %s: %s", w->name, sr_strerror(rc));
             w->stop_code = SR_EX_SOFTWARE;
