@@ -100,6 +100,32 @@ static json_t *interval_json(const struct sr_hist_interval *iv)
                      sr_interval_overhead(iv->interval_ms, iv->cost_ms));
 }
 
+/* The newest attempt's limit for --json: {"reached", "cause", "what",
+ * "limit", "used"} (reached: its "limit" event), {"reached": false,
+ * "cause": "budget", "what": "run", "limit", "used"} while it runs under a
+ * budget, or null. */
+static json_t *limit_json(const struct sr_history *h)
+{
+    if (!h->n_att)
+        return json_null();
+    const struct sr_hist_attempt *a = &h->att[h->n_att - 1];
+    const int time = strcmp(a->limit_cause, "time-limit") == 0;
+    if (time || strcmp(a->limit_cause, "budget") == 0)
+        return json_pack("{s:b,s:s,s:s,s:f,s:f}", "reached", 1, "cause",
+                         time ? "time-limit" : "budget", "what",
+                         strcmp(a->limit_what, "attempt") == 0 ? "attempt"
+                         : strcmp(a->limit_what, "sweep") == 0 ? "sweep"
+                                                               : "run",
+                         "limit", time ? a->limit / 1000.0 : a->limit, "used",
+                         time ? a->limit_used / 1000.0 : a->limit_used);
+    if (a->max_cost > 0 && a->price_per_hour > 0) {
+        const double cost = sr_prices_run_cost(h, NULL, a->price_per_hour);
+        return json_pack("{s:b,s:s,s:s,s:f,s:f}", "reached", 0, "cause", "budget", "what", "run",
+                         "limit", a->max_cost, "used", cost > 0 ? cost : 0.0);
+    }
+    return json_null();
+}
+
 /* The time limit or budget that stopped the newest attempt ("budget
  * reached: 41.20 of 40.00"), or the budget it runs under ("budget: 12.30 of
  * 40.00"). Nothing when neither. */
@@ -379,6 +405,7 @@ json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices 
     json_object_set_new(o, "instance_hours", json_real(sr_hist_instance_hours(h)));
     json_object_set_new(o, "queued_seconds", json_real((double)h->queued_ms / 1000.0));
     json_object_set_new(o, "cost", cost);
+    json_object_set_new(o, "limit", limit_json(h));
     json_t *met = json_object();
     for (size_t i = 0; i < h->n_met; i++)
         json_object_set_new(

@@ -52,7 +52,13 @@ test_expect_success 'an attempt at --attempt-time-limit: its checkpoint made dur
     ! test -e result-att &&
     "$SPOTRUN" show att >show.txt &&
     ! grep "^state: *done" show.txt &&
-    grep "^limit: *time limit reached: .* of 3.0s (--attempt-time-limit)" show.txt
+    grep "^limit: *time limit reached: .* of 3.0s (--attempt-time-limit)" show.txt &&
+    "$SPOTRUN" show att --json | "$PY" -c "
+import json, sys
+l = json.load(sys.stdin)[\"limit\"]
+assert l[\"reached\"] and l[\"cause\"] == \"time-limit\" and l[\"what\"] == \"attempt\", l
+assert l[\"limit\"] == 3.0 and l[\"used\"] >= 3.0, l
+"
 '
 
 test_expect_success '--time-limit counts every attempt: a preempted attempt and its rerun reach it' '

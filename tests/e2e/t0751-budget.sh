@@ -41,7 +41,13 @@ test_expect_success 'a run at its --max-cost: a limit event with cause budget, i
     events b | grep "\"event\":\"limit\".*\"cause\":\"budget\",\"what\":\"run\",\"limit\":3.0" &&
     events b | sed -n "/\"event\":\"limit\"/,\$p" | grep "\"event\":\"persisted\"" &&
     test ! -e "$SPOTRUN_STORE/b/DONE" &&
-    "$SPOTRUN" show b | grep "^limit: *budget reached: [0-9.]* of 3.00$"
+    "$SPOTRUN" show b | grep "^limit: *budget reached: [0-9.]* of 3.00$" &&
+    "$SPOTRUN" show b --json | "$PY" -c "
+import json, sys
+l = json.load(sys.stdin)[\"limit\"]
+assert l[\"reached\"] and l[\"cause\"] == \"budget\" and l[\"what\"] == \"run\", l
+assert l[\"limit\"] == 3.0 and l[\"used\"] >= 3.0, l
+"
 '
 
 test_expect_success 'a rerun past its budget does not start; a larger --max-cost resumes it to the end' '
