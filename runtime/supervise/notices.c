@@ -94,7 +94,7 @@ void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
         sup_enter_drain(s);
     } else if (s->child) {
         s->pre = WAIT_COMMIT;
-        sup_request_checkpoint(s, "notice");
+        sup_request_checkpoint(s, s->at_limit ? "limit" : "notice");
     } else {
         sup_enter_drain(s);
     }

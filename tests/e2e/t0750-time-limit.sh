@@ -45,7 +45,7 @@ test_expect_success 'an attempt at --attempt-time-limit: its checkpoint made dur
     events att | grep "\"event\":\"limit\".*\"cause\":\"time-limit\",\"what\":\"attempt\",\"limit\":3000" &&
     # asked as at a notice, and what it committed then is durable
     events att | sed -n "/\"event\":\"limit\"/,\$p" >after.jsonl &&
-    grep "\"event\":\"request\".*\"reason\":\"notice\"" after.jsonl &&
+    grep "\"event\":\"request\".*\"reason\":\"limit\"" after.jsonl &&
     grep "\"event\":\"persisted\"" after.jsonl &&
     ! grep "\"event\":\"notice\"\|\"event\":\"preempted\"" after.jsonl &&
     test ! -e "$SPOTRUN_STORE/att/DONE" &&
