@@ -115,13 +115,14 @@ static void limit_stop(struct sup *s, const struct sr_limit_hit *hit, int from_r
     char what[160], extend[200];
     sr_limit_describe(hit, what, sizeof(what));
     sr_limit_extend(&s->limits, hit, extend, sizeof(extend));
+    const char *then = s->phase == BACKOFF ? "between attempts: the job is not restarted"
+                                           : "stopping after a checkpoint";
     if (from_rank >= 0)
-        sr_warn("node %d of run %s reached %s %s; stopping after a checkpoint (%s)", from_rank,
-                s->cfg->run_id, strcmp(hit->cause, "budget") == 0 ? "a budget" : "a time limit",
-                hit->what, extend);
-    else
-        sr_warn("run %s reached %s; stopping after a checkpoint (%s)", s->cfg->run_id, what,
+        sr_warn("node %d of run %s reached %s %s; %s (%s)", from_rank, s->cfg->run_id,
+                strcmp(hit->cause, "budget") == 0 ? "a budget" : "a time limit", hit->what, then,
                 extend);
+    else
+        sr_warn("run %s reached %s; %s (%s)", s->cfg->run_id, what, then, extend);
     json_t *ev = sr_limit_event(hit);
     if (ev && from_rank >= 0)
         json_object_set_new(ev, "from_node", json_integer(from_rank));

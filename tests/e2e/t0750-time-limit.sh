@@ -100,6 +100,15 @@ test_expect_success 'a larger --time-limit resumes the run from its checkpoint; 
     test -e "$SPOTRUN_STORE/tl/DONE"
 '
 
+test_expect_success 'a limit reached while a crashed job waits for its restart ends the run: exit 124, no restart' '
+    expect_code 124 "$SPOTRUN" run --run-id bo --time-limit 3s --backoff 1h -- \
+        sh -c "sleep 1; exit 3" >bo.log 2>&1 &&
+    cat bo.log &&
+    grep "run bo reached the run.s time limit (--time-limit 3.0s): .*; between attempts: the job is not restarted (give --time-limit larger to extend it)" bo.log &&
+    test "$(grep -c "attempt [0-9]*: started" bo.log)" = 1 &&
+    grep "\"event\":\"limit\"" "$SPOTRUN_STORE"/bo/events/000000.jsonl
+'
+
 test_expect_success 'the limits have environment twins and take durations only' '
     STEPS=1000 SPOTRUN_ATTEMPT_TIME_LIMIT=2s expect_code 124 "$SPOTRUN" run --run-id env -- \
         "$PY" train.py >env.log 2>&1 &&
