@@ -22,17 +22,15 @@
 #include "lease.h"
 #include "fsutil.h"
 #include "history.h"
-#include "instance.h"
 #include "interval.h"
 #include "log.h"
 #include "metrics.h"
 #include "nodes.h"
-#include "prices.h"
+#include "run_limits.h"
 #include "runid.h"
 #include "signame.h"
 #include "supervisor.h"
 #include "sweep.h"
-#include "sweep_budget.h"
 #include "units.h"
 
 static int parse_signal(const char *name)
@@ -77,11 +75,8 @@ struct run_opts {
     const char *nodes, *node_rank, *restore_parts; /* multi-node (docs/multinode.md) */
     int64_t peer_poll_ms;
     const char *sweep, *trial; /* a sweep's trial (docs/sweeps.md) */
-    /* time limits and budgets (docs/runtime.md) */
-    int64_t time_limit_ms, attempt_time_limit_ms;
-    double max_cost, price_per_hour;
-    const char *prices, *instance_type;
-    int64_t budget_poll_ms;
+    /* time limits and budgets (run_limits.h) */
+    struct sr_run_limits_opts limits;
 };
 
 /* Not given: 3 restarts, none in a multi-node run (the engine restarts the
@@ -145,11 +140,7 @@ struct run_ctx {
     char trial_run_id[SR_RUN_ID_MAX + 1];
     struct sr_supervise_result result;
     sigset_t start_mask;
-    struct sr_prices prices; /* --prices */
-    char instance_type[64];  /* --instance-type, or the cloud's answer with --prices */
-    /* a sweep's budget: what the wrapper polls (sweep_spent) */
-    struct sr_sweep_budget budget;
-    double trial_price; /* one instance-hour of this trial */
+    struct sr_run_limits limits; /* time limits and budgets (run_limits.h) */
 };
 
 /* The steps below return -1 when the run goes on, else the exit code. */
@@ -578,167 +569,6 @@ static int every_history(struct run_ctx *r)
     return GO_ON;
 }
 
-/* What one hour of this run costs (every node of it): this instance type's
- * spot price in --prices, else --price-per-hour. 0 = unknown. */
-static double price_per_hour(const struct run_opts *o, const struct run_ctx *r)
-{
-    const struct sr_price *p = sr_prices_find(&r->prices, r->instance_type);
-    return p ? p->spot : o->price_per_hour;
-}
-
-/* A budget needs a price: said at the start, never found out at the end. */
-static int need_price(const struct run_opts *o, const struct run_ctx *r)
-{
-    if (price_per_hour(o, r) > 0)
-        return GO_ON;
-    char why[600];
-    if (!o->prices || !*o->prices)
-        snprintf(why, sizeof(why),
-                 "give --price-per-hour, or --prices FILE with this instance's "
-                 "type");
-    else if (!r->instance_type[0])
-        snprintf(why, sizeof(why),
-                 "this instance's type is unknown (no cloud metadata service told it), so %s "
-                 "cannot price it: give --instance-type TYPE, or --price-per-hour",
-                 o->prices);
-    else
-        snprintf(why, sizeof(why),
-                 "instance type %s is not in %s: add it there, or give --price-per-hour",
-                 r->instance_type, o->prices);
-    fprintf(stderr, "spotrun run: --max-cost %.2f needs a price per hour: %s\n", o->max_cost, why);
-    return SR_EX_USAGE;
-}
-
-/* The sweep's spending as the store says now (limit.h's poll): its budget,
- * and what its other trials cost; this trial's own cost the wrapper counts. */
-static int sweep_spent(void *ctx, double *used, double *limit)
-{
-    struct run_ctx *r = ctx;
-    struct sr_sweep_budget b;
-    int rc = sr_sweep_budget_read(r->c.st, r->sweep.name, &b);
-    if (rc == -ENOENT) {
-        *used = *limit = 0;
-        sr_err_clear();
-        return 0;
-    }
-    if (rc == 0)
-        rc = sr_prices_sweep_spent(r->c.st, r->sweep.name, r->run_id, &r->prices,
-                                   r->trial_price > 0 ? r->trial_price : b.price_per_hour, used);
-    if (rc < 0) {
-        sr_warn("cannot read sweep %s's spending: %s (the last reading stands)", r->sweep.name,
-                sr_strerror(rc));
-        return rc;
-    }
-    *limit = b.max_cost;
-    return 0;
-}
-
-/* A sweep's trial under the sweep's budget: the budget and its price, read
- * once here and polled while the job runs. */
-static int sweep_budget(const struct run_opts *o, struct run_ctx *r)
-{
-    if (r->trial < 0)
-        return GO_ON;
-    const int rc = sr_sweep_budget_read(r->c.st, r->sweep.name, &r->budget);
-    if (rc == -ENOENT || (rc == 0 && r->budget.max_cost <= 0)) {
-        sr_err_clear();
-        r->budget.max_cost = 0;
-        return GO_ON;
-    }
-    if (rc < 0) {
-        fprintf(stderr, "spotrun run: %s\n", sr_strerror(rc));
-        return sr_exit_code(rc);
-    }
-    if (r->trial_price <= 0)
-        r->trial_price = r->budget.price_per_hour;
-    struct sr_limits_config *l = &r->c.limits;
-    l->sweep_poll = sweep_spent;
-    l->sweep_ctx = r;
-    l->sweep_limit = r->budget.max_cost;
-    l->sweep_poll_ms = o->budget_poll_ms;
-    l->sweep = r->sweep.name;
-    return GO_ON;
-}
-
-/* Time limits and budgets (docs/runtime.md, "Time limits and budgets"):
- * what the run used before this wrapper is read once from its history,
- * under the lease; a run already at a limit does not start (exit 124). */
-static int limits_history(const struct run_opts *o, struct run_ctx *r)
-{
-    struct sr_limits_config *l = &r->c.limits;
-    l->time_limit_ms = o->time_limit_ms;
-    l->attempt_time_limit_ms = o->attempt_time_limit_ms;
-    l->max_cost = o->max_cost;
-    if (o->prices && *o->prices && !r->instance_type[0]) {
-        /* the table needs this instance's type: ask the cloud (bounded) */
-        if (sr_instance_type(&r->c.notice, r->instance_type, sizeof(r->instance_type)) == 0) {
-            sr_info("instance type %s (from the cloud's metadata)", r->instance_type);
-            if (!sr_prices_find(&r->prices, r->instance_type))
-                sr_warn("instance type %s is not in the price table %s", r->instance_type,
-                        o->prices);
-        }
-    }
-    r->c.instance_type = r->instance_type;
-    r->trial_price = price_per_hour(o, r);
-    if (l->max_cost > 0 && need_price(o, r) != GO_ON)
-        return SR_EX_USAGE;
-    const int code = sweep_budget(o, r);
-    if (code != GO_ON)
-        return code;
-    const uint32_t nodes = r->c.nodes > 1 ? r->c.nodes : 1;
-    l->price_per_hour = r->trial_price * nodes;
-    if (l->time_limit_ms <= 0 && l->max_cost <= 0 && !l->sweep_poll)
-        return GO_ON;
-    struct sr_history h;
-    sr_hist_init(&h);
-    const int rc = sr_hist_load(r->c.st, r->run_id, &h);
-    if (rc < 0) {
-        sr_hist_free(&h);
-        return sr_fail(rc, "cannot read the run's history for its limits");
-    }
-    l->used_ms = h.instance_ms;
-    const double cost = sr_prices_run_cost(&h, &r->prices, r->trial_price);
-    l->cost_before = cost > 0 ? cost : 0;
-    sr_hist_free(&h);
-    char used[32], limit[32];
-    sr_format_duration_ms(l->used_ms, used, sizeof(used));
-    sr_format_duration_ms(l->time_limit_ms, limit, sizeof(limit));
-    if (l->time_limit_ms > 0 && l->used_ms >= l->time_limit_ms) {
-        fprintf(stderr,
-                "spotrun run: run %s has used %s of its time limit (--time-limit %s): not "
-                "starting (exit 124); give --time-limit larger to extend it\n",
-                r->run_id, used, limit);
-        return SR_EX_LIMIT;
-    }
-    if (l->max_cost > 0 && l->cost_before >= l->max_cost) {
-        fprintf(stderr,
-                "spotrun run: run %s has spent %.2f of its budget (--max-cost %.2f): not "
-                "starting (exit 124); give --max-cost larger to extend it\n",
-                r->run_id, l->cost_before, l->max_cost);
-        return SR_EX_LIMIT;
-    }
-    const int spent = l->sweep_poll ? sweep_spent(r, &l->sweep_used, &l->sweep_limit) : 0;
-    if (spent < 0) /* said by sweep_spent */
-        return sr_exit_code(spent);
-    if (l->sweep_poll && l->sweep_limit > 0 && l->sweep_used + l->cost_before >= l->sweep_limit) {
-        fprintf(stderr,
-                "spotrun run: sweep %s has spent %.2f of its budget (%.2f): not starting trial "
-                "%ld (exit 124); raise it with `spotrun sweep set %s --max-cost AMOUNT`\n",
-                r->sweep.name, l->sweep_used + l->cost_before, l->sweep_limit, r->trial,
-                r->sweep.name);
-        return SR_EX_LIMIT;
-    }
-    if (l->time_limit_ms > 0)
-        sr_info("time limit %s, %s used so far", limit, used);
-    if (l->max_cost > 0)
-        sr_info("budget %.2f, %.2f spent so far at %.4g per hour", l->max_cost, l->cost_before,
-                l->price_per_hour);
-    if (l->sweep_poll && l->sweep_limit > 0)
-        sr_info("sweep %s's budget %.2f, %.2f spent so far", r->sweep.name, l->sweep_limit,
-                l->sweep_used + l->cost_before);
-    return GO_ON;
-}
-
 static int claim_ckpt(const struct run_ctx *r)
 {
     const int rc = claim_ckpt_dir(r->ckpt, r->run_dir);
@@ -976,32 +806,6 @@ static void mark_trial_end(const struct run_ctx *r, int code)
                 end.state == SR_TRIAL_DONE ? "is done" : "failed");
 }
 
-/* --prices FILE, read before anything starts: a bad line is a usage error
- * naming file:line. --instance-type is a word of the table's alphabet. */
-static int load_prices(const struct run_opts *o, struct run_ctx *r)
-{
-    const char *t = o->instance_type;
-    if (t && *t &&
-        (strlen(t) > 63 || strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                     "0123456789._/:+-") != strlen(t))) {
-        fprintf(stderr,
-                "spotrun run: invalid value for --instance-type (letters, digits and ._/:+-, at "
-                "most 63; e.g. g5.xlarge)\n");
-        return SR_EX_USAGE;
-    }
-    snprintf(r->instance_type, sizeof(r->instance_type), "%s", t ? t : "");
-    if (!o->prices || !*o->prices)
-        return GO_ON;
-    const int rc = sr_prices_load(o->prices, &r->prices);
-    if (rc < 0) {
-        fprintf(stderr, "spotrun run: --prices: %s\n", sr_strerror(rc));
-        return SR_EX_USAGE;
-    }
-    if (t && *t && !sr_prices_find(&r->prices, t))
-        sr_warn("instance type %s is not in the price table %s", t, o->prices);
-    return GO_ON;
-}
-
 /* The run, step by step; each step says why it stops the run. */
 static int run_main(const struct run_opts *opts, char **cmd)
 {
@@ -1009,7 +813,7 @@ static int run_main(const struct run_opts *opts, char **cmd)
     struct run_ctx r = {.trial = -1};
     int code = settings(&o, cmd, &r);
     if (code == GO_ON)
-        code = load_prices(&o, &r);
+        code = sr_run_limits_prepare(&r.limits, &opts->limits);
     if (code != GO_ON)
         return code;
     r.c.result = &r.result;
@@ -1051,8 +855,8 @@ static int run_main(const struct run_opts *opts, char **cmd)
         code = refuse_failed_trial(&r);
     if (code == GO_ON)
         code = claim_ckpt(&r);
-    if (code == GO_ON)
-        code = limits_history(&o, &r);
+    if (code == GO_ON) /* under the lease: what the run used of its limits */
+        code = sr_run_limits_settle(&r.limits, &r.c, r.run_id, r.sweep.name, r.trial);
     if (code == GO_ON)
         code = every_history(&r);
     if (code == GO_ON)
@@ -1062,7 +866,7 @@ static int run_main(const struct run_opts *opts, char **cmd)
     sr_store_close(r.c.st);
     sr_sweep_free(&r.sweep);
     sr_sweep_argv_free(r.trial_argv);
-    sr_prices_free(&r.prices);
+    sr_run_limits_free(&r.limits);
     return code;
 }
 
@@ -1109,7 +913,7 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
                          .backoff_ms = 1000,
                          .max_restarts = MAX_RESTARTS_DEFAULT,
                          .peer_poll_ms = 1000,
-                         .budget_poll_ms = 30000,
+                         .limits.budget_poll_ms = 30000,
                          .notice = "auto",
                          .poll_ms = 1000,
                          .mtbf_ms = SR_INTERVAL_MTBF_PRIOR_MS,
@@ -1185,24 +989,25 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
          "own (default): this node's part; all: every node's part in the directory"},
         {"peer-poll", 0, "SPOTRUN_PEER_POLL", SR_OPT_DURATION, &o.peer_poll_ms, "DURATION",
          "how often the other nodes' notices and parts are read from the store (default 1s)"},
-        {"time-limit", 0, "SPOTRUN_TIME_LIMIT", SR_OPT_DURATION, &o.time_limit_ms, "DURATION",
+        {"time-limit", 0, "SPOTRUN_TIME_LIMIT", SR_OPT_DURATION, &o.limits.time_limit_ms,
+         "DURATION",
          "stop after a checkpoint (exit 124) once the run's attempts, every rerun counted, "
          "have run this long"},
         {"attempt-time-limit", 0, "SPOTRUN_ATTEMPT_TIME_LIMIT", SR_OPT_DURATION,
-         &o.attempt_time_limit_ms, "DURATION",
+         &o.limits.attempt_time_limit_ms, "DURATION",
          "stop after a checkpoint (exit 124) once this attempt has run this long"},
-        {"max-cost", 0, "SPOTRUN_MAX_COST", SR_OPT_PRICE, &o.max_cost, "AMOUNT",
+        {"max-cost", 0, "SPOTRUN_MAX_COST", SR_OPT_PRICE, &o.limits.max_cost, "AMOUNT",
          "stop after a checkpoint (exit 124) once the run's instance hours cost this much"},
-        {"price-per-hour", 0, "SPOTRUN_PRICE_PER_HOUR", SR_OPT_PRICE, &o.price_per_hour, "PRICE",
-         "what one instance costs per hour, for --max-cost (a --prices entry wins)"},
-        {"prices", 0, "SPOTRUN_PRICES", SR_OPT_STR, &o.prices, "FILE",
+        {"price-per-hour", 0, "SPOTRUN_PRICE_PER_HOUR", SR_OPT_PRICE, &o.limits.price_per_hour,
+         "PRICE", "what one instance costs per hour, for --max-cost (a --prices entry wins)"},
+        {"prices", 0, "SPOTRUN_PRICES", SR_OPT_STR, &o.limits.prices, "FILE",
          "price table: instance_type spot_price [on_demand_price] per line "
          "(examples/prices/)"},
-        {"instance-type", 0, "SPOTRUN_INSTANCE_TYPE", SR_OPT_STR, &o.instance_type, "TYPE",
+        {"instance-type", 0, "SPOTRUN_INSTANCE_TYPE", SR_OPT_STR, &o.limits.instance_type, "TYPE",
          "this instance's type, looked up in --prices and recorded with the run (default "
          "with --prices: from the cloud's metadata service)"},
-        {"budget-poll", 0, "SPOTRUN_BUDGET_POLL", SR_OPT_DURATION, &o.budget_poll_ms, "DURATION",
-         "a sweep's trial: how often the sweep's spending is read (default 30s)"},
+        {"budget-poll", 0, "SPOTRUN_BUDGET_POLL", SR_OPT_DURATION, &o.limits.budget_poll_ms,
+         "DURATION", "a sweep's trial: how often the sweep's spending is read (default 30s)"},
         {"sweep", 0, twin("SPOTRUN_SWEEP"), SR_OPT_STR, &o.sweep, "NAME",
          "run a trial of this sweep (spotrun sweep init); its command unless one is given"},
         {"trial", 0, twin("SPOTRUN_TRIAL"), SR_OPT_STR, &o.trial, "K",
@@ -1240,15 +1045,6 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
         return SR_EX_USAGE;
     if (o.level > 19) {
         fprintf(stderr, "spotrun run: --level must be 1..19\n");
-        return SR_EX_USAGE;
-    }
-    if (o.budget_poll_ms < 100) {
-        fprintf(stderr, "spotrun run: --budget-poll must be at least 100ms\n");
-        return SR_EX_USAGE;
-    }
-    if (o.time_limit_ms < 0 || o.attempt_time_limit_ms < 0) {
-        fprintf(stderr, "spotrun run: --time-limit and --attempt-time-limit take a duration "
-                        "like 30m or 12h\n");
         return SR_EX_USAGE;
     }
     return run_main(&o, ctx.ops);

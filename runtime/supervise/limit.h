@@ -5,8 +5,9 @@
  * and budgets", has the rules.
  *
  * DESIGN: the wrapper reads the run's history once at its start (the time
- * and cost recorded before it: cmd_run.c); from then on a check is
- * arithmetic on its own clock, cheap enough for every turn of the loop.
+ * and cost recorded before it: runtime/cmd/run_limits.c); from then on a
+ * check is arithmetic on its own clock, cheap enough for every turn of the
+ * loop.
  * Only a sweep's budget needs the store again (the other trials spend
  * too): the caller's poll function is called at most every sweep_poll_ms,
  * never in between. Runs on the supervisor's thread.
