@@ -12,6 +12,8 @@ export PYTHONPATH=$SRCDIR/python SPOTRUN_NOTICE=none
 # A trainer that sums its steps: one step per 0.2 s (so never more than 50
 # in 10 s), a commit every 5 steps and whenever asked. Its state is the step
 # and the sum; each start appends the step it resumed from to starts.log.
+# The runs that must stop at a limit are given 150 steps (30 s at least):
+# with the limit broken they finish (exit 0) and the test fails at once.
 cat >train.py <<'PY'
 import os, sys, time, spotrun
 state = os.path.join(os.environ["SPOTRUN_CKPT_DIR"], "state")
@@ -37,7 +39,7 @@ PY
 events() { cat "$SPOTRUN_STORE/$1"/events/*.jsonl; }
 
 test_expect_success 'an attempt at --attempt-time-limit: its checkpoint made durable, exit 124, not done' '
-    STEPS=1000 expect_code 124 "$SPOTRUN" run --run-id att --attempt-time-limit 3s -- \
+    STEPS=150 expect_code 124 "$SPOTRUN" run --run-id att --attempt-time-limit 3s -- \
         "$PY" train.py >att.log 2>&1 &&
     cat att.log &&
     grep "run att reached the attempt.s time limit (--attempt-time-limit 3.0s): .* used; stopping after a checkpoint (give --attempt-time-limit larger to extend it)" att.log &&
@@ -62,12 +64,12 @@ assert l[\"limit\"] == 3.0 and l[\"used\"] >= 3.0, l
 '
 
 test_expect_success '--time-limit counts every attempt: a preempted attempt and its rerun reach it' '
-    STEPS=1000 "$SPOTRUN" run --run-id tl --time-limit 10s -- "$PY" train.py >tl1.log 2>&1 &
+    STEPS=150 "$SPOTRUN" run --run-id tl --time-limit 10s -- "$PY" train.py >tl1.log 2>&1 &
     pid=$!
     wait_for tl1.log "^ready$" 60 && sleep 1 &&
     "$SPOTRUN" notify --run-id tl --deadline 20s &&
     expect_code 75 wait $pid &&
-    STEPS=1000 expect_code 124 "$SPOTRUN" run --run-id tl --time-limit 10s -- \
+    STEPS=150 expect_code 124 "$SPOTRUN" run --run-id tl --time-limit 10s -- \
         "$PY" train.py >tl2.log 2>&1 &&
     cat tl2.log &&
     grep "time limit 10.0s, [0-9.]*s used so far" tl2.log &&
@@ -81,7 +83,7 @@ test_expect_success '--time-limit counts every attempt: a preempted attempt and 
 
 test_expect_success 'a rerun past its --time-limit does not start: it names the time used and the limit' '
     ls "$SPOTRUN_STORE"/tl/events >before &&
-    STEPS=1000 expect_code 124 "$SPOTRUN" run --run-id tl --time-limit 10s -- \
+    STEPS=150 expect_code 124 "$SPOTRUN" run --run-id tl --time-limit 10s -- \
         "$PY" train.py >tl3.log 2>&1 &&
     cat tl3.log &&
     grep "spotrun run: run tl has used [0-9.]*s of its time limit (--time-limit 10.0s): not starting (exit 124); give --time-limit larger to extend it" tl3.log &&
@@ -110,7 +112,7 @@ test_expect_success 'a limit reached while a crashed job waits for its restart e
 '
 
 test_expect_success 'the limits have environment twins and take durations only' '
-    STEPS=1000 SPOTRUN_ATTEMPT_TIME_LIMIT=2s expect_code 124 "$SPOTRUN" run --run-id env -- \
+    STEPS=150 SPOTRUN_ATTEMPT_TIME_LIMIT=2s expect_code 124 "$SPOTRUN" run --run-id env -- \
         "$PY" train.py >env.log 2>&1 &&
     grep "(--attempt-time-limit 2.0s)" env.log &&
     expect_code 64 "$SPOTRUN" run --run-id bad --time-limit 12x -- true 2>bad.log &&

@@ -9,7 +9,9 @@
 export PYTHONPATH=$SRCDIR/python SPOTRUN_NOTICE=none
 
 # A trainer that sums its steps: one step per 0.2 s, a commit every 5 steps
-# and whenever asked.
+# and whenever asked. The runs that must stop at a budget are given 150
+# steps (30 s at least): with the budget broken they finish (exit 0) and the
+# test fails at once.
 cat >train.py <<'PY'
 import os, time, spotrun
 state = os.path.join(os.environ["SPOTRUN_CKPT_DIR"], "state")
@@ -33,7 +35,7 @@ PY
 events() { cat "$SPOTRUN_STORE/$1"/events/*.jsonl; }
 
 test_expect_success 'a run at its --max-cost: a limit event with cause budget, its checkpoint durable, exit 124' '
-    STEPS=1000 expect_code 124 "$SPOTRUN" run --run-id b --max-cost 3 --price-per-hour 3600 -- \
+    STEPS=150 expect_code 124 "$SPOTRUN" run --run-id b --max-cost 3 --price-per-hour 3600 -- \
         "$PY" train.py >b.log 2>&1 &&
     cat b.log &&
     grep "budget 3.00, 0.00 spent so far at 3600 per hour" b.log &&
@@ -70,7 +72,7 @@ test_expect_success '--prices: the spot price of the run'"'"'s instance type is 
 	p3.2xlarge       0.95         # no on-demand price
 	g4dn.xlarge      0.22  -
 	EOF
-    STEPS=1000 expect_code 124 "$SPOTRUN" run --run-id p --prices my.prices \
+    STEPS=150 expect_code 124 "$SPOTRUN" run --run-id p --prices my.prices \
         --instance-type g5.xlarge --max-cost 2 -- "$PY" train.py >p.log 2>&1 &&
     grep "budget 2.00, 0.00 spent so far at 3600 per hour" p.log &&
     events p | grep "\"event\":\"start\".*\"instance_type\":\"g5.xlarge\"" &&
