@@ -23,6 +23,9 @@ enum {
     SR_EX_TEMPFAIL = 75,
     SR_EX_NOPERM = 77,
     SR_EX_CONFIG = 78,
+    /* Not sysexits: stopped at a time limit or budget after making the
+     * newest checkpoint durable; do not requeue (timeout(1)'s code). */
+    SR_EX_LIMIT = 124,
 };
 
 /* Exit code for a negative errno from the libraries. */

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "nodes.h"
+#include "run_limits.h"
 #include "runid.h"
 #include "signame.h"
 #include "supervisor.h"
@@ -81,6 +82,8 @@ struct run_opts {
     const char *stall_timeout; /* a duration, auto or off (docs/runtime.md) */
     int64_t stall_timeout_ms;
     int stall_auto;
+    /* time limits and budgets (run_limits.h) */
+    struct sr_run_limits_opts limits;
 };
 
 /* Not given: 3 restarts, none in a multi-node run (the engine restarts the
@@ -144,6 +147,7 @@ struct run_ctx {
     char trial_run_id[SR_RUN_ID_MAX + 1];
     struct sr_supervise_result result;
     sigset_t start_mask;
+    struct sr_run_limits limits; /* time limits and budgets (run_limits.h) */
 };
 
 /* The steps below return -1 when the run goes on, else the exit code. */
@@ -840,6 +844,8 @@ static int run_main(const struct run_opts *opts, char **cmd)
     struct run_opts o = *opts;
     struct run_ctx r = {.trial = -1};
     int code = settings(&o, cmd, &r);
+    if (code == GO_ON)
+        code = sr_run_limits_prepare(&r.limits, &opts->limits);
     if (code != GO_ON)
         return code;
     r.c.result = &r.result;
@@ -881,6 +887,8 @@ static int run_main(const struct run_opts *opts, char **cmd)
         code = refuse_failed_trial(&r);
     if (code == GO_ON)
         code = claim_ckpt(&r);
+    if (code == GO_ON) /* under the lease: what the run used of its limits */
+        code = sr_run_limits_settle(&r.limits, &r.c, r.run_id, r.sweep.name, r.trial);
     if (code == GO_ON)
         code = every_history(&r);
     if (code == GO_ON)
@@ -892,6 +900,7 @@ static int run_main(const struct run_opts *opts, char **cmd)
     sr_store_close(r.c.st);
     sr_sweep_free(&r.sweep);
     sr_sweep_argv_free(r.trial_argv);
+    sr_run_limits_free(&r.limits);
     return code;
 }
 
@@ -957,6 +966,7 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
                          .backoff_ms = 1000,
                          .max_restarts = MAX_RESTARTS_DEFAULT,
                          .peer_poll_ms = 1000,
+                         .limits.budget_poll_ms = 30000,
                          .notice = "auto",
                          .poll_ms = 1000,
                          .mtbf_ms = SR_INTERVAL_MTBF_PRIOR_MS,
@@ -1035,6 +1045,25 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
          "own (default): this node's part; all: every node's part in the directory"},
         {"peer-poll", 0, "SPOTRUN_PEER_POLL", SR_OPT_DURATION, &o.peer_poll_ms, "DURATION",
          "how often the other nodes' notices and parts are read from the store (default 1s)"},
+        {"time-limit", 0, "SPOTRUN_TIME_LIMIT", SR_OPT_DURATION, &o.limits.time_limit_ms,
+         "DURATION",
+         "stop after a checkpoint (exit 124) once the run's attempts, every rerun counted, "
+         "have run this long"},
+        {"attempt-time-limit", 0, "SPOTRUN_ATTEMPT_TIME_LIMIT", SR_OPT_DURATION,
+         &o.limits.attempt_time_limit_ms, "DURATION",
+         "stop after a checkpoint (exit 124) once this attempt has run this long"},
+        {"max-cost", 0, "SPOTRUN_MAX_COST", SR_OPT_PRICE, &o.limits.max_cost, "AMOUNT",
+         "stop after a checkpoint (exit 124) once the run's instance hours cost this much"},
+        {"price-per-hour", 0, "SPOTRUN_PRICE_PER_HOUR", SR_OPT_PRICE, &o.limits.price_per_hour,
+         "PRICE", "what one instance costs per hour, for --max-cost (a --prices entry wins)"},
+        {"prices", 0, "SPOTRUN_PRICES", SR_OPT_STR, &o.limits.prices, "FILE",
+         "price table: instance_type spot_price [on_demand_price] per line "
+         "(examples/prices/)"},
+        {"instance-type", 0, "SPOTRUN_INSTANCE_TYPE", SR_OPT_STR, &o.limits.instance_type, "TYPE",
+         "this instance's type, looked up in --prices and recorded with the run (default "
+         "with --prices: from the cloud's metadata service)"},
+        {"budget-poll", 0, "SPOTRUN_BUDGET_POLL", SR_OPT_DURATION, &o.limits.budget_poll_ms,
+         "DURATION", "a sweep's trial: how often the sweep's spending is read (default 30s)"},
         {"sweep", 0, twin("SPOTRUN_SWEEP"), SR_OPT_STR, &o.sweep, "NAME",
          "run a trial of this sweep (spotrun sweep init); its command unless one is given"},
         {"trial", 0, twin("SPOTRUN_TRIAL"), SR_OPT_STR, &o.trial, "K",

@@ -27,7 +27,9 @@
 #include "keeper.h"
 #include "lease.h"
 #include "log.h"
+#include "prices.h"
 #include "sweep.h"
+#include "sweep_budget.h"
 #include "units.h"
 
 /* ---- sweep init -------------------------------------------------------------- */
@@ -37,7 +39,37 @@ struct init_opts {
     uint64_t random;
     const char *seed;
     int add;
+    double max_cost, price_per_hour;
 };
+
+/* A sweep's budget needs a price per hour to count its trials' instance
+ * hours with. 0, or the usage error printed. */
+static int budget_check(const char *cmd, double max_cost, double price)
+{
+    if (max_cost <= 0 || price > 0)
+        return 0;
+    fprintf(stderr,
+            "spotrun %s: --max-cost %.2f needs --price-per-hour P: what one trial's instance "
+            "costs per hour (a trial's own --prices entry wins for its instance type)\n",
+            cmd, max_cost);
+    return SR_EX_USAGE;
+}
+
+/* Writes the sweep's budget (a new version, sweep_budget.h) and says so. */
+static int budget_write(struct sr_store *st, const char *name, double max_cost, double price)
+{
+    const struct sr_sweep_budget b = {.max_cost = max_cost, .price_per_hour = price};
+    unsigned v = 0;
+    const int rc = sr_sweep_budget_set(st, name, &b, &v);
+    if (rc < 0)
+        return sr_fail(rc, "cannot write the sweep's budget");
+    if (max_cost > 0)
+        printf("sweep %s: budget %.2f at %.4g per trial-hour (version %u)\n", name, max_cost, price,
+               v);
+    else
+        printf("sweep %s: no budget (version %u)\n", name, v);
+    return 0;
+}
 
 static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
 {
@@ -52,6 +84,11 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
          "random search seed (default 0): the same seed gives the same trials"},
         {"add", 0, NULL, SR_OPT_FLAG, &o.add, NULL,
          "append these trials to an existing sweep (same parameter names)"},
+        {"max-cost", 0, NULL, SR_OPT_PRICE, &o.max_cost, "AMOUNT",
+         "the sweep's budget: no trial starts once its trials cost this much, and running "
+         "ones checkpoint and stop (exit 124); change it with `sweep set`"},
+        {"price-per-hour", 0, NULL, SR_OPT_PRICE, &o.price_per_hour, "PRICE",
+         "what one trial's instance costs per hour, for --max-cost"},
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
     int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
@@ -77,6 +114,10 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
     }
     if (o.seed && !o.random) {
         fprintf(stderr, "spotrun sweep init: --seed needs --random K\n");
+        sr_store_close(ctx.st);
+        return SR_EX_USAGE;
+    }
+    if (budget_check("sweep init", o.max_cost, o.price_per_hour)) {
         sr_store_close(ctx.st);
         return SR_EX_USAGE;
     }
@@ -124,7 +165,58 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
                : rc == -ENOTEMPTY ? SR_EX_CANTCREAT
                                   : sr_fail(rc, "sweep init");
     }
+    if (code == 0 && o.max_cost > 0)
+        code = budget_write(ctx.st, name, o.max_cost, o.price_per_hour);
     sr_sweep_free(&def);
+    sr_store_close(ctx.st);
+    return code;
+}
+
+/* ---- sweep set ----------------------------------------------------------------- */
+
+/* `sweep set NAME --max-cost AMOUNT [--price-per-hour P]`: a new budget
+ * (0: none); the price stays unless given. Workers see it at their next
+ * look, running trials at their next poll (--budget-poll). */
+static int cmd_set(const struct sr_cmd *cmd, int argc, char **argv)
+{
+    double max_cost = -1, price = -1;
+    const struct sr_opt opts[] = {
+        {"max-cost", 0, NULL, SR_OPT_PRICE, &max_cost, "AMOUNT",
+         "the sweep's budget (0: no budget)"},
+        {"price-per-hour", 0, NULL, SR_OPT_PRICE, &price, "PRICE",
+         "what one trial's instance costs per hour (default: as set before)"},
+        SR_OPTS_COMMON};
+    struct sr_cmd_ctx ctx;
+    int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
+    if (code >= 0)
+        return code;
+    const char *name = ctx.ops[0];
+    struct sr_sweep sw;
+    int rc = sr_sweep_read(ctx.st, name, &sw);
+    if (rc < 0) {
+        fprintf(stderr, "spotrun sweep set: %s\n", sr_strerror(rc));
+        sr_store_close(ctx.st);
+        return rc == -EINVAL ? SR_EX_USAGE : sr_exit_code(rc);
+    }
+    sr_sweep_free(&sw);
+    struct sr_sweep_budget old;
+    rc = sr_sweep_budget_read(ctx.st, name, &old);
+    if (rc < 0 && rc != -ENOENT && rc != -EBADMSG) { /* a bad one is replaced */
+        sr_store_close(ctx.st);
+        return sr_fail(rc, "cannot read the sweep's budget");
+    }
+    sr_err_clear();
+    if (max_cost < 0) {
+        fprintf(stderr, "spotrun sweep set: nothing to set: give --max-cost AMOUNT (0: no "
+                        "budget)\n");
+        code = SR_EX_USAGE;
+    } else {
+        if (price < 0)
+            price = rc == 0 ? old.price_per_hour : 0;
+        code = budget_check("sweep set", max_cost, price);
+        if (code == 0)
+            code = budget_write(ctx.st, name, max_cost, price);
+    }
     sr_store_close(ctx.st);
     return code;
 }
@@ -160,6 +252,8 @@ struct worker {
     size_t foreign;     /* trials skipped for good: their run is another's */
     unsigned seed;      /* of the choice among candidates */
     int64_t defined_at; /* when the definition was last read (sr_now_ms) */
+    size_t limited;     /* trials that stopped at a time limit or budget (exit 124) */
+    int over_budget;    /* the sweep's budget is spent: no more claims */
 };
 
 static size_t running(const struct worker *w)
@@ -398,6 +492,14 @@ static void child_done(struct worker *w, struct slot *s, int status)
         if ((size_t)k < w->n_alloc)
             w->busy_until[k] = skip_foreign(w, k) ? NEVER : sr_now_ms() + w->o->poll_ms;
         return;
+    case SR_EX_LIMIT: /* at its time limit or a budget: a rerun here would stop at once */
+        if ((size_t)k < w->n_alloc)
+            w->busy_until[k] = NEVER;
+        w->limited++;
+        sr_warn("sweep %s: trial %ld stopped at a time limit or budget (exit 124); not taking it "
+                "again here",
+                w->name, k);
+        return;
     case SR_EX_TEMPFAIL:
         if (trial_preempted(w, k)) {
             w->ran++;
@@ -444,6 +546,38 @@ static void reap(struct worker *w)
     }
 }
 
+/* Whether the sweep's budget (sweep_budget.h) is spent: then no trial is
+ * claimed any more (said once); the running ones stop by themselves at
+ * their next budget poll. */
+static int budget_spent(struct worker *w)
+{
+    struct sr_sweep_budget b;
+    int rc = sr_sweep_budget_read(w->st, w->name, &b);
+    double spent = 0;
+    if (rc == 0 && b.max_cost > 0)
+        rc = sr_prices_sweep_spent(w->st, w->name, NULL, NULL, b.price_per_hour, &spent);
+    if (rc == -ENOENT || (rc == 0 && b.max_cost <= 0)) {
+        sr_err_clear();
+        return 0;
+    }
+    if (rc < 0) { /* unreadable: claim nothing on a budget we cannot check */
+        sr_warn("sweep %s: %s; not starting more trials", w->name, sr_strerror(rc));
+        w->draining = 1;
+        if (!w->stop_code)
+            w->stop_code = sr_exit_code(rc);
+        return 1;
+    }
+    if (spent < b.max_cost)
+        return 0;
+    if (!w->over_budget++)
+        sr_warn("sweep %s: budget reached: %.2f of %.2f; not starting more trials (raise it with "
+                "`spotrun sweep set %s --max-cost AMOUNT`)",
+                w->name, spent, b.max_cost, w->name);
+    if (!w->stop_code)
+        w->stop_code = SR_EX_LIMIT;
+    return 1;
+}
+
 /* Fills free slots; 1 when there is nothing left for this worker to wait
  * for (the loop ends once the running trials are back). */
 static int fill(struct worker *w)
@@ -469,6 +603,8 @@ static int fill(struct worker *w)
         }
         if (k < 0)
             break;
+        if (budget_spent(w)) /* read only when a trial would start */
+            return 1;
         if ((rc = spawn_trial(w, i, k)) < 0) {
             sr_warn("sweep %s: %s", w->name, sr_strerror(rc));
             w->stop_code = SR_EX_SOFTWARE;
@@ -586,6 +722,12 @@ static int cmd_work(const struct sr_cmd *cmd, int argc, char **argv)
         sr_info("sweep %s: %zu trials, working with %" PRIu64 " slot%s", w.name,
                 sr_sweep_count(&w.sw), o.slots, o.slots == 1 ? "" : "s");
         result = work_loop(&w);
+        if (result == 0 && w.limited) {
+            sr_warn("sweep %s: %zu trial%s stopped at a time limit or budget and %s not run "
+                    "again here",
+                    w.name, w.limited, w.limited == 1 ? "" : "s", w.limited == 1 ? "is" : "are");
+            result = SR_EX_LIMIT;
+        }
         if (result == 0 && w.foreign) {
             /* every other trial ended: these never ran, and never will here */
             sr_warn("sweep %s: %zu trial%s not run: %s run is another's (above); move it "
@@ -746,6 +888,12 @@ static const struct sr_cmd subs[] = {
      "trial's cloud notice) it checkpoints the running trials, releases them and exits 75.\n"
      "Options after -- go to every `spotrun run` (e.g. -- --every 10m --keep 2).",
      1, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE},
+    {"sweep set", cmd_set, "change the sweep's budget",
+     "spotrun sweep set NAME --max-cost AMOUNT [--price-per-hour P]",
+     "Sets the sweep's budget (0: none): what its trials together may cost, counting every\n"
+     "attempt's instance hours. Workers stop claiming trials once it is reached, and running\n"
+     "trials checkpoint and stop (exit 124); raising it lets work go on. docs/sweeps.md.",
+     1, 1, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
     {"sweep delete", cmd_delete, "remove the sweep: its definition, end marks and trial runs",
      "spotrun sweep delete NAME",
      "Deletes each of the sweep's trial runs (those that record the sweep; a run that\n"
@@ -792,11 +940,11 @@ int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv)
     if (m)
         fprintf(stderr,
                 "spotrun sweep: unknown command \"%s\"; did you mean \"%s\"? (init, work, "
-                "delete, show or report)\n",
+                "set, delete, show or report)\n",
                 sub, m);
     else
         fprintf(stderr,
-                "spotrun sweep: unknown command \"%s\" (init, work, delete, show or report)\n",
+                "spotrun sweep: unknown command \"%s\" (init, work, set, delete, show or report)\n",
                 sub);
     return SR_EX_USAGE;
 }

@@ -5,13 +5,16 @@
  * JSON document, or write the picture.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "log.h"
+#include "prices.h"
 #include "sweep.h"
+#include "sweep_budget.h"
 #include "sweepreport.h"
 #include "sweepview.h"
 #include "units.h"
@@ -139,6 +142,25 @@ static void view_end(struct view *w)
     sr_store_close(w->ctx.st);
 }
 
+/* The sweep's budget (sweep_budget.h) and what its trials cost, priced as
+ * the trials' wrappers price them without a table: {"max_cost", "spent",
+ * "price_per_hour", "reached"}, or NULL when it has none. */
+static json_t *budget_json(struct sr_store *st, const char *name)
+{
+    struct sr_sweep_budget b;
+    double spent = 0;
+    int rc = sr_sweep_budget_read(st, name, &b);
+    if (rc == 0 && b.max_cost > 0)
+        rc = sr_prices_sweep_spent(st, name, NULL, NULL, b.price_per_hour, &spent);
+    if (rc < 0 && rc != -ENOENT)
+        sr_warn("sweep %s: cannot read its budget: %s", name, sr_strerror(rc));
+    sr_err_clear();
+    if (rc < 0 || b.max_cost <= 0)
+        return NULL;
+    return json_pack("{s:f,s:f,s:f,s:b}", "max_cost", b.max_cost, "spent", round(spent * 100) / 100,
+                     "price_per_hour", b.price_per_hour, "reached", spent >= b.max_cost);
+}
+
 int sr_cmd_sweep_show(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct view_args a = {0};
@@ -151,12 +173,21 @@ int sr_cmd_sweep_show(const struct sr_cmd *cmd, int argc, char **argv)
     int code = view_begin(cmd, opts, argc, argv, &a, &w);
     if (code >= 0)
         return code;
+    json_t *budget = budget_json(w.ctx.st, w.sw.name);
     if (a.vo.json) {
-        code = sr_print_json(sr_sweepview_json(&w.v, &w.o, sr_store_url(w.ctx.st)));
+        json_t *o = sr_sweepview_json(&w.v, &w.o, sr_store_url(w.ctx.st));
+        json_object_set(o, "budget", budget ? budget : json_null());
+        code = sr_print_json(o);
     } else {
         sr_sweepview_print(stdout, &w.v, &w.o);
+        if (budget) /* "budget reached: 41.20 of 40.00" */
+            printf("%s: %.2f of %.2f\n",
+                   json_is_true(json_object_get(budget, "reached")) ? "budget reached" : "budget",
+                   json_real_value(json_object_get(budget, "spent")),
+                   json_real_value(json_object_get(budget, "max_cost")));
         code = fflush(stdout) == 0 ? 0 : SR_EX_IOERR;
     }
+    json_decref(budget);
     view_end(&w);
     return code;
 }

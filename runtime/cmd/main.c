@@ -23,7 +23,9 @@ static const struct sr_cmd commands[] = {
     {"run", sr_cmd_run, "run a job under spotrun: resume, restart, checkpoint on preemption",
      "spotrun run [options] -- command [args...]",
      "Runs the command, resumes it from its newest checkpoint, restarts it after\n"
-     "crashes, and checkpoints it before a preemption (exit 75: requeue me).",
+     "crashes, and checkpoints it before a preemption (exit 75: requeue me).\n"
+     "At a time limit or budget (--time-limit, --attempt-time-limit, --max-cost)\n"
+     "it checkpoints the job the same way, stops it and exits 124 (do not requeue).",
      0, ANY, SR_CMD_STOP_AT_OPERAND},
     {"commit", sr_cmd_commit, "(inside the job) publish $SPOTRUN_CKPT_DIR as a checkpoint",
      "spotrun commit [--step N]",
@@ -86,8 +88,9 @@ static void usage(FILE *f)
                "--store URL\n");
     fprintf(f, "\n'spotrun COMMAND --help' lists a command's options and their SPOTRUN_* "
                "environment twins.\n"
-               "exit codes of run: 0 done, 75 preempted (requeue), the job's code after "
-               "--max-restarts,\n64-78 spotrun's own failures (sysexits).\n");
+               "exit codes of run: 0 done, 75 preempted (requeue), 124 stopped at a time limit "
+               "or budget\n(do not requeue), the job's code after --max-restarts, 64-78 "
+               "spotrun's own failures (sysexits).\n");
 }
 
 /* 1 when a is one of spotrun's global options (taken before the command:

@@ -7,6 +7,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "exits.h"
 #include "log.h"
@@ -46,6 +47,11 @@ void sup_on_peers(struct sup *s)
         const int64_t deadline = now() + (ev.deadline_wall_ms - sr_wall_ms());
         char source[64];
         snprintf(source, sizeof(source), "peer:%u:%s", ev.rank, ev.source);
+        /* Another node reached a time limit or budget: this one stops as
+         * it does (exit 124), whatever its own limits say. */
+        if (s->phase != PREEMPTING && strncmp(ev.source, "limit:", 6) == 0 &&
+            sup_peer_limit(s, ev.rank, ev.source + 6, source, deadline) == 0)
+            continue;
         if (s->phase == PREEMPTING) {
             /* The same reclamation seen by another node: never a reason to
              * hurry (a second notice of our own would be). */

@@ -8,10 +8,14 @@
  * again does. Cloud notices may be withdrawn (the stop is cancelled while
  * the job runs) and acknowledged once the checkpoint is durable (Azure).
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "exits.h"
 #include "log.h"
 #include "signame.h"
 #include "supervisor_int.h"
@@ -65,15 +69,20 @@ void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
     sr_format_duration_ms(deadline_ms - t, left, sizeof(left));
     sr_format_duration_ms(s->commit_by - t, commit_in, sizeof(commit_in));
     const int cloud = strcmp(source, s->cloud.source) == 0;
-    sr_info("preemption notice from %s%s%s%s: %s left; asking the job to checkpoint (commit "
-            "within %s)",
-            source, cloud ? " (" : "", cloud ? s->cloud.what : "", cloud ? ")" : "", left,
-            commit_in);
-    emit(s, "notice",
-         json_pack("{s:s,s:I,s:I,s:I,s:s?,s:s?}", "source", source, "ms_left",
-                   (json_int_t)(deadline_ms - t), "commit_in_ms", (json_int_t)(s->commit_by - t),
-                   "deadline_unix_ms", (json_int_t)(sr_wall_ms() + (deadline_ms - t)), "what",
-                   cloud ? s->cloud.what : NULL, "id", cloud ? s->cloud.id : NULL));
+    if (s->at_limit) { /* no notice: the "limit" event says why (sup_limit_reached) */
+        sr_info("asking the job to checkpoint (commit within %s, %s to stop)", commit_in, left);
+    } else {
+        sr_info("preemption notice from %s%s%s%s: %s left; asking the job to checkpoint (commit "
+                "within %s)",
+                source, cloud ? " (" : "", cloud ? s->cloud.what : "", cloud ? ")" : "", left,
+                commit_in);
+        emit(s, "notice",
+             json_pack("{s:s,s:I,s:I,s:I,s:s?,s:s?}", "source", source, "ms_left",
+                       (json_int_t)(deadline_ms - t), "commit_in_ms",
+                       (json_int_t)(s->commit_by - t), "deadline_unix_ms",
+                       (json_int_t)(sr_wall_ms() + (deadline_ms - t)), "what",
+                       cloud ? s->cloud.what : NULL, "id", cloud ? s->cloud.id : NULL));
+    }
     sr_events_flush(s->ev);
     if (s->child && !job_listens(s)) {
         if (!s->deaf_said++)
@@ -85,10 +94,78 @@ void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
         sup_enter_drain(s);
     } else if (s->child) {
         s->pre = WAIT_COMMIT;
-        sup_request_checkpoint(s, "notice");
+        sup_request_checkpoint(s, s->at_limit ? "limit" : "notice");
     } else {
         sup_enter_drain(s);
     }
+}
+
+/* A time limit or budget: the stop of a notice with --grace to commit (the
+ * other nodes of a group are told as of a notice: source
+ * "limit:CAUSE:WHAT"), then exit 124: the run is not done, and a requeue
+ * would only stop again. from_rank >= 0: another node reached it (source,
+ * deadline: its notice's). */
+static void limit_stop(struct sup *s, const struct sr_limit_hit *hit, int from_rank,
+                       const char *source, int64_t deadline)
+{
+    if (s->at_limit || s->phase == PREEMPTING || s->phase == FINISHING)
+        return;
+    s->at_limit = 1;
+    s->limit_hit = *hit;
+    char what[160], extend[200];
+    sr_limit_describe(hit, what, sizeof(what));
+    sr_limit_extend(&s->limits, hit, extend, sizeof(extend));
+    const char *then = s->phase == BACKOFF ? "between attempts: the job is not restarted"
+                                           : "stopping after a checkpoint";
+    if (from_rank >= 0)
+        sr_warn("node %d of run %s reached %s %s; %s (%s)", from_rank, s->cfg->run_id,
+                strcmp(hit->cause, "budget") == 0 ? "a budget" : "a time limit", hit->what, then,
+                extend);
+    else
+        sr_warn("run %s reached %s; %s (%s)", s->cfg->run_id, what, then, extend);
+    json_t *ev = sr_limit_event(hit);
+    if (ev && from_rank >= 0)
+        json_object_set_new(ev, "from_node", json_integer(from_rank));
+    emit(s, "limit", ev);
+    if (s->phase == BACKOFF) { /* no job to ask: nothing newer than what stands */
+        sr_events_flush(s->ev);
+        s->phase = FINISHING;
+        s->exit_code = SR_EX_LIMIT;
+        return;
+    }
+    sup_notice(s, source, deadline);
+}
+
+void sup_limit_reached(struct sup *s, const struct sr_limit_hit *hit)
+{
+    /* the other nodes learn which limit, and its value (theirs may differ) */
+    char source[48];
+    if (strcmp(hit->cause, "time-limit") == 0)
+        snprintf(source, sizeof(source), "limit:%s:%s:%.0f", hit->cause, hit->what, hit->limit);
+    else
+        snprintf(source, sizeof(source), "limit:%s:%s:%.2f", hit->cause, hit->what, hit->limit);
+    limit_stop(s, hit, -1, source, now() + s->cfg->grace_ms);
+}
+
+int sup_peer_limit(struct sup *s, uint32_t rank, const char *limit, const char *source,
+                   int64_t deadline)
+{
+    char cause[16], what[16], value[24];
+    if (sscanf(limit, "%15[a-z-]:%15[a-z]:%23[0-9.]", cause, what, value) != 3)
+        return -EINVAL;
+    double v;
+    struct sr_limit_hit hit;
+    if (sr_parse_decimal(value, &v) < 0 ||
+        sr_limits_hit_of(&s->limits, now(), s->phase == RUNNING ? s->attempt_at : now(), cause,
+                         what, &hit) < 0)
+        return -EINVAL;
+    /* The origin's limit; what this node used of it when it has the same
+     * limit, else what the origin reached (the limit). */
+    if (hit.limit != v || hit.used < v)
+        hit.used = v;
+    hit.limit = v;
+    limit_stop(s, &hit, (int)rank, source, deadline);
+    return 0;
 }
 
 /* What stands when the job's new checkpoint does not come. */

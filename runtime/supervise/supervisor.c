@@ -259,6 +259,13 @@ static int start_attempt(struct sup *s)
         json_t *a = json_string(c->argv[i]); /* NULL: not UTF-8 */
         json_array_append_new(argv, a ? a : json_string("?"));
     }
+    if (start && c->instance_type && *c->instance_type)
+        json_object_set_new(start, "instance_type", json_string(c->instance_type));
+    if (start && c->limits.max_cost > 0) /* what `show` says "budget: X of Y" from */
+        json_object_set_new(start, "max_cost", json_real(c->limits.max_cost));
+    if (start && c->limits.max_cost > 0)
+        json_object_set_new(start, "price_per_hour", /* of one instance */
+                            json_real(c->limits.price_per_hour / (multi ? c->nodes : 1)));
     if (start && argv)
         json_object_set_new(start, "argv", argv);
     else
@@ -737,6 +744,11 @@ static void on_timers(struct sup *s)
     if (s->phase == PREEMPTING)
         preempt_tick(s);
     sup_watchdog_tick(s);
+    /* Between attempts (BACKOFF) the run's time goes on; the attempt's has ended. */
+    struct sr_limit_hit hit;
+    if ((s->phase == RUNNING || s->phase == BACKOFF) &&
+        sr_limits_check(&s->limits, t, s->phase == RUNNING ? s->attempt_at : t, &hit))
+        sup_limit_reached(s, &hit);
     sup_expire_conns(s);
 }
 
@@ -754,6 +766,8 @@ static int64_t next_wakeup(const struct sup *s)
     }
     if (s->phase == BACKOFF)
         EARLIER(s->restart_at);
+    if (s->phase == RUNNING || s->phase == BACKOFF)
+        EARLIER(sr_limits_next(&s->limits, now(), s->phase == RUNNING ? s->attempt_at : now()));
     if (s->phase == PREEMPTING) {
         EARLIER(s->commit_by);
         EARLIER(s->deadline);
@@ -788,8 +802,8 @@ static int settle_state(struct sup *s)
     }
     if (s->phase == PREEMPTING && s->pre == STOPPING && !s->child) {
         if (pending == 0 || now() >= s->deadline) {
-            s->exit_code = SR_EX_TEMPFAIL;
-            s->preempted = 1;
+            s->exit_code = s->at_limit ? SR_EX_LIMIT : SR_EX_TEMPFAIL;
+            s->preempted = !s->at_limit;
             return 1;
         }
     }
@@ -882,6 +896,19 @@ static void finish(struct sup *s, int code)
                     s->durable_seq);
         else
             sr_info("preempted; exit 75 (requeue me)");
+    } else if (code == SR_EX_LIMIT && s->at_limit) {
+        char what[160], extend[200];
+        sr_limit_describe(&s->limit_hit, what, sizeof(what));
+        sr_limit_extend(&s->limits, &s->limit_hit, extend, sizeof(extend));
+        if (!drained)
+            sr_warn("the newest checkpoint could not be made durable before the deadline");
+        if (newest_seq(s))
+            sr_info("stopped at %s: run %s resumes from checkpoint %" PRIu64 "; exit 124 (do not "
+                    "requeue; %s)",
+                    what, c->run_id, s->durable_seq ? s->durable_seq : newest_seq(s), extend);
+        else
+            sr_info("stopped at %s: run %s has no checkpoint; exit 124 (do not requeue; %s)", what,
+                    c->run_id, extend);
     }
     if (drained) {
         sr_commits_set_attempt(s->cp, s->attempt, NULL);
@@ -1002,6 +1029,7 @@ int sr_supervise(const struct sr_supervise_config *cfg)
         else
             sr_info("node %u of %u", cfg->node_rank, cfg->nodes);
     }
+    sr_limits_init(&s.limits, &cfg->limits, now());
     s.every_ms = cfg->every_ms;
     if (cfg->every_auto.on) {
         sr_every_init(&s.every, &cfg->every_auto, now());

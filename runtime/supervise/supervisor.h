@@ -18,6 +18,7 @@
 
 #include "every.h"
 #include "lease.h"
+#include "limit.h"
 #include "notice.h"
 #include "store.h"
 
@@ -73,6 +74,10 @@ struct sr_supervise_config {
      * supervising is a notice, not a death holding the lease); NULL = the
      * mask at the call. */
     const sigset_t *orig_mask;
+    /* Time limits and budgets (limit.h): reaching one stops the job as a
+     * notice does (checkpoint, durable, stop) and exits 124. */
+    struct sr_limits_config limits;
+    const char *instance_type; /* recorded in the start event when known */
 };
 
 struct sr_supervise_result {

@@ -24,6 +24,7 @@
 #include "job_page.h"
 #include "keeper.h"
 #include "memcg.h"
+#include "limit.h"
 #include "notice.h"
 #include "peers.h"
 #include "stall.h"
@@ -133,6 +134,12 @@ struct sup {
     /* Multi-node (cfg->nodes > 1): the other nodes through the store. */
     struct sr_peers *peers;
     uint64_t await_seq; /* preempting: the set our newest part belongs to */
+
+    /* Time limits and budgets (limit.h): at_limit once one was reached
+     * (the stop that follows ends with exit 124, not 75). */
+    struct sr_limits limits;
+    int at_limit;
+    struct sr_limit_hit limit_hit;
 };
 
 static inline int64_t now(void)
@@ -169,6 +176,13 @@ void sup_notice(struct sup *s, const char *source, int64_t deadline_ms);
 void sup_say_what_stands(const struct sup *s, const char *what);
 void sup_on_notice(struct sup *s);
 void sup_acknowledge(struct sup *s);
+/* A time limit or budget was reached: the stop of a notice, then exit 124. */
+void sup_limit_reached(struct sup *s, const struct sr_limit_hit *hit);
+/* Another node of the group reached one (its notice's source
+ * "limit:CAUSE:WHAT" gives limit "CAUSE:WHAT"): the same stop, exit 124.
+ * -EINVAL when limit names none (then it is a notice like any other). */
+int sup_peer_limit(struct sup *s, uint32_t rank, const char *limit, const char *source,
+                   int64_t deadline);
 
 /* watchdog.c: --stall-timeout */
 void sup_watchdog_init(struct sup *s);

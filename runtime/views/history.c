@@ -59,6 +59,7 @@ static struct sr_hist_attempt *attempt_of(struct sr_history *h, uint32_t a)
     if (r) {
         r->attempt = a;
         r->resumed_seq = r->resumed_step = -1;
+        r->nodes = 1;
     }
     return r;
 }
@@ -110,6 +111,14 @@ static double num_of(const json_t *o, const char *k)
     const json_t *v = json_object_get(o, k);
     const double x = json_is_number(v) ? json_number_value(v) : 0.0;
     return x >= 0 && x <= SECONDS_MAX ? x : 0.0;
+}
+
+/* An amount or a count of ms: 0 unless finite and in [0, 1e15]. */
+static double num_in(const json_t *o, const char *k)
+{
+    const json_t *v = json_object_get(o, k);
+    const double x = json_is_number(v) ? json_number_value(v) : 0.0;
+    return x >= 0 && x <= 1e15 ? x : 0.0;
 }
 
 static uint64_t bytes_of(const json_t *o, const char *k, uint64_t dflt)
@@ -296,7 +305,7 @@ int sr_hist_metric_maximized(const char *name)
 static void add_limit(struct sr_hist_attempt *at, const json_t *ev)
 {
     const char *cause = json_string_value(json_object_get(ev, "cause"));
-    if (!cause)
+    if (!cause || at->limit != SR_CAUSE_NONE) /* a group's nodes: the first */
         return;
     if (strcmp(cause, "time-limit") == 0)
         at->limit = SR_CAUSE_TIME_LIMIT;
@@ -344,6 +353,9 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         str_of(ev, "cloud", at->cloud, sizeof(at->cloud));
         str_of(ev, "instance_type", at->instance_type, sizeof(at->instance_type));
         str_of(ev, "zone", at->zone, sizeof(at->zone));
+        at->nodes = (uint32_t)int_in(ev, "nodes", 1, 4096, 1);
+        at->max_cost = num_in(ev, "max_cost");
+        at->price_per_hour = num_in(ev, "price_per_hour");
         if (json_is_true(json_object_get(ev, "resumed"))) {
             at->resumed = 1;
             at->resumed_seq = int_of(ev, "seq", at->resumed_seq);
@@ -464,6 +476,8 @@ static enum sr_hist_end end_of(const struct sr_hist_attempt *a, int last, int go
         return SR_END_SUPERSEDED;
     if (a->restarted)
         return SR_END_CRASHED;
+    if (a->limit != SR_CAUSE_NONE && (a->has_exit || !last || gone))
+        return SR_END_STOPPED;
     if (a->has_exit && a->exit_code != 0)
         return SR_END_FAILED;
     if (a->has_exit) /* a node's job finished; the run waits for the others (node_done) */
@@ -698,6 +712,8 @@ void sr_hist_derive(struct sr_history *h)
         h->state = SR_STATE_PREEMPTED;
     else if (h->att[h->n_att - 1].end == SR_END_FAILED)
         h->state = SR_STATE_FAILED;
+    else if (h->att[h->n_att - 1].end == SR_END_STOPPED)
+        h->state = SR_STATE_STOPPED;
     else
         h->state = SR_STATE_RUNNING;
     sr_hist_count_checkpoints(h, h->n_ck);
@@ -786,15 +802,15 @@ int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h)
 
 const char *sr_hist_state_name(enum sr_hist_state s)
 {
-    static const char *const names[] = {"new",       "checkpointed", "running",
-                                        "preempted", "done",         "failed"};
+    static const char *const names[] = {"new",  "checkpointed", "running", "preempted",
+                                        "done", "failed",       "stopped"};
     return names[s];
 }
 
 const char *sr_hist_end_name(enum sr_hist_end e)
 {
-    static const char *const names[] = {"running", "done",     "preempted", "crashed",
-                                        "failed",  "vanished", "superseded"};
+    static const char *const names[] = {"running", "done",     "preempted",  "crashed",
+                                        "failed",  "vanished", "superseded", "stopped"};
     return names[e];
 }
 

@@ -41,6 +41,7 @@ enum sr_hist_end {
     SR_END_FAILED,     /* the job failed and spotrun gave up (--max-restarts) */
     SR_END_VANISHED,   /* the log stops without an end and a later attempt exists */
     SR_END_SUPERSEDED, /* lost the run's lease to another wrapper (exit 73) */
+    SR_END_STOPPED,    /* a time limit or budget stopped it after a checkpoint (exit 124) */
 };
 
 /* Why an attempt ended: one vocabulary for show, ls, sweep show, report,
@@ -69,6 +70,7 @@ enum sr_hist_state {
     SR_STATE_PREEMPTED,
     SR_STATE_DONE,
     SR_STATE_FAILED,
+    SR_STATE_STOPPED, /* at a time limit or budget: a rerun with a larger one resumes it */
 };
 
 struct sr_hist_attempt {
@@ -76,6 +78,8 @@ struct sr_hist_attempt {
     char host[128], cloud[32], instance_type[64], zone[64];
     int64_t first_ms, last_ms; /* unix ms of its first and last event */
     int64_t start_ms;          /* the "start" event (job started), else first_ms */
+    uint32_t nodes;            /* nodes of the group that ran it (the start's "nodes"), 1 default */
+    double max_cost, price_per_hour; /* the start's budget (--max-cost) and price, 0 = none */
     int resumed;
     int64_t resumed_seq, resumed_step; /* -1 when fresh or unknown */
     double restore_seconds;
@@ -87,7 +91,9 @@ struct sr_hist_attempt {
     int oom;     /* the exit event says "oom": true */
     int stalled; /* a "stalled" event */
     int64_t stall_since_ms, stall_timeout_ms;
-    enum sr_hist_cause limit;       /* a "limit" event's cause, else NONE */
+    /* The first "limit" event (a group's nodes each write one): the time
+     * limit or budget that stopped it (docs/events.md). */
+    enum sr_hist_cause limit;       /* SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET, else NONE */
     char limit_what[16];            /* "run", "attempt", "sweep" */
     double limit_value, limit_used; /* ms for a time limit, an amount for a budget */
     char lease_reason[64];

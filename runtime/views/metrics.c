@@ -163,7 +163,7 @@ static void job_metrics(FILE *f, const char *run, const struct sr_history *h)
 void sr_metrics_render(FILE *f, const char *run, const struct sr_history *h, int64_t now_ms)
 {
     family(f, "spotrun_state", "gauge", "1 for the run's current state, 0 for the others.");
-    for (int s = SR_STATE_RUNNING; s <= SR_STATE_FAILED; s++)
+    for (int s = SR_STATE_RUNNING; s <= SR_STATE_STOPPED; s++)
         sample(f, "spotrun_state", run, "state", sr_hist_state_name(s),
                h->state == (enum sr_hist_state)s);
     counters(f, run, h);

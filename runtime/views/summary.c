@@ -12,6 +12,7 @@
 
 #include "interval.h"
 #include "log.h"
+#include "prices.h"
 #include "units.h"
 
 void sr_hist_cost(const struct sr_history *h, const struct sr_hist_prices *p, double *spot,
@@ -115,6 +116,56 @@ static void print_causes(FILE *f, const struct sr_history *h)
         fputc('\n', f);
 }
 
+/* The newest attempt's limit for --json: {"reached", "cause", "what",
+ * "limit", "used"} (reached: its "limit" event), {"reached": false,
+ * "cause": "budget", "what": "run", "limit", "used"} while it runs under a
+ * budget, or null. */
+static json_t *limit_json(const struct sr_history *h)
+{
+    if (!h->n_att)
+        return json_null();
+    const struct sr_hist_attempt *a = &h->att[h->n_att - 1];
+    const int time = a->limit == SR_CAUSE_TIME_LIMIT;
+    if (time || a->limit == SR_CAUSE_BUDGET)
+        return json_pack("{s:b,s:s,s:s,s:f,s:f}", "reached", 1, "cause",
+                         time ? "time-limit" : "budget", "what",
+                         strcmp(a->limit_what, "attempt") == 0 ? "attempt"
+                         : strcmp(a->limit_what, "sweep") == 0 ? "sweep"
+                                                               : "run",
+                         "limit", time ? a->limit_value / 1000.0 : a->limit_value, "used",
+                         time ? a->limit_used / 1000.0 : a->limit_used);
+    if (a->max_cost > 0 && a->price_per_hour > 0) {
+        const double cost = sr_prices_run_cost(h, NULL, a->price_per_hour);
+        return json_pack("{s:b,s:s,s:s,s:f,s:f}", "reached", 0, "cause", "budget", "what", "run",
+                         "limit", a->max_cost, "used", cost > 0 ? cost : 0.0);
+    }
+    return json_null();
+}
+
+/* The time limit or budget that stopped the newest attempt ("budget
+ * reached: 41.20 of 40.00"), or the budget it runs under ("budget: 12.30 of
+ * 40.00"). Nothing when neither. */
+static void print_limit(FILE *f, const struct sr_history *h)
+{
+    if (!h->n_att)
+        return;
+    const struct sr_hist_attempt *a = &h->att[h->n_att - 1];
+    const int sweep = strcmp(a->limit_what, "sweep") == 0;
+    if (a->limit == SR_CAUSE_TIME_LIMIT) {
+        char used[32], limit[32];
+        sr_format_duration_ms((int64_t)a->limit_used, used, sizeof(used));
+        sr_format_duration_ms((int64_t)a->limit_value, limit, sizeof(limit));
+        fprintf(f, "limit:       time limit reached: %s of %s (%s)\n", used, limit,
+                strcmp(a->limit_what, "attempt") == 0 ? "--attempt-time-limit" : "--time-limit");
+    } else if (a->limit == SR_CAUSE_BUDGET) {
+        fprintf(f, "limit:       %sbudget reached: %.2f of %.2f\n", sweep ? "sweep " : "",
+                a->limit_used, a->limit_value);
+    } else if (a->max_cost > 0 && a->price_per_hour > 0) {
+        const double cost = sr_prices_run_cost(h, NULL, a->price_per_hour);
+        fprintf(f, "limit:       budget: %.2f of %.2f\n", cost > 0 ? cost : 0.0, a->max_cost);
+    }
+}
+
 void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_prices *p)
 {
     char wall[32], inst[32], queued[32], lost[32], detail[160], list[512];
@@ -141,6 +192,7 @@ void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_
             h->persist_max, h->durable,
             h->stored_bytes ? (double)h->raw_bytes / (double)h->stored_bytes : 0.0);
     print_interval(f, &h->interval);
+    print_limit(f, h);
     sr_summary_print_metrics(f, h);
     if (h->gpu_peak_bytes) {
         char peak[32];
@@ -385,6 +437,7 @@ json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices 
     json_object_set_new(o, "instance_hours", json_real(sr_hist_instance_hours(h)));
     json_object_set_new(o, "queued_seconds", json_real((double)h->queued_ms / 1000.0));
     json_object_set_new(o, "cost", cost);
+    json_object_set_new(o, "limit", limit_json(h));
     json_t *met = json_object();
     for (size_t i = 0; i < h->n_met; i++)
         json_object_set_new(

@@ -26,7 +26,8 @@
 
 const char *sr_sv_state_name(enum sr_sv_state s)
 {
-    static const char *const names[] = {"queued", "running", "preempted", "done", "failed"};
+    static const char *const names[] = {"queued", "running", "preempted",
+                                        "done",   "failed",  "stopped"};
     return names[s];
 }
 
@@ -152,6 +153,8 @@ static enum sr_sv_state state_of(const struct sr_sv_trial *t)
         return SR_SV_DONE;
     if (r->h.state == SR_STATE_FAILED)
         return SR_SV_FAILED;
+    if (r->h.state == SR_STATE_STOPPED)
+        return SR_SV_STOPPED;
     return r->h.n_att ? SR_SV_PREEMPTED : SR_SV_QUEUED;
 }
 
@@ -474,9 +477,13 @@ static void print_header(FILE *f, const struct sr_sweepview *v, const struct sr_
         fprintf(f, " %s", sr_sweep_param(v->sw, i));
     fprintf(f, "%s)\n", np ? "" : " none");
     fprintf(f, "trials:     ");
-    for (int s = 0; s < SR_SV_NSTATES; s++)
+    /* "stopped" (at a limit) only when a trial is: most sweeps have none. */
+    for (int s = 0; s <= SR_SV_FAILED; s++)
         fprintf(f, " %u %s%s", v->counts[s], sr_sv_state_name((enum sr_sv_state)s),
-                s + 1 < SR_SV_NSTATES ? "," : "\n");
+                s < SR_SV_FAILED ? "," : "");
+    if (v->counts[SR_SV_STOPPED])
+        fprintf(f, ", %u %s", v->counts[SR_SV_STOPPED], sr_sv_state_name(SR_SV_STOPPED));
+    fputc('\n', f);
     char lost[32], plost[32];
     sr_format_duration_ms(v->lost_ms, lost, sizeof(lost));
     sr_format_duration_ms(v->preempted_lost_ms, plost, sizeof(plost));

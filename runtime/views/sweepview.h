@@ -31,8 +31,16 @@
 #include "manifest.h"
 #include "sweep.h"
 
-enum sr_sv_state { SR_SV_QUEUED, SR_SV_RUNNING, SR_SV_PREEMPTED, SR_SV_DONE, SR_SV_FAILED };
-#define SR_SV_NSTATES 5
+/* stopped: at a time limit or the sweep's budget, after a checkpoint. */
+enum sr_sv_state {
+    SR_SV_QUEUED,
+    SR_SV_RUNNING,
+    SR_SV_PREEMPTED,
+    SR_SV_DONE,
+    SR_SV_FAILED,
+    SR_SV_STOPPED
+};
+#define SR_SV_NSTATES 6
 
 /* What the store says of a started trial's run. */
 struct sr_sv_run {

@@ -268,6 +268,8 @@ class Handler(BaseHTTPRequestHandler):
         sub = path[len("/latest/meta-data/"):]
         if sub == "instance-id":
             return self.reply(200, "i-0123456789abcdef0")
+        if sub == "instance-type":
+            return self.reply(200, "g5.xlarge")
         if sub == "spot/instance-action":
             bad = self.malformed_body()
             if bad is not None:
@@ -292,6 +294,8 @@ class Handler(BaseHTTPRequestHandler):
             return st.maintenance
         if key == "instance/id":
             return "4520031799277581759"
+        if key == "instance/machine-type":  # the full resource name, as GCP answers
+            return "projects/123456789012/machineTypes/a2-highgpu-1g"
         return None
 
     def gcp(self, path, q):
@@ -332,6 +336,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(400, json.dumps({"error": "Bad request. api-version was not specified"}), "application/json")
         if path == "/metadata/instance/compute/name":
             return self.reply(200, VM_NAME)
+        if path == "/metadata/instance/compute/vmSize" and q.get("format") == "text":
+            return self.reply(200, "Standard_NC6s_v3")
         if path != "/metadata/scheduledevents":
             return self.reply(404, json.dumps({"error": "Not found"}), "application/json")
         if self.command == "POST":

@@ -1,0 +1,157 @@
+/*
+ * limit.c - time limits and budgets of a run (see limit.h).
+ */
+#include "limit.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "units.h"
+
+#define CHECK_EVERY_MS 1000
+#define MS_PER_HOUR 3600000.0
+
+void sr_limits_init(struct sr_limits *l, const struct sr_limits_config *cfg, int64_t now_ms)
+{
+    memset(l, 0, sizeof(*l));
+    if (cfg)
+        l->cfg = *cfg;
+    l->session_at = now_ms;
+    if (l->cfg.sweep_poll_ms <= 0)
+        l->cfg.sweep_poll_ms = 30000;
+    l->next_poll = now_ms + l->cfg.sweep_poll_ms;
+}
+
+int sr_limits_any(const struct sr_limits *l)
+{
+    const struct sr_limits_config *c = &l->cfg;
+    return c->time_limit_ms > 0 || c->attempt_time_limit_ms > 0 || c->max_cost > 0 ||
+           (c->sweep_poll && c->sweep_limit > 0);
+}
+
+double sr_limits_cost(const struct sr_limits *l, int64_t now_ms)
+{
+    const int64_t own = now_ms > l->session_at ? now_ms - l->session_at : 0;
+    return l->cfg.cost_before + (double)own / MS_PER_HOUR * l->cfg.price_per_hour;
+}
+
+static int hit_at(struct sr_limit_hit *hit, const char *cause, const char *what, double limit,
+                  double used)
+{
+    *hit = (struct sr_limit_hit){.cause = cause, .what = what, .limit = limit, .used = used};
+    return 1;
+}
+
+int sr_limits_check(struct sr_limits *l, int64_t now_ms, int64_t attempt_at,
+                    struct sr_limit_hit *hit)
+{
+    struct sr_limits_config *c = &l->cfg;
+    const int64_t own = now_ms > l->session_at ? now_ms - l->session_at : 0;
+    if (c->attempt_time_limit_ms > 0 && now_ms - attempt_at >= c->attempt_time_limit_ms)
+        return hit_at(hit, "time-limit", "attempt", (double)c->attempt_time_limit_ms,
+                      (double)(now_ms - attempt_at));
+    if (c->time_limit_ms > 0 && c->used_ms + own >= c->time_limit_ms)
+        return hit_at(hit, "time-limit", "run", (double)c->time_limit_ms,
+                      (double)(c->used_ms + own));
+    const double cost = sr_limits_cost(l, now_ms);
+    if (c->max_cost > 0 && cost >= c->max_cost)
+        return hit_at(hit, "budget", "run", c->max_cost, cost);
+    if (c->sweep_poll && now_ms >= l->next_poll) {
+        double used, limit;
+        if (c->sweep_poll(c->sweep_ctx, &used, &limit) == 0) {
+            c->sweep_used = used;
+            c->sweep_limit = limit;
+        }
+        l->next_poll = now_ms + c->sweep_poll_ms;
+    }
+    if (c->sweep_poll && c->sweep_limit > 0 && c->sweep_used + cost >= c->sweep_limit)
+        return hit_at(hit, "budget", "sweep", c->sweep_limit, c->sweep_used + cost);
+    return 0;
+}
+
+int sr_limits_hit_of(struct sr_limits *l, int64_t now_ms, int64_t attempt_at, const char *cause,
+                     const char *what, struct sr_limit_hit *hit)
+{
+    const struct sr_limits_config *c = &l->cfg;
+    const int64_t own = now_ms > l->session_at ? now_ms - l->session_at : 0;
+    const double cost = sr_limits_cost(l, now_ms);
+    const int time = strcmp(cause, "time-limit") == 0, budget = strcmp(cause, "budget") == 0;
+    if (time && strcmp(what, "attempt") == 0)
+        hit_at(hit, "time-limit", "attempt", (double)c->attempt_time_limit_ms,
+               (double)(now_ms - attempt_at));
+    else if (time && strcmp(what, "run") == 0)
+        hit_at(hit, "time-limit", "run", (double)c->time_limit_ms, (double)(c->used_ms + own));
+    else if (budget && strcmp(what, "run") == 0)
+        hit_at(hit, "budget", "run", c->max_cost, cost);
+    else if (budget && strcmp(what, "sweep") == 0)
+        hit_at(hit, "budget", "sweep", c->sweep_limit, c->sweep_used + cost);
+    else
+        return -EINVAL;
+    return 0;
+}
+
+int64_t sr_limits_next(const struct sr_limits *l, int64_t now_ms, int64_t attempt_at)
+{
+    if (!sr_limits_any(l) && !l->cfg.sweep_poll)
+        return 0;
+    int64_t w = now_ms + CHECK_EVERY_MS;
+    const struct sr_limits_config *c = &l->cfg;
+    if (c->attempt_time_limit_ms > 0 && attempt_at + c->attempt_time_limit_ms < w)
+        w = attempt_at + c->attempt_time_limit_ms;
+    const int64_t run_end = l->session_at + c->time_limit_ms - c->used_ms;
+    if (c->time_limit_ms > 0 && run_end < w)
+        w = run_end;
+    if (c->max_cost > 0 && c->price_per_hour > 0) { /* when the budget runs out */
+        const double left_ms =
+            (c->max_cost - sr_limits_cost(l, now_ms)) / c->price_per_hour * MS_PER_HOUR;
+        if (left_ms < (double)(w - now_ms))
+            w = now_ms + (left_ms > 0 ? (int64_t)ceil(left_ms) : 0);
+    }
+    if (c->sweep_poll && l->next_poll < w)
+        w = l->next_poll;
+    return w > now_ms ? w : now_ms;
+}
+
+static const char *option_of(const struct sr_limit_hit *hit)
+{
+    if (strcmp(hit->cause, "time-limit") == 0)
+        return strcmp(hit->what, "attempt") == 0 ? "--attempt-time-limit" : "--time-limit";
+    return "--max-cost";
+}
+
+void sr_limit_extend(const struct sr_limits *l, const struct sr_limit_hit *hit, char *buf,
+                     size_t len)
+{
+    if (strcmp(hit->what, "sweep") == 0)
+        snprintf(buf, len, "raise it with `spotrun sweep set %s --max-cost AMOUNT`",
+                 l->cfg.sweep ? l->cfg.sweep : "NAME");
+    else
+        snprintf(buf, len, "give %s larger to extend it", option_of(hit));
+}
+
+void sr_limit_describe(const struct sr_limit_hit *hit, char *buf, size_t len)
+{
+    if (strcmp(hit->cause, "time-limit") == 0) {
+        char used[32], limit[32];
+        sr_format_duration_ms((int64_t)hit->used, used, sizeof(used));
+        sr_format_duration_ms((int64_t)hit->limit, limit, sizeof(limit));
+        snprintf(buf, len, "the %s's time limit (%s %s): %s used",
+                 strcmp(hit->what, "attempt") == 0 ? "attempt" : "run", option_of(hit), limit,
+                 used);
+    } else {
+        snprintf(buf, len, "the %s's budget: %.2f of %.2f spent",
+                 strcmp(hit->what, "sweep") == 0 ? "sweep" : "run", hit->used, hit->limit);
+    }
+}
+
+json_t *sr_limit_event(const struct sr_limit_hit *hit)
+{
+    if (strcmp(hit->cause, "time-limit") == 0)
+        return json_pack("{s:s,s:s,s:I,s:I}", "cause", hit->cause, "what", hit->what, "limit",
+                         (json_int_t)hit->limit, "used", (json_int_t)hit->used);
+    /* Cents are what a budget is about: no float noise in the log. */
+    return json_pack("{s:s,s:s,s:f,s:f}", "cause", hit->cause, "what", hit->what, "limit",
+                     round(hit->limit * 100) / 100, "used", round(hit->used * 100) / 100);
+}
