@@ -173,6 +173,10 @@ static int nodes(const struct run_opts *o, struct run_ctx *r)
     }
     c->restore_all = strcmp(parts, "all") == 0;
     c->peer_poll_ms = o->peer_poll_ms;
+    /* A group is restarted by its engine, not in place; the stalls it may
+     * take that way are the --max-restarts given, else the single-node
+     * default (docs/multinode.md). */
+    c->max_stalls = o->max_restarts == MAX_RESTARTS_DEFAULT ? 3 : (unsigned)o->max_restarts;
     if (o->max_restarts == MAX_RESTARTS_DEFAULT)
         c->max_restarts = n.nodes > 1 ? 0 : 3;
     if (n.nodes > 1)

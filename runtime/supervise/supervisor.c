@@ -506,6 +506,19 @@ static void child_exited(struct sup *s, int status)
             snprintf(s->cfg->result->cause, sizeof(s->cfg->result->cause), "stalled");
         return;
     }
+    if (stalled && s->cfg->nodes > 1) {
+        /* Its peers stop on its notice; the group must start again as a
+         * whole, and only its engine can do that: exit 75 like them. */
+        sr_warn("node %u's job stalled (%u stall(s) of run %s, at most %u): the group stops and "
+                "resumes from the newest complete checkpoint when its engine reruns it",
+                s->cfg->node_rank, s->cfg->prior_stalls + s->stalls, s->cfg->run_id,
+                s->cfg->max_stalls);
+        s->stall_requeue = 1;
+        s->phase = PREEMPTING;
+        s->pre = STOPPING;
+        s->deadline = now() + s->cfg->grace_ms;
+        return;
+    }
     if (s->cfg->nodes > 1 && sr_peers_group_preempted(s->peers)) {
         /* Its collectives failed because another node is being stopped:
          * part of that preemption, not a crash to restart or report. */
@@ -803,7 +816,7 @@ static int settle_state(struct sup *s)
     if (s->phase == PREEMPTING && s->pre == STOPPING && !s->child) {
         if (pending == 0 || now() >= s->deadline) {
             s->exit_code = s->at_limit ? SR_EX_LIMIT : SR_EX_TEMPFAIL;
-            s->preempted = !s->at_limit;
+            s->preempted = !s->at_limit && !s->stall_requeue; /* only a notice is one */
             return 1;
         }
     }
@@ -896,6 +909,16 @@ static void finish(struct sup *s, int code)
                     s->durable_seq);
         else
             sr_info("preempted; exit 75 (requeue me)");
+    } else if (code == SR_EX_TEMPFAIL && s->stall_requeue) {
+        if (!drained)
+            sr_warn("the newest checkpoint could not be made durable before the deadline");
+        if (newest_seq(s))
+            sr_info("stalled: run %s resumes from checkpoint %" PRIu64
+                    "; exit 75 (requeue the group)",
+                    c->run_id, newest_seq(s));
+        else
+            sr_info("stalled: run %s has no checkpoint yet; exit 75 (requeue the group)",
+                    c->run_id);
     } else if (code == SR_EX_LIMIT && s->at_limit) {
         char what[160], extend[200];
         sr_limit_describe(&s->limit_hit, what, sizeof(what));

@@ -59,6 +59,9 @@ struct sr_supervise_config {
     int64_t stall_timeout_ms;
     int stall_auto;
     unsigned prior_stalls;
+    /* Multi-node: how many stalls of the run its engine's reruns may take
+     * (an explicit --max-restarts, else 3) before a stalled node gives up. */
+    unsigned max_stalls;
     /* Multi-node runs (docs/multinode.md): nodes > 1 makes each commit this
      * node's part of its step, shares notices with the other nodes through
      * the store (peers.h, every peer_poll_ms) and restores this node's part

@@ -126,6 +126,7 @@ struct sup {
     uint64_t beat_seen, progress_at_request;
     int64_t next_stall_poll, next_cpu_snap, stall_term_at, stall_kill_at;
     int stalling;
+    int stall_requeue; /* multi-node: a stalled node stops with its group, exit 75 */
     int stall_said;  /* auto: the learned timeout was said */
     unsigned stalls; /* this wrapper's */
     int stall_signo;

@@ -241,11 +241,14 @@ int sup_watchdog_give_up(struct sup *s)
 {
     const struct sr_supervise_config *c = s->cfg;
     const unsigned total = c->prior_stalls + s->stalls;
-    if (c->nodes > 1 && c->max_restarts == 0) {
-        sr_warn("not restarting: node %u's job stalled (run %s: %u stall(s)); like a crash of "
-                "one node's job, the group is rerun by its engine and resumes from the newest "
-                "complete checkpoint",
-                c->node_rank, c->run_id, total);
+    if (c->nodes > 1) {
+        if (total <= c->max_stalls)
+            return 0; /* the group stops and its engine reruns it (child_exited) */
+        sr_warn("not requeuing: run %s stalled %u time(s)%s, more than %u (--max-restarts): "
+                "read the \"stalled\" events (the processes' states and Python tracebacks), fix "
+                "the hang and run the group again",
+                c->run_id, total, c->prior_stalls ? " (counting its earlier starts)" : "",
+                c->max_stalls);
         return 1;
     }
     if (total <= c->max_restarts && s->restarts < c->max_restarts)
