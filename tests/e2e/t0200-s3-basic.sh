@@ -13,7 +13,7 @@ test_expect_success 'push then pull a small checkpoint through s3://' '
 '
 
 test_expect_success 'ls and show read the run from the bucket' '
-    "$SPOTRUN" ls >ls.out && grep "^r1 .*checkpointed *1 " ls.out &&
+    "$SPOTRUN" ls >ls.out && grep "^r1 .*checkpointed *- *1 " ls.out &&
     "$SPOTRUN" show r1 >show.out && grep "store: *s3://bkt/t0200-s3-basic" show.out &&
     awk "\$1 == 1 && \$2 == 7" show.out | grep .
 '
