@@ -9,31 +9,9 @@
 
 export PYTHONPATH=$SRCDIR/python SPOTRUN_NOTICE=none
 
-# A trainer that sums its steps: one step per 0.2 s (so never more than 50
-# in 10 s), a commit every 5 steps and whenever asked. Its state is the step
-# and the sum; each start appends the step it resumed from to starts.log.
-# The runs that must stop at a limit are given 150 steps (30 s at least):
-# with the limit broken they finish (exit 0) and the test fails at once.
-cat >train.py <<'PY'
-import os, sys, time, spotrun
-state = os.path.join(os.environ["SPOTRUN_CKPT_DIR"], "state")
-step, total = 0, 0
-if os.path.exists(state):
-    step, total = map(int, open(state).read().split())
-with open("starts.log", "a") as f:
-    f.write("%s %d\n" % (os.environ["SPOTRUN_RUN_ID"], step))
-print("ready", flush=True)
-while step < int(os.environ["STEPS"]):
-    time.sleep(0.2)
-    step += 1
-    total += step
-    if step % 5 == 0 or spotrun.checkpoint_due():
-        with open(state, "w") as f:
-            f.write("%d %d" % (step, total))
-        spotrun.commit(step)
-with open("result-" + os.environ["SPOTRUN_RUN_ID"], "w") as f:
-    f.write("%d %d\n" % (step, total))
-PY
+# The trainer (tests/e2e/sumsteps.py): sums its steps, commits every 5
+# and whenever asked.
+cp "$SRCDIR/tests/e2e/sumsteps.py" train.py
 
 # events RUN: the run's event logs, in order.
 events() { cat "$SPOTRUN_STORE/$1"/events/*.jsonl; }
