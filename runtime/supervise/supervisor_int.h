@@ -127,8 +127,8 @@ struct sup {
     int64_t next_stall_poll, next_cpu_snap, stall_term_at, stall_kill_at;
     int stalling;
     int stall_requeue; /* multi-node: a stalled node stops with its group, exit 75 */
-    int stall_said;  /* auto: the learned timeout was said */
-    unsigned stalls; /* this wrapper's */
+    int stall_said;    /* auto: the learned timeout was said */
+    unsigned stalls;   /* this wrapper's */
     int stall_signo;
     char stall_dir[4200];
 

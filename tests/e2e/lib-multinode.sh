@@ -19,3 +19,21 @@ notify_node() {
     HOME=$TRASH/home-$1-$2 SPOTRUN_WORK_DIR=$TRASH/work-$1-$2 \
         "$SPOTRUN" notify --run-id "$1" --deadline "$3"
 }
+
+# write_nodejob: the usual ./nodejob.sh: commits step 10, says ready, and
+# commits step 20 when asked (USR1), then runs until stopped; a group's
+# set 20 is complete only if every node was asked.
+write_nodejob() {
+    cat >nodejob.sh <<\EOF2
+#!/bin/bash
+want=0
+trap 'want=1' USR1
+echo x >"$SPOTRUN_CKPT_DIR/f"
+"$SPOTRUN_BIN" commit --step 10 || exit 1
+echo ready
+while [ $want = 0 ]; do sleep 0.05; done
+"$SPOTRUN_BIN" commit --step 20
+while :; do sleep 0.05; done
+EOF2
+    chmod +x nodejob.sh
+}

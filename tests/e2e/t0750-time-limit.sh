@@ -107,18 +107,7 @@ test_expect_success 'the limits have environment twins and take durations only' 
 # Two nodes of one run: each commits step 10, says ready, and commits step
 # 20 when asked (so the group's set 20 is complete only if both were asked).
 . "$SRCDIR/tests/e2e/lib-multinode.sh"
-cat >nodejob.sh <<\EOF
-#!/bin/bash
-want=0
-trap 'want=1' USR1
-echo x >"$SPOTRUN_CKPT_DIR/f"
-"$SPOTRUN_BIN" commit --step 10 || exit 1
-echo ready
-while [ $want = 0 ]; do sleep 0.05; done
-"$SPOTRUN_BIN" commit --step 20
-while :; do sleep 0.05; done
-EOF
-chmod +x nodejob.sh
+write_nodejob
 
 test_expect_success 'a multi-node run: the node at its limit stops the whole group after one checkpoint, each exits 124' '
     start_node mn 2 0 mn0.log --attempt-time-limit 4s

@@ -6,18 +6,8 @@
 # acted on. A valid one still stops the node.
 . "$(dirname "$0")/lib.sh"
 
-cat >nodejob.sh <<\EOF
-#!/bin/bash
-want=0
-trap 'want=1' USR1
-echo x >"$SPOTRUN_CKPT_DIR/f"
-"$SPOTRUN_BIN" commit --step 10 || exit 1
-echo ready
-while [ $want = 0 ]; do sleep 0.05; done
-"$SPOTRUN_BIN" commit --step 20
-while :; do sleep 0.05; done
-EOF
-chmod +x nodejob.sh
+. "$SRCDIR/tests/e2e/lib-multinode.sh"
+write_nodejob
 
 # put_notice NAME RANK EPOCH SOURCE DEADLINE CREATED: a notice object of node 1 (which never
 # runs here: without its lease, freshness is by the clock) under its name.
