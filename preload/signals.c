@@ -38,7 +38,8 @@
  *    --grace, instead of an instant death. Without a wrapper to tell, it
  *    kills as usual. "Inside the tree" = the wrapper is an ancestor of the
  *    sender (/proc/<pid>/stat, walked from the handler with open/read only;
- *    the wrapper is a subreaper, so orphans stay below it).
+ *    the wrapper is a subreaper, so orphans stay below it). A sender
+ *    already exited and reaped cannot be placed: it counts as outside.
  *
  * Children: the table of the application's actions lives in this
  * process's memory, which a vfork / posix_spawn child (CPython >= 3.10

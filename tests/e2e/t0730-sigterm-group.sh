@@ -120,7 +120,9 @@ def killer():
             break
         except OSError:
             time.sleep(0.05)
-    subprocess.run([\"kill\", \"-TERM\", pids[0]])
+    # the sender stays alive while the worker handles the signal: a
+    # sender that has exited by then cannot be placed in the tree
+    subprocess.run([\"sh\", \"-c\", \"kill -TERM %s; sleep 3\" % pids[0]])
 rm = __import__(\"os\").unlink
 try:
     rm(\"workers\")
