@@ -184,14 +184,18 @@ static int parent_of(int pid)
     return *p == ' ' ? (int)ppid : -1;
 }
 
-/* Whether `pid` runs below the wrapper (the job's own tree). */
+/* Whether `pid` is the wrapper or runs below it (the job's own tree). The
+ * wrapper may be pid 1 (a container's entrypoint): it is compared before
+ * the walk stops at init. */
 static int in_job_tree(int pid)
 {
     if (wrapper_pid <= 0 || pid <= 0)
         return 0;
-    for (int depth = 0; depth < 256 && pid > 1; depth++) {
+    for (int depth = 0; depth < 256 && pid > 0; depth++) {
         if (pid == wrapper_pid)
             return 1;
+        if (pid == 1)
+            return 0;
         pid = parent_of(pid);
     }
     return 0;

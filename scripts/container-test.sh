@@ -2,18 +2,24 @@
 # container-test.sh - spotrun in a real container runtime, installed from its
 # .deb into an image that never built it (examples/container/Dockerfile):
 #   1. a Debian 12 root filesystem from the Debian registry (mmdebstrap),
-#      imported as the base image;
-#   2. the Dockerfile built FROM it with podman: a builder stage compiles
-#      spotrun and packs the .deb, the final stage (no compiler, no -dev
-#      package) installs it with apt-get: the proof that the package's
+#      imported as the base image, and on it "the user's PyTorch image"
+#      (Debian's python3-torch, nothing of spotrun);
+#   2. the Dockerfile built FROM that image with podman: a builder stage
+#      compiles spotrun and packs the .deb, the final stage (no compiler, no
+#      -dev package) installs it with apt-get: the proof that the package's
 #      dependencies are complete;
-#   3. a job in the container, its store a host directory mounted in:
-#      `podman stop -t 30` mid-run gives a durable checkpoint and exit 75;
-#      `podman run` again resumes it; the result equals an uninterrupted
-#      run's.
+#   3. the demo's PyTorch job (examples/pytorch/train.py, the installed
+#      Python module) in the container, its store a host directory mounted
+#      in: `podman stop -t 30` mid-run gives a durable checkpoint and exit
+#      75; `podman run` again resumes it; the final weights equal an
+#      uninterrupted run's;
+#   4. the same with the store on the S3 test server on the host's loopback
+#      (the container on the host network);
+#   5. a shell job (spotrun commit from the job) through the same cycle.
 # Needs root (podman, mmdebstrap; installed when missing). When the
 # runtime cannot run a container here it says which step failed and why,
 # and exits 0 (skipped); once a container runs, every failure is a failure.
+# scripts/test.sh runs it last (SPOTRUN_TEST_CONTAINER=0 skips it).
 #
 # This machine's kind has a hybrid cgroup hierarchy (v1 controllers) and
 # no CAP_SYS_RESOURCE: crun refuses hybrid cgroups, and podman's default
@@ -54,10 +60,21 @@ if ! podman image exists "$base"; then
 fi
 podman run --rm --network host "$base" true >"$work/probe.log" 2>&1 ||
     skip "podman cannot run a container here: $(tail -n1 "$work/probe.log")"
+torchbase=localhost/spotrun-test-torch:base
+if ! podman image exists "$torchbase"; then
+    say "the user's PyTorch image: $base + python3-torch"
+    printf 'FROM %s\nRUN apt-get update && apt-get install -y --no-install-recommends python3-torch && rm -rf /var/lib/apt/lists/*\n' \
+        "$base" >"$work/Containerfile.torch"
+    podman build --network host -f "$work/Containerfile.torch" -t "$torchbase" "$work" \
+        >"$work/torch.log" 2>&1 || {
+        tail -n 20 "$work/torch.log"
+        fail "podman build of the PyTorch base image (log: $work/torch.log)"
+    }
+fi
 
 # 2. the image, from the recipe users copy
-say "building examples/container/Dockerfile FROM $base"
-podman build --network host --build-arg BASE="$base" \
+say "building examples/container/Dockerfile FROM $torchbase"
+podman build --network host --build-arg BASE="$torchbase" \
     --build-arg SPOTRUN_GIT_COMMIT="$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)" -f "$root/examples/container/Dockerfile" \
     -t "$image" "$root" >"$work/build.log" 2>&1 || {
     tail -n 30 "$work/build.log"
@@ -69,14 +86,93 @@ podman run --rm --network host --entrypoint sh "$image" -c \
 podman run --rm --network host --entrypoint spotrun "$image" --version | tee "$work/version"
 grep -q "^shim: /usr/lib/libspotrun.so$" "$work/version" || fail "spotrun in the image finds no shim"
 
-# 3. a job: sums 1..300, one step per 50 ms; commits its state when asked.
+# 3-4. the demo's job: 300 steps, paced so that a stop lands mid-run.
+train() { # NAME OUT [podman run options]: train.py in a new container, detached
+    local name=$1 out=$2
+    shift 2
+    podman rm -f "$name" >/dev/null 2>&1 || true
+    podman run -d --name "$name" --network host -e SPOTRUN_RUN_ID=demo \
+        -v "$root/examples/pytorch/train.py:/opt/train.py:ro" -v "$work/out:/out" "$@" \
+        "$image" /usr/bin/python3 /opt/train.py --steps 300 --pace 0.02 --save-every 0 --out "/out/$out" >/dev/null
+}
+# stop_resume STORE-DESCRIPTION DURABLE-IN [podman run options]
+stop_resume() {
+    local what=$1 durable=$2
+    shift 2
+    train "demo-$what-1" "$what.sha256" "$@"
+    local i
+    for i in $(seq 600); do
+        podman logs "demo-$what-1" 2>&1 | grep -q "^step 100 " && break
+        [ "$i" = 600 ] && fail "$what: the job never reached step 100"
+        sleep 0.1
+    done
+    say "$what: podman stop -t 30 mid-run"
+    podman stop -t 30 "demo-$what-1" >/dev/null
+    local code
+    code=$(podman inspect "demo-$what-1" --format '{{.State.ExitCode}}')
+    podman logs "demo-$what-1" 2>&1 | grep -v "^step" >"$work/$what-1.log"
+    cat "$work/$what-1.log"
+    [ "$code" = 75 ] || fail "$what: the stopped container exited $code, not 75"
+    # spotrun is the container's pid 1: its own TERM after the checkpoint
+    # must end the job (the shim places a sender that is pid 1 too)
+    ! grep -q "did not stop after SIGTERM" "$work/$what-1.log" ||
+        fail "$what: the job outlived the wrapper's SIGTERM (spotrun as pid 1)"
+    grep -q "checkpoint 1 durable in $durable" "$work/$what-1.log" || fail "$what: no durable checkpoint"
+    [ ! -e "$work/out/$what.sha256" ] || fail "$what: the stopped job finished anyway"
+    train "demo-$what-2" "$what.sha256" "$@"
+    code=$(podman wait "demo-$what-2")
+    podman logs "demo-$what-2" 2>&1 | grep -v "^step" >"$work/$what-2.log"
+    cat "$work/$what-2.log"
+    [ "$code" = 0 ] || fail "$what: the resumed container exited $code"
+    grep -q "^resumed from step [1-9]" "$work/$what-2.log" || fail "$what: the second container did not resume"
+    cmp -s "$work/out/ref.sha256" "$work/out/$what.sha256" ||
+        fail "$what: the resumed weights differ from the uninterrupted run's"
+    podman rm -f "demo-$what-1" "demo-$what-2" >/dev/null
+    say "$what: stopped (75), resumed in a new container, weights exact"
+}
+rm -rf "$work/out" && mkdir -p "$work/out"
+say "reference: the same job uninterrupted in the container"
+podman run --rm --network host --entrypoint /usr/bin/python3 \
+    -v "$root/examples/pytorch/train.py:/opt/train.py:ro" -v "$work/out:/out" \
+    "$image" /opt/train.py --steps 300 --out /out/ref.sha256 >"$work/ref.log" 2>&1 ||
+    fail "the uninterrupted run failed: $(tail -n 3 "$work/ref.log")"
+[ -s "$work/out/ref.sha256" ] || fail "the uninterrupted run wrote no weights"
+
+store=$work/store
+rm -rf "$store" && mkdir -p "$store"
+stop_resume local "file:///store" -e SPOTRUN_STORE=/store -v "$store:/store"
+ls "$store"/demo/ckpt/*/MANIFEST.json >/dev/null || fail "local: no manifest in the host's store"
+
+s3dir=$root/tests/s3
+if [ -d "$s3dir/node_modules/@20minutes/s3rver" ] && command -v node >/dev/null; then
+    rm -rf "$work/s3data" && mkdir -p "$work/s3data"
+    node --openssl-legacy-provider "$s3dir/server.js" "$work/s3data" bkt >"$work/s3.log" 2>&1 &
+    s3pid=$!
+    trap 'kill $s3pid 2>/dev/null || true' EXIT
+    for i in $(seq 100); do
+        grep -q '^port ' "$work/s3.log" 2>/dev/null && break
+        [ "$i" = 100 ] && fail "the S3 test server did not start: $(cat "$work/s3.log")"
+        sleep 0.1
+    done
+    port=$(sed -n 's/^port //p' "$work/s3.log")
+    stop_resume s3 "s3://bkt" -e SPOTRUN_STORE=s3://bkt -e AWS_ACCESS_KEY_ID=S3RVER \
+        -e AWS_SECRET_ACCESS_KEY=S3RVER -e AWS_ENDPOINT_URL="http://127.0.0.1:$port" \
+        -e AWS_REGION=us-east-1 -e AWS_EC2_METADATA_DISABLED=true
+    ls "$work"/s3data/bkt/demo/ckpt/*/MANIFEST.json* >/dev/null 2>&1 ||
+        find "$work/s3data" -path '*demo/ckpt/*MANIFEST*' | grep -q . ||
+        fail "s3: no manifest on the host's S3 server"
+    kill "$s3pid" 2>/dev/null || true
+else
+    say "the S3 case is skipped: the S3 test server is not installed (cd tests/s3 && npm ci)"
+fi
+
+# 5. a shell job: sums 1..300, one step per 50 ms; commits its state when
+# asked (spotrun commit from the job's own trap).
 job='s=0; i=0
 if [ -f "$SPOTRUN_CKPT_DIR/state" ]; then read i s <"$SPOTRUN_CKPT_DIR/state"; echo "resumed at $i"; fi
 trap "echo \$i \$s >\"\$SPOTRUN_CKPT_DIR/state\"; spotrun commit --step \$i" USR1
 while [ $i -lt 300 ]; do i=$((i + 1)); s=$((s + i)); sleep 0.05; done
 echo "sum $s"'
-store=$work/store
-rm -rf "$store" && mkdir -p "$store"
 run() { # NAME: the job in a new container, detached
     podman rm -f "$1" >/dev/null 2>&1 || true
     podman run -d --name "$1" --network host -e SPOTRUN_STORE=/store -e SPOTRUN_RUN_ID=ctr \
@@ -85,21 +181,16 @@ run() { # NAME: the job in a new container, detached
 run ctr1
 for _ in $(seq 100); do podman logs ctr1 2>&1 | grep -q "started sh" && break; sleep 0.1; done
 sleep 3
-say "podman stop -t 30 mid-run"
 podman stop -t 30 ctr1 >/dev/null
 code=$(podman inspect ctr1 --format '{{.State.ExitCode}}')
 podman logs ctr1 >"$work/ctr1.log" 2>&1
-cat "$work/ctr1.log"
-[ "$code" = 75 ] || fail "the stopped container exited $code, not 75"
-grep -q "checkpoint 1 durable in file:///store" "$work/ctr1.log" || fail "no durable checkpoint"
-ls "$store"/ctr/ckpt/*/MANIFEST.json >/dev/null || fail "no manifest in the host's store"
-
+[ "$code" = 75 ] || fail "shell job: the stopped container exited $code, not 75 ($work/ctr1.log)"
+grep -q "checkpoint 1 durable in file:///store" "$work/ctr1.log" || fail "shell job: no durable checkpoint"
 run ctr2
 code=$(podman wait ctr2)
 podman logs ctr2 >"$work/ctr2.log" 2>&1
-cat "$work/ctr2.log"
-[ "$code" = 0 ] || fail "the resumed container exited $code"
-grep -q "^resumed at [1-9]" "$work/ctr2.log" || fail "the second container did not resume"
-grep -q "^sum 45150$" "$work/ctr2.log" || fail "the resumed run's sum is not 1+...+300 = 45150"
+[ "$code" = 0 ] || fail "shell job: the resumed container exited $code"
+grep -q "^resumed at [1-9]" "$work/ctr2.log" || fail "shell job: the second container did not resume"
+grep -q "^sum 45150$" "$work/ctr2.log" || fail "shell job: the resumed sum is not 1+...+300 = 45150"
 podman rm -f ctr1 ctr2 >/dev/null
-say "ok: built from the recipe, installed from the .deb, stopped (75), resumed, exact"
+say "ok: the user's PyTorch image + the recipe, installed from the .deb; the demo job and a shell job stopped (75) and resumed exactly, local store and S3"

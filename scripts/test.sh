@@ -5,7 +5,10 @@
 # (scripts/check-threads-memory.sh), then a short libFuzzer pass over the
 # parsers. SPOTRUN_TEST_SANITIZE=0 skips the second pass,
 # SPOTRUN_TEST_THREADS_MEMORY=0 the TSan + valgrind pass; SPOTRUN_TEST_FUZZ
-# sets the seconds per fuzz target (0 skips).
+# sets the seconds per fuzz target (0 skips). Last, spotrun in a real
+# container runtime, installed from its .deb (scripts/container-test.sh;
+# skipped with the reason where podman cannot run; SPOTRUN_TEST_CONTAINER=0
+# skips it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc)
@@ -41,4 +44,9 @@ fi
 if [ "${SPOTRUN_TEST_FUZZ:-20}" != 0 ]; then
     echo "== fuzz (${SPOTRUN_TEST_FUZZ:-20}s per target; scripts/fuzz.sh runs longer)"
     "$root/scripts/fuzz.sh" "${SPOTRUN_TEST_FUZZ:-20}"
+fi
+
+if [ "${SPOTRUN_TEST_CONTAINER:-1}" != 0 ]; then
+    echo "== container (podman, the .deb in the user's PyTorch image)"
+    "$root/scripts/container-test.sh"
 fi

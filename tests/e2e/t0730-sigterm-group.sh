@@ -137,4 +137,41 @@ runpy.run_path(\"trainer.py\", run_name=\"__main__\")
     ! grep "preemption notice" inside.log
 '
 
+# pid1.py: polls checkpoint_due(), commits when asked and trains on (as
+# examples/pytorch/train.py does): the wrapper's TERM ends it.
+cat >pid1.py <<'PY'
+import os, time
+import spotrun
+step = 0
+print("pid1 job started", flush=True)
+while True:
+    step += 1
+    if spotrun.checkpoint_due():
+        with open(os.path.join(spotrun.ckpt_dir(), "s"), "w") as f:
+            f.write(str(step))
+        spotrun.commit(step)
+        print("committed", flush=True)
+    time.sleep(0.05)
+PY
+
+if unshare --pid --fork --mount-proc true 2>/dev/null; then
+    test_expect_success 'spotrun as pid 1 (a container entrypoint): its TERM after the checkpoint ends the job' '
+        unshare --pid --fork --mount-proc "$SPOTRUN" run --run-id pid1 --grace 20s -- "$PY" pid1.py \
+            >pid1.log 2>&1 &
+        u=$!
+        wait_for pid1.log "pid1 job started" &&
+        w=$(pgrep -P $u) &&
+        kill -TERM $w &&
+        rc=0 && wait $u || rc=$?
+        cat pid1.log
+        test $rc -eq 75 &&
+        grep "^committed" pid1.log &&
+        grep "checkpoint 1 durable" pid1.log &&
+        ! grep "did not stop after SIGTERM" pid1.log
+    '
+else
+    test_count=$((test_count + 1))
+    say "ok $test_count # skip: no pid namespace here (unshare --pid --fork --mount-proc)"
+fi
+
 test_done
