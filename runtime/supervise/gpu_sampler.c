@@ -107,6 +107,10 @@ static void *sampler(void *arg)
     clock_gettime(CLOCK_MONOTONIC, &next);
     while (nd > 0 && !g->stop) {
         add_ms(&next, g->sample_ms);
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec > next.tv_sec || (t.tv_sec == next.tv_sec && t.tv_nsec > next.tv_nsec))
+            next = t; /* fell behind (slow NVML calls): no burst of samples to catch up */
         while (!g->stop && pthread_cond_timedwait(&g->cond, &g->lock, &next) != ETIMEDOUT)
             ;
         if (g->stop)
