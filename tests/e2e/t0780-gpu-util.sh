@@ -172,6 +172,18 @@ assert g[\"power_mean_w\"] == 200.0 and g[\"mem_used_max\"] == 7000, g
     grep "^spotrun_gpu_attempt_utilization_mean_percent{run=\"live\"} " live.prom
 '
 
+test_expect_success 'a tampered gpu event in a log is ignored: show says nothing wrong' '
+    mkdir -p "$SPOTRUN_STORE/planted/events" &&
+    printf "%s\n" \
+        "{\"event\":\"start\",\"time\":\"x\",\"unix_ms\":1700000000000,\"attempt\":0}" \
+        "{\"event\":\"gpu\",\"time\":\"x\",\"unix_ms\":1700000001000,\"attempt\":0,\"samples\":9,\"devices\":1,\"util_mean\":250,\"util_p50\":40,\"util_p95\":90,\"idle_share\":0.1,\"mem_used_max\":1,\"power_mean_w\":1}" \
+        "{\"event\":\"gpu\",\"time\":\"x\",\"unix_ms\":1700000002000,\"attempt\":0,\"samples\":9,\"devices\":1,\"util_mean\":50,\"util_p50\":40,\"util_p95\":90,\"idle_share\":7,\"mem_used_max\":1,\"power_mean_w\":1}" \
+        "{\"event\":\"exit\",\"time\":\"x\",\"unix_ms\":1700000003000,\"attempt\":0,\"code\":0}" \
+        >"$SPOTRUN_STORE/planted/events/000000.jsonl" &&
+    "$SPOTRUN" show planted >s && ! grep "gpu busy" s &&
+    "$SPOTRUN" show planted --json >j && test "$(json j "d[\"gpu_utilization\"]")" = None
+'
+
 test_expect_success 'an invalid SPOTRUN_GPU_SAMPLE_MS is a usage error' '
     SPOTRUN_GPU_SAMPLE_MS=fast expect_code 64 "$SPOTRUN" run --run-id bad -- true 2>err &&
     grep "invalid SPOTRUN_GPU_SAMPLE_MS=\"fast\"" err &&
