@@ -17,6 +17,9 @@ echo "== ThreadSanitizer"
 # objects and a delta's planned reads of older ones, against the S3 server
 (cd "$root/build-tsan" && TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
     ctest --output-on-failure -R "e2e/t0225-s3-delta")
+# the GPU utilization sampler thread beside the loop and the metrics observer
+(cd "$root/build-tsan" && TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
+    ctest --output-on-failure -R "e2e/t0780-gpu-util|unit/test_gpu_stats")
 
 # sweep show reads the trials' histories on a thread pool
 (tsan=$root/build-tsan/runtime/spotrun scratch=$(mktemp -d)

@@ -3,7 +3,9 @@
 # builds spotrun, libspotrun.so, the CUDA example and the allocation probe
 # against the real CUDA runtime, runs the same checks the CI runs against
 # the fake CUDA libraries, plus a PyTorch allocation count when PyTorch with
-# CUDA is importable, and prints a pass/fail table (exit 1 if any failed).
+# CUDA is importable, plus the GPU utilization spotrun records (NVML, 1 s
+# samples) against nvidia-smi's sampled alongside, and prints a pass/fail
+# table (exit 1 if any failed).
 # Paste the table, the date and the GPU model into docs/gpu-check.md.
 #
 # Environment: CUDA (default /usr/local/cuda), BUILD (default build-gpu),
@@ -78,6 +80,36 @@ t_mlp() {
       "$SPOTRUN" notify --run-id mlp --deadline 30s; wait $pid; test $? = 75; } &&
     "$SPOTRUN" run --run-id mlp -- "$MLP" --steps 1500 --save-every 0 --out w.bin >run2.log 2>&1 &&
     grep "resumed from step" run2.log && cmp ref.bin w.bin && "$SPOTRUN" show mlp | grep "gpu peak"; }
+# GPU utilization: the CUDA example kept busy for ~15 s on GPU 0 under
+# spotrun sampling NVML every second, while nvidia-smi samples the same
+# GPU every second; the two means must agree within 25 points.
+t_util() {
+    local d=$WORK/util && mkdir -p "$d" && cd "$d" &&
+    export SPOTRUN_STORE=$d/store SPOTRUN_WORK_DIR=$d/work &&
+    nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -i 0 -lms 1000 \
+        >smi.txt 2>smi.err &
+    local smi=$!
+    CUDA_VISIBLE_DEVICES=0 CUDA_DEVICE_ORDER=PCI_BUS_ID SPOTRUN_GPU_SAMPLE_MS=1000 \
+        "$SPOTRUN" run --run-id util --max-restarts 0 -- sh -c '
+        end=$(($(date +%s) + 15))
+        while [ "$(date +%s)" -lt "$end" ]; do "$1" --steps 200000 --save-every 0 >/dev/null || exit 1; done' \
+        sh "$MLP" >run.log 2>&1
+    local rc=$?
+    kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
+    [ "$rc" = 0 ] || { cat run.log; return 1; }
+    "$SPOTRUN" show util --json >show.json && "$SPOTRUN" show util | grep "gpu busy" &&
+    "$PY" - show.json smi.txt <<'PY'
+import json, sys
+g = json.load(open(sys.argv[1]))["attempt_list"][0]["gpu_utilization"]
+smi = [float(l) for l in open(sys.argv[2]) if l.strip().replace(".", "", 1).isdigit()]
+assert g and g["samples"] >= 5 and g["devices"] == 1, f"spotrun recorded {g}"
+assert len(smi) >= 5, f"nvidia-smi gave {len(smi)} samples"
+ours, theirs = g["util_mean"], sum(smi) / len(smi)
+print(f"spotrun util_mean {ours:.1f} % over {g['samples']} samples (p50 {g['util_p50']}, "
+      f"p95 {g['util_p95']}, idle {g['idle_share']:.2f}); nvidia-smi {theirs:.1f} % over {len(smi)}")
+assert abs(ours - theirs) <= 25, "more than 25 points apart"
+PY
+}
 t_torch() {
     LD_PRELOAD=$SHIM SPOTRUN_GPU_DIR=$WORK/gpu "$PY" -c "
 import torch
@@ -93,6 +125,8 @@ check "runtime -> driver counted once" "1 cudaMalloc = 1 alloc" t_once
 check "--gpu-mem-limit: OOM + MemGetInfo total" "limit 100 MiB" t_limit
 check "threads: exact counts" "8 x 2000 pairs" t_threads
 check "CUDA example: preempt + resume bit-exact" "examples/cuda/mlp, spotrun_register" t_mlp
+check "GPU utilization vs nvidia-smi" "NVML 1 s samples, means within 25 points" t_util
+util=$(grep "^spotrun util_mean" "$WORK/last.log")
 if "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     rm -rf "$WORK/gpu"; mkdir "$WORK/gpu"
     check "PyTorch on GPU: allocation counted" "torch.empty(256 MiB, cuda)" t_torch
@@ -109,4 +143,5 @@ echo "| --- | --- | --- |"
 printf '%s\n' "${results[@]}"
 echo
 echo "bench-preload (fake runtime, threads / no shim ns / shim ns / overhead ns): ${bench:-n/a}"
+echo "GPU utilization: ${util:-n/a}"
 [ "$failed" -eq 0 ]

@@ -24,6 +24,7 @@
 #include "history.h"
 #include "interval.h"
 #include "log.h"
+#include "gpu_sampler.h"
 #include "metrics.h"
 #include "nodes.h"
 #include "run_limits.h"
@@ -219,6 +220,13 @@ static int settings(const struct run_opts *o, char **cmd, struct run_ctx *r)
                 "spotrun run: invalid value \"%s\" for --signal (e.g. SIGUSR1, USR2, "
                 "SIGRTMIN+2, 12)\n",
                 o->signal);
+        return SR_EX_USAGE;
+    }
+    if (sr_gpu_sample_ms_env(&c->gpu_sample_ms) < 0) {
+        fprintf(stderr,
+                "spotrun run: invalid SPOTRUN_GPU_SAMPLE_MS=\"%s\" (milliseconds between GPU "
+                "utilization samples, %d to %d; 0 turns sampling off)\n",
+                getenv("SPOTRUN_GPU_SAMPLE_MS"), SR_GPU_SAMPLE_MS_MIN, SR_GPU_SAMPLE_MS_MAX);
         return SR_EX_USAGE;
     }
     return nodes(o, r);

@@ -285,7 +285,28 @@ static int start_attempt(struct sup *s)
     if (c->every_auto.on)
         emit(s, "interval", sr_every_event(&s->every));
     s->next_every = s->every_ms ? now() + s->every_ms : 0;
+    sr_gpu_sampler_begin(s->gpu_sampler);
+    s->gpu_samples_said = 0;
+    s->next_gpu_event = s->gpu_sampler ? now() + SR_GPU_EVENT_EVERY * c->gpu_sample_ms : 0;
     return 0;
+}
+
+/* The attempt's GPU utilization so far, as a "gpu" event, when anything
+ * new was sampled; at the job's end (end) the sampling of the attempt
+ * stops. A periodic one is flushed: a wrapper that vanishes keeps it. */
+static void gpu_event(struct sup *s, int end)
+{
+    struct sr_gpu_summary g;
+    if (end)
+        sr_gpu_sampler_end(s->gpu_sampler, &g);
+    else
+        sr_gpu_sampler_peek(s->gpu_sampler, &g);
+    if (!g.samples || g.samples == s->gpu_samples_said)
+        return;
+    s->gpu_samples_said = g.samples;
+    emit(s, "gpu", sr_gpu_summary_json(&g));
+    if (!end)
+        sr_events_flush(s->ev);
 }
 
 /* ---- commits ------------------------------------------------------------- */
@@ -463,6 +484,7 @@ static void child_exited(struct sup *s, int status)
     s->stalling = 0;
     kill(-pgid, SIGKILL);                     /* leftovers of the job's process group */
     sr_proctree_signal(getpid(), SIGKILL, 0); /* and any daemon it left below us */
+    gpu_event(s, 1);
     const int oom = oom_killed(s, status);
     json_t *ex =
         WIFEXITED(status)
@@ -756,6 +778,10 @@ static void on_timers(struct sup *s)
     }
     if (s->phase == PREEMPTING)
         preempt_tick(s);
+    if (s->child && s->next_gpu_event && t >= s->next_gpu_event) {
+        gpu_event(s, 0);
+        s->next_gpu_event = t + SR_GPU_EVENT_EVERY * c->gpu_sample_ms;
+    }
     sup_watchdog_tick(s);
     /* Between attempts (BACKOFF) the run's time goes on; the attempt's has ended. */
     struct sr_limit_hit hit;
@@ -790,6 +816,8 @@ static int64_t next_wakeup(const struct sup *s)
         if (s->conns[i].fd >= 0)
             EARLIER(s->conns[i].since + SR_CTL_REQUEST_TIMEOUT_MS);
     EARLIER(sup_watchdog_wakeup(s));
+    if (s->child)
+        EARLIER(s->next_gpu_event);
 #undef EARLIER
     /* Draining is polled: the checkpointer's results wake us anyway. */
     return w;
@@ -1037,6 +1065,9 @@ int sr_supervise(const struct sr_supervise_config *cfg)
     if (rc < 0)
         sr_warn("cannot watch for cloud notices: %s", sr_strerror(rc));
     sup_watchdog_init(&s);
+    if ((rc = sr_gpu_sampler_start(cfg->gpu_sample_ms, getenv("CUDA_VISIBLE_DEVICES"),
+                                   &s.gpu_sampler)) < 0)
+        sr_debug("GPU utilization is not sampled: %s", sr_strerror(rc));
     if (cfg->nodes > 1) {
         const struct sr_peers_config pc = {
             .st = cfg->st,
@@ -1072,6 +1103,7 @@ int sr_supervise(const struct sr_supervise_config *cfg)
         code = sup_node_finished(&s);
     finish(&s, code);
     reap_leftovers();
+    sr_gpu_sampler_stop(s.gpu_sampler); /* before the caller stops observing events */
     sr_keeper_stop(s.keeper);
     sr_notice_stop(s.nw);
     sr_peers_stop(s.peers);

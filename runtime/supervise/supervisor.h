@@ -45,6 +45,7 @@ struct sr_supervise_config {
     int signo;                      /* checkpoint-request signal */
     int threads, level;             /* codec */
     uint64_t gpu_mem_limit;         /* --gpu-mem-limit per process per device, 0 = none */
+    int64_t gpu_sample_ms;          /* GPU utilization sample period (gpu_sampler.h), 0 = off */
     struct sr_notice_config notice; /* cloud metadata watcher (--notice) */
     /* The run's lease, held by the caller (NULL = no lease): renewed while
      * the job runs and before each commit point; losing it to another

@@ -20,6 +20,7 @@
 #include "events.h"
 #include "every.h"
 #include "evidence.h"
+#include "gpu_sampler.h"
 #include "gpu_usage.h"
 #include "job_page.h"
 #include "keeper.h"
@@ -82,6 +83,11 @@ struct sup {
     uint64_t submitted, finished, drain_mark;
     struct sr_gpu_usage gpu; /* from the shim's pages in gpu_dir */
     char gpu_dir[4096];
+    /* GPU utilization (NVML, its own thread; NULL = off): the attempt's
+     * "gpu" event is written at next_gpu_event and when the job exits. */
+    struct sr_gpu_sampler *gpu_sampler;
+    int64_t next_gpu_event;
+    uint64_t gpu_samples_said; /* the samples the attempt's last "gpu" event counted */
 
     struct sr_notice *nw;         /* cloud metadata watcher, NULL = none */
     struct sr_notice_event cloud; /* the cloud notice being acted on (source "" = none) */

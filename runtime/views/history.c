@@ -126,6 +126,68 @@ static uint64_t bytes_of(const json_t *o, const char *k, uint64_t dflt)
     return (uint64_t)int_in(o, k, 0, BYTES_MAX, (int64_t)dflt);
 }
 
+/* A real in [lo, hi], else nan (so that one bad field rejects its event). */
+static double real_in(const json_t *o, const char *k, double lo, double hi)
+{
+    const json_t *v = json_object_get(o, k);
+    const double x = json_is_number(v) ? json_number_value(v) : NAN;
+    return x >= lo && x <= hi ? x : NAN;
+}
+
+#define GPU_SAMPLES_MAX 4000000000.0 /* a sample a millisecond for 46 days */
+#define GPU_DEVICES_MAX 64
+#define GPU_POWER_MAX_W 10000.0
+
+/* The "gpu" event: an attempt's utilization so far (the last one wins).
+ * Every number must be in range, or the event is ignored as a whole. */
+static void add_gpu(struct sr_hist_attempt *at, const json_t *ev)
+{
+    const double samples = real_in(ev, "samples", 1, GPU_SAMPLES_MAX);
+    const double devices = real_in(ev, "devices", 1, GPU_DEVICES_MAX);
+    const double mean = real_in(ev, "util_mean", 0, 100);
+    const double p50 = real_in(ev, "util_p50", 0, 100);
+    const double p95 = real_in(ev, "util_p95", 0, 100);
+    const double idle = real_in(ev, "idle_share", 0, 1);
+    const double mem = real_in(ev, "mem_used_max", 0, (double)BYTES_MAX);
+    const json_t *pw = json_object_get(ev, "power_mean_w");
+    const double power =
+        json_is_null(pw) || !pw ? 0 : real_in(ev, "power_mean_w", 0, GPU_POWER_MAX_W);
+    if (isnan(samples) || isnan(devices) || isnan(mean) || isnan(p50) || isnan(p95) ||
+        isnan(idle) || isnan(mem) || isnan(power) || p50 > p95 || samples != floor(samples) ||
+        devices != floor(devices))
+        return;
+    at->gpu_samples = (unsigned)samples;
+    at->gpu_devices = (unsigned)devices;
+    at->gpu_util_mean = mean;
+    at->gpu_util_p50 = p50;
+    at->gpu_util_p95 = p95;
+    at->gpu_idle_share = idle;
+    at->gpu_mem_used_max = (uint64_t)mem;
+    at->gpu_power_mean_w = power;
+}
+
+/* "gpu_live": the running wrapper's newest reading of each device. */
+static void add_gpu_live(struct sr_history *h, const json_t *ev, int64_t t)
+{
+    const json_t *arr = json_object_get(ev, "devices");
+    struct sr_hist_gpu_live l = {.at_ms = t};
+    for (size_t i = 0; i < json_array_size(arr) && l.n < SR_HIST_GPU_LIVE_MAX; i++) {
+        const json_t *d = json_array_get(arr, i);
+        const double gpu = real_in(d, "gpu", 0, GPU_DEVICES_MAX - 1);
+        const double util = real_in(d, "util", 0, 100);
+        const double mem = real_in(d, "mem_used", 0, (double)BYTES_MAX);
+        const double pw = real_in(d, "power_w", 0, GPU_POWER_MAX_W);
+        if (isnan(gpu) || isnan(util) || isnan(mem) || gpu != floor(gpu))
+            continue;
+        l.dev[l.n].gpu = (unsigned)gpu;
+        l.dev[l.n].util = util;
+        l.dev[l.n].mem_used = (uint64_t)mem;
+        l.dev[l.n].power_w = isnan(pw) ? -1 : pw;
+        l.n++;
+    }
+    h->gpu_live = l;
+}
+
 static void str_of(const json_t *o, const char *k, char *dst, size_t len)
 {
     const char *s = json_string_value(json_object_get(o, k));
@@ -330,6 +392,10 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
     const char *type = json_string_value(json_object_get(ev, "event"));
     const int64_t t = int_in(ev, "unix_ms", 0, SR_TIME_MAX_MS, -1);
     const int64_t a64 = int_in(ev, "attempt", 0, SR_ATTEMPT_MAX, -1);
+    if (type && t >= 0 && strcmp(type, "gpu_live") == 0) { /* no attempt: never logged */
+        add_gpu_live(h, ev, t);
+        return;
+    }
     if (!type || t < 0 || a64 < 0)
         return;
     const uint32_t a = (uint32_t)a64;
@@ -348,6 +414,7 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         at->gpu_bytes = bytes_of(ev, "gpu_bytes", 0);
 
     if (strcmp(type, "start") == 0) {
+        h->gpu_live.n = 0;
         at->start_ms = t;
         str_of(ev, "host", at->host, sizeof(at->host));
         str_of(ev, "cloud", at->cloud, sizeof(at->cloud));
@@ -388,7 +455,10 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
             at->notice_left_ms = n->left_ms;
             snprintf(at->notice_source, sizeof(at->notice_source), "%s", n->source);
         }
+    } else if (strcmp(type, "gpu") == 0) {
+        add_gpu(at, ev);
     } else if (strcmp(type, "exit") == 0) {
+        h->gpu_live.n = 0;
         at->has_exit = 1;
         at->exit_ms = t;
         at->exit_code = (int)int_in(ev, "code", INT32_MIN, INT32_MAX, 0);
@@ -629,6 +699,12 @@ static void derive_counts(struct sr_history *h)
             h->gpu_peak_bytes = a->gpu_peak_bytes;
         if (a->gpu_bytes)
             h->gpu_bytes = a->gpu_bytes;
+        if (a->gpu_samples) {
+            const double n = (double)a->gpu_samples, before = (double)h->gpu_samples;
+            h->gpu_util_mean = (h->gpu_util_mean * before + a->gpu_util_mean * n) / (before + n);
+            h->gpu_idle_share = (h->gpu_idle_share * before + a->gpu_idle_share * n) / (before + n);
+            h->gpu_samples += a->gpu_samples;
+        }
         if (!h->first_ms || (a->first_ms && a->first_ms < h->first_ms))
             h->first_ms = a->first_ms;
         if (a->last_ms > h->last_ms)
@@ -697,6 +773,8 @@ void sr_hist_derive(struct sr_history *h)
     h->raw_bytes = h->stored_bytes = 0;
     h->last_durable_ms = 0;
     h->gpu_peak_bytes = h->gpu_bytes = 0;
+    h->gpu_samples = 0;
+    h->gpu_util_mean = h->gpu_idle_share = 0;
     derive_attempts(h);
     derive_counts(h);
     derive_ckpts(h);

@@ -101,6 +101,11 @@ struct sr_hist_attempt {
     int64_t notice_left_ms;
     char notice_source[64];
     uint64_t gpu_peak_bytes, gpu_bytes; /* 0 = unknown */
+    /* GPU utilization the wrapper sampled (NVML), from the attempt's last
+     * "gpu" event; gpu_samples 0 = nothing sampled. */
+    unsigned gpu_samples, gpu_devices;
+    double gpu_util_mean, gpu_util_p50, gpu_util_p95, gpu_idle_share, gpu_power_mean_w;
+    uint64_t gpu_mem_used_max;
     /* derived by sr_hist_derive() */
     enum sr_hist_end end;
     enum sr_hist_cause cause;
@@ -172,6 +177,11 @@ struct sr_hist_prices {
     double on_demand_per_hour; /* 0 = none */
 };
 
+/* The "show" hint "input-bound?" when the run's GPUs were idle (below 5 %
+ * utilization) at least this share of the sampled time. */
+#define SR_HIST_GPU_IDLE_HINT 0.30
+#define SR_HIST_GPU_LIVE_MAX 64 /* devices of a live reading */
+
 struct sr_history {
     struct sr_hist_attempt *att;
     size_t n_att, cap_att;
@@ -205,6 +215,22 @@ struct sr_history {
     uint64_t gpu_peak_bytes, gpu_bytes;
     /* "stalled" events (--stall-timeout), every attempt's: sr_hist_stalls() */
     unsigned stalls;
+    /* GPU utilization over the attempts that sampled any (derived): means
+     * weighted by their samples; gpu_samples 0 = none sampled. */
+    uint64_t gpu_samples;
+    double gpu_util_mean, gpu_idle_share;
+    /* The newest live reading per device ("gpu_live", told by a running
+     * wrapper to its metrics file, never logged); n 0 = none, and cleared
+     * when an attempt starts or its job exits. */
+    struct sr_hist_gpu_live {
+        size_t n;
+        int64_t at_ms;
+        struct {
+            unsigned gpu;
+            double util, power_w; /* power_w < 0: unknown */
+            uint64_t mem_used;
+        } dev[SR_HIST_GPU_LIVE_MAX];
+    } gpu_live;
 };
 
 void sr_hist_init(struct sr_history *h);

@@ -137,6 +137,55 @@ static void counters(FILE *f, const char *run, const struct sr_history *h)
     sample(f, "spotrun_lost_work_seconds_total", run, NULL, NULL, (double)h->lost_ms / 1000.0);
 }
 
+/* name{run="...",gpu="N"} value */
+static void gpu_sample(FILE *f, const char *name, const char *run, unsigned gpu, double v)
+{
+    char idx[16];
+    snprintf(idx, sizeof(idx), "%u", gpu);
+    sample(f, name, run, "gpu", idx, v);
+}
+
+/* GPU utilization (NVML): each device's newest reading while the job runs,
+ * and the mean of the newest attempt that sampled any. */
+static void gpu_gauges(FILE *f, const char *run, const struct sr_history *h)
+{
+    const struct sr_hist_gpu_live *l = &h->gpu_live;
+    if (l->n && h->state == SR_STATE_RUNNING) {
+        family(f, "spotrun_gpu_utilization_percent", "gauge",
+               "Share of the last sample period a kernel ran on the GPU (NVML), per device.");
+        for (size_t i = 0; i < l->n; i++)
+            gpu_sample(f, "spotrun_gpu_utilization_percent", run, l->dev[i].gpu, l->dev[i].util);
+        family(f, "spotrun_gpu_memory_used_bytes", "gauge",
+               "GPU memory in use on the device, by every process (NVML), per device.");
+        for (size_t i = 0; i < l->n; i++)
+            gpu_sample(f, "spotrun_gpu_memory_used_bytes", run, l->dev[i].gpu,
+                       (double)l->dev[i].mem_used);
+        int power = 0;
+        for (size_t i = 0; i < l->n; i++)
+            power |= l->dev[i].power_w >= 0;
+        if (power)
+            family(f, "spotrun_gpu_power_watts", "gauge",
+                   "Power draw of the GPU (NVML), per device.");
+        for (size_t i = 0; power && i < l->n; i++)
+            if (l->dev[i].power_w >= 0)
+                gpu_sample(f, "spotrun_gpu_power_watts", run, l->dev[i].gpu, l->dev[i].power_w);
+    }
+    for (size_t i = h->n_att; i-- > 0;) {
+        const struct sr_hist_attempt *a = &h->att[i];
+        if (!a->gpu_samples)
+            continue;
+        family(f, "spotrun_gpu_attempt_utilization_mean_percent", "gauge",
+               "Mean GPU utilization of the newest attempt that sampled any, over its devices "
+               "(its last gpu event).");
+        sample(f, "spotrun_gpu_attempt_utilization_mean_percent", run, NULL, NULL,
+               a->gpu_util_mean);
+        family(f, "spotrun_gpu_attempt_idle_ratio", "gauge",
+               "Share of that attempt's samples under 5 % utilization.");
+        sample(f, "spotrun_gpu_attempt_idle_ratio", run, NULL, NULL, a->gpu_idle_share);
+        break;
+    }
+}
+
 /* The job's own metrics (`spotrun metric`): newest value, its step, best. */
 static void job_metrics(FILE *f, const char *run, const struct sr_history *h)
 {
@@ -186,6 +235,7 @@ void sr_metrics_render(FILE *f, const char *run, const struct sr_history *h, int
                "Peak GPU memory of the job (from the shim).");
         sample(f, "spotrun_gpu_memory_peak_bytes", run, NULL, NULL, (double)h->gpu_peak_bytes);
     }
+    gpu_gauges(f, run, h);
     job_metrics(f, run, h);
     histogram(f, "spotrun_checkpoint_stage_seconds",
               "Time to stage a checkpoint (pack and compress; the job waits for it).", run, h, 0);

@@ -199,6 +199,10 @@ void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_
         sr_format_size(h->gpu_peak_bytes, peak, sizeof(peak));
         fprintf(f, "gpu memory:  peak %s\n", peak);
     }
+    if (h->gpu_samples) /* rounded as a person reads it; --json has the numbers */
+        fprintf(f, "gpu busy:    %.0f %% (idle %.0f %% of the time%s)\n", h->gpu_util_mean,
+                100.0 * h->gpu_idle_share,
+                h->gpu_idle_share >= SR_HIST_GPU_IDLE_HINT ? ": input-bound?" : "");
     double spot, od;
     sr_hist_cost(h, p, &spot, &od);
     char a[32], b[32], c[32], d[32];
@@ -271,6 +275,18 @@ static json_t *str_or_null(const char *s)
     return s && *s ? json_string(s) : json_null();
 }
 
+/* An attempt's GPU utilization (its last "gpu" event), null when none. */
+static json_t *attempt_gpu_json(const struct sr_hist_attempt *a)
+{
+    if (!a->gpu_samples)
+        return json_null();
+    return json_pack("{s:i,s:i,s:f,s:f,s:f,s:f,s:I,s:o}", "samples", (int)a->gpu_samples, "devices",
+                     (int)a->gpu_devices, "util_mean", a->gpu_util_mean, "util_p50",
+                     a->gpu_util_p50, "util_p95", a->gpu_util_p95, "idle_share", a->gpu_idle_share,
+                     "mem_used_max", (json_int_t)a->gpu_mem_used_max, "power_mean_w",
+                     a->gpu_power_mean_w > 0 ? json_real(a->gpu_power_mean_w) : json_null());
+}
+
 json_t *sr_summary_attempts_json(const struct sr_history *h)
 {
     json_t *arr = json_array();
@@ -305,6 +321,7 @@ json_t *sr_summary_attempts_json(const struct sr_history *h)
         json_object_set_new(o, "gpu_peak_bytes",
                             a->gpu_peak_bytes ? json_integer((json_int_t)a->gpu_peak_bytes)
                                               : json_null());
+        json_object_set_new(o, "gpu_utilization", attempt_gpu_json(a));
         json_array_append_new(arr, o);
     }
     return arr;
@@ -426,6 +443,12 @@ json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices 
     json_object_set_new(o, "gpu_peak_bytes",
                         h->gpu_peak_bytes ? json_integer((json_int_t)h->gpu_peak_bytes)
                                           : json_null());
+    json_object_set_new(
+        o, "gpu_utilization",
+        h->gpu_samples ? json_pack("{s:I,s:f,s:f,s:b}", "samples", (json_int_t)h->gpu_samples,
+                                   "util_mean", h->gpu_util_mean, "idle_share", h->gpu_idle_share,
+                                   "input_bound", h->gpu_idle_share >= SR_HIST_GPU_IDLE_HINT)
+                       : json_null());
     json_object_set_new(o, "checkpoint_interval", interval_json(&h->interval));
     char first[32], last[32];
     sr_format_iso_ms(h->first_ms, first, sizeof(first));

@@ -162,6 +162,17 @@ void sr_events_emit(struct sr_events *ev, const char *type, json_t *fields)
     free(line);
 }
 
+void sr_events_tell(const char *type, json_t *fields)
+{
+    json_t *obj = json_pack("{s:s,s:I}", "event", type, "unix_ms", (json_int_t)sr_wall_ms());
+    if (obj && fields)
+        json_object_update(obj, fields);
+    json_decref(fields);
+    if (obj && observer)
+        observer(observer_ctx, obj);
+    json_decref(obj);
+}
+
 int sr_events_flush(struct sr_events *ev)
 {
     if (!ev)

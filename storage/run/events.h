@@ -54,5 +54,9 @@ void sr_events_close(struct sr_events *ev);
  * after it returns; it must be thread-safe. */
 typedef void (*sr_events_observer)(void *ctx, const json_t *event);
 void sr_events_observe(sr_events_observer fn, void *ctx);
+/* A passing reading for the observer only, never written to a log (the
+ * live GPU gauges of the metrics file): {"event": type, "unix_ms": now}
+ * and fields (taken), no attempt. Any thread. */
+void sr_events_tell(const char *type, json_t *fields);
 
 #endif
