@@ -21,6 +21,7 @@
 void sr_hist_init(struct sr_history *h)
 {
     memset(h, 0, sizeof(*h));
+    h->labels_attempt = -1;
 }
 
 void sr_hist_free(struct sr_history *h)
@@ -423,6 +424,11 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         at->nodes = (uint32_t)int_in(ev, "nodes", 1, 4096, 1);
         at->max_cost = num_in(ev, "max_cost");
         at->price_per_hour = num_in(ev, "price_per_hour");
+        const json_t *lab = json_object_get(ev, "labels");
+        if (json_is_object(lab) && (int64_t)a >= h->labels_attempt) {
+            sr_labels_from_json(&h->labels, lab);
+            h->labels_attempt = a;
+        }
         if (json_is_true(json_object_get(ev, "resumed"))) {
             at->resumed = 1;
             at->resumed_seq = int_of(ev, "seq", at->resumed_seq);

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "labels.h"
 #include "store.h"
 
 /* Latest event time believed (9999-12-31T23:59:59.999Z, in ms): an event
@@ -195,6 +196,10 @@ struct sr_history {
     unsigned requests;
     struct sr_hist_interval interval;
     int done_marker; /* DONE exists in the store */
+    /* The run's labels: those of the newest attempt whose "start" event
+     * carries any (labels.h; invalid entries dropped). */
+    struct sr_labels labels;
+    int64_t labels_attempt; /* -1 = none seen */
     int last_gone;   /* the last attempt's wrapper is known gone (sr_hist_last_is_gone) */
 
     /* derived by sr_hist_derive() */
