@@ -50,16 +50,73 @@ printf '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\n' >"$CON
 base=localhost/spotrun-test-debian12:base
 image=localhost/spotrun-test:latest
 
+# The shell job of step 5 (and of the chroot): sums 1..300, one step per
+# 50 ms; commits its state when asked (spotrun commit from its own trap).
+job='s=0; i=0
+if [ -f "$SPOTRUN_CKPT_DIR/state" ]; then read i s <"$SPOTRUN_CKPT_DIR/state"; echo "resumed at $i"; fi
+trap "echo \$i \$s >\"\$SPOTRUN_CKPT_DIR/state\"; spotrun commit --step \$i" USR1
+while [ $i -lt 300 ]; do i=$((i + 1)); s=$((s + i)); sleep 0.05; done
+echo "sum $s"'
+
+# Where podman cannot run a container: the clean-machine install test alone,
+# in a chroot. A Debian 12 minbase root filesystem (no compiler, no -dev
+# package) gets the .deb of this checkout by `apt-get install`, then a job
+# in it goes through a checkpoint, a SIGTERM (exit 75) and a resume.
+# CONTAINER_TEST_CHROOT=1 takes this path even where podman runs.
+chroot_test() { # REASON
+    say "podman cannot run a container here ($1); the install test runs in a chroot instead"
+    local b=$work/build-deb rootfs=$work/chroot
+    cmake -S "$root" -B "$b" -DCMAKE_BUILD_TYPE=Release -DSPOTRUN_TESTS=OFF >"$work/deb.log" 2>&1 &&
+        cmake --build "$b" -j"$(nproc)" >>"$work/deb.log" 2>&1 &&
+        (cd "$b" && rm -f spotrun_*.deb && cpack -G DEB >>"$work/deb.log" 2>&1) ||
+        fail "building the .deb (log: $work/deb.log)"
+    local deb
+    deb=$(ls "$b"/spotrun_*.deb)
+    umount "$rootfs/proc" 2>/dev/null || true
+    rm -rf "$rootfs"
+    mmdebstrap --variant=minbase --customize-hook="copy-in $deb /tmp" \
+        --customize-hook='chroot "$1" apt-get install -y --no-install-recommends /tmp/'"$(basename "$deb")" \
+        bookworm "$rootfs" "$mirror" >"$work/chroot.log" 2>&1 ||
+        skip "mmdebstrap with the .deb failed (see $work/chroot.log)"
+    grep -q "Setting up spotrun" "$work/chroot.log" || fail "apt-get did not install the .deb (see $work/chroot.log)"
+    ! chroot "$rootfs" sh -c 'command -v cc || command -v gcc || ls /usr/include/curl' >/dev/null 2>&1 ||
+        fail "the chroot holds a compiler or -dev headers: the install test proves nothing"
+    mount -t proc proc "$rootfs/proc" || skip "cannot mount /proc in the chroot"
+    trap 'umount "$rootfs/proc" 2>/dev/null || true' EXIT
+    mkdir -p "$rootfs/store"
+    chroot "$rootfs" env -i PATH=/usr/bin:/bin SPOTRUN_STORE=/store SPOTRUN_RUN_ID=ctr \
+        spotrun run -- sh -c "$job" >"$work/chroot1.log" 2>&1 &
+    local pid=$! code=0 i
+    for i in $(seq 100); do grep -q "started sh" "$work/chroot1.log" && break; sleep 0.1; done
+    sleep 3
+    kill -TERM "$pid"
+    wait "$pid" || code=$?
+    cat "$work/chroot1.log"
+    [ "$code" = 75 ] || fail "chroot: spotrun exited $code after SIGTERM, not 75"
+    grep -q "checkpoint 1 durable in file:///store" "$work/chroot1.log" || fail "chroot: no durable checkpoint"
+    code=0
+    chroot "$rootfs" env -i PATH=/usr/bin:/bin SPOTRUN_STORE=/store SPOTRUN_RUN_ID=ctr \
+        spotrun run -- sh -c "$job" >"$work/chroot2.log" 2>&1 || code=$?
+    cat "$work/chroot2.log"
+    [ "$code" = 0 ] || fail "chroot: the resumed run exited $code"
+    grep -q "^resumed at [1-9]" "$work/chroot2.log" || fail "chroot: the rerun did not resume"
+    grep -q "^sum 45150$" "$work/chroot2.log" || fail "chroot: the resumed sum is not 1+...+300 = 45150"
+    umount "$rootfs/proc"
+    say "ok (chroot): installed from the .deb with apt-get into a Debian 12 root filesystem without build tools; stopped (75), resumed, exact"
+    exit 0
+}
+
 # 1. the base image
 if ! podman image exists "$base"; then
     say "building a Debian 12 root filesystem (mmdebstrap, $mirror)"
     mmdebstrap --variant=minbase bookworm "$work/rootfs.tar" "$mirror" >"$work/mmdebstrap.log" 2>&1 ||
         skip "mmdebstrap could not build a root filesystem (see $work/mmdebstrap.log)"
-    podman import "$work/rootfs.tar" "$base" >/dev/null || skip "podman import failed"
+    podman import "$work/rootfs.tar" "$base" >/dev/null || chroot_test "podman import failed"
     rm -f "$work/rootfs.tar"
 fi
 podman run --rm --network host "$base" true >"$work/probe.log" 2>&1 ||
-    skip "podman cannot run a container here: $(tail -n1 "$work/probe.log")"
+    chroot_test "podman run: $(tail -n1 "$work/probe.log")"
+[ "${CONTAINER_TEST_CHROOT:-0}" = 0 ] || chroot_test "CONTAINER_TEST_CHROOT=1"
 torchbase=localhost/spotrun-test-torch:base
 if ! podman image exists "$torchbase"; then
     say "the user's PyTorch image: $base + python3-torch"
@@ -166,13 +223,7 @@ else
     say "the S3 case is skipped: the S3 test server is not installed (cd tests/s3 && npm ci)"
 fi
 
-# 5. a shell job: sums 1..300, one step per 50 ms; commits its state when
-# asked (spotrun commit from the job's own trap).
-job='s=0; i=0
-if [ -f "$SPOTRUN_CKPT_DIR/state" ]; then read i s <"$SPOTRUN_CKPT_DIR/state"; echo "resumed at $i"; fi
-trap "echo \$i \$s >\"\$SPOTRUN_CKPT_DIR/state\"; spotrun commit --step \$i" USR1
-while [ $i -lt 300 ]; do i=$((i + 1)); s=$((s + i)); sleep 0.05; done
-echo "sum $s"'
+# 5. the shell job
 run() { # NAME: the job in a new container, detached
     podman rm -f "$1" >/dev/null 2>&1 || true
     podman run -d --name "$1" --network host -e SPOTRUN_STORE=/store -e SPOTRUN_RUN_ID=ctr \

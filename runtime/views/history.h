@@ -200,7 +200,7 @@ struct sr_history {
      * carries any (labels.h; invalid entries dropped). */
     struct sr_labels labels;
     int64_t labels_attempt; /* -1 = none seen */
-    int last_gone;   /* the last attempt's wrapper is known gone (sr_hist_last_is_gone) */
+    int last_gone;          /* the last attempt's wrapper is known gone (sr_hist_last_is_gone) */
 
     /* derived by sr_hist_derive() */
     enum sr_hist_state state;

@@ -11,7 +11,7 @@
 #define VALUE_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 
 /* What `stats --by` groups by without a label (docs/cost.md). */
-static const char *const reserved[] = {"instance_type", "zone", "cloud", "host", "day",
+static const char *const reserved[] = {"instance_type", "zone",  "cloud", "host", "day",
                                        "week",          "month", "cause", "run",  "sweep"};
 
 static int word_ok(const char *w, const char *chars)
@@ -93,8 +93,7 @@ int sr_labels_add_list(struct sr_labels *l, const char *list, char *err, size_t 
             m--;
         if (m > 0) {
             char one[2 * SR_LABEL_MAX + 8];
-            snprintf(one, sizeof(one), "%.*s", (int)(m < sizeof(one) - 1 ? m : sizeof(one) - 1),
-                     p);
+            snprintf(one, sizeof(one), "%.*s", (int)(m < sizeof(one) - 1 ? m : sizeof(one) - 1), p);
             if (m >= sizeof(one) - 1) { /* too long to be a label: say so with its start */
                 snprintf(err, errlen, "bad label \"%.40s...\": longer than KEY=VALUE can be", p);
                 return -EINVAL;
@@ -161,8 +160,8 @@ void sr_labels_format(const struct sr_labels *l, char *buf, size_t len)
     if (len)
         buf[0] = '\0';
     for (size_t i = 0; i < l->n && off < len; i++) {
-        const int w = snprintf(buf + off, len - off, "%s%s=%s", i ? ", " : "", l->v[i].key,
-                               l->v[i].value);
+        const int w =
+            snprintf(buf + off, len - off, "%s%s=%s", i ? ", " : "", l->v[i].key, l->v[i].value);
         if (w < 0)
             break;
         off += (size_t)w;
