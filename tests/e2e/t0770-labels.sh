@@ -36,13 +36,14 @@ test_expect_success 'run --help lists --label with its environment twin' '
 '
 
 test_expect_success 'a bad label is a usage error (64) and nothing is started or written' '
+    export SPOTRUN_STORE=$TRASH/store2 &&
     expect_code 64 "$SPOTRUN" run --run-id bad --label Team=x -- touch started 2>err &&
     cat err && grep "spotrun run: bad label \"Team=x\": a key is" err &&
     expect_code 64 env SPOTRUN_LABELS="team=nlp,zone=x" "$SPOTRUN" run --run-id bad -- touch started 2>err &&
     cat err && grep "SPOTRUN_LABELS: bad label \"zone=x\"" err &&
     expect_code 64 "$SPOTRUN" run --run-id bad --label "team=a b" -- touch started 2>err &&
     grep "bad label" err &&
-    test ! -e started && test ! -e "$S/bad" && test ! -e "$SPOTRUN_WORK_DIR/bad"
+    test ! -e started && test ! -e "$SPOTRUN_STORE" && test ! -e "$SPOTRUN_WORK_DIR/bad"
 '
 
 test_expect_success 'ls --label filters: one label, two labels (all must match), none matching' '
