@@ -3,8 +3,9 @@
 # recorded in the start event, `show` and `ls --json` carry them, `ls
 # --label` filters on them, a bad label starts nothing, a sweep's labels go
 # to every trial's run, and labels read from a tampered store are checked
-# like the ones given.
+# like the ones given. Each node of a multi-node run records them too.
 . "$(dirname "$0")/lib.sh"
+. "$SRCDIR/tests/e2e/lib-multinode.sh"
 
 unset SPOTRUN_LABELS
 S=$SPOTRUN_STORE
@@ -28,6 +29,16 @@ test_expect_success 'a run without labels: no labels line, "labels": {} in show 
     "$SPOTRUN" show plain >show.out &&
     ! grep -q "^labels:" show.out &&
     test "$("$SPOTRUN" show plain --json | json "d[\"labels\"]")" = "{}"
+'
+
+test_expect_success 'a multi-node run: each node'"'"'s start event carries the labels' '
+    printf "#!/bin/sh\nexit 0\n" >nodejob.sh && chmod +x nodejob.sh &&
+    start_node mn 2 0 n0.log --label team=mn && p0=${pid[0]} &&
+    start_node mn 2 1 n1.log --label team=mn && p1=${pid[1]} &&
+    wait $p0 && wait $p1 &&
+    ls "$S"/mn/events/ &&
+    test "$(grep -l "\"event\":\"start\".*\"labels\":{\"team\":\"mn\"}" "$S"/mn/events/*.jsonl | wc -l)" = 2 &&
+    "$SPOTRUN" ls --label team=mn | awk "NR>1 {print \$1}" >mn && test "$(cat mn)" = mn
 '
 
 test_expect_success 'run --help lists --label with its environment twin' '
