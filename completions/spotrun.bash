@@ -60,6 +60,9 @@ _spotrun() {
         mapfile -t COMPREPLY < <(compgen -W "$(_spotrun_runs "$bin")" -- "$cur")
         return
         ;;
+    --label) # KEY=VALUE: the user's own words, never a file name
+        return
+        ;;
     esac
     if [ -z "$cmd" ]; then
         mapfile -t COMPREPLY < <(compgen -W "$(_spotrun_words "$bin") help version --version --help -v -q --store" -- "$cur")

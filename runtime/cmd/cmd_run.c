@@ -23,6 +23,7 @@
 #include "fsutil.h"
 #include "history.h"
 #include "interval.h"
+#include "labels.h"
 #include "log.h"
 #include "gpu_sampler.h"
 #include "metrics.h"
@@ -85,6 +86,8 @@ struct run_opts {
     int stall_auto;
     /* time limits and budgets (run_limits.h) */
     struct sr_run_limits_opts limits;
+    struct sr_optlist label; /* --label, after SPOTRUN_LABELS (label_opts) */
+    struct sr_labels labels; /* what they say, checked before the run starts */
 };
 
 /* Not given: 3 restarts, none in a multi-node run (the engine restarts the
@@ -149,6 +152,7 @@ struct run_ctx {
     struct sr_supervise_result result;
     sigset_t start_mask;
     struct sr_run_limits limits; /* time limits and budgets (run_limits.h) */
+    json_t *labels;              /* the start events' "labels" (NULL: none) */
 };
 
 /* The steps below return -1 when the run goes on, else the exit code. */
@@ -825,6 +829,18 @@ static int refuse_failed_trial(const struct run_ctx *r)
     return end.exit_code > 0 && end.exit_code != SR_EX_TEMPFAIL ? end.exit_code : 1;
 }
 
+/* The run's labels: its sweep's, under its own (--label, SPOTRUN_LABELS);
+ * every start event records them. */
+static void run_labels(const struct run_opts *o, struct run_ctx *r)
+{
+    struct sr_labels all = {0};
+    if (r->trial >= 0)
+        sr_labels_from_json(&all, r->sweep.labels); /* entries that break the rules dropped */
+    sr_labels_merge(&all, &o->labels);
+    if (all.n)
+        r->c.labels = r->labels = sr_labels_to_json(&all);
+}
+
 /* The trial's end mark: done once the run is DONE, failed when the job kept
  * failing past --max-restarts. */
 static void mark_trial_end(const struct run_ctx *r, int code)
@@ -865,6 +881,8 @@ static int run_main(const struct run_opts *opts, char **cmd)
     if (rc < 0)
         return sr_fail(rc, "cannot open the store");
     code = sweep_trial(&o, &cmd, &r);
+    if (code == GO_ON)
+        run_labels(&o, &r);
     if (code == GO_ON) {
         r.c.argv = cmd;
         code = local_paths(&o, cmd, &r);
@@ -913,6 +931,7 @@ static int run_main(const struct run_opts *opts, char **cmd)
     sr_sweep_free(&r.sweep);
     sr_sweep_argv_free(r.trial_argv);
     sr_run_limits_free(&r.limits);
+    json_decref(r.labels);
     return code;
 }
 
@@ -947,6 +966,25 @@ static int every_opts(struct run_opts *o)
         fprintf(stderr, "spotrun run: --every-min must be at least 100ms, and --every-max at "
                         "least --every-min\n");
         return SR_EX_USAGE;
+    }
+    return GO_ON;
+}
+
+/* --label KEY=VALUE (repeatable) on top of SPOTRUN_LABELS, a comma list:
+ * checked before anything is opened; a flag replaces the same key. */
+static int label_opts(struct run_opts *o)
+{
+    /* The first value is the environment's own string when it gave one. */
+    const char *env = getenv("SPOTRUN_LABELS");
+    char err[256];
+    for (size_t i = 0; i < o->label.n; i++) {
+        const int from_env = i == 0 && env && o->label.v[0] == env;
+        const int rc = from_env ? sr_labels_add_list(&o->labels, env, err, sizeof(err))
+                                : sr_labels_add(&o->labels, o->label.v[i], err, sizeof(err));
+        if (rc < 0) {
+            fprintf(stderr, "spotrun run: %s%s\n", from_env ? "SPOTRUN_LABELS: " : "", err);
+            return SR_EX_USAGE;
+        }
     }
     return GO_ON;
 }
@@ -1080,6 +1118,9 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
          "run a trial of this sweep (spotrun sweep init); its command unless one is given"},
         {"trial", 0, twin("SPOTRUN_TRIAL"), SR_OPT_STR, &o.trial, "K",
          "the trial to run (default: the array index of Slurm, Kubernetes or AWS Batch)"},
+        {"label", 0, "SPOTRUN_LABELS", SR_OPT_MULTI, &o.label, "KEY=VALUE",
+         "label the run (repeatable; the environment's is a list: team=nlp,user=ana); "
+         "recorded with it, for ls --label and stats"},
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
     const int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
@@ -1109,7 +1150,7 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
         fprintf(stderr, "spotrun run: --lease-ttl must be at least 1s (or 0: no lease)\n");
         return SR_EX_USAGE;
     }
-    if (every_opts(&o) != GO_ON || stall_opts(&o) != GO_ON)
+    if (every_opts(&o) != GO_ON || stall_opts(&o) != GO_ON || label_opts(&o) != GO_ON)
         return SR_EX_USAGE;
     if (o.level > 19) {
         fprintf(stderr, "spotrun run: --level must be 1..19\n");

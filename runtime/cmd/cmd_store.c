@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "fsutil.h"
 #include "history.h"
+#include "labels.h"
 #include "keeper.h"
 #include "lease.h"
 #include "parts.h"
@@ -95,11 +96,14 @@ int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
      * most 2), else of the first two metrics each run reported. */
     int long_ls = 0;
     struct sr_optlist metric = {0};
+    struct sr_optlist label = {0};
     const struct sr_opt opts[] = {
         {"long", 'l', NULL, SR_OPT_FLAG, &long_ls, NULL,
          "add a METRICS column: the last value of the run's first two metrics"},
         {"metric", 0, NULL, SR_OPT_MULTI, &metric, "NAME",
          "with --long, show this metric (repeatable, at most 2; implies --long)"},
+        {"label", 0, NULL, SR_OPT_MULTI, &label, "KEY=VALUE",
+         "only the runs with this label (repeatable: all of them)"},
         SR_VIEW_OPTS(&vo),
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
@@ -112,6 +116,14 @@ int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
         return SR_EX_USAGE;
     }
     long_ls |= metric.n > 0;
+    struct sr_labels want = {0};
+    char err[256];
+    for (size_t i = 0; i < label.n; i++)
+        if (sr_labels_add(&want, label.v[i], err, sizeof(err)) < 0) {
+            fprintf(stderr, "spotrun ls: %s\n", err);
+            sr_store_close(ctx.st);
+            return SR_EX_USAGE;
+        }
     struct sr_store *st = ctx.st;
     struct sr_strlist runs = {0};
     json_t *jruns = vo.json ? json_array() : NULL;
@@ -132,6 +144,11 @@ int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
         const int hrc = sr_hist_load(st, runs.v[i], &h);
         if (hrc < 0)
             sr_warn("cannot read the event log of %s: %s", runs.v[i], sr_strerror(hrc));
+        if (!sr_labels_match(&h.labels, &want)) { /* a run without history has none */
+            sr_hist_free(&h);
+            sr_ckpt_list_free(&l);
+            continue;
+        }
         sr_hist_settle_last(st, runs.v[i], &h);
         sr_hist_count_checkpoints(&h, l.n);
         if (jruns) {
@@ -334,6 +351,11 @@ int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
     printf("run:         %s\nstore:       %s\nstate:       %s\nattempts:    %" PRIu32
            "\ncheckpoints: %zu\n",
            ops[0], sr_store_url(st), sr_hist_state_name(h.state), attempts, l.n);
+    if (h.labels.n) {
+        char labels[SR_LABELS_MAX * (2 * SR_LABEL_MAX + 3) + 1];
+        sr_labels_format(&h.labels, labels, sizeof(labels));
+        printf("labels:      %s\n", labels);
+    }
     print_lease(st, ops[0]);
     sr_summary_print(stdout, &h, &vo.prices);
     putchar('\n');

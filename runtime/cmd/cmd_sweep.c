@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "history.h"
 #include "keeper.h"
+#include "labels.h"
 #include "lease.h"
 #include "log.h"
 #include "prices.h"
@@ -40,6 +41,7 @@ struct init_opts {
     const char *seed;
     int add;
     double max_cost, price_per_hour;
+    struct sr_optlist label;
 };
 
 /* A sweep's budget needs a price per hour to count its trials' instance
@@ -71,6 +73,26 @@ static int budget_write(struct sr_store *st, const char *name, double max_cost, 
     return 0;
 }
 
+/* --label: the sweep's labels, part of its definition (part 0, written
+ * once): --add cannot change them, nor can `sweep set` (trials that ran
+ * keep the labels they started with; two sets in one sweep would split
+ * its cost). 0, or SR_EX_USAGE after saying why. */
+static int init_labels(const struct init_opts *o, struct sr_labels *out)
+{
+    char err[256];
+    for (size_t i = 0; i < o->label.n; i++)
+        if (sr_labels_add(out, o->label.v[i], err, sizeof(err)) < 0) {
+            fprintf(stderr, "spotrun sweep init: %s\n", err);
+            return SR_EX_USAGE;
+        }
+    if (o->label.n && o->add) {
+        fprintf(stderr, "spotrun sweep init: --label is given when the sweep is made, not with "
+                        "--add (its trials all carry the sweep's labels)\n");
+        return SR_EX_USAGE;
+    }
+    return 0;
+}
+
 static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct init_opts o = {0};
@@ -89,6 +111,9 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
          "ones checkpoint and stop (exit 124); change it with `sweep set`"},
         {"price-per-hour", 0, NULL, SR_OPT_PRICE, &o.price_per_hour, "PRICE",
          "what one trial's instance costs per hour, for --max-cost"},
+        {"label", 0, NULL, SR_OPT_MULTI, &o.label, "KEY=VALUE",
+         "label every trial's run (repeatable; a trial's own --label wins on the same key); "
+         "fixed when the sweep is made"},
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
     int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
@@ -121,9 +146,16 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
         sr_store_close(ctx.st);
         return SR_EX_USAGE;
     }
+    struct sr_labels labels = {0};
+    if (init_labels(&o, &labels)) {
+        sr_store_close(ctx.st);
+        return SR_EX_USAGE;
+    }
     struct sr_sweep def = {0};
     snprintf(def.name, sizeof(def.name), "%s", name);
     int rc = sr_sweep_generate(o.params.v, o.params.n, (unsigned)o.random, (uint64_t)seed, &def);
+    if (rc == 0 && labels.n)
+        def.labels = sr_labels_to_json(&labels);
     if (rc < 0) {
         fprintf(stderr, "spotrun sweep init: %s\n", sr_strerror(rc));
         sr_store_close(ctx.st);

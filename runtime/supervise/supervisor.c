@@ -266,6 +266,8 @@ static int start_attempt(struct sup *s)
     if (start && c->limits.max_cost > 0)
         json_object_set_new(start, "price_per_hour", /* of one instance */
                             json_real(c->limits.price_per_hour / (multi ? c->nodes : 1)));
+    if (start && json_object_size(c->labels)) /* the run's labels (cmd_run.c checked them) */
+        json_object_set_new(start, "labels", json_deep_copy(c->labels));
     if (start && argv)
         json_object_set_new(start, "argv", argv);
     else

@@ -13,6 +13,7 @@
 #ifndef SPOTRUN_SUPERVISOR_H
 #define SPOTRUN_SUPERVISOR_H
 
+#include <jansson.h>
 #include <signal.h>
 #include <stdint.h>
 
@@ -82,6 +83,7 @@ struct sr_supervise_config {
      * notice does (checkpoint, durable, stop) and exits 124. */
     struct sr_limits_config limits;
     const char *instance_type; /* recorded in the start event when known */
+    const json_t *labels;      /* {"team":"nlp"}: recorded in every start event; NULL = none */
 };
 
 struct sr_supervise_result {

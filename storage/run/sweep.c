@@ -52,7 +52,8 @@ void sr_sweep_free(struct sr_sweep *sw)
     json_decref(sw->command);
     json_decref(sw->trials);
     json_decref(sw->spec);
-    sw->params = sw->command = sw->trials = sw->spec = NULL;
+    json_decref(sw->labels);
+    sw->params = sw->command = sw->trials = sw->spec = sw->labels = NULL;
 }
 
 size_t sr_sweep_count(const struct sr_sweep *sw)
@@ -211,6 +212,7 @@ int sr_sweep_read(struct sr_store *st, const char *name, struct sr_sweep *out)
             out->params = json_incref(json_object_get(o, "params"));
             out->command = json_incref(json_object_get(o, "command"));
             out->spec = json_incref(json_object_get(o, "spec"));
+            out->labels = json_incref(json_object_get(o, "labels"));
             const json_t *id = json_object_get(o, "id");
             if (json_is_string(id) && json_string_length(id) < sizeof(out->id))
                 snprintf(out->id, sizeof(out->id), "%s", json_string_value(id));
@@ -283,6 +285,9 @@ static const char *differs(const struct sr_sweep *old, const struct sr_sweep *de
     json_decref(none);
     if (!same_cmd)
         return "command";
+    if (json_object_size(old->labels) != json_object_size(def->labels) ||
+        (json_object_size(def->labels) && !json_equal(old->labels, def->labels)))
+        return "labels";
     /* part 0's trials, all of them: a prefix of them is another sweep */
     if (old->first_part_trials != json_array_size(def->trials))
         return "trials";
@@ -447,6 +452,8 @@ int sr_sweep_create(struct sr_store *st, const struct sr_sweep *def)
             json_pack("{s:s,s:O,s:o,s:o,s:O}", "id", fresh.id, "params", def->params, "command",
                       def->command ? json_incref(def->command) : json_array(), "spec",
                       def->spec ? json_incref(def->spec) : json_object(), "trials", def->trials);
+        if (fields && json_object_size(def->labels))
+            json_object_set(fields, "labels", def->labels);
         rc = fields ? put_part(st, def->name, 0, fields) : -ENOMEM;
         json_decref(fields);
         if (rc != -EEXIST)

@@ -55,6 +55,10 @@ struct sr_sweep {
     unsigned parts;  /* definition objects read */
     size_t first_part_trials; /* trials of part 0 (the ones sweep init defined) */
     char id[33];              /* part 0's random id ("" in definitions made before ids) */
+    /* part 0's "labels" (sweep init --label): an object of label -> value
+     * as read, NULL = none; every trial's run gets them (labels.h checks
+     * them there). */
+    json_t *labels;
 };
 
 /* A sweep name: a run id of at most SR_SWEEP_NAME_MAX characters, not

@@ -46,6 +46,17 @@ test_expect_success 'bash: a command'"'"'s options come from its --help' '
     bash_complete spotrun sweep init --para >got && grep -x -- --param got
 '
 
+test_expect_success 'bash and zsh: --label for run, ls and sweep init; no file names after it' '
+    test "$(bash_complete spotrun run --lab)" = --label &&
+    test "$(bash_complete spotrun ls --lab)" = --label &&
+    test "$(bash_complete spotrun sweep init --lab)" = --label &&
+    test -z "$(bash_complete spotrun run --label "")" &&
+    test "$(zsh_complete spotrun run --lab)" = --label &&
+    test "$(zsh_complete spotrun ls --lab)" = --label &&
+    test "$(zsh_complete spotrun sweep init --lab)" = --label &&
+    test -z "$(zsh_complete spotrun run --label "")"
+'
+
 test_expect_success 'bash: run ids from a local store, none from S3, the job'"'"'s own command after --' '
     bash_complete spotrun show al >got && printf "alpha-1\nalpha-2\n" | diff - got &&
     bash_complete spotrun report "" >got && printf "alpha-1\nalpha-2\nbeta\n" | diff - got &&

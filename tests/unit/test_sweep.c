@@ -2,7 +2,8 @@
  * test_sweep.c - sweeps in the store (storage/run/sweep.h): grids in order,
  * random search reproducible from its seed, bad specs refused, placeholders,
  * trial run ids, create-only definitions (same = no-op, different = error),
- * --add numbering on, end marks and their one listing, hostile definitions.
+ * --add numbering on, labels with the definition, end marks and their one
+ * listing, hostile definitions.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -303,6 +304,42 @@ static void test_create_add(void **state)
     sr_sweep_free(&more);
 }
 
+/* sweep init --label: the labels are part 0's; read back as written;
+ * other labels (or none against some) are another definition; a sweep
+ * without them reads none. */
+static void test_labels(void **state)
+{
+    struct fixture *f = *state;
+    const char *specs[] = {"n=0..1"};
+    struct sr_sweep def, same, other, bare, got;
+    gen(&def, "lab", specs, 1, 0, 0);
+    def.labels = json_pack("{s:s,s:s}", "team", "nlp", "user", "ana");
+    assert_int_equal(sr_sweep_create(f->st, &def), 0);
+    assert_int_equal(sr_sweep_read(f->st, "lab", &got), 0);
+    assert_true(json_equal(got.labels, def.labels));
+    sr_sweep_free(&got);
+    gen(&same, "lab", specs, 1, 0, 0);
+    same.labels = json_pack("{s:s,s:s}", "user", "ana", "team", "nlp");
+    assert_int_equal(sr_sweep_create(f->st, &same), 1);
+    gen(&other, "lab", specs, 1, 0, 0);
+    other.labels = json_pack("{s:s}", "team", "cv");
+    assert_int_equal(sr_sweep_create(f->st, &other), -EEXIST);
+    assert_non_null(strstr(sr_strerror(-EEXIST), "labels"));
+    gen(&bare, "lab", specs, 1, 0, 0);
+    assert_int_equal(sr_sweep_create(f->st, &bare), -EEXIST);
+    /* none: no "labels" in the definition, none read */
+    sr_sweep_free(&bare);
+    gen(&bare, "nolab", specs, 1, 0, 0);
+    assert_int_equal(sr_sweep_create(f->st, &bare), 0);
+    assert_int_equal(sr_sweep_read(f->st, "nolab", &got), 0);
+    assert_null(got.labels);
+    sr_sweep_free(&got);
+    sr_sweep_free(&def);
+    sr_sweep_free(&same);
+    sr_sweep_free(&other);
+    sr_sweep_free(&bare);
+}
+
 static void test_end_marks(void **state)
 {
     struct fixture *f = *state;
@@ -483,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_expand),
         cmocka_unit_test(test_names),
         cmocka_unit_test_setup_teardown(test_create_add, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_labels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_end_marks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trial_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hostile_definitions, setup, teardown),
