@@ -1,6 +1,9 @@
 /*
- * instance.c - this instance's type from the metadata service (see
- * instance.h).
+ * instance.c - where this instance runs, from the metadata service (see
+ * instance.h): its type for `run --prices` (synchronous, at the start), and
+ * its placement for the notice watcher (on the watcher's placement thread,
+ * through the watcher's interruptible client). The requests and the checks
+ * of the answers are the same for both; only the transport differs.
  */
 #include "instance.h"
 
@@ -10,14 +13,30 @@
 #include <string.h>
 
 #include "log.h"
+#include "notice_int.h"
+#include "notice_parse.h"
 
-#define ANSWER_MAX 256
+/* Each request is bounded: 500 ms to connect, 1.5 s in all. */
+#define CONNECT_MS 500L
+#define TIMEOUT_MS 1500L
+/* Plain answers are a word; Azure's compute document a few KB. */
+#define ANSWER_MAX (32 * 1024)
 
 struct answer {
     char buf[ANSWER_MAX];
     size_t len;
     int too_big;
 };
+
+/* One GET or PUT: 0 and the body in a when the answer is 200, else
+ * -ENOENT (-ECANCELED: the watcher is stopping). */
+struct getter {
+    int (*get)(void *ctx, const char *method, const char *url, const char *header,
+               struct answer *a);
+    void *ctx;
+};
+
+/* ---- synchronous transport (sr_instance_type) ----------------------------- */
 
 static size_t on_data(char *p, size_t size, size_t n, void *ctx)
 {
@@ -33,20 +52,24 @@ static size_t on_data(char *p, size_t size, size_t n, void *ctx)
     return k;
 }
 
-/* One request; 0 and the body in a when the answer is 200. */
-static int request(const char *method, const char *url, const char *header, struct answer *a)
+static int easy_get(void *ctx, const char *method, const char *url, const char *header,
+                    struct answer *a)
 {
+    (void)ctx;
     CURL *c = curl_easy_init();
     if (!c)
         return -ENOMEM;
     struct curl_slist *h = header ? curl_slist_append(NULL, header) : NULL;
-    *a = (struct answer){.len = 0};
+    a->len = 0;
+    a->too_big = 0;
+    a->buf[0] = '\0';
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 500L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 1500L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_MS);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, TIMEOUT_MS);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
@@ -58,58 +81,106 @@ static int request(const char *method, const char *url, const char *header, stru
     return rc == CURLE_OK && status == 200 && !a->too_big ? 0 : -ENOENT;
 }
 
-/* An instance type's word: the answer trimmed, its last path component. */
-static int word_of(const struct answer *a, char *buf, size_t len)
+/* ---- the watcher's transport (sr_placement_fetch) ------------------------- */
+
+static int nw_get(void *ctx, const char *method, const char *url, const char *header,
+                  struct answer *a)
 {
-    size_t n = a->len;
-    while (n > 0 && (a->buf[n - 1] == '\n' || a->buf[n - 1] == '\r' || a->buf[n - 1] == ' '))
-        n--;
-    const char *w = a->buf;
-    for (size_t i = 0; i < n; i++)
-        if (a->buf[i] == '/')
-            w = a->buf + i + 1;
-    const size_t k = n - (size_t)(w - a->buf);
-    if (k == 0 || k > 63 || k >= len ||
-        strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:+-") < k)
-        return -ENOENT;
-    memcpy(buf, w, k);
-    buf[k] = '\0';
-    return 0;
+    struct sr_nw *w = ctx;
+    const char *const hdrs[] = {header, NULL};
+    struct sr_http r;
+    a->len = 0;
+    a->too_big = 0;
+    a->buf[0] = '\0';
+    const int rc = sr_nw_request(w, method, url, header ? hdrs : NULL, NULL, TIMEOUT_MS, &r);
+    if (rc == -ECANCELED)
+        return rc;
+    const int ok = rc == 0 && r.status == 200 && r.len < sizeof(a->buf);
+    if (ok && r.len) {
+        memcpy(a->buf, r.body, r.len);
+        a->buf[r.len] = '\0';
+        a->len = r.len;
+    }
+    sr_http_free(&r);
+    return ok ? 0 : -ENOENT;
 }
 
-static int from_aws(const char *base, char *buf, size_t len)
+/* ---- the services ---------------------------------------------------------- */
+
+/* GET base+path as a word into buf (left as it was when there is none). */
+static int get_word(const struct getter *g, const char *base, const char *path, const char *header,
+                    char *buf, size_t len)
+{
+    char url[2200];
+    struct answer a;
+    snprintf(url, sizeof(url), "%s%s", base, path);
+    const int rc = g->get(g->ctx, "GET", url, header, &a);
+    if (rc < 0)
+        return rc;
+    return sr_metadata_word(a.buf, a.len, buf, len) < 0 ? -ENOENT : 0;
+}
+
+static int from_aws(const struct getter *g, const char *base, int all, struct sr_placement *p)
 {
     char url[2100], hdr[600];
     struct answer a;
     snprintf(url, sizeof(url), "%s/latest/api/token", base);
-    int rc = request("PUT", url, "X-aws-ec2-metadata-token-ttl-seconds: 60", &a);
+    int rc = g->get(g->ctx, "PUT", url, "X-aws-ec2-metadata-token-ttl-seconds: 60", &a);
+    if (rc == -ECANCELED)
+        return rc;
     if (rc == 0 && a.len < 512)
         snprintf(hdr, sizeof(hdr), "X-aws-ec2-metadata-token: %.*s", (int)strcspn(a.buf, "\r\n"),
                  a.buf);
     else
         hdr[0] = '\0'; /* IMDSv1, where the instance still allows it */
-    snprintf(url, sizeof(url), "%s/latest/meta-data/instance-type", base);
-    rc = request("GET", url, hdr[0] ? hdr : NULL, &a);
-    return rc == 0 ? word_of(&a, buf, len) : rc;
+    const char *h = hdr[0] ? hdr : NULL;
+    rc = get_word(g, base, "/latest/meta-data/instance-type", h, p->instance_type,
+                  sizeof(p->instance_type));
+    if (!all || rc == -ECANCELED)
+        return rc;
+    rc = get_word(g, base, "/latest/meta-data/placement/availability-zone", h, p->zone,
+                  sizeof(p->zone));
+    if (rc != -ECANCELED)
+        rc = get_word(g, base, "/latest/meta-data/placement/region", h, p->region,
+                      sizeof(p->region));
+    return rc;
 }
 
-static int from_gcp(const char *base, char *buf, size_t len)
+static int from_gcp(const struct getter *g, const char *base, int all, struct sr_placement *p)
 {
-    char url[2100];
-    struct answer a;
-    snprintf(url, sizeof(url), "%s/computeMetadata/v1/instance/machine-type", base);
-    const int rc = request("GET", url, "Metadata-Flavor: Google", &a);
-    return rc == 0 ? word_of(&a, buf, len) : rc;
+    const char *h = "Metadata-Flavor: Google";
+    int rc = get_word(g, base, "/computeMetadata/v1/instance/machine-type", h, p->instance_type,
+                      sizeof(p->instance_type));
+    if (!all || rc == -ECANCELED)
+        return rc;
+    rc = get_word(g, base, "/computeMetadata/v1/instance/zone", h, p->zone, sizeof(p->zone));
+    if (rc == 0 && sr_gcp_region_of(p->zone, p->region, sizeof(p->region)) < 0)
+        p->region[0] = '\0';
+    return rc;
 }
 
-static int from_azure(const char *base, char *buf, size_t len)
+static int from_azure(const struct getter *g, const char *base, int all, struct sr_placement *p)
 {
-    char url[2100];
+    const char *h = "Metadata: true";
+    if (!all)
+        return get_word(g, base,
+                        "/metadata/instance/compute/vmSize?api-version=2021-02-01&format=text", h,
+                        p->instance_type, sizeof(p->instance_type));
+    char url[2200];
     struct answer a;
-    snprintf(url, sizeof(url),
-             "%s/metadata/instance/compute/vmSize?api-version=2021-02-01&format=text", base);
-    const int rc = request("GET", url, "Metadata: true", &a);
-    return rc == 0 ? word_of(&a, buf, len) : rc;
+    snprintf(url, sizeof(url), "%s/metadata/instance/compute?api-version=2021-02-01", base);
+    const int rc = g->get(g->ctx, "GET", url, h, &a);
+    if (rc < 0)
+        return rc;
+    return sr_azure_parse_compute(a.buf, a.len, p) < 0 ? -ENOENT : 0;
+}
+
+static int (*const from[])(const struct getter *, const char *, int, struct sr_placement *) = {
+    [SR_CLOUD_AWS] = from_aws, [SR_CLOUD_GCP] = from_gcp, [SR_CLOUD_AZURE] = from_azure};
+
+static int known(const struct sr_placement *p)
+{
+    return p->instance_type[0] || p->zone[0] || p->region[0];
 }
 
 /* "http://host:port/" and "http://host:port" are the same base. */
@@ -126,8 +197,8 @@ int sr_instance_type(const struct sr_notice_config *cfg, char *buf, size_t len)
         return -ENOENT;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return -ENOMEM;
+    const struct getter g = {easy_get, NULL};
     const char *urls[3] = {cfg->aws_url, cfg->gcp_url, cfg->azure_url};
-    int (*const from[3])(const char *, char *, size_t) = {from_aws, from_gcp, from_azure};
     const enum sr_cloud clouds[3] = {SR_CLOUD_AWS, SR_CLOUD_GCP, SR_CLOUD_AZURE};
     const int given = (urls[0] && *urls[0]) || (urls[1] && *urls[1]) || (urls[2] && *urls[2]);
     for (int i = 0; i < 3; i++) {
@@ -135,11 +206,34 @@ int sr_instance_type(const struct sr_notice_config *cfg, char *buf, size_t len)
             continue;
         char base[2048];
         base_of(urls[i], base, sizeof(base));
-        if (from[i](base, buf, len) == 0) {
+        struct sr_placement p = {.cloud = ""};
+        if (from[clouds[i]](&g, base, 0, &p) == 0 && p.instance_type[0] &&
+            strlen(p.instance_type) < len) {
+            snprintf(buf, len, "%s", p.instance_type);
             sr_debug("instance type %s (from the %s metadata service)", buf,
                      sr_cloud_name(clouds[i]));
             return 0;
         }
     }
     return -ENOENT;
+}
+
+int sr_placement_fetch(struct sr_nw *w, enum sr_cloud cloud, struct sr_placement *out)
+{
+    *out = (struct sr_placement){.cloud = ""};
+    if (cloud != SR_CLOUD_AWS && cloud != SR_CLOUD_GCP && cloud != SR_CLOUD_AZURE)
+        return -ENOENT;
+    const char *base = cloud == SR_CLOUD_AWS   ? w->n->aws_url
+                       : cloud == SR_CLOUD_GCP ? w->n->gcp_url
+                                               : w->n->azure_url;
+    const struct getter g = {nw_get, w};
+    const int rc = from[cloud](&g, base, 1, out);
+    if (rc == -ECANCELED)
+        return rc;
+    if (!known(out)) {
+        *out = (struct sr_placement){.cloud = ""};
+        return -ENOENT;
+    }
+    snprintf(out->cloud, sizeof(out->cloud), "%s", sr_cloud_name(cloud));
+    return 0;
 }

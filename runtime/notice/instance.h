@@ -1,16 +1,23 @@
 /*
- * instance.h - this instance's type, from the cloud's metadata service
- * (for `run --prices`: docs/runtime.md, "Time limits and budgets").
+ * instance.h - where this instance runs, from the cloud's metadata service:
+ * its type for `run --prices` (docs/runtime.md, "Time limits and budgets"),
+ * and, on the notice watcher's placement thread, its type, zone and region
+ * (sr_notice_placement(), notice.h; the "placement" event, docs/events.md).
  *
- *   AWS    IMDSv2 token, then GET /latest/meta-data/instance-type
- *   GCP    GET /computeMetadata/v1/instance/machine-type (its last path
- *          component: projects/N/machineTypes/a2-highgpu-1g)
+ *   AWS    IMDSv2 token, then GET /latest/meta-data/instance-type,
+ *          .../placement/availability-zone and .../placement/region
+ *   GCP    GET /computeMetadata/v1/instance/machine-type and .../zone, full
+ *          resource paths (projects/N/zones/us-central1-a): the last
+ *          component; the region is the zone less its "-a"
  *   Azure  GET /metadata/instance/compute/vmSize?api-version=2021-02-01&format=text
+ *          (type only), or the JSON of /metadata/instance/compute: vmSize,
+ *          location (the region) and zone; the zone is "<location>-<zone>"
+ *          ("eastus-1"), or the location for a VM without zones
  *
- * Synchronous and bounded: each request has a 500 ms connect and 1.5 s
- * total timeout, proxies are never used. The answer is checked to be an
- * instance type's word (letters, digits and ._/:+-, at most 63); anything
- * else is no answer.
+ * Bounded: each request has a 500 ms connect and 1.5 s total timeout,
+ * proxies are never used. Each value is checked to be a word (letters,
+ * digits and ._:+-, at most 63; sr_metadata_word(), notice_parse.h);
+ * anything else is no answer.
  */
 #ifndef SPOTRUN_INSTANCE_H
 #define SPOTRUN_INSTANCE_H

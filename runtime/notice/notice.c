@@ -287,6 +287,52 @@ static enum sr_cloud detect(struct sr_nw *w)
     return c;
 }
 
+/* ---- placement ------------------------------------------------------------ */
+
+/* Its own thread, so that a slow answer never delays a notice. */
+static void *placement_main(void *arg)
+{
+    struct sr_notice *n = arg;
+    struct sr_nw w;
+    if (sr_nw_init(n, &w) < 0)
+        return NULL;
+    pthread_mutex_lock(&n->lock);
+    const enum sr_cloud c = n->resolved;
+    pthread_mutex_unlock(&n->lock);
+    struct sr_placement p;
+    const int64_t t0 = sr_now_ms();
+    const int rc = sr_placement_fetch(&w, c, &p);
+    sr_nw_free(&w);
+    if (rc < 0) {
+        if (rc != -ECANCELED)
+            sr_debug("the %s metadata service did not say where this instance runs",
+                     sr_cloud_name(c));
+        return NULL;
+    }
+    sr_debug("placement: %s %s zone %s region %s (in %lld ms)", p.cloud,
+             p.instance_type[0] ? p.instance_type : "?", p.zone[0] ? p.zone : "?",
+             p.region[0] ? p.region : "?", (long long)(sr_now_ms() - t0));
+    pthread_mutex_lock(&n->lock);
+    n->placement = p;
+    n->placement_known = 1;
+    pthread_mutex_unlock(&n->lock);
+    const char b = 1;
+    (void)!write(n->pipe[1], &b, 1);
+    return NULL;
+}
+
+int sr_notice_placement(struct sr_notice *n, struct sr_placement *out)
+{
+    if (!n)
+        return 0;
+    pthread_mutex_lock(&n->lock);
+    const int known = n->placement_known;
+    if (known)
+        *out = n->placement;
+    pthread_mutex_unlock(&n->lock);
+    return known;
+}
+
 /* ---- threads ------------------------------------------------------------ */
 
 static void *watch_main(void *arg)
@@ -296,8 +342,14 @@ static void *watch_main(void *arg)
     if (sr_nw_init(n, &w) < 0)
         return NULL;
     const enum sr_cloud c = n->cloud == SR_CLOUD_AUTO ? detect(&w) : n->cloud;
-    if (c != SR_CLOUD_NONE && !sr_nw_stopping(&w))
+    if (c != SR_CLOUD_NONE && !sr_nw_stopping(&w)) {
         sr_info("watching the %s metadata service for preemption notices", sr_cloud_name(c));
+        pthread_mutex_lock(&n->lock);
+        n->resolved = c;
+        pthread_mutex_unlock(&n->lock);
+        if (sr_notice_spawn(n, placement_main) < 0)
+            sr_debug("cannot ask where this instance runs: no thread");
+    }
     if (c == SR_CLOUD_AWS)
         sr_aws_watch(&w);
     else if (c == SR_CLOUD_GCP)

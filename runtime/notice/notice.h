@@ -14,6 +14,11 @@
  * warnings, never fatal; a watcher that cannot reach its service keeps
  * retrying at the poll interval and says so once.
  *
+ * Placement: once the cloud is known (given, or detected by --notice auto),
+ * one more thread asks its metadata service, once and bounded, where this
+ * instance runs (instance type, zone, region); sr_notice_placement() gives
+ * the answer, and the notice pipe is written when it arrives.
+ *
  * Times: deadline_ms is on the monotonic clock of sr_now_ms() (the
  * supervisor's timers); deadline_wall_ms is the provider's wall time.
  */
@@ -35,6 +40,13 @@ struct sr_notice_config {
     const char *aws_url, *gcp_url, *azure_url; /* base URLs; NULL = the real service */
     int64_t poll_ms;                           /* AWS and Azure polling interval */
     const char *cache_path; /* where --notice auto keeps its answer; NULL = none */
+};
+
+/* Where this instance runs, as its metadata service says ("" = unknown):
+ * each value a word of [A-Za-z0-9._/:+-], at most 63 (see instance.h). */
+struct sr_placement {
+    char cloud[8]; /* "aws", "gcp", "azure" */
+    char instance_type[64], zone[64], region[64];
 };
 
 struct sr_notice_event {
@@ -60,6 +72,9 @@ int sr_notice_start(const struct sr_notice_config *cfg, struct sr_notice **out);
 int sr_notice_fd(const struct sr_notice *n);
 /* 1 and fills ev when an event was queued, else 0. */
 int sr_notice_take(struct sr_notice *n, struct sr_notice_event *ev);
+/* 1 and fills out once the placement is known (at least one field), else
+ * 0 (not yet, never, or n is NULL). Thread-safe; never blocks. */
+int sr_notice_placement(struct sr_notice *n, struct sr_placement *out);
 /* Acknowledges ev to its provider (Azure StartRequests), blocking at most a
  * few seconds. 0, or -errno with a message (sr_strerror). */
 int sr_notice_ack(struct sr_notice *n, const struct sr_notice_event *ev);

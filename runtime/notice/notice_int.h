@@ -13,7 +13,7 @@
 
 #include "notice.h"
 
-#define SR_NOTICE_MAX_THREADS 3
+#define SR_NOTICE_MAX_THREADS 4         /* a watcher, GCP's second, the placement */
 #define SR_NOTICE_MAX_BODY (256 * 1024) /* larger answers are refused */
 
 struct sr_notice {
@@ -28,6 +28,9 @@ struct sr_notice {
     pthread_t threads[SR_NOTICE_MAX_THREADS];
     int nthreads;
     CURLM *multis[SR_NOTICE_MAX_THREADS]; /* woken by sr_notice_stop() */
+    enum sr_cloud resolved;               /* the watched cloud, for the placement thread */
+    struct sr_placement placement;
+    int placement_known;
     struct sr_notice_event queue[16];
     unsigned head, count;
     int pipe[2];
@@ -83,5 +86,10 @@ void sr_aws_watch(struct sr_nw *w);
 void sr_gcp_watch(struct sr_nw *w);
 void sr_azure_watch(struct sr_nw *w);
 int sr_azure_ack(struct sr_notice *n, const char *event_id);
+
+/* Asks cloud's metadata service where this instance runs, through w (so
+ * that sr_notice_stop() interrupts it); instance.c. 0 when anything was
+ * learnt, else -ENOENT or -ECANCELED. */
+int sr_placement_fetch(struct sr_nw *w, enum sr_cloud cloud, struct sr_placement *out);
 
 #endif

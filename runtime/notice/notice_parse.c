@@ -173,3 +173,73 @@ int sr_azure_parse_events(const char *body, size_t len, const char *vm_name,
     json_decref(j);
     return 0;
 }
+
+/* ---- placement ------------------------------------------------------------ */
+
+#define WORD_MAX 63
+static const char word_chars[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:+-";
+
+/* s[0..n) is a word: copied into buf. */
+static int word(const char *s, size_t n, char *buf, size_t len)
+{
+    if (n == 0 || n > WORD_MAX || n >= len)
+        return -EBADMSG;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '\0' || !strchr(word_chars, s[i]))
+            return -EBADMSG;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    return 0;
+}
+
+int sr_metadata_word(const char *body, size_t len, char *buf, size_t buflen)
+{
+    if (!body)
+        return -EBADMSG;
+    while (len > 0 && (body[len - 1] == '\n' || body[len - 1] == '\r' || body[len - 1] == ' '))
+        len--;
+    size_t from = 0;
+    for (size_t i = 0; i < len; i++)
+        if (body[i] == '/')
+            from = i + 1;
+    return word(body + from, len - from, buf, buflen);
+}
+
+int sr_gcp_region_of(const char *zone, char *buf, size_t len)
+{
+    const char *dash = zone ? strrchr(zone, '-') : NULL;
+    if (!dash || dash == zone || !dash[1])
+        return -EBADMSG;
+    return word(zone, (size_t)(dash - zone), buf, len);
+}
+
+/* A JSON string member that is a word, into buf (else buf stays ""). */
+static void word_member(const json_t *o, const char *key, char *buf, size_t len)
+{
+    const json_t *v = json_object_get(o, key);
+    if (json_is_string(v))
+        (void)word(json_string_value(v), json_string_length(v), buf, len);
+}
+
+int sr_azure_parse_compute(const char *body, size_t len, struct sr_placement *out)
+{
+    *out = (struct sr_placement){.cloud = ""};
+    json_t *j = load(body, len);
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return -EBADMSG;
+    }
+    word_member(j, "vmSize", out->instance_type, sizeof(out->instance_type));
+    word_member(j, "location", out->region, sizeof(out->region));
+    char zone[64] = "", both[160];
+    const json_t *z = json_object_get(j, "zone");
+    word_member(j, "zone", zone, sizeof(zone));
+    if (out->region[0] && json_is_string(z) && json_string_length(z) == 0)
+        snprintf(out->zone, sizeof(out->zone), "%s", out->region); /* a VM without zones */
+    else if (out->region[0] && zone[0] &&
+             snprintf(both, sizeof(both), "%s-%s", out->region, zone) < (int)sizeof(both))
+        (void)word(both, strlen(both), out->zone, sizeof(out->zone));
+    json_decref(j);
+    return 0;
+}

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "notice.h"
+
 /* RFC 3339 / ISO 8601 UTC as AWS writes it: "2015-01-05T18:02:00Z", also
  * with fractional seconds or a "+hh:mm" offset. Unix milliseconds. */
 int sr_parse_rfc3339(const char *s, int64_t *unix_ms);
@@ -39,5 +41,20 @@ struct sr_azure_event {
 };
 int sr_azure_parse_events(const char *body, size_t len, const char *vm_name,
                           struct sr_azure_event *ev, size_t max, size_t *n);
+
+/* A metadata service's plain-text answer as one word: trailing blanks and
+ * line ends cut, then its last path component (GCP answers resource paths:
+ * "projects/123/zones/us-central1-a" -> "us-central1-a"). The word must be
+ * of [A-Za-z0-9._:+-], 1 to 63 bytes and fit len; else -EBADMSG. */
+int sr_metadata_word(const char *body, size_t len, char *buf, size_t buflen);
+/* GCP's region of a zone: "us-central1-a" -> "us-central1". -EBADMSG when
+ * the zone has no "-suffix". */
+int sr_gcp_region_of(const char *zone, char *buf, size_t len);
+/* Azure IMDS /metadata/instance/compute (JSON): vmSize -> instance_type,
+ * location -> region, and the zone: "<location>-<zone>" ("eastus-1"), or
+ * the location when the VM has no zone ("" in the document). A field that
+ * is missing or not a word (see sr_metadata_word, no path cut) is left ""
+ * in out; -EBADMSG when the document is not a JSON object. */
+int sr_azure_parse_compute(const char *body, size_t len, struct sr_placement *out);
 
 #endif

@@ -235,6 +235,26 @@ void sup_on_notice(struct sup *s)
             sup_request_checkpoint(s, "rebalance");
         }
     }
+    sup_placement(s);
+}
+
+void sup_placement(struct sup *s)
+{
+    if (!s->placement.cloud[0] && !sr_notice_placement(s->nw, &s->placement))
+        return;
+    if (s->placement_said || !s->ev)
+        return;
+    const struct sr_placement *p = &s->placement;
+    json_t *f = json_pack("{s:s}", "cloud", p->cloud);
+    if (f && p->instance_type[0])
+        json_object_set_new(f, "instance_type", json_string(p->instance_type));
+    if (f && p->zone[0])
+        json_object_set_new(f, "zone", json_string(p->zone));
+    if (f && p->region[0])
+        json_object_set_new(f, "region", json_string(p->region));
+    emit(s, "placement", f);
+    sr_events_flush(s->ev);
+    s->placement_said = 1;
 }
 
 /* Azure waits for NotBefore unless told to go ahead: after the checkpoint

@@ -273,6 +273,8 @@ static int start_attempt(struct sup *s)
     else
         json_decref(argv);
     emit(s, "start", start);
+    s->placement_said = 0;
+    sup_placement(s); /* each attempt's log says where it ran */
     sr_events_flush(s->ev);
     sr_info("run %s attempt %" PRIu32 ": started %s (pid %d)%s", c->run_id, s->attempt, c->argv[0],
             (int)s->child, resumed ? ", resumed" : "");
@@ -898,7 +900,8 @@ static int loop(struct sup *s)
 static void finish(struct sup *s, int code)
 {
     const struct sr_supervise_config *c = s->cfg;
-    on_result(s); /* report what finished since the last poll */
+    on_result(s);     /* report what finished since the last poll */
+    sup_placement(s); /* known since the last poll (a short job) */
     const int drained = sr_commits_pending(s->cp) == 0;
     sup_acknowledge(s); /* the job has stopped and the checkpoint is durable (or late) */
     if (s->heard_requests && !s->job_commits && !s->lost) {

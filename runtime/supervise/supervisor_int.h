@@ -89,12 +89,14 @@ struct sup {
     int64_t next_gpu_event;
     uint64_t gpu_samples_said; /* the samples the attempt's last "gpu" event counted */
 
-    struct sr_notice *nw;         /* cloud metadata watcher, NULL = none */
-    struct sr_notice_event cloud; /* the cloud notice being acted on (source "" = none) */
-    struct sr_notice_event ack;   /* to acknowledge before exiting (needs_ack) */
-    int64_t last_stage_ms;        /* how long the last commit took to stage */
-    struct sr_keeper *keeper;     /* lease renewal, NULL = no lease */
-    int lost;                     /* the lease went to another wrapper */
+    struct sr_notice *nw;          /* cloud metadata watcher, NULL = none */
+    struct sr_notice_event cloud;  /* the cloud notice being acted on (source "" = none) */
+    struct sr_notice_event ack;    /* to acknowledge before exiting (needs_ack) */
+    struct sr_placement placement; /* where this instance runs (cloud "" = not known yet) */
+    int placement_said;            /* the current attempt's log has its "placement" event */
+    int64_t last_stage_ms;         /* how long the last commit took to stage */
+    struct sr_keeper *keeper;      /* lease renewal, NULL = no lease */
+    int lost;                      /* the lease went to another wrapper */
 
     struct spotrun_job_page *page; /* the job page, NULL = none (see job_page.h) */
     char page_path[4200];
@@ -182,6 +184,9 @@ void sup_expire_conns(struct sup *s);
 void sup_notice(struct sup *s, const char *source, int64_t deadline_ms);
 void sup_say_what_stands(const struct sup *s, const char *what);
 void sup_on_notice(struct sup *s);
+/* The "placement" event, once the watcher knows it, in each attempt's log:
+ * call when the watcher speaks and after each attempt's "start". */
+void sup_placement(struct sup *s);
 void sup_acknowledge(struct sup *s);
 /* A time limit or budget was reached: the stop of a notice, then exit 124. */
 void sup_limit_reached(struct sup *s, const struct sr_limit_hit *hit);

@@ -196,6 +196,39 @@ static void str_of(const json_t *o, const char *k, char *dst, size_t len)
         snprintf(dst, len, "%s", s);
 }
 
+/* A placement value (cloud, instance type, zone, region) as spotrun writes
+ * it: a word of [A-Za-z0-9._/:+-] (what --instance-type takes), at most
+ * 63; a tampered one is ignored. */
+static void place_of(const json_t *o, const char *k, char *dst, size_t len)
+{
+    const json_t *v = json_object_get(o, k);
+    const char *s = json_string_value(v);
+    const size_t n = json_string_length(v);
+    if (!s || n == 0 || n > 63 || n >= len || strlen(s) != n)
+        return;
+    for (const char *c = s; *c; c++)
+        if (!isalnum((unsigned char)*c) && !strchr("._/:+-", *c))
+            return;
+    memcpy(dst, s, n + 1);
+}
+
+/* A "placement" event fills what the start did not say. */
+static void add_placement(struct sr_hist_attempt *at, const json_t *ev)
+{
+    char cloud[32] = "";
+    place_of(ev, "cloud", cloud, sizeof(cloud));
+    if (strcmp(cloud, "aws") != 0 && strcmp(cloud, "gcp") != 0 && strcmp(cloud, "azure") != 0)
+        return;
+    if (!at->cloud[0])
+        memcpy(at->cloud, cloud, sizeof(cloud));
+    if (!at->instance_type[0])
+        place_of(ev, "instance_type", at->instance_type, sizeof(at->instance_type));
+    if (!at->zone[0])
+        place_of(ev, "zone", at->zone, sizeof(at->zone));
+    if (!at->region[0])
+        place_of(ev, "region", at->region, sizeof(at->region));
+}
+
 static void add_ckpt(struct sr_history *h, const json_t *ev, uint32_t a, int64_t t, int persisted)
 {
     const int64_t seq = int_of(ev, "seq", -1);
@@ -418,9 +451,9 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         h->gpu_live.n = 0;
         at->start_ms = t;
         str_of(ev, "host", at->host, sizeof(at->host));
-        str_of(ev, "cloud", at->cloud, sizeof(at->cloud));
-        str_of(ev, "instance_type", at->instance_type, sizeof(at->instance_type));
-        str_of(ev, "zone", at->zone, sizeof(at->zone));
+        place_of(ev, "cloud", at->cloud, sizeof(at->cloud));
+        place_of(ev, "instance_type", at->instance_type, sizeof(at->instance_type));
+        place_of(ev, "zone", at->zone, sizeof(at->zone));
         at->nodes = (uint32_t)int_in(ev, "nodes", 1, 4096, 1);
         at->max_cost = num_in(ev, "max_cost");
         at->price_per_hour = num_in(ev, "price_per_hour");
@@ -434,6 +467,8 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
             at->resumed_seq = int_of(ev, "seq", at->resumed_seq);
             at->resumed_step = int_of(ev, "step", at->resumed_step);
         }
+    } else if (strcmp(type, "placement") == 0) {
+        add_placement(at, ev);
     } else if (strcmp(type, "restore") == 0) {
         at->resumed = 1;
         at->resumed_seq = int_of(ev, "seq", -1);

@@ -76,7 +76,9 @@ enum sr_hist_state {
 
 struct sr_hist_attempt {
     uint32_t attempt;
-    char host[128], cloud[32], instance_type[64], zone[64];
+    /* Where it ran: the start's (the user's --instance-type), else the
+     * "placement" event's (the metadata service's); "" = unknown. */
+    char host[128], cloud[32], instance_type[64], zone[64], region[64];
     int64_t first_ms, last_ms; /* unix ms of its first and last event */
     int64_t start_ms;          /* the "start" event (job started), else first_ms */
     uint32_t nodes;            /* nodes of the group that ran it (the start's "nodes"), 1 default */

@@ -256,9 +256,14 @@ void sr_summary_print_attempts(FILE *f, const struct sr_history *h)
             snprintf(from, sizeof(from), "from seq %" PRId64 " step %s", a->resumed_seq, step);
         }
         attempt_how(a, lost, how, sizeof(how));
-        fprintf(f, "attempt %-4" PRIu32 " %-19s %-8s %-26s on %s%s%s: %s\n", a->attempt, when, ran,
-                from, a->host[0] ? a->host : "?", a->instance_type[0] ? " " : "", a->instance_type,
-                how);
+        /* where: "on vm g5.xlarge (aws us-east-1a)" */
+        char where[160] = "";
+        if (a->cloud[0] || a->zone[0])
+            snprintf(where, sizeof(where), " (%s%s%s)", a->cloud,
+                     a->cloud[0] && a->zone[0] ? " " : "", a->zone);
+        fprintf(f, "attempt %-4" PRIu32 " %-19s %-8s %-26s on %s%s%s%s: %s\n", a->attempt, when,
+                ran, from, a->host[0] ? a->host : "?", a->instance_type[0] ? " " : "",
+                a->instance_type, where, how);
     }
 }
 
@@ -302,6 +307,7 @@ json_t *sr_summary_attempts_json(const struct sr_history *h)
         json_object_set_new(o, "cloud", str_or_null(a->cloud));
         json_object_set_new(o, "instance_type", str_or_null(a->instance_type));
         json_object_set_new(o, "zone", str_or_null(a->zone));
+        json_object_set_new(o, "region", str_or_null(a->region));
         json_object_set_new(o, "start", json_string(start));
         json_object_set_new(o, "end", json_string(end));
         json_object_set_new(o, "seconds", json_real((double)(a->end_ms - a->start_ms) / 1000.0));

@@ -1,7 +1,8 @@
 /*
  * fuzz_notice.c - libFuzzer target: the cloud metadata parsers of
  * runtime/notice/notice_parse.c (AWS spot/instance-action and rebalance, Azure
- * Scheduled Events, the RFC 3339 and RFC 1123 dates). Every input goes to
+ * Scheduled Events, the RFC 3339 and RFC 1123 dates, the placement words
+ * and Azure's compute document). Every input goes to
  * every parser, so a seed of one shape also explores the others. Any input
  * is either refused or yields values that hold together: strings inside
  * their fields, a date that parses back to the same instant, no more events
@@ -43,6 +44,28 @@ static void check_azure(const char *body, size_t len, const char *vm)
     }
 }
 
+/* A placement value we kept is a word: [A-Za-z0-9._:+-], at most 63. */
+static void check_word(const char *w, size_t cap)
+{
+    check_str(w, cap);
+    if (strlen(w) > 63 || strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                    "0123456789._:+-") != strlen(w))
+        abort();
+}
+
+static void check_placement(const char *body, size_t len)
+{
+    char w[64];
+    if (sr_metadata_word(body, len, w, sizeof(w)) == 0)
+        check_word(w, sizeof(w));
+    struct sr_placement p;
+    if (sr_azure_parse_compute(body, len, &p) == 0) {
+        check_word(p.instance_type, sizeof(p.instance_type));
+        check_word(p.zone, sizeof(p.zone));
+        check_word(p.region, sizeof(p.region));
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *body = (const char *)data;
@@ -61,6 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     check_azure(body, size, NULL);
     check_azure(body, size, "spotrun-test-vm");
+    check_placement(body, size);
 
     /* The date parsers take C strings: the input up to its first NUL. */
     char *s = malloc(size + 1);

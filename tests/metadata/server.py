@@ -40,6 +40,13 @@ Controls for tests (not part of any provider's protocol), POST unless noted:
   /_control/revoke-tokens             AWS: every IMDSv2 token issued so far expires
   /_control/imdsv1?on=1               AWS: tokenless GETs allowed
   /_control/gcp-no-etag?on=1          GCP: answers carry no ETag
+  /_control/placement?[instance_type=T][&zone=Z][&region=R][&hang=1]
+        where the instance runs (defaults per cloud in PLACEMENT): AWS
+        answers each as is; GCP answers machine-type and zone as resource
+        paths (projects/N/machineTypes/T, projects/N/zones/Z); Azure's
+        compute document has vmSize T, location R and zone Z ("" for a VM
+        without zones). Values are sent as given (hostile ones too); hang=1:
+        the placement answers never come (30 s)
   GET /_control/acks                  JSON list of approved Azure EventIds
   GET /_control/stats                 JSON request counts per method and path
 """
@@ -54,6 +61,19 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 VM_NAME = "spotrun-test-vm"
+PROJECT = "123456789012"
+PLACEMENT_PATHS = {
+    "/latest/meta-data/instance-type", "/latest/meta-data/placement/availability-zone",
+    "/latest/meta-data/placement/region", "/computeMetadata/v1/instance/machine-type",
+    "/computeMetadata/v1/instance/zone", "/metadata/instance/compute",
+    "/metadata/instance/compute/vmSize",
+}
+# Where each cloud's test instance runs (the placement control changes it).
+PLACEMENT = {
+    "aws": {"instance_type": "g5.xlarge", "zone": "us-east-1a", "region": "us-east-1"},
+    "gcp": {"instance_type": "a2-highgpu-1g", "zone": "us-central1-a", "region": ""},
+    "azure": {"instance_type": "Standard_NC6s_v3", "zone": "1", "region": "eastus"},
+}
 
 
 class Html(bytes):
@@ -81,6 +101,11 @@ class State:
         self.incarnation = 1
         self.first_delay = first_delay
         self.first_done = False
+        self.placement = dict(PLACEMENT[cloud])
+        self.placement_hang = False
+
+    def place(self, key):
+        return self.placement[key]
 
     def visible_notice(self):
         n = self.notice
@@ -162,6 +187,9 @@ class Handler(BaseHTTPRequestHandler):
         q = dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
         if u.path.startswith("/_control/"):
             return self.control(u.path[len("/_control/"):], q)
+        if self.st.placement_hang and u.path in PLACEMENT_PATHS:
+            time.sleep(30)  # the client has given up long before
+            return
         handler = {"aws": self.aws, "gcp": self.gcp, "azure": self.azure}[self.st.cloud]
         return handler(u.path, q)
 
@@ -206,6 +234,11 @@ class Handler(BaseHTTPRequestHandler):
                 st.imdsv1 = q.get("on", "1") == "1"
             elif what == "gcp-no-etag":
                 st.gcp_no_etag = q.get("on", "1") == "1"
+            elif what == "placement":
+                for k in ("instance_type", "zone", "region"):
+                    if k in q:
+                        st.placement[k] = q[k]
+                st.placement_hang = q.get("hang", "0") == "1"
             elif what == "acks":
                 return self.reply(200, json.dumps(st.acks), "application/json")
             elif what == "stats":
@@ -269,7 +302,11 @@ class Handler(BaseHTTPRequestHandler):
         if sub == "instance-id":
             return self.reply(200, "i-0123456789abcdef0")
         if sub == "instance-type":
-            return self.reply(200, "g5.xlarge")
+            return self.reply(200, st.place("instance_type"))
+        if sub == "placement/availability-zone":
+            return self.reply(200, st.place("zone"))
+        if sub == "placement/region":
+            return self.reply(200, st.place("region"))
         if sub == "spot/instance-action":
             bad = self.malformed_body()
             if bad is not None:
@@ -295,7 +332,9 @@ class Handler(BaseHTTPRequestHandler):
         if key == "instance/id":
             return "4520031799277581759"
         if key == "instance/machine-type":  # the full resource name, as GCP answers
-            return "projects/123456789012/machineTypes/a2-highgpu-1g"
+            return "projects/%s/machineTypes/%s" % (PROJECT, st.place("instance_type"))
+        if key == "instance/zone":
+            return "projects/%s/zones/%s" % (PROJECT, st.place("zone"))
         return None
 
     def gcp(self, path, q):
@@ -337,7 +376,16 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/metadata/instance/compute/name":
             return self.reply(200, VM_NAME)
         if path == "/metadata/instance/compute/vmSize" and q.get("format") == "text":
-            return self.reply(200, "Standard_NC6s_v3")
+            return self.reply(200, st.place("instance_type"))
+        if path == "/metadata/instance/compute":  # a part of the real document
+            doc = {"azEnvironment": "AzurePublicCloud", "location": st.place("region"),
+                   "name": VM_NAME, "osType": "Linux", "priority": "Spot",
+                   "resourceId": "/subscriptions/8d10da13-8125-4ba9-a717-bf7490507b3d/"
+                                 "resourceGroups/rg/providers/Microsoft.Compute/"
+                                 "virtualMachines/" + VM_NAME,
+                   "tags": "", "vmId": "02aab8a4-74ef-476e-8182-f6d2ba4166a6",
+                   "vmSize": st.place("instance_type"), "zone": st.place("zone")}
+            return self.reply(200, json.dumps(doc), "application/json")
         if path != "/metadata/scheduledevents":
             return self.reply(404, json.dumps({"error": "Not found"}), "application/json")
         if self.command == "POST":

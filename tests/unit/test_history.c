@@ -252,6 +252,43 @@ static void bad_lines_are_refused_and_unknown_events_ignored(void **state)
     sr_hist_free(&h);
 }
 
+/* A "placement" event says where an attempt ran; the user's
+ * --instance-type (in the start) wins; tampered values are ignored. */
+static void placement_events_say_where_each_attempt_ran(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 0, 0, "start", ",\"host\":\"a\"");
+    EV(&h, 5, 0, "placement",
+       ",\"cloud\":\"aws\",\"instance_type\":\"g5.xlarge\",\"zone\":\"us-east-1a\","
+       "\"region\":\"us-east-1\"");
+    EV(&h, 10, 1, "start", ",\"host\":\"b\",\"instance_type\":\"p4d.24xlarge\"");
+    EV(&h, 15, 1, "placement",
+       ",\"cloud\":\"aws\",\"instance_type\":\"g5.xlarge\",\"zone\":\"us-east-1b\"");
+    EV(&h, 20, 2, "start", ",\"host\":\"c\"");
+    EV(&h, 25, 2, "placement",
+       ",\"cloud\":\"gcp\",\"instance_type\":\"a2 highgpu\",\"zone\":\"us\\ncentral1-a\","
+       "\"region\":5");
+    EV(&h, 30, 3, "start", ",\"host\":\"d\"");
+    EV(&h, 35, 3, "placement", ",\"cloud\":\"evil\",\"zone\":\"us-east-1a\"");
+    sr_hist_derive(&h);
+    assert_int_equal(h.n_att, 4);
+    assert_string_equal(h.att[0].cloud, "aws");
+    assert_string_equal(h.att[0].instance_type, "g5.xlarge");
+    assert_string_equal(h.att[0].zone, "us-east-1a");
+    assert_string_equal(h.att[0].region, "us-east-1");
+    assert_string_equal(h.att[1].instance_type, "p4d.24xlarge"); /* the user's */
+    assert_string_equal(h.att[1].zone, "us-east-1b");
+    assert_string_equal(h.att[1].region, "");
+    assert_string_equal(h.att[2].cloud, "gcp");
+    assert_string_equal(h.att[2].instance_type, "");
+    assert_string_equal(h.att[2].zone, "");
+    assert_string_equal(h.att[3].cloud, ""); /* not a cloud spotrun writes: nothing */
+    assert_string_equal(h.att[3].zone, "");
+    sr_hist_free(&h);
+}
+
 /* The newest "interval" event is the one show prints, whatever the order
  * of the lines; one without a sane interval is ignored. */
 static void the_newest_interval_event_wins(void **state)
@@ -691,6 +728,7 @@ int main(void)
         cmocka_unit_test(a_job_exiting_75_by_itself_is_no_preemption),
         cmocka_unit_test(percentiles_use_the_nearest_rank),
         cmocka_unit_test(bad_lines_are_refused_and_unknown_events_ignored),
+        cmocka_unit_test(placement_events_say_where_each_attempt_ran),
         cmocka_unit_test(the_newest_interval_event_wins),
         cmocka_unit_test(metrics_text_has_the_counters),
         cmocka_unit_test(metrics_fold_last_min_max_and_count),

@@ -245,6 +245,88 @@ static void stopping_an_unreachable_watcher_is_prompt(void **state)
     assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 1500);
 }
 
+static void metadata_words_keep_the_last_path_component(void **state)
+{
+    (void)state;
+    char w[64];
+    const char *gcp = "projects/123456789012/zones/us-central1-a";
+    assert_int_equal(sr_metadata_word(gcp, strlen(gcp), w, sizeof(w)), 0);
+    assert_string_equal(w, "us-central1-a");
+    assert_int_equal(sr_metadata_word("us-east-1a\r\n", 12, w, sizeof(w)), 0);
+    assert_string_equal(w, "us-east-1a");
+    assert_int_equal(sr_metadata_word("g5.xlarge", 9, w, sizeof(w)), 0);
+    assert_string_equal(w, "g5.xlarge");
+}
+
+static void metadata_words_refuse_what_is_not_one(void **state)
+{
+    (void)state;
+    char w[64] = "kept", big[10240];
+    memset(big, 'a', sizeof(big));
+    assert_int_equal(sr_metadata_word(big, sizeof(big), w, sizeof(w)), -EBADMSG);
+    assert_int_equal(sr_metadata_word("us east", 7, w, sizeof(w)), -EBADMSG);
+    assert_int_equal(sr_metadata_word("a\nb", 3, w, sizeof(w)), -EBADMSG);
+    assert_int_equal(sr_metadata_word("a\0b", 3, w, sizeof(w)), -EBADMSG);
+    assert_int_equal(sr_metadata_word("zones/", 6, w, sizeof(w)), -EBADMSG);
+    assert_int_equal(sr_metadata_word("", 0, w, sizeof(w)), -EBADMSG);
+    assert_int_equal(sr_metadata_word("<html>", 6, w, sizeof(w)), -EBADMSG);
+    assert_int_equal(sr_metadata_word("abcdefgh", 8, w, 8), -EBADMSG); /* does not fit */
+    assert_string_equal(w, "kept");
+}
+
+static void gcp_region_of_a_zone(void **state)
+{
+    (void)state;
+    char r[64];
+    assert_int_equal(sr_gcp_region_of("us-central1-a", r, sizeof(r)), 0);
+    assert_string_equal(r, "us-central1");
+    assert_int_equal(sr_gcp_region_of("europe-west4-b", r, sizeof(r)), 0);
+    assert_string_equal(r, "europe-west4");
+    assert_int_equal(sr_gcp_region_of("nodash", r, sizeof(r)), -EBADMSG);
+    assert_int_equal(sr_gcp_region_of("trailing-", r, sizeof(r)), -EBADMSG);
+}
+
+static void azure_compute_document(void **state)
+{
+    (void)state;
+    struct sr_placement p;
+    const char *zoned = "{\"location\":\"eastus\",\"vmSize\":\"Standard_NC6s_v3\","
+                        "\"zone\":\"1\",\"name\":\"vm\",\"tags\":\"\"}";
+    assert_int_equal(sr_azure_parse_compute(zoned, strlen(zoned), &p), 0);
+    assert_string_equal(p.instance_type, "Standard_NC6s_v3");
+    assert_string_equal(p.zone, "eastus-1");
+    assert_string_equal(p.region, "eastus");
+    const char *flat = "{\"location\":\"westeurope\",\"vmSize\":\"Standard_D2s_v3\","
+                       "\"zone\":\"\"}";
+    assert_int_equal(sr_azure_parse_compute(flat, strlen(flat), &p), 0);
+    assert_string_equal(p.zone, "westeurope"); /* no zones: its location */
+    assert_string_equal(p.region, "westeurope");
+}
+
+static void azure_compute_hostile_fields_are_left_out(void **state)
+{
+    (void)state;
+    struct sr_placement p;
+    const char *bad = "{\"location\":\"east\\nus\",\"vmSize\":5,\"zone\":\"1 2\"}";
+    assert_int_equal(sr_azure_parse_compute(bad, strlen(bad), &p), 0);
+    assert_string_equal(p.instance_type, "");
+    assert_string_equal(p.zone, "");
+    assert_string_equal(p.region, "");
+    const char *zone_bad = "{\"location\":\"eastus\",\"zone\":[1]}";
+    assert_int_equal(sr_azure_parse_compute(zone_bad, strlen(zone_bad), &p), 0);
+    assert_string_equal(p.region, "eastus");
+    assert_string_equal(p.zone, "");
+    assert_int_equal(sr_azure_parse_compute("[]", 2, &p), -EBADMSG);
+    assert_int_equal(sr_azure_parse_compute("{\"vmSize\":", 10, &p), -EBADMSG);
+}
+
+static void no_placement_without_a_watcher(void **state)
+{
+    (void)state;
+    struct sr_placement p;
+    assert_int_equal(sr_notice_placement(NULL, &p), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -262,6 +344,12 @@ int main(void)
         cmocka_unit_test(notice_source_names),
         cmocka_unit_test(none_starts_nothing),
         cmocka_unit_test(stopping_an_unreachable_watcher_is_prompt),
+        cmocka_unit_test(metadata_words_keep_the_last_path_component),
+        cmocka_unit_test(metadata_words_refuse_what_is_not_one),
+        cmocka_unit_test(gcp_region_of_a_zone),
+        cmocka_unit_test(azure_compute_document),
+        cmocka_unit_test(azure_compute_hostile_fields_are_left_out),
+        cmocka_unit_test(no_placement_without_a_watcher),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
