@@ -20,8 +20,8 @@
 
 #define NODES_MAX 65536
 #define GPUS_MAX 4096
-#define PRICE_MAX 1e15 /* per hour, as history.c reads a start event */
-#define SECONDS_MAX 1e10        /* a staging time, summed */
+#define PRICE_MAX 1e15   /* per hour, as history.c reads a start event */
+#define SECONDS_MAX 1e10 /* a staging time, summed */
 #define NOTICES_MAX 1000000u
 #define SAMPLES_MAX (UINT64_C(1) << 53)
 
@@ -87,13 +87,13 @@ static json_t *attempt_to_json(const struct sr_runsum_attempt *a)
     return json_pack("{s:I, s:I, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:I, s:f, s:I, s:I, s:f, "
                      "s:f, s:f, s:I}",
                      "attempt", (json_int_t)a->attempt, "nodes", (json_int_t)a->nodes, "host",
-                     a->host, "cloud", a->cloud, "instance_type", a->instance_type, "zone",
-                     a->zone, "start_ms", (json_int_t)a->start_ms, "end_ms",
-                     (json_int_t)a->end_ms, "cause", sr_hist_cause_name(a->cause), "lost_ms",
-                     (json_int_t)a->lost_ms, "price_per_hour", a->price_per_hour, "gpus",
-                     (json_int_t)a->gpus, "gpu_samples", (json_int_t)a->gpu_samples,
-                     "gpu_util_mean", a->gpu_util_mean, "gpu_idle_share", a->gpu_idle_share,
-                     "stage_seconds", a->stage_seconds, "notices", (json_int_t)a->notices);
+                     a->host, "cloud", a->cloud, "instance_type", a->instance_type, "zone", a->zone,
+                     "start_ms", (json_int_t)a->start_ms, "end_ms", (json_int_t)a->end_ms, "cause",
+                     sr_hist_cause_name(a->cause), "lost_ms", (json_int_t)a->lost_ms,
+                     "price_per_hour", a->price_per_hour, "gpus", (json_int_t)a->gpus,
+                     "gpu_samples", (json_int_t)a->gpu_samples, "gpu_util_mean", a->gpu_util_mean,
+                     "gpu_idle_share", a->gpu_idle_share, "stage_seconds", a->stage_seconds,
+                     "notices", (json_int_t)a->notices);
 }
 
 json_t *sr_runsum_to_json(const struct sr_runsum *r)
@@ -106,8 +106,8 @@ json_t *sr_runsum_to_json(const struct sr_runsum *r)
         }
     const unsigned st = (unsigned)r->state < N_STATES ? r->state : SR_STATE_NEW;
     return json_pack("{s:i, s:s, s:s, s:o, s:o}", "version", SR_RUNSUM_VERSION, "run", r->run,
-                     "state", state_names[st], "labels", sr_labels_to_json(&r->labels),
-                     "attempts", atts);
+                     "state", state_names[st], "labels", sr_labels_to_json(&r->labels), "attempts",
+                     atts);
 }
 
 /* ---- from JSON --------------------------------------------------------------- */
@@ -169,8 +169,7 @@ static int attempt_from_json(const json_t *o, struct sr_runsum_attempt *a)
     int64_t attempt, nodes, start, end, lost, gpus, samples, notices;
     char cause[32];
     if (!json_is_object(o) || get_int(o, "attempt", 0, SR_ATTEMPT_MAX, &attempt) ||
-        get_int(o, "nodes", 1, NODES_MAX, &nodes) ||
-        get_str(o, "host", a->host, sizeof(a->host)) ||
+        get_int(o, "nodes", 1, NODES_MAX, &nodes) || get_str(o, "host", a->host, sizeof(a->host)) ||
         get_str(o, "cloud", a->cloud, sizeof(a->cloud)) ||
         get_str(o, "instance_type", a->instance_type, sizeof(a->instance_type)) ||
         get_str(o, "zone", a->zone, sizeof(a->zone)) ||
@@ -204,12 +203,11 @@ int sr_runsum_from_json(const json_t *obj, struct sr_runsum *out)
     char state[32];
     const json_t *labels = json_object_get(obj, "labels");
     const json_t *atts = json_object_get(obj, "attempts");
-    if (!json_is_object(obj) || get_int(obj, "version", SR_RUNSUM_VERSION, SR_RUNSUM_VERSION,
-                                        &version) ||
-        get_str(obj, "run", out->run, sizeof(out->run)) ||
-        !sr_manifest_run_id_valid(out->run) || get_str(obj, "state", state, sizeof(state)) ||
-        !json_is_object(labels) || !json_is_array(atts) ||
-        json_array_size(atts) > SR_RUNSUM_ATT_MAX)
+    if (!json_is_object(obj) ||
+        get_int(obj, "version", SR_RUNSUM_VERSION, SR_RUNSUM_VERSION, &version) ||
+        get_str(obj, "run", out->run, sizeof(out->run)) || !sr_manifest_run_id_valid(out->run) ||
+        get_str(obj, "state", state, sizeof(state)) || !json_is_object(labels) ||
+        !json_is_array(atts) || json_array_size(atts) > SR_RUNSUM_ATT_MAX)
         goto bad;
     out->state = N_STATES;
     for (unsigned i = 0; i < N_STATES; i++)
@@ -217,8 +215,7 @@ int sr_runsum_from_json(const json_t *obj, struct sr_runsum *out)
             out->state = (enum sr_hist_state)i;
     if ((unsigned)out->state == N_STATES)
         goto bad;
-    if (sr_labels_from_json(&out->labels, labels) != 0 ||
-        out->labels.n != json_object_size(labels))
+    if (sr_labels_from_json(&out->labels, labels) != 0 || out->labels.n != json_object_size(labels))
         goto bad; /* a label the rules drop: the summary is not ours */
     const size_t n = json_array_size(atts);
     if (n) {
@@ -360,8 +357,7 @@ static int list_runs(struct sr_store *st, const char *prefix, struct sr_strlist 
     return rc;
 }
 
-int sr_runsum_load_all(struct sr_store *st, const char *prefix, struct sr_runsum **out,
-                       size_t *n)
+int sr_runsum_load_all(struct sr_store *st, const char *prefix, struct sr_runsum **out, size_t *n)
 {
     *out = NULL;
     *n = 0;

@@ -27,21 +27,21 @@
 #include "store.h"
 
 #define SR_RUNSUM_VERSION 1
-#define SR_RUNSUM_NAME "SUMMARY.json" /* <run>/SUMMARY.json */
-#define SR_RUNSUM_ATT_MAX 10000       /* attempts a summary may hold */
+#define SR_RUNSUM_NAME "SUMMARY.json"  /* <run>/SUMMARY.json */
+#define SR_RUNSUM_ATT_MAX 10000        /* attempts a summary may hold */
 #define SR_RUNSUM_BYTES_MAX (8u << 20) /* a larger SUMMARY.json is not read */
 
 struct sr_runsum_attempt {
     uint32_t attempt, nodes;
     char host[128], cloud[32], instance_type[64], zone[64];
-    int64_t start_ms, end_ms; /* end_ms: when it ended, or its last event while open */
-    enum sr_hist_cause cause; /* SR_CAUSE_NONE: still running */
-    int64_t lost_ms;          /* work lost by this attempt (history.h's rule) */
-    double price_per_hour;    /* the start event's price, 0 = none */
-    unsigned gpus;            /* devices the wrapper sampled (NVML), 0 = unknown */
-    uint64_t gpu_samples;     /* 0 = none sampled */
+    int64_t start_ms, end_ms;             /* end_ms: when it ended, or its last event while open */
+    enum sr_hist_cause cause;             /* SR_CAUSE_NONE: still running */
+    int64_t lost_ms;                      /* work lost by this attempt (history.h's rule) */
+    double price_per_hour;                /* the start event's price, 0 = none */
+    unsigned gpus;                        /* devices the wrapper sampled (NVML), 0 = unknown */
+    uint64_t gpu_samples;                 /* 0 = none sampled */
     double gpu_util_mean, gpu_idle_share; /* percent, share in [0, 1] */
-    double stage_seconds; /* staging time of this attempt's checkpoints, summed */
+    double stage_seconds;                 /* staging time of this attempt's checkpoints, summed */
     unsigned notices;
 };
 
@@ -78,7 +78,22 @@ int sr_runsum_parse(const char *buf, size_t len, struct sr_runsum *out);
  * missing, stale (its attempts differ from the event logs the listing
  * shows) or invalid. Runs sorted by id; *out is an array of *n (free each
  * with sr_runsum_free, then the array). 0 or -errno. */
-int sr_runsum_load_all(struct sr_store *st, const char *prefix, struct sr_runsum **out,
-                       size_t *n);
+int sr_runsum_load_all(struct sr_store *st, const char *prefix, struct sr_runsum **out, size_t *n);
+
+/* ---- the writer (runsum_writer.c) ----
+ *
+ * A single-node run's wrapper keeps <run>/SUMMARY.json up to date: the
+ * writer is the flush hook of events.h. At the first flush of an attempt
+ * it reads the run's earlier event logs once (an earlier attempt whose log
+ * stops without an end is then vanished); at each flush it folds only the
+ * lines the log gained into that history and writes the summary with the
+ * store's put. A failed write is a warning (once), never the run's
+ * failure. Multi-node runs write none (a node's log is never folded). */
+struct sr_runsum_writer;
+int sr_runsum_writer_open(struct sr_store *st, const char *run, struct sr_runsum_writer **out);
+/* The sr_events_flushed_fn; ctx is the writer. */
+void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char *log, size_t len);
+/* Frees it (clear the hook first). NULL is fine. */
+void sr_runsum_writer_close(struct sr_runsum_writer *w);
 
 #endif
