@@ -129,8 +129,8 @@ static int digits(const char *s, int n, int *out)
 int sr_stats_parse_time(const char *s, int end, int64_t *ms)
 {
     int y, mo, d, h = 0, mi = 0, sec = 0;
-    if (strlen(s) < 10 || digits(s, 4, &y) || s[4] != '-' || digits(s + 5, 2, &mo) ||
-        s[7] != '-' || digits(s + 8, 2, &d) || mo < 1 || mo > 12 || d < 1 || d > 31)
+    if (strlen(s) < 10 || digits(s, 4, &y) || s[4] != '-' || digits(s + 5, 2, &mo) || s[7] != '-' ||
+        digits(s + 8, 2, &d) || mo < 1 || mo > 12 || d < 1 || d > 31)
         return -EINVAL;
     int yy;
     unsigned mm, dd;

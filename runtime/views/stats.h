@@ -58,14 +58,14 @@ struct sr_stats_query {
 struct sr_stats_row {
     char key[SR_STATS_BY_MAX][SR_STATS_KEY_MAX];
     uint64_t runs, attempts;
-    double inst_h;            /* attempt wall x nodes */
+    double inst_h;               /* attempt wall x nodes */
     double gpu_h, gpu_unknown_h; /* instance hours with a known GPU count x gpus; the rest */
-    double cost, unpriced_h;  /* spot cost of the priced hours; hours with no price */
+    double cost, unpriced_h;     /* spot cost of the priced hours; hours with no price */
     double od_cost, od_spot_cost, od_unpriced_h; /* hours with both prices: on-demand and spot */
     uint64_t preemptions;
     double lost_h, lost_cost, lost_unpriced_h; /* lost instance hours */
-    uint64_t ends[SR_CAUSE_COUNT]; /* [SR_CAUSE_NONE]: still running */
-    double wall_s, stage_s;        /* attempt wall (not x nodes) and staging seconds */
+    uint64_t ends[SR_CAUSE_COUNT];             /* [SR_CAUSE_NONE]: still running */
+    double wall_s, stage_s;                    /* attempt wall (not x nodes) and staging seconds */
     double gpu_samples, gpu_util_sum, gpu_idle_sum; /* sums weighted by samples */
     size_t last_run, last_att;                      /* internal: counted once */
 };

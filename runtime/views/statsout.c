@@ -17,8 +17,8 @@
 
 /* The causes in the order the columns and documents list them. */
 static const enum sr_hist_cause cause_order[] = {
-    SR_CAUSE_DONE,    SR_CAUSE_PREEMPTED,  SR_CAUSE_CRASHED, SR_CAUSE_OOM,
-    SR_CAUSE_STALLED, SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET,  SR_CAUSE_VANISHED,
+    SR_CAUSE_DONE,       SR_CAUSE_PREEMPTED,  SR_CAUSE_CRASHED, SR_CAUSE_OOM,
+    SR_CAUSE_STALLED,    SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET,  SR_CAUSE_VANISHED,
     SR_CAUSE_LEASE_LOST, SR_CAUSE_NONE,
 };
 #define N_CAUSES (sizeof(cause_order) / sizeof(cause_order[0]))
@@ -79,9 +79,9 @@ static void ends_cell(const struct sr_stats_row *r, char *buf, size_t len)
 }
 
 #define N_COLS 15
-static const char *const col_names[N_COLS] = {
-    "RUNS",   "ATT",      "INST-H", "GPU-H", "COST", "ON-DEMAND", "SAVING", "PREEMPT",
-    "PER100H", "MTBP-H", "LOST-H", "LOST$", "CKPT", "GPU", "ENDS"};
+static const char *const col_names[N_COLS] = {"RUNS",      "ATT",    "INST-H",  "GPU-H",   "COST",
+                                              "ON-DEMAND", "SAVING", "PREEMPT", "PER100H", "MTBP-H",
+                                              "LOST-H",    "LOST$",  "CKPT",    "GPU",     "ENDS"};
 
 static void cells_of(const struct sr_stats_row *r, char c[N_COLS][160])
 {
@@ -131,7 +131,7 @@ void sr_stats_print(FILE *f, const struct sr_stats_query *q, const struct sr_sta
         snprintf(cells[0][c], 160, "%s", col_names[c]);
     for (size_t k = 0; k < nk; k++)
         upper(q->by[k].name, keys[0][k], SR_STATS_KEY_MAX);
-    for (size_t i = 0; i < s->n; i++) {
+    for (size_t i = 0; nk && i < s->n; i++) { /* without --by: the total only */
         cells_of(&s->rows[i], cells[i + 1]);
         memcpy(keys[i + 1], s->rows[i].key, sizeof(keys[0]));
     }
@@ -148,6 +148,8 @@ void sr_stats_print(FILE *f, const struct sr_stats_query *q, const struct sr_sta
                 wc[c] = strlen(cells[i][c]);
     }
     for (size_t i = 0; i < nr; i++) {
+        if (!nk && i > 0 && i < nr - 1)
+            continue;
         if (i == nr - 1 && nk) { /* a rule above the totals */
             size_t w = 0;
             for (size_t k = 0; k < nk; k++)
@@ -266,12 +268,25 @@ static void csv_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static const char *const csv_cols[] = {
-    "runs",         "attempts",          "instance_hours", "gpu_hours",
-    "gpu_unknown_hours", "cost",         "unpriced_hours", "on_demand_cost",
-    "saving",       "on_demand_unpriced_hours", "preemptions", "preemptions_per_100h",
-    "mtbp_hours",   "lost_hours",        "lost_cost",      "lost_unpriced_hours",
-    "checkpoint_overhead", "gpu_util_mean", "gpu_idle_share"};
+static const char *const csv_cols[] = {"runs",
+                                       "attempts",
+                                       "instance_hours",
+                                       "gpu_hours",
+                                       "gpu_unknown_hours",
+                                       "cost",
+                                       "unpriced_hours",
+                                       "on_demand_cost",
+                                       "saving",
+                                       "on_demand_unpriced_hours",
+                                       "preemptions",
+                                       "preemptions_per_100h",
+                                       "mtbp_hours",
+                                       "lost_hours",
+                                       "lost_cost",
+                                       "lost_unpriced_hours",
+                                       "checkpoint_overhead",
+                                       "gpu_util_mean",
+                                       "gpu_idle_share"};
 
 static void csv_row(FILE *f, const struct sr_stats_row *r)
 {
@@ -537,8 +552,7 @@ static double chart_rate(FILE *f, const struct sr_stats *s, double y0)
         snprintf(lbl, sizeof(lbl), "%s / %s", r->key[0], r->key[1]);
         sr_svg_text(f, lx, y + 17, "label", "text-anchor=\"end\" fill=\"#222\"", lbl);
         const double w = isnan(rate) ? 0 : rate / top * (bx1 - bx0);
-        fprintf(f,
-                "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">", bx0,
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">", bx0,
                 y + 4, w, rowh - 8, SR_SVG_NOTICE);
         snprintf(val, sizeof(val), "%s: %llu preemption(s) in %.1f instance-hours", lbl,
                  (unsigned long long)r->preemptions, r->inst_h);
