@@ -350,6 +350,7 @@ static const char *const palette[] = {"#4c78a8", "#f58518", "#54a24b", "#e45756"
                                       "#eeca3b", "#b279a2", "#ff9da6", "#9d755d", "#bab0ac"};
 #define N_PALETTE (sizeof(palette) / sizeof(palette[0]))
 #define MAX_SERIES 8 /* then "other" */
+#define MAX_PERIODS 120
 #define W 960.0
 
 /* A round step giving about n ticks up to max. */
@@ -381,36 +382,41 @@ static int cmp_series(const void *x, const void *y)
     return (a < b) - (a > b);
 }
 
-/* Chart 1 at y0: the cost (else instance hours) of each period, stacked by
- * series. Returns its height. */
+/* Chart 1 at y0: the cost (else instance hours) of each period from lo to
+ * hi (empty ones too: a gap is news), stacked by series. Returns its
+ * height. */
 static double chart_cost(FILE *f, const struct sr_stats_query *q, const struct sr_stats *s,
-                         double y0, const char *period)
+                         double y0, int64_t lo, int64_t hi, const char *period)
 {
-    int priced = s->total.inst_h - s->total.unpriced_h > 1e-9;
-    /* periods: the distinct last keys, already sorted within each series */
+    /* cost only when every hour had a price: else a partly priced bar
+     * would look cheap */
+    const int priced = s->total.inst_h > 0 && s->total.unpriced_h < 1e-9;
+    const enum sr_stats_by pkind = q->by[q->n_by - 1].kind;
     size_t np = 0, ns = 0;
-    char(*per)[SR_STATS_KEY_MAX] = calloc(s->n + 1, sizeof(*per));
+    char(*per)[SR_STATS_KEY_MAX] = calloc(MAX_PERIODS, sizeof(*per));
     struct series *ser = calloc(s->n + 1, sizeof(*ser));
     double *val = NULL;
     if (!per || !ser)
         goto out;
     const size_t pk = q->n_by - 1;
+    for (int64_t t = lo; t < hi && np < MAX_PERIODS; t = sr_stats_next_boundary(t, pkind)) {
+        if (pkind == SR_BY_DAY)
+            sr_stats_day(t, per[np++], SR_STATS_KEY_MAX);
+        else if (pkind == SR_BY_WEEK)
+            sr_stats_week(t, per[np++], SR_STATS_KEY_MAX);
+        else
+            sr_stats_month(t, per[np++], SR_STATS_KEY_MAX);
+    }
     for (size_t i = 0; i < s->n; i++) {
-        size_t j = 0;
-        while (j < np && strcmp(per[j], s->rows[i].key[pk]) != 0)
-            j++;
-        if (j == np)
-            snprintf(per[np++], SR_STATS_KEY_MAX, "%s", s->rows[i].key[pk]);
         char name[200];
         series_name(q, &s->rows[i], name, sizeof(name));
-        j = 0;
+        size_t j = 0;
         while (j < ns && strcmp(ser[j].name, name) != 0)
             j++;
         if (j == ns)
             snprintf(ser[ns++].name, sizeof(ser[0].name), "%s", name);
         ser[j].sum += priced ? s->rows[i].cost : s->rows[i].inst_h;
     }
-    qsort(per, np, sizeof(*per), (int (*)(const void *, const void *))strcmp);
     qsort(ser, ns, sizeof(*ser), cmp_series);
     const size_t shown = ns > MAX_SERIES ? MAX_SERIES : ns; /* the rest: "other" */
     if (ns > MAX_SERIES)
@@ -423,6 +429,8 @@ static double chart_cost(FILE *f, const struct sr_stats_query *q, const struct s
         size_t p = 0, j = 0;
         while (p < np && strcmp(per[p], s->rows[i].key[pk]) != 0)
             p++;
+        if (p == np)
+            continue;
         char name[200];
         series_name(q, &s->rows[i], name, sizeof(name));
         while (j < shown && strcmp(ser[j].name, name) != 0)
@@ -440,7 +448,7 @@ static double chart_cost(FILE *f, const struct sr_stats_query *q, const struct s
     const double px0 = 80, px1 = W - 230, py0 = y0 + 50, py1 = y0 + 330;
     char title[200];
     snprintf(title, sizeof(title), "%s per %s%s", priced ? "Spot cost" : "Instance-hours", period,
-             priced ? "" : " (no prices given)");
+             priced ? "" : " (some hours have no price)");
     sr_svg_text(f, px0, y0 + 24, "title", "font-size=\"16\" font-weight=\"bold\" fill=\"#222\"",
                 title);
     if (max <= 0)
@@ -483,7 +491,7 @@ static double chart_cost(FILE *f, const struct sr_stats_query *q, const struct s
         }
         char lbl[48];
         if (priced)
-            snprintf(lbl, sizeof(lbl), acc < 10 ? "$%.2f" : "$%.0f", acc);
+            snprintf(lbl, sizeof(lbl), acc < 1000 ? "$%.2f" : "$%.0f", acc);
         else
             snprintf(lbl, sizeof(lbl), "%.0f h", acc);
         if (acc > 0 && slot >= 36)
@@ -604,9 +612,17 @@ int sr_stats_svg(FILE *f, const struct sr_runsum *runs, size_t n, const struct s
         lo = q->since_ms;
     if (q->until_ms && q->until_ms < hi)
         hi = q->until_ms;
-    const int weekly = hi - lo > INT64_C(45) * 86400000;
-    q1.by[q1.n_by].kind = weekly ? SR_BY_WEEK : SR_BY_DAY;
-    snprintf(q1.by[q1.n_by].name, sizeof(q1.by[0].name), weekly ? "week" : "day");
+    if (lo > hi) /* no attempt: an empty chart of today */
+        lo = hi = 0;
+    const int64_t span = hi - lo, day = 86400000;
+    const enum sr_stats_by pk = span <= 45 * day        ? SR_BY_DAY
+                                : span <= 2 * 366 * day ? SR_BY_WEEK
+                                                        : SR_BY_MONTH;
+    q1.by[q1.n_by].kind = pk;
+    snprintf(q1.by[q1.n_by].name, sizeof(q1.by[0].name), "%s",
+             pk == SR_BY_DAY    ? "day"
+             : pk == SR_BY_WEEK ? "week"
+                                : "month");
     q1.n_by++;
     q2.n_by = 2;
     q2.by[0].kind = SR_BY_INSTANCE_TYPE;
@@ -624,7 +640,14 @@ int sr_stats_svg(FILE *f, const struct sr_runsum *runs, size_t n, const struct s
     if (html)
         sr_svg_html_begin(f, "fleet", "stats", "stats");
     sr_svg_begin(f, W, h);
-    double y = chart_cost(f, &q1, &s1, 0, weekly ? "week (ISO)" : "day (UTC)");
+    /* the periods from the one holding lo to the one holding hi */
+    int64_t first = lo - lo % day;
+    if (pk == SR_BY_WEEK)
+        first = sr_stats_next_boundary(lo, SR_BY_WEEK) - 7 * day;
+    double y = chart_cost(f, &q1, &s1, 0, first, hi + (hi == lo),
+                          pk == SR_BY_DAY    ? "day (UTC)"
+                          : pk == SR_BY_WEEK ? "ISO week"
+                                             : "month (UTC)");
     chart_rate(f, &s2, y);
     char foot[200];
     snprintf(foot, sizeof(foot), "%llu runs, %llu attempts, %.1f instance-hours",
