@@ -134,12 +134,12 @@ static int parse_with(int top, const char *key, const char *value)
 {
     json_t *att = json_pack(
         "{s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:f, s:i, s:i, s:f, s:f, s:f, s:i}",
-        "attempt", 0, "nodes", 1, "host", "a", "cloud", "aws", "instance_type", "p3", "zone",
-        "z", "start_ms", (json_int_t)T0, "end_ms", (json_int_t)T0 + 1000, "cause", "crashed",
-        "lost_ms", 10, "price_per_hour", 1.0, "gpus", 1, "gpu_samples", 3, "gpu_util_mean", 50.0,
+        "attempt", 0, "nodes", 1, "host", "a", "cloud", "aws", "instance_type", "p3", "zone", "z",
+        "start_ms", (json_int_t)T0, "end_ms", (json_int_t)T0 + 1000, "cause", "crashed", "lost_ms",
+        10, "price_per_hour", 1.0, "gpus", 1, "gpu_samples", 3, "gpu_util_mean", 50.0,
         "gpu_idle_share", 0.5, "stage_seconds", 1.0, "notices", 0);
-    json_t *o = json_pack("{s:i, s:s, s:s, s:{s:s}, s:[o]}", "version", 1, "run", "run-a",
-                          "state", "failed", "labels", "team", "nlp", "attempts", att);
+    json_t *o = json_pack("{s:i, s:s, s:s, s:{s:s}, s:[o]}", "version", 1, "run", "run-a", "state",
+                          "failed", "labels", "team", "nlp", "attempts", att);
     assert_non_null(o);
     if (key) {
         json_t *v = json_loads(value, JSON_DECODE_ANY, NULL);
@@ -187,8 +187,9 @@ static void a_hostile_summary_is_rejected(void **state)
         {0, "host", "\"a\\nb\""},
         {0, "host", "\"a\\u0000b\""},
         {0, "host", "5"},
-        {0, "zone", "\"" /* 64 bytes: one too many */
-                    "0123456789012345678901234567890123456789012345678901234567890123\""},
+        {0, "zone",
+         "\"" /* 64 bytes: one too many */
+         "0123456789012345678901234567890123456789012345678901234567890123\""},
         {0, "start_ms", "-1"},
         {0, "start_ms", "253402300800000"},
         {0, "start_ms", "1.5"},
@@ -310,8 +311,9 @@ static void load_all_reads_summaries_and_falls_back_to_the_logs(void **state)
     put_log(st, "garbage", 0, T0, "");
     put(st, "garbage/SUMMARY.json", "\x01\x02not json");
     put_log(st, "types", 0, T0, "");
-    put(st, "types/SUMMARY.json", "{\"version\":1,\"run\":\"types\",\"state\":\"running\","
-                                  "\"labels\":{},\"attempts\":[{\"attempt\":\"0\"}]}");
+    put(st, "types/SUMMARY.json",
+        "{\"version\":1,\"run\":\"types\",\"state\":\"running\","
+        "\"labels\":{},\"attempts\":[{\"attempt\":\"0\"}]}");
     put_log(st, "huge", 0, T0, "");
     put_summary(st, "huge", "from-summary");
     char *buf;
@@ -344,8 +346,8 @@ static void load_all_reads_summaries_and_falls_back_to_the_logs(void **state)
     assert_int_equal(r->n_att, 2);
     assert_string_equal(r->att[0].instance_type, "from-summary");
     assert_int_equal(r->att[0].cause, SR_CAUSE_CRASHED);
-    static const char *const fallback[] = {"nosum", "stale",  "garbage",
-                                           "types", "huge",   "copied", "done"};
+    static const char *const fallback[] = {"nosum", "stale",  "garbage", "types",
+                                           "huge",  "copied", "done"};
     for (size_t i = 0; i < sizeof(fallback) / sizeof(fallback[0]); i++) {
         r = find(v, n, fallback[i]);
         if (!r->from_logs)
