@@ -190,8 +190,9 @@ def synthetic(store, n, seed, summaries):
             cause = "done" if i == k - 1 else rnd.choice(causes)
             lost = 0 if cause == "done" else rnd.choice([0.25, 0.5, 1])
             lost = min(lost, hours)
-            atts.append((t, hours, rnd.choice([G5, P3]), rnd.choice([A, B]), cause, lost, 1, 1,
-                         rnd.randrange(10, 95), 0.1, 100, 30, 0))
+            itype = rnd.choice([G5, P3])
+            atts.append((t, hours, itype, rnd.choice([A, B]), cause, lost, 1, 1,
+                         rnd.randrange(10, 95), 0.1, 100, 30, 0.4 if itype == G5 else 0.9))
             t += int((hours + 0.5) * H)
         s = summaries == "all" or (summaries == "half" and r % 2 == 0)
         out += write_run(store, run, team, atts, s)
