@@ -24,8 +24,8 @@ struct sr_runsum_writer {
     struct sr_store *st;
     char run[256];
     struct sr_history h;
-    int loaded;   /* the earlier attempts' logs are in h */
-    int warned;   /* a write failed once (said) */
+    int loaded; /* the earlier attempts' logs are in h */
+    int warned; /* a write failed once (said) */
     struct {
         uint32_t attempt;
         size_t folded; /* bytes of its log already in h */
@@ -136,8 +136,8 @@ void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char 
     }
     if (rc < 0) {
         if (!w->warned)
-            sr_warn("cannot write %s/%s (spotrun stats reads the event logs instead): %s",
-                    w->run, SR_RUNSUM_NAME, sr_strerror(rc));
+            sr_warn("cannot write %s/%s (spotrun stats reads the event logs instead): %s", w->run,
+                    SR_RUNSUM_NAME, sr_strerror(rc));
         else
             sr_debug("cannot write %s/%s: %s", w->run, SR_RUNSUM_NAME, sr_strerror(rc));
         w->warned = 1;
