@@ -258,7 +258,8 @@ int sr_runsum_parse(const char *buf, size_t len, struct sr_runsum *out)
 /* What the listing says about one run. */
 struct listed {
     struct sr_strlist logs; /* names in <run>/events */
-    int done, summary;      /* DONE, SUMMARY.json exist */
+    int done;               /* DONE exists; -1 not listed (ask when it matters) */
+    int summary;            /* SUMMARY.json exists (or may: the file store tries) */
 };
 
 /* 1 when the summary's attempts are exactly those of the listed logs, each
@@ -282,8 +283,7 @@ static int matches_logs(const struct sr_runsum *r, const struct sr_strlist *logs
 }
 
 /* The run's summary when it is usable, else its event logs. */
-static int load_run(struct sr_store *st, const char *run, const struct listed *l,
-                    struct sr_runsum *out)
+static int load_run(struct sr_store *st, const char *run, struct listed *l, struct sr_runsum *out)
 {
     if (l->summary) {
         char key[512];
@@ -294,6 +294,14 @@ static int load_run(struct sr_store *st, const char *run, const struct listed *l
         if (rc == 0) {
             rc = sr_runsum_parse(buf, len, out);
             free(buf);
+            if (rc == 0 && out->state != SR_STATE_DONE && l->done < 0) {
+                const int d = sr_ckpt_is_done(st, run);
+                if (d < 0) {
+                    sr_runsum_free(out);
+                    return d;
+                }
+                l->done = d;
+            }
             if (rc == 0 && strcmp(out->run, run) == 0 && matches_logs(out, &l->logs) &&
                 (!l->done || out->state == SR_STATE_DONE))
                 return 0;
@@ -304,6 +312,12 @@ static int load_run(struct sr_store *st, const char *run, const struct listed *l
             return rc;
         }
         sr_err_clear(); /* missing meanwhile, unreadable, too large: the logs say */
+    }
+    if (l->done < 0) {
+        const int d = sr_ckpt_is_done(st, run);
+        if (d < 0)
+            return d;
+        l->done = d;
     }
     struct sr_history h;
     sr_hist_init(&h);
@@ -413,25 +427,20 @@ static int list_keys(struct loader *ld, const char *prefix)
     return rc < 0 ? rc : sort_runs(ld);
 }
 
-/* The file store: its runs, then each run's directory and events
- * directory (sr_parallel_for's job, one per run). */
+/* The file store: its runs, then each run's events directory
+ * (sr_parallel_for's job, one per run). Its SUMMARY.json is read without
+ * listing (missing: the logs), DONE looked at only when it matters. */
 static int list_run(void *ctx, size_t i)
 {
     struct loader *ld = ctx;
     const char *run = ld->runs.v[i];
     struct listed *l = &ld->l[i];
+    l->done = -1;
+    l->summary = 1;
     char key[512];
     snprintf(key, sizeof(key), "%s/events", run);
-    struct sr_strlist top = {0};
-    int rc = sr_store_list(ld->st, run, &top);
-    for (size_t k = 0; rc == 0 && k < top.n; k++) {
-        l->done |= strcmp(top.v[k], "DONE") == 0;
-        l->summary |= strcmp(top.v[k], SR_RUNSUM_NAME) == 0;
-        if (strcmp(top.v[k], "events") == 0)
-            rc = sr_store_list(ld->st, key, &l->logs);
-    }
-    sr_strlist_free(&top);
-    return rc < 0 ? sr_errf(rc, "cannot list %s: %s", run, sr_strerror(rc)) : 0;
+    const int rc = sr_store_list(ld->st, key, &l->logs);
+    return rc < 0 ? sr_errf(rc, "cannot list %s: %s", key, sr_strerror(rc)) : 0;
 }
 
 static int list_each(struct loader *ld, const char *prefix)
