@@ -11,6 +11,7 @@
 # Times `spotrun stats --by team,week` (best of 3) on each, against the
 # floor of any tool that must list the same keys: `find` of the file store
 # and `aws s3 ls --recursive` of the bucket. Goals: file < 1 s, S3 < 5 s.
+# scripts/bench-runsum.sh times the summaries' loading alone.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)

@@ -17,6 +17,7 @@
 #include "events.h"
 #include "log.h"
 #include "manifest.h"
+#include "parallel.h"
 
 #define NODES_MAX 65536
 #define GPUS_MAX 4096
@@ -257,7 +258,8 @@ int sr_runsum_parse(const char *buf, size_t len, struct sr_runsum *out)
 /* What the listing says about one run. */
 struct listed {
     struct sr_strlist logs; /* names in <run>/events */
-    int done, summary;      /* DONE, SUMMARY.json exist */
+    int done;               /* DONE exists; -1 not listed (ask when it matters) */
+    int summary;            /* SUMMARY.json exists (or may: the file store tries) */
 };
 
 /* 1 when the summary's attempts are exactly those of the listed logs, each
@@ -281,8 +283,7 @@ static int matches_logs(const struct sr_runsum *r, const struct sr_strlist *logs
 }
 
 /* The run's summary when it is usable, else its event logs. */
-static int load_run(struct sr_store *st, const char *run, const struct listed *l,
-                    struct sr_runsum *out)
+static int load_run(struct sr_store *st, const char *run, struct listed *l, struct sr_runsum *out)
 {
     if (l->summary) {
         char key[512];
@@ -293,6 +294,14 @@ static int load_run(struct sr_store *st, const char *run, const struct listed *l
         if (rc == 0) {
             rc = sr_runsum_parse(buf, len, out);
             free(buf);
+            if (rc == 0 && out->state != SR_STATE_DONE && l->done < 0) {
+                const int d = sr_ckpt_is_done(st, run);
+                if (d < 0) {
+                    sr_runsum_free(out);
+                    return d;
+                }
+                l->done = d;
+            }
             if (rc == 0 && strcmp(out->run, run) == 0 && matches_logs(out, &l->logs) &&
                 (!l->done || out->state == SR_STATE_DONE))
                 return 0;
@@ -303,6 +312,12 @@ static int load_run(struct sr_store *st, const char *run, const struct listed *l
             return rc;
         }
         sr_err_clear(); /* missing meanwhile, unreadable, too large: the logs say */
+    }
+    if (l->done < 0) {
+        const int d = sr_ckpt_is_done(st, run);
+        if (d < 0)
+            return d;
+        l->done = d;
     }
     struct sr_history h;
     sr_hist_init(&h);
@@ -319,69 +334,168 @@ static int starts_with(const char *s, const char *prefix)
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-/* The store's runs whose id starts with prefix, and what a listing of each
- * says (sorted by id). */
-static int list_runs(struct sr_store *st, const char *prefix, struct sr_strlist *runs,
-                     struct listed **out)
+#define THREADS 16 /* GETs in flight (S3 keeps a connection per handle) */
+
+struct loader {
+    struct sr_store *st;
+    struct sr_strlist runs;
+    struct listed *l;    /* per run */
+    struct sr_runsum *v; /* per run */
+};
+
+static void loader_free(struct loader *ld)
 {
-    *out = NULL;
+    for (size_t i = 0; ld->l && i < ld->runs.n; i++)
+        sr_strlist_free(&ld->l[i].logs);
+    free(ld->l);
+    sr_strlist_free(&ld->runs);
+}
+
+struct pair {
+    char *run;
+    struct listed l;
+};
+
+static int by_run(const void *a, const void *b)
+{
+    return strcmp(((const struct pair *)a)->run, ((const struct pair *)b)->run);
+}
+
+/* Runs by id: a listing sorted by key has each run's keys together, but
+ * "a.b/x" comes before "a/x" ('.' sorts before '/'). */
+static int sort_runs(struct loader *ld)
+{
+    const size_t n = ld->runs.n;
+    struct pair *p = malloc((n ? n : 1) * sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        p[i] = (struct pair){ld->runs.v[i], ld->l[i]};
+    qsort(p, n, sizeof(*p), by_run);
+    for (size_t i = 0; i < n; i++) {
+        ld->runs.v[i] = p[i].run;
+        ld->l[i] = p[i].l;
+    }
+    free(p);
+    return 0;
+}
+
+/* Where the store lists every key under a prefix in pages (S3), one such
+ * listing says every run's logs, DONE and SUMMARY.json. -ENOTSUP: the
+ * store cannot (file). */
+static int list_keys(struct loader *ld, const char *prefix)
+{
+    struct sr_strlist keys;
+    int rc = sr_store_list_keys(ld->st, prefix, &keys);
+    if (rc < 0)
+        return rc;
+    size_t cap = 0;
+    for (size_t i = 0; rc == 0 && i < keys.n; i++) {
+        char *slash = strchr(keys.v[i], '/');
+        if (!slash)
+            continue;
+        *slash = '\0';
+        const char *run = keys.v[i], *rest = slash + 1;
+        if (!sr_manifest_run_id_valid(run))
+            continue; /* sweeps/, or not a run */
+        size_t k = ld->runs.n;
+        if (k > 0 && strcmp(ld->runs.v[k - 1], run) == 0) {
+            k--;
+        } else {
+            if (k == cap) {
+                cap = cap ? 2 * cap : 256;
+                struct listed *nl = realloc(ld->l, cap * sizeof(*nl));
+                if (!nl) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                ld->l = nl;
+            }
+            memset(&ld->l[k], 0, sizeof(ld->l[k]));
+            rc = sr_strlist_push(&ld->runs, run);
+            if (rc < 0)
+                break;
+        }
+        if (strncmp(rest, "events/", 7) == 0 && !strchr(rest + 7, '/'))
+            rc = sr_strlist_push(&ld->l[k].logs, rest + 7);
+        else if (strcmp(rest, "DONE") == 0)
+            ld->l[k].done = 1;
+        else if (strcmp(rest, SR_RUNSUM_NAME) == 0)
+            ld->l[k].summary = 1;
+    }
+    sr_strlist_free(&keys);
+    return rc < 0 ? rc : sort_runs(ld);
+}
+
+/* The file store: its runs, then each run's events directory
+ * (sr_parallel_for's job, one per run). Its SUMMARY.json is read without
+ * listing (missing: the logs), DONE looked at only when it matters. */
+static int list_run(void *ctx, size_t i)
+{
+    struct loader *ld = ctx;
+    const char *run = ld->runs.v[i];
+    struct listed *l = &ld->l[i];
+    l->done = -1;
+    l->summary = 1;
+    char key[512];
+    snprintf(key, sizeof(key), "%s/events", run);
+    const int rc = sr_store_list(ld->st, key, &l->logs);
+    return rc < 0 ? sr_errf(rc, "cannot list %s: %s", key, sr_strerror(rc)) : 0;
+}
+
+static int list_each(struct loader *ld, const char *prefix)
+{
     struct sr_strlist all = {0};
-    int rc = sr_ckpt_list_runs(st, &all);
+    int rc = sr_ckpt_list_runs(ld->st, &all);
     for (size_t i = 0; rc == 0 && i < all.n; i++)
         if (starts_with(all.v[i], prefix))
-            rc = sr_strlist_push(runs, all.v[i]);
+            rc = sr_strlist_push(&ld->runs, all.v[i]);
     sr_strlist_free(&all);
-    struct listed *l = rc == 0 ? calloc(runs->n ? runs->n : 1, sizeof(*l)) : NULL;
-    if (rc == 0 && !l)
-        rc = -ENOMEM;
-    for (size_t i = 0; rc == 0 && i < runs->n; i++) {
-        char key[512];
-        snprintf(key, sizeof(key), "%s/events", runs->v[i]);
-        rc = sr_store_list(st, key, &l[i].logs);
-        struct sr_strlist top = {0};
-        if (rc == 0)
-            rc = sr_store_list(st, runs->v[i], &top);
-        for (size_t k = 0; rc == 0 && k < top.n; k++) {
-            l[i].done |= strcmp(top.v[k], "DONE") == 0;
-            l[i].summary |= strcmp(top.v[k], SR_RUNSUM_NAME) == 0;
-        }
-        sr_strlist_free(&top);
+    if (rc == 0) {
+        ld->l = calloc(ld->runs.n ? ld->runs.n : 1, sizeof(*ld->l));
+        rc = ld->l ? 0 : -ENOMEM;
     }
-    if (rc < 0 && l) {
-        for (size_t i = 0; i < runs->n; i++)
-            sr_strlist_free(&l[i].logs);
-        free(l);
-        l = NULL;
-    }
-    *out = l;
+    if (rc == 0)
+        rc = sr_parallel_for(ld->runs.n, THREADS, list_run, ld);
     return rc;
+}
+
+static int read_run(void *ctx, size_t i)
+{
+    struct loader *ld = ctx;
+    const int rc = load_run(ld->st, ld->runs.v[i], &ld->l[i], &ld->v[i]);
+    return rc < 0 ? sr_errf(rc, "cannot read the run %s: %s", ld->runs.v[i], sr_strerror(rc)) : 0;
 }
 
 int sr_runsum_load_all(struct sr_store *st, const char *prefix, struct sr_runsum **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
-    struct sr_strlist runs = {0};
-    struct listed *l = NULL;
-    int rc = list_runs(st, prefix ? prefix : "", &runs, &l);
-    struct sr_runsum *v = rc == 0 ? calloc(runs.n ? runs.n : 1, sizeof(*v)) : NULL;
-    if (rc == 0 && !v)
-        rc = -ENOMEM;
-    size_t done = 0;
-    for (; rc == 0 && done < runs.n; done++)
-        rc = load_run(st, runs.v[done], &l[done], &v[done]);
-    for (size_t i = 0; l && i < runs.n; i++)
-        sr_strlist_free(&l[i].logs);
-    free(l);
+    if (!prefix)
+        prefix = "";
+    struct loader ld = {.st = st};
+    int rc = list_keys(&ld, prefix);
+    if (rc == -ENOTSUP) { /* the file store: list level by level */
+        loader_free(&ld);
+        ld = (struct loader){.st = st};
+        sr_err_clear();
+        rc = list_each(&ld, prefix);
+    }
+    if (rc == 0) {
+        ld.v = calloc(ld.runs.n ? ld.runs.n : 1, sizeof(*ld.v));
+        rc = ld.v ? 0 : -ENOMEM;
+    }
+    if (rc == 0)
+        rc = sr_parallel_for(ld.runs.n, THREADS, read_run, &ld);
     if (rc < 0) {
-        for (size_t i = 0; i < done; i++)
-            sr_runsum_free(&v[i]);
-        free(v);
-        sr_strlist_free(&runs);
+        for (size_t i = 0; ld.v && i < ld.runs.n; i++)
+            sr_runsum_free(&ld.v[i]);
+        free(ld.v);
+        loader_free(&ld);
         return rc;
     }
-    *out = v;
-    *n = runs.n;
-    sr_strlist_free(&runs);
+    *out = ld.v;
+    *n = ld.runs.n;
+    loader_free(&ld);
     return 0;
 }
