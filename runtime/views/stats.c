@@ -377,11 +377,12 @@ static int64_t overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1)
     return hi > lo ? hi - lo : 0;
 }
 
-static int cmp_rows_n_by;
+/* Keys past --by's are "" in every row (row_of zeroes them): comparing all
+ * of them orders by --by's. */
 static int cmp_rows(const void *x, const void *y)
 {
     const struct sr_stats_row *a = x, *b = y;
-    for (int i = 0; i < cmp_rows_n_by; i++) {
+    for (int i = 0; i < SR_STATS_BY_MAX; i++) {
         const int c = strcmp(a->key[i], b->key[i]);
         if (c)
             return c;
@@ -448,7 +449,6 @@ int sr_stats_compute(const struct sr_runsum *runs, size_t n, const struct sr_sta
             }
         }
     }
-    cmp_rows_n_by = (int)q->n_by;
     if (out->n > 1)
         qsort(out->rows, out->n, sizeof(*out->rows), cmp_rows);
     return 0;

@@ -88,8 +88,8 @@ static int gen_one(void *ctx, size_t i)
         "\"ms_left\":120000}\n"
         "{\"event\":\"exit\",\"unix_ms\":%lld,\"attempt\":0,\"code\":143,\"signal\":\"TERM\"}\n"
         "{\"event\":\"preempted\",\"unix_ms\":%lld,\"attempt\":0,\"durable_seq\":1}\n",
-        t0, i % 100, types[i % 3], zones[i % 3], 1.0 + (double)(i % 5), teams[i % 4],
-        t0 + 1800000, t0 + 3590000, t0 + 3600000, t0 + 3600001);
+        t0, i % 100, types[i % 3], zones[i % 3], 1.0 + (double)(i % 5), teams[i % 4], t0 + 1800000,
+        t0 + 3590000, t0 + 3600000, t0 + 3600001);
     snprintf(key, sizeof(key), "%s/events/000000.jsonl", run);
     int rc = sr_store_put(g->st, key, log, (size_t)n);
     struct sr_history h;

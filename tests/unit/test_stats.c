@@ -69,8 +69,14 @@ static void test_times_dates_and_bad_ones(void **state)
     assert_int_equal(ms, at("2026-12-08")); /* --until takes the whole day */
     assert_int_equal(at("2026-12-07T08:30:00+02:00"), at("2026-12-07T06:30:00Z"));
     assert_int_equal(at("2026-12-07T08:30:00.250Z") - at("2026-12-07T08:30Z"), 250);
-    const char *bad[] = {"2026-02-30", "2026-13-01", "yesterday", "2026-12-7", "2026-12-07T25:00Z",
-                         "2026-12-07Tx", "2026-12-07T08:30:00Zjunk", ""};
+    const char *bad[] = {"2026-02-30",
+                         "2026-13-01",
+                         "yesterday",
+                         "2026-12-7",
+                         "2026-12-07T25:00Z",
+                         "2026-12-07Tx",
+                         "2026-12-07T08:30:00Zjunk",
+                         ""};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(sr_stats_parse_time(bad[i], 0, &ms), -EINVAL);
 }
@@ -96,9 +102,16 @@ static void test_by_keys(void **state)
 static struct sr_runsum_attempt att(const char *type, int64_t start, int64_t end,
                                     enum sr_hist_cause cause, int64_t lost, double price)
 {
-    struct sr_runsum_attempt a = {.nodes = 1, .start_ms = start, .end_ms = end, .cause = cause,
-                                  .lost_ms = lost, .price_per_hour = price, .gpus = 1,
-                                  .gpu_samples = 100, .gpu_util_mean = 50, .stage_seconds = 36};
+    struct sr_runsum_attempt a = {.nodes = 1,
+                                  .start_ms = start,
+                                  .end_ms = end,
+                                  .cause = cause,
+                                  .lost_ms = lost,
+                                  .price_per_hour = price,
+                                  .gpus = 1,
+                                  .gpu_samples = 100,
+                                  .gpu_util_mean = 50,
+                                  .stage_seconds = 36};
     snprintf(a.instance_type, sizeof(a.instance_type), "%s", type);
     snprintf(a.zone, sizeof(a.zone), "z1");
     return a;
@@ -176,7 +189,7 @@ static void test_prices_in_order_and_unpriced_hours(void **state)
     (void)state;
     const int64_t t = at("2026-12-01");
     struct sr_runsum_attempt a[] = {
-        att("g5", t, t + 2 * HOUR, SR_CAUSE_CRASHED, HOUR, 0.5), /* table wins */
+        att("g5", t, t + 2 * HOUR, SR_CAUSE_CRASHED, HOUR, 0.5),      /* table wins */
         att("p3", t + 3 * HOUR, t + 4 * HOUR, SR_CAUSE_DONE, 0, 0.7), /* its own price */
         att("x1", t + 5 * HOUR, t + 9 * HOUR, SR_CAUSE_NONE, 0, 0),   /* none */
     };
