@@ -52,8 +52,13 @@ _spotrun() {
         fi
     done
     case $prev in
-    --store | --work-dir | -d | --ckpt-dir | --metrics-file | -o | --output | --prices)
+    --store | --work-dir | -d | --ckpt-dir | --metrics-file | -o | --output | --prices | --svg | --html)
         mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+        return
+        ;;
+    --by) # stats: a comma list; complete its last key (label keys are the user's own)
+        local done=${cur%"${cur##*,}"}
+        mapfile -t COMPREPLY < <(compgen -P "$done" -W "instance_type zone cloud host day week month cause" -- "${cur##*,}")
         return
         ;;
     --run-id | -r)

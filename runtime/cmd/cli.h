@@ -183,6 +183,7 @@ int sr_cmd_export(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_push(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_gc(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_report(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv);
 /* `sweep show` and `sweep report` (cmd_sweep_view.c), dispatched by sr_cmd_sweep. */
 int sr_cmd_sweep_show(const struct sr_cmd *cmd, int argc, char **argv);

@@ -26,7 +26,9 @@
 #include "labels.h"
 #include "log.h"
 #include "gpu_sampler.h"
+#include "events.h"
 #include "metrics.h"
+#include "runsum.h"
 #include "nodes.h"
 #include "run_limits.h"
 #include "runid.h"
@@ -636,7 +638,14 @@ static int supervise(const struct run_opts *o, struct run_ctx *r, struct sr_leas
     r->c.lease = lease;
     if (!lease && sr_ckpt_max_epoch(r->c.st, r->run_id, &r->c.epoch) < 0)
         r->c.epoch = 0; /* the restore reports an unreadable store */
+    /* A single-node run keeps its SUMMARY.json (runsum.h); a multi-node
+     * run's nodes would overwrite each other's, so stats reads its logs. */
+    struct sr_runsum_writer *summary = NULL;
+    if (r->c.nodes <= 1 && sr_runsum_writer_open(r->c.st, r->run_id, &summary) == 0)
+        sr_events_on_flush(sr_runsum_writer_flushed, summary);
     const int code = sr_supervise(&r->c);
+    sr_events_on_flush(NULL, NULL);
+    sr_runsum_writer_close(summary);
     sr_metrics_close(metrics);
     return code;
 }

@@ -56,6 +56,13 @@ static const struct sr_cmd commands[] = {
      "Draws a timeline of the run across attempts and nodes: training segments,\n"
      "checkpoints (staged and durable), notices, restarts, lost work.",
      1, 1, READS | RUN_OP},
+    {"stats", sr_cmd_stats, "the fleet's cost, preemption rate, failures and GPU use, grouped",
+     "spotrun stats [--by KEYS] [--since T] [--until T] [--label K=V]... [--json|--csv|--svg F]",
+     "Adds up every run in the store (or --prefix, --label, the --since/--until\n"
+     "window): runs, attempts, instance- and GPU-hours, cost, on-demand cost and\n"
+     "saving, preemptions per 100 instance-hours, lost work, end causes, checkpoint\n"
+     "overhead and GPU utilization, grouped by --by (docs/cost.md).",
+     0, 0, READS},
     {"pull", sr_cmd_pull, "restore a checkpoint into a directory", "spotrun pull RUN [DIR]",
      "Restores the newest (or --seq N) checkpoint of RUN into DIR (default ./RUN).\n"
      "DIR is replaced: it ends up holding exactly the checkpoint. DIR must be new,\n"

@@ -2,27 +2,25 @@
  * sweepview.c - a sweep's trials, their states and totals, as text and
  * JSON (see sweepview.h).
  *
- * Threads: sr_sweepview_load() starts its readers and joins them before it
- * returns; each reader takes the next started trial off a shared counter
- * and fills only that trial's struct sr_sv_run. Everything else runs on
+ * Threads: sr_sweepview_load() reads the trials on sr_parallel_for()'s
+ * threads, joined before it returns; each reader fills only its trial's
+ * struct sr_sv_run. Everything else runs on
  * the caller's thread.
  */
 #include "sweepview.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "catalog.h"
 #include "log.h"
+#include "parallel.h"
 #include "summary.h"
 #include "units.h"
 
 #define THREADS_DEFAULT 8
-#define THREADS_MAX 64
 
 const char *sr_sv_state_name(enum sr_sv_state s)
 {
@@ -44,12 +42,8 @@ struct pool {
     struct sr_sweepview *v;
     size_t *todo; /* trial indices with objects in the store */
     size_t n_todo;
-    atomic_size_t next;
     int64_t now_s;
     struct listed *listed; /* per trial, from one listing of every key; NULL: list per trial */
-    pthread_mutex_t mu;
-    int rc; /* the first error, its message in msg */
-    char msg[300];
 };
 
 /* One started trial: its event logs, its LEASE and, when it failed, its
@@ -93,49 +87,13 @@ static int load_trial(struct pool *p, struct sr_sv_trial *t)
     return 0;
 }
 
-static void *reader(void *arg)
+/* One trial of the pool's (sr_parallel_for's job). */
+static int read_one(void *ctx, size_t i)
 {
-    struct pool *p = arg;
-    for (;;) {
-        const size_t i = atomic_fetch_add(&p->next, 1);
-        if (i >= p->n_todo)
-            break;
-        struct sr_sv_trial *t = &p->v->t[p->todo[i]];
-        const int rc = load_trial(p, t);
-        if (rc < 0) {
-            pthread_mutex_lock(&p->mu);
-            if (p->rc == 0) {
-                p->rc = rc;
-                snprintf(p->msg, sizeof(p->msg), "%s: %s", t->run_id, sr_strerror(rc));
-            }
-            pthread_mutex_unlock(&p->mu);
-            atomic_store(&p->next, p->n_todo); /* the others stop too */
-            break;
-        }
-    }
-    return NULL;
-}
-
-static int read_all(struct pool *p, unsigned threads)
-{
-    if (threads == 0)
-        threads = THREADS_DEFAULT;
-    if (threads > THREADS_MAX)
-        threads = THREADS_MAX;
-    if (threads > p->n_todo)
-        threads = (unsigned)p->n_todo;
-    pthread_t tid[THREADS_MAX];
-    unsigned started = 0;
-    for (; started < threads; started++)
-        if (pthread_create(&tid[started], NULL, reader, p) != 0)
-            break;
-    if (started == 0 && p->n_todo > 0)
-        reader(p); /* no thread to be had: read them here */
-    for (unsigned i = 0; i < started; i++)
-        pthread_join(tid[i], NULL);
-    if (p->rc < 0)
-        return sr_errf(p->rc, "%s", p->msg);
-    return 0;
+    struct pool *p = ctx;
+    struct sr_sv_trial *t = &p->v->t[p->todo[i]];
+    const int rc = load_trial(p, t);
+    return rc < 0 ? sr_errf(rc, "%s: %s", t->run_id, sr_strerror(rc)) : 0;
 }
 
 static enum sr_sv_state state_of(const struct sr_sv_trial *t)
@@ -276,11 +234,8 @@ int sr_sweepview_load(struct sr_store *st, const struct sr_sweep *sw, unsigned t
             todo[p.n_todo++] = (size_t)k;
         }
     }
-    if (rc == 0) {
-        pthread_mutex_init(&p.mu, NULL);
-        rc = read_all(&p, threads);
-        pthread_mutex_destroy(&p.mu);
-    }
+    if (rc == 0)
+        rc = sr_parallel_for(p.n_todo, threads ? threads : THREADS_DEFAULT, read_one, &p);
     if (rc == 0)
         derive(out);
     sr_strlist_free(&runs);

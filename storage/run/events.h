@@ -45,6 +45,17 @@ void sr_events_set_node(struct sr_events *ev, const char *run_id, uint32_t rank)
 void sr_events_emit(struct sr_events *ev, const char *type, json_t *fields);
 /* Writes the attempt's log to the store. */
 int sr_events_flush(struct sr_events *ev);
+
+/* One hook told after each successful flush of any log this process
+ * writes (the run's SUMMARY.json, runtime/views/runsum.h): the attempt,
+ * whether the log is a node's (multi-node), and the whole log as just
+ * written (len bytes, complete lines; a later flush of the same log only
+ * appends). Called from the flushing thread, outside the log's lock, one
+ * call at a time; setting it (NULL to clear) waits for a call under way,
+ * so ctx may be freed once it is cleared. */
+typedef void (*sr_events_flushed_fn)(void *ctx, uint32_t attempt, int node, const char *log,
+                                     size_t len);
+void sr_events_on_flush(sr_events_flushed_fn fn, void *ctx);
 /* Flushes and frees. */
 void sr_events_close(struct sr_events *ev);
 

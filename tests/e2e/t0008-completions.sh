@@ -57,6 +57,15 @@ test_expect_success 'bash and zsh: --label for run, ls and sweep init; no file n
     test -z "$(zsh_complete spotrun run --label "")"
 '
 
+test_expect_success 'bash: stats, its options, --by keys (the last of a comma list) and files' '
+    test "$(bash_complete spotrun sta)" = stats &&
+    bash_complete spotrun stats --b >got && test "$(cat got)" = --by &&
+    bash_complete spotrun stats --pri >got && grep -x -- --prices got &&
+    test "$(bash_complete spotrun stats --by we)" = week &&
+    test "$(bash_complete spotrun stats --by team,instance_t)" = team,instance_type &&
+    touch out.svg && test "$(bash_complete spotrun stats --svg out.s)" = out.svg
+'
+
 test_expect_success 'bash: run ids from a local store, none from S3, the job'"'"'s own command after --' '
     bash_complete spotrun show al >got && printf "alpha-1\nalpha-2\n" | diff - got &&
     bash_complete spotrun report "" >got && printf "alpha-1\nalpha-2\nbeta\n" | diff - got &&
@@ -72,7 +81,10 @@ test_expect_success 'zsh: the same commands, options and run ids' '
     test "$(zsh_complete spotrun run --max-r)" = --max-restarts &&
     zsh_complete spotrun show al >got && printf "alpha-1\nalpha-2\n" | diff - got &&
     test -z "$(zsh_complete spotrun --store s3://b/x show "")" &&
-    zsh_complete spotrun run -- py >got && grep -F "<command line: py at 1>" got
+    zsh_complete spotrun run -- py >got && grep -F "<command line: py at 1>" got &&
+    test "$(zsh_complete spotrun stats --csv)" = --csv &&
+    test "$(zsh_complete spotrun stats --by team,zo)" = team,zone &&
+    test "$(zsh_complete spotrun stats --html "")" = "<files>"
 '
 
 test_done

@@ -1,0 +1,159 @@
+/*
+ * cmd_stats.c - `spotrun stats`: the fleet's runs over a window, grouped
+ * (docs/cost.md). Checks the flags, loads every run's summary under
+ * --prefix (runsum.h: one listing, summaries read in parallel), aggregates
+ * (views/stats.c) and prints one of the forms (views/statsout.c).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "log.h"
+#include "prices.h"
+#include "runsum.h"
+#include "stats.h"
+#include "statsout.h"
+
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "spotrun stats: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(spotrun stats --help lists the options)\n");
+    va_end(ap);
+    return SR_EX_USAGE;
+}
+
+struct picture {
+    const struct sr_runsum *runs;
+    size_t n;
+    const struct sr_stats_query *q;
+    const struct sr_stats *s;
+    int html, rc;
+};
+
+static void write_picture(FILE *f, void *ctx)
+{
+    struct picture *p = ctx;
+    p->rc = sr_stats_svg(f, p->runs, p->n, p->q, p->s, p->html);
+}
+
+/* Checks the flags into q; 0 or the exit code after a message. */
+static int parse_query(const char *by, const char *since, const char *until,
+                       const struct sr_optlist *labels, struct sr_stats_query *q)
+{
+    char err[512];
+    if (by && *by && sr_stats_parse_by(by, q, err, sizeof(err)) < 0)
+        return usage_error("%s", err);
+    if (since && *since && sr_stats_parse_time(since, 0, &q->since_ms) < 0)
+        return usage_error("bad --since \"%s\": give a date (2026-12-01) or an ISO time "
+                           "(2026-12-01T08:00:00Z)",
+                           since);
+    if (until && *until && sr_stats_parse_time(until, 1, &q->until_ms) < 0)
+        return usage_error("bad --until \"%s\": give a date (2026-12-07, the whole day) or an "
+                           "ISO time (2026-12-07T18:00:00Z)",
+                           until);
+    if (q->since_ms && q->until_ms && q->since_ms >= q->until_ms)
+        return usage_error("--since %s is not before --until %s", since, until);
+    for (size_t i = 0; i < labels->n; i++)
+        if (sr_labels_add(&q->want, labels->v[i], err, sizeof(err)) < 0)
+            return usage_error("--label: %s", err);
+    return 0;
+}
+
+int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv)
+{
+    struct sr_view_opts vo = {0};
+    const char *prefix = NULL, *since = NULL, *until = NULL, *by = NULL, *prices = NULL;
+    const char *svg = NULL, *html = NULL;
+    int csv = 0;
+    struct sr_optlist labels = {0};
+    const struct sr_opt opts[] = {
+        {"prefix", 0, "SPOTRUN_STATS_PREFIX", SR_OPT_STR, &prefix, "P",
+         "only runs whose id starts with P"},
+        {"since", 0, "SPOTRUN_STATS_SINCE", SR_OPT_STR, &since, "TIME",
+         "from this date or ISO time (UTC); attempts are clipped to the window"},
+        {"until", 0, "SPOTRUN_STATS_UNTIL", SR_OPT_STR, &until, "TIME",
+         "up to this ISO time, or the end of this date (UTC)"},
+        {"label", 0, NULL, SR_OPT_MULTI, &labels, "KEY=VALUE",
+         "only runs with this label (repeatable: all of them)"},
+        {"by", 0, "SPOTRUN_STATS_BY", SR_OPT_STR, &by, "KEYS",
+         "group by a comma list of label keys, instance_type, zone, cloud, host, day, week, "
+         "month, cause"},
+        {"prices", 0, "SPOTRUN_PRICES", SR_OPT_STR, &prices, "FILE",
+         "price table: instance_type spot on_demand per line (docs/runtime.md)"},
+        {"csv", 0, NULL, SR_OPT_FLAG, &csv, NULL, "print CSV (RFC 4180), one row per group"},
+        {"svg", 0, NULL, SR_OPT_STR, &svg, "FILE",
+         "write charts: cost per group over time, preemption rate per instance type and zone"},
+        {"html", 0, NULL, SR_OPT_STR, &html, "FILE", "write the charts and the table as a page"},
+        SR_VIEW_OPTS(&vo),
+        SR_OPTS_COMMON};
+    struct sr_cmd_ctx ctx;
+    int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
+    if (code >= 0)
+        return code;
+    struct sr_stats_query q = {.spot_per_hour = vo.prices.spot_per_hour,
+                               .on_demand_per_hour = vo.prices.on_demand_per_hour};
+    struct sr_prices tab = {0};
+    struct sr_runsum *runs = NULL;
+    size_t n = 0;
+    struct sr_stats s = {0};
+    const int outputs = !!vo.json + !!csv + !!(svg && *svg) + !!(html && *html);
+    if (outputs > 1) {
+        code = usage_error("give one of --json, --csv, --svg, --html");
+        goto out;
+    }
+    if ((code = parse_query(by, since, until, &labels, &q)) != 0)
+        goto out;
+    if (prices && *prices) {
+        const int rc = sr_prices_load(prices, &tab);
+        if (rc < 0) {
+            fprintf(stderr, "spotrun stats: --prices: %s\n", sr_strerror(rc));
+            code = SR_EX_USAGE;
+            goto out;
+        }
+        q.prices = &tab;
+    }
+    int rc = sr_runsum_load_all(ctx.st, prefix && *prefix ? prefix : NULL, &runs, &n);
+    if (rc < 0) {
+        code = sr_fail(rc, "cannot list the store");
+        goto out;
+    }
+    if ((rc = sr_stats_compute(runs, n, &q, &s)) < 0) {
+        code = sr_fail(rc, "stats");
+        goto out;
+    }
+    code = 0;
+    if (vo.json) {
+        code = sr_print_json(sr_stats_json(&q, &s));
+    } else if (csv) {
+        sr_stats_csv(stdout, &q, &s);
+    } else if ((svg && *svg) || (html && *html)) {
+        struct picture p = {runs, n, &q, &s, html && *html, 0};
+        const char *path = p.html ? html : svg;
+        rc = sr_write_atomic(path, write_picture, &p);
+        if (rc < 0 || p.rc < 0)
+            code = sr_fail(rc < 0 ? rc : p.rc, "stats");
+        else
+            sr_info("wrote %s (%llu runs)", path, (unsigned long long)s.total.runs);
+    } else if (n == 0) {
+        printf("no runs in %s%s%s\n", sr_store_url(ctx.st), prefix && *prefix ? " under " : "",
+               prefix && *prefix ? prefix : "");
+    } else if (s.total.attempts == 0) {
+        printf("no runs match (%zu runs in the store; check --label, --since, --until)\n", n);
+    } else {
+        sr_stats_print(stdout, &q, &s);
+    }
+out:
+    sr_stats_free(&s);
+    for (size_t i = 0; i < n; i++)
+        sr_runsum_free(&runs[i]);
+    free(runs);
+    sr_prices_free(&tab);
+    sr_store_close(ctx.st);
+    return code;
+}

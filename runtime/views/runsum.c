@@ -1,0 +1,501 @@
+/*
+ * runsum.c - a run's summary (SUMMARY.json): from a history, to and from
+ * JSON, and every run of a store read from summaries (see runsum.h).
+ *
+ * from_json is the only door from the store into a struct sr_runsum: it
+ * checks every field against the same bounds history.c holds event lines
+ * to, so a summary can never say more than the event logs could.
+ */
+#include "runsum.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "events.h"
+#include "log.h"
+#include "manifest.h"
+#include "parallel.h"
+
+#define NODES_MAX 65536
+#define GPUS_MAX 4096
+#define PRICE_MAX 1e15   /* per hour, as history.c reads a start event */
+#define SECONDS_MAX 1e10 /* a staging time, summed */
+#define NOTICES_MAX 1000000u
+#define SAMPLES_MAX (UINT64_C(1) << 53)
+
+void sr_runsum_free(struct sr_runsum *r)
+{
+    if (!r)
+        return;
+    free(r->att);
+    r->att = NULL;
+    r->n_att = 0;
+}
+
+/* ---- from a history ---------------------------------------------------------- */
+
+int sr_runsum_from_history(const struct sr_history *h, const char *run, struct sr_runsum *out)
+{
+    memset(out, 0, sizeof(*out));
+    snprintf(out->run, sizeof(out->run), "%s", run);
+    out->labels = h->labels;
+    out->state = h->state;
+    if (h->n_att == 0)
+        return 0;
+    out->att = calloc(h->n_att, sizeof(*out->att));
+    if (!out->att)
+        return -ENOMEM;
+    for (size_t i = 0; i < h->n_att; i++) {
+        const struct sr_hist_attempt *a = &h->att[i];
+        struct sr_runsum_attempt *s = &out->att[out->n_att++];
+        s->attempt = a->attempt;
+        s->nodes = a->nodes ? a->nodes : 1;
+        snprintf(s->host, sizeof(s->host), "%s", a->host);
+        snprintf(s->cloud, sizeof(s->cloud), "%s", a->cloud);
+        snprintf(s->instance_type, sizeof(s->instance_type), "%s", a->instance_type);
+        snprintf(s->zone, sizeof(s->zone), "%s", a->zone);
+        s->start_ms = a->start_ms;
+        s->cause = a->cause;
+        s->end_ms = a->cause != SR_CAUSE_NONE ? a->end_ms : a->last_ms;
+        if (s->end_ms < s->start_ms) /* an exit logged before the start (clock steps) */
+            s->end_ms = s->start_ms;
+        s->lost_ms = a->lost_ms > 0 ? a->lost_ms : 0;
+        s->price_per_hour = a->price_per_hour;
+        s->gpus = a->gpu_devices;
+        s->gpu_samples = a->gpu_samples;
+        s->gpu_util_mean = a->gpu_util_mean;
+        s->gpu_idle_share = a->gpu_idle_share;
+        for (size_t k = 0; k < h->n_ck; k++)
+            if (h->ck[k].attempt == a->attempt)
+                s->stage_seconds += h->ck[k].stage_seconds;
+        for (size_t k = 0; k < h->n_no; k++)
+            s->notices += h->no[k].attempt == a->attempt;
+    }
+    return 0;
+}
+
+/* ---- to JSON ----------------------------------------------------------------- */
+
+static const char *const state_names[] = {"new",  "checkpointed", "running", "preempted",
+                                          "done", "failed",       "stopped"};
+#define N_STATES (sizeof(state_names) / sizeof(state_names[0]))
+
+static json_t *attempt_to_json(const struct sr_runsum_attempt *a)
+{
+    return json_pack("{s:I, s:I, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:I, s:f, s:I, s:I, s:f, "
+                     "s:f, s:f, s:I}",
+                     "attempt", (json_int_t)a->attempt, "nodes", (json_int_t)a->nodes, "host",
+                     a->host, "cloud", a->cloud, "instance_type", a->instance_type, "zone", a->zone,
+                     "start_ms", (json_int_t)a->start_ms, "end_ms", (json_int_t)a->end_ms, "cause",
+                     sr_hist_cause_name(a->cause), "lost_ms", (json_int_t)a->lost_ms,
+                     "price_per_hour", a->price_per_hour, "gpus", (json_int_t)a->gpus,
+                     "gpu_samples", (json_int_t)a->gpu_samples, "gpu_util_mean", a->gpu_util_mean,
+                     "gpu_idle_share", a->gpu_idle_share, "stage_seconds", a->stage_seconds,
+                     "notices", (json_int_t)a->notices);
+}
+
+json_t *sr_runsum_to_json(const struct sr_runsum *r)
+{
+    json_t *atts = json_array();
+    for (size_t i = 0; atts && i < r->n_att; i++)
+        if (json_array_append_new(atts, attempt_to_json(&r->att[i])) < 0) {
+            json_decref(atts);
+            return NULL;
+        }
+    const unsigned st = (unsigned)r->state < N_STATES ? r->state : SR_STATE_NEW;
+    return json_pack("{s:i, s:s, s:s, s:o, s:o}", "version", SR_RUNSUM_VERSION, "run", r->run,
+                     "state", state_names[st], "labels", sr_labels_to_json(&r->labels), "attempts",
+                     atts);
+}
+
+/* ---- from JSON --------------------------------------------------------------- */
+
+/* A string field of at most size - 1 bytes, no control characters. */
+static int get_str(const json_t *o, const char *key, char *dst, size_t size)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!json_is_string(v))
+        return -1;
+    const char *s = json_string_value(v);
+    const size_t n = json_string_length(v);
+    if (n >= size || strlen(s) != n) /* embedded NUL */
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return -1;
+    memcpy(dst, s, n + 1);
+    return 0;
+}
+
+static int get_int(const json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *dst)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!json_is_integer(v))
+        return -1;
+    const json_int_t x = json_integer_value(v);
+    if (x < lo || x > hi)
+        return -1;
+    *dst = (int64_t)x;
+    return 0;
+}
+
+/* An integer or a real (jansson writes 0.0 as 0.0, others may write 0). */
+static int get_real(const json_t *o, const char *key, double lo, double hi, double *dst)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!json_is_number(v))
+        return -1;
+    const double x = json_number_value(v);
+    if (!isfinite(x) || x < lo || x > hi)
+        return -1;
+    *dst = x;
+    return 0;
+}
+
+static int cause_of(const char *name, enum sr_hist_cause *c)
+{
+    for (int i = 0; i < SR_CAUSE_COUNT; i++)
+        if (strcmp(name, sr_hist_cause_name((enum sr_hist_cause)i)) == 0) {
+            *c = (enum sr_hist_cause)i;
+            return 0;
+        }
+    return -1;
+}
+
+static int attempt_from_json(const json_t *o, struct sr_runsum_attempt *a)
+{
+    int64_t attempt, nodes, start, end, lost, gpus, samples, notices;
+    char cause[32];
+    if (!json_is_object(o) || get_int(o, "attempt", 0, SR_ATTEMPT_MAX, &attempt) ||
+        get_int(o, "nodes", 1, NODES_MAX, &nodes) || get_str(o, "host", a->host, sizeof(a->host)) ||
+        get_str(o, "cloud", a->cloud, sizeof(a->cloud)) ||
+        get_str(o, "instance_type", a->instance_type, sizeof(a->instance_type)) ||
+        get_str(o, "zone", a->zone, sizeof(a->zone)) ||
+        get_int(o, "start_ms", 0, SR_TIME_MAX_MS, &start) ||
+        get_int(o, "end_ms", start, SR_TIME_MAX_MS, &end) ||
+        get_str(o, "cause", cause, sizeof(cause)) || cause_of(cause, &a->cause) ||
+        get_int(o, "lost_ms", 0, SR_TIME_MAX_MS, &lost) ||
+        get_real(o, "price_per_hour", 0, PRICE_MAX, &a->price_per_hour) ||
+        get_int(o, "gpus", 0, GPUS_MAX, &gpus) ||
+        get_int(o, "gpu_samples", 0, (int64_t)SAMPLES_MAX, &samples) ||
+        get_real(o, "gpu_util_mean", 0, 100, &a->gpu_util_mean) ||
+        get_real(o, "gpu_idle_share", 0, 1, &a->gpu_idle_share) ||
+        get_real(o, "stage_seconds", 0, SECONDS_MAX, &a->stage_seconds) ||
+        get_int(o, "notices", 0, NOTICES_MAX, &notices))
+        return -1;
+    a->attempt = (uint32_t)attempt;
+    a->nodes = (uint32_t)nodes;
+    a->start_ms = start;
+    a->end_ms = end;
+    a->lost_ms = lost;
+    a->gpus = (unsigned)gpus;
+    a->gpu_samples = (uint64_t)samples;
+    a->notices = (unsigned)notices;
+    return 0;
+}
+
+int sr_runsum_from_json(const json_t *obj, struct sr_runsum *out)
+{
+    memset(out, 0, sizeof(*out));
+    int64_t version;
+    char state[32];
+    const json_t *labels = json_object_get(obj, "labels");
+    const json_t *atts = json_object_get(obj, "attempts");
+    if (!json_is_object(obj) ||
+        get_int(obj, "version", SR_RUNSUM_VERSION, SR_RUNSUM_VERSION, &version) ||
+        get_str(obj, "run", out->run, sizeof(out->run)) || !sr_manifest_run_id_valid(out->run) ||
+        get_str(obj, "state", state, sizeof(state)) || !json_is_object(labels) ||
+        !json_is_array(atts) || json_array_size(atts) > SR_RUNSUM_ATT_MAX)
+        goto bad;
+    out->state = N_STATES;
+    for (unsigned i = 0; i < N_STATES; i++)
+        if (strcmp(state, state_names[i]) == 0)
+            out->state = (enum sr_hist_state)i;
+    if ((unsigned)out->state == N_STATES)
+        goto bad;
+    if (sr_labels_from_json(&out->labels, labels) != 0 || out->labels.n != json_object_size(labels))
+        goto bad; /* a label the rules drop: the summary is not ours */
+    const size_t n = json_array_size(atts);
+    if (n) {
+        out->att = calloc(n, sizeof(*out->att));
+        if (!out->att) {
+            memset(out, 0, sizeof(*out));
+            return -ENOMEM;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct sr_runsum_attempt *a = &out->att[i];
+        if (attempt_from_json(json_array_get(atts, i), a) != 0)
+            goto bad;
+        if (i > 0 && a->attempt <= out->att[i - 1].attempt)
+            goto bad; /* in order, each once */
+        out->n_att++;
+    }
+    return 0;
+bad:
+    sr_runsum_free(out);
+    memset(out, 0, sizeof(*out));
+    return -EBADMSG;
+}
+
+int sr_runsum_parse(const char *buf, size_t len, struct sr_runsum *out)
+{
+    memset(out, 0, sizeof(*out));
+    json_error_t err;
+    json_t *obj = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &err);
+    if (!obj)
+        return -EBADMSG;
+    const int rc = sr_runsum_from_json(obj, out);
+    json_decref(obj);
+    return rc;
+}
+
+/* ---- every run of a store ---------------------------------------------------- */
+
+/* What the listing says about one run. */
+struct listed {
+    struct sr_strlist logs; /* names in <run>/events */
+    int done;               /* DONE exists; -1 not listed (ask when it matters) */
+    int summary;            /* SUMMARY.json exists (or may: the file store tries) */
+};
+
+/* 1 when the summary's attempts are exactly those of the listed logs, each
+ * a single-node log ("000012.jsonl"): a multi-node run's summary (there
+ * should be none) is never believed. */
+static int matches_logs(const struct sr_runsum *r, const struct sr_strlist *logs)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < logs->n; i++) {
+        const char *name = logs->v[i];
+        const uint32_t a = sr_events_attempt_of(name);
+        if (a == UINT32_MAX)
+            continue; /* not a log (history.c ignores it too) */
+        if (strchr(name, '-'))
+            return 0; /* a node's log */
+        if (k >= r->n_att || r->att[k].attempt != a)
+            return 0;
+        k++;
+    }
+    return k == r->n_att;
+}
+
+/* The run's summary when it is usable, else its event logs. */
+static int load_run(struct sr_store *st, const char *run, struct listed *l, struct sr_runsum *out)
+{
+    if (l->summary) {
+        char key[512];
+        snprintf(key, sizeof(key), "%s/%s", run, SR_RUNSUM_NAME);
+        char *buf = NULL;
+        size_t len = 0;
+        int rc = sr_store_get(st, key, SR_RUNSUM_BYTES_MAX, &buf, &len);
+        if (rc == 0) {
+            rc = sr_runsum_parse(buf, len, out);
+            free(buf);
+            if (rc == 0 && out->state != SR_STATE_DONE && l->done < 0) {
+                const int d = sr_ckpt_is_done(st, run);
+                if (d < 0) {
+                    sr_runsum_free(out);
+                    return d;
+                }
+                l->done = d;
+            }
+            if (rc == 0 && strcmp(out->run, run) == 0 && matches_logs(out, &l->logs) &&
+                (!l->done || out->state == SR_STATE_DONE))
+                return 0;
+            if (rc == -ENOMEM)
+                return rc;
+            sr_runsum_free(out);
+        } else if (rc == -ENOMEM) {
+            return rc;
+        }
+        sr_err_clear(); /* missing meanwhile, unreadable, too large: the logs say */
+    }
+    if (l->done < 0) {
+        const int d = sr_ckpt_is_done(st, run);
+        if (d < 0)
+            return d;
+        l->done = d;
+    }
+    struct sr_history h;
+    sr_hist_init(&h);
+    int rc = sr_hist_load_logs(st, run, &l->logs, l->done, &h);
+    if (rc == 0)
+        rc = sr_runsum_from_history(&h, run, out);
+    sr_hist_free(&h);
+    out->from_logs = 1;
+    return rc;
+}
+
+static int starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+#define THREADS 16 /* GETs in flight (S3 keeps a connection per handle) */
+
+struct loader {
+    struct sr_store *st;
+    struct sr_strlist runs;
+    struct listed *l;    /* per run */
+    struct sr_runsum *v; /* per run */
+};
+
+static void loader_free(struct loader *ld)
+{
+    for (size_t i = 0; ld->l && i < ld->runs.n; i++)
+        sr_strlist_free(&ld->l[i].logs);
+    free(ld->l);
+    sr_strlist_free(&ld->runs);
+}
+
+struct pair {
+    char *run;
+    struct listed l;
+};
+
+static int by_run(const void *a, const void *b)
+{
+    return strcmp(((const struct pair *)a)->run, ((const struct pair *)b)->run);
+}
+
+/* Runs by id: a listing sorted by key has each run's keys together, but
+ * "a.b/x" comes before "a/x" ('.' sorts before '/'). */
+static int sort_runs(struct loader *ld)
+{
+    const size_t n = ld->runs.n;
+    struct pair *p = malloc((n ? n : 1) * sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        p[i] = (struct pair){ld->runs.v[i], ld->l[i]};
+    qsort(p, n, sizeof(*p), by_run);
+    for (size_t i = 0; i < n; i++) {
+        ld->runs.v[i] = p[i].run;
+        ld->l[i] = p[i].l;
+    }
+    free(p);
+    return 0;
+}
+
+/* Where the store lists every key under a prefix in pages (S3), one such
+ * listing says every run's logs, DONE and SUMMARY.json. -ENOTSUP: the
+ * store cannot (file). */
+static int list_keys(struct loader *ld, const char *prefix)
+{
+    struct sr_strlist keys;
+    int rc = sr_store_list_keys(ld->st, prefix, &keys);
+    if (rc < 0)
+        return rc;
+    size_t cap = 0;
+    for (size_t i = 0; rc == 0 && i < keys.n; i++) {
+        char *slash = strchr(keys.v[i], '/');
+        if (!slash)
+            continue;
+        *slash = '\0';
+        const char *run = keys.v[i], *rest = slash + 1;
+        if (!sr_manifest_run_id_valid(run))
+            continue; /* sweeps/, or not a run */
+        size_t k = ld->runs.n;
+        if (k > 0 && strcmp(ld->runs.v[k - 1], run) == 0) {
+            k--;
+        } else {
+            if (k == cap) {
+                cap = cap ? 2 * cap : 256;
+                struct listed *nl = realloc(ld->l, cap * sizeof(*nl));
+                if (!nl) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                ld->l = nl;
+            }
+            memset(&ld->l[k], 0, sizeof(ld->l[k]));
+            rc = sr_strlist_push(&ld->runs, run);
+            if (rc < 0)
+                break;
+        }
+        if (strncmp(rest, "events/", 7) == 0 && !strchr(rest + 7, '/'))
+            rc = sr_strlist_push(&ld->l[k].logs, rest + 7);
+        else if (strcmp(rest, "DONE") == 0)
+            ld->l[k].done = 1;
+        else if (strcmp(rest, SR_RUNSUM_NAME) == 0)
+            ld->l[k].summary = 1;
+    }
+    sr_strlist_free(&keys);
+    return rc < 0 ? rc : sort_runs(ld);
+}
+
+/* The file store: its runs, then each run's events directory
+ * (sr_parallel_for's job, one per run). Its SUMMARY.json is read without
+ * listing (missing: the logs), DONE looked at only when it matters. */
+static int list_run(void *ctx, size_t i)
+{
+    struct loader *ld = ctx;
+    const char *run = ld->runs.v[i];
+    struct listed *l = &ld->l[i];
+    l->done = -1;
+    l->summary = 1;
+    char key[512];
+    snprintf(key, sizeof(key), "%s/events", run);
+    const int rc = sr_store_list(ld->st, key, &l->logs);
+    return rc < 0 ? sr_errf(rc, "cannot list %s: %s", key, sr_strerror(rc)) : 0;
+}
+
+static int list_each(struct loader *ld, const char *prefix)
+{
+    struct sr_strlist all = {0};
+    int rc = sr_ckpt_list_runs(ld->st, &all);
+    for (size_t i = 0; rc == 0 && i < all.n; i++)
+        if (starts_with(all.v[i], prefix))
+            rc = sr_strlist_push(&ld->runs, all.v[i]);
+    sr_strlist_free(&all);
+    if (rc == 0) {
+        ld->l = calloc(ld->runs.n ? ld->runs.n : 1, sizeof(*ld->l));
+        rc = ld->l ? 0 : -ENOMEM;
+    }
+    if (rc == 0)
+        rc = sr_parallel_for(ld->runs.n, THREADS, list_run, ld);
+    return rc;
+}
+
+static int read_run(void *ctx, size_t i)
+{
+    struct loader *ld = ctx;
+    const int rc = load_run(ld->st, ld->runs.v[i], &ld->l[i], &ld->v[i]);
+    return rc < 0 ? sr_errf(rc, "cannot read the run %s: %s", ld->runs.v[i], sr_strerror(rc)) : 0;
+}
+
+int sr_runsum_load_all(struct sr_store *st, const char *prefix, struct sr_runsum **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!prefix)
+        prefix = "";
+    struct loader ld = {.st = st};
+    int rc = list_keys(&ld, prefix);
+    if (rc == -ENOTSUP) { /* the file store: list level by level */
+        loader_free(&ld);
+        ld = (struct loader){.st = st};
+        sr_err_clear();
+        rc = list_each(&ld, prefix);
+    }
+    if (rc == 0) {
+        ld.v = calloc(ld.runs.n ? ld.runs.n : 1, sizeof(*ld.v));
+        rc = ld.v ? 0 : -ENOMEM;
+    }
+    if (rc == 0)
+        rc = sr_parallel_for(ld.runs.n, THREADS, read_run, &ld);
+    if (rc < 0) {
+        for (size_t i = 0; ld.v && i < ld.runs.n; i++)
+            sr_runsum_free(&ld.v[i]);
+        free(ld.v);
+        loader_free(&ld);
+        return rc;
+    }
+    *out = ld.v;
+    *n = ld.runs.n;
+    loader_free(&ld);
+    return 0;
+}

@@ -1,0 +1,99 @@
+/*
+ * runsum.h - a run's summary: one small object per run (<run>/SUMMARY.json)
+ * that says, per attempt, where it ran, when, how it ended, the work it
+ * lost, its price and GPU use, so that `spotrun stats` reads one object per
+ * run instead of every event log of every run (docs/store.md, "SUMMARY.json").
+ *
+ * The wrapper of a single-node run rewrites the summary after each flush of
+ * its event log (runtime/run: the flush observer of events.h). Nothing
+ * trusts it: sr_runsum_from_json() rejects anything out of range, and
+ * sr_runsum_load_all() falls back to a run's event logs when its summary is
+ * missing, invalid, or stale (its attempts are not those of the event logs
+ * the listing shows).
+ *
+ * Pure but for sr_runsum_load_all(), which reads the store on a few threads
+ * of its own and joins them before it returns; nothing here prints (but
+ * warnings about unreadable objects) or exits.
+ */
+#ifndef SPOTRUN_RUNSUM_H
+#define SPOTRUN_RUNSUM_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "history.h"
+#include "labels.h"
+#include "store.h"
+
+#define SR_RUNSUM_VERSION 1
+#define SR_RUNSUM_NAME "SUMMARY.json"  /* <run>/SUMMARY.json */
+#define SR_RUNSUM_ATT_MAX 10000        /* attempts a summary may hold */
+#define SR_RUNSUM_BYTES_MAX (8u << 20) /* a larger SUMMARY.json is not read */
+
+struct sr_runsum_attempt {
+    uint32_t attempt, nodes;
+    char host[128], cloud[32], instance_type[64], zone[64];
+    int64_t start_ms, end_ms;             /* end_ms: when it ended, or its last event while open */
+    enum sr_hist_cause cause;             /* SR_CAUSE_NONE: still running */
+    int64_t lost_ms;                      /* work lost by this attempt (history.h's rule) */
+    double price_per_hour;                /* the start event's price, 0 = none */
+    unsigned gpus;                        /* devices the wrapper sampled (NVML), 0 = unknown */
+    uint64_t gpu_samples;                 /* 0 = none sampled */
+    double gpu_util_mean, gpu_idle_share; /* percent, share in [0, 1] */
+    double stage_seconds;                 /* staging time of this attempt's checkpoints, summed */
+    unsigned notices;
+};
+
+struct sr_runsum {
+    char run[256];
+    struct sr_labels labels;
+    enum sr_hist_state state;
+    struct sr_runsum_attempt *att; /* by attempt number, each once */
+    size_t n_att;
+    int from_logs; /* 1: built from the event logs (no usable summary) */
+};
+
+void sr_runsum_free(struct sr_runsum *r);
+
+/* From a derived history (sr_hist_derive'd). 0 or -ENOMEM. */
+int sr_runsum_from_history(const struct sr_history *h, const char *run, struct sr_runsum *out);
+
+/* The SUMMARY.json object; NULL only without memory. */
+json_t *sr_runsum_to_json(const struct sr_runsum *r);
+
+/* -EBADMSG when anything is missing, of the wrong type or out of range
+ * (times outside [0, SR_TIME_MAX_MS], negative durations, unknown cause
+ * or state names, strings with control characters or too long, invalid
+ * labels, attempts out of order or more than SR_RUNSUM_ATT_MAX...): the
+ * caller then falls back to the logs. out is left empty then. */
+int sr_runsum_from_json(const json_t *obj, struct sr_runsum *out);
+
+/* The same from the object's bytes. */
+int sr_runsum_parse(const char *buf, size_t len, struct sr_runsum *out);
+
+/* Every run whose id starts with prefix ("" = the whole store): one
+ * listing of the store, then each run's SUMMARY.json read in parallel
+ * (threads), falling back to the run's event logs when the summary is
+ * missing, stale (its attempts differ from the event logs the listing
+ * shows) or invalid. Runs sorted by id; *out is an array of *n (free each
+ * with sr_runsum_free, then the array). 0 or -errno. */
+int sr_runsum_load_all(struct sr_store *st, const char *prefix, struct sr_runsum **out, size_t *n);
+
+/* ---- the writer (runsum_writer.c) ----
+ *
+ * A single-node run's wrapper keeps <run>/SUMMARY.json up to date: the
+ * writer is the flush hook of events.h. At the first flush of an attempt
+ * it reads the run's earlier event logs once (an earlier attempt whose log
+ * stops without an end is then vanished); at each flush it folds only the
+ * lines the log gained into that history and writes the summary with the
+ * store's put. A failed write is a warning (once), never the run's
+ * failure. Multi-node runs write none (a node's log is never folded). */
+struct sr_runsum_writer;
+int sr_runsum_writer_open(struct sr_store *st, const char *run, struct sr_runsum_writer **out);
+/* The sr_events_flushed_fn; ctx is the writer. */
+void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char *log, size_t len);
+/* Frees it (clear the hook first). NULL is fine. */
+void sr_runsum_writer_close(struct sr_runsum_writer *w);
+
+#endif

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# bench-stats.sh - `spotrun stats --by team,week` at fleet scale (docs/cost.md).
+#
+#   scripts/bench-stats.sh [BUILD_DIR]     (default: build; RUNS=10000 SUMMARIES=all)
+#
+# RUNS synthetic runs (tests/e2e/genstore.py --synthetic: 1 to 4 attempts
+# each, an event log per attempt, SUMMARY.json per run unless
+# SUMMARIES=none|half) in a file store and in a bucket of the local S3 test
+# server (written into its data directory in its own layout: uploading
+# ~50,000 objects one PUT at a time would measure the upload, not stats).
+# Times `spotrun stats --by team,week` (best of 3) on each, against the
+# floor of any tool that must list the same keys: `find` of the file store
+# and `aws s3 ls --recursive` of the bucket. Goals: file < 1 s, S3 < 5 s.
+# scripts/bench-runsum.sh times the summaries' loading alone.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+runs=${RUNS:-10000} summaries=${SUMMARIES:-all}
+spotrun=$build/runtime/spotrun
+[ -x "$spotrun" ] || { echo "bench-stats: build first ($spotrun missing)" >&2; exit 1; }
+[ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
+    { echo "bench-stats: the S3 test server is not installed (cd tests/s3 && npm ci)"; exit 1; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/bench-stats.XXXXXX")
+trap 'kill $(jobs -p) 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+cd "$work"
+export SPOTRUN_QUIET=1
+
+now_ms() { date +%s%3N; }
+# best_of3 OUT CMD...: the fastest of three runs of CMD, in ms (stdout to OUT).
+best_of3() {
+    local out=$1 best= t0 ms
+    shift
+    for _ in 1 2 3; do
+        t0=$(now_ms)
+        "$@" >"$out"
+        ms=$(($(now_ms) - t0))
+        if [ -z "$best" ] || [ "$ms" -lt "$best" ]; then best=$ms; fi
+    done
+    echo "$best"
+}
+ratio() { python3 -c 'import sys; print("%.1fx" % (int(sys.argv[1]) / max(1, int(sys.argv[2]))))' "$@"; }
+
+echo "== $runs synthetic runs (summaries: $summaries)"
+t0=$(now_ms)
+python3 "$root/tests/e2e/genstore.py" "$work/store" --synthetic "$runs" --summaries "$summaries"
+echo "generated in $(($(now_ms) - t0)) ms: $(find "$work/store" -type f | wc -l) objects"
+
+echo "== file store"
+file_ms=$(best_of3 file.out "$spotrun" stats --store "$work/store" --by team,week)
+find_ms=$(best_of3 find.out find "$work/store" -type f)
+head -n 3 file.out
+printf 'stats --by team,week: %d ms (goal < 1000); find: %d ms; ratio %s\n' "$file_ms" "$find_ms" \
+    "$(ratio "$file_ms" "$find_ms")"
+
+echo "== local S3 server"
+# The server's layout (tests/s3/node_modules/@20minutes/s3rver, filesystem
+# store): <bucket>/<key dirs>/<name>._S3rver_object, with .md5 and
+# ._S3rver_metadata.json beside it.
+python3 - "$work/store" "$work/s3data/bkt/bench" <<'EOF'
+import hashlib, json, os, sys
+src, dst = sys.argv[1], sys.argv[2]
+for d, _, files in os.walk(src):
+    rel = os.path.relpath(d, src)
+    out = os.path.normpath(os.path.join(dst, rel))
+    os.makedirs(out, exist_ok=True)
+    for f in files:
+        data = open(os.path.join(d, f), "rb").read()
+        base = os.path.join(out, f + "._S3rver_object")
+        open(base, "wb").write(data)
+        open(base + ".md5", "w").write(hashlib.md5(data).hexdigest())
+        json.dump({"content-type": "binary/octet-stream"},
+                  open(os.path.join(out, f + "._S3rver_metadata.json"), "w"))
+EOF
+rm -f s3.log
+node --openssl-legacy-provider "$root/tests/s3/server.js" "$work/s3data" bkt >s3.log 2>&1 &
+until grep -qs '^port ' s3.log; do sleep 0.1; done
+export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
+export AWS_ENDPOINT_URL=http://127.0.0.1:$(sed -n 's/^port //p' s3.log)
+export AWS_EC2_METADATA_DISABLED=true AWS_SHARED_CREDENTIALS_FILE=$work/none AWS_CONFIG_FILE=$work/none
+aws=/usr/bin/aws
+[ -x "$aws" ] || aws=aws
+s3_ms=$(best_of3 s3.out "$spotrun" stats --store s3://bkt/bench --by team,week)
+ls_ms=$(best_of3 ls.out "$aws" --endpoint-url "$AWS_ENDPOINT_URL" s3 ls --recursive s3://bkt/bench/)
+head -n 3 s3.out
+diff -q file.out s3.out >/dev/null || echo "warning: the S3 store's table differs from the file store's"
+printf 'stats --by team,week: %d ms (goal < 5000); aws s3 ls --recursive: %d ms (%d keys); ratio %s\n' \
+    "$s3_ms" "$ls_ms" "$(wc -l <ls.out)" "$(ratio "$s3_ms" "$ls_ms")"

@@ -1,0 +1,385 @@
+/*
+ * test_runsum.c - a run's summary (runtime/views/runsum.h): what a history
+ * says per attempt, the round trip through SUMMARY.json, hostile
+ * summaries rejected field by field, and load_all reading summaries from a
+ * file store, falling back to the event logs when one is missing, invalid
+ * or stale.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "history.h"
+#include "runsum.h"
+#include "store.h"
+
+#define T0 1700000000000LL
+
+static void add(struct sr_history *h, const char *fmt, ...)
+{
+    char line[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    assert_int_equal(sr_hist_add_line(h, line, strlen(line)), 0);
+}
+
+#define EV(h, ms, att, type, extra)                                                                \
+    add(h, "{\"event\":\"" type "\",\"time\":\"x\",\"unix_ms\":%lld,\"attempt\":%d" extra "}",     \
+        (long long)(T0 + (ms)), (att))
+
+/* attempt 0 on a p3 in us-east-1a: checkpoint staged at 10 s, crash at
+ * 25 s (lost 15 s); attempt 1: notice at 50 s, preempted at 54 s after a
+ * checkpoint staged at 51 s (lost 3 s); attempt 2: still running. */
+static void scenario(struct sr_history *h)
+{
+    EV(h, 0, 0, "start",
+       ",\"host\":\"a\",\"cloud\":\"aws\",\"instance_type\":\"p3.2xlarge\",\"zone\":"
+       "\"us-east-1a\",\"price_per_hour\":0.9,\"labels\":{\"team\":\"nlp\"}");
+    EV(h, 10000, 0, "staged", ",\"seq\":1,\"step\":100,\"seconds\":0.5");
+    EV(h, 11000, 0, "persisted", ",\"seq\":1,\"step\":100,\"seconds\":1.0");
+    EV(h, 20000, 0, "gpu",
+       ",\"samples\":20,\"devices\":2,\"util_mean\":44.5,\"util_p50\":40,\"util_p95\":100,"
+       "\"idle_share\":0.25,\"mem_used_max\":1000,\"power_mean_w\":150");
+    EV(h, 25000, 0, "exit", ",\"code\":3");
+    EV(h, 25001, 0, "restart", ",\"restart\":1");
+    EV(h, 26100, 1, "start", ",\"host\":\"a\",\"resumed\":true,\"seq\":1,\"step\":100");
+    EV(h, 40000, 1, "staged", ",\"seq\":2,\"step\":200,\"seconds\":1.5");
+    EV(h, 50000, 1, "notice", ",\"source\":\"aws\",\"ms_left\":120000");
+    EV(h, 51000, 1, "staged", ",\"seq\":3,\"step\":250,\"seconds\":2.5");
+    EV(h, 53000, 1, "persisted", ",\"seq\":3,\"step\":250,\"seconds\":3.0");
+    EV(h, 54000, 1, "exit", ",\"code\":143,\"signal\":\"TERM\"");
+    EV(h, 54001, 1, "preempted", ",\"durable_seq\":3");
+    EV(h, 60000, 2, "start",
+       ",\"host\":\"b\",\"resumed\":true,\"seq\":3,\"labels\":{\"team\":\"nlp\",\"user\":\"ana\"}");
+    EV(h, 65000, 2, "staged", ",\"seq\":4,\"step\":300,\"seconds\":0.25");
+    sr_hist_derive(h);
+}
+
+static void the_summary_says_what_the_history_says_per_attempt(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    scenario(&h);
+    struct sr_runsum r;
+    assert_int_equal(sr_runsum_from_history(&h, "run-a", &r), 0);
+    assert_string_equal(r.run, "run-a");
+    assert_int_equal(r.state, SR_STATE_RUNNING);
+    assert_int_equal(r.labels.n, 2);
+    assert_int_equal(r.n_att, 3);
+    const struct sr_runsum_attempt *a = r.att;
+    assert_int_equal(a[0].cause, SR_CAUSE_CRASHED);
+    assert_string_equal(a[0].instance_type, "p3.2xlarge");
+    assert_string_equal(a[0].zone, "us-east-1a");
+    assert_string_equal(a[0].cloud, "aws");
+    assert_true(a[0].price_per_hour == 0.9);
+    assert_int_equal(a[0].lost_ms, 15000);
+    assert_int_equal(a[0].start_ms, T0);
+    assert_int_equal(a[0].end_ms, T0 + 25000);
+    assert_int_equal(a[0].gpus, 2);
+    assert_int_equal(a[0].gpu_samples, 20);
+    assert_true(a[0].gpu_util_mean == 44.5);
+    assert_true(a[0].stage_seconds == 0.5);
+    assert_int_equal(a[1].cause, SR_CAUSE_PREEMPTED);
+    assert_int_equal(a[1].lost_ms, 3000);
+    assert_int_equal(a[1].notices, 1);
+    assert_true(a[1].stage_seconds == 4.0);
+    assert_int_equal(a[2].cause, SR_CAUSE_NONE); /* open: up to its last event */
+    assert_int_equal(a[2].end_ms, T0 + 65000);
+    assert_int_equal(a[2].nodes, 1);
+    sr_runsum_free(&r);
+    sr_hist_free(&h);
+}
+
+static void a_summary_survives_the_round_trip_through_json(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    scenario(&h);
+    struct sr_runsum r, back;
+    assert_int_equal(sr_runsum_from_history(&h, "run-a", &r), 0);
+    json_t *o = sr_runsum_to_json(&r);
+    assert_non_null(o);
+    char *text = json_dumps(o, JSON_COMPACT);
+    assert_int_equal(sr_runsum_parse(text, strlen(text), &back), 0);
+    assert_string_equal(back.run, r.run);
+    assert_int_equal(back.state, r.state);
+    assert_int_equal(back.labels.n, r.labels.n);
+    assert_int_equal(back.n_att, r.n_att);
+    for (size_t i = 0; i < r.n_att; i++)
+        assert_memory_equal(&back.att[i], &r.att[i], sizeof(r.att[i]));
+    assert_int_equal(back.from_logs, 0);
+    free(text);
+    json_decref(o);
+    sr_runsum_free(&back);
+    sr_runsum_free(&r);
+    sr_hist_free(&h);
+}
+
+/* A good summary with one attempt whose field key is replaced by value
+ * (raw JSON), or the top-level key when top. */
+static int parse_with(int top, const char *key, const char *value)
+{
+    json_t *att = json_pack(
+        "{s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:f, s:i, s:i, s:f, s:f, s:f, s:i}",
+        "attempt", 0, "nodes", 1, "host", "a", "cloud", "aws", "instance_type", "p3", "zone", "z",
+        "start_ms", (json_int_t)T0, "end_ms", (json_int_t)T0 + 1000, "cause", "crashed", "lost_ms",
+        10, "price_per_hour", 1.0, "gpus", 1, "gpu_samples", 3, "gpu_util_mean", 50.0,
+        "gpu_idle_share", 0.5, "stage_seconds", 1.0, "notices", 0);
+    json_t *o = json_pack("{s:i, s:s, s:s, s:{s:s}, s:[o]}", "version", 1, "run", "run-a", "state",
+                          "failed", "labels", "team", "nlp", "attempts", att);
+    assert_non_null(o);
+    if (key) {
+        json_t *v = json_loads(value, JSON_DECODE_ANY, NULL);
+        json_t *where = top ? o : json_array_get(json_object_get(o, "attempts"), 0);
+        if (v)
+            json_object_set_new(where, key, v);
+        else
+            json_object_del(where, key); /* value NULL: the field is missing */
+    }
+    struct sr_runsum r;
+    const int rc = sr_runsum_from_json(o, &r);
+    if (rc == 0)
+        assert_int_equal(r.n_att, 1);
+    else
+        assert_int_equal(r.n_att, 0);
+    sr_runsum_free(&r);
+    json_decref(o);
+    return rc;
+}
+
+static void a_hostile_summary_is_rejected(void **state)
+{
+    (void)state;
+    assert_int_equal(parse_with(0, NULL, NULL), 0);
+    static const struct {
+        int top;
+        const char *key, *value;
+    } bad[] = {
+        {1, "version", "2"},
+        {1, "version", "\"1\""},
+        {1, "run", "\"../x\""},
+        {1, "run", "\"a\\u0001b\""},
+        {1, "run", "null"},
+        {1, "state", "\"exploded\""},
+        {1, "labels", "[]"},
+        {1, "labels", "{\"Team\":\"x\"}"},
+        {1, "labels", "{\"team\":\"a b\"}"},
+        {1, "attempts", "{}"},
+        {1, "attempts", "[1]"},
+        {1, "attempts", "[{}]"},
+        {0, "attempt", "-1"},
+        {0, "attempt", "1000000"},
+        {0, "attempt", "\"0\""},
+        {0, "nodes", "0"},
+        {0, "host", "\"a\\nb\""},
+        {0, "host", "\"a\\u0000b\""},
+        {0, "host", "5"},
+        {0, "zone",
+         "\"" /* 64 bytes: one too many */
+         "0123456789012345678901234567890123456789012345678901234567890123\""},
+        {0, "start_ms", "-1"},
+        {0, "start_ms", "253402300800000"},
+        {0, "start_ms", "1.5"},
+        {0, "end_ms", "1699999999999"}, /* before its start: a negative duration */
+        {0, "end_ms", "9223372036854775807"},
+        {0, "cause", "\"abducted\""},
+        {0, "cause", "null"},
+        {0, "lost_ms", "-5"},
+        {0, "price_per_hour", "-1"},
+        {0, "price_per_hour", "1e300"},
+        {0, "gpus", "-1"},
+        {0, "gpu_samples", "18446744073709551615"},
+        {0, "gpu_util_mean", "101"},
+        {0, "gpu_idle_share", "1.5"},
+        {0, "stage_seconds", "-0.5"},
+        {0, "notices", "true"},
+        {0, "host", NULL},
+        {0, "end_ms", NULL},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const int rc = parse_with(bad[i].top, bad[i].key, bad[i].value);
+        if (rc != -EBADMSG)
+            fail_msg("%s = %s accepted", bad[i].key, bad[i].value ? bad[i].value : "(missing)");
+    }
+    struct sr_runsum r;
+    assert_int_equal(sr_runsum_parse("garbage", 7, &r), -EBADMSG);
+    assert_int_equal(sr_runsum_parse("[]", 2, &r), -EBADMSG);
+    assert_int_equal(sr_runsum_parse("{\"version\":1,\"version\":1}", 26, &r), -EBADMSG);
+}
+
+static void out_of_order_or_repeated_attempts_are_rejected(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    scenario(&h);
+    struct sr_runsum r;
+    assert_int_equal(sr_runsum_from_history(&h, "run-a", &r), 0);
+    r.att[2].attempt = 1;
+    json_t *o = sr_runsum_to_json(&r);
+    struct sr_runsum back;
+    assert_int_equal(sr_runsum_from_json(o, &back), -EBADMSG);
+    json_decref(o);
+    sr_runsum_free(&r);
+    sr_hist_free(&h);
+}
+
+/* ---- load_all on a file store ------------------------------------------------ */
+
+static char root[512];
+
+static void put(struct sr_store *st, const char *key, const char *text)
+{
+    assert_int_equal(sr_store_put(st, key, text, strlen(text)), 0);
+}
+
+static void put_log(struct sr_store *st, const char *run, int att, int64_t t, const char *tail)
+{
+    char key[256], text[1024];
+    snprintf(key, sizeof(key), "%s/events/%06d.jsonl", run, att);
+    snprintf(text, sizeof(text),
+             "{\"event\":\"start\",\"unix_ms\":%lld,\"attempt\":%d,\"instance_type\":\"g5\"}\n"
+             "%s",
+             (long long)t, att, tail);
+    put(st, key, text);
+}
+
+/* The summary load_all would compute from run's logs, written as its
+ * SUMMARY.json, with instance_type replaced by it (so a test can tell
+ * which one was read). */
+static void put_summary(struct sr_store *st, const char *run, const char *it)
+{
+    struct sr_history h;
+    sr_hist_init(&h);
+    assert_int_equal(sr_hist_load(st, run, &h), 0);
+    struct sr_runsum r;
+    assert_int_equal(sr_runsum_from_history(&h, run, &r), 0);
+    for (size_t i = 0; i < r.n_att; i++)
+        snprintf(r.att[i].instance_type, sizeof(r.att[i].instance_type), "%s", it);
+    json_t *o = sr_runsum_to_json(&r);
+    char *text = json_dumps(o, JSON_COMPACT);
+    char key[256];
+    snprintf(key, sizeof(key), "%s/SUMMARY.json", run);
+    put(st, key, text);
+    free(text);
+    json_decref(o);
+    sr_runsum_free(&r);
+    sr_hist_free(&h);
+}
+
+static const struct sr_runsum *find(const struct sr_runsum *v, size_t n, const char *run)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].run, run) == 0)
+            return &v[i];
+    fail_msg("run %s missing", run);
+    return NULL;
+}
+
+static void load_all_reads_summaries_and_falls_back_to_the_logs(void **state)
+{
+    (void)state;
+    const char *tmp = getenv("SPOTRUN_TEST_TMP");
+    snprintf(root, sizeof(root), "%s/runsum-%d", tmp ? tmp : "/tmp", (int)getpid());
+    struct sr_store *st;
+    assert_int_equal(sr_store_open(root, &st), 0);
+    const char *exit0 = "{\"event\":\"exit\",\"unix_ms\":1700000009000,\"attempt\":0,\"code\":1}\n";
+    /* good: a summary that matches its logs is read (its instance type shows) */
+    put_log(st, "good", 0, T0, exit0);
+    put_log(st, "good", 1, T0 + 10000, "");
+    put_summary(st, "good", "from-summary");
+    /* nosum: no summary */
+    put_log(st, "nosum", 0, T0, "");
+    /* stale: the summary has attempt 0 only, the logs 0 and 1 */
+    put_log(st, "stale", 0, T0, exit0);
+    put_summary(st, "stale", "from-summary");
+    put_log(st, "stale", 1, T0 + 10000, "");
+    /* garbage, wrong types, huge numbers */
+    put_log(st, "garbage", 0, T0, "");
+    put(st, "garbage/SUMMARY.json", "\x01\x02not json");
+    put_log(st, "types", 0, T0, "");
+    put(st, "types/SUMMARY.json",
+        "{\"version\":1,\"run\":\"types\",\"state\":\"running\","
+        "\"labels\":{},\"attempts\":[{\"attempt\":\"0\"}]}");
+    put_log(st, "huge", 0, T0, "");
+    put_summary(st, "huge", "from-summary");
+    char *buf;
+    size_t len;
+    assert_int_equal(sr_store_get(st, "huge/SUMMARY.json", 1 << 20, &buf, &len), 0);
+    char *p = strstr(buf, "\"end_ms\":");
+    assert_non_null(p);
+    char fixed[4096]; /* twenty digits more: past any integer */
+    snprintf(fixed, sizeof(fixed), "%.*s99999999999999999999%s", (int)(p - buf + 9), buf, p + 9);
+    put(st, "huge/SUMMARY.json", fixed);
+    free(buf);
+    /* another run's summary copied here */
+    put_log(st, "copied", 0, T0, "");
+    assert_int_equal(sr_store_get(st, "good/SUMMARY.json", 1 << 20, &buf, &len), 0);
+    put(st, "copied/SUMMARY.json", buf);
+    free(buf);
+    /* done: DONE exists but the summary still says running */
+    put_log(st, "done", 0, T0, "");
+    put_summary(st, "done", "from-summary");
+    put(st, "done/DONE", "");
+
+    struct sr_runsum *v;
+    size_t n;
+    assert_int_equal(sr_runsum_load_all(st, "", &v, &n), 0);
+    assert_int_equal(n, 8);
+    for (size_t i = 1; i < n; i++)
+        assert_true(strcmp(v[i - 1].run, v[i].run) < 0);
+    const struct sr_runsum *r = find(v, n, "good");
+    assert_int_equal(r->from_logs, 0);
+    assert_int_equal(r->n_att, 2);
+    assert_string_equal(r->att[0].instance_type, "from-summary");
+    assert_int_equal(r->att[0].cause, SR_CAUSE_CRASHED);
+    static const char *const fallback[] = {"nosum", "stale",  "garbage", "types",
+                                           "huge",  "copied", "done"};
+    for (size_t i = 0; i < sizeof(fallback) / sizeof(fallback[0]); i++) {
+        r = find(v, n, fallback[i]);
+        if (!r->from_logs)
+            fail_msg("%s: its summary was believed", fallback[i]);
+        assert_true(r->n_att >= 1);
+        assert_string_equal(r->att[0].instance_type, "g5");
+    }
+    assert_int_equal(find(v, n, "stale")->n_att, 2);
+    assert_int_equal(find(v, n, "done")->state, SR_STATE_DONE);
+    for (size_t i = 0; i < n; i++)
+        sr_runsum_free(&v[i]);
+    free(v);
+
+    assert_int_equal(sr_runsum_load_all(st, "st", &v, &n), 0); /* a prefix of run ids */
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].run, "stale");
+    sr_runsum_free(&v[0]);
+    free(v);
+    sr_store_close(st);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(the_summary_says_what_the_history_says_per_attempt),
+        cmocka_unit_test(a_summary_survives_the_round_trip_through_json),
+        cmocka_unit_test(a_hostile_summary_is_rejected),
+        cmocka_unit_test(out_of_order_or_repeated_attempts_are_rejected),
+        cmocka_unit_test(load_all_reads_summaries_and_falls_back_to_the_logs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
