@@ -4,6 +4,7 @@
  *
  *   runsum_tool load STORE [PREFIX]   every run via sr_runsum_load_all: one
  *                                     line per run, and its time on stderr
+ *   runsum_tool list STORE [PREFIX]   the one listing alone (sr_store_list_keys)
  *   runsum_tool gen STORE N [PREFIX]  N synthetic runs (one event log and a
  *                                     matching SUMMARY.json each), written
  *                                     on 16 threads
@@ -88,8 +89,8 @@ static int gen_one(void *ctx, size_t i)
         "\"ms_left\":120000}\n"
         "{\"event\":\"exit\",\"unix_ms\":%lld,\"attempt\":0,\"code\":143,\"signal\":\"TERM\"}\n"
         "{\"event\":\"preempted\",\"unix_ms\":%lld,\"attempt\":0,\"durable_seq\":1}\n",
-        t0, i % 100, types[i % 3], zones[i % 3], 1.0 + (double)(i % 5), teams[i % 4],
-        t0 + 1800000, t0 + 3590000, t0 + 3600000, t0 + 3600001);
+        t0, i % 100, types[i % 3], zones[i % 3], 1.0 + (double)(i % 5), teams[i % 4], t0 + 1800000,
+        t0 + 3590000, t0 + 3600000, t0 + 3600001);
     snprintf(key, sizeof(key), "%s/events/000000.jsonl", run);
     int rc = sr_store_put(g->st, key, log, (size_t)n);
     struct sr_history h;
@@ -118,9 +119,11 @@ static int gen_one(void *ctx, size_t i)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3 || (strcmp(argv[1], "load") != 0 && strcmp(argv[1], "gen") != 0) ||
+    if (argc < 3 ||
+        (strcmp(argv[1], "load") != 0 && strcmp(argv[1], "gen") != 0 &&
+         strcmp(argv[1], "list") != 0) ||
         (strcmp(argv[1], "gen") == 0 && argc < 4)) {
-        fprintf(stderr, "usage: runsum_tool load STORE [PREFIX] | gen STORE N [PREFIX]\n");
+        fprintf(stderr, "usage: runsum_tool load|list STORE [PREFIX] | gen STORE N [PREFIX]\n");
         return 64;
     }
     struct sr_store *st;
@@ -130,7 +133,18 @@ int main(int argc, char **argv)
         return 69;
     }
     int code;
-    if (strcmp(argv[1], "load") == 0) {
+    if (strcmp(argv[1], "list") == 0) {
+        struct sr_strlist keys;
+        const double t0 = now_s();
+        rc = sr_store_list_keys(st, argc > 3 ? argv[3] : "", &keys);
+        if (rc == 0)
+            fprintf(stderr, "%zu keys listed in %.3f s\n", keys.n, now_s() - t0);
+        else
+            fprintf(stderr, "runsum_tool: %s\n", sr_strerror(rc));
+        if (rc == 0)
+            sr_strlist_free(&keys);
+        code = rc < 0 ? 1 : 0;
+    } else if (strcmp(argv[1], "load") == 0) {
         code = load(st, argc > 3 ? argv[3] : "");
     } else {
         struct gen g = {st, argc > 4 ? argv[4] : ""};
