@@ -134,12 +134,12 @@ static int parse_with(int top, const char *key, const char *value)
 {
     json_t *att = json_pack(
         "{s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:f, s:i, s:i, s:f, s:f, s:f, s:i}",
-        "attempt", 0, "nodes", 1, "host", "a", "cloud", "aws", "instance_type", "p3", "zone",
-        "z", "start_ms", (json_int_t)T0, "end_ms", (json_int_t)T0 + 1000, "cause", "crashed",
-        "lost_ms", 10, "price_per_hour", 1.0, "gpus", 1, "gpu_samples", 3, "gpu_util_mean", 50.0,
+        "attempt", 0, "nodes", 1, "host", "a", "cloud", "aws", "instance_type", "p3", "zone", "z",
+        "start_ms", (json_int_t)T0, "end_ms", (json_int_t)T0 + 1000, "cause", "crashed", "lost_ms",
+        10, "price_per_hour", 1.0, "gpus", 1, "gpu_samples", 3, "gpu_util_mean", 50.0,
         "gpu_idle_share", 0.5, "stage_seconds", 1.0, "notices", 0);
-    json_t *o = json_pack("{s:i, s:s, s:s, s:{s:s}, s:[o]}", "version", 1, "run", "run-a",
-                          "state", "failed", "labels", "team", "nlp", "attempts", att);
+    json_t *o = json_pack("{s:i, s:s, s:s, s:{s:s}, s:[o]}", "version", 1, "run", "run-a", "state",
+                          "failed", "labels", "team", "nlp", "attempts", att);
     assert_non_null(o);
     if (key) {
         json_t *v = json_loads(value, JSON_DECODE_ANY, NULL);
@@ -187,8 +187,9 @@ static void a_hostile_summary_is_rejected(void **state)
         {0, "host", "\"a\\nb\""},
         {0, "host", "\"a\\u0000b\""},
         {0, "host", "5"},
-        {0, "zone", "\"" /* 64 bytes: one too many */
-                    "0123456789012345678901234567890123456789012345678901234567890123\""},
+        {0, "zone",
+         "\"" /* 64 bytes: one too many */
+         "0123456789012345678901234567890123456789012345678901234567890123\""},
         {0, "start_ms", "-1"},
         {0, "start_ms", "253402300800000"},
         {0, "start_ms", "1.5"},
@@ -217,6 +218,35 @@ static void a_hostile_summary_is_rejected(void **state)
     assert_int_equal(sr_runsum_parse("garbage", 7, &r), -EBADMSG);
     assert_int_equal(sr_runsum_parse("[]", 2, &r), -EBADMSG);
     assert_int_equal(sr_runsum_parse("{\"version\":1,\"version\":1}", 26, &r), -EBADMSG);
+}
+
+/* A host with a tab and a zone of multi-byte characters cut by the
+ * history's fixed-size copy still make a summary that reads back. */
+static void odd_strings_from_the_logs_still_round_trip(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    char zone[200] = "";
+    for (int i = 0; i < 40; i++)
+        strcat(zone, "\u00e9"); /* é: 2 bytes each, cut inside one at 63 */
+    add(&h,
+        "{\"event\":\"start\",\"unix_ms\":%lld,\"attempt\":0,\"host\":\"a\\tb\","
+        "\"zone\":\"%s\"}",
+        (long long)T0, zone);
+    sr_hist_derive(&h);
+    struct sr_runsum r, back;
+    assert_int_equal(sr_runsum_from_history(&h, "odd", &r), 0);
+    assert_string_equal(r.att[0].host, "a?b");
+    assert_int_equal(strlen(r.att[0].zone), 62);
+    json_t *o = sr_runsum_to_json(&r);
+    assert_non_null(o);
+    assert_int_equal(sr_runsum_from_json(o, &back), 0);
+    assert_string_equal(back.att[0].zone, r.att[0].zone);
+    json_decref(o);
+    sr_runsum_free(&back);
+    sr_runsum_free(&r);
+    sr_hist_free(&h);
 }
 
 static void out_of_order_or_repeated_attempts_are_rejected(void **state)
@@ -310,8 +340,9 @@ static void load_all_reads_summaries_and_falls_back_to_the_logs(void **state)
     put_log(st, "garbage", 0, T0, "");
     put(st, "garbage/SUMMARY.json", "\x01\x02not json");
     put_log(st, "types", 0, T0, "");
-    put(st, "types/SUMMARY.json", "{\"version\":1,\"run\":\"types\",\"state\":\"running\","
-                                  "\"labels\":{},\"attempts\":[{\"attempt\":\"0\"}]}");
+    put(st, "types/SUMMARY.json",
+        "{\"version\":1,\"run\":\"types\",\"state\":\"running\","
+        "\"labels\":{},\"attempts\":[{\"attempt\":\"0\"}]}");
     put_log(st, "huge", 0, T0, "");
     put_summary(st, "huge", "from-summary");
     char *buf;
@@ -344,8 +375,8 @@ static void load_all_reads_summaries_and_falls_back_to_the_logs(void **state)
     assert_int_equal(r->n_att, 2);
     assert_string_equal(r->att[0].instance_type, "from-summary");
     assert_int_equal(r->att[0].cause, SR_CAUSE_CRASHED);
-    static const char *const fallback[] = {"nosum", "stale",  "garbage",
-                                           "types", "huge",   "copied", "done"};
+    static const char *const fallback[] = {"nosum", "stale",  "garbage", "types",
+                                           "huge",  "copied", "done"};
     for (size_t i = 0; i < sizeof(fallback) / sizeof(fallback[0]); i++) {
         r = find(v, n, fallback[i]);
         if (!r->from_logs)
@@ -376,6 +407,7 @@ int main(void)
         cmocka_unit_test(the_summary_says_what_the_history_says_per_attempt),
         cmocka_unit_test(a_summary_survives_the_round_trip_through_json),
         cmocka_unit_test(a_hostile_summary_is_rejected),
+        cmocka_unit_test(odd_strings_from_the_logs_still_round_trip),
         cmocka_unit_test(out_of_order_or_repeated_attempts_are_rejected),
         cmocka_unit_test(load_all_reads_summaries_and_falls_back_to_the_logs),
     };
