@@ -4,6 +4,7 @@
 #include "parallel.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 
@@ -56,9 +57,14 @@ int sr_parallel_for(size_t n, unsigned threads, int (*fn)(void *ctx, size_t i), 
         threads = (unsigned)n;
     pthread_t tid[SR_PARALLEL_MAX];
     unsigned started = 0;
+    /* Signals stay the caller's thread's business (a supervisor's loop). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     for (; started < threads; started++)
         if (pthread_create(&tid[started], NULL, worker, &p) != 0)
             break;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (started == 0 && n > 0)
         worker(&p); /* no thread to be had: work here */
     for (unsigned i = 0; i < started; i++)

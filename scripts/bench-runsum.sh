@@ -28,6 +28,8 @@ best() { # best of 3 runs of load over store $1: its stderr line
 echo "== file store: $n runs"
 "$tool" gen "$work/store" "$n"
 echo "load_all: $(best "$work/store")"
+cp -r "$work/store" "$work/nosum" && rm "$work"/nosum/*/SUMMARY.json
+echo "load_all without summaries (every run from its event log): $(best "$work/nosum")"
 
 echo "== S3 test server: $n runs"
 node --openssl-legacy-provider "$root/tests/s3/server.js" "$work/s3data" bkt >"$work/s3.log" 2>&1 &
@@ -37,7 +39,15 @@ port=$(sed -n 's/^port //p' "$work/s3.log")
 export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
 export AWS_ENDPOINT_URL=http://127.0.0.1:$port AWS_EC2_METADATA_DISABLED=true
 "$tool" gen s3://bkt/bench "$n"
+ticks() { awk '{print $14 + $15}' "/proc/$s3pid/stat"; } # the server's CPU time
+t0=$(ticks)
+echo "listing alone: $("$tool" list s3://bkt/bench 2>&1)"
+t1=$(ticks)
 echo "load_all: $(best s3://bkt/bench)"
+t2=$(ticks)
+hz=$(getconf CLK_TCK)
+echo "the server's CPU: $(echo "scale=1; ($t1 - $t0) / $hz" | bc) s for the listing," \
+    "$(echo "scale=1; ($t2 - $t1) / $hz / 3" | bc) s per load_all"
 if [ -x /usr/bin/aws ]; then
     printf '[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n' >"$work/aws-config"
     start=$(date +%s.%N)

@@ -37,6 +37,27 @@ void sr_runsum_free(struct sr_runsum *r)
 
 /* ---- from a history ---------------------------------------------------------- */
 
+/* src into dst as from_json will take it back: control characters made
+ * '?', and a UTF-8 sequence that history.c's copy cut short dropped
+ * (JSON strings must be valid UTF-8). */
+static void copy_clean(char *dst, size_t size, const char *src)
+{
+    snprintf(dst, size, "%s", src);
+    size_t n = strlen(dst);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)dst[i] < 0x20 || dst[i] == 0x7f)
+            dst[i] = '?';
+    size_t lead = n;
+    while (lead > 0 && ((unsigned char)dst[lead - 1] & 0xC0) == 0x80)
+        lead--; /* back over continuation bytes */
+    if (lead > 0 && (unsigned char)dst[lead - 1] >= 0xC0) {
+        const unsigned char c = (unsigned char)dst[lead - 1];
+        const size_t want = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        if (n - (lead - 1) < want)
+            dst[lead - 1] = '\0';
+    }
+}
+
 int sr_runsum_from_history(const struct sr_history *h, const char *run, struct sr_runsum *out)
 {
     memset(out, 0, sizeof(*out));
@@ -53,10 +74,10 @@ int sr_runsum_from_history(const struct sr_history *h, const char *run, struct s
         struct sr_runsum_attempt *s = &out->att[out->n_att++];
         s->attempt = a->attempt;
         s->nodes = a->nodes ? a->nodes : 1;
-        snprintf(s->host, sizeof(s->host), "%s", a->host);
-        snprintf(s->cloud, sizeof(s->cloud), "%s", a->cloud);
-        snprintf(s->instance_type, sizeof(s->instance_type), "%s", a->instance_type);
-        snprintf(s->zone, sizeof(s->zone), "%s", a->zone);
+        copy_clean(s->host, sizeof(s->host), a->host);
+        copy_clean(s->cloud, sizeof(s->cloud), a->cloud);
+        copy_clean(s->instance_type, sizeof(s->instance_type), a->instance_type);
+        copy_clean(s->zone, sizeof(s->zone), a->zone);
         s->start_ms = a->start_ms;
         s->cause = a->cause;
         s->end_ms = a->cause != SR_CAUSE_NONE ? a->end_ms : a->last_ms;

@@ -87,13 +87,16 @@ int sr_runsum_load_all(struct sr_store *st, const char *prefix, struct sr_runsum
  * it reads the run's earlier event logs once (an earlier attempt whose log
  * stops without an end is then vanished); at each flush it folds only the
  * lines the log gained into that history and writes the summary with the
- * store's put. A failed write is a warning (once), never the run's
- * failure. Multi-node runs write none (a node's log is never folded). */
+ * store's put, on a thread of its own (the hook only copies the log), so
+ * a slow store never stalls the wrapper. A failed write is a warning
+ * (once), never the run's failure. Multi-node runs write none (a node's
+ * log is never folded). */
 struct sr_runsum_writer;
 int sr_runsum_writer_open(struct sr_store *st, const char *run, struct sr_runsum_writer **out);
 /* The sr_events_flushed_fn; ctx is the writer. */
 void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char *log, size_t len);
-/* Frees it (clear the hook first). NULL is fine. */
+/* Writes what is pending, stops its thread and frees it (clear the hook
+ * first). NULL is fine. */
 void sr_runsum_writer_close(struct sr_runsum_writer *w);
 
 #endif

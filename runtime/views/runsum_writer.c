@@ -4,14 +4,18 @@
  * once, each flushed log's new lines folded in, the summary put after
  * each flush.
  *
- * Threads: the events flush hook calls it one call at a time (events.c's
- * flush_mu), from whichever thread flushed; nothing else touches it until
- * close.
+ * Threads: the events flush hook (any flushing thread, under the log's
+ * lock) only copies the log into the pending slot of its attempt and
+ * wakes the writer's own thread, which reads the store, folds and writes:
+ * a slow or failing store never stalls the supervisor or the checkpointer.
+ * close lets that thread write what is pending, then joins it.
  */
 #include "runsum.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +35,20 @@ struct sr_runsum_writer {
         size_t folded; /* bytes of its log already in h */
     } logs[LOGS_MAX];
     size_t n_logs;
+    /* Handed over by the hook under mu: each attempt's newest log. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct pending {
+        uint32_t attempt;
+        char *log;
+        size_t len;
+    } pend[LOGS_MAX];
+    size_t n_pend;
+    int stop;
+    pthread_t thread;
 };
+
+static void *writer_main(void *arg);
 
 int sr_runsum_writer_open(struct sr_store *st, const char *run, struct sr_runsum_writer **out)
 {
@@ -41,6 +58,21 @@ int sr_runsum_writer_open(struct sr_store *st, const char *run, struct sr_runsum
     w->st = st;
     snprintf(w->run, sizeof(w->run), "%s", run);
     sr_hist_init(&w->h);
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    /* Every signal blocked in the thread: the supervisor takes them from
+     * its own loop (a SIGCHLD taken here would never reach it). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    const int e = pthread_create(&w->thread, NULL, writer_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        free(w);
+        return -e;
+    }
     *out = w;
     return 0;
 }
@@ -49,6 +81,15 @@ void sr_runsum_writer_close(struct sr_runsum_writer *w)
 {
     if (!w)
         return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    for (size_t i = 0; i < w->n_pend; i++)
+        free(w->pend[i].log);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
     sr_hist_free(&w->h);
     free(w);
 }
@@ -110,37 +151,92 @@ static int write_summary(struct sr_runsum_writer *w)
     return rc;
 }
 
+/* Folds what attempt's log gained since the last time; 1 when it gained
+ * anything, 0, or -errno. */
+static int take(struct sr_runsum_writer *w, uint32_t attempt, const char *log, size_t len)
+{
+    if (!w->loaded) {
+        const int rc = load_earlier(w, attempt);
+        if (rc < 0)
+            return rc;
+        w->loaded = 1;
+    }
+    size_t k = 0;
+    while (k < w->n_logs && w->logs[k].attempt != attempt)
+        k++;
+    if (k == w->n_logs) {
+        if (k == LOGS_MAX)
+            return 0; /* restarted that often in one process: keep the last summary */
+        w->logs[w->n_logs++].attempt = attempt;
+    }
+    if (len <= w->logs[k].folded)
+        return 0;
+    fold(&w->h, log + w->logs[k].folded, len - w->logs[k].folded);
+    w->logs[k].folded = len;
+    return 1;
+}
+
+static void failed(struct sr_runsum_writer *w, int rc)
+{
+    if (!w->warned)
+        sr_warn("cannot write %s/%s (spotrun stats reads the event logs instead): %s", w->run,
+                SR_RUNSUM_NAME, sr_strerror(rc));
+    else
+        sr_debug("cannot write %s/%s: %s", w->run, SR_RUNSUM_NAME, sr_strerror(rc));
+    w->warned = 1;
+    sr_err_clear();
+}
+
+static void *writer_main(void *arg)
+{
+    struct sr_runsum_writer *w = arg;
+    struct pending got[LOGS_MAX];
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        while (w->n_pend == 0 && !w->stop)
+            pthread_cond_wait(&w->cv, &w->mu);
+        const size_t n = w->n_pend;
+        memcpy(got, w->pend, n * sizeof(got[0]));
+        w->n_pend = 0;
+        const int stop = w->stop;
+        pthread_mutex_unlock(&w->mu);
+        int rc = 0, changed = 0;
+        for (size_t i = 0; i < n; i++) {
+            const int t = rc == 0 ? take(w, got[i].attempt, got[i].log, got[i].len) : 0;
+            if (t < 0)
+                rc = t;
+            changed |= t > 0;
+            free(got[i].log);
+        }
+        if (rc == 0 && changed)
+            rc = write_summary(w);
+        if (rc < 0)
+            failed(w, rc);
+        if (stop && n == 0)
+            return NULL;
+    }
+}
+
 void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char *log, size_t len)
 {
     struct sr_runsum_writer *w = ctx;
     if (!w || node)
         return; /* a multi-node run: stats reads its logs */
-    int rc = 0;
-    if (!w->loaded) {
-        rc = load_earlier(w, attempt);
-        w->loaded = rc == 0;
-    }
+    pthread_mutex_lock(&w->mu);
     size_t k = 0;
-    while (k < w->n_logs && w->logs[k].attempt != attempt)
+    while (k < w->n_pend && w->pend[k].attempt != attempt)
         k++;
-    if (rc == 0 && k == w->n_logs) {
-        if (k == LOGS_MAX)
-            return; /* restarted that often in one process: keep the last summary */
-        w->logs[w->n_logs++].attempt = attempt;
+    if (k < LOGS_MAX && (k == w->n_pend || len > w->pend[k].len)) {
+        char *copy = malloc(len);
+        if (copy) {
+            memcpy(copy, log, len);
+            if (k == w->n_pend)
+                w->n_pend++;
+            else
+                free(w->pend[k].log);
+            w->pend[k] = (struct pending){attempt, copy, len};
+            pthread_cond_signal(&w->cv);
+        }
     }
-    /* A late flush of fewer bytes (another thread's, reordered) adds nothing. */
-    if (rc == 0 && len > w->logs[k].folded) {
-        fold(&w->h, log + w->logs[k].folded, len - w->logs[k].folded);
-        w->logs[k].folded = len;
-        rc = write_summary(w);
-    }
-    if (rc < 0) {
-        if (!w->warned)
-            sr_warn("cannot write %s/%s (spotrun stats reads the event logs instead): %s", w->run,
-                    SR_RUNSUM_NAME, sr_strerror(rc));
-        else
-            sr_debug("cannot write %s/%s: %s", w->run, SR_RUNSUM_NAME, sr_strerror(rc));
-        w->warned = 1;
-        sr_err_clear();
-    }
+    pthread_mutex_unlock(&w->mu);
 }

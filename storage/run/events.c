@@ -27,7 +27,8 @@ struct sr_events {
 static sr_events_observer observer;
 static void *observer_ctx;
 
-/* The flush hook; flush_mu orders its calls and its changes. */
+/* The flush hook; flush_mu orders its calls and its changes (taken after
+ * a log's lock, never before). */
 static pthread_mutex_t flush_mu = PTHREAD_MUTEX_INITIALIZER;
 static sr_events_flushed_fn flushed;
 static void *flushed_ctx;
@@ -190,21 +191,14 @@ int sr_events_flush(struct sr_events *ev)
 {
     if (!ev)
         return 0;
-    pthread_mutex_lock(&flush_mu);
     pthread_mutex_lock(&ev->lock);
     const int rc = sr_store_put(ev->st, ev->key, ev->buf ? ev->buf : "", ev->len);
-    /* The hook reads a copy: emitters go on meanwhile. */
-    char *copy = rc == 0 && flushed && ev->len ? malloc(ev->len) : NULL;
-    const size_t len = copy ? ev->len : 0;
-    if (copy)
-        memcpy(copy, ev->buf, len);
-    const uint32_t attempt = ev->attempt;
-    const int node = ev->node >= 0;
-    pthread_mutex_unlock(&ev->lock);
-    if (copy)
-        flushed(flushed_ctx, attempt, node, copy, len);
+    /* The hook only copies (events.h): the log's lock is held a moment more. */
+    pthread_mutex_lock(&flush_mu);
+    if (rc == 0 && flushed && ev->len)
+        flushed(flushed_ctx, ev->attempt, ev->node >= 0, ev->buf, ev->len);
     pthread_mutex_unlock(&flush_mu);
-    free(copy);
+    pthread_mutex_unlock(&ev->lock);
     if (rc < 0)
         sr_warn("cannot write the event log %s: %s", ev->key, sr_strerror(rc));
     return rc;

@@ -50,9 +50,11 @@ int sr_events_flush(struct sr_events *ev);
  * writes (the run's SUMMARY.json, runtime/views/runsum.h): the attempt,
  * whether the log is a node's (multi-node), and the whole log as just
  * written (len bytes, complete lines; a later flush of the same log only
- * appends). Called from the flushing thread, outside the log's lock, one
- * call at a time; setting it (NULL to clear) waits for a call under way,
- * so ctx may be freed once it is cleared. */
+ * appends). Called from the flushing thread under the log's lock, one
+ * call at a time: it must not block or call into this module (copy what
+ * it needs and return; a slow store must never stall an emitter). Setting
+ * it (NULL to clear) waits for a call under way, so ctx may be freed once
+ * it is cleared. */
 typedef void (*sr_events_flushed_fn)(void *ctx, uint32_t attempt, int node, const char *log,
                                      size_t len);
 void sr_events_on_flush(sr_events_flushed_fn fn, void *ctx);

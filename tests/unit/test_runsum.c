@@ -220,6 +220,35 @@ static void a_hostile_summary_is_rejected(void **state)
     assert_int_equal(sr_runsum_parse("{\"version\":1,\"version\":1}", 26, &r), -EBADMSG);
 }
 
+/* A host with a tab and a zone of multi-byte characters cut by the
+ * history's fixed-size copy still make a summary that reads back. */
+static void odd_strings_from_the_logs_still_round_trip(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    char zone[200] = "";
+    for (int i = 0; i < 40; i++)
+        strcat(zone, "\u00e9"); /* é: 2 bytes each, cut inside one at 63 */
+    add(&h,
+        "{\"event\":\"start\",\"unix_ms\":%lld,\"attempt\":0,\"host\":\"a\\tb\","
+        "\"zone\":\"%s\"}",
+        (long long)T0, zone);
+    sr_hist_derive(&h);
+    struct sr_runsum r, back;
+    assert_int_equal(sr_runsum_from_history(&h, "odd", &r), 0);
+    assert_string_equal(r.att[0].host, "a?b");
+    assert_int_equal(strlen(r.att[0].zone), 62);
+    json_t *o = sr_runsum_to_json(&r);
+    assert_non_null(o);
+    assert_int_equal(sr_runsum_from_json(o, &back), 0);
+    assert_string_equal(back.att[0].zone, r.att[0].zone);
+    json_decref(o);
+    sr_runsum_free(&back);
+    sr_runsum_free(&r);
+    sr_hist_free(&h);
+}
+
 static void out_of_order_or_repeated_attempts_are_rejected(void **state)
 {
     (void)state;
@@ -378,6 +407,7 @@ int main(void)
         cmocka_unit_test(the_summary_says_what_the_history_says_per_attempt),
         cmocka_unit_test(a_summary_survives_the_round_trip_through_json),
         cmocka_unit_test(a_hostile_summary_is_rejected),
+        cmocka_unit_test(odd_strings_from_the_logs_still_round_trip),
         cmocka_unit_test(out_of_order_or_repeated_attempts_are_rejected),
         cmocka_unit_test(load_all_reads_summaries_and_falls_back_to_the_logs),
     };

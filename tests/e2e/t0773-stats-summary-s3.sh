@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# SUMMARY.json on an S3 store (docs/store.md): the wrapper PUTs it after
+# each flush, and the reader of `spotrun stats` (sr_runsum_load_all, here
+# through tests/tools/runsum_tool) takes it from one listing of every key
+# plus one GET per run; a stale or garbage one falls back to the logs.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/s3lib.sh"
+s3_start
+TOOL=${RUNSUM_TOOL:-$SRCDIR/build/tests/runsum_tool}
+line() { "$TOOL" load "$SPOTRUN_STORE" "$1" 2>/dev/null | awk -v r="$1" '$1 == r'; }
+attempts() { line "$1" | sed 's/.* attempts=//' | tr ',' '\n' | cut -d: -f1,2 | paste -sd, -; }
+key() { echo "$S3_URL/bkt/$test_name/$1"; }
+
+test_expect_success 'runs on S3 keep a summary that load_all believes' '
+    "$SPOTRUN" run --run-id a -- sh -c "exit 0" 2>a.log &&
+    "$SPOTRUN" run --run-id b --max-restarts 1 -- \
+        sh -c "test -e $TRASH/b.once && exit 0; touch $TRASH/b.once; exit 3" 2>b.log &&
+    s3curl -f "$(key b/SUMMARY.json)" >b.json &&
+    grep "\"cause\":\"crashed\"" b.json &&
+    line a | grep " from_logs=0 state=done " &&
+    line b | grep " from_logs=0 " &&
+    test "$(attempts b)" = "0:crashed,1:done"
+'
+
+test_expect_success 'a stale or garbage summary on S3: the logs say' '
+    sed "s/,{\"attempt\":1[^]]*//" b.json >stale.json &&
+    ! grep "\"attempt\":1" stale.json &&
+    s3curl -f -X PUT --data-binary @stale.json "$(key b/SUMMARY.json)" &&
+    line b | grep " from_logs=1 " &&
+    test "$(attempts b)" = "0:crashed,1:done" &&
+    printf "{garbage" >g.json &&
+    s3curl -f -X PUT --data-binary @g.json "$(key a/SUMMARY.json)" &&
+    line a | grep " from_logs=1 state=done "
+'
+
+test_done
