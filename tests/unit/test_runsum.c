@@ -220,29 +220,35 @@ static void a_hostile_summary_is_rejected(void **state)
     assert_int_equal(sr_runsum_parse("{\"version\":1,\"version\":1}", 26, &r), -EBADMSG);
 }
 
-/* A host with a tab and a zone of multi-byte characters cut by the
- * history's fixed-size copy still make a summary that reads back. */
+/* A host with a tab, and a host of multi-byte characters cut by the
+ * history's fixed-size copy, still make a summary that reads back; a zone
+ * that is not a word is dropped by the history (placement rules). */
 static void odd_strings_from_the_logs_still_round_trip(void **state)
 {
     (void)state;
     struct sr_history h;
     sr_hist_init(&h);
-    char zone[200] = "";
-    for (int i = 0; i < 40; i++)
-        strcat(zone, "\u00e9"); /* é: 2 bytes each, cut inside one at 63 */
+    char wide[300] = "";
+    for (int i = 0; i < 70; i++)
+        strcat(wide, "\u00e9"); /* é: 2 bytes each, cut inside one at 127 */
     add(&h,
         "{\"event\":\"start\",\"unix_ms\":%lld,\"attempt\":0,\"host\":\"a\\tb\","
         "\"zone\":\"%s\"}",
-        (long long)T0, zone);
+        (long long)T0, wide);
+    add(&h, "{\"event\":\"start\",\"unix_ms\":%lld,\"attempt\":1,\"host\":\"%s\"}",
+        (long long)T0 + 1000, wide);
     sr_hist_derive(&h);
     struct sr_runsum r, back;
     assert_int_equal(sr_runsum_from_history(&h, "odd", &r), 0);
+    assert_int_equal(r.n_att, 2);
     assert_string_equal(r.att[0].host, "a?b");
-    assert_int_equal(strlen(r.att[0].zone), 62);
+    assert_string_equal(r.att[0].zone, "");
+    assert_int_equal(strlen(r.att[1].host), 126);
     json_t *o = sr_runsum_to_json(&r);
     assert_non_null(o);
     assert_int_equal(sr_runsum_from_json(o, &back), 0);
-    assert_string_equal(back.att[0].zone, r.att[0].zone);
+    assert_string_equal(back.att[0].host, r.att[0].host);
+    assert_string_equal(back.att[1].host, r.att[1].host);
     json_decref(o);
     sr_runsum_free(&back);
     sr_runsum_free(&r);
