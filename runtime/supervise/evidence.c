@@ -15,29 +15,6 @@
 
 #include "proctree.h"
 
-/* Reads /proc/<pid>/<name> into buf (NUL-terminated); -errno. */
-static int read_proc(pid_t pid, const char *name, char *buf, size_t len)
-{
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    size_t n = 0;
-    for (ssize_t r; n + 1 < len; n += (size_t)r) {
-        r = read(fd, buf + n, len - 1 - n);
-        if (r < 0 && errno == EINTR) {
-            r = 0;
-            continue;
-        }
-        if (r <= 0)
-            break;
-    }
-    close(fd);
-    buf[n] = '\0';
-    return 0;
-}
-
 struct stat_line {
     char comm[32];
     char state;
@@ -49,7 +26,7 @@ struct stat_line {
 static int stat_of(pid_t pid, struct stat_line *out)
 {
     char buf[1024];
-    if (read_proc(pid, "stat", buf, sizeof(buf)) < 0)
+    if (sr_proc_read(pid, "stat", buf, sizeof(buf)) < 0)
         return -ENOENT;
     const char *open_p = strchr(buf, '('), *close_p = strrchr(buf, ')');
     if (!open_p || !close_p || close_p < open_p)
@@ -107,7 +84,7 @@ json_t *sr_evidence_procs(pid_t root, const struct sr_cpu_base *base)
         if (stat_of(pids[i], &s) < 0)
             continue;
         char wchan[128] = "";
-        (void)read_proc(pids[i], "wchan", wchan, sizeof(wchan));
+        (void)sr_proc_read(pids[i], "wchan", wchan, sizeof(wchan));
         if (strcmp(wchan, "0") == 0)
             wchan[0] = '\0'; /* running, or hidden by the kernel */
         const char state[2] = {s.state, '\0'};

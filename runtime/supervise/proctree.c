@@ -30,8 +30,7 @@ int sr_proctree_subreaper(void)
     return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 ? 0 : -errno;
 }
 
-/* Reads `name` under /proc/<pid> into buf (NUL-terminated); -errno. */
-static int read_proc(pid_t pid, const char *name, char *buf, size_t len)
+int sr_proc_read(pid_t pid, const char *name, char *buf, size_t len)
 {
     char path[64];
     snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
@@ -56,7 +55,7 @@ static int read_proc(pid_t pid, const char *name, char *buf, size_t len)
 static pid_t parent_of(pid_t pid)
 {
     char buf[512];
-    if (read_proc(pid, "stat", buf, sizeof(buf)) < 0)
+    if (sr_proc_read(pid, "stat", buf, sizeof(buf)) < 0)
         return -1;
     const char *p = strrchr(buf, ')');
     int ppid;
@@ -122,7 +121,7 @@ static void mark_below(struct proc *v, size_t n, pid_t root)
 static int listens(pid_t pid, int sig)
 {
     char buf[4096];
-    if (read_proc(pid, "status", buf, sizeof(buf)) < 0)
+    if (sr_proc_read(pid, "status", buf, sizeof(buf)) < 0)
         return 0;
     static const char *const keys[] = {"SigIgn:", "SigCgt:"};
     for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {

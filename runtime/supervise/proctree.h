@@ -14,10 +14,15 @@
 #ifndef SPOTRUN_PROCTREE_H
 #define SPOTRUN_PROCTREE_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 /* Makes this process the reaper of its orphaned descendants. */
 int sr_proctree_subreaper(void);
+
+/* Reads `name` under /proc/<pid> ("stat", "wchan"...) into buf
+ * (NUL-terminated, cut at len - 1); -errno, -ENOENT when empty. */
+int sr_proc_read(pid_t pid, const char *name, char *buf, size_t len);
 
 /* Sends sig to every descendant of root (not root itself). With
  * only_listeners, only to processes that catch or ignore sig (so that a
