@@ -102,4 +102,25 @@ test_expect_success 'a tampered start event with hostile labels: show drops them
     "$SPOTRUN" ls --label team=7 >ls.out && test "$(awk "NR>1" ls.out)" = ""
 '
 
+test_expect_success 'labelled runs are what stats groups by, priced at the price each recorded' '
+    mkdir -p st2 &&
+    SPOTRUN_STORE=$PWD/st2 "$SPOTRUN" run --run-id p1 --label team=nlp --price-per-hour 3.6 \
+        -- sleep 1 &&
+    SPOTRUN_STORE=$PWD/st2 "$SPOTRUN" run --run-id p2 --label team=cv -- true &&
+    grep -q "\"price_per_hour\":3.6" st2/p1/events/000000.jsonl &&
+    SPOTRUN_STORE=$PWD/st2 "$SPOTRUN" stats --by team --json >stats.json &&
+    "$PY" - <<-PY
+	import json
+	d = json.load(open("stats.json"))
+	g = {x["key"]["team"]: x for x in d["groups"]}
+	assert sorted(g) == ["cv", "nlp"], g
+	nlp, cv = g["nlp"], g["cv"]
+	assert nlp["runs"] == 1 and cv["runs"] == 1
+	assert nlp["instance_hours"] >= 1 / 3600, nlp
+	assert abs(nlp["cost"] - 3.6 * nlp["instance_hours"]) < 1e-5, nlp
+	assert nlp["unpriced_hours"] == 0
+	assert cv["cost"] is None and cv["unpriced_hours"] > 0, cv
+	PY
+'
+
 test_done
