@@ -263,7 +263,7 @@ static int start_attempt(struct sup *s)
         json_object_set_new(start, "instance_type", json_string(c->instance_type));
     if (start && c->limits.max_cost > 0) /* what `show` says "budget: X of Y" from */
         json_object_set_new(start, "max_cost", json_real(c->limits.max_cost));
-    if (start && c->limits.price_per_hour > 0) /* what stats prices it at without a table */
+    if (start && c->limits.price_per_hour > 0)       /* what stats prices it at without a table */
         json_object_set_new(start, "price_per_hour", /* of one instance */
                             json_real(c->limits.price_per_hour / (multi ? c->nodes : 1)));
     if (start && json_object_size(c->labels)) /* the run's labels (cmd_run.c checked them) */
