@@ -133,7 +133,7 @@ sys.argv = [\"trainer.py\", \"1000000\"]
 runpy.run_path(\"trainer.py\", run_name=\"__main__\")
 " >inside.log 2>&1 || rc=$?
     test $rc -ne 0 && test $rc -ne 75 &&
-    # torch says so as the worker's exit, or (the trainer reading from the
+    # torch says so as the exit of the worker, or (the trainer reading from the
     # worker as it dies) as the reset of its connection
     grep -E "DataLoader worker .* (killed by signal|exited unexpectedly)|ConnectionResetError" inside.log &&
     ! grep "preemption notice" inside.log
