@@ -20,6 +20,10 @@ echo "== ThreadSanitizer"
 # the GPU utilization sampler thread beside the loop and the metrics observer
 (cd "$root/build-tsan" && TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
     ctest --output-on-failure -R "e2e/t0780-gpu-util|unit/test_gpu_stats")
+# the SUMMARY.json writer's thread, stats' parallel reads (file and S3),
+# the placement query on the notice watcher's thread
+(cd "$root/build-tsan" && TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
+    ctest --output-on-failure -R "e2e/(t0771-stats|t0772-stats-summary|t0785-placement)")
 
 # sweep show reads the trials' histories on a thread pool
 (tsan=$root/build-tsan/runtime/spotrun scratch=$(mktemp -d)
