@@ -17,26 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "histutil.h"
 #include "history.h"
 #include "units.h"
 #include "metrics.h"
 #include "summary.h"
 
 #define T0 1700000000000LL /* unix ms of the first event */
-
-static void add(struct sr_history *h, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    assert_int_equal(sr_hist_add_line(h, line, strlen(line)), 0);
-}
-
-#define EV(h, ms, att, type, extra)                                                                \
-    add(h, "{\"event\":\"" type "\",\"time\":\"x\",\"unix_ms\":%lld,\"attempt\":%d" extra "}",     \
-        (long long)(T0 + (ms)), (att))
 
 /* attempt 0: starts at 0, checkpoint 1 staged at 10 s (durable at 11 s),
  * crashes at 25 s -> lost 15 s; restart.
@@ -245,7 +232,7 @@ static void bad_lines_are_refused_and_unknown_events_ignored(void **state)
     assert_int_equal(sr_hist_add_line(&h, "{\"event\":\"start\",", 18), -EBADMSG);
     assert_int_equal(sr_hist_add_line(&h, "[1,2]", 5), -EBADMSG);
     EV(&h, 0, 0, "something-new", ",\"x\":1");
-    add(&h, "{\"event\":\"start\"}"); /* no time: ignored */
+    tu_hist_add(&h, "{\"event\":\"start\"}"); /* no time: ignored */
     sr_hist_derive(&h);
     assert_int_equal(h.n_att, 1);
     assert_int_equal(h.state, SR_STATE_RUNNING);
@@ -462,10 +449,10 @@ static void kept_points_are_thinned_evenly_past_the_bound(void **state)
     h.keep_points = 1;
     const int n = 5 * SR_HIST_POINTS_MAX + 7;
     for (int i = 0; i < n; i++)
-        add(&h,
-            "{\"event\":\"metric\",\"unix_ms\":%lld,\"attempt\":0,\"name\":\"loss\","
-            "\"value\":%d,\"step\":%d}",
-            (long long)(T0 + i), n - i, i);
+        tu_hist_add(&h,
+                    "{\"event\":\"metric\",\"unix_ms\":%lld,\"attempt\":0,\"name\":\"loss\","
+                    "\"value\":%d,\"step\":%d}",
+                    (long long)(T0 + i), n - i, i);
     const struct sr_hist_metric *m = sr_hist_metric_find(&h, "loss");
     assert_int_equal(m->count, n);
     assert_true(m->n_pts <= SR_HIST_POINTS_MAX && m->n_pts > SR_HIST_POINTS_MAX / 2);

@@ -18,25 +18,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "histutil.h"
 #include "history.h"
 #include "runsum.h"
 #include "store.h"
 
 #define T0 1700000000000LL
-
-static void add(struct sr_history *h, const char *fmt, ...)
-{
-    char line[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    assert_int_equal(sr_hist_add_line(h, line, strlen(line)), 0);
-}
-
-#define EV(h, ms, att, type, extra)                                                                \
-    add(h, "{\"event\":\"" type "\",\"time\":\"x\",\"unix_ms\":%lld,\"attempt\":%d" extra "}",     \
-        (long long)(T0 + (ms)), (att))
 
 /* attempt 0 on a p3 in us-east-1a: checkpoint staged at 10 s, crash at
  * 25 s (lost 15 s); attempt 1: notice at 50 s, preempted at 54 s after a
@@ -231,12 +218,12 @@ static void odd_strings_from_the_logs_still_round_trip(void **state)
     char wide[300] = "";
     for (int i = 0; i < 70; i++)
         strcat(wide, "\u00e9"); /* é: 2 bytes each, cut inside one at 127 */
-    add(&h,
-        "{\"event\":\"start\",\"unix_ms\":%lld,\"attempt\":0,\"host\":\"a\\tb\","
-        "\"zone\":\"%s\"}",
-        (long long)T0, wide);
-    add(&h, "{\"event\":\"start\",\"unix_ms\":%lld,\"attempt\":1,\"host\":\"%s\"}",
-        (long long)T0 + 1000, wide);
+    tu_hist_add(&h,
+                "{\"event\":\"start\",\"unix_ms\":%lld,\"attempt\":0,\"host\":\"a\\tb\","
+                "\"zone\":\"%s\"}",
+                (long long)T0, wide);
+    tu_hist_add(&h, "{\"event\":\"start\",\"unix_ms\":%lld,\"attempt\":1,\"host\":\"%s\"}",
+                (long long)T0 + 1000, wide);
     sr_hist_derive(&h);
     struct sr_runsum r, back;
     assert_int_equal(sr_runsum_from_history(&h, "odd", &r), 0);
