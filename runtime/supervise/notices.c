@@ -29,12 +29,35 @@ static int64_t commit_deadline(const struct sup *s, int64_t deadline_ms)
 {
     const int64_t work = s->last_stage_ms + sr_commits_persist_estimate_ms(s->cp);
     const int64_t by = deadline_ms - work - PERSIST_MARGIN_MS - work / 10;
-    return by > now() + 1000 ? by : now() + 1000;
+    return by > now() + SR_MIN_COMMIT_WINDOW_MS ? by : now() + SR_MIN_COMMIT_WINDOW_MS;
+}
+
+/* A deadline already past or too close (clock skew, a stale metadata
+ * answer, a tiny --deadline) still leaves the job the minimum commit
+ * window and the TERM grace: a notice never means SIGKILL at once. */
+static int64_t notice_deadline(const char *source, int64_t deadline_ms)
+{
+    const int64_t floor = now() + SR_MIN_COMMIT_WINDOW_MS + SR_MIN_TERM_GRACE_MS;
+    if (deadline_ms >= floor)
+        return deadline_ms;
+    char late[32];
+    sr_format_duration_ms(now() - deadline_ms, late, sizeof(late));
+    if (deadline_ms <= now())
+        sr_warn("the notice from %s has a deadline %s in the past (clock skew or a stale "
+                "answer): the job still gets %ds to commit and %ds after SIGTERM",
+                source, late, SR_MIN_COMMIT_WINDOW_MS / 1000, SR_MIN_TERM_GRACE_MS / 1000);
+    else
+        sr_warn("the notice from %s leaves less than %ds: the job still gets %ds to commit and "
+                "%ds after SIGTERM",
+                source, (SR_MIN_COMMIT_WINDOW_MS + SR_MIN_TERM_GRACE_MS) / 1000,
+                SR_MIN_COMMIT_WINDOW_MS / 1000, SR_MIN_TERM_GRACE_MS / 1000);
+    return floor;
 }
 
 void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
 {
     const int64_t t = now();
+    deadline_ms = notice_deadline(source, deadline_ms);
     if (s->phase == PREEMPTING) {
         if (deadline_ms < s->deadline)
             s->deadline = deadline_ms;
@@ -190,9 +213,10 @@ static void cloud_preempt(struct sup *s, const struct sr_notice_event *ev)
     /* Already preempting (a signal came first): the cloud's deadline may
      * be the earlier one, but it is no reason to hurry past the commit. */
     sr_info("%s notice (%s) while preempting", ev->source, ev->what);
-    if (ev->deadline_ms < s->deadline) {
-        s->deadline = ev->deadline_ms;
-        const int64_t by = commit_deadline(s, ev->deadline_ms);
+    const int64_t deadline = notice_deadline(ev->source, ev->deadline_ms);
+    if (deadline < s->deadline) {
+        s->deadline = deadline;
+        const int64_t by = commit_deadline(s, deadline);
         if (by < s->commit_by)
             s->commit_by = by;
     }

@@ -135,7 +135,7 @@ static int listens(pid_t pid, int sig)
     return 0;
 }
 
-int sr_proctree_signal(pid_t root, int sig, int only_listeners)
+static int signal_below(pid_t root, int sig, int only_listeners, pid_t skip_pgid)
 {
     struct proc *v = NULL;
     size_t n = 0;
@@ -147,11 +147,23 @@ int sr_proctree_signal(pid_t root, int sig, int only_listeners)
     for (size_t i = 0; i < n; i++) {
         if (!v[i].mark || (only_listeners && !listens(v[i].pid, sig)))
             continue;
+        if (skip_pgid > 0 && getpgid(v[i].pid) == skip_pgid)
+            continue;
         if (kill(v[i].pid, sig) == 0)
             sent++;
     }
     free(v);
     return sent;
+}
+
+int sr_proctree_signal(pid_t root, int sig, int only_listeners)
+{
+    return signal_below(root, sig, only_listeners, 0);
+}
+
+int sr_proctree_signal_outside(pid_t root, int sig, pid_t pgid)
+{
+    return signal_below(root, sig, 0, pgid);
 }
 
 int sr_proctree_list(pid_t root, pid_t **pids, size_t *count)

@@ -29,6 +29,11 @@ int sr_proc_read(pid_t pid, const char *name, char *buf, size_t len);
  * process that never asked for it is not killed by its default action). Returns how many were
  * signalled, or -errno when /proc cannot be read. */
 int sr_proctree_signal(pid_t root, int sig, int only_listeners);
+/* The same, to the descendants outside process group pgid (those that
+ * left the job's group with setsid): after kill(-pgid, sig), every process
+ * gets sig once (a second TERM would kill a job that exits from its TERM
+ * handler, as Python does once its finalization restores SIG_DFL). */
+int sr_proctree_signal_outside(pid_t root, int sig, pid_t pgid);
 
 /* The descendants of root (not root itself) into *pids (malloc'd, the
  * caller frees), in no particular order; -errno when /proc cannot be read. */

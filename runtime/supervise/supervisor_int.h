@@ -32,6 +32,11 @@
 #include "supervisor.h"
 #include "units.h"
 
+/* The least a notice leaves the job, whatever its deadline says
+ * (notices.c): time to commit after the request, and after SIGTERM. */
+#define SR_MIN_COMMIT_WINDOW_MS 1000
+#define SR_MIN_TERM_GRACE_MS 2000
+
 #define MAX_CONNS 32 /* control connections whose request is still arriving */
 
 enum phase { RUNNING, BACKOFF, PREEMPTING, FINISHING };

@@ -108,8 +108,8 @@ static void stop_stalled(struct sup *s)
 {
     s->stall_term_at = 0;
     kill(-s->child, SIGTERM);
-    sr_proctree_signal(getpid(), SIGTERM, 0); /* those that left the group too */
-    kill(-s->child, SIGCONT);                 /* a stopped process takes TERM only once it runs */
+    sr_proctree_signal_outside(getpid(), SIGTERM, s->child); /* those that left the group too */
+    kill(-s->child, SIGCONT); /* a stopped process takes TERM only once it runs */
     sr_proctree_signal(getpid(), SIGCONT, 0);
     s->stalling = 1;
     s->stall_kill_at = now() + STALL_TERM_WAIT_MS;

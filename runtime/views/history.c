@@ -589,35 +589,27 @@ static enum sr_hist_end end_of(const struct sr_hist_attempt *a, int last, int go
         return SR_END_CRASHED;
     if (a->limit != SR_CAUSE_NONE && (a->has_exit || !last || gone))
         return SR_END_STOPPED;
-    if (a->has_exit && a->exit_code != 0)
+    if (a->has_exit && (a->exit_code != 0 || a->stalled)) /* a stall is never a finish */
         return SR_END_FAILED;
     if (a->has_exit) /* a node's job finished; the run waits for the others (node_done) */
         return SR_END_DONE;
     return last && !gone ? SR_END_OPEN : SR_END_VANISHED;
 }
 
-/* The vocabulary's rule (history.h, docs/events.md): what ended it first
- * of lease_lost, stalled, limit, notice, oom, done, exit; else vanished or
- * still running. */
+/* The vocabulary's rule (outcome.h, docs/events.md): the stop its log
+ * recorded (lease_lost, stalled, limit, notice), else how the job ended
+ * (oom, done, exit); else vanished or still running. */
 static enum sr_hist_cause cause_of(const struct sr_hist_attempt *a)
 {
     if (a->end == SR_END_OPEN)
         return SR_CAUSE_NONE;
-    if (a->superseded)
-        return SR_CAUSE_LEASE_LOST;
-    if (a->stalled)
-        return SR_CAUSE_STALLED;
-    if (a->limit != SR_CAUSE_NONE)
-        return a->limit;
-    if (a->end == SR_END_PREEMPTED)
-        return SR_CAUSE_PREEMPTED;
-    if (a->has_exit && a->oom)
-        return SR_CAUSE_OOM;
-    if (a->end == SR_END_DONE)
-        return SR_CAUSE_DONE;
-    if (a->end == SR_END_VANISHED)
-        return SR_CAUSE_VANISHED;
-    return SR_CAUSE_CRASHED;
+    const enum sr_stop stop = a->superseded                ? SR_STOP_LEASE
+                              : a->stalled                 ? SR_STOP_STALL
+                              : a->limit != SR_CAUSE_NONE  ? SR_STOP_LIMIT
+                              : a->end == SR_END_PREEMPTED ? SR_STOP_NOTICE
+                                                           : SR_STOP_NONE;
+    const int code = a->end == SR_END_DONE ? 0 : a->has_exit ? a->exit_code : 1;
+    return sr_end_cause(stop, a->limit, a->end != SR_END_VANISHED, code, a->has_exit && a->oom);
 }
 
 /* How the job ended: "exit 3", or "SIGKILL, signal 9". */
@@ -931,13 +923,6 @@ const char *sr_hist_end_name(enum sr_hist_end e)
     static const char *const names[] = {"running", "done",     "preempted",  "crashed",
                                         "failed",  "vanished", "superseded", "stopped"};
     return names[e];
-}
-
-const char *sr_hist_cause_name(enum sr_hist_cause c)
-{
-    static const char *const names[] = {"",    "done",    "preempted",  "vanished", "crashed",
-                                        "oom", "stalled", "time-limit", "budget",   "lease-lost"};
-    return (unsigned)c < SR_CAUSE_COUNT ? names[c] : "";
 }
 
 const struct sr_hist_attempt *sr_hist_last_ended(const struct sr_history *h)

@@ -26,43 +26,13 @@
 #include <stdint.h>
 
 #include "labels.h"
+#include "outcome.h" /* enum sr_hist_end, enum sr_hist_cause: the one table */
 #include "store.h"
 
 /* Latest event time believed (9999-12-31T23:59:59.999Z, in ms): an event
  * log line with a time outside [0, this] is ignored, so every time and
  * duration derived from the logs prints as a date and a sane length. */
 #define SR_TIME_MAX_MS INT64_C(253402300799999)
-
-/* How an attempt ended. */
-enum sr_hist_end {
-    SR_END_OPEN,       /* no end recorded yet: still running (or unknown) */
-    SR_END_DONE,       /* the job exited 0; the run is done */
-    SR_END_PREEMPTED,  /* stopped by a notice (exit 75) */
-    SR_END_CRASHED,    /* the job failed and was restarted */
-    SR_END_FAILED,     /* the job failed and spotrun gave up (--max-restarts) */
-    SR_END_VANISHED,   /* the log stops without an end and a later attempt exists */
-    SR_END_SUPERSEDED, /* lost the run's lease to another wrapper (exit 73) */
-    SR_END_STOPPED,    /* a time limit or budget stopped it after a checkpoint (exit 124) */
-};
-
-/* Why an attempt ended: one vocabulary for show, ls, sweep show, report,
- * --json and the metrics file (docs/events.md, "What the views derive").
- * Checked in this order: lease_lost, stalled, limit (its cause), notice and
- * preempted, exit with "oom", done, any other exit (crashed), no end and a
- * later attempt (vanished). A running attempt has none yet. */
-enum sr_hist_cause {
-    SR_CAUSE_NONE,       /* not ended yet */
-    SR_CAUSE_DONE,       /* the job finished (exit 0) */
-    SR_CAUSE_PREEMPTED,  /* a notice stopped it (exit 75) */
-    SR_CAUSE_VANISHED,   /* the log stops: the node or the wrapper died */
-    SR_CAUSE_CRASHED,    /* the job failed: a non-zero exit or a signal */
-    SR_CAUSE_OOM,        /* killed while its cgroup's oom_kill count rose */
-    SR_CAUSE_STALLED,    /* the hang watchdog stopped it (a "stalled" event) */
-    SR_CAUSE_TIME_LIMIT, /* a time limit stopped it (a "limit" event) */
-    SR_CAUSE_BUDGET,     /* a budget stopped it (a "limit" event) */
-    SR_CAUSE_LEASE_LOST, /* another wrapper took the run over ("lease_lost") */
-    SR_CAUSE_COUNT
-};
 
 enum sr_hist_state {
     SR_STATE_NEW,          /* no attempt and no checkpoint */
@@ -277,7 +247,6 @@ int sr_hist_load_logs(struct sr_store *st, const char *run_id, const struct sr_s
 const char *sr_hist_state_name(enum sr_hist_state s);
 const char *sr_hist_end_name(enum sr_hist_end e);
 /* "done", "preempted", ..., "lease-lost"; "" for SR_CAUSE_NONE. */
-const char *sr_hist_cause_name(enum sr_hist_cause c);
 /* The newest attempt that has ended (a cause), or NULL. */
 const struct sr_hist_attempt *sr_hist_last_ended(const struct sr_history *h);
 

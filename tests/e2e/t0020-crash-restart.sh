@@ -38,12 +38,13 @@ test_expect_success 'a crash before the first checkpoint restarts from scratch' 
     "$SPOTRUN" show early | grep "^attempts: *2$"
 '
 
-test_expect_success 'a job that exits 75 by itself fails with its code: no preemption is recorded' '
+test_expect_success 'a job that exits 75 by itself fails (exit 1: only spotrun says 75): no preemption is recorded' '
     code=0
     "$SPOTRUN" run --run-id own75 --max-restarts 1 --backoff 10ms -- sh -c "exit 75" \
         >run75.log 2>&1 || code=$?
-    test "$code" -eq 75 &&
+    test "$code" -eq 1 &&
     grep "exit 75 is the job.s own code" run75.log &&
+    grep "the job.s own exit 75 is a failure, not spotrun.s requeue me (75): exit 1" run75.log &&
     ! grep "preempted" run75.log &&
     ! grep "\"event\":\"preempted\"" "$SPOTRUN_STORE"/own75/events/*.jsonl &&
     "$SPOTRUN" show own75 >show75.out &&

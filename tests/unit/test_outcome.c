@@ -1,0 +1,209 @@
+/*
+ * test_outcome.c - how an attempt ended (storage/run/outcome.h), as a table:
+ * every combination of the stop spotrun was making, the job's status, OOM,
+ * group, restarts left, stall budget and hopelessness, checked against the
+ * rules the record keeps (a stop spotrun made is never a success; 75 and
+ * 124 only from spotrun's own decisions; the reader's cause from the log
+ * equals the writer's), then the rows issue reports named, then the
+ * README's exit-code table against the codes the table gives.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "outcome.h"
+
+static const int codes[] = {0, 1, 3, 75, 124, 126, 127, 128 + SIGKILL, 128 + SIGTERM};
+#define N_CODES (sizeof(codes) / sizeof(codes[0]))
+
+/* The stop the log records for an attempt this decision ended: the group's
+ * stop of a failing node is recorded as a notice from a peer. */
+static enum sr_stop recorded_stop(const struct sr_end_facts *f)
+{
+    if (f->stop == SR_STOP_NONE && f->multinode && f->group_stopping && f->code != 0)
+        return SR_STOP_NOTICE;
+    return f->stop;
+}
+
+static void check_row(const struct sr_end_facts *f)
+{
+    struct sr_end e;
+    memset(&e, 0x5a, sizeof(e));
+    sr_attempt_end(f, &e);
+    /* a stop spotrun made is never a success */
+    if (f->stop != SR_STOP_NONE)
+        assert_false(e.done);
+    if (e.done) {
+        assert_int_equal(f->code, 0);
+        assert_int_equal(e.exit_code, 0);
+        assert_int_equal(e.next, SR_NEXT_END);
+        assert_int_equal(e.cause, SR_CAUSE_DONE);
+    }
+    /* 75 and 124 come only from spotrun's own decisions */
+    if (e.next != SR_NEXT_RESTART && e.exit_code == 75)
+        assert_true(e.next == SR_NEXT_STOP && (f->stop == SR_STOP_NOTICE || f->multinode) &&
+                    !e.gave_up);
+    if (e.next != SR_NEXT_RESTART && e.exit_code == 124)
+        assert_true(f->stop == SR_STOP_LIMIT && e.next == SR_NEXT_STOP);
+    if (e.gave_up) {
+        assert_int_equal(e.next, SR_NEXT_END);
+        assert_int_equal(e.end, SR_END_FAILED);
+        assert_int_not_equal(e.exit_code, 0);
+        assert_int_not_equal(e.exit_code, 75);
+        assert_int_not_equal(e.exit_code, 124);
+    }
+    if (e.next == SR_NEXT_RESTART) {
+        assert_true(f->restarts_left > 0 && !e.done && !e.gave_up);
+        assert_true(f->stop == SR_STOP_STALL || !f->hopeless);
+        assert_true(f->stop == SR_STOP_NONE || f->stop == SR_STOP_STALL);
+    }
+    if (f->stop == SR_STOP_NONE && f->code != 0 && !(f->multinode && f->group_stopping))
+        assert_int_equal(e.next == SR_NEXT_RESTART, f->restarts_left > 0 && !f->hopeless);
+    if (e.next == SR_NEXT_END && !e.done && e.cause != SR_CAUSE_STALLED)
+        assert_int_equal(e.exit_code, sr_end_failure_code(f->code));
+    if (f->stop != SR_STOP_NONE && f->stop != SR_STOP_STALL)
+        assert_int_equal(e.exit_code, sr_end_stop_code(f->stop, f->multinode));
+    /* the reader names the cause the writer decided, from the log alone */
+    assert_int_equal(e.cause, sr_end_cause(recorded_stop(f), f->limit, 1, f->code, f->oom));
+}
+
+static void test_every_combination_keeps_the_rules(void **state)
+{
+    (void)state;
+    unsigned rows = 0;
+    for (int stop = SR_STOP_NONE; stop <= SR_STOP_LEASE; stop++)
+        for (size_t c = 0; c < N_CODES; c++)
+            for (int bits = 0; bits < 64; bits++)
+                for (int left = 0; left <= 2; left++) {
+                    const struct sr_end_facts f = {
+                        .stop = (enum sr_stop)stop,
+                        .limit = bits & 32 ? SR_CAUSE_BUDGET : SR_CAUSE_TIME_LIMIT,
+                        .code = codes[c],
+                        .signaled = codes[c] > 128,
+                        .oom = bits & 1,
+                        .multinode = (bits >> 1) & 1,
+                        .group_stopping = (bits >> 2) & 1,
+                        .stall_give_up = (bits >> 3) & 1,
+                        .hopeless = (bits >> 4) & 1,
+                        .restarts_left = left,
+                    };
+                    check_row(&f);
+                    rows++;
+                }
+    assert_int_equal(rows, 5 * N_CODES * 64 * 3);
+}
+
+static struct sr_end decide(struct sr_end_facts f)
+{
+    struct sr_end e;
+    sr_attempt_end(&f, &e);
+    return e;
+}
+
+/* `trap 'exit 0' TERM` under --stall-timeout: restarted, and once the
+ * stalls are too many, a failure with the status of the stop, never done. */
+static void test_stalled_job_exiting_0_is_not_done(void **state)
+{
+    (void)state;
+    struct sr_end e = decide((struct sr_end_facts){.stop = SR_STOP_STALL, .restarts_left = 2});
+    assert_int_equal(e.next, SR_NEXT_RESTART);
+    assert_int_equal(e.cause, SR_CAUSE_STALLED);
+    assert_false(e.done);
+    e = decide((struct sr_end_facts){.stop = SR_STOP_STALL, .stall_give_up = 1});
+    assert_int_equal(e.next, SR_NEXT_END);
+    assert_int_equal(e.exit_code, 128 + SIGTERM);
+    assert_true(e.gave_up);
+    assert_false(e.done);
+    e = decide((struct sr_end_facts){
+        .stop = SR_STOP_STALL, .stall_give_up = 1, .code = 137, .signaled = 1});
+    assert_int_equal(e.exit_code, 137);
+}
+
+/* A job's own 75 or 124 past --max-restarts: exit 1, cause crashed. */
+static void test_jobs_own_75_and_124_are_failures(void **state)
+{
+    (void)state;
+    struct sr_end e = decide((struct sr_end_facts){.code = 75});
+    assert_int_equal(e.exit_code, 1);
+    assert_int_equal(e.cause, SR_CAUSE_CRASHED);
+    assert_true(e.gave_up);
+    e = decide((struct sr_end_facts){.code = 124});
+    assert_int_equal(e.exit_code, 1);
+    e = decide((struct sr_end_facts){.code = 3});
+    assert_int_equal(e.exit_code, 3);
+    e = decide((struct sr_end_facts){.code = 75, .restarts_left = 1});
+    assert_int_equal(e.next, SR_NEXT_RESTART);
+}
+
+/* The job exits 0 while a notice or a limit stops it (it saved and left on
+ * the request, or a SIGTERM handler said sys.exit(0)): the stop's code. */
+static void test_exit_0_during_a_stop_is_the_stops(void **state)
+{
+    (void)state;
+    struct sr_end e = decide((struct sr_end_facts){.stop = SR_STOP_NOTICE});
+    assert_int_equal(e.exit_code, 75);
+    assert_int_equal(e.cause, SR_CAUSE_PREEMPTED);
+    assert_false(e.done);
+    e = decide((struct sr_end_facts){.stop = SR_STOP_LIMIT, .limit = SR_CAUSE_BUDGET});
+    assert_int_equal(e.exit_code, 124);
+    assert_int_equal(e.cause, SR_CAUSE_BUDGET);
+    e = decide((struct sr_end_facts){.stop = SR_STOP_LEASE, .code = 143, .signaled = 1});
+    assert_int_equal(e.exit_code, 73);
+    assert_int_equal(e.cause, SR_CAUSE_LEASE_LOST);
+}
+
+/* The README's table (### Exit codes of `spotrun run`) says what the table
+ * above gives: a row for 0, 75, 124 and 73, and the job's code row says
+ * that its own 75 and 124 become 1. */
+static void test_readme_exit_table_follows(void **state)
+{
+    (void)state;
+    const char *src = getenv("SRCDIR");
+    if (!src)
+        skip();
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/README.md", src);
+    FILE *fp = fopen(path, "r");
+    assert_non_null(fp);
+    static char text[1 << 20];
+    const size_t n = fread(text, 1, sizeof(text) - 1, fp);
+    fclose(fp);
+    text[n] = '\0';
+    const char *sec = strstr(text, "## Exit codes of `spotrun run`");
+    assert_non_null(sec);
+    const char *end = strstr(sec + 1, "\n## ");
+    char table[8192];
+    const size_t len = end ? (size_t)(end - sec) : strlen(sec);
+    assert_true(len < sizeof(table));
+    memcpy(table, sec, len);
+    table[len] = '\0';
+    char row[32];
+    const int stops[] = {SR_STOP_NOTICE, SR_STOP_LIMIT, SR_STOP_LEASE};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(row, sizeof(row), "\n| %d |", sr_end_stop_code((enum sr_stop)stops[i], 0));
+        assert_non_null(strstr(table, row));
+    }
+    assert_non_null(strstr(table, "\n| 0 |"));
+    snprintf(row, sizeof(row), "exit %d", sr_end_failure_code(75));
+    assert_non_null(strstr(table, row));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_combination_keeps_the_rules),
+        cmocka_unit_test(test_stalled_job_exiting_0_is_not_done),
+        cmocka_unit_test(test_jobs_own_75_and_124_are_failures),
+        cmocka_unit_test(test_exit_0_during_a_stop_is_the_stops),
+        cmocka_unit_test(test_readme_exit_table_follows),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
