@@ -252,14 +252,20 @@ json_t *sr_stats_json(const struct sr_stats_query *q, const struct sr_stats *s)
 }
 
 /* RFC 4180: a field with a comma, a quote or a line break is quoted, its
- * quotes doubled. */
+ * quotes doubled. A text a spreadsheet would take as a formula (starting
+ * with = + - @, a tab or a CR: a host "=cmd|...", a label team=-1-2) is
+ * neutralised as OWASP recommends: a ' before it, and quoted. The "-" of an
+ * unknown key alone is no formula and stays as it is. */
 static void csv_field(FILE *f, const char *s)
 {
-    if (!strpbrk(s, ",\"\r\n")) {
+    const int formula = s[0] && strchr("=+-@\t\r", s[0]) && strcmp(s, "-") != 0;
+    if (!formula && !strpbrk(s, ",\"\r\n")) {
         fputs(s, f);
         return;
     }
     fputc('"', f);
+    if (formula)
+        fputc('\'', f);
     for (; *s; s++) {
         if (*s == '"')
             fputc('"', f);
