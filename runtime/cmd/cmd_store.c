@@ -165,8 +165,10 @@ int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
         char lost[32], cost[32] = "-";
         sr_format_duration_ms(h.lost_ms, lost, sizeof(lost));
         double spot, od;
-        sr_hist_cost(&h, &vo.prices, &spot, &od);
-        if (vo.prices.spot_per_hour > 0)
+        struct sr_hist_prices price; /* the flag's, else the run's recorded one */
+        sr_hist_view_prices(&h, &vo.prices, &price);
+        sr_hist_cost(&h, &price, &spot, &od);
+        if (price.spot_per_hour > 0)
             sr_format_money(spot, cost, sizeof(cost));
         char step[24] = "-", size[32] = "-", when[32] = "-", seq[24] = "-";
         if (l.n) {
