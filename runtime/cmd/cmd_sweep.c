@@ -201,8 +201,13 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
                : rc == -ENOTEMPTY ? SR_EX_CANTCREAT
                                   : sr_fail(rc, "sweep init");
     }
-    if (code == 0 && (o.max_cost > 0 || o.price_per_hour > 0)) /* a price alone is kept too */
+    if (code == 0 && (o.max_cost > 0 || o.price_per_hour > 0)) { /* a price alone is kept too */
+        struct sr_sweep_budget old;
+        if (o.max_cost <= 0 && sr_sweep_budget_read(ctx.st, name, &old) == 0)
+            o.max_cost = old.max_cost; /* and changes no budget (--add) */
+        sr_err_clear();
         code = budget_write(ctx.st, name, o.max_cost, o.price_per_hour);
+    }
     sr_sweep_free(&def);
     sr_store_close(ctx.st);
     return code;

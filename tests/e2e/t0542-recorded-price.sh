@@ -49,4 +49,12 @@ test_expect_success 'sweep show without the flag: the costs at the recorded pric
     "$SPOTRUN" show sw-0 | grep "^cost: .* at \$3600.00/h (recorded by the run)"
 '
 
+test_expect_success 'a price alone never changes a budget (sweep init --add)' '
+    "$SPOTRUN" sweep init b --param lr=1 --max-cost 5 --price-per-hour 3 -- true &&
+    "$SPOTRUN" sweep init b --add --param lr=2 --price-per-hour 4 -- true &&
+    "$SPOTRUN" sweep show b --json >b.json &&
+    "$PY" -c "import json; b = json.load(open(\"b.json\"))[\"budget\"]; \
+        assert b[\"max_cost\"] == 5 and b[\"price_per_hour\"] == 4, b"
+'
+
 test_done
