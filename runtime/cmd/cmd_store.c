@@ -22,6 +22,7 @@
 #include "parts.h"
 #include "log.h"
 #include "summary.h"
+#include "termsafe.h"
 #include "units.h"
 
 static void fmt_time(int64_t unix_s, char *buf, size_t len)
@@ -164,8 +165,10 @@ int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
         char lost[32], cost[32] = "-";
         sr_format_duration_ms(h.lost_ms, lost, sizeof(lost));
         double spot, od;
-        sr_hist_cost(&h, &vo.prices, &spot, &od);
-        if (vo.prices.spot_per_hour > 0)
+        struct sr_hist_prices price; /* the flag's, else the run's recorded one */
+        sr_hist_view_prices(&h, &vo.prices, &price);
+        sr_hist_cost(&h, &price, &spot, &od);
+        if (price.spot_per_hour > 0)
             sr_format_money(spot, cost, sizeof(cost));
         char step[24] = "-", size[32] = "-", when[32] = "-", seq[24] = "-";
         if (l.n) {
@@ -288,18 +291,19 @@ static void print_lease_of(struct sr_store *st, const char *run, int rank)
         sr_err_clear();
         return;
     }
-    char node[32] = "";
+    char node[32] = "", host[sizeof(in.host)];
     if (rank >= 0)
         snprintf(node, sizeof(node), "node %d ", rank);
+    sr_term_safe(in.host, host, sizeof(host)); /* the parser refuses controls: belt and braces */
     const long long left = (long long)(in.expires - (int64_t)(sr_wall_ms() / 1000));
     if (in.released)
-        printf("lease:       %sreleased by %s pid %ld (epoch %llu)\n", node, in.host, in.pid,
+        printf("lease:       %sreleased by %s pid %ld (epoch %llu)\n", node, host, in.pid,
                (unsigned long long)in.epoch);
     else if (left > 0)
-        printf("lease:       %sheld by %s pid %ld (epoch %llu, expires in %llds)\n", node, in.host,
+        printf("lease:       %sheld by %s pid %ld (epoch %llu, expires in %llds)\n", node, host,
                in.pid, (unsigned long long)in.epoch, left);
     else
-        printf("lease:       %sexpired %llds ago (%s pid %ld, epoch %llu)\n", node, -left, in.host,
+        printf("lease:       %sexpired %llds ago (%s pid %ld, epoch %llu)\n", node, -left, host,
                in.pid, (unsigned long long)in.epoch);
 }
 
@@ -366,7 +370,7 @@ int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
            "RATIO", "UPLOADED", "KIND", "FILES", "STAGE", "CREATED", "HOST");
     for (size_t i = 0; i < l.n; i++) {
         const struct sr_manifest *m = &l.v[i];
-        char step[24], raw[32], stored[32], up[32], when[32], nodes[24];
+        char step[24], raw[32], stored[32], up[32], when[32], nodes[24], host[sizeof(m->host)];
         const uint64_t archive = sr_manifest_archive_bytes(m);
         sr_format_step(m->step, step, sizeof(step));
         sr_format_size(m->raw_bytes, raw, sizeof(raw));
@@ -376,7 +380,8 @@ int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
         printf("%8" PRIu64 " %10s %10s %10s %6.2fx %10s %5s %6" PRIu64 " %7.2fs  %-19s  %s\n",
                m->seq, step, raw, stored, archive ? (double)m->raw_bytes / (double)archive : 0.0,
                up, ckpt_kind(m), m->files, m->stage_seconds, when,
-               m->nodes ? (snprintf(nodes, sizeof(nodes), "%u nodes", m->nodes), nodes) : m->host);
+               m->nodes ? (snprintf(nodes, sizeof(nodes), "%u nodes", m->nodes), nodes)
+                        : sr_term_safe(m->host, host, sizeof(host)));
     }
     /* Multi-node steps whose parts are not all there: never restored. */
     struct sr_set_partial inc[8];

@@ -68,6 +68,9 @@ static int budget_write(struct sr_store *st, const char *name, double max_cost, 
     if (max_cost > 0)
         printf("sweep %s: budget %.2f at %.4g per trial-hour (version %u)\n", name, max_cost, price,
                v);
+    else if (price > 0)
+        printf("sweep %s: no budget; trials priced at %.4g per hour (version %u)\n", name, price,
+               v);
     else
         printf("sweep %s: no budget (version %u)\n", name, v);
     return 0;
@@ -110,7 +113,8 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
          "the sweep's budget: no trial starts once its trials cost this much, and running "
          "ones checkpoint and stop (exit 124); change it with `sweep set`"},
         {"price-per-hour", 0, NULL, SR_OPT_PRICE, &o.price_per_hour, "PRICE",
-         "what one trial's instance costs per hour, for --max-cost"},
+         "what one trial's instance costs per hour: recorded by every trial (show, sweep "
+         "show, stats) and counted by --max-cost"},
         {"label", 0, NULL, SR_OPT_MULTI, &o.label, "KEY=VALUE",
          "label every trial's run (repeatable; a trial's own --label wins on the same key); "
          "fixed when the sweep is made"},
@@ -197,8 +201,13 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
                : rc == -ENOTEMPTY ? SR_EX_CANTCREAT
                                   : sr_fail(rc, "sweep init");
     }
-    if (code == 0 && o.max_cost > 0)
+    if (code == 0 && (o.max_cost > 0 || o.price_per_hour > 0)) { /* a price alone is kept too */
+        struct sr_sweep_budget old;
+        if (o.max_cost <= 0 && sr_sweep_budget_read(ctx.st, name, &old) == 0)
+            o.max_cost = old.max_cost; /* and changes no budget (--add) */
+        sr_err_clear();
         code = budget_write(ctx.st, name, o.max_cost, o.price_per_hour);
+    }
     sr_sweep_free(&def);
     sr_store_close(ctx.st);
     return code;

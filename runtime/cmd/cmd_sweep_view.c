@@ -16,6 +16,7 @@
 #include "sweep.h"
 #include "sweep_budget.h"
 #include "sweepreport.h"
+#include "summary.h"
 #include "sweepview.h"
 #include "units.h"
 
@@ -83,6 +84,30 @@ static int split_maximize(const char *cmd, struct view_args *a, struct sr_sv_opt
     return split_names(cmd, "minimize", &a->minimize, a->min_names, o->minimize, &o->n_minimize);
 }
 
+/* Without --price-per-hour: the price the trials recorded (each run's start
+ * events: the sweep's or the run's --price-per-hour), when every trial
+ * that ran recorded one and all the same; else 0 (no cost shown). */
+static double recorded_price(const struct sr_sweepview *v)
+{
+    const struct sr_hist_prices none = {0};
+    double price = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        const struct sr_sv_run *r = v->t[i].run;
+        struct sr_hist_prices p;
+        if (!r || !r->h.n_att)
+            continue;
+        if (!sr_hist_view_prices(&r->h, &none, &p)) {
+            if (r->h.instance_ms > 0)
+                return 0; /* hours nobody priced: unknown, not cheaper */
+            continue;
+        }
+        if (price > 0 && fabs(p.spot_per_hour - price) > 1e-9 * price)
+            return 0; /* trials priced differently: one price would be wrong */
+        price = p.spot_per_hour;
+    }
+    return price;
+}
+
 /* The preamble of both: options, the sweep's definition, its trials.
  * -1 to go on (close with view_end), else the exit code. */
 struct view {
@@ -121,6 +146,8 @@ static int view_begin(const struct sr_cmd *cmd, const struct sr_opt *opts, int a
         sr_store_close(w->ctx.st);
         return code;
     }
+    if (w->o.prices.spot_per_hour <= 0) /* the flag wins */
+        w->o.prices.spot_per_hour = recorded_price(&w->v);
     if (w->o.sort && !sr_sweepview_has_metric(&w->v, w->o.sort)) {
         fprintf(stderr,
                 "spotrun %s: --sort %s: no trial of sweep %s reported a metric \"%s\" (%s)\n",

@@ -116,6 +116,8 @@ static int sweep_budget(struct sr_run_limits *rl, struct sr_limits_config *l)
     if (!rl->sweep)
         return GO_ON;
     const int rc = sr_sweep_budget_read(rl->st, rl->sweep, &rl->budget);
+    if (rc == 0 && rl->trial_price <= 0) /* the sweep's price, recorded by the start event */
+        rl->trial_price = rl->budget.price_per_hour;
     if (rc == -ENOENT || (rc == 0 && rl->budget.max_cost <= 0)) {
         sr_err_clear();
         rl->budget.max_cost = 0;
@@ -125,8 +127,6 @@ static int sweep_budget(struct sr_run_limits *rl, struct sr_limits_config *l)
         fprintf(stderr, "spotrun run: %s\n", sr_strerror(rc));
         return sr_exit_code(rc);
     }
-    if (rl->trial_price <= 0)
-        rl->trial_price = rl->budget.price_per_hour;
     l->sweep_poll = sweep_spent;
     l->sweep_ctx = rl;
     l->sweep_limit = rl->budget.max_cost;

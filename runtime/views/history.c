@@ -14,6 +14,7 @@
 #include "events.h"
 #include "lease.h"
 #include "log.h"
+#include "termsafe.h"
 #include "units.h"
 
 #define EVENTS_MAX (64u << 20) /* one attempt's log; far above any real one */
@@ -189,11 +190,13 @@ static void add_gpu_live(struct sr_history *h, const json_t *ev, int64_t t)
     h->gpu_live = l;
 }
 
+/* A string of an event, made safe for a terminal (termsafe.h): every view
+ * prints what the history keeps, and an event log is anyone's to write. */
 static void str_of(const json_t *o, const char *k, char *dst, size_t len)
 {
     const char *s = json_string_value(json_object_get(o, k));
     if (s)
-        snprintf(dst, len, "%s", s);
+        sr_term_safe(s, dst, len);
 }
 
 /* A placement value (cloud, instance type, zone, region) as spotrun writes

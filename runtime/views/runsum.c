@@ -94,6 +94,8 @@ int sr_runsum_from_history(const struct sr_history *h, const char *run, struct s
                 s->stage_seconds += h->ck[k].stage_seconds;
         for (size_t k = 0; k < h->n_no; k++)
             s->notices += h->no[k].attempt == a->attempt;
+        if (a->cause == SR_CAUSE_PREEMPTED)
+            copy_clean(s->notice_source, sizeof(s->notice_source), a->notice_source);
     }
     return 0;
 }
@@ -106,16 +108,22 @@ static const char *const state_names[] = {"new",  "checkpointed", "running", "pr
 
 static json_t *attempt_to_json(const struct sr_runsum_attempt *a)
 {
-    return json_pack("{s:I, s:I, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:I, s:f, s:I, s:I, s:f, "
-                     "s:f, s:f, s:I}",
-                     "attempt", (json_int_t)a->attempt, "nodes", (json_int_t)a->nodes, "host",
-                     a->host, "cloud", a->cloud, "instance_type", a->instance_type, "zone", a->zone,
-                     "start_ms", (json_int_t)a->start_ms, "end_ms", (json_int_t)a->end_ms, "cause",
-                     sr_hist_cause_name(a->cause), "lost_ms", (json_int_t)a->lost_ms,
-                     "price_per_hour", a->price_per_hour, "gpus", (json_int_t)a->gpus,
-                     "gpu_samples", (json_int_t)a->gpu_samples, "gpu_util_mean", a->gpu_util_mean,
-                     "gpu_idle_share", a->gpu_idle_share, "stage_seconds", a->stage_seconds,
-                     "notices", (json_int_t)a->notices);
+    json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:I, s:f, s:I, s:I, s:f, "
+                          "s:f, s:f, s:I}",
+                          "attempt", (json_int_t)a->attempt, "nodes", (json_int_t)a->nodes, "host",
+                          a->host, "cloud", a->cloud, "instance_type", a->instance_type, "zone",
+                          a->zone, "start_ms", (json_int_t)a->start_ms, "end_ms",
+                          (json_int_t)a->end_ms, "cause", sr_hist_cause_name(a->cause), "lost_ms",
+                          (json_int_t)a->lost_ms, "price_per_hour", a->price_per_hour, "gpus",
+                          (json_int_t)a->gpus, "gpu_samples", (json_int_t)a->gpu_samples,
+                          "gpu_util_mean", a->gpu_util_mean, "gpu_idle_share", a->gpu_idle_share,
+                          "stage_seconds", a->stage_seconds, "notices", (json_int_t)a->notices);
+    if (o && a->notice_source[0] &&
+        json_object_set_new(o, "notice_source", json_string(a->notice_source)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 json_t *sr_runsum_to_json(const struct sr_runsum *r)
@@ -205,7 +213,9 @@ static int attempt_from_json(const json_t *o, struct sr_runsum_attempt *a)
         get_real(o, "gpu_util_mean", 0, 100, &a->gpu_util_mean) ||
         get_real(o, "gpu_idle_share", 0, 1, &a->gpu_idle_share) ||
         get_real(o, "stage_seconds", 0, SECONDS_MAX, &a->stage_seconds) ||
-        get_int(o, "notices", 0, NOTICES_MAX, &notices))
+        get_int(o, "notices", 0, NOTICES_MAX, &notices) ||
+        (json_object_get(o, "notice_source") && /* optional */
+         get_str(o, "notice_source", a->notice_source, sizeof(a->notice_source))))
         return -1;
     a->attempt = (uint32_t)attempt;
     a->nodes = (uint32_t)nodes;

@@ -43,6 +43,10 @@ struct sr_runsum_attempt {
     double gpu_util_mean, gpu_idle_share; /* percent, share in [0, 1] */
     double stage_seconds;                 /* staging time of this attempt's checkpoints, summed */
     unsigned notices;
+    /* A preempted attempt's notice source ("aws", "signal:SIGTERM",
+     * "manual"...; stats counts cloud ones as preemptions); "" otherwise,
+     * or unknown (written only when set: "notice_source"). */
+    char notice_source[64];
 };
 
 struct sr_runsum {

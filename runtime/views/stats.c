@@ -359,7 +359,10 @@ static void add_piece(struct sr_stats_row *r, size_t run, size_t att,
     r->lost_h += lost_h;
     if (pc->ends) {
         r->ends[a->cause < SR_CAUSE_COUNT ? a->cause : SR_CAUSE_NONE]++;
-        r->preemptions += a->cause == SR_CAUSE_PREEMPTED;
+        if (a->cause == SR_CAUSE_PREEMPTED && sr_stats_cloud_notice(a->notice_source))
+            r->preemptions++;
+        else if (a->cause == SR_CAUSE_PREEMPTED)
+            r->signal_stops++;
     }
     r->wall_s += wall_h * 3600.0;
     r->stage_s += a->stage_seconds * pc->frac;
@@ -458,6 +461,19 @@ void sr_stats_free(struct sr_stats *s)
 {
     free(s->rows);
     memset(s, 0, sizeof(*s));
+}
+
+int sr_stats_cloud_notice(const char *source)
+{
+    if (!source[0])
+        return 1;
+    if (strncmp(source, "peer:", 5) == 0) { /* "peer:R:SOURCE": node R's own notice */
+        const char *colon = strchr(source + 5, ':');
+        if (!colon)
+            return 0;
+        source = colon + 1;
+    }
+    return strcmp(source, "aws") == 0 || strcmp(source, "gcp") == 0 || strcmp(source, "azure") == 0;
 }
 
 double sr_stats_rate_per_100h(const struct sr_stats_row *r)

@@ -62,7 +62,8 @@ struct sr_stats_row {
     double gpu_h, gpu_unknown_h; /* instance hours with a known GPU count x gpus; the rest */
     double cost, unpriced_h;     /* spot cost of the priced hours; hours with no price */
     double od_cost, od_spot_cost, od_unpriced_h; /* hours with both prices: on-demand and spot */
-    uint64_t preemptions;
+    uint64_t preemptions;  /* attempts a cloud's notice stopped (sr_stats_cloud_notice) */
+    uint64_t signal_stops; /* attempts stopped by any other notice: a signal, notify, a peer */
     double lost_h, lost_cost, lost_unpriced_h; /* lost instance hours */
     uint64_t ends[SR_CAUSE_COUNT];             /* [SR_CAUSE_NONE]: still running */
     double wall_s, stage_s;                    /* attempt wall (not x nodes) and staging seconds */
@@ -95,9 +96,18 @@ void sr_stats_month(int64_t t, char *buf, size_t len);
 /* The next day / week (Monday) / month boundary after t, unix ms. */
 int64_t sr_stats_next_boundary(int64_t t, enum sr_stats_by period);
 
+/* 1 when a notice of this source ("aws", "gcp", "azure", and "peer:R:aws"
+ * from another node of a group, where the cloud preempted node R) is the
+ * cloud's: a preemption that the rate and MTBP count. A signal from outside
+ * ("signal:SIGTERM": an operator's kill, Slurm, Kubernetes), `spotrun
+ * notify` ("manual", or any --source but a cloud's) and a peer's stall are
+ * signal stops. "" (a summary written before sources were kept) counts as
+ * the cloud's, as it did then. */
+int sr_stats_cloud_notice(const char *source);
+
 /* Derived numbers; NAN when undefined (no hours, no preemption...). */
-double sr_stats_rate_per_100h(const struct sr_stats_row *r); /* preemptions per 100 inst-h */
-double sr_stats_mtbp_h(const struct sr_stats_row *r);        /* inst-h per preemption */
+double sr_stats_rate_per_100h(const struct sr_stats_row *r); /* cloud preemptions / 100 inst-h */
+double sr_stats_mtbp_h(const struct sr_stats_row *r);        /* inst-h per cloud preemption */
 double sr_stats_ckpt_overhead(const struct sr_stats_row *r); /* staging / wall */
 double sr_stats_gpu_util(const struct sr_stats_row *r);      /* % */
 double sr_stats_gpu_idle(const struct sr_stats_row *r);      /* share */

@@ -78,10 +78,10 @@ static void ends_cell(const struct sr_stats_row *r, char *buf, size_t len)
         snprintf(buf, len, "-");
 }
 
-#define N_COLS 15
-static const char *const col_names[N_COLS] = {"RUNS",      "ATT",    "INST-H",  "GPU-H",   "COST",
-                                              "ON-DEMAND", "SAVING", "PREEMPT", "PER100H", "MTBP-H",
-                                              "LOST-H",    "LOST$",  "CKPT",    "GPU",     "ENDS"};
+#define N_COLS 16
+static const char *const col_names[N_COLS] = {
+    "RUNS",    "ATT",    "INST-H", "GPU-H", "COST",     "ON-DEMAND", "SAVING", "PREEMPT",
+    "PER100H", "MTBP-H", "LOST-H", "LOST$", "SIG-STOP", "CKPT",      "GPU",    "ENDS"};
 
 static void cells_of(const struct sr_stats_row *r, char c[N_COLS][160])
 {
@@ -100,13 +100,14 @@ static void cells_of(const struct sr_stats_row *r, char c[N_COLS][160])
     fixed(sr_stats_mtbp_h(r), 1, "", c[9], 160);
     fixed(r->lost_h, 2, "", c[10], 160);
     money(r->lost_cost, r->lost_h - r->lost_unpriced_h > 1e-9, c[11], 160);
-    fixed(sr_stats_ckpt_overhead(r) * 100, 1, "%", c[12], 160);
+    snprintf(c[12], 160, "%llu", (unsigned long long)r->signal_stops);
+    fixed(sr_stats_ckpt_overhead(r) * 100, 1, "%", c[13], 160);
     const double u = sr_stats_gpu_util(r), idle = sr_stats_gpu_idle(r);
     if (isnan(u))
-        snprintf(c[13], 160, "-");
+        snprintf(c[14], 160, "-");
     else
-        snprintf(c[13], 160, "%.0f%% (idle %.0f%%)", u, idle * 100);
-    ends_cell(r, c[14], 160);
+        snprintf(c[14], 160, "%.0f%% (idle %.0f%%)", u, idle * 100);
+    ends_cell(r, c[15], 160);
 }
 
 static void upper(const char *s, char *buf, size_t len)
@@ -173,6 +174,12 @@ void sr_stats_print(FILE *f, const struct sr_stats_query *q, const struct sr_sta
                 "instance type,\n  no --price-per-hour, no price in their start event); COST "
                 "leaves them out (marked *).\n",
                 t->unpriced_h);
+    if (t->signal_stops)
+        fprintf(f,
+                "SIG-STOP: %llu attempt(s) stopped by a signal from outside or `spotrun notify`, "
+                "not by a cloud:\n  not in PREEMPT, PER100H or MTBP-H (ENDS counts them as "
+                "preempted).\n",
+                (unsigned long long)t->signal_stops);
     if (t->gpu_unknown_h > 0.005)
         fprintf(f, "GPU-H: %.2f instance-hours with an unknown GPU count are not in it (+?).\n",
                 t->gpu_unknown_h);
@@ -211,6 +218,7 @@ static json_t *row_json(const struct sr_stats_row *r)
     json_object_set_new(o, "preemptions", json_integer((json_int_t)r->preemptions));
     json_object_set_new(o, "preemptions_per_100h", jnum(sr_stats_rate_per_100h(r)));
     json_object_set_new(o, "mtbp_hours", jnum(sr_stats_mtbp_h(r)));
+    json_object_set_new(o, "signal_stops", json_integer((json_int_t)r->signal_stops));
     json_object_set_new(o, "lost_hours", jnum(r->lost_h));
     json_object_set_new(o, "lost_cost",
                         r->lost_h - r->lost_unpriced_h > 1e-9 ? jnum(r->lost_cost) : json_null());
@@ -252,14 +260,20 @@ json_t *sr_stats_json(const struct sr_stats_query *q, const struct sr_stats *s)
 }
 
 /* RFC 4180: a field with a comma, a quote or a line break is quoted, its
- * quotes doubled. */
+ * quotes doubled. A text a spreadsheet would take as a formula (starting
+ * with = + - @, a tab or a CR: a host "=cmd|...", a label team=-1-2) is
+ * neutralised as OWASP recommends: a ' before it, and quoted. The "-" of an
+ * unknown key alone is no formula and stays as it is. */
 static void csv_field(FILE *f, const char *s)
 {
-    if (!strpbrk(s, ",\"\r\n")) {
+    const int formula = s[0] && strchr("=+-@\t\r", s[0]) && strcmp(s, "-") != 0;
+    if (!formula && !strpbrk(s, ",\"\r\n")) {
         fputs(s, f);
         return;
     }
     fputc('"', f);
+    if (formula)
+        fputc('\'', f);
     for (; *s; s++) {
         if (*s == '"')
             fputc('"', f);
@@ -281,6 +295,7 @@ static const char *const csv_cols[] = {"runs",
                                        "preemptions",
                                        "preemptions_per_100h",
                                        "mtbp_hours",
+                                       "signal_stops",
                                        "lost_hours",
                                        "lost_cost",
                                        "lost_unpriced_hours",
@@ -304,6 +319,7 @@ static void csv_row(FILE *f, const struct sr_stats_row *r)
                         (double)r->preemptions,
                         sr_stats_rate_per_100h(r),
                         sr_stats_mtbp_h(r),
+                        (double)r->signal_stops,
                         r->lost_h,
                         r->lost_h - r->lost_unpriced_h > 1e-9 ? r->lost_cost : NAN,
                         r->lost_unpriced_h,

@@ -23,6 +23,36 @@ void sr_hist_cost(const struct sr_history *h, const struct sr_hist_prices *p, do
     *on_demand = p && p->on_demand_per_hour > 0 ? hours * p->on_demand_per_hour : 0.0;
 }
 
+int sr_hist_view_prices(const struct sr_history *h, const struct sr_hist_prices *p,
+                        struct sr_hist_prices *out)
+{
+    *out = *p;
+    if (p->spot_per_hour > 0)
+        return 0;
+    double cost = 0, price = 0;
+    int64_t ms = 0;
+    for (size_t i = 0; i < h->n_att;) { /* sessions, as derive_times() counts them */
+        size_t j = i;
+        while (j + 1 < h->n_att && h->att[j + 1].session == h->att[i].session)
+            j++;
+        const int64_t span = h->att[j].last_ms - h->att[i].first_ms;
+        const double per_hour = h->att[i].price_per_hour;
+        if (per_hour > 0)
+            price = per_hour; /* the newest, for a run with no time yet */
+        if (span > 0) {
+            if (per_hour <= 0)
+                return 0; /* a session nobody priced: unknown, not cheaper */
+            cost += (double)span / 3600000.0 * per_hour * (h->att[i].nodes ? h->att[i].nodes : 1);
+            ms += span;
+        }
+        i = j + 1;
+    }
+    if (ms > 0)
+        price = cost / ((double)ms / 3600000.0);
+    out->spot_per_hour = price;
+    return price > 0;
+}
+
 void sr_format_money(double v, char *buf, size_t len)
 {
     if (v < 0)
@@ -166,8 +196,11 @@ static void print_limit(FILE *f, const struct sr_history *h)
     }
 }
 
-void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_prices *p)
+void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_prices *flag)
 {
+    struct sr_hist_prices view;
+    const int recorded = sr_hist_view_prices(h, flag, &view);
+    const struct sr_hist_prices *p = &view;
     char wall[32], inst[32], queued[32], lost[32], detail[160], list[512];
     sr_format_duration_ms(h->wall_ms, wall, sizeof(wall));
     sr_format_duration_ms(h->instance_ms, inst, sizeof(inst));
@@ -209,7 +242,7 @@ void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_
     if (p->spot_per_hour > 0) {
         sr_format_money(spot, a, sizeof(a));
         sr_format_money(p->spot_per_hour, b, sizeof(b));
-        fprintf(f, "cost:        %s at %s/h", a, b);
+        fprintf(f, "cost:        %s at %s/h%s", a, b, recorded ? " (recorded by the run)" : "");
         if (p->on_demand_per_hour > 0) {
             sr_format_money(od, c, sizeof(c));
             sr_format_money(od - spot, d, sizeof(d));
@@ -403,13 +436,17 @@ void sr_summary_metrics_cell(const struct sr_history *h, const char *const *name
     }
 }
 
-json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices *p)
+json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices *flag)
 {
+    struct sr_hist_prices view;
+    const int recorded = sr_hist_view_prices(h, flag, &view);
+    const struct sr_hist_prices *p = &view;
     double spot, od;
     sr_hist_cost(h, p, &spot, &od);
     json_t *cost = json_null();
     if (p->spot_per_hour > 0) {
-        cost = json_pack("{s:f,s:f}", "price_per_hour", p->spot_per_hour, "total", spot);
+        cost = json_pack("{s:f,s:f,s:s}", "price_per_hour", p->spot_per_hour, "total", spot,
+                         "price_from", recorded ? "recorded" : "flag");
         if (p->on_demand_per_hour > 0) {
             json_object_set_new(cost, "on_demand_price_per_hour", json_real(p->on_demand_per_hour));
             json_object_set_new(cost, "on_demand_total", json_real(od));

@@ -18,11 +18,23 @@
 void sr_hist_cost(const struct sr_history *h, const struct sr_hist_prices *p, double *spot,
                   double *on_demand);
 
-/* "wall time:", "preemptions:", "lost work:", ... lines for `show`. */
+/* The prices a view of h uses: p itself when it has a spot price (the
+ * viewer's --price-per-hour wins), else the price h's attempts recorded
+ * (their start events' price_per_hour: run's or the sweep's
+ * --price-per-hour), when every session with instance time recorded one:
+ * as one price per instance-hour (the mean weighted by each session's
+ * hours x nodes, so that the cost is what a budget counts). p's on-demand
+ * price is kept. Returns 1 when out holds a recorded price, else 0. */
+int sr_hist_view_prices(const struct sr_history *h, const struct sr_hist_prices *p,
+                        struct sr_hist_prices *out);
+
+/* "wall time:", "preemptions:", "lost work:", ... lines for `show`; the
+ * cost at sr_hist_view_prices(). */
 void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_prices *p);
 /* One "attempt N ..." line per attempt. */
 void sr_summary_print_attempts(FILE *f, const struct sr_history *h);
-/* The run-level fields of the --json schema (new reference). */
+/* The run-level fields of the --json schema (new reference); the cost at
+ * sr_hist_view_prices(), its "price_from" "flag" or "recorded". */
 json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices *p);
 /* One metric: {"last", "min", "max", "count", "last_step", "min_step",
  * "max_step", "maximize", "best", "best_step"}, or with best {"last",

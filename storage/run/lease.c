@@ -16,6 +16,7 @@
 #include "lease.h"
 #include "catalog.h"
 #include "log.h"
+#include "termsafe.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -95,6 +96,8 @@ static int get_s(json_t *o, const char *name, char *dst, size_t len)
     if (!json_is_string(x) || strlen(json_string_value(x)) >= len)
         return sr_errf(-EBADMSG, "lease: field \"%s\" must be a string of at most %zu bytes", name,
                        len - 1);
+    if (sr_text_has_ctrl(json_string_value(x))) /* printed by show and messages: SECURITY.md */
+        return sr_errf(-EBADMSG, "lease: field \"%s\" holds a control character", name);
     memcpy(dst, json_string_value(x), strlen(json_string_value(x)) + 1);
     return 0;
 }

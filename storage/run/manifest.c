@@ -15,6 +15,7 @@
 #include "manifest.h"
 #include "framelist.h"
 #include "log.h"
+#include "termsafe.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -233,6 +234,8 @@ static int get_str(json_t *o, const char *key, size_t maxlen, char *buf)
         strlen(json_string_value(j)) != json_string_length(j))
         return sr_errf(-EBADMSG, "manifest: field \"%s\" must be a string of at most %zu bytes",
                        key, maxlen);
+    if (sr_text_has_ctrl(json_string_value(j))) /* printed by show: SECURITY.md */
+        return sr_errf(-EBADMSG, "manifest: field \"%s\" holds a control character", key);
     memcpy(buf, json_string_value(j), json_string_length(j) + 1);
     return 0;
 }

@@ -16,6 +16,7 @@
 
 #include "catalog.h"
 #include "log.h"
+#include "termsafe.h"
 #include "manifest.h"
 
 #define DEF_MAX (64u << 20) /* bytes of one definition part */
@@ -119,7 +120,8 @@ static int trials_valid(const json_t *trials, const json_t *params)
         for (size_t j = 0; j < json_array_size(params); j++) {
             const json_t *v = json_object_get(t, json_string_value(json_array_get(params, j)));
             if (!json_is_string(v) || json_string_length(v) > SR_SWEEP_VALUE_MAX ||
-                strlen(json_string_value(v)) != json_string_length(v))
+                strlen(json_string_value(v)) != json_string_length(v) ||
+                sr_text_has_ctrl(json_string_value(v))) /* printed by sweep show */
                 return 0;
         }
     }
@@ -680,9 +682,9 @@ static int read_mark(struct sr_store *st, const char *name, size_t trial, enum s
     if ((v = json_object_get(o, "unix_ms")) && json_is_integer(v) && json_integer_value(v) >= 0)
         end->unix_ms = json_integer_value(v);
     if ((v = json_object_get(o, "cause")) && json_is_string(v))
-        snprintf(end->cause, sizeof(end->cause), "%s", json_string_value(v));
+        sr_term_safe(json_string_value(v), end->cause, sizeof(end->cause)); /* sweep show */
     if ((v = json_object_get(o, "host")) && json_is_string(v))
-        snprintf(end->host, sizeof(end->host), "%s", json_string_value(v));
+        sr_term_safe(json_string_value(v), end->host, sizeof(end->host));
     json_decref(o);
     sr_err_clear();
     return 0;

@@ -18,6 +18,7 @@
 #include <strings.h>
 
 #include "log.h"
+#include "termsafe.h"
 #include "units.h"
 
 enum kind { LIST, RANGE, UNIFORM, LOGUNIFORM, INT, CHOICE };
@@ -53,7 +54,13 @@ static json_t *split_list(const char *s)
             json_decref(a);
             return NULL;
         }
-        json_array_append_new(a, json_stringn(s, n));
+        json_t *v = json_stringn(s, n);
+        if (!v || sr_text_has_ctrl(json_string_value(v))) { /* sweep show prints it */
+            json_decref(v);
+            json_decref(a);
+            return NULL;
+        }
+        json_array_append_new(a, v);
         if (!s[n])
             break;
         s += n + 1;
@@ -152,8 +159,8 @@ static int parse_spec(const char *spec, struct param *p)
     p->kind = LIST;
     if (!(p->values = split_list(v)))
         return sr_errf(-EINVAL,
-                       "invalid --param \"%s\" (values a,b,c: none empty, each at most "
-                       "%d bytes)",
+                       "invalid --param \"%s\" (values a,b,c: none empty, UTF-8 without "
+                       "control characters, each at most %d bytes)",
                        spec, SR_SWEEP_VALUE_MAX);
     return 0;
 }

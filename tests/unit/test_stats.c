@@ -270,6 +270,24 @@ static void test_groups_runs_rates_and_labels(void **state)
     sr_stats_free(&s);
 }
 
+/* Which notices are the cloud's (a preemption) and which a signal stop. */
+static void test_cloud_notices_and_signal_stops(void **state)
+{
+    (void)state;
+    assert_true(sr_stats_cloud_notice("aws"));
+    assert_true(sr_stats_cloud_notice("gcp"));
+    assert_true(sr_stats_cloud_notice("azure"));
+    assert_true(sr_stats_cloud_notice("peer:2:aws"));
+    assert_true(sr_stats_cloud_notice("")); /* a summary from before sources were kept */
+    assert_false(sr_stats_cloud_notice("signal:SIGTERM"));
+    assert_false(sr_stats_cloud_notice("signal:SIGINT"));
+    assert_false(sr_stats_cloud_notice("manual"));
+    assert_false(sr_stats_cloud_notice("peer:1:stalled"));
+    assert_false(sr_stats_cloud_notice("peer:1:signal:SIGTERM"));
+    assert_false(sr_stats_cloud_notice("peer"));
+    assert_false(sr_stats_cloud_notice("awsx"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_clipping_to_the_window_and_cutting_at_days),
         cmocka_unit_test(test_prices_in_order_and_unpriced_hours),
         cmocka_unit_test(test_groups_runs_rates_and_labels),
+        cmocka_unit_test(test_cloud_notices_and_signal_stops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
