@@ -94,7 +94,8 @@ int sr_runsum_load_all(struct sr_store *st, const char *prefix, struct sr_runsum
 struct sr_runsum_writer;
 int sr_runsum_writer_open(struct sr_store *st, const char *run, struct sr_runsum_writer **out);
 /* The sr_events_flushed_fn; ctx is the writer. */
-void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char *log, size_t len);
+void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char *log, size_t len,
+                              size_t stored);
 /* Writes what is pending, stops its thread and frees it (clear the hook
  * first). NULL is fine. */
 void sr_runsum_writer_close(struct sr_runsum_writer *w);

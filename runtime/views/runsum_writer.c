@@ -217,9 +217,11 @@ static void *writer_main(void *arg)
     }
 }
 
-void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char *log, size_t len)
+void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char *log, size_t len,
+                              size_t stored)
 {
     struct sr_runsum_writer *w = ctx;
+    (void)stored;
     if (!w || node)
         return; /* a multi-node run: stats reads its logs */
     pthread_mutex_lock(&w->mu);
