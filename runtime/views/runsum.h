@@ -6,10 +6,11 @@
  *
  * The wrapper of a single-node run rewrites the summary after each flush of
  * its event log (runtime/run: the flush observer of events.h). Nothing
- * trusts it: sr_runsum_from_json() rejects anything out of range, and
- * sr_runsum_load_all() falls back to a run's event logs when its summary is
- * missing, invalid, or stale (its attempts are not those of the event logs
- * the listing shows).
+ * trusts it: sr_runsum_from_json() rejects anything out of range or not
+ * matching its digest (an edited summary), and sr_runsum_load_all() falls
+ * back to a run's event logs when its summary is missing, invalid, or
+ * stale: it is used only when it names exactly the logs the listing shows,
+ * each of the size it had when folded (docs/store.md, "SUMMARY.json").
  *
  * Pure but for sr_runsum_load_all(), which reads the store on a few threads
  * of its own and joins them before it returns; nothing here prints (but
@@ -26,7 +27,7 @@
 #include "labels.h"
 #include "store.h"
 
-#define SR_RUNSUM_VERSION 1
+#define SR_RUNSUM_VERSION 2
 #define SR_RUNSUM_NAME "SUMMARY.json"  /* <run>/SUMMARY.json */
 #define SR_RUNSUM_ATT_MAX 10000        /* attempts a summary may hold */
 #define SR_RUNSUM_BYTES_MAX (8u << 20) /* a larger SUMMARY.json is not read */
@@ -43,6 +44,7 @@ struct sr_runsum_attempt {
     double gpu_util_mean, gpu_idle_share; /* percent, share in [0, 1] */
     double stage_seconds;                 /* staging time of this attempt's checkpoints, summed */
     unsigned notices;
+    uint64_t log_bytes; /* the size of the attempt's log folded into it, 0 = unknown */
 };
 
 struct sr_runsum {
@@ -59,10 +61,17 @@ void sr_runsum_free(struct sr_runsum *r);
 /* From a derived history (sr_hist_derive'd). 0 or -ENOMEM. */
 int sr_runsum_from_history(const struct sr_history *h, const char *run, struct sr_runsum *out);
 
-/* The SUMMARY.json object; NULL only without memory. */
+/* The SUMMARY.json object, with its digest: XXH64 of the object without
+ * it (compact, keys sorted), which from_json checks; NULL only without
+ * memory. The digest tells a summary edited by hand or by a tool that
+ * does not know it from one spotrun wrote; it is no signature (write
+ * access to the store is trust: SECURITY.md). */
 json_t *sr_runsum_to_json(const struct sr_runsum *r);
+/* That digest of o (its "digest" left out), 16 hex digits. 0 or -ENOMEM. */
+int sr_runsum_digest(const json_t *o, char out[17]);
 
-/* -EBADMSG when anything is missing, of the wrong type or out of range
+/* -EBADMSG when anything is missing, of the wrong type or out of range,
+ * or the digest does not match
  * (times outside [0, SR_TIME_MAX_MS], negative durations, unknown cause
  * or state names, strings with control characters or too long, invalid
  * labels, attempts out of order or more than SR_RUNSUM_ATT_MAX...): the
