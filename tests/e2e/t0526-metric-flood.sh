@@ -90,4 +90,10 @@ test_expect_success 'stats counts that attempt without a summary' '
     grep -E "^ +1 +1 +2\.00 .* crashed 1$" big.stats
 '
 
+test_expect_success 'a rerun with a budget counts its hours' '
+    "$SPOTRUN" run --run-id big --max-cost 100 --price-per-hour 2 -- true >rerun.log 2>&1 &&
+    cat rerun.log &&
+    grep "budget 100.00, 4.00 spent so far at 2 per hour" rerun.log
+'
+
 test_done
