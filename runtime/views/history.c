@@ -17,7 +17,8 @@
 #include "termsafe.h"
 #include "units.h"
 
-#define EVENTS_MAX (64u << 20) /* one attempt's log; far above any real one */
+#define EVENTS_MAX (64u << 20) /* one attempt's log read whole; far above any real one */
+#define EVENTS_PART (8u << 20) /* of a larger log: its first and its last bytes read */
 
 void sr_hist_init(struct sr_history *h)
 {
@@ -291,49 +292,54 @@ static void keep_point(struct sr_hist_metric *m, double v, int64_t step, uint32_
         (struct sr_hist_point){.step = step, .value = v, .attempt = a, .index = m->count};
 }
 
-/* A "metric" event: {"name":..,"value":..,"step":N} (step optional). */
-static void add_metric(struct sr_history *h, const json_t *ev, uint32_t a, int64_t t)
+/* The metric a "metric" or "metric_summary" event names, made when new;
+ * NULL when its name is not one `spotrun metric` takes (a name from a
+ * tampered log never reaches a terminal, a CSV or the metrics file with
+ * control bytes or quotes) or the run has SR_HIST_METRICS_MAX already. */
+static struct sr_hist_metric *metric_of(struct sr_history *h, const json_t *ev)
 {
     const char *name = json_string_value(json_object_get(ev, "name"));
-    const json_t *jv = json_object_get(ev, "value");
-    if (!name || !*name || strlen(name) > SR_HIST_METRIC_NAME_MAX || !json_is_number(jv))
-        return;
-    /* What `spotrun metric` takes: a name from a tampered log never reaches
-     * a terminal, a CSV or the metrics file with control bytes or quotes. */
+    if (!name || !*name || strlen(name) > SR_HIST_METRIC_NAME_MAX)
+        return NULL;
     for (const char *c = name; *c; c++)
         if (!isalnum((unsigned char)*c) && *c != '_' && *c != '.' && *c != ':' && *c != '-')
-            return;
-    const double v = json_number_value(jv);
-    if (!isfinite(v))
-        return;
-    const int64_t step = int_in(ev, "step", 0, STEP_MAX, -1);
+            return NULL;
     struct sr_hist_metric *m = (struct sr_hist_metric *)sr_hist_metric_find(h, name);
-    if (!m) {
-        if (h->n_met == SR_HIST_METRICS_MAX)
-            return;
-        m = grow((void **)&h->met, &h->n_met, &h->cap_met, sizeof(*h->met));
-        if (!m)
-            return;
-        snprintf(m->name, sizeof(m->name), "%s", name);
-        m->min = m->max = v;
-        m->min_step = m->max_step = step;
-        m->last_ms = -1;
-        m->stride = 1;
+    if (m || h->n_met == SR_HIST_METRICS_MAX)
+        return m;
+    m = grow((void **)&h->met, &h->n_met, &h->cap_met, sizeof(*h->met));
+    if (!m)
+        return NULL;
+    snprintf(m->name, sizeof(m->name), "%s", name);
+    m->min = INFINITY;
+    m->max = -INFINITY;
+    m->min_step = m->max_step = -1;
+    m->last_ms = -1;
+    m->stride = 1;
+    return m;
+}
+
+/* Folds one value reached at step into the metric's min and max. The
+ * best's step: where it was first reached (a tie keeps the lower step, so
+ * the order the logs are read in does not matter). */
+static void fold_extremes(struct sr_hist_metric *m, double lo, int64_t lo_step, double hi,
+                          int64_t hi_step)
+{
+    if (lo < m->min ||
+        (lo == m->min && lo_step >= 0 && (m->min_step < 0 || lo_step < m->min_step))) {
+        m->min = lo;
+        m->min_step = lo_step;
     }
-    if (h->keep_points)
-        keep_point(m, v, step, a);
-    m->count++;
-    /* The best's step: where it was first reached (a tie keeps the lower
-     * step, so the order the logs are read in does not matter). */
-    if (v < m->min || (v == m->min && step >= 0 && (m->min_step < 0 || step < m->min_step))) {
-        m->min = v;
-        m->min_step = step;
+    if (hi > m->max ||
+        (hi == m->max && hi_step >= 0 && (m->max_step < 0 || hi_step < m->max_step))) {
+        m->max = hi;
+        m->max_step = hi_step;
     }
-    if (v > m->max || (v == m->max && step >= 0 && (m->max_step < 0 || step < m->max_step))) {
-        m->max = v;
-        m->max_step = step;
-    }
-    /* Newest by time, then attempt, then step; a tie goes to the later line. */
+}
+
+/* Newest by time, then attempt, then step; a tie goes to the later line. */
+static void fold_last(struct sr_hist_metric *m, double v, int64_t step, uint32_t a, int64_t t)
+{
     const int newer = t != m->last_ms        ? t > m->last_ms
                       : a != m->last_attempt ? a > m->last_attempt
                                              : step >= m->last_step;
@@ -343,6 +349,50 @@ static void add_metric(struct sr_history *h, const json_t *ev, uint32_t a, int64
         m->last_attempt = a;
         m->last_step = step;
     }
+}
+
+/* A "metric" event: {"name":..,"value":..,"step":N} (step optional). */
+static void add_metric(struct sr_history *h, const json_t *ev, uint32_t a, int64_t t)
+{
+    const json_t *jv = json_object_get(ev, "value");
+    if (!json_is_number(jv) || !isfinite(json_number_value(jv)))
+        return;
+    struct sr_hist_metric *m = metric_of(h, ev);
+    if (!m)
+        return;
+    const double v = json_number_value(jv);
+    const int64_t step = int_in(ev, "step", 0, STEP_MAX, -1);
+    if (h->keep_points)
+        keep_point(m, v, step, a);
+    m->count++;
+    fold_extremes(m, v, step, v, step);
+    fold_last(m, v, step, a, t);
+}
+
+/* A "metric_summary" line (docs/events.md, "Metric volume"): the values of
+ * one name the writer thinned out of the attempt's log, summed up. Its
+ * last, min and max cover the attempt's every value, so folding them again
+ * beside the written lines changes nothing; its dropped adds the values
+ * that have no line of their own to the count. */
+static void add_metric_summary(struct sr_history *h, const json_t *ev, uint32_t a, int64_t t)
+{
+    const double last = json_number_value(json_object_get(ev, "last"));
+    const double lo = json_number_value(json_object_get(ev, "min"));
+    const double hi = json_number_value(json_object_get(ev, "max"));
+    const int64_t dropped = int_in(ev, "dropped", 0, UINT32_MAX, -1);
+    if (!json_is_number(json_object_get(ev, "last")) ||
+        !json_is_number(json_object_get(ev, "min")) ||
+        !json_is_number(json_object_get(ev, "max")) || dropped < 0 || !isfinite(last) ||
+        !isfinite(lo) || !isfinite(hi) || lo > hi || last < lo || last > hi)
+        return;
+    struct sr_hist_metric *m = metric_of(h, ev);
+    if (!m)
+        return;
+    m->count = (uint64_t)m->count + (uint64_t)dropped > UINT32_MAX ? UINT32_MAX
+                                                                   : m->count + (unsigned)dropped;
+    fold_extremes(m, lo, int_in(ev, "min_step", 0, STEP_MAX, -1), hi,
+                  int_in(ev, "max_step", 0, STEP_MAX, -1));
+    fold_last(m, last, int_in(ev, "last_step", 0, STEP_MAX, -1), a, t);
 }
 
 const struct sr_hist_metric *sr_hist_metric_find(const struct sr_history *h, const char *name)
@@ -532,6 +582,8 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         at->done = 1;
     } else if (strcmp(type, "metric") == 0) {
         add_metric(h, ev, a, t);
+    } else if (strcmp(type, "metric_summary") == 0) {
+        add_metric_summary(h, ev, a, t);
     }
 }
 
@@ -870,6 +922,50 @@ static void add_lines(struct sr_history *h, const char *buf, size_t len)
     }
 }
 
+/* A log past EVENTS_MAX (written by an older wrapper that did not thin
+ * metric values, or planted): its first and last EVENTS_PART bytes, whole
+ * lines only, hold the attempt's start, its end, its cause and its last
+ * metric summaries; what lies between (metric values mostly) is left out,
+ * with a warning. Two ranged reads: memory stays bounded. */
+static int add_head_tail(struct sr_history *h, struct sr_store *st, const char *key)
+{
+    uint64_t size = 0;
+    int rc = sr_store_size(st, key, &size);
+    if (rc < 0)
+        return rc;
+    if (size <= 2 * (uint64_t)EVENTS_PART)
+        return -EFBIG; /* replaced meanwhile by something odd: say so */
+    const struct sr_range plan[2] = {{0, EVENTS_PART}, {size - EVENTS_PART, EVENTS_PART}};
+    struct sr_source src;
+    rc = sr_store_source_ranged(st, key, plan, 2, &src);
+    if (rc < 0)
+        return rc;
+    char *buf = malloc(EVENTS_PART);
+    if (!buf)
+        rc = -ENOMEM;
+    for (int i = 0; rc == 0 && i < 2; i++) {
+        rc = src.read_at(src.ctx, buf, EVENTS_PART, plan[i].off);
+        if (rc < 0)
+            break;
+        const char *p = buf, *end = buf + EVENTS_PART;
+        if (i == 0) { /* the head, up to its last whole line */
+            while (end > p && end[-1] != '\n')
+                end--;
+        } else { /* the tail, from its first whole line */
+            const char *nl = memchr(p, '\n', EVENTS_PART);
+            p = nl ? nl + 1 : end;
+        }
+        add_lines(h, p, (size_t)(end - p));
+    }
+    free(buf);
+    sr_store_source_close(st, &src);
+    if (rc == 0)
+        sr_warn("the event log %s is %.0f MiB: read its first and last %u MiB only (the values "
+                "between, metrics mostly, are left out)",
+                key, (double)size / (1 << 20), EVENTS_PART >> 20);
+    return rc;
+}
+
 int sr_hist_load_logs(struct sr_store *st, const char *run_id, const struct sr_strlist *names,
                       int done, struct sr_history *h)
 {
@@ -881,7 +977,12 @@ int sr_hist_load_logs(struct sr_store *st, const char *run_id, const struct sr_s
         snprintf(key, sizeof(key), "%s/events/%s", run_id, names->v[i]);
         char *buf = NULL;
         size_t len = 0;
-        const int g = sr_store_get(st, key, EVENTS_MAX, &buf, &len);
+        int g = sr_store_get(st, key, EVENTS_MAX, &buf, &len);
+        if (g == -EFBIG) {
+            sr_err_clear();
+            g = add_head_tail(h, st, key);
+            len = 0;
+        }
         if (g == -ENOENT)
             continue;                     /* deleted meanwhile (--fresh) */
         if (g == -EBADMSG || g == -EFBIG) /* not a regular file, or absurdly large */

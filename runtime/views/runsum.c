@@ -10,8 +10,10 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "catalog.h"
 #include "events.h"
@@ -25,6 +27,7 @@
 #define SECONDS_MAX 1e10 /* a staging time, summed */
 #define NOTICES_MAX 1000000u
 #define SAMPLES_MAX (UINT64_C(1) << 53)
+#define LOG_BYTES_MAX (INT64_C(1) << 50) /* a log's size, as read back */
 
 void sr_runsum_free(struct sr_runsum *r)
 {
@@ -108,22 +111,36 @@ static const char *const state_names[] = {"new",  "checkpointed", "running", "pr
 
 static json_t *attempt_to_json(const struct sr_runsum_attempt *a)
 {
-    json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:I, s:f, s:I, s:I, s:f, "
-                          "s:f, s:f, s:I}",
-                          "attempt", (json_int_t)a->attempt, "nodes", (json_int_t)a->nodes, "host",
-                          a->host, "cloud", a->cloud, "instance_type", a->instance_type, "zone",
-                          a->zone, "start_ms", (json_int_t)a->start_ms, "end_ms",
-                          (json_int_t)a->end_ms, "cause", sr_hist_cause_name(a->cause), "lost_ms",
-                          (json_int_t)a->lost_ms, "price_per_hour", a->price_per_hour, "gpus",
-                          (json_int_t)a->gpus, "gpu_samples", (json_int_t)a->gpu_samples,
-                          "gpu_util_mean", a->gpu_util_mean, "gpu_idle_share", a->gpu_idle_share,
-                          "stage_seconds", a->stage_seconds, "notices", (json_int_t)a->notices);
+    json_t *o = json_pack(
+        "{s:I, s:I, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:I, s:f, s:I, s:I, s:f, "
+        "s:f, s:f, s:I, s:I}",
+        "attempt", (json_int_t)a->attempt, "nodes", (json_int_t)a->nodes, "host", a->host, "cloud",
+        a->cloud, "instance_type", a->instance_type, "zone", a->zone, "start_ms",
+        (json_int_t)a->start_ms, "end_ms", (json_int_t)a->end_ms, "cause",
+        sr_hist_cause_name(a->cause), "lost_ms", (json_int_t)a->lost_ms, "price_per_hour",
+        a->price_per_hour, "gpus", (json_int_t)a->gpus, "gpu_samples", (json_int_t)a->gpu_samples,
+        "gpu_util_mean", a->gpu_util_mean, "gpu_idle_share", a->gpu_idle_share, "stage_seconds",
+        a->stage_seconds, "notices", (json_int_t)a->notices, "log_bytes", (json_int_t)a->log_bytes);
     if (o && a->notice_source[0] &&
         json_object_set_new(o, "notice_source", json_string(a->notice_source)) < 0) {
         json_decref(o);
         return NULL;
     }
     return o;
+}
+
+int sr_runsum_digest(const json_t *o, char out[17])
+{
+    json_t *c = json_deep_copy(o);
+    if (c)
+        json_object_del(c, "digest");
+    char *text = c ? json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(c);
+    if (!text)
+        return -ENOMEM;
+    snprintf(out, 17, "%016llx", (unsigned long long)XXH64(text, strlen(text), 0));
+    free(text);
+    return 0;
 }
 
 json_t *sr_runsum_to_json(const struct sr_runsum *r)
@@ -135,9 +152,16 @@ json_t *sr_runsum_to_json(const struct sr_runsum *r)
             return NULL;
         }
     const unsigned st = (unsigned)r->state < N_STATES ? r->state : SR_STATE_NEW;
-    return json_pack("{s:i, s:s, s:s, s:o, s:o}", "version", SR_RUNSUM_VERSION, "run", r->run,
-                     "state", state_names[st], "labels", sr_labels_to_json(&r->labels), "attempts",
-                     atts);
+    json_t *o =
+        json_pack("{s:i, s:s, s:s, s:o, s:o}", "version", SR_RUNSUM_VERSION, "run", r->run, "state",
+                  state_names[st], "labels", sr_labels_to_json(&r->labels), "attempts", atts);
+    char digest[17];
+    if (o && (sr_runsum_digest(o, digest) < 0 ||
+              json_object_set_new(o, "digest", json_string(digest)))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 /* ---- from JSON --------------------------------------------------------------- */
@@ -196,7 +220,7 @@ static int cause_of(const char *name, enum sr_hist_cause *c)
 
 static int attempt_from_json(const json_t *o, struct sr_runsum_attempt *a)
 {
-    int64_t attempt, nodes, start, end, lost, gpus, samples, notices;
+    int64_t attempt, nodes, start, end, lost, gpus, samples, notices, log_bytes;
     char cause[32];
     if (!json_is_object(o) || get_int(o, "attempt", 0, SR_ATTEMPT_MAX, &attempt) ||
         get_int(o, "nodes", 1, NODES_MAX, &nodes) || get_str(o, "host", a->host, sizeof(a->host)) ||
@@ -214,9 +238,11 @@ static int attempt_from_json(const json_t *o, struct sr_runsum_attempt *a)
         get_real(o, "gpu_idle_share", 0, 1, &a->gpu_idle_share) ||
         get_real(o, "stage_seconds", 0, SECONDS_MAX, &a->stage_seconds) ||
         get_int(o, "notices", 0, NOTICES_MAX, &notices) ||
+        get_int(o, "log_bytes", 0, LOG_BYTES_MAX, &log_bytes) ||
         (json_object_get(o, "notice_source") && /* optional */
          get_str(o, "notice_source", a->notice_source, sizeof(a->notice_source))))
         return -1;
+    a->log_bytes = (uint64_t)log_bytes;
     a->attempt = (uint32_t)attempt;
     a->nodes = (uint32_t)nodes;
     a->start_ms = start;
@@ -235,7 +261,13 @@ int sr_runsum_from_json(const json_t *obj, struct sr_runsum *out)
     char state[32];
     const json_t *labels = json_object_get(obj, "labels");
     const json_t *atts = json_object_get(obj, "attempts");
-    if (!json_is_object(obj) ||
+    const char *digest = json_string_value(json_object_get(obj, "digest"));
+    char want[17];
+    if (!json_is_object(obj) || !digest)
+        goto bad;
+    if (sr_runsum_digest(obj, want) < 0)
+        return -ENOMEM;
+    if (strcmp(digest, want) != 0 ||
         get_int(obj, "version", SR_RUNSUM_VERSION, SR_RUNSUM_VERSION, &version) ||
         get_str(obj, "run", out->run, sizeof(out->run)) || !sr_manifest_run_id_valid(out->run) ||
         get_str(obj, "state", state, sizeof(state)) || !json_is_object(labels) ||
@@ -288,14 +320,16 @@ int sr_runsum_parse(const char *buf, size_t len, struct sr_runsum *out)
 
 /* What the listing says about one run. */
 struct listed {
-    struct sr_strlist logs; /* names in <run>/events */
+    struct sr_strlist logs; /* names in <run>/events, with their sizes */
     int done;               /* DONE exists; -1 not listed (ask when it matters) */
     int summary;            /* SUMMARY.json exists (or may: the file store tries) */
 };
 
 /* 1 when the summary's attempts are exactly those of the listed logs, each
- * a single-node log ("000012.jsonl"): a multi-node run's summary (there
- * should be none) is never believed. */
+ * a single-node log ("000012.jsonl") of the size it had when the summary
+ * folded it: a log that changed since (or a summary that says otherwise)
+ * is read instead, and a multi-node run's summary (there should be none)
+ * is never believed. */
 static int matches_logs(const struct sr_runsum *r, const struct sr_strlist *logs)
 {
     size_t k = 0;
@@ -306,7 +340,8 @@ static int matches_logs(const struct sr_runsum *r, const struct sr_strlist *logs
             continue; /* not a log (history.c ignores it too) */
         if (strchr(name, '-'))
             return 0; /* a node's log */
-        if (k >= r->n_att || r->att[k].attempt != a)
+        if (k >= r->n_att || r->att[k].attempt != a || r->att[k].log_bytes == 0 ||
+            r->att[k].log_bytes != sr_strlist_size(logs, i))
             return 0;
         k++;
     }
@@ -448,7 +483,7 @@ static int list_keys(struct loader *ld, const char *prefix)
                 break;
         }
         if (strncmp(rest, "events/", 7) == 0 && !strchr(rest + 7, '/'))
-            rc = sr_strlist_push(&ld->l[k].logs, rest + 7);
+            rc = sr_strlist_push_sized(&ld->l[k].logs, rest + 7, sr_strlist_size(&keys, i));
         else if (strcmp(rest, "DONE") == 0)
             ld->l[k].done = 1;
         else if (strcmp(rest, SR_RUNSUM_NAME) == 0)
@@ -458,9 +493,31 @@ static int list_keys(struct loader *ld, const char *prefix)
     return rc < 0 ? rc : sort_runs(ld);
 }
 
-/* The file store: its runs, then each run's events directory
- * (sr_parallel_for's job, one per run). Its SUMMARY.json is read without
- * listing (missing: the logs), DONE looked at only when it matters. */
+/* The sizes of a run's listed logs, one by one (a store whose listing does
+ * not say them: file). A log gone meanwhile keeps an unknown size. */
+static int size_logs(struct sr_store *st, const char *prefix, struct sr_strlist *logs)
+{
+    struct sr_strlist sized = {0};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < logs->n; i++) {
+        char key[600];
+        snprintf(key, sizeof(key), "%s/%s", prefix, logs->v[i]);
+        uint64_t size = SR_SIZE_UNKNOWN;
+        if (sr_events_attempt_of(logs->v[i]) != UINT32_MAX && sr_store_size(st, key, &size) < 0) {
+            size = SR_SIZE_UNKNOWN;
+            sr_err_clear();
+        }
+        rc = sr_strlist_push_sized(&sized, logs->v[i], size);
+    }
+    sr_strlist_free(logs);
+    *logs = sized;
+    return rc;
+}
+
+/* The file store: its runs, then each run's events directory with each
+ * log's size (sr_parallel_for's job, one per run). Its SUMMARY.json is
+ * read without listing (missing: the logs), DONE looked at only when it
+ * matters. */
 static int list_run(void *ctx, size_t i)
 {
     struct loader *ld = ctx;
@@ -470,7 +527,9 @@ static int list_run(void *ctx, size_t i)
     l->summary = 1;
     char key[512];
     snprintf(key, sizeof(key), "%s/events", run);
-    const int rc = sr_store_list(ld->st, key, &l->logs);
+    int rc = sr_store_list(ld->st, key, &l->logs);
+    if (rc == 0)
+        rc = size_logs(ld->st, key, &l->logs);
     return rc < 0 ? sr_errf(rc, "cannot list %s: %s", key, sr_strerror(rc)) : 0;
 }
 

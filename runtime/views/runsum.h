@@ -6,10 +6,11 @@
  *
  * The wrapper of a single-node run rewrites the summary after each flush of
  * its event log (runtime/run: the flush observer of events.h). Nothing
- * trusts it: sr_runsum_from_json() rejects anything out of range, and
- * sr_runsum_load_all() falls back to a run's event logs when its summary is
- * missing, invalid, or stale (its attempts are not those of the event logs
- * the listing shows).
+ * trusts it: sr_runsum_from_json() rejects anything out of range or not
+ * matching its digest (an edited summary), and sr_runsum_load_all() falls
+ * back to a run's event logs when its summary is missing, invalid, or
+ * stale: it is used only when it names exactly the logs the listing shows,
+ * each of the size it had when folded (docs/store.md, "SUMMARY.json").
  *
  * Pure but for sr_runsum_load_all(), which reads the store on a few threads
  * of its own and joins them before it returns; nothing here prints (but
@@ -26,7 +27,7 @@
 #include "labels.h"
 #include "store.h"
 
-#define SR_RUNSUM_VERSION 1
+#define SR_RUNSUM_VERSION 2
 #define SR_RUNSUM_NAME "SUMMARY.json"  /* <run>/SUMMARY.json */
 #define SR_RUNSUM_ATT_MAX 10000        /* attempts a summary may hold */
 #define SR_RUNSUM_BYTES_MAX (8u << 20) /* a larger SUMMARY.json is not read */
@@ -47,6 +48,7 @@ struct sr_runsum_attempt {
      * "manual"...; stats counts cloud ones as preemptions); "" otherwise,
      * or unknown (written only when set: "notice_source"). */
     char notice_source[64];
+    uint64_t log_bytes; /* the size of the attempt's log folded into it, 0 = unknown */
 };
 
 struct sr_runsum {
@@ -63,10 +65,17 @@ void sr_runsum_free(struct sr_runsum *r);
 /* From a derived history (sr_hist_derive'd). 0 or -ENOMEM. */
 int sr_runsum_from_history(const struct sr_history *h, const char *run, struct sr_runsum *out);
 
-/* The SUMMARY.json object; NULL only without memory. */
+/* The SUMMARY.json object, with its digest: XXH64 of the object without
+ * it (compact, keys sorted), which from_json checks; NULL only without
+ * memory. The digest tells a summary edited by hand or by a tool that
+ * does not know it from one spotrun wrote; it is no signature (write
+ * access to the store is trust: SECURITY.md). */
 json_t *sr_runsum_to_json(const struct sr_runsum *r);
+/* That digest of o (its "digest" left out), 16 hex digits. 0 or -ENOMEM. */
+int sr_runsum_digest(const json_t *o, char out[17]);
 
-/* -EBADMSG when anything is missing, of the wrong type or out of range
+/* -EBADMSG when anything is missing, of the wrong type or out of range,
+ * or the digest does not match
  * (times outside [0, SR_TIME_MAX_MS], negative durations, unknown cause
  * or state names, strings with control characters or too long, invalid
  * labels, attempts out of order or more than SR_RUNSUM_ATT_MAX...): the
@@ -98,7 +107,8 @@ int sr_runsum_load_all(struct sr_store *st, const char *prefix, struct sr_runsum
 struct sr_runsum_writer;
 int sr_runsum_writer_open(struct sr_store *st, const char *run, struct sr_runsum_writer **out);
 /* The sr_events_flushed_fn; ctx is the writer. */
-void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char *log, size_t len);
+void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char *log, size_t len,
+                              size_t stored);
 /* Writes what is pending, stops its thread and frees it (clear the hook
  * first). NULL is fine. */
 void sr_runsum_writer_close(struct sr_runsum_writer *w);

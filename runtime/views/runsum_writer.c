@@ -35,13 +35,20 @@ struct sr_runsum_writer {
         size_t folded; /* bytes of its log already in h */
     } logs[LOGS_MAX];
     size_t n_logs;
+    /* The size of each folded log as the store holds it (the summary
+     * records them: docs/store.md), by attempt. */
+    struct log_size {
+        uint32_t attempt;
+        uint64_t bytes;
+    } * sizes;
+    size_t n_sizes, cap_sizes;
     /* Handed over by the hook under mu: each attempt's newest log. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct pending {
         uint32_t attempt;
         char *log;
-        size_t len;
+        size_t len, stored;
     } pend[LOGS_MAX];
     size_t n_pend;
     int stop;
@@ -91,7 +98,38 @@ void sr_runsum_writer_close(struct sr_runsum_writer *w)
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     sr_hist_free(&w->h);
+    free(w->sizes);
     free(w);
+}
+
+/* Records attempt's log as bytes long in the store: 1 when that is news,
+ * 0, or -ENOMEM. */
+static int set_size(struct sr_runsum_writer *w, uint32_t attempt, uint64_t bytes)
+{
+    for (size_t i = 0; i < w->n_sizes; i++)
+        if (w->sizes[i].attempt == attempt) {
+            const int news = w->sizes[i].bytes != bytes;
+            w->sizes[i].bytes = bytes;
+            return news;
+        }
+    if (w->n_sizes == w->cap_sizes) {
+        const size_t cap = w->cap_sizes ? 2 * w->cap_sizes : 16;
+        struct log_size *v = realloc(w->sizes, cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        w->sizes = v;
+        w->cap_sizes = cap;
+    }
+    w->sizes[w->n_sizes++] = (struct log_size){attempt, bytes};
+    return 1;
+}
+
+static uint64_t size_of(const struct sr_runsum_writer *w, uint32_t attempt)
+{
+    for (size_t i = 0; i < w->n_sizes; i++)
+        if (w->sizes[i].attempt == attempt)
+            return w->sizes[i].bytes;
+    return 0;
 }
 
 static void fold(struct sr_history *h, const char *buf, size_t len)
@@ -122,9 +160,10 @@ static int load_earlier(struct sr_runsum_writer *w, uint32_t attempt)
         char *buf = NULL;
         size_t len = 0;
         const int g = sr_store_get(w->st, key, 256u << 20, &buf, &len);
-        if (g == 0)
+        if (g == 0) {
             fold(&w->h, buf, len);
-        else if (g != -ENOENT && g != -EBADMSG && g != -EFBIG)
+            rc = set_size(w, a, len) < 0 ? -ENOMEM : 0;
+        } else if (g != -ENOENT && g != -EBADMSG && g != -EFBIG)
             rc = g;
         free(buf);
     }
@@ -137,6 +176,8 @@ static int write_summary(struct sr_runsum_writer *w)
     sr_hist_derive(&w->h);
     struct sr_runsum r;
     int rc = sr_runsum_from_history(&w->h, w->run, &r);
+    for (size_t i = 0; rc == 0 && i < r.n_att; i++)
+        r.att[i].log_bytes = size_of(w, r.att[i].attempt);
     json_t *o = rc == 0 ? sr_runsum_to_json(&r) : NULL;
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     if (rc == 0 && !text)
@@ -151,9 +192,11 @@ static int write_summary(struct sr_runsum_writer *w)
     return rc;
 }
 
-/* Folds what attempt's log gained since the last time; 1 when it gained
- * anything, 0, or -errno. */
-static int take(struct sr_runsum_writer *w, uint32_t attempt, const char *log, size_t len)
+/* Folds what attempt's log gained since the last time (stored: its size
+ * in the store); 1 when it gained anything or its size changed, 0, or
+ * -errno. */
+static int take(struct sr_runsum_writer *w, uint32_t attempt, const char *log, size_t len,
+                size_t stored)
 {
     if (!w->loaded) {
         const int rc = load_earlier(w, attempt);
@@ -169,8 +212,11 @@ static int take(struct sr_runsum_writer *w, uint32_t attempt, const char *log, s
             return 0; /* restarted that often in one process: keep the last summary */
         w->logs[w->n_logs++].attempt = attempt;
     }
+    const int news = set_size(w, attempt, stored);
+    if (news < 0)
+        return news;
     if (len <= w->logs[k].folded)
-        return 0;
+        return news;
     fold(&w->h, log + w->logs[k].folded, len - w->logs[k].folded);
     w->logs[k].folded = len;
     return 1;
@@ -202,7 +248,8 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&w->mu);
         int rc = 0, changed = 0;
         for (size_t i = 0; i < n; i++) {
-            const int t = rc == 0 ? take(w, got[i].attempt, got[i].log, got[i].len) : 0;
+            const int t =
+                rc == 0 ? take(w, got[i].attempt, got[i].log, got[i].len, got[i].stored) : 0;
             if (t < 0)
                 rc = t;
             changed |= t > 0;
@@ -217,7 +264,8 @@ static void *writer_main(void *arg)
     }
 }
 
-void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char *log, size_t len)
+void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char *log, size_t len,
+                              size_t stored)
 {
     struct sr_runsum_writer *w = ctx;
     if (!w || node)
@@ -226,7 +274,9 @@ void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char 
     size_t k = 0;
     while (k < w->n_pend && w->pend[k].attempt != attempt)
         k++;
-    if (k < LOGS_MAX && (k == w->n_pend || len > w->pend[k].len)) {
+    /* Flushes of a log come in order: a later one is newer (its summary
+     * lines may have changed though the log proper did not grow). */
+    if (k < LOGS_MAX && (k == w->n_pend || len >= w->pend[k].len)) {
         char *copy = malloc(len);
         if (copy) {
             memcpy(copy, log, len);
@@ -234,7 +284,7 @@ void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char 
                 w->n_pend++;
             else
                 free(w->pend[k].log);
-            w->pend[k] = (struct pending){attempt, copy, len};
+            w->pend[k] = (struct pending){attempt, copy, len, stored};
             pthread_cond_signal(&w->cv);
         }
     }

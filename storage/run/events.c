@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "metricthin.h"
 #include "units.h"
 
 struct sr_events {
@@ -22,6 +23,7 @@ struct sr_events {
     pthread_mutex_t lock;
     char *buf;
     size_t len, cap;
+    struct sr_metric_thin metrics; /* which metric values are written */
 };
 
 static sr_events_observer observer;
@@ -112,6 +114,11 @@ int sr_events_open(struct sr_events **out, struct sr_store *st, const char *run_
     ev->attempt = attempt;
     snprintf(ev->key, sizeof(ev->key), "%s/events/%06" PRIu32 ".jsonl", run_id, attempt);
     ev->node = -1;
+    const int64_t budget = sr_metric_budget_env();
+    if (budget < 0)
+        sr_warn("ignoring SPOTRUN_METRIC_BUDGET: not a number of values from 1 to %d",
+                SR_METRIC_BUDGET_MAX);
+    sr_metric_thin_init(&ev->metrics, budget > 0 ? (uint64_t)budget : 0);
     pthread_mutex_init(&ev->lock, NULL);
     *out = ev;
     return 0;
@@ -145,6 +152,28 @@ static void append(struct sr_events *ev, const char *line)
     ev->buf[ev->len] = '\0';
 }
 
+/* Whether the event line is written: every event but the metric values
+ * thinned past the budget (metricthin.h), which only their name's
+ * metric_summary counts. Under ev->lock. */
+static int write_metric(struct sr_events *ev, const char *type, const json_t *o)
+{
+    if (strcmp(type, "metric") != 0)
+        return 1;
+    const char *name = json_string_value(json_object_get(o, "name"));
+    const json_t *step = json_object_get(o, "step");
+    int w = 1;
+    if (name && json_is_number(json_object_get(o, "value")))
+        w = sr_metric_thin_add(&ev->metrics, name, json_number_value(json_object_get(o, "value")),
+                               json_is_integer(step) ? json_integer_value(step) : -1,
+                               json_integer_value(json_object_get(o, "unix_ms")));
+    if (w < 0 && !ev->metrics.full_warned) {
+        sr_warn("the metric %s is not recorded: an attempt records at most %d metric names", name,
+                SR_METRIC_NAMES_MAX);
+        ev->metrics.full_warned = 1;
+    }
+    return w > 0;
+}
+
 void sr_events_emit(struct sr_events *ev, const char *type, json_t *fields)
 {
     if (!ev) {
@@ -167,12 +196,13 @@ void sr_events_emit(struct sr_events *ev, const char *type, json_t *fields)
     char *line = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (observer)
         observer(observer_ctx, obj);
+    if (line) {
+        pthread_mutex_lock(&ev->lock);
+        if (write_metric(ev, type, obj))
+            append(ev, line);
+        pthread_mutex_unlock(&ev->lock);
+    }
     json_decref(obj);
-    if (!line)
-        return;
-    pthread_mutex_lock(&ev->lock);
-    append(ev, line);
-    pthread_mutex_unlock(&ev->lock);
     free(line);
 }
 
@@ -187,16 +217,62 @@ void sr_events_tell(const char *type, json_t *fields)
     json_decref(obj);
 }
 
+/* One name's metric_summary line (docs/events.md), at its last value's time. */
+static void append_summary(struct sr_events *ev, const struct sr_metric_name *m)
+{
+    const time_t secs = (time_t)(m->last_ms / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char iso[32];
+    strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_t *o = json_pack("{s:s,s:s,s:I,s:I}", "event", "metric_summary", "time", iso, "unix_ms",
+                          (json_int_t)m->last_ms, "attempt", (json_int_t)ev->attempt);
+    if (!o)
+        return;
+    if (ev->node >= 0)
+        json_object_set_new(o, "node", json_integer(ev->node));
+    json_object_set_new(o, "name", json_string(m->name));
+    json_object_set_new(o, "count", json_integer((json_int_t)m->count));
+    json_object_set_new(o, "dropped", json_integer((json_int_t)m->dropped));
+    const struct {
+        const char *key, *step_key;
+        double v;
+        int64_t step;
+    } vals[] = {{"last", "last_step", m->last, m->last_step},
+                {"min", "min_step", m->min, m->min_step},
+                {"max", "max_step", m->max, m->max_step}};
+    for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+        json_object_set_new(o, vals[i].key, json_real(vals[i].v));
+        if (vals[i].step >= 0)
+            json_object_set_new(o, vals[i].step_key, json_integer(vals[i].step));
+    }
+    char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    if (line)
+        append(ev, line);
+    free(line);
+}
+
 int sr_events_flush(struct sr_events *ev)
 {
     if (!ev)
         return 0;
     pthread_mutex_lock(&ev->lock);
-    const int rc = sr_store_put(ev->st, ev->key, ev->buf ? ev->buf : "", ev->len);
+    /* The log proper only grows; the summaries of thinned metrics follow
+     * it in the store, rewritten at each flush. */
+    const size_t base = ev->len;
+    for (size_t i = 0; i < ev->metrics.n; i++)
+        if (ev->metrics.v[i].dropped)
+            append_summary(ev, &ev->metrics.v[i]);
+    const size_t stored = ev->len;
+    const int rc = sr_store_put(ev->st, ev->key, ev->buf ? ev->buf : "", stored);
+    ev->len = base;
+    if (ev->buf)
+        ev->buf[base] = '\0';
     /* The hook only copies (events.h): the log's lock is held a moment more. */
     pthread_mutex_lock(&flush_mu);
     if (rc == 0 && flushed && ev->len)
-        flushed(flushed_ctx, ev->attempt, ev->node >= 0, ev->buf, ev->len);
+        flushed(flushed_ctx, ev->attempt, ev->node >= 0, ev->buf, ev->len, stored);
     pthread_mutex_unlock(&flush_mu);
     pthread_mutex_unlock(&ev->lock);
     if (rc < 0)

@@ -3,6 +3,8 @@
  * store (<run>/events/<attempt>.jsonl; S3 has no append, so the whole
  * attempt's log is rewritten on flush). Each line has "event", "time"
  * (ISO-8601 UTC), "unix_ms", "attempt" and the event's own fields.
+ * Metric values past a budget are thinned (metricthin.h), so that no job
+ * can make a log, or the memory that holds it, grow without bound.
  *
  * Thread-safe: the supervisor loop and the checkpointer threads emit.
  */
@@ -50,13 +52,14 @@ int sr_events_flush(struct sr_events *ev);
  * writes (the run's SUMMARY.json, runtime/views/runsum.h): the attempt,
  * whether the log is a node's (multi-node), and the whole log as just
  * written (len bytes, complete lines; a later flush of the same log only
- * appends). Called from the flushing thread under the log's lock, one
- * call at a time: it must not block or call into this module (copy what
- * it needs and return; a slow store must never stall an emitter). Setting
- * it (NULL to clear) waits for a call under way, so ctx may be freed once
- * it is cleared. */
+ * appends to them) and the size of the object now in the store (stored:
+ * len plus the metric_summary lines that follow the log, rewritten at
+ * each flush; docs/events.md, "Metric volume"). Called from the flushing thread under the log's
+ * lock, one call at a time: it must not block or call into this module (copy what it needs and
+ * return; a slow store must never stall an emitter). Setting it (NULL to clear) waits for a call
+ * under way, so ctx may be freed once it is cleared. */
 typedef void (*sr_events_flushed_fn)(void *ctx, uint32_t attempt, int node, const char *log,
-                                     size_t len);
+                                     size_t len, size_t stored);
 void sr_events_on_flush(sr_events_flushed_fn fn, void *ctx);
 /* Flushes and frees. */
 void sr_events_close(struct sr_events *ev);

@@ -252,13 +252,19 @@ static int add_name(struct sr_strlist *out, const char *prefix, const char *name
     return sr_strlist_push(out, buf);
 }
 
-/* Appends a whole key below root (the store's prefix), slashes and all. */
-static int add_key(struct sr_strlist *out, const char *root, const char *key)
+/* Appends a whole key below root (the store's prefix), slashes and all,
+ * with its Size (SR_SIZE_UNKNOWN when the answer has none). */
+static int add_key(struct sr_strlist *out, const char *root, const char *key, const char *size)
 {
     const size_t rl = strlen(root);
     if (!key || strncmp(key, root, rl) != 0 || !key[rl] || strlen(key + rl) >= 2048)
         return 0;
-    return sr_strlist_push(out, key + rl);
+    char *end = NULL;
+    errno = 0;
+    const unsigned long long n =
+        size && *size >= '0' && *size <= '9' ? strtoull(size, &end, 10) : 0;
+    const int known = size && end && !*end && !errno;
+    return sr_strlist_push_sized(out, key + rl, known ? (uint64_t)n : SR_SIZE_UNKNOWN);
 }
 
 int sr_s3_parse_list(const char *xml, size_t len, const char *prefix, struct sr_strlist *out,
@@ -285,9 +291,11 @@ int sr_s3_parse_list_as(const char *xml, size_t len, const char *prefix, int key
             continue;
         const char *n = local(c);
         char *t = NULL;
-        if (strcmp(n, "Contents") == 0 && keys)
-            rc = add_key(out, prefix, t = child_text(c, "Key"));
-        else if (strcmp(n, "Contents") == 0)
+        if (strcmp(n, "Contents") == 0 && keys) {
+            char *size = child_text(c, "Size");
+            rc = add_key(out, prefix, t = child_text(c, "Key"), size);
+            xmlFree(size);
+        } else if (strcmp(n, "Contents") == 0)
             rc = add_name(out, prefix, t = child_text(c, "Key"));
         else if (strcmp(n, "CommonPrefixes") == 0)
             rc = add_name(out, prefix, t = child_text(c, "Prefix"));

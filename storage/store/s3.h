@@ -151,8 +151,8 @@ struct sr_strlist;
 int sr_s3_parse_list(const char *xml, size_t len, const char *prefix, struct sr_strlist *out,
                      int *truncated, char *token, size_t tlen);
 /* The same; with keys, each object's whole key below root ("prefix/" of
- * the store) instead, and no common prefixes (a listing without a
- * delimiter). */
+ * the store) instead, with its Size (out->sizes), and no common prefixes
+ * (a listing without a delimiter). */
 int sr_s3_parse_list_as(const char *xml, size_t len, const char *root, int keys,
                         struct sr_strlist *out, int *truncated, char *token, size_t tlen);
 /* UploadId of an InitiateMultipartUploadResult. */

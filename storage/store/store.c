@@ -33,13 +33,41 @@ int sr_strlist_push(struct sr_strlist *l, const char *s)
         if (!v)
             return sr_errf(-ENOMEM, "cannot grow a list: %s", strerror(ENOMEM));
         l->v = v;
+        if (l->sizes) {
+            uint64_t *z = realloc(l->sizes, cap * sizeof(*z));
+            if (!z)
+                return sr_errf(-ENOMEM, "cannot grow a list: %s", strerror(ENOMEM));
+            l->sizes = z;
+        }
         l->cap = cap;
     }
     char *d = strdup(s);
     if (!d)
         return sr_errf(-ENOMEM, "cannot grow a list: %s", strerror(ENOMEM));
+    if (l->sizes)
+        l->sizes[l->n] = SR_SIZE_UNKNOWN;
     l->v[l->n++] = d;
     return 0;
+}
+
+int sr_strlist_push_sized(struct sr_strlist *l, const char *s, uint64_t size)
+{
+    if (!l->sizes) {
+        l->sizes = malloc((l->cap ? l->cap : 1) * sizeof(*l->sizes));
+        if (!l->sizes)
+            return sr_errf(-ENOMEM, "cannot grow a list: %s", strerror(ENOMEM));
+        for (size_t i = 0; i < l->n; i++)
+            l->sizes[i] = SR_SIZE_UNKNOWN;
+    }
+    const int rc = sr_strlist_push(l, s);
+    if (rc == 0)
+        l->sizes[l->n - 1] = size;
+    return rc;
+}
+
+uint64_t sr_strlist_size(const struct sr_strlist *l, size_t i)
+{
+    return l->sizes && i < l->n ? l->sizes[i] : SR_SIZE_UNKNOWN;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -47,10 +75,35 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+struct sized {
+    char *s;
+    uint64_t size;
+};
+
+static int cmp_sized(const void *a, const void *b)
+{
+    return strcmp(((const struct sized *)a)->s, ((const struct sized *)b)->s);
+}
+
 void sr_strlist_sort(struct sr_strlist *l)
 {
-    if (l->n > 1)
+    if (l->n < 2)
+        return;
+    struct sized *p = l->sizes ? malloc(l->n * sizeof(*p)) : NULL;
+    if (!p) { /* no sizes; or no memory for them: they are unknown then */
+        free(l->sizes);
+        l->sizes = NULL;
         qsort(l->v, l->n, sizeof(*l->v), cmp_str);
+        return;
+    }
+    for (size_t i = 0; i < l->n; i++)
+        p[i] = (struct sized){l->v[i], l->sizes[i]};
+    qsort(p, l->n, sizeof(*p), cmp_sized);
+    for (size_t i = 0; i < l->n; i++) {
+        l->v[i] = p[i].s;
+        l->sizes[i] = p[i].size;
+    }
+    free(p);
 }
 
 void sr_strlist_free(struct sr_strlist *l)
@@ -58,6 +111,8 @@ void sr_strlist_free(struct sr_strlist *l)
     for (size_t i = 0; i < l->n; i++)
         free(l->v[i]);
     free(l->v);
+    free(l->sizes);
+    l->sizes = NULL;
     l->v = NULL;
     l->n = l->cap = 0;
 }

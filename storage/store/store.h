@@ -23,12 +23,20 @@
 
 struct sr_store;
 
-/* A sorted, owned list of strings. */
+/* A sorted, owned list of strings. A listing that says each object's
+ * size (sr_store_list_keys on S3) also fills sizes (NULL otherwise):
+ * sizes[i] is v[i]'s size in bytes, SR_SIZE_UNKNOWN where not said. */
+#define SR_SIZE_UNKNOWN UINT64_MAX
 struct sr_strlist {
     char **v;
     size_t n, cap;
+    uint64_t *sizes;
 };
 int sr_strlist_push(struct sr_strlist *l, const char *s);
+/* As push, with s's size (makes sizes when it is NULL). */
+int sr_strlist_push_sized(struct sr_strlist *l, const char *s, uint64_t size);
+/* v[i]'s size, SR_SIZE_UNKNOWN when the listing did not say it. */
+uint64_t sr_strlist_size(const struct sr_strlist *l, size_t i);
 void sr_strlist_sort(struct sr_strlist *l);
 void sr_strlist_free(struct sr_strlist *l);
 
@@ -91,7 +99,8 @@ int sr_store_list(struct sr_store *st, const char *prefix, struct sr_strlist *ou
 /* Every object key that starts with prefix, a string prefix of keys
  * rather than a "directory" ("lr-search-" lists the objects of every run
  * of that name), sorted, in as few requests as the backend allows (S3:
- * ListObjectsV2 without a delimiter, 1000 keys per request). -ENOTSUP when
+ * ListObjectsV2 without a delimiter, 1000 keys per request), with each
+ * object's size (out->sizes). -ENOTSUP when
  * the backend has no such listing (file: its directories are local, list
  * them level by level). */
 int sr_store_list_keys(struct sr_store *st, const char *prefix, struct sr_strlist *out);

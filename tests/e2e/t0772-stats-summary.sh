@@ -41,7 +41,7 @@ test_expect_success 'a normal run writes a valid summary that matches its log' '
     test "$(attempts n)" = "0:done" &&
     line n | grep " state=done " &&
     json "$SPOTRUN_STORE/n/SUMMARY.json" "
-assert d[\"version\"] == 1 and d[\"run\"] == \"n\" and d[\"state\"] == \"done\"
+assert d[\"version\"] == 2 and d[\"run\"] == \"n\" and d[\"state\"] == \"done\"
 assert d[\"labels\"] == {}, d
 a = d[\"attempts\"][0]
 assert a[\"cause\"] == \"done\" and a[\"nodes\"] == 1 and a[\"end_ms\"] >= a[\"start_ms\"] > 0, a
@@ -133,6 +133,40 @@ test_expect_success 'a directory or a symlink as SUMMARY.json: the logs, and no 
     from_logs_with n "0:done" &&
     rm -r "$SPOTRUN_STORE/p/SUMMARY.json" && ln -s /etc/passwd "$SPOTRUN_STORE/p/SUMMARY.json" &&
     from_logs_with p "0:preempted,1:done"
+'
+
+test_expect_success 'an edited summary (another team, +100 h, 8 GPUs, $999/h): stats shows the logs' '
+    "$SPOTRUN" run --run-id e --label team=nlp --price-per-hour 1 -- sh -c "exit 0" 2>e.log &&
+    summary_matches e &&
+    "$SPOTRUN" stats --prefix e --label team=nlp >e.before &&
+    json "$SPOTRUN_STORE/e/SUMMARY.json" "
+d[\"labels\"] = {\"team\": \"vision\"}
+a = d[\"attempts\"][0]
+a[\"end_ms\"] += 100 * 3600 * 1000
+a[\"gpus\"], a[\"price_per_hour\"] = 8, 999.0
+json.dump(d, open(\"$SPOTRUN_STORE/e/SUMMARY.json\", \"w\"))
+" &&
+    from_logs_with e "0:done" &&
+    "$SPOTRUN" stats --prefix e --label team=nlp >e.after &&
+    cat e.before e.after &&
+    cmp e.before e.after &&
+    grep -E "^ +1 +1 +0\.00 " e.after &&
+    "$SPOTRUN" stats --prefix e --label team=vision >e.vision 2>&1 &&
+    cat e.vision &&
+    grep "no runs match" e.vision
+'
+
+test_expect_success 'a summary folded from a shorter log than the store holds: the logs win' '
+    start_bg m sh -c "echo \$\$ >$TRASH/m.pid; exec sleep 300" &&
+    wait_for "$SPOTRUN_STORE/m/SUMMARY.json" "\"attempts\":\[{" 60 &&
+    cp "$SPOTRUN_STORE/m/SUMMARY.json" m.early &&
+    kill -TERM "$(cat m.wpid)" &&
+    expect_code 75 wait "$(cat m.wpid)" &&
+    summary_matches m &&
+    test "$(attempts m)" = "0:preempted" &&
+    cp m.early "$SPOTRUN_STORE/m/SUMMARY.json" &&
+    from_logs_with m "0:preempted" &&
+    line m | grep " state=preempted "
 '
 
 test_expect_success 'a summary that cannot be written is a warning, never the run failing' '

@@ -2,7 +2,8 @@
 # SUMMARY.json on an S3 store (docs/store.md): the wrapper PUTs it after
 # each flush, and the reader of `spotrun stats` (sr_runsum_load_all, here
 # through tests/tools/runsum_tool) takes it from one listing of every key
-# plus one GET per run; a stale or garbage one falls back to the logs.
+# plus one GET per run; a stale, garbage or edited one, or one whose logs
+# are not the size the listing says, falls back to the logs.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/s3lib.sh"
 s3_start
@@ -31,6 +32,28 @@ test_expect_success 'a stale or garbage summary on S3: the logs say' '
     printf "{garbage" >g.json &&
     s3curl -f -X PUT --data-binary @g.json "$(key a/SUMMARY.json)" &&
     line a | grep " from_logs=1 state=done "
+'
+
+test_expect_success 'an edited summary, or a log grown since it was folded, on S3: the logs say' '
+    s3curl -f -X PUT --data-binary @b.json "$(key b/SUMMARY.json)" &&
+    line b | grep " from_logs=0 " &&
+    "$PY" -c "
+import json
+d = json.load(open(\"b.json\"))
+d[\"labels\"] = {\"team\": \"vision\"}
+d[\"attempts\"][0][\"end_ms\"] += 100 * 3600 * 1000
+json.dump(d, open(\"edited.json\", \"w\"))
+" &&
+    s3curl -f -X PUT --data-binary @edited.json "$(key b/SUMMARY.json)" &&
+    line b | grep " from_logs=1 " &&
+    test "$(attempts b)" = "0:crashed,1:done" &&
+    s3curl -f -X PUT --data-binary @b.json "$(key b/SUMMARY.json)" &&
+    line b | grep " from_logs=0 " &&
+    s3curl -f "$(key b/events/000001.jsonl)" >log1 &&
+    echo "{\"event\":\"rebalance\",\"unix_ms\":1,\"attempt\":1}" >>log1 &&
+    s3curl -f -X PUT --data-binary @log1 "$(key b/events/000001.jsonl)" &&
+    line b | grep " from_logs=1 " &&
+    test "$(attempts b)" = "0:crashed,1:done"
 '
 
 test_done

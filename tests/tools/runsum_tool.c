@@ -107,6 +107,8 @@ static int gen_one(void *ctx, size_t i)
     sr_hist_free(&h);
     if (rc < 0)
         return rc;
+    if (r.n_att == 1)
+        r.att[0].log_bytes = (uint64_t)n; /* the log it folded, as the store holds it */
     json_t *o = sr_runsum_to_json(&r);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     snprintf(key, sizeof(key), "%s/%s", run, SR_RUNSUM_NAME);

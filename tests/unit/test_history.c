@@ -382,6 +382,40 @@ static void metrics_fold_last_min_max_and_count(void **state)
     sr_hist_free(&h);
 }
 
+/* A metric_summary line (docs/events.md, "Metric volume") sums up the
+ * values the writer thinned out: its count adds to the written lines',
+ * its last, min and max fold in exactly; a hostile one changes nothing. */
+static void metric_summaries_fold_the_thinned_values(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 0, 0, "start", ",\"host\":\"a\"");
+    EV(&h, 1000, 0, "metric", ",\"name\":\"loss\",\"value\":0.9,\"step\":0");
+    EV(&h, 2000, 0, "metric", ",\"name\":\"loss\",\"value\":0.8,\"step\":1");
+    EV(&h, 9000, 0, "metric_summary",
+       ",\"name\":\"loss\",\"count\":10,\"dropped\":8,\"last\":0.7,\"last_step\":9,"
+       "\"min\":0.25,\"min_step\":5,\"max\":0.9,\"max_step\":0");
+    /* hostile: min above max, a last outside them, a negative count */
+    EV(&h, 9500, 0, "metric_summary",
+       ",\"name\":\"loss\",\"dropped\":5,\"last\":0.1,\"min\":0.5,\"max\":0.2");
+    EV(&h, 9500, 0, "metric_summary",
+       ",\"name\":\"loss\",\"dropped\":5,\"last\":9,\"min\":0,\"max\":1");
+    EV(&h, 9500, 0, "metric_summary",
+       ",\"name\":\"loss\",\"dropped\":-5,\"last\":0.5,\"min\":0,\"max\":1");
+    sr_hist_derive(&h);
+    const struct sr_hist_metric *loss = sr_hist_metric_find(&h, "loss");
+    assert_non_null(loss);
+    assert_int_equal(loss->count, 10);
+    assert_true(loss->last == 0.7);
+    assert_int_equal(loss->last_step, 9);
+    assert_true(sr_hist_metric_best(loss, 0) == 0.25);
+    assert_int_equal(sr_hist_metric_best_step(loss, 0), 5);
+    assert_true(sr_hist_metric_best(loss, 1) == 0.9);
+    assert_int_equal(sr_hist_metric_best_step(loss, 1), 0);
+    sr_hist_free(&h);
+}
+
 /* The direction convention (history.h): words of the name decide; a
  * loss-like word wins over an accuracy-like one; unknown names minimize. */
 static void metric_direction_follows_the_name(void **state)
@@ -719,6 +753,7 @@ int main(void)
         cmocka_unit_test(the_newest_interval_event_wins),
         cmocka_unit_test(metrics_text_has_the_counters),
         cmocka_unit_test(metrics_fold_last_min_max_and_count),
+        cmocka_unit_test(metric_summaries_fold_the_thinned_values),
         cmocka_unit_test(metric_direction_follows_the_name),
         cmocka_unit_test(the_best_keeps_the_step_it_was_first_reached_at),
         cmocka_unit_test(kept_points_are_thinned_evenly_past_the_bound),

@@ -120,12 +120,13 @@ static void a_summary_survives_the_round_trip_through_json(void **state)
 static int parse_with(int top, const char *key, const char *value)
 {
     json_t *att = json_pack(
-        "{s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:f, s:i, s:i, s:f, s:f, s:f, s:i}",
+        "{s:i, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:i, s:f, s:i, s:i, s:f, s:f, s:f, s:i, "
+        "s:i}",
         "attempt", 0, "nodes", 1, "host", "a", "cloud", "aws", "instance_type", "p3", "zone", "z",
         "start_ms", (json_int_t)T0, "end_ms", (json_int_t)T0 + 1000, "cause", "crashed", "lost_ms",
         10, "price_per_hour", 1.0, "gpus", 1, "gpu_samples", 3, "gpu_util_mean", 50.0,
-        "gpu_idle_share", 0.5, "stage_seconds", 1.0, "notices", 0);
-    json_t *o = json_pack("{s:i, s:s, s:s, s:{s:s}, s:[o]}", "version", 1, "run", "run-a", "state",
+        "gpu_idle_share", 0.5, "stage_seconds", 1.0, "notices", 0, "log_bytes", 1234);
+    json_t *o = json_pack("{s:i, s:s, s:s, s:{s:s}, s:[o]}", "version", 2, "run", "run-a", "state",
                           "failed", "labels", "team", "nlp", "attempts", att);
     assert_non_null(o);
     if (key) {
@@ -136,6 +137,12 @@ static int parse_with(int top, const char *key, const char *value)
         else
             json_object_del(where, key); /* value NULL: the field is missing */
     }
+    /* A digest that matches what was changed (the bounds are tested), but
+     * for a test of the digest itself. */
+    char digest[17];
+    assert_int_equal(sr_runsum_digest(o, digest), 0);
+    if (!key || strcmp(key, "digest") != 0)
+        json_object_set_new(o, "digest", json_string(digest));
     struct sr_runsum r;
     const int rc = sr_runsum_from_json(o, &r);
     if (rc == 0)
@@ -155,8 +162,12 @@ static void a_hostile_summary_is_rejected(void **state)
         int top;
         const char *key, *value;
     } bad[] = {
-        {1, "version", "2"},
-        {1, "version", "\"1\""},
+        {1, "version", "1"}, /* no log sizes: stale */
+        {1, "version", "3"},
+        {1, "version", "\"2\""},
+        {1, "digest", NULL},
+        {1, "digest", "\"0123456789abcdef\""},
+        {1, "digest", "5"},
         {1, "run", "\"../x\""},
         {1, "run", "\"a\\u0001b\""},
         {1, "run", "null"},
@@ -193,6 +204,9 @@ static void a_hostile_summary_is_rejected(void **state)
         {0, "gpu_idle_share", "1.5"},
         {0, "stage_seconds", "-0.5"},
         {0, "notices", "true"},
+        {0, "log_bytes", "-1"},
+        {0, "log_bytes", "1.5"},
+        {0, "log_bytes", NULL},
         {0, "host", NULL},
         {0, "end_ms", NULL},
     };
@@ -289,8 +303,12 @@ static void put_summary(struct sr_store *st, const char *run, const char *it)
     assert_int_equal(sr_hist_load(st, run, &h), 0);
     struct sr_runsum r;
     assert_int_equal(sr_runsum_from_history(&h, run, &r), 0);
-    for (size_t i = 0; i < r.n_att; i++)
+    for (size_t i = 0; i < r.n_att; i++) {
         snprintf(r.att[i].instance_type, sizeof(r.att[i].instance_type), "%s", it);
+        char key[256];
+        snprintf(key, sizeof(key), "%s/events/%06u.jsonl", run, r.att[i].attempt);
+        assert_int_equal(sr_store_size(st, key, &r.att[i].log_bytes), 0);
+    }
     json_t *o = sr_runsum_to_json(&r);
     char *text = json_dumps(o, JSON_COMPACT);
     char key[256];
@@ -352,6 +370,27 @@ static void load_all_reads_summaries_and_falls_back_to_the_logs(void **state)
     assert_int_equal(sr_store_get(st, "good/SUMMARY.json", 1 << 20, &buf, &len), 0);
     put(st, "copied/SUMMARY.json", buf);
     free(buf);
+    /* edited: another team's label, +100 h, 8 GPUs, a price of 999, its
+     * logs unchanged (the digest left as it was) */
+    put_log(st, "edited", 0, T0, exit0);
+    put_summary(st, "edited", "from-summary");
+    assert_int_equal(sr_store_get(st, "edited/SUMMARY.json", 1 << 20, &buf, &len), 0);
+    json_t *e = json_loads(buf, 0, NULL);
+    free(buf);
+    json_t *ea = json_array_get(json_object_get(e, "attempts"), 0);
+    json_object_set_new(json_object_get(e, "labels"), "team", json_string("other"));
+    json_object_set_new(
+        ea, "end_ms", json_integer(json_integer_value(json_object_get(ea, "end_ms")) + 360000000));
+    json_object_set_new(ea, "gpus", json_integer(8));
+    json_object_set_new(ea, "price_per_hour", json_real(999));
+    char *etext = json_dumps(e, JSON_COMPACT);
+    put(st, "edited/SUMMARY.json", etext);
+    free(etext);
+    json_decref(e);
+    /* grown: the same attempts, but a log longer than the one folded */
+    put_log(st, "grown", 0, T0, "");
+    put_summary(st, "grown", "from-summary");
+    put_log(st, "grown", 0, T0, exit0);
     /* done: DONE exists but the summary still says running */
     put_log(st, "done", 0, T0, "");
     put_summary(st, "done", "from-summary");
@@ -360,7 +399,7 @@ static void load_all_reads_summaries_and_falls_back_to_the_logs(void **state)
     struct sr_runsum *v;
     size_t n;
     assert_int_equal(sr_runsum_load_all(st, "", &v, &n), 0);
-    assert_int_equal(n, 8);
+    assert_int_equal(n, 10);
     for (size_t i = 1; i < n; i++)
         assert_true(strcmp(v[i - 1].run, v[i].run) < 0);
     const struct sr_runsum *r = find(v, n, "good");
@@ -368,8 +407,8 @@ static void load_all_reads_summaries_and_falls_back_to_the_logs(void **state)
     assert_int_equal(r->n_att, 2);
     assert_string_equal(r->att[0].instance_type, "from-summary");
     assert_int_equal(r->att[0].cause, SR_CAUSE_CRASHED);
-    static const char *const fallback[] = {"nosum", "stale",  "garbage", "types",
-                                           "huge",  "copied", "done"};
+    static const char *const fallback[] = {"nosum",  "stale", "garbage", "types", "huge",
+                                           "copied", "done",  "edited",  "grown"};
     for (size_t i = 0; i < sizeof(fallback) / sizeof(fallback[0]); i++) {
         r = find(v, n, fallback[i]);
         if (!r->from_logs)
@@ -379,6 +418,12 @@ static void load_all_reads_summaries_and_falls_back_to_the_logs(void **state)
     }
     assert_int_equal(find(v, n, "stale")->n_att, 2);
     assert_int_equal(find(v, n, "done")->state, SR_STATE_DONE);
+    r = find(v, n, "edited"); /* the logs' truth */
+    assert_int_equal(r->labels.n, 0);
+    assert_int_equal(r->att[0].gpus, 0);
+    assert_true(r->att[0].price_per_hour == 0);
+    assert_int_equal(r->att[0].end_ms, 1700000009000);
+    assert_int_equal(find(v, n, "grown")->att[0].cause, SR_CAUSE_CRASHED);
     for (size_t i = 0; i < n; i++)
         sr_runsum_free(&v[i]);
     free(v);

@@ -142,8 +142,9 @@ static void key_listing_parses(void **state)
     (void)state;
     /* A listing without a delimiter: whole keys below the store's root. */
     const char *xml = "<?xml version=\"1.0\"?><ListBucketResult xmlns=\"http://s3.amazonaws.com/"
-                      "doc/2006-03-01/\"><Contents><Key>p/sw-1/events/000000.jsonl</Key></Contents>"
-                      "<Contents><Key>p/sw-1/DONE</Key></Contents>"
+                      "doc/2006-03-01/\"><Contents><Key>p/sw-1/events/000000.jsonl</Key>"
+                      "<Size>4321</Size></Contents>"
+                      "<Contents><Key>p/sw-1/DONE</Key><Size>-5</Size></Contents>"
                       "<Contents><Key>other/sw-2/LEASE</Key></Contents>"
                       "<Contents><Key>p/</Key></Contents>"
                       "<IsTruncated>false</IsTruncated></ListBucketResult>";
@@ -156,6 +157,14 @@ static void key_listing_parses(void **state)
     assert_int_equal(l.n, 2);
     assert_string_equal(l.v[0], "sw-1/events/000000.jsonl");
     assert_string_equal(l.v[1], "sw-1/DONE");
+    /* each object's size, as the listing says it (a summary is checked
+     * against them); a size that is not one is unknown */
+    assert_int_equal(sr_strlist_size(&l, 0), 4321);
+    assert_true(sr_strlist_size(&l, 1) == SR_SIZE_UNKNOWN);
+    sr_strlist_sort(&l);
+    assert_string_equal(l.v[0], "sw-1/DONE");
+    assert_true(sr_strlist_size(&l, 0) == SR_SIZE_UNKNOWN);
+    assert_int_equal(sr_strlist_size(&l, 1), 4321);
     sr_strlist_free(&l);
 }
 
