@@ -232,7 +232,9 @@ run() { # NAME: the job in a new container, detached
         -v "$store:/store" "$image" sh -c "$job" >/dev/null
 }
 run ctr1
-for _ in $(seq 100); do podman logs ctr1 2>&1 | grep -q "started sh" && break; sleep 0.1; done
+for _ in $(seq 600); do podman logs ctr1 2>&1 | grep -q "started sh" && break; sleep 0.1; done
+podman logs ctr1 2>&1 | grep -q "started sh" ||
+    fail "shell job: no \"started sh\" in the container's log after 60 s: $(podman logs ctr1 2>&1 | tail -n 5)"
 sleep 3
 podman stop -t 30 ctr1 >/dev/null
 code=$(podman inspect ctr1 --format '{{.State.ExitCode}}')

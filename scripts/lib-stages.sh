@@ -12,6 +12,7 @@
 #                           NAME is skipped (returns 1), else as stage
 #   stage_skip NAME WHY     records NAME as skipped, saying why
 #   stage_table             the table; returns 1 when any stage failed
+#   stage_kill_tree PID     ends a track cut short: PID and its descendants
 #
 # Records: DIR/NAME.status holds "SECONDS STATUS" once NAME ended; DIR/order
 # the names in the order they started. Needs flock(1) (util-linux).
@@ -75,6 +76,14 @@ stage() {
         _ "$name" "$status" "$secs" "$log"
     stage_end "$name" "$secs" "$status"
     return "$rc"
+}
+
+stage_kill_tree() {
+    local child
+    kill -STOP "$1" 2>/dev/null || return 0 # no new children meanwhile
+    for child in $(pgrep -P "$1"); do stage_kill_tree "$child"; done
+    kill -TERM "$1" 2>/dev/null
+    kill -CONT "$1" 2>/dev/null
 }
 
 stage_table() {

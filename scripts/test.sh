@@ -42,11 +42,15 @@ stage_init "$logs"
 tracks=()
 finish() {
     local rc=$?
-    [ ${#tracks[@]} -eq 0 ] || kill "${tracks[@]}" 2>/dev/null || true
-    stage_table || rc=1
+    local t
+    # a run cut short (a signal, a failed setup stage): its tracks go too
+    for t in ${tracks[@]+"${tracks[@]}"}; do stage_kill_tree "$t"; done
+    stage_table || [ "$rc" -ne 0 ] || rc=1
     exit $rc
 }
 trap finish EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # The S3 tests' server (@20minutes/s3rver, pinned by tests/s3/package-lock.json).
 npm_ci() {
@@ -70,6 +74,8 @@ track_checks() {
     if [ "${SPOTRUN_TEST_SANITIZE:-1}" != 0 ]; then
         stage build-asan "$root/scripts/build.sh" "$root/build-san" -DCMAKE_BUILD_TYPE=Debug \
             -DSPOTRUN_SANITIZE=ON || true
+    else
+        stage_skip build-asan "SPOTRUN_TEST_SANITIZE=0"
     fi
     if [ "${SPOTRUN_TEST_THREADS_MEMORY:-1}" != 0 ]; then
         stage tsan "$root/scripts/check-threads-memory.sh" tsan || true
@@ -99,10 +105,12 @@ stage npm npm_ci
 stage format "$root/scripts/check-format.sh" || true # reported at the end; the tests still run
 stage build "$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
+# (all in the background: this shell's wait is what a signal interrupts)
+track_suites &
+tracks+=($!)
 track_checks &
 tracks+=($!)
 track_container &
 tracks+=($!)
-track_suites
 for t in "${tracks[@]}"; do wait "$t" || true; done
 tracks=()

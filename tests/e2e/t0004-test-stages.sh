@@ -3,7 +3,8 @@
 # same time print their output whole, one after the other, never
 # interleaved; a stage that fails makes the table fail and names it; a
 # stage that needs another waits for it, or is skipped when it failed; the
-# table gives each stage's seconds and status, also for one cut short.
+# table gives each stage's seconds and status, also for one cut short (its
+# track ended with all it started).
 . "$(dirname "$0")/lib.sh"
 . "$SRCDIR/scripts/lib-stages.sh"
 
@@ -60,9 +61,11 @@ test_expect_success 'a stage cut short is in the table as not finished, and fail
     stage_init "$TRASH/s4" &&
     { stage slow sh -c "echo \$\$ >$TRASH/slow.pid; exec sleep 60" >/dev/null & } &&
     wait_until 30 "the slow stage to start" test -s "$TRASH/slow.pid" &&
-    expect_code 1 stage_table >table &&
-    kill "$(cat "$TRASH/slow.pid")" &&
+    stage_kill_tree $! &&
     wait &&
+    state=$(cat "/proc/$(cat "$TRASH/slow.pid")/stat" 2>/dev/null | awk "{print \$3}") &&
+    { test -z "$state" || test "$state" = Z || { echo "the stage'"'"'s job is still there ($state)"; exit 1; }; } &&
+    expect_code 1 stage_table >table &&
     cat table &&
     grep "^slow  *-  did not finish$" table &&
     grep "^total  *[0-9][0-9]*  FAILED: slow$" table
