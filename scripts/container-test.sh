@@ -20,7 +20,9 @@
 # runtime cannot run a container here it says which step failed and why,
 # and runs the clean-machine install test in a chroot instead (chroot_test);
 # once a container runs, every failure is a failure.
-# scripts/test.sh runs it last (SPOTRUN_TEST_CONTAINER=0 skips it).
+# scripts/test.sh runs it as a stage beside the suites (SPOTRUN_TEST_CONTAINER=0
+# skips it); each image is built once per run (the two base images once per
+# machine).
 #
 # This machine's kind has a hybrid cgroup hierarchy (v1 controllers) and
 # no CAP_SYS_RESOURCE: crun refuses hybrid cgroups, and podman's default
