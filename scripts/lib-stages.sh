@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib-stages.sh - the stages of scripts/test.sh (sourced): each stage runs
 # with its output in its own log (STAGE_DIR/NAME.log), printed whole when
 # the stage ends, under a lock, so that stages running at the same time
@@ -84,6 +85,7 @@ stage_kill_tree() {
     for child in $(pgrep -P "$1"); do stage_kill_tree "$child"; done
     kill -TERM "$1" 2>/dev/null
     kill -CONT "$1" 2>/dev/null
+    return 0 # gone already is fine too (this runs in an EXIT trap under set -e)
 }
 
 stage_table() {
