@@ -5,39 +5,51 @@
 #      and the S3 delta test (download ring and codec threads);
 #   2. valgrind (memcheck) on the core scenarios: push, pull, and a run that
 #      crashes, restarts from its checkpoint, is preempted and resumes.
+# check-threads-memory.sh tsan runs the first alone, valgrind the second
+# (scripts/test.sh runs them as two stages; SPOTRUN_TEST_BUILT=1 there: build/
+# is up to date, and its suite may be running, so it is not rebuilt).
 # Exits non-zero on any report.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+which=${1:-all}
+case $which in tsan | valgrind | all) ;; *)
+    echo "usage: check-threads-memory.sh [tsan|valgrind] (default both)" >&2
+    exit 64
+    ;;
+esac
 
-echo "== ThreadSanitizer"
-"$root/scripts/build.sh" "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPOTRUN_TSAN=ON >/dev/null
-(cd "$root/build-tsan" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-    ctest --output-on-failure -R "unit/(test_codec|test_checkpointer|test_catalog|test_store|test_control|test_lease|test_preload_account)")
-# S3 downloads: the ring's download thread and the codec's readers, whole
-# objects and a delta's planned reads of older ones, against the S3 server
-(cd "$root/build-tsan" && TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
-    ctest --output-on-failure -R "e2e/t0225-s3-delta")
-# the GPU utilization sampler thread beside the loop and the metrics observer
-(cd "$root/build-tsan" && TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
-    ctest --output-on-failure -R "e2e/t0780-gpu-util|unit/test_gpu_stats")
-# the SUMMARY.json writer's thread, stats' parallel reads (file and S3),
-# the placement query on the notice watcher's thread
-(cd "$root/build-tsan" && TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
-    ctest --output-on-failure -R "e2e/(t0771-stats|t0772-stats-summary|t0785-placement)")
+tsan_checks() {
+    echo "== ThreadSanitizer"
+    "$root/scripts/build.sh" "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPOTRUN_TSAN=ON >/dev/null
+    (cd "$root/build-tsan" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+        ctest -j"$(nproc)" --output-on-failure -R "unit/(test_codec|test_checkpointer|test_catalog|test_store|test_control|test_lease|test_preload_account)")
+    # the threaded end-to-end tests, at once (they wait on timers more than
+    # on the CPU): S3 downloads (the ring's download thread and the codec's
+    # readers, whole objects and a delta's planned reads of older ones); the
+    # GPU utilization sampler thread beside the loop and the metrics
+    # observer; the SUMMARY.json writer's thread, stats' parallel reads (file
+    # and S3), the placement query on the notice watcher's thread
+    (cd "$root/build-tsan" && TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
+        ctest -j3 --output-on-failure \
+        -R "e2e/(t0225-s3-delta|t0780-gpu-util|t0771-stats|t0772-stats-summary|t0785-placement)|unit/test_gpu_stats")
 
-# sweep show reads the trials' histories on a thread pool
-(tsan=$root/build-tsan/runtime/spotrun scratch=$(mktemp -d)
- trap 'rm -rf "$scratch"' EXIT
- export SPOTRUN_STORE=$scratch/store SPOTRUN_WORK_DIR=$scratch/work SPOTRUN_QUIET=1 \
-     TSAN_OPTIONS="halt_on_error=1 exitcode=66"
- "$tsan" sweep init tsan --param k=0..39 -- sh -c '"$SPOTRUN_BIN" metric loss=0.{k}'
- "$tsan" sweep work tsan --slots 4 --poll 100ms
- "$tsan" sweep show tsan --threads 8 >/dev/null
- "$tsan" sweep show tsan --json --threads 8 >/dev/null
- echo "sweep: clean")
+    # sweep show reads the trials' histories on a thread pool
+    (tsan=$root/build-tsan/runtime/spotrun scratch=$(mktemp -d)
+     trap 'rm -rf "$scratch"' EXIT
+     export SPOTRUN_STORE=$scratch/store SPOTRUN_WORK_DIR=$scratch/work SPOTRUN_QUIET=1 \
+         TSAN_OPTIONS="halt_on_error=1 exitcode=66"
+     "$tsan" sweep init tsan --param k=0..39 -- sh -c '"$SPOTRUN_BIN" metric loss=0.{k}'
+     "$tsan" sweep work tsan --slots 4 --poll 100ms
+     "$tsan" sweep show tsan --threads 8 >/dev/null
+     "$tsan" sweep show tsan --json --threads 8 >/dev/null
+     echo "sweep: clean")
+}
+if [ "$which" != valgrind ]; then tsan_checks; fi
+[ "$which" != tsan ] || exit 0
+
 echo "== valgrind (memcheck) on the core scenarios"
 command -v valgrind >/dev/null || { echo "valgrind is required (apt-get install valgrind)" >&2; exit 1; }
-"$root/scripts/build.sh" "$root/build" >/dev/null
+[ "${SPOTRUN_TEST_BUILT:-0}" = 1 ] || "$root/scripts/build.sh" "$root/build" >/dev/null
 spotrun=$root/build/runtime/spotrun
 logreg=$root/build/examples/logreg
 scratch=$(mktemp -d)

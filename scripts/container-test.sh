@@ -20,7 +20,9 @@
 # runtime cannot run a container here it says which step failed and why,
 # and runs the clean-machine install test in a chroot instead (chroot_test);
 # once a container runs, every failure is a failure.
-# scripts/test.sh runs it last (SPOTRUN_TEST_CONTAINER=0 skips it).
+# scripts/test.sh runs it as a stage beside the suites (SPOTRUN_TEST_CONTAINER=0
+# skips it); each image is built once per run (the two base images once per
+# machine).
 #
 # This machine's kind has a hybrid cgroup hierarchy (v1 controllers) and
 # no CAP_SYS_RESOURCE: crun refuses hybrid cgroups, and podman's default
@@ -232,7 +234,9 @@ run() { # NAME: the job in a new container, detached
         -v "$store:/store" "$image" sh -c "$job" >/dev/null
 }
 run ctr1
-for _ in $(seq 100); do podman logs ctr1 2>&1 | grep -q "started sh" && break; sleep 0.1; done
+for _ in $(seq 600); do podman logs ctr1 2>&1 | grep -q "started sh" && break; sleep 0.1; done
+podman logs ctr1 2>&1 | grep -q "started sh" ||
+    fail "shell job: no \"started sh\" in the container's log after 60 s: $(podman logs ctr1 2>&1 | tail -n 5)"
 sleep 3
 podman stop -t 30 ctr1 >/dev/null
 code=$(podman inspect ctr1 --format '{{.State.ExitCode}}')

@@ -1,52 +1,116 @@
 #!/usr/bin/env bash
 # test.sh - the whole test suite on a fresh machine: installs what is
-# missing, checks the formatting, builds with -Werror, runs ctest; then the same suite again with
-# ASan+UBSan (SPOTRUN_SANITIZE=ON), then ThreadSanitizer and valgrind checks
-# (scripts/check-threads-memory.sh), then a short libFuzzer pass over the
-# parsers. SPOTRUN_TEST_SANITIZE=0 skips the second pass,
-# SPOTRUN_TEST_THREADS_MEMORY=0 the TSan + valgrind pass; SPOTRUN_TEST_FUZZ
-# sets the seconds per fuzz target (0 skips). Last, spotrun in a real
-# container runtime, installed from its .deb (scripts/container-test.sh;
-# skipped with the reason where podman cannot run; SPOTRUN_TEST_CONTAINER=0
-# skips it).
+# missing, checks the formatting, builds with -Werror, runs ctest; then the
+# same suite again with ASan+UBSan (SPOTRUN_SANITIZE=ON), ThreadSanitizer
+# and valgrind checks (scripts/check-threads-memory.sh), a short libFuzzer
+# pass over the parsers, and spotrun in a real container runtime, installed
+# from its .deb (scripts/container-test.sh; skipped with the reason where
+# podman cannot run).
+#
+# After the Release build, three tracks run at once, each stage after the
+# one before it in its track:
+#   suites:    ctest (Release), then ctest (ASan+UBSan) once its build is done
+#   checks:    build (ASan+UBSan), TSan, valgrind, fuzz
+#   container: the container test (its image is built once per run)
+# The suites mostly wait on timers, so ctest runs at -j(2 x cores, at least
+# 4) beside the CPU-bound checks; the two suites never overlap (one Slurm
+# cluster at a time on a host: tests/CMakeLists.txt's RESOURCE_LOCK holds
+# within one ctest only). Each stage's output goes to its own log, printed
+# when the stage ends; the end is a table of each stage's seconds and
+# status (scripts/lib-stages.sh), also on failure. Exits 1 when a stage
+# failed, naming it.
+#
+# Environment: SPOTRUN_TEST_SANITIZE=0 skips the ASan+UBSan build and suite,
+# SPOTRUN_TEST_THREADS_MEMORY=0 TSan and valgrind, SPOTRUN_TEST_CONTAINER=0
+# the container test; SPOTRUN_TEST_FUZZ sets the seconds per fuzz target
+# (default 20; 0 skips). SPOTRUN_TEST_JOBS sets ctest's -j;
+# SPOTRUN_TEST_FILTER restricts both suites to the tests matching a regex
+# (ctest -R; for a quick run of the pipeline); SPOTRUN_TEST_LOGS the
+# directory of the logs (default a new one under $TMPDIR).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-jobs=$(nproc)
+. "$root/scripts/lib-stages.sh"
 
-"$root/scripts/deps.sh"
+jobs=${SPOTRUN_TEST_JOBS:-$((2 * $(nproc)))}
+[ "$jobs" -ge 4 ] || jobs=4
+filter=()
+[ -z "${SPOTRUN_TEST_FILTER:-}" ] || filter=(-R "$SPOTRUN_TEST_FILTER")
+fuzz=${SPOTRUN_TEST_FUZZ:-20}
+logs=${SPOTRUN_TEST_LOGS:-$(mktemp -d "${TMPDIR:-/tmp}/spotrun-test.XXXXXX")}
+stage_init "$logs"
+
+tracks=()
+finish() {
+    local rc=$?
+    local t
+    # a run cut short (a signal, a failed setup stage): its tracks go too
+    for t in ${tracks[@]+"${tracks[@]}"}; do stage_kill_tree "$t"; done
+    stage_table || [ "$rc" -ne 0 ] || rc=1
+    exit $rc
+}
+trap finish EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # The S3 tests' server (@20minutes/s3rver, pinned by tests/s3/package-lock.json).
-if [ ! -d "$root/tests/s3/node_modules/@20minutes/s3rver" ]; then
-    echo "== npm ci (tests/s3)"
-    (cd "$root/tests/s3" && npm ci --no-audit --no-fund --loglevel=error)
-fi
+npm_ci() {
+    [ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
+        (cd "$root/tests/s3" && npm ci --no-audit --no-fund --loglevel=error)
+}
+suite() ( # BUILD_DIR TIMEOUT: ctest there
+    cd "$1" && ctest -j"$jobs" --output-on-failure --timeout "$2" ${filter[@]+"${filter[@]}"}
+)
 
-echo "== format (.clang-format)"
-"$root/scripts/check-format.sh"
+track_suites() {
+    stage ctest suite "$root/build" 600 || true
+    if [ "${SPOTRUN_TEST_SANITIZE:-1}" != 0 ]; then
+        stage_after build-asan ctest-asan suite "$root/build-san" 900 || true
+    else
+        stage_skip ctest-asan "SPOTRUN_TEST_SANITIZE=0"
+    fi
+}
 
-echo "== build (Release, -Werror)"
-"$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
-echo "== ctest"
-(cd "$root/build" && ctest -j"$jobs" --output-on-failure --timeout 600)
+track_checks() {
+    if [ "${SPOTRUN_TEST_SANITIZE:-1}" != 0 ]; then
+        stage build-asan "$root/scripts/build.sh" "$root/build-san" -DCMAKE_BUILD_TYPE=Debug \
+            -DSPOTRUN_SANITIZE=ON || true
+    else
+        stage_skip build-asan "SPOTRUN_TEST_SANITIZE=0"
+    fi
+    if [ "${SPOTRUN_TEST_THREADS_MEMORY:-1}" != 0 ]; then
+        stage tsan "$root/scripts/check-threads-memory.sh" tsan || true
+        SPOTRUN_TEST_BUILT=1 stage valgrind "$root/scripts/check-threads-memory.sh" valgrind || true
+    else
+        stage_skip tsan "SPOTRUN_TEST_THREADS_MEMORY=0"
+        stage_skip valgrind "SPOTRUN_TEST_THREADS_MEMORY=0"
+    fi
+    if [ "$fuzz" != 0 ]; then
+        stage fuzz "$root/scripts/fuzz.sh" "$fuzz" || true
+    else
+        stage_skip fuzz "SPOTRUN_TEST_FUZZ=0"
+    fi
+}
 
-if [ "${SPOTRUN_TEST_SANITIZE:-1}" != 0 ]; then
-    echo "== build (ASan+UBSan)"
-    "$root/scripts/build.sh" "$root/build-san" -DCMAKE_BUILD_TYPE=Debug -DSPOTRUN_SANITIZE=ON
-    echo "== ctest (ASan+UBSan)"
-    (cd "$root/build-san" && ctest -j"$jobs" --output-on-failure --timeout 900)
-fi
+track_container() {
+    if [ "${SPOTRUN_TEST_CONTAINER:-1}" != 0 ]; then
+        stage container "$root/scripts/container-test.sh" || true
+    else
+        stage_skip container "SPOTRUN_TEST_CONTAINER=0"
+    fi
+}
 
-if [ "${SPOTRUN_TEST_THREADS_MEMORY:-1}" != 0 ]; then
-    echo "== ThreadSanitizer and valgrind"
-    "$root/scripts/check-threads-memory.sh"
-fi
+stage_say "== spotrun tests: logs in $logs; ctest -j$jobs${SPOTRUN_TEST_FILTER:+ -R $SPOTRUN_TEST_FILTER}"
+stage deps "$root/scripts/deps.sh"
+stage npm npm_ci
+stage format "$root/scripts/check-format.sh" || true # reported at the end; the tests still run
+stage build "$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-if [ "${SPOTRUN_TEST_FUZZ:-20}" != 0 ]; then
-    echo "== fuzz (${SPOTRUN_TEST_FUZZ:-20}s per target; scripts/fuzz.sh runs longer)"
-    "$root/scripts/fuzz.sh" "${SPOTRUN_TEST_FUZZ:-20}"
-fi
-
-if [ "${SPOTRUN_TEST_CONTAINER:-1}" != 0 ]; then
-    echo "== container (podman, the .deb in the user's PyTorch image)"
-    "$root/scripts/container-test.sh"
-fi
+# (all in the background: this shell's wait is what a signal interrupts)
+track_suites &
+tracks+=($!)
+track_checks &
+tracks+=($!)
+track_container &
+tracks+=($!)
+for t in "${tracks[@]}"; do wait "$t" || true; done
+tracks=()

@@ -90,8 +90,51 @@ wait_for() {
     while ! grep -q -- "$pattern" "$file" 2>/dev/null; do
         i=$((i + 1))
         if [ "$i" -gt $((limit * 10)) ]; then
-            say "timed out waiting for '$pattern' in $file"
+            say "timed out after ${limit}s waiting for a line matching '$pattern' in $file$([ -e "$file" ] || echo " (it does not exist)")"
             cat "$file" 2>/dev/null
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+# count_lines FILE PATTERN: how many lines of FILE match PATTERN (grep's
+# basic regex); 0 when FILE does not exist yet (a command started with
+# `cmd >FILE &` may not have opened it when the test first looks).
+count_lines() {
+    local n
+    n=$(grep -c -- "$2" "$1" 2>/dev/null) || true
+    echo "${n:-0}"
+}
+
+# wait_lines FILE PATTERN N [SECONDS]: waits until FILE has at least N lines
+# matching PATTERN (a missing FILE has none yet); on timeout says what it
+# waited for and how far it got, and shows the file's tail.
+wait_lines() {
+    local file=$1 pattern=$2 want=$3 limit=${4:-120} i=0
+    while [ "$(count_lines "$file" "$pattern")" -lt "$want" ]; do
+        i=$((i + 1))
+        if [ "$i" -gt $((limit * 10)) ]; then
+            local have
+            have=$(count_lines "$file" "$pattern")
+            [ -e "$file" ] || have="none: it does not exist"
+            say "timed out after ${limit}s waiting for $want lines matching '$pattern' in $file (it has $have)"
+            tail -n 20 "$file" 2>/dev/null
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+# wait_until SECONDS WHAT CMD...: waits until CMD succeeds (its output is
+# discarded); on timeout says "timed out after SECONDS s waiting for WHAT".
+wait_until() {
+    local limit=$1 what=$2 i=0
+    shift 2
+    until "$@" >/dev/null 2>&1; do
+        i=$((i + 1))
+        if [ "$i" -gt $((limit * 10)) ]; then
+            say "timed out after ${limit}s waiting for $what"
             return 1
         fi
         sleep 0.1

@@ -15,7 +15,7 @@ start_creds() { # EXPIRES -> CREDS_URL
         >"$TRASH/creds.port" 2>&1 &
     CREDS_PID=$!
     trap 's3_stop; kill $CREDS_PID 2>/dev/null' EXIT
-    for _ in $(seq 50); do grep -q "^port" "$TRASH/creds.port" && break; sleep 0.1; done
+    wait_for "$TRASH/creds.port" "^port" 30 || exit 1
     CREDS_URL=http://127.0.0.1:$(sed -n "s/^port //p" "$TRASH/creds.port")
 }
 

@@ -82,7 +82,7 @@ print(s.server_address[1], flush=True)
 s.serve_forever()
 PYEOF
     ppid=$!
-    for _ in $(seq 50); do test -s proxy.port && break; sleep 0.1; done
+    wait_until 30 "the slow proxy to write proxy.port" test -s proxy.port || exit 1
     AWS_ENDPOINT_URL=http://127.0.0.1:$(cat proxy.port) "$SPOTRUN" push slow src -v 2>slow.log; rc=$?
     kill $ppid
     test $rc -eq 0 && grep "503 SlowDown (attempt 1, retrying)" slow.log

@@ -12,12 +12,7 @@ python3 "$SRCDIR/tests/s3/faultproxy.py" --upstream "$S3_URL" --rate 1 --faults 
     --methods PUT --path "data[.]tar[.]zst" --stall-seconds 2 >proxy.log 2>&1 &
 proxy=$!
 trap 'kill $proxy 2>/dev/null; s3_stop' EXIT
-i=0
-until grep -q '^port ' proxy.log; do
-    i=$((i + 1))
-    [ "$i" -le 100 ] || { cat proxy.log; exit 1; }
-    sleep 0.1
-done
+wait_for proxy.log '^port ' 30 || exit 1
 export AWS_ENDPOINT_URL=http://127.0.0.1:$(sed -n 's/^port //p' proxy.log)
 
 test_expect_success 'notice while commits pile up: the requested one is durable, then exit 75' '

@@ -78,14 +78,7 @@ test_expect_success 'a rebalance recommendation checkpoints without stopping the
 '
 
 # wait_more FILE PATTERN N: waits until FILE has more than N lines matching PATTERN.
-wait_more() {
-    local i=0
-    while [ "$(grep -c -- "$2" "$1")" -le "$3" ]; do
-        i=$((i + 1))
-        [ "$i" -le 300 ] || { say "timed out waiting for another '$2' in $1"; return 1; }
-        sleep 0.1
-    done
-}
+wait_more() { wait_lines "$1" "$2" $(($3 + 1)) 30; }
 
 test_expect_success 'malformed, oversized, wrongly typed and slow answers are warnings, not crashes or hangs' '
     "$SPOTRUN" run --run-id aws3 -- "$LOGREG" --steps 100000 --save-every 0 --pace-ms 2 \

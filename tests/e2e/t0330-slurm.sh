@@ -39,11 +39,7 @@ test_expect_success 'trial 1 is preempted mid-run (USR1 to the batch shell) and 
 '
 
 test_expect_success 'all three trials finish' '
-    for _ in $(seq 600); do
-        [ -z "$(squeue -h)" ] && break
-        sleep 0.1
-    done &&
-    test -z "$(squeue -h)" &&
+    wait_until 60 "the Slurm queue to empty" queue_empty &&
     for i in 0 1 2; do grep "run .* done" "$D/out/task-$i.out" || exit 1; done
 '
 

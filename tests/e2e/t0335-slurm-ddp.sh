@@ -45,11 +45,7 @@ test_expect_success 'a notice to the job: both nodes checkpoint one step, exit 7
 '
 
 test_expect_success 'the requeued job resumes both ranks and ends bit-exact' '
-    for _ in $(seq 1200); do
-        [ -z "$(squeue -h)" ] && break
-        sleep 0.1
-    done &&
-    test -z "$(squeue -h)" &&
+    wait_until 120 "the Slurm queue to empty" queue_empty &&
     cat "$D/out/ddp.out" &&
     grep "resumed from step" "$D/out/ddp.out" &&
     test "$(cat w.txt)" = "$(cat ref.txt)"

@@ -70,11 +70,7 @@ test_expect_success 'trial 1 gets TERM mid-run (every process, as at a preemptio
 '
 
 test_expect_success 'the whole array finishes' '
-    for _ in $(seq 900); do
-        [ -z "$(squeue -h)" ] && break
-        sleep 0.1
-    done &&
-    test -z "$(squeue -h)"
+    wait_until 90 "the Slurm queue to empty" queue_empty
 '
 
 test_expect_success 'every trial is marked done in the store, none failed' '

@@ -15,10 +15,10 @@ REGJOB=$FAKECUDA/regjob
 # job_pid WRAPPER_PID: the job spotrun started.
 job_pid() {
     local i=0 p=
-    while [ -z "$p" ] && [ $i -lt 100 ]; do
-        p=$(pgrep -P "$1" | head -n 1)
+    until p=$(pgrep -P "$1" | head -n 1) && [ -n "$p" ]; do
         i=$((i + 1))
-        [ -n "$p" ] || sleep 0.05
+        [ $i -le 200 ] || { echo "timed out after 10s waiting for the job of wrapper $1 (a child of it)" >&2; return 1; }
+        sleep 0.05
     done
     echo "$p"
 }

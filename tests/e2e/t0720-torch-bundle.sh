@@ -13,22 +13,13 @@ export PYTHONDONTWRITEBYTECODE=1
 EPOCHS=4
 STEPS=64 # 512 samples / 32 a batch = 16 batches an epoch
 
-# lines FILE: the training steps logged in FILE.
-lines() { grep -c "^epoch [0-9]* batch [0-9]* loss" "$1" || true; }
+# lines FILE: the training steps logged in FILE (0 while it does not exist).
+STEP_LINE="^epoch [0-9]* batch [0-9]* loss"
+lines() { count_lines "$1" "$STEP_LINE"; }
 
-# wait_lines FILE N: waits until FILE logged N steps (120 s at most).
-wait_lines() {
-    local i=0
-    while [ "$(lines "$1")" -lt "$2" ]; do
-        i=$((i + 1))
-        if [ $i -gt 1200 ]; then
-            say "timed out waiting for $2 steps in $1"
-            cat "$1"
-            return 1
-        fi
-        sleep 0.1
-    done
-}
+# wait_steps FILE N: waits until FILE logged N steps (120 s at most; the
+# wrapper started in the background may not have created FILE yet).
+wait_steps() { wait_lines "$1" "$STEP_LINE" "$2" 120; }
 
 # unglue.py SCRIPT: SCRIPT without its glue: a line ending in "  # spotrun"
 # goes, one ending in "  # spotrun; plain: CODE" becomes CODE.
@@ -80,7 +71,7 @@ preempted() {
     say "workers $w: a notice after $n1 steps, SIGTERM to the wrapper after $n2 more"
     "${run[@]}" >$id-1.log 2>&1 &
     pid=$!
-    { wait_lines $id-1.log $n1 && "$SPOTRUN" notify --run-id $id --deadline 60s; } ||
+    { wait_steps $id-1.log $n1 && "$SPOTRUN" notify --run-id $id --deadline 60s; } ||
         { kill -TERM $pid; wait $pid; exit 1; }
     expect_code 75 wait $pid
     grep "preempted: checkpoint 1 is durable" $id-1.log
@@ -89,7 +80,7 @@ preempted() {
     test "$s1" -lt $STEPS
     "${run[@]}" >$id-2.log 2>&1 &
     pid=$!
-    wait_lines $id-2.log $n2 || { kill -TERM $pid; wait $pid; exit 1; }
+    wait_steps $id-2.log $n2 || { kill -TERM $pid; wait $pid; exit 1; }
     kill -TERM $pid
     expect_code 75 wait $pid
     grep "preempted: checkpoint 2 is durable" $id-2.log

@@ -14,7 +14,8 @@ EPOCHS=4
 STEPS=32 # 512 samples / 2 ranks / 32 a batch = 8 batches an epoch
 ddp=("$PY" "$EX/launch.py" --nproc-per-node 2 "$EX/train_bundle.py" --epochs $EPOCHS --workers 2)
 
-lines() { grep -c "^epoch [0-9]* batch [0-9]* loss" "$1" || true; }
+STEP_LINE="^epoch [0-9]* batch [0-9]* loss"
+lines() { count_lines "$1" "$STEP_LINE"; } # 0 while the file does not exist
 
 test_expect_success 'PyTorch is importable' '
     require_torch
@@ -31,12 +32,7 @@ test_expect_success 'a notice at a random step: one step on both ranks, one comm
     say "the notice after $n steps"
     "$SPOTRUN" run --run-id dt -- "${ddp[@]}" --pace 0.15 --out w.txt >run1.log 2>&1 &
     pid=$!
-    i=0
-    while [ "$(lines run1.log)" -lt $n ]; do
-        i=$((i + 1))
-        if [ $i -gt 1200 ]; then say "timed out waiting for $n steps"; cat run1.log; kill -TERM $pid; wait $pid; exit 1; fi
-        sleep 0.1
-    done
+    wait_lines run1.log "$STEP_LINE" $n 120 || { kill -TERM $pid; wait $pid; exit 1; }
     "$SPOTRUN" notify --run-id dt --deadline 60s || { kill -TERM $pid; wait $pid; exit 1; }
     expect_code 75 wait $pid
     cat run1.log

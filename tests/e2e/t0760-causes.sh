@@ -40,7 +40,7 @@ kill9_job() {
         sh -c "echo \$\$ >$TRASH/$1.pid; exec sleep 300" >"$1.log" 2>&1 &
     local pid=$!
     wait_for "$1.log" "started" 30 &&
-        for _ in $(seq 100); do test -s "$1.pid" && break; sleep 0.1; done &&
+        wait_until 30 "the job to write $1.pid" test -s "$1.pid" &&
         kill -9 "$(cat "$1.pid")" &&
         expect_code 137 wait $pid
 }

@@ -63,7 +63,7 @@ start_bg() {
     "$SPOTRUN" run --run-id "$run" --grace 5s -- "$@" >"$run.log" 2>&1 &
     echo $! >"$run.wpid"
     wait_for "$run.log" "started" 30 &&
-        for _ in $(seq 100); do test -s "$run.pid" && break; sleep 0.1; done
+        wait_until 30 "the job to write $run.pid" test -s "$run.pid"
 }
 
 test_expect_success 'a preemption (SIGTERM to the wrapper: 75), then its rerun' '

@@ -235,11 +235,9 @@ test_expect_success 'SIGTERM drains sweep work: exit 75, trials checkpointed and
     "$SPOTRUN" sweep init dr --param pace=0.05,1.5 -- sh -c "$COUNTER" >/dev/null
     "$SPOTRUN" sweep work dr --slots 2 --poll 100ms >dr1.out 2>dr1.err &
     p=$!
-    for _ in $(seq 100); do
-        [ -s "$SPOTRUN_STORE/dr-0/ckpt/0000000003/MANIFEST.json" ] &&
-            [ -s "$SPOTRUN_STORE/dr-1/ckpt/0000000001/MANIFEST.json" ] && break
-        sleep 0.1
-    done
+    wait_until 60 "checkpoint 3 of dr-0 and checkpoint 1 of dr-1" \
+        test -s "$SPOTRUN_STORE/dr-0/ckpt/0000000003/MANIFEST.json" \
+        -a -s "$SPOTRUN_STORE/dr-1/ckpt/0000000001/MANIFEST.json" || { kill -TERM $p; wait $p; exit 1; }
     kill -TERM $p &&
     expect_code 75 wait $p &&
     test "$(grep -c "preempted: checkpoint [0-9]* is durable" dr1.err)" -eq 2 &&
