@@ -9,6 +9,7 @@
  * short line a minute, so a long run's log grows by a bounded ~130 kB a day.
  * The flush is the store round trip every flush of the log already is.
  */
+#include "alive.h"
 #include "supervisor_int.h"
 
 #include <stdlib.h>
@@ -18,8 +19,7 @@
 #define KEEPALIVE_MS_MIN 100
 #define KEEPALIVE_MS_MAX 3600000
 
-/* The interval: SPOTRUN_KEEPALIVE_MS when valid (said once when not). */
-static int64_t keepalive_ms(void)
+int64_t sr_keepalive_ms(void)
 {
     const char *v = getenv("SPOTRUN_KEEPALIVE_MS");
     if (!v || !*v)
@@ -38,7 +38,7 @@ static int64_t keepalive_ms(void)
 void sup_alive_attempt(struct sup *s)
 {
     if (!s->alive_ms)
-        s->alive_ms = keepalive_ms();
+        s->alive_ms = sr_keepalive_ms();
     s->next_alive = now() + s->alive_ms;
 }
 

@@ -198,9 +198,7 @@ int sup_peer_limit(struct sup *s, uint32_t rank, const char *limit, const char *
                    int64_t deadline);
 
 /* watchdog.c: --stall-timeout */
-/* alive.c: the attempt's periodic "alive" event, flushed (its interval
- * SR_KEEPALIVE_MS, or SPOTRUN_KEEPALIVE_MS). */
-#define SR_KEEPALIVE_MS 60000
+/* alive.c: the attempt's periodic "alive" event, flushed (alive.h). */
 void sup_alive_attempt(struct sup *s);
 void sup_alive_tick(struct sup *s);
 int64_t sup_alive_wakeup(const struct sup *s);
