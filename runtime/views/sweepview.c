@@ -489,7 +489,7 @@ static void print_best(FILE *f, const struct sr_sweepview *v, const struct sr_sv
 void sr_sweepview_print(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o)
 {
     print_header(f, v, o);
-    sr_sv_workers_print(f, &v->workers, o);
+    sr_sv_workers_print(f, &v->workers, o->prices.spot_per_hour);
     print_best(f, v, o);
     const size_t np = sr_sweep_nparams(v->sw), nm = v->n_metrics;
     struct table t = {.rows = v->n + 1, .cols = 1 + np + 7 + nm};
@@ -678,7 +678,8 @@ json_t *sr_sweepview_json(const struct sr_sweepview *v, const struct sr_sv_opts 
     json_object_set_new(doc, "counts", counts);
     json_object_set_new(doc, "totals", totals);
     if (v->workers.n)
-        json_object_set_new(doc, "workers", sr_sv_workers_json(&v->workers, o));
+        json_object_set_new(doc, "workers",
+                            sr_sv_workers_json(&v->workers, o->prices.spot_per_hour));
     json_object_set_new(doc, "trials", trials);
     return doc;
 }

@@ -17,11 +17,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "runsum.h"
 #include "store.h"
 #include "sweep_workers.h"
 
 struct sr_sweepview;
-struct sr_sv_opts;
 
 struct sr_sv_workers {
     size_t n;    /* records read */
@@ -39,11 +39,17 @@ int sr_sv_workers_load(struct sr_store *st, const struct sr_sweepview *v,
 void sr_sv_workers_fold(const struct sr_sweep_worker *w, size_t n, const struct sr_sweepview *v,
                         struct sr_sv_workers *out);
 
+/* `stats`: the workers of every sweep whose name starts with prefix (NULL:
+ * all), their lifetimes clipped to [since, until) (0: open), busy as the
+ * runs' summaries say (runs sorted by id). 0 or -errno. */
+int sr_sv_workers_stats(struct sr_store *st, const char *prefix, const struct sr_runsum *runs,
+                        size_t nruns, int64_t since, int64_t until, struct sr_sv_workers *out);
+
 /* "workers:     2 (0.0500 worker-hours: 0.0400 running trials, 0.0100 idle); cost $0.18,
- * idle $0.04" (a worker without a recorded price is priced at o's spot
- * price; none: "cost - (give --price-per-hour)"). Nothing without records. */
-void sr_sv_workers_print(FILE *f, const struct sr_sv_workers *ws, const struct sr_sv_opts *o);
+ * idle $0.04" (a worker without a recorded price is priced at spot; none:
+ * "cost - (give --price-per-hour)"). Nothing without records. */
+void sr_sv_workers_print(FILE *f, const struct sr_sv_workers *ws, double spot);
 /* The --json "workers" object (docs/json-schema.md), new reference. */
-json_t *sr_sv_workers_json(const struct sr_sv_workers *ws, const struct sr_sv_opts *o);
+json_t *sr_sv_workers_json(const struct sr_sv_workers *ws, double spot);
 
 #endif

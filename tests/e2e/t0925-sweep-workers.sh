@@ -34,6 +34,21 @@ assert abs(w[\"cost\"] - w[\"hours\"] * 3600) < 1e-3 and abs(w[\"idle_cost\"] - 
 "
 '
 
+test_expect_success 'stats: the worker hours and their idle part beside the runs' '
+    "$SPOTRUN" stats >stats.out &&
+    cat stats.out &&
+    grep -E "^workers: +1 \([0-9.]+ worker-hours: [0-9.]+ running trials, [0-9.]+ idle\); cost \\\$[0-9.]+, idle \\\$[0-9.]+$" stats.out &&
+    "$SPOTRUN" stats --json >stats.json &&
+    json stats.json "
+w, g = d[\"workers\"], d[\"groups\"][0]
+assert w[\"count\"] == 1 and w[\"idle_hours\"] > 0, w
+assert w[\"hours\"] >= g[\"instance_hours\"] > 0, (w, g)
+assert abs(w[\"idle_cost\"] - w[\"idle_hours\"] * 3600) < 1e-3, w
+" &&
+    { "$SPOTRUN" stats --label team=x >label.out 2>&1 || :; } &&
+    ! grep "^workers:" label.out
+'
+
 rec() { ls "$SPOTRUN_STORE"/sweeps/long/workers/*.json 2>/dev/null | head -n 1; }
 
 test_expect_success 'a worker killed with kill -9 ends at its last keep-alive' '

@@ -57,12 +57,11 @@ static void unview(struct sr_sweepview *v, struct sr_sv_run runs[3])
 
 static char *print(const struct sr_sv_workers *ws, double spot)
 {
-    struct sr_sv_opts o = {.prices = {.spot_per_hour = spot}};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     assert_non_null(f);
-    sr_sv_workers_print(f, ws, &o);
+    sr_sv_workers_print(f, ws, spot);
     fclose(f);
     return buf;
 }
