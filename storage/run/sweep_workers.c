@@ -147,7 +147,7 @@ static int read_one(struct sr_store *st, const char *sweep, const char *name,
     }
     if (rc == -EBADMSG)
         sr_warn("ignoring the sweep worker record %s: not a record of this sweep (fields "
-                "missing or out of range)",
+                "missing or out of range); its hours are not counted: remove it",
                 key);
     return rc;
 }

@@ -49,6 +49,17 @@ assert abs(w[\"idle_cost\"] - w[\"idle_hours\"] * 3600) < 1e-3, w
     ! grep "^workers:" label.out
 '
 
+test_expect_success 'a record that is not one of this sweep is ignored, with a warning' '
+    d="$SPOTRUN_STORE"/sweeps/sw/workers &&
+    echo "{not json" >"$d/x-1-1.json" &&
+    sed "s/\"sweep\":\"sw\"/\"sweep\":\"other\"/" "$d"/$(head -n 1 records) >"$d/y-2-2.json" &&
+    printf "%s" "{\"format\":1,\"sweep\":\"sw\",\"host\":\"a\\u001b[31m\",\"pid\":3,\"start_ms\":1,\"alive_ms\":2,\"price_per_hour\":1,\"slots\":1,\"trials\":[]}" >"$d/z-3-3.json" &&
+    "$SPOTRUN" sweep show sw --json >hostile.json 2>hostile.err &&
+    test "$(grep -c "ignoring the sweep worker record" hostile.err)" = 3 &&
+    json hostile.json "assert d[\"workers\"][\"count\"] == 1, d[\"workers\"]" &&
+    rm "$d/x-1-1.json" "$d/y-2-2.json" "$d/z-3-3.json"
+'
+
 rec() { ls "$SPOTRUN_STORE"/sweeps/long/workers/*.json 2>/dev/null | head -n 1; }
 
 test_expect_success 'a worker killed with kill -9 ends at its last keep-alive' '
