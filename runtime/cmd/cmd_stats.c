@@ -16,6 +16,7 @@
 #include "runsum.h"
 #include "stats.h"
 #include "statsout.h"
+#include "sweepworkers.h"
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
 {
@@ -128,8 +129,19 @@ int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv)
         goto out;
     }
     code = 0;
+    struct sr_sv_workers ws = {0};
+    /* Sweep workers' own hours in the window (sweepworkers.h); not with
+     * --label: a worker's time is not one run's. */
+    if (!q.want.n && (rc = sr_sv_workers_stats(ctx.st, prefix && *prefix ? prefix : NULL, runs, n,
+                                               q.since_ms, q.until_ms, &ws)) < 0) {
+        code = sr_fail(rc, "cannot read the sweep workers' records");
+        goto out;
+    }
     if (vo.json) {
-        code = sr_print_json(sr_stats_json(&q, &s));
+        json_t *doc = sr_stats_json(&q, &s);
+        if (doc && ws.n) /* sweep workers' own hours (docs/cost.md) */
+            json_object_set_new(doc, "workers", sr_sv_workers_json(&ws, q.spot_per_hour));
+        code = sr_print_json(doc);
     } else if (csv) {
         sr_stats_csv(stdout, &q, &s);
     } else if ((svg && *svg) || (html && *html)) {
@@ -147,6 +159,7 @@ int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv)
         printf("no runs match (%zu runs in the store; check --label, --since, --until)\n", n);
     } else {
         sr_stats_print(stdout, &q, &s);
+        sr_sv_workers_print(stdout, &ws, q.spot_per_hour);
     }
 out:
     sr_stats_free(&s);

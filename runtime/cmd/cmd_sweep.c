@@ -31,6 +31,7 @@
 #include "prices.h"
 #include "sweep.h"
 #include "sweep_budget.h"
+#include "sweep_life.h"
 #include "units.h"
 
 /* ---- sweep init -------------------------------------------------------------- */
@@ -290,11 +291,12 @@ struct worker {
     sigset_t orig_mask;
     int draining, drained, stop_code, errors; /* drained: the running trials were sent TERM */
     uint64_t ran;
-    size_t foreign;     /* trials skipped for good: their run is another's */
-    unsigned seed;      /* of the choice among candidates */
-    int64_t defined_at; /* when the definition was last read (sr_now_ms) */
-    size_t limited;     /* trials that stopped at a time limit or budget (exit 124) */
-    int over_budget;    /* the sweep's budget is spent: no more claims */
+    size_t foreign;            /* trials skipped for good: their run is another's */
+    unsigned seed;             /* of the choice among candidates */
+    int64_t defined_at;        /* when the definition was last read (sr_now_ms) */
+    size_t limited;            /* trials that stopped at a time limit or budget (exit 124) */
+    int over_budget;           /* the sweep's budget is spent: no more claims */
+    struct sr_sweep_life life; /* this worker's own record (sweep_life.h) */
 };
 
 static size_t running(const struct worker *w)
@@ -440,6 +442,7 @@ static int spawn_trial(struct worker *w, uint64_t slot, long k)
         return sr_errf(-rc, "cannot start %s: %s", w->self, strerror(rc));
     w->slots[slot].pid = pid;
     w->slots[slot].trial = k;
+    sr_sweep_life_trial(&w->life, k);
     char what[512];
     describe(w, k, what, sizeof(what));
     sr_info("sweep %s: trial %ld (%s)%s%s", w->name, k, what, w->gpus ? " on GPU " : "",
@@ -689,6 +692,29 @@ static int parse_gpus(struct worker *w)
     return 0;
 }
 
+/* What this worker's instance costs an hour, for its idle time: the
+ * sweep's recorded price, else the trials' --price-per-hour, else
+ * SPOTRUN_PRICE_PER_HOUR; 0 = unknown. */
+static double worker_price(const struct worker *w)
+{
+    struct sr_sweep_budget b;
+    if (sr_sweep_budget_read(w->st, w->name, &b) == 0 && b.price_per_hour > 0)
+        return b.price_per_hour;
+    sr_err_clear();
+    const char *v = getenv("SPOTRUN_PRICE_PER_HOUR");
+    for (size_t i = 0; w->run_args[i]; i++) {
+        if (strcmp(w->run_args[i], "--") == 0)
+            break;
+        if (strcmp(w->run_args[i], "--price-per-hour") == 0 && w->run_args[i + 1])
+            v = w->run_args[i + 1];
+        else if (strncmp(w->run_args[i], "--price-per-hour=", 17) == 0)
+            v = w->run_args[i] + 17;
+    }
+    char *end = NULL;
+    const double p = v ? strtod(v, &end) : 0;
+    return v && end != v && !*end && p > 0 && p < 1e12 ? p : 0;
+}
+
 static int work_loop(struct worker *w)
 {
     sigset_t set;
@@ -705,8 +731,9 @@ static int work_loop(struct worker *w)
             over = fill(w);
         if (over && running(w) == 0)
             break;
-        const struct timespec ts = {.tv_sec = w->o->poll_ms / 1000,
-                                    .tv_nsec = (w->o->poll_ms % 1000) * 1000000};
+        const int64_t alive = sr_sweep_life_tick(&w->life);
+        const int64_t ms = alive < w->o->poll_ms ? alive : w->o->poll_ms;
+        const struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
         siginfo_t si;
         const int sig = sigtimedwait(&set, &si, &ts);
         if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
@@ -762,7 +789,9 @@ static int cmd_work(const struct sr_cmd *cmd, int argc, char **argv)
     } else {
         sr_info("sweep %s: %zu trials, working with %" PRIu64 " slot%s", w.name,
                 sr_sweep_count(&w.sw), o.slots, o.slots == 1 ? "" : "s");
+        sr_sweep_life_begin(&w.life, ctx.st, w.name, (unsigned)o.slots, worker_price(&w));
         result = work_loop(&w);
+        sr_sweep_life_end(&w.life);
         if (result == 0 && w.limited) {
             sr_warn("sweep %s: %zu trial%s stopped at a time limit or budget and %s not run "
                     "again here",

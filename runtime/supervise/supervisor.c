@@ -277,6 +277,7 @@ static int start_attempt(struct sup *s)
     s->placement_said = 0;
     sup_placement(s); /* each attempt's log says where it ran */
     sr_events_flush(s->ev);
+    sup_alive_attempt(s);
     sr_info("run %s attempt %" PRIu32 ": started %s (pid %d)%s", c->run_id, s->attempt, c->argv[0],
             (int)s->child, resumed ? ", resumed" : "");
     s->phase = RUNNING;
@@ -846,6 +847,7 @@ static void on_timers(struct sup *s)
         s->next_gpu_event = t + SR_GPU_EVENT_EVERY * c->gpu_sample_ms;
     }
     sup_watchdog_tick(s);
+    sup_alive_tick(s);
     /* Between attempts (BACKOFF) the run's time goes on; the attempt's has ended. */
     struct sr_limit_hit hit;
     if ((s->phase == RUNNING || s->phase == BACKOFF) &&
@@ -879,6 +881,7 @@ static int64_t next_wakeup(const struct sup *s)
         if (s->conns[i].fd >= 0)
             EARLIER(s->conns[i].since + SR_CTL_REQUEST_TIMEOUT_MS);
     EARLIER(sup_watchdog_wakeup(s));
+    EARLIER(sup_alive_wakeup(s));
     if (s->child)
         EARLIER(s->next_gpu_event);
 #undef EARLIER

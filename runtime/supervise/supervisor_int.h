@@ -92,7 +92,8 @@ struct sup {
      * "gpu" event is written at next_gpu_event and when the job exits. */
     struct sr_gpu_sampler *gpu_sampler;
     int64_t next_gpu_event;
-    uint64_t gpu_samples_said; /* the samples the attempt's last "gpu" event counted */
+    uint64_t gpu_samples_said;    /* the samples the attempt's last "gpu" event counted */
+    int64_t alive_ms, next_alive; /* the keep-alive (alive.c): its interval, next due */
 
     struct sr_notice *nw;          /* cloud metadata watcher, NULL = none */
     struct sr_notice_event cloud;  /* the cloud notice being acted on (source "" = none) */
@@ -202,6 +203,11 @@ int sup_peer_limit(struct sup *s, uint32_t rank, const char *limit, const char *
                    int64_t deadline);
 
 /* watchdog.c: --stall-timeout */
+/* alive.c: the attempt's periodic "alive" event, flushed (alive.h). */
+void sup_alive_attempt(struct sup *s);
+void sup_alive_tick(struct sup *s);
+int64_t sup_alive_wakeup(const struct sup *s);
+
 void sup_watchdog_init(struct sup *s);
 void sup_watchdog_attempt(struct sup *s);
 void sup_watchdog_tick(struct sup *s);

@@ -880,6 +880,8 @@ void sr_hist_derive(struct sr_history *h)
         h->state = SR_STATE_FAILED;
     else if (h->att[h->n_att - 1].end == SR_END_STOPPED)
         h->state = SR_STATE_STOPPED;
+    else if (h->att[h->n_att - 1].end == SR_END_VANISHED)
+        h->state = SR_STATE_VANISHED;
     else
         h->state = SR_STATE_RUNNING;
     sr_hist_count_checkpoints(h, h->n_ck);
@@ -1018,7 +1020,7 @@ int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h)
 const char *sr_hist_state_name(enum sr_hist_state s)
 {
     static const char *const names[] = {"new",  "checkpointed", "running", "preempted",
-                                        "done", "failed",       "stopped"};
+                                        "done", "failed",       "stopped", "vanished"};
     return names[s];
 }
 

@@ -42,6 +42,10 @@ enum sr_hist_state {
     SR_STATE_DONE,
     SR_STATE_FAILED,
     SR_STATE_STOPPED, /* at a time limit or budget: a rerun with a larger one resumes it */
+    /* The last attempt has no end and its wrapper is known gone (its lease
+     * expired): it ended at its last event, its newest keep-alive at most a
+     * minute before the wrapper died. A rerun resumes it. */
+    SR_STATE_VANISHED,
 };
 
 struct sr_hist_attempt {

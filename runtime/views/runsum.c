@@ -17,9 +17,11 @@
 
 #include "catalog.h"
 #include "events.h"
+#include "lease.h"
 #include "log.h"
 #include "manifest.h"
 #include "parallel.h"
+#include "units.h"
 
 #define NODES_MAX 65536
 #define GPUS_MAX 4096
@@ -106,7 +108,7 @@ int sr_runsum_from_history(const struct sr_history *h, const char *run, struct s
 /* ---- to JSON ----------------------------------------------------------------- */
 
 static const char *const state_names[] = {"new",  "checkpointed", "running", "preempted",
-                                          "done", "failed",       "stopped"};
+                                          "done", "failed",       "stopped", "vanished"};
 #define N_STATES (sizeof(state_names) / sizeof(state_names[0]))
 
 static json_t *attempt_to_json(const struct sr_runsum_attempt *a)
@@ -550,10 +552,48 @@ static int list_each(struct loader *ld, const char *prefix)
     return rc;
 }
 
+/* A run whose last attempt is open (its summary was written by a wrapper
+ * that may be gone) and whose LEASE is takeable: that attempt vanished at
+ * its last event (its newest keep-alive), as show says (history.h's
+ * sr_hist_settle_last), never running. Read again from its logs. */
+static int settle_vanished(struct loader *ld, size_t i)
+{
+    struct sr_runsum *r = &ld->v[i];
+    if (!r->n_att || r->att[r->n_att - 1].cause != SR_CAUSE_NONE)
+        return 0;
+    struct sr_lease_info in;
+    if (sr_lease_read_rank(ld->st, ld->runs.v[i], -1, &in) < 0) {
+        sr_err_clear(); /* no LEASE to go by (a multi-node run's are per node) */
+        return 0;
+    }
+    if (!sr_lease_takeable(&in, sr_wall_ms() / 1000))
+        return 0;
+    struct listed *l = &ld->l[i];
+    if (l->done < 0) {
+        const int d = sr_ckpt_is_done(ld->st, ld->runs.v[i]);
+        if (d < 0)
+            return d;
+        l->done = d;
+    }
+    struct sr_history h;
+    sr_hist_init(&h);
+    int rc = sr_hist_load_logs(ld->st, ld->runs.v[i], &l->logs, l->done, &h);
+    if (rc == 0) {
+        sr_hist_last_is_gone(&h);
+        sr_runsum_free(r);
+        rc = sr_runsum_from_history(&h, ld->runs.v[i], r);
+        r->from_logs = 1;
+    }
+    sr_hist_free(&h);
+    return rc;
+}
+
 static int read_run(void *ctx, size_t i)
 {
     struct loader *ld = ctx;
-    const int rc = load_run(ld->st, ld->runs.v[i], &ld->l[i], &ld->v[i]);
+    int rc = load_run(ld->st, ld->runs.v[i], &ld->l[i], &ld->v[i]);
+    if (rc == 0)
+        rc = settle_vanished(ld, i);
     return rc < 0 ? sr_errf(rc, "cannot read the run %s: %s", ld->runs.v[i], sr_strerror(rc)) : 0;
 }
 

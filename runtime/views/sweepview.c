@@ -238,6 +238,8 @@ int sr_sweepview_load(struct sr_store *st, const struct sr_sweep *sw, unsigned t
         rc = sr_parallel_for(p.n_todo, threads ? threads : THREADS_DEFAULT, read_one, &p);
     if (rc == 0)
         derive(out);
+    if (rc == 0) /* the workers' own hours, against the trials' (sweepworkers.h) */
+        rc = sr_sv_workers_load(st, out, &out->workers);
     sr_strlist_free(&runs);
     for (size_t k = 0; p.listed && k < out->n; k++)
         sr_strlist_free(&p.listed[k].logs);
@@ -487,6 +489,7 @@ static void print_best(FILE *f, const struct sr_sweepview *v, const struct sr_sv
 void sr_sweepview_print(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o)
 {
     print_header(f, v, o);
+    sr_sv_workers_print(f, &v->workers, o->prices.spot_per_hour);
     print_best(f, v, o);
     const size_t np = sr_sweep_nparams(v->sw), nm = v->n_metrics;
     struct table t = {.rows = v->n + 1, .cols = 1 + np + 7 + nm};
@@ -674,6 +677,9 @@ json_t *sr_sweepview_json(const struct sr_sweepview *v, const struct sr_sv_opts 
     json_object_set_new(doc, "best", best);
     json_object_set_new(doc, "counts", counts);
     json_object_set_new(doc, "totals", totals);
+    if (v->workers.n)
+        json_object_set_new(doc, "workers",
+                            sr_sv_workers_json(&v->workers, o->prices.spot_per_hour));
     json_object_set_new(doc, "trials", trials);
     return doc;
 }

@@ -30,6 +30,7 @@
 #include "lease.h"
 #include "manifest.h"
 #include "sweep.h"
+#include "sweepworkers.h"
 
 /* stopped: at a time limit or the sweep's budget, after a checkpoint. */
 enum sr_sv_state {
@@ -69,6 +70,7 @@ struct sr_sweepview {
     int64_t now_ms;
     int64_t first_ms, last_ms;                       /* over every attempt; 0 when none */
     int64_t instance_ms, lost_ms, preempted_lost_ms; /* sums over trials */
+    struct sr_sv_workers workers;                    /* the workers' own hours */
 };
 
 /* How to show it: prices, the metrics whose best is the maximum (or the

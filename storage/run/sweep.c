@@ -720,9 +720,10 @@ int sr_sweep_remove(struct sr_store *st, const char *name)
 {
     if (!sr_sweep_name_valid(name))
         return -EINVAL;
-    const char *const dirs[] = {"def", "end", "budget"}; /* budget: sweep_budget.h */
+    /* budget: sweep_budget.h; workers: sweep_workers.h */
+    const char *const dirs[] = {"def", "end", "budget", "workers"};
     int rc = 0;
-    for (size_t d = 0; d < 3 && rc == 0; d++) {
+    for (size_t d = 0; d < 4 && rc == 0; d++) {
         char prefix[256];
         snprintf(prefix, sizeof(prefix), "sweeps/%s/%s", name, dirs[d]);
         struct sr_strlist l;

@@ -669,6 +669,37 @@ static void a_gone_wrapper_leaves_a_vanished_attempt(void **state)
     sr_hist_free(&h);
 }
 
+/* The wrapper's keep-alive bounds an attempt that has no end event: it
+ * ended at its newest "alive", its hours count up to there, and once its
+ * wrapper is known gone the run is vanished, never running. */
+static void a_keepalive_ends_an_attempt_without_an_end(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 0, 0, "start", ",\"host\":\"a\",\"price_per_hour\":3600");
+    EV(&h, 60000, 0, "alive", "");
+    EV(&h, 120000, 0, "alive", "");
+    sr_hist_derive(&h);
+    assert_int_equal(h.state, SR_STATE_RUNNING);
+    assert_int_equal(h.instance_ms, 120000);
+    sr_hist_last_is_gone(&h);
+    assert_int_equal(h.att[0].cause, SR_CAUSE_VANISHED);
+    assert_int_equal(h.att[0].end_ms, T0 + 120000);
+    assert_int_equal(h.att[0].lost_ms, 120000);
+    assert_int_equal(h.instance_ms, 120000);
+    assert_int_equal(h.state, SR_STATE_VANISHED);
+    assert_string_equal(sr_hist_state_name(h.state), "vanished");
+    /* An earlier vanished attempt ends at its own newest keep-alive. */
+    EV(&h, 200000, 1, "start", ",\"host\":\"a\"");
+    EV(&h, 230000, 1, "alive", "");
+    sr_hist_derive(&h);
+    assert_int_equal(h.att[0].end_ms, T0 + 120000);
+    assert_int_equal(h.att[0].end, SR_END_VANISHED);
+    assert_int_equal(h.instance_ms, 150000);
+    sr_hist_free(&h);
+}
+
 /* show's attempt lines and summary, --json and the metrics file carry the
  * causes. */
 static void views_print_the_causes(void **state)
@@ -761,6 +792,7 @@ int main(void)
         cmocka_unit_test(each_end_has_its_cause),
         cmocka_unit_test(a_running_attempt_has_no_cause_yet),
         cmocka_unit_test(a_gone_wrapper_leaves_a_vanished_attempt),
+        cmocka_unit_test(a_keepalive_ends_an_attempt_without_an_end),
         cmocka_unit_test(views_print_the_causes),
         cmocka_unit_test(stalls_are_counted_over_every_attempt),
     };
