@@ -50,6 +50,7 @@ struct job {
     struct sr_manifest m; /* persist jobs */
     char path[4096];
     uint32_t holds; /* the pool files its holes refer to (bit i: file i) */
+    uint64_t tag;   /* the caller's, carried to the results */
 };
 
 static void job_free(struct job *j)
@@ -398,7 +399,7 @@ static int by_ref_ok(const struct sr_commits *cp)
 static void do_stage(struct sr_commits *cp, struct job *j)
 {
     struct sr_commit_result r = {
-        .kind = SR_COMMIT_STAGED, .step = j->step, .client_fd = j->client_fd};
+        .kind = SR_COMMIT_STAGED, .step = j->step, .client_fd = j->client_fd, .tag = j->tag};
     pthread_mutex_lock(&cp->lock);
     r.seq = cp->cfg.nodes > 1 ? sr_set_seq(j->step) : cp->next_seq++;
     const uint64_t n = cp->spool_n++;
@@ -458,6 +459,7 @@ static void do_persist(struct sr_commits *cp, struct job *j)
                                  .seq = j->m.seq,
                                  .step = j->step,
                                  .client_fd = j->client_fd,
+                                 .tag = j->tag,
                                  .raw_bytes = j->m.raw_bytes,
                                  .stored_bytes = j->m.stored_bytes};
     pthread_mutex_lock(&cp->lock);
@@ -612,6 +614,12 @@ void sr_commits_set_attempt(struct sr_commits *cp, uint32_t attempt, struct sr_e
 
 int sr_commits_submit(struct sr_commits *cp, const char *dir, int64_t step, int client_fd)
 {
+    return sr_commits_submit_tag(cp, dir, step, client_fd, 0);
+}
+
+int sr_commits_submit_tag(struct sr_commits *cp, const char *dir, int64_t step, int client_fd,
+                          uint64_t tag)
+{
     struct job *j = calloc(1, sizeof(*j));
     if (!j || !(j->dir = strdup(dir))) {
         free(j);
@@ -619,6 +627,7 @@ int sr_commits_submit(struct sr_commits *cp, const char *dir, int64_t step, int 
     }
     j->step = step;
     j->client_fd = client_fd;
+    j->tag = tag;
     pthread_mutex_lock(&cp->lock);
     push_job(&cp->stage_q, j);
     cp->pending++;

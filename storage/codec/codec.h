@@ -106,6 +106,7 @@ struct sr_pack_stats {
     struct sr_frame_info *frame_list;
     uint32_t reused; /* frames copied (or, by_ref, referenced) from opts->reuse */
     uint32_t holes;  /* frames referenced (by_ref): checksum is then "" */
+    uint64_t grown;  /* files that grew while read: archived as they were when opened */
 };
 
 /* Packs dir (its contents, with paths relative to it) into the sink. */
