@@ -55,8 +55,7 @@ static void commit_failed(struct sup *s, const struct sr_commit_result *r)
         sr_warn("checkpoint of %s (step %s) failed: %s; %s", s->cfg->ckpt_dir, step, r->msg,
                 stands);
     else
-        sr_warn("checkpoint %" PRIu64 " (step %s) could not be stored: %s; %s", r->seq, step,
-                r->msg, stands);
+        sr_warn("checkpoint %" PRIu64 " could not be stored: %s; %s", r->seq, r->msg, stands);
     const int known = s->have_step_seq == s->have_seq;
     emit(s, "commit_failed",
          json_pack("{s:s,s:I,s:I,s:s,s:I,s:I}", "phase", phase, "seq", (json_int_t)r->seq, "step",
