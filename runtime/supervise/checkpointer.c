@@ -169,7 +169,9 @@ int sr_commits_stage(const struct sr_commits_config *cfg, const char *dir, uint6
                                       .threads = cfg->threads,
                                       .list_frames = 1,
                                       .reuse = cfg->reuse,
-                                      .scratch = sr_store_streams(cfg->st)};
+                                      .scratch = sr_store_streams(cfg->st),
+                                      .exclude = cfg->exclude,
+                                      .nexclude = cfg->nexclude};
     struct sr_pack_stats stats;
     const int64_t t0 = sr_now_ms();
     const int rc = sr_pack_dir_to_file(dir, out_path, &opts, &stats);
@@ -234,7 +236,10 @@ static int renumber(const struct sr_commits_config *cfg, struct sr_manifest *m, 
 int sr_commits_push_dir(const struct sr_commits_config *cfg, const char *dir, uint64_t seq,
                         int64_t step, struct sr_manifest *m)
 {
-    const struct sr_pack_opts opts = {.level = cfg->level, .threads = cfg->threads};
+    const struct sr_pack_opts opts = {.level = cfg->level,
+                                      .threads = cfg->threads,
+                                      .exclude = cfg->exclude,
+                                      .nexclude = cfg->nexclude};
     manifest_header(cfg, seq, step, m);
     struct sr_fence f;
     int rc, tries = 0;

@@ -58,6 +58,10 @@ struct sr_commits_config {
      * or copies instead of compressing them again (set per stage by the
      * stager from its pool; NULL = none). */
     const struct sr_pack_reuse *reuse;
+    /* --ckpt-exclude: glob patterns of paths never archived (codec.h,
+     * sr_pack_excluded) */
+    const char *const *exclude;
+    size_t nexclude;
 };
 
 enum sr_commit_kind { SR_COMMIT_STAGED, SR_COMMIT_PERSISTED };

@@ -36,6 +36,12 @@ void sup_what_stands(const struct sup *s, char *buf, size_t cap)
         snprintf(buf, cap, "checkpoint %" PRIu64 " stands%s", s->have_seq, more);
 }
 
+uint64_t sup_dir_fp(const struct sup *s, int *empty)
+{
+    return sr_dir_fingerprint_ex(s->cfg->ckpt_dir, empty, s->cfg->ckpt_exclude,
+                                 s->cfg->n_ckpt_exclude);
+}
+
 /* The newest checkpoint known durable, with its step, for what_stands. */
 static void note_durable(struct sup *s, uint64_t seq, int64_t step)
 {
@@ -86,7 +92,7 @@ void sup_commit_result(struct sup *s, const struct sr_commit_result *r)
 void sup_commit_if_changed(struct sup *s, const char *why)
 {
     int empty;
-    const uint64_t fp = sr_dir_fingerprint(s->cfg->ckpt_dir, &empty);
+    const uint64_t fp = sup_dir_fp(s, &empty);
     if (sr_dirstate_due(&s->dir, fp, empty)) {
         sr_info("committing %s (%s)", s->cfg->ckpt_dir, why);
         sup_commit_dir(s, -1, -1, why);
@@ -96,7 +102,7 @@ void sup_commit_if_changed(struct sup *s, const char *why)
 void sup_commit_after_exit(struct sup *s, int status, const char *why)
 {
     int empty;
-    const uint64_t fp = sr_dir_fingerprint(s->cfg->ckpt_dir, &empty);
+    const uint64_t fp = sup_dir_fp(s, &empty);
     char stands[192];
     switch (sr_dirstate_after_exit(&s->dir, status, s->lost, fp, empty)) {
     case SR_FINAL_COMMIT: {

@@ -233,7 +233,7 @@ static int start_attempt(struct sup *s)
     }
     /* The directory as restored, before the job can touch it: a commit at
      * exit or on settle compares against this. */
-    s->settle_fp = sr_dir_fingerprint(c->ckpt_dir, NULL);
+    s->settle_fp = sup_dir_fp(s, NULL);
     sr_dirstate_reset(&s->dir, s->settle_fp);
     s->start_seq = resumed ? m.seq : 0;
     s->last_step = resumed ? m.step : -1;
@@ -324,7 +324,7 @@ void sup_commit_dir(struct sup *s, int64_t step, int client_fd, const char *why)
 {
     sr_gpu_usage_read(s->gpu_dir, &s->gpu);
     sr_commits_set_gpu(s->cp, (uint32_t)s->gpu.devices, s->gpu.peak);
-    const uint64_t fp = sr_dir_fingerprint(s->cfg->ckpt_dir, NULL);
+    const uint64_t fp = sup_dir_fp(s, NULL);
     const int rc = sr_commits_submit_tag(s->cp, s->cfg->ckpt_dir, step, client_fd, fp);
     if (rc < 0) {
         if (client_fd >= 0) {
@@ -760,7 +760,7 @@ static void on_timers(struct sup *s)
     }
     if (s->phase == RUNNING && s->next_settle && t >= s->next_settle) {
         s->next_settle = t + SETTLE_POLL_MS;
-        const uint64_t fp = sr_dir_fingerprint(c->ckpt_dir, NULL);
+        const uint64_t fp = sup_dir_fp(s, NULL);
         if (fp != s->settle_fp) {
             s->settle_fp = fp;
             s->settle_since = t;
@@ -1048,7 +1048,9 @@ int sr_supervise(const struct sr_supervise_config *cfg)
                                           .lease = cfg->lease,
                                           .epoch = cfg->epoch,
                                           .nodes = cfg->nodes,
-                                          .node_rank = cfg->node_rank};
+                                          .node_rank = cfg->node_rank,
+                                          .exclude = cfg->ckpt_exclude,
+                                          .nexclude = cfg->n_ckpt_exclude};
     rc = s.sigfd < 0 ? -errno : sr_commits_start(&cpc, &s.cp);
     if (rc < 0) {
         close(s.lfd);

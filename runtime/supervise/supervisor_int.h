@@ -185,6 +185,9 @@ void sup_stop_job(struct sup *s);
 /* "checkpoint 3 (step 40) stands", "no checkpoint: the next start begins
  * from scratch" */
 void sup_what_stands(const struct sup *s, char *buf, size_t cap);
+/* The checkpoint directory's fingerprint, --ckpt-exclude's paths left out
+ * (child.h); *empty (may be NULL) when it holds nothing else. */
+uint64_t sup_dir_fp(const struct sup *s, int *empty);
 /* One result of the checkpointer: a failure is a "commit_failed" event
  * and a warning naming what stands. */
 void sup_commit_result(struct sup *s, const struct sr_commit_result *r);

@@ -79,7 +79,9 @@ struct packer {
     sr_sink_fn sink;
     void *sink_ctx;
     XXH3_state_t *xxh;
-    XXH3_state_t *fxxh; /* the contents of the file being read (check_unchanged) */
+    XXH3_state_t *fxxh;         /* the contents of the file being read (check_unchanged) */
+    const char *const *exclude; /* opts->exclude */
+    size_t nexclude;
     struct sr_seektable table;
     struct sr_pack_stats st;
     /* with opts->list_frames: every frame sunk so far */
@@ -511,6 +513,10 @@ static int pack_visit(void *ctx, const struct sr_walk_entry *e, int post)
     const struct stat *const st = e->st;
     if (post)
         return 0;
+    if (sr_pack_excluded(p->exclude, p->nexclude, e->rel, e->name)) {
+        sr_debug("not archiving %s: --ckpt-exclude", e->rel);
+        return S_ISDIR(st->st_mode) ? SR_WALK_SKIP : 0;
+    }
     if (e->rlen >= PATH_MAX)
         return sr_errf(-ENAMETOOLONG, "cannot archive %.200s...: path too long", e->rel);
     if (S_ISREG(st->st_mode))
@@ -566,6 +572,10 @@ static int packer_init(struct packer *p, const struct sr_pack_opts *opts, int ho
     p->threads = calloc((size_t)p->nthreads, sizeof(*p->threads));
     p->xxh = XXH3_createState();
     p->fxxh = XXH3_createState();
+    if (opts && opts->nexclude) {
+        p->exclude = opts->exclude;
+        p->nexclude = opts->nexclude;
+    }
     if (!p->slots || !p->threads || !p->xxh || !p->fxxh)
         return sr_errf(-ENOMEM, "pack: out of memory");
     for (unsigned i = 0; i < p->nslots; i++) {

@@ -97,6 +97,50 @@ test_expect_success 'the failed commit is an event of the attempt and show repor
     "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"commit_failures\"] == 1, d; assert d[\"last_commit_failure\"][\"phase\"] == \"stage\", d" show-torn.json
 '
 
+# --ckpt-exclude: the files it names are never read (the injector would
+# tear train.log) nor archived, nor watched for changes.
+cat >excl-job.sh <<\JOB
+#!/bin/sh
+echo model >"$SPOTRUN_CKPT_DIR/model.bin"
+mkdir -p "$SPOTRUN_CKPT_DIR/tb"
+echo events >"$SPOTRUN_CKPT_DIR/tb/events.1"
+printf "line 1\n" >"$SPOTRUN_CKPT_DIR/train.log"
+"$SPOTRUN_BIN" commit --step 1 || exit 5
+[ -z "${WAIT:-}" ] && exit 0
+echo "committed" >"$TRASH/excl-committed"
+while :; do echo "loss line" >>"$SPOTRUN_CKPT_DIR/train.log"; sleep 0.05; done
+JOB
+chmod +x excl-job.sh
+
+test_expect_success '--ckpt-exclude: an excluded file is neither read nor archived' '
+    LD_PRELOAD=$SPOTRUN_INJECT_LIB SPOTRUN_INJECT_REWRITE=train.log \
+        "$SPOTRUN" run --run-id excl --ckpt-exclude "*.log" --ckpt-exclude tb \
+        -- ./excl-job.sh >excl.log 2>&1 &&
+    ! grep "changed while it was read" excl.log &&
+    "$SPOTRUN" pull excl out-excl &&
+    test "$(ls -A out-excl)" = model.bin
+'
+
+test_expect_success 'SPOTRUN_CKPT_EXCLUDE: a directory whose only change is an excluded log settles' '
+    rm -f excl-committed
+    WAIT=1 SPOTRUN_CKPT_EXCLUDE="*.log,tb" "$SPOTRUN" run --run-id exs --settle 1s --grace 3s \
+        -- ./excl-job.sh >exs.log 2>&1 &
+    pid=$!
+    { wait_for excl-committed committed 60 && wait_for exs.log "checkpoint 1 durable" 60 &&
+        echo extra >"$SPOTRUN_WORK_DIR/exs/ckpt/extra" &&
+        wait_for exs.log "committing .*(settled)" 60 &&
+        wait_for exs.log "checkpoint 2 durable" 60 &&
+        "$SPOTRUN" notify --run-id exs --deadline 3s; } || { kill -TERM $pid; wait $pid; exit 1; }
+    expect_code 75 wait $pid &&
+    "$SPOTRUN" pull exs out-exs &&
+    test "$(ls -A out-exs | tr "\n" " ")" = "extra model.bin "
+'
+
+test_expect_success '--ckpt-exclude refuses an absolute pattern' '
+    expect_code 64 "$SPOTRUN" run --run-id bad --ckpt-exclude /abs -- true 2>bad.err &&
+    grep "invalid --ckpt-exclude pattern \"/abs\"" bad.err
+'
+
 # Commits v1 at step 1, then writes v2 and idles; it never answers a
 # request and exits on SIGTERM (or, with IGNORE_TERM, only dies of SIGKILL).
 cat >deaf.sh <<\JOB
