@@ -101,6 +101,12 @@ void sup_commit_if_changed(struct sup *s, const char *why)
 
 void sup_commit_after_exit(struct sup *s, int status, const char *why)
 {
+    /* Multi-node: a checkpoint is one step's parts from every node; a
+     * lone node's commit of what its job left after a commit of its own
+     * could never complete a set (as before: only a job that never
+     * committed has its directory committed as it stands). */
+    if (s->cfg->nodes > 1 && s->job_committed)
+        return;
     int empty;
     const uint64_t fp = sup_dir_fp(s, &empty);
     char stands[192];
@@ -109,7 +115,7 @@ void sup_commit_after_exit(struct sup *s, int status, const char *why)
         /* After a commit of the job's this attempt, the directory holds at
          * least that step (a log grew, or newer files came): it is recorded
          * with that step, so a resume still knows where it is. */
-        const int64_t step = s->job_committed && s->cfg->nodes <= 1 ? s->ckpt_step : -1;
+        const int64_t step = s->job_committed ? s->ckpt_step : -1;
         char st[24];
         sr_format_step(step, st, sizeof(st));
         sr_info("committing %s as it stands (%s), step %s: no commit carries what it holds%s",
@@ -123,8 +129,8 @@ void sup_commit_after_exit(struct sup *s, int status, const char *why)
         if (!sr_dirstate_due(&s->dir, fp, empty))
             return;
         sup_what_stands(s, stands, sizeof(stands));
-        sr_warn("the job was killed (SIGKILL) after its newest commit: its directory %s may hold "
-                "half-written files and is not committed; %s",
+        sr_warn("the job was killed (SIGKILL): its directory %s changed since the newest commit "
+                "but may hold half-written files, so it is not committed; %s",
                 s->cfg->ckpt_dir, stands);
         return;
     case SR_FINAL_CARRIED:
