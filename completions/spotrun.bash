@@ -65,7 +65,7 @@ _spotrun() {
         mapfile -t COMPREPLY < <(compgen -W "$(_spotrun_runs "$bin")" -- "$cur")
         return
         ;;
-    --label) # KEY=VALUE: the user's own words, never a file name
+    --label | --ckpt-exclude) # KEY=VALUE, a GLOB: the user's own words, never a file name
         return
         ;;
     esac

@@ -90,6 +90,12 @@ struct run_opts {
     struct sr_run_limits_opts limits;
     struct sr_optlist label; /* --label, after SPOTRUN_LABELS (label_opts) */
     struct sr_labels labels; /* what they say, checked before the run starts */
+    /* --ckpt-exclude, after SPOTRUN_CKPT_EXCLUDE (a comma list, split in
+     * exclude_env): the patterns (exclude_opts) */
+    struct sr_optlist exclude_opt;
+    char exclude_env[4096];
+    const char *exclude[SR_OPTLIST_MAX];
+    size_t nexclude;
 };
 
 /* Not given: 3 restarts, none in a multi-node run (the engine restarts the
@@ -199,6 +205,8 @@ static int settings(const struct run_opts *o, char **cmd, struct run_ctx *r)
     *c = (struct sr_supervise_config){.argv = cmd,
                                       .every_ms = o->every_ms,
                                       .settle_ms = o->settle_ms,
+                                      .ckpt_exclude = o->exclude,
+                                      .n_ckpt_exclude = o->nexclude,
                                       .stall_timeout_ms = o->stall_timeout_ms,
                                       .stall_auto = o->stall_auto,
                                       .grace_ms = o->grace_ms,
@@ -998,6 +1006,43 @@ static int label_opts(struct run_opts *o)
     return GO_ON;
 }
 
+/* One --ckpt-exclude pattern: relative to the checkpoint directory. */
+static int exclude_add(struct run_opts *o, const char *pat, const char *from)
+{
+    if (!*pat || *pat == '/' || strlen(pat) >= 1024) {
+        fprintf(stderr,
+                "spotrun run: %sinvalid --ckpt-exclude pattern \"%.80s\": give a glob relative "
+                "to the checkpoint directory (*.log, logs, tb/events.*)\n",
+                from, pat);
+        return SR_EX_USAGE;
+    }
+    if (o->nexclude == SR_OPTLIST_MAX) {
+        fprintf(stderr, "spotrun run: at most %d --ckpt-exclude patterns\n", SR_OPTLIST_MAX);
+        return SR_EX_USAGE;
+    }
+    o->exclude[o->nexclude++] = pat;
+    return GO_ON;
+}
+
+/* --ckpt-exclude GLOB (repeatable) after SPOTRUN_CKPT_EXCLUDE, a comma list. */
+static int exclude_opts(struct run_opts *o)
+{
+    const char *env = getenv("SPOTRUN_CKPT_EXCLUDE");
+    for (size_t i = 0; i < o->exclude_opt.n; i++) {
+        if (i > 0 || !env || o->exclude_opt.v[0] != env) {
+            if (exclude_add(o, o->exclude_opt.v[i], "") != GO_ON)
+                return SR_EX_USAGE;
+            continue;
+        }
+        snprintf(o->exclude_env, sizeof(o->exclude_env), "%s", env);
+        char *save = NULL;
+        for (char *p = strtok_r(o->exclude_env, ",", &save); p; p = strtok_r(NULL, ",", &save))
+            if (exclude_add(o, p, "SPOTRUN_CKPT_EXCLUDE: ") != GO_ON)
+                return SR_EX_USAGE;
+    }
+    return GO_ON;
+}
+
 /* --stall-timeout DURATION, auto or off. */
 static int stall_opts(struct run_opts *o)
 {
@@ -1055,6 +1100,9 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
          "1: always full)"},
         {"settle", 0, "SPOTRUN_SETTLE", SR_OPT_DURATION, &o.settle_ms, "DURATION",
          "commit the directory once it stops changing for this long"},
+        {"ckpt-exclude", 0, "SPOTRUN_CKPT_EXCLUDE", SR_OPT_MULTI, &o.exclude_opt, "GLOB",
+         "leave these paths of the checkpoint directory out of checkpoints (repeatable; the "
+         "environment's is a list: *.log,tb); a GLOB with a / matches the path, else the name"},
         {"grace", 'g', "SPOTRUN_GRACE", SR_OPT_DURATION, &o.grace_ms, "DURATION",
          "time left after SIGTERM/SIGINT (default 25s)"},
         {"max-restarts", 'm', "SPOTRUN_MAX_RESTARTS", SR_OPT_UINT, &o.max_restarts, "N",
@@ -1159,7 +1207,8 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
         fprintf(stderr, "spotrun run: --lease-ttl must be at least 1s (or 0: no lease)\n");
         return SR_EX_USAGE;
     }
-    if (every_opts(&o) != GO_ON || stall_opts(&o) != GO_ON || label_opts(&o) != GO_ON)
+    if (every_opts(&o) != GO_ON || stall_opts(&o) != GO_ON || label_opts(&o) != GO_ON ||
+        exclude_opts(&o) != GO_ON)
         return SR_EX_USAGE;
     if (o.level > 19) {
         fprintf(stderr, "spotrun run: --level must be 1..19\n");

@@ -50,6 +50,7 @@ struct job {
     struct sr_manifest m; /* persist jobs */
     char path[4096];
     uint32_t holds; /* the pool files its holes refer to (bit i: file i) */
+    uint64_t tag;   /* the caller's, carried to the results */
 };
 
 static void job_free(struct job *j)
@@ -168,7 +169,9 @@ int sr_commits_stage(const struct sr_commits_config *cfg, const char *dir, uint6
                                       .threads = cfg->threads,
                                       .list_frames = 1,
                                       .reuse = cfg->reuse,
-                                      .scratch = sr_store_streams(cfg->st)};
+                                      .scratch = sr_store_streams(cfg->st),
+                                      .exclude = cfg->exclude,
+                                      .nexclude = cfg->nexclude};
     struct sr_pack_stats stats;
     const int64_t t0 = sr_now_ms();
     const int rc = sr_pack_dir_to_file(dir, out_path, &opts, &stats);
@@ -233,7 +236,10 @@ static int renumber(const struct sr_commits_config *cfg, struct sr_manifest *m, 
 int sr_commits_push_dir(const struct sr_commits_config *cfg, const char *dir, uint64_t seq,
                         int64_t step, struct sr_manifest *m)
 {
-    const struct sr_pack_opts opts = {.level = cfg->level, .threads = cfg->threads};
+    const struct sr_pack_opts opts = {.level = cfg->level,
+                                      .threads = cfg->threads,
+                                      .exclude = cfg->exclude,
+                                      .nexclude = cfg->nexclude};
     manifest_header(cfg, seq, step, m);
     struct sr_fence f;
     int rc, tries = 0;
@@ -398,7 +404,7 @@ static int by_ref_ok(const struct sr_commits *cp)
 static void do_stage(struct sr_commits *cp, struct job *j)
 {
     struct sr_commit_result r = {
-        .kind = SR_COMMIT_STAGED, .step = j->step, .client_fd = j->client_fd};
+        .kind = SR_COMMIT_STAGED, .step = j->step, .client_fd = j->client_fd, .tag = j->tag};
     pthread_mutex_lock(&cp->lock);
     r.seq = cp->cfg.nodes > 1 ? sr_set_seq(j->step) : cp->next_seq++;
     const uint64_t n = cp->spool_n++;
@@ -458,6 +464,7 @@ static void do_persist(struct sr_commits *cp, struct job *j)
                                  .seq = j->m.seq,
                                  .step = j->step,
                                  .client_fd = j->client_fd,
+                                 .tag = j->tag,
                                  .raw_bytes = j->m.raw_bytes,
                                  .stored_bytes = j->m.stored_bytes};
     pthread_mutex_lock(&cp->lock);
@@ -612,6 +619,12 @@ void sr_commits_set_attempt(struct sr_commits *cp, uint32_t attempt, struct sr_e
 
 int sr_commits_submit(struct sr_commits *cp, const char *dir, int64_t step, int client_fd)
 {
+    return sr_commits_submit_tag(cp, dir, step, client_fd, 0);
+}
+
+int sr_commits_submit_tag(struct sr_commits *cp, const char *dir, int64_t step, int client_fd,
+                          uint64_t tag)
+{
     struct job *j = calloc(1, sizeof(*j));
     if (!j || !(j->dir = strdup(dir))) {
         free(j);
@@ -619,6 +632,7 @@ int sr_commits_submit(struct sr_commits *cp, const char *dir, int64_t step, int 
     }
     j->step = step;
     j->client_fd = client_fd;
+    j->tag = tag;
     pthread_mutex_lock(&cp->lock);
     push_job(&cp->stage_q, j);
     cp->pending++;

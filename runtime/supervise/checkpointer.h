@@ -58,6 +58,10 @@ struct sr_commits_config {
      * or copies instead of compressing them again (set per stage by the
      * stager from its pool; NULL = none). */
     const struct sr_pack_reuse *reuse;
+    /* --ckpt-exclude: glob patterns of paths never archived (codec.h,
+     * sr_pack_excluded) */
+    const char *const *exclude;
+    size_t nexclude;
 };
 
 enum sr_commit_kind { SR_COMMIT_STAGED, SR_COMMIT_PERSISTED };
@@ -75,6 +79,7 @@ struct sr_commit_result {
      * when the set of its step is published too (else another node, or
      * the peers watcher, will complete it). */
     int part, set;
+    uint64_t tag; /* as submitted (sr_commits_submit_tag) */
 };
 
 struct sr_commits;
@@ -107,6 +112,10 @@ void sr_commits_set_gpu(struct sr_commits *cp, uint32_t devices, const uint64_t 
 void sr_commits_hurry(struct sr_commits *cp, int on);
 /* Queues a commit of dir (copied) at step (-1 unknown). */
 int sr_commits_submit(struct sr_commits *cp, const char *dir, int64_t step, int client_fd);
+/* The same, with a tag of the caller's that the commit's results carry
+ * (the supervisor's fingerprint of the directory as submitted). */
+int sr_commits_submit_tag(struct sr_commits *cp, const char *dir, int64_t step, int client_fd,
+                          uint64_t tag);
 /* 1 and fills res when a result was queued, else 0. */
 int sr_commits_take(struct sr_commits *cp, struct sr_commit_result *res);
 /* Commits submitted and not yet persisted (or failed). */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "codec.h"
 #include "log.h"
 
 extern char **environ;
@@ -137,10 +138,19 @@ void sr_env_free(char **env)
     free(env);
 }
 
+/* The paths left out (--ckpt-exclude) and the path of the directory being
+ * read, relative to the root. */
+struct fp_walk {
+    const char *const *pats;
+    size_t n;
+    char rel[4096];
+};
+
 /* readdir order is arbitrary: entries are combined by addition, which does
  * not depend on it. */
-static uint64_t fingerprint_dir(int dfd, int *count, int depth)
+static uint64_t fingerprint_dir(int dfd, int *count, int depth, struct fp_walk *w)
 {
+    const size_t rlen = strlen(w->rel);
     uint64_t acc = 0;
     DIR *d = fdopendir(dfd);
     if (!d) {
@@ -150,6 +160,9 @@ static uint64_t fingerprint_dir(int dfd, int *count, int depth)
     struct dirent *de;
     while ((de = readdir(d))) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        snprintf(w->rel + rlen, sizeof(w->rel) - rlen, "%s%s", rlen ? "/" : "", de->d_name);
+        if (sr_pack_excluded(w->pats, w->n, w->rel, de->d_name))
             continue;
         struct stat sb;
         if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
@@ -162,20 +175,27 @@ static uint64_t fingerprint_dir(int dfd, int *count, int depth)
         if (S_ISDIR(sb.st_mode) && depth < 64) {
             const int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
             if (sub >= 0)
-                acc += XXH3_64bits_withSeed(&acc, 0, fingerprint_dir(sub, count, depth + 1));
+                acc += XXH3_64bits_withSeed(&acc, 0, fingerprint_dir(sub, count, depth + 1, w));
         }
     }
+    w->rel[rlen] = '\0';
     closedir(d);
     return acc;
 }
 
 uint64_t sr_dir_fingerprint(const char *dir, int *empty)
 {
+    return sr_dir_fingerprint_ex(dir, empty, NULL, 0);
+}
+
+uint64_t sr_dir_fingerprint_ex(const char *dir, int *empty, const char *const *pats, size_t n)
+{
     int count = 0;
     uint64_t h = 0;
+    struct fp_walk w = {.pats = pats, .n = n};
     const int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd >= 0)
-        h = fingerprint_dir(fd, &count, 0);
+        h = fingerprint_dir(fd, &count, 0, &w);
     if (empty)
         *empty = count == 0;
     return h;

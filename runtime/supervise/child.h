@@ -29,5 +29,8 @@ void sr_env_free(char **env);
 /* 64-bit fingerprint of a directory tree (names, sizes, mtimes, modes):
  * changes when anything in it changes. Sets *empty when it holds nothing. */
 uint64_t sr_dir_fingerprint(const char *dir, int *empty);
+/* The same without the paths the patterns leave out (--ckpt-exclude,
+ * codec.h's sr_pack_excluded): what a checkpoint of dir would hold. */
+uint64_t sr_dir_fingerprint_ex(const char *dir, int *empty, const char *const *pats, size_t n);
 
 #endif

@@ -139,6 +139,10 @@ static int restore(struct sup *s, struct sr_manifest *m, int *resumed)
     *resumed = 1;
     if (m->seq > s->have_seq)
         s->have_seq = m->seq;
+    if (m->seq >= s->have_step_seq) {
+        s->have_step_seq = m->seq;
+        s->have_step = m->step;
+    }
     char raw[32];
     sr_format_size(m->raw_bytes, raw, sizeof(raw));
     char step[24];
@@ -230,7 +234,8 @@ static int start_attempt(struct sup *s)
     }
     /* The directory as restored, before the job can touch it: a commit at
      * exit or on settle compares against this. */
-    s->committed_fp = s->settle_fp = sr_dir_fingerprint(c->ckpt_dir, NULL);
+    s->settle_fp = sup_dir_fp(s, NULL);
+    sr_dirstate_reset(&s->dir, s->settle_fp);
     s->start_seq = resumed ? m.seq : 0;
     s->last_step = resumed ? m.step : -1;
     page_reset(s);
@@ -321,7 +326,8 @@ void sup_commit_dir(struct sup *s, int64_t step, int client_fd, const char *why)
 {
     sr_gpu_usage_read(s->gpu_dir, &s->gpu);
     sr_commits_set_gpu(s->cp, (uint32_t)s->gpu.devices, s->gpu.peak);
-    const int rc = sr_commits_submit(s->cp, s->cfg->ckpt_dir, step, client_fd);
+    const uint64_t fp = sup_dir_fp(s, NULL);
+    const int rc = sr_commits_submit_tag(s->cp, s->cfg->ckpt_dir, step, client_fd, fp);
     if (rc < 0) {
         if (client_fd >= 0) {
             sr_ctl_reply(client_fd, "ERR %s", strerror(-rc));
@@ -330,20 +336,8 @@ void sup_commit_dir(struct sup *s, int64_t step, int client_fd, const char *why)
         return;
     }
     s->submitted++;
-    s->committed_fp = sr_dir_fingerprint(s->cfg->ckpt_dir, NULL);
+    sr_dirstate_submitted(&s->dir, fp);
     sr_debug("commit requested (%s)", why);
-}
-
-/* A job that never committed gets its directory committed when it ends or
- * settles, if it holds something new. */
-static void commit_if_changed(struct sup *s, const char *why)
-{
-    int empty;
-    const uint64_t fp = sr_dir_fingerprint(s->cfg->ckpt_dir, &empty);
-    if (!s->job_committed && !empty && fp != s->committed_fp) {
-        sr_info("committing %s (%s)", s->cfg->ckpt_dir, why);
-        sup_commit_dir(s, -1, -1, why);
-    }
 }
 
 void sup_request_checkpoint(struct sup *s, const char *why)
@@ -592,8 +586,8 @@ static void continue_stop(struct sup *s, int status, const struct sr_end_facts *
         s->deadline = now() + s->cfg->grace_ms;
         return;
     }
-    if (!s->lost)
-        commit_if_changed(s, "job stopped");
+    const uint64_t submitted = s->submitted;
+    sup_commit_after_exit(s, status, "job stopped");
     if (s->pre == STOPPING)
         return; /* the stop's TERM ended it: drain goes on (settle_state) */
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -610,7 +604,7 @@ static void continue_stop(struct sup *s, int status, const struct sr_end_facts *
                 "run %s is not done",
                 sr_stop_name(f->stop), s->cfg->run_id);
     if (!s->lost && s->job_commits == s->notice_commits)
-        say_work_lost(s, status, 0);
+        say_work_lost(s, status, s->submitted != submitted);
     sup_enter_drain(s);
 }
 
@@ -667,7 +661,7 @@ static void child_exited(struct sup *s, int status)
         continue_stop(s, status, &f);
     } else if (e.done) {
         sr_info("the job finished successfully");
-        commit_if_changed(s, "job finished");
+        sup_commit_after_exit(s, status, "job finished");
         s->phase = FINISHING;
         s->exit_code = 0;
     } else {
@@ -769,6 +763,7 @@ static void on_result(struct sup *s)
     while (sr_commits_take(s->cp, &r)) {
         if (r.kind == SR_COMMIT_PERSISTED || r.rc < 0)
             s->finished++;
+        sup_commit_result(s, &r); /* a failure: its event and warning */
         char raw[32], stored[32];
         sr_format_size(r.raw_bytes, raw, sizeof(raw));
         sr_format_size(r.stored_bytes, stored, sizeof(stored));
@@ -780,9 +775,7 @@ static void on_result(struct sup *s)
                     sr_ctl_reply(r.client_fd, "ERR %s", r.msg);
                 close(r.client_fd);
             }
-            if (r.rc < 0)
-                sr_warn("checkpoint of %s failed: %s", s->cfg->ckpt_dir, r.msg);
-            else {
+            if (r.rc == 0) {
                 s->last_stage_ms = r.ms;
                 s->ckpt_step = r.step;
                 s->ckpt_at = now();
@@ -799,8 +792,7 @@ static void on_result(struct sup *s)
         } else if (r.rc == -ESTALE && s->cfg->lease) {
             lease_lost(s, r.msg);
         } else if (r.rc < 0) {
-            sr_warn("checkpoint %" PRIu64 " could not be stored: %s; the previous one stands",
-                    r.seq, r.msg);
+            /* said by sup_commit_result() */
         } else if (r.part && !r.set) {
             if (s->phase == PREEMPTING)
                 s->await_seq = r.seq;
@@ -829,15 +821,12 @@ static void on_timers(struct sup *s)
     }
     if (s->phase == RUNNING && s->next_settle && t >= s->next_settle) {
         s->next_settle = t + SETTLE_POLL_MS;
-        const uint64_t fp = sr_dir_fingerprint(c->ckpt_dir, NULL);
+        const uint64_t fp = sup_dir_fp(s, NULL);
         if (fp != s->settle_fp) {
             s->settle_fp = fp;
             s->settle_since = t;
         } else if (t - s->settle_since >= c->settle_ms && !sr_commits_staging(s->cp)) {
-            int was = s->job_committed;
-            s->job_committed = 0;
-            commit_if_changed(s, "settled");
-            s->job_committed = was;
+            sup_commit_if_changed(s, "settled");
         }
     }
     if (s->phase == PREEMPTING)
@@ -1000,8 +989,11 @@ static void finish(struct sup *s, int code)
         if (s->durable_seq)
             sr_info("preempted: checkpoint %" PRIu64 " is durable; exit 75 (requeue me)",
                     s->durable_seq);
-        else
-            sr_info("preempted; exit 75 (requeue me)");
+        else {
+            char stands[192];
+            sup_what_stands(s, stands, sizeof(stands));
+            sr_info("preempted: %s; exit 75 (requeue me)", stands);
+        }
     } else if (code == SR_EX_TEMPFAIL && s->stall_requeue) {
         if (!drained)
             sr_warn("the newest checkpoint could not be made durable before the deadline");
@@ -1117,7 +1109,9 @@ int sr_supervise(const struct sr_supervise_config *cfg)
                                           .lease = cfg->lease,
                                           .epoch = cfg->epoch,
                                           .nodes = cfg->nodes,
-                                          .node_rank = cfg->node_rank};
+                                          .node_rank = cfg->node_rank,
+                                          .exclude = cfg->ckpt_exclude,
+                                          .nexclude = cfg->n_ckpt_exclude};
     rc = s.sigfd < 0 ? -errno : sr_commits_start(&cpc, &s.cp);
     if (rc < 0) {
         close(s.lfd);

@@ -37,7 +37,11 @@ struct sr_supervise_config {
      * measured cost of a checkpoint and the run's preemption rate
      * (every.h, docs/interval.md). */
     struct sr_every_auto every_auto;
-    int64_t settle_ms;  /* commit the dir once unchanged this long, 0 = off */
+    int64_t settle_ms; /* commit the dir once unchanged this long, 0 = off */
+    /* --ckpt-exclude: glob patterns of paths in ckpt_dir never archived
+     * (codec.h, sr_pack_excluded), nor watched for changes */
+    const char *const *ckpt_exclude;
+    size_t n_ckpt_exclude;
     int64_t grace_ms;   /* deadline of a SIGTERM/SIGINT notice */
     int64_t backoff_ms; /* first restart delay (doubles, capped at 60 s) */
     unsigned max_restarts;

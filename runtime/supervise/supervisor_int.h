@@ -28,6 +28,7 @@
 #include "limit.h"
 #include "notice.h"
 #include "peers.h"
+#include "dirstate.h"
 #include "stall.h"
 #include "supervisor.h"
 #include "units.h"
@@ -71,9 +72,11 @@ struct sup {
      * made once: a second commit of it could never be restored). */
     int64_t last_step;
 
-    pid_t child;           /* 0 = none running */
-    int job_committed;     /* the job used the commit protocol this attempt */
-    uint64_t committed_fp; /* dir fingerprint at the last commit or restore */
+    pid_t child;       /* 0 = none running */
+    int job_committed; /* the job used the commit protocol this attempt */
+    /* Whether a commit carries the directory (its fingerprint at the
+     * restore and at each commit; the checkpointer's results move it). */
+    struct sr_dirstate dir;
     uint64_t settle_fp;
     int64_t settle_since, next_settle, next_every, restart_at;
     int64_t every_ms;      /* the current request interval, 0 = none */
@@ -108,6 +111,8 @@ struct sup {
     char page_path[4200];
     int deaf_said;     /* "the job does not listen" was logged */
     uint64_t have_seq; /* the newest checkpoint known to exist (restored or durable) */
+    int64_t have_step; /* the step of checkpoint have_step_seq (restored or made durable here) */
+    uint64_t have_step_seq;
     struct sr_ctl_conn conns[MAX_CONNS];
     /* What a lost attempt costs: the step of the newest checkpoint this
      * attempt restored or staged and when (now(); the attempt's start when
@@ -180,6 +185,24 @@ void sup_commit_dir(struct sup *s, int64_t step, int client_fd, const char *why)
 void sup_request_checkpoint(struct sup *s, const char *why);
 void sup_enter_drain(struct sup *s);
 void sup_stop_job(struct sup *s);
+
+/* commitlog.c: the commits' results as the record and the log say them,
+ * and the commit of the directory when no commit carries it */
+/* "checkpoint 3 (step 40) stands", "no checkpoint: the next start begins
+ * from scratch" */
+void sup_what_stands(const struct sup *s, char *buf, size_t cap);
+/* The checkpoint directory's fingerprint, --ckpt-exclude's paths left out
+ * (child.h); *empty (may be NULL) when it holds nothing else. */
+uint64_t sup_dir_fp(const struct sup *s, int *empty);
+/* One result of the checkpointer: a failure is a "commit_failed" event
+ * and a warning naming what stands. */
+void sup_commit_result(struct sup *s, const struct sr_commit_result *r);
+/* --settle: the directory is quiet; commit it when no commit carries it. */
+void sup_commit_if_changed(struct sup *s, const char *why);
+/* The job exited with status (not restarted from here yet): unless it was
+ * killed by SIGKILL or the lease is lost, commit the directory when no
+ * commit carries it. */
+void sup_commit_after_exit(struct sup *s, int status, const char *why);
 
 /* requests.c: control connections, each read as its bytes arrive */
 void sup_on_accept(struct sup *s);

@@ -200,6 +200,29 @@ static void str_of(const json_t *o, const char *k, char *dst, size_t len)
         sr_term_safe(s, dst, len);
 }
 
+/* A failed commit: counted, and kept when it is the newest. */
+static void add_commit_failure(struct sr_history *h, const json_t *ev, uint32_t a, int64_t t)
+{
+    h->commit_failures++;
+    struct sr_hist_commit_failure *const f = &h->last_failure;
+    if (h->commit_failures > 1 && t < f->at_ms)
+        return;
+    memset(f, 0, sizeof(*f));
+    f->attempt = a;
+    f->at_ms = t;
+    f->seq = int_in(ev, "seq", 0, INT64_MAX, 0);
+    f->step = int_in(ev, "step", -1, INT64_MAX, -1);
+    f->stands_seq = int_in(ev, "stands_seq", 0, INT64_MAX, 0);
+    f->stands_step = int_in(ev, "stands_step", -1, INT64_MAX, -1);
+    str_of(ev, "phase", f->phase, sizeof(f->phase));
+    str_of(ev, "reason", f->reason, sizeof(f->reason));
+    for (char *c = f->reason; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    if (strcmp(f->phase, "stage") != 0 && strcmp(f->phase, "persist") != 0)
+        snprintf(f->phase, sizeof(f->phase), "?");
+}
+
 /* A placement value (cloud, instance type, zone, region) as spotrun writes
  * it: a word of [A-Za-z0-9._/:+-] (what --instance-type takes), at most
  * 63; a tampered one is ignored. */
@@ -535,6 +558,8 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         add_ckpt(h, ev, a, t, 0);
     } else if (strcmp(type, "persisted") == 0) {
         add_ckpt(h, ev, a, t, 1);
+    } else if (strcmp(type, "commit_failed") == 0) {
+        add_commit_failure(h, ev, a, t);
     } else if (strcmp(type, "notice") == 0) {
         struct sr_hist_notice *n = grow((void **)&h->no, &h->n_no, &h->cap_no, sizeof(*h->no));
         if (n) {

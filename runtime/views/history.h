@@ -102,6 +102,15 @@ struct sr_hist_ckpt {
     uint64_t raw_bytes, stored_bytes;
 };
 
+/* A commit that failed ("commit_failed"): at which step of the commit,
+ * why, and what checkpoint stood then (stands_seq 0: none). */
+struct sr_hist_commit_failure {
+    uint32_t attempt;
+    int64_t at_ms, seq, step, stands_seq, stands_step;
+    char phase[8];    /* "stage", "persist" */
+    char reason[160]; /* control characters replaced by '?' */
+};
+
 struct sr_hist_notice {
     uint32_t attempt;
     int64_t at_ms, left_ms;
@@ -170,6 +179,8 @@ struct sr_history {
     size_t n_met, cap_met;
     int keep_points; /* set before adding: keep each metric's values (pts) */
     unsigned requests;
+    unsigned commit_failures;                   /* every attempt's */
+    struct sr_hist_commit_failure last_failure; /* the newest of them */
     struct sr_hist_interval interval;
     int done_marker; /* DONE exists in the store */
     /* The run's labels: those of the newest attempt whose "start" event

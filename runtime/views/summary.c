@@ -100,6 +100,39 @@ static void lost_detail(const struct sr_history *h, char *buf, size_t len)
              h->preemptions);
 }
 
+/* "commits:     2 failed; the newest (attempt 0, checkpoint 3, step 7) to
+ * stage: REASON; checkpoint 2 (step 5) stood": only when one failed. */
+static void print_commit_failures(FILE *f, const struct sr_history *h)
+{
+    const struct sr_hist_commit_failure *const c = &h->last_failure;
+    if (!h->commit_failures)
+        return;
+    char step[24], stood[96];
+    sr_format_step(c->step, step, sizeof(step));
+    if (!c->stands_seq)
+        snprintf(stood, sizeof(stood), "no checkpoint stood (a start then began from scratch)");
+    else if (c->stands_step >= 0)
+        snprintf(stood, sizeof(stood), "checkpoint %" PRId64 " (step %" PRId64 ") stood",
+                 c->stands_seq, c->stands_step);
+    else
+        snprintf(stood, sizeof(stood), "checkpoint %" PRId64 " stood", c->stands_seq);
+    fprintf(f,
+            "commits:     %u failed; the newest (attempt %" PRIu32 ", checkpoint %" PRId64
+            ", step %s) to %s: %s; %s\n",
+            h->commit_failures, c->attempt, c->seq, step, c->phase, c->reason, stood);
+}
+
+static json_t *commit_failure_json(const struct sr_history *h)
+{
+    const struct sr_hist_commit_failure *const c = &h->last_failure;
+    if (!h->commit_failures)
+        return json_null();
+    return json_pack("{s:i,s:I,s:I,s:s,s:s,s:I,s:I}", "attempt", (int)c->attempt, "seq",
+                     (json_int_t)c->seq, "step", (json_int_t)c->step, "phase", c->phase, "reason",
+                     c->reason, "stands_seq", (json_int_t)c->stands_seq, "stands_step",
+                     (json_int_t)c->stands_step);
+}
+
 /* --every auto's newest choice, with what it expects to lose per
  * preemption (docs/interval.md). */
 static void print_interval(FILE *f, const struct sr_hist_interval *iv)
@@ -224,6 +257,7 @@ void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_
     fprintf(f, "persist:     p50 %.2fs, max %.2fs (%u durable), ratio %.2fx\n", h->persist_p50,
             h->persist_max, h->durable,
             h->stored_bytes ? (double)h->raw_bytes / (double)h->stored_bytes : 0.0);
+    print_commit_failures(f, h);
     print_interval(f, &h->interval);
     print_limit(f, h);
     sr_summary_print_metrics(f, h);
@@ -484,6 +518,8 @@ json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices 
                   (json_int_t)h->stored_bytes, "ratio",
                   h->stored_bytes ? json_real((double)h->raw_bytes / (double)h->stored_bytes)
                                   : json_null()));
+    json_object_set_new(o, "commit_failures", json_integer(h->commit_failures));
+    json_object_set_new(o, "last_commit_failure", commit_failure_json(h));
     json_object_set_new(o, "gpu_peak_bytes",
                         h->gpu_peak_bytes ? json_integer((json_int_t)h->gpu_peak_bytes)
                                           : json_null());

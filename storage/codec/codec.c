@@ -1,5 +1,6 @@
 /*
- * codec.c - the archive source over a local file and whole-source checksums.
+ * codec.c - the archive source over a local file, whole-source checksums and
+ * the paths --ckpt-exclude leaves out.
  * Packing lives in codec_pack.c, unpacking in codec_unpack.c.
  *
  * DESIGN: a file source is a file descriptor read with pread(), so one source
@@ -14,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,16 @@ int sr_codec_threads(int requested)
     if (n < 1)
         n = 1;
     return n > 64 ? 64 : (int)n;
+}
+
+int sr_pack_excluded(const char *const *pats, size_t n, const char *rel, const char *name)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *const pat = pats[i];
+        if (strchr(pat, '/') ? fnmatch(pat, rel, FNM_PATHNAME) == 0 : fnmatch(pat, name, 0) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 struct file_source {

@@ -89,7 +89,16 @@ struct sr_pack_opts {
     int list_frames; /* fill sr_pack_stats.frame_list */
     int scratch;     /* sr_pack_dir_to_file: a file a crash discards, never synced (fsutil.h) */
     const struct sr_pack_reuse *reuse; /* NULL: compress every frame */
+    /* glob patterns of paths left out of the archive (sr_pack_excluded) */
+    const char *const *exclude;
+    size_t nexclude;
 };
+
+/* Whether the entry at rel (its last component: name) is left out by one
+ * of the patterns (--ckpt-exclude): a pattern with a '/' matches the whole
+ * relative path, one without matches the name at any depth (fnmatch; '*'
+ * never crosses a '/'). A directory left out takes its contents along. */
+int sr_pack_excluded(const char *const *pats, size_t n, const char *rel, const char *name);
 
 /* "xxh3-128:" + 32 hex digits + NUL */
 #define SR_CHECKSUM_LEN 42
@@ -106,6 +115,7 @@ struct sr_pack_stats {
     struct sr_frame_info *frame_list;
     uint32_t reused; /* frames copied (or, by_ref, referenced) from opts->reuse */
     uint32_t holes;  /* frames referenced (by_ref): checksum is then "" */
+    uint64_t grown;  /* files that grew while read: archived as they were when opened */
 };
 
 /* Packs dir (its contents, with paths relative to it) into the sink. */

@@ -79,6 +79,9 @@ struct packer {
     sr_sink_fn sink;
     void *sink_ctx;
     XXH3_state_t *xxh;
+    XXH3_state_t *fxxh;         /* the contents of the file being read (check_unchanged) */
+    const char *const *exclude; /* opts->exclude */
+    size_t nexclude;
     struct sr_seektable table;
     struct sr_pack_stats st;
     /* with opts->list_frames: every frame sunk so far */
@@ -396,6 +399,7 @@ static int write_contents(struct packer *p, int fd, const char *rel, uint64_t si
             return sr_errf(-errno, "cannot read %s: %s", rel, strerror(errno));
         if (n == 0) /* shrank: the check after the read names it */
             return 0;
+        XXH3_64bits_update(p->fxxh, at, (size_t)n);
         if (archive_write_data(p->a, at, (size_t)n) != n)
             return archive_fail(p, rel);
         size -= (uint64_t)n;
@@ -403,13 +407,39 @@ static int write_contents(struct packer *p, int fd, const char *rel, uint64_t si
     return 0;
 }
 
+/* Whether the first size bytes of the file still read as they did (their
+ * XXH3-64 as read, h). */
+static int prefix_stands(int fd, uint64_t size, XXH64_hash_t h, XXH3_state_t *x)
+{
+    uint8_t buf[64 << 10];
+    XXH3_64bits_reset(x);
+    for (uint64_t off = 0; off < size;) {
+        const size_t want = size - off < sizeof(buf) ? (size_t)(size - off) : sizeof(buf);
+        const ssize_t n = pread(fd, buf, want, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 0;
+        XXH3_64bits_update(x, buf, (size_t)n);
+        off += (uint64_t)n;
+    }
+    return XXH3_64bits_digest(x) == h;
+}
+
 /* A file written while it was read is archived half old, half new: a torn
  * checkpoint. As GNU tar does, compare what fstat said before the read
  * with what it says after (size, mtime and ctime to the nanosecond), and
  * check that the name still leads to the file read (not replaced by a
  * rename). Timestamps have the filesystem's granularity (a jiffy on most
- * Linux filesystems): a rewrite within one tick of the last one can pass. */
-static int check_unchanged(int fd, int dfd, const char *name, const char *rel,
+ * Linux filesystems): a rewrite within one tick of the last one can pass.
+ *
+ * One change is not torn: a file that only grew (a log, a TensorBoard
+ * events file appended to while the job trains). Its header records the
+ * size it had when it was opened, exactly that many bytes were read, and
+ * they are read again: when they are the same, the archive holds that
+ * stable prefix, a state the file really had. A file that shrank, or whose
+ * first bytes changed, is torn. */
+static int check_unchanged(struct packer *p, int fd, int dfd, const char *name, const char *rel,
                            const struct stat *before)
 {
     struct stat a, n;
@@ -423,6 +453,13 @@ static int check_unchanged(int fd, int dfd, const char *name, const char *rel,
                       n.st_dev == a.st_dev;
     if (same && there)
         return 0;
+    if (there && a.st_size > before->st_size &&
+        prefix_stands(fd, (uint64_t)before->st_size, XXH3_64bits_digest(p->fxxh), p->fxxh)) {
+        sr_debug("%s grew while it was read: archived its first %lld bytes, as they were", rel,
+                 (long long)before->st_size);
+        p->st.grown++;
+        return 0;
+    }
     return sr_errf(SR_ECHANGED,
                    "%s %s while it was read; not archived (a torn checkpoint): the job must not "
                    "write the checkpoint directory until commit returns",
@@ -453,10 +490,11 @@ static int pack_file(struct packer *p, int dfd, const char *name, const char *re
     rc = write_header(p, rel, &st, NULL);
     if (rc == 0 && own)
         rc = cut_frame(p);
+    XXH3_64bits_reset(p->fxxh);
     if (rc == 0)
         rc = write_contents(p, fd, rel, (uint64_t)st.st_size);
     if (rc == 0)
-        rc = check_unchanged(fd, dfd, name, rel, &st);
+        rc = check_unchanged(p, fd, dfd, name, rel, &st);
     if (rc == 0 && archive_write_finish_entry(p->a) != ARCHIVE_OK)
         rc = archive_fail(p, rel);
     if (rc == 0 && own)
@@ -475,6 +513,10 @@ static int pack_visit(void *ctx, const struct sr_walk_entry *e, int post)
     const struct stat *const st = e->st;
     if (post)
         return 0;
+    if (sr_pack_excluded(p->exclude, p->nexclude, e->rel, e->name)) {
+        sr_debug("not archiving %s: --ckpt-exclude", e->rel);
+        return S_ISDIR(st->st_mode) ? SR_WALK_SKIP : 0;
+    }
     if (e->rlen >= PATH_MAX)
         return sr_errf(-ENAMETOOLONG, "cannot archive %.200s...: path too long", e->rel);
     if (S_ISREG(st->st_mode))
@@ -529,7 +571,12 @@ static int packer_init(struct packer *p, const struct sr_pack_opts *opts, int ho
     p->slots = calloc(p->nslots, sizeof(*p->slots));
     p->threads = calloc((size_t)p->nthreads, sizeof(*p->threads));
     p->xxh = XXH3_createState();
-    if (!p->slots || !p->threads || !p->xxh)
+    p->fxxh = XXH3_createState();
+    if (opts && opts->nexclude) {
+        p->exclude = opts->exclude;
+        p->nexclude = opts->nexclude;
+    }
+    if (!p->slots || !p->threads || !p->xxh || !p->fxxh)
         return sr_errf(-ENOMEM, "pack: out of memory");
     for (unsigned i = 0; i < p->nslots; i++) {
         p->slots[i].src = malloc(fsize);
@@ -601,6 +648,7 @@ static void packer_free(struct packer *p)
     free(p->slots);
     free(p->threads);
     XXH3_freeState(p->xxh);
+    XXH3_freeState(p->fxxh);
     sr_seektable_free(&p->table);
     free(p->flist);
     free(p->reuse);

@@ -18,6 +18,9 @@
  *       after the first read() of a file whose path contains it, rewrite
  *       that file in place (same size, every byte 'X'), once per process:
  *       a job writing its checkpoint while spotrun reads it
+ *   SPOTRUN_INJECT_APPEND=SUBSTRING
+ *       the same, but append 4096 bytes 'A' to the file (after the rewrite
+ *       when both match): a log growing while spotrun reads it
  *
  * Every matching call after the first N fails (a full disk stays full).
  * The counters are atomics: the codec and checkpointer threads all count.
@@ -186,24 +189,55 @@ static void rewrite_file(int fd)
     errno = saved;
 }
 
+/* SPOTRUN_INJECT_APPEND: grow the file open at fd. errno is kept. */
+static void append_file(int fd)
+{
+    const int saved = errno;
+    char link[64], path[4096], x[4096];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    const ssize_t n = readlink(link, path, sizeof(path) - 1);
+    if (n > 0) {
+        path[n] = '\0';
+        const int w = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        memset(x, 'A', sizeof(x));
+        if (w >= 0 && write(w, x, sizeof(x)) < 0) {
+        }
+        if (w >= 0)
+            close(w);
+    }
+    errno = saved;
+}
+
+/* Whether fd is open on a path containing the value of env var name. */
+static int fd_named(int fd, const char *name)
+{
+    const char *w = getenv(name);
+    if (!w || !*w || fd <= 2)
+        return 0;
+    char link[64], path[4096];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    const int saved = errno;
+    const ssize_t k = readlink(link, path, sizeof(path) - 1);
+    errno = saved;
+    if (k <= 0)
+        return 0;
+    path[k] = '\0';
+    return strstr(path, w) != NULL;
+}
+
 ssize_t read(int fd, void *buf, size_t n)
 {
     REAL(ssize_t, read, int, void *, size_t);
-    static atomic_int done;
+    static atomic_int rewritten, appended;
     const ssize_t r = real_read(fd, buf, n);
-    const char *w = r > 0 && !atomic_load(&done) ? getenv("SPOTRUN_INJECT_REWRITE") : NULL;
-    if (w && *w && fd > 2) {
-        char link[64], path[4096];
-        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-        const int saved = errno;
-        const ssize_t k = readlink(link, path, sizeof(path) - 1);
-        errno = saved;
-        if (k > 0) {
-            path[k] = '\0';
-            if (strstr(path, w) && !atomic_exchange(&done, 1))
-                rewrite_file(fd);
-        }
-    }
+    if (r <= 0)
+        return r;
+    if (!atomic_load(&rewritten) && fd_named(fd, "SPOTRUN_INJECT_REWRITE") &&
+        !atomic_exchange(&rewritten, 1))
+        rewrite_file(fd);
+    if (!atomic_load(&appended) && fd_named(fd, "SPOTRUN_INJECT_APPEND") &&
+        !atomic_exchange(&appended, 1))
+        append_file(fd);
     return r;
 }
 

@@ -329,6 +329,31 @@ static void test_unpack_replaces_the_previous_contents(void **state)
     assert_int_equal(run("! ls -d '%s'/*.spotrun-tmp.* >/dev/null 2>&1", base), 0);
 }
 
+/* --ckpt-exclude: a pattern without '/' matches a name at any depth (a
+ * directory takes its contents along), one with '/' the relative path. */
+static void test_excluded_paths_are_left_out(void **state)
+{
+    (void)state;
+    assert_int_equal(run("mkdir -p '%s/src/tb/run1' '%s/src/sub' && cd '%s/src' && "
+                         "echo m >model.bin && echo l >train.log && echo l >sub/eval.log && "
+                         "echo e >tb/run1/events.1 && echo t >sub/x.tmp && echo k >x.tmp",
+                         base, base, base),
+                     0);
+    const char *const pats[] = {"*.log", "tb", "sub/*.tmp"};
+    const struct sr_pack_opts po = {.exclude = pats, .nexclude = 3};
+    struct sr_pack_stats ps;
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), &po, &ps), 0);
+    assert_int_equal(ps.files, 2);
+    assert_int_equal(unpack(at("a.tar.zst"), at("out"), NULL), 0);
+    assert_int_equal(run("cd '%s' && test \"$(find . | sort | tr '\\n' ' ')\" = "
+                         "'. ./model.bin ./sub ./x.tmp '",
+                         at("out")),
+                     0);
+    assert_true(sr_pack_excluded(pats, 3, "a/b/c.log", "c.log"));
+    assert_false(sr_pack_excluded(pats, 3, "x.tmp", "x.tmp"));
+    assert_false(sr_pack_excluded(pats, 3, "sub/deeper/y.tmp", "y.tmp")); /* '*' stops at '/' */
+}
+
 /* Packing into a file is all or nothing: a pack that fails leaves the
  * previous archive as it was and no temp file beside it. */
 static void test_failed_pack_leaves_the_previous_archive(void **state)
@@ -804,6 +829,7 @@ int main(void)
         T(test_odd_frame_size_4097_round_trips),
         T(test_odd_frame_size_below_a_tar_block_round_trips),
         T(test_empty_directory_round_trips),
+        T(test_excluded_paths_are_left_out),
         T(test_unpack_replaces_the_previous_contents),
         T(test_failed_pack_leaves_the_previous_archive),
         T(test_same_directory_packs_to_identical_bytes),

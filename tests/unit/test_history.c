@@ -768,6 +768,54 @@ static void stalls_are_counted_over_every_attempt(void **state)
     sr_hist_free(&h);
 }
 
+/* "commit_failed" events: counted over every attempt; the newest one's
+ * facts are shown (control characters from the store never reach the
+ * terminal), with the checkpoint that stood. */
+static void failed_commits_are_counted_and_the_newest_shown(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 0, 0, "start", ",\"host\":\"a\"");
+    EV(&h, 2000, 0, "commit_failed",
+       ",\"phase\":\"persist\",\"seq\":2,\"step\":20,\"reason\":\"no space\",\"stands_seq\":1,"
+       "\"stands_step\":10");
+    EV(&h, 1000, 0, "commit_failed",
+       ",\"phase\":\"stage\",\"seq\":1,\"step\":5,\"reason\":\"old\",\"stands_seq\":0");
+    EV(&h, 3000, 0, "commit_failed",
+       ",\"phase\":\"stage\",\"seq\":3,\"step\":30,\"reason\":\"log\\u001b[31m changed\","
+       "\"stands_seq\":1,\"stands_step\":10");
+    sr_hist_derive(&h);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    const struct sr_hist_prices p = {0};
+    sr_summary_print(f, &h, &p);
+    fclose(f);
+    assert_non_null(strstr(buf, "commits:     3 failed; the newest (attempt 0, checkpoint 3, step "
+                                "30) to stage: log?[31m changed; checkpoint 1 (step 10) stood\n"));
+    free(buf);
+    json_t *j = sr_summary_json(&h, &p);
+    assert_int_equal(json_integer_value(json_object_get(j, "commit_failures")), 3);
+    const json_t *c = json_object_get(j, "last_commit_failure");
+    assert_string_equal(json_string_value(json_object_get(c, "phase")), "stage");
+    assert_int_equal(json_integer_value(json_object_get(c, "stands_seq")), 1);
+    json_decref(j);
+    sr_hist_free(&h);
+    sr_hist_init(&h); /* none: no line, null in --json */
+    scenario(&h);
+    f = open_memstream(&buf, &len);
+    sr_summary_print(f, &h, &p);
+    fclose(f);
+    assert_null(strstr(buf, "commits:"));
+    free(buf);
+    j = sr_summary_json(&h, &p);
+    assert_true(json_is_null(json_object_get(j, "last_commit_failure")));
+    json_decref(j);
+    sr_hist_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -795,6 +843,7 @@ int main(void)
         cmocka_unit_test(a_keepalive_ends_an_attempt_without_an_end),
         cmocka_unit_test(views_print_the_causes),
         cmocka_unit_test(stalls_are_counted_over_every_attempt),
+        cmocka_unit_test(failed_commits_are_counted_and_the_newest_shown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

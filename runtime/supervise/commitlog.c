@@ -1,0 +1,140 @@
+/*
+ * commitlog.c - what the supervisor says and records about the job's
+ * commits: a failed commit as a "commit_failed" event with what checkpoint
+ * stands (docs/events.md), and the commit of the directory after the job
+ * exits or settles, whenever the newest commit failed or never happened
+ * (dirstate.h).
+ *
+ * Threads: the supervisor's loop only (struct sup, supervisor_int.h).
+ */
+#include "supervisor_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "child.h"
+#include "dirstate.h"
+#include "log.h"
+
+void sup_what_stands(const struct sup *s, char *buf, size_t cap)
+{
+    char step[24], more[96] = "";
+    if (s->staged_seq > s->have_seq && sr_commits_pending(s->cp) > 0)
+        snprintf(more, sizeof(more), " (checkpoint %" PRIu64 " is staged and still being stored)",
+                 s->staged_seq);
+    if (!s->have_seq) {
+        snprintf(buf, cap, "no checkpoint: the next start begins from scratch%s", more);
+        return;
+    }
+    sr_format_step(s->have_step, step, sizeof(step));
+    if (s->have_step_seq == s->have_seq)
+        snprintf(buf, cap, "checkpoint %" PRIu64 " (step %s) stands%s", s->have_seq, step, more);
+    else
+        snprintf(buf, cap, "checkpoint %" PRIu64 " stands%s", s->have_seq, more);
+}
+
+uint64_t sup_dir_fp(const struct sup *s, int *empty)
+{
+    return sr_dir_fingerprint_ex(s->cfg->ckpt_dir, empty, s->cfg->ckpt_exclude,
+                                 s->cfg->n_ckpt_exclude);
+}
+
+/* The newest checkpoint known durable, with its step, for what_stands. */
+static void note_durable(struct sup *s, uint64_t seq, int64_t step)
+{
+    if (seq >= s->have_seq) {
+        s->have_step_seq = seq;
+        s->have_step = step;
+    }
+}
+
+static void commit_failed(struct sup *s, const struct sr_commit_result *r)
+{
+    const char *phase = r->kind == SR_COMMIT_STAGED ? "stage" : "persist";
+    char stands[192], step[24];
+    sup_what_stands(s, stands, sizeof(stands));
+    sr_format_step(r->step, step, sizeof(step));
+    if (r->kind == SR_COMMIT_STAGED)
+        sr_warn("checkpoint of %s (step %s) failed: %s; %s", s->cfg->ckpt_dir, step, r->msg,
+                stands);
+    else
+        sr_warn("checkpoint %" PRIu64 " could not be stored: %s; %s", r->seq, r->msg, stands);
+    const int known = s->have_step_seq == s->have_seq;
+    emit(s, "commit_failed",
+         json_pack("{s:s,s:I,s:I,s:s,s:I,s:I}", "phase", phase, "seq", (json_int_t)r->seq, "step",
+                   (json_int_t)r->step, "reason", r->msg, "stands_seq", (json_int_t)s->have_seq,
+                   "stands_step", (json_int_t)(s->have_seq && known ? s->have_step : -1)));
+    sr_events_flush(s->ev);
+}
+
+void sup_commit_result(struct sup *s, const struct sr_commit_result *r)
+{
+    if (r->rc == -ECANCELED) /* superseded by a newer commit: not a failure */
+        return;
+    if (r->rc < 0) {
+        sr_dirstate_result(&s->dir, r->tag, 0);
+        if (r->rc == -ESTALE && s->cfg->lease && r->kind == SR_COMMIT_PERSISTED)
+            return; /* the lease is lost: said by its own event */
+        commit_failed(s, r);
+        return;
+    }
+    if (r->kind == SR_COMMIT_PERSISTED) {
+        sr_dirstate_result(&s->dir, r->tag, 1);
+        if (!r->part || r->set)
+            note_durable(s, r->seq, r->step);
+    }
+}
+
+/* Commits the directory as it stands (step unknown) when no commit carries it. */
+void sup_commit_if_changed(struct sup *s, const char *why)
+{
+    int empty;
+    const uint64_t fp = sup_dir_fp(s, &empty);
+    if (sr_dirstate_due(&s->dir, fp, empty)) {
+        sr_info("committing %s (%s)", s->cfg->ckpt_dir, why);
+        sup_commit_dir(s, -1, -1, why);
+    }
+}
+
+void sup_commit_after_exit(struct sup *s, int status, const char *why)
+{
+    /* Multi-node: a checkpoint is one step's parts from every node; a
+     * lone node's commit of what its job left after a commit of its own
+     * could never complete a set (as before: only a job that never
+     * committed has its directory committed as it stands). */
+    if (s->cfg->nodes > 1 && s->job_committed)
+        return;
+    int empty;
+    const uint64_t fp = sup_dir_fp(s, &empty);
+    char stands[192];
+    switch (sr_dirstate_after_exit(&s->dir, status, s->lost, fp, empty)) {
+    case SR_FINAL_COMMIT: {
+        /* After a commit of the job's this attempt, the directory holds at
+         * least that step (a log grew, or newer files came): it is recorded
+         * with that step, so a resume still knows where it is. */
+        const int64_t step = s->job_committed ? s->ckpt_step : -1;
+        char st[24];
+        sr_format_step(step, st, sizeof(st));
+        sr_info("committing %s as it stands (%s), step %s: no commit carries what it holds%s",
+                s->cfg->ckpt_dir, why, st,
+                s->job_committed ? " (it changed after the job's newest commit, or that failed)"
+                                 : "");
+        sup_commit_dir(s, step, -1, why);
+        return;
+    }
+    case SR_FINAL_KILLED:
+        if (!sr_dirstate_due(&s->dir, fp, empty))
+            return;
+        sup_what_stands(s, stands, sizeof(stands));
+        sr_warn("the job was killed (SIGKILL): its directory %s changed since the newest commit "
+                "but may hold half-written files, so it is not committed; %s",
+                s->cfg->ckpt_dir, stands);
+        return;
+    case SR_FINAL_CARRIED:
+    case SR_FINAL_LEASE_LOST:
+        return;
+    }
+}
