@@ -1069,9 +1069,9 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
          "learned from its heartbeats; off (default) (docs/runtime.md)"},
         {"stall-startup", 0, "SPOTRUN_STALL_STARTUP", SR_OPT_DURATION, &o.stall_startup_ms,
          "DURATION",
-         "--stall-timeout: once the run heartbeated, a later attempt that does not heartbeat "
-         "within this of its start is stalled (default: 2 x its longest start-up seen, at least "
-         "the timeout and 5m)"},
+         "--stall-timeout, one node: once the run heartbeated, a later attempt that does not "
+         "heartbeat within this of its start is stalled (default: 2 x its longest start-up "
+         "seen, at least the timeout and 5m)"},
         {"backoff", 0, "SPOTRUN_BACKOFF", SR_OPT_DURATION, &o.backoff_ms, "DURATION",
          "first restart delay, doubled each time up to 60s (default 1s)"},
         {"signal", 's', twin("SPOTRUN_SIGNAL"), SR_OPT_STR, &o.signal, "SIG",

@@ -14,7 +14,7 @@ void sr_stall_init(struct sr_stall *s, int64_t timeout_ms, int auto_mode)
 
 void sr_stall_set_startup(struct sr_stall *s, int64_t startup_ms)
 {
-    s->startup_ms = startup_ms > 0 ? startup_ms : 0;
+    s->startup_ms = startup_ms < 0 ? -1 : startup_ms;
 }
 
 void sr_stall_prior(struct sr_stall *s, int64_t longest_startup_ms)
@@ -76,7 +76,8 @@ static int64_t base_timeout(const struct sr_stall *s)
 
 int sr_stall_in_startup(const struct sr_stall *s)
 {
-    return !s->beaten && s->ever_beaten && (s->auto_mode || s->timeout_ms > 0);
+    return !s->beaten && s->ever_beaten && s->startup_ms >= 0 &&
+           (s->auto_mode || s->timeout_ms > 0);
 }
 
 int64_t sr_stall_startup(const struct sr_stall *s)

@@ -52,7 +52,7 @@ struct sr_stall {
      * whether the run heartbeated in any attempt, and the longest
      * start-to-first-heartbeat seen (held start-ups are not learned). */
     int64_t started_ms;
-    int64_t startup_ms;
+    int64_t startup_ms; /* < 0: not judged before the first heartbeat */
     int ever_beaten;
     int64_t longest_startup_ms;
     int startup_held;
@@ -61,7 +61,9 @@ struct sr_stall {
 /* timeout_ms > 0: fixed; auto_mode: learned. Off is neither (never judges). */
 void sr_stall_init(struct sr_stall *s, int64_t timeout_ms, int auto_mode);
 
-/* --stall-startup: the start-up allowance, 0 = learned (sr_stall_startup). */
+/* --stall-startup: the start-up allowance, 0 = learned (sr_stall_startup),
+ * negative = none: an attempt is judged only after its first heartbeat
+ * (a multi-node run, whose start waits for the other nodes). */
 void sr_stall_set_startup(struct sr_stall *s, int64_t startup_ms);
 
 /* The run heartbeated in an earlier wrapper's attempt (its history); its

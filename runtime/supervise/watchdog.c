@@ -68,7 +68,9 @@ void sup_watchdog_init(struct sup *s)
         sr_info("--stall-timeout %s: the job is judged only after its first heartbeat "
                 "(checkpoint_due(), commit(), metric(); spotrun_checkpoint_requested() in C)",
                 how);
-    sr_stall_set_startup(&s->stall, c->stall_startup_ms);
+    /* Multi-node: a start waits for the other nodes, however late they
+     * come; judged only after its first heartbeat (docs/runtime.md). */
+    sr_stall_set_startup(&s->stall, c->nodes > 1 ? -1 : c->stall_startup_ms);
     if (c->prior_beaten)
         sr_stall_prior(&s->stall, c->prior_startup_ms);
 }

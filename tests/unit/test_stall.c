@@ -131,6 +131,13 @@ static void test_an_earlier_wrapper_s_heartbeat_and_the_user_s_allowance(void **
     assert_int_equal(sr_stall_deadline(&st), 53 * S); /* the user's, not 2 x 10 min */
     sr_stall_describe_startup(&st, buf, sizeof(buf));
     assert_string_equal(buf, "3.0s (--stall-startup)");
+    /* Multi-node (no start-up judgement): only after the first heartbeat. */
+    sr_stall_set_startup(&st, -1);
+    sr_stall_attempt(&st, 100 * S);
+    assert_false(sr_stall_in_startup(&st));
+    assert_false(sr_stall_due(&st, 1000 * MIN));
+    sr_stall_beat(&st, 101 * S);
+    assert_int_equal(sr_stall_deadline(&st), 103 * S);
     /* Off stays off whatever the history says. */
     sr_stall_init(&st, 0, 0);
     sr_stall_prior(&st, 1 * S);
