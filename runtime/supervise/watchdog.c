@@ -212,6 +212,36 @@ static int job_stopped(struct sup *s)
     return stopped;
 }
 
+/* The job heartbeated since the last look at t (progress moved). */
+static void saw_beat(struct sup *s, int64_t t)
+{
+    int64_t at = t;
+    const int64_t wall = sr_wall_ms();
+    const uint64_t pm = __atomic_load_n(&s->page->progress_ms, __ATOMIC_RELAXED);
+    if (pm && (int64_t)pm <= wall && wall - (int64_t)pm < poll_ms(s) * 2)
+        at = t - (wall - (int64_t)pm); /* when it happened, within the last polls */
+    const int first = !s->stall.beaten;
+    const int64_t was = first ? 0 : sr_stall_timeout(&s->stall); /* not the start-up's */
+    sr_stall_beat(&s->stall, at);
+    if (first) /* a later attempt is judged from its start (sr_hist_heartbeated) */
+        emit(s, "heartbeat",
+             json_pack("{s:I}", "after_ms",
+                       (json_int_t)(at > s->stall.started_ms ? at - s->stall.started_ms : 0)));
+    if (s->cfg->stall_auto && sr_stall_timeout(&s->stall) != was) {
+        char how[128];
+        sr_stall_describe(&s->stall, how, sizeof(how));
+        if (!s->stall_said) /* said once; later moves only at debug level */
+            sr_info("--stall-timeout %s: the job is judged from now on", how);
+        else
+            sr_debug("--stall-timeout %s", how);
+        s->stall_said = 1;
+    }
+    if (t >= s->next_cpu_snap) {
+        sr_evidence_cpu_snapshot(getpid(), &s->stall_cpu);
+        s->next_cpu_snap = t + CPU_SNAP_MS;
+    }
+}
+
 void sup_watchdog_tick(struct sup *s)
 {
     if (!s->stall_on || !s->child)
@@ -234,31 +264,7 @@ void sup_watchdog_tick(struct sup *s)
     const uint64_t p = __atomic_load_n(&s->page->progress, __ATOMIC_ACQUIRE);
     if (p != s->beat_seen) {
         s->beat_seen = p;
-        int64_t at = t;
-        const int64_t wall = sr_wall_ms();
-        const uint64_t pm = __atomic_load_n(&s->page->progress_ms, __ATOMIC_RELAXED);
-        if (pm && (int64_t)pm <= wall && wall - (int64_t)pm < poll_ms(s) * 2)
-            at = t - (wall - (int64_t)pm); /* when it happened, within the last polls */
-        const int64_t was = sr_stall_timeout(&s->stall);
-        const int first = !s->stall.beaten;
-        sr_stall_beat(&s->stall, at);
-        if (first) /* a later attempt is judged from its start (sr_hist_heartbeated) */
-            emit(s, "heartbeat",
-                 json_pack("{s:I}", "after_ms",
-                           (json_int_t)(at > s->stall.started_ms ? at - s->stall.started_ms : 0)));
-        if (s->cfg->stall_auto && sr_stall_timeout(&s->stall) != was) {
-            char how[128];
-            sr_stall_describe(&s->stall, how, sizeof(how));
-            if (!s->stall_said) /* said once; later moves only at debug level */
-                sr_info("--stall-timeout %s: the job is judged from now on", how);
-            else
-                sr_debug("--stall-timeout %s", how);
-            s->stall_said = 1;
-        }
-        if (t >= s->next_cpu_snap) {
-            sr_evidence_cpu_snapshot(getpid(), &s->stall_cpu);
-            s->next_cpu_snap = t + CPU_SNAP_MS;
-        }
+        saw_beat(s, t);
     }
     /* A pending request holds only once the job heartbeated after it was
      * made (it polled, heard it and is saving): a job that hung before it

@@ -92,7 +92,10 @@ case $SPOTRUN_ATTEMPT in
     exit 3
     ;;
 1) echo "attempt 1 hangs at its start"; exec sleep 600 ;;
-*) "$SPOTRUN_BIN" metric loss=0.5 || exit 9; echo "attempt $SPOTRUN_ATTEMPT finishes" ;;
+*)
+    for i in 1 2 3 4 5 6 7 8 9 10; do "$SPOTRUN_BIN" metric loss=0.$i || exit 9; sleep 0.2; done
+    echo "attempt $SPOTRUN_ATTEMPT finishes"
+    ;;
 esac
 SH
 
@@ -120,6 +123,22 @@ test_expect_success 'by default the allowance has a floor; a resumed job that he
     grep "^attempt 2 finishes" rerun2.log &&
     grep "the job finished successfully" rerun2.log &&
     ! grep "the job is stalled" rerun2.log
+'
+
+# twice.sh: heartbeats for 2 s, then fails on attempt 0 and finishes on the next.
+cat >twice.sh <<\SH
+for i in 1 2 3 4 5 6 7 8 9 10; do "$SPOTRUN_BIN" metric loss=$i || exit 9; sleep 0.2; done
+test "$SPOTRUN_ATTEMPT" = 0 && exit 3
+echo "attempt $SPOTRUN_ATTEMPT finishes"
+SH
+
+test_expect_success 'auto: the start-up allowance is at least its timeout; learning is not judging' '
+    "$SPOTRUN" run --run-id learn --stall-timeout auto --max-restarts 1 --backoff 10ms -- \
+        sh twice.sh >learn.log 2>&1 &&
+    cat learn.log &&
+    grep "its first heartbeat is due within 10m00s (the stall timeout)" learn.log &&
+    grep "^attempt 1 finishes" learn.log &&
+    ! grep "judged from now on" learn.log
 '
 
 # stopme.py: heartbeats every 50 ms until the file "finish" exists, then
