@@ -4,7 +4,8 @@
 # before its first heartbeat is judged from its start (--stall-startup, or
 # the learned allowance, whose floor the log names); a run that hangs again
 # and again ends failed, cause stalled, not 75. A rerun reads the run's
-# earlier heartbeats from its history. A job stopped by SIGSTOP is said to
+# earlier heartbeats from its history; a sweep's trial that hangs so fails
+# and its worker goes on. A job stopped by SIGSTOP is said to
 # be stopped and is not judged until it runs again. (`timeout 90`: were an
 # attempt never judged, the test would end there.)
 . "$(dirname "$0")/lib.sh"
@@ -79,6 +80,21 @@ test_expect_success 'the first heartbeat of an attempt is an event, with its tim
     grep "\"event\":\"heartbeat\"" "$SPOTRUN_STORE"/again/events/000000.jsonl |
         grep "\"after_ms\":[0-9]" &&
     ! grep "\"event\":\"heartbeat\"" "$SPOTRUN_STORE"/again/events/000001.jsonl
+'
+
+test_expect_success 'sweep: a trial that hangs after each resume fails, cause stalled; the worker goes on' '
+    "$SPOTRUN" sweep init hangs --param k=1 -- sh "$PWD/hang.sh" >/dev/null &&
+    code=0
+    timeout 90 "$SPOTRUN" sweep work hangs --until-empty --poll 100ms -- --stall-timeout 2s \
+        --stall-startup 3s --max-restarts 1 --backoff 10ms >sweep.log 2>&1 || code=$?
+    cat sweep.log
+    test "$code" -eq 0 &&
+    test -f "$SPOTRUN_STORE/sweeps/hangs/end/0.failed" &&
+    test "$(grep -c "the job is stalled; stopping it" sweep.log)" -eq 2 &&
+    "$SPOTRUN" sweep show hangs >sweep.show &&
+    cat sweep.show &&
+    grep "trial 0 failed (stalled); left alone" sweep.log &&
+    grep -E "^ +0 +1 +failed \(stalled\) +stalled +2 " sweep.show
 '
 
 # first.sh: heartbeats for 2 s (the wrapper looks at the heartbeat every
