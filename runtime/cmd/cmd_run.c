@@ -85,6 +85,7 @@ struct run_opts {
     const char *sweep, *trial; /* a sweep's trial (docs/sweeps.md) */
     const char *stall_timeout; /* a duration, auto or off (docs/runtime.md) */
     int64_t stall_timeout_ms;
+    int64_t stall_startup_ms; /* --stall-startup, 0 = learned */
     int stall_auto;
     /* time limits and budgets (run_limits.h) */
     struct sr_run_limits_opts limits;
@@ -209,6 +210,7 @@ static int settings(const struct run_opts *o, char **cmd, struct run_ctx *r)
                                       .n_ckpt_exclude = o->nexclude,
                                       .stall_timeout_ms = o->stall_timeout_ms,
                                       .stall_auto = o->stall_auto,
+                                      .stall_startup_ms = o->stall_startup_ms,
                                       .grace_ms = o->grace_ms,
                                       .backoff_ms = o->backoff_ms,
                                       .max_restarts = (unsigned)o->max_restarts,
@@ -605,7 +607,8 @@ static int every_history(struct run_ctx *r)
 }
 
 /* --stall-timeout: the run's earlier stalls count toward --max-restarts, so
- * that a run that hangs each time it is rerun stops. */
+ * that a run that hangs each time it is rerun stops; once it heartbeated,
+ * an attempt that hangs before its first heartbeat is judged too. */
 static int stall_history(struct run_ctx *r)
 {
     if (!r->c.stall_auto && !r->c.stall_timeout_ms)
@@ -619,6 +622,8 @@ static int stall_history(struct run_ctx *r)
                 sr_strerror(rc));
     else
         r->c.prior_stalls = sr_hist_stalls(&h);
+    if (rc >= 0) /* then every attempt is judged from its start */
+        r->c.prior_beaten = sr_hist_heartbeated(&h, &r->c.prior_startup_ms);
     sr_hist_free(&h);
     sr_err_clear();
     if (r->c.prior_stalls && r->c.nodes <= 1) /* multi-node: the engine reruns the group */
@@ -1110,6 +1115,11 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
         {"stall-timeout", 0, "SPOTRUN_STALL_TIMEOUT", SR_OPT_STR, &o.stall_timeout, "DURATION",
          "stop and restart a job that heartbeated and then made no progress this long; auto: "
          "learned from its heartbeats; off (default) (docs/runtime.md)"},
+        {"stall-startup", 0, "SPOTRUN_STALL_STARTUP", SR_OPT_DURATION, &o.stall_startup_ms,
+         "DURATION",
+         "--stall-timeout, one node: once the run heartbeated, a later attempt that does not "
+         "heartbeat within this of its start is stalled (default: 2 x its longest start-up "
+         "seen, at least the timeout and 5m)"},
         {"backoff", 0, "SPOTRUN_BACKOFF", SR_OPT_DURATION, &o.backoff_ms, "DURATION",
          "first restart delay, doubled each time up to 60s (default 1s)"},
         {"signal", 's', twin("SPOTRUN_SIGNAL"), SR_OPT_STR, &o.signal, "SIG",

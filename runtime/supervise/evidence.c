@@ -100,6 +100,29 @@ json_t *sr_evidence_procs(pid_t root, const struct sr_cpu_base *base)
     return arr;
 }
 
+int sr_evidence_stopped(pid_t root, pid_t *stopped, size_t max, size_t *n_stopped)
+{
+    pid_t *pids = NULL;
+    size_t n = 0, live = 0;
+    *n_stopped = 0;
+    const int rc = sr_proctree_list(root, &pids, &n);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        struct stat_line s;
+        if (stat_of(pids[i], &s) < 0 || s.state == 'Z' || s.state == 'X')
+            continue;
+        live++;
+        if (s.state != 'T' && s.state != 't')
+            continue;
+        if (*n_stopped < max)
+            stopped[*n_stopped] = pids[i];
+        ++*n_stopped;
+    }
+    free(pids);
+    return (int)live;
+}
+
 /* ---- tracebacks -------------------------------------------------------------- */
 
 struct tb {

@@ -36,6 +36,13 @@ void sr_evidence_cpu_snapshot(pid_t root, struct sr_cpu_base *b);
  * cpu_ms since base; NULL when /proc cannot be read. */
 json_t *sr_evidence_procs(pid_t root, const struct sr_cpu_base *base);
 
+/* Whether the job is stopped (SIGSTOP, or held by a debugger): every live
+ * descendant of root is in state T or t. Returns how many live descendants
+ * there are (zombies do not count), with how many are stopped in
+ * *n_stopped and the first max of their pids in stopped; -errno when /proc
+ * cannot be read. */
+int sr_evidence_stopped(pid_t root, pid_t *stopped, size_t max, size_t *n_stopped);
+
 /* Sends signo to each descendant of root that registered in dir
  * (<dir>/<pid>.tb exists) and catches it, waits up to wait_ms for their
  * files to grow and settle, and returns what they wrote, each under a

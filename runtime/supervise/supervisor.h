@@ -61,10 +61,17 @@ struct sr_supervise_config {
      * then stops for stall_timeout_ms (or the learned timeout with
      * stall_auto) is stopped and restarted as a failure; prior_stalls are
      * the stalls of the run's earlier wrappers (its history), counted with
-     * this one's against max_restarts. */
+     * this one's against max_restarts. Once the run heartbeated (in this
+     * wrapper, or prior_beaten: in an earlier one, whose longest start to
+     * first heartbeat was prior_startup_ms, 0 = unknown), an attempt is
+     * judged from its start, allowed stall_startup_ms (0 = learned) before
+     * its first heartbeat. */
     int64_t stall_timeout_ms;
     int stall_auto;
     unsigned prior_stalls;
+    int64_t stall_startup_ms;
+    int prior_beaten;
+    int64_t prior_startup_ms;
     /* Multi-node: how many stalls of the run its engine's reruns may take
      * (an explicit --max-restarts, else 3) before a stalled node gives up. */
     unsigned max_stalls;

@@ -147,6 +147,8 @@ struct sup {
     int stalling;
     int stall_requeue; /* multi-node: a stalled node stops with its group, exit 75 */
     int stall_said;    /* auto: the learned timeout was said */
+    int startup_said;  /* an attempt judged from its start was said */
+    int job_stopped;   /* every process of the job is stopped (SIGSTOP): said, not judged */
     unsigned stalls;   /* this wrapper's */
     int stall_signo;
     char stall_dir[4200];

@@ -68,6 +68,11 @@ void sup_watchdog_init(struct sup *s)
         sr_info("--stall-timeout %s: the job is judged only after its first heartbeat "
                 "(checkpoint_due(), commit(), metric(); spotrun_checkpoint_requested() in C)",
                 how);
+    /* Multi-node: a start waits for the other nodes, however late they
+     * come; judged only after its first heartbeat (docs/runtime.md). */
+    sr_stall_set_startup(&s->stall, c->nodes > 1 ? -1 : c->stall_startup_ms);
+    if (c->prior_beaten)
+        sr_stall_prior(&s->stall, c->prior_startup_ms);
 }
 
 /* Before the job starts: a fresh registration directory (a pid of the last
@@ -81,8 +86,17 @@ void sup_watchdog_attempt(struct sup *s)
     if (rc < 0)
         sr_warn("--stall-timeout: cannot create %s: %s (no Python tracebacks at a stall)",
                 s->stall_dir, sr_strerror(rc));
-    sr_stall_attempt(&s->stall);
+    sr_stall_attempt(&s->stall, now());
     s->beat_seen = 0; /* page_reset zeroed progress */
+    s->job_stopped = 0;
+    if (sr_stall_in_startup(&s->stall) && !s->startup_said) {
+        char how[128];
+        sr_stall_describe_startup(&s->stall, how, sizeof(how));
+        sr_info("--stall-timeout: run %s heartbeated in an earlier attempt, so this attempt is "
+                "judged from its start: its first heartbeat is due within %s",
+                s->cfg->run_id, how);
+        s->startup_said = 1;
+    }
     s->stall_cpu.n = 0;
     s->stalling = 0;
     s->stall_term_at = 0;
@@ -115,10 +129,30 @@ static void stop_stalled(struct sup *s)
     s->stall_kill_at = now() + STALL_TERM_WAIT_MS;
 }
 
+static void say_stalled(const struct sup *s, int64_t since, int64_t timeout, int startup,
+                        int have_tb)
+{
+    char a[32], b[32], head[192];
+    sr_format_duration_ms(since, a, sizeof(a));
+    sr_format_duration_ms(timeout, b, sizeof(b));
+    if (startup) /* judged from its start: the run heartbeated before */
+        snprintf(head, sizeof(head),
+                 "no heartbeat for %s since the job started (it heartbeated in an earlier "
+                 "attempt; start-up allowance %s, --stall-startup)",
+                 a, b);
+    else
+        snprintf(head, sizeof(head), "no heartbeat for %s (--stall-timeout %s)", a, b);
+    sr_warn("%s: the job is stalled; stopping it (its processes' states%s are in the "
+            "\"stalled\" event of attempt %" PRIu32 " in %s/%s/events/)",
+            head, have_tb ? " and Python tracebacks" : "", s->attempt, sr_store_url(s->cfg->st),
+            s->cfg->run_id);
+}
+
 static void stalled(struct sup *s, int64_t t)
 {
     const int64_t timeout = sr_stall_timeout(&s->stall);
-    int64_t since = t - s->stall.last_ms;
+    const int startup = sr_stall_in_startup(&s->stall);
+    int64_t since = t - (startup ? s->stall.started_ms : s->stall.last_ms);
     const int64_t wall = sr_wall_ms();
     const uint64_t pm = __atomic_load_n(&s->page->progress_ms, __ATOMIC_RELAXED);
     if (pm && (int64_t)pm <= wall && wall - (int64_t)pm > since)
@@ -128,6 +162,8 @@ static void stalled(struct sup *s, int64_t t)
                                       SR_EVIDENCE_TRACE_WAIT_MS);
     json_t *ev = json_pack("{s:I,s:I,s:o}", "since_ms", (json_int_t)since, "timeout_ms",
                            (json_int_t)timeout, "procs", procs ? procs : json_array());
+    if (ev && startup)
+        json_object_set_new(ev, "startup", json_true());
     const int have_tb = ev && tb;
     if (have_tb)
         json_object_set_new(ev, "traceback", text_value(tb));
@@ -135,14 +171,7 @@ static void stalled(struct sup *s, int64_t t)
     emit(s, "stalled", ev); /* takes ev */
     sr_events_flush(s->ev);
     s->stalls++;
-    char a[32], b[32];
-    sr_format_duration_ms(since, a, sizeof(a));
-    sr_format_duration_ms(timeout, b, sizeof(b));
-    sr_warn("no heartbeat for %s (--stall-timeout %s): the job is stalled; stopping it (its "
-            "processes' states%s are in the \"stalled\" event of attempt %" PRIu32
-            " in %s/%s/events/)",
-            a, b, have_tb ? " and Python tracebacks" : "", s->attempt, sr_store_url(s->cfg->st),
-            s->cfg->run_id);
+    say_stalled(s, since, timeout, startup, have_tb);
     if (s->cfg->nodes > 1 && s->peers) {
         /* The other nodes' jobs wait for ours in a collective: stop them
          * too, as a notice does (they exit 75 and the group reruns). Ours
@@ -157,6 +186,60 @@ static void stalled(struct sup *s, int64_t t)
         return;
     }
     stop_stalled(s);
+}
+
+/* 1 when every process of the job is stopped (SIGSTOP; docs/runtime.md):
+ * said once when it is found, and again once it runs. */
+static int job_stopped(struct sup *s)
+{
+    pid_t pids[8];
+    size_t n_stopped = 0;
+    const int live = sr_evidence_stopped(getpid(), pids, 8, &n_stopped);
+    const int stopped = live > 0 && n_stopped == (size_t)live;
+    if (stopped && !s->job_stopped) {
+        char list[128] = "";
+        size_t used = 0;
+        for (size_t i = 0; i < n_stopped && i < 8 && used < sizeof(list); i++)
+            used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%d", i ? " " : "",
+                                     (int)pids[i]);
+        sr_warn("--stall-timeout: the job is stopped (pid%s %s%s in state T: SIGSTOP or a "
+                "debugger), not hung: it is not judged while it is stopped; SIGCONT continues it",
+                n_stopped > 1 ? "s" : "", list, n_stopped > 8 ? " ..." : "");
+    } else if (!stopped && s->job_stopped) {
+        sr_info("--stall-timeout: the job runs again; its stall clock starts over from now");
+    }
+    s->job_stopped = stopped;
+    return stopped;
+}
+
+/* The job heartbeated since the last look at t (progress moved). */
+static void saw_beat(struct sup *s, int64_t t)
+{
+    int64_t at = t;
+    const int64_t wall = sr_wall_ms();
+    const uint64_t pm = __atomic_load_n(&s->page->progress_ms, __ATOMIC_RELAXED);
+    if (pm && (int64_t)pm <= wall && wall - (int64_t)pm < poll_ms(s) * 2)
+        at = t - (wall - (int64_t)pm); /* when it happened, within the last polls */
+    const int first = !s->stall.beaten;
+    const int64_t was = first ? 0 : sr_stall_timeout(&s->stall); /* not the start-up's */
+    sr_stall_beat(&s->stall, at);
+    if (first) /* a later attempt is judged from its start (sr_hist_heartbeated) */
+        emit(s, "heartbeat",
+             json_pack("{s:I}", "after_ms",
+                       (json_int_t)(at > s->stall.started_ms ? at - s->stall.started_ms : 0)));
+    if (s->cfg->stall_auto && sr_stall_timeout(&s->stall) != was) {
+        char how[128];
+        sr_stall_describe(&s->stall, how, sizeof(how));
+        if (!s->stall_said) /* said once; later moves only at debug level */
+            sr_info("--stall-timeout %s: the job is judged from now on", how);
+        else
+            sr_debug("--stall-timeout %s", how);
+        s->stall_said = 1;
+    }
+    if (t >= s->next_cpu_snap) {
+        sr_evidence_cpu_snapshot(getpid(), &s->stall_cpu);
+        s->next_cpu_snap = t + CPU_SNAP_MS;
+    }
 }
 
 void sup_watchdog_tick(struct sup *s)
@@ -181,26 +264,7 @@ void sup_watchdog_tick(struct sup *s)
     const uint64_t p = __atomic_load_n(&s->page->progress, __ATOMIC_ACQUIRE);
     if (p != s->beat_seen) {
         s->beat_seen = p;
-        int64_t at = t;
-        const int64_t wall = sr_wall_ms();
-        const uint64_t pm = __atomic_load_n(&s->page->progress_ms, __ATOMIC_RELAXED);
-        if (pm && (int64_t)pm <= wall && wall - (int64_t)pm < poll_ms(s) * 2)
-            at = t - (wall - (int64_t)pm); /* when it happened, within the last polls */
-        const int64_t was = sr_stall_timeout(&s->stall);
-        sr_stall_beat(&s->stall, at);
-        if (s->cfg->stall_auto && sr_stall_timeout(&s->stall) != was) {
-            char how[128];
-            sr_stall_describe(&s->stall, how, sizeof(how));
-            if (!s->stall_said) /* said once; later moves only at debug level */
-                sr_info("--stall-timeout %s: the job is judged from now on", how);
-            else
-                sr_debug("--stall-timeout %s", how);
-            s->stall_said = 1;
-        }
-        if (t >= s->next_cpu_snap) {
-            sr_evidence_cpu_snapshot(getpid(), &s->stall_cpu);
-            s->next_cpu_snap = t + CPU_SNAP_MS;
-        }
+        saw_beat(s, t);
     }
     /* A pending request holds only once the job heartbeated after it was
      * made (it polled, heard it and is saving): a job that hung before it
@@ -210,6 +274,10 @@ void sup_watchdog_tick(struct sup *s)
     const int saving = pending && p != s->progress_at_request;
     if (s->phase != RUNNING || saving || sr_commits_staging(s->cp)) {
         sr_stall_hold(&s->stall, t); /* checkpointing is no stall */
+        return;
+    }
+    if ((s->job_stopped || sr_stall_due(&s->stall, t)) && job_stopped(s)) {
+        sr_stall_hold(&s->stall, t); /* a stopped job is not hung */
         return;
     }
     if (sr_stall_due(&s->stall, t))

@@ -588,6 +588,11 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         at->stalled = 1;
         at->stall_since_ms = int_in(ev, "since_ms", 0, SR_TIME_MAX_MS, 0);
         at->stall_timeout_ms = int_in(ev, "timeout_ms", 0, SR_TIME_MAX_MS, 0);
+    } else if (strcmp(type, "heartbeat") == 0) {
+        const int64_t after = int_in(ev, "after_ms", 0, SR_TIME_MAX_MS, 0);
+        h->beats++;
+        if (after > h->beat_startup_max_ms)
+            h->beat_startup_max_ms = after;
     } else if (strcmp(type, "limit") == 0) {
         add_limit(at, ev);
     } else if (strcmp(type, "withdrawn") == 0) {
@@ -1067,6 +1072,12 @@ const struct sr_hist_attempt *sr_hist_last_ended(const struct sr_history *h)
 unsigned sr_hist_stalls(const struct sr_history *h)
 {
     return h->stalls;
+}
+
+int sr_hist_heartbeated(const struct sr_history *h, int64_t *longest_startup_ms)
+{
+    *longest_startup_ms = h->beat_startup_max_ms;
+    return h->beats > 0 || h->stalls > 0;
 }
 
 double sr_hist_instance_hours(const struct sr_history *h)

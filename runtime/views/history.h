@@ -207,6 +207,10 @@ struct sr_history {
     uint64_t gpu_peak_bytes, gpu_bytes;
     /* "stalled" events (--stall-timeout), every attempt's: sr_hist_stalls() */
     unsigned stalls;
+    /* "heartbeat" events (an attempt's first heartbeat) and the longest
+     * start-to-first-heartbeat among them: sr_hist_heartbeated() */
+    unsigned beats;
+    int64_t beat_startup_max_ms;
     /* GPU utilization over the attempts that sampled any (derived): means
      * weighted by their samples; gpu_samples 0 = none sampled. */
     uint64_t gpu_samples;
@@ -284,6 +288,13 @@ int sr_hist_metric_maximized(const char *name);
  * over every attempt of every wrapper: `run` counts them toward
  * --max-restarts, so a run that hangs again and again stops. */
 unsigned sr_hist_stalls(const struct sr_history *h);
+
+/* 1 when the run's job heartbeated in any attempt (a "heartbeat" event, or
+ * a "stalled" one, which only a job that heartbeated gets), with the
+ * longest time from an attempt's start to its first heartbeat in
+ * *longest_startup_ms (0 = unknown): `run --stall-timeout` judges every
+ * later attempt from its start. */
+int sr_hist_heartbeated(const struct sr_history *h, int64_t *longest_startup_ms);
 
 /* Instance hours and cost; *spot and *on_demand are 0 without a price. */
 double sr_hist_instance_hours(const struct sr_history *h);

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # --stall-timeout in a multi-node run (docs/multinode.md, docs/runtime.md
 # "Stall watchdog"): 2 nodes, each its own wrapper with its own HOME and
-# work dir against one store, each one gloo rank of a real DDP job. Node
-# 1's trainer is stopped (SIGSTOP) mid-training: node 0's trainer then
-# waits in its next all_reduce. Node 1 judges its job stalled, records the
+# work dir against one store, each one gloo rank of a real DDP job under a
+# shell launcher. Node 1's trainer is stopped (SIGSTOP) mid-training, its
+# launcher still running (so the job is hung, not stopped as a whole: a
+# job whose every process is stopped is not judged), and node 0's trainer
+# then waits in its next all_reduce. Node 1 judges its job stalled, records the
 # stalled event and asks the group to stop through the store; node 0
 # records a peer notice and exits 75, and so does node 1 (the engine
 # reruns the group, up to --max-restarts stalls, 3 by default). The
@@ -25,7 +27,7 @@ node() {
     HOME=$TRASH/home$r SPOTRUN_WORK_DIR=$TRASH/work$r RANK=$r WORLD_SIZE=2 LOCAL_RANK=0 \
         MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
         timeout 300 "$SPOTRUN" run --run-id ddp --nodes 2 --node-rank "$r" --peer-poll 200ms \
-        --grace 20s --stall-timeout "$timeout" -- \
+        --grace 20s --stall-timeout "$timeout" -- sh -c '"$@"; exit $?' launcher \
         "$PY" "$EX/train_ddp.py" --steps $STEPS --save-every 10 --pace 0.05 --out "w$r.txt" \
         >"$log" 2>&1 &
     node_pid[$r]=$!
@@ -57,7 +59,8 @@ test_expect_success 'node 1 stopped mid-training: it is stalled, node 0 stops on
     wait_for n0.log "^step 30 " 120 ||
         { kill -TERM ${node_pid[0]} ${node_pid[1]}; wait; cat n0.log n1.log; exit 1; }
     wrapper=$(ps -o pid= --ppid ${node_pid[1]} | tr -d " ")
-    trainer=$(ps -o pid= --ppid "$wrapper" | tr -d " ")
+    launcher=$(ps -o pid= --ppid "$wrapper" | tr -d " ")
+    trainer=$(ps -o pid= --ppid "$launcher" | tr -d " ")
     test -n "$trainer" || { kill -TERM ${node_pid[0]} ${node_pid[1]}; wait; exit 1; }
     echo "stopping node 1 trainer $trainer (node 1 wrapper $wrapper)"
     kill -STOP "$trainer"
