@@ -1026,6 +1026,9 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
                          .max_restarts = MAX_RESTARTS_DEFAULT,
                          .peer_poll_ms = 1000,
                          .limits.budget_poll_ms = 30000,
+                         .limits.time_limit_ms = SR_LIMIT_NOT_GIVEN, /* 0 is refused */
+                         .limits.attempt_time_limit_ms = SR_LIMIT_NOT_GIVEN,
+                         .limits.max_cost = SR_LIMIT_NOT_GIVEN,
                          .notice = "auto",
                          .poll_ms = 1000,
                          .mtbf_ms = SR_INTERVAL_MTBF_PRIOR_MS,
@@ -1159,7 +1162,8 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
         fprintf(stderr, "spotrun run: --lease-ttl must be at least 1s (or 0: no lease)\n");
         return SR_EX_USAGE;
     }
-    if (every_opts(&o) != GO_ON || stall_opts(&o) != GO_ON || label_opts(&o) != GO_ON)
+    if (every_opts(&o) != GO_ON || stall_opts(&o) != GO_ON || label_opts(&o) != GO_ON ||
+        sr_run_limits_given(&o.limits) != 0)
         return SR_EX_USAGE;
     if (o.level > 19) {
         fprintf(stderr, "spotrun run: --level must be 1..19\n");
