@@ -1017,6 +1017,28 @@ static int stall_opts(struct run_opts *o)
     return GO_ON;
 }
 
+/* The metadata endpoints (flags or SPOTRUN_* twins) are URLs a request can
+ * go to as written: refused at parse, never a surprise port. */
+static int endpoint_opts(const struct run_opts *o)
+{
+    const struct {
+        const char *flag, *url;
+    } eps[] = {{"aws-imds", o->aws_imds},
+               {"gcp-metadata", o->gcp_metadata},
+               {"azure-metadata", o->azure_metadata}};
+    for (size_t i = 0; i < sizeof(eps) / sizeof(eps[0]); i++) {
+        char why[160];
+        if (eps[i].url && *eps[i].url && sr_notice_url_check(eps[i].url, why, sizeof(why)) < 0) {
+            fprintf(
+                stderr,
+                "spotrun run: invalid --%s \"%s\": %s (give a URL like http://169.254.169.254)\n",
+                eps[i].flag, eps[i].url, why);
+            return SR_EX_USAGE;
+        }
+    }
+    return GO_ON;
+}
+
 int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct run_opts o = {.lease_ttl_ms = 60000,
@@ -1154,6 +1176,8 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
                 o.notice);
         return SR_EX_USAGE;
     }
+    if (endpoint_opts(&o) != GO_ON)
+        return SR_EX_USAGE;
     if (o.poll_ms < 10) {
         fprintf(stderr, "spotrun run: --poll-interval must be at least 10ms\n");
         return SR_EX_USAGE;
