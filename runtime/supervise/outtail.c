@@ -232,7 +232,9 @@ int sup_job_stderr(struct sup *s)
 void sup_output_tail(struct sup *s, json_t *ex)
 {
     char *tail = sr_outtail_take(s->outtail);
-    if (tail && ex && json_integer_value(json_object_get(ex, "code")) != 0)
+    /* a failure's: not a stop spotrun made for a notice, a limit or a peer */
+    if (tail && ex && json_integer_value(json_object_get(ex, "code")) != 0 &&
+        s->phase != PREEMPTING)
         json_object_set_new(ex, "tail", json_string(tail));
     free(tail);
 }

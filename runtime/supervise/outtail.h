@@ -40,7 +40,8 @@ void sr_outtail_close(struct sr_outtail *t);
 
 /* The supervisor's side: the fd the job's stderr goes to (the tee is
  * started on the first call; -1 = the wrapper's own), and the "tail" of an
- * "exit" event whose code is not 0 (always forgets what was kept). */
+ * "exit" event whose code is not 0, outside a notice's stop (always forgets
+ * what was kept). */
 int sup_job_stderr(struct sup *s);
 void sup_output_tail(struct sup *s, json_t *ex);
 

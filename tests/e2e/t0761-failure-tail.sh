@@ -44,6 +44,17 @@ test_expect_success 'a job that succeeds keeps no tail' '
     "$SPOTRUN" show ok >ok.out && ! grep "stderr ended" ok.out
 '
 
+test_expect_success 'an attempt stopped by a notice keeps and prints no stderr tail' '
+    (set +e; "$SPOTRUN" run --run-id pre -- sh -c "echo working >&2; echo up >up; sleep 60" \
+        2>pre.err; echo $? >pre.rc) &
+    wait_for up up &&
+    "$SPOTRUN" notify --run-id pre --deadline 3s 2>/dev/null &&
+    wait_for pre.rc . 120 && test "$(cat pre.rc)" = 75 &&
+    test "$(exit_field pre tail)" = null &&
+    "$SPOTRUN" show pre >pre.out && grep "^attempt 0 .*preempted" pre.out &&
+    ! grep "stderr ended" pre.out
+'
+
 test_expect_success 'a job writing 100 MB to stderr: only the bounded tail is kept' '
     expect_code 3 "$SPOTRUN" run --run-id big --max-restarts 0 -- sh -c "
         yes \"a line of training output\" | head -n 4000000 >&2 # 104 MB
