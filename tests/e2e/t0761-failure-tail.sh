@@ -69,6 +69,12 @@ assert lines[-1] == \"the last words\" and lines[0] == \"a line of training outp
 "
 '
 
+test_expect_success 'a grandchild holding the job'"'"'s stderr after it exits never holds up the wrapper' '
+    expect_code 3 timeout 60 "$SPOTRUN" run --run-id gc --max-restarts 0 -- sh -c "
+        (setsid sh -c \"sleep 50; echo late >&2\" &); echo dying >&2; exit 3" 2>/dev/null &&
+    test "$(exit_field gc tail)" = "\"dying\""
+'
+
 test_expect_success 'sweep show prints a failed trial'"'"'s last lines' '
     "$SPOTRUN" sweep init sw --param k=0,3 -- sh -c "echo trial {k} says simulated CUDA error >&2; exit {k}" >/dev/null &&
     timeout 300 "$SPOTRUN" sweep work sw --until-empty --poll 100ms -- --max-restarts 0 2>work.err ||
