@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -213,6 +214,46 @@ static int node_wrapper(const char *root, const char *run_id, char *sock, size_t
     return rc;
 }
 
+/* Length of the sweep name in a trial's run id "<sweep>-<K>", 0 when it is
+ * not one. */
+static size_t trial_prefix(const char *run_id)
+{
+    const char *dash = strrchr(run_id, '-');
+    if (!dash || dash == run_id || !dash[1] || strspn(dash + 1, "0123456789") != strlen(dash + 1))
+        return 0;
+    return (size_t)(dash - run_id);
+}
+
+/* Run run_id is a sweep trial that ran on this machine (its local state
+ * <root>/<run_id> is here) and no longer runs: its worker has moved on.
+ * The one other trial of the same sweep whose wrapper answers here is what
+ * the worker runs now, and a notice meant for the machine goes to it. */
+static int sibling_trial(const char *root, const char *run_id, char *sock, size_t len, char *who,
+                         size_t wlen)
+{
+    const size_t n = trial_prefix(run_id);
+    char dir[PATH_MAX + 256];
+    snprintf(dir, sizeof(dir), "%s/%s", root, run_id);
+    struct stat sb;
+    DIR *d = n && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) ? opendir(root) : NULL;
+    if (!d)
+        return -ENOENT;
+    int found = 0;
+    for (struct dirent *de; (de = readdir(d));) {
+        char s[PATH_MAX + 300];
+        if (strcmp(de->d_name, run_id) == 0 || trial_prefix(de->d_name) != n ||
+            strncmp(de->d_name, run_id, n + 1) != 0 || !answers(root, de->d_name, s, sizeof(s)))
+            continue;
+        if (found++ == 0) {
+            snprintf(sock, len, "%s", s);
+            snprintf(who, wlen, "%s", de->d_name);
+        }
+    }
+    closedir(d);
+    sr_err_clear();
+    return found == 1 ? 0 : -ENOENT;
+}
+
 /* The control socket of the wrapper to notify, waiting up to wait_ms for
  * one to answer (a wrapper started a moment ago is still restoring). */
 static int find_wrapper(const char *control, const char *run_id, const char *root, int64_t wait_ms,
@@ -238,12 +279,22 @@ static int find_wrapper(const char *control, const char *run_id, const char *roo
             rc = sr_ctl_call(sock, "STATUS", reply, sizeof(reply), 10000);
         if (rc < 0 && run_id && node_wrapper(root, run_id, sock, len) == 0)
             rc = 0;
+        char who[NAME_MAX + 1];
+        if (rc < 0 && run_id && sibling_trial(root, run_id, sock, len, who, sizeof(who)) == 0) {
+            sr_info("run %s is not running here any more: its sweep worker runs %s now, which "
+                    "gets the notice",
+                    run_id, who);
+            rc = 0;
+        }
         if (rc == 0 || (rc != -ENOENT && rc != -ECONNREFUSED) || sr_now_ms() >= until) {
             if (rc == -ENOENT || rc == -ECONNREFUSED) {
                 sr_err_clear();
                 rc = -ECONNREFUSED; /* 69: nobody to serve the notice */
                 if (run_id)
-                    return sr_errf(rc, "no wrapper is running for run %s%s (nothing answers at %s)",
+                    return sr_errf(rc,
+                                   "no wrapper is running for run %s%s (nothing answers at %s); "
+                                   "without --run-id, notify reaches the one wrapper running "
+                                   "under the work dir",
                                    run_id, wait_ms ? " yet" : "", sock);
                 if (control && *control)
                     return sr_errf(rc, "no wrapper answers at %s", sock);

@@ -1067,6 +1067,28 @@ static int stall_opts(struct run_opts *o)
     return GO_ON;
 }
 
+/* The metadata endpoints (flags or SPOTRUN_* twins) are URLs a request can
+ * go to as written: refused at parse, never a surprise port. */
+static int endpoint_opts(const struct run_opts *o)
+{
+    const struct {
+        const char *flag, *url;
+    } eps[] = {{"aws-imds", o->aws_imds},
+               {"gcp-metadata", o->gcp_metadata},
+               {"azure-metadata", o->azure_metadata}};
+    for (size_t i = 0; i < sizeof(eps) / sizeof(eps[0]); i++) {
+        char why[160];
+        if (eps[i].url && *eps[i].url && sr_notice_url_check(eps[i].url, why, sizeof(why)) < 0) {
+            fprintf(
+                stderr,
+                "spotrun run: invalid --%s \"%s\": %s (give a URL like http://169.254.169.254)\n",
+                eps[i].flag, eps[i].url, why);
+            return SR_EX_USAGE;
+        }
+    }
+    return GO_ON;
+}
+
 int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct run_opts o = {.lease_ttl_ms = 60000,
@@ -1076,6 +1098,9 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
                          .max_restarts = MAX_RESTARTS_DEFAULT,
                          .peer_poll_ms = 1000,
                          .limits.budget_poll_ms = 30000,
+                         .limits.time_limit_ms = SR_LIMIT_NOT_GIVEN, /* 0 is refused */
+                         .limits.attempt_time_limit_ms = SR_LIMIT_NOT_GIVEN,
+                         .limits.max_cost = SR_LIMIT_NOT_GIVEN,
                          .notice = "auto",
                          .poll_ms = 1000,
                          .mtbf_ms = SR_INTERVAL_MTBF_PRIOR_MS,
@@ -1209,6 +1234,8 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
                 o.notice);
         return SR_EX_USAGE;
     }
+    if (endpoint_opts(&o) != GO_ON)
+        return SR_EX_USAGE;
     if (o.poll_ms < 10) {
         fprintf(stderr, "spotrun run: --poll-interval must be at least 10ms\n");
         return SR_EX_USAGE;
@@ -1218,7 +1245,7 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
         return SR_EX_USAGE;
     }
     if (every_opts(&o) != GO_ON || stall_opts(&o) != GO_ON || label_opts(&o) != GO_ON ||
-        exclude_opts(&o) != GO_ON)
+        exclude_opts(&o) != GO_ON || sr_run_limits_given(&o.limits) != 0)
         return SR_EX_USAGE;
     if (o.level > 19) {
         fprintf(stderr, "spotrun run: --level must be 1..19\n");

@@ -625,12 +625,16 @@ int sr_cmd_gc(const struct sr_cmd *cmd, int argc, char **argv)
         sr_store_close(st);
         return code;
     }
-    unsigned deleted = 0;
-    rc = sr_ckpt_gc(st, ops[0], (unsigned)keep, &deleted);
+    unsigned deleted = 0, leftovers = 0;
+    rc = sr_ckpt_gc_held(st, ops[0], (unsigned)keep, &deleted, &leftovers);
     if (rc < 0)
         code = sr_fail(rc, "gc");
     else {
         sr_info("deleted %u checkpoint(s) of %s, kept the newest %" PRIu64, deleted, ops[0], keep);
+        if (leftovers)
+            sr_info("deleted %u unfinished checkpoint upload(s) of an earlier owner of %s (data "
+                    "without a manifest, newer than the newest checkpoint)",
+                    leftovers, ops[0]);
         code = 0;
     }
     let_go(&held);

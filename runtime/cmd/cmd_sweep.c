@@ -99,7 +99,7 @@ static int init_labels(const struct init_opts *o, struct sr_labels *out)
 
 static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
 {
-    struct init_opts o = {0};
+    struct init_opts o = {.max_cost = -1}; /* -1: not given; a given 0 is refused */
     const struct sr_opt opts[] = {
         {"param", 'p', NULL, SR_OPT_MULTI, &o.params, "NAME=VALUES",
          "a parameter: a=1,2,3 or n=0..7 (grid); uniform:LO,HI, loguniform:LO,HI, int:LO,HI, "
@@ -147,6 +147,14 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
         sr_store_close(ctx.st);
         return SR_EX_USAGE;
     }
+    if (o.max_cost == 0) {
+        fprintf(stderr, "spotrun sweep init: --max-cost 0 would start no trial: for no budget, "
+                        "leave --max-cost out\n");
+        sr_store_close(ctx.st);
+        return SR_EX_USAGE;
+    }
+    if (o.max_cost < 0)
+        o.max_cost = 0;
     if (budget_check("sweep init", o.max_cost, o.price_per_hour)) {
         sr_store_close(ctx.st);
         return SR_EX_USAGE;

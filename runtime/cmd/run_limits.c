@@ -4,6 +4,7 @@
  */
 #include "run_limits.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,32 @@
 #include "units.h"
 
 #define GO_ON (-1)
+
+int sr_run_limits_given(struct sr_run_limits_opts *o)
+{
+    const char *zero = o->time_limit_ms == 0           ? "time-limit"
+                       : o->attempt_time_limit_ms == 0 ? "attempt-time-limit"
+                       : o->max_cost == 0              ? "max-cost"
+                                                       : NULL;
+    if (zero) {
+        char env[32];
+        snprintf(env, sizeof(env), "SPOTRUN_%s", zero);
+        for (char *p = env; *p; p++)
+            *p = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
+        fprintf(stderr,
+                "spotrun run: --%s 0 would stop the run before it starts: for no limit, leave "
+                "--%s out (and %s unset)\n",
+                zero, zero, env);
+        return SR_EX_USAGE;
+    }
+    if (o->time_limit_ms == SR_LIMIT_NOT_GIVEN)
+        o->time_limit_ms = 0;
+    if (o->attempt_time_limit_ms == SR_LIMIT_NOT_GIVEN)
+        o->attempt_time_limit_ms = 0;
+    if (o->max_cost == SR_LIMIT_NOT_GIVEN)
+        o->max_cost = 0;
+    return 0;
+}
 
 int sr_run_limits_prepare(struct sr_run_limits *rl, const struct sr_run_limits_opts *o)
 {

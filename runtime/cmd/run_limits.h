@@ -36,6 +36,16 @@ struct sr_run_limits {
     const char *run_id, *sweep;
 };
 
+/* The value a limit's option has when it was not given (cmd_run.c): a
+ * given 0 would stop at once, and never means "no limit". */
+#define SR_LIMIT_NOT_GIVEN (-1)
+
+/* Refuses --time-limit, --attempt-time-limit or --max-cost given as 0
+ * (or their environment twins): says how to mean no limit (leave it out)
+ * and returns SR_EX_USAGE; else sets those not given to 0 (none) and
+ * returns 0. */
+int sr_run_limits_given(struct sr_run_limits_opts *o);
+
 /* Before anything starts: the options' values, --instance-type's word and
  * the price table (a bad line: 64 naming file:line). */
 int sr_run_limits_prepare(struct sr_run_limits *rl, const struct sr_run_limits_opts *o);

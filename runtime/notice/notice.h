@@ -81,4 +81,10 @@ int sr_notice_ack(struct sr_notice *n, const struct sr_notice_event *ev);
 /* Stops and joins the watcher threads (promptly), frees n. */
 void sr_notice_stop(struct sr_notice *n);
 
+/* 0 when url can be a metadata endpoint (--aws-imds, --gcp-metadata,
+ * --azure-metadata): http:// or https://, a host, a port 1..65535 when one
+ * is written (never an empty one: "http://127.0.0.1:" is not port 80);
+ * else -EINVAL and why (e.g. "an empty port"). */
+int sr_notice_url_check(const char *url, char *why, size_t len);
+
 #endif

@@ -243,3 +243,43 @@ void sr_nw_round_end(struct sr_nw *w)
         w->last_warning[0] = '\0';
     w->warned = 0;
 }
+
+/* The authority of url ("host:port" after "scheme://") ends with ':'. */
+static int empty_port(const char *url)
+{
+    const char *a = strstr(url, "://");
+    if (!a)
+        return 0;
+    a += 3;
+    const size_t n = strcspn(a, "/?#");
+    return n > 0 && a[n - 1] == ':';
+}
+
+int sr_notice_url_check(const char *url, char *why, size_t len)
+{
+    CURLU *u = curl_url();
+    if (!u)
+        return -ENOMEM;
+    char *scheme = NULL, *host = NULL, *port = NULL;
+    const CURLUcode uc = curl_url_set(u, CURLUPART_URL, url, 0);
+    if (uc != CURLUE_OK) {
+        snprintf(why, len, "%s", curl_url_strerror(uc));
+        why[0] = (char)tolower((unsigned char)why[0]); /* curl's words start upper case */
+    } else if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+               (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0))
+        snprintf(why, len, "not an http:// or https:// URL");
+    else if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !*host)
+        snprintf(why, len, "no host");
+    else if (empty_port(url))
+        snprintf(why, len, "an empty port (write the port, or leave out the ':')");
+    else if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK &&
+             (atol(port) < 1 || atol(port) > 65535))
+        snprintf(why, len, "port %s is not 1..65535", port);
+    else
+        why[0] = '\0';
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+    return why[0] ? -EINVAL : 0;
+}

@@ -54,7 +54,7 @@ int sr_resolve_program(const char *argv0, char *out, size_t len)
 }
 
 int sr_spawn(const char *path, char *const argv[], char *const env[], const sigset_t *mask,
-             pid_t *pid)
+             int err_fd, pid_t *pid)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
@@ -79,6 +79,8 @@ int sr_spawn(const char *path, char *const argv[], char *const env[], const sigs
          * otherwise start a second copy writing the same checkpoint dir. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
+            _exit(126);
+        if (err_fd >= 0 && dup2(err_fd, STDERR_FILENO) < 0)
             _exit(126);
         sigaction(SIGPIPE, &dfl, NULL);
         sigprocmask(SIG_SETMASK, mask, NULL);

@@ -16,10 +16,11 @@
 int sr_resolve_program(const char *argv0, char *out, size_t len);
 
 /* Starts path with argv and the NULL-terminated env (complete, not added to
- * ours), in a new process group, with mask as its signal mask. Returns 0
- * and the pid, or -errno of the failed exec. */
+ * ours), in a new process group, with mask as its signal mask and err_fd
+ * as its stderr (-1: ours). Returns 0 and the pid, or -errno of the failed
+ * exec. */
 int sr_spawn(const char *path, char *const argv[], char *const env[], const sigset_t *mask,
-             pid_t *pid);
+             int err_fd, pid_t *pid);
 
 /* environ with the given NAME=value entries replacing or adding, and
  * "unset" names removed. Free with sr_env_free(). */

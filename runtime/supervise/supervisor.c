@@ -62,6 +62,7 @@
 #include "log.h"
 #include "notice.h"
 #include "outcome.h"
+#include "outtail.h"
 #include "parts.h"
 #include "peers.h"
 #include "proctree.h"
@@ -242,7 +243,7 @@ static int start_attempt(struct sup *s)
     sup_watchdog_attempt(s);
     char **env = job_env(s, resumed, &m);
     sr_gpu_usage_reset(s->gpu_dir); /* this attempt's processes write new pages */
-    rc = env ? sr_spawn(path, c->argv, env, &s->orig_mask, &s->child) : -ENOMEM;
+    rc = env ? sr_spawn(path, c->argv, env, &s->orig_mask, sup_job_stderr(s), &s->child) : -ENOMEM;
     sr_env_free(env);
     if (rc < 0) {
         fprintf(stderr, "spotrun: cannot run the job: %s: %s\n", c->argv[0], strerror(-rc));
@@ -626,6 +627,7 @@ static void child_exited(struct sup *s, int status)
                         sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
     if (oom && ex)
         json_object_set_new(ex, "oom", json_true());
+    sup_output_tail(s, ex); /* the last lines of a failure's stderr */
     emit(s, "exit", ex);
     struct sr_end_facts f = {
         .stop = current_stop(s, stalled),
@@ -1162,6 +1164,7 @@ int sr_supervise(const struct sr_supervise_config *cfg)
         code = sup_node_finished(&s);
     finish(&s, code);
     reap_leftovers();
+    sr_outtail_close(s.outtail);
     sr_gpu_sampler_stop(s.gpu_sampler); /* before the caller stops observing events */
     sr_keeper_stop(s.keeper);
     sr_notice_stop(s.nw);

@@ -134,6 +134,9 @@ struct sup {
     /* The job's memory cgroup and its OOM-kill count at the attempt's
      * start: an "exit" by SIGKILL after the count rose is an OOM kill. */
     struct sr_memcg memcg;
+    /* The tee of the job's stderr (outtail.h), NULL = none; started once. */
+    struct sr_outtail *outtail;
+    int outtail_tried;
 
     /* --stall-timeout (watchdog.c): the judgement, the CPU of the job's
      * processes at the newest heartbeat seen, the page's progress at the

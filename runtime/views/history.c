@@ -15,6 +15,7 @@
 #include "lease.h"
 #include "log.h"
 #include "termsafe.h"
+#include "outtext.h"
 #include "units.h"
 
 #define EVENTS_MAX (64u << 20) /* one attempt's log read whole; far above any real one */
@@ -28,6 +29,8 @@ void sr_hist_init(struct sr_history *h)
 
 void sr_hist_free(struct sr_history *h)
 {
+    for (size_t i = 0; i < h->n_att; i++)
+        free(h->att[i].tail);
     free(h->att);
     free(h->ck);
     free(h->no);
@@ -474,6 +477,21 @@ int sr_hist_metric_maximized(const char *name)
 
 /* A "limit" event (a time limit or a budget stopped the attempt); a cause
  * this reader does not know is no limit. */
+/* The exit event's "tail": cleaned again (nothing in the store is trusted). */
+static void add_tail(struct sr_hist_attempt *at, const json_t *ev)
+{
+    const json_t *t = json_object_get(ev, "tail");
+    if (!json_is_string(t))
+        return;
+    const size_t n = json_string_length(t);
+    const char *p = json_string_value(t);
+    free(at->tail);
+    at->tail = n > SR_TAIL_MAX_BYTES
+                   ? sr_outtext_tail(p + n - SR_TAIL_MAX_BYTES, SR_TAIL_MAX_BYTES, 1,
+                                     SR_TAIL_MAX_LINES, SR_TAIL_MAX_BYTES)
+                   : sr_outtext_tail(p, n, 0, SR_TAIL_MAX_LINES, SR_TAIL_MAX_BYTES);
+}
+
 static void add_limit(struct sr_hist_attempt *at, const json_t *ev)
 {
     const char *cause = json_string_value(json_object_get(ev, "cause"));
@@ -583,6 +601,7 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         at->exit_code = (int)int_in(ev, "code", INT32_MIN, INT32_MAX, 0);
         str_of(ev, "signal", at->exit_signal, sizeof(at->exit_signal));
         at->oom = json_is_true(json_object_get(ev, "oom"));
+        add_tail(at, ev);
     } else if (strcmp(type, "stalled") == 0) {
         h->stalls++; /* --stall-timeout counts them over every attempt */
         at->stalled = 1;

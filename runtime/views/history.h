@@ -65,7 +65,8 @@ struct sr_hist_attempt {
     int exit_code;
     char exit_signal[16]; /* "KILL", "" when it exited */
     int restarted, preempted, done, superseded;
-    int oom;     /* the exit event says "oom": true */
+    int oom;    /* the exit event says "oom": true */
+    char *tail; /* the exit event's "tail" (last lines of the job's stderr), cleaned; NULL = none */
     int stalled; /* a "stalled" event */
     int64_t stall_since_ms, stall_timeout_ms;
     /* The first "limit" event (a group's nodes each write one): the time

@@ -4,9 +4,12 @@
 #include "prices.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "catalog.h"
 #include "fsutil.h"
@@ -30,9 +33,25 @@ const struct sr_price *sr_prices_find(const struct sr_prices *p, const char *typ
     return NULL;
 }
 
+/* The offending word as it may be echoed on a terminal: printable ASCII
+ * only (any other byte is '?'; no instance type or price needs one), at
+ * most 64 bytes. */
+static void echoable(const char *word, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (const char *p = word; *p && o + 4 < cap; p++)
+        out[o++] = *p >= 0x20 && *p < 0x7f ? *p : '?';
+    if (strlen(word) > o)
+        memcpy(out + o, "...", 3), o += 3;
+    out[o] = '\0';
+}
+
 static int bad_line(const char *name, unsigned line, const char *why, const char *word)
 {
-    return sr_errf(-EINVAL, "%s:%u: %s%s%s%s", name, line, why, word ? " \"" : "", word ? word : "",
+    char w[68] = "";
+    if (word)
+        echoable(word, w, sizeof(w));
+    return sr_errf(-EINVAL, "%s:%u: %s%s%s%s", name, line, why, word ? " \"" : "", w,
                    word ? "\"" : "");
 }
 
@@ -134,7 +153,19 @@ int sr_prices_load(const char *path, struct sr_prices *out)
     char *buf = NULL;
     size_t len = 0;
     *out = (struct sr_prices){0};
-    int rc = sr_read_file(path, SR_PRICES_FILE_MAX, &buf, &len);
+    /* O_NONBLOCK: a FIFO (or a device) must be refused, never waited on. */
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat sb;
+    int rc = fd < 0 || fstat(fd, &sb) < 0 ? sr_errf(-errno, "%s", strerror(errno)) : 0;
+    if (rc == 0 && !S_ISREG(sb.st_mode))
+        rc = sr_errf(-EINVAL, "it is %s, not a regular file: give a file of prices",
+                     S_ISDIR(sb.st_mode)    ? "a directory"
+                     : S_ISFIFO(sb.st_mode) ? "a FIFO"
+                                            : "a special file");
+    if (rc == 0)
+        rc = sr_read_fd(fd, path, SR_PRICES_FILE_MAX, &buf, &len);
+    if (fd >= 0)
+        close(fd);
     if (rc < 0) {
         char why[256];
         snprintf(why, sizeof(why), "%s", sr_strerror(rc));

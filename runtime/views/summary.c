@@ -331,6 +331,20 @@ void sr_summary_print_attempts(FILE *f, const struct sr_history *h)
         fprintf(f, "attempt %-4" PRIu32 " %-19s %-8s %-26s on %s%s%s%s: %s\n", a->attempt, when,
                 ran, from, a->host[0] ? a->host : "?", a->instance_type[0] ? " " : "",
                 a->instance_type, where, how);
+        /* a failure's reason; a stop spotrun made has its own line above */
+        if (a->tail && (a->cause == SR_CAUSE_CRASHED || a->cause == SR_CAUSE_OOM ||
+                        a->cause == SR_CAUSE_STALLED))
+            sr_summary_print_tail(f, "  ", a->tail);
+    }
+}
+
+void sr_summary_print_tail(FILE *f, const char *indent, const char *tail)
+{
+    fprintf(f, "%sits stderr ended with:\n", indent);
+    for (const char *p = tail; *p;) {
+        const size_t n = strcspn(p, "\n");
+        fprintf(f, "%s  | %.*s\n", indent, (int)n, p);
+        p += n + (p[n] == '\n');
     }
 }
 
@@ -389,6 +403,7 @@ json_t *sr_summary_attempts_json(const struct sr_history *h)
         json_object_set_new(o, "cause_detail", str_or_null(a->cause_detail));
         json_object_set_new(o, "exit_code", a->has_exit ? json_integer(a->exit_code) : json_null());
         json_object_set_new(o, "signal", str_or_null(a->exit_signal));
+        json_object_set_new(o, "tail", a->tail ? json_string(a->tail) : json_null());
         json_object_set_new(o, "notice_source", str_or_null(a->notice_source));
         json_object_set_new(o, "lost_work_seconds", json_real((double)a->lost_ms / 1000.0));
         json_object_set_new(o, "gpu_peak_bytes",

@@ -33,6 +33,10 @@ int sr_hist_view_prices(const struct sr_history *h, const struct sr_hist_prices 
 void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_prices *p);
 /* One "attempt N ..." line per attempt. */
 void sr_summary_print_attempts(FILE *f, const struct sr_history *h);
+
+/* The last lines of an attempt's stderr (its exit event's "tail", already
+ * cleaned: history.h), under a heading, each line after indent and "| ". */
+void sr_summary_print_tail(FILE *f, const char *indent, const char *tail);
 /* The run-level fields of the --json schema (new reference); the cost at
  * sr_hist_view_prices(), its "price_from" "flag" or "recorded". */
 json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices *p);

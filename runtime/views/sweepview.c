@@ -417,6 +417,24 @@ static void state_text(const struct sr_sv_trial *t, char *buf, size_t len)
         snprintf(buf, len, "%s", sr_sv_state_name(t->state));
 }
 
+/* Under the table: the last lines of each failed trial's stderr (the
+ * failure reason, kept in the store by its wrapper). */
+static void print_failures(FILE *f, const struct sr_sweepview *v, const size_t *order)
+{
+    for (size_t r = 0; r < v->n; r++) {
+        const struct sr_sv_trial *tr = &v->t[order[r]];
+        const struct sr_hist_attempt *ended =
+            tr->run && tr->state == SR_SV_FAILED ? sr_hist_last_ended(&tr->run->h) : NULL;
+        if (!ended || !ended->tail)
+            continue;
+        char state[320];
+        state_text(tr, state, sizeof(state));
+        fprintf(f, "\ntrial %zu (%s) %s, attempt %" PRIu32 ":\n", tr->trial, tr->run_id, state,
+                ended->attempt);
+        sr_summary_print_tail(f, "  ", ended->tail);
+    }
+}
+
 static void money_or_dash(double v, int known, char *buf, size_t len)
 {
     if (known)
@@ -556,6 +574,7 @@ void sr_sweepview_print(FILE *f, const struct sr_sweepview *v, const struct sr_s
     }
     fputc('\n', f);
     print_table(f, &t);
+    print_failures(f, v, order);
 out:
     free(order);
     free(t.right);
@@ -613,6 +632,9 @@ static json_t *trial_json(const struct sr_sweepview *v, const struct sr_sv_trial
     json_object_set_new(j, "cause_detail",
                         ended && ended->cause_detail[0] ? json_string(ended->cause_detail)
                                                         : json_null());
+    json_object_set_new(j, "tail",
+                        t->state == SR_SV_FAILED && ended && ended->tail ? json_string(ended->tail)
+                                                                         : json_null());
     json_object_set_new(j, "metrics", met);
     return j;
 }

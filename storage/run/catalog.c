@@ -662,10 +662,13 @@ static int delete_manifest(struct sr_store *st, const char *run_id, uint64_t seq
     return rc == -ENOENT ? 0 : rc;
 }
 
-int sr_ckpt_gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned *deleted)
+static int gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned *deleted,
+              unsigned *leftovers)
 {
     if (deleted)
         *deleted = 0;
+    if (leftovers)
+        *leftovers = 0;
     int rc = check_run(run_id);
     if (rc < 0)
         return rc;
@@ -705,12 +708,16 @@ int sr_ckpt_gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned 
             continue;
         const size_t at = position(&l, seq);
         const int complete = at < l.n;
-        if ((complete && at < drop) || (!complete && seq < newest)) {
+        const int leftover = !complete && seq > newest && leftovers;
+        if ((complete && at < drop) || (!complete && seq < newest) || leftover) {
             char key[KEY_LEN];
             sr_ckpt_key(key, sizeof(key), run_id, seq, NULL);
-            if (!is_referenced(&refs, seq) && (rc = delete_tree(st, key)) < 0)
+            const int kept = is_referenced(&refs, seq);
+            if (!kept && (rc = delete_tree(st, key)) < 0)
                 goto out;
-            if (deleted)
+            if (leftover && !kept)
+                (*leftovers)++;
+            else if (!leftover && deleted) /* a dropped checkpoint, its data kept or not */
                 (*deleted)++;
         }
     }
@@ -719,6 +726,18 @@ out:
     sr_strlist_free(&names);
     sr_ckpt_list_free(&l);
     return rc;
+}
+
+int sr_ckpt_gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned *deleted)
+{
+    return gc(st, run_id, keep, deleted, NULL);
+}
+
+int sr_ckpt_gc_held(struct sr_store *st, const char *run_id, unsigned keep, unsigned *deleted,
+                    unsigned *leftovers)
+{
+    unsigned n = 0;
+    return gc(st, run_id, keep, deleted, leftovers ? leftovers : &n);
 }
 
 int sr_ckpt_mark_done(struct sr_store *st, const char *run_id)

@@ -148,6 +148,15 @@ int sr_ckpt_export(struct sr_store *st, const char *run_id, uint64_t seq, const 
  * count (may be NULL). */
 int sr_ckpt_gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned *deleted);
 
+/* sr_ckpt_gc() for a caller that holds the run's lease and uploads nothing
+ * (`spotrun gc`): an incomplete seq newer than the newest complete one is
+ * then no upload in progress but the leftover of an earlier owner (one
+ * fenced, or one that died: its staged files are never published, and its
+ * manifest can never be written under its old epoch), and goes too unless a
+ * kept checkpoint references it. *leftovers (may be NULL) counts those. */
+int sr_ckpt_gc_held(struct sr_store *st, const char *run_id, unsigned keep, unsigned *deleted,
+                    unsigned *leftovers);
+
 /* DONE marker. */
 int sr_ckpt_mark_done(struct sr_store *st, const char *run_id);
 int sr_ckpt_is_done(struct sr_store *st, const char *run_id); /* 1, 0, or -errno */
