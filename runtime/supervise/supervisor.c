@@ -27,7 +27,8 @@
  * notice.
  *
  * The loop's other concerns live beside it (struct sup is in
- * supervisor_int.h): the control requests (requests.c), notices and the
+ * supervisor_int.h): the end of the job's process and what follows it
+ * (ending.c, on outcome.h's one table), the control requests (requests.c), notices and the
  * PREEMPTING state they start (notices.c), and the other nodes of a
  * multi-node run (group.c).
  */
@@ -69,9 +70,7 @@
 #include "signame.h"
 #include "units.h"
 
-#define MAX_BACKOFF_MS 60000
-#define SILENT_FAIL_MS 60000 /* a start that fails this fast without a word: see child_exited */
-#define TERM_WAIT_MS 10000   /* TERM -> KILL when the deadline allows */
+#define TERM_WAIT_MS 10000 /* TERM -> KILL when the deadline allows */
 #define SETTLE_POLL_MS 1000
 #define FIXED_FDS 6 /* signals, listener, checkpointer, notices, lease, peers */
 
@@ -306,7 +305,7 @@ static int start_attempt(struct sup *s)
 /* The attempt's GPU utilization so far, as a "gpu" event, when anything
  * new was sampled; at the job's end (end) the sampling of the attempt
  * stops. A periodic one is flushed: a wrapper that vanishes keeps it. */
-static void gpu_event(struct sup *s, int end)
+void sup_gpu_event(struct sup *s, int end)
 {
     struct sr_gpu_summary g;
     if (end)
@@ -405,277 +404,6 @@ static void preempt_tick(struct sup *s)
     }
 }
 
-/* ---- child exit ------------------------------------------------------------ */
-
-/* "status 1" or "killed by SIGKILL". */
-static void describe_status(int status, char *out, size_t cap)
-{
-    if (WIFEXITED(status))
-        snprintf(out, cap, "status %d", WEXITSTATUS(status));
-    else
-        snprintf(out, cap, "killed by %s",
-                 spotrun_signal_name(WTERMSIG(status), (char[32]){0}, 32));
-}
-
-/* The newest checkpoint the next start restores (staged or known). */
-static uint64_t newest_seq(const struct sup *s)
-{
-    return s->staged_seq > s->have_seq ? s->staged_seq : s->have_seq;
-}
-
-/* The job ended during a notice without the commit it was asked for. */
-static void say_work_lost(struct sup *s, int status, int dir_committed)
-{
-    char how[48], lost[32], step[24];
-    describe_status(status, how, sizeof(how));
-    sr_format_duration_ms(now() - s->ckpt_at, lost, sizeof(lost));
-    const uint64_t seq = newest_seq(s);
-    if (dir_committed)
-        sr_warn("the job exited (%s) during the notice without committing: its directory is "
-                "committed as it stands instead (whatever it held when the job died)",
-                how);
-    else if (seq) {
-        sr_format_step(s->ckpt_step, step, sizeof(step));
-        sr_warn("the job exited (%s) during the notice without committing: the run resumes from "
-                "checkpoint %" PRIu64 " (step %s), the work since then (%s) is lost",
-                how, seq, step, lost);
-    } else
-        sr_warn("the job exited (%s) during the notice without committing: run %s has no "
-                "checkpoint yet, its next start begins from scratch (this attempt's %s of work "
-                "is lost)",
-                how, s->cfg->run_id, lost);
-    emit(s, "lost_work",
-         json_pack("{s:I,s:I}", "seq", (json_int_t)seq, "ms", (json_int_t)(now() - s->ckpt_at)));
-}
-
-/* The run ends with this attempt, a failure (outcome.h: e->exit_code). */
-static void give_up(struct sup *s, int status, const struct sr_end *e)
-{
-    s->phase = FINISHING;
-    s->exit_code = e->exit_code;
-    if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && e->exit_code != WEXITSTATUS(status))
-        sr_warn("the job's own exit %d is a failure, not spotrun's %s: exit %d (only spotrun "
-                "says 75 or 124)",
-                WEXITSTATUS(status),
-                WEXITSTATUS(status) == SR_EX_LIMIT ? "limit (124)" : "requeue me (75)",
-                e->exit_code);
-    if (!s->cfg->result)
-        return;
-    s->cfg->result->gave_up = 1;
-    if (e->cause == SR_CAUSE_STALLED)
-        snprintf(s->cfg->result->cause, sizeof(s->cfg->result->cause), "stalled");
-    else if (WIFEXITED(status))
-        snprintf(s->cfg->result->cause, sizeof(s->cfg->result->cause), "exit %d",
-                 WEXITSTATUS(status));
-    else
-        snprintf(s->cfg->result->cause, sizeof(s->cfg->result->cause), "signal %s",
-                 sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
-}
-
-/* The job died of SIGKILL (or exited 137, a shell's way of saying its
- * command was) while its memory cgroup counted an OOM kill: it ran out of
- * memory. Said once here; 0 when not, or not known (memcg.h). */
-static int oom_killed(struct sup *s, int status)
-{
-    const int killed = (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
-                       (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL);
-    if (!killed || sr_memcg_oom_rose(&s->memcg) != 1)
-        return 0;
-    sr_warn("the job ran out of memory: the OOM killer of its memory cgroup killed it "
-            "(SIGKILL; %s counted it); give it more memory or make it use less",
-            s->memcg.path);
-    return 1;
-}
-
-/* The stop spotrun is making (outcome.h: the first that applies wins). */
-static enum sr_stop current_stop(const struct sup *s, int stalled)
-{
-    if (s->lost)
-        return SR_STOP_LEASE;
-    if (stalled || s->stall_requeue)
-        return SR_STOP_STALL;
-    if (s->at_limit)
-        return SR_STOP_LIMIT;
-    return s->phase == PREEMPTING ? SR_STOP_NOTICE : SR_STOP_NONE;
-}
-
-/* The job failed by itself before it could ever work: a restart would
- * repeat it (says why; outcome.h: hopeless). */
-static int hopeless(struct sup *s, int status)
-{
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    const int listened = s->page && __atomic_load_n(&s->page->listening, __ATOMIC_RELAXED);
-    if (s->cfg->max_restarts == 0)
-        return 0;
-    if (WIFEXITED(status) && (code == 126 || code == 127) && s->restarts == 0 && !s->talked &&
-        !listened && !newest_seq(s)) {
-        /* 126/127: a command the job runs cannot be executed or was not
-         * found. On the first attempt, before the job ever spoke to us,
-         * with nothing to resume from, a restart would repeat it. */
-        sr_warn("not restarting: the job exited with %d (%s) on its first attempt, before it "
-                "ever talked to spotrun, and run %s has no checkpoint: a restart would repeat "
-                "it; fix the command and run it again",
-                code, code == 127 ? "a command was not found" : "a command cannot be executed",
-                s->cfg->run_id);
-        return 1;
-    }
-    /* A job that fails the same way on its first start and on its restart,
-     * both times within a minute, before ever talking to the wrapper and
-     * with nothing to resume from, is broken before it begins (a module
-     * that does not import, a bad flag, a missing file): more restarts would
-     * repeat it. One restart stays for what a new start can cure. */
-    const int silent =
-        !s->talked && !listened && !newest_seq(s) && now() - s->attempt_at < SILENT_FAIL_MS;
-    if (s->restarts == 0) {
-        s->first_silent_fail = silent ? status : 0;
-        return 0;
-    }
-    if (s->restarts != 1 || s->restarts >= s->cfg->max_restarts || !silent ||
-        s->first_silent_fail != status)
-        return 0;
-    char how[48];
-    describe_status(status, how, sizeof(how));
-    sr_warn("not restarting again: the job failed the same way (%s) on its first start and "
-            "on its restart, both times within %ds and before it ever talked to spotrun, "
-            "and run %s has no checkpoint: another restart would repeat it; read the job's "
-            "output above, fix it and run it again",
-            how, SILENT_FAIL_MS / 1000, s->cfg->run_id);
-    return 1;
-}
-
-static void schedule_restart(struct sup *s)
-{
-    int64_t delay = s->cfg->backoff_ms;
-    for (unsigned i = 0; i < s->restarts && delay < MAX_BACKOFF_MS; i++)
-        delay *= 2;
-    if (delay > MAX_BACKOFF_MS)
-        delay = MAX_BACKOFF_MS;
-    s->restarts++;
-    char d[32];
-    sr_format_duration_ms(delay, d, sizeof(d));
-    if (newest_seq(s))
-        sr_info("restarting from the newest checkpoint (%" PRIu64 ") in %s (restart %u of %u)",
-                newest_seq(s), d, s->restarts, s->cfg->max_restarts);
-    else
-        sr_info("restarting from scratch in %s: run %s has no checkpoint yet (restart %u of %u)", d,
-                s->cfg->run_id, s->restarts, s->cfg->max_restarts);
-    emit(s, "restart",
-         json_pack("{s:i,s:I}", "restart", (int)s->restarts, "delay_ms", (json_int_t)delay));
-    s->phase = BACKOFF;
-    s->restart_at = now() + delay;
-}
-
-/* The job ended while a stop was under way (or, one node of a group,
- * started one): finish it, the exit code is the stop's (outcome.h). */
-static void continue_stop(struct sup *s, int status, const struct sr_end_facts *f)
-{
-    if (f->stop == SR_STOP_STALL || f->stop == SR_STOP_NONE) {
-        if (f->stop == SR_STOP_STALL) { /* one node: the group starts again as a whole */
-            sr_warn("node %u's job stalled (%u stall(s) of run %s, at most %u): the group stops "
-                    "and resumes from the newest complete checkpoint when its engine reruns it",
-                    s->cfg->node_rank, s->cfg->prior_stalls + s->stalls, s->cfg->run_id,
-                    s->cfg->max_stalls);
-            s->stall_requeue = 1;
-        } else { /* its collectives failed because another node is being stopped */
-            sr_info("another node of run %s got a preemption notice: the job's end is part of "
-                    "that stop",
-                    s->cfg->run_id);
-            emit(s, "notice", json_pack("{s:s}", "source", "peer"));
-        }
-        s->phase = PREEMPTING;
-        s->pre = STOPPING;
-        s->deadline = now() + s->cfg->grace_ms;
-        return;
-    }
-    const uint64_t submitted = s->submitted;
-    sup_commit_after_exit(s, status, "job stopped");
-    if (s->pre == STOPPING)
-        return; /* the stop's TERM ended it: drain goes on (settle_state) */
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (code == 0 && s->cfg->nodes > 1) {
-        /* One node's job finished: its group's done marks decide (group.c). */
-        sr_info("the job finished during the notice");
-        s->finished_in_notice = 1;
-        s->phase = FINISHING;
-        s->exit_code = 0;
-        return;
-    }
-    if (code == 0)
-        sr_info("the job exited 0 while spotrun was stopping it (%s): a stop is not a finish; "
-                "run %s is not done",
-                sr_stop_name(f->stop), s->cfg->run_id);
-    if (!s->lost && s->job_commits == s->notice_commits)
-        say_work_lost(s, status, s->submitted != submitted);
-    sup_enter_drain(s);
-}
-
-static void child_exited(struct sup *s, int status)
-{
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    const pid_t pgid = s->child;
-    const int stalled = s->stalling; /* stopped by the watchdog: never a success */
-    s->child = 0;
-    s->stalling = 0;
-    kill(-pgid, SIGKILL);                     /* leftovers of the job's process group */
-    sr_proctree_signal(getpid(), SIGKILL, 0); /* and any daemon it left below us */
-    gpu_event(s, 1);
-    const int oom = oom_killed(s, status);
-    json_t *ex =
-        WIFEXITED(status)
-            ? json_pack("{s:i}", "code", code)
-            : json_pack("{s:i,s:s}", "code", code, "signal",
-                        sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
-    if (oom && ex)
-        json_object_set_new(ex, "oom", json_true());
-    sup_output_tail(s, ex); /* the last lines of a failure's stderr */
-    emit(s, "exit", ex);
-    struct sr_end_facts f = {
-        .stop = current_stop(s, stalled),
-        .limit = s->at_limit && s->limit_hit.cause && strcmp(s->limit_hit.cause, "budget") == 0
-                     ? SR_CAUSE_BUDGET
-                     : SR_CAUSE_TIME_LIMIT,
-        .code = code,
-        .signaled = WIFSIGNALED(status),
-        .oom = oom,
-        .multinode = s->cfg->nodes > 1,
-        .restarts_left = (int)s->cfg->max_restarts - (int)s->restarts,
-    };
-    if ((f.stop == SR_STOP_NONE || f.stop == SR_STOP_STALL) && code != 0) {
-        if (WIFEXITED(status))
-            sr_warn("the job exited with code %d", code);
-        else
-            sr_warn("the job was killed by %s",
-                    spotrun_signal_name(WTERMSIG(status), (char[32]){0}, 32));
-    }
-    if (f.stop == SR_STOP_STALL && s->phase != PREEMPTING)
-        f.stall_give_up = sup_watchdog_give_up(s);
-    if (f.stop == SR_STOP_NONE && code != 0) {
-        f.group_stopping = f.multinode && sr_peers_group_preempted(s->peers);
-        f.hopeless = !f.group_stopping && hopeless(s, status);
-    }
-    struct sr_end e;
-    sr_attempt_end(&f, &e);
-    if (f.stop == SR_STOP_STALL && code == 0)
-        sr_warn("the job exited 0 after the stall watchdog stopped it: a stall is not a finish");
-    if (e.next == SR_NEXT_RESTART) {
-        schedule_restart(s);
-    } else if (e.next == SR_NEXT_STOP) {
-        continue_stop(s, status, &f);
-    } else if (e.done) {
-        sr_info("the job finished successfully");
-        sup_commit_after_exit(s, status, "job finished");
-        s->phase = FINISHING;
-        s->exit_code = 0;
-    } else {
-        if (!f.hopeless && e.cause != SR_CAUSE_STALLED)
-            sr_warn("giving up after %u restart(s) (--max-restarts)%s", s->restarts,
-                    code == SR_EX_TEMPFAIL ? "; exit 75 is the job's own code: no notice came, "
-                                             "this is a failure, not a preemption"
-                                           : "");
-        give_up(s, status, &e);
-    }
-}
-
 /* ---- the lease --------------------------------------------------------------- */
 
 /* Another wrapper owns the run now: whatever this one commits from here on
@@ -714,7 +442,7 @@ static void on_signal(struct sup *s)
             pid_t p;
             while ((p = waitpid(-1, &status, WNOHANG)) > 0)
                 if (p == s->child)
-                    child_exited(s, status);
+                    sup_child_exited(s, status);
             continue;
         }
         char name[32], source[40];
@@ -834,7 +562,7 @@ static void on_timers(struct sup *s)
     if (s->phase == PREEMPTING)
         preempt_tick(s);
     if (s->child && s->next_gpu_event && t >= s->next_gpu_event) {
-        gpu_event(s, 0);
+        sup_gpu_event(s, 0);
         s->next_gpu_event = t + SR_GPU_EVENT_EVERY * c->gpu_sample_ms;
     }
     sup_watchdog_tick(s);
@@ -898,7 +626,7 @@ static int settle_state(struct sup *s)
         (s->lost || pending == 0 || now() >= s->deadline)) {
         /* The stop's own code (outcome.h): a lost lease 73, a limit 124,
          * a notice (or one node's stall) 75. */
-        const enum sr_stop stop = current_stop(s, 0);
+        const enum sr_stop stop = sup_current_stop(s, 0);
         s->exit_code = sr_end_stop_code(stop, s->cfg->nodes > 1);
         s->preempted = stop == SR_STOP_NOTICE; /* only a notice is one */
         return 1;
@@ -956,7 +684,7 @@ static void finish(struct sup *s, int code)
     const int drained = sr_commits_pending(s->cp) == 0;
     sup_acknowledge(s); /* the job has stopped and the checkpoint is durable (or late) */
     if (s->heard_requests && !s->job_commits && !s->lost) {
-        if (!newest_seq(s))
+        if (!sup_newest_seq(s))
             sr_warn("the job listened for checkpoint requests (%u made) but never called "
                     "commit(), and its directory stayed empty: run %s has no checkpoint yet; "
                     "call spotrun.commit() (or `spotrun commit`) after saving",
@@ -966,7 +694,7 @@ static void finish(struct sup *s, int code)
                     "commit(), and its directory did not change: run %s still resumes from "
                     "checkpoint %" PRIu64 "; call spotrun.commit() (or `spotrun commit`) after "
                     "saving",
-                    s->heard_requests, c->run_id, newest_seq(s));
+                    s->heard_requests, c->run_id, sup_newest_seq(s));
         else
             sr_warn("the job listened for checkpoint requests (%u made) but never called "
                     "commit(): its checkpoints were its directory as spotrun found it when it "
@@ -999,10 +727,10 @@ static void finish(struct sup *s, int code)
     } else if (code == SR_EX_TEMPFAIL && s->stall_requeue) {
         if (!drained)
             sr_warn("the newest checkpoint could not be made durable before the deadline");
-        if (newest_seq(s))
+        if (sup_newest_seq(s))
             sr_info("stalled: run %s resumes from checkpoint %" PRIu64
                     "; exit 75 (requeue the group)",
-                    c->run_id, newest_seq(s));
+                    c->run_id, sup_newest_seq(s));
         else
             sr_info("stalled: run %s has no checkpoint yet; exit 75 (requeue the group)",
                     c->run_id);
@@ -1012,10 +740,10 @@ static void finish(struct sup *s, int code)
         sr_limit_extend(&s->limits, &s->limit_hit, extend, sizeof(extend));
         if (!drained)
             sr_warn("the newest checkpoint could not be made durable before the deadline");
-        if (newest_seq(s))
+        if (sup_newest_seq(s))
             sr_info("stopped at %s: run %s resumes from checkpoint %" PRIu64 "; exit 124 (do not "
                     "requeue; %s)",
-                    what, c->run_id, s->durable_seq ? s->durable_seq : newest_seq(s), extend);
+                    what, c->run_id, s->durable_seq ? s->durable_seq : sup_newest_seq(s), extend);
         else
             sr_info("stopped at %s: run %s has no checkpoint; exit 124 (do not requeue; %s)", what,
                     c->run_id, extend);

@@ -27,6 +27,7 @@
 #include "memcg.h"
 #include "limit.h"
 #include "notice.h"
+#include "outcome.h"
 #include "peers.h"
 #include "dirstate.h"
 #include "stall.h"
@@ -185,7 +186,15 @@ static inline int job_listens(const struct sup *s)
     return !s->cfg->preload || !s->page || __atomic_load_n(&s->page->listening, __ATOMIC_RELAXED);
 }
 
-/* supervisor.c: commits and the stop of the job */
+/* The newest checkpoint the next start restores (staged or known). */
+static inline uint64_t sup_newest_seq(const struct sup *s)
+{
+    return s->staged_seq > s->have_seq ? s->staged_seq : s->have_seq;
+}
+
+/* supervisor.c: commits and the stop of the job; the attempt's "gpu"
+ * event (end: the attempt's last) */
+void sup_gpu_event(struct sup *s, int end);
 void sup_commit_dir(struct sup *s, int64_t step, int client_fd, const char *why);
 void sup_request_checkpoint(struct sup *s, const char *why);
 void sup_enter_drain(struct sup *s);
@@ -213,6 +222,12 @@ void sup_commit_after_exit(struct sup *s, int status, const char *why);
 void sup_on_accept(struct sup *s);
 void sup_on_conn(struct sup *s, struct sr_ctl_conn *c);
 void sup_expire_conns(struct sup *s);
+
+/* ending.c: the job's process ended (its wait status): restart, finish
+ * the stop, or end the run (outcome.h decides); the stop being made now
+ * (stalled: the watchdog stopped the job) */
+void sup_child_exited(struct sup *s, int status);
+enum sr_stop sup_current_stop(const struct sup *s, int stalled);
 
 /* notices.c: a notice (signal, cloud, manual, a peer's) starts the stop */
 void sup_notice(struct sup *s, const char *source, int64_t deadline_ms);
