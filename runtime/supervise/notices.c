@@ -57,6 +57,14 @@ static int64_t notice_deadline(const char *source, int64_t deadline_ms)
 void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
 {
     const int64_t t = now();
+    if (s->phase == FINISHING) {
+        /* The job has ended (done, or given up) and its last checkpoint is
+         * persisting: that end stands; a notice only hurries it. */
+        sr_info("notice from %s after the job ended: its end stands; finishing what persists",
+                source);
+        sr_commits_hurry(s->cp, 1);
+        return;
+    }
     deadline_ms = notice_deadline(source, deadline_ms);
     if (s->phase == PREEMPTING) {
         if (deadline_ms < s->deadline)

@@ -67,8 +67,8 @@ test_expect_success 'a job exiting 0 on the checkpoint request during a notice i
 '
 
 test_expect_success 'a job exiting 0 on the checkpoint request at a time limit stops with 124, not done' '
-    expect_code 124 timeout 120 "$SPOTRUN" run --run-id lim0 --time-limit 2s -- python3 req0.py \
-        >lim0.log 2>&1 &&
+    expect_code 124 timeout 120 "$SPOTRUN" run --run-id lim0 --time-limit 5s -- \
+        sh -c "trap \"exit 0\" USR1; echo ready; while :; do sleep 0.05; done" >lim0.log 2>&1 &&
     cat lim0.log &&
     grep "a stop is not a finish" lim0.log &&
     test ! -e "$SPOTRUN_STORE/lim0/DONE" &&
@@ -84,6 +84,24 @@ test_expect_success 'a job failing with its own 124 past --max-restarts: exit 1,
     "$SPOTRUN" show own124 >show124.out &&
     grep "^state: *failed" show124.out && grep "exit 124" show124.out &&
     "$SPOTRUN" show own124 --json | grep "\"cause_detail\": *\"exit 124\""
+'
+
+SPOTRUN_INJECT_LIB=${SPOTRUN_INJECT_LIB:-$SRCDIR/build/tests/faults/libspotrun-inject.so}
+# The wrapper pauses (SIGSTOP, once) as it writes the manifest of the
+# directory committed after the job's exit 0; a SIGTERM then waits for it.
+test_expect_success 'a notice after the job finished (its last commit persisting) leaves the run done' '
+    LD_PRELOAD=$SPOTRUN_INJECT_LIB SPOTRUN_INJECT=rename:STOP SPOTRUN_INJECT_PATH=MANIFEST \
+        "$SPOTRUN" run --run-id fin -- sh -c "echo w >\"\$SPOTRUN_CKPT_DIR/w\"; echo bye" \
+        >fin.log 2>&1 &
+    pid=$!
+    wait_until 60 "the wrapper paused at its manifest" \
+        sh -c "grep -q \"^State:.*T\" /proc/$pid/status" &&
+    kill -TERM $pid && kill -CONT $pid &&
+    expect_code 0 wait $pid &&
+    cat fin.log &&
+    grep "notice from signal:SIGTERM after the job ended: its end stands" fin.log &&
+    grep "run fin done" fin.log &&
+    test -e "$SPOTRUN_STORE/fin/DONE"
 '
 
 start_metadata aws
