@@ -272,8 +272,11 @@ static int s3_list_pages(struct sr_s3 *s3, const char *full, const char *root,
             rc = sr_errf(-EBADMSG, "continuation token too long");
             break;
         }
-        /* Parameters in sorted order: curl signs the query as written. */
-        snprintf(query, sizeof(query), "%s%s%s%slist-type=2%s%s",
+        /* Parameters in sorted order: curl signs the query as written.
+         * max-keys=1000 is S3's default, named so that a server whose cap
+         * is lower applies it (Ceph RGW bounds only a given max-keys by its
+         * "rgw max listing results"; the RGW tests page at 50 so). */
+        snprintf(query, sizeof(query), "%s%s%s%slist-type=2&max-keys=1000%s%s",
                  *etoken ? "continuation-token=" : "", etoken, *etoken ? "&" : "",
                  keys ? "" : "delimiter=%2F&", *full ? "&prefix=" : "", eprefix);
         struct sr_s3_req r = req_new("GET", NULL);
