@@ -21,6 +21,7 @@ packages=(
     librsvg2-bin libxml2-utils          # report tests: render and validate the SVG
     dpkg-dev binutils                   # t0007: cpack's .deb (dpkg-shlibdeps), readelf/objdump
     zsh                                 # t0008: the zsh completion
+    ceph-mon ceph-osd radosgw ceph-common # e2e-rgw/*: a one-node Ceph RGW (tests/e2e/lib-rgw.sh)
 )
 # The S3 tests' server runs on Node (npm installs it): Debian's packages
 # only when no node/npm is there (a NodeSource nodejs bundles npm, and

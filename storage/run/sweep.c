@@ -310,8 +310,11 @@ static int bound_to(const json_t *o, const struct sr_sweep *sw, size_t trial)
            json_integer_value(k) == (json_int_t)trial;
 }
 
-int sr_sweep_run_owner(struct sr_store *st, const struct sr_sweep *sw, size_t trial,
-                       const char *run_id)
+/* sr_sweep_run_owner; again: the run's SWEEP may be read once more (a
+ * wrapper that binds the run may write it between our GET and our listing:
+ * the listing then shows it, and reading it again tells whose it is). */
+static int run_owner(struct sr_store *st, const struct sr_sweep *sw, size_t trial,
+                     const char *run_id, int again)
 {
     char key[SR_RUN_ID_MAX + 16], *buf = NULL;
     size_t len = 0;
@@ -350,11 +353,19 @@ int sr_sweep_run_owner(struct sr_store *st, const struct sr_sweep *sw, size_t tr
     sr_strlist_free(&names);
     if (!what)
         return 1;
+    if (again && strcmp(held, "SWEEP") == 0)
+        return run_owner(st, sw, trial, run_id, 0);
     return sr_errf(-EEXIST,
                    "run %s is not trial %zu of sweep %s: it holds %s but records no sweep (a run "
                    "made before the sweep, or by hand); not adopting it: define the sweep under "
                    "another name",
                    run_id, trial, sw->name, held);
+}
+
+int sr_sweep_run_owner(struct sr_store *st, const struct sr_sweep *sw, size_t trial,
+                       const char *run_id)
+{
+    return run_owner(st, sw, trial, run_id, 1);
 }
 
 int sr_sweep_bind_run(struct sr_store *st, const struct sr_sweep *sw, size_t trial,

@@ -66,6 +66,9 @@ struct sr_s3 {
     void *pool_lock; /* pthread_mutex_t */
     CURL *pool[SR_S3_POOL];
     int npool;
+    /* 1 once the server has refused an If-Match ETag in quotes and taken
+     * it bare (Ceph RGW 16): later conditional writes send it bare. */
+    int bare_if_match;
 };
 
 struct sr_s3_req {

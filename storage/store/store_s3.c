@@ -139,13 +139,51 @@ static int s3_put(struct sr_store *st, const char *key, const void *buf, size_t 
     return s3st_put_buf(st, key, buf, len, 0);
 }
 
+/* The ETag tag without its quotes into out; 0 when tag is not quoted. */
+static int unquote(const char *tag, char *out, size_t cap)
+{
+    const size_t n = strlen(tag);
+    if (n < 2 || tag[0] != '"' || tag[n - 1] != '"' || n - 2 >= cap)
+        return 0;
+    memcpy(out, tag + 1, n - 2);
+    out[n - 2] = '\0';
+    return 1;
+}
+
+/* put_once with If-Match: match, as the server takes it. S3 compares
+ * If-Match with or without the quotes; Ceph RGW 16 compares the header's
+ * bytes with the ETag without quotes, so it answers 412 to the quoted form
+ * even when the ETag matches. A 412 to a quoted ETag is therefore retried
+ * once with the bare ETag: the retry is itself conditional (a server that
+ * compares properly refuses it too, when someone else wrote the key), and
+ * a bare ETag that succeeds switches this handle to bare ETags. */
+static int put_match(struct sr_store *st, const char *key, const void *buf, size_t len,
+                     const char *match, long *status, char *etag)
+{
+    struct sr_s3 *s3 = s3_of(st);
+    char bare[SR_ETAG_MAX];
+    const int quoted = unquote(match, bare, sizeof(bare));
+    if (quoted && __atomic_load_n(&s3->bare_if_match, __ATOMIC_RELAXED))
+        return put_once(st, key, buf, len, 0, bare, status, etag);
+    int rc = put_once(st, key, buf, len, 0, match, status, etag);
+    if (rc == 0 || *status != 412 || !quoted)
+        return rc;
+    sr_err_clear();
+    rc = put_once(st, key, buf, len, 0, bare, status, etag);
+    if (rc == 0 && !__atomic_exchange_n(&s3->bare_if_match, 1, __ATOMIC_RELAXED))
+        sr_debug("store %s takes If-Match ETags without quotes only (Ceph RGW): sending them bare",
+                 sr_store_url(st));
+    return rc;
+}
+
 /* A conditional PUT (see sr_store_put_if). A server that ignores the
  * headers answers 200 as for a plain PUT: storage/run/lease.c probes for that. */
 static int s3_put_if(struct sr_store *st, const char *key, const void *buf, size_t len,
                      const char *match, char *etag)
 {
     long status = 0;
-    const int rc = put_once(st, key, buf, len, !match, match, &status, etag);
+    const int rc = match ? put_match(st, key, buf, len, match, &status, etag)
+                         : put_once(st, key, buf, len, 1, NULL, &status, etag);
     if (rc == 0)
         return 0;
     char name[2300];
@@ -234,8 +272,11 @@ static int s3_list_pages(struct sr_s3 *s3, const char *full, const char *root,
             rc = sr_errf(-EBADMSG, "continuation token too long");
             break;
         }
-        /* Parameters in sorted order: curl signs the query as written. */
-        snprintf(query, sizeof(query), "%s%s%s%slist-type=2%s%s",
+        /* Parameters in sorted order: curl signs the query as written.
+         * max-keys=1000 is S3's default, named so that a server whose cap
+         * is lower applies it (Ceph RGW bounds only a given max-keys by its
+         * "rgw max listing results"; the RGW tests page at 50 so). */
+        snprintf(query, sizeof(query), "%s%s%s%slist-type=2&max-keys=1000%s%s",
                  *etoken ? "continuation-token=" : "", etoken, *etoken ? "&" : "",
                  keys ? "" : "delimiter=%2F&", *full ? "&prefix=" : "", eprefix);
         struct sr_s3_req r = req_new("GET", NULL);

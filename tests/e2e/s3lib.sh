@@ -1,16 +1,55 @@
 # s3lib.sh - S3 test helpers for tests/e2e/t02*-s3-*.sh, sourced after
 # lib.sh: starts the S3-compatible test server (tests/s3/server.js,
 # @20minutes/s3rver, verifies SigV4) on 127.0.0.1 at a free port with the
-# bucket "bkt", points spotrun at it, and stops it when the script exits.
+# buckets "bkt" and "other", points spotrun at it, and stops it when the
+# script exits.
+#
+# SPOTRUN_TEST_S3=rgw (the e2e-rgw/* ctest entries): the same scripts run
+# against Ceph RGW instead, a cluster started once per ctest run by the
+# fixture e2e-rgw/start (tests/e2e/rgw-fixture.sh, lib-rgw.sh) whose
+# address is in $RGW_DIR/env; each script keeps its own prefix in the
+# shared buckets. RGW always honours conditional writes (S3_CONDITIONAL
+# is moot there); cases that need s3rver itself are skipped with
+# s3rver_only, which prints why.
 #
 # After s3_start:  S3_PORT, S3_URL (http://127.0.0.1:PORT), SPOTRUN_STORE
 # (s3://bkt/$test_name), AWS_* credentials of the server's account.
 
+S3_SERVER=${SPOTRUN_TEST_S3:-s3rver}
 S3_KEY_ID=S3RVER
 S3_SECRET=S3RVER
+if [ "$S3_SERVER" = rgw ]; then
+    S3_KEY_ID=RGWTESTKEY
+    S3_SECRET=RGWTESTSECRET
+fi
+
+# s3rver_only REASON: on RGW, prints that the next case is skipped and why,
+# and succeeds (use: s3rver_only 'why' || test_expect_success ...).
+s3rver_only() {
+    [ "$S3_SERVER" = rgw ] || return 1
+    test_count=$((test_count + 1))
+    say "ok $test_count # skip on Ceph RGW: $1"
+}
+
+# The shared RGW cluster's address (the fixture started it).
+s3_start_rgw() {
+    local env=${RGW_DIR:-$TEST_TMP/rgw}/env
+    if [ ! -f "$env" ]; then
+        say "no Ceph RGW runs for SPOTRUN_TEST_S3=rgw: $env is missing (ctest starts one with the fixture e2e-rgw/start; by hand: scripts/rgw.sh start DIR, then RGW_DIR=DIR)"
+        exit 1
+    fi
+    S3_URL=$(sed -n 's/^RGW_URL=//p' "$env")
+    S3_PORT=${S3_URL##*:}
+    S3_PID=
+}
 
 s3_start() {
     local dir=$SRCDIR/tests/s3
+    if [ "$S3_SERVER" = rgw ]; then
+        s3_start_rgw
+        s3_env
+        return
+    fi
     if [ ! -d "$dir/node_modules/@20minutes/s3rver" ]; then
         say "the S3 test server is not installed: run scripts/test.sh (or: cd tests/s3 && npm ci)"
         exit 1
@@ -40,6 +79,11 @@ s3_start() {
     done
     S3_PORT=$(sed -n 's/^port //p' "$TRASH/s3.log")
     S3_URL=http://127.0.0.1:$S3_PORT
+    s3_env
+}
+
+# Points spotrun, curl and awscli at S3_URL.
+s3_env() {
     export AWS_ACCESS_KEY_ID=$S3_KEY_ID AWS_SECRET_ACCESS_KEY=$S3_SECRET
     export AWS_ENDPOINT_URL=$S3_URL AWS_REGION=us-east-1
     export AWS_EC2_METADATA_DISABLED=true # never wait for a metadata service here

@@ -159,7 +159,14 @@ proxy_start complete --rate 1 --methods POST --faults truncate --path "[?]upload
 test_expect_success 'a lost CompleteMultipartUpload answer: the completed object is recognised' '
     via "$PROXY_URL" "$SPOTRUN" push parts p3 --step 4 -v 2>complete.log &&
     grep "^fault truncate .*POST .*[?]uploadId=" proxy-complete.log &&
-    grep "was completed by an attempt whose answer was lost" complete.log &&
+    # Ceph RGW answers a retried CompleteMultipartUpload of a completed
+    # upload with 200 (and ignores its If-None-Match), so the retry itself
+    # succeeds there; s3rver (and S3 with the condition) refuses it.
+    if test "$S3_SERVER" = rgw; then
+        grep "POST .*data.tar.zst: .*(attempt 1, retrying)" complete.log
+    else
+        grep "was completed by an attempt whose answer was lost" complete.log
+    fi &&
     via "$DIRECT" "$SPOTRUN" pull parts p4back && diff -r p3 p4back
 '
 

@@ -1,6 +1,7 @@
 // conditional.js - OUR OWN TEST CODE, not part of s3rver: conditional
 // requests for the S3 test server (server.js), which s3rver 5.0.0 ignores.
-// Enabled by server.js when S3RVER_CONDITIONAL=1; off by default so that the
+// Enabled by server.js when S3RVER_CONDITIONAL=1 (or =rgw: If-Match compared
+// as Ceph RGW 16 does, see tagMatches); off by default so that the
 // tests can also check how spotrun detects a server that ignores them.
 //
 // What it implements (AWS S3's documented semantics, "conditional writes"
@@ -55,10 +56,16 @@ async function withKeyLock(bucket, key, fn) {
 // value, with or without quotes).
 const bareTag = (t) => t.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1')
 
+// S3RVER_CONDITIONAL=rgw: If-Match as Ceph RGW 16 compares it (measured,
+// docs/s3.md): the header's bytes against the ETag without its quotes, so
+// a quoted ETag never matches and only the bare one does.
+const rgwTags = process.env.S3RVER_CONDITIONAL === 'rgw'
+
 // RFC 7232 If-Match: "*" or a comma-separated list of entity tags.
 function tagMatches(header, etag) {
   if (header.trim() === '*') return true
   const have = bareTag(etag)
+  if (rgwTags) return header.trim() === have
   return header.split(',').some((t) => bareTag(t) === have)
 }
 

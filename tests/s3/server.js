@@ -12,7 +12,8 @@
 // S3RVER_IDLE_TIMEOUT_MS (default 10000): a connection idle that long,
 // mid-request or between requests, is closed.
 // S3RVER_CONDITIONAL=1 adds conditional writes (If-None-Match / If-Match on
-// PUT, CompleteMultipartUpload and DELETE), our own layer in conditional.js.
+// PUT, CompleteMultipartUpload and DELETE), our own layer in conditional.js;
+// S3RVER_CONDITIONAL=rgw compares If-Match as Ceph RGW 16 does.
 'use strict'
 const S3rver = require('@20minutes/s3rver')
 const AWSAccount = require('@20minutes/s3rver/lib/models/account')
@@ -106,7 +107,7 @@ FilesystemStore.prototype.putContent = function (objectPath, content) {
   })
 }
 
-if (process.env.S3RVER_CONDITIONAL === '1') require('./conditional').install()
+if (['1', 'rgw'].includes(process.env.S3RVER_CONDITIONAL)) require('./conditional').install()
 
 const [dir, ...buckets] = process.argv.slice(2)
 if (!dir || buckets.length === 0) {
