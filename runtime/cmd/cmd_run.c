@@ -871,7 +871,9 @@ static void mark_trial_end(const struct run_ctx *r, int code)
         return;
     struct sr_trial_end_info end = {.unix_ms = sr_wall_ms(), .exit_code = code};
     gethostname(end.host, sizeof(end.host) - 1);
-    if (code == 0 && sr_ckpt_is_done(r->c.st, r->run_id) == 1) {
+    /* done whatever the code: a done run that heard a notice as it
+     * finished exits 75 (supervisor.c) */
+    if ((code == 0 || code == SR_EX_TEMPFAIL) && sr_ckpt_is_done(r->c.st, r->run_id) == 1) {
         end.state = SR_TRIAL_DONE;
     } else if (r->result.gave_up) {
         end.state = SR_TRIAL_FAILED;

@@ -59,10 +59,14 @@ void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
     const int64_t t = now();
     if (s->phase == FINISHING) {
         /* The job has ended (done, or given up) and its last checkpoint is
-         * persisting: that end stands; a notice only hurries it. */
+         * persisting: that end stands; a notice only hurries it, and a
+         * finished run still says "requeue me" (the machine is going away:
+         * a sweep worker must not take another trial; a rerun of a done run
+         * exits 0 at once). */
         sr_info("notice from %s after the job ended: its end stands; finishing what persists",
                 source);
         sr_commits_hurry(s->cp, 1);
+        s->notice_after_end = 1;
         return;
     }
     deadline_ms = notice_deadline(source, deadline_ms);

@@ -891,6 +891,12 @@ int sr_supervise(const struct sr_supervise_config *cfg)
     if (code == 0 && cfg->nodes > 1)
         code = sup_node_finished(&s);
     finish(&s, code);
+    if (code == 0 && s.notice_after_end) {
+        sr_info("run %s is done, but a notice came as it finished: exit 75 (requeue me; a rerun "
+                "exits 0 at once)",
+                cfg->run_id);
+        code = SR_EX_TEMPFAIL;
+    }
     reap_leftovers();
     sr_outtail_close(s.outtail);
     sr_gpu_sampler_stop(s.gpu_sampler); /* before the caller stops observing events */

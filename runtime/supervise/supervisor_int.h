@@ -66,6 +66,7 @@ struct sup {
      * set this attempt started from (0 = fresh), which names its done mark;
      * this node's job finished but another node's has not (no DONE). */
     int finished_in_notice;
+    int notice_after_end; /* a notice came while FINISHING: a done run exits 75 */
     uint64_t start_seq;
     int node_only;
     /* Multi-node: the highest step this attempt restored or committed; a

@@ -89,7 +89,7 @@ test_expect_success 'a job failing with its own 124 past --max-restarts: exit 1,
 SPOTRUN_INJECT_LIB=${SPOTRUN_INJECT_LIB:-$SRCDIR/build/tests/faults/libspotrun-inject.so}
 # The wrapper pauses (SIGSTOP, once) as it writes the manifest of the
 # directory committed after the job's exit 0; a SIGTERM then waits for it.
-test_expect_success 'a notice after the job finished (its last commit persisting) leaves the run done' '
+test_expect_success 'a notice after the job finished (its last commit persisting) leaves the run done, exit 75' '
     LD_PRELOAD=$SPOTRUN_INJECT_LIB SPOTRUN_INJECT=rename:STOP SPOTRUN_INJECT_PATH=MANIFEST \
         "$SPOTRUN" run --run-id fin -- sh -c "echo w >\"\$SPOTRUN_CKPT_DIR/w\"; echo bye" \
         >fin.log 2>&1 &
@@ -97,11 +97,16 @@ test_expect_success 'a notice after the job finished (its last commit persisting
     wait_until 60 "the wrapper paused at its manifest" \
         sh -c "grep -q \"^State:.*T\" /proc/$pid/status" &&
     kill -TERM $pid && kill -CONT $pid &&
-    expect_code 0 wait $pid &&
+    expect_code 75 wait $pid &&
     cat fin.log &&
     grep "notice from signal:SIGTERM after the job ended: its end stands" fin.log &&
     grep "run fin done" fin.log &&
-    test -e "$SPOTRUN_STORE/fin/DONE"
+    grep "run fin is done, but a notice came as it finished: exit 75" fin.log &&
+    test -e "$SPOTRUN_STORE/fin/DONE" &&
+    "$SPOTRUN" show fin | grep "^state: *done" &&
+    "$SPOTRUN" run --run-id fin -- sh -c "echo w >\"\$SPOTRUN_CKPT_DIR/w\"; echo bye" \
+        >fin2.log 2>&1 &&
+    grep "already done" fin2.log && ! grep "^bye" fin2.log
 '
 
 start_metadata aws
