@@ -69,14 +69,29 @@ struct job {
     int refused;
 };
 
+/* Every thread holds its first 16 blocks before any goes on, so that the
+ * threads overlap however the scheduler runs them (on a busy machine each
+ * could otherwise run its whole loop alone and never meet the limit). */
+static pthread_barrier_t all_hold;
+
 /* Each thread keeps up to 64 blocks of up to 2 MiB live on device 5
  * (device and managed), allocating and freeing at random: 8 threads can
- * want up to 1 GiB, sixteen times the limit, so some allocations are refused. */
+ * want up to 1 GiB, sixteen times the limit, so some allocations are
+ * refused; the 8 x 16 blocks of 2 MiB held at the barrier alone are four
+ * times the limit. */
 static void *churn(void *arg)
 {
     struct job *j = arg;
     uintptr_t live[64] = {0};
     unsigned seed = (unsigned)j->id * 7919u + 1;
+    for (int k = 0; k < 16; k++) {
+        const uintptr_t key = ((uintptr_t)(j->id + 1) << 32) | ((uintptr_t)k << 8) | 0x10;
+        if (alloc(5, SPOTRUN_MEM_DEVICE, 2u << 20, key) == 0)
+            live[k] = key;
+        else
+            j->refused++;
+    }
+    pthread_barrier_wait(&all_hold);
     for (int i = 0; i < 20000; i++) {
         const int k = rand_r(&seed) % 64;
         if (live[k]) {
@@ -104,6 +119,7 @@ static void threads_add_up_and_never_pass_the_limit(void **state)
     (void)state;
     pthread_t th[THREADS];
     struct job jobs[THREADS];
+    pthread_barrier_init(&all_hold, NULL, THREADS);
     for (int i = 0; i < THREADS; i++) {
         jobs[i] = (struct job){i, 0};
         pthread_create(&th[i], NULL, churn, &jobs[i]);
@@ -113,6 +129,7 @@ static void threads_add_up_and_never_pass_the_limit(void **state)
         pthread_join(th[i], NULL);
         refused += jobs[i].refused;
     }
+    pthread_barrier_destroy(&all_hold);
     const struct spotrun_gpu_sum dv = sum(5, SPOTRUN_MEM_DEVICE), mg = sum(5, SPOTRUN_MEM_MANAGED);
     assert_int_equal(dv.current + mg.current, 0);
     assert_int_equal(dv.allocs, dv.frees);
