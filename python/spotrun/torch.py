@@ -597,8 +597,7 @@ class State:
                 # CommitError), and every rank raised here: agree, so that
                 # all stop polling (a collective) together.
                 import torch.distributed as dist
-                flag = torch.tensor([1 if gone else 0], dtype=torch.int64,
-                                    device=_sd._device(None))
+                flag = _sd._buf("gone", _sd._device(None), 1 if gone else 0)
                 dist.all_reduce(flag, op=dist.ReduceOp.MAX)
                 gone = bool(flag.item())
             if gone:

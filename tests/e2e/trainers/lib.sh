@@ -42,5 +42,5 @@ stop_at() {
     group) kill -TERM -- -"$(job_pid "$pid")" ;;
     esac
     expect_code 75 wait "$pid" || { cat "$log"; return 1; }
-    grep "checkpoint 1 is durable" "$log"
+    grep "preempted: checkpoint [0-9]* is durable" "$log"
 }
