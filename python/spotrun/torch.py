@@ -29,6 +29,13 @@ in the epoch), so augmentation is the same after a resume. Under
 torch.distributed it shards like DistributedSampler. A resume mid-epoch
 skips the samples already trained on by index: they are never loaded.
 
+Loops as they are written (docs/python.md, "Loops as they are written"):
+state.batches(iterable) resumes one pass over an index range or over the
+user's own DataLoader (DistributedSampler, RandomSampler: its draws are
+replayed, the batches done skipped by index) and counts the steps itself;
+State(keep=...) and state.carry() save values that change every step
+(an annealed learning rate, an RNN's hidden state) and hand them back.
+
 Outside spotrun the script runs unchanged: nothing is restored, nothing is
 saved (unless $SPOTRUN_CKPT_DIR is set by hand), commits are no-ops.
 
