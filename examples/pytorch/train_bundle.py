@@ -12,7 +12,7 @@ the glue).
     spotrun run -- /usr/bin/python3 examples/pytorch/train_bundle.py --workers 2
 
 (with the spotrun module importable: installed, or PYTHONPATH=python).
-Rank-aware under torch.distributed (launch.py --nproc-per-node 2 ...), where
+Rank-aware under torch.distributed (python3 -m spotrun.launch --nproc-per-node 2 ...), where
 each rank trains on its share of every epoch. The last line is the sha256
 of the final weights.
 """

@@ -3,9 +3,9 @@
 rank agrees on when to checkpoint, each saves its own file, one commits.
 
 Start one process per rank with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
-set (launch.py here, or torchrun where it works):
+set (python3 -m spotrun.launch, or torchrun where it works):
 
-    spotrun run -- /usr/bin/python3 examples/pytorch/launch.py --nproc-per-node 2 \\
+    spotrun run -- /usr/bin/python3 -m spotrun.launch --nproc-per-node 2 \\
         examples/pytorch/train_ddp.py --steps 300 --save-every 0
 
 The checkpoint protocol (docs/python.md, "torch.distributed"):

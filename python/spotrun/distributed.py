@@ -43,6 +43,25 @@ def _device(group):
     return torch.device("cpu")
 
 
+# The tensors the collectives reduce, kept for the life of the process: a
+# tensor whose last reference a gloo worker thread drops needs the GIL to
+# free its Python object, and if the process group is being destroyed at
+# that moment (a DDP model freed at exit holds the GIL while it joins the
+# workers) the process hangs at exit (torch 1.13). Held here, the worker
+# never drops the last reference.
+_buffers = {}  # (name, device) -> a 1-element int64 tensor
+
+
+def _buf(name: str, device, value: int):
+    import torch
+    key = (name, str(device))
+    t = _buffers.get(key)
+    if t is None:
+        t = _buffers[key] = torch.zeros(1, dtype=torch.int64, device=device)
+    t.fill_(value)
+    return t
+
+
 def _initialized() -> bool:
     try:
         import torch.distributed as dist
@@ -58,9 +77,8 @@ def checkpoint_due(group=None) -> bool:
     local = _request.checkpoint_due()
     if not _initialized():
         return local
-    import torch
     import torch.distributed as dist
-    flag = torch.tensor([1 if local else 0], dtype=torch.int64, device=_device(group))
+    flag = _buf("due", _device(group), 1 if local else 0)
     dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=group)
     return bool(flag.item())
 
@@ -74,7 +92,6 @@ def commit(step: int, group=None, timeout: Optional[float] = None) -> Optional[i
     committing process; the others get CommitError)."""
     if not _initialized():
         return _commit(step, timeout=timeout)
-    import torch
     import torch.distributed as dist
     dist.barrier(group=group)  # every rank's files are in place
     seq, err = -1, None
@@ -88,7 +105,7 @@ def commit(step: int, group=None, timeout: Optional[float] = None) -> Optional[i
     # value): the result on every rank, and a barrier so that no rank polls
     # before the request this commit answered is marked served.
     big = 1 << 62
-    out = torch.tensor([seq if _committer() else big], dtype=torch.int64, device=_device(group))
+    out = _buf("commit", _device(group), seq if _committer() else big)
     dist.all_reduce(out, op=dist.ReduceOp.MIN, group=group)
     got = int(out.item())
     if err is not None:

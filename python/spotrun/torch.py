@@ -29,6 +29,13 @@ in the epoch), so augmentation is the same after a resume. Under
 torch.distributed it shards like DistributedSampler. A resume mid-epoch
 skips the samples already trained on by index: they are never loaded.
 
+Loops as they are written (docs/python.md, "Loops as they are written"):
+state.batches(iterable) resumes one pass over an index range or over the
+user's own DataLoader (DistributedSampler, RandomSampler: its draws are
+replayed, the batches done skipped by index) and counts the steps itself;
+State(keep=...) and state.carry() save values that change every step
+(an annealed learning rate, an RNN's hidden state) and hand them back.
+
 Outside spotrun the script runs unchanged: nothing is restored, nothing is
 saved (unless $SPOTRUN_CKPT_DIR is set by hand), commits are no-ops.
 
@@ -36,6 +43,7 @@ torch is imported by this module, never by `import spotrun`.
 """
 import hashlib
 import importlib.util
+import itertools
 import os
 import random
 import sys
@@ -251,6 +259,141 @@ def loader(dataset, batch_size: int = 1, shuffle: bool = False, seed: int = 0,
                   num_workers=num_workers, **kwargs)
 
 
+# ---- state between steps, and the user's own DataLoader ------------------------------
+
+
+def _detached(v):
+    """v with its tensors detached (a carried hidden state holds a graph)."""
+    if isinstance(v, torch.Tensor):
+        return v.detach()
+    if isinstance(v, (tuple, list)):
+        return type(v)(_detached(x) for x in v)
+    if isinstance(v, dict):
+        return {k: _detached(x) for k, x in v.items()}
+    return v
+
+
+class _Keep:
+    """State(keep=...): values read at every save and handed back at a
+    resume. A callable returns a dict (restored values: state.kept); a dict
+    is saved as it stands and updated in place; a list of names names
+    variables of the module that builds the State (read there at every
+    save, assigned there at a resume)."""
+
+    def __init__(self, keep, module_globals: Dict[str, Any]):
+        if keep is not None and not (callable(keep) or isinstance(keep, (dict, list, tuple))):
+            raise TypeError("spotrun.torch.State: keep= takes a callable returning a dict, a dict "
+                            "or a list of variable names, not %s" % type(keep).__name__)
+        if isinstance(keep, (list, tuple)) and not all(isinstance(k, str) for k in keep):
+            raise TypeError("spotrun.torch.State: keep= as a list takes the names of variables")
+        self.keep, self.globals = keep, module_globals
+
+    def read(self) -> Dict[str, Any]:
+        k = self.keep
+        if k is None:
+            return {}
+        if isinstance(k, dict):
+            return _detached(dict(k))
+        if isinstance(k, (list, tuple)):
+            missing = [n for n in k if n not in self.globals]
+            if missing:
+                raise Error("spotrun.torch.State: keep= names %s, which the script does not "
+                            "define (at module level) at this save" % ", ".join(missing))
+            return _detached({n: self.globals[n] for n in k})
+        d = k()
+        if not isinstance(d, dict):
+            raise TypeError("spotrun.torch.State: keep() must return a dict, not %s"
+                            % type(d).__name__)
+        return _detached(d)
+
+    def write(self, values: Dict[str, Any]) -> None:
+        if isinstance(self.keep, dict):
+            self.keep.update(values)
+        elif isinstance(self.keep, (list, tuple)):
+            self.globals.update({n: values[n] for n in self.keep if n in values})
+
+
+class _SkipIter:
+    """The index sampler's iterator, the first `skip` entries dropped when
+    first pulled (prime()), so that the random draws happen where the
+    DataLoader makes them."""
+
+    def __init__(self, inner, skip: int):
+        self.inner, self.skip, self.it = inner, skip, None
+
+    def prime(self) -> None:
+        if self.it is None:
+            self.it = iter(self.inner)
+            for _ in itertools.islice(self.it, self.skip):
+                pass
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self.prime()
+        return next(self.it)
+
+
+class _Skip:
+    def __init__(self, inner, skip: int):
+        self.inner, self.skip, self.last = inner, skip, None
+
+    def __iter__(self):
+        self.last = _SkipIter(self.inner, self.skip)
+        return self.last
+
+    def __len__(self):
+        return max(0, len(self.inner) - self.skip)
+
+
+def _generators(dl) -> List[Any]:
+    """The torch.Generators a DataLoader draws from when a pass begins."""
+    gens = [dl.generator]
+    for s in (dl.sampler, dl.batch_sampler, getattr(dl.batch_sampler, "sampler", None)):
+        gens.append(getattr(s, "generator", None))
+    out: List[Any] = []
+    for g in gens:
+        if isinstance(g, torch.Generator) and all(g is not o for o in out):
+            out.append(g)
+    return out
+
+
+def _dataloader_pass(state: "State", dl, skip: int):
+    """An iterator over one pass of the user's DataLoader: a fresh pass
+    notes the RNG states its iter() starts from; a resumed one replays
+    them, skips `skip` batches by index, and puts the step's RNG back."""
+    gens = _generators(dl)
+    if skip == 0 or state._pass_rng is None:
+        state._pass_rng = {"torch": torch.get_rng_state(), "gens": [g.get_state() for g in gens]}
+        return iter(dl)
+    if dl.persistent_workers:
+        raise Error("spotrun.torch: a DataLoader with persistent_workers=True cannot resume "
+                    "mid-epoch; drop persistent_workers or use spotrun.torch.loader()")
+    saved = state._pass_rng
+    if len(saved["gens"]) != len(gens):
+        raise Error("spotrun.torch: the DataLoader draws from %d generators, the checkpoint's "
+                    "drew from %d: build it as the run that saved it did"
+                    % (len(gens), len(saved["gens"])))
+    torch.set_rng_state(saved["torch"])
+    for g, st in zip(gens, saved["gens"]):
+        g.set_state(st)
+    attr = "batch_sampler" if dl._auto_collation else "sampler"
+    inner = getattr(dl, attr)
+    wrap = _Skip(inner, skip)
+    object.__setattr__(dl, attr, wrap)  # DataLoader refuses a plain setattr once built
+    try:
+        it = iter(dl)
+    finally:
+        object.__setattr__(dl, attr, inner)
+    if wrap.last is not None:
+        wrap.last.prime()
+    if state._resume_rng is not None:
+        _set_rng_state(state._resume_rng)  # the step's, whatever ran since State() restored it
+    return it
+
+
+
 # ---- the training state ----------------------------------------------------------
 
 def _named(kind: str, obj) -> Dict[str, Any]:
@@ -302,7 +445,7 @@ class State:
 
     def __init__(self, model=None, optimizer=None, scheduler=None, scaler=None,
                  loader: Optional[Loader] = None, every: Optional[int] = None,
-                 name: str = CKPT_NAME):
+                 name: str = CKPT_NAME, keep=None):
         if loader is not None and not isinstance(loader, Loader):
             raise TypeError("spotrun.torch.State: loader= takes a spotrun.torch.loader(...), not %s "
                             "(a plain DataLoader cannot resume mid-epoch)" % type(loader).__name__)
@@ -315,6 +458,14 @@ class State:
         self.loader, self.every = loader, every
         self.step, self.epoch = 0, 0
         self.extra: Dict[str, Any] = {}  # yours: saved and restored with the rest
+        self.kept: Dict[str, Any] = {}  # the values keep= restored (empty when fresh)
+        self._keep = _Keep(keep, sys._getframe(1).f_globals)
+        self._carry: Dict[str, Any] = {}  # name -> getter (carry())
+        self._carried: Dict[str, Any] = {}  # name -> restored value, until carry() takes it
+        self.position = 0  # steps done in this pass of batches()
+        self._pass_rng: Optional[Dict[str, Any]] = None  # RNGs before this pass's iter()
+        self._replay = False  # the next batches() resumes a pass mid-way
+        self._resume_rng: Optional[Dict[str, Any]] = None
         self.resumed = False
         self.rank, self.world_size = _dist()
         base, ext = os.path.splitext(name)
@@ -329,7 +480,9 @@ class State:
                 "world_size": self.world_size, "rank": self.rank,
                 "objects": {k: v.state_dict() for k, v in self.objects.items()},
                 "loader": self.loader.state_dict() if self.loader is not None else None,
-                "rng": _rng_state(), "extra": self.extra}
+                "rng": _rng_state(), "extra": self.extra, "kept": self._keep.read(),
+                "carry": {k: _detached(get()) for k, get in self._carry.items()},
+                "position": self.position, "pass_rng": self._pass_rng}
 
     def load_state_dict(self, sd: Dict[str, Any]) -> None:
         if sd.get("world_size", 1) != self.world_size:
@@ -347,6 +500,12 @@ class State:
             self.loader.load_state_dict(sd["loader"])
         self.step, self.epoch = int(sd["step"]), int(sd["epoch"])
         self.extra = sd.get("extra") or {}
+        self.kept = sd.get("kept") or {}
+        self._keep.write(self.kept)
+        self._carried = dict(sd.get("carry") or {})
+        self.position, self._pass_rng = int(sd.get("position") or 0), sd.get("pass_rng")
+        self._replay = self.position > 0
+        self._resume_rng = sd["rng"]
         _set_rng_state(sd["rng"])
 
     def load(self) -> None:
@@ -360,13 +519,58 @@ class State:
         self.resumed = True
 
     # -- the loop
-    def epochs(self, n: int) -> Iterator[int]:
-        """range(n), from the saved epoch on; sets the loader's epoch."""
-        while self.epoch < n:
+    def epochs(self, start: int, stop: Optional[int] = None) -> Iterator[int]:
+        """range(start, stop) (or range(n)), from the saved epoch on; sets
+        the loader's epoch."""
+        if stop is None:
+            start, stop = 0, start
+        if not self.resumed and self.epoch < start:
+            self.epoch = start
+        while self.epoch < stop:
             if self.loader is not None:
                 self.loader.set_epoch(self.epoch)
             yield self.epoch
             self.epoch += 1
+            self.position = 0
+
+    def carry(self, name: str, get, initial: Any = None) -> Any:
+        """A value carried from step to step inside a pass (an RNN's hidden
+        state): get() is called at every save and its value saved as
+        `name`. Returns the restored value on the first call after a resume
+        mid-pass, `initial` otherwise.
+
+            hidden = state.carry("hidden", lambda: hidden, model.init_hidden(bsz))
+        """
+        self._carry[name] = get
+        if name in self._carried:
+            return self._carried.pop(name)
+        return initial
+
+    def batches(self, iterable) -> Iterator[Any]:
+        """The items of one pass (an epoch) over iterable, from where the
+        saved pass stopped; a step is done each time the loop asks for the
+        next item (and when the pass ends): it counts it and saves when a
+        checkpoint is due, as step_done() does (do not call both).
+
+        A torch DataLoader (with its own sampler: DistributedSampler,
+        RandomSampler with a generator, ...) resumes in the order it would
+        have had: its random draws are replayed from the state they had
+        when the pass began, and the batches already done are skipped by
+        index, never loaded. Any other iterable (range(0, n, bptt),
+        enumerate(...)) is advanced past the items already done."""
+        skip = self.position if self._replay else 0
+        self._replay = False
+        if skip == 0:
+            self._resume_rng = None
+        self.position = skip
+        if isinstance(iterable, _data.DataLoader):
+            it = _dataloader_pass(self, iterable, skip)
+        else:
+            it = itertools.islice(iter(iterable), skip, None)
+        for item in it:
+            yield item
+            self.step_done()
+        self.position = 0
 
     def step_done(self) -> bool:
         """Counts a step; saves and commits when a checkpoint is due (a
@@ -374,6 +578,7 @@ class State:
         Returns whether it saved. A collective under torch.distributed:
         every rank calls it after every step."""
         self.step += 1
+        self.position += 1
         due = _sd.checkpoint_due() if self._committing else False
         if self.every and self.step % self.every == 0:
             due = True
@@ -399,8 +604,7 @@ class State:
                 # CommitError), and every rank raised here: agree, so that
                 # all stop polling (a collective) together.
                 import torch.distributed as dist
-                flag = torch.tensor([1 if gone else 0], dtype=torch.int64,
-                                    device=_sd._device(None))
+                flag = _sd._buf("gone", _sd._device(None), 1 if gone else 0)
                 dist.all_reduce(flag, op=dist.ReduceOp.MAX)
                 gone = bool(flag.item())
             if gone:

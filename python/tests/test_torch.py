@@ -335,3 +335,95 @@ class TestState(TorchBase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestUserLoop(TorchBase):
+    """state.batches() over the user's own DataLoader (its sampler kept)
+    and over an index range; keep= and carry()."""
+
+    def train_user(self, make_loader, epochs=2, stop_at=None, every=None):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 3))
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        data = Noisy()
+        loader = make_loader(data)
+        state = st.State(model=model, optimizer=opt, every=every)
+        losses = []
+        for _ in state.epochs(epochs):
+            for x, y in state.batches(loader):
+                loss = nn.functional.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                losses.append(loss.item())
+                if stop_at is not None and state.step + 1 == stop_at:
+                    return None, losses, data  # "preempted" after this step
+        return digest(model), losses, data
+
+    def user_resume_matches(self, make_loader, stop_at, every):
+        ref, ref_losses, _ = self.train_user(make_loader)
+        self.ckpt()
+        self.train_user(make_loader, stop_at=stop_at, every=every)
+        saved = stop_at - stop_at % every
+        os.environ["SPOTRUN_RESUMED"] = "1"
+        torch.manual_seed(999)
+        got, losses, data = self.train_user(make_loader, every=every)
+        self.assertEqual(losses, ref_losses[saved:])
+        self.assertEqual(got, ref)
+        return data
+
+    def test_random_sampler_with_a_generator_resumes_in_its_order(self):
+        from torch.utils.data import DataLoader, RandomSampler
+
+        def make(data):
+            g = torch.Generator().manual_seed(7)
+            return DataLoader(data, batch_size=16, sampler=RandomSampler(data, generator=g))
+        data = self.user_resume_matches(make, stop_at=11, every=3)  # saved at 9: epoch 1, batch 2
+        self.assertEqual(len(data.loaded), 100 - 2 * 16)  # the batches done were not loaded
+
+    def test_shuffle_from_the_global_rng_resumes_in_its_order(self):
+        from torch.utils.data import DataLoader
+        self.user_resume_matches(lambda d: DataLoader(d, batch_size=16, shuffle=True),
+                                 stop_at=6, every=5)
+
+    def test_distributed_sampler_resumes_in_its_order(self):
+        from torch.utils.data import DataLoader, DistributedSampler
+
+        def make(data):
+            s = DistributedSampler(data, num_replicas=2, rank=1, seed=4)
+            return DataLoader(data, batch_size=8, sampler=s)
+        self.user_resume_matches(make, stop_at=10, every=4)
+
+    def test_index_loop_keep_and_carry(self):
+        def run(stop_at=None):
+            torch.manual_seed(0)
+            rnn = nn.GRU(4, 6)
+            seq = torch.randn(41, 2, 4, generator=torch.Generator().manual_seed(1))
+            global lr_t, best_t
+            lr_t, best_t = 0.5, None
+            state = st.State(model=rnn, keep=["lr_t", "best_t"], every=3)
+            out = []
+            for _ in state.epochs(2):
+                hidden = state.carry("hidden", lambda: hidden, torch.zeros(1, 2, 6))
+                for batch, i in state.batches(enumerate(range(0, 40, 5))):
+                    y, hidden = rnn(seq[i:i + 5], hidden.detach())
+                    loss = y.pow(2).mean()
+                    rnn.zero_grad()
+                    loss.backward()
+                    for p in rnn.parameters():
+                        p.data.add_(p.grad, alpha=-lr_t)
+                    out.append((batch, loss.item()))
+                    if stop_at is not None and state.step + 1 == stop_at:
+                        return None, out
+                if best_t is None or loss.item() < best_t:
+                    best_t = loss.item()
+                lr_t /= 2
+            return (digest(rnn), lr_t, best_t), out
+        ref, ref_out = run()
+        self.ckpt()
+        run(stop_at=11)  # saved at 9: epoch 1, batch 1, lr halved once
+        os.environ["SPOTRUN_RESUMED"] = "1"
+        got, out = run()
+        self.assertEqual(out, ref_out[9:])
+        self.assertEqual(out[0][0], 1)  # the batch index comes from the library's skip
+        self.assertEqual(got, ref)

@@ -1,7 +1,8 @@
 /*
- * cmd_report.c - `spotrun report RUN [-o run.svg|run.html]`: loads the run's
+ * cmd_report.c - `spotrun report RUN [-o run.svg|run.html|-]`: loads the run's
  * history and writes the timeline picture (runtime/views/report.c) to a
- * file, atomically.
+ * file, atomically, or to stdout (-o -, or no -o with stdout not a
+ * terminal); on a terminal without -o it writes RUN.svg, as it always did.
  */
 #include <errno.h>
 #include <limits.h>
@@ -72,12 +73,21 @@ static void write_run(FILE *f, void *ctx)
         sr_report_svg(f, r->run_id, r->h);
 }
 
+static int write_stdout(struct run_picture *pic)
+{
+    write_run(stdout, pic);
+    if (fflush(stdout) != 0 || ferror(stdout))
+        return sr_errf(-EIO, "cannot write the picture to stdout: %s", strerror(errno));
+    return 0;
+}
+
 int sr_cmd_report(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct sr_view_opts vo = {0};
     const char *out = NULL, *format = NULL;
     const struct sr_opt opts[] = {{"output", 'o', "SPOTRUN_REPORT_OUTPUT", SR_OPT_STR, &out, "FILE",
-                                   "where to write (default RUN.svg); .html gives a page"},
+                                   "where to write (- for stdout; default: stdout when it is "
+                                   "not a terminal, else RUN.svg); .html gives a page"},
                                   {"format", 0, "SPOTRUN_REPORT_FORMAT", SR_OPT_STR, &format,
                                    "FORMAT", "svg or html (default: from the file name)"},
                                   SR_PRICE_OPTS(&vo),
@@ -90,8 +100,9 @@ int sr_cmd_report(const struct sr_cmd *cmd, int argc, char **argv)
     char def[300];
     snprintf(def, sizeof(def), "%s.svg", run);
     if (!out || !*out)
-        out = def;
-    const int html = sr_report_format(cmd->name, out, format);
+        out = isatty(STDOUT_FILENO) ? def : "-";
+    const int to_stdout = strcmp(out, "-") == 0;
+    const int html = sr_report_format(cmd->name, to_stdout ? "" : out, format);
     if (html == SR_EX_USAGE) {
         sr_store_close(ctx.st);
         return SR_EX_USAGE;
@@ -109,10 +120,10 @@ int sr_cmd_report(const struct sr_cmd *cmd, int argc, char **argv)
     } else {
         sr_hist_settle_last(ctx.st, run, &h);
         struct run_picture pic = {.html = html, .run_id = run, .h = &h, .p = &vo.prices};
-        code = sr_write_atomic(out, write_run, &pic);
+        code = to_stdout ? write_stdout(&pic) : sr_write_atomic(out, write_run, &pic);
         if (code < 0)
             code = sr_fail(code, "report");
-        else
+        else if (!to_stdout)
             sr_info("wrote %s (%zu attempt(s))", out, h.n_att);
     }
     sr_hist_free(&h);

@@ -172,9 +172,17 @@ static void schedule_restart(struct sup *s)
     if (sup_newest_seq(s))
         sr_info("restarting from the newest checkpoint (%" PRIu64 ") in %s (restart %u of %u)",
                 sup_newest_seq(s), d, s->restarts, s->cfg->max_restarts);
-    else
+    else {
         sr_info("restarting from scratch in %s: run %s has no checkpoint yet (restart %u of %u)", d,
                 s->cfg->run_id, s->restarts, s->cfg->max_restarts);
+        if (!s->every_ms) {
+            char lost[32];
+            sr_format_duration_ms(now() - s->ckpt_at, lost, sizeof(lost));
+            sr_warn("the %s this attempt ran are lost: give --every DURATION (say --every 10m), "
+                    "or commit from the job, so that a crash keeps the work done before it",
+                    lost);
+        }
+    }
     emit(s, "restart",
          json_pack("{s:i,s:I}", "restart", (int)s->restarts, "delay_ms", (json_int_t)delay));
     s->phase = BACKOFF;

@@ -69,6 +69,11 @@ struct sr_hist_attempt {
     char *tail; /* the exit event's "tail" (last lines of the job's stderr), cleaned; NULL = none */
     int stalled; /* a "stalled" event */
     int64_t stall_since_ms, stall_timeout_ms;
+    /* The process a stall most likely hangs on, from the event's procs
+     * (one stopped or in D first) and traceback: "pid 12 (python3) state
+     * T, wchan do_signal_stop, in hang_here (stall.py, line 9)"; "" when
+     * the event names none. */
+    char stall_suspect[256];
     /* The first "limit" event (a group's nodes each write one): the time
      * limit or budget that stopped it (docs/events.md). */
     enum sr_hist_cause limit;       /* SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET, else NONE */

@@ -331,6 +331,9 @@ void sr_summary_print_attempts(FILE *f, const struct sr_history *h)
         fprintf(f, "attempt %-4" PRIu32 " %-19s %-8s %-26s on %s%s%s%s: %s\n", a->attempt, when,
                 ran, from, a->host[0] ? a->host : "?", a->instance_type[0] ? " " : "",
                 a->instance_type, where, how);
+        if (a->stalled &&
+            a->stall_suspect[0]) /* the event has every process: --json, docs/events.md */
+            fprintf(f, "             stalled on %s\n", a->stall_suspect);
         /* a failure's reason; a stop spotrun made has its own line above */
         if (a->tail && (a->cause == SR_CAUSE_CRASHED || a->cause == SR_CAUSE_OOM ||
                         a->cause == SR_CAUSE_STALLED))

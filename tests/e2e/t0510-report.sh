@@ -19,6 +19,23 @@ assert float(root.get(\"width\")) > 0 and float(root.get(\"height\")) > 0
 "
 '
 
+test_expect_success 'report without -o, stdout not a terminal: the picture on stdout, no file' '
+    rm -f r.svg &&
+    "$SPOTRUN" report r >piped.svg 2>err &&
+    ! test -e r.svg &&
+    ! grep wrote err &&
+    cmp run.svg piped.svg &&
+    "$SPOTRUN" report r -o - --format html >piped.html &&
+    grep -q "<html" piped.html && ! test -e r.svg
+'
+
+test_expect_success 'report without -o on a terminal writes RUN.svg, as it always did' '
+    rm -f r.svg &&
+    script -qec "\"$SPOTRUN\" report r" /dev/null >tty.out 2>&1 &&
+    grep "wrote r.svg (3 attempt(s))" tty.out &&
+    cmp run.svg r.svg
+'
+
 test_expect_success 'one lane and one training segment per attempt' '
     test "$(svg_count run.svg attempt)" -eq 3 &&
     test "$(svg_count run.svg segment)" -eq 3 &&

@@ -45,6 +45,7 @@ z = zipfile.ZipFile(sys.argv[1])
 names = z.namelist()
 print("\n".join(names))
 assert "spotrun/__init__.py" in names and "spotrun/py.typed" in names
+assert "spotrun/launch.py" in names
 assert not [n for n in names if "tests" in n or "_spotrun_build" in n or n.endswith(".pyc")], names
 record = [n for n in names if n.endswith(".dist-info/RECORD")][0]
 for line in z.read(record).decode().splitlines():
@@ -70,6 +71,18 @@ test_expect_success 'pip install into a venv (pip --python), and an editable ins
     pip --python venv-e/bin/python install -e "$SRCDIR/python" >venv-e.log 2>&1 ||
         { cat venv-e.log; exit 1; }
     works "$SRCDIR/python" "$TRASH/venv-e/bin/python"
+'
+
+test_expect_success 'the launcher from a venv install starts ranks that import spotrun from it' '
+    cat >rank.py <<-\PY &&
+	import os, spotrun
+	print("rank %s of %s imports %s" % (os.environ["RANK"], os.environ["WORLD_SIZE"], spotrun.__file__))
+	PY
+    (cd / && "$TRASH/venv/bin/python" -m spotrun.launch --nproc-per-node 2 "$TRASH/rank.py") >ranks.out 2>&1 ||
+        { cat ranks.out; exit 1; }
+    cat ranks.out &&
+    grep "^rank 0 of 2 imports $TRASH/venv/lib/.*/spotrun/__init__.py$" ranks.out &&
+    grep "^rank 1 of 2 imports $TRASH/venv/lib/.*/spotrun/__init__.py$" ranks.out
 '
 
 test_expect_success 'the sdist builds and installs' '

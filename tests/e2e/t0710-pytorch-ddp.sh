@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # torch.distributed under spotrun (examples/pytorch/train_ddp.py, 2 gloo
-# ranks on CPU, started by examples/pytorch/launch.py as torchrun would):
+# ranks on CPU, started by the installed launcher, python3 -m spotrun.launch):
 # at a notice the ranks agree on one step, each saves its file, one commits;
 # a rerun resumes every rank to the weights of an uninterrupted run. The
 # launcher forwards signals and exits with its children's worst status.
@@ -9,7 +9,8 @@
 EX=$SRCDIR/examples/pytorch
 STEPS=60
 export PYTHONDONTWRITEBYTECODE=1
-ddp() { timeout 300 "$PY" "$EX/launch.py" --nproc-per-node 2 "$EX/train_ddp.py" --steps $STEPS "$@"; }
+export PYTHONPATH=$SRCDIR/python
+ddp() { timeout 300 "$PY" -m spotrun.launch --nproc-per-node 2 "$EX/train_ddp.py" --steps $STEPS "$@"; }
 
 test_expect_success 'PyTorch is importable' '
     require_torch
@@ -22,7 +23,7 @@ test_expect_success 'uninterrupted reference run of 2 ranks (no spotrun)' '
 '
 
 test_expect_success 'notify: the ranks save one step, one commit, spotrun exits 75' '
-    "$SPOTRUN" run --run-id ddp -- "$PY" "$EX/launch.py" --nproc-per-node 2 "$EX/train_ddp.py" \
+    "$SPOTRUN" run --run-id ddp -- "$PY" -m spotrun.launch --nproc-per-node 2 "$EX/train_ddp.py" \
         --steps $STEPS --save-every 0 --pace 0.05 --out w.txt >run1.log 2>&1 &
     pid=$!
     { wait_for run1.log "^step 20 " 120 && "$SPOTRUN" notify --run-id ddp --deadline 60s; } ||
@@ -47,7 +48,7 @@ assert steps == [int(sys.argv[1])] * 2, (steps, sys.argv[1])
 
 test_expect_success 'rerun resumes every rank and ends with the reference weights' '
     step=$("$SPOTRUN" show ddp | awk "\$1 == 1 { print \$2 }") &&
-    timeout 300 "$SPOTRUN" run --run-id ddp -- "$PY" "$EX/launch.py" --nproc-per-node 2 \
+    timeout 300 "$SPOTRUN" run --run-id ddp -- "$PY" -m spotrun.launch --nproc-per-node 2 \
         "$EX/train_ddp.py" --steps $STEPS --save-every 0 --out w.txt >run2.log 2>&1 || { cat run2.log; exit 1; }
     cat run2.log &&
     grep "^resumed from step $step$" run2.log &&
@@ -75,7 +76,7 @@ time.sleep(60)
 PY
 
 test_expect_success 'the launcher forwards SIGTERM to every rank and exits with their status' '
-    "$PY" "$EX/launch.py" --nproc-per-node 3 child.py >fwd.log 2>&1 &
+    "$PY" -m spotrun.launch --nproc-per-node 3 child.py >fwd.log 2>&1 &
     pid=$!
     for r in 0 1 2; do wait_for fwd.log "^rank $r of 3 port [0-9]" 20 || exit 1; done
     kill -TERM $pid
@@ -86,7 +87,7 @@ test_expect_success 'the launcher forwards SIGTERM to every rank and exits with 
 
 test_expect_success 'a failing rank stops the others; the launcher exits with its code' '
     rm -f ready0 ready1 ready2
-    expect_code 3 "$PY" "$EX/launch.py" --nproc-per-node 3 child.py fail >fail.log 2>&1
+    expect_code 3 "$PY" -m spotrun.launch --nproc-per-node 3 child.py fail >fail.log 2>&1
     cat fail.log
     grep "rank 1 exited with 3; stopping the others" fail.log &&
     grep "^rank 0 got TERM" fail.log && grep "^rank 2 got TERM" fail.log

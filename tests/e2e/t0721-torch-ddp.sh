@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # spotrun.torch under torch.distributed: examples/pytorch/train_bundle.py
-# (the same five glue lines) on 2 gloo ranks through launch.py, 2 loader
+# (the same five glue lines) on 2 gloo ranks through python3 -m spotrun.launch, 2 loader
 # workers each. A notice at a random step: the ranks agree on one step,
 # each saves its own file (its RNG states and data position), one commits;
 # the rerun resumes every rank mid-epoch and ends bit-exact with an
@@ -12,7 +12,7 @@ export PYTHONPATH=$SRCDIR/python
 export PYTHONDONTWRITEBYTECODE=1
 EPOCHS=4
 STEPS=32 # 512 samples / 2 ranks / 32 a batch = 8 batches an epoch
-ddp=("$PY" "$EX/launch.py" --nproc-per-node 2 "$EX/train_bundle.py" --epochs $EPOCHS --workers 2)
+ddp=("$PY" -m spotrun.launch --nproc-per-node 2 "$EX/train_bundle.py" --epochs $EPOCHS --workers 2)
 
 STEP_LINE="^epoch [0-9]* batch [0-9]* loss"
 lines() { count_lines "$1" "$STEP_LINE"; } # 0 while the file does not exist

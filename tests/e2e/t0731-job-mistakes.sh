@@ -59,7 +59,15 @@ test_expect_success 'a crash with no checkpoint restarts "from scratch", never "
     expect_code 3 "$SPOTRUN" run --run-id scratch --max-restarts 1 --backoff 10ms -- sh -c "exit 3" \
         >scratch.log 2>&1 &&
     grep "restarting from scratch in .*: run scratch has no checkpoint yet (restart 1 of 1)" scratch.log &&
-    ! grep "newest checkpoint" scratch.log
+    ! grep "newest checkpoint" scratch.log &&
+    grep "warning: the .* this attempt ran are lost: give --every DURATION (say --every 10m), or commit from the job" scratch.log
+'
+
+test_expect_success 'with --every, a crash before the first checkpoint does not suggest it' '
+    expect_code 3 "$SPOTRUN" run --run-id scr2 --every 1h --max-restarts 1 --backoff 10ms -- \
+        sh -c "exit 3" >scr2.log 2>&1 &&
+    grep "restarting from scratch" scr2.log &&
+    ! grep "give --every" scr2.log
 '
 
 test_expect_success 'a script that cannot import its module: one restart, then stopped with its code' '

@@ -110,6 +110,14 @@ test_expect_success 'the stalled event names the process, its state and the hang
     ! grep "\"event\":\"stalled\"" "$SPOTRUN_STORE"/sleepy/events/000001.jsonl
 '
 
+test_expect_success 'show names the process the stall hung on: pid, state, wait channel, Python frame' '
+    "$SPOTRUN" show sleepy >show.out &&
+    cat show.out &&
+    pid=$(sed -n "s/^proc \([0-9]*\) python3 S [0-9]*$/\1/p" sleep.ev) &&
+    grep -E "^ +stalled on pid $pid \(python3\) state S(, wchan [^,]+)?, in hang_here_sleeping \(.*stall.py, line [0-9]+\)$" show.out &&
+    test "$(grep -c "stalled on" show.out)" -eq 1
+'
+
 test_expect_success 'the restarted run ends with the weights of the uninterrupted one' '
     cmp ref.txt sleep.txt
 '
