@@ -13,6 +13,7 @@
  */
 #include "store.h"
 #include "log.h"
+#include "az.h"
 #include "s3.h"
 
 #include <errno.h>
@@ -193,7 +194,8 @@ static size_t scheme_len(const char *url)
  * VM; "./s3:b" or "file:///abs/s3:b" still names one. */
 static int check_typo(const char *url)
 {
-    if (strncmp(url, "s3://", 5) == 0 || strncmp(url, "file://", 7) == 0)
+    if (strncmp(url, "s3://", 5) == 0 || strncmp(url, "file://", 7) == 0 ||
+        strncmp(url, "az://", 5) == 0)
         return 0;
     size_t n = scheme_len(url);
     const char *rest = url + n + 1;
@@ -240,6 +242,8 @@ static int store_open(const char *url, int create, struct sr_store **out)
         return trc;
     if (strncmp(url, "s3://", 5) == 0)
         return sr_store_s3_open(url, out);
+    if (strncmp(url, "az://", 5) == 0)
+        return sr_store_az_open(url, out);
     const char *path = url;
     if (strncmp(url, "file://", 7) == 0) {
         path = url + 7;
@@ -284,6 +288,9 @@ void sr_store_describe(const struct sr_store *st, char *buf, size_t len)
     } else if (strncmp(st->url, "s3://", 5) == 0 && st->impl) {
         const struct sr_s3 *s3 = st->impl;
         snprintf(buf, len, "%s at %s (region %s)", st->url, s3->base, s3->region);
+    } else if (strncmp(st->url, "az://", 5) == 0 && st->impl) {
+        const struct sr_az *az = st->impl;
+        snprintf(buf, len, "%s at %s", st->url, az->base);
     } else {
         snprintf(buf, len, "%s", st->url);
     }
