@@ -485,7 +485,11 @@ int sr_az_setup(struct sr_az *az, CURL *c, struct sr_az_req *r, struct curl_slis
 
 static const char *hint_for(long status, const char *code)
 {
-    if (status == 403 && strstr(code, "Authentication"))
+    /* Azure says AuthenticationFailed for a bad signature, Azurite
+     * AuthorizationFailure; a SAS without the permission is
+     * AuthorizationPermissionMismatch. */
+    if (status == 403 &&
+        (strstr(code, "Authentication") || strcmp(code, "AuthorizationFailure") == 0))
         return " (check the account key or SAS token: docs/azure.md, \"Credentials\")";
     if (status == 403)
         return " (the credentials lack permission for this container)";

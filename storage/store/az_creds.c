@@ -355,7 +355,7 @@ int sr_az_open(const char *account, const char *container, const char *prefix, s
     if (rc == 0)
         rc = chain(az, tried, sizeof(tried));
     if (rc == -ENOKEY)
-        rc = sr_errf(-ENOKEY,
+        rc = sr_errf(-EACCES,
                      "no Azure credentials for account %s: tried %s (set one: "
                      "docs/azure.md, \"Credentials\")",
                      account, tried);

@@ -8,6 +8,9 @@ signer (a second implementation: a bug in one does not hide in both).
       status line, then the body. Env: AZ_ENDPOINT (http://127.0.0.1:PORT/
       devstoreaccount1), AZ_ACCOUNT, AZ_KEY (base64), AZ_HEADERS (extra
       "Name: value" lines, e.g. "If-Match: ...").
+  azreq.py sas [PERMISSIONS]
+      prints an account SAS token (blob service, version 2019-12-12, an
+      hour long) signed with AZ_KEY.
 """
 import base64
 import hashlib
@@ -40,7 +43,20 @@ def sign(method, url_path, query, headers, body_len, account, key):
     return base64.b64encode(mac).decode()
 
 
+def account_sas(perms):
+    import datetime
+    account, key = os.environ["AZ_ACCOUNT"], os.environ["AZ_KEY"]
+    exp = (datetime.datetime.utcnow() + datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    sts = "\n".join([account, perms, "b", "sco", "", exp, "", "", "2019-12-12", ""])
+    sig = base64.b64encode(hmac.new(base64.b64decode(key), sts.encode(), hashlib.sha256).digest())
+    return urllib.parse.urlencode({"sv": "2019-12-12", "ss": "b", "srt": "sco", "sp": perms,
+                                   "se": exp, "sig": sig.decode()})
+
+
 def main():
+    if sys.argv[1] == "sas":
+        print(account_sas(sys.argv[2] if len(sys.argv) > 2 else "rwdlac"))
+        return 0
     method, path = sys.argv[1], sys.argv[2]
     query = sys.argv[3] if len(sys.argv) > 3 else ""
     body = open(sys.argv[4], "rb").read() if len(sys.argv) > 4 else b""
