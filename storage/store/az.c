@@ -359,6 +359,17 @@ static size_t on_read(char *p, size_t size, size_t n, void *ud)
     return len;
 }
 
+/* curl rewinds the body to send it again (a kept-alive connection that
+ * the server closed meanwhile). */
+static int on_seek(void *ud, curl_off_t off, int origin)
+{
+    struct sr_az_req *r = ud;
+    if (origin != SEEK_SET || off < 0 || (uint64_t)off > r->body_len)
+        return CURL_SEEKFUNC_CANTSEEK;
+    r->sent = (size_t)off;
+    return CURL_SEEKFUNC_OK;
+}
+
 static int token_fresh(struct sr_az *az, char *hdr, size_t len);
 
 /* Authorization for a Shared Key request: signs what setup sends. */
@@ -468,12 +479,14 @@ int sr_az_setup(struct sr_az *az, CURL *c, struct sr_az_req *r, struct curl_slis
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, az->stall_s);
     curl_easy_setopt(c, CURLOPT_PRIVATE, r);
     if (strcmp(r->method, "PUT") == 0) {
         curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
         curl_easy_setopt(c, CURLOPT_READDATA, r);
+        curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
+        curl_easy_setopt(c, CURLOPT_SEEKDATA, r);
         curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->body_len);
     } else if (strcmp(r->method, "HEAD") == 0) {
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);

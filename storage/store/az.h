@@ -39,9 +39,10 @@ struct sr_az {
     /* SPOTRUN_AZ_* settings (docs/azure.md, "Settings") */
     int retries;
     long retry_base_ms;
+    long stall_s; /* a transfer under 1 KiB/s this long is cut and retried */
     size_t concurrency;
-    uint64_t block_size, single_max;
-    void *lock; /* pthread_mutex_t: the pool and the token */
+    uint64_t block_size; /* Put Block's size; an object within one is one Put Blob */
+    void *lock;          /* pthread_mutex_t: the pool and the token */
     CURL *pool[SR_AZ_POOL];
     int npool;
 };

@@ -106,20 +106,20 @@ static int env_bytes(const char *name, uint64_t min, uint64_t max, uint64_t *out
 
 static int read_settings(struct sr_az *az)
 {
-    int64_t retries = 5, base = 200, conc = 8;
+    int64_t retries = 5, base = 200, conc = 8, stall = 60;
     az->block_size = 8 * SR_AZ_MIB;
-    az->single_max = 32 * SR_AZ_MIB;
     int rc = env_num("SPOTRUN_AZ_RETRIES", 0, 100, &retries);
     if (rc == 0)
         rc = env_num("SPOTRUN_AZ_RETRY_BASE_MS", 0, 60000, &base);
     if (rc == 0)
         rc = env_num("SPOTRUN_AZ_CONCURRENCY", 1, 64, &conc);
+    if (rc == 0)
+        rc = env_num("SPOTRUN_AZ_STALL_TIMEOUT_S", 1, 3600, &stall);
     if (rc == 0) /* Put Block takes up to 4000 MiB; keep memory sane */
         rc = env_bytes("SPOTRUN_AZ_BLOCK_SIZE", 64 << 10, 512 * SR_AZ_MIB, &az->block_size);
-    if (rc == 0)
-        rc = env_bytes("SPOTRUN_AZ_SINGLE_MAX", 0, 512 * SR_AZ_MIB, &az->single_max);
     az->retries = (int)retries;
     az->retry_base_ms = (long)base;
+    az->stall_s = (long)stall;
     az->concurrency = (size_t)conc;
     return rc;
 }
