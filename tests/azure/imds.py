@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """imds.py - a stand-in for the Azure VM's managed identity endpoint and a
-blob endpoint that records what it is sent, for t0792.
+blob endpoint that records what it is sent, for t0282.
 
   imds.py DIR   listens on 127.0.0.1 at a free port, writes "port N" to
                 stdout. GET /metadata/identity/oauth2/token answers a token

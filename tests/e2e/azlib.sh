@@ -1,4 +1,4 @@
-# azlib.sh - Azure Blob test helpers for tests/e2e/t079*-az-*.sh, sourced
+# azlib.sh - Azure Blob test helpers for tests/e2e/t028*-az-*.sh, sourced
 # after lib.sh: starts Azurite's Blob service (tests/azure, npm azurite) on
 # 127.0.0.1 at a free port with its data in $TRASH, creates the container
 # "ckpt", points spotrun at it with a connection string, and stops the

@@ -5,8 +5,10 @@
 # appears in a message.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/azlib.sh"
-az_start
+az_start # (its EXIT trap is extended below)
 mkdir -p src && echo hello >src/a.txt
+
+trap 'kill "$(cat "$TRASH/imds.pid" 2>/dev/null)" 2>/dev/null; az_stop' EXIT
 
 no_creds() {
     env -u AZURE_STORAGE_CONNECTION_STRING -u AZURE_STORAGE_KEY -u AZURE_STORAGE_ACCOUNT \
@@ -25,7 +27,7 @@ test_expect_success 'AZURE_STORAGE_ACCOUNT + AZURE_STORAGE_KEY (Shared Key) with
 test_expect_success 'a wrong key: 403 naming the object and what to check, never the key' '
     bad=$(printf "%088d" 0 | tr 0 A) &&
     expect_code 77 no_creds AZURE_STORAGE_KEY=$bad "$SPOTRUN" ls >bad.out 2>&1 &&
-    grep "az://devstoreaccount1/ckpt/t0792-az-creds.*403 AuthorizationFailure" bad.out &&
+    grep "az://devstoreaccount1/ckpt/t0282-az-creds.*403 AuthorizationFailure" bad.out &&
     grep "check the account key or SAS token" bad.out &&
     ! grep -F "$bad" bad.out
 '
@@ -83,6 +85,5 @@ test_expect_success 'managed identity unreachable: the chain names the endpoint 
     expect_code 77 no_creds SPOTRUN_AZ_IMDS_ENDPOINT=http://127.0.0.1:1/token "$SPOTRUN" ls >mi2.out 2>&1 &&
     grep "managed identity: no token endpoint at http://127.0.0.1:1/token" mi2.out
 '
-kill "$(cat imds.pid 2>/dev/null)" 2>/dev/null
 
 test_done

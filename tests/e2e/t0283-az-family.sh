@@ -56,12 +56,12 @@ test_expect_success 'a sweep on az://: init, then a worker runs each trial once'
 # seqs RUN: the committed checkpoints of RUN.
 seqs() { "$SPOTRUN" show "$1" | awk '$1 ~ /^[0-9]+$/ {print $1}' | tr '\n' ' '; }
 
-PROXY_PID=
-trap 'kill $PROXY_PID 2>/dev/null; az_stop' EXIT
+# The proxy starts inside a test's subshell: its pid goes through a file.
+trap 'kill "$(cat "$TRASH/proxy.pid" 2>/dev/null)" 2>/dev/null; az_stop' EXIT
 test_expect_success 'through a fault proxy: blocks and ranges retried, bit-exact both ways' '
     python3 "$SRCDIR/tests/s3/faultproxy.py" --upstream "http://127.0.0.1:$AZ_PORT" --seed 793 \
         --rate 0.3 --faults 500,503,reset,truncate >proxy.log 2>&1 &
-    PROXY_PID=$! &&
+    echo $! >proxy.pid &&
     wait_for proxy.log "^port" &&
     proxy=http://127.0.0.1:$(sed -n "s/^port //p" proxy.log)/$AZ_ACCOUNT &&
     mkdir -p big && "$PY" gen.py 9 3 >big/a.bin && echo small >big/b.txt &&
