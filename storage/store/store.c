@@ -200,7 +200,7 @@ static int check_typo(const char *url)
     size_t n = scheme_len(url);
     const char *rest = url + n + 1;
     if (n == 0) { /* "s3//bucket": the colon is missing */
-        if (strncasecmp(url, "s3//", 4) == 0)
+        if (strncasecmp(url, "s3//", 4) == 0 || strncasecmp(url, "az//", 4) == 0)
             n = 2, rest = url + 2;
         else if (strncasecmp(url, "file//", 6) == 0)
             n = 4, rest = url + 4;
@@ -214,6 +214,11 @@ static int check_typo(const char *url)
                        "store URL %s looks like a mistyped s3://%s (for a local directory of "
                        "that name, write ./%s)",
                        url, rest, url);
+    if (n == 2 && strncasecmp(url, "az", 2) == 0)
+        return sr_errf(-EINVAL,
+                       "store URL %s looks like a mistyped az://%s (for a local directory of "
+                       "that name, write ./%s)",
+                       url, rest, url);
     if (n == 4 && strncasecmp(url, "file", 4) == 0)
         return sr_errf(-EINVAL,
                        "store URL %s looks like a mistyped file:///%s (for a local directory of "
@@ -221,12 +226,13 @@ static int check_typo(const char *url)
                        url, rest, url);
     if (has_scheme(url))
         return sr_errf(-EINVAL,
-                       "unsupported store URL %s (use a path, file:///path or "
-                       "s3://bucket/prefix)",
+                       "unsupported store URL %s (use a path, file:///path, "
+                       "s3://bucket/prefix or az://account/container/prefix)",
                        url);
     return sr_errf(-EINVAL,
                    "store URL %s starts with an unknown scheme \"%.*s:\" (use a path, "
-                   "file:///path or s3://bucket/prefix; for a local directory of that name, "
+                   "file:///path, s3://bucket/prefix or az://account/container/prefix; for a "
+                   "local directory of that name, "
                    "write ./%s)",
                    url, (int)n, url, url);
 }
@@ -235,8 +241,8 @@ static int store_open(const char *url, int create, struct sr_store **out)
 {
     *out = NULL;
     if (!url || !*url)
-        return sr_errf(-EINVAL, "unsupported store URL \"\" (use a path, file:///path or "
-                                "s3://bucket/prefix)");
+        return sr_errf(-EINVAL, "unsupported store URL \"\" (use a path, file:///path, "
+                                "s3://bucket/prefix or az://account/container/prefix)");
     const int trc = check_typo(url);
     if (trc < 0)
         return trc;

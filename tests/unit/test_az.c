@@ -180,6 +180,24 @@ static void bad_az_urls_say_what_an_az_url_looks_like(void **state)
     assert_int_equal(sr_store_open("az://acct/c/../x", &st), -EINVAL);
 }
 
+static void mistyped_az_urls_name_the_url_meant(void **state)
+{
+    (void)state;
+    const char *typos[][2] = {{"az:/acct/ckpt", "mistyped az://acct/ckpt"},
+                              {"AZ://acct/ckpt", "mistyped az://acct/ckpt"},
+                              {"az//acct/ckpt", "mistyped az://acct/ckpt"},
+                              {"az:acct/ckpt", "mistyped az://acct/ckpt"}};
+    for (size_t i = 0; i < sizeof(typos) / sizeof(typos[0]); i++) {
+        struct sr_store *st = (void *)1;
+        assert_int_equal(sr_store_open(typos[i][0], &st), -EINVAL);
+        assert_null(st);
+        assert_non_null(strstr(sr_strerror(-EINVAL), typos[i][1]));
+    }
+    struct sr_store *st = NULL;
+    assert_int_equal(sr_store_open("gs://bucket", &st), -EINVAL);
+    assert_non_null(strstr(sr_strerror(-EINVAL), "az://account/container/prefix"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -191,6 +209,7 @@ int main(void)
         cmocka_unit_test(throttling_and_server_errors_are_retried),
         cmocka_unit_test(imds_token_answers_parse_with_either_expiry_form),
         cmocka_unit_test(bad_az_urls_say_what_an_az_url_looks_like),
+        cmocka_unit_test(mistyped_az_urls_name_the_url_meant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
