@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <pthread.h>
@@ -412,42 +413,11 @@ static int shared_key(struct sr_az *az, struct sr_az_req *r, const char *path, c
     return 0;
 }
 
-int sr_az_setup(struct sr_az *az, CURL *c, struct sr_az_req *r, struct curl_slist **hdrs)
+/* The request's headers: date and version, the body's type, range and
+ * conditions, and auth (the Authorization line, "" for SAS). */
+static struct curl_slist *headers(const struct sr_az_req *r, const char *date, const char *range,
+                                  const char *auth)
 {
-    r->status = 0;
-    r->resp_len = r->got = r->sent = 0;
-    r->clen = 0;
-    r->etag[0] = r->code[0] = '\0';
-    r->over = 0;
-    free(r->resp);
-    r->resp = NULL;
-    char full[2400], path[7400], url[12000];
-    snprintf(full, sizeof(full), "%s%s%s", az->prefix, *az->prefix ? "/" : "",
-             r->key ? r->key : "");
-    if (sr_az_escape(full, 1, path, sizeof(path)) < 0)
-        return sr_errf(-ENAMETOOLONG, "key %s is too long", full);
-    char upath[8000];
-    snprintf(upath, sizeof(upath), "%s/%s%s%s", az->path0, az->container, r->key ? "/" : "",
-             r->key ? path : "");
-    const char *q = r->query ? r->query : "";
-    const int sas = az->auth == SR_AZ_AUTH_SAS;
-    snprintf(url, sizeof(url), "%.1024s%s%s%s%s%s", az->base, upath + strlen(az->path0),
-             *q || sas ? "?" : "", q, *q && sas ? "&" : "", sas ? az->sas : "");
-    char date[64], range[96] = "", auth[9000] = "";
-    const time_t now = time(NULL);
-    struct tm tm;
-    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&now, &tm));
-    if (r->range_len)
-        snprintf(range, sizeof(range), "x-ms-range:bytes=%llu-%llu",
-                 (unsigned long long)r->range_off,
-                 (unsigned long long)(r->range_off + r->range_len - 1));
-    int rc = 0;
-    if (az->auth == SR_AZ_AUTH_KEY)
-        rc = shared_key(az, r, upath, date, range, auth, sizeof(auth));
-    else if (az->auth == SR_AZ_AUTH_TOKEN)
-        rc = token_fresh(az, auth, sizeof(auth));
-    if (rc < 0)
-        return rc;
     struct curl_slist *h = NULL;
     char line[256];
     snprintf(line, sizeof(line), "x-ms-date: %s", date);
@@ -469,9 +439,12 @@ int sr_az_setup(struct sr_az *az, CURL *c, struct sr_az_req *r, struct curl_slis
     }
     if (*auth)
         h = curl_slist_append(h, auth);
-    *hdrs = h;
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    return h;
+}
+
+/* Callbacks, timeouts and the method on handle c. */
+static void set_transfer(const struct sr_az *az, CURL *c, struct sr_az_req *r)
+{
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -493,6 +466,50 @@ int sr_az_setup(struct sr_az *az, CURL *c, struct sr_az_req *r, struct curl_slis
     } else if (strcmp(r->method, "GET") != 0) {
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
     }
+}
+
+int sr_az_setup(struct sr_az *az, CURL *c, struct sr_az_req *r, struct curl_slist **hdrs)
+{
+    r->status = 0;
+    r->resp_len = r->got = r->sent = 0;
+    r->clen = 0;
+    r->etag[0] = r->code[0] = '\0';
+    r->over = 0;
+    free(r->resp);
+    r->resp = NULL;
+    /* upath: the URL's path, which Shared Key signs (the emulator's
+     * account segment included); the SAS, when used, goes on the query. */
+    char full[2400], path[7400], upath[8000], url[12000];
+    snprintf(full, sizeof(full), "%s%s%s", az->prefix, *az->prefix ? "/" : "",
+             r->key ? r->key : "");
+    if (sr_az_escape(full, 1, path, sizeof(path)) < 0)
+        return sr_errf(-ENAMETOOLONG, "key %s is too long", full);
+    snprintf(upath, sizeof(upath), "%s/%s%s%s", az->path0, az->container, r->key ? "/" : "",
+             r->key ? path : "");
+    const char *q = r->query ? r->query : "";
+    const int sas = az->auth == SR_AZ_AUTH_SAS;
+    snprintf(url, sizeof(url), "%.1024s%s%s%s%s%s", az->base, upath + strlen(az->path0),
+             *q || sas ? "?" : "", q, *q && sas ? "&" : "", sas ? az->sas : "");
+    char date[64], range[96] = "", auth[9000] = "";
+    const time_t now = time(NULL);
+    struct tm tm;
+    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&now, &tm));
+    if (r->range_len)
+        snprintf(range, sizeof(range), "x-ms-range:bytes=%llu-%llu",
+                 (unsigned long long)r->range_off,
+                 (unsigned long long)(r->range_off + r->range_len - 1));
+    int rc = 0;
+    if (az->auth == SR_AZ_AUTH_KEY)
+        rc = shared_key(az, r, upath, date, range, auth, sizeof(auth));
+    else if (az->auth == SR_AZ_AUTH_TOKEN)
+        rc = token_fresh(az, auth, sizeof(auth));
+    if (rc < 0)
+        return rc;
+    *hdrs = headers(r, date, range, auth);
+    OPENSSL_cleanse(auth, sizeof(auth));
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdrs);
+    set_transfer(az, c, r);
     return 0;
 }
 
