@@ -373,9 +373,21 @@ static int on_seek(void *ud, curl_off_t off, int origin)
 
 static int token_fresh(struct sr_az *az, char *hdr, size_t len);
 
+/* Content-MD5 (base64) of an upload's body: the service checks it, so a
+ * body damaged on the way is refused (400 Md5Mismatch), never stored. */
+static void body_md5(const struct sr_az_req *r, char out[32])
+{
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned int dl = 0;
+    out[0] = '\0';
+    if (strcmp(r->method, "PUT") == 0 && r->body_len > 0 &&
+        EVP_Digest(r->body, r->body_len, d, &dl, EVP_md5(), NULL))
+        EVP_EncodeBlock((unsigned char *)out, d, 16);
+}
+
 /* Authorization for a Shared Key request: signs what setup sends. */
 static int shared_key(struct sr_az *az, struct sr_az_req *r, const char *path, const char *date,
-                      const char *range, char *hdr, size_t hlen)
+                      const char *range, const char *md5, char *hdr, size_t hlen)
 {
     char res[4096], clen[32] = "", sts[8192], sig[64];
     int rc = sr_az_canon_resource(az->account, path, r->query, res, sizeof(res));
@@ -397,7 +409,7 @@ static int shared_key(struct sr_az *az, struct sr_az_req *r, const char *path, c
     const struct sr_az_sts s = {
         .method = r->method,
         .content_length = clen,
-        .content_md5 = "",
+        .content_md5 = md5,
         .content_type = "",
         .if_match = r->if_match ? r->if_match : "",
         .if_none_match = r->if_none_match ? "*" : "",
@@ -416,10 +428,14 @@ static int shared_key(struct sr_az *az, struct sr_az_req *r, const char *path, c
 /* The request's headers: date and version, the body's type, range and
  * conditions, and auth (the Authorization line, "" for SAS). */
 static struct curl_slist *headers(const struct sr_az_req *r, const char *date, const char *range,
-                                  const char *auth)
+                                  const char *md5, const char *auth)
 {
     struct curl_slist *h = NULL;
     char line[256];
+    if (*md5) {
+        snprintf(line, sizeof(line), "Content-MD5: %s", md5);
+        h = curl_slist_append(h, line);
+    }
     snprintf(line, sizeof(line), "x-ms-date: %s", date);
     h = curl_slist_append(h, line);
     h = curl_slist_append(h, "x-ms-version: " SR_AZ_VERSION);
@@ -490,7 +506,8 @@ int sr_az_setup(struct sr_az *az, CURL *c, struct sr_az_req *r, struct curl_slis
     const int sas = az->auth == SR_AZ_AUTH_SAS;
     snprintf(url, sizeof(url), "%.1024s%s%s%s%s%s", az->base, upath + strlen(az->path0),
              *q || sas ? "?" : "", q, *q && sas ? "&" : "", sas ? az->sas : "");
-    char date[64], range[96] = "", auth[9000] = "";
+    char date[64], range[96] = "", auth[9000] = "", md5[32];
+    body_md5(r, md5);
     const time_t now = time(NULL);
     struct tm tm;
     strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&now, &tm));
@@ -500,12 +517,12 @@ int sr_az_setup(struct sr_az *az, CURL *c, struct sr_az_req *r, struct curl_slis
                  (unsigned long long)(r->range_off + r->range_len - 1));
     int rc = 0;
     if (az->auth == SR_AZ_AUTH_KEY)
-        rc = shared_key(az, r, upath, date, range, auth, sizeof(auth));
+        rc = shared_key(az, r, upath, date, range, md5, auth, sizeof(auth));
     else if (az->auth == SR_AZ_AUTH_TOKEN)
         rc = token_fresh(az, auth, sizeof(auth));
     if (rc < 0)
         return rc;
-    *hdrs = headers(r, date, range, auth);
+    *hdrs = headers(r, date, range, md5, auth);
     OPENSSL_cleanse(auth, sizeof(auth));
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdrs);
@@ -535,7 +552,9 @@ int sr_az_judge(struct sr_az *az, struct sr_az_req *r, CURLcode cc, int attempt)
         sr_az_name(az, r->key, name, sizeof(name));
         return sr_errf(-EFBIG, "%s: the answer is larger than expected", name);
     }
-    const int v = sr_az_classify(cc, r->status);
+    /* Md5Mismatch: the body was damaged on the way; send it again. */
+    const int v =
+        r->status == 400 && strcmp(r->code, "Md5Mismatch") == 0 ? 1 : sr_az_classify(cc, r->status);
     if (v == 0 || (v == 1 && attempt < az->retries)) {
         if (v == 1)
             sr_debug("azure: %s %s: %s %ld %s, retrying", r->method, r->key ? r->key : "",

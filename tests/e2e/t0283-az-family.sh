@@ -3,7 +3,8 @@
 # (restore reads the referenced ranges of older blobs), run summaries for
 # `spotrun stats`, a sweep's trials, and transfers through the fault proxy
 # (tests/s3/faultproxy.py: 500, 503, resets, truncated answers) that
-# complete bit-exact or fail cleanly.
+# complete bit-exact or fail cleanly; a body damaged on the way is caught
+# by its Content-MD5 (tests/azure/flipproxy.py) and sent again.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/azlib.sh"
 az_start
@@ -57,7 +58,8 @@ test_expect_success 'a sweep on az://: init, then a worker runs each trial once'
 seqs() { "$SPOTRUN" show "$1" | awk '$1 ~ /^[0-9]+$/ {print $1}' | tr '\n' ' '; }
 
 # The proxy starts inside a test's subshell: its pid goes through a file.
-trap 'kill "$(cat "$TRASH/proxy.pid" 2>/dev/null)" 2>/dev/null; az_stop' EXIT
+trap 'kill "$(cat "$TRASH/proxy.pid" 2>/dev/null)" "$(cat "$TRASH/flip.pid" 2>/dev/null)" 2>/dev/null
+    az_stop' EXIT
 test_expect_success 'through a fault proxy: blocks and ranges retried, bit-exact both ways' '
     python3 "$SRCDIR/tests/s3/faultproxy.py" --upstream "http://127.0.0.1:$AZ_PORT" --seed 793 \
         --rate 0.3 --faults 500,503,reset,truncate >proxy.log 2>&1 &
@@ -82,6 +84,16 @@ test_expect_success 'a server that keeps failing: the push fails cleanly, the ru
     grep "az://devstoreaccount1/ckpt/$test_name/f" fail.out &&
     seqs f >after.out && diff before.out after.out &&
     rm -rf fout2 && "$SPOTRUN" pull f fout2 && diff -r big fout2
+'
+
+test_expect_success 'a body damaged in transit is refused by its Content-MD5 and sent again' '
+    python3 "$SRCDIR/tests/azure/flipproxy.py" "$AZ_PORT" >flip.log 2>&1 &
+    echo $! >flip.pid &&
+    wait_for flip.log "^port" &&
+    flip=http://127.0.0.1:$(sed -n "s/^port //p" flip.log)/$AZ_ACCOUNT &&
+    AZURE_STORAGE_BLOB_ENDPOINT=$flip SPOTRUN_AZ_BLOCK_SIZE=256K "$SPOTRUN" push m big &&
+    grep "^flipped PUT .*/m/ckpt/0000000001/data.tar.zst" flip.log &&
+    rm -rf mout && "$SPOTRUN" pull m mout && diff -r big mout
 '
 
 test_done
