@@ -88,7 +88,7 @@ STORED=$(az storage blob show -c bench -n b/bench/ckpt/0000000001/data.tar.zst \
     --query properties.contentLength -o tsv --only-show-errors)
 PREP="rm -f '$BENCH_DIR/base.tar.zst'; rmblob base.tar.zst"
 az_push_t=$(best bash -c "tar -C '$DATA' -cf - . | zstd -q -3 -T0 > '$BENCH_DIR/base.tar.zst' && \
-    az storage blob upload -c bench -n base.tar.zst -f '$BENCH_DIR/base.tar.zst' --only-show-errors")
+    az storage blob upload -c bench -n base.tar.zst -f '$BENCH_DIR/base.tar.zst' --no-progress --only-show-errors")
 
 # ---- pull --------------------------------------------------------------------
 echo "measuring pull ..." >&2
@@ -98,7 +98,7 @@ pull_t=$(best "$SPOTRUN" pull bench "$OUT" --store "$STORE" -q)
 diff -r "$DATA" "$OUT" >/dev/null || die "pulled tree differs from the original"
 PREP="rm -rf '$OUT' '$BENCH_DIR/got.tar.zst'; mkdir -p '$OUT'"
 az_pull_t=$(best bash -c "az storage blob download -c bench -n base.tar.zst \
-    -f '$BENCH_DIR/got.tar.zst' --only-show-errors && zstd -q -d -c '$BENCH_DIR/got.tar.zst' | \
+    -f '$BENCH_DIR/got.tar.zst' --no-progress --only-show-errors && zstd -q -d -c '$BENCH_DIR/got.tar.zst' | \
     tar -x -C '$OUT'")
 
 # ---- report ------------------------------------------------------------------
