@@ -34,7 +34,8 @@ fi
 [ "$(stat -f -c %T "$BENCH_DIR")" != tmpfs ] || die "$BENCH_DIR is on tmpfs; set BENCH_DIR"
 SERVER_PID=
 cleanup() {
-    [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+    # SIGKILL: Azurite may linger for minutes after SIGTERM; its data is scratch.
+    [ -n "$SERVER_PID" ] && kill -KILL "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
     rm -rf "$BENCH_DIR"
 }
 trap cleanup EXIT

@@ -46,8 +46,11 @@ az_start() {
     [ -n "${AZ_OAUTH:-}" ] || azreq PUT /ckpt restype=container >/dev/null
 }
 
+# SIGKILL: after SIGTERM Azurite says "successfully closed" and then may
+# linger for minutes (its timers), holding the test's output open; its data
+# is scratch.
 az_stop() {
-    [ -n "${AZ_PID:-}" ] && kill "$AZ_PID" 2>/dev/null && wait "$AZ_PID" 2>/dev/null
+    [ -n "${AZ_PID:-}" ] && kill -KILL "$AZ_PID" 2>/dev/null && wait "$AZ_PID" 2>/dev/null
     AZ_PID=
 }
 
