@@ -52,10 +52,13 @@ trap finish EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# The S3 tests' server (@20minutes/s3rver, pinned by tests/s3/package-lock.json).
+# The S3 tests' server (@20minutes/s3rver, pinned by tests/s3/package-lock.json)
+# and the Azure ones' (azurite, pinned by tests/azure/package-lock.json).
 npm_ci() {
     [ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
         (cd "$root/tests/s3" && npm ci --no-audit --no-fund --loglevel=error)
+    [ -d "$root/tests/azure/node_modules/azurite" ] ||
+        (cd "$root/tests/azure" && npm ci --no-audit --no-fund --loglevel=error)
 }
 suite() ( # BUILD_DIR TIMEOUT: ctest there
     cd "$1" && ctest -j"$jobs" --output-on-failure --timeout "$2" ${filter[@]+"${filter[@]}"}

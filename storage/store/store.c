@@ -13,6 +13,7 @@
  */
 #include "store.h"
 #include "log.h"
+#include "az.h"
 #include "s3.h"
 
 #include <errno.h>
@@ -193,12 +194,13 @@ static size_t scheme_len(const char *url)
  * VM; "./s3:b" or "file:///abs/s3:b" still names one. */
 static int check_typo(const char *url)
 {
-    if (strncmp(url, "s3://", 5) == 0 || strncmp(url, "file://", 7) == 0)
+    if (strncmp(url, "s3://", 5) == 0 || strncmp(url, "file://", 7) == 0 ||
+        strncmp(url, "az://", 5) == 0)
         return 0;
     size_t n = scheme_len(url);
     const char *rest = url + n + 1;
     if (n == 0) { /* "s3//bucket": the colon is missing */
-        if (strncasecmp(url, "s3//", 4) == 0)
+        if (strncasecmp(url, "s3//", 4) == 0 || strncasecmp(url, "az//", 4) == 0)
             n = 2, rest = url + 2;
         else if (strncasecmp(url, "file//", 6) == 0)
             n = 4, rest = url + 4;
@@ -212,6 +214,11 @@ static int check_typo(const char *url)
                        "store URL %s looks like a mistyped s3://%s (for a local directory of "
                        "that name, write ./%s)",
                        url, rest, url);
+    if (n == 2 && strncasecmp(url, "az", 2) == 0)
+        return sr_errf(-EINVAL,
+                       "store URL %s looks like a mistyped az://%s (for a local directory of "
+                       "that name, write ./%s)",
+                       url, rest, url);
     if (n == 4 && strncasecmp(url, "file", 4) == 0)
         return sr_errf(-EINVAL,
                        "store URL %s looks like a mistyped file:///%s (for a local directory of "
@@ -219,12 +226,13 @@ static int check_typo(const char *url)
                        url, rest, url);
     if (has_scheme(url))
         return sr_errf(-EINVAL,
-                       "unsupported store URL %s (use a path, file:///path or "
-                       "s3://bucket/prefix)",
+                       "unsupported store URL %s (use a path, file:///path, "
+                       "s3://bucket/prefix or az://account/container/prefix)",
                        url);
     return sr_errf(-EINVAL,
                    "store URL %s starts with an unknown scheme \"%.*s:\" (use a path, "
-                   "file:///path or s3://bucket/prefix; for a local directory of that name, "
+                   "file:///path, s3://bucket/prefix or az://account/container/prefix; for a "
+                   "local directory of that name, "
                    "write ./%s)",
                    url, (int)n, url, url);
 }
@@ -233,13 +241,15 @@ static int store_open(const char *url, int create, struct sr_store **out)
 {
     *out = NULL;
     if (!url || !*url)
-        return sr_errf(-EINVAL, "unsupported store URL \"\" (use a path, file:///path or "
-                                "s3://bucket/prefix)");
+        return sr_errf(-EINVAL, "unsupported store URL \"\" (use a path, file:///path, "
+                                "s3://bucket/prefix or az://account/container/prefix)");
     const int trc = check_typo(url);
     if (trc < 0)
         return trc;
     if (strncmp(url, "s3://", 5) == 0)
         return sr_store_s3_open(url, out);
+    if (strncmp(url, "az://", 5) == 0)
+        return sr_store_az_open(url, out);
     const char *path = url;
     if (strncmp(url, "file://", 7) == 0) {
         path = url + 7;
@@ -284,6 +294,9 @@ void sr_store_describe(const struct sr_store *st, char *buf, size_t len)
     } else if (strncmp(st->url, "s3://", 5) == 0 && st->impl) {
         const struct sr_s3 *s3 = st->impl;
         snprintf(buf, len, "%s at %s (region %s)", st->url, s3->base, s3->region);
+    } else if (strncmp(st->url, "az://", 5) == 0 && st->impl) {
+        const struct sr_az *az = st->impl;
+        snprintf(buf, len, "%s at %s", st->url, az->base);
     } else {
         snprintf(buf, len, "%s", st->url);
     }

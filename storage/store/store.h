@@ -11,7 +11,8 @@
  * may be used from several threads at once.
  *
  * URLs: "file:///abs/path", a plain path (relative ones are made absolute),
- * "s3://bucket/prefix" (store_s3.c).
+ * "s3://bucket/prefix" (store_s3.c), "az://account/container/prefix"
+ * (store_az.c).
  */
 #ifndef SPOTRUN_STORE_H
 #define SPOTRUN_STORE_H
@@ -199,5 +200,7 @@ int sr_store_file_open(const char *path, struct sr_store **out);
 int sr_store_file_open_existing(const char *path, struct sr_store **out);
 /* url is "s3://bucket[/prefix]"; see store_s3.c and docs/s3.md. */
 int sr_store_s3_open(const char *url, struct sr_store **out);
+/* url is "az://account/container[/prefix]"; see store_az.c and docs/azure.md. */
+int sr_store_az_open(const char *url, struct sr_store **out);
 
 #endif

@@ -1,0 +1,423 @@
+/*
+ * store_az.c - the "az" store backend: objects are block blobs under
+ * az://account/container/prefix/, keys appended to the prefix (store.h,
+ * docs/azure.md). This file holds the simple operations, the ranged
+ * source, open/close and the ops table; uploads are in store_az_xfer.c,
+ * the request layer in az.c.
+ *
+ * DESIGN:
+ *   - put and put_if are one Put Blob (put_if conditional: If-None-Match: *
+ *     or If-Match); larger puts go through the writer's blocks.
+ *   - put_file and push stream through the writer (store_az_xfer.c), whose
+ *     commit is Put Blob or Put Block List, both create-only.
+ *   - source reads ranges on demand; a read larger than a block is split
+ *     into block-sized ranges fetched side by side; so is the whole-blob
+ *     checksum the codec checks before the swap.
+ *   - list is List Blobs with delimiter '/', following NextMarker.
+ *
+ * Threads: the handle is shared; requests take easy handles from the
+ * client's locked pool.
+ */
+#include "az.h"
+#include "log.h"
+#include "store.h"
+#include "seektable.h"
+#include "store_az_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define LIST_MAX (16u << 20)
+
+static struct sr_az *az_of(struct sr_store *st)
+{
+    return st->impl;
+}
+
+/* One Put Blob; *status gets the answer's status, etag its ETag. */
+static int put_once(struct sr_store *st, const char *key, const void *buf, size_t len, int create,
+                    const char *match, char *etag)
+{
+    struct sr_az_req r = azst_req("PUT", key);
+    r.body = buf;
+    r.body_len = len;
+    r.block_blob = 1;
+    r.if_none_match = create;
+    r.if_match = match;
+    int rc = sr_az_do(az_of(st), &r);
+    free(r.resp);
+    if (etag)
+        snprintf(etag, SR_ETAG_MAX, "%s", r.etag);
+    if (rc == 0 || !(create || match))
+        return rc;
+    char name[2400];
+    sr_az_name(az_of(st), key, name, sizeof(name));
+    /* 409 BlobAlreadyExists / 412 ConditionNotMet: the condition failed. A
+     * retry after a lost answer meets its own write: the caller's
+     * sr_store_holds() tells (storage/run/lease.c). */
+    if (r.status == 409 || r.status == 412)
+        return match ? sr_errf(-ESTALE, "%s was changed by someone else", name)
+                     : sr_errf(-EEXIST, "%s already exists", name);
+    if (r.status == 404 && match)
+        return sr_errf(-ENOENT, "%s is gone", name);
+    return rc;
+}
+
+int azst_put_buf(struct sr_store *st, const char *key, const void *buf, size_t len, int create)
+{
+    if (len > az_of(st)->block_size) { /* over one block: blocks and a list */
+        struct sr_store_writer *w = NULL;
+        int rc = azst_writer_open(st, key, create, &w);
+        if (rc == 0 && (rc = azst_writer_write(w, buf, len)) == 0)
+            rc = azst_writer_commit(w);
+        azst_writer_close(w);
+        return rc;
+    }
+    return put_once(st, key, buf, len, create, NULL, NULL);
+}
+
+static int az_put(struct sr_store *st, const char *key, const void *buf, size_t len)
+{
+    return azst_put_buf(st, key, buf, len, 0);
+}
+
+static int az_put_if(struct sr_store *st, const char *key, const void *buf, size_t len,
+                     const char *match, char *etag)
+{
+    return put_once(st, key, buf, len, !match, match, etag);
+}
+
+static int az_put_file(struct sr_store *st, const char *key, const char *path, int create)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return sr_errf(-errno, "cannot open %s: %s", path, strerror(errno));
+    struct sr_store_writer *w = NULL;
+    int rc = azst_writer_open(st, key, create, &w);
+    char *buf = rc == 0 ? malloc(1u << 20) : NULL;
+    if (rc == 0 && !buf)
+        rc = sr_errf(-ENOMEM, "out of memory");
+    for (ssize_t n; rc == 0 && (n = read(fd, buf, 1u << 20)) != 0;)
+        rc = n < 0 ? sr_errf(-errno, "cannot read %s: %s", path, strerror(errno))
+                   : azst_writer_write(w, buf, (size_t)n);
+    if (rc == 0)
+        rc = azst_writer_commit(w);
+    free(buf);
+    azst_writer_close(w);
+    close(fd);
+    return rc;
+}
+
+static int az_get_etag(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len,
+                       char *etag)
+{
+    struct sr_az_req r = azst_req("GET", key);
+    r.max = max;
+    int rc = sr_az_do(az_of(st), &r);
+    if (rc == -EFBIG) {
+        char name[2400];
+        sr_az_name(az_of(st), key, name, sizeof(name));
+        rc = sr_errf(-EFBIG, "%s is over %zu bytes", name, max);
+    }
+    if (rc == 0 && !r.resp && !(r.resp = calloc(1, 1)))
+        rc = sr_errf(-ENOMEM, "out of memory");
+    if (rc < 0) {
+        free(r.resp);
+        return rc;
+    }
+    *buf = r.resp;
+    *len = r.resp_len;
+    if (etag)
+        snprintf(etag, SR_ETAG_MAX, "%s", r.etag);
+    return 0;
+}
+
+static int az_get(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len)
+{
+    return az_get_etag(st, key, max, buf, len, NULL);
+}
+
+int azst_size(struct sr_store *st, const char *key, uint64_t *size)
+{
+    struct sr_az_req r = azst_req("HEAD", key);
+    const int rc = sr_az_do(az_of(st), &r);
+    free(r.resp);
+    if (rc == 0)
+        *size = r.clen;
+    return rc;
+}
+
+static int az_del(struct sr_store *st, const char *key)
+{
+    struct sr_az_req r = azst_req("DELETE", key);
+    int rc = sr_az_do(az_of(st), &r);
+    free(r.resp);
+    if (rc == -ENOENT && strcmp(r.code, "ContainerNotFound") != 0) {
+        sr_err_clear();
+        rc = 0; /* already gone */
+    }
+    return rc;
+}
+
+/* List Blobs below full (relative to the container), every page: names
+ * one level below it with a delimiter, else (root set) every key below root. */
+static int list_pages(struct sr_az *az, const char *full, const char *root, struct sr_strlist *out)
+{
+    char eprefix[6600], emarker[3100], marker[1024] = "", query[10000];
+    const int keys = root != NULL;
+    if (sr_az_escape(full, 0, eprefix, sizeof(eprefix)) < 0)
+        return sr_errf(-ENAMETOOLONG, "prefix %s is too long", full);
+    int rc = 0, more = 1;
+    for (int page = 0; more && rc == 0; page++) {
+        emarker[0] = '\0';
+        if (*marker && sr_az_escape(marker, 0, emarker, sizeof(emarker)) < 0) {
+            rc = sr_errf(-EBADMSG, "listing marker too long");
+            break;
+        }
+        snprintf(query, sizeof(query), "comp=list%s%s%s%s%s&restype=container",
+                 keys ? "" : "&delimiter=%2F", *emarker ? "&marker=" : "", emarker,
+                 *full ? "&prefix=" : "", eprefix);
+        struct sr_az_req r = azst_req("GET", NULL);
+        r.query = query;
+        r.max = LIST_MAX;
+        rc = sr_az_do(az, &r);
+        if (rc == 0)
+            rc = sr_az_parse_list(r.resp ? r.resp : "", r.resp_len, keys ? root : full, keys, out,
+                                  marker, sizeof(marker));
+        free(r.resp);
+        more = *marker != '\0';
+        sr_debug("azure: list %s page %d: %zu names so far", full, page + 1, out->n);
+    }
+    if (rc < 0)
+        sr_strlist_free(out);
+    return rc;
+}
+
+static int az_list(struct sr_store *st, const char *prefix, struct sr_strlist *out)
+{
+    struct sr_az *az = az_of(st);
+    char full[2200];
+    snprintf(full, sizeof(full), "%s%s%s%s", az->prefix, *az->prefix && *prefix ? "/" : "", prefix,
+             *az->prefix || *prefix ? "/" : "");
+    const int rc = list_pages(az, full, NULL, out);
+    if (rc < 0)
+        return rc;
+    size_t w = 0; /* hide dot-names, as the file backend does */
+    for (size_t i = 0; i < out->n; i++) {
+        if (out->v[i][0] == '.')
+            free(out->v[i]);
+        else
+            out->v[w++] = out->v[i];
+    }
+    out->n = w;
+    sr_strlist_sort(out);
+    return 0;
+}
+
+static int az_list_keys(struct sr_store *st, const char *prefix, struct sr_strlist *out)
+{
+    struct sr_az *az = az_of(st);
+    char root[1100], full[2200];
+    snprintf(root, sizeof(root), "%s%s", az->prefix, *az->prefix ? "/" : "");
+    snprintf(full, sizeof(full), "%s%s", root, prefix);
+    const int rc = list_pages(az, full, root, out);
+    if (rc == 0)
+        sr_strlist_sort(out);
+    return rc;
+}
+
+/* ---- ranged source ---------------------------------------------------------- */
+
+struct az_src {
+    struct sr_store *st;
+    char *key;
+    uint64_t size;
+};
+
+static int src_read_at(void *ctx, void *buf, size_t len, uint64_t off)
+{
+    struct az_src *s = ctx;
+    struct sr_az *az = az_of(s->st);
+    const size_t bs = az->block_size, n = len == 0 ? 0 : (len + bs - 1) / bs;
+    struct sr_az_req one, *r = n > 1 ? calloc(n, sizeof(*r)) : &one;
+    if (!r)
+        return sr_errf(-ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        r[i] = azst_req("GET", s->key);
+        r[i].range_off = off + i * bs;
+        r[i].range_len = i + 1 == n ? len - i * bs : bs;
+        r[i].dst = (char *)buf + i * bs;
+        r[i].dst_len = r[i].range_len;
+    }
+    int rc = n == 0 ? 0 : n == 1 ? sr_az_do(az, r) : azst_batch(az, r, n);
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0 && r[i].got != r[i].range_len) {
+            char name[2400];
+            sr_az_name(az, s->key, name, sizeof(name));
+            rc = sr_errf(-EIO, "%s: short read at %llu (%llu of %llu bytes)", name,
+                         (unsigned long long)r[i].range_off, (unsigned long long)r[i].got,
+                         (unsigned long long)r[i].range_len);
+        }
+        free(r[i].resp);
+    }
+    if (r != &one)
+        free(r);
+    return rc;
+}
+
+/* The whole blob's checksum, read in windows of CONCURRENCY blocks whose
+ * ranges are fetched side by side (the codec's own loop reads 4 MiB at a
+ * time, one after another: one round trip each). */
+static int src_checksum(void *ctx, char out[SR_CHECKSUM_LEN])
+{
+    struct az_src *s = ctx;
+    const struct sr_az *az = az_of(s->st);
+    const size_t win = az->concurrency * az->block_size;
+    const size_t cap = s->size < win ? (size_t)s->size : win;
+    uint8_t *buf = malloc(cap ? cap : 1);
+    XXH3_state_t *h = XXH3_createState();
+    int rc = buf && h ? 0 : sr_errf(-ENOMEM, "out of memory");
+    if (rc == 0)
+        XXH3_128bits_reset(h);
+    for (uint64_t off = 0; rc == 0 && off < s->size; off += cap) {
+        const size_t n = s->size - off < cap ? (size_t)(s->size - off) : cap;
+        if ((rc = src_read_at(s, buf, n, off)) == 0)
+            XXH3_128bits_update(h, buf, n);
+    }
+    if (rc == 0) {
+        const XXH128_hash_t d = XXH3_128bits_digest(h);
+        sr_checksum_format(d.high64, d.low64, out);
+    }
+    XXH3_freeState(h);
+    free(buf);
+    return rc;
+}
+
+static int az_source(struct sr_store *st, const char *key, struct sr_source *src)
+{
+    memset(src, 0, sizeof(*src));
+    struct az_src *s = calloc(1, sizeof(*s));
+    if (!s || !(s->key = strdup(key))) {
+        free(s);
+        return sr_errf(-ENOMEM, "out of memory");
+    }
+    s->st = st;
+    const int rc = azst_size(st, key, &src->size);
+    if (rc < 0) {
+        free(s->key);
+        free(s);
+        return rc;
+    }
+    s->size = src->size;
+    src->ctx = s;
+    src->read_at = src_read_at;
+    src->checksum = src_checksum;
+    return 0;
+}
+
+static void az_source_close(struct sr_store *st, struct sr_source *src)
+{
+    (void)st;
+    struct az_src *s = src->ctx;
+    if (s)
+        free(s->key);
+    free(s);
+    src->ctx = NULL;
+}
+
+static void az_close(struct sr_store *st)
+{
+    sr_az_close(st->impl);
+    free(st->url);
+    free(st);
+}
+
+static const struct sr_store_ops az_ops = {
+    .scheme = "az",
+    .put = az_put,
+    .put_file = az_put_file,
+    .put_if = az_put_if,
+    .get_etag = az_get_etag,
+    .get = az_get,
+    .size = azst_size,
+    .source = az_source,
+    .source_close = az_source_close,
+    .list = az_list,
+    .list_keys = az_list_keys,
+    .del = az_del,
+    .close = az_close,
+    .writer_open = azst_writer_open,
+    .writer_write = azst_writer_write,
+    .writer_commit = azst_writer_commit,
+    .writer_close = azst_writer_close,
+    .streams = 1,
+};
+
+static int valid_name(const char *s, size_t min, size_t max, int hyphen)
+{
+    const size_t n = strlen(s);
+    if (n < min || n > max)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || (hyphen && *p == '-')))
+            return 0;
+    return 1;
+}
+
+int sr_store_az_open(const char *url, struct sr_store **out)
+{
+    *out = NULL;
+    char account[64] = "", container[64] = "", prefix[1024];
+    const char *a = url + 5; /* after "az://" */
+    const size_t al = strcspn(a, "/");
+    const char *c = a + al + (a[al] == '/');
+    const size_t cl = strcspn(c, "/");
+    if (al < sizeof(account) && cl < sizeof(container)) {
+        memcpy(account, a, al);
+        memcpy(container, c, cl);
+    }
+    if (!valid_name(account, 3, 24, 0) || !valid_name(container, 3, 63, 1))
+        return sr_errf(-EINVAL,
+                       "invalid store URL %s (want az://account/container/prefix: an "
+                       "account of 3-24 lowercase letters and digits, a container of "
+                       "3-63 lowercase letters, digits and hyphens)",
+                       url);
+    const char *p = c + cl;
+    while (*p == '/')
+        p++;
+    snprintf(prefix, sizeof(prefix), "%s", p);
+    size_t pl = strlen(prefix);
+    while (pl > 0 && prefix[pl - 1] == '/')
+        prefix[--pl] = '\0';
+    if (strstr(prefix, "//") || strstr(prefix, "..") || prefix[0] == '.')
+        return sr_errf(-EINVAL, "invalid store URL %s (empty, \".\" or \"..\" prefix segment)",
+                       url);
+    struct sr_store *st = calloc(1, sizeof(*st));
+    char *canon = malloc(strlen(account) + strlen(container) + pl + 8);
+    if (!st || !canon) {
+        free(st);
+        free(canon);
+        return sr_errf(-ENOMEM, "out of memory");
+    }
+    sprintf(canon, "az://%s/%s%s%s", account, container, pl ? "/" : "", prefix);
+    struct sr_az *az;
+    int rc = sr_az_open(account, container, prefix, &az);
+    if (rc < 0) {
+        char why[4600];
+        snprintf(why, sizeof(why), "%s", sr_strerror(rc));
+        rc = sr_errf(rc, "cannot open %s: %s", canon, why);
+        free(st);
+        free(canon);
+        return rc;
+    }
+    st->ops = &az_ops;
+    st->url = canon;
+    st->impl = az;
+    *out = st;
+    return 0;
+}
