@@ -36,29 +36,6 @@
 
 /* ---- pure helpers ---------------------------------------------------------- */
 
-int sr_az_escape(const char *s, int keep_slash, char *out, size_t len)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        const int plain = isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~' ||
-                          (keep_slash && *p == '/');
-        if (o + 4 > len)
-            return -ENAMETOOLONG;
-        if (plain) {
-            out[o++] = (char)*p;
-        } else {
-            out[o++] = '%';
-            out[o++] = hex[*p >> 4];
-            out[o++] = hex[*p & 15];
-        }
-    }
-    if (o >= len)
-        return -ENAMETOOLONG;
-    out[o] = '\0';
-    return 0;
-}
-
 static void unescape(char *s)
 {
     char *w = s;
@@ -498,7 +475,7 @@ int sr_az_setup(struct sr_az *az, CURL *c, struct sr_az_req *r, struct curl_slis
     char full[2400], path[7400], upath[8000], url[12000];
     snprintf(full, sizeof(full), "%s%s%s", az->prefix, *az->prefix ? "/" : "",
              r->key ? r->key : "");
-    if (sr_az_escape(full, 1, path, sizeof(path)) < 0)
+    if (sr_url_escape(full, 1, path, sizeof(path)) < 0)
         return sr_errf(-ENAMETOOLONG, "key %s is too long", full);
     snprintf(upath, sizeof(upath), "%s/%s%s%s", az->path0, az->container, r->key ? "/" : "",
              r->key ? path : "");

@@ -95,8 +95,6 @@ int sr_az_fetch_token(struct sr_az *az);
 
 /* ---- pure helpers (unit-tested) ---- */
 
-/* Percent-encodes s (unreserved kept, '/' kept when keep_slash). */
-int sr_az_escape(const char *s, int keep_slash, char *out, size_t len);
 /* The Shared Key CanonicalizedResource: "/account" + path, then each query
  * parameter as "\nname:value" (names lowercased and sorted, values
  * decoded, a repeated name's values sorted and joined by ','). */

@@ -17,6 +17,7 @@
  */
 #include "az.h"
 #include "log.h"
+#include "store.h"
 #include "units.h"
 
 #include <errno.h>
@@ -284,7 +285,7 @@ int sr_az_fetch_token(struct sr_az *az)
 {
     char url[1400], cid[300] = "";
     const char *id = env("AZURE_CLIENT_ID");
-    if (id && sr_az_escape(id, 0, cid, sizeof(cid)) < 0)
+    if (id && sr_url_escape(id, 0, cid, sizeof(cid)) < 0)
         return sr_errf(-EINVAL, "AZURE_CLIENT_ID is too long");
     snprintf(url, sizeof(url),
              "%s?api-version=2018-02-01&resource=https%%3A%%2F%%2Fstorage.azure.com%%2F%s%s",

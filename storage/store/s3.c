@@ -334,30 +334,6 @@ uint64_t sr_s3_part_size(uint64_t total, uint64_t want)
     return (ps + MIB - 1) / MIB * MIB;
 }
 
-int sr_s3_escape(const char *s, int keep_slash, char *out, size_t len)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        const int plain = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-                          (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' ||
-                          *p == '~' || (keep_slash && *p == '/');
-        if (o + 4 > len)
-            return -ENAMETOOLONG;
-        if (plain) {
-            out[o++] = (char)*p;
-        } else {
-            out[o++] = '%';
-            out[o++] = hex[*p >> 4];
-            out[o++] = hex[*p & 15];
-        }
-    }
-    if (o >= len)
-        return -ENAMETOOLONG;
-    out[o] = '\0';
-    return 0;
-}
-
 /* ---- client -------------------------------------------------------------- */
 
 int sr_s3_open(const char *bucket, const char *prefix, struct sr_s3 **out)
@@ -619,7 +595,7 @@ int sr_s3_setup(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req)
         char full[2200];
         snprintf(full, sizeof(full), "%s%s%s", s3->prefix, *s3->prefix && req->key ? "/" : "",
                  req->key ? req->key : "");
-        if (sr_s3_escape(full, 1, path, sizeof(path)) < 0)
+        if (sr_url_escape(full, 1, path, sizeof(path)) < 0)
             return sr_errf(-ENAMETOOLONG, "key %s is too long", full);
     }
     /* Bucket-level requests: path-style "/bucket?q" (no trailing slash,

@@ -134,9 +134,6 @@ void sr_s3_backoff(const struct sr_s3 *s3, int attempt);
  * themselves (the part driver, s3_parts.c). */
 long sr_s3_retry_delay_ms(const struct sr_s3 *s3, int attempt);
 
-/* Percent-encodes s (RFC 3986 unreserved kept; '/' kept when keep_slash). */
-int sr_s3_escape(const char *s, int keep_slash, char *out, size_t len);
-
 /* Pure helpers (unit-tested). */
 enum sr_s3_verdict { SR_S3_OK = 0, SR_S3_RETRY = 1, SR_S3_FAIL = 2 };
 int sr_s3_classify(int curl_code, long status, const char *s3_code);

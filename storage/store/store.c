@@ -476,3 +476,27 @@ int sr_store_streams(const struct sr_store *st)
 {
     return st->ops->writer_open != NULL && st->ops->streams;
 }
+
+int sr_url_escape(const char *s, int keep_slash, char *out, size_t len)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        const int plain = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+                          (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' ||
+                          *p == '~' || (keep_slash && *p == '/');
+        if (o + 4 > len)
+            return -ENAMETOOLONG;
+        if (plain) {
+            out[o++] = (char)*p;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 15];
+        }
+    }
+    if (o >= len)
+        return -ENAMETOOLONG;
+    out[o] = '\0';
+    return 0;
+}

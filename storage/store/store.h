@@ -203,4 +203,9 @@ int sr_store_s3_open(const char *url, struct sr_store **out);
 /* url is "az://account/container[/prefix]"; see store_az.c and docs/azure.md. */
 int sr_store_az_open(const char *url, struct sr_store **out);
 
+/* Percent-encodes s for a URL path or query (RFC 3986: the unreserved
+ * characters kept, '/' too when keep_slash), as the S3 and Azure backends
+ * sign and send it; -ENAMETOOLONG when out is too small. */
+int sr_url_escape(const char *s, int keep_slash, char *out, size_t len);
+
 #endif

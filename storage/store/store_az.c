@@ -170,12 +170,12 @@ static int list_pages(struct sr_az *az, const char *full, const char *root, stru
 {
     char eprefix[6600], emarker[3100], marker[1024] = "", query[10000];
     const int keys = root != NULL;
-    if (sr_az_escape(full, 0, eprefix, sizeof(eprefix)) < 0)
+    if (sr_url_escape(full, 0, eprefix, sizeof(eprefix)) < 0)
         return sr_errf(-ENAMETOOLONG, "prefix %s is too long", full);
     int rc = 0, more = 1;
     for (int page = 0; more && rc == 0; page++) {
         emarker[0] = '\0';
-        if (*marker && sr_az_escape(marker, 0, emarker, sizeof(emarker)) < 0) {
+        if (*marker && sr_url_escape(marker, 0, emarker, sizeof(emarker)) < 0) {
             rc = sr_errf(-EBADMSG, "listing marker too long");
             break;
         }

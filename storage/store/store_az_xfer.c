@@ -148,7 +148,7 @@ static int put_blocks(struct az_writer *w, size_t n, size_t last)
     for (size_t i = 0; i < n; i++) {
         char esc[100];
         block_id(w, w->nids + i, w->ids[w->nids + i]);
-        sr_az_escape(w->ids[w->nids + i], 0, esc, sizeof(esc));
+        sr_url_escape(w->ids[w->nids + i], 0, esc, sizeof(esc));
         snprintf(q[i], sizeof(q[i]), "blockid=%s&comp=block", esc);
         r[i] = azst_req("PUT", w->key);
         r[i].query = q[i];

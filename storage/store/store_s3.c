@@ -263,12 +263,12 @@ static int s3_list_pages(struct sr_s3 *s3, const char *full, const char *root,
 {
     char eprefix[6600], etoken[3100], token[1024] = "", query[10000];
     const int keys = root != NULL;
-    if (sr_s3_escape(full, 0, eprefix, sizeof(eprefix)) < 0)
+    if (sr_url_escape(full, 0, eprefix, sizeof(eprefix)) < 0)
         return sr_errf(-ENAMETOOLONG, "prefix %s is too long", full);
     int rc = 0, truncated = 1;
     for (int page = 0; truncated && rc == 0; page++) {
         etoken[0] = '\0';
-        if (*token && sr_s3_escape(token, 0, etoken, sizeof(etoken)) < 0) {
+        if (*token && sr_url_escape(token, 0, etoken, sizeof(etoken)) < 0) {
             rc = sr_errf(-EBADMSG, "continuation token too long");
             break;
         }

@@ -123,7 +123,7 @@ static int initiate_upload(struct sr_s3 *s3, const char *key, char *eid, size_t 
         rc = sr_errf(-EBADMSG, "initiating a multipart upload of %s: no UploadId in the answer",
                      key);
     free(r.resp);
-    if (rc == 0 && sr_s3_escape(id, 0, eid, elen) < 0)
+    if (rc == 0 && sr_url_escape(id, 0, eid, elen) < 0)
         rc = sr_errf(-EBADMSG, "UploadId too long");
     return rc;
 }

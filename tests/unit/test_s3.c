@@ -183,11 +183,11 @@ static void keys_escape_like_sigv4_wants(void **state)
 {
     (void)state;
     char out[64];
-    assert_int_equal(sr_s3_escape("a/b c+d~e", 1, out, sizeof(out)), 0);
+    assert_int_equal(sr_url_escape("a/b c+d~e", 1, out, sizeof(out)), 0);
     assert_string_equal(out, "a/b%20c%2Bd~e");
-    assert_int_equal(sr_s3_escape("a/b", 0, out, sizeof(out)), 0);
+    assert_int_equal(sr_url_escape("a/b", 0, out, sizeof(out)), 0);
     assert_string_equal(out, "a%2Fb");
-    assert_int_equal(sr_s3_escape("abcdef", 0, out, 4), -ENAMETOOLONG);
+    assert_int_equal(sr_url_escape("abcdef", 0, out, 4), -ENAMETOOLONG);
 }
 
 static void shared_files_parse(void **state)
