@@ -17,6 +17,8 @@ case $build in /*) ;; *) build=$root/$build ;; esac
 "$root/scripts/deps.sh"
 [ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
     (cd "$root/tests/s3" && npm ci --no-audit --no-fund --loglevel=error)
+[ -d "$root/tests/azure/node_modules/azurite" ] ||
+    (cd "$root/tests/azure" && npm ci --no-audit --no-fund --loglevel=error)
 if [ "${SPOTRUN_STRESS_SANITIZE:-0}" = 1 ]; then
     "$root/scripts/build.sh" "$build" -DCMAKE_BUILD_TYPE=Debug -DSPOTRUN_SANITIZE=ON
 else
