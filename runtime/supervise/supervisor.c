@@ -637,8 +637,14 @@ static int settle_state(struct sup *s)
 static int loop(struct sup *s)
 {
     for (;;) {
-        if (settle_state(s))
+        if (settle_state(s)) {
+            /* A notice that came with the last persist still counts: the
+             * persister's end can let the run finish before the loop reads
+             * the signal that came with it. */
+            if (s->phase == FINISHING)
+                on_signal(s);
             return s->exit_code;
+        }
         int64_t wait = next_wakeup(s) - now();
         if (wait < 0)
             wait = 0;
