@@ -48,6 +48,11 @@ osd crush chooseleaf type = 0
 mon data = $d/mon/\$name
 osd data = $d/osd/\$name
 osd journal size = 0
+# The OSD does not ask the monitor to place it in the CRUSH map at its start
+# (it may ask before it has the cluster's fsid and get "wrong fsid": seen
+# under load); rgw_start places it with the CLI instead.
+osd crush update on start = false
+osd class update on start = false
 keyring = $d/keyring
 [client.rgw.a]
 rgw frontends = beast endpoint=127.0.0.1:$3
@@ -107,6 +112,8 @@ rgw_start() {
         ceph "${c[@]}" --connect-timeout 60 osd create >>"$d/log/setup.log" 2>&1 &&
         ceph-osd "${c[@]}" -i 0 --mkfs >>"$d/log/setup.log" 2>&1 &&
         rgw_osd "$d" >>"$d/log/setup.log" 2>&1 &&
+        ceph "${c[@]}" --connect-timeout 60 osd crush add osd.0 1.0 root=default host=rgw \
+            >>"$d/log/setup.log" 2>&1 &&
         radosgw "${c[@]}" -n client.rgw.a >>"$d/log/setup.log" 2>&1 || {
         echo "rgw: starting the cluster failed:" >&2
         tail -20 "$d/log/setup.log" >&2
