@@ -20,7 +20,8 @@
 # status (scripts/lib-stages.sh), also on failure. Exits 1 when a stage
 # failed, naming it.
 #
-# Environment: SPOTRUN_TEST_SANITIZE=0 skips the ASan+UBSan build and suite,
+# Environment: SPOTRUN_TEST_RGW=1 adds the S3 family against a local Ceph
+# RGW (tests/CMakeLists.txt, docs/s3.md); SPOTRUN_TEST_SANITIZE=0 skips the ASan+UBSan build and suite,
 # SPOTRUN_TEST_THREADS_MEMORY=0 TSan and valgrind, SPOTRUN_TEST_CONTAINER=0
 # the container test; SPOTRUN_TEST_FUZZ sets the seconds per fuzz target
 # (default 20; 0 skips). SPOTRUN_TEST_JOBS sets ctest's -j;
@@ -76,7 +77,7 @@ track_suites() {
 track_checks() {
     if [ "${SPOTRUN_TEST_SANITIZE:-1}" != 0 ]; then
         stage build-asan "$root/scripts/build.sh" "$root/build-san" -DCMAKE_BUILD_TYPE=Debug \
-            -DSPOTRUN_SANITIZE=ON || true
+            -DSPOTRUN_SANITIZE=ON "$rgw" || true
     else
         stage_skip build-asan "SPOTRUN_TEST_SANITIZE=0"
     fi
@@ -106,7 +107,8 @@ stage_say "== spotrun tests: logs in $logs; ctest -j$jobs${SPOTRUN_TEST_FILTER:+
 stage deps "$root/scripts/deps.sh"
 stage npm npm_ci
 stage format "$root/scripts/check-format.sh" || true # reported at the end; the tests still run
-stage build "$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+rgw=-DSPOTRUN_TEST_RGW=$([ "${SPOTRUN_TEST_RGW:-0}" = 1 ] && echo ON || echo OFF)
+stage build "$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$rgw"
 
 # (all in the background: this shell's wait is what a signal interrupts)
 track_suites &

@@ -50,7 +50,10 @@ osd data = $d/osd/\$name
 osd journal size = 0
 # The OSD does not ask the monitor to place it in the CRUSH map at its start
 # (it may ask before it has the cluster's fsid and get "wrong fsid": seen
-# under load); rgw_start places it with the CLI instead.
+# under load); rgw_start places it with the CLI instead, and retries each
+# CLI command (the CLI can be refused the same way: "problem getting
+# command descriptions"). The OSD's uuid is the cluster's fsid, so that
+# "osd create" is idempotent.
 osd crush update on start = false
 osd class update on start = false
 keyring = $d/keyring
@@ -109,11 +112,12 @@ rgw_start() {
         >"$d/log/setup.log" 2>&1 &&
         ceph-mon "${c[@]}" --mkfs -i a --monmap "$d/monmap" >>"$d/log/setup.log" 2>&1 &&
         ceph-mon "${c[@]}" -i a >>"$d/log/setup.log" 2>&1 &&
-        ceph "${c[@]}" --connect-timeout 60 osd create >>"$d/log/setup.log" 2>&1 &&
-        ceph-osd "${c[@]}" -i 0 --mkfs >>"$d/log/setup.log" 2>&1 &&
+        rgw_wait "$d" "osd.0 in the OSD map" ceph "${c[@]}" --connect-timeout 60 \
+            osd create "$(cat "$d/fsid")" 0 &&
+        ceph-osd "${c[@]}" -i 0 --mkfs --osd-uuid "$(cat "$d/fsid")" >>"$d/log/setup.log" 2>&1 &&
         rgw_osd "$d" >>"$d/log/setup.log" 2>&1 &&
-        ceph "${c[@]}" --connect-timeout 60 osd crush add osd.0 1.0 root=default host=rgw \
-            >>"$d/log/setup.log" 2>&1 &&
+        rgw_wait "$d" "osd.0 in the CRUSH map" ceph "${c[@]}" --connect-timeout 60 \
+            osd crush create-or-move osd.0 1.0 root=default host=rgw &&
         radosgw "${c[@]}" -n client.rgw.a >>"$d/log/setup.log" 2>&1 || {
         echo "rgw: starting the cluster failed:" >&2
         tail -20 "$d/log/setup.log" >&2
