@@ -511,6 +511,10 @@ static void do_persist(struct sr_commits *cp, struct job *j)
                                  (json_int_t)j->m.stored_bytes, "seconds", (double)r.ms / 1000.0));
         sr_events_flush(cfg.ev);
     }
+    /* The result is queued before the commit stops counting as pending: a
+     * loop that sees none pending has every result to read (its last
+     * messages say what is durable). */
+    post(cp, &r);
     pthread_mutex_lock(&cp->lock);
     pool_release(cp, j->holds);
     if (r.rc < 0 && j->holds) /* perhaps a pool file that changed: trust none */
@@ -525,7 +529,6 @@ static void do_persist(struct sr_commits *cp, struct job *j)
     pthread_cond_broadcast(&cp->cond);
     pthread_mutex_unlock(&cp->lock);
     job_free(j);
-    post(cp, &r);
 }
 
 /* One worker loop for either queue. */
