@@ -500,3 +500,18 @@ int sr_url_escape(const char *s, int keep_slash, char *out, size_t len)
     out[o] = '\0';
     return 0;
 }
+
+void sr_strlist_drop_hidden(struct sr_strlist *l)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->v[i][0] == '.') {
+            free(l->v[i]);
+            continue;
+        }
+        if (l->sizes)
+            l->sizes[w] = l->sizes[i];
+        l->v[w++] = l->v[i];
+    }
+    l->n = w;
+}

@@ -39,6 +39,8 @@ int sr_strlist_push_sized(struct sr_strlist *l, const char *s, uint64_t size);
 /* v[i]'s size, SR_SIZE_UNKNOWN when the listing did not say it. */
 uint64_t sr_strlist_size(const struct sr_strlist *l, size_t i);
 void sr_strlist_sort(struct sr_strlist *l);
+/* Drops the dot-names (a backend's hidden objects), sizes kept in step. */
+void sr_strlist_drop_hidden(struct sr_strlist *l);
 void sr_strlist_free(struct sr_strlist *l);
 
 /* Default store URL: $SPOTRUN_STORE, else ${XDG_DATA_HOME:-$HOME/.local/share}/spotrun/store.

@@ -207,14 +207,7 @@ static int az_list(struct sr_store *st, const char *prefix, struct sr_strlist *o
     const int rc = list_pages(az, full, NULL, out);
     if (rc < 0)
         return rc;
-    size_t w = 0; /* hide dot-names, as the file backend does */
-    for (size_t i = 0; i < out->n; i++) {
-        if (out->v[i][0] == '.')
-            free(out->v[i]);
-        else
-            out->v[w++] = out->v[i];
-    }
-    out->n = w;
+    sr_strlist_drop_hidden(out); /* as the file backend does */
     sr_strlist_sort(out);
     return 0;
 }
