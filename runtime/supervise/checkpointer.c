@@ -115,19 +115,25 @@ static struct job *pop_job(struct job **q)
     return j;
 }
 
-static void post(struct sr_commits *cp, const struct sr_commit_result *r)
+/* Queues a result; the caller holds cp->lock, so a result and the change
+ * of pending/staging it reports are seen together: a loop that sees nothing
+ * pending has every result to read, and one that has read a result sees
+ * its commit no longer pending. wake() after unlocking. */
+static void post_locked(struct sr_commits *cp, const struct sr_commit_result *r)
 {
     struct res_node *n = calloc(1, sizeof(*n));
     if (!n)
         return;
     n->r = *r;
-    pthread_mutex_lock(&cp->lock);
     if (cp->res_tail)
         cp->res_tail->next = n;
     else
         cp->res_head = n;
     cp->res_tail = n;
-    pthread_mutex_unlock(&cp->lock);
+}
+
+static void wake(struct sr_commits *cp)
+{
     const char b = 1;
     if (write(cp->pipe_w, &b, 1) < 0) {
         /* The pipe is non-blocking: full means the loop is already woken. */
@@ -439,8 +445,9 @@ static void do_stage(struct sr_commits *cp, struct job *j)
         pthread_mutex_lock(&cp->lock);
         cp->staging--;
         cp->pending--;
+        post_locked(cp, &r);
         pthread_mutex_unlock(&cp->lock);
-        post(cp, &r);
+        wake(cp);
         return;
     }
     r.raw_bytes = j->m.raw_bytes;
@@ -453,9 +460,10 @@ static void do_stage(struct sr_commits *cp, struct job *j)
     pthread_mutex_lock(&cp->lock);
     cp->staging--;
     push_job(&cp->persist_q, j);
+    post_locked(cp, &r);
     pthread_cond_broadcast(&cp->cond);
     pthread_mutex_unlock(&cp->lock);
-    post(cp, &r);
+    wake(cp);
 }
 
 static void do_persist(struct sr_commits *cp, struct job *j)
@@ -477,10 +485,11 @@ static void do_persist(struct sr_commits *cp, struct job *j)
         pthread_mutex_lock(&cp->lock);
         pool_release(cp, j->holds);
         cp->pending--;
+        post_locked(cp, &r);
         pthread_cond_broadcast(&cp->cond);
         pthread_mutex_unlock(&cp->lock);
         job_free(j);
-        post(cp, &r);
+        wake(cp);
         return;
     }
     pthread_mutex_lock(&cp->lock);
@@ -511,10 +520,6 @@ static void do_persist(struct sr_commits *cp, struct job *j)
                                  (json_int_t)j->m.stored_bytes, "seconds", (double)r.ms / 1000.0));
         sr_events_flush(cfg.ev);
     }
-    /* The result is queued before the commit stops counting as pending: a
-     * loop that sees none pending has every result to read (its last
-     * messages say what is durable). */
-    post(cp, &r);
     pthread_mutex_lock(&cp->lock);
     pool_release(cp, j->holds);
     if (r.rc < 0 && j->holds) /* perhaps a pool file that changed: trust none */
@@ -526,9 +531,11 @@ static void do_persist(struct sr_commits *cp, struct job *j)
     if (r.seq >= cp->next_seq)
         cp->next_seq = r.seq + 1;
     cp->pending--;
+    post_locked(cp, &r); /* with the decrement: see post_locked */
     pthread_cond_broadcast(&cp->cond);
     pthread_mutex_unlock(&cp->lock);
     job_free(j);
+    wake(cp);
 }
 
 /* One worker loop for either queue. */

@@ -86,6 +86,8 @@ kjob="test -e $TRASH/k.go && exit 0; echo \$\$ >$TRASH/k.pid; exec sleep 300"
 # goes to the logs: the attempt vanished at its last event, never running.
 test_expect_success 'kill -9 of the wrapper: the open attempt vanished at its last event' '
     start_bg k sh -c "$kjob" &&
+    wait_until 30 "the summary of the open attempt" \
+        grep -q "\"cause\":\"\"" "$SPOTRUN_STORE/k/SUMMARY.json" &&
     kill -9 "$(cat k.wpid)" &&
     kill -9 "$(cat k.pid)" &&
     { wait "$(cat k.wpid)" || :; } &&
