@@ -224,18 +224,16 @@ static size_t trial_prefix(const char *run_id)
     return (size_t)(dash - run_id);
 }
 
-/* Run run_id is a sweep trial that ran on this machine (its local state
- * <root>/<run_id> is here) and no longer runs: its worker has moved on.
- * The one other trial of the same sweep whose wrapper answers here is what
- * the worker runs now, and a notice meant for the machine goes to it. */
+/* Run run_id is a sweep trial that does not run here (any more: its
+ * worker has moved on, and a done trial removed its local state). The one
+ * other trial of the same sweep whose wrapper answers here is what the
+ * worker runs now, and a notice meant for the machine goes to it. */
 static int sibling_trial(const char *root, const char *run_id, char *sock, size_t len, char *who,
                          size_t wlen)
 {
+    /* The trial need not have left its run dir: a done run removes it. */
     const size_t n = trial_prefix(run_id);
-    char dir[PATH_MAX + 256];
-    snprintf(dir, sizeof(dir), "%s/%s", root, run_id);
-    struct stat sb;
-    DIR *d = n && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) ? opendir(root) : NULL;
+    DIR *d = n ? opendir(root) : NULL;
     if (!d)
         return -ENOENT;
     int found = 0;

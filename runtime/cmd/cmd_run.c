@@ -74,7 +74,7 @@ struct run_opts {
     int every_auto;
     int64_t mtbf_ms, every_min_ms, every_max_ms; /* --every auto */
     uint64_t keep, max_restarts, threads, level, full_every;
-    int fresh, no_preload;
+    int fresh, no_preload, keep_work;
     uint64_t gpu_mem_limit;
     const char *notice, *aws_imds, *gcp_metadata, *azure_metadata;
     int64_t poll_ms;
@@ -159,6 +159,7 @@ struct run_ctx {
     char **trial_argv;
     char trial_run_id[SR_RUN_ID_MAX + 1];
     struct sr_supervise_result result;
+    int supervised; /* the job ran (remove_work) */
     sigset_t start_mask;
     struct sr_run_limits limits; /* time limits and budgets (run_limits.h) */
     json_t *labels;              /* the start events' "labels" (NULL: none) */
@@ -285,6 +286,7 @@ static int local_paths(const struct run_opts *o, char **cmd, struct run_ctx *r)
         return sr_fail(rc, "control socket");
     r->c.run_id = r->run_id;
     r->c.run_dir = r->run_dir;
+    r->c.keep_work = o->keep_work;
     r->c.ckpt_dir = r->ckpt;
     r->c.control_path = r->sock;
     r->c.self = r->self;
@@ -891,6 +893,41 @@ static void mark_trial_end(const struct run_ctx *r, int code)
 }
 
 /* The run, step by step; each step says why it stops the run. */
+/* A done run's local work dir is of no more use: every checkpoint is in
+ * the store. What spotrun made there goes (the default checkpoint dir, the
+ * spool, the socket, the job's page, the stall and GPU dirs), then the dir
+ * itself when nothing else is left in it; with a --ckpt-dir elsewhere its
+ * record that the dir is the run's stays (a rerun with --fresh knows it).
+ * Done while the lease is held: no other wrapper of the run uses it here.
+ * --keep-work keeps it all. */
+static void remove_work(const struct run_opts *o, const struct run_ctx *r)
+{
+    if (o->keep_work)
+        return;
+    static const char *const made[] = {"spool", "gpu", "stall", "job.page", "control.sock"};
+    char path[PATH_MAX + 400], def[PATH_MAX + 400];
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof(made) / sizeof(made[0]); i++)
+        if ((rc = sr_pathf(path, sizeof(path), "%s/%s", r->run_dir, made[i])) == 0)
+            rc = sr_rmtree(path);
+    const int own =
+        sr_pathf(def, sizeof(def), "%s/ckpt", r->run_dir) == 0 && strcmp(def, r->ckpt) == 0;
+    if (rc == 0 && own)
+        rc = sr_rmtree(def);
+    if (rc == 0 && own && sr_pathf(path, sizeof(path), "%s/ckpt-dir", r->run_dir) == 0 &&
+        unlink(path) < 0 && errno != ENOENT)
+        rc = -errno;
+    if (rc < 0) {
+        sr_warn("cannot remove the local work dir %s: %s", r->run_dir, sr_strerror(rc));
+        sr_err_clear();
+    } else if (rmdir(r->run_dir) == 0) {
+        sr_info("removed the local work dir %s (the run is done; --keep-work keeps it)",
+                r->run_dir);
+    } else {
+        sr_debug("left the local work dir %s: %s", r->run_dir, strerror(errno));
+    }
+}
+
 static int run_main(const struct run_opts *opts, char **cmd)
 {
     struct run_opts o = *opts;
@@ -947,9 +984,13 @@ static int run_main(const struct run_opts *opts, char **cmd)
         code = every_history(&r);
     if (code == GO_ON)
         code = stall_history(&r);
-    if (code == GO_ON)
+    if (code == GO_ON) {
         code = supervise(&o, &r, lease);
+        r.supervised = 1;
+    }
     mark_trial_end(&r, code);
+    if (code == 0 && r.supervised)
+        remove_work(&o, &r);
     release_lease(lease);
     sr_store_close(r.c.st);
     sr_sweep_free(&r.sweep);
@@ -1115,6 +1156,8 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
          "the job's checkpoint directory (default: WORK_DIR/RUN/ckpt)"},
         {"work-dir", 0, "SPOTRUN_WORK_DIR", SR_OPT_STR, &o.work_dir, "DIR",
          "local state (default: ~/.cache/spotrun)"},
+        {"keep-work", 0, "SPOTRUN_KEEP_WORK", SR_OPT_FLAG, &o.keep_work, NULL,
+         "keep the run's local work dir when the run is done (default: removed)"},
         {"every", 'e', "SPOTRUN_EVERY", SR_OPT_STR, &o.every, "DURATION",
          "ask the job for a checkpoint this often; auto: as often as it pays, from the "
          "measured checkpoint cost and preemption rate (docs/interval.md)"},

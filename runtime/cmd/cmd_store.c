@@ -15,6 +15,8 @@
 #include "checkpointer.h"
 #include "cli.h"
 #include "fsutil.h"
+#include "events.h"
+#include "eventsview.h"
 #include "history.h"
 #include "labels.h"
 #include "keeper.h"
@@ -232,6 +234,40 @@ static uint64_t newest_seq(const struct sr_ckpt_list *l)
     return newest;
 }
 
+/* The newest attempt that recorded its local work dir; NULL when none did. */
+static const struct sr_hist_attempt *work_attempt(const struct sr_history *h)
+{
+    for (size_t i = h->n_att; i-- > 0;)
+        if (h->att[i].work_dir[0])
+            return &h->att[i];
+    return NULL;
+}
+
+/* The wrapper removes a done run's work dir unless --keep-work. */
+static int work_removed(const struct sr_history *h, const struct sr_hist_attempt *a)
+{
+    return h->state == SR_STATE_DONE && !a->work_kept;
+}
+
+static json_t *work_dir_json(const struct sr_history *h)
+{
+    const struct sr_hist_attempt *a = work_attempt(h);
+    if (!a)
+        return json_null();
+    return json_pack("{s:s,s:s,s:b,s:b}", "host", a->host, "path", a->work_dir, "kept",
+                     a->work_kept, "removed", work_removed(h, a));
+}
+
+static void print_work_dir(const struct sr_history *h)
+{
+    const struct sr_hist_attempt *a = work_attempt(h);
+    if (a)
+        printf("work dir:    %s:%s%s\n", a->host, a->work_dir,
+               a->work_kept         ? " (kept: --keep-work)"
+               : work_removed(h, a) ? " (removed: the run is done)"
+                                    : "");
+}
+
 static int print_show_json(struct sr_store *st, const char *run, const struct sr_history *h,
                            const struct sr_hist_prices *p, const struct sr_ckpt_list *l)
 {
@@ -279,6 +315,7 @@ static int print_show_json(struct sr_store *st, const char *run, const struct sr
         }
     }
     json_object_set_new(o, "node_leases", nl);
+    json_object_set_new(o, "work_dir", work_dir_json(h));
     return sr_print_json(o);
 }
 
@@ -318,16 +355,56 @@ static void print_lease(struct sr_store *st, const char *run)
         print_lease_of(st, run, r);
 }
 
+/* show --events [--attempt N]: the attempt's log, readably. */
+static int show_events(struct sr_store *st, const char *run, int events, const char *attempt)
+{
+    uint32_t a = UINT32_MAX;
+    if (attempt) {
+        char *end = NULL;
+        errno = 0;
+        const unsigned long v = strtoul(attempt, &end, 10);
+        if (!events || !*attempt || *end || errno || v > SR_ATTEMPT_MAX || attempt[0] == '-') {
+            fprintf(stderr, "spotrun show: %s\n",
+                    events ? "--attempt takes an attempt number (0, 1, ...)"
+                           : "--attempt goes with --events");
+            return SR_EX_USAGE;
+        }
+        a = (uint32_t)v;
+    }
+    const int rc = sr_events_print(stdout, st, run, a);
+    if (rc == -ENOENT) {
+        if (attempt)
+            fprintf(stderr, "spotrun: show: run \"%s\" has no attempt %s in %s\n", run, attempt,
+                    sr_store_url(st));
+        else
+            fprintf(stderr, "spotrun: show: no run \"%s\" in %s\n", run, sr_store_url(st));
+        return SR_EX_NOINPUT;
+    }
+    return rc < 0 ? sr_fail(rc, "cannot read the store") : 0;
+}
+
 int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct sr_view_opts vo = {0};
-    const struct sr_opt opts[] = {SR_VIEW_OPTS(&vo), SR_OPTS_COMMON};
+    int events = 0;
+    const char *attempt = NULL;
+    const struct sr_opt opts[] = {
+        SR_VIEW_OPTS(&vo),
+        {"events", 0, NULL, SR_OPT_FLAG, &events, NULL,
+         "print an attempt's events, one per line (the newest attempt; --attempt N)"},
+        {"attempt", 0, NULL, SR_OPT_STR, &attempt, "N", "--events: this attempt"},
+        SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
     int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
     if (code >= 0)
         return code;
     struct sr_store *st = ctx.st;
     char **ops = ctx.ops;
+    if (events || attempt) {
+        code = show_events(st, ops[0], events, attempt);
+        sr_store_close(st);
+        return code;
+    }
     struct sr_history h;
     sr_hist_init(&h);
     struct sr_ckpt_list l = {0};
@@ -361,6 +438,7 @@ int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
         printf("labels:      %s\n", labels);
     }
     print_lease(st, ops[0]);
+    print_work_dir(&h);
     sr_summary_print(stdout, &h, &vo.prices);
     putchar('\n');
     /* STORED and RATIO are of the whole archive (what a restore reads);

@@ -274,6 +274,9 @@ static int start_attempt(struct sup *s)
                             json_real(c->limits.price_per_hour / (multi ? c->nodes : 1)));
     if (start && json_object_size(c->labels)) /* the run's labels (cmd_run.c checked them) */
         json_object_set_new(start, "labels", json_deep_copy(c->labels));
+    if (start && c->run_dir) /* where it ran: show says it, and that a done run removes it */
+        json_object_set_new(start, "work_dir",
+                            json_pack("{s:s,s:b}", "path", c->run_dir, "kept", c->keep_work));
     if (start && argv)
         json_object_set_new(start, "argv", argv);
     else

@@ -27,6 +27,7 @@ struct sr_supervise_config {
     char **argv; /* the job's command */
     const char *run_id;
     const char *run_dir;      /* local work dir of the run (spool, socket) */
+    int keep_work;            /* --keep-work: run_dir stays once the run is done */
     const char *ckpt_dir;     /* SPOTRUN_CKPT_DIR */
     const char *control_path; /* SPOTRUN_CONTROL */
     const char *preload;      /* libspotrun.so to LD_PRELOAD, NULL = none */

@@ -29,6 +29,7 @@
 #include "proctree.h"
 #include "signame.h"
 #include "supervisor_int.h"
+#include "suspect.h"
 
 #define STALL_POLL_MAX_MS 1000
 #define STALL_POLL_MIN_MS 50
@@ -130,7 +131,7 @@ static void stop_stalled(struct sup *s)
 }
 
 static void say_stalled(const struct sup *s, int64_t since, int64_t timeout, int startup,
-                        int have_tb)
+                        int have_tb, const char *suspect)
 {
     char a[32], b[32], head[192];
     sr_format_duration_ms(since, a, sizeof(a));
@@ -142,10 +143,10 @@ static void say_stalled(const struct sup *s, int64_t since, int64_t timeout, int
                  a, b);
     else
         snprintf(head, sizeof(head), "no heartbeat for %s (--stall-timeout %s)", a, b);
-    sr_warn("%s: the job is stalled; stopping it (its processes' states%s are in the "
-            "\"stalled\" event of attempt %" PRIu32 " in %s/%s/events/)",
-            head, have_tb ? " and Python tracebacks" : "", s->attempt, sr_store_url(s->cfg->st),
-            s->cfg->run_id);
+    sr_warn("%s: the job is stalled; stopping it (%s%s%severy process's state%s: `spotrun show %s "
+            "--events --attempt %" PRIu32 "`)",
+            head, suspect[0] ? "suspect: " : "", suspect, suspect[0] ? "; " : "",
+            have_tb ? " and Python traceback" : "", s->cfg->run_id, s->attempt);
 }
 
 static void stalled(struct sup *s, int64_t t)
@@ -168,10 +169,12 @@ static void stalled(struct sup *s, int64_t t)
     if (have_tb)
         json_object_set_new(ev, "traceback", text_value(tb));
     free(tb);
+    char suspect[384] = "";
+    sr_stall_suspect(ev, suspect, sizeof(suspect));
     emit(s, "stalled", ev); /* takes ev */
     sr_events_flush(s->ev);
     s->stalls++;
-    say_stalled(s, since, timeout, startup, have_tb);
+    say_stalled(s, since, timeout, startup, have_tb, suspect);
     if (s->cfg->nodes > 1 && s->peers) {
         /* The other nodes' jobs wait for ours in a collective: stop them
          * too, as a notice does (they exit 75 and the group reruns). Ours
@@ -313,18 +316,17 @@ int sup_watchdog_give_up(struct sup *s)
         if (total <= c->max_stalls)
             return 0; /* the group stops and its engine reruns it (child_exited) */
         sr_warn("not requeuing: run %s stalled %u time(s)%s, more than %u (--max-restarts): "
-                "read the \"stalled\" events (the processes' states and Python tracebacks), fix "
-                "the hang and run the group again",
+                "read the \"stalled\" events (`spotrun show %s --events`), fix the hang and run "
+                "the group again",
                 c->run_id, total, c->prior_stalls ? " (counting its earlier starts)" : "",
-                c->max_stalls);
+                c->max_stalls, c->run_id);
         return 1;
     }
     if (total <= c->max_restarts && s->restarts < c->max_restarts)
         return 0;
     sr_warn("not restarting: run %s stalled %u time(s)%s, --max-restarts is %u: read the "
-            "\"stalled\" events (the processes' states and Python tracebacks), fix the hang and "
-            "run it again",
+            "\"stalled\" events (`spotrun show %s --events`), fix the hang and run it again",
             c->run_id, total, c->prior_stalls ? " (counting its earlier wrappers)" : "",
-            c->max_restarts);
+            c->max_restarts, c->run_id);
     return 1;
 }

@@ -14,6 +14,7 @@
 #include "events.h"
 #include "lease.h"
 #include "log.h"
+#include "suspect.h"
 #include "termsafe.h"
 #include "outtext.h"
 #include "units.h"
@@ -201,54 +202,6 @@ static void str_of(const json_t *o, const char *k, char *dst, size_t len)
     const char *s = json_string_value(json_object_get(o, k));
     if (s)
         sr_term_safe(s, dst, len);
-}
-
-/* The top frame of pid's current thread in a "stalled" event's traceback
- * (faulthandler's, most recent call first, under "--- pid N (comm) ---"):
- * "hang_here (stall.py, line 9)"; "" when absent. */
-static void stall_frame(const char *tb, long long pid, char *dst, size_t len)
-{
-    char head[48];
-    snprintf(head, sizeof(head), "--- pid %lld ", pid);
-    const char *sec = tb ? strstr(tb, head) : NULL;
-    if (!sec)
-        return;
-    const char *end = strstr(sec + 1, "\n--- pid ");
-    const char *cur = strstr(sec, "Current thread");
-    const char *f = strstr(cur && (!end || cur < end) ? cur : sec, "File \"");
-    if (!f || (end && f > end))
-        return;
-    char file[128] = "", fn[96] = "";
-    int line = 0;
-    if (sscanf(f, "File \"%127[^\"]\", line %d in %95[^\n]", file, &line, fn) == 3) {
-        char raw[256];
-        snprintf(raw, sizeof(raw), "in %s (%s, line %d)", fn, file, line);
-        sr_term_safe(raw, dst, len);
-    }
-}
-
-/* The suspect of a stall: the first process stopped (T) or in D, else the
- * first one listed (the job itself). */
-static void stall_suspect(const json_t *ev, char *dst, size_t len)
-{
-    const json_t *procs = json_object_get(ev, "procs"), *pick = NULL;
-    for (size_t i = 0; i < json_array_size(procs) && !pick; i++) {
-        const char *st = json_string_value(json_object_get(json_array_get(procs, i), "state"));
-        if (st && st[0] && strchr("TtD", st[0]))
-            pick = json_array_get(procs, i);
-    }
-    if (!pick)
-        pick = json_array_get(procs, 0);
-    if (!json_is_object(pick))
-        return;
-    char comm[64] = "?", state[8] = "?", wchan[64] = "", frame[160] = "";
-    str_of(pick, "comm", comm, sizeof(comm));
-    str_of(pick, "state", state, sizeof(state));
-    str_of(pick, "wchan", wchan, sizeof(wchan));
-    const long long pid = (long long)int_in(pick, "pid", 0, INT32_MAX, 0);
-    stall_frame(json_string_value(json_object_get(ev, "traceback")), pid, frame, sizeof(frame));
-    snprintf(dst, len, "pid %lld (%s) state %s%s%s%s%s", pid, comm, state,
-             wchan[0] ? ", wchan " : "", wchan, frame[0] ? ", " : "", frame);
 }
 
 /* A failed commit: counted, and kept when it is the newest. */
@@ -593,6 +546,9 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         h->gpu_live.n = 0;
         at->start_ms = t;
         str_of(ev, "host", at->host, sizeof(at->host));
+        const json_t *wd = json_object_get(ev, "work_dir");
+        str_of(wd, "path", at->work_dir, sizeof(at->work_dir));
+        at->work_kept = json_is_true(json_object_get(wd, "kept"));
         place_of(ev, "cloud", at->cloud, sizeof(at->cloud));
         place_of(ev, "instance_type", at->instance_type, sizeof(at->instance_type));
         place_of(ev, "zone", at->zone, sizeof(at->zone));
@@ -655,7 +611,7 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         at->stalled = 1;
         at->stall_since_ms = int_in(ev, "since_ms", 0, SR_TIME_MAX_MS, 0);
         at->stall_timeout_ms = int_in(ev, "timeout_ms", 0, SR_TIME_MAX_MS, 0);
-        stall_suspect(ev, at->stall_suspect, sizeof(at->stall_suspect));
+        sr_stall_suspect(ev, at->stall_suspect, sizeof(at->stall_suspect));
     } else if (strcmp(type, "heartbeat") == 0) {
         const int64_t after = int_in(ev, "after_ms", 0, SR_TIME_MAX_MS, 0);
         h->beats++;

@@ -53,6 +53,10 @@ struct sr_hist_attempt {
     /* Where it ran: the start's (the user's --instance-type), else the
      * "placement" event's (the metadata service's); "" = unknown. */
     char host[128], cloud[32], instance_type[64], zone[64], region[64];
+    /* Its local work dir on that host (the start's "work_dir"), "" = not
+     * recorded; kept: --keep-work (else a done run removes it). */
+    char work_dir[512];
+    int work_kept;
     int64_t first_ms, last_ms; /* unix ms of its first and last event */
     int64_t start_ms;          /* the "start" event (job started), else first_ms */
     uint32_t nodes;            /* nodes of the group that ran it (the start's "nodes"), 1 default */

@@ -66,4 +66,44 @@ test_expect_success 'SPOTRUN_FRESH=1 is the environment twin of --fresh' '
     test "$(wc -l <started)" -eq 3
 '
 
+# A done run's local work dir (~/.cache/spotrun/RUN: the default checkpoint
+# dir, the spool) goes once the run is done; every checkpoint is in the
+# store, and show says where it was.
+test_expect_success 'a done run removes its local work dir; show says where it was' '
+    run=$(latest_run) &&
+    test ! -e "$SPOTRUN_WORK_DIR/$run" &&
+    grep "removed the local work dir $SPOTRUN_WORK_DIR/$run (the run is done; --keep-work keeps it)" run4.log &&
+    "$SPOTRUN" show "$run" >show.out &&
+    grep "^work dir: *$(hostname):$SPOTRUN_WORK_DIR/$run (removed: the run is done)$" show.out &&
+    "$SPOTRUN" show "$run" --json >show.json &&
+    "$PY" -c "import json, sys; w = json.load(open(\"show.json\"))[\"work_dir\"]; \
+        assert w == {\"host\": \"$(hostname)\", \"path\": \"$SPOTRUN_WORK_DIR/$run\", \
+                     \"kept\": False, \"removed\": True}, w"
+'
+
+test_expect_success '--keep-work (SPOTRUN_KEEP_WORK) keeps it, and show says so' '
+    "$SPOTRUN" run --run-id kept --keep-work -- ./job.sh 2>kept.log &&
+    test -s "$SPOTRUN_WORK_DIR/kept/ckpt/model.txt" &&
+    ! grep "removed the local work dir" kept.log &&
+    "$SPOTRUN" show kept | grep "^work dir: .*:$SPOTRUN_WORK_DIR/kept (kept: --keep-work)$" &&
+    SPOTRUN_KEEP_WORK=1 "$SPOTRUN" run --run-id kept2 -- ./job.sh 2>/dev/null &&
+    test -d "$SPOTRUN_WORK_DIR/kept2/ckpt"
+'
+
+test_expect_success 'a run that is not done keeps its work dir (a rerun here resumes from it)' '
+    expect_code 3 "$SPOTRUN" run --run-id failing --max-restarts 0 -- sh -c "exit 3" 2>/dev/null &&
+    test -d "$SPOTRUN_WORK_DIR/failing" &&
+    "$SPOTRUN" show failing >show.out &&
+    grep "^work dir: .*:$SPOTRUN_WORK_DIR/failing$" show.out
+'
+
+test_expect_success 'with --ckpt-dir elsewhere: that dir stays, and a rerun --fresh takes it again' '
+    "$SPOTRUN" run --run-id own -d own-ckpt -- ./job.sh 2>own.log &&
+    test -s own-ckpt/model.txt &&
+    ! test -e "$SPOTRUN_WORK_DIR/own/spool" &&
+    rm -rf own-ckpt && mkdir own-ckpt && echo x >own-ckpt/old &&
+    "$SPOTRUN" run --run-id own -d own-ckpt --fresh -- ./job.sh 2>own2.log &&
+    test -s own-ckpt/model.txt
+'
+
 test_done

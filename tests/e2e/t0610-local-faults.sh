@@ -83,7 +83,7 @@ JOB
 chmod +x job.sh
 
 test_expect_success 'disk full during a commit: the job gets an error, the wrapper carries on' '
-    faulty /spool/ write:ENOSPC "$SPOTRUN" run --run-id j --no-preload -- ./job.sh 2>run.log &&
+    faulty /spool/ write:ENOSPC "$SPOTRUN" run --run-id j --keep-work --no-preload -- ./job.sh 2>run.log &&
     grep "commit exit 74" work/j/commit.code &&
     grep "No space left on device" work/j/commit.err &&
     grep "checkpoint of .* failed" run.log &&

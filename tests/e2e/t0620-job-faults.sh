@@ -64,7 +64,7 @@ test_expect_success 'children of the job that ignore SIGTERM do not outlive the 
 '
 
 test_expect_success 'a job that dies in the middle of its own save resumes from the last commit' '
-    "$SPOTRUN" run --run-id torn --no-preload --backoff 10ms -- ./job.sh crash-in-save 2>torn.log &&
+    "$SPOTRUN" run --run-id torn --keep-work --no-preload --backoff 10ms -- ./job.sh crash-in-save 2>torn.log &&
     grep "killed by SIGKILL" torn.log &&
     test "$(cat work/torn/resumes)" = "resumed with good"
 '

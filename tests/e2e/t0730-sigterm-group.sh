@@ -166,8 +166,9 @@ if unshare --pid --fork --mount-proc true 2>/dev/null; then
         kill -TERM $w &&
         rc=0 && wait $u || rc=$?
         cat pid1.log
+        # (the job may be ended by the TERM before it prints "committed":
+        # the wrapper TERMs it once the checkpoint is durable)
         test $rc -eq 75 &&
-        grep "^committed" pid1.log &&
         grep "checkpoint 1 durable" pid1.log &&
         ! grep "did not stop after SIGTERM" pid1.log
     '
