@@ -38,9 +38,10 @@
 
 struct init_opts {
     struct sr_optlist params;
-    uint64_t random;
+    uint64_t random; /* UINT64_MAX: not given; 0: a search space (a driver adds trials) */
     const char *seed;
     int add;
+    uint64_t at; /* --at N: add only at trial N; UINT64_MAX: not given */
     double max_cost, price_per_hour;
     struct sr_optlist label;
 };
@@ -77,6 +78,52 @@ static int budget_write(struct sr_store *st, const char *name, double max_cost, 
     return 0;
 }
 
+/* --add [--at N]: appends def's trials as the sweep's next part, and says
+ * which. The exit code. */
+static int init_add(struct sr_store *st, const struct init_opts *o, const struct sr_sweep *def)
+{
+    if (sr_sweep_count(def) == 0) {
+        fprintf(stderr, "spotrun sweep init: --add --random 0 adds no trial: give the trials' "
+                        "values (--param lr=0.001) or --random K\n");
+        return SR_EX_USAGE;
+    }
+    size_t first = 0;
+    const int rc = sr_sweep_add_at(st, def, o->at == UINT64_MAX ? SIZE_MAX : (size_t)o->at, &first);
+    if (rc == 0)
+        printf("sweep %s: added trials %zu..%zu\n", def->name, first,
+               first + sr_sweep_count(def) - 1);
+    if (rc == -EINVAL || rc == -EEXIST || rc == -ESTALE)
+        fprintf(stderr, "spotrun sweep init: %s\n", sr_strerror(rc));
+    /* a definition that disagrees with the stored one is 65, always; a
+     * lost race for --at is 75: read again and retry */
+    return rc == 0         ? 0
+           : rc == -EINVAL ? SR_EX_USAGE
+           : rc == -EEXIST ? SR_EX_DATAERR
+           : rc == -ESTALE ? SR_EX_TEMPFAIL
+                           : sr_fail(rc, "sweep init --add");
+}
+
+/* Every {placeholder} of def's command must name a parameter: checked on
+ * trial 0, or on a stand-in trial when a search space has none yet. */
+static int init_probe(struct sr_sweep *def, char **args)
+{
+    if (!json_array_size(def->command))
+        return 0;
+    const int stand_in = sr_sweep_count(def) == 0;
+    if (stand_in) {
+        json_t *t = json_object();
+        for (size_t i = 0; i < sr_sweep_nparams(def); i++)
+            json_object_set_new(t, sr_sweep_param(def, i), json_string("0"));
+        json_array_append_new(def->trials, t);
+    }
+    char **probe = NULL;
+    const int rc = sr_sweep_expand(def, 0, args, &probe);
+    sr_sweep_argv_free(probe);
+    if (stand_in)
+        json_array_remove(def->trials, 0);
+    return rc;
+}
+
 /* --label: the sweep's labels, part of its definition (part 0, written
  * once): --add cannot change them, nor can `sweep set` (trials that ran
  * keep the labels they started with; two sets in one sweep would split
@@ -99,17 +146,22 @@ static int init_labels(const struct init_opts *o, struct sr_labels *out)
 
 static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
 {
-    struct init_opts o = {.max_cost = -1}; /* -1: not given; a given 0 is refused */
+    /* -1: not given; a given 0 is refused */
+    struct init_opts o = {.max_cost = -1, .random = UINT64_MAX, .at = UINT64_MAX};
     const struct sr_opt opts[] = {
         {"param", 'p', NULL, SR_OPT_MULTI, &o.params, "NAME=VALUES",
          "a parameter: a=1,2,3 or n=0..7 (grid); uniform:LO,HI, loguniform:LO,HI, int:LO,HI, "
          "choice:a,b (with --random); repeat for each"},
         {"random", 0, NULL, SR_OPT_UINT, &o.random, "K",
-         "random search: K trials drawn from the parameters instead of the grid"},
+         "random search: K trials drawn from the parameters instead of the grid; 0: a search "
+         "space only (a driver adds the trials: python3 -m spotrun.optuna_driver)"},
         {"seed", 0, NULL, SR_OPT_STR, &o.seed, "S",
          "random search seed (default 0): the same seed gives the same trials"},
         {"add", 0, NULL, SR_OPT_FLAG, &o.add, NULL,
          "append these trials to an existing sweep (same parameter names)"},
+        {"at", 0, NULL, SR_OPT_UINT, &o.at, "N",
+         "with --add: append only if the sweep has exactly N trials now, else exit 75 and "
+         "write nothing (drivers racing never exceed their total)"},
         {"max-cost", 0, NULL, SR_OPT_PRICE, &o.max_cost, "AMOUNT",
          "the sweep's budget: no trial starts once its trials cost this much, and running "
          "ones checkpoint and stop (exit 124); change it with `sweep set`"},
@@ -142,7 +194,7 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
         sr_store_close(ctx.st);
         return SR_EX_USAGE;
     }
-    if (o.seed && !o.random) {
+    if (o.seed && o.random == UINT64_MAX) {
         fprintf(stderr, "spotrun sweep init: --seed needs --random K\n");
         sr_store_close(ctx.st);
         return SR_EX_USAGE;
@@ -159,6 +211,11 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
         sr_store_close(ctx.st);
         return SR_EX_USAGE;
     }
+    if (o.at != UINT64_MAX && !o.add) {
+        fprintf(stderr, "spotrun sweep init: --at N needs --add\n");
+        sr_store_close(ctx.st);
+        return SR_EX_USAGE;
+    }
     struct sr_labels labels = {0};
     if (init_labels(&o, &labels)) {
         sr_store_close(ctx.st);
@@ -166,7 +223,10 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
     }
     struct sr_sweep def = {0};
     snprintf(def.name, sizeof(def.name), "%s", name);
-    int rc = sr_sweep_generate(o.params.v, o.params.n, (unsigned)o.random, (uint64_t)seed, &def);
+    const unsigned random = o.random == UINT64_MAX ? 0
+                            : o.random == 0        ? SR_SWEEP_SEARCH
+                                                   : (unsigned)o.random;
+    int rc = sr_sweep_generate(o.params.v, o.params.n, random, (uint64_t)seed, &def);
     if (rc == 0 && labels.n)
         def.labels = sr_labels_to_json(&labels);
     if (rc < 0) {
@@ -177,29 +237,20 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
     def.command = json_array();
     for (char **a = ctx.ops + 1; *a; a++)
         json_array_append_new(def.command, json_string(*a));
-    /* every placeholder must name a parameter: check on trial 0 now */
-    char **probe = NULL;
-    rc = json_array_size(def.command) ? sr_sweep_expand(&def, 0, ctx.ops + 1, &probe) : 0;
-    sr_sweep_argv_free(probe);
+    rc = init_probe(&def, ctx.ops + 1);
     if (rc < 0) {
         fprintf(stderr, "spotrun sweep init: %s\n", sr_strerror(rc));
         code = SR_EX_USAGE;
     } else if (o.add) {
-        size_t first = 0;
-        rc = sr_sweep_add(ctx.st, &def, &first);
-        if (rc == 0)
-            printf("sweep %s: added trials %zu..%zu\n", name, first,
-                   first + sr_sweep_count(&def) - 1);
-        /* a definition that disagrees with the stored one is 65, always */
-        code = rc == 0         ? 0
-               : rc == -EINVAL ? SR_EX_USAGE
-               : rc == -EEXIST ? SR_EX_DATAERR
-                               : sr_fail(rc, "sweep init --add");
-        if (rc == -EINVAL || rc == -EEXIST)
-            fprintf(stderr, "spotrun sweep init: %s\n", sr_strerror(rc));
+        code = init_add(ctx.st, &o, &def);
     } else {
         rc = sr_sweep_create(ctx.st, &def);
-        if (rc >= 0)
+        if (rc >= 0 && random == SR_SWEEP_SEARCH)
+            printf("sweep %s: a search space of %zu parameter%s, no trials yet (a driver adds "
+                   "them)%s in %s\n",
+                   name, sr_sweep_nparams(&def), sr_sweep_nparams(&def) == 1 ? "" : "s",
+                   rc == 1 ? " (already defined, unchanged)" : "", sr_store_url(ctx.st));
+        else if (rc >= 0)
             printf("sweep %s: %zu trial%s%s in %s\n", name, sr_sweep_count(&def),
                    sr_sweep_count(&def) == 1 ? "" : "s",
                    rc == 1 ? " (already defined, unchanged)" : "", sr_store_url(ctx.st));
