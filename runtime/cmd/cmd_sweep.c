@@ -31,6 +31,7 @@
 #include "prices.h"
 #include "sweep.h"
 #include "sweep_budget.h"
+#include "sweep_driver.h"
 #include "sweep_life.h"
 #include "units.h"
 
@@ -328,6 +329,7 @@ struct work_opts {
     uint64_t slots, max_trials;
     int until_empty;
     int64_t poll_ms;
+    const char *driver; /* --driver CMD: may add trials when none is free */
 };
 
 struct slot {
@@ -356,6 +358,8 @@ struct worker {
     size_t limited;            /* trials that stopped at a time limit or budget (exit 124) */
     int over_budget;           /* the sweep's budget is spent: no more claims */
     struct sr_sweep_life life; /* this worker's own record (sweep_life.h) */
+    int64_t driven_at;         /* when --driver last ran (sr_now_ms) */
+    int driver_errors;         /* its failures in a row */
 };
 
 static size_t running(const struct worker *w)
@@ -651,6 +655,31 @@ static void reap(struct worker *w)
     }
 }
 
+/* --driver: with nothing to claim (or every trial ended: force), runs the
+ * driver, at most once a --poll otherwise, and reads the definition again.
+ * 1 when it added trials, 0 when not, -1 when it failed; three failures in
+ * a row stop the worker (no more claims) with the driver's code. */
+static int drive(struct worker *w, int force)
+{
+    if (!w->o->driver || w->draining || (!force && w->driven_at + w->o->poll_ms > sr_now_ms()))
+        return 0;
+    w->driven_at = sr_now_ms();
+    const size_t before = sr_sweep_count(&w->sw);
+    const int rc =
+        sr_sweep_driver_run(w->o->driver, w->name, sr_store_url(w->st), w->self, &w->orig_mask);
+    if (rc != 0) {
+        sr_warn("sweep %s: the driver `%s` failed (%s %d)%s", w->name, w->o->driver,
+                rc < 0 ? "error" : "exit", rc < 0 ? -rc : rc,
+                ++w->driver_errors >= 3 ? ": three times in a row, stopping" : "");
+        if (w->driver_errors >= 3)
+            w->stop_code = rc > 0 && rc < 256 ? rc : SR_EX_SOFTWARE;
+        return -1;
+    }
+    w->driver_errors = 0;
+    w->defined_at = sr_now_ms();
+    return refresh(w, 1) == 0 && sr_sweep_count(&w->sw) > before;
+}
+
 /* Whether the sweep's budget (sweep_budget.h) is spent: then no trial is
  * claimed any more (said once); the running ones stop by themselves at
  * their next budget poll. */
@@ -687,7 +716,7 @@ static int budget_spent(struct worker *w)
  * for (the loop ends once the running trials are back). */
 static int fill(struct worker *w)
 {
-    if (w->draining)
+    if (w->draining || w->driver_errors >= 3)
         return 1;
     int rc = refresh(w, 0);
     long k = 0;
@@ -706,6 +735,8 @@ static int fill(struct worker *w)
             sr_warn("sweep %s: cannot read the store: %s", w->name, sr_strerror(rc));
             return 0;
         }
+        if (k < 0 && drive(w, 0) > 0)
+            k = claimable(w);
         if (k < 0)
             break;
         if (budget_spent(w)) /* read only when a trial would start */
@@ -716,8 +747,11 @@ static int fill(struct worker *w)
             return 1;
         }
     }
-    if (all_ended(w))
-        return 1;
+    if (all_ended(w)) { /* a driver may add more; a failing one is tried again */
+        const int added = drive(w, 1);
+        if (added <= 0)
+            return added == 0 || w->driver_errors >= 3;
+    }
     return k < 0 && w->o->until_empty;
 }
 
@@ -820,6 +854,9 @@ static int cmd_work(const struct sr_cmd *cmd, int argc, char **argv)
          "stop when no trial is free now, instead of waiting for running ones to be released"},
         {"poll", 0, "SPOTRUN_SWEEP_POLL", SR_OPT_DURATION, &o.poll_ms, "DURATION",
          "how often to look for a free trial when none is (default 10s)"},
+        {"driver", 0, "SPOTRUN_SWEEP_DRIVER", SR_OPT_STR, &o.driver, "CMD",
+         "when no trial is free, run CMD (sh -c; at most once a --poll) to add trials, e.g. "
+         "'python3 -m spotrun.optuna_driver --trials 40'"},
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
     const int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
