@@ -152,6 +152,9 @@ def trial_record(optuna, t, metric):
     last = m.get("last") if m else None
     step = m.get("last_step") if m else None
     state = t.get("state")
+    end = t.get("end") or {}
+    if end.get("cause") in ("pruned", "cancelled"):  # an end mark a view may not name yet
+        state = end["cause"]
     if state == "done":
         if last is None or not math.isfinite(last):
             return TS.FAIL, None, {}
