@@ -27,7 +27,7 @@
 #
 # Environment:
 #   BUILD       build directory holding runtime/spotrun (default: build)
-#   SEEDS       seeds to run (default: "1 2 3")
+#   SEEDS       seeds to run (default: "1 2 3 4 5")
 #   SLOTS       trials at once (default: 4)
 #   STRATEGIES  rows to run (default: "grid random random+es tpe tpe+es")
 #   LIMIT       seconds per sweep before it counts as not reached (default: 240)
@@ -35,7 +35,7 @@
 set -euo pipefail
 
 BUILD=${BUILD:-build}
-SEEDS=${SEEDS:-"1 2 3"}
+SEEDS=${SEEDS:-"1 2 3 4 5"}
 SLOTS=${SLOTS:-4}
 STRATEGIES=${STRATEGIES:-"grid random random+es tpe tpe+es"}
 LIMIT=${LIMIT:-240}

@@ -151,7 +151,7 @@ test_expect_success '24 trials on two workers with --driver and a looping driver
         -- ./trial.sh
     start_worker 0 2
     start_worker 1 1
-    ("${DRIVER[@]}" search --trials 24 --ahead 4 --startup 8 --loop --poll 0.3 >loop.out 2>&1;
+    ("${DRIVER[@]}" search --trials 24 --ahead 4 --startup 8 --loop --poll 1 >loop.out 2>&1;
      echo "exit $?" >>loop.out) &
     echo $! >>"$TRASH/pids"
     preempted=0
