@@ -64,6 +64,15 @@ test_expect_success 'sweep init --add --at N: only while the sweep has N trials,
     test "$("$SPOTRUN" sweep show race --json | "$PY" -c "import json,sys; print(len(json.load(sys.stdin)[\"trials\"]))")" = 0
 '
 
+test_expect_success 'sweep work --driver: a driver that keeps failing stops the worker with its code' '
+    "$SPOTRUN" sweep init broken --random 0 --param x=uniform:0,1 -- ./trial.sh &&
+    expect_code 3 "$SPOTRUN" sweep work broken --poll 100ms --driver "echo ran >>driver.log; exit 3" \
+        2>broken.err &&
+    cat broken.err &&
+    test "$(count_lines driver.log ran)" = 3 &&
+    grep "the driver .* failed (exit 3): three times in a row, stopping" broken.err
+'
+
 test_expect_success 'two drivers at once add exactly --trials trials, each index once' '
     ("${DRIVER[@]}" race --trials 6 --ahead 6 --sampler random >d1.out 2>d1.err &
      "${DRIVER[@]}" race --trials 6 --ahead 6 --sampler random >d2.out 2>d2.err &
