@@ -102,7 +102,10 @@ for k, t in enumerate(trials):
     last = []
     for ev_file in glob.glob(os.path.join(store, "%s-%d" % (name, k), "events", "*.jsonl")):
         for line in open(ev_file):
-            ev = json.loads(line)
+            try:
+                ev = json.loads(line)
+            except ValueError:  # a line being written
+                continue
             if ev.get("event") == "metric" and ev.get("name") == "loss":
                 last.append(ev["unix_ms"])
     steps += last
@@ -141,9 +144,20 @@ run() {
         [ "$("$PY" measure.py "$SPOTRUN_STORE" "$1" | cut -d" " -f1)" = 1 ] && break
         sleep 0.3
     done
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    "$PY" measure.py "$SPOTRUN_STORE" "$1"
+    local code=0
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    else # it stopped by itself before the goal: say why
+        wait "$pid" || code=$?
+    fi
+    local m
+    m=$("$PY" measure.py "$SPOTRUN_STORE" "$1")
+    if [ "${m%% *}" != 1 ]; then
+        echo "bench-search: $1 did not reach the goal (worker exit $code); its log ends:" >&2
+        tail -n 5 "log-$1" >&2
+    fi
+    echo "$m"
 }
 
 results=$BENCH_DIR/results

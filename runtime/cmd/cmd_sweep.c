@@ -661,6 +661,8 @@ static void reap(struct worker *w)
  * a row stop the worker (no more claims) with the driver's code. */
 static int drive(struct worker *w, int force)
 {
+    if (w->driver_errors >= 3)
+        return -1;
     if (!w->o->driver || w->draining || (!force && w->driven_at + w->o->poll_ms > sr_now_ms()))
         return 0;
     w->driven_at = sr_now_ms();
@@ -670,7 +672,9 @@ static int drive(struct worker *w, int force)
     if (rc != 0) {
         sr_warn("sweep %s: the driver `%s` failed (%s %d)%s", w->name, w->o->driver,
                 rc < 0 ? "error" : "exit", rc < 0 ? -rc : rc,
-                ++w->driver_errors >= 3 ? ": three times in a row, stopping" : "");
+                ++w->driver_errors >= 3
+                    ? ": three times in a row, claiming no more trials (run it by hand to see why)"
+                    : "");
         if (w->driver_errors >= 3)
             w->stop_code = rc > 0 && rc < 256 ? rc : SR_EX_SOFTWARE;
         return -1;
