@@ -141,16 +141,26 @@ start_worker() { # SLOT SLOTS: a worker with its own work dir that drives the st
     echo "slot $1: worker $workers (pid $!)"
 }
 done_count() { ls "$SPOTRUN_STORE/sweeps/search/end/" 2>/dev/null | grep -c "\.done$" || true; }
-# busy_wrapper SLOT: a trial wrapper of the slot's worker once one of its
-# trials has a durable checkpoint (so a preemption interrupts work); fails
-# when the sweep ended first.
+# busy_wrapper SLOT: a trial wrapper of the slot's worker that is past its
+# start (its trial made a checkpoint while we watched, so its notice handling
+# is up) and far from its end (at most step 3 of 6), so that a SIGTERM is a
+# preemption that interrupts work; fails when the sweep ended first.
 busy_wrapper() {
-    local i
+    local i p k seq
+    local -A first
     for i in $(seq 600); do
         [ "$(done_count)" -lt 24 ] || return 1
-        if grep -q "checkpoint .* durable" "${w_dir[$1]}/log" 2>/dev/null; then
-            pgrep -P "${w_pid[$1]}" | head -n 1 | grep . && return 0
-        fi
+        for p in $(pgrep -P "${w_pid[$1]}"); do
+            k=$(tr "\0" "\n" </proc/$p/cmdline 2>/dev/null | grep -x -A1 -- --trial | tail -n 1)
+            [ -n "$k" ] || continue
+            seq=$(ls "$SPOTRUN_STORE/search-$k/ckpt" 2>/dev/null | tail -n 1)
+            seq=$((10#${seq:-0}))
+            [ -n "${first[$p]:-}" ] || first[$p]=$seq
+            if [ "$seq" -gt "${first[$p]}" ] && [ "$seq" -le 3 ]; then
+                echo "$p"
+                return 0
+            fi
+        done
         sleep 0.1
     done
     return 1

@@ -30,9 +30,12 @@ while [ "$step" -lt 5 ]; do
     "$SPOTRUN_BIN" metric --step "$step" loss="$loss"
     echo "$step" >"$d/step.tmp" && mv "$d/step.tmp" "$d/step"
     "$SPOTRUN_BIN" commit --step "$step" || exit 1
+    echo "$step" >"$PROGRESS/$SPOTRUN_TRIAL"
 done
 EOF
 chmod +x trial.sh
+export PROGRESS=$TRASH/progress
+mkdir -p "$PROGRESS"
 
 declare -A w_pid w_dir
 workers=0
@@ -48,14 +51,34 @@ start_worker() { # SLOT
     echo $! >>"$TRASH/pids"
 }
 
+# busy_wrapper SLOT: a trial wrapper of the slot's worker whose trial
+# committed a step while we watched (its notice handling is up) and is at
+# most at step 2 of 5 (far from its end).
+busy_wrapper() {
+    local i p k step
+    local -A first
+    for i in $(seq 600); do
+        for p in $(pgrep -P "${w_pid[$1]}"); do
+            k=$(tr "\0" "\n" </proc/$p/cmdline 2>/dev/null | grep -x -A1 -- --trial | tail -n 1)
+            [ -n "$k" ] || continue
+            step=$(cat "$PROGRESS/$k" 2>/dev/null || echo 0)
+            [ -n "${first[$p]:-}" ] || first[$p]=$step
+            if [ "$step" -gt "${first[$p]}" ] && [ "$step" -le 2 ]; then
+                echo "$p"
+                return 0
+            fi
+        done
+        sleep 0.1
+    done
+    return 1
+}
+
 test_expect_success 'two workers drive a 12-trial study over S3, one trial preempted: all done' '
     "$SPOTRUN" sweep init s3opt --random 0 --param x=uniform:-4,4 --param y=uniform:-4,4 \
         -- ./trial.sh
     start_worker 0
     start_worker 1
-    wait_for "${w_dir[0]}/log" "checkpoint .* durable" 120
-    victim=$(pgrep -P "${w_pid[0]}" | head -n 1)
-    test -n "$victim"
+    victim=$(busy_wrapper 0)
     kill -TERM "$victim"
     code=0; wait "${w_pid[0]}" || code=$?
     echo "worker 0: exit $code after its trial wrapper $victim was preempted"
