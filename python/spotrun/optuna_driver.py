@@ -41,7 +41,6 @@ import sys
 import time
 import warnings
 
-OPEN_STATES = ("queued", "running", "preempted", "stopped", "vanished")
 FAIL_STATES = ("failed", "cancelled")
 
 
@@ -287,8 +286,8 @@ def parse(argv):
     p.add_argument("--ahead", type=int, default=4,
                    help="at most this many trials open (not ended) at once (default 4)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=SPEC",
-                   help="defines the sweep when it is not in the store (`sweep init --random 0`"
-                   ", with the command after --); ignored when it is")
+                   help="define the sweep first (`sweep init --random 0`, with the command "
+                   "after --): a no-op when the same one is there, an error when another is")
     p.add_argument("--loop", action="store_true",
                    help="keep going until every trial has ended, reading the store every --poll")
     p.add_argument("--poll", type=float, default=10, help="seconds between rounds (--loop)")
