@@ -31,6 +31,7 @@
 #include "prices.h"
 #include "sweep.h"
 #include "sweep_budget.h"
+#include "sweep_driver.h"
 #include "sweep_life.h"
 #include "units.h"
 
@@ -38,9 +39,10 @@
 
 struct init_opts {
     struct sr_optlist params;
-    uint64_t random;
+    uint64_t random; /* UINT64_MAX: not given; 0: a search space (a driver adds trials) */
     const char *seed;
     int add;
+    uint64_t at; /* --at N: add only at trial N; UINT64_MAX: not given */
     double max_cost, price_per_hour;
     struct sr_optlist label;
 };
@@ -77,6 +79,52 @@ static int budget_write(struct sr_store *st, const char *name, double max_cost, 
     return 0;
 }
 
+/* --add [--at N]: appends def's trials as the sweep's next part, and says
+ * which. The exit code. */
+static int init_add(struct sr_store *st, const struct init_opts *o, const struct sr_sweep *def)
+{
+    if (sr_sweep_count(def) == 0) {
+        fprintf(stderr, "spotrun sweep init: --add --random 0 adds no trial: give the trials' "
+                        "values (--param lr=0.001) or --random K\n");
+        return SR_EX_USAGE;
+    }
+    size_t first = 0;
+    const int rc = sr_sweep_add_at(st, def, o->at == UINT64_MAX ? SIZE_MAX : (size_t)o->at, &first);
+    if (rc == 0)
+        printf("sweep %s: added trials %zu..%zu\n", def->name, first,
+               first + sr_sweep_count(def) - 1);
+    if (rc == -EINVAL || rc == -EEXIST || rc == -ESTALE)
+        fprintf(stderr, "spotrun sweep init: %s\n", sr_strerror(rc));
+    /* a definition that disagrees with the stored one is 65, always; a
+     * lost race for --at is 75: read again and retry */
+    return rc == 0         ? 0
+           : rc == -EINVAL ? SR_EX_USAGE
+           : rc == -EEXIST ? SR_EX_DATAERR
+           : rc == -ESTALE ? SR_EX_TEMPFAIL
+                           : sr_fail(rc, "sweep init --add");
+}
+
+/* Every {placeholder} of def's command must name a parameter: checked on
+ * trial 0, or on a stand-in trial when a search space has none yet. */
+static int init_probe(struct sr_sweep *def, char **args)
+{
+    if (!json_array_size(def->command))
+        return 0;
+    const int stand_in = sr_sweep_count(def) == 0;
+    if (stand_in) {
+        json_t *t = json_object();
+        for (size_t i = 0; i < sr_sweep_nparams(def); i++)
+            json_object_set_new(t, sr_sweep_param(def, i), json_string("0"));
+        json_array_append_new(def->trials, t);
+    }
+    char **probe = NULL;
+    const int rc = sr_sweep_expand(def, 0, args, &probe);
+    sr_sweep_argv_free(probe);
+    if (stand_in)
+        json_array_remove(def->trials, 0);
+    return rc;
+}
+
 /* --label: the sweep's labels, part of its definition (part 0, written
  * once): --add cannot change them, nor can `sweep set` (trials that ran
  * keep the labels they started with; two sets in one sweep would split
@@ -99,17 +147,22 @@ static int init_labels(const struct init_opts *o, struct sr_labels *out)
 
 static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
 {
-    struct init_opts o = {.max_cost = -1}; /* -1: not given; a given 0 is refused */
+    /* -1: not given; a given 0 is refused */
+    struct init_opts o = {.max_cost = -1, .random = UINT64_MAX, .at = UINT64_MAX};
     const struct sr_opt opts[] = {
         {"param", 'p', NULL, SR_OPT_MULTI, &o.params, "NAME=VALUES",
          "a parameter: a=1,2,3 or n=0..7 (grid); uniform:LO,HI, loguniform:LO,HI, int:LO,HI, "
          "choice:a,b (with --random); repeat for each"},
         {"random", 0, NULL, SR_OPT_UINT, &o.random, "K",
-         "random search: K trials drawn from the parameters instead of the grid"},
+         "random search: K trials drawn from the parameters instead of the grid; 0: a search "
+         "space only (a driver adds the trials: python3 -m spotrun.optuna_driver)"},
         {"seed", 0, NULL, SR_OPT_STR, &o.seed, "S",
          "random search seed (default 0): the same seed gives the same trials"},
         {"add", 0, NULL, SR_OPT_FLAG, &o.add, NULL,
          "append these trials to an existing sweep (same parameter names)"},
+        {"at", 0, NULL, SR_OPT_UINT, &o.at, "N",
+         "with --add: append only if the sweep has exactly N trials now, else exit 75 and "
+         "write nothing (drivers racing never exceed their total)"},
         {"max-cost", 0, NULL, SR_OPT_PRICE, &o.max_cost, "AMOUNT",
          "the sweep's budget: no trial starts once its trials cost this much, and running "
          "ones checkpoint and stop (exit 124); change it with `sweep set`"},
@@ -142,7 +195,7 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
         sr_store_close(ctx.st);
         return SR_EX_USAGE;
     }
-    if (o.seed && !o.random) {
+    if (o.seed && o.random == UINT64_MAX) {
         fprintf(stderr, "spotrun sweep init: --seed needs --random K\n");
         sr_store_close(ctx.st);
         return SR_EX_USAGE;
@@ -159,6 +212,11 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
         sr_store_close(ctx.st);
         return SR_EX_USAGE;
     }
+    if (o.at != UINT64_MAX && !o.add) {
+        fprintf(stderr, "spotrun sweep init: --at N needs --add\n");
+        sr_store_close(ctx.st);
+        return SR_EX_USAGE;
+    }
     struct sr_labels labels = {0};
     if (init_labels(&o, &labels)) {
         sr_store_close(ctx.st);
@@ -166,7 +224,10 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
     }
     struct sr_sweep def = {0};
     snprintf(def.name, sizeof(def.name), "%s", name);
-    int rc = sr_sweep_generate(o.params.v, o.params.n, (unsigned)o.random, (uint64_t)seed, &def);
+    const unsigned random = o.random == UINT64_MAX ? 0
+                            : o.random == 0        ? SR_SWEEP_SEARCH
+                                                   : (unsigned)o.random;
+    int rc = sr_sweep_generate(o.params.v, o.params.n, random, (uint64_t)seed, &def);
     if (rc == 0 && labels.n)
         def.labels = sr_labels_to_json(&labels);
     if (rc < 0) {
@@ -177,29 +238,20 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
     def.command = json_array();
     for (char **a = ctx.ops + 1; *a; a++)
         json_array_append_new(def.command, json_string(*a));
-    /* every placeholder must name a parameter: check on trial 0 now */
-    char **probe = NULL;
-    rc = json_array_size(def.command) ? sr_sweep_expand(&def, 0, ctx.ops + 1, &probe) : 0;
-    sr_sweep_argv_free(probe);
+    rc = init_probe(&def, ctx.ops + 1);
     if (rc < 0) {
         fprintf(stderr, "spotrun sweep init: %s\n", sr_strerror(rc));
         code = SR_EX_USAGE;
     } else if (o.add) {
-        size_t first = 0;
-        rc = sr_sweep_add(ctx.st, &def, &first);
-        if (rc == 0)
-            printf("sweep %s: added trials %zu..%zu\n", name, first,
-                   first + sr_sweep_count(&def) - 1);
-        /* a definition that disagrees with the stored one is 65, always */
-        code = rc == 0         ? 0
-               : rc == -EINVAL ? SR_EX_USAGE
-               : rc == -EEXIST ? SR_EX_DATAERR
-                               : sr_fail(rc, "sweep init --add");
-        if (rc == -EINVAL || rc == -EEXIST)
-            fprintf(stderr, "spotrun sweep init: %s\n", sr_strerror(rc));
+        code = init_add(ctx.st, &o, &def);
     } else {
         rc = sr_sweep_create(ctx.st, &def);
-        if (rc >= 0)
+        if (rc >= 0 && random == SR_SWEEP_SEARCH)
+            printf("sweep %s: a search space of %zu parameter%s, no trials yet (a driver adds "
+                   "them)%s in %s\n",
+                   name, sr_sweep_nparams(&def), sr_sweep_nparams(&def) == 1 ? "" : "s",
+                   rc == 1 ? " (already defined, unchanged)" : "", sr_store_url(ctx.st));
+        else if (rc >= 0)
             printf("sweep %s: %zu trial%s%s in %s\n", name, sr_sweep_count(&def),
                    sr_sweep_count(&def) == 1 ? "" : "s",
                    rc == 1 ? " (already defined, unchanged)" : "", sr_store_url(ctx.st));
@@ -277,6 +329,7 @@ struct work_opts {
     uint64_t slots, max_trials;
     int until_empty;
     int64_t poll_ms;
+    const char *driver; /* --driver CMD: may add trials when none is free */
 };
 
 struct slot {
@@ -305,6 +358,8 @@ struct worker {
     size_t limited;            /* trials that stopped at a time limit or budget (exit 124) */
     int over_budget;           /* the sweep's budget is spent: no more claims */
     struct sr_sweep_life life; /* this worker's own record (sweep_life.h) */
+    int64_t driven_at;         /* when --driver last ran (sr_now_ms) */
+    int driver_errors;         /* its failures in a row */
 };
 
 static size_t running(const struct worker *w)
@@ -600,6 +655,35 @@ static void reap(struct worker *w)
     }
 }
 
+/* --driver: with nothing to claim (or every trial ended: force), runs the
+ * driver, at most once a --poll otherwise, and reads the definition again.
+ * 1 when it added trials, 0 when not, -1 when it failed; three failures in
+ * a row stop the worker (no more claims) with the driver's code. */
+static int drive(struct worker *w, int force)
+{
+    if (w->driver_errors >= 3)
+        return -1;
+    if (!w->o->driver || w->draining || (!force && w->driven_at + w->o->poll_ms > sr_now_ms()))
+        return 0;
+    w->driven_at = sr_now_ms();
+    const size_t before = sr_sweep_count(&w->sw);
+    const int rc =
+        sr_sweep_driver_run(w->o->driver, w->name, sr_store_url(w->st), w->self, &w->orig_mask);
+    if (rc != 0) {
+        sr_warn("sweep %s: the driver `%s` failed (%s %d)%s", w->name, w->o->driver,
+                rc < 0 ? "error" : "exit", rc < 0 ? -rc : rc,
+                ++w->driver_errors >= 3
+                    ? ": three times in a row, claiming no more trials (run it by hand to see why)"
+                    : "");
+        if (w->driver_errors >= 3)
+            w->stop_code = rc > 0 && rc < 256 ? rc : SR_EX_SOFTWARE;
+        return -1;
+    }
+    w->driver_errors = 0;
+    w->defined_at = sr_now_ms();
+    return refresh(w, 1) == 0 && sr_sweep_count(&w->sw) > before;
+}
+
 /* Whether the sweep's budget (sweep_budget.h) is spent: then no trial is
  * claimed any more (said once); the running ones stop by themselves at
  * their next budget poll. */
@@ -636,7 +720,7 @@ static int budget_spent(struct worker *w)
  * for (the loop ends once the running trials are back). */
 static int fill(struct worker *w)
 {
-    if (w->draining)
+    if (w->draining || w->driver_errors >= 3)
         return 1;
     int rc = refresh(w, 0);
     long k = 0;
@@ -655,6 +739,8 @@ static int fill(struct worker *w)
             sr_warn("sweep %s: cannot read the store: %s", w->name, sr_strerror(rc));
             return 0;
         }
+        if (k < 0 && drive(w, 0) > 0)
+            k = claimable(w);
         if (k < 0)
             break;
         if (budget_spent(w)) /* read only when a trial would start */
@@ -665,8 +751,11 @@ static int fill(struct worker *w)
             return 1;
         }
     }
-    if (all_ended(w))
-        return 1;
+    if (all_ended(w)) { /* a driver may add more; a failing one is tried again */
+        const int added = drive(w, 1);
+        if (added <= 0)
+            return added == 0 || w->driver_errors >= 3;
+    }
     return k < 0 && w->o->until_empty;
 }
 
@@ -769,6 +858,9 @@ static int cmd_work(const struct sr_cmd *cmd, int argc, char **argv)
          "stop when no trial is free now, instead of waiting for running ones to be released"},
         {"poll", 0, "SPOTRUN_SWEEP_POLL", SR_OPT_DURATION, &o.poll_ms, "DURATION",
          "how often to look for a free trial when none is (default 10s)"},
+        {"driver", 0, "SPOTRUN_SWEEP_DRIVER", SR_OPT_STR, &o.driver, "CMD",
+         "when no trial is free, run CMD (sh -c; at most once a --poll) to add trials, e.g. "
+         "'python3 -m spotrun.optuna_driver --trials 40'"},
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
     const int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);

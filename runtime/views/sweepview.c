@@ -694,6 +694,8 @@ json_t *sr_sweepview_json(const struct sr_sweepview *v, const struct sr_sv_opts 
     json_object_set_new(doc, "sweep", json_string(v->sw->name));
     json_object_set_new(doc, "store", json_string(store_url));
     json_object_set_new(doc, "params", params);
+    /* how part 0 was made: a driver rebuilds its search space from it */
+    json_object_set(doc, "spec", v->sw->spec ? v->sw->spec : json_null());
     json_object_set_new(doc, "maximize", maximize);
     json_object_set_new(doc, "sort", o->sort ? json_string(o->sort) : json_null());
     json_object_set_new(doc, "best", best);

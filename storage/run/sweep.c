@@ -478,6 +478,11 @@ int sr_sweep_create(struct sr_store *st, const struct sr_sweep *def)
 
 int sr_sweep_add(struct sr_store *st, const struct sr_sweep *more, size_t *first)
 {
+    return sr_sweep_add_at(st, more, SIZE_MAX, first);
+}
+
+int sr_sweep_add_at(struct sr_store *st, const struct sr_sweep *more, size_t at, size_t *first)
+{
     int rc = check_new(more);
     if (rc < 0)
         return rc;
@@ -504,6 +509,11 @@ int sr_sweep_add(struct sr_store *st, const struct sr_sweep *more, size_t *first
                            "the one stored with it): leave the command out, or define a new "
                            "sweep",
                            more->name);
+        if (at != SIZE_MAX && have != at)
+            return sr_errf(-ESTALE,
+                           "sweep %s has %zu trials, not %zu: nothing added (another writer may "
+                           "have added trials: read the sweep again)",
+                           more->name, have, at);
         if (have + json_array_size(more->trials) > SR_SWEEP_TRIALS_MAX)
             return sr_errf(-EINVAL, "sweep %s: at most %d trials", more->name, SR_SWEEP_TRIALS_MAX);
         json_t *fields =

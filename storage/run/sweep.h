@@ -33,6 +33,7 @@
 #define SPOTRUN_SWEEP_H
 
 #include <jansson.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,6 +45,7 @@
 #define SR_SWEEP_PARAM_NAME_MAX 63 /* [A-Za-z_][A-Za-z0-9_]* */
 #define SR_SWEEP_VALUE_MAX 256     /* bytes of one value */
 #define SR_SWEEP_FORMAT 1
+#define SR_SWEEP_SEARCH UINT_MAX /* sr_sweep_generate: a search space, no trials */
 
 /* A sweep's definition, all parts read. */
 struct sr_sweep {
@@ -90,6 +92,11 @@ int sr_sweep_create(struct sr_store *st, const struct sr_sweep *def);
  * not the sweep's (the stored one stays: the message says so). *first gets
  * the index of the first new trial. */
 int sr_sweep_add(struct sr_store *st, const struct sr_sweep *more, size_t *first);
+/* sr_sweep_add only while the sweep has exactly `at` trials (the new ones
+ * get at, at+1, ...): -ESTALE with a message, nothing written, when it has
+ * another count (another writer came first: read again). A driver that
+ * asks a sampler for trial N adds it so, and never exceeds its total. */
+int sr_sweep_add_at(struct sr_store *st, const struct sr_sweep *more, size_t at, size_t *first);
 
 /* Whose run run_id is, as trial of sw: 0 when it records this sweep and
  * trial (SWEEP), 1 when it holds nothing but leases (nothing to adopt),
@@ -150,7 +157,10 @@ int sr_sweep_remove(struct sr_store *st, const char *name);
  *   random (random == K > 0): K trials drawn from a generator seeded with
  *   seed (the same specs and seed give the same trials on any machine) of
  *   "x=uniform:LO,HI", "x=loguniform:LO,HI" (LO > 0), "x=int:LO,HI"
- *   (inclusive), "x=choice:a,b,c"; a list or a range is a choice.
+ *   (inclusive), "x=choice:a,b,c"; a list or a range is a choice;
+ *   a search space (random == SR_SWEEP_SEARCH): the random specs checked
+ *   and kept in out->spec ("random": 0, "search": true), no trials: a
+ *   driver adds them (python3 -m spotrun.optuna_driver, docs/sweeps.md).
  * Fills out->params, out->trials and out->spec. -EINVAL with a message
  * naming the spec for bad syntax, a duplicate name, too many trials. */
 int sr_sweep_generate(const char *const specs[], size_t n, unsigned random, uint64_t seed,

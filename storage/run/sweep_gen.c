@@ -235,6 +235,9 @@ int sr_sweep_generate(const char *const specs[], size_t n, unsigned random, uint
         return sr_errf(-EINVAL, "no --param given (e.g. --param lr=1e-4,3e-4 --param seed=0..3)");
     if (n > SR_SWEEP_PARAMS_MAX)
         return sr_errf(-EINVAL, "at most %d parameters", SR_SWEEP_PARAMS_MAX);
+    const int search = random == SR_SWEEP_SEARCH;
+    if (search)
+        random = 0;
     if (random > SR_SWEEP_TRIALS_MAX)
         return sr_errf(-EINVAL, "--random: at most %d trials", SR_SWEEP_TRIALS_MAX);
     struct param *ps = calloc(n, sizeof(*ps));
@@ -255,7 +258,7 @@ int sr_sweep_generate(const char *const specs[], size_t n, unsigned random, uint
         json_array_append_new(params, json_string(ps[i].name));
         json_array_append_new(given, json_string(specs[i]));
     }
-    if (rc == 0 && random == 0)
+    if (rc == 0 && random == 0 && !search)
         rc = grid(ps, n, trials);
     uint64_t state = seed;
     for (unsigned t = 0; rc == 0 && t < random; t++) {
@@ -277,5 +280,7 @@ int sr_sweep_generate(const char *const specs[], size_t n, unsigned random, uint
     out->trials = trials;
     out->spec = json_pack("{s:o,s:i,s:I}", "param", given, "random", (int)random, "seed",
                           (json_int_t)(seed & INT64_MAX));
+    if (search) /* only the driver's trials: none now */
+        json_object_set_new(out->spec, "search", json_true());
     return 0;
 }

@@ -304,6 +304,47 @@ static void test_create_add(void **state)
     sr_sweep_free(&more);
 }
 
+/* A search space (sweep init --random 0): the specs kept, no trials; a
+ * driver appends trials one at a time at the count it read (--add --at),
+ * and a driver that read an older count writes nothing. */
+static void test_search_space_add_at(void **state)
+{
+    struct fixture *f = *state;
+    const char *specs[] = {"lr=loguniform:1e-5,1e-2", "layers=int:2,8"};
+    struct sr_sweep def;
+    gen(&def, "hp", specs, 2, SR_SWEEP_SEARCH, 7);
+    assert_int_equal(sr_sweep_count(&def), 0);
+    assert_true(json_is_true(json_object_get(def.spec, "search")));
+    assert_int_equal(json_integer_value(json_object_get(def.spec, "seed")), 7);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(def.spec, "param"), 0)),
+                        specs[0]);
+    def.command = json_pack("[s,s]", "train", "{lr}");
+    assert_int_equal(sr_sweep_create(f->st, &def), 0);
+    assert_int_equal(sr_sweep_create(f->st, &def), 1); /* the same space again: no-op */
+
+    const char *one[] = {"lr=0.001", "layers=4"};
+    struct sr_sweep more;
+    gen(&more, "hp", one, 2, 0, 0);
+    size_t first = 99;
+    assert_int_equal(sr_sweep_add_at(f->st, &more, 1, &first), -ESTALE); /* it has 0 */
+    assert_non_null(strstr(sr_strerror(-ESTALE), "has 0 trials, not 1"));
+    assert_int_equal(first, 99);
+    assert_int_equal(sr_sweep_add_at(f->st, &more, 0, &first), 0);
+    assert_int_equal(first, 0);
+    assert_int_equal(sr_sweep_add_at(f->st, &more, 0, &first), -ESTALE); /* lost the race */
+    assert_int_equal(sr_sweep_add_at(f->st, &more, 1, &first), 0);
+    assert_int_equal(first, 1);
+    struct sr_sweep got;
+    assert_int_equal(sr_sweep_read(f->st, "hp", &got), 0);
+    assert_int_equal(sr_sweep_count(&got), 2);
+    assert_int_equal(got.first_part_trials, 0);
+    assert_string_equal(sr_sweep_value(&got, 1, "layers"), "4");
+    assert_true(json_is_true(json_object_get(got.spec, "search")));
+    sr_sweep_free(&got);
+    sr_sweep_free(&more);
+    sr_sweep_free(&def);
+}
+
 /* sweep init --label: the labels are part 0's; read back as written;
  * other labels (or none against some) are another definition; a sweep
  * without them reads none. */
@@ -520,6 +561,7 @@ int main(void)
         cmocka_unit_test(test_expand),
         cmocka_unit_test(test_names),
         cmocka_unit_test_setup_teardown(test_create_add, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_search_space_add_at, setup, teardown),
         cmocka_unit_test_setup_teardown(test_labels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_end_marks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trial_runs, setup, teardown),

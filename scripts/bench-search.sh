@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# bench-search.sh - how much paid instance time each search strategy needs
+# to find a good trial, through real sweeps (docs/sweeps.md).
+#
+# The objective has a known optimum: a trial with parameters lr (log scale)
+# and dropout has the floor
+#     f = 1 + 0.5 (log10 lr - log10 3e-3)^2 + 1.4 (dropout - 0.13)^2
+# (optimum 1.0), and its job reports a noisy learning curve
+#     loss(step) = f + 1/sqrt(step) + noise,  noise uniform in +-0.02,
+# step 1..27, with `spotrun metric --step`; the noise is seeded by (seed,
+# trial, step). Each strategy runs as a sweep on the local file store under
+# one `sweep work --slots K` worker until a trial has ENDED done with
+# f <= 1.01 (within 1 % of the optimum); its cost is the trial-steps
+# reported by every trial up to that moment (= paid instance time: the
+# steps of trials still running then count too, as far as they got).
+#
+#   grid        a 7 x 6 grid (lr 1e-4..1e-1 by half decades, dropout 0..0.5)
+#   random      sweep init --random 300 --seed S
+#   random+es   the same with --early-stop loss:min,grace=1,eta=3,max=27
+#   tpe         Optuna's TPE (python3 -m spotrun.optuna_driver, run by the
+#               worker: sweep work --driver), 8 random startup trials
+#   tpe+es      TPE with the same early stopping
+#
+# The +es rows need `sweep init --early-stop` (asynchronous successive
+# halving); a spotrun without it prints them as "n/a". The tpe rows need
+# python3-optuna (scripts/deps.sh).
+#
+# Environment:
+#   BUILD       build directory holding runtime/spotrun (default: build)
+#   SEEDS       seeds to run (default: "1 2 3 4 5")
+#   SLOTS       trials at once (default: 4)
+#   STRATEGIES  rows to run (default: "grid random random+es tpe tpe+es")
+#   LIMIT       seconds per sweep before it counts as not reached (default: 240)
+#   BENCH_DIR   scratch directory (default: a temp dir, removed at the end)
+set -euo pipefail
+
+BUILD=${BUILD:-build}
+SEEDS=${SEEDS:-"1 2 3 4 5"}
+SLOTS=${SLOTS:-4}
+STRATEGIES=${STRATEGIES:-"grid random random+es tpe tpe+es"}
+LIMIT=${LIMIT:-240}
+SPOTRUN=$(cd "$(dirname "${SPOTRUN:-$BUILD/runtime/spotrun}")" 2>/dev/null && pwd)/spotrun
+PY=${PY:-/usr/bin/python3}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+
+die() { echo "bench-search: $*" >&2; exit 1; }
+[ -x "$SPOTRUN" ] || die "no spotrun binary at $SPOTRUN (build first, or set BUILD)"
+BENCH_DIR=${BENCH_DIR:-$(mktemp -d)}
+mkdir -p "$BENCH_DIR"
+workers=()
+cleanup() {
+    for p in "${workers[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$BENCH_DIR"
+}
+trap cleanup EXIT
+cd "$BENCH_DIR"
+export SPOTRUN_STORE=$BENCH_DIR/store SPOTRUN_BIN=$SPOTRUN PYTHONPATH=$SRC/python
+export MAX_STEPS=27
+
+has_es=0
+"$SPOTRUN" sweep init --help 2>&1 | grep -q -- --early-stop && has_es=1
+has_optuna=0
+"$PY" -c 'import optuna' 2>/dev/null && has_optuna=1
+
+# The trial: a noisy learning curve; it commits when asked (a stop at a
+# rung, a notice) and resumes from the step it committed.
+cat >trial.sh <<\EOF
+#!/bin/bash
+ask=
+trap 'ask=1' USR1
+d=$SPOTRUN_CKPT_DIR step=0
+[ -f "$d/step" ] && read -r step <"$d/step"
+while [ "$step" -lt "$MAX_STEPS" ]; do
+    step=$((step + 1))
+    loss=$(awk -v lr="$SPOTRUN_PARAM_LR" -v p="$SPOTRUN_PARAM_DROPOUT" -v s="$step" \
+        -v seed=$((BENCH_SEED * 1000003 + SPOTRUN_TRIAL * 1009 + step)) 'BEGIN {
+        srand(seed); u = log(lr) / log(10) - log(3e-3) / log(10)
+        printf "%.6f", 1 + 0.5 * u * u + 1.4 * (p - 0.13) ^ 2 + 1 / sqrt(s) + 0.02 * (2 * rand() - 1) }')
+    "$SPOTRUN_BIN" metric --step "$step" loss="$loss"
+    if [ -n "$ask" ]; then
+        echo "$step" >"$d/step" && "$SPOTRUN_BIN" commit --step "$step"
+        ask=
+    fi
+done
+EOF
+chmod +x trial.sh
+
+# measure.py STORE NAME: reached (0/1), trial-steps up to the first done
+# trial with f <= 1.01 (all of them when none), trials started.
+cat >measure.py <<\EOF
+import glob, json, math, os, sys
+store, name = sys.argv[1], sys.argv[2]
+def f(t):
+    u = math.log10(float(t["lr"])) - math.log10(3e-3)
+    return 1 + 0.5 * u * u + 1.4 * (float(t["dropout"]) - 0.13) ** 2
+trials = []
+for part in sorted(glob.glob(os.path.join(store, "sweeps", name, "def", "[0-9]*.json"))):
+    trials += json.load(open(part))["trials"]
+steps, when = [], None  # (unix_ms) of every metric; when: the first good trial's end
+for k, t in enumerate(trials):
+    last = []
+    for ev_file in glob.glob(os.path.join(store, "%s-%d" % (name, k), "events", "*.jsonl")):
+        for line in open(ev_file):
+            try:
+                ev = json.loads(line)
+            except ValueError:  # a line being written
+                continue
+            if ev.get("event") == "metric" and ev.get("name") == "loss":
+                last.append(ev["unix_ms"])
+    steps += last
+    done = os.path.exists(os.path.join(store, "sweeps", name, "end", "%d.done" % k))
+    if done and last and f(t) <= 1.01 and (when is None or max(last) < when):
+        when = max(last)
+started = sum(os.path.isdir(os.path.join(store, "%s-%d" % (name, k))) for k in range(len(trials)))
+used = sum(1 for ms in steps if when is None or ms <= when)
+print(int(when is not None), used, started)
+EOF
+
+define() { # NAME STRATEGY SEED
+    local es=()
+    case $2 in *+es) es=(--early-stop "loss:min,grace=1,eta=3,max=$MAX_STEPS") ;; esac
+    local space=(--param lr=loguniform:1e-4,1e-1 --param dropout=uniform:0,0.5)
+    case $2 in
+    grid) "$SPOTRUN" sweep init "$1" --param lr=1e-4,3.162e-4,1e-3,3.162e-3,1e-2,3.162e-2,1e-1 \
+        --param dropout=0,0.1,0.2,0.3,0.4,0.5 -- ./trial.sh ;;
+    random*) "$SPOTRUN" sweep init "$1" --random 300 --seed "$3" "${space[@]}" "${es[@]}" -- ./trial.sh ;;
+    tpe*) "$SPOTRUN" sweep init "$1" --random 0 --seed "$3" "${space[@]}" "${es[@]}" -- ./trial.sh ;;
+    esac >/dev/null
+}
+
+# run NAME STRATEGY SEED: the sweep until the goal or LIMIT; prints the
+# measurement.
+run() {
+    local driver=()
+    case $2 in
+    tpe*) driver=(--driver "$PY -m spotrun.optuna_driver --trials 300 --ahead $SLOTS --startup 8 >/dev/null") ;;
+    esac
+    BENCH_SEED=$3 SPOTRUN_WORK_DIR=$BENCH_DIR/work-$1 "$SPOTRUN" sweep work "$1" --slots "$SLOTS" \
+        --poll 200ms "${driver[@]}" -- --notice none --grace 10s >"log-$1" 2>&1 &
+    local pid=$! t0=$SECONDS
+    workers+=("$pid")
+    while kill -0 "$pid" 2>/dev/null && [ $((SECONDS - t0)) -lt "$LIMIT" ]; do
+        [ "$("$PY" measure.py "$SPOTRUN_STORE" "$1" | cut -d" " -f1)" = 1 ] && break
+        sleep 0.3
+    done
+    local code=0
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    else # it stopped by itself before the goal: say why
+        wait "$pid" || code=$?
+    fi
+    local m
+    m=$("$PY" measure.py "$SPOTRUN_STORE" "$1")
+    if [ "${m%% *}" != 1 ]; then
+        echo "bench-search: $1 did not reach the goal (worker exit $code); its log ends:" >&2
+        tail -n 5 "log-$1" >&2
+    fi
+    echo "$m"
+}
+
+results=$BENCH_DIR/results
+: >"$results"
+printf '%-10s %5s %8s %12s %s\n' strategy seed trials trial-steps reached
+for s in $STRATEGIES; do
+    for seed in $SEEDS; do
+        why=
+        case $s in *+es) [ "$has_es" = 1 ] || why="n/a (this spotrun has no sweep init --early-stop)" ;; esac
+        case $s in tpe*) [ "$has_optuna" = 1 ] || why="n/a (python3-optuna is not installed)" ;; esac
+        if [ -n "$why" ]; then
+            printf '%-10s %5s %s\n' "$s" "$seed" "$why"
+            continue
+        fi
+        name=b-${s/+/-}-$seed
+        define "$name" "$s" "$seed"
+        read -r reached used started < <(run "$name" "$s" "$seed")
+        printf '%-10s %5s %8s %12s %s\n' "$s" "$seed" "$started" "$used" \
+            "$([ "$reached" = 1 ] && echo yes || echo "no (in ${LIMIT}s)")"
+        echo "$s $seed $reached $used" >>"$results"
+    done
+done
+
+echo
+"$PY" - "$results" <<\EOF
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    s, seed, reached, used = line.split()
+    rows.setdefault(s, []).append((int(reached), int(used)))
+base = statistics.mean(u for _, u in rows["random"]) if "random" in rows else None
+print("%-10s %6s %16s %22s" % ("strategy", "seeds", "mean trial-steps", "random / this (x fewer)"))
+for s, r in rows.items():
+    mean = statistics.mean(u for _, u in r)
+    missed = sum(1 for ok, _ in r if not ok)
+    ratio = "%.2f" % (base / mean) if base and mean else "-"
+    print("%-10s %6d %16.0f %22s%s" % (s, len(r), mean, ratio,
+                                       "  (%d not reached: a lower bound)" % missed if missed else ""))
+EOF
