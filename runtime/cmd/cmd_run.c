@@ -31,6 +31,7 @@
 #include "runsum.h"
 #include "nodes.h"
 #include "run_limits.h"
+#include "run_rungs.h"
 #include "runid.h"
 #include "signame.h"
 #include "supervisor.h"
@@ -162,6 +163,7 @@ struct run_ctx {
     int supervised; /* the job ran (remove_work) */
     sigset_t start_mask;
     struct sr_run_limits limits; /* time limits and budgets (run_limits.h) */
+    struct sr_run_rungs rungs;   /* a trial's early stopping (run_rungs.h) */
     json_t *labels;              /* the start events' "labels" (NULL: none) */
 };
 
@@ -977,6 +979,8 @@ static int run_main(const struct run_opts *opts, char **cmd)
     if (code == GO_ON)
         code = refuse_failed_trial(&r);
     if (code == GO_ON)
+        code = sr_run_rungs_settle(&r.rungs, &r.c, &r.sweep, r.trial);
+    if (code == GO_ON)
         code = claim_ckpt(&r);
     if (code == GO_ON) /* under the lease: what the run used of its limits */
         code = sr_run_limits_settle(&r.limits, &r.c, r.run_id, r.sweep.name, r.trial);
@@ -989,6 +993,7 @@ static int run_main(const struct run_opts *opts, char **cmd)
         r.supervised = 1;
     }
     mark_trial_end(&r, code);
+    sr_run_rungs_end(&r.rungs, code);
     if (code == 0 && r.supervised)
         remove_work(&o, &r);
     release_lease(lease);

@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "history.h"
 #include "keeper.h"
+#include "asha.h"
 #include "labels.h"
 #include "lease.h"
 #include "log.h"
@@ -45,6 +46,7 @@ struct init_opts {
     uint64_t at; /* --at N: add only at trial N; UINT64_MAX: not given */
     double max_cost, price_per_hour;
     struct sr_optlist label;
+    const char *early_stop;
 };
 
 /* A sweep's budget needs a price per hour to count its trials' instance
@@ -145,6 +147,30 @@ static int init_labels(const struct init_opts *o, struct sr_labels *out)
     return 0;
 }
 
+/* --early-stop: the sweep's early-stopping rule (asha.h), part of its
+ * definition like the labels. 0, or SR_EX_USAGE after saying why. */
+static int init_early_stop(const struct init_opts *o, struct sr_sweep *def)
+{
+    if (!o->early_stop)
+        return 0;
+    struct sr_asha rule;
+    char err[200];
+    if (sr_asha_parse(o->early_stop, &rule, err, sizeof(err)) < 0) {
+        fprintf(stderr,
+                "spotrun sweep init: invalid --early-stop \"%.200s\": %s (e.g. "
+                "loss:min,grace=1,eta=3,max=100)\n",
+                o->early_stop, err);
+        return SR_EX_USAGE;
+    }
+    if (o->add) {
+        fprintf(stderr, "spotrun sweep init: --early-stop is given when the sweep is made, not "
+                        "with --add (every trial is judged by the same rule)\n");
+        return SR_EX_USAGE;
+    }
+    def->early_stop = sr_asha_to_json(&rule);
+    return def->early_stop ? 0 : SR_EX_SOFTWARE;
+}
+
 static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
 {
     /* -1: not given; a given 0 is refused */
@@ -172,6 +198,10 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
         {"label", 0, NULL, SR_OPT_MULTI, &o.label, "KEY=VALUE",
          "label every trial's run (repeatable; a trial's own --label wins on the same key); "
          "fixed when the sweep is made"},
+        {"early-stop", 0, NULL, SR_OPT_STR, &o.early_stop,
+         "METRIC:min|max[,grace=N][,eta=K][,max=M]",
+         "asynchronous successive halving: at rungs grace*eta^k a trial whose METRIC is not in "
+         "the top 1/eta so far checkpoints and stops (pruned); fixed when the sweep is made"},
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
     int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
@@ -223,6 +253,10 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
         return SR_EX_USAGE;
     }
     struct sr_sweep def = {0};
+    if (init_early_stop(&o, &def)) {
+        sr_store_close(ctx.st);
+        return SR_EX_USAGE;
+    }
     snprintf(def.name, sizeof(def.name), "%s", name);
     const unsigned random = o.random == UINT64_MAX ? 0
                             : o.random == 0        ? SR_SWEEP_SEARCH

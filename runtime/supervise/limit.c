@@ -87,6 +87,8 @@ int sr_limits_hit_of(struct sr_limits *l, int64_t now_ms, int64_t attempt_at, co
         hit_at(hit, "budget", "run", c->max_cost, cost);
     else if (budget && strcmp(what, "sweep") == 0)
         hit_at(hit, "budget", "sweep", c->sweep_limit, c->sweep_used + cost);
+    else if (strcmp(cause, "pruned") == 0 && strcmp(what, "sweep") == 0)
+        hit_at(hit, "pruned", "sweep", 0, 0); /* another node's early stopping */
     else
         return -EINVAL;
     return 0;
@@ -114,6 +116,11 @@ int64_t sr_limits_next(const struct sr_limits *l, int64_t now_ms, int64_t attemp
     return w > now_ms ? w : now_ms;
 }
 
+static int pruned(const struct sr_limit_hit *hit)
+{
+    return strcmp(hit->cause, "pruned") == 0;
+}
+
 static const char *option_of(const struct sr_limit_hit *hit)
 {
     if (strcmp(hit->cause, "time-limit") == 0)
@@ -124,7 +131,10 @@ static const char *option_of(const struct sr_limit_hit *hit)
 void sr_limit_extend(const struct sr_limits *l, const struct sr_limit_hit *hit, char *buf,
                      size_t len)
 {
-    if (strcmp(hit->what, "sweep") == 0)
+    if (pruned(hit))
+        snprintf(buf, len, "`spotrun sweep retry %s TRIAL` resumes it past its rung",
+                 l->cfg.sweep ? l->cfg.sweep : "NAME");
+    else if (strcmp(hit->what, "sweep") == 0)
         snprintf(buf, len, "raise it with `spotrun sweep set %s --max-cost AMOUNT`",
                  l->cfg.sweep ? l->cfg.sweep : "NAME");
     else
@@ -133,7 +143,10 @@ void sr_limit_extend(const struct sr_limits *l, const struct sr_limit_hit *hit, 
 
 void sr_limit_describe(const struct sr_limit_hit *hit, char *buf, size_t len)
 {
-    if (strcmp(hit->cause, "time-limit") == 0) {
+    if (pruned(hit)) {
+        snprintf(buf, len, "the sweep's early stopping (%s)",
+                 hit->detail ? hit->detail : "pruned at a rung");
+    } else if (strcmp(hit->cause, "time-limit") == 0) {
         char used[32], limit[32];
         sr_format_duration_ms((int64_t)hit->used, used, sizeof(used));
         sr_format_duration_ms((int64_t)hit->limit, limit, sizeof(limit));
@@ -148,6 +161,10 @@ void sr_limit_describe(const struct sr_limit_hit *hit, char *buf, size_t len)
 
 json_t *sr_limit_event(const struct sr_limit_hit *hit)
 {
+    if (pruned(hit))
+        return json_pack("{s:s,s:s,s:I,s:I,s:s?}", "cause", hit->cause, "what", hit->what, "limit",
+                         (json_int_t)hit->limit, "used", (json_int_t)hit->used, "detail",
+                         hit->detail);
     if (strcmp(hit->cause, "time-limit") == 0)
         return json_pack("{s:s,s:s,s:I,s:I}", "cause", hit->cause, "what", hit->what, "limit",
                          (json_int_t)hit->limit, "used", (json_int_t)hit->used);

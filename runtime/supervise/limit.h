@@ -25,6 +25,13 @@
  * -errno (the last answer stands). */
 typedef int (*sr_limits_sweep_poll)(void *ctx, double *used, double *limit);
 
+/* A sweep's early stopping (runtime/cmd/run_rungs.c): offered each metric
+ * the job reports with a step while it runs; 1 and *hit (cause "pruned",
+ * what "sweep") stops the trial as a limit does, 0 goes on. */
+struct sr_limit_hit;
+typedef int (*sr_limits_metric_hook)(void *ctx, const char *name, double value, int64_t step,
+                                     struct sr_limit_hit *hit);
+
 struct sr_limits_config {
     int64_t time_limit_ms;         /* --time-limit, 0 = none */
     int64_t attempt_time_limit_ms; /* --attempt-time-limit, 0 = none */
@@ -37,14 +44,17 @@ struct sr_limits_config {
     void *sweep_ctx;
     double sweep_used, sweep_limit; /* the answer read at the start */
     int64_t sweep_poll_ms;
-    const char *sweep; /* its name, for messages */
+    const char *sweep;                 /* its name, for messages */
+    sr_limits_metric_hook metric_hook; /* NULL = no early stopping */
+    void *metric_ctx;
 };
 
 /* Which limit was reached, and by how much. */
 struct sr_limit_hit {
-    const char *cause;  /* "time-limit" or "budget" */
+    const char *cause;  /* "time-limit", "budget" or "pruned" */
     const char *what;   /* "run", "attempt" or "sweep" */
-    double limit, used; /* ms for time, an amount for a budget */
+    double limit, used; /* ms for time, an amount for a budget; pruned: the rung's step, the step */
+    const char *detail; /* pruned: the decision in words (the hook's), else NULL */
 };
 
 struct sr_limits {

@@ -30,6 +30,18 @@ static void status_reply(struct sup *s, int fd)
     json_decref(o);
 }
 
+/* The sweep's early stopping judges a metric reported with a step while
+ * the job runs (a stop under way has decided already): at a rung it may
+ * stop the trial, as a limit does. */
+static void early_stop(struct sup *s, const struct sr_ctl_req *req)
+{
+    const struct sr_limits_config *c = &s->limits.cfg;
+    struct sr_limit_hit hit = {0};
+    if (c->metric_hook && req->step >= 0 && s->phase == RUNNING &&
+        c->metric_hook(c->metric_ctx, req->name, req->value, req->step, &hit) == 1)
+        sup_limit_reached(s, &hit);
+}
+
 static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
 {
     if (req->kind == SR_CTL_COMMIT || req->kind == SR_CTL_STATUS || req->kind == SR_CTL_METRIC)
@@ -104,6 +116,7 @@ static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
                                         "step", (json_int_t)req->step)
                             : json_pack("{s:s,s:f}", "name", req->name, "value", req->value));
         sr_debug("metric %s = %g", req->name, req->value);
+        early_stop(s, req);
         return;
     }
 }

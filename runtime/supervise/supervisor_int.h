@@ -240,6 +240,7 @@ void sup_placement(struct sup *s);
 void sup_acknowledge(struct sup *s);
 /* A time limit or budget was reached: the stop of a notice, then exit 124. */
 void sup_limit_reached(struct sup *s, const struct sr_limit_hit *hit);
+enum sr_hist_cause sup_limit_cause(const struct sup *s);
 /* Another node of the group reached one (its notice's source
  * "limit:CAUSE:WHAT" gives limit "CAUSE:WHAT"): the same stop, exit 124.
  * -EINVAL when limit names none (then it is a notice like any other). */

@@ -502,6 +502,8 @@ static void add_limit(struct sr_hist_attempt *at, const json_t *ev)
         at->limit = SR_CAUSE_TIME_LIMIT;
     else if (strcmp(cause, "budget") == 0)
         at->limit = SR_CAUSE_BUDGET;
+    else if (strcmp(cause, "pruned") == 0)
+        at->limit = SR_CAUSE_PRUNED;
     else
         return;
     snprintf(at->limit_what, sizeof(at->limit_what), "run");
@@ -760,6 +762,9 @@ static void cause_detail(const struct sr_hist_attempt *a, char *buf, size_t len)
         break;
     case SR_CAUSE_LEASE_LOST:
         snprintf(buf, len, "another wrapper took the run over");
+        break;
+    case SR_CAUSE_PRUNED:
+        snprintf(buf, len, "the sweep's early stopping, at its rung of step %.0f", a->limit_value);
         break;
     default:
         break;

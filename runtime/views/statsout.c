@@ -19,7 +19,7 @@
 static const enum sr_hist_cause cause_order[] = {
     SR_CAUSE_DONE,       SR_CAUSE_PREEMPTED,  SR_CAUSE_CRASHED, SR_CAUSE_OOM,
     SR_CAUSE_STALLED,    SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET,  SR_CAUSE_VANISHED,
-    SR_CAUSE_LEASE_LOST, SR_CAUSE_NONE,
+    SR_CAUSE_LEASE_LOST, SR_CAUSE_PRUNED,     SR_CAUSE_NONE,
 };
 #define N_CAUSES (sizeof(cause_order) / sizeof(cause_order[0]))
 

@@ -38,7 +38,7 @@ enum sr_hist_cause sr_end_cause(enum sr_stop stop, enum sr_hist_cause limit, int
     case SR_STOP_STALL:
         return SR_CAUSE_STALLED;
     case SR_STOP_LIMIT:
-        return limit == SR_CAUSE_BUDGET ? SR_CAUSE_BUDGET : SR_CAUSE_TIME_LIMIT;
+        return limit == SR_CAUSE_BUDGET || limit == SR_CAUSE_PRUNED ? limit : SR_CAUSE_TIME_LIMIT;
     case SR_STOP_NOTICE:
         return SR_CAUSE_PREEMPTED;
     case SR_STOP_NONE:
@@ -135,8 +135,9 @@ void sr_attempt_end(const struct sr_end_facts *f, struct sr_end *o)
 
 const char *sr_hist_cause_name(enum sr_hist_cause c)
 {
-    static const char *const names[] = {"",    "done",    "preempted",  "vanished", "crashed",
-                                        "oom", "stalled", "time-limit", "budget",   "lease-lost"};
+    static const char *const names[] = {"",        "done",       "preempted", "vanished",
+                                        "crashed", "oom",        "stalled",   "time-limit",
+                                        "budget",  "lease-lost", "pruned"};
     return (unsigned)c < SR_CAUSE_COUNT ? names[c] : "";
 }
 

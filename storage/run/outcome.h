@@ -47,6 +47,7 @@ enum sr_hist_cause {
     SR_CAUSE_TIME_LIMIT, /* a time limit stopped it (a "limit" event) */
     SR_CAUSE_BUDGET,     /* a budget stopped it (a "limit" event) */
     SR_CAUSE_LEASE_LOST, /* another wrapper took the run over ("lease_lost") */
+    SR_CAUSE_PRUNED,     /* the sweep's early stopping ended it (a "limit" event) */
     SR_CAUSE_COUNT
 };
 
@@ -63,7 +64,7 @@ enum sr_stop {
 
 struct sr_end_facts {
     enum sr_stop stop;
-    enum sr_hist_cause limit; /* SR_STOP_LIMIT: SR_CAUSE_TIME_LIMIT or SR_CAUSE_BUDGET */
+    enum sr_hist_cause limit; /* SR_STOP_LIMIT: SR_CAUSE_TIME_LIMIT, _BUDGET or _PRUNED */
     int code;                 /* the job's status as a shell says it: its exit code, 128+N */
     int signaled;             /* it died of signal code - 128 */
     int oom;                  /* it died in an OOM kill of its memory cgroup */

@@ -14,10 +14,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "asha.h"
 #include "catalog.h"
 #include "log.h"
 #include "termsafe.h"
 #include "manifest.h"
+#include "sweep_rungs.h"
 
 #define DEF_MAX (64u << 20) /* bytes of one definition part */
 #define PARTS_MAX 10000u
@@ -54,7 +56,8 @@ void sr_sweep_free(struct sr_sweep *sw)
     json_decref(sw->trials);
     json_decref(sw->spec);
     json_decref(sw->labels);
-    sw->params = sw->command = sw->trials = sw->spec = sw->labels = NULL;
+    json_decref(sw->early_stop);
+    sw->params = sw->command = sw->trials = sw->spec = sw->labels = sw->early_stop = NULL;
 }
 
 size_t sr_sweep_count(const struct sr_sweep *sw)
@@ -215,10 +218,14 @@ int sr_sweep_read(struct sr_store *st, const char *name, struct sr_sweep *out)
             out->command = json_incref(json_object_get(o, "command"));
             out->spec = json_incref(json_object_get(o, "spec"));
             out->labels = json_incref(json_object_get(o, "labels"));
+            out->early_stop = json_incref(json_object_get(o, "early_stop"));
+            struct sr_asha rule;
+            if (out->early_stop && sr_asha_from_json(out->early_stop, &rule) < 0)
+                rc = sr_errf(-EBADMSG, "sweep %s: the definition's early_stop is malformed", name);
             const json_t *id = json_object_get(o, "id");
             if (json_is_string(id) && json_string_length(id) < sizeof(out->id))
                 snprintf(out->id, sizeof(out->id), "%s", json_string_value(id));
-            if (!params_valid(out->params) || !strings(out->command, 4096, 65536))
+            if (rc == 0 && (!params_valid(out->params) || !strings(out->command, 4096, 65536)))
                 rc = sr_errf(-EBADMSG,
                              "sweep %s: the definition's parameters or command are "
                              "malformed",
@@ -290,6 +297,9 @@ static const char *differs(const struct sr_sweep *old, const struct sr_sweep *de
     if (json_object_size(old->labels) != json_object_size(def->labels) ||
         (json_object_size(def->labels) && !json_equal(old->labels, def->labels)))
         return "labels";
+    if (!old->early_stop != !def->early_stop ||
+        (def->early_stop && !json_equal(old->early_stop, def->early_stop)))
+        return "early-stopping rule";
     /* part 0's trials, all of them: a prefix of them is another sweep */
     if (old->first_part_trials != json_array_size(def->trials))
         return "trials";
@@ -467,6 +477,8 @@ int sr_sweep_create(struct sr_store *st, const struct sr_sweep *def)
                       def->spec ? json_incref(def->spec) : json_object(), "trials", def->trials);
         if (fields && json_object_size(def->labels))
             json_object_set(fields, "labels", def->labels);
+        if (fields && def->early_stop)
+            json_object_set(fields, "early_stop", def->early_stop);
         rc = fields ? put_part(st, def->name, 0, fields) : -ENOMEM;
         json_decref(fields);
         if (rc != -EEXIST)
@@ -644,7 +656,7 @@ long sr_sweep_trial_of(const char *name, const char *run_id)
 
 /* ---- end marks --------------------------------------------------------------- */
 
-static const char *const end_names[] = {"", "done", "failed"};
+static const char *const end_names[] = {"", "done", "failed", "pruned"};
 
 static void end_key(char *buf, size_t len, const char *name, size_t trial, enum sr_trial_end s)
 {
@@ -654,7 +666,8 @@ static void end_key(char *buf, size_t len, const char *name, size_t trial, enum 
 int sr_sweep_mark_end(struct sr_store *st, const char *name, size_t trial,
                       const struct sr_trial_end_info *end)
 {
-    if (end->state != SR_TRIAL_DONE && end->state != SR_TRIAL_FAILED)
+    if (end->state != SR_TRIAL_DONE && end->state != SR_TRIAL_FAILED &&
+        end->state != SR_TRIAL_PRUNED)
         return -EINVAL;
     char key[256];
     end_key(key, sizeof(key), name, trial, end->state);
@@ -715,8 +728,10 @@ int sr_sweep_read_end(struct sr_store *st, const char *name, size_t trial,
                       struct sr_trial_end_info *end)
 {
     memset(end, 0, sizeof(*end));
-    const int rc = read_mark(st, name, trial, SR_TRIAL_DONE, end);
-    return rc == -ENOENT ? read_mark(st, name, trial, SR_TRIAL_FAILED, end) : rc;
+    int rc = read_mark(st, name, trial, SR_TRIAL_DONE, end);
+    if (rc == -ENOENT)
+        rc = read_mark(st, name, trial, SR_TRIAL_FAILED, end);
+    return rc == -ENOENT ? read_mark(st, name, trial, SR_TRIAL_PRUNED, end) : rc;
 }
 
 int sr_sweep_read_failed(struct sr_store *st, const char *name, size_t trial,
@@ -729,7 +744,7 @@ int sr_sweep_read_failed(struct sr_store *st, const char *name, size_t trial,
 int sr_sweep_clear_end(struct sr_store *st, const char *name, size_t trial)
 {
     int rc = 0;
-    for (int s = SR_TRIAL_DONE; s <= SR_TRIAL_FAILED && rc == 0; s++) {
+    for (int s = SR_TRIAL_DONE; s <= SR_TRIAL_PRUNED && rc == 0; s++) {
         char key[256];
         end_key(key, sizeof(key), name, trial, (enum sr_trial_end)s);
         rc = sr_store_delete(st, key);
@@ -758,7 +773,7 @@ int sr_sweep_remove(struct sr_store *st, const char *name)
         }
         sr_strlist_free(&l);
     }
-    return rc;
+    return rc == 0 ? sr_rung_remove_all(st, name) : rc;
 }
 
 int sr_sweep_list_ends(struct sr_store *st, const char *name, size_t n, unsigned char *state)
@@ -780,6 +795,8 @@ int sr_sweep_list_ends(struct sr_store *st, const char *name, size_t n, unsigned
             state[k] = SR_TRIAL_DONE;
         else if (strcmp(dot + 1, "failed") == 0 && state[k] != SR_TRIAL_DONE)
             state[k] = SR_TRIAL_FAILED;
+        else if (strcmp(dot + 1, "pruned") == 0 && state[k] == SR_TRIAL_OPEN)
+            state[k] = SR_TRIAL_PRUNED;
     }
     sr_strlist_free(&l);
     return 0;

@@ -8,6 +8,8 @@
  *   sweeps/<name>/end/<K>.done      trial K ended: the job exited 0
  *   sweeps/<name>/end/<K>.failed    trial K failed past --max-restarts
  *                                   ({"exit_code","cause","unix_ms","host"})
+ *   sweeps/<name>/end/<K>.pruned    trial K was stopped by the sweep's early stopping
+ *   sweeps/<name>/rungs/...         early stopping's rung records (sweep_rungs.h)
  *   <name>-<K>/SWEEP                trial K's run is this sweep's: {"sweep","id","trial"},
  *                                   written create-only by the trial's first wrapper
  *
@@ -61,6 +63,8 @@ struct sr_sweep {
      * as read, NULL = none; every trial's run gets them (labels.h checks
      * them there). */
     json_t *labels;
+    /* part 0's "early_stop" (sweep init --early-stop; asha.h), NULL = none */
+    json_t *early_stop;
 };
 
 /* A sweep name: a run id of at most SR_SWEEP_NAME_MAX characters, not
@@ -123,18 +127,23 @@ void sr_sweep_run_id(const char *name, size_t trial, char *buf, size_t len);
 long sr_sweep_trial_of(const char *name, const char *run_id);
 
 /* How a trial ended. */
-enum sr_trial_end { SR_TRIAL_OPEN = 0, SR_TRIAL_DONE = 1, SR_TRIAL_FAILED = 2 };
+enum sr_trial_end {
+    SR_TRIAL_OPEN = 0,
+    SR_TRIAL_DONE = 1,
+    SR_TRIAL_FAILED = 2,
+    SR_TRIAL_PRUNED = 3, /* stopped by early stopping (exit 124), checkpoint kept */
+};
 struct sr_trial_end_info {
     enum sr_trial_end state;
     int exit_code;   /* the job's last exit code (failed), 0 (done) */
-    char cause[64];  /* "exit 3", "signal KILL" (failed) */
+    char cause[64];  /* "exit 3", "signal KILL" (failed), "pruned" */
     int64_t unix_ms; /* when it ended */
     char host[128];
 };
 /* Marks trial ended (create-only: a mark already there stays, 0). */
 int sr_sweep_mark_end(struct sr_store *st, const char *name, size_t trial,
                       const struct sr_trial_end_info *end);
-/* Reads trial's mark: 0, -ENOENT when it has none. */
+/* Reads trial's mark (done, failed, pruned): 0, -ENOENT when it has none. */
 int sr_sweep_read_end(struct sr_store *st, const char *name, size_t trial,
                       struct sr_trial_end_info *end);
 /* Reads only trial's failed mark (one request): 0, -ENOENT. */

@@ -79,13 +79,15 @@ static void test_every_combination_keeps_the_rules(void **state)
 {
     (void)state;
     unsigned rows = 0;
+    static const enum sr_hist_cause limits[] = {SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET,
+                                                SR_CAUSE_PRUNED};
     for (int stop = SR_STOP_NONE; stop <= SR_STOP_LEASE; stop++)
         for (size_t c = 0; c < N_CODES; c++)
-            for (int bits = 0; bits < 64; bits++)
+            for (int bits = 0; bits < 96; bits++)
                 for (int left = 0; left <= 2; left++) {
                     const struct sr_end_facts f = {
                         .stop = (enum sr_stop)stop,
-                        .limit = bits & 32 ? SR_CAUSE_BUDGET : SR_CAUSE_TIME_LIMIT,
+                        .limit = limits[bits >> 5],
                         .code = codes[c],
                         .signaled = codes[c] > 128,
                         .oom = bits & 1,
@@ -98,7 +100,7 @@ static void test_every_combination_keeps_the_rules(void **state)
                     check_row(&f);
                     rows++;
                 }
-    assert_int_equal(rows, 5 * N_CODES * 64 * 3);
+    assert_int_equal(rows, 5 * N_CODES * 96 * 3);
 }
 
 static struct sr_end decide(struct sr_end_facts f)
@@ -155,6 +157,12 @@ static void test_exit_0_during_a_stop_is_the_stops(void **state)
     e = decide((struct sr_end_facts){.stop = SR_STOP_LIMIT, .limit = SR_CAUSE_BUDGET});
     assert_int_equal(e.exit_code, 124);
     assert_int_equal(e.cause, SR_CAUSE_BUDGET);
+    /* pruned by the sweep's early stopping: a limit's stop, never done */
+    e = decide((struct sr_end_facts){.stop = SR_STOP_LIMIT, .limit = SR_CAUSE_PRUNED});
+    assert_int_equal(e.exit_code, 124);
+    assert_int_equal(e.cause, SR_CAUSE_PRUNED);
+    assert_false(e.done);
+    assert_string_equal(sr_hist_cause_name(SR_CAUSE_PRUNED), "pruned");
     e = decide((struct sr_end_facts){.stop = SR_STOP_LEASE, .code = 143, .signaled = 1});
     assert_int_equal(e.exit_code, 73);
     assert_int_equal(e.cause, SR_CAUSE_LEASE_LOST);

@@ -1,0 +1,61 @@
+/*
+ * asha.h - a sweep's early-stopping rule: asynchronous successive halving
+ * (ASHA; Li et al., "A System for Massively Parallel Hyperparameter
+ * Tuning", MLSys 2020), the pure part (docs/sweeps.md, "Early stopping").
+ *
+ * The rule (sweep init --early-stop METRIC:min|max[,grace=N][,eta=K][,max=M])
+ * puts rungs at steps r_k = grace * eta^k (k = 0, 1, ...; r_k <= max when
+ * max is given). A trial's first report of METRIC at a step >= r_k is its
+ * value at rung k; it goes on iff that value is among the top
+ * floor(n / eta) of the n values recorded at rung k (its own included;
+ * the smallest are the top with min, the largest with max; ties go on),
+ * and always while fewer than eta values are recorded (nobody waits for
+ * another trial: asynchronous promotion). A value that is not a number is
+ * the worst.
+ *
+ * Pure: no I/O, no clock, no globals. The store side is sweep_rungs.h.
+ */
+#ifndef SPOTRUN_ASHA_H
+#define SPOTRUN_ASHA_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SR_ASHA_METRIC_MAX 64 /* [A-Za-z0-9_.:-]{1,64}, as `spotrun metric` takes */
+#define SR_ASHA_RUNGS_MAX 64  /* rungs of one rule (grace * 2^63 overflows first) */
+#define SR_ASHA_STEP_MAX ((int64_t)1 << 53)
+
+struct sr_asha {
+    char metric[SR_ASHA_METRIC_MAX + 1];
+    int maximize;  /* mode max: larger is better */
+    int64_t grace; /* the first rung's step, >= 1 (default 1) */
+    int64_t eta;   /* the reduction factor, >= 2 (default 3) */
+    int64_t max;   /* the last step a rung may be at, 0 = no limit */
+};
+
+/* Parses "METRIC:min|max[,grace=N][,eta=K][,max=M]" (the metric is the
+ * text before the last ':' of the first field). -EINVAL with the reason in
+ * err (naming the part of the spec that is wrong). */
+int sr_asha_parse(const char *spec, struct sr_asha *out, char *err, size_t errlen);
+/* The rule as stored in definition part 0 ("early_stop"):
+ * {"metric","mode","grace","eta","max"} ("max" absent when none). */
+json_t *sr_asha_to_json(const struct sr_asha *a);
+/* The rule from its JSON: 0, -EBADMSG when it is not a valid rule. */
+int sr_asha_from_json(const json_t *o, struct sr_asha *out);
+/* "loss:min,grace=1,eta=3,max=9", the spec that gives this rule. */
+void sr_asha_format(const struct sr_asha *a, char *buf, size_t len);
+
+/* The rungs' steps, ascending: how many (at most cap are written). */
+size_t sr_asha_rungs(const struct sr_asha *a, int64_t *steps, size_t cap);
+/* The rung index k whose step is r_k, -1 when step is no rung's. */
+int sr_asha_rung_of(const struct sr_asha *a, int64_t step);
+
+/* Whether a is better than b under the rule's mode (a NaN is never
+ * better; anything is better than a NaN). */
+int sr_asha_better(const struct sr_asha *a, double x, double y);
+/* The decision for value at a rung whose recorded values are values[0..n)
+ * (value itself NOT among them): 1 = go on, 0 = stop. */
+int sr_asha_promote(const struct sr_asha *a, double value, const double *values, size_t n);
+
+#endif
