@@ -625,6 +625,8 @@ static void child_done(struct worker *w, struct slot *s, int status)
         if (end.state == SR_TRIAL_FAILED)
             sr_warn("sweep %s: trial %ld failed (%s); left alone", w->name, k,
                     end.cause[0] ? end.cause : "its mark says so");
+        if (end.state == SR_TRIAL_PRUNED)
+            sr_info("sweep %s: trial %ld was pruned by early stopping; left alone", w->name, k);
         if (end.state == SR_TRIAL_DONE && code == SR_EX_TEMPFAIL) /* a notice as it finished */
             drain(w, "a notice came as a trial finished");
         return;

@@ -67,10 +67,16 @@ static int judge(struct sr_run_rungs *rr, unsigned k, double value, int64_t step
     const int go_on = sr_asha_promote(&rr->rule, value, vals, n);
     free(vals);
     const size_t keep = (n + 1) / (size_t)rr->rule.eta;
-    snprintf(rr->detail, sizeof(rr->detail),
-             "%s %g at step %" PRId64 " is %sin the top %zu of the %zu values at rung %u (step "
-             "%" PRId64 ")",
-             rr->rule.metric, value, step, go_on ? "" : "not ", keep, n + 1, k, rr->steps[k]);
+    if (n + 1 < (size_t)rr->rule.eta)
+        snprintf(rr->detail, sizeof(rr->detail),
+                 "%s %g at step %" PRId64 " is one of %zu values at rung %u (step %" PRId64
+                 "), fewer than eta=%" PRId64 ": nobody waits",
+                 rr->rule.metric, value, step, n + 1, k, rr->steps[k], rr->rule.eta);
+    else
+        snprintf(rr->detail, sizeof(rr->detail),
+                 "%s %g at step %" PRId64 " is %sin the top %zu of the %zu values at rung %u "
+                 "(step %" PRId64 ")",
+                 rr->rule.metric, value, step, go_on ? "" : "not ", keep, n + 1, k, rr->steps[k]);
     if (!go_on && (rc = mark_pruned(rr)) < 0) /* the mark first: see run_rungs.h */
         return rc;
     rec = (struct sr_rung_rec){.trial = rr->trial,
@@ -86,8 +92,7 @@ static int judge(struct sr_run_rungs *rr, unsigned k, double value, int64_t step
                 sr_strerror(rc));
     sr_err_clear();
     if (go_on)
-        sr_info("early stopping: %s%s; going on", rr->detail,
-                n + 1 < (size_t)rr->rule.eta ? " (fewer values than eta: nobody waits)" : "");
+        sr_info("early stopping: %s; going on", rr->detail);
     rr->pruned |= !go_on;
     return !go_on;
 }
@@ -115,7 +120,8 @@ static int on_metric(void *ctx, const char *name, double value, int64_t step,
                                          .what = "sweep",
                                          .limit = (double)rr->steps[k],
                                          .used = (double)step,
-                                         .detail = rr->detail};
+                                         .detail = rr->detail,
+                                         .hint = rr->hint};
             return 1;
         }
     }
@@ -158,6 +164,8 @@ int sr_run_rungs_settle(struct sr_run_rungs *rr, struct sr_supervise_config *c,
         return GO_ON;
     c->limits.metric_hook = on_metric;
     c->limits.metric_ctx = rr;
+    snprintf(rr->hint, sizeof(rr->hint), "`spotrun sweep retry %s %ld` resumes it past its rung",
+             sw->name, trial);
     char rule[160];
     sr_asha_format(&rr->rule, rule, sizeof(rule));
     sr_info("early stopping: %s (%zu rung%s from step %" PRId64 ")", rule, rr->n_rungs,

@@ -38,6 +38,7 @@ struct sr_run_rungs {
     size_t n_rungs, next; /* rungs below next are settled for this wrapper */
     int pruned;           /* this wrapper pruned the trial (its mark is written) */
     char detail[256];     /* the decision in words (the limit event's "detail") */
+    char hint[200];       /* how to resume it */
 };
 
 /* Under the lease, before the trial's checkpoint is restored: a trial

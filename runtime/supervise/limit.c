@@ -132,8 +132,7 @@ void sr_limit_extend(const struct sr_limits *l, const struct sr_limit_hit *hit, 
                      size_t len)
 {
     if (pruned(hit))
-        snprintf(buf, len, "`spotrun sweep retry %s TRIAL` resumes it past its rung",
-                 l->cfg.sweep ? l->cfg.sweep : "NAME");
+        snprintf(buf, len, "%s", hit->hint ? hit->hint : "a retry resumes it past its rung");
     else if (strcmp(hit->what, "sweep") == 0)
         snprintf(buf, len, "raise it with `spotrun sweep set %s --max-cost AMOUNT`",
                  l->cfg.sweep ? l->cfg.sweep : "NAME");

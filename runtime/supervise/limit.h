@@ -55,6 +55,7 @@ struct sr_limit_hit {
     const char *what;   /* "run", "attempt" or "sweep" */
     double limit, used; /* ms for time, an amount for a budget; pruned: the rung's step, the step */
     const char *detail; /* pruned: the decision in words (the hook's), else NULL */
+    const char *hint;   /* pruned: how to resume it (the hook's), else NULL */
 };
 
 struct sr_limits {

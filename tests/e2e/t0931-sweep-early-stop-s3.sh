@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Early stopping (docs/sweeps.md, "Early stopping") on S3 (the test server
+# with conditional writes): the same sweep as t0930
+# (tests/e2e/early-stop-body.sh).
+. "$(dirname "$0")/lib.sh"
+. "$SRCDIR/tests/e2e/s3lib.sh"
+S3_CONDITIONAL=1 s3_start
+
+store_dump() { awscli s3 cp --recursive --quiet "s3://bkt/$test_name/" "$1/"; }
+store_rm() { awscli s3 rm --quiet "s3://bkt/$test_name/$1"; }
+
+. "$SRCDIR/tests/e2e/early-stop-body.sh"
+
+test_done
