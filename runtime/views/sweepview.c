@@ -18,14 +18,15 @@
 #include "log.h"
 #include "parallel.h"
 #include "summary.h"
+#include "sweep_rungs.h"
 #include "units.h"
 
 #define THREADS_DEFAULT 8
 
 const char *sr_sv_state_name(enum sr_sv_state s)
 {
-    static const char *const names[] = {"queued", "running", "preempted",
-                                        "done",   "failed",  "stopped"};
+    static const char *const names[] = {"queued", "running", "preempted", "done",
+                                        "failed", "stopped", "pruned"};
     return names[s];
 }
 
@@ -102,6 +103,8 @@ static enum sr_sv_state state_of(const struct sr_sv_trial *t)
         return SR_SV_DONE;
     if (t->mark == SR_TRIAL_FAILED)
         return SR_SV_FAILED;
+    if (t->mark == SR_TRIAL_PRUNED)
+        return SR_SV_PRUNED;
     const struct sr_sv_run *r = t->run;
     if (!r)
         return SR_SV_QUEUED;
@@ -191,6 +194,16 @@ static int list_keys(struct sr_store *st, const char *name, size_t n, struct lis
     return 0;
 }
 
+static int load_rungs(struct sr_store *st, struct sr_sweepview *v)
+{
+    unsigned char *level = calloc(v->n ? v->n : 1, 1);
+    const int rc = level ? sr_rung_levels(st, v->sw->name, v->n, level) : -ENOMEM;
+    for (size_t k = 0; rc == 0 && k < v->n; k++)
+        v->t[k].rung = level[k];
+    free(level);
+    return rc;
+}
+
 int sr_sweepview_load(struct sr_store *st, const struct sr_sweep *sw, unsigned threads,
                       struct sr_sweepview *out)
 {
@@ -206,6 +219,8 @@ int sr_sweepview_load(struct sr_store *st, const struct sr_sweep *sw, unsigned t
     int rc = out->t && mark && todo && out->metrics ? 0 : -ENOMEM;
     if (rc == 0)
         rc = sr_sweep_list_ends(st, sw->name, out->n, mark);
+    if (rc == 0 && sw->early_stop) /* one listing per rung (sweep_rungs.h) */
+        rc = load_rungs(st, out);
     struct pool p = {.st = st, .v = out, .todo = todo, .now_s = out->now_ms / 1000};
     if (rc == 0)
         rc = list_keys(st, sw->name, out->n, &p.listed);
@@ -413,6 +428,8 @@ static void state_text(const struct sr_sv_trial *t, char *buf, size_t len)
         snprintf(buf, len, "running on %s", r->lease.host[0] ? r->lease.host : "?");
     else if (t->state == SR_SV_FAILED && r && r->has_end && r->end.cause[0])
         snprintf(buf, len, "failed (%s)", r->end.cause);
+    else if (t->rung) /* early stopping: the highest rung it reached */
+        snprintf(buf, len, "%s (rung %u)", sr_sv_state_name(t->state), t->rung - 1u);
     else
         snprintf(buf, len, "%s", sr_sv_state_name(t->state));
 }
@@ -456,8 +473,9 @@ static void print_header(FILE *f, const struct sr_sweepview *v, const struct sr_
     for (int s = 0; s <= SR_SV_FAILED; s++)
         fprintf(f, " %u %s%s", v->counts[s], sr_sv_state_name((enum sr_sv_state)s),
                 s < SR_SV_FAILED ? "," : "");
-    if (v->counts[SR_SV_STOPPED])
-        fprintf(f, ", %u %s", v->counts[SR_SV_STOPPED], sr_sv_state_name(SR_SV_STOPPED));
+    for (int s = SR_SV_STOPPED; s < SR_SV_NSTATES; s++)
+        if (v->counts[s])
+            fprintf(f, ", %u %s", v->counts[s], sr_sv_state_name((enum sr_sv_state)s));
     fputc('\n', f);
     char lost[32], plost[32];
     sr_format_duration_ms(v->lost_ms, lost, sizeof(lost));
@@ -636,6 +654,7 @@ static json_t *trial_json(const struct sr_sweepview *v, const struct sr_sv_trial
                         t->state == SR_SV_FAILED && ended && ended->tail ? json_string(ended->tail)
                                                                          : json_null());
     json_object_set_new(j, "metrics", met);
+    json_object_set_new(j, "rung", t->rung ? json_integer(t->rung - 1) : json_null());
     return j;
 }
 

@@ -39,9 +39,10 @@ enum sr_sv_state {
     SR_SV_PREEMPTED,
     SR_SV_DONE,
     SR_SV_FAILED,
-    SR_SV_STOPPED
+    SR_SV_STOPPED,
+    SR_SV_PRUNED /* its end mark: the sweep's early stopping stopped it */
 };
-#define SR_SV_NSTATES 6
+#define SR_SV_NSTATES 7
 
 /* What the store says of a started trial's run. */
 struct sr_sv_run {
@@ -58,6 +59,7 @@ struct sr_sv_trial {
     enum sr_sv_state state;
     unsigned char mark;    /* SR_TRIAL_OPEN / DONE / FAILED: the end marks' listing */
     struct sr_sv_run *run; /* NULL when the store holds nothing of the run */
+    unsigned char rung;    /* early stopping: its highest rung + 1, 0 = none */
 };
 
 struct sr_sweepview {

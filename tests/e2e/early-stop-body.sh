@@ -57,7 +57,6 @@ while [ "$step" -lt "$STEPS" ]; do
     "$SPOTRUN_BIN" metric --step "$step" loss="$loss" || exit 1
     case $step in 1 | 5) echo "$step" >"$d/step" ;; esac
     "$SPOTRUN_BIN" commit --step "$step" || exit 1 # answered after the report was judged
-    asked=0
     case $step in 2) touch "$SYNC/rung0-$SPOTRUN_TRIAL" ;; 6) touch "$SYNC/rung1-$SPOTRUN_TRIAL" ;; esac
     # trial 2's first attempt waits here for its preemption
     if [ "$SPOTRUN_TRIAL:$step:${SPOTRUN_RESUMED:-0}" = "2:7:0" ]; then
@@ -74,7 +73,7 @@ start_vm() { # SLOT: a worker with two slots, its own HOME and work dir
     local dir=$TRASH/vm$vms
     mkdir -p "$dir/home"
     HOME=$dir/home SPOTRUN_WORK_DIR=$dir/work CUDA_VISIBLE_DEVICES= "$SPOTRUN" sweep work es \
-        --slots 2 --poll 300ms -- --lease-ttl 5s --notice none --grace 60s >"$dir/log" 2>&1 &
+        --slots 2 --poll 300ms -- --lease-ttl 5s --notice none --grace 30s >"$dir/log" 2>&1 &
     vm_pid[$1]=$!
     vm_dir[$1]=$dir
 }
@@ -175,6 +174,23 @@ test_expect_success 'a pruned trial stopped as at a limit: its limit event, a ch
     "$SPOTRUN" show es-4 >show.out && cat show.out &&
     grep "pruned" show.out &&
     cat vm*/log | grep -E "stopped at the sweep.s early stopping .*exit 124"
+'
+
+test_expect_success 'sweep show: the highest rung of each trial, the pruned ones' '
+    "$SPOTRUN" sweep show es >show.out && cat show.out &&
+    grep "^trials: .* 3 done, 0 failed, 3 pruned" show.out &&
+    test "$(grep -c "pruned (rung 0)" show.out)" = 3 &&
+    test "$(grep -c "done (rung 1)" show.out)" = 3 &&
+    "$SPOTRUN" sweep show es --json >show.json &&
+    "$PY" -c "
+import json
+v = json.load(open(\"show.json\"))
+assert v[\"counts\"][\"pruned\"] == 3, v[\"counts\"]
+rows = {t[\"trial\"]: t for t in v[\"trials\"]}
+assert [rows[k][\"state\"] for k in range(6)] == [\"done\"] * 3 + [\"pruned\"] * 3, rows
+assert [rows[k][\"rung\"] for k in range(6)] == [1, 1, 1, 0, 0, 0], rows
+assert rows[3][\"cause\"] == \"pruned\", rows[3]
+"
 '
 
 test_expect_success 'a pruned trial run again is refused (124) until its mark is removed' '
