@@ -21,7 +21,7 @@ import sys
 H = 3600000.0
 DAY = 86400000
 CAUSES = ["done", "preempted", "crashed", "oom", "stalled", "time-limit", "budget",
-          "vanished", "lease-lost", "running"]
+          "vanished", "lease-lost", "pruned", "running"]
 
 
 def ms_of(s, end):
