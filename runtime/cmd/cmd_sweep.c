@@ -198,10 +198,10 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
         {"label", 0, NULL, SR_OPT_MULTI, &o.label, "KEY=VALUE",
          "label every trial's run (repeatable; a trial's own --label wins on the same key); "
          "fixed when the sweep is made"},
-        {"early-stop", 0, NULL, SR_OPT_STR, &o.early_stop,
-         "METRIC:min|max[,grace=N][,eta=K][,max=M]",
-         "asynchronous successive halving: at rungs grace*eta^k a trial whose METRIC is not in "
-         "the top 1/eta so far checkpoints and stops (pruned); fixed when the sweep is made"},
+        {"early-stop", 0, NULL, SR_OPT_STR, &o.early_stop, "RULE",
+         "early stopping, METRIC:min|max[,grace=N][,eta=K][,max=M]: at rungs grace*eta^k a "
+         "trial whose METRIC is not in the top 1/eta so far checkpoints and stops (pruned); "
+         "fixed when the sweep is made"},
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
     int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
