@@ -266,6 +266,7 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
         def.labels = sr_labels_to_json(&labels);
     if (rc < 0) {
         fprintf(stderr, "spotrun sweep init: %s\n", sr_strerror(rc));
+        sr_sweep_free(&def); /* its early_stop */
         sr_store_close(ctx.st);
         return SR_EX_USAGE;
     }

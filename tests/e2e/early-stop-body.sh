@@ -85,6 +85,8 @@ test_expect_success 'sweep init --early-stop: a bad rule is a usage error naming
     grep "eta=\"1\" is not an integer >= 2" err &&
     expect_code 64 "$SPOTRUN" sweep init x --param a=1 --early-stop loss:low -- true 2>err &&
     grep "the mode \"low\" is not min or max" err &&
+    expect_code 64 "$SPOTRUN" sweep init x --early-stop loss:min -- true 2>err &&
+    grep "no --param given" err &&
     expect_code 66 "$SPOTRUN" sweep show x
 '
 
