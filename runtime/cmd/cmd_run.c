@@ -32,6 +32,7 @@
 #include "nodes.h"
 #include "run_limits.h"
 #include "run_rungs.h"
+#include "sweep_rungs.h"
 #include "runid.h"
 #include "signame.h"
 #include "supervisor.h"
@@ -374,6 +375,8 @@ static int start_fresh(const struct run_ctx *r)
     int rc = sr_ckpt_clear_run(r->c.st, r->run_id);
     if (rc == 0 && r->trial >= 0)
         rc = sr_sweep_clear_end(r->c.st, r->sweep.name, (size_t)r->trial);
+    if (rc == 0 && r->trial >= 0) /* early stopping judges it again from scratch */
+        rc = sr_rung_remove_trial(r->c.st, r->sweep.name, r->trial);
     if (rc == 0 && access(r->ckpt, F_OK) == 0)
         rc = sr_empty_dir(r->ckpt);
     return rc < 0 ? sr_fail(rc, "--fresh") : GO_ON;

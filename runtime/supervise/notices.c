@@ -154,8 +154,10 @@ static void limit_stop(struct sup *s, const struct sr_limit_hit *hit, int from_r
                                            : "stopping after a checkpoint";
     if (from_rank >= 0)
         sr_warn("node %d of run %s reached %s %s; %s (%s)", from_rank, s->cfg->run_id,
-                strcmp(hit->cause, "budget") == 0 ? "a budget" : "a time limit", hit->what, then,
-                extend);
+                strcmp(hit->cause, "budget") == 0   ? "a budget"
+                : strcmp(hit->cause, "pruned") == 0 ? "the early stopping of its"
+                                                    : "a time limit",
+                hit->what, then, extend);
     else
         sr_warn("run %s reached %s; %s (%s)", s->cfg->run_id, what, then, extend);
     json_t *ev = sr_limit_event(hit);

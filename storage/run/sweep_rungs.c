@@ -176,6 +176,24 @@ int sr_rung_levels(struct sr_store *st, const char *sweep, size_t ntrials, unsig
     return 0;
 }
 
+int sr_rung_remove_trial(struct sr_store *st, const char *sweep, long trial)
+{
+    int rc = 0;
+    for (unsigned rung = 0; rung < SR_ASHA_RUNGS_MAX && rc == 0; rung++) {
+        char key[512];
+        struct sr_rung_rec r;
+        rec_key(key, sizeof(key), sweep, rung, trial);
+        rc = get_rec(st, key, rung, trial, &r);
+        if (rc == -ENOENT) { /* a trial reaches rung K+1 only through rung K */
+            sr_err_clear();
+            return 0;
+        }
+        if (rc == 0 || rc == -EBADMSG)
+            rc = sr_store_delete(st, key);
+    }
+    return rc;
+}
+
 int sr_rung_remove_all(struct sr_store *st, const char *sweep)
 {
     int rc = 0;

@@ -45,6 +45,9 @@ int sr_rung_list(struct sr_store *st, const char *sweep, unsigned rung, struct s
 /* Per trial k < ntrials, the highest rung it has a record at + 1 (0 =
  * none): one listing per rung. */
 int sr_rung_levels(struct sr_store *st, const char *sweep, size_t ntrials, unsigned char *level);
+/* Removes trial's records at every rung (run --fresh of the trial: it is
+ * judged again from scratch). */
+int sr_rung_remove_trial(struct sr_store *st, const char *sweep, long trial);
 /* Removes every rung record of the sweep (sweep delete). */
 int sr_rung_remove_all(struct sr_store *st, const char *sweep);
 

@@ -211,3 +211,13 @@ test_expect_success 'a retried pruned trial (mark removed) resumes, is not judge
     test -e dump2/sweeps/es/end/3.pruned &&
     grep "\"go_on\":false" dump2/sweeps/es/rungs/1/3.json
 '
+
+test_expect_success 'run --fresh of a pruned trial: judged again from scratch' '
+    expect_code 124 "$SPOTRUN" run --sweep es --trial 3 --notice none --fresh 2>fresh.err &&
+    cat fresh.err &&
+    grep "loss 5.5 at step 2 is not in the top 2 of the 6 values at rung 0" fresh.err &&
+    rm -rf dump3 && store_dump dump3 &&
+    test -e dump3/sweeps/es/end/3.pruned &&
+    test ! -e dump3/sweeps/es/rungs/1/3.json &&
+    grep "\"seen\":5" dump3/sweeps/es/rungs/0/3.json
+'
