@@ -326,6 +326,14 @@ static void test_rung_records(void **state)
     assert_int_equal(level[10], 1);
     assert_int_equal(level[7], 1); /* its name is at rung 0: listed, never believed */
     assert_int_equal(level[0], 0);
+    /* run --fresh of trial 4: its records go, the others' stay */
+    assert_int_equal(sr_rung_remove_trial(st, "sw", 4), 0);
+    assert_int_equal(sr_rung_get(st, "sw", 0, 4, &got), -ENOENT);
+    sr_err_clear();
+    assert_int_equal(sr_rung_levels(st, "sw", 12, level), 0);
+    assert_int_equal(level[4], 0);
+    assert_int_equal(level[10], 1);
+    assert_int_equal(sr_rung_remove_trial(st, "sw", 5), 0); /* none: nothing to do */
     assert_int_equal(sr_rung_remove_all(st, "sw"), 0);
     assert_int_equal(sr_rung_levels(st, "sw", 12, level), 0);
     assert_int_equal(level[4], 0);
