@@ -221,3 +221,10 @@ test_expect_success 'run --fresh of a pruned trial: judged again from scratch' '
     test ! -e dump3/sweeps/es/rungs/1/3.json &&
     grep "\"seen\":5" dump3/sweeps/es/rungs/0/3.json
 '
+
+test_expect_success 'sweep delete removes the rung records with the sweep' '
+    "$SPOTRUN" sweep delete es &&
+    rm -rf dump4 && mkdir dump4 && store_dump dump4 &&
+    test ! -e dump4/sweeps/es/rungs &&
+    test ! -e dump4/sweeps/es/def
+'
