@@ -14,9 +14,11 @@
 
 #include "asha.h"
 #include "log.h"
+#include "parallel.h"
 #include "sweep.h"
 
 #define REC_MAX (16u << 10) /* bytes of one record */
+#define READERS 8           /* records of a rung read at once */
 
 static void rung_prefix(char *buf, size_t len, const char *sweep, unsigned rung)
 {
@@ -115,6 +117,29 @@ static long trial_of_name(const char *name)
     return end && strcmp(end, ".json") == 0 && k < SR_SWEEP_TRIALS_MAX ? k : -1;
 }
 
+/* One rung's records, read on a few threads (sr_parallel_for). */
+struct reading {
+    struct sr_store *st;
+    const char *prefix;
+    unsigned rung;
+    const struct sr_strlist *names;
+    struct sr_rung_rec *recs;
+    signed char *ok; /* per name: 1 read and believed */
+};
+
+static int read_one(void *ctx, size_t i)
+{
+    struct reading *r = ctx;
+    const long k = trial_of_name(r->names->v[i]);
+    char key[1024];
+    if (k < 0 || snprintf(key, sizeof(key), "%s/%s", r->prefix, r->names->v[i]) >= (int)sizeof(key))
+        return 0;
+    const int rc = get_rec(r->st, key, r->rung, k, &r->recs[i]);
+    r->ok[i] = rc == 0;
+    /* not believed, or deleted meanwhile: skipped */
+    return rc == -EBADMSG || rc == -ENOENT ? 0 : rc < 0 ? rc : 0;
+}
+
 int sr_rung_list(struct sr_store *st, const char *sweep, unsigned rung, struct sr_rung_rec **out,
                  size_t *n)
 {
@@ -126,30 +151,25 @@ int sr_rung_list(struct sr_store *st, const char *sweep, unsigned rung, struct s
     int rc = sr_store_list(st, prefix, &l);
     if (rc < 0)
         return rc;
-    struct sr_rung_rec *recs = calloc(l.n ? l.n : 1, sizeof(*recs));
-    if (!recs) {
-        sr_strlist_free(&l);
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < l.n && rc == 0; i++) {
-        const long k = trial_of_name(l.v[i]);
-        char key[1024];
-        if (k < 0 || snprintf(key, sizeof(key), "%s/%s", prefix, l.v[i]) >= (int)sizeof(key))
-            continue;
-        rc = get_rec(st, key, rung, k, &recs[*n]);
-        if (rc == 0)
-            (*n)++;
-        else if (rc == -EBADMSG || rc == -ENOENT) /* not believed; deleted meanwhile */
-            rc = 0;
-    }
+    struct reading r = {.st = st,
+                        .prefix = prefix,
+                        .rung = rung,
+                        .names = &l,
+                        .recs = calloc(l.n ? l.n : 1, sizeof(*r.recs)),
+                        .ok = calloc(l.n ? l.n : 1, 1)};
+    rc = r.recs && r.ok ? sr_parallel_for(l.n, READERS, read_one, &r) : -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < l.n; i++) /* believed records, in the listing's order */
+        if (r.ok[i])
+            r.recs[(*n)++] = r.recs[i];
     sr_strlist_free(&l);
-    sr_err_clear();
+    free(r.ok);
     if (rc < 0) {
-        free(recs);
+        free(r.recs);
         *n = 0;
         return rc;
     }
-    *out = recs;
+    sr_err_clear();
+    *out = r.recs;
     return 0;
 }
 

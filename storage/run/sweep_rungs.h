@@ -38,8 +38,9 @@ int sr_rung_put(struct sr_store *st, const char *sweep, const struct sr_rung_rec
 /* trial's record at rung: 0, -ENOENT, -EBADMSG (not its key's). */
 int sr_rung_get(struct sr_store *st, const char *sweep, unsigned rung, long trial,
                 struct sr_rung_rec *out);
-/* Every record at rung (one listing, then each record): *out (free()) and
- * *n; records that do not parse are skipped. */
+/* Every record at rung (one listing, then the records, READERS at once on
+ * their own threads, joined before it returns): *out (free()) and *n, in
+ * the listing's order; records that do not parse are skipped. */
 int sr_rung_list(struct sr_store *st, const char *sweep, unsigned rung, struct sr_rung_rec **out,
                  size_t *n);
 /* Per trial k < ntrials, the highest rung it has a record at + 1 (0 =
