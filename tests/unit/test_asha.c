@@ -6,7 +6,9 @@
  * arrival, sorted: go on iff fewer than eta are recorded or the value is at
  * least as good as the floor(n/eta)-th best); the rungs of a rule; specs
  * parsed and refused; the rule's JSON; the rung records in a file store
- * (create-only, listed, levels, tampered records skipped).
+ * (create-only, listed, levels, tampered records skipped, one trial's removed);
+ * the rule in the definition (same, different, tampered) and the pruned
+ * end mark.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,6 +29,7 @@
 #include "asha.h"
 #include "fsutil.h"
 #include "log.h"
+#include "sweep.h"
 #include "sweep_rungs.h"
 
 /* ---- the reference: the definition, written out -------------------------- */
@@ -342,6 +345,69 @@ static void test_rung_records(void **state)
     free(dir);
 }
 
+/* The rule in definition part 0: read back, the same rule is the same
+ * sweep, another (or none) a different one, a tampered one unreadable;
+ * and the pruned end mark among the others. */
+static void test_rule_in_the_definition(void **state)
+{
+    (void)state;
+    char *dir = tu_scratch("asha-def");
+    char root[PATH_MAX];
+    snprintf(root, sizeof(root), "%s/store", dir);
+    struct sr_store *st;
+    assert_int_equal(sr_store_open(root, &st), 0);
+    const char *specs[] = {"n=0..3"};
+    struct sr_asha rule = {.metric = "loss", .grace = 2, .eta = 3, .max = 18};
+    struct sr_sweep def = {0}, got;
+    snprintf(def.name, sizeof(def.name), "es");
+    assert_int_equal(sr_sweep_generate(specs, 1, 0, 0, &def), 0);
+    def.early_stop = sr_asha_to_json(&rule);
+    assert_int_equal(sr_sweep_create(st, &def), 0);
+    assert_int_equal(sr_sweep_read(st, "es", &got), 0);
+    struct sr_asha back;
+    assert_int_equal(sr_asha_from_json(got.early_stop, &back), 0);
+    assert_memory_equal(&back, &rule, sizeof(rule));
+    sr_sweep_free(&got);
+    assert_int_equal(sr_sweep_create(st, &def), 1); /* the same: unchanged */
+    json_decref(def.early_stop);
+    rule.eta = 2;
+    def.early_stop = sr_asha_to_json(&rule);
+    assert_int_equal(sr_sweep_create(st, &def), -EEXIST);
+    assert_non_null(strstr(sr_strerror(-EEXIST), "early-stopping rule"));
+    json_decref(def.early_stop);
+    def.early_stop = NULL;
+    assert_int_equal(sr_sweep_create(st, &def), -EEXIST);
+    sr_err_clear();
+    /* a rule that breaks the rules makes the sweep unreadable */
+    const char *bad = "{\"format\":1,\"sweep\":\"bad\",\"part\":0,\"params\":[\"n\"],"
+                      "\"command\":[],\"trials\":[{\"n\":\"0\"}],\"early_stop\":{\"metric\":"
+                      "\"loss\",\"mode\":\"min\",\"grace\":1,\"eta\":0}}";
+    assert_int_equal(
+        sr_store_put_if(st, "sweeps/bad/def/000000.json", bad, strlen(bad), NULL, NULL), 0);
+    assert_int_equal(sr_sweep_read(st, "bad", &got), -EBADMSG);
+    assert_non_null(strstr(sr_strerror(-EBADMSG), "early_stop"));
+    sr_err_clear();
+    /* end/K.pruned: its own state in the listing, read back, cleared */
+    struct sr_trial_end_info pruned = {.state = SR_TRIAL_PRUNED, .exit_code = 124}, end;
+    snprintf(pruned.cause, sizeof(pruned.cause), "pruned");
+    assert_int_equal(sr_sweep_mark_end(st, "es", 2, &pruned), 0);
+    unsigned char ends[4];
+    assert_int_equal(sr_sweep_list_ends(st, "es", 4, ends), 0);
+    assert_int_equal(ends[2], SR_TRIAL_PRUNED);
+    assert_int_equal(ends[1], SR_TRIAL_OPEN);
+    assert_int_equal(sr_sweep_read_end(st, "es", 2, &end), 0);
+    assert_int_equal(end.state, SR_TRIAL_PRUNED);
+    assert_int_equal(end.exit_code, 124);
+    assert_string_equal(end.cause, "pruned");
+    assert_int_equal(sr_sweep_clear_end(st, "es", 2), 0);
+    assert_int_equal(sr_sweep_read_end(st, "es", 2, &end), -ENOENT);
+    sr_err_clear();
+    sr_sweep_free(&def);
+    sr_store_close(st);
+    sr_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +416,7 @@ int main(void)
         cmocka_unit_test(test_rungs),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_rung_records),
+        cmocka_unit_test(test_rule_in_the_definition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
