@@ -1,4 +1,4 @@
-# early-stop-body.sh - the body of t0930 (file store) and t0931 (S3):
+# early-stop-body.sh - the body of t0950 (file store) and t0951 (S3):
 # a sweep with an early-stopping rule (docs/sweeps.md, "Early stopping")
 # on three `sweep work` workers. Sourced after lib.sh (and s3_start);
 # store_dump DIR copies the store to DIR, store_rm KEY removes one object.
