@@ -64,10 +64,16 @@ static int judge(struct sr_run_rungs *rr, unsigned k, double value, int64_t step
     size_t n = 0;
     if ((rc = others(rr, k, &vals, &n)) < 0)
         return rc;
-    const int go_on = sr_asha_promote(&rr->rule, value, vals, n);
+    const int judges = sr_asha_judges(&rr->rule, rr->steps[k]);
+    const int go_on = !judges || sr_asha_promote(&rr->rule, value, vals, n);
     free(vals);
     const size_t keep = (n + 1) / (size_t)rr->rule.eta;
-    if (n + 1 < (size_t)rr->rule.eta)
+    if (!judges)
+        snprintf(rr->detail, sizeof(rr->detail),
+                 "%s %g at step %" PRId64 " recorded at rung %u (step %" PRId64
+                 " = max): the trial has done its steps",
+                 rr->rule.metric, value, step, k, rr->steps[k]);
+    else if (n + 1 < (size_t)rr->rule.eta)
         snprintf(rr->detail, sizeof(rr->detail),
                  "%s %g at step %" PRId64 " is one of %zu values at rung %u (step %" PRId64
                  "), fewer than eta=%" PRId64 ": nobody waits",

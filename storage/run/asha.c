@@ -167,6 +167,11 @@ int sr_asha_rung_of(const struct sr_asha *a, int64_t step)
     return -1;
 }
 
+int sr_asha_judges(const struct sr_asha *a, int64_t rung_step)
+{
+    return a->max <= 0 || rung_step < a->max;
+}
+
 int sr_asha_better(const struct sr_asha *a, double x, double y)
 {
     if (isnan(x))

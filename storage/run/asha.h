@@ -54,6 +54,11 @@ int sr_asha_rung_of(const struct sr_asha *a, int64_t step);
 /* Whether a is better than b under the rule's mode (a NaN is never
  * better; anything is better than a NaN). */
 int sr_asha_better(const struct sr_asha *a, double x, double y);
+/* Whether a rung at step judges at all: every rung but one at max itself
+ * (a trial that got there has done its steps: it records its value and
+ * goes on to its end, as a trial at max_t is complete in Ray Tune's ASHA;
+ * pruning it would only turn a finished trial into a stopped one). */
+int sr_asha_judges(const struct sr_asha *a, int64_t rung_step);
 /* The decision for value at a rung whose recorded values are values[0..n)
  * (value itself NOT among them): 1 = go on, 0 = stop. */
 int sr_asha_promote(const struct sr_asha *a, double value, const double *values, size_t n);

@@ -7,8 +7,9 @@
 # loss = 1/step (+5 when bad; +0.02 from step 6 on for trial 2) at every
 # step and saves its state every 4 steps (steps 1 and 5), so a resume
 # starts before the rung it passed last and reports that rung's step
-# again. The rule loss:min,grace=2,eta=3,max=6 puts rungs at steps 2 and
-# 6. The order in which the trials reach a rung is fixed through files in
+# again. The rule loss:min,grace=2,eta=3,max=18 puts rungs at steps 2, 6
+# and 18 (the job stops at 8: the last rung, where nobody is stopped, is
+# never reached). The order in which the trials reach a rung is fixed through files in
 # $SYNC (each job writes one once its report was answered, after the
 # wrapper judged it: the job's commit after the report is served after the
 # report), so every decision is known:
@@ -92,12 +93,12 @@ test_expect_success 'sweep init --early-stop: a bad rule is a usage error naming
 
 test_expect_success 'sweep init --early-stop: stored with the definition; another rule is another sweep' '
     "$SPOTRUN" sweep init es --param kind=good,bad --param seed=0..2 \
-        --early-stop loss:min,grace=2,eta=3,max=6 -- ./trial.sh &&
+        --early-stop loss:min,grace=2,eta=3,max=18 -- ./trial.sh &&
     "$SPOTRUN" sweep init es --param kind=good,bad --param seed=0..2 \
-        --early-stop loss:min,grace=2,eta=3,max=6 -- ./trial.sh >again.out &&
+        --early-stop loss:min,grace=2,eta=3,max=18 -- ./trial.sh >again.out &&
     grep "already defined, unchanged" again.out &&
     expect_code 65 "$SPOTRUN" sweep init es --param kind=good,bad --param seed=0..2 \
-        --early-stop loss:min,grace=2,eta=2,max=6 -- ./trial.sh 2>err &&
+        --early-stop loss:min,grace=2,eta=2,max=18 -- ./trial.sh 2>err &&
     grep "different early-stopping rule" err &&
     expect_code 65 "$SPOTRUN" sweep init es --param kind=good,bad --param seed=0..2 \
         -- ./trial.sh 2>err &&
@@ -108,7 +109,7 @@ test_expect_success 'sweep init --early-stop: stored with the definition; anothe
     "$PY" -c "
 import json, sys
 d = json.load(open(\"def/sweeps/es/def/000000.json\"))
-assert d[\"early_stop\"] == {\"metric\": \"loss\", \"mode\": \"min\", \"grace\": 2, \"eta\": 3, \"max\": 6}, d
+assert d[\"early_stop\"] == {\"metric\": \"loss\", \"mode\": \"min\", \"grace\": 2, \"eta\": 3, \"max\": 18}, d
 "
 '
 

@@ -123,8 +123,9 @@ static size_t simulate(const struct sr_asha *a, struct curve *cv, size_t *counts
         if (!c->alive)
             continue; /* pruned at an earlier rung: it never gets here */
         const double v = loss(c, r[k]);
-        const int got = sr_asha_promote(a, v, rec[k], counts[k]);
-        const int want = reference(a->maximize, a->eta, v, rec[k], counts[k]);
+        const int got = !sr_asha_judges(a, r[k]) || sr_asha_promote(a, v, rec[k], counts[k]);
+        /* the last rung, at max itself, only records: the trial is complete */
+        const int want = r[k] == a->max || reference(a->maximize, a->eta, v, rec[k], counts[k]);
         if (got != want)
             fail_msg("trial %zu at rung %zu (value %g, %zu recorded): module %d, definition %d",
                      ev[i].trial, k, v, counts[k], got, want);
@@ -217,6 +218,11 @@ static void test_rungs(void **state)
     assert_int_equal(r[3], 80);
     assert_int_equal(sr_asha_rung_of(&a, 40), 2);
     assert_int_equal(sr_asha_rung_of(&a, 41), -1);
+    /* every rung judges but one at max itself */
+    assert_true(sr_asha_judges(&a, 80));
+    a.max = 80;
+    assert_false(sr_asha_judges(&a, 80));
+    assert_true(sr_asha_judges(&a, 40));
     /* no max: up to the largest step, never overflowing */
     a = (struct sr_asha){.metric = "loss", .grace = 1, .eta = 2};
     const size_t n = sr_asha_rungs(&a, r, SR_ASHA_RUNGS_MAX);
