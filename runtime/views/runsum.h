@@ -57,7 +57,8 @@ struct sr_runsum {
     enum sr_hist_state state;
     struct sr_runsum_attempt *att; /* by attempt number, each once */
     size_t n_att;
-    int from_logs; /* 1: built from the event logs (no usable summary) */
+    int from_logs;     /* 1: built from the event logs (no usable summary) */
+    int from_snapshot; /* 1: taken from a snapshot of summaries/ (docs/store.md) */
 };
 
 void sr_runsum_free(struct sr_runsum *r);

@@ -21,6 +21,7 @@
 
 #include "events.h"
 #include "log.h"
+#include "manifest.h"
 
 #define LOGS_MAX 64 /* attempts of this process whose logs it folds */
 
@@ -184,6 +185,12 @@ static int write_summary(struct sr_runsum_writer *w)
         rc = -ENOMEM;
     char key[300];
     snprintf(key, sizeof(key), "%s/%s", w->run, SR_RUNSUM_NAME);
+    if (rc == 0)
+        rc = sr_store_put(w->st, key, text, strlen(text));
+    /* The same bytes in summaries/, which one listing returns for every
+     * run (docs/store.md, "summaries/"), written second: it never says
+     * more than <run>/SUMMARY.json. */
+    snprintf(key, sizeof(key), "%s/%s.json", SR_SUMMARIES_DIR, w->run);
     if (rc == 0)
         rc = sr_store_put(w->st, key, text, strlen(text));
     free(text);

@@ -46,8 +46,8 @@ static int load(struct sr_store *st, const char *prefix)
     for (size_t i = 0; i < n; i++) {
         const struct sr_runsum *r = &v[i];
         logs += r->from_logs != 0;
-        printf("%s from_logs=%d state=%s labels=%zu attempts=", r->run, r->from_logs,
-               sr_hist_state_name(r->state), r->labels.n);
+        printf("%s snap=%d from_logs=%d state=%s labels=%zu attempts=", r->run, r->from_snapshot,
+               r->from_logs, sr_hist_state_name(r->state), r->labels.n);
         for (size_t k = 0; k < r->n_att; k++) {
             const struct sr_runsum_attempt *a = &r->att[k];
             printf("%s%" PRIu32 ":%s:%" PRId64 ":%" PRId64, k ? "," : "", a->attempt,
