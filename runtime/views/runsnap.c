@@ -212,8 +212,9 @@ static json_t *entry_new(const char *run, const char *etag, const struct sr_runs
 /* ---- writing ----------------------------------------------------------------- */
 
 /* Puts the snapshot of runs (an array of entries, sorted by run; stolen)
- * create-only under a new name, then deletes the snapshots older than
- * the newest listed one (kept: a reader may be reading it now). */
+ * create-only under a new name, then deletes the listed ones but the
+ * newest (a reader may be reading it now); one dated in the future goes
+ * too. */
 static void snap_write(struct sr_store *st, json_t *runs, const struct sr_strlist *snaps)
 {
     const int64_t now = sr_wall_ms();
@@ -232,7 +233,10 @@ static void snap_write(struct sr_store *st, json_t *runs, const struct sr_strlis
         return;
     }
     sr_debug("wrote the snapshot %s", key);
-    for (size_t i = 0; snaps->n > 1 && i < snaps->n - 1; i++) {
+    const char *keep = newest_snap(snaps); /* another reader may be reading it */
+    for (size_t i = 0; i < snaps->n; i++) {
+        if (snaps->v[i] == keep)
+            continue;
         snprintf(key, sizeof(key), "%s/%s", SR_SUMMARIES_DIR, snaps->v[i]);
         if (sr_store_delete(st, key) < 0)
             sr_err_clear(); /* another reader's cleanup, or none: the next one tries */
