@@ -297,3 +297,17 @@ void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char 
     }
     pthread_mutex_unlock(&w->mu);
 }
+
+void sr_runsum_mark_logs(struct sr_store *st, const char *run)
+{
+    char key[300], text[400];
+    snprintf(key, sizeof(key), "%s/%s.json", SR_SUMMARIES_DIR, run);
+    const int n =
+        snprintf(text, sizeof(text), "{\"run\":\"%s\",\"summary\":\"none: read its logs\"}\n", run);
+    const int rc = sr_store_put(st, key, text, (size_t)n);
+    if (rc < 0) {
+        sr_warn("cannot write %s (spotrun stats may miss this run until its next whole read): %s",
+                key, sr_strerror(rc));
+        sr_err_clear();
+    }
+}

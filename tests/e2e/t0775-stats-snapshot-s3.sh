@@ -9,6 +9,7 @@
 # (S3RVER_REQUEST_LOG, s3lib.sh's s3_count).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/s3lib.sh"
+. "$(dirname "$0")/lib-multinode.sh"
 s3_start
 TOOL=${RUNSUM_TOOL:-$SRCDIR/build/tests/runsum_tool}
 RUNS=40
@@ -109,6 +110,20 @@ test_expect_success 'a snapshot that is garbage, or dated in the future, is not 
     put_snap hostile.json $((3 * 86400 * 1000)) f00d &&
     s3_count future.req stats >got && cmp want got &&
     ! grep "^GET .*f00d" future.req
+'
+
+test_expect_success 'a multi-node run started after the snapshot is read (from its logs)' '
+    for s in $(snaps); do s3curl -f -X DELETE "$(key "$s")" || return 1; done &&
+    "$TOOL" load "$SPOTRUN_STORE" >/dev/null &&
+    test "$(snaps | wc -l)" = 1 &&
+    printf "#!/bin/sh\nexit 0\n" >nodejob.sh && chmod +x nodejob.sh &&
+    start_node mn 2 0 mn0.log && start_node mn 2 1 mn1.log &&
+    wait ${pid[0]} && wait ${pid[1]} &&
+    s3_count mn.req "$TOOL" load "$SPOTRUN_STORE" >load.out &&
+    grep "^GET .*summaries/snap/" mn.req &&
+    line mn | grep " snap=0 from_logs=1 state=done " &&
+    "$TOOL" load "$SPOTRUN_STORE" >load2.out &&
+    grep "^mn snap=0 from_logs=1 state=done " load2.out
 '
 
 test_expect_success 'an old store (SUMMARY.json only, as spotrun wrote it before summaries/) reads right' '
