@@ -13,7 +13,8 @@
 # measure the upload, not stats). Times `spotrun stats --by team,week`
 # (best of 3) on each, against the floor of any tool that must list the
 # same keys: `find` of the file store and `aws s3 ls --recursive` of the
-# bucket; on S3 also the requests each read makes, as the server counts
+# bucket (and, for a repeated read, the listing of summaries/ alone); on
+# S3 also the requests each read makes, as the server counts
 # them (tests/s3/server.js, S3RVER_REQUEST_LOG): the first read (no
 # snapshot yet: every key listed, every summary read, a snapshot written),
 # a repeated one, and one after CHANGED runs were rewritten (their
@@ -92,10 +93,14 @@ echo "first read (no snapshot yet): $(counted s3.out "$spotrun" stats --store s3
 echo "repeated read: $(counted s3.out "$spotrun" stats --store s3://bkt/bench --by team,week) (goal <= $goal requests)"
 s3_ms=$(best_of3 s3.out "$spotrun" stats --store s3://bkt/bench --by team,week)
 ls_ms=$(best_of3 ls.out "$aws" --endpoint-url "$AWS_ENDPOINT_URL" s3 ls --recursive s3://bkt/bench/)
+# the listing alone, by spotrun's own S3 client (no CLI start-up)
+sum_ms=$(best_of3 sum.out sh -c '"$1" list s3://bkt/bench summaries/ 2>&1' sh "$tool")
 head -n 3 s3.out
 diff -q file.out s3.out >/dev/null || echo "warning: the S3 store's table differs from the file store's"
 printf 'stats --by team,week: %d ms (goal < 5000); aws s3 ls --recursive: %d ms (%d keys); ratio %s\n' \
     "$s3_ms" "$ls_ms" "$(wc -l <ls.out)" "$(ratio "$s3_ms" "$ls_ms")"
+printf 'the floor of a repeated read, the listing of summaries/ alone: %d ms (%s); ratio %s\n' \
+    "$sum_ms" "$(sed -n 's/ listed.*//p' sum.out)" "$(ratio "$s3_ms" "$sum_ms")"
 # CHANGED runs rewritten: their summaries/ objects get new ETags (the
 # server's .md5 beside each), as a wrapper's rewrite gives them.
 for md5 in $(ls "$work/s3data/bkt/bench/summaries/"*.json._S3rver_object.md5 | head -n "$changed"); do
