@@ -222,8 +222,14 @@ static void snap_write(struct sr_store *st, json_t *runs, const struct sr_strlis
                           "runs", runs);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
+    /* Named after every snapshot listed (a clock ahead of ours, or one
+     * that could not be read): the newest name is the newest content. */
+    const char *newest = newest_snap(snaps);
+    int64_t ms = now, last;
+    if (newest && snap_name_ms(newest, &last) == 0 && last >= ms)
+        ms = last + 1;
     char key[128];
-    snprintf(key, sizeof(key), "%s%013" PRId64 "-%08lx%04x.json", SNAP_PREFIX, now,
+    snprintf(key, sizeof(key), "%s%013" PRId64 "-%08lx%04x.json", SNAP_PREFIX, ms,
              (unsigned long)getpid(), (unsigned)(sr_wall_ms() ^ (uintptr_t)&key) & 0xffff);
     const int rc = text ? sr_store_put_if(st, key, text, strlen(text), NULL, NULL) : -ENOMEM;
     free(text);
@@ -233,9 +239,8 @@ static void snap_write(struct sr_store *st, json_t *runs, const struct sr_strlis
         return;
     }
     sr_debug("wrote the snapshot %s", key);
-    const char *keep = newest_snap(snaps); /* another reader may be reading it */
     for (size_t i = 0; i < snaps->n; i++) {
-        if (snaps->v[i] == keep)
+        if (snaps->v[i] == newest) /* another reader may be reading it */
             continue;
         snprintf(key, sizeof(key), "%s/%s", SR_SUMMARIES_DIR, snaps->v[i]);
         if (sr_store_delete(st, key) < 0)

@@ -103,10 +103,15 @@ json.dump(s, open(\"hostile.json\", \"w\"))
     ! grep hostile got
 '
 
-test_expect_success 'a snapshot that is garbage, or dated in the future, is not believed' '
+test_expect_success 'a snapshot that is garbage (read whole once: the next snapshot supersedes it), or dated in the future, is not believed' '
     printf "{garbage" >g.json &&
-    put_snap g.json 2000 bad &&
-    stats >got && cmp want got &&
+    put_snap g.json 60000 bad &&
+    s3_count garbage.req stats >got && cmp want got &&
+    grep "^GET .*-bad.json" garbage.req &&
+    test "$(s3_requests garbage.req GET)" -ge $RUNS &&
+    s3_count after.req stats >got && cmp want got &&
+    ! grep "^GET .*-bad.json" after.req &&
+    test "$(s3_requests after.req)" -le $BASE &&
     put_snap hostile.json $((3 * 86400 * 1000)) f00d &&
     s3_count future.req stats >got && cmp want got &&
     ! grep "^GET .*f00d" future.req
