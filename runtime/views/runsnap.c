@@ -184,14 +184,16 @@ static int logs_match(const json_t *e, const struct sr_runsum_listed *l)
 }
 
 /* A new entry for run: its summary, checked against etag (the listed
- * summaries/<run>.json) when it was believed, else against l. */
+ * summaries/<run>.json, NULL when none) when it was believed, else
+ * against l; the ETag is kept either way (a multi-node run's marker: the
+ * entry stands while the marker and the logs do). */
 static json_t *entry_new(const char *run, const char *etag, const struct sr_runsum *r,
                          const struct sr_runsum_listed *l)
 {
     json_t *sum = sr_runsum_to_json(r);
-    json_t *e = sum ? json_pack("{s:s, s:s, s:o}", "run", run, "etag",
-                                etag && !r->from_logs ? etag : "", "summary", sum)
-                    : NULL;
+    json_t *e =
+        sum ? json_pack("{s:s, s:s, s:o}", "run", run, "etag", etag ? etag : "", "summary", sum)
+            : NULL;
     if (!e || (etag && !r->from_logs))
         return e;
     json_t *logs = json_array();

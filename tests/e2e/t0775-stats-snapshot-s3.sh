@@ -131,6 +131,16 @@ test_expect_success 'a multi-node run started after the snapshot is read (from i
     grep "^mn snap=0 from_logs=1 state=done " load2.out
 '
 
+test_expect_success 'and once in a snapshot, it costs one listing of its own, not its logs again' '
+    for s in $(snaps); do s3curl -f -X DELETE "$(key "$s")" || return 1; done &&
+    "$TOOL" load "$SPOTRUN_STORE" >/dev/null &&
+    s3_count mn2.req "$TOOL" load "$SPOTRUN_STORE" >load.out &&
+    cat mn2.req &&
+    line mn | grep " snap=1 from_logs=1 state=done " &&
+    test "$(s3_requests mn2.req)" -le $((BASE - 1 + 1)) &&
+    grep "^LIST .*prefix=$test_name%2Fmn%2F" mn2.req
+'
+
 test_expect_success 'an old store (SUMMARY.json only, as spotrun wrote it before summaries/) reads right' '
     old=s3://bkt/$test_name-old &&
     "$TOOL" gen-old "$old" 20 &&
