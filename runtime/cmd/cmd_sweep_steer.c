@@ -230,19 +230,19 @@ static int retry_check(struct steer_ctx *x, long k)
                 k, x->sw.name, x->sw.name, k);
         return SR_EX_DATAERR;
     }
-    if (e == SR_TRIAL_OPEN && !sr_steer_cancelled(&x->state, (size_t)k)) {
-        fprintf(stderr,
-                "spotrun sweep retry: trial %ld of sweep %s has not ended (not failed, "
-                "cancelled or pruned): it is in the queue already; nothing recorded\n",
-                k, x->sw.name);
-        return SR_EX_DATAERR;
-    }
     if (running_now(x, k, &in)) {
         fprintf(stderr,
                 "spotrun sweep retry: trial %ld of sweep %s is running on %s (pid %ld): retry it "
                 "once it has stopped; nothing recorded\n",
                 k, x->sw.name, in.host, in.pid);
         return SR_EX_CANTCREAT;
+    }
+    if (e == SR_TRIAL_OPEN && !sr_steer_cancelled(&x->state, (size_t)k)) {
+        fprintf(stderr,
+                "spotrun sweep retry: trial %ld of sweep %s has not ended (not failed, "
+                "cancelled or pruned): it is in the queue already; nothing recorded\n",
+                k, x->sw.name);
+        return SR_EX_DATAERR;
     }
     return 0;
 }
