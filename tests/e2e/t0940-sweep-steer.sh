@@ -264,6 +264,7 @@ assert [t[\"state\"] for t in d[\"trials\"]] == [\"queued\", \"cancelled\", \"ca
 '
 
 test_expect_success 'sweep delete removes the steering history with the sweep' '
+    in_store sweeps/rc/steer/000001.json &&
     "$SPOTRUN" sweep delete rc &&
     ! in_store sweeps/rc/steer/000000.json && ! in_store sweeps/rc/steer/000001.json &&
     ! in_store sweeps/rc/end/1.cancelled
