@@ -196,14 +196,11 @@ int sr_cmd_sweep_resume(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_sweep_priority(const struct sr_cmd *cmd, int argc, char **argv);
 /* A `sweep work` worker's look at the steering before it claims (into
  * *state, replaced): 1 when the sweep is paused (said once per pause, with
- * *said), 0 when it may claim, 0 too when the steering cannot be read
- * (said; the last state stands). */
+ * *said) or its steering cannot be read (said; the last state stands, and
+ * nothing is claimed on it), 0 when it may claim. */
 struct sr_steer_state;
 int sr_work_steer(struct sr_store *st, const char *name, size_t n, struct sr_steer_state *state,
                   int *said);
-/* Whether the sweep is paused with --stop now (a trial's 124 was the
- * pause's: it is taken again after resume). */
-int sr_work_paused_stop(struct sr_store *st, const char *name);
 
 /* The shim, libspotrun.so, for the binary at self (cmd_run.c): 0 and its
  * path in out, or -ENOENT. */

@@ -562,6 +562,21 @@ static int trial_preempted(const struct worker *w, long k)
     return preempted;
 }
 
+/* Whether trial k's wrapper stopped at the sweep's pause (--stop): its
+ * run's last attempt ended "paused" (sweep_steer.h). */
+static int trial_paused(const struct worker *w, long k)
+{
+    char run[SR_SWEEP_NAME_MAX + 16];
+    sr_sweep_run_id(w->name, (size_t)k, run, sizeof(run));
+    struct sr_history h;
+    sr_hist_init(&h);
+    const int paused =
+        sr_hist_load(w->st, run, &h) == 0 && h.n_att && h.att[h.n_att - 1].cause == SR_CAUSE_PAUSED;
+    sr_hist_free(&h);
+    sr_err_clear();
+    return paused;
+}
+
 /* Whether trial k's wrapper refused its run as another's (sweep.h: it
  * records another sweep or trial, or holds a run's objects but records no
  * sweep): then this worker skips the trial from now on, and says so once.
@@ -616,7 +631,7 @@ static void child_done(struct worker *w, struct slot *s, int status)
             w->busy_until[k] = skip_foreign(w, k) ? NEVER : sr_now_ms() + w->o->poll_ms;
         return;
     case SR_EX_LIMIT: /* at its time limit or a budget: a rerun here would stop at once */
-        if (sr_work_paused_stop(w->st, w->name)) { /* taken again after resume */
+        if (trial_paused(w, k)) { /* sweep pause --stop: taken again after resume */
             if ((size_t)k < w->n_alloc)
                 w->busy_until[k] = sr_now_ms() + w->o->poll_ms;
             return;

@@ -401,15 +401,3 @@ int sr_work_steer(struct sr_store *st, const char *name, size_t n, struct sr_ste
     }
     return 1;
 }
-
-int sr_work_paused_stop(struct sr_store *st, const char *name)
-{
-    struct sr_steer_state s;
-    if (sr_steer_read(st, name, 0, &s) < 0) {
-        sr_err_clear();
-        return 0;
-    }
-    const int stop = s.paused && s.pause_stop;
-    sr_steer_free(&s);
-    return stop;
-}
