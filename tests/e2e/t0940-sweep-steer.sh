@@ -54,7 +54,7 @@ while step < int(os.environ["STEPS"]):
 with open(os.path.join(out, "result-" + run), "w") as f:
     f.write("%d %d\n" % (step, total))
 EOF
-export OUT=$TRASH STEPS=150 # 30 s a trial until hurried
+export OUT=$TRASH STEPS=300 # 60 s a trial until hurried
 
 # in_store KEY: the store holds KEY.
 in_store() {
@@ -192,7 +192,7 @@ test_expect_success 'resume: the worker takes the stopped trial again, it resume
     wait_until 180 "the worker to finish" test -s w1.code &&
     cat w1.log && test "$(cat w1.code)" = 0 &&
     test "$(starts st-$k)" = 2 && test "$(started_at st-$k 2)" -gt 0 &&
-    for t in 0 1 2; do test "$(cat "$OUT/result-st-$t")" = "150 11325" || exit 1; done &&
+    for t in 0 1 2; do test "$(cat "$OUT/result-st-$t")" = "300 45150" || exit 1; done &&
     test "$(starts st-3)" = 1 && test "$(starts st-5)" = 0 &&
     test ! -e "$OUT/result-st-3"
 '
@@ -218,7 +218,7 @@ test_expect_success 'retry of a cancelled and a failed trial: each resumes from 
     test "$(started_at st-3 2)" -gt 0 &&
     test "$(started_at st-4 2)" = 10 &&
     test "$(started_at st-5 1)" = 0 &&
-    for t in 3 4 5; do test "$(cat "$OUT/result-st-$t")" = "150 11325" || exit 1; done &&
+    for t in 3 4 5; do test "$(cat "$OUT/result-st-$t")" = "300 45150" || exit 1; done &&
     test "$(trial_json st 3 state)" = done
 '
 
