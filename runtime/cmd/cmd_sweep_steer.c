@@ -372,7 +372,7 @@ int sr_work_steer(struct sr_store *st, const char *name, size_t n, struct sr_ste
                   int *said)
 {
     struct sr_steer_state now;
-    const int rc = sr_steer_read(st, name, n, &now);
+    const int rc = sr_steer_reread(st, name, n, state, &now); /* only what is new */
     if (rc < 0) { /* claim nothing on steering we cannot read: a cancel may be in it */
         sr_warn("sweep %s: cannot read its steering: %s; not starting trials until it reads", name,
                 sr_strerror(rc));

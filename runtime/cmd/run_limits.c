@@ -81,6 +81,7 @@ int sr_run_limits_prepare(struct sr_run_limits *rl, const struct sr_run_limits_o
 void sr_run_limits_free(struct sr_run_limits *rl)
 {
     sr_prices_free(&rl->prices);
+    sr_steer_free(&rl->steer);
 }
 
 /* What one instance-hour of this run costs: this instance type's spot
@@ -143,9 +144,11 @@ static int sweep_spent(void *ctx, double *used, double *limit)
 static int steer_read(struct sr_run_limits *rl)
 {
     struct sr_steer_state s;
-    const int rc = sr_steer_read(rl->st, rl->sweep, (size_t)rl->trial + 1, &s);
+    const int rc = sr_steer_reread(rl->st, rl->sweep, (size_t)rl->trial + 1, &rl->steer, &s);
     if (rc < 0)
         return rc;
+    sr_steer_free(&rl->steer);
+    rl->steer = s;
     rl->cancelled = sr_steer_cancelled(&s, (size_t)rl->trial);
     rl->pause_stop = s.paused && s.pause_stop;
     rl->cancel_by[0] = '\0';
@@ -153,7 +156,6 @@ static int steer_read(struct sr_run_limits *rl)
         for (size_t j = 0; s.log[i].action == SR_STEER_CANCEL && j < s.log[i].n_trials; j++)
             if (s.log[i].trials[j] == rl->trial)
                 snprintf(rl->cancel_by, sizeof(rl->cancel_by), "%s", s.log[i].by);
-    sr_steer_free(&s);
     return 0;
 }
 

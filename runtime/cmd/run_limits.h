@@ -17,6 +17,7 @@
 #include "prices.h"
 #include "supervisor.h"
 #include "sweep_budget.h"
+#include "sweep_steer.h"
 
 /* The options, as given (--time-limit ... --budget-poll). */
 struct sr_run_limits_opts {
@@ -39,6 +40,7 @@ struct sr_run_limits {
      * cancelled (by whom), the sweep paused with --stop */
     int cancelled, pause_stop;
     char cancel_by[128];
+    struct sr_steer_state steer; /* the last read: each poll reads only what is new */
 };
 
 /* The value a limit's option has when it was not given (cmd_run.c): a

@@ -217,8 +217,38 @@ static int read_one(struct sr_store *st, const char *name, unsigned seq, struct 
     return rc;
 }
 
+/* prev's action numbered seq, copied into out: 0, -ENOENT (prev has none),
+ * -ENOMEM. */
+static int from_prev(const struct sr_steer_state *prev, unsigned seq, struct sr_steer_entry *out)
+{
+    size_t lo = 0, hi = prev && prev->owns_log ? prev->n_log : 0;
+    while (lo < hi) { /* the log is in seq order */
+        const size_t mid = lo + (hi - lo) / 2;
+        if (prev->log[mid].seq < seq) {
+            lo = mid + 1;
+        } else if (prev->log[mid].seq > seq) {
+            hi = mid;
+        } else {
+            *out = prev->log[mid];
+            out->trials = NULL;
+            if (out->n_trials && !(out->trials = calloc(out->n_trials, sizeof(long))))
+                return -ENOMEM;
+            if (out->n_trials)
+                memcpy(out->trials, prev->log[mid].trials, out->n_trials * sizeof(long));
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
 int sr_steer_read(struct sr_store *st, const char *name, size_t n_trials,
                   struct sr_steer_state *out)
+{
+    return sr_steer_reread(st, name, n_trials, NULL, out);
+}
+
+int sr_steer_reread(struct sr_store *st, const char *name, size_t n_trials,
+                    const struct sr_steer_state *prev, struct sr_steer_state *out)
 {
     memset(out, 0, sizeof(*out));
     if (!sr_sweep_name_valid(name))
@@ -231,7 +261,9 @@ int sr_steer_read(struct sr_store *st, const char *name, size_t n_trials,
         rc = -ENOMEM;
     size_t got = 0, bad = 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        const int r = read_one(st, name, seqs[i], &log[got]);
+        int r = from_prev(prev, seqs[i], &log[got]);
+        if (r == -ENOENT)
+            r = read_one(st, name, seqs[i], &log[got]);
         if (r == 0)
             got++;
         else if (r == -EBADMSG || r == -ENOENT) /* not one, or gone (sweep delete) */

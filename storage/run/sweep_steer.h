@@ -81,6 +81,12 @@ void sr_steer_entry_free(struct sr_steer_entry *e);
  * history is an empty state), or store errors. */
 int sr_steer_read(struct sr_store *st, const char *name, size_t n_trials,
                   struct sr_steer_state *out);
+/* The same, reading only the actions prev (an earlier read of the same
+ * sweep, may be NULL) does not hold: an action is create-only, so the one
+ * numbered seq never changes. A poller's read is one listing plus what is
+ * new. prev stays the caller's. */
+int sr_steer_reread(struct sr_store *st, const char *name, size_t n_trials,
+                    const struct sr_steer_state *prev, struct sr_steer_state *out);
 /* Records e (its seq, by and unix_ms are filled in here: by from $USER and
  * the host) as the next action. *seq (may be NULL) gets its number. */
 int sr_steer_write(struct sr_store *st, const char *name, struct sr_steer_entry *e, unsigned *seq);

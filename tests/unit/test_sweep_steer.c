@@ -184,6 +184,26 @@ static void test_store_history(void **state)
     assert_false(sr_steer_cancelled(&s, 0));
     assert_string_equal(s.log[1].by, a.by);
     sr_err_clear();
+    /* a poller's reread GETs only what is new: action 1 is not read again
+     * (here rewritten behind its back, which create-only never allows) */
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/sweeps/sw/steer/000001.json", f->root);
+    FILE *w = fopen(path, "w");
+    assert_non_null(w);
+    fputs("{\"sweep\":\"sw\",\"seq\":1,\"action\":\"retry\",\"trials\":[1]}", w);
+    fclose(w);
+    long three[] = {3};
+    struct sr_steer_entry c = act(0, SR_STEER_CANCEL, three, 1);
+    assert_int_equal(sr_steer_write(f->st, "sw", &c, NULL), 0);
+    struct sr_steer_state again, fresh;
+    assert_int_equal(sr_steer_reread(f->st, "sw", 4, &s, &again), 0);
+    assert_int_equal(again.n_log, 4);
+    assert_true(sr_steer_cancelled(&again, 1) && sr_steer_cancelled(&again, 3));
+    assert_int_equal(sr_steer_read(f->st, "sw", 4, &fresh), 0); /* reads all: the rewrite */
+    assert_false(sr_steer_cancelled(&fresh, 1));
+    sr_err_clear();
+    sr_steer_free(&fresh);
+    sr_steer_free(&again);
     sr_steer_free(&s);
 }
 
