@@ -353,16 +353,17 @@ struct worker {
     sigset_t orig_mask;
     int draining, drained, stop_code, errors; /* drained: the running trials were sent TERM */
     uint64_t ran;
-    size_t foreign;              /* trials skipped for good: their run is another's */
-    unsigned seed;               /* of the choice among candidates */
-    int64_t defined_at;          /* when the definition was last read (sr_now_ms) */
-    size_t limited;              /* trials that stopped at a time limit or budget (exit 124) */
-    int over_budget;             /* the sweep's budget is spent: no more claims */
-    struct sr_sweep_life life;   /* this worker's own record (sweep_life.h) */
-    int64_t driven_at;           /* when --driver last ran (sr_now_ms) */
-    int driver_errors;           /* its failures in a row */
-    struct sr_steer_state steer; /* the operator's steering, read before each claim */
-    int paused_said;             /* "paused" said for the pause in force */
+    size_t foreign;            /* trials skipped for good: their run is another's */
+    unsigned seed;             /* of the choice among candidates */
+    int64_t defined_at;        /* when the definition was last read (sr_now_ms) */
+    size_t limited;            /* trials that stopped at a time limit or budget (exit 124) */
+    int over_budget;           /* the sweep's budget is spent: no more claims */
+    struct sr_sweep_life life; /* this worker's own record (sweep_life.h) */
+    int64_t driven_at;         /* when --driver last ran (sr_now_ms) */
+    int driver_errors;         /* its failures in a row */
+    /* the operator's steering (sweep_steer.h), read before each claim */
+    struct sr_steer_state steer;
+    int paused_said; /* "paused" said for the pause in force */
 };
 
 static size_t running(const struct worker *w)

@@ -58,9 +58,10 @@ struct sr_limit_hit {
 
 struct sr_limits {
     struct sr_limits_config cfg;
-    int64_t session_at;  /* when this wrapper began counting */
-    int64_t next_poll;   /* the sweep's next poll */
-    const char *steered; /* the steering's stop ("cancelled", "paused"), once polled */
+    int64_t session_at; /* when this wrapper began counting */
+    int64_t next_poll;  /* the sweep's next poll */
+    /* the steering's stop ("cancelled", "paused"), once polled */
+    const char *steered;
 };
 
 void sr_limits_init(struct sr_limits *l, const struct sr_limits_config *cfg, int64_t now_ms);
