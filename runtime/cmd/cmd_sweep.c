@@ -1093,10 +1093,11 @@ static const struct sr_cmd subs[] = {
      1, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE},
     {"sweep work", cmd_work, "run the sweep's trials on this machine (a plain fleet's worker)",
      "spotrun sweep work NAME [--slots K] [--max-trials N] [--until-empty] [-- run options]",
-     "Takes a trial that is neither done nor owned (one of the first four open ones, at\n"
-     "random), runs it as `spotrun run --sweep` (resume, notices, restarts), then the next. On a "
-     "preemption notice (SIGTERM, or a\n"
-     "trial's cloud notice) it checkpoints the running trials, releases them and exits 75.\n"
+     "Takes a trial that is neither ended, cancelled nor owned (one of the first four open\n"
+     "ones of the highest priority, at random; none while the sweep is paused), runs it as\n"
+     "`spotrun run --sweep` (resume, notices, restarts), then the next. On a preemption\n"
+     "notice (SIGTERM, or a trial's cloud notice) it checkpoints the running trials,\n"
+     "releases them and exits 75.\n"
      "Options after -- go to every `spotrun run` (e.g. -- --every 10m --keep 2).",
      1, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE},
     {"sweep set", cmd_set, "change the sweep's budget",
