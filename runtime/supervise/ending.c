@@ -255,8 +255,9 @@ void sup_child_exited(struct sup *s, int status)
     emit(s, "exit", ex);
     struct sr_end_facts f = {
         .stop = sup_current_stop(s, stalled),
-        .limit = s->at_limit && s->limit_hit.cause && strcmp(s->limit_hit.cause, "budget") == 0
-                     ? SR_CAUSE_BUDGET
+        .limit = s->at_limit && s->limit_hit.cause &&
+                         sr_limit_cause_of(s->limit_hit.cause) != SR_CAUSE_NONE
+                     ? sr_limit_cause_of(s->limit_hit.cause)
                      : SR_CAUSE_TIME_LIMIT,
         .code = code,
         .signaled = WIFSIGNALED(status),

@@ -24,6 +24,11 @@
  * the wrapper), *limit the sweep's budget (0 = none any more). 0, or
  * -errno (the last answer stands). */
 typedef int (*sr_limits_sweep_poll)(void *ctx, double *used, double *limit);
+/* The sweep's steering (sweep_steer.h), polled with its budget: 1 and
+ * *cause ("cancelled": the trial; "paused": the sweep, with --stop) when
+ * the sweep's operator stops this trial, 0 when not, -errno (read again at
+ * the next poll). */
+typedef int (*sr_limits_steer_poll)(void *ctx, const char **cause);
 
 struct sr_limits_config {
     int64_t time_limit_ms;         /* --time-limit, 0 = none */
@@ -38,11 +43,15 @@ struct sr_limits_config {
     double sweep_used, sweep_limit; /* the answer read at the start */
     int64_t sweep_poll_ms;
     const char *sweep; /* its name, for messages */
+    /* Any sweep's trial: its steering, polled every sweep_poll_ms too
+     * (with sweep_ctx); NULL = not a trial. */
+    sr_limits_steer_poll steer_poll;
+    long trial; /* for messages */
 };
 
 /* Which limit was reached, and by how much. */
 struct sr_limit_hit {
-    const char *cause;  /* "time-limit" or "budget" */
+    const char *cause;  /* "time-limit", "budget", "cancelled" or "paused" */
     const char *what;   /* "run", "attempt" or "sweep" */
     double limit, used; /* ms for time, an amount for a budget */
 };
@@ -51,6 +60,8 @@ struct sr_limits {
     struct sr_limits_config cfg;
     int64_t session_at; /* when this wrapper began counting */
     int64_t next_poll;  /* the sweep's next poll */
+    /* the steering's stop ("cancelled", "paused"), once polled */
+    const char *steered;
 };
 
 void sr_limits_init(struct sr_limits *l, const struct sr_limits_config *cfg, int64_t now_ms);

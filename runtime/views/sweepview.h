@@ -5,6 +5,8 @@
  *
  * A trial's state:
  *   done / failed   its end mark (sweep.h); failed carries the cause
+ *   cancelled /     its end mark: the sweep's operator cancelled it, early
+ *   pruned          stopping pruned it (the mark says who and why)
  *   running         its run's LEASE is held now (not released, not expired,
  *                   not held by a dead process of this machine)
  *   queued          no attempt ever started
@@ -30,6 +32,7 @@
 #include "lease.h"
 #include "manifest.h"
 #include "sweep.h"
+#include "sweep_steer.h"
 #include "sweepworkers.h"
 
 /* stopped: at a time limit or the sweep's budget, after a checkpoint. */
@@ -39,16 +42,18 @@ enum sr_sv_state {
     SR_SV_PREEMPTED,
     SR_SV_DONE,
     SR_SV_FAILED,
-    SR_SV_STOPPED
+    SR_SV_STOPPED,
+    SR_SV_CANCELLED, /* its end mark: the sweep's operator cancelled it */
+    SR_SV_PRUNED,    /* its end mark: early stopping ended it */
 };
-#define SR_SV_NSTATES 6
+#define SR_SV_NSTATES 8
 
 /* What the store says of a started trial's run. */
 struct sr_sv_run {
     struct sr_history h;
     int has_lease, lease_held; /* a LEASE, and held by a live owner now */
     struct sr_lease_info lease;
-    int has_end; /* end: the failed mark read (cause, exit code, host) */
+    int has_end; /* end: the failed, cancelled or pruned mark read (cause, exit code, host) */
     struct sr_trial_end_info end;
 };
 
@@ -56,7 +61,7 @@ struct sr_sv_trial {
     size_t trial;
     char run_id[SR_RUN_ID_MAX + 1];
     enum sr_sv_state state;
-    unsigned char mark;    /* SR_TRIAL_OPEN / DONE / FAILED: the end marks' listing */
+    unsigned char mark;    /* SR_TRIAL_*: the end marks' listing */
     struct sr_sv_run *run; /* NULL when the store holds nothing of the run */
 };
 
@@ -71,6 +76,7 @@ struct sr_sweepview {
     int64_t first_ms, last_ms;                       /* over every attempt; 0 when none */
     int64_t instance_ms, lost_ms, preempted_lost_ms; /* sums over trials */
     struct sr_sv_workers workers;                    /* the workers' own hours */
+    struct sr_steer_state steer; /* the operator's steering: history, pause, priorities */
 };
 
 /* How to show it: prices, the metrics whose best is the maximum (or the

@@ -158,7 +158,7 @@ d = json.load(open("sw.json"))
 assert d["schema_version"] == 1 and d["sweep"] == "sw", d
 assert d["params"] == ["lr", "seed"], d["params"]
 assert d["counts"] == {"queued": 2, "running": 0, "preempted": 2, "done": 3, "failed": 1,
-                       "stopped": 0}, d["counts"]
+                       "stopped": 0, "cancelled": 0, "pruned": 0}, d["counts"]
 t = d["trials"]
 assert [x["trial"] for x in t] == list(range(8))
 assert [x["state"] for x in t] == ["done", "failed", "done", "preempted", "done", "queued",
