@@ -233,7 +233,8 @@ void sr_sweepreport_svg(FILE *f, const struct sr_sweepview *v, const struct sr_s
     if (fr.t1 - fr.t0 < 1000)
         fr.t1 = fr.t0 + 1000;
     const size_t lanes = v->n ? v->n : 1;
-    const double height = TOP + (double)lanes * LANE + 40;
+    const double chart = sr_sv_progress_svg(NULL, v, o, LEFT, W - RIGHT, 0); /* its height */
+    const double height = TOP + (double)lanes * LANE + 40 + chart;
     head(f, v, height);
     legend(f);
     sr_svg_axis(f, &fr, TOP, TOP + (double)lanes * LANE + 4, 1, "UTC");
@@ -244,6 +245,8 @@ void sr_sweepreport_svg(FILE *f, const struct sr_sweepview *v, const struct sr_s
             lane(f, &fr, v, &v->t[order[i]], i);
     }
     free(order);
+    if (chart)
+        sr_sv_progress_svg(f, v, o, LEFT, W - RIGHT, TOP + (double)lanes * LANE + 40);
     fprintf(f, "</svg>\n");
 }
 

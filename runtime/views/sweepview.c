@@ -529,6 +529,7 @@ void sr_sweepview_print(FILE *f, const struct sr_sweepview *v, const struct sr_s
     print_header(f, v, o);
     sr_sv_workers_print(f, &v->workers, o->prices.spot_per_hour);
     print_best(f, v, o);
+    sr_sv_progress_print(f, v, o);
     const size_t np = sr_sweep_nparams(v->sw), nm = v->n_metrics;
     struct table t = {.rows = v->n + 1, .cols = 1 + np + 7 + nm};
     t.cell = calloc(t.rows * t.cols, sizeof(*t.cell));
@@ -729,6 +730,7 @@ json_t *sr_sweepview_json(const struct sr_sweepview *v, const struct sr_sv_opts 
     json_object_set_new(doc, "maximize", maximize);
     json_object_set_new(doc, "sort", o->sort ? json_string(o->sort) : json_null());
     json_object_set_new(doc, "best", best);
+    json_object_set_new(doc, "progress", sr_sv_progress_json(v, o));
     json_object_set_new(doc, "counts", counts);
     json_object_set_new(doc, "totals", totals);
     if (v->workers.n)

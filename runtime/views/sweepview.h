@@ -114,6 +114,30 @@ const struct sr_sv_trial *sr_sweepview_best(const struct sr_sweepview *v,
 /* A trial's instance hours and cost at o's spot price (0 without). */
 double sr_sv_trial_hours(const struct sr_sv_trial *t);
 
+/* The search's progress (sweepprogress.c): one point per ended trial, in
+ * the order they ended: the trial-hours every ended trial has cost so far,
+ * and the best value of metric (o->sort, else the first reported; *metric,
+ * NULL when none) among them. *out is malloc'd (free it), *n points. */
+struct sr_sv_progress {
+    size_t trial;
+    double hours; /* ended trials' instance hours so far */
+    double best;  /* the best value so far (has_best) */
+    int has_best; /* some ended trial so far reported the metric */
+    int improved; /* this trial's value is the new best */
+};
+int sr_sweepview_progress(const struct sr_sweepview *v, const struct sr_sv_opts *o,
+                          const char **metric, struct sr_sv_progress **out, size_t *n);
+/* "search:      best loss 0.12 (trial 7) after 1.2 of 4.5 trial-hours; 12
+ * of 20 trials ended" (nothing before a trial that reported the metric
+ * ended), and --json's "progress" (null before any trial ended). */
+void sr_sv_progress_print(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o);
+json_t *sr_sv_progress_json(const struct sr_sweepview *v, const struct sr_sv_opts *o);
+/* `sweep report`'s chart of it, from x0 to x1 below top; its height (0:
+ * nothing drawn, no trial that reported the metric has ended). f NULL:
+ * the height only. */
+double sr_sv_progress_svg(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o,
+                          double x0, double x1, double top);
+
 /* The header lines and the table of `sweep show`. */
 void sr_sweepview_print(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o);
 /* The --json document (docs/json-schema.md), new reference. */
