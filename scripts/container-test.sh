@@ -257,9 +257,9 @@ podman rm -f ctr1 ctr2 >/dev/null
 # under spotrun, against the same script run by the launcher alone.
 ddp() { # NAME: the DDP example, 40 steps, its weights' digest in /out/NAME
     podman run --rm --network host -e SPOTRUN_STORE=/store -v "$store:/store" \
-        -v "$root/examples/pytorch/train_ddp.py:/opt/train_ddp.py:ro" -v "$work/out:/out" \
+        -v "$root/examples/pytorch:/opt/ex:ro" -v "$work/out:/out" \
         --entrypoint sh "$image" -c "$2 python3 -m spotrun.launch --nproc-per-node 2 \
-        /opt/train_ddp.py --steps 40 --save-every 10 --out /out/$1" >"$work/$1.log" 2>&1 ||
+        /opt/ex/train_ddp.py --steps 40 --save-every 10 --out /out/$1" >"$work/$1.log" 2>&1 ||
         fail "ddp $1: the launcher from the .deb failed: $(tail -n 3 "$work/$1.log")"
 }
 ddp ddp-plain ""
