@@ -1,21 +1,33 @@
 #!/usr/bin/env bash
-# bench-stats.sh - `spotrun stats --by team,week` at fleet scale (docs/cost.md).
+# bench-stats.sh - `spotrun stats --by team,week` at fleet scale (docs/cost.md),
+# in seconds and in requests (docs/store.md, "summaries/").
 #
-#   scripts/bench-stats.sh [BUILD_DIR]     (default: build; RUNS=10000 SUMMARIES=all)
+#   scripts/bench-stats.sh [BUILD_DIR]     (default: build; RUNS=10000 CHANGED=10)
 #
 # RUNS synthetic runs (tests/e2e/genstore.py --synthetic: 1 to 4 attempts
-# each, an event log per attempt, SUMMARY.json per run unless
-# SUMMARIES=none|half) in a file store and in a bucket of the local S3 test
-# server (written into its data directory in its own layout: uploading
-# ~50,000 objects one PUT at a time would measure the upload, not stats).
-# Times `spotrun stats --by team,week` (best of 3) on each, against the
-# floor of any tool that must list the same keys: `find` of the file store
-# and `aws s3 ls --recursive` of the bucket. Goals: file < 1 s, S3 < 5 s.
+# each, an event log per attempt), each folded into its SUMMARY.json and
+# summaries/<run>.json as its wrapper writes them (runtime/views/runsum.h;
+# tests/tools/runsum_tool fold), in a file store and in a bucket of the
+# local S3 test server (written into its data directory in its own layout,
+# tests/s3/seed.py: uploading ~50,000 objects one PUT at a time would
+# measure the upload, not stats). Times `spotrun stats --by team,week`
+# (best of 3) on each, against the floor of any tool that must list the
+# same keys: `find` of the file store and `aws s3 ls --recursive` of the
+# bucket (and, for a repeated read, the listing of summaries/ alone); on
+# S3 also the requests each read makes, as the server counts
+# them (tests/s3/server.js, S3RVER_REQUEST_LOG): the first read (no
+# snapshot yet: every key listed, every summary read, a snapshot written),
+# a repeated one, and one after CHANGED runs were rewritten (their
+# summaries/ ETags changed, as a wrapper's rewrite changes them).
+# Goals (issue 36): file < 1 s; S3 < 5 s, a repeated read in at most ~20
+# requests at 10,000 runs (~120 at 100,000), CHANGED runs at most ~CHANGED
+# more (each costs a listing of the run and a GET: 2 a run).
 # scripts/bench-runsum.sh times the summaries' loading alone.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
-runs=${RUNS:-10000} summaries=${SUMMARIES:-all}
+runs=${RUNS:-10000} changed=${CHANGED:-10}
+tool=$build/tests/runsum_tool
 spotrun=$build/runtime/spotrun
 [ -x "$spotrun" ] || { echo "bench-stats: build first ($spotrun missing)" >&2; exit 1; }
 [ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
@@ -40,9 +52,10 @@ best_of3() {
 }
 ratio() { python3 -c 'import sys; print("%.1fx" % (int(sys.argv[1]) / max(1, int(sys.argv[2]))))' "$@"; }
 
-echo "== $runs synthetic runs (summaries: $summaries)"
+echo "== $runs synthetic runs"
 t0=$(now_ms)
-python3 "$root/tests/e2e/genstore.py" "$work/store" --synthetic "$runs" --summaries "$summaries"
+python3 "$root/tests/e2e/genstore.py" "$work/store" --synthetic "$runs" --summaries none
+"$tool" fold "$work/store"
 echo "generated in $(($(now_ms) - t0)) ms: $(find "$work/store" -type f | wc -l) objects"
 
 echo "== file store"
@@ -53,35 +66,45 @@ printf 'stats --by team,week: %d ms (goal < 1000); find: %d ms; ratio %s\n' "$fi
     "$(ratio "$file_ms" "$find_ms")"
 
 echo "== local S3 server"
-# The server's layout (tests/s3/node_modules/@20minutes/s3rver, filesystem
-# store): <bucket>/<key dirs>/<name>._S3rver_object, with .md5 and
-# ._S3rver_metadata.json beside it.
-python3 - "$work/store" "$work/s3data/bkt/bench" <<'EOF'
-import hashlib, json, os, sys
-src, dst = sys.argv[1], sys.argv[2]
-for d, _, files in os.walk(src):
-    rel = os.path.relpath(d, src)
-    out = os.path.normpath(os.path.join(dst, rel))
-    os.makedirs(out, exist_ok=True)
-    for f in files:
-        data = open(os.path.join(d, f), "rb").read()
-        base = os.path.join(out, f + "._S3rver_object")
-        open(base, "wb").write(data)
-        open(base + ".md5", "w").write(hashlib.md5(data).hexdigest())
-        json.dump({"content-type": "binary/octet-stream"},
-                  open(os.path.join(out, f + "._S3rver_metadata.json"), "w"))
-EOF
+python3 "$root/tests/s3/seed.py" "$work/store" "$work/s3data/bkt/bench"
 rm -f s3.log
-node --openssl-legacy-provider "$root/tests/s3/server.js" "$work/s3data" bkt >s3.log 2>&1 &
+S3RVER_REQUEST_LOG=$work/requests node --openssl-legacy-provider "$root/tests/s3/server.js" \
+    "$work/s3data" bkt >s3.log 2>&1 &
 until grep -qs '^port ' s3.log; do sleep 0.1; done
 export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
 export AWS_ENDPOINT_URL=http://127.0.0.1:$(sed -n 's/^port //p' s3.log)
 export AWS_EC2_METADATA_DISABLED=true AWS_SHARED_CREDENTIALS_FILE=$work/none AWS_CONFIG_FILE=$work/none
 aws=/usr/bin/aws
 [ -x "$aws" ] || aws=aws
+# counted OUT CMD...: CMD's stdout to OUT; "N requests (K LIST, ...) in T ms" on stdout.
+counted() {
+    local out=$1 before t0 ms
+    shift
+    before=$(wc -l <"$work/requests" 2>/dev/null || echo 0)
+    t0=$(now_ms)
+    "$@" >"$out"
+    ms=$(($(now_ms) - t0))
+    tail -n +"$((before + 1))" "$work/requests" >"$work/last.req"
+    printf '%d requests (%s) in %d ms' "$(wc -l <"$work/last.req")" \
+        "$(cut -d' ' -f1 "$work/last.req" | sort | uniq -c | awk '{print $1 " " $2}' | paste -sd, - | sed 's/,/, /g')" "$ms"
+}
+goal=$((runs <= 10000 ? 20 : 20 + (runs - 10000) / 900))
+echo "first read (no snapshot yet): $(counted s3.out "$spotrun" stats --store s3://bkt/bench --by team,week)"
+echo "repeated read: $(counted s3.out "$spotrun" stats --store s3://bkt/bench --by team,week) (goal <= $goal requests)"
 s3_ms=$(best_of3 s3.out "$spotrun" stats --store s3://bkt/bench --by team,week)
 ls_ms=$(best_of3 ls.out "$aws" --endpoint-url "$AWS_ENDPOINT_URL" s3 ls --recursive s3://bkt/bench/)
+# the listing alone, by spotrun's own S3 client (no CLI start-up)
+sum_ms=$(best_of3 sum.out sh -c '"$1" list s3://bkt/bench summaries/ 2>&1' sh "$tool")
 head -n 3 s3.out
 diff -q file.out s3.out >/dev/null || echo "warning: the S3 store's table differs from the file store's"
 printf 'stats --by team,week: %d ms (goal < 5000); aws s3 ls --recursive: %d ms (%d keys); ratio %s\n' \
     "$s3_ms" "$ls_ms" "$(wc -l <ls.out)" "$(ratio "$s3_ms" "$ls_ms")"
+printf 'the floor of a repeated read, the listing of summaries/ alone: %d ms (%s); ratio %s\n' \
+    "$sum_ms" "$(sed -n 's/ listed.*//p' sum.out)" "$(ratio "$s3_ms" "$sum_ms")"
+# CHANGED runs rewritten: their summaries/ objects get new ETags (the
+# server's .md5 beside each), as a wrapper's rewrite gives them.
+for md5 in $(ls "$work/s3data/bkt/bench/summaries/"*.json._S3rver_object.md5 | head -n "$changed"); do
+    echo 0123456789abcdef0123456789abcdef >"$md5"
+done
+echo "after $changed runs changed: $(counted changed.out "$spotrun" stats --store s3://bkt/bench --by team,week) (goal <= $goal + $changed requests)"
+diff -q file.out changed.out >/dev/null || echo "warning: the table after the changes differs from the file store's"

@@ -88,4 +88,5 @@ t0=$(now_ms)
 ls_ms=$(($(now_ms) - t0))
 printf 'sweep show (%d trials): %d ms, best of 3 (goal < 2000 ms); aws s3 ls --recursive: %d ms (%d objects)\n' \
     "$show" "$best" "$ls_ms" "$(wc -l <ls.out)"
+echo "sweep show: $(bench_requests "$spotrun" sweep show big) (goal <= ~10)"
 head -n 3 show.out

@@ -15,7 +15,8 @@
 #      uninterrupted run's;
 #   4. the same with the store on the S3 test server on the host's loopback
 #      (the container on the host network);
-#   5. a shell job (spotrun commit from the job) through the same cycle.
+#   5. a shell job (spotrun commit from the job) through the same cycle;
+#   6. a 2-rank DDP job through the launcher the .deb installed.
 # Needs root (podman, mmdebstrap; installed when missing). When the
 # runtime cannot run a container here it says which step failed and why,
 # and runs the clean-machine install test in a chroot instead (chroot_test);
@@ -250,4 +251,22 @@ podman logs ctr2 >"$work/ctr2.log" 2>&1
 grep -q "^resumed at [1-9]" "$work/ctr2.log" || fail "shell job: the second container did not resume"
 grep -q "^sum 45150$" "$work/ctr2.log" || fail "shell job: the resumed sum is not 1+...+300 = 45150"
 podman rm -f ctr1 ctr2 >/dev/null
-say "ok: the user's PyTorch image + the recipe, installed from the .deb; the demo job and a shell job stopped (75) and resumed exactly, local store and S3"
+
+# 6. the installed launcher: a 2-rank DDP job started by `python3 -m
+# spotrun.launch` as the .deb installed it (no examples/, no PYTHONPATH),
+# under spotrun, against the same script run by the launcher alone.
+ddp() { # NAME: the DDP example, 40 steps, its weights' digest in /out/NAME
+    podman run --rm --network host -e SPOTRUN_STORE=/store -v "$store:/store" \
+        -v "$root/examples/pytorch:/opt/ex:ro" -v "$work/out:/out" \
+        --entrypoint sh "$image" -c "$2 python3 -m spotrun.launch --nproc-per-node 2 \
+        /opt/ex/train_ddp.py --steps 40 --save-every 10 --out /out/$1" >"$work/$1.log" 2>&1 ||
+        fail "ddp $1: the launcher from the .deb failed: $(tail -n 3 "$work/$1.log")"
+}
+ddp ddp-plain ""
+ddp ddp-spotrun "spotrun run --run-id ddp --"
+grep -q "the job finished successfully" "$work/ddp-spotrun.log" ||
+    fail "ddp: spotrun did not see the launched job finish ($work/ddp-spotrun.log)"
+cmp -s "$work/out/ddp-plain" "$work/out/ddp-spotrun" ||
+    fail "ddp: the weights under spotrun differ from the launcher's alone"
+say "the installed launcher (python3 -m spotrun.launch from the .deb): 2 ranks, the same weights with and without spotrun"
+say "ok: the user's PyTorch image + the recipe, installed from the .deb; the demo job and a shell job stopped (75) and resumed exactly, local store and S3; DDP through the installed launcher"

@@ -188,6 +188,19 @@ int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv);
 /* `sweep show` and `sweep report` (cmd_sweep_view.c), dispatched by sr_cmd_sweep. */
 int sr_cmd_sweep_show(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_sweep_report(const struct sr_cmd *cmd, int argc, char **argv);
+/* cmd_sweep_steer.c: sweep cancel|retry|pause|resume|priority */
+int sr_cmd_sweep_cancel(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_sweep_retry(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_sweep_pause(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_sweep_resume(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_sweep_priority(const struct sr_cmd *cmd, int argc, char **argv);
+/* A `sweep work` worker's look at the steering before it claims (into
+ * *state, replaced): 1 when the sweep is paused (said once per pause, with
+ * *said) or its steering cannot be read (said; the last state stands, and
+ * nothing is claimed on it), 0 when it may claim. */
+struct sr_steer_state;
+int sr_work_steer(struct sr_store *st, const char *name, size_t n, struct sr_steer_state *state,
+                  int *said);
 
 /* The shim, libspotrun.so, for the binary at self (cmd_run.c): 0 and its
  * path in out, or -ENOENT. */

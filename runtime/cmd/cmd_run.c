@@ -663,6 +663,8 @@ static int supervise(const struct run_opts *o, struct run_ctx *r, struct sr_leas
     struct sr_runsum_writer *summary = NULL;
     if (r->c.nodes <= 1 && sr_runsum_writer_open(r->c.st, r->run_id, &summary) == 0)
         sr_events_on_flush(sr_runsum_writer_flushed, summary);
+    else if (r->c.nodes > 1)
+        sr_runsum_mark_logs(r->c.st, r->run_id); /* listed in summaries/ all the same */
     const int code = sr_supervise(&r->c);
     sr_events_on_flush(NULL, NULL);
     sr_runsum_writer_close(summary);
@@ -872,7 +874,7 @@ static void run_labels(const struct run_opts *o, struct run_ctx *r)
 
 /* The trial's end mark: done once the run is DONE, failed when the job kept
  * failing past --max-restarts. */
-static void mark_trial_end(const struct run_ctx *r, int code)
+static void mark_trial_end(struct run_ctx *r, int code)
 {
     if (r->trial < 0)
         return;
@@ -885,16 +887,20 @@ static void mark_trial_end(const struct run_ctx *r, int code)
     } else if (r->result.gave_up) {
         end.state = SR_TRIAL_FAILED;
         snprintf(end.cause, sizeof(end.cause), "%s", r->result.cause);
+    } else if (code == SR_EX_LIMIT &&
+               sr_run_limits_trial_end(&r->limits, end.by, sizeof(end.by)) == SR_TRIAL_CANCELLED) {
+        end.state = SR_TRIAL_CANCELLED; /* the operator's: never claimed again */
+        snprintf(end.cause, sizeof(end.cause), "cancelled");
     } else {
         return;
     }
     const int rc = sr_sweep_mark_end(r->c.st, r->sweep.name, (size_t)r->trial, &end);
     if (rc < 0)
         sr_warn("cannot mark trial %ld of sweep %s %s: %s", r->trial, r->sweep.name,
-                end.state == SR_TRIAL_DONE ? "done" : "failed", sr_strerror(rc));
+                sr_trial_end_name(end.state), sr_strerror(rc));
     else
         sr_info("trial %ld of sweep %s %s", r->trial, r->sweep.name,
-                end.state == SR_TRIAL_DONE ? "is done" : "failed");
+                end.state == SR_TRIAL_DONE ? "is done" : sr_trial_end_name(end.state));
 }
 
 /* The run, step by step; each step says why it stops the run. */

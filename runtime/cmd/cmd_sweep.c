@@ -34,6 +34,7 @@
 #include "sweep_budget.h"
 #include "sweep_driver.h"
 #include "sweep_life.h"
+#include "sweep_steer.h"
 #include "units.h"
 
 /* ---- sweep init -------------------------------------------------------------- */
@@ -395,6 +396,9 @@ struct worker {
     struct sr_sweep_life life; /* this worker's own record (sweep_life.h) */
     int64_t driven_at;         /* when --driver last ran (sr_now_ms) */
     int driver_errors;         /* its failures in a row */
+    /* the operator's steering (sweep_steer.h), read before each claim */
+    struct sr_steer_state steer;
+    int paused_said; /* "paused" said for the pause in force */
 };
 
 static size_t running(const struct worker *w)
@@ -448,7 +452,8 @@ static int refresh(struct worker *w, int definition)
 static int all_ended(const struct worker *w)
 {
     for (size_t k = 0; k < sr_sweep_count(&w->sw); k++)
-        if (w->ended[k] == SR_TRIAL_OPEN && w->busy_until[k] != NEVER)
+        if (w->ended[k] == SR_TRIAL_OPEN && w->busy_until[k] != NEVER &&
+            !sr_steer_cancelled(&w->steer, k))
             return 0;
     return 1;
 }
@@ -458,15 +463,25 @@ static int all_ended(const struct worker *w)
  * fleet scaling up) do not all race for trial 0 and lose the race by
  * starting a wrapper that exits 73. Only the chosen trial's lease is read. */
 #define CANDIDATES 4
+static int free_now(const struct worker *w, size_t k, int64_t now)
+{
+    return w->ended[k] == SR_TRIAL_OPEN && !sr_steer_cancelled(&w->steer, k) &&
+           !trial_running_here(w, (long)k) && w->busy_until[k] <= now;
+}
+
 static long claimable(struct worker *w)
 {
     const int64_t now = sr_now_ms(), now_s = sr_wall_ms() / 1000;
     for (;;) {
         long open[CANDIDATES];
         unsigned n = 0;
+        /* the highest priority first (sweep priority); at random within it */
+        long top = LONG_MIN;
+        for (size_t k = 0; k < sr_sweep_count(&w->sw); k++)
+            if (free_now(w, k, now) && sr_steer_priority(&w->steer, k) > top)
+                top = sr_steer_priority(&w->steer, k);
         for (size_t k = 0; k < sr_sweep_count(&w->sw) && n < CANDIDATES; k++)
-            if (w->ended[k] == SR_TRIAL_OPEN && !trial_running_here(w, (long)k) &&
-                w->busy_until[k] <= now)
+            if (free_now(w, k, now) && sr_steer_priority(&w->steer, k) == top)
                 open[n++] = (long)k;
         if (n == 0)
             return -1;
@@ -583,6 +598,21 @@ static int trial_preempted(const struct worker *w, long k)
     return preempted;
 }
 
+/* Whether trial k's wrapper stopped at the sweep's pause (--stop): its
+ * run's last attempt ended "paused" (sweep_steer.h). */
+static int trial_paused(const struct worker *w, long k)
+{
+    char run[SR_SWEEP_NAME_MAX + 16];
+    sr_sweep_run_id(w->name, (size_t)k, run, sizeof(run));
+    struct sr_history h;
+    sr_hist_init(&h);
+    const int paused =
+        sr_hist_load(w->st, run, &h) == 0 && h.n_att && h.att[h.n_att - 1].cause == SR_CAUSE_PAUSED;
+    sr_hist_free(&h);
+    sr_err_clear();
+    return paused;
+}
+
 /* Whether trial k's wrapper refused its run as another's (sweep.h: it
  * records another sweep or trial, or holds a run's objects but records no
  * sweep): then this worker skips the trial from now on, and says so once.
@@ -639,6 +669,11 @@ static void child_done(struct worker *w, struct slot *s, int status)
             w->busy_until[k] = skip_foreign(w, k) ? NEVER : sr_now_ms() + w->o->poll_ms;
         return;
     case SR_EX_LIMIT: /* at its time limit or a budget: a rerun here would stop at once */
+        if (trial_paused(w, k)) { /* sweep pause --stop: taken again after resume */
+            if ((size_t)k < w->n_alloc)
+                w->busy_until[k] = sr_now_ms() + w->o->poll_ms;
+            return;
+        }
         if ((size_t)k < w->n_alloc)
             w->busy_until[k] = NEVER;
         w->limited++;
@@ -760,6 +795,9 @@ static int fill(struct worker *w)
     if (w->draining || w->driver_errors >= 3)
         return 1;
     int rc = refresh(w, 0);
+    if (rc == 0 &&
+        sr_work_steer(w->st, w->name, sr_sweep_count(&w->sw), &w->steer, &w->paused_said) == 1)
+        return all_ended(w); /* paused: claims nothing, says so once */
     long k = 0;
     for (uint64_t i = 0; i < w->o->slots; i++) {
         if (w->slots[i].pid)
@@ -954,6 +992,7 @@ static int cmd_work(const struct sr_cmd *cmd, int argc, char **argv)
     free(w.slots);
     free(w.ended);
     free(w.busy_until);
+    sr_steer_free(&w.steer);
     sr_sweep_free(&w.sw);
     sr_store_close(ctx.st);
     return result;
@@ -1091,10 +1130,11 @@ static const struct sr_cmd subs[] = {
      1, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE},
     {"sweep work", cmd_work, "run the sweep's trials on this machine (a plain fleet's worker)",
      "spotrun sweep work NAME [--slots K] [--max-trials N] [--until-empty] [-- run options]",
-     "Takes a trial that is neither done nor owned (one of the first four open ones, at\n"
-     "random), runs it as `spotrun run --sweep` (resume, notices, restarts), then the next. On a "
-     "preemption notice (SIGTERM, or a\n"
-     "trial's cloud notice) it checkpoints the running trials, releases them and exits 75.\n"
+     "Takes a trial that is neither ended, cancelled nor owned (one of the first four open\n"
+     "ones of the highest priority, at random; none while the sweep is paused), runs it as\n"
+     "`spotrun run --sweep` (resume, notices, restarts), then the next. On a preemption\n"
+     "notice (SIGTERM, or a trial's cloud notice) it checkpoints the running trials,\n"
+     "releases them and exits 75.\n"
      "Options after -- go to every `spotrun run` (e.g. -- --every 10m --keep 2).",
      1, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE},
     {"sweep set", cmd_set, "change the sweep's budget",
@@ -1110,6 +1150,33 @@ static const struct sr_cmd subs[] = {
      "a wrapper runs refuses the delete (exit 73) before anything is deleted. Then its end\n"
      "marks and definition.",
      1, 1, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
+    {"sweep cancel", sr_cmd_sweep_cancel, "cancel trials: running ones checkpoint and stop",
+     "spotrun sweep cancel NAME TRIAL...",
+     "Records the cancel in the sweep's steering history. A running trial checkpoints and\n"
+     "stops at its wrapper's next poll (--budget-poll; exit 124, end mark cancelled); one not\n"
+     "running is marked cancelled at once. No worker claims them again (sweep retry does).\n"
+     "TRIAL is K or A..B. docs/sweeps.md, \"Steering\".",
+     2, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
+    {"sweep retry", sr_cmd_sweep_retry, "put failed, cancelled or pruned trials back in the queue",
+     "spotrun sweep retry NAME TRIAL...",
+     "Records the retry, then removes each trial's failed, cancelled or pruned mark: workers\n"
+     "take it again and it resumes from its newest checkpoint. A done trial is refused (65),\n"
+     "and so is one that has not ended; a running one too (73).",
+     2, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
+    {"sweep pause", sr_cmd_sweep_pause, "workers start no trial until `sweep resume`",
+     "spotrun sweep pause NAME [--stop]",
+     "Workers stop claiming trials (they wait, and say so once); running trials go on, or\n"
+     "with --stop checkpoint and stop at their next poll (exit 124, no end mark) and are\n"
+     "taken again after `sweep resume`.",
+     1, 1, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
+    {"sweep resume", sr_cmd_sweep_resume, "workers take trials again after `sweep pause`",
+     "spotrun sweep resume NAME", "Ends the pause in force: workers claim at their next look.", 1,
+     1, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
+    {"sweep priority", sr_cmd_sweep_priority, "set trials' priority: higher is claimed first",
+     "spotrun sweep priority NAME TRIAL... --set P",
+     "Workers claim the open trials of the highest priority first (at random among the\n"
+     "first four of it); every trial's priority is 0 until set.",
+     2, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
     {"sweep show", sr_cmd_sweep_show, "one row per trial: state, attempts, cost, metrics",
      "spotrun sweep show NAME [--sort METRIC] [--maximize NAME[,NAME]] [--json] "
      "[--price-per-hour P [--on-demand-price-per-hour P]]",
@@ -1133,7 +1200,7 @@ int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv)
                    "Hyperparameter sweeps: many trials of one command, each an ordinary run.\n\n"
                    "commands:\n");
         for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-            fprintf(f, "  %-8s %s\n", subs[i].name + 6, subs[i].summary);
+            fprintf(f, "  %-9s %s\n", subs[i].name + 6, subs[i].summary);
         fprintf(
             f,
             "\nOn an engine, each array task runs `spotrun run --sweep NAME` (docs/sweeps.md).\n");
@@ -1149,11 +1216,12 @@ int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv)
     if (m)
         fprintf(stderr,
                 "spotrun sweep: unknown command \"%s\"; did you mean \"%s\"? (init, work, "
-                "set, delete, show or report)\n",
+                "set, cancel, retry, pause, resume, priority, delete, show or report)\n",
                 sub, m);
     else
         fprintf(stderr,
-                "spotrun sweep: unknown command \"%s\" (init, work, set, delete, show or report)\n",
+                "spotrun sweep: unknown command \"%s\" (init, work, set, cancel, retry, pause, "
+                "resume, priority, delete, show or report)\n",
                 sub);
     return SR_EX_USAGE;
 }

@@ -13,6 +13,8 @@
 #include "history.h"
 #include "instance.h"
 #include "log.h"
+#include "sweep.h"
+#include "sweep_steer.h"
 #include "units.h"
 
 #define GO_ON (-1)
@@ -79,6 +81,7 @@ int sr_run_limits_prepare(struct sr_run_limits *rl, const struct sr_run_limits_o
 void sr_run_limits_free(struct sr_run_limits *rl)
 {
     sr_prices_free(&rl->prices);
+    sr_steer_free(&rl->steer);
 }
 
 /* What one instance-hour of this run costs: this instance type's spot
@@ -136,12 +139,93 @@ static int sweep_spent(void *ctx, double *used, double *limit)
     return 0;
 }
 
+/* The sweep's steering for this trial (sweep_steer.h): 0 and rl's flags,
+ * or -errno. */
+static int steer_read(struct sr_run_limits *rl)
+{
+    struct sr_steer_state s;
+    const int rc = sr_steer_reread(rl->st, rl->sweep, (size_t)rl->trial + 1, &rl->steer, &s);
+    if (rc < 0)
+        return rc;
+    sr_steer_free(&rl->steer);
+    rl->steer = s;
+    rl->cancelled = sr_steer_cancelled(&s, (size_t)rl->trial);
+    rl->pause_stop = s.paused && s.pause_stop;
+    rl->cancel_by[0] = '\0';
+    for (size_t i = 0; rl->cancelled && i < s.n_log; i++) /* the cancel in force: the last */
+        for (size_t j = 0; s.log[i].action == SR_STEER_CANCEL && j < s.log[i].n_trials; j++)
+            if (s.log[i].trials[j] == rl->trial)
+                snprintf(rl->cancel_by, sizeof(rl->cancel_by), "%s", s.log[i].by);
+    return 0;
+}
+
+/* limit.h's steering poll: the operator's stop of this trial, if any. */
+static int steered(void *ctx, const char **cause)
+{
+    struct sr_run_limits *rl = ctx;
+    const int rc = steer_read(rl);
+    if (rc < 0) {
+        sr_warn("cannot read sweep %s's steering: %s (read again at the next poll)", rl->sweep,
+                sr_strerror(rc));
+        sr_err_clear();
+        return rc;
+    }
+    *cause = rl->cancelled ? "cancelled" : rl->pause_stop ? "paused" : NULL;
+    return *cause != NULL;
+}
+
+int sr_run_limits_trial_end(struct sr_run_limits *rl, char *by, size_t len)
+{
+    if (!rl->sweep || rl->trial < 0 || steer_read(rl) < 0 || !rl->cancelled) {
+        sr_err_clear();
+        return SR_TRIAL_OPEN;
+    }
+    snprintf(by, len, "%s", rl->cancel_by);
+    return SR_TRIAL_CANCELLED;
+}
+
+/* A trial the sweep's operator stopped does not start: cancelled (its end
+ * mark is written as it exits), or the sweep paused with --stop. 124. */
+static int refuse_steered(struct sr_run_limits *rl, struct sr_limits_config *l)
+{
+    l->steer_poll = steered;
+    l->sweep_ctx = rl;
+    l->sweep_poll_ms = rl->o->budget_poll_ms;
+    l->sweep = rl->sweep;
+    l->trial = rl->trial;
+    const int rc = steer_read(rl);
+    if (rc < 0) {
+        fprintf(stderr, "spotrun run: cannot read sweep %s's steering: %s\n", rl->sweep,
+                sr_strerror(rc));
+        return sr_exit_code(rc);
+    }
+    if (rl->cancelled) {
+        fprintf(stderr,
+                "spotrun run: trial %ld of sweep %s was cancelled%s%s: not starting it (exit "
+                "124); `spotrun sweep retry %s %ld` runs it again\n",
+                rl->trial, rl->sweep, rl->cancel_by[0] ? " by " : "", rl->cancel_by, rl->sweep,
+                rl->trial);
+        return SR_EX_LIMIT;
+    }
+    if (rl->pause_stop) {
+        fprintf(stderr,
+                "spotrun run: sweep %s is paused (--stop): not starting trial %ld (exit 124); "
+                "`spotrun sweep resume %s` lets it run\n",
+                rl->sweep, rl->trial, rl->sweep);
+        return SR_EX_LIMIT;
+    }
+    return GO_ON;
+}
+
 /* A sweep's trial under the sweep's budget: the budget and its price, read
  * once here and polled while the job runs. */
 static int sweep_budget(struct sr_run_limits *rl, struct sr_limits_config *l)
 {
     if (!rl->sweep)
         return GO_ON;
+    const int steer = refuse_steered(rl, l);
+    if (steer != GO_ON)
+        return steer;
     const int rc = sr_sweep_budget_read(rl->st, rl->sweep, &rl->budget);
     if (rc == 0 && rl->trial_price <= 0) /* the sweep's price, recorded by the start event */
         rl->trial_price = rl->budget.price_per_hour;
@@ -222,6 +306,7 @@ int sr_run_limits_settle(struct sr_run_limits *rl, struct sr_supervise_config *c
     rl->st = c->st;
     rl->run_id = run_id;
     rl->sweep = trial >= 0 ? sweep : NULL;
+    rl->trial = trial;
     l->time_limit_ms = o->time_limit_ms;
     l->attempt_time_limit_ms = o->attempt_time_limit_ms;
     l->max_cost = o->max_cost;

@@ -17,6 +17,7 @@
 #include "prices.h"
 #include "supervisor.h"
 #include "sweep_budget.h"
+#include "sweep_steer.h"
 
 /* The options, as given (--time-limit ... --budget-poll). */
 struct sr_run_limits_opts {
@@ -31,9 +32,15 @@ struct sr_run_limits {
     char instance_type[64];  /* --instance-type, or the cloud's answer with --prices */
     struct sr_sweep_budget budget;
     double trial_price; /* one instance-hour of this run */
-    /* what the sweep's poll reads (sweep_spent) */
+    /* what the sweep's poll reads (sweep_spent, steered) */
     struct sr_store *st;
     const char *run_id, *sweep;
+    long trial;
+    /* the sweep's steering (sweep_steer.h) as last read: the trial was
+     * cancelled (by whom), the sweep paused with --stop */
+    int cancelled, pause_stop;
+    char cancel_by[128];
+    struct sr_steer_state steer; /* the last read: each poll reads only what is new */
 };
 
 /* The value a limit's option has when it was not given (cmd_run.c): a
@@ -57,5 +64,10 @@ int sr_run_limits_prepare(struct sr_run_limits *rl, const struct sr_run_limits_o
 int sr_run_limits_settle(struct sr_run_limits *rl, struct sr_supervise_config *c,
                          const char *run_id, const char *sweep, long trial);
 void sr_run_limits_free(struct sr_run_limits *rl);
+/* The trial's end mark for a run that stopped with 124: SR_TRIAL_CANCELLED
+ * (and who) when the sweep's operator cancelled the trial, else
+ * SR_TRIAL_OPEN (a budget, a limit, a pause: the trial stays open). Reads
+ * the steering again (a cancel may have come while the stop was made). */
+int sr_run_limits_trial_end(struct sr_run_limits *rl, char *by, size_t len);
 
 #endif

@@ -103,18 +103,6 @@ static int oom_killed(struct sup *s, int status)
     return 1;
 }
 
-/* The limit that stops the run (its "limit" event's cause), as outcome.h
- * names it. */
-enum sr_hist_cause sup_limit_cause(const struct sup *s)
-{
-    const char *c = s->at_limit ? s->limit_hit.cause : NULL;
-    if (c && strcmp(c, "budget") == 0)
-        return SR_CAUSE_BUDGET;
-    if (c && strcmp(c, "pruned") == 0)
-        return SR_CAUSE_PRUNED;
-    return SR_CAUSE_TIME_LIMIT;
-}
-
 /* The stop spotrun is making (outcome.h: the first that applies wins). */
 enum sr_stop sup_current_stop(const struct sup *s, int stalled)
 {
@@ -267,7 +255,10 @@ void sup_child_exited(struct sup *s, int status)
     emit(s, "exit", ex);
     struct sr_end_facts f = {
         .stop = sup_current_stop(s, stalled),
-        .limit = sup_limit_cause(s),
+        .limit = s->at_limit && s->limit_hit.cause &&
+                         sr_limit_cause_of(s->limit_hit.cause) != SR_CAUSE_NONE
+                     ? sr_limit_cause_of(s->limit_hit.cause)
+                     : SR_CAUSE_TIME_LIMIT,
         .code = code,
         .signaled = WIFSIGNALED(status),
         .oom = oom,

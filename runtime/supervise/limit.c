@@ -58,14 +58,19 @@ int sr_limits_check(struct sr_limits *l, int64_t now_ms, int64_t attempt_at,
     const double cost = sr_limits_cost(l, now_ms);
     if (c->max_cost > 0 && cost >= c->max_cost)
         return hit_at(hit, "budget", "run", c->max_cost, cost);
-    if (c->sweep_poll && now_ms >= l->next_poll) {
+    if ((c->sweep_poll || c->steer_poll) && now_ms >= l->next_poll) {
         double used, limit;
-        if (c->sweep_poll(c->sweep_ctx, &used, &limit) == 0) {
+        if (c->sweep_poll && c->sweep_poll(c->sweep_ctx, &used, &limit) == 0) {
             c->sweep_used = used;
             c->sweep_limit = limit;
         }
+        const char *why = NULL;
+        if (c->steer_poll && c->steer_poll(c->sweep_ctx, &why) == 1 && why)
+            l->steered = why;
         l->next_poll = now_ms + c->sweep_poll_ms;
     }
+    if (l->steered) /* the operator's stop: no amount, no time */
+        return hit_at(hit, l->steered, "sweep", 0, 0);
     if (c->sweep_poll && c->sweep_limit > 0 && c->sweep_used + cost >= c->sweep_limit)
         return hit_at(hit, "budget", "sweep", c->sweep_limit, c->sweep_used + cost);
     return 0;
@@ -89,6 +94,10 @@ int sr_limits_hit_of(struct sr_limits *l, int64_t now_ms, int64_t attempt_at, co
         hit_at(hit, "budget", "sweep", c->sweep_limit, c->sweep_used + cost);
     else if (strcmp(cause, "pruned") == 0 && strcmp(what, "sweep") == 0)
         hit_at(hit, "pruned", "sweep", 0, 0); /* another node's early stopping */
+    else if (strcmp(what, "sweep") == 0 && strcmp(cause, "cancelled") == 0)
+        hit_at(hit, "cancelled", "sweep", 0, 0);
+    else if (strcmp(what, "sweep") == 0 && strcmp(cause, "paused") == 0)
+        hit_at(hit, "paused", "sweep", 0, 0);
     else
         return -EINVAL;
     return 0;
@@ -96,7 +105,7 @@ int sr_limits_hit_of(struct sr_limits *l, int64_t now_ms, int64_t attempt_at, co
 
 int64_t sr_limits_next(const struct sr_limits *l, int64_t now_ms, int64_t attempt_at)
 {
-    if (!sr_limits_any(l) && !l->cfg.sweep_poll)
+    if (!sr_limits_any(l) && !l->cfg.sweep_poll && !l->cfg.steer_poll)
         return 0;
     int64_t w = now_ms + CHECK_EVERY_MS;
     const struct sr_limits_config *c = &l->cfg;
@@ -111,7 +120,7 @@ int64_t sr_limits_next(const struct sr_limits *l, int64_t now_ms, int64_t attemp
         if (left_ms < (double)(w - now_ms))
             w = now_ms + (left_ms > 0 ? (int64_t)ceil(left_ms) : 0);
     }
-    if (c->sweep_poll && l->next_poll < w)
+    if ((c->sweep_poll || c->steer_poll) && l->next_poll < w)
         w = l->next_poll;
     return w > now_ms ? w : now_ms;
 }
@@ -131,8 +140,13 @@ static const char *option_of(const struct sr_limit_hit *hit)
 void sr_limit_extend(const struct sr_limits *l, const struct sr_limit_hit *hit, char *buf,
                      size_t len)
 {
+    const char *sweep = l->cfg.sweep ? l->cfg.sweep : "NAME";
     if (pruned(hit))
         snprintf(buf, len, "%s", hit->hint ? hit->hint : "a retry resumes it past its rung");
+    else if (strcmp(hit->cause, "cancelled") == 0)
+        snprintf(buf, len, "`spotrun sweep retry %s %ld` runs it again", sweep, l->cfg.trial);
+    else if (strcmp(hit->cause, "paused") == 0)
+        snprintf(buf, len, "`spotrun sweep resume %s` lets workers take it again", sweep);
     else if (strcmp(hit->what, "sweep") == 0)
         snprintf(buf, len, "raise it with `spotrun sweep set %s --max-cost AMOUNT`",
                  l->cfg.sweep ? l->cfg.sweep : "NAME");
@@ -152,6 +166,10 @@ void sr_limit_describe(const struct sr_limit_hit *hit, char *buf, size_t len)
         snprintf(buf, len, "the %s's time limit (%s %s): %s used",
                  strcmp(hit->what, "attempt") == 0 ? "attempt" : "run", option_of(hit), limit,
                  used);
+    } else if (strcmp(hit->cause, "cancelled") == 0) {
+        snprintf(buf, len, "the sweep's cancel of this trial (spotrun sweep cancel)");
+    } else if (strcmp(hit->cause, "paused") == 0) {
+        snprintf(buf, len, "the sweep's pause (spotrun sweep pause --stop)");
     } else {
         snprintf(buf, len, "the %s's budget: %.2f of %.2f spent",
                  strcmp(hit->what, "sweep") == 0 ? "sweep" : "run", hit->used, hit->limit);
@@ -167,6 +185,8 @@ json_t *sr_limit_event(const struct sr_limit_hit *hit)
     if (strcmp(hit->cause, "time-limit") == 0)
         return json_pack("{s:s,s:s,s:I,s:I}", "cause", hit->cause, "what", hit->what, "limit",
                          (json_int_t)hit->limit, "used", (json_int_t)hit->used);
+    if (strcmp(hit->cause, "budget") != 0) /* the operator's: no amounts */
+        return json_pack("{s:s,s:s}", "cause", hit->cause, "what", hit->what);
     /* Cents are what a budget is about: no float noise in the log. */
     return json_pack("{s:s,s:s,s:f,s:f}", "cause", hit->cause, "what", hit->what, "limit",
                      round(hit->limit * 100) / 100, "used", round(hit->used * 100) / 100);

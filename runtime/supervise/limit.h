@@ -24,6 +24,11 @@
  * the wrapper), *limit the sweep's budget (0 = none any more). 0, or
  * -errno (the last answer stands). */
 typedef int (*sr_limits_sweep_poll)(void *ctx, double *used, double *limit);
+/* The sweep's steering (sweep_steer.h), polled with its budget: 1 and
+ * *cause ("cancelled": the trial; "paused": the sweep, with --stop) when
+ * the sweep's operator stops this trial, 0 when not, -errno (read again at
+ * the next poll). */
+typedef int (*sr_limits_steer_poll)(void *ctx, const char **cause);
 
 /* A sweep's early stopping (runtime/cmd/run_rungs.c): offered each metric
  * the job reports with a step while it runs; 1 and *hit (cause "pruned",
@@ -44,14 +49,18 @@ struct sr_limits_config {
     void *sweep_ctx;
     double sweep_used, sweep_limit; /* the answer read at the start */
     int64_t sweep_poll_ms;
-    const char *sweep;                 /* its name, for messages */
+    const char *sweep; /* its name, for messages */
+    /* Any sweep's trial: its steering, polled every sweep_poll_ms too
+     * (with sweep_ctx); NULL = not a trial. */
+    sr_limits_steer_poll steer_poll;
+    long trial;                        /* for messages */
     sr_limits_metric_hook metric_hook; /* NULL = no early stopping */
     void *metric_ctx;
 };
 
 /* Which limit was reached, and by how much. */
 struct sr_limit_hit {
-    const char *cause;  /* "time-limit", "budget" or "pruned" */
+    const char *cause;  /* "time-limit", "budget", "cancelled", "paused" or "pruned" */
     const char *what;   /* "run", "attempt" or "sweep" */
     double limit, used; /* ms for time, an amount for a budget; pruned: the rung's step, the step */
     const char *detail; /* pruned: the decision in words (the hook's), else NULL */
@@ -62,6 +71,8 @@ struct sr_limits {
     struct sr_limits_config cfg;
     int64_t session_at; /* when this wrapper began counting */
     int64_t next_poll;  /* the sweep's next poll */
+    /* the steering's stop ("cancelled", "paused"), once polled */
+    const char *steered;
 };
 
 void sr_limits_init(struct sr_limits *l, const struct sr_limits_config *cfg, int64_t now_ms);

@@ -82,6 +82,7 @@ static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
         s->job_committed = 1;
         s->job_commits++;
         /* This commit answers every request made so far. */
+        sup_watchdog_answered(s);
         if (s->page)
             __atomic_store_n(&s->page->served,
                              __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE),

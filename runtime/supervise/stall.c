@@ -26,6 +26,7 @@ void sr_stall_prior(struct sr_stall *s, int64_t longest_startup_ms)
 
 void sr_stall_attempt(struct sr_stall *s, int64_t now_ms)
 {
+    s->save_since_ms = 0;
     s->beaten = 0;
     s->last_ms = now_ms;
     s->started_ms = now_ms;
@@ -63,6 +64,38 @@ void sr_stall_hold(struct sr_stall *s, int64_t now_ms)
     s->skip_gap = 1;
     if (!s->beaten)
         s->startup_held = 1;
+}
+
+static int64_t base_timeout(const struct sr_stall *s);
+
+int64_t sr_stall_save_allowance(const struct sr_stall *s)
+{
+    const int64_t t = base_timeout(s);
+    if (!s->longest_save_ms) {
+        const int64_t first = SR_STALL_SAVE_FACTOR * t;
+        return first > SR_STALL_SAVE_FIRST_MS ? first : SR_STALL_SAVE_FIRST_MS;
+    }
+    const int64_t learned = SR_STALL_SAVE_FACTOR * s->longest_save_ms;
+    return learned > t ? learned : t;
+}
+
+void sr_stall_saved(struct sr_stall *s, int64_t ms)
+{
+    if (ms > s->longest_save_ms)
+        s->longest_save_ms = ms;
+}
+
+int sr_stall_saving(struct sr_stall *s, int saving, int64_t now_ms)
+{
+    if (!saving) {
+        if (s->save_since_ms && now_ms - s->save_since_ms > s->longest_save_ms)
+            s->longest_save_ms = now_ms - s->save_since_ms;
+        s->save_since_ms = 0;
+        return 0;
+    }
+    if (!s->save_since_ms)
+        s->save_since_ms = now_ms;
+    return now_ms - s->save_since_ms <= sr_stall_save_allowance(s);
 }
 
 /* The timeout once the attempt heartbeated, whatever auto has seen. */

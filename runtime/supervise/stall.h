@@ -36,6 +36,8 @@
 #define SR_STALL_AUTO_MIN_GAPS 5
 #define SR_STALL_STARTUP_FLOOR_MS (5 * 60 * 1000)
 #define SR_STALL_STARTUP_FACTOR 2
+#define SR_STALL_SAVE_FACTOR 5
+#define SR_STALL_SAVE_FIRST_MS (30 * 60 * 1000)
 
 struct sr_stall {
     int64_t timeout_ms; /* fixed timeout; 0 with auto_mode */
@@ -56,6 +58,10 @@ struct sr_stall {
     int ever_beaten;
     int64_t longest_startup_ms;
     int startup_held;
+    /* Answering a checkpoint request: since when (0 = not now), and the
+     * longest answer seen (sr_stall_saving). */
+    int64_t save_since_ms;
+    int64_t longest_save_ms;
 };
 
 /* timeout_ms > 0: fixed; auto_mode: learned. Off is neither (never judges). */
@@ -75,6 +81,23 @@ void sr_stall_attempt(struct sr_stall *s, int64_t now_ms);
 
 /* The job heartbeated at at_ms (earlier heartbeats are ignored). */
 void sr_stall_beat(struct sr_stall *s, int64_t at_ms);
+
+/* Whether the job's answering a checkpoint request (saving: the request is
+ * pending and the job heartbeated since it was made) holds the clock at
+ * now_ms. A save holds for at most SR_STALL_SAVE_FACTOR x the longest save
+ * seen, and at least the timeout; before any save ended, for
+ * max(SR_STALL_SAVE_FACTOR x the timeout, SR_STALL_SAVE_FIRST_MS). Past
+ * that the job is judged again: a job that heard the request and then hung
+ * (a rank waiting in a collective for a frozen one) is not shielded for
+ * ever. The end of a save (saving 0) learns its length. */
+int sr_stall_saving(struct sr_stall *s, int saving, int64_t now_ms);
+
+/* A request was answered (a commit) ms after it was made: a save that
+ * long is learned, however briefly the loop saw it. */
+void sr_stall_saved(struct sr_stall *s, int64_t ms);
+
+/* The longest a save may hold the clock now (see sr_stall_saving). */
+int64_t sr_stall_save_allowance(const struct sr_stall *s);
 
 /* Held time: the clock stands still for the judgement up to now_ms. */
 void sr_stall_hold(struct sr_stall *s, int64_t now_ms);

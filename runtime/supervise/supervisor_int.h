@@ -148,6 +148,7 @@ struct sup {
     struct sr_stall stall;
     struct sr_cpu_base stall_cpu;
     uint64_t beat_seen, progress_at_request;
+    int64_t request_ms; /* when the request now pending was made (0: none) */
     int64_t next_stall_poll, next_cpu_snap, stall_term_at, stall_kill_at;
     int stalling;
     int stall_requeue; /* multi-node: a stalled node stops with its group, exit 75 */
@@ -240,7 +241,6 @@ void sup_placement(struct sup *s);
 void sup_acknowledge(struct sup *s);
 /* A time limit or budget was reached: the stop of a notice, then exit 124. */
 void sup_limit_reached(struct sup *s, const struct sr_limit_hit *hit);
-enum sr_hist_cause sup_limit_cause(const struct sup *s);
 /* Another node of the group reached one (its notice's source
  * "limit:CAUSE:WHAT" gives limit "CAUSE:WHAT"): the same stop, exit 124.
  * -EINVAL when limit names none (then it is a notice like any other). */
@@ -258,6 +258,8 @@ void sup_watchdog_attempt(struct sup *s);
 void sup_watchdog_tick(struct sup *s);
 /* A checkpoint request is being made (before requested moves). */
 void sup_watchdog_request(struct sup *s);
+/* The job committed: what answered the pending request took is learned. */
+void sup_watchdog_answered(struct sup *s);
 int64_t sup_watchdog_wakeup(const struct sup *s);
 /* The job stopped for a stall exited: 1 when the run gives up (the stalls
  * of the run passed max_restarts; said so). */

@@ -274,7 +274,7 @@ void sup_watchdog_tick(struct sup *s)
      * would otherwise be shielded by the request it never hears. */
     const int pending = __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE) !=
                         __atomic_load_n(&s->page->served, __ATOMIC_ACQUIRE);
-    const int saving = pending && p != s->progress_at_request;
+    const int saving = sr_stall_saving(&s->stall, pending && p != s->progress_at_request, t);
     if (s->phase != RUNNING || saving || sr_commits_staging(s->cp)) {
         sr_stall_hold(&s->stall, t); /* checkpointing is no stall */
         return;
@@ -292,8 +292,19 @@ void sup_watchdog_request(struct sup *s)
     /* A request made while another is pending (--every again during a long
      * save) is answered by the same commit: the job heard the first. */
     if (s->page && __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE) ==
-                       __atomic_load_n(&s->page->served, __ATOMIC_ACQUIRE))
+                       __atomic_load_n(&s->page->served, __ATOMIC_ACQUIRE)) {
         s->progress_at_request = __atomic_load_n(&s->page->progress, __ATOMIC_ACQUIRE);
+        s->request_ms = now();
+    }
+}
+
+void sup_watchdog_answered(struct sup *s)
+{
+    if (s->request_ms && s->page &&
+        __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE) !=
+            __atomic_load_n(&s->page->served, __ATOMIC_ACQUIRE))
+        sr_stall_saved(&s->stall, now() - s->request_ms);
+    s->request_ms = 0;
 }
 
 int64_t sup_watchdog_wakeup(const struct sup *s)

@@ -498,13 +498,7 @@ static void add_limit(struct sr_hist_attempt *at, const json_t *ev)
     const char *cause = json_string_value(json_object_get(ev, "cause"));
     if (!cause || at->limit != SR_CAUSE_NONE) /* a group's nodes: the first */
         return;
-    if (strcmp(cause, "time-limit") == 0)
-        at->limit = SR_CAUSE_TIME_LIMIT;
-    else if (strcmp(cause, "budget") == 0)
-        at->limit = SR_CAUSE_BUDGET;
-    else if (strcmp(cause, "pruned") == 0)
-        at->limit = SR_CAUSE_PRUNED;
-    else
+    if ((at->limit = sr_limit_cause_of(cause)) == SR_CAUSE_NONE)
         return;
     snprintf(at->limit_what, sizeof(at->limit_what), "run");
     str_of(ev, "what", at->limit_what, sizeof(at->limit_what));
@@ -765,6 +759,12 @@ static void cause_detail(const struct sr_hist_attempt *a, char *buf, size_t len)
         break;
     case SR_CAUSE_PRUNED:
         snprintf(buf, len, "the sweep's early stopping, at its rung of step %.0f", a->limit_value);
+        break;
+    case SR_CAUSE_CANCELLED:
+        snprintf(buf, len, "the sweep's operator cancelled the trial");
+        break;
+    case SR_CAUSE_PAUSED:
+        snprintf(buf, len, "the sweep was paused with --stop");
         break;
     default:
         break;

@@ -7,6 +7,7 @@
  * to, so a summary can never say more than the event logs could.
  */
 #include "runsum.h"
+#include "runsum_int.h"
 
 #include <errno.h>
 #include <math.h>
@@ -320,13 +321,6 @@ int sr_runsum_parse(const char *buf, size_t len, struct sr_runsum *out)
 
 /* ---- every run of a store ---------------------------------------------------- */
 
-/* What the listing says about one run. */
-struct listed {
-    struct sr_strlist logs; /* names in <run>/events, with their sizes */
-    int done;               /* DONE exists; -1 not listed (ask when it matters) */
-    int summary;            /* SUMMARY.json exists (or may: the file store tries) */
-};
-
 /* 1 when the summary's attempts are exactly those of the listed logs, each
  * a single-node log ("000012.jsonl") of the size it had when the summary
  * folded it: a log that changed since (or a summary that says otherwise)
@@ -351,7 +345,8 @@ static int matches_logs(const struct sr_runsum *r, const struct sr_strlist *logs
 }
 
 /* The run's summary when it is usable, else its event logs. */
-static int load_run(struct sr_store *st, const char *run, struct listed *l, struct sr_runsum *out)
+static int load_run(struct sr_store *st, const char *run, struct sr_runsum_listed *l,
+                    struct sr_runsum *out)
 {
     if (l->summary) {
         char key[512];
@@ -407,8 +402,11 @@ static int starts_with(const char *s, const char *prefix)
 struct loader {
     struct sr_store *st;
     struct sr_strlist runs;
-    struct listed *l;    /* per run */
-    struct sr_runsum *v; /* per run */
+    struct sr_runsum_listed *l; /* per run */
+    struct sr_runsum *v;        /* per run */
+    struct sr_strlist sums;     /* summaries/<run>.json as listed: run, size, ETag */
+    struct sr_strlist snaps;    /* summaries/snap/ as listed */
+    int keyed;                  /* one listing of every key said it all (S3) */
 };
 
 static void loader_free(struct loader *ld)
@@ -417,11 +415,13 @@ static void loader_free(struct loader *ld)
         sr_strlist_free(&ld->l[i].logs);
     free(ld->l);
     sr_strlist_free(&ld->runs);
+    sr_strlist_free(&ld->sums);
+    sr_strlist_free(&ld->snaps);
 }
 
 struct pair {
     char *run;
-    struct listed l;
+    struct sr_runsum_listed l;
 };
 
 static int by_run(const void *a, const void *b)
@@ -464,6 +464,11 @@ static int list_keys(struct loader *ld, const char *prefix)
             continue;
         *slash = '\0';
         const char *run = keys.v[i], *rest = slash + 1;
+        if (strcmp(run, SR_SUMMARIES_DIR) == 0) {
+            rc = sr_runsnap_list_add(&ld->sums, &ld->snaps, rest, sr_strlist_size(&keys, i),
+                                     sr_strlist_etag(&keys, i));
+            continue;
+        }
         if (!sr_manifest_run_id_valid(run))
             continue; /* sweeps/, or not a run */
         size_t k = ld->runs.n;
@@ -472,7 +477,7 @@ static int list_keys(struct loader *ld, const char *prefix)
         } else {
             if (k == cap) {
                 cap = cap ? 2 * cap : 256;
-                struct listed *nl = realloc(ld->l, cap * sizeof(*nl));
+                struct sr_runsum_listed *nl = realloc(ld->l, cap * sizeof(*nl));
                 if (!nl) {
                     rc = -ENOMEM;
                     break;
@@ -492,6 +497,9 @@ static int list_keys(struct loader *ld, const char *prefix)
             ld->l[k].summary = 1;
     }
     sr_strlist_free(&keys);
+    ld->keyed = 1;
+    sr_strlist_sort(&ld->sums);
+    sr_strlist_sort(&ld->snaps);
     return rc < 0 ? rc : sort_runs(ld);
 }
 
@@ -524,7 +532,7 @@ static int list_run(void *ctx, size_t i)
 {
     struct loader *ld = ctx;
     const char *run = ld->runs.v[i];
-    struct listed *l = &ld->l[i];
+    struct sr_runsum_listed *l = &ld->l[i];
     l->done = -1;
     l->summary = 1;
     char key[512];
@@ -556,44 +564,89 @@ static int list_each(struct loader *ld, const char *prefix)
  * that may be gone) and whose LEASE is takeable: that attempt vanished at
  * its last event (its newest keep-alive), as show says (history.h's
  * sr_hist_settle_last), never running. Read again from its logs. */
-static int settle_vanished(struct loader *ld, size_t i)
+static int settle_vanished(struct sr_store *st, const char *run, struct sr_runsum_listed *l,
+                           struct sr_runsum *r)
 {
-    struct sr_runsum *r = &ld->v[i];
     if (!r->n_att || r->att[r->n_att - 1].cause != SR_CAUSE_NONE)
         return 0;
     struct sr_lease_info in;
-    if (sr_lease_read_rank(ld->st, ld->runs.v[i], -1, &in) < 0) {
+    if (sr_lease_read_rank(st, run, -1, &in) < 0) {
         sr_err_clear(); /* no LEASE to go by (a multi-node run's are per node) */
         return 0;
     }
     if (!sr_lease_takeable(&in, sr_wall_ms() / 1000))
         return 0;
-    struct listed *l = &ld->l[i];
     if (l->done < 0) {
-        const int d = sr_ckpt_is_done(ld->st, ld->runs.v[i]);
+        const int d = sr_ckpt_is_done(st, run);
         if (d < 0)
             return d;
         l->done = d;
     }
     struct sr_history h;
     sr_hist_init(&h);
-    int rc = sr_hist_load_logs(ld->st, ld->runs.v[i], &l->logs, l->done, &h);
+    int rc = sr_hist_load_logs(st, run, &l->logs, l->done, &h);
     if (rc == 0) {
         sr_hist_last_is_gone(&h);
         sr_runsum_free(r);
-        rc = sr_runsum_from_history(&h, ld->runs.v[i], r);
+        rc = sr_runsum_from_history(&h, run, r);
         r->from_logs = 1;
     }
     sr_hist_free(&h);
     return rc;
 }
 
+int sr_runsum_read_listed(struct sr_store *st, const char *run, struct sr_runsum_listed *l,
+                          struct sr_runsum *out)
+{
+    int rc = load_run(st, run, l, out);
+    if (rc == 0)
+        rc = settle_vanished(st, run, l, out);
+    if (rc < 0)
+        sr_runsum_free(out);
+    return rc;
+}
+
+int sr_runsum_settle(struct sr_store *st, const char *run, struct sr_runsum *r)
+{
+    if (!r->n_att || r->att[r->n_att - 1].cause != SR_CAUSE_NONE)
+        return 0; /* nothing open: no LEASE to read */
+    struct sr_runsum_listed l = {0};
+    int rc = sr_runsum_list_run(st, run, &l);
+    if (rc == 0)
+        rc = settle_vanished(st, run, &l, r);
+    sr_strlist_free(&l.logs);
+    return rc;
+}
+
+int sr_runsum_list_run(struct sr_store *st, const char *run, struct sr_runsum_listed *l)
+{
+    memset(l, 0, sizeof(*l));
+    char prefix[300];
+    snprintf(prefix, sizeof(prefix), "%s/", run);
+    struct sr_strlist keys;
+    int rc = sr_store_list_keys(st, prefix, &keys);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; rc == 0 && i < keys.n; i++) {
+        const char *rest = keys.v[i] + strlen(prefix);
+        l->keys++;
+        if (strncmp(rest, "events/", 7) == 0 && !strchr(rest + 7, '/'))
+            rc = sr_strlist_push_sized(&l->logs, rest + 7, sr_strlist_size(&keys, i));
+        else if (strcmp(rest, "DONE") == 0)
+            l->done = 1;
+        else if (strcmp(rest, SR_RUNSUM_NAME) == 0)
+            l->summary = 1;
+    }
+    sr_strlist_free(&keys);
+    if (rc < 0)
+        sr_strlist_free(&l->logs);
+    return rc;
+}
+
 static int read_run(void *ctx, size_t i)
 {
     struct loader *ld = ctx;
-    int rc = load_run(ld->st, ld->runs.v[i], &ld->l[i], &ld->v[i]);
-    if (rc == 0)
-        rc = settle_vanished(ld, i);
+    const int rc = sr_runsum_read_listed(ld->st, ld->runs.v[i], &ld->l[i], &ld->v[i]);
     return rc < 0 ? sr_errf(rc, "cannot read the run %s: %s", ld->runs.v[i], sr_strerror(rc)) : 0;
 }
 
@@ -603,8 +656,12 @@ int sr_runsum_load_all(struct sr_store *st, const char *prefix, struct sr_runsum
     *n = 0;
     if (!prefix)
         prefix = "";
+    int rc = sr_runsnap_load(st, prefix, out, n); /* docs/store.md, "summaries/" */
+    if (rc != -EAGAIN)
+        return rc;
+    sr_err_clear(); /* no snapshot to go by, or it would save little: read it all */
     struct loader ld = {.st = st};
-    int rc = list_keys(&ld, prefix);
+    rc = list_keys(&ld, prefix);
     if (rc == -ENOTSUP) { /* the file store: list level by level */
         loader_free(&ld);
         ld = (struct loader){.st = st};
@@ -624,6 +681,8 @@ int sr_runsum_load_all(struct sr_store *st, const char *prefix, struct sr_runsum
         loader_free(&ld);
         return rc;
     }
+    if (ld.keyed && !*prefix) /* a snapshot of the whole store, for the next reader */
+        sr_runsnap_save_full(st, &ld.runs, ld.l, ld.v, &ld.sums, &ld.snaps);
     *out = ld.v;
     *n = ld.runs.n;
     loader_free(&ld);

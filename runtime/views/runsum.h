@@ -57,7 +57,8 @@ struct sr_runsum {
     enum sr_hist_state state;
     struct sr_runsum_attempt *att; /* by attempt number, each once */
     size_t n_att;
-    int from_logs; /* 1: built from the event logs (no usable summary) */
+    int from_logs;     /* 1: built from the event logs (no usable summary) */
+    int from_snapshot; /* 1: taken from a snapshot of summaries/ (docs/store.md) */
 };
 
 void sr_runsum_free(struct sr_runsum *r);
@@ -112,5 +113,10 @@ void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char 
 /* Writes what is pending, stops its thread and frees it (clear the hook
  * first). NULL is fine. */
 void sr_runsum_writer_close(struct sr_runsum_writer *w);
+/* A run that keeps no summary (multi-node) still puts summaries/<run>.json,
+ * a marker that is no summary: a reader of that listing then knows the run
+ * exists and reads its logs (docs/store.md, "summaries/"). A failure is a
+ * warning. */
+void sr_runsum_mark_logs(struct sr_store *st, const char *run);
 
 #endif

@@ -21,6 +21,7 @@
 
 #include "events.h"
 #include "log.h"
+#include "manifest.h"
 
 #define LOGS_MAX 64 /* attempts of this process whose logs it folds */
 
@@ -186,6 +187,12 @@ static int write_summary(struct sr_runsum_writer *w)
     snprintf(key, sizeof(key), "%s/%s", w->run, SR_RUNSUM_NAME);
     if (rc == 0)
         rc = sr_store_put(w->st, key, text, strlen(text));
+    /* The same bytes in summaries/, which one listing returns for every
+     * run (docs/store.md, "summaries/"), written second: it never says
+     * more than <run>/SUMMARY.json. */
+    snprintf(key, sizeof(key), "%s/%s.json", SR_SUMMARIES_DIR, w->run);
+    if (rc == 0)
+        rc = sr_store_put(w->st, key, text, strlen(text));
     free(text);
     json_decref(o);
     sr_runsum_free(&r);
@@ -289,4 +296,18 @@ void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char 
         }
     }
     pthread_mutex_unlock(&w->mu);
+}
+
+void sr_runsum_mark_logs(struct sr_store *st, const char *run)
+{
+    char key[300], text[400];
+    snprintf(key, sizeof(key), "%s/%s.json", SR_SUMMARIES_DIR, run);
+    const int n =
+        snprintf(text, sizeof(text), "{\"run\":\"%s\",\"summary\":\"none: read its logs\"}\n", run);
+    const int rc = sr_store_put(st, key, text, (size_t)n);
+    if (rc < 0) {
+        sr_warn("cannot write %s (spotrun stats may miss this run until its next whole read): %s",
+                key, sr_strerror(rc));
+        sr_err_clear();
+    }
 }

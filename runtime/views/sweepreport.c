@@ -73,10 +73,11 @@ static void head(FILE *f, const struct sr_sweepview *v, double height)
                 "font-size=\"18\" font-weight=\"bold\" fill=\"" SR_SVG_TEXT "\"", line);
     sr_format_iso_ms(v->first_ms, when, sizeof(when));
     snprintf(line, sizeof(line),
-             "%u queued, %u running, %u preempted, %u done, %u failed, %u stopped; %.4f "
-             "instance-hours; first start %s (times UTC)",
+             "%u queued, %u running, %u preempted, %u done, %u failed, %u stopped, %u "
+             "cancelled, %u pruned%s; %.4f instance-hours; first start %s (times UTC)",
              v->counts[SR_SV_QUEUED], v->counts[SR_SV_RUNNING], v->counts[SR_SV_PREEMPTED],
              v->counts[SR_SV_DONE], v->counts[SR_SV_FAILED], v->counts[SR_SV_STOPPED],
+             v->counts[SR_SV_CANCELLED], v->counts[SR_SV_PRUNED], v->steer.paused ? "; paused" : "",
              (double)v->instance_ms / 3600000.0, v->first_ms ? when : "-");
     sr_svg_text(f, 20, 50, "subtitle", "fill=\"" SR_SVG_DIM "\"", line);
 }
@@ -232,7 +233,8 @@ void sr_sweepreport_svg(FILE *f, const struct sr_sweepview *v, const struct sr_s
     if (fr.t1 - fr.t0 < 1000)
         fr.t1 = fr.t0 + 1000;
     const size_t lanes = v->n ? v->n : 1;
-    const double height = TOP + (double)lanes * LANE + 40;
+    const double chart = sr_sv_progress_svg(NULL, v, o, LEFT, W - RIGHT, 0); /* its height */
+    const double height = TOP + (double)lanes * LANE + 40 + chart;
     head(f, v, height);
     legend(f);
     sr_svg_axis(f, &fr, TOP, TOP + (double)lanes * LANE + 4, 1, "UTC");
@@ -243,6 +245,8 @@ void sr_sweepreport_svg(FILE *f, const struct sr_sweepview *v, const struct sr_s
             lane(f, &fr, v, &v->t[order[i]], i);
     }
     free(order);
+    if (chart)
+        sr_sv_progress_svg(f, v, o, LEFT, W - RIGHT, TOP + (double)lanes * LANE + 40);
     fprintf(f, "</svg>\n");
 }
 

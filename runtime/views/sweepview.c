@@ -8,6 +8,7 @@
  * the caller's thread.
  */
 #include "sweepview.h"
+#include "sweepsteer.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -26,7 +27,7 @@
 const char *sr_sv_state_name(enum sr_sv_state s)
 {
     static const char *const names[] = {"queued", "running", "preempted", "done",
-                                        "failed", "stopped", "pruned"};
+                                        "failed", "stopped", "cancelled", "pruned"};
     return names[s];
 }
 
@@ -76,7 +77,7 @@ static int load_trial(struct pool *p, struct sr_sv_trial *t)
     } else {
         return rc;
     }
-    if (t->mark != SR_TRIAL_FAILED)
+    if (t->mark == SR_TRIAL_OPEN || t->mark == SR_TRIAL_DONE)
         return 0;
     rc = sr_sweep_read_end(p->st, p->v->sw->name, t->trial, &r->end);
     if (rc == 0)
@@ -103,6 +104,8 @@ static enum sr_sv_state state_of(const struct sr_sv_trial *t)
         return SR_SV_DONE;
     if (t->mark == SR_TRIAL_FAILED)
         return SR_SV_FAILED;
+    if (t->mark == SR_TRIAL_CANCELLED)
+        return SR_SV_CANCELLED;
     if (t->mark == SR_TRIAL_PRUNED)
         return SR_SV_PRUNED;
     const struct sr_sv_run *r = t->run;
@@ -221,6 +224,8 @@ int sr_sweepview_load(struct sr_store *st, const struct sr_sweep *sw, unsigned t
         rc = sr_sweep_list_ends(st, sw->name, out->n, mark);
     if (rc == 0 && sw->early_stop) /* one listing per rung (sweep_rungs.h) */
         rc = load_rungs(st, out);
+    if (rc == 0) /* the operator's steering (sweep_steer.h) */
+        rc = sr_steer_read(st, sw->name, out->n, &out->steer);
     struct pool p = {.st = st, .v = out, .todo = todo, .now_s = out->now_ms / 1000};
     if (rc == 0)
         rc = list_keys(st, sw->name, out->n, &p.listed);
@@ -275,6 +280,7 @@ void sr_sweepview_free(struct sr_sweepview *v)
         }
     free(v->t);
     free(v->metrics);
+    sr_steer_free(&v->steer);
     memset(v, 0, sizeof(*v));
 }
 
@@ -421,13 +427,23 @@ static void print_table(FILE *f, struct table *t)
     }
 }
 
-static void state_text(const struct sr_sv_trial *t, char *buf, size_t len)
+static void state_text(const struct sr_sweepview *v, const struct sr_sv_trial *t, char *buf,
+                       size_t len)
 {
     const struct sr_sv_run *r = t->run;
+    const int cancelling = sr_steer_cancelled(&v->steer, t->trial);
     if (t->state == SR_SV_RUNNING)
-        snprintf(buf, len, "running on %s", r->lease.host[0] ? r->lease.host : "?");
+        snprintf(buf, len, "running on %s%s", r->lease.host[0] ? r->lease.host : "?",
+                 cancelling ? " (cancelling)" : "");
     else if (t->state == SR_SV_FAILED && r && r->has_end && r->end.cause[0])
         snprintf(buf, len, "failed (%s)", r->end.cause);
+    else if (t->state == SR_SV_CANCELLED && r && r->has_end && r->end.by[0])
+        snprintf(buf, len, "cancelled by %s", r->end.by);
+    else if (t->mark == SR_TRIAL_OPEN && cancelling) /* its mark is on its way */
+        snprintf(buf, len, "cancelled");
+    else if (t->mark == SR_TRIAL_OPEN && sr_steer_priority(&v->steer, t->trial))
+        snprintf(buf, len, "%s, priority %ld", sr_sv_state_name(t->state),
+                 sr_steer_priority(&v->steer, t->trial));
     else if (t->rung) /* early stopping: the highest rung it reached */
         snprintf(buf, len, "%s (rung %u)", sr_sv_state_name(t->state), t->rung - 1u);
     else
@@ -445,7 +461,7 @@ static void print_failures(FILE *f, const struct sr_sweepview *v, const size_t *
         if (!ended || !ended->tail)
             continue;
         char state[320];
-        state_text(tr, state, sizeof(state));
+        state_text(v, tr, state, sizeof(state));
         fprintf(f, "\ntrial %zu (%s) %s, attempt %" PRIu32 ":\n", tr->trial, tr->run_id, state,
                 ended->attempt);
         sr_summary_print_tail(f, "  ", ended->tail);
@@ -473,10 +489,11 @@ static void print_header(FILE *f, const struct sr_sweepview *v, const struct sr_
     for (int s = 0; s <= SR_SV_FAILED; s++)
         fprintf(f, " %u %s%s", v->counts[s], sr_sv_state_name((enum sr_sv_state)s),
                 s < SR_SV_FAILED ? "," : "");
-    for (int s = SR_SV_STOPPED; s < SR_SV_NSTATES; s++)
+    for (int s = SR_SV_STOPPED; s < SR_SV_NSTATES; s++) /* only when a trial is */
         if (v->counts[s])
             fprintf(f, ", %u %s", v->counts[s], sr_sv_state_name((enum sr_sv_state)s));
     fputc('\n', f);
+    sr_sv_paused_print(f, &v->steer);
     char lost[32], plost[32];
     sr_format_duration_ms(v->lost_ms, lost, sizeof(lost));
     sr_format_duration_ms(v->preempted_lost_ms, plost, sizeof(plost));
@@ -527,6 +544,7 @@ void sr_sweepview_print(FILE *f, const struct sr_sweepview *v, const struct sr_s
     print_header(f, v, o);
     sr_sv_workers_print(f, &v->workers, o->prices.spot_per_hour);
     print_best(f, v, o);
+    sr_sv_progress_print(f, v, o);
     const size_t np = sr_sweep_nparams(v->sw), nm = v->n_metrics;
     struct table t = {.rows = v->n + 1, .cols = 1 + np + 7 + nm};
     t.cell = calloc(t.rows * t.cols, sizeof(*t.cell));
@@ -564,7 +582,7 @@ void sr_sweepview_print(FILE *f, const struct sr_sweepview *v, const struct sr_s
             const char *val = sr_sweep_value(v->sw, tr->trial, sr_sweep_param(v->sw, i));
             put(&t, r, c++, val ? val : "-");
         }
-        state_text(tr, buf, sizeof(buf));
+        state_text(v, tr, buf, sizeof(buf));
         put(&t, r, c++, buf);
         /* why its newest ended attempt ended (docs/events.md) */
         const struct sr_hist_attempt *ended = h ? sr_hist_last_ended(h) : NULL;
@@ -593,6 +611,7 @@ void sr_sweepview_print(FILE *f, const struct sr_sweepview *v, const struct sr_s
     fputc('\n', f);
     print_table(f, &t);
     print_failures(f, v, order);
+    sr_sv_steer_print(f, &v->steer);
 out:
     free(order);
     free(t.right);
@@ -623,6 +642,11 @@ static json_t *trial_json(const struct sr_sweepview *v, const struct sr_sv_trial
             json_pack("{s:s,s:i}", "cause", t->run->end.cause, "exit_code", t->run->end.exit_code);
     else if (t->state == SR_SV_FAILED)
         end = json_pack("{s:n,s:n}", "cause", "exit_code");
+    else if ((t->state == SR_SV_CANCELLED || t->state == SR_SV_PRUNED) && t->run && t->run->has_end)
+        end = json_pack("{s:s,s:i,s:s?}", "cause", sr_sv_state_name(t->state), "exit_code",
+                        t->run->end.exit_code, "by", t->run->end.by[0] ? t->run->end.by : NULL);
+    else if (t->state == SR_SV_CANCELLED || t->state == SR_SV_PRUNED)
+        end = json_pack("{s:s,s:n}", "cause", sr_sv_state_name(t->state), "exit_code");
     json_t *met = json_object();
     for (size_t i = 0; h && i < h->n_met; i++)
         json_object_set_new(
@@ -655,6 +679,10 @@ static json_t *trial_json(const struct sr_sweepview *v, const struct sr_sv_trial
                                                                          : json_null());
     json_object_set_new(j, "metrics", met);
     json_object_set_new(j, "rung", t->rung ? json_integer(t->rung - 1) : json_null());
+    json_object_set_new(j, "priority", json_integer(sr_steer_priority(&v->steer, t->trial)));
+    json_object_set_new(
+        j, "cancelled",
+        json_boolean(t->state == SR_SV_CANCELLED || sr_steer_cancelled(&v->steer, t->trial)));
     return j;
 }
 
@@ -718,11 +746,16 @@ json_t *sr_sweepview_json(const struct sr_sweepview *v, const struct sr_sv_opts 
     json_object_set_new(doc, "maximize", maximize);
     json_object_set_new(doc, "sort", o->sort ? json_string(o->sort) : json_null());
     json_object_set_new(doc, "best", best);
+    json_object_set_new(doc, "progress", sr_sv_progress_json(v, o));
     json_object_set_new(doc, "counts", counts);
     json_object_set_new(doc, "totals", totals);
     if (v->workers.n)
         json_object_set_new(doc, "workers",
                             sr_sv_workers_json(&v->workers, o->prices.spot_per_hour));
+    json_object_set_new(doc, "labels",
+                        v->sw->labels ? json_deep_copy(v->sw->labels) : json_object());
+    json_object_set_new(doc, "paused", sr_sv_paused_json(&v->steer));
+    json_object_set_new(doc, "steer", sr_sv_steer_json(&v->steer));
     json_object_set_new(doc, "trials", trials);
     return doc;
 }

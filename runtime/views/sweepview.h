@@ -5,6 +5,8 @@
  *
  * A trial's state:
  *   done / failed   its end mark (sweep.h); failed carries the cause
+ *   cancelled /     its end mark: the sweep's operator cancelled it, early
+ *   pruned          stopping pruned it (the mark says who and why)
  *   running         its run's LEASE is held now (not released, not expired,
  *                   not held by a dead process of this machine)
  *   queued          no attempt ever started
@@ -30,6 +32,7 @@
 #include "lease.h"
 #include "manifest.h"
 #include "sweep.h"
+#include "sweep_steer.h"
 #include "sweepworkers.h"
 
 /* stopped: at a time limit or the sweep's budget, after a checkpoint. */
@@ -40,16 +43,17 @@ enum sr_sv_state {
     SR_SV_DONE,
     SR_SV_FAILED,
     SR_SV_STOPPED,
-    SR_SV_PRUNED /* its end mark: the sweep's early stopping stopped it */
+    SR_SV_CANCELLED, /* its end mark: the sweep's operator cancelled it */
+    SR_SV_PRUNED,    /* its end mark: early stopping ended it */
 };
-#define SR_SV_NSTATES 7
+#define SR_SV_NSTATES 8
 
 /* What the store says of a started trial's run. */
 struct sr_sv_run {
     struct sr_history h;
     int has_lease, lease_held; /* a LEASE, and held by a live owner now */
     struct sr_lease_info lease;
-    int has_end; /* end: the failed mark read (cause, exit code, host) */
+    int has_end; /* end: the failed, cancelled or pruned mark read (cause, exit code, host) */
     struct sr_trial_end_info end;
 };
 
@@ -57,7 +61,7 @@ struct sr_sv_trial {
     size_t trial;
     char run_id[SR_RUN_ID_MAX + 1];
     enum sr_sv_state state;
-    unsigned char mark;    /* SR_TRIAL_OPEN / DONE / FAILED: the end marks' listing */
+    unsigned char mark;    /* SR_TRIAL_*: the end marks' listing */
     struct sr_sv_run *run; /* NULL when the store holds nothing of the run */
     unsigned char rung;    /* early stopping: its highest rung + 1, 0 = none */
 };
@@ -73,6 +77,7 @@ struct sr_sweepview {
     int64_t first_ms, last_ms;                       /* over every attempt; 0 when none */
     int64_t instance_ms, lost_ms, preempted_lost_ms; /* sums over trials */
     struct sr_sv_workers workers;                    /* the workers' own hours */
+    struct sr_steer_state steer; /* the operator's steering: history, pause, priorities */
 };
 
 /* How to show it: prices, the metrics whose best is the maximum (or the
@@ -109,6 +114,30 @@ const struct sr_sv_trial *sr_sweepview_best(const struct sr_sweepview *v,
                                             const struct sr_sv_opts *o, const char **metric);
 /* A trial's instance hours and cost at o's spot price (0 without). */
 double sr_sv_trial_hours(const struct sr_sv_trial *t);
+
+/* The search's progress (sweepprogress.c): one point per ended trial, in
+ * the order they ended: the trial-hours every ended trial has cost so far,
+ * and the best value of metric (o->sort, else the first reported; *metric,
+ * NULL when none) among them. *out is malloc'd (free it), *n points. */
+struct sr_sv_progress {
+    size_t trial;
+    double hours; /* ended trials' instance hours so far */
+    double best;  /* the best value so far (has_best) */
+    int has_best; /* some ended trial so far reported the metric */
+    int improved; /* this trial's value is the new best */
+};
+int sr_sweepview_progress(const struct sr_sweepview *v, const struct sr_sv_opts *o,
+                          const char **metric, struct sr_sv_progress **out, size_t *n);
+/* "search:      best loss 0.12 (trial 7) after 1.2 of 4.5 trial-hours; 12
+ * of 20 trials ended" (nothing before a trial that reported the metric
+ * ended), and --json's "progress" (null before any trial ended). */
+void sr_sv_progress_print(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o);
+json_t *sr_sv_progress_json(const struct sr_sweepview *v, const struct sr_sv_opts *o);
+/* `sweep report`'s chart of it, from x0 to x1 below top; its height (0:
+ * nothing drawn, no trial that reported the metric has ended). f NULL:
+ * the height only. */
+double sr_sv_progress_svg(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o,
+                          double x0, double x1, double top);
 
 /* The header lines and the table of `sweep show`. */
 void sr_sweepview_print(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o);

@@ -785,6 +785,12 @@ int sr_ckpt_clear_run(struct sr_store *st, const char *run_id)
     int rc = check_run(run_id);
     if (rc < 0)
         return rc;
+    /* Its summary in summaries/ first: a reader of that listing never
+     * takes a run for alive once its deletion started. */
+    char sum[KEY_LEN];
+    snprintf(sum, sizeof(sum), "%s/%s.json", SR_SUMMARIES_DIR, run_id);
+    if ((rc = sr_store_delete(st, sum)) < 0)
+        return rc;
     struct sr_strlist names;
     if ((rc = sr_store_list(st, run_id, &names)) < 0)
         return rc;

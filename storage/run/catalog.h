@@ -160,7 +160,8 @@ int sr_ckpt_gc_held(struct sr_store *st, const char *run_id, unsigned keep, unsi
 /* DONE marker. */
 int sr_ckpt_mark_done(struct sr_store *st, const char *run_id);
 int sr_ckpt_is_done(struct sr_store *st, const char *run_id); /* 1, 0, or -errno */
-/* Deletes the whole run but its LEASE (the caller may hold it). */
+/* Deletes the whole run but its LEASE (the caller may hold it), its
+ * summaries/<run>.json first. */
 int sr_ckpt_clear_run(struct sr_store *st, const char *run_id);
 
 /* Runs in the store (names of top-level entries that are valid run ids). */

@@ -4,6 +4,8 @@
 #include "outcome.h"
 
 #include <signal.h>
+#include <stddef.h>
+#include <string.h>
 
 #include "exits.h"
 
@@ -38,7 +40,10 @@ enum sr_hist_cause sr_end_cause(enum sr_stop stop, enum sr_hist_cause limit, int
     case SR_STOP_STALL:
         return SR_CAUSE_STALLED;
     case SR_STOP_LIMIT:
-        return limit == SR_CAUSE_BUDGET || limit == SR_CAUSE_PRUNED ? limit : SR_CAUSE_TIME_LIMIT;
+        return limit == SR_CAUSE_BUDGET || limit == SR_CAUSE_CANCELLED ||
+                       limit == SR_CAUSE_PAUSED || limit == SR_CAUSE_PRUNED
+                   ? limit
+                   : SR_CAUSE_TIME_LIMIT;
     case SR_STOP_NOTICE:
         return SR_CAUSE_PREEMPTED;
     case SR_STOP_NONE:
@@ -135,9 +140,9 @@ void sr_attempt_end(const struct sr_end_facts *f, struct sr_end *o)
 
 const char *sr_hist_cause_name(enum sr_hist_cause c)
 {
-    static const char *const names[] = {"",        "done",       "preempted", "vanished",
-                                        "crashed", "oom",        "stalled",   "time-limit",
-                                        "budget",  "lease-lost", "pruned"};
+    static const char *const names[] = {
+        "",           "done",   "preempted",  "vanished",  "crashed", "oom",   "stalled",
+        "time-limit", "budget", "lease-lost", "cancelled", "paused",  "pruned"};
     return (unsigned)c < SR_CAUSE_COUNT ? names[c] : "";
 }
 
@@ -145,4 +150,14 @@ const char *sr_stop_name(enum sr_stop s)
 {
     static const char *const names[] = {"none", "notice", "limit", "stall", "lease"};
     return (unsigned)s <= SR_STOP_LEASE ? names[s] : "";
+}
+
+enum sr_hist_cause sr_limit_cause_of(const char *name)
+{
+    static const enum sr_hist_cause limits[] = {
+        SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET, SR_CAUSE_CANCELLED, SR_CAUSE_PAUSED, SR_CAUSE_PRUNED};
+    for (size_t i = 0; name && i < sizeof(limits) / sizeof(limits[0]); i++)
+        if (strcmp(name, sr_hist_cause_name(limits[i])) == 0)
+            return limits[i];
+    return SR_CAUSE_NONE;
 }

@@ -47,6 +47,8 @@ enum sr_hist_cause {
     SR_CAUSE_TIME_LIMIT, /* a time limit stopped it (a "limit" event) */
     SR_CAUSE_BUDGET,     /* a budget stopped it (a "limit" event) */
     SR_CAUSE_LEASE_LOST, /* another wrapper took the run over ("lease_lost") */
+    SR_CAUSE_CANCELLED,  /* its sweep's operator cancelled the trial (a "limit" event) */
+    SR_CAUSE_PAUSED,     /* its sweep was paused with --stop (a "limit" event) */
     SR_CAUSE_PRUNED,     /* the sweep's early stopping ended it (a "limit" event) */
     SR_CAUSE_COUNT
 };
@@ -64,7 +66,7 @@ enum sr_stop {
 
 struct sr_end_facts {
     enum sr_stop stop;
-    enum sr_hist_cause limit; /* SR_STOP_LIMIT: SR_CAUSE_TIME_LIMIT, _BUDGET or _PRUNED */
+    enum sr_hist_cause limit; /* SR_STOP_LIMIT: TIME_LIMIT, BUDGET, CANCELLED, PAUSED, PRUNED */
     int code;                 /* the job's status as a shell says it: its exit code, 128+N */
     int signaled;             /* it died of signal code - 128 */
     int oom;                  /* it died in an OOM kill of its memory cgroup */
@@ -110,6 +112,9 @@ int sr_end_failure_code(int code);
 int sr_end_stop_code(enum sr_stop stop, int multinode);
 
 const char *sr_hist_cause_name(enum sr_hist_cause c);
+/* The limit cause a "limit" event names ("time-limit", "budget",
+ * "cancelled", "paused"), SR_CAUSE_NONE for any other word. */
+enum sr_hist_cause sr_limit_cause_of(const char *name);
 const char *sr_stop_name(enum sr_stop s);
 
 #endif

@@ -656,7 +656,13 @@ long sr_sweep_trial_of(const char *name, const char *run_id)
 
 /* ---- end marks --------------------------------------------------------------- */
 
-static const char *const end_names[] = {"", "done", "failed", "pruned"};
+static const char *const end_names[] = {"", "done", "failed", "cancelled", "pruned"};
+#define N_ENDS (sizeof(end_names) / sizeof(end_names[0]))
+
+const char *sr_trial_end_name(enum sr_trial_end s)
+{
+    return (unsigned)s < N_ENDS ? end_names[s] : "";
+}
 
 static void end_key(char *buf, size_t len, const char *name, size_t trial, enum sr_trial_end s)
 {
@@ -666,8 +672,7 @@ static void end_key(char *buf, size_t len, const char *name, size_t trial, enum 
 int sr_sweep_mark_end(struct sr_store *st, const char *name, size_t trial,
                       const struct sr_trial_end_info *end)
 {
-    if (end->state != SR_TRIAL_DONE && end->state != SR_TRIAL_FAILED &&
-        end->state != SR_TRIAL_PRUNED)
+    if (end->state == SR_TRIAL_OPEN || (unsigned)end->state >= N_ENDS)
         return -EINVAL;
     char key[256];
     end_key(key, sizeof(key), name, trial, end->state);
@@ -676,6 +681,8 @@ int sr_sweep_mark_end(struct sr_store *st, const char *name, size_t trial,
                           end->exit_code, "host", end->host, "unix_ms", (json_int_t)end->unix_ms);
     if (o && end->cause[0])
         json_object_set_new(o, "cause", json_string(end->cause));
+    if (o && end->by[0])
+        json_object_set_new(o, "by", json_string(end->by));
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     if (!s)
@@ -719,6 +726,8 @@ static int read_mark(struct sr_store *st, const char *name, size_t trial, enum s
         sr_term_safe(json_string_value(v), end->cause, sizeof(end->cause)); /* sweep show */
     if ((v = json_object_get(o, "host")) && json_is_string(v))
         sr_term_safe(json_string_value(v), end->host, sizeof(end->host));
+    if ((v = json_object_get(o, "by")) && json_is_string(v))
+        sr_term_safe(json_string_value(v), end->by, sizeof(end->by));
     json_decref(o);
     sr_err_clear();
     return 0;
@@ -728,10 +737,10 @@ int sr_sweep_read_end(struct sr_store *st, const char *name, size_t trial,
                       struct sr_trial_end_info *end)
 {
     memset(end, 0, sizeof(*end));
-    int rc = read_mark(st, name, trial, SR_TRIAL_DONE, end);
-    if (rc == -ENOENT)
-        rc = read_mark(st, name, trial, SR_TRIAL_FAILED, end);
-    return rc == -ENOENT ? read_mark(st, name, trial, SR_TRIAL_PRUNED, end) : rc;
+    int rc = -ENOENT;
+    for (unsigned s = SR_TRIAL_DONE; s < N_ENDS && rc == -ENOENT; s++)
+        rc = read_mark(st, name, trial, (enum sr_trial_end)s, end);
+    return rc;
 }
 
 int sr_sweep_read_failed(struct sr_store *st, const char *name, size_t trial,
@@ -744,7 +753,7 @@ int sr_sweep_read_failed(struct sr_store *st, const char *name, size_t trial,
 int sr_sweep_clear_end(struct sr_store *st, const char *name, size_t trial)
 {
     int rc = 0;
-    for (int s = SR_TRIAL_DONE; s <= SR_TRIAL_PRUNED && rc == 0; s++) {
+    for (unsigned s = SR_TRIAL_DONE; s < N_ENDS && rc == 0; s++) {
         char key[256];
         end_key(key, sizeof(key), name, trial, (enum sr_trial_end)s);
         rc = sr_store_delete(st, key);
@@ -752,14 +761,23 @@ int sr_sweep_clear_end(struct sr_store *st, const char *name, size_t trial)
     return rc;
 }
 
+int sr_sweep_clear_mark(struct sr_store *st, const char *name, size_t trial, enum sr_trial_end s)
+{
+    if (s == SR_TRIAL_OPEN || (unsigned)s >= N_ENDS)
+        return -EINVAL;
+    char key[256];
+    end_key(key, sizeof(key), name, trial, s);
+    return sr_store_delete(st, key);
+}
+
 int sr_sweep_remove(struct sr_store *st, const char *name)
 {
     if (!sr_sweep_name_valid(name))
         return -EINVAL;
-    /* budget: sweep_budget.h; workers: sweep_workers.h */
-    const char *const dirs[] = {"def", "end", "budget", "workers"};
+    /* budget: sweep_budget.h; workers: sweep_workers.h; steer: sweep_steer.h */
+    const char *const dirs[] = {"def", "end", "budget", "workers", "steer"};
     int rc = 0;
-    for (size_t d = 0; d < 4 && rc == 0; d++) {
+    for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]) && rc == 0; d++) {
         char prefix[256];
         snprintf(prefix, sizeof(prefix), "sweeps/%s/%s", name, dirs[d]);
         struct sr_strlist l;
@@ -790,13 +808,10 @@ int sr_sweep_list_ends(struct sr_store *st, const char *name, size_t n, unsigned
         const long k = dot ? trial_number(l.v[i], (size_t)(dot - l.v[i])) : -1;
         if (k < 0 || (size_t)k >= n)
             continue;
-        /* done wins: the job did succeed once */
-        if (strcmp(dot + 1, "done") == 0)
-            state[k] = SR_TRIAL_DONE;
-        else if (strcmp(dot + 1, "failed") == 0 && state[k] != SR_TRIAL_DONE)
-            state[k] = SR_TRIAL_FAILED;
-        else if (strcmp(dot + 1, "pruned") == 0 && state[k] == SR_TRIAL_OPEN)
-            state[k] = SR_TRIAL_PRUNED;
+        /* done wins: the job did succeed once; then the first in end_names */
+        for (unsigned e = SR_TRIAL_DONE; e < N_ENDS; e++)
+            if (strcmp(dot + 1, end_names[e]) == 0 && (state[k] == SR_TRIAL_OPEN || state[k] > e))
+                state[k] = (unsigned char)e;
     }
     sr_strlist_free(&l);
     return 0;

@@ -8,7 +8,8 @@
  *   sweeps/<name>/end/<K>.done      trial K ended: the job exited 0
  *   sweeps/<name>/end/<K>.failed    trial K failed past --max-restarts
  *                                   ({"exit_code","cause","unix_ms","host"})
- *   sweeps/<name>/end/<K>.pruned    trial K was stopped by the sweep's early stopping
+ *   sweeps/<name>/end/<K>.cancelled trial K was cancelled (sweep cancel), and
+ *   sweeps/<name>/end/<K>.pruned    pruned (early stopping): the same fields
  *   sweeps/<name>/rungs/...         early stopping's rung records (sweep_rungs.h)
  *   <name>-<K>/SWEEP                trial K's run is this sweep's: {"sweep","id","trial"},
  *                                   written create-only by the trial's first wrapper
@@ -131,14 +132,18 @@ enum sr_trial_end {
     SR_TRIAL_OPEN = 0,
     SR_TRIAL_DONE = 1,
     SR_TRIAL_FAILED = 2,
-    SR_TRIAL_PRUNED = 3, /* stopped by early stopping (exit 124), checkpoint kept */
+    SR_TRIAL_CANCELLED = 3, /* its sweep's operator cancelled it (sweep_steer.h) */
+    SR_TRIAL_PRUNED = 4,    /* early stopping ended it */
 };
+/* "done", "failed", "cancelled", "pruned" ("" for open). */
+const char *sr_trial_end_name(enum sr_trial_end s);
 struct sr_trial_end_info {
     enum sr_trial_end state;
     int exit_code;   /* the job's last exit code (failed), 0 (done) */
     char cause[64];  /* "exit 3", "signal KILL" (failed), "pruned" */
     int64_t unix_ms; /* when it ended */
     char host[128];
+    char by[128]; /* who ended it (cancelled: the operator's user@host), "" = unsaid */
 };
 /* Marks trial ended (create-only: a mark already there stays, 0). */
 int sr_sweep_mark_end(struct sr_store *st, const char *name, size_t trial,
@@ -151,6 +156,8 @@ int sr_sweep_read_failed(struct sr_store *st, const char *name, size_t trial,
                          struct sr_trial_end_info *end);
 /* Removes trial's marks (run --fresh of a trial). */
 int sr_sweep_clear_end(struct sr_store *st, const char *name, size_t trial);
+/* Removes trial's mark of one state only (sweep retry: never a done one). */
+int sr_sweep_clear_mark(struct sr_store *st, const char *name, size_t trial, enum sr_trial_end s);
 /* One listing of end/: state[K] for K < n (SR_TRIAL_OPEN when unmarked). */
 int sr_sweep_list_ends(struct sr_store *st, const char *name, size_t n, unsigned char *state);
 /* Removes the sweep's definition (part 0 first: from then on the sweep is

@@ -253,8 +253,10 @@ static int add_name(struct sr_strlist *out, const char *prefix, const char *name
 }
 
 /* Appends a whole key below root (the store's prefix), slashes and all,
- * with its Size (SR_SIZE_UNKNOWN when the answer has none). */
-static int add_key(struct sr_strlist *out, const char *root, const char *key, const char *size)
+ * with its Size (SR_SIZE_UNKNOWN when the answer has none) and its ETag
+ * without quotes (NULL when none). */
+static int add_key(struct sr_strlist *out, const char *root, const char *key, const char *size,
+                   const char *etag)
 {
     const size_t rl = strlen(root);
     if (!key || strncmp(key, root, rl) != 0 || !key[rl] || strlen(key + rl) >= 2048)
@@ -264,7 +266,14 @@ static int add_key(struct sr_strlist *out, const char *root, const char *key, co
     const unsigned long long n =
         size && *size >= '0' && *size <= '9' ? strtoull(size, &end, 10) : 0;
     const int known = size && end && !*end && !errno;
-    return sr_strlist_push_sized(out, key + rl, known ? (uint64_t)n : SR_SIZE_UNKNOWN);
+    char tag[SR_ETAG_MAX] = "";
+    if (etag) {
+        const size_t el = strlen(etag);
+        const int quoted = el >= 2 && etag[0] == '"' && etag[el - 1] == '"';
+        snprintf(tag, sizeof(tag), "%.*s", (int)(quoted ? el - 2 : el), etag + quoted);
+    }
+    return sr_strlist_push_tagged(out, key + rl, known ? (uint64_t)n : SR_SIZE_UNKNOWN,
+                                  *tag ? tag : NULL);
 }
 
 int sr_s3_parse_list(const char *xml, size_t len, const char *prefix, struct sr_strlist *out,
@@ -292,9 +301,10 @@ int sr_s3_parse_list_as(const char *xml, size_t len, const char *prefix, int key
         const char *n = local(c);
         char *t = NULL;
         if (strcmp(n, "Contents") == 0 && keys) {
-            char *size = child_text(c, "Size");
-            rc = add_key(out, prefix, t = child_text(c, "Key"), size);
+            char *size = child_text(c, "Size"), *etag = child_text(c, "ETag");
+            rc = add_key(out, prefix, t = child_text(c, "Key"), size, etag);
             xmlFree(size);
+            xmlFree(etag);
         } else if (strcmp(n, "Contents") == 0)
             rc = add_name(out, prefix, t = child_text(c, "Key"));
         else if (strcmp(n, "CommonPrefixes") == 0)

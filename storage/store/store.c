@@ -40,6 +40,12 @@ int sr_strlist_push(struct sr_strlist *l, const char *s)
                 return sr_errf(-ENOMEM, "cannot grow a list: %s", strerror(ENOMEM));
             l->sizes = z;
         }
+        if (l->etags) {
+            char **e = realloc(l->etags, cap * sizeof(*e));
+            if (!e)
+                return sr_errf(-ENOMEM, "cannot grow a list: %s", strerror(ENOMEM));
+            l->etags = e;
+        }
         l->cap = cap;
     }
     char *d = strdup(s);
@@ -47,6 +53,8 @@ int sr_strlist_push(struct sr_strlist *l, const char *s)
         return sr_errf(-ENOMEM, "cannot grow a list: %s", strerror(ENOMEM));
     if (l->sizes)
         l->sizes[l->n] = SR_SIZE_UNKNOWN;
+    if (l->etags)
+        l->etags[l->n] = NULL;
     l->v[l->n++] = d;
     return 0;
 }
@@ -66,9 +74,32 @@ int sr_strlist_push_sized(struct sr_strlist *l, const char *s, uint64_t size)
     return rc;
 }
 
+int sr_strlist_push_tagged(struct sr_strlist *l, const char *s, uint64_t size, const char *etag)
+{
+    if (!l->etags) {
+        l->etags = calloc(l->cap ? l->cap : 1, sizeof(*l->etags));
+        if (!l->etags)
+            return sr_errf(-ENOMEM, "cannot grow a list: %s", strerror(ENOMEM));
+    }
+    char *e = etag ? strdup(etag) : NULL;
+    if (etag && !e)
+        return sr_errf(-ENOMEM, "cannot grow a list: %s", strerror(ENOMEM));
+    const int rc = sr_strlist_push_sized(l, s, size);
+    if (rc == 0)
+        l->etags[l->n - 1] = e;
+    else
+        free(e);
+    return rc;
+}
+
 uint64_t sr_strlist_size(const struct sr_strlist *l, size_t i)
 {
     return l->sizes && i < l->n ? l->sizes[i] : SR_SIZE_UNKNOWN;
+}
+
+const char *sr_strlist_etag(const struct sr_strlist *l, size_t i)
+{
+    return l->etags && i < l->n ? l->etags[i] : NULL;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -79,6 +110,7 @@ static int cmp_str(const void *a, const void *b)
 struct sized {
     char *s;
     uint64_t size;
+    char *etag;
 };
 
 static int cmp_sized(const void *a, const void *b)
@@ -90,30 +122,42 @@ void sr_strlist_sort(struct sr_strlist *l)
 {
     if (l->n < 2)
         return;
-    struct sized *p = l->sizes ? malloc(l->n * sizeof(*p)) : NULL;
+    struct sized *p = l->sizes || l->etags ? malloc(l->n * sizeof(*p)) : NULL;
     if (!p) { /* no sizes; or no memory for them: they are unknown then */
         free(l->sizes);
         l->sizes = NULL;
+        for (size_t i = 0; l->etags && i < l->n; i++)
+            free(l->etags[i]);
+        free(l->etags);
+        l->etags = NULL;
         qsort(l->v, l->n, sizeof(*l->v), cmp_str);
         return;
     }
     for (size_t i = 0; i < l->n; i++)
-        p[i] = (struct sized){l->v[i], l->sizes[i]};
+        p[i] = (struct sized){l->v[i], sr_strlist_size(l, i), l->etags ? l->etags[i] : NULL};
     qsort(p, l->n, sizeof(*p), cmp_sized);
     for (size_t i = 0; i < l->n; i++) {
         l->v[i] = p[i].s;
-        l->sizes[i] = p[i].size;
+        if (l->sizes)
+            l->sizes[i] = p[i].size;
+        if (l->etags)
+            l->etags[i] = p[i].etag;
     }
     free(p);
 }
 
 void sr_strlist_free(struct sr_strlist *l)
 {
-    for (size_t i = 0; i < l->n; i++)
+    for (size_t i = 0; i < l->n; i++) {
         free(l->v[i]);
+        if (l->etags)
+            free(l->etags[i]);
+    }
     free(l->v);
     free(l->sizes);
+    free(l->etags);
     l->sizes = NULL;
+    l->etags = NULL;
     l->v = NULL;
     l->n = l->cap = 0;
 }
@@ -507,10 +551,14 @@ void sr_strlist_drop_hidden(struct sr_strlist *l)
     for (size_t i = 0; i < l->n; i++) {
         if (l->v[i][0] == '.') {
             free(l->v[i]);
+            if (l->etags)
+                free(l->etags[i]);
             continue;
         }
         if (l->sizes)
             l->sizes[w] = l->sizes[i];
+        if (l->etags)
+            l->etags[w] = l->etags[i];
         l->v[w++] = l->v[i];
     }
     l->n = w;

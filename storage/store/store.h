@@ -26,18 +26,24 @@ struct sr_store;
 
 /* A sorted, owned list of strings. A listing that says each object's
  * size (sr_store_list_keys on S3) also fills sizes (NULL otherwise):
- * sizes[i] is v[i]'s size in bytes, SR_SIZE_UNKNOWN where not said. */
+ * sizes[i] is v[i]'s size in bytes, SR_SIZE_UNKNOWN where not said; one
+ * that says each object's ETag fills etags likewise (NULL where not said). */
 #define SR_SIZE_UNKNOWN UINT64_MAX
 struct sr_strlist {
     char **v;
     size_t n, cap;
     uint64_t *sizes;
+    char **etags;
 };
 int sr_strlist_push(struct sr_strlist *l, const char *s);
 /* As push, with s's size (makes sizes when it is NULL). */
 int sr_strlist_push_sized(struct sr_strlist *l, const char *s, uint64_t size);
+/* As push_sized, with s's ETag too (NULL: unknown; makes etags when it is NULL). */
+int sr_strlist_push_tagged(struct sr_strlist *l, const char *s, uint64_t size, const char *etag);
 /* v[i]'s size, SR_SIZE_UNKNOWN when the listing did not say it. */
 uint64_t sr_strlist_size(const struct sr_strlist *l, size_t i);
+/* v[i]'s ETag, NULL when the listing did not say it. */
+const char *sr_strlist_etag(const struct sr_strlist *l, size_t i);
 void sr_strlist_sort(struct sr_strlist *l);
 /* Drops the dot-names (a backend's hidden objects), sizes kept in step. */
 void sr_strlist_drop_hidden(struct sr_strlist *l);
@@ -103,7 +109,8 @@ int sr_store_list(struct sr_store *st, const char *prefix, struct sr_strlist *ou
  * rather than a "directory" ("lr-search-" lists the objects of every run
  * of that name), sorted, in as few requests as the backend allows (S3:
  * ListObjectsV2 without a delimiter, 1000 keys per request), with each
- * object's size (out->sizes). -ENOTSUP when
+ * object's size (out->sizes) and, where the answer says it, its ETag
+ * (out->etags: the one sr_store_get_etag gives). -ENOTSUP when
  * the backend has no such listing (file: its directories are local, list
  * them level by level). */
 int sr_store_list_keys(struct sr_store *st, const char *prefix, struct sr_strlist *out);

@@ -63,7 +63,7 @@ s3_start() {
     # cipher that Node 20 disables by default (paged listings fail without).
     # S3_CONDITIONAL=1 s3_start: the server honours If-None-Match / If-Match
     # on writes (tests/s3/conditional.js); by default it ignores them.
-    S3RVER_CONDITIONAL=${S3_CONDITIONAL:-} \
+    S3RVER_CONDITIONAL=${S3_CONDITIONAL:-} S3RVER_REQUEST_LOG=$TRASH/s3.requests \
         node --openssl-legacy-provider "$dir/server.js" "$TRASH/s3data" bkt other >"$TRASH/s3.log" 2>&1 &
     S3_PID=$!
     trap 's3_stop' EXIT
@@ -93,6 +93,25 @@ s3_env() {
         AWS_CONTAINER_CREDENTIALS_FULL_URI AWS_CONTAINER_CREDENTIALS_RELATIVE_URI \
         AWS_CONTAINER_AUTHORIZATION_TOKEN
     export AWS_SHARED_CREDENTIALS_FILE=$TRASH/no-aws-credentials AWS_CONFIG_FILE=$TRASH/no-aws-config
+}
+
+# s3_count FILE CMD...: runs CMD; the requests it made (the lines it added
+# to the server's request log, "KIND METHOD URL": tests/s3/server.js) go
+# to FILE; CMD's exit code. Counted by the local server only (not RGW).
+s3_count() {
+    local out=$1 before
+    shift
+    before=$(wc -l <"$TRASH/s3.requests" 2>/dev/null || echo 0)
+    "$@"
+    local rc=$?
+    tail -n +"$((before + 1))" "$TRASH/s3.requests" >"$out"
+    return $rc
+}
+
+# s3_requests FILE [KIND]: how many requests FILE (of s3_count) holds, of
+# KIND (LIST, GET, PUT, HEAD, DELETE) or all.
+s3_requests() {
+    if [ -n "${2:-}" ]; then grep -c "^$2 " "$1" || true; else wc -l <"$1"; fi
 }
 
 s3_stop() {

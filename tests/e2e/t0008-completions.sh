@@ -43,6 +43,7 @@ test_expect_success 'bash: a command'"'"'s options come from its --help' '
     bash_complete spotrun run --max-r >got && test "$(cat got)" = --max-restarts &&
     bash_complete spotrun show --js >got && test "$(cat got)" = --json &&
     bash_complete spotrun sweep w >got && test "$(cat got)" = work &&
+    test "$(bash_complete spotrun sweep can)" = cancel &&
     bash_complete spotrun sweep init --para >got && grep -x -- --param got
 '
 

@@ -89,7 +89,7 @@ test_expect_success 'the header counts the trials per state' '
 '
 
 test_expect_success 'metrics: last/best per trial, a column per metric; acc is best largest' '
-    head -n 7 show.out | grep -E "^TRIAL +lr +seed +STATE .* loss last/min +acc last/max$" &&
+    head -n 8 show.out | grep -E "^TRIAL +lr +seed +STATE .* loss last/min +acc last/max$" &&
     row 0 | grep -E " 0\.75/0\.5 +0\.75/0\.75$" &&
     row 2 | grep -E " 0\.3/0\.2 +0\.9/0\.9$" &&
     row 3 | grep -E " 9/9 +-$" &&
@@ -158,7 +158,7 @@ d = json.load(open("sw.json"))
 assert d["schema_version"] == 1 and d["sweep"] == "sw", d
 assert d["params"] == ["lr", "seed"], d["params"]
 assert d["counts"] == {"queued": 2, "running": 0, "preempted": 2, "done": 3, "failed": 1,
-                       "stopped": 0, "pruned": 0}, d["counts"]
+                       "stopped": 0, "cancelled": 0, "pruned": 0}, d["counts"]
 t = d["trials"]
 assert [x["trial"] for x in t] == list(range(8))
 assert [x["state"] for x in t] == ["done", "failed", "done", "preempted", "done", "queued",
@@ -253,6 +253,37 @@ s = json.load(open(\"s7.json\"))
 assert s[\"attempts\"] == 1, s[\"attempts\"]
 " &&
     kill $pid && { wait $pid || :; }
+'
+
+# The search's progress: the best value against the trial-hours the ended
+# trials cost, in the order they ended (run one by one here: 3, 1, 2, 0.5;
+# trial 4 never runs).
+test_expect_success 'search progress: the best so far over trial-hours, in show, --json and report' '
+    "$SPOTRUN" sweep init prog --param x=3,1,2,0.5,9 -- \
+        sh -c "\"\$SPOTRUN_BIN\" metric --step 1 loss={x}" >/dev/null &&
+    for k in 0 1 2 3; do "$SPOTRUN" run --sweep prog --trial $k 2>/dev/null || return 1; done &&
+    "$SPOTRUN" sweep show prog >prog.out &&
+    cat prog.out &&
+    grep -E "^search: +best loss 0.5 \(trial 3\) after ([0-9.]+) of \1 trial-hours; 4 of 5 trials ended$" prog.out &&
+    "$SPOTRUN" sweep show prog --json >prog.json &&
+    "$PY" -c "
+import json
+p = json.load(open(\"prog.json\"))[\"progress\"]
+pts = p[\"points\"]
+assert p[\"metric\"] == \"loss\" and p[\"maximize\"] is False, p
+assert [q[\"trial\"] for q in pts] == [0, 1, 2, 3], pts
+assert [q[\"best\"] for q in pts] == [3, 1, 1, 0.5], pts
+assert [q[\"improved\"] for q in pts] == [True, True, False, True], pts
+assert all(a[\"hours\"] < b[\"hours\"] for a, b in zip(pts, pts[1:])), pts
+assert p[\"best_after_hours\"] == pts[3][\"hours\"] == p[\"hours\"], p
+" &&
+    "$SPOTRUN" sweep report prog -o prog.svg &&
+    xmllint --noout prog.svg &&
+    test "$(grep -c "<circle class=\"improved\"" prog.svg)" -eq 3 &&
+    grep "trial 3: loss 0.5 after" prog.svg &&
+    "$SPOTRUN" sweep init none --param x=1 -- true >/dev/null &&
+    "$SPOTRUN" sweep show none --json | "$PY" -c "import json, sys; assert json.load(sys.stdin)[\"progress\"] is None" &&
+    ! "$SPOTRUN" sweep show none | grep "^search:"
 '
 
 test_done

@@ -82,7 +82,7 @@ test_expect_success 'after a crash the job resumes: resumed(), restored_step(), 
     "$SPOTRUN" run --run-id res --max-restarts 1 --backoff 0 -- "$PY" job.py 0.2 crash >res.log 2>&1 &&
     cat res.log &&
     grep "^active=True resumed=False step=None attempt=0" res.log &&
-    grep "^seq 1$" res.log &&
+    grep -E "^seq 1([^0-9]|$)" res.log && # (a wrapper line may follow on it: print writes "\n" apart)
     grep "^active=True resumed=True step=41 attempt=1" res.log &&
     grep "^loaded step 41" res.log
 '

@@ -30,7 +30,8 @@ a = d[\"attempt_list\"]
 assert [x[\"cause\"] for x in a] == [\"done\"] and a[0][\"cause_detail\"] is None
 assert d[\"last_cause\"] == \"done\" and d[\"causes\"][\"done\"] == 1
 assert set(d[\"causes\"]) == {\"done\", \"preempted\", \"vanished\", \"crashed\", \"oom\", \"stalled\",
-                              \"time-limit\", \"budget\", \"lease-lost\", \"pruned\"}
+                              \"time-limit\", \"budget\", \"lease-lost\", \"cancelled\",
+                              \"paused\", \"pruned\"}
 "
 '
 
@@ -223,7 +224,8 @@ for line in open(\"pm.jsonl\"):
     if s[\"name\"] == \"spotrun_attempt_ends_total\":
         ends[s[\"labels\"][\"cause\"]] = s[\"value\"]
 want = {\"done\": 1, \"preempted\": 0, \"vanished\": 0, \"crashed\": 0, \"oom\": 1, \"stalled\": 1,
-        \"time-limit\": 1, \"budget\": 1, \"lease-lost\": 1, \"pruned\": 0}
+        \"time-limit\": 1, \"budget\": 1, \"lease-lost\": 1, \"cancelled\": 0,
+        \"paused\": 0, \"pruned\": 0}
 assert ends == want, ends
 " &&
     "$SPOTRUN" show pm >show-pm.out &&

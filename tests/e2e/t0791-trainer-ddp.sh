@@ -8,7 +8,7 @@
 # the plain script's weights, and so it does preempted at a random step,
 # mid-epoch, by a notice or by SIGTERM to every process of the job, the
 # rerun on another "node" (a fresh directory: the trainer's own snapshot
-# is not there), bit for bit. SIGTERM reaches the launcher too, which
+# is not there), bit for bit; and so it does when one rank freezes. SIGTERM reaches the launcher too, which
 # must not forward it (from inside the job it would kill the ranks).
 . "$(dirname "$0")/lib.sh"
 . "$SRCDIR/tests/e2e/trainers/lib.sh"
@@ -63,5 +63,33 @@ for how in notice group; do
         cmp ref/w.txt node2-$how/w.txt
     '
 done
+
+# A frozen rank: rank 1 stopped (SIGSTOP) mid-epoch, rank 0 waits for it in
+# an allreduce; the stall watchdog names the stopped rank, stops the job
+# and restarts it from its newest checkpoint, which ends with the plain
+# script's weights.
+test_expect_success 'a frozen rank (SIGSTOP) mid-epoch: stalled, restarted from its checkpoint, the same weights' '
+    n=$((4 + RANDOM % 16))
+    say "rank 1 frozen after $n steps"
+    mkdir frozen
+    (cd frozen && exec "$SPOTRUN" run --run-id frozen --stall-timeout 8s --every 1s --backoff 10ms -- \
+        "$PY" -m spotrun.launch --nproc-per-node 2 "$TR/ddp_snapshot.spotrun.py" 4 2 --pace 0.15 \
+        --out w.txt) >frozen.log 2>&1 &
+    w=$!
+    wait_lines frozen.log "$STEP_LINE" $n 120 || { kill -TERM $w; wait $w; cat frozen.log; exit 1; }
+    launcher=$(job_pid $w) &&
+    rank1=$(for p in $(pgrep -P "$launcher"); do
+        tr "\0" "\n" </proc/$p/environ | grep -qx RANK=1 && echo $p; done) &&
+    test -n "$rank1" &&
+    say "stopping rank 1 (pid $rank1)" &&
+    kill -STOP "$rank1" &&
+    rc=0 && { wait $w || rc=$?; } &&
+    cat frozen.log &&
+    test $rc -eq 0 &&
+    grep "the job is stalled; stopping it (suspect: pid $rank1 (python[0-9.]*) state T" frozen.log &&
+    grep "restarting from the newest checkpoint ([0-9]*)" frozen.log &&
+    "$SPOTRUN" show frozen | grep "^causes: .*1 stalled" &&
+    cmp ref/w.txt frozen/w.txt
+'
 
 test_done

@@ -14,6 +14,10 @@
 // S3RVER_CONDITIONAL=1 adds conditional writes (If-None-Match / If-Match on
 // PUT, CompleteMultipartUpload and DELETE), our own layer in conditional.js;
 // S3RVER_CONDITIONAL=rgw compares If-Match as Ceph RGW 16 does.
+// S3RVER_REQUEST_LOG=FILE appends one line per request, "KIND METHOD URL",
+// KIND one of LIST (a GET of the bucket itself), GET, PUT, HEAD,
+// DELETE, POST: tests and benchmarks count a command's requests as the
+// lines it added (tests/e2e/s3lib.sh, s3_count).
 'use strict'
 const S3rver = require('@20minutes/s3rver')
 const AWSAccount = require('@20minutes/s3rver/lib/models/account')
@@ -107,6 +111,16 @@ FilesystemStore.prototype.putContent = function (objectPath, content) {
   })
 }
 
+// One line per request as it arrives (synchronous: a command that has
+// exited has every line of its requests in the file).
+function countRequests(httpServer, file) {
+  const fd = fs.openSync(file, 'a')
+  httpServer.prependListener('request', (req) => {
+    const list = req.method === 'GET' && /^\/[^/?]+\/?(\?|$)/.test(req.url) // the bucket itself
+    fs.writeSync(fd, `${list ? 'LIST' : req.method} ${req.method} ${req.url}\n`)
+  })
+}
+
 if (['1', 'rgw'].includes(process.env.S3RVER_CONDITIONAL)) require('./conditional').install()
 
 const [dir, ...buckets] = process.argv.slice(2)
@@ -130,6 +144,7 @@ server.run().then(
     // sends nothing for a while is dropped: a stalled upload must not hold
     // its key (conditional.js serialises a key's writes and reads) forever.
     server.httpServer.setTimeout(Number(process.env.S3RVER_IDLE_TIMEOUT_MS || 10000))
+    if (process.env.S3RVER_REQUEST_LOG) countRequests(server.httpServer, process.env.S3RVER_REQUEST_LOG)
     console.log(`port ${addr.port}`)
   },
   (err) => {

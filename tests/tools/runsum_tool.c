@@ -6,8 +6,15 @@
  *                                     line per run, and its time on stderr
  *   runsum_tool list STORE [PREFIX]   the one listing alone (sr_store_list_keys)
  *   runsum_tool gen STORE N [PREFIX]  N synthetic runs (one event log and a
- *                                     matching SUMMARY.json each), written
+ *                                     matching SUMMARY.json each, and its
+ *                                     copy summaries/<run>.json), written
  *                                     on 16 threads
+ *   runsum_tool gen-old STORE N [PREFIX]  the same without summaries/ (the
+ *                                     layout before it: an old store)
+ *   runsum_tool fold STORE            every run of a file store from its
+ *                                     event logs into its SUMMARY.json and
+ *                                     summaries/<run>.json, as its wrapper
+ *                                     would have written them
  *
  * Used by tests/e2e/t0772-stats-summary.sh and scripts/bench-stats.sh.
  */
@@ -20,6 +27,7 @@
 
 #include "history.h"
 #include "log.h"
+#include "manifest.h"
 #include "parallel.h"
 #include "runsum.h"
 #include "store.h"
@@ -46,8 +54,8 @@ static int load(struct sr_store *st, const char *prefix)
     for (size_t i = 0; i < n; i++) {
         const struct sr_runsum *r = &v[i];
         logs += r->from_logs != 0;
-        printf("%s from_logs=%d state=%s labels=%zu attempts=", r->run, r->from_logs,
-               sr_hist_state_name(r->state), r->labels.n);
+        printf("%s snap=%d from_logs=%d state=%s labels=%zu attempts=", r->run, r->from_snapshot,
+               r->from_logs, sr_hist_state_name(r->state), r->labels.n);
         for (size_t k = 0; k < r->n_att; k++) {
             const struct sr_runsum_attempt *a = &r->att[k];
             printf("%s%" PRIu32 ":%s:%" PRId64 ":%" PRId64, k ? "," : "", a->attempt,
@@ -65,7 +73,49 @@ static int load(struct sr_store *st, const char *prefix)
 struct gen {
     struct sr_store *st;
     const char *prefix;
+    int old; /* no summaries/<run>.json */
 };
+
+/* r as its wrapper writes it: <run>/SUMMARY.json, then (unless old)
+ * summaries/<run>.json. */
+static int put_summary(struct sr_store *st, const struct sr_runsum *r, int old)
+{
+    json_t *o = sr_runsum_to_json(r);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", r->run, SR_RUNSUM_NAME);
+    int rc = text ? sr_store_put(st, key, text, strlen(text)) : -ENOMEM;
+    snprintf(key, sizeof(key), "%s/%s.json", SR_SUMMARIES_DIR, r->run);
+    if (rc == 0 && !old)
+        rc = sr_store_put(st, key, text, strlen(text));
+    free(text);
+    json_decref(o);
+    return rc;
+}
+
+/* Every run of a file store folded from its logs, with each log's size. */
+static int fold(struct sr_store *st)
+{
+    struct sr_runsum *v;
+    size_t n;
+    int rc = sr_runsum_load_all(st, "", &v, &n);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        for (size_t k = 0; rc >= 0 && k < v[i].n_att; k++) {
+            char key[512];
+            snprintf(key, sizeof(key), "%s/events/%06" PRIu32 ".jsonl", v[i].run,
+                     v[i].att[k].attempt);
+            rc = sr_store_size(st, key, &v[i].att[k].log_bytes);
+        }
+        if (rc >= 0)
+            rc = put_summary(st, &v[i], 0);
+    }
+    for (size_t i = 0; i < n; i++)
+        sr_runsum_free(&v[i]);
+    free(v);
+    return rc;
+}
 
 /* Run i: attempt 0 preempted after an hour on one of a few instance types
  * and zones, labelled with one of a few teams. */
@@ -109,23 +159,20 @@ static int gen_one(void *ctx, size_t i)
         return rc;
     if (r.n_att == 1)
         r.att[0].log_bytes = (uint64_t)n; /* the log it folded, as the store holds it */
-    json_t *o = sr_runsum_to_json(&r);
-    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    snprintf(key, sizeof(key), "%s/%s", run, SR_RUNSUM_NAME);
-    rc = text ? sr_store_put(g->st, key, text, strlen(text)) : -ENOMEM;
-    free(text);
-    json_decref(o);
+    rc = put_summary(g->st, &r, g->old);
     sr_runsum_free(&r);
     return rc < 0 ? sr_errf(rc, "%s: %s", run, sr_strerror(rc)) : 0;
 }
 
 int main(int argc, char **argv)
 {
+    const int gen = argc > 1 && (strcmp(argv[1], "gen") == 0 || strcmp(argv[1], "gen-old") == 0);
     if (argc < 3 ||
-        (strcmp(argv[1], "load") != 0 && strcmp(argv[1], "gen") != 0 &&
-         strcmp(argv[1], "list") != 0) ||
-        (strcmp(argv[1], "gen") == 0 && argc < 4)) {
-        fprintf(stderr, "usage: runsum_tool load|list STORE [PREFIX] | gen STORE N [PREFIX]\n");
+        (strcmp(argv[1], "load") != 0 && !gen && strcmp(argv[1], "list") != 0 &&
+         strcmp(argv[1], "fold") != 0) ||
+        (gen && argc < 4)) {
+        fprintf(stderr, "usage: runsum_tool load|list STORE [PREFIX] | gen|gen-old STORE N "
+                        "[PREFIX] | fold STORE\n");
         return 64;
     }
     struct sr_store *st;
@@ -148,8 +195,13 @@ int main(int argc, char **argv)
         code = rc < 0 ? 1 : 0;
     } else if (strcmp(argv[1], "load") == 0) {
         code = load(st, argc > 3 ? argv[3] : "");
+    } else if (strcmp(argv[1], "fold") == 0) {
+        rc = fold(st);
+        if (rc < 0)
+            fprintf(stderr, "runsum_tool: %s\n", sr_strerror(rc));
+        code = rc < 0 ? 1 : 0;
     } else {
-        struct gen g = {st, argc > 4 ? argv[4] : ""};
+        struct gen g = {st, argc > 4 ? argv[4] : "", strcmp(argv[1], "gen-old") == 0};
         const double t0 = now_s();
         rc = sr_parallel_for(strtoull(argv[3], NULL, 10), 16, gen_one, &g);
         if (rc < 0)

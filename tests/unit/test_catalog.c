@@ -467,6 +467,9 @@ static void run_list_names_valid_runs(void **state)
     publish_run(f, "beta", 1);
     publish_run(f, "alpha", 1);
     assert_int_equal(sr_store_put(f->st, "not a run/x", "x", 1), 0);
+    /* the store's own summaries/ is no run (and no run may be named so) */
+    assert_int_equal(sr_store_put(f->st, "summaries/alpha.json", "{}", 2), 0);
+    assert_false(sr_manifest_run_id_valid("summaries"));
     struct sr_strlist l;
     assert_int_equal(sr_ckpt_list_runs(f->st, &l), 0);
     assert_int_equal(l.n, 2);
@@ -483,8 +486,12 @@ static void run_clear_deletes_the_whole_run_only(void **state)
     publish_run(f, "other", 1);
     assert_int_equal(sr_store_put(f->st, RUN "/events/0.jsonl", "{}\n", 3), 0);
     assert_int_equal(sr_ckpt_mark_done(f->st, RUN), 0);
+    assert_int_equal(sr_store_put(f->st, "summaries/" RUN ".json", "{}", 2), 0);
+    assert_int_equal(sr_store_put(f->st, "summaries/other.json", "{}", 2), 0);
     assert_int_equal(sr_ckpt_clear_run(f->st, RUN), 0);
     assert_false(exists(f->root, RUN));
+    assert_false(exists(f->root, "summaries/" RUN ".json")); /* its summary goes with it */
+    assert_true(exists(f->root, "summaries/other.json"));
     assert_int_equal(sr_ckpt_is_done(f->st, RUN), 0);
     uint64_t next;
     assert_int_equal(sr_ckpt_next_seq(f->st, RUN, &next), 0);

@@ -117,6 +117,49 @@ static void sweep_budget(void **state)
     assert_int_equal(sr_limits_hit_of(&l, 1000, 0, "budget", "bogus", &hit), -EINVAL);
 }
 
+static const char *steered_as; /* what the steering poll answers */
+static int steer_fn(void *ctx, const char **cause)
+{
+    (void)ctx;
+    calls++;
+    *cause = steered_as;
+    return steered_as != NULL;
+}
+
+/* The sweep's steering (a trial with no budget): polled on the budget's
+ * schedule, never in between; once it says "cancelled" the trial is at a
+ * stop with no amounts, and the message says how to run it again. */
+static void sweep_steering(void **state)
+{
+    (void)state;
+    struct sr_limits l;
+    const struct sr_limits_config c = {
+        .steer_poll = steer_fn, .sweep_poll_ms = 1000, .sweep = "sw", .trial = 4};
+    sr_limits_init(&l, &c, 0);
+    struct sr_limit_hit hit;
+    calls = 0;
+    steered_as = NULL;
+    assert_int_equal(sr_limits_next(&l, 0, 0), 1000); /* polled even without any limit */
+    assert_int_equal(sr_limits_check(&l, 1000, 0, &hit), 0);
+    assert_int_equal(calls, 1);
+    steered_as = "cancelled";
+    assert_int_equal(sr_limits_check(&l, 1500, 0, &hit), 0); /* not before the next poll */
+    assert_int_equal(calls, 1);
+    assert_int_equal(sr_limits_check(&l, 2000, 0, &hit), 1);
+    assert_string_equal(hit.cause, "cancelled");
+    assert_string_equal(hit.what, "sweep");
+    char buf[160];
+    sr_limit_extend(&l, &hit, buf, sizeof(buf));
+    assert_string_equal(buf, "`spotrun sweep retry sw 4` runs it again");
+    json_t *ev = sr_limit_event(&hit);
+    assert_string_equal(json_string_value(json_object_get(ev, "cause")), "cancelled");
+    assert_null(json_object_get(ev, "used"));
+    json_decref(ev);
+    /* another node of the group learns the same stop */
+    assert_int_equal(sr_limits_hit_of(&l, 2000, 0, "paused", "sweep", &hit), 0);
+    assert_string_equal(hit.cause, "paused");
+}
+
 static int parse(const char *text, struct sr_prices *p)
 {
     return sr_prices_parse("t.prices", text, strlen(text), p);
@@ -186,9 +229,10 @@ static void run_cost(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(attempt_limit), cmocka_unit_test(run_limit_counts_history),
-        cmocka_unit_test(budget),        cmocka_unit_test(sweep_budget),
-        cmocka_unit_test(price_table),   cmocka_unit_test(run_cost),
+        cmocka_unit_test(attempt_limit),  cmocka_unit_test(run_limit_counts_history),
+        cmocka_unit_test(budget),         cmocka_unit_test(sweep_budget),
+        cmocka_unit_test(sweep_steering), cmocka_unit_test(price_table),
+        cmocka_unit_test(run_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -71,6 +71,8 @@ static void check_row(const struct sr_end_facts *f)
         assert_int_equal(e.exit_code, sr_end_failure_code(f->code));
     if (f->stop != SR_STOP_NONE && f->stop != SR_STOP_STALL)
         assert_int_equal(e.exit_code, sr_end_stop_code(f->stop, f->multinode));
+    if (f->stop == SR_STOP_LIMIT) /* the limit's own cause, always a stop (124) */
+        assert_int_equal(e.cause, f->limit);
     /* the reader names the cause the writer decided, from the log alone */
     assert_int_equal(e.cause, sr_end_cause(recorded_stop(f), f->limit, 1, f->code, f->oom));
 }
@@ -78,12 +80,14 @@ static void check_row(const struct sr_end_facts *f)
 static void test_every_combination_keeps_the_rules(void **state)
 {
     (void)state;
+    /* every cause a limit stop can have: a time limit, a budget, the
+     * sweep's operator (cancel, pause --stop) and its early stopping */
+    static const enum sr_hist_cause limits[] = {
+        SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET, SR_CAUSE_CANCELLED, SR_CAUSE_PAUSED, SR_CAUSE_PRUNED};
     unsigned rows = 0;
-    static const enum sr_hist_cause limits[] = {SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET,
-                                                SR_CAUSE_PRUNED};
     for (int stop = SR_STOP_NONE; stop <= SR_STOP_LEASE; stop++)
         for (size_t c = 0; c < N_CODES; c++)
-            for (int bits = 0; bits < 96; bits++)
+            for (int bits = 0; bits < 160; bits++)
                 for (int left = 0; left <= 2; left++) {
                     const struct sr_end_facts f = {
                         .stop = (enum sr_stop)stop,
@@ -100,7 +104,7 @@ static void test_every_combination_keeps_the_rules(void **state)
                     check_row(&f);
                     rows++;
                 }
-    assert_int_equal(rows, 5 * N_CODES * 96 * 3);
+    assert_int_equal(rows, 5 * N_CODES * 160 * 3);
 }
 
 static struct sr_end decide(struct sr_end_facts f)
@@ -171,6 +175,26 @@ static void test_exit_0_during_a_stop_is_the_stops(void **state)
 /* The README's table (### Exit codes of `spotrun run`) says what the table
  * above gives: a row for 0, 75, 124 and 73, and the job's code row says
  * that its own 75 and 124 become 1. */
+/* A "limit" event's cause word names the limit both ways: a sweep's
+ * operator stop is "cancelled" or "paused", its early stopping "pruned",
+ * never a time limit. */
+static void test_limit_causes_are_named_both_ways(void **state)
+{
+    (void)state;
+    assert_string_equal(sr_hist_cause_name(SR_CAUSE_CANCELLED), "cancelled");
+    assert_string_equal(sr_hist_cause_name(SR_CAUSE_PAUSED), "paused");
+    assert_string_equal(sr_hist_cause_name(SR_CAUSE_PRUNED), "pruned");
+    for (int c = SR_CAUSE_NONE; c < SR_CAUSE_COUNT; c++) {
+        const enum sr_hist_cause l = sr_limit_cause_of(sr_hist_cause_name((enum sr_hist_cause)c));
+        const int is_limit = c == SR_CAUSE_TIME_LIMIT || c == SR_CAUSE_BUDGET ||
+                             c == SR_CAUSE_CANCELLED || c == SR_CAUSE_PAUSED ||
+                             c == SR_CAUSE_PRUNED;
+        assert_int_equal(l, is_limit ? c : SR_CAUSE_NONE);
+    }
+    assert_int_equal(sr_limit_cause_of(NULL), SR_CAUSE_NONE);
+    assert_int_equal(sr_limit_cause_of("cancel"), SR_CAUSE_NONE);
+}
+
 static void test_readme_exit_table_follows(void **state)
 {
     (void)state;
@@ -211,6 +235,7 @@ int main(void)
         cmocka_unit_test(test_stalled_job_exiting_0_is_not_done),
         cmocka_unit_test(test_jobs_own_75_and_124_are_failures),
         cmocka_unit_test(test_exit_0_during_a_stop_is_the_stops),
+        cmocka_unit_test(test_limit_causes_are_named_both_ways),
         cmocka_unit_test(test_readme_exit_table_follows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

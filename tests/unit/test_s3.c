@@ -141,13 +141,14 @@ static void key_listing_parses(void **state)
 {
     (void)state;
     /* A listing without a delimiter: whole keys below the store's root. */
-    const char *xml = "<?xml version=\"1.0\"?><ListBucketResult xmlns=\"http://s3.amazonaws.com/"
-                      "doc/2006-03-01/\"><Contents><Key>p/sw-1/events/000000.jsonl</Key>"
-                      "<Size>4321</Size></Contents>"
-                      "<Contents><Key>p/sw-1/DONE</Key><Size>-5</Size></Contents>"
-                      "<Contents><Key>other/sw-2/LEASE</Key></Contents>"
-                      "<Contents><Key>p/</Key></Contents>"
-                      "<IsTruncated>false</IsTruncated></ListBucketResult>";
+    const char *xml =
+        "<?xml version=\"1.0\"?><ListBucketResult xmlns=\"http://s3.amazonaws.com/"
+        "doc/2006-03-01/\"><Contents><Key>p/sw-1/events/000000.jsonl</Key>"
+        "<Size>4321</Size><ETag>&quot;9b2cf535f27731c974343645a3985328&quot;</ETag></Contents>"
+        "<Contents><Key>p/sw-1/DONE</Key><Size>-5</Size></Contents>"
+        "<Contents><Key>other/sw-2/LEASE</Key></Contents>"
+        "<Contents><Key>p/</Key></Contents>"
+        "<IsTruncated>false</IsTruncated></ListBucketResult>";
     struct sr_strlist l = {0};
     int truncated = 1;
     char token[64];
@@ -161,10 +162,17 @@ static void key_listing_parses(void **state)
      * against them); a size that is not one is unknown */
     assert_int_equal(sr_strlist_size(&l, 0), 4321);
     assert_true(sr_strlist_size(&l, 1) == SR_SIZE_UNKNOWN);
+    /* and its ETag without quotes (what says a summary changed) */
+    assert_string_equal(sr_strlist_etag(&l, 0), "9b2cf535f27731c974343645a3985328");
+    assert_null(sr_strlist_etag(&l, 1));
     sr_strlist_sort(&l);
     assert_string_equal(l.v[0], "sw-1/DONE");
     assert_true(sr_strlist_size(&l, 0) == SR_SIZE_UNKNOWN);
     assert_int_equal(sr_strlist_size(&l, 1), 4321);
+    assert_null(sr_strlist_etag(&l, 0));
+    assert_string_equal(sr_strlist_etag(&l, 1), "9b2cf535f27731c974343645a3985328");
+    sr_strlist_drop_hidden(&l);
+    assert_string_equal(sr_strlist_etag(&l, 1), "9b2cf535f27731c974343645a3985328");
     sr_strlist_free(&l);
 }
 

@@ -181,6 +181,66 @@ static void test_held_time_moves_the_deadline_and_is_not_learned(void **state)
     assert_int_equal(sr_stall_timeout(&st), SR_STALL_AUTO_FLOOR_MS);
 }
 
+/* The watchdog's loop as watchdog.c runs it: a poll holds the clock while
+ * the job saves within its allowance; returns whether it held. */
+static int poll_saving(struct sr_stall *st, int saving, int64_t t)
+{
+    const int held = sr_stall_saving(st, saving, t);
+    if (held)
+        sr_stall_hold(st, t);
+    return held;
+}
+
+static void test_a_save_holds_for_its_allowance_only(void **state)
+{
+    (void)state;
+    struct sr_stall st;
+    sr_stall_init(&st, 10 * S, 0);
+    sr_stall_attempt(&st, 0);
+    sr_stall_beat(&st, 1 * S);
+    /* The first save, nothing learned: held up to 30 min (5 x 10 s is less). */
+    assert_int_equal(sr_stall_save_allowance(&st), SR_STALL_SAVE_FIRST_MS);
+    assert_true(poll_saving(&st, 1, 2 * S));
+    assert_true(poll_saving(&st, 1, 2 * S + SR_STALL_SAVE_FIRST_MS));
+    assert_false(sr_stall_due(&st, 2 * S + SR_STALL_SAVE_FIRST_MS + 10 * S - 1));
+    /* Past it, the job is judged again: stalled a timeout later. */
+    assert_false(poll_saving(&st, 1, 2 * S + SR_STALL_SAVE_FIRST_MS + 1));
+    assert_true(sr_stall_due(&st, 2 * S + SR_STALL_SAVE_FIRST_MS + 10 * S));
+}
+
+static void test_saves_seen_bound_the_next_one(void **state)
+{
+    (void)state;
+    struct sr_stall st;
+    sr_stall_init(&st, 10 * S, 0);
+    sr_stall_attempt(&st, 0);
+    sr_stall_beat(&st, 1 * S);
+    /* A 4 s save, then heartbeats: learned. */
+    assert_true(poll_saving(&st, 1, 2 * S));
+    assert_true(poll_saving(&st, 1, 6 * S));
+    assert_false(poll_saving(&st, 0, 6 * S));
+    sr_stall_beat(&st, 7 * S);
+    assert_int_equal(st.longest_save_ms, 4 * S);
+    assert_int_equal(sr_stall_save_allowance(&st), 20 * S); /* 5 x 4 s */
+    /* The next save hangs (a rank waits in a collective for a frozen one):
+     * held for 20 s, then judged: stalled 10 s after the hold ended. */
+    assert_true(poll_saving(&st, 1, 8 * S));
+    assert_true(poll_saving(&st, 1, 28 * S));
+    assert_false(poll_saving(&st, 1, 29 * S));
+    assert_false(sr_stall_due(&st, 37 * S));
+    assert_true(sr_stall_due(&st, 38 * S));
+    /* A short save learned: the allowance is never below the timeout. */
+    sr_stall_init(&st, 10 * S, 0);
+    sr_stall_attempt(&st, 0);
+    sr_stall_beat(&st, 1 * S);
+    assert_true(poll_saving(&st, 1, 2 * S));
+    assert_false(poll_saving(&st, 0, 2 * S + 100));
+    assert_int_equal(sr_stall_save_allowance(&st), 10 * S);
+    /* A commit 3 s after its request, which no poll saw: learned too. */
+    sr_stall_saved(&st, 3 * S);
+    assert_int_equal(sr_stall_save_allowance(&st), 15 * S);
+}
+
 static void test_auto_waits_for_enough_heartbeats(void **state)
 {
     (void)state;
@@ -233,6 +293,8 @@ int main(void)
         cmocka_unit_test(test_an_earlier_wrapper_s_heartbeat_and_the_user_s_allowance),
         cmocka_unit_test(test_held_startup_moves_the_deadline_and_is_not_learned),
         cmocka_unit_test(test_held_time_moves_the_deadline_and_is_not_learned),
+        cmocka_unit_test(test_a_save_holds_for_its_allowance_only),
+        cmocka_unit_test(test_saves_seen_bound_the_next_one),
         cmocka_unit_test(test_auto_waits_for_enough_heartbeats),
         cmocka_unit_test(test_auto_is_factor_times_the_longest_gap_above_the_floor),
     };
