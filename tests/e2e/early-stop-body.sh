@@ -1,7 +1,7 @@
 # early-stop-body.sh - the body of t0950 (file store) and t0951 (S3):
 # a sweep with an early-stopping rule (docs/sweeps.md, "Early stopping")
 # on three `sweep work` workers. Sourced after lib.sh (and s3_start);
-# store_dump DIR copies the store to DIR, store_rm KEY removes one object.
+# store_dump DIR copies the store to DIR.
 #
 # Six trials: kind=good,bad x seed=0..2. The job reports
 # loss = 1/step (+5 when bad; +0.02 from step 6 on for trial 2) at every
@@ -201,8 +201,10 @@ test_expect_success 'a pruned trial run again is refused (124) until its mark is
     grep "trial 3 of sweep es was pruned by its early stopping; not starting it" err
 '
 
-test_expect_success 'a retried pruned trial (mark removed) resumes, is not judged again at its rung, and is judged at the next' '
-    store_rm sweeps/es/end/3.pruned &&
+test_expect_success 'sweep retry of a pruned trial: it resumes, is not judged again at its rung, and is judged at the next' '
+    "$SPOTRUN" sweep retry es 3 &&
+    rm -rf dumpr && store_dump dumpr &&
+    test ! -e dumpr/sweeps/es/end/3.pruned &&
     expect_code 124 "$SPOTRUN" run --sweep es --trial 3 --notice none 2>retry.err &&
     cat retry.err &&
     grep "resum" retry.err &&

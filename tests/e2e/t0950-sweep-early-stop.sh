@@ -2,11 +2,10 @@
 # Early stopping (docs/sweeps.md, "Early stopping") on the file store:
 # three `sweep work` workers; bad trials pruned at the first rung, good
 # ones run to the end, a preemption in the middle of a rung changes no
-# decision, a pruned trial refused until retried (tests/e2e/early-stop-body.sh).
+# decision, a pruned trial refused until `sweep retry` (tests/e2e/early-stop-body.sh).
 . "$(dirname "$0")/lib.sh"
 
 store_dump() { cp -r "$SPOTRUN_STORE" "$1"; }
-store_rm() { rm "$SPOTRUN_STORE/$1"; }
 
 . "$SRCDIR/tests/e2e/early-stop-body.sh"
 

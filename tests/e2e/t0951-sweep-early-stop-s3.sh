@@ -7,7 +7,6 @@
 S3_CONDITIONAL=1 s3_start
 
 store_dump() { awscli s3 cp --recursive --quiet "s3://bkt/$test_name/" "$1/"; }
-store_rm() { awscli s3 rm --quiet "s3://bkt/$test_name/$1"; }
 
 . "$SRCDIR/tests/e2e/early-stop-body.sh"
 
