@@ -352,7 +352,11 @@ void sup_request_checkpoint(struct sup *s, const char *why)
         __atomic_add_fetch(&s->page->requested, 1, __ATOMIC_RELEASE);
     if (s->page && s->cfg->preload && job_listens(s))
         s->heard_requests++;
-    const int sent = sr_proctree_signal(getpid(), s->cfg->signo, 1);
+    /* Only once someone of the job listens (the page says so under the
+     * shim): until then the page carries the request alone, and a signal
+     * would only interrupt what the job is doing (torch's rendezvous fails
+     * on the EINTR of its TCPStore connect). Its first poll sees it. */
+    const int sent = job_listens(s) ? sr_proctree_signal(getpid(), s->cfg->signo, 1) : 0;
     emit(s, "request", json_pack("{s:s,s:i}", "reason", why, "processes", sent < 0 ? 0 : sent));
     sr_debug("checkpoint requested from the job (%s): signalled %d process(es)", why, sent);
 }

@@ -3,8 +3,8 @@
 # Python job that commits through subprocess answers every request; trainers
 # behind `sh -c` and behind a launcher get it too (by signal, or by polling
 # the job page); a SIGTERM the job sends inside its own tree is not a
-# notice; a job that never listens is not waited for; the messages say
-# what happened.
+# notice; a job that never listens is not waited for, nor signalled; the
+# messages say what happened.
 . "$(dirname "$0")/lib.sh"
 
 # trainer.py SECONDS TAG [poll]: saves only when asked. The request comes
@@ -238,6 +238,22 @@ time.sleep(30)
     expect_code 75 wait $pid
     kill $idle 2>/dev/null
     grep "checkpoint 1 is durable" silent.log
+'
+
+# Nobody listens yet (no handler, no poll: a job still starting, say in
+# torch's rendezvous, whose TCPStore connect fails on an EINTR): requests
+# stay on the job page and no signal is sent; once a process installs a
+# handler, they are signalled.
+test_expect_success 'the request signal goes out only once someone of the job listens' '
+    "$SPOTRUN" run --run-id unheard --every 200ms --max-restarts 0 -- sh -c "sleep 1.5" 2>/dev/null &&
+    grep "\"event\":\"request\"" "$SPOTRUN_STORE"/unheard/events/000000.jsonl >unheard.ev &&
+    test -s unheard.ev &&
+    ! grep -v "\"processes\":0" unheard.ev &&
+    "$SPOTRUN" run --run-id ear --every 200ms --max-restarts 0 -- \
+        sh -c "trap \"echo heard\" USR1; sleep 1.5; wait" >ear.log 2>/dev/null &&
+    grep "\"event\":\"request\"" "$SPOTRUN_STORE"/ear/events/000000.jsonl |
+        grep -v "\"processes\":0" | grep . &&
+    grep "^heard" ear.log
 '
 
 test_done
