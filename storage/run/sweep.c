@@ -796,7 +796,8 @@ int sr_sweep_remove(struct sr_store *st, const char *name)
 
 int sr_sweep_list_ends(struct sr_store *st, const char *name, size_t n, unsigned char *state)
 {
-    memset(state, SR_TRIAL_OPEN, n);
+    if (n) /* a search space without trials yet passes no array */
+        memset(state, SR_TRIAL_OPEN, n);
     char prefix[256];
     snprintf(prefix, sizeof(prefix), "sweeps/%s/end", name);
     struct sr_strlist l;

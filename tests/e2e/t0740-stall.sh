@@ -253,9 +253,12 @@ test_expect_success 'a shell job heartbeats with spotrun metric; a hang after it
     grep "not restarting: run shell stalled 1 time(s), --max-restarts is 0" sh.log
 '
 
+# 1000 steps of 20 ms (a checkpoint every 20): the wrapper looks once a second and
+# learns no gap across a commit's staging, so a slow (ASan, loaded) wrapper
+# needs the length to see its 5 gaps.
 test_expect_success 'auto: judged only once 5 gaps between heartbeats were seen, at the 10 min floor' '
     timeout 120 "$SPOTRUN" run --run-id learn --stall-timeout auto --max-restarts 0 -- \
-        "$PY" stall.py none 400 learn.txt >learn.log 2>&1 &&
+        "$PY" stall.py none 1000 learn.txt >learn.log 2>&1 &&
     cat learn.log &&
     grep "spotrun: --stall-timeout auto: the job is judged only after its first heartbeat (checkpoint_due(), commit(), metric(); spotrun_checkpoint_requested() in C) and 5 gaps between heartbeats, at 5 x the longest gap seen and at least 10 min" learn.log &&
     grep "spotrun: --stall-timeout auto: 10m00s (longest gap between heartbeats [0-9.]*s): the job is judged from now on" learn.log &&
