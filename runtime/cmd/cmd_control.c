@@ -231,7 +231,6 @@ static size_t trial_prefix(const char *run_id)
 static int sibling_trial(const char *root, const char *run_id, char *sock, size_t len, char *who,
                          size_t wlen)
 {
-    /* The trial need not have left its run dir: a done run removes it. */
     const size_t n = trial_prefix(run_id);
     DIR *d = n ? opendir(root) : NULL;
     if (!d)

@@ -903,7 +903,6 @@ static void mark_trial_end(struct run_ctx *r, int code)
                 end.state == SR_TRIAL_DONE ? "is done" : sr_trial_end_name(end.state));
 }
 
-/* The run, step by step; each step says why it stops the run. */
 /* A done run's local work dir is of no more use: every checkpoint is in
  * the store. What spotrun made there goes (the default checkpoint dir, the
  * spool, the socket, the job's page, the stall and GPU dirs), then the dir
@@ -939,6 +938,7 @@ static void remove_work(const struct run_opts *o, const struct run_ctx *r)
     }
 }
 
+/* The run, step by step; each step says why it stops the run. */
 static int run_main(const struct run_opts *opts, char **cmd)
 {
     struct run_opts o = *opts;
