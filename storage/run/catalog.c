@@ -20,6 +20,7 @@
 #include "catalog_int.h"
 #include "framelist.h"
 #include "fsutil.h"
+#include "layout.h"
 #include "log.h"
 #include "units.h"
 
@@ -34,8 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MANIFEST_NAME "MANIFEST.json"
-#define DATA_NAME "data.tar.zst"
+#define MANIFEST_NAME SR_KEY_MANIFEST
+#define DATA_NAME SR_KEY_DATA
 #define MANIFEST_MAX SR_MANIFEST_MAX
 #define KEY_LEN 512
 
@@ -51,10 +52,7 @@ static int check_run(const char *run_id)
 
 void sr_ckpt_key(char *buf, size_t len, const char *run_id, uint64_t seq, const char *name)
 {
-    if (name && *name)
-        snprintf(buf, len, "%s/ckpt/%010llu/%s", run_id, (unsigned long long)seq, name);
-    else
-        snprintf(buf, len, "%s/ckpt/%010llu", run_id, (unsigned long long)seq);
+    (void)sr_key_ckpt(buf, len, run_id, seq, name);
 }
 
 void sr_ckpt_names(const struct sr_manifest *m, char *data, char *record)
@@ -182,7 +180,7 @@ int sr_ckpt_list(struct sr_store *st, const char *run_id, struct sr_ckpt_list *o
     if (rc < 0)
         return rc;
     char prefix[KEY_LEN];
-    snprintf(prefix, sizeof(prefix), "%s/ckpt", run_id);
+    sr_key_run(prefix, sizeof(prefix), run_id, SR_KEY_CKPT);
     struct sr_strlist names;
     if ((rc = sr_store_list(st, prefix, &names)) < 0)
         return rc;
@@ -221,7 +219,7 @@ int sr_ckpt_max_epoch(struct sr_store *st, const char *run_id, uint64_t *epoch)
 static int list_seqs(struct sr_store *st, const char *run_id, struct sr_strlist *names)
 {
     char prefix[KEY_LEN];
-    snprintf(prefix, sizeof(prefix), "%s/ckpt", run_id);
+    sr_key_run(prefix, sizeof(prefix), run_id, SR_KEY_CKPT);
     return sr_store_list(st, prefix, names);
 }
 
@@ -758,7 +756,7 @@ int sr_ckpt_mark_done(struct sr_store *st, const char *run_id)
     if (!s)
         return sr_errf(-ENOMEM, "cannot mark run %s done: %s", run_id, strerror(ENOMEM));
     char key[KEY_LEN];
-    snprintf(key, sizeof(key), "%s/DONE", run_id);
+    sr_key_run(key, sizeof(key), run_id, SR_KEY_DONE);
     size_t n = strlen(s);
     s[n] = '\n'; /* replaces the NUL: the object is n + 1 bytes of text */
     rc = sr_store_put(st, key, s, n + 1);
@@ -773,7 +771,7 @@ int sr_ckpt_is_done(struct sr_store *st, const char *run_id)
         return rc;
     char key[KEY_LEN];
     uint64_t size;
-    snprintf(key, sizeof(key), "%s/DONE", run_id);
+    sr_key_run(key, sizeof(key), run_id, SR_KEY_DONE);
     rc = sr_store_size(st, key, &size);
     if (rc == -ENOENT)
         return 0;
@@ -788,7 +786,7 @@ int sr_ckpt_clear_run(struct sr_store *st, const char *run_id)
     /* Its summary in summaries/ first: a reader of that listing never
      * takes a run for alive once its deletion started. */
     char sum[KEY_LEN];
-    snprintf(sum, sizeof(sum), "%s/%s.json", SR_SUMMARIES_DIR, run_id);
+    sr_key_summaries(sum, sizeof(sum), run_id);
     if ((rc = sr_store_delete(st, sum)) < 0)
         return rc;
     struct sr_strlist names;
@@ -796,8 +794,8 @@ int sr_ckpt_clear_run(struct sr_store *st, const char *run_id)
         return rc;
     for (size_t i = 0; i < names.n && rc == 0; i++) {
         char key[KEY_LEN];
-        snprintf(key, sizeof(key), "%s/%s", run_id, names.v[i]);
-        if (strcmp(names.v[i], "LEASE") != 0)
+        sr_key_run(key, sizeof(key), run_id, names.v[i]);
+        if (strcmp(names.v[i], SR_KEY_LEASE) != 0)
             rc = delete_tree(st, key);
     }
     sr_strlist_free(&names);

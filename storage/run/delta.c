@@ -31,6 +31,7 @@
 #include "catalog_int.h"
 #include "framelist.h"
 #include "fsutil.h"
+#include "layout.h"
 #include "log.h"
 #include "seektable.h"
 #include "units.h"
@@ -54,7 +55,7 @@ static void list_object_key(char key[KEY_LEN], const char *run_id, const struct 
 {
     char name[64];
     sr_frame_object_name(name, sizeof(name), l, o);
-    snprintf(key, KEY_LEN, "%s/%s", run_id, name);
+    sr_key_run(key, KEY_LEN, run_id, name);
 }
 
 /* Whether object o of l is m's own data object. */
@@ -556,7 +557,7 @@ static int export_one(struct sr_store *st, const struct sr_manifest *m, const ch
                                  .read_at = vsrc_read_at,
                                  .checksum = vsrc_checksum};
     } else {
-        snprintf(key, sizeof(key), "%s/ckpt/%010" PRIu64 "/data.tar.zst", m->run_id, m->seq);
+        sr_key_ckpt(key, sizeof(key), m->run_id, m->seq, SR_KEY_DATA);
         rc = sr_store_source(st, key, &own);
         src = own;
         if (rc == 0 && own.size != m->stored_bytes)

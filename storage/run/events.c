@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "layout.h"
 #include "log.h"
 #include "metricthin.h"
 #include "units.h"
@@ -51,16 +52,8 @@ void sr_events_observe(sr_events_observer fn, void *ctx)
 
 uint32_t sr_events_attempt_of(const char *name)
 {
-    const size_t digits = strspn(name, "0123456789");
-    const char *rest = name + digits;
-    if (strncmp(rest, "-n", 2) == 0) { /* a node's log in a multi-node run */
-        const size_t r = strspn(rest + 2, "0123456789");
-        rest = r >= 1 && r <= 3 ? rest + 2 + r : "";
-    }
-    if (digits == 0 || digits > 9 || strcmp(rest, ".jsonl") != 0)
-        return UINT32_MAX;
-    const unsigned long a = strtoul(name, NULL, 10);
-    return a <= SR_ATTEMPT_MAX ? (uint32_t)a : UINT32_MAX;
+    const uint32_t a = sr_key_log_attempt(name, NULL);
+    return a <= SR_ATTEMPT_MAX ? a : UINT32_MAX;
 }
 
 int sr_events_next_attempt(struct sr_store *st, const char *run_id, uint32_t *attempt)
@@ -72,17 +65,16 @@ int sr_events_next_attempt(struct sr_store *st, const char *run_id, uint32_t *at
  * single-node run (rank < 0); else single-node logs and rank's own. */
 static int counts_for(const char *name, int rank)
 {
-    const char *n = strstr(name, "-n");
-    if (rank < 0 || !n)
-        return 1;
-    return strtol(n + 2, NULL, 10) == rank;
+    int node = -1;
+    (void)sr_key_log_attempt(name, &node);
+    return rank < 0 || node < 0 || node == rank;
 }
 
 int sr_events_next_attempt_node(struct sr_store *st, const char *run_id, int rank,
                                 uint32_t *attempt)
 {
     char prefix[256];
-    snprintf(prefix, sizeof(prefix), "%s/events", run_id);
+    sr_key_run(prefix, sizeof(prefix), run_id, SR_KEY_EVENTS);
     struct sr_strlist names = {0};
     const int rc = sr_store_list(st, prefix, &names);
     if (rc < 0)
@@ -112,7 +104,7 @@ int sr_events_open(struct sr_events **out, struct sr_store *st, const char *run_
         return -ENOMEM;
     ev->st = st;
     ev->attempt = attempt;
-    snprintf(ev->key, sizeof(ev->key), "%s/events/%06" PRIu32 ".jsonl", run_id, attempt);
+    sr_key_event_log(ev->key, sizeof(ev->key), run_id, attempt, -1);
     ev->node = -1;
     const int64_t budget = sr_metric_budget_env();
     if (budget < 0)
@@ -130,8 +122,7 @@ void sr_events_set_node(struct sr_events *ev, const char *run_id, uint32_t rank)
         return;
     pthread_mutex_lock(&ev->lock);
     ev->node = (int)rank;
-    snprintf(ev->key, sizeof(ev->key), "%s/events/%06" PRIu32 "-n%u.jsonl", run_id, ev->attempt,
-             rank);
+    sr_key_event_log(ev->key, sizeof(ev->key), run_id, ev->attempt, (int)rank);
     pthread_mutex_unlock(&ev->lock);
 }
 

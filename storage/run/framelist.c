@@ -9,6 +9,7 @@
  */
 #include "framelist.h"
 #include "catalog.h"
+#include "layout.h"
 #include "log.h"
 #include "manifest.h"
 #include "seektable.h"
@@ -38,10 +39,10 @@ void sr_frame_list_init(struct sr_frame_list *l, const struct sr_manifest *m)
 void sr_frame_object_name(char *buf, size_t len, const struct sr_frame_list *l, uint32_t i)
 {
     if (l->part)
-        snprintf(buf, len, "ckpt/%010" PRIu64 "/part-%" PRIu32 "-e%" PRIu64 ".tar.zst",
+        snprintf(buf, len, SR_KEY_CKPT "/%010" PRIu64 "/part-%" PRIu32 "-e%" PRIu64 ".tar.zst",
                  l->obj_seq[i], l->rank, l->obj_epoch[i]);
     else
-        snprintf(buf, len, "ckpt/%010" PRIu64 "/data.tar.zst", l->obj_seq[i]);
+        snprintf(buf, len, SR_KEY_CKPT "/%010" PRIu64 "/" SR_KEY_DATA, l->obj_seq[i]);
 }
 
 int sr_frame_list_object(struct sr_frame_list *l, uint64_t seq, uint64_t epoch)

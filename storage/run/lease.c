@@ -15,6 +15,7 @@
  */
 #include "lease.h"
 #include "catalog.h"
+#include "layout.h"
 #include "log.h"
 #include "termsafe.h"
 
@@ -30,7 +31,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LEASE_NAME "LEASE"
 #define LEASE_MAX (64u << 10)
 #define LEASE_FORMAT 1
 
@@ -54,10 +54,7 @@ struct sr_lease {
 
 static void lease_key(char *buf, size_t len, const char *run_id, int rank)
 {
-    if (rank < 0)
-        snprintf(buf, len, "%s/%s", run_id, LEASE_NAME);
-    else
-        snprintf(buf, len, "%s/%s.%d", run_id, LEASE_NAME, rank);
+    (void)sr_key_lease(buf, len, run_id, rank);
 }
 
 static int encode(const char *run_id, const struct sr_lease_info *in, uint64_t writes, char **out,
@@ -352,8 +349,8 @@ static void probe(struct sr_lease *l)
 /* "LEASE.<rank>": 1 and *rank. */
 static int rank_lease_name(const char *name, int *rank)
 {
-    const size_t n = strlen(LEASE_NAME);
-    if (strncmp(name, LEASE_NAME ".", n + 1) != 0)
+    const size_t n = strlen(SR_KEY_LEASE);
+    if (strncmp(name, SR_KEY_LEASE ".", n + 1) != 0)
         return 0;
     const char *d = name + n + 1;
     long v = 0;

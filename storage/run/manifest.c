@@ -14,6 +14,7 @@
  */
 #include "manifest.h"
 #include "framelist.h"
+#include "layout.h"
 #include "log.h"
 #include "termsafe.h"
 
@@ -35,9 +36,9 @@ int sr_manifest_run_id_valid(const char *id)
     size_t n = strlen(id);
     if (n == 0 || n > SR_RUN_ID_MAX || id[0] == '.' || id[0] == '-')
         return 0;
-    if (strcmp(id, "sweeps") == 0) /* the store's sweeps/ (sweep.h) */
+    if (strcmp(id, SR_KEY_SWEEPS) == 0) /* the store's sweeps/ (sweep.h) */
         return 0;
-    if (strcmp(id, SR_SUMMARIES_DIR) == 0) /* the store's summaries/ (runsum.h) */
+    if (strcmp(id, SR_KEY_SUMMARIES) == 0) /* the store's summaries/ (runsum.h) */
         return 0;
     for (size_t i = 0; i < n; i++) {
         char c = id[i];

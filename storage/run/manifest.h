@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "codec.h"
+#include "layout.h"
 
 /* 2: a delta checkpoint's frame list (framelist.h); 1 is still read. */
 #define SR_MANIFEST_FORMAT 2
@@ -119,7 +120,7 @@ int sr_manifest_parse(const char *buf, size_t len, struct sr_manifest *m);
 
 /* The store's summaries/ (docs/store.md, "summaries/"): every run's
  * summary beside <run>/SUMMARY.json, and the readers' snapshots. */
-#define SR_SUMMARIES_DIR "summaries"
+#define SR_SUMMARIES_DIR SR_KEY_SUMMARIES
 
 /* 1 if id is a valid run id: 1..128 of [A-Za-z0-9._-], not starting with
  * '.' or '-', and not one of the store's own directories ("sweeps",

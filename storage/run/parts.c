@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "catalog.h"
+#include "layout.h"
 #include "log.h"
 
 #define KEY_LEN 512
@@ -126,7 +127,7 @@ int sr_set_complete(struct sr_store *st, const char *run_id, uint64_t seq, uint3
     if (nodes < 1 || nodes > SR_NODES_MAX)
         return sr_errf(-EINVAL, "a run of %u nodes (1 to %d)", nodes, SR_NODES_MAX);
     struct sr_manifest m;
-    int rc = sr_ckpt_load_record(st, run_id, seq, "MANIFEST.json", &m);
+    int rc = sr_ckpt_load_record(st, run_id, seq, SR_KEY_MANIFEST, &m);
     if (rc == 0) {
         if (set)
             *set = m;
@@ -151,7 +152,7 @@ int sr_set_complete(struct sr_store *st, const char *run_id, uint64_t seq, uint3
     if ((rc = sr_manifest_to_json(&m, &json, &len)) < 0)
         return rc;
     char key[KEY_LEN];
-    sr_ckpt_key(key, sizeof(key), run_id, seq, "MANIFEST.json");
+    sr_ckpt_key(key, sizeof(key), run_id, seq, SR_KEY_MANIFEST);
     rc = sr_store_put_if(st, key, json, len, NULL, NULL);
     free(json);
     if (rc == -EEXIST) /* another node completed it first: theirs stands */
@@ -178,7 +179,7 @@ int sr_sets_publish_pending(struct sr_store *st, const char *run_id, uint32_t no
             newest = l.v[i].seq;
     sr_ckpt_list_free(&l);
     char prefix[KEY_LEN];
-    snprintf(prefix, sizeof(prefix), "%s/ckpt", run_id);
+    sr_key_run(prefix, sizeof(prefix), run_id, SR_KEY_CKPT);
     struct sr_strlist names = {0};
     if ((rc = sr_store_list(st, prefix, &names)) < 0)
         return rc;
@@ -201,7 +202,7 @@ int sr_sets_incomplete(struct sr_store *st, const char *run_id, uint64_t newest,
                        struct sr_set_partial *out, int max)
 {
     char prefix[KEY_LEN];
-    snprintf(prefix, sizeof(prefix), "%s/ckpt", run_id);
+    sr_key_run(prefix, sizeof(prefix), run_id, SR_KEY_CKPT);
     struct sr_strlist seqs = {0};
     int rc = sr_store_list(st, prefix, &seqs);
     int n = 0;
@@ -219,7 +220,7 @@ int sr_sets_incomplete(struct sr_store *st, const char *run_id, uint64_t newest,
         int published = 0;
         for (size_t k = 0; k < names.n; k++) {
             parts += (uint32_t)parse_part_name(names.v[k], &rank, &epoch);
-            published |= strcmp(names.v[k], "MANIFEST.json") == 0;
+            published |= strcmp(names.v[k], SR_KEY_MANIFEST) == 0;
         }
         sr_strlist_free(&names);
         if (parts == 0 || published)
@@ -253,7 +254,8 @@ static int parse_done_name(const char *name, uint32_t *rank, uint64_t *seq)
 int sr_node_mark_done(struct sr_store *st, const char *run_id, uint32_t rank, uint64_t from_seq)
 {
     char key[KEY_LEN], body[128];
-    snprintf(key, sizeof(key), "%s/done/%" PRIu32 "-s%" PRIu64, run_id, rank, from_seq);
+    snprintf(key, sizeof(key), "%s/" SR_KEY_NODES_DONE "/%" PRIu32 "-s%" PRIu64, run_id, rank,
+             from_seq);
     const int n = snprintf(body, sizeof(body),
                            "{\"node_rank\":%" PRIu32 ",\"from_seq\":%" PRIu64 ",\"unix_s\":%lld}\n",
                            rank, from_seq, (long long)time(NULL));
@@ -264,7 +266,7 @@ int sr_node_mark_done(struct sr_store *st, const char *run_id, uint32_t rank, ui
 int sr_nodes_done(struct sr_store *st, const char *run_id, uint32_t nodes, uint64_t from_seq)
 {
     char prefix[KEY_LEN];
-    snprintf(prefix, sizeof(prefix), "%s/done", run_id);
+    sr_key_run(prefix, sizeof(prefix), run_id, SR_KEY_NODES_DONE);
     struct sr_strlist names = {0};
     const int rc = sr_store_list(st, prefix, &names);
     if (rc < 0)

@@ -16,6 +16,7 @@
 
 #include "asha.h"
 #include "catalog.h"
+#include "layout.h"
 #include "log.h"
 #include "termsafe.h"
 #include "manifest.h"
@@ -27,7 +28,7 @@
 int sr_sweep_name_valid(const char *name)
 {
     return name && strlen(name) <= SR_SWEEP_NAME_MAX && sr_manifest_run_id_valid(name) &&
-           strcmp(name, "sweeps") != 0;
+           strcmp(name, SR_KEY_SWEEPS) != 0;
 }
 
 int sr_sweep_param_name_valid(const char *name)
@@ -44,7 +45,7 @@ int sr_sweep_param_name_valid(const char *name)
 
 static void part_key(char *buf, size_t len, const char *name, unsigned part)
 {
-    snprintf(buf, len, "sweeps/%s/def/%06u.json", name, part);
+    sr_key_sweep(buf, len, name, SR_SWEEP_DEF "/%06u.json", part);
 }
 
 void sr_sweep_free(struct sr_sweep *sw)
@@ -176,7 +177,7 @@ static int read_part(struct sr_store *st, const char *name, unsigned part, json_
 static int count_parts(struct sr_store *st, const char *name, unsigned *n)
 {
     char prefix[256];
-    snprintf(prefix, sizeof(prefix), "sweeps/%s/def", name);
+    sr_key_sweep(prefix, sizeof(prefix), name, SR_SWEEP_DEF);
     struct sr_strlist l;
     int rc = sr_store_list(st, prefix, &l);
     if (rc < 0)
@@ -328,7 +329,7 @@ static int run_owner(struct sr_store *st, const struct sr_sweep *sw, size_t tria
 {
     char key[SR_RUN_ID_MAX + 16], *buf = NULL;
     size_t len = 0;
-    snprintf(key, sizeof(key), "%s/SWEEP", run_id);
+    sr_key_run(key, sizeof(key), run_id, SR_KEY_SWEEP);
     int rc = sr_store_get(st, key, 4096, &buf, &len);
     if (rc == 0 || rc == -EFBIG) {
         json_t *o = rc == 0 ? json_loadb(buf, len, 0, NULL) : NULL;
@@ -356,7 +357,7 @@ static int run_owner(struct sr_store *st, const struct sr_sweep *sw, size_t tria
         return rc;
     const char *what = NULL;
     for (size_t i = 0; i < names.n && !what; i++)
-        if (strcmp(names.v[i], "LEASE") != 0 && strncmp(names.v[i], "LEASE.", 6) != 0)
+        if (!sr_key_is_lease(names.v[i]))
             what = names.v[i];
     char held[64];
     snprintf(held, sizeof(held), "%s", what ? what : "");
@@ -391,7 +392,7 @@ int sr_sweep_bind_run(struct sr_store *st, const struct sr_sweep *sw, size_t tri
     if (!s)
         return -ENOMEM;
     char key[SR_RUN_ID_MAX + 16];
-    snprintf(key, sizeof(key), "%s/SWEEP", run_id);
+    sr_key_run(key, sizeof(key), run_id, SR_KEY_SWEEP);
     rc = sr_store_put_if(st, key, s, strlen(s), NULL, NULL);
     free(s);
     if (rc == -EEXIST) /* another node of the trial bound it first: whose? */
@@ -666,7 +667,7 @@ const char *sr_trial_end_name(enum sr_trial_end s)
 
 static void end_key(char *buf, size_t len, const char *name, size_t trial, enum sr_trial_end s)
 {
-    snprintf(buf, len, "sweeps/%s/end/%zu.%s", name, trial, end_names[s]);
+    sr_key_sweep(buf, len, name, SR_SWEEP_END "/%zu.%s", trial, end_names[s]);
 }
 
 int sr_sweep_mark_end(struct sr_store *st, const char *name, size_t trial,
@@ -775,18 +776,19 @@ int sr_sweep_remove(struct sr_store *st, const char *name)
     if (!sr_sweep_name_valid(name))
         return -EINVAL;
     /* budget: sweep_budget.h; workers: sweep_workers.h; steer: sweep_steer.h */
-    const char *const dirs[] = {"def", "end", "budget", "workers", "steer"};
+    const char *const dirs[] = {SR_SWEEP_DEF, SR_SWEEP_END, SR_SWEEP_BUDGET, SR_SWEEP_WORKERS,
+                                SR_SWEEP_STEER};
     int rc = 0;
     for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]) && rc == 0; d++) {
         char prefix[256];
-        snprintf(prefix, sizeof(prefix), "sweeps/%s/%s", name, dirs[d]);
+        sr_key_sweep(prefix, sizeof(prefix), name, "%s", dirs[d]);
         struct sr_strlist l;
         if ((rc = sr_store_list(st, prefix, &l)) < 0)
             break;
         /* part 0 first (the listing is sorted): the sweep is gone at once */
         for (size_t i = 0; i < l.n && rc == 0; i++) {
             char key[512];
-            snprintf(key, sizeof(key), "%s/%s", prefix, l.v[i]);
+            sr_key_join(key, sizeof(key), prefix, l.v[i]);
             rc = sr_store_delete(st, key);
         }
         sr_strlist_free(&l);
@@ -799,7 +801,7 @@ int sr_sweep_list_ends(struct sr_store *st, const char *name, size_t n, unsigned
     if (n) /* a search space without trials yet passes no array */
         memset(state, SR_TRIAL_OPEN, n);
     char prefix[256];
-    snprintf(prefix, sizeof(prefix), "sweeps/%s/end", name);
+    sr_key_sweep(prefix, sizeof(prefix), name, SR_SWEEP_END);
     struct sr_strlist l;
     const int rc = sr_store_list(st, prefix, &l);
     if (rc < 0)

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "layout.h"
 #include "log.h"
 #include "sweep.h"
 
@@ -20,14 +21,14 @@
 
 static void key_of(char *buf, size_t len, const char *name, unsigned v)
 {
-    snprintf(buf, len, "sweeps/%s/budget/%06u.json", name, v);
+    sr_key_sweep(buf, len, name, SR_SWEEP_BUDGET "/%06u.json", v);
 }
 
 /* The highest version present (budget/NNNNNN.json), or -ENOENT. */
 static int newest(struct sr_store *st, const char *name, unsigned *v)
 {
     char prefix[256];
-    snprintf(prefix, sizeof(prefix), "sweeps/%s/budget", name);
+    sr_key_sweep(prefix, sizeof(prefix), name, SR_SWEEP_BUDGET);
     struct sr_strlist l;
     int rc = sr_store_list(st, prefix, &l);
     if (rc < 0)
@@ -126,14 +127,14 @@ int sr_sweep_budget_set(struct sr_store *st, const char *name, const struct sr_s
 int sr_sweep_budget_remove(struct sr_store *st, const char *name)
 {
     char prefix[256];
-    snprintf(prefix, sizeof(prefix), "sweeps/%s/budget", name);
+    sr_key_sweep(prefix, sizeof(prefix), name, SR_SWEEP_BUDGET);
     struct sr_strlist l;
     int rc = sr_store_list(st, prefix, &l);
     if (rc < 0)
         return rc;
     for (size_t i = 0; rc == 0 && i < l.n; i++) {
         char key[512];
-        snprintf(key, sizeof(key), "%s/%s", prefix, l.v[i]);
+        sr_key_join(key, sizeof(key), prefix, l.v[i]);
         rc = sr_store_delete(st, key);
     }
     sr_strlist_free(&l);

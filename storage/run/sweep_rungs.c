@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "asha.h"
+#include "layout.h"
 #include "log.h"
 #include "parallel.h"
 #include "sweep.h"
@@ -22,12 +23,12 @@
 
 static void rung_prefix(char *buf, size_t len, const char *sweep, unsigned rung)
 {
-    snprintf(buf, len, "sweeps/%s/rungs/%u", sweep, rung);
+    sr_key_sweep(buf, len, sweep, SR_SWEEP_RUNGS "/%u", rung);
 }
 
 static void rec_key(char *buf, size_t len, const char *sweep, unsigned rung, long trial)
 {
-    snprintf(buf, len, "sweeps/%s/rungs/%u/%ld.json", sweep, rung, trial);
+    sr_key_sweep(buf, len, sweep, SR_SWEEP_RUNGS "/%u/%ld.json", rung, trial);
 }
 
 int sr_rung_put(struct sr_store *st, const char *sweep, const struct sr_rung_rec *r)
@@ -132,7 +133,7 @@ static int read_one(void *ctx, size_t i)
     struct reading *r = ctx;
     const long k = trial_of_name(r->names->v[i]);
     char key[1024];
-    if (k < 0 || snprintf(key, sizeof(key), "%s/%s", r->prefix, r->names->v[i]) >= (int)sizeof(key))
+    if (k < 0 || sr_key_join(key, sizeof(key), r->prefix, r->names->v[i]) < 0)
         return 0;
     const int rc = get_rec(r->st, key, r->rung, k, &r->recs[i]);
     r->ok[i] = rc == 0;
@@ -226,7 +227,7 @@ int sr_rung_remove_all(struct sr_store *st, const char *sweep)
         const size_t found = l.n;
         for (size_t i = 0; i < l.n && rc == 0; i++) {
             char key[1024];
-            snprintf(key, sizeof(key), "%s/%s", prefix, l.v[i]);
+            sr_key_join(key, sizeof(key), prefix, l.v[i]);
             rc = sr_store_delete(st, key);
         }
         sr_strlist_free(&l);

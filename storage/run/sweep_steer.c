@@ -12,6 +12,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "layout.h"
 #include "sweep.h"
 #include "termsafe.h"
 
@@ -167,7 +168,7 @@ void sr_steer_entry_free(struct sr_steer_entry *e)
 
 static void key_of(char *buf, size_t len, const char *name, unsigned seq)
 {
-    snprintf(buf, len, "sweeps/%s/steer/%06u.json", name, seq);
+    sr_key_sweep(buf, len, name, SR_SWEEP_STEER "/%06u.json", seq);
 }
 
 /* The seq of a listed name "NNNNNN.json", or -1. */
@@ -184,7 +185,7 @@ static long seq_of(const char *s)
 static int list_seqs(struct sr_store *st, const char *name, unsigned **seqs, size_t *n)
 {
     char prefix[256];
-    snprintf(prefix, sizeof(prefix), "sweeps/%s/steer", name);
+    sr_key_sweep(prefix, sizeof(prefix), name, SR_SWEEP_STEER);
     struct sr_strlist l;
     int rc = sr_store_list(st, prefix, &l);
     *n = 0;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layout.h"
 #include "log.h"
 #include "sweep.h"
 
@@ -69,8 +70,8 @@ int sr_sweep_worker_put(struct sr_store *st, const char *sweep, const struct sr_
         return -ENOMEM;
     char host[80], key[512];
     host_part(w->host, host, sizeof(host));
-    snprintf(key, sizeof(key), "sweeps/%s/workers/%s-%ld-%" PRId64 ".json", sweep, host, w->pid,
-             w->start_ms);
+    sr_key_sweep(key, sizeof(key), sweep, SR_SWEEP_WORKERS "/%s-%ld-%" PRId64 ".json", host, w->pid,
+                 w->start_ms);
     const int rc = sr_store_put(st, key, s, strlen(s));
     free(s);
     return rc;
@@ -125,7 +126,7 @@ static int read_one(struct sr_store *st, const char *sweep, const char *name,
                     struct sr_sweep_worker *w)
 {
     char key[512];
-    snprintf(key, sizeof(key), "sweeps/%s/workers/%s", sweep, name);
+    sr_key_sweep(key, sizeof(key), sweep, SR_SWEEP_WORKERS "/%s", name);
     char *buf = NULL;
     size_t len = 0;
     int rc = sr_store_get(st, key, RECORD_MAX, &buf, &len);
@@ -158,7 +159,7 @@ int sr_sweep_workers_read(struct sr_store *st, const char *sweep, struct sr_swee
     *out = NULL;
     *n = 0;
     char prefix[256];
-    snprintf(prefix, sizeof(prefix), "sweeps/%s/workers", sweep);
+    sr_key_sweep(prefix, sizeof(prefix), sweep, SR_SWEEP_WORKERS);
     struct sr_strlist l;
     int rc = sr_store_list(st, prefix, &l);
     if (rc == -ENOENT) {
