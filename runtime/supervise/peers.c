@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "layout.h"
 #include "lease.h"
 #include "log.h"
 #include "manifest.h"
@@ -71,8 +72,8 @@ static void publish_notice(struct sr_peers *p, const char *source, int64_t deadl
     if (deadline > now + NOTICE_LEAD_MAX_MS) /* what the other nodes would believe */
         deadline = now + NOTICE_LEAD_MAX_MS;
     char key[512];
-    snprintf(key, sizeof(key), "%s/notices/%013" PRId64 "-r%u-e%" PRIu64 ".json", c->run_id, now,
-             c->rank, c->epoch);
+    snprintf(key, sizeof(key), "%s/" SR_KEY_NOTICES "/%013" PRId64 "-r%u-e%" PRIu64 ".json",
+             c->run_id, now, c->rank, c->epoch);
     json_t *o = json_pack("{s:i,s:I,s:s,s:I,s:I}", "rank", (int)c->rank, "epoch",
                           (json_int_t)c->epoch, "source", source, "deadline_unix_ms",
                           (json_int_t)deadline, "created_unix_ms", (json_int_t)now);
@@ -186,7 +187,7 @@ static int parse_notice(const struct sr_peers *p, const char *name, struct sr_pe
     const struct sr_peers_config *c = &p->cfg;
     char key[512], *buf = NULL;
     size_t len = 0;
-    snprintf(key, sizeof(key), "%s/notices/%s", c->run_id, name);
+    snprintf(key, sizeof(key), "%s/" SR_KEY_NOTICES "/%s", c->run_id, name);
     if (sr_store_get(c->st, key, NOTICE_MAX, &buf, &len) < 0)
         return 0;
     json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
@@ -223,7 +224,7 @@ int sr_peers_group_preempted(struct sr_peers *p)
     if (!p)
         return 0;
     char prefix[512];
-    snprintf(prefix, sizeof(prefix), "%s/notices", p->cfg.run_id);
+    sr_key_run(prefix, sizeof(prefix), p->cfg.run_id, SR_KEY_NOTICES);
     struct sr_strlist names = {0};
     if (sr_store_list(p->cfg.st, prefix, &names) < 0)
         return 0;
@@ -238,7 +239,7 @@ int sr_peers_group_preempted(struct sr_peers *p)
 static void poll_notices(struct sr_peers *p)
 {
     char prefix[512];
-    snprintf(prefix, sizeof(prefix), "%s/notices", p->cfg.run_id);
+    sr_key_run(prefix, sizeof(prefix), p->cfg.run_id, SR_KEY_NOTICES);
     struct sr_strlist names = {0};
     if (sr_store_list(p->cfg.st, prefix, &names) < 0)
         return; /* the store hiccuped: next poll */
