@@ -14,7 +14,8 @@
 
 /* Inside a job (SPOTRUN_CONTROL is set) the variables the outer wrapper gave
  * the job (SPOTRUN_RUN_ID, SPOTRUN_CKPT_DIR, SPOTRUN_SIGNAL,
- * SPOTRUN_GPU_MEM_LIMIT) describe the outer run: they are no settings of a
+ * SPOTRUN_GPU_MEM_LIMIT, SPOTRUN_NODES, SPOTRUN_NODE_RANK, SPOTRUN_SWEEP,
+ * SPOTRUN_TRIAL) describe the outer run: they are no settings of a
  * `spotrun run` started there, which is a new run unless its flags say
  * otherwise. */
 static const char *twin(const char *env)
