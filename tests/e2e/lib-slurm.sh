@@ -13,7 +13,6 @@ mkdir -p "$D/state" "$D/spool" "$D/munge" "$D/out"
 chmod 711 "$D/munge" # munged's socket dir must be reachable by clients
 export SLURM_CONF=$D/slurm.conf
 HOST=$(hostname -s)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # queue_empty: no job is left in the Slurm queue.
 queue_empty() { local q; q=$(squeue -h 2>/dev/null) && [ -z "$q" ]; }
 

@@ -62,6 +62,13 @@ test_expect_success() {
     fi
 }
 
+# test_skip 'title' 'reason': a test this machine cannot run, counted and
+# said as TAP says it (ok N - title # skip: reason).
+test_skip() {
+    test_count=$((test_count + 1))
+    say "ok $test_count - $1 # skip: $2"
+}
+
 # test_done: prints the summary line ctest's log shows and sets the exit code.
 test_done() {
     local passed=$((test_count - test_failed))
@@ -168,3 +175,23 @@ want = sys.argv[2].split()
 print(sum(1 for e in root.iter() if all(w in (e.get(\"class\") or \"\").split() for w in want)))
 " "$1" "$2"
 }
+
+# json FILE CODE: runs the Python CODE with d, the JSON document in FILE
+# (assertions on `show --json`, `stats --json`...); fails when CODE raises.
+json() { "$PY" -c "import json, sys; d = json.load(open(sys.argv[1])); $2" "$1"; }
+
+# events RUN: every line of RUN's event logs in the file store (all
+# attempts, all nodes), in the order of the logs' names.
+events() { cat "$SPOTRUN_STORE/$1"/events/*.jsonl; }
+
+# newest_epoch RUN: the epoch in the manifest restore picks (highest
+# (epoch, seq)), read back from the store with `spotrun show --json`.
+newest_epoch() {
+    "$SPOTRUN" show --json "$1" | "$PY" -c '
+import json, sys
+c = json.load(sys.stdin)["checkpoints"]
+print(max((x.get("epoch", 0), x["seq"]) for x in c)[0])'
+}
+
+# free_port: a TCP port of 127.0.0.1 that nothing listens on just now.
+free_port() { "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

@@ -12,13 +12,6 @@ on_a="env SPOTRUN_WORK_DIR=$TRASH/node-a"
 on_b="env SPOTRUN_WORK_DIR=$TRASH/node-b"
 train="$LOGREG --steps 1500"
 
-newest_epoch() {
-    "$SPOTRUN" show --json "$1" | "$PY" -c '
-import json, sys
-c = json.load(sys.stdin)["checkpoints"]
-print(max((x.get("epoch", 0), x["seq"]) for x in c)[0])'
-}
-
 test_expect_success 'uninterrupted reference run' '
     $train --out ref.bin >/dev/null
 '

@@ -5,8 +5,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/obs-scenario.sh"
 
-json() { "$PY" -c "import json,sys; d=json.load(open('$1')); $2"; }
-
 test_expect_success 'a run crashes once, restarts, and is preempted: exit 75' '
     obs_first_run h
 '

@@ -5,9 +5,6 @@
 # with the numbers it came from. Timing is loose: this machine is shared.
 . "$(dirname "$0")/lib.sh"
 
-json() { "$PY" -c "import json,sys; d=json.load(open('$1')); $2"; }
-events() { cat "$SPOTRUN_STORE/$1"/events/*.jsonl; }
-
 # A job that commits at the step after each request; its checkpoint is
 # 4 MB of random bytes, so that staging it at zstd level 19 on one thread
 # takes a measurable part of a second.

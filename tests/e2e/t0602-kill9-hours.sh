@@ -6,7 +6,6 @@
 # time; once the lease has expired the run is vanished, never running.
 . "$(dirname "$0")/lib.sh"
 
-json() { "$PY" -c "import json,sys; d=json.load(open('$1')); $2"; }
 log=$SPOTRUN_STORE/h/events/000000.jsonl
 
 test_expect_success 'the wrapper writes keep-alives; kill -9 it' '

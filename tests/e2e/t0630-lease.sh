@@ -12,15 +12,6 @@ on_a="env SPOTRUN_WORK_DIR=$TRASH/node-a"
 on_b="env SPOTRUN_WORK_DIR=$TRASH/node-b"
 train="$LOGREG --steps 1500" # the job (word-split on purpose: no spaces in it)
 
-# newest_epoch RUN: the epoch in the manifest restore picks (highest
-# (epoch, seq)), read back from the store with `spotrun show --json`.
-newest_epoch() {
-    "$SPOTRUN" show --json "$1" | "$PY" -c '
-import json, sys
-c = json.load(sys.stdin)["checkpoints"]
-print(max((x.get("epoch", 0), x["seq"]) for x in c)[0])'
-}
-
 test_expect_success 'uninterrupted reference run' '
     "$LOGREG" --steps 1500 --out ref.bin >/dev/null
 '

@@ -17,8 +17,6 @@ EX=$SRCDIR/examples/pytorch
 STEPS=80
 export PYTHONDONTWRITEBYTECODE=1
 
-free_port() { "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
 # node R PORT LOG TIMEOUT: node R of 2 in the background (pid in node_pid[R]).
 declare -a node_pid
 node() {

@@ -14,7 +14,6 @@ export PYTHONPATH=$SRCDIR/python SPOTRUN_NOTICE=none
 cp "$SRCDIR/tests/e2e/sumsteps.py" train.py
 
 # events RUN: the run's event logs, in order.
-events() { cat "$SPOTRUN_STORE/$1"/events/*.jsonl; }
 
 test_expect_success 'an attempt at --attempt-time-limit: its checkpoint made durable, exit 124, not done' '
     STEPS=150 expect_code 124 "$SPOTRUN" run --run-id att --attempt-time-limit 3s -- \

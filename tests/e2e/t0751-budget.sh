@@ -12,8 +12,6 @@ export PYTHONPATH=$SRCDIR/python SPOTRUN_NOTICE=none
 # and whenever asked.
 cp "$SRCDIR/tests/e2e/sumsteps.py" train.py
 
-events() { cat "$SPOTRUN_STORE/$1"/events/*.jsonl; }
-
 test_expect_success 'a run at its --max-cost: a limit event with cause budget, its checkpoint durable, exit 124' '
     STEPS=150 expect_code 124 "$SPOTRUN" run --run-id b --max-cost 3 --price-per-hour 3600 -- \
         "$PY" train.py >b.log 2>&1 &&

@@ -9,12 +9,6 @@
 # the lease write those events).
 . "$(dirname "$0")/lib.sh"
 
-json() { "$PY" -c "import json,sys; d=json.load(open('$1')); $2"; }
-# test_skip TITLE REASON: a test this machine cannot run, said as TAP says it.
-test_skip() {
-    test_count=$((test_count + 1))
-    say "ok $test_count - $1 # skip: $2"
-}
 # cause_in_ls RUN: the CAUSE column of RUN in ls.
 cause_in_ls() { "$SPOTRUN" ls | awk -v r="$1" '$1 == r {print $3}'; }
 

@@ -32,7 +32,6 @@ summary_matches() {
         return 1
     }
 }
-json() { "$PY" -c "import json,sys; d=json.load(open('$1')); $2"; }
 
 test_expect_success 'a normal run writes a valid summary that matches its log' '
     "$SPOTRUN" run --run-id n -- sh -c "exit 0" 2>n.log &&

@@ -7,7 +7,6 @@
 # ends at its last keep-alive (SPOTRUN_KEEPALIVE_MS: 200ms here).
 . "$(dirname "$0")/lib.sh"
 
-json() { "$PY" -c "import json,sys; d=json.load(open('$1')); $2"; }
 export SPOTRUN_KEEPALIVE_MS=200
 
 test_expect_success 'a worker runs a sweep of three trivial trials' '
