@@ -15,6 +15,7 @@
 #include "cmd_run.h"
 #include "history.h"
 #include "keeper.h"
+#include "layout.h"
 #include "log.h"
 
 /* The command of the run's newest "start" event (the last attempt's log:
@@ -25,11 +26,9 @@ static json_t *recorded_argv(struct sr_store *st, const char *run,
 {
     /* This node's own logs: the nodes of a multi-node run may run
      * different commands (a launcher's --node_rank). */
-    char mine[32] = "";
-    if (c->nodes > 1)
-        snprintf(mine, sizeof(mine), "-n%u.jsonl", c->node_rank);
+    const int mine = c->nodes > 1 ? (int)c->node_rank : -1;
     char prefix[PATH_MAX];
-    snprintf(prefix, sizeof(prefix), "%s/events", run);
+    sr_key_run(prefix, sizeof(prefix), run, SR_KEY_EVENTS);
     struct sr_strlist names;
     if (sr_store_list(st, prefix, &names) < 0) {
         sr_err_clear();
@@ -39,11 +38,9 @@ static json_t *recorded_argv(struct sr_store *st, const char *run,
     for (size_t i = names.n; i-- > 0 && !argv;) {
         char key[PATH_MAX + 300], *buf = NULL;
         size_t len = 0;
-        const size_t nl = strlen(names.v[i]), ml = strlen(mine);
-        if (!strstr(names.v[i], ".jsonl") ||
-            (ml ? nl < ml || strcmp(names.v[i] + nl - ml, mine) != 0
-                : !!strstr(names.v[i], "-n")) ||
-            snprintf(key, sizeof(key), "%s/%s", prefix, names.v[i]) >= (int)sizeof(key) ||
+        int node = -1;
+        if (sr_key_log_attempt(names.v[i], &node) == UINT32_MAX || node != mine ||
+            sr_key_join(key, sizeof(key), prefix, names.v[i]) < 0 ||
             sr_store_get(st, key, 64u << 20, &buf, &len) < 0) {
             sr_err_clear();
             continue;
