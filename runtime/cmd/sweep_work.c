@@ -485,6 +485,8 @@ static int fill(struct worker *w)
 {
     if (w->draining || w->driver_errors >= 3)
         return 1;
+    if (running(w) == w->o->slots) /* nothing to claim: the store is read once a slot frees */
+        return 0;
     int rc = refresh(w, 0);
     if (rc == 0 &&
         sr_work_steer(w->st, w->name, sr_sweep_count(&w->sw), &w->steer, &w->paused_said) == 1)
