@@ -236,6 +236,7 @@ static int spawn_trial(struct worker *w, uint64_t slot, long k)
     describe(w, k, what, sizeof(what));
     sr_info("sweep %s: trial %ld (%s)%s%s", w->name, k, what, w->gpus ? " on GPU " : "",
             w->gpus ? w->gpus[slot] : "");
+    sr_debug("sweep %s: trial %ld: wrapper pid %d started", w->name, k, (int)pid);
     return 0;
 }
 
@@ -392,8 +393,9 @@ static void child_unmarked(struct worker *w, long k, int code)
 static void child_done(struct worker *w, struct slot *s, int status)
 {
     const long k = s->trial;
-    s->pid = 0;
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    sr_debug("sweep %s: trial %ld: wrapper pid %d exited %d", w->name, k, (int)s->pid, code);
+    s->pid = 0;
     if (code == 0) {
         w->ran++;
         w->errors = 0;
@@ -485,8 +487,12 @@ static int fill(struct worker *w)
 {
     if (w->draining || w->driver_errors >= 3)
         return 1;
-    if (running(w) == w->o->slots) /* nothing to claim: the store is read once a slot frees */
+    if (running(w) == w->o->slots) {
+        /* nothing to claim: the end marks are listed once a slot frees;
+         * only the steering is read, to say a pause as it comes */
+        sr_work_steer(w->st, w->name, sr_sweep_count(&w->sw), &w->steer, &w->paused_said);
         return 0;
+    }
     int rc = refresh(w, 0);
     if (rc == 0 &&
         sr_work_steer(w->st, w->name, sr_sweep_count(&w->sw), &w->steer, &w->paused_said) == 1)
