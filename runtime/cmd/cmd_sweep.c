@@ -159,6 +159,81 @@ static int init_early_stop(const struct init_opts *o, struct sr_sweep *def)
     return def->early_stop ? 0 : SR_EX_SOFTWARE;
 }
 
+/* The options that need no store: the name, --seed, --max-cost, --at;
+ * *seed parsed, a --max-cost left out made 0. 0, or SR_EX_USAGE after
+ * saying why. */
+static int init_check(struct init_opts *o, const char *name, int64_t *seed)
+{
+    if (!sr_sweep_name_valid(name)) {
+        fprintf(stderr,
+                "spotrun sweep init: invalid sweep name \"%s\" (letters, digits, . _ -; at most "
+                "%d; not \"sweeps\")\n",
+                name, SR_SWEEP_NAME_MAX);
+        return SR_EX_USAGE;
+    }
+    if (o->seed && sr_parse_int(o->seed, 0, INT64_MAX, seed) < 0) {
+        fprintf(stderr,
+                "spotrun sweep init: invalid value \"%s\" for --seed (a non-negative "
+                "integer)\n",
+                o->seed);
+        return SR_EX_USAGE;
+    }
+    if (o->seed && o->random == UINT64_MAX) {
+        fprintf(stderr, "spotrun sweep init: --seed needs --random K\n");
+        return SR_EX_USAGE;
+    }
+    if (o->max_cost == 0) {
+        fprintf(stderr, "spotrun sweep init: --max-cost 0 would start no trial: for no budget, "
+                        "leave --max-cost out\n");
+        return SR_EX_USAGE;
+    }
+    if (o->max_cost < 0)
+        o->max_cost = 0;
+    if (budget_check("sweep init", o->max_cost, o->price_per_hour))
+        return SR_EX_USAGE;
+    if (o->at != UINT64_MAX && !o->add) {
+        fprintf(stderr, "spotrun sweep init: --at N needs --add\n");
+        return SR_EX_USAGE;
+    }
+    return 0;
+}
+
+/* Writes def as a new sweep (or finds it defined, unchanged) and says so.
+ * The exit code. */
+static int init_create(struct sr_store *st, const struct sr_sweep *def, unsigned random)
+{
+    const int rc = sr_sweep_create(st, def);
+    const char *again = rc == 1 ? " (already defined, unchanged)" : "";
+    if (rc >= 0 && random == SR_SWEEP_SEARCH)
+        printf("sweep %s: a search space of %zu parameter%s, no trials yet (a driver adds "
+               "them)%s in %s\n",
+               def->name, sr_sweep_nparams(def), sr_sweep_nparams(def) == 1 ? "" : "s", again,
+               sr_store_url(st));
+    else if (rc >= 0)
+        printf("sweep %s: %zu trial%s%s in %s\n", def->name, sr_sweep_count(def),
+               sr_sweep_count(def) == 1 ? "" : "s", again, sr_store_url(st));
+    if (rc == -EEXIST || rc == -ENOTEMPTY)
+        fprintf(stderr, "spotrun sweep init: %s\n", sr_strerror(rc));
+    return rc >= 0            ? 0
+           : rc == -EEXIST    ? SR_EX_DATAERR
+           : rc == -ENOTEMPTY ? SR_EX_CANTCREAT
+                              : sr_fail(rc, "sweep init");
+}
+
+/* --max-cost / --price-per-hour once the trials are written: a price
+ * alone is kept too, and changes no budget (--add). The exit code. */
+static int init_budget(struct sr_store *st, const char *name, const struct init_opts *o)
+{
+    double max_cost = o->max_cost;
+    if (max_cost <= 0 && o->price_per_hour <= 0)
+        return 0;
+    struct sr_sweep_budget old;
+    if (max_cost <= 0 && sr_sweep_budget_read(st, name, &old) == 0)
+        max_cost = old.max_cost;
+    sr_err_clear();
+    return budget_write(st, name, max_cost, o->price_per_hour);
+}
+
 static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
 {
     /* -1: not given; a given 0 is refused */
@@ -196,42 +271,8 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
     if (code >= 0)
         return code;
     const char *name = ctx.ops[0];
-    if (!sr_sweep_name_valid(name)) {
-        fprintf(stderr,
-                "spotrun sweep init: invalid sweep name \"%s\" (letters, digits, . _ -; at most "
-                "%d; not \"sweeps\")\n",
-                name, SR_SWEEP_NAME_MAX);
-        sr_store_close(ctx.st);
-        return SR_EX_USAGE;
-    }
     int64_t seed = 0;
-    if (o.seed && sr_parse_int(o.seed, 0, INT64_MAX, &seed) < 0) {
-        fprintf(stderr,
-                "spotrun sweep init: invalid value \"%s\" for --seed (a non-negative "
-                "integer)\n",
-                o.seed);
-        sr_store_close(ctx.st);
-        return SR_EX_USAGE;
-    }
-    if (o.seed && o.random == UINT64_MAX) {
-        fprintf(stderr, "spotrun sweep init: --seed needs --random K\n");
-        sr_store_close(ctx.st);
-        return SR_EX_USAGE;
-    }
-    if (o.max_cost == 0) {
-        fprintf(stderr, "spotrun sweep init: --max-cost 0 would start no trial: for no budget, "
-                        "leave --max-cost out\n");
-        sr_store_close(ctx.st);
-        return SR_EX_USAGE;
-    }
-    if (o.max_cost < 0)
-        o.max_cost = 0;
-    if (budget_check("sweep init", o.max_cost, o.price_per_hour)) {
-        sr_store_close(ctx.st);
-        return SR_EX_USAGE;
-    }
-    if (o.at != UINT64_MAX && !o.add) {
-        fprintf(stderr, "spotrun sweep init: --at N needs --add\n");
+    if (init_check(&o, name, &seed)) {
         sr_store_close(ctx.st);
         return SR_EX_USAGE;
     }
@@ -268,30 +309,10 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
     } else if (o.add) {
         code = init_add(ctx.st, &o, &def);
     } else {
-        rc = sr_sweep_create(ctx.st, &def);
-        if (rc >= 0 && random == SR_SWEEP_SEARCH)
-            printf("sweep %s: a search space of %zu parameter%s, no trials yet (a driver adds "
-                   "them)%s in %s\n",
-                   name, sr_sweep_nparams(&def), sr_sweep_nparams(&def) == 1 ? "" : "s",
-                   rc == 1 ? " (already defined, unchanged)" : "", sr_store_url(ctx.st));
-        else if (rc >= 0)
-            printf("sweep %s: %zu trial%s%s in %s\n", name, sr_sweep_count(&def),
-                   sr_sweep_count(&def) == 1 ? "" : "s",
-                   rc == 1 ? " (already defined, unchanged)" : "", sr_store_url(ctx.st));
-        if (rc == -EEXIST || rc == -ENOTEMPTY)
-            fprintf(stderr, "spotrun sweep init: %s\n", sr_strerror(rc));
-        code = rc >= 0            ? 0
-               : rc == -EEXIST    ? SR_EX_DATAERR
-               : rc == -ENOTEMPTY ? SR_EX_CANTCREAT
-                                  : sr_fail(rc, "sweep init");
+        code = init_create(ctx.st, &def, random);
     }
-    if (code == 0 && (o.max_cost > 0 || o.price_per_hour > 0)) { /* a price alone is kept too */
-        struct sr_sweep_budget old;
-        if (o.max_cost <= 0 && sr_sweep_budget_read(ctx.st, name, &old) == 0)
-            o.max_cost = old.max_cost; /* and changes no budget (--add) */
-        sr_err_clear();
-        code = budget_write(ctx.st, name, o.max_cost, o.price_per_hour);
-    }
+    if (code == 0)
+        code = init_budget(ctx.st, name, &o);
     sr_sweep_free(&def);
     sr_store_close(ctx.st);
     return code;
