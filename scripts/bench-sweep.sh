@@ -86,11 +86,11 @@ echo "sweep work: $(cat worker*.log | grep -c 'is owned by' || true) wrapper(s) 
 # loop notes when each wrapper starts and exits ($EPOCHREALTIME, no fork).
 if [ "$breakdown" -gt 0 ]; then
     "$spotrun" sweep init tax --param k=0..$((breakdown - 1)) -- true >/dev/null
-    HOME=$work/th SPOTRUN_WORK_DIR=$work/tw SPOTRUN_QUIET= SPOTRUN_VERBOSE=1 SPOTRUN_LOG_FORMAT=json \
+    HOME=$work/th SPOTRUN_WORK_DIR=$work/tw SPOTRUN_QUIET='' SPOTRUN_VERBOSE=1 SPOTRUN_LOG_FORMAT=json \
         "$spotrun" sweep work tax --poll 200ms >tax.log 2>&1
     for k in $(seq 1 "$breakdown"); do
         echo "{\"spawn\":$EPOCHREALTIME}" >&2
-        HOME=$work/tp SPOTRUN_WORK_DIR=$work/tpw SPOTRUN_QUIET= SPOTRUN_VERBOSE=1 SPOTRUN_LOG_FORMAT=json \
+        HOME=$work/tp SPOTRUN_WORK_DIR=$work/tpw SPOTRUN_QUIET='' SPOTRUN_VERBOSE=1 SPOTRUN_LOG_FORMAT=json \
             "$spotrun" run --run-id "tax-plain-$k" -- true
         echo "{\"exit\":$EPOCHREALTIME}" >&2
     done 2>taxplain.log
