@@ -8,14 +8,18 @@
 #    trivial job (`true`): TRIALS trials by WORKERS workers, each its own
 #    HOME and work dir; worker-seconds per trial (goal <= 0.5 s), against
 #    the same trials as WORKERS shell loops of plain `spotrun run` (what a
-#    user scripts by hand: no claims, no end marks) and of the bare job.
+#    user scripts by hand: no claims, no end marks) and of the bare job;
+#    the requests each made per trial (the server's log), and where one
+#    trial's time goes (BREAKDOWN=20 trials by one worker, and by one loop
+#    of plain runs, with their JSON debug logs: the worker's claim, the
+#    wrapper's start-up, its work before the job, the job, its work after).
 # 2. `spotrun sweep show` on a sweep of SHOW trials, every one of them run
 #    (goal < 2 s), against `aws s3 ls --recursive` of the same sweep's runs
 #    (the listing a user would script to see the same states).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
-trials=${TRIALS:-200} workers=${WORKERS:-4} show=${SHOW:-1000}
+trials=${TRIALS:-200} workers=${WORKERS:-4} show=${SHOW:-1000} breakdown=${BREAKDOWN:-20}
 spotrun=$build/runtime/spotrun
 [ -x "$spotrun" ] || { echo "bench-sweep: build first ($spotrun missing)" >&2; exit 1; }
 [ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
@@ -33,6 +37,7 @@ per_trial() { python3 -c 'import sys; print("%.3f" % (int(sys.argv[1]) * int(sys
 
 echo "== 1: $trials trivial trials, $workers workers, local S3 server"
 "$spotrun" sweep init bench --param k=0..$((trials - 1)) -- true >/dev/null
+req0=$(wc -l <"$BENCH_S3_REQUESTS")
 t0=$(now_ms)
 for w in $(seq 1 "$workers"); do
     HOME=$work/h$w SPOTRUN_WORK_DIR=$work/w$w "$spotrun" sweep work bench --poll 200ms >"worker$w.log" 2>&1 &
@@ -40,6 +45,7 @@ for w in $(seq 1 "$workers"); do
 done
 wait $sweep_pids
 sweep_ms=$(($(now_ms) - t0))
+req1=$(wc -l <"$BENCH_S3_REQUESTS")
 
 # The same trials as plain runs, one shell loop per worker.
 t0=$(now_ms)
@@ -51,6 +57,7 @@ for w in $(seq 1 "$workers"); do
 done
 wait $plain_pids
 plain_ms=$(($(now_ms) - t0))
+req2=$(wc -l <"$BENCH_S3_REQUESTS")
 
 t0=$(now_ms)
 for w in $(seq 1 "$workers"); do
@@ -66,8 +73,69 @@ printf 'plain spotrun run: %6d ms wall, %s worker-s per trial\n' "$plain_ms" \
     "$(per_trial "$plain_ms" "$workers" "$trials")"
 printf 'bare job:          %6d ms wall, %s worker-s per trial\n' "$bare_ms" \
     "$(per_trial "$bare_ms" "$workers" "$trials")"
-python3 -c 'import sys; s, p = int(sys.argv[1]), int(sys.argv[2]); print("sweep work / plain runs: %.2fx" % (s / p))' \
+python3 -c 'import sys; s, p = int(sys.argv[1]), int(sys.argv[2]); print("sweep work / plain runs: %.2fx (goal <= 2x)" % (s / p))' \
     "$sweep_ms" "$plain_ms"
+per_req() { python3 -c 'import sys; print("%.1f" % (int(sys.argv[1]) / int(sys.argv[2])))' "$@"; }
+echo "requests per trial: sweep work $(per_req $((req1 - req0)) "$trials"), plain runs $(per_req $((req2 - req1)) "$trials")"
+# a wrapper that lost its trial's lease to another worker's (exit 73) is a
+# start-up spent for nothing: part of the tax, counted
+echo "sweep work: $(cat worker*.log | grep -c 'is owned by' || true) wrapper(s) lost the race for their trial's lease"
+
+# Where one trial's time goes: BREAKDOWN trials by one worker, then as one
+# loop of plain runs, both with JSON debug logs (times to the ms); the
+# loop notes when each wrapper starts and exits ($EPOCHREALTIME, no fork).
+if [ "$breakdown" -gt 0 ]; then
+    "$spotrun" sweep init tax --param k=0..$((breakdown - 1)) -- true >/dev/null
+    HOME=$work/th SPOTRUN_WORK_DIR=$work/tw SPOTRUN_QUIET='' SPOTRUN_VERBOSE=1 SPOTRUN_LOG_FORMAT=json \
+        "$spotrun" sweep work tax --poll 200ms >tax.log 2>&1
+    for k in $(seq 1 "$breakdown"); do
+        echo "{\"spawn\":$EPOCHREALTIME}" >&2
+        HOME=$work/tp SPOTRUN_WORK_DIR=$work/tpw SPOTRUN_QUIET='' SPOTRUN_VERBOSE=1 SPOTRUN_LOG_FORMAT=json \
+            "$spotrun" run --run-id "tax-plain-$k" -- true
+        echo "{\"exit\":$EPOCHREALTIME}" >&2
+    done 2>taxplain.log
+    python3 - tax.log taxplain.log <<'PY'
+import datetime, json, re, sys
+# (pattern of a log line, the phase mark it is): the worker's own lines,
+# then the wrapper's; a plain loop notes spawn and exit itself.
+MARKS = [(r"wrapper pid \d+ started", "spawn"), (r"^run \S+, store ", "store"),
+         (r"attempt \d+: started ", "job"), (r"the job finished successfully", "done"),
+         (r"wrapper pid \d+ exited", "exit"), (r"working with \d+ slot", "ready")]
+def trials(path):
+    out, cur, last = [], {}, None
+    for line in open(path):
+        try:
+            o = json.loads(line)
+        except ValueError:
+            continue
+        if "spawn" in o or "exit" in o:
+            mark, t = ("spawn", o["spawn"]) if "spawn" in o else ("exit", o["exit"])
+        else:
+            t = datetime.datetime.strptime(o["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+                tzinfo=datetime.timezone.utc).timestamp()
+            mark = next((m for p, m in MARKS if re.search(p, o.get("msg", ""))), None)
+        if mark == "ready":
+            last = t
+        elif mark == "spawn":
+            cur = {"spawn": t, "prev": last}
+        elif mark and cur:
+            cur.setdefault(mark, t)
+            if mark == "exit":
+                out.append(cur)
+                last, cur = t, {}
+    return [c for c in out if all(k in c for k in ("spawn", "store", "job", "done", "exit"))]
+cols = [("claim", "prev", "spawn"), ("start-up", "spawn", "store"), ("before job", "store", "job"),
+        ("job", "job", "done"), ("after job", "done", "exit")]
+print("where a trial's time goes, ms (mean; one worker, one loop of plain runs):")
+print("%-12s" % "" + "".join("%12s" % c[0] for c in cols) + "%12s" % "total")
+for name, path in (("sweep work", sys.argv[1]), ("plain run", sys.argv[2])):
+    ts = trials(path)
+    mean = lambda a, b: sum(1000 * (c[b] - c[a]) for c in ts if c.get(a)) / max(1, sum(1 for c in ts if c.get(a)))
+    v = [mean(a, b) for _, a, b in cols]
+    print("%-12s" % name + "".join("%12.0f" % x for x in v) + "%12.0f" % sum(v) + "   (%d trials)" % len(ts))
+print("(claim: a plain loop's is the shell's, from one wrapper's exit to the next's start)")
+PY
+fi
 
 echo "== 2: sweep show on $show trials, every one run (local S3 server)"
 "$spotrun" sweep init big --param k=0..$((show - 1)) -- sh -c 'exec "$SPOTRUN_BIN" metric loss=0.{k}' >/dev/null

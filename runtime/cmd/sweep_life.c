@@ -40,10 +40,15 @@ void sr_sweep_life_begin(struct sr_sweep_life *l, struct sr_store *st, const cha
     put(l);
 }
 
+/* Not written now: a record lists every trial started before its
+ * alive_ms, which is all that its readers need (a trial started after the
+ * last write is outside the lifetime it records), and the next keep-alive
+ * or the end writes it. One write a trial was a request a trial. */
 void sr_sweep_life_trial(struct sr_sweep_life *l, long k)
 {
-    if (sr_sweep_worker_add_trial(&l->w, k) == 0)
-        put(l);
+    if (sr_sweep_worker_add_trial(&l->w, k) < 0 && !l->warned++)
+        sr_warn("sweep %s: cannot record trial %ld in this worker's lifetime: out of memory",
+                l->sweep, k);
 }
 
 int64_t sr_sweep_life_tick(struct sr_sweep_life *l)

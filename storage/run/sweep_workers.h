@@ -8,7 +8,7 @@
  *        (absent while it runs),"price_per_hour","slots","trials":[K...]}
  *
  * Each object is written by its worker alone (at its start, at every
- * keep-alive, at each trial it starts and at its end), so no coordination
+ * keep-alive and at its end, listing the trials started so far), so no coordination
  * is needed. A worker killed without a word ends at its last keep-alive
  * ("alive_ms"). `sweep delete` removes them with the sweep (sweep.c).
  *
