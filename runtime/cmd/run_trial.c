@@ -212,7 +212,7 @@ void sr_run_trial_mark_end(struct run_ctx *r, int code)
      * finished exits 75 (supervisor.c) */
     if ((code == 0 || code == SR_EX_TEMPFAIL) && sr_ckpt_is_done(r->c.st, r->run_id) == 1) {
         end.state = SR_TRIAL_DONE;
-    } else if (r->result.gave_up) {
+    } else if (sr_run_end_row(r->result.end)->trial == SR_TRIAL_FAILED) { /* outcome.h */
         end.state = SR_TRIAL_FAILED;
         snprintf(end.cause, sizeof(end.cause), "%s", r->result.cause);
     } else if (code == SR_EX_LIMIT &&

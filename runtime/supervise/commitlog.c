@@ -75,14 +75,14 @@ void sup_commit_result(struct sup *s, const struct sr_commit_result *r)
     if (r->rc == -ECANCELED) /* superseded by a newer commit: not a failure */
         return;
     if (r->rc < 0) {
-        sr_dirstate_result(&s->dir, r->tag, 0);
+        sr_dirstate_result(&s->att.dir, r->tag, 0);
         if (r->rc == -ESTALE && s->cfg->lease && r->kind == SR_COMMIT_PERSISTED)
             return; /* the lease is lost: said by its own event */
         commit_failed(s, r);
         return;
     }
     if (r->kind == SR_COMMIT_PERSISTED) {
-        sr_dirstate_result(&s->dir, r->tag, 1);
+        sr_dirstate_result(&s->att.dir, r->tag, 1);
         if (!r->part || r->set)
             note_durable(s, r->seq, r->step);
     }
@@ -93,7 +93,7 @@ void sup_commit_if_changed(struct sup *s, const char *why)
 {
     int empty;
     const uint64_t fp = sup_dir_fp(s, &empty);
-    if (sr_dirstate_due(&s->dir, fp, empty)) {
+    if (sr_dirstate_due(&s->att.dir, fp, empty)) {
         sr_info("committing %s (%s)", s->cfg->ckpt_dir, why);
         sup_commit_dir(s, -1, -1, why);
     }
@@ -105,28 +105,28 @@ void sup_commit_after_exit(struct sup *s, int status, const char *why)
      * lone node's commit of what its job left after a commit of its own
      * could never complete a set (as before: only a job that never
      * committed has its directory committed as it stands). */
-    if (s->cfg->nodes > 1 && s->job_committed)
+    if (s->cfg->nodes > 1 && s->att.job_committed)
         return;
     int empty;
     const uint64_t fp = sup_dir_fp(s, &empty);
     char stands[192];
-    switch (sr_dirstate_after_exit(&s->dir, status, s->lost, fp, empty)) {
+    switch (sr_dirstate_after_exit(&s->att.dir, status, s->lost, fp, empty)) {
     case SR_FINAL_COMMIT: {
         /* After a commit of the job's this attempt, the directory holds at
          * least that step (a log grew, or newer files came): it is recorded
          * with that step, so a resume still knows where it is. */
-        const int64_t step = s->job_committed ? s->ckpt_step : -1;
+        const int64_t step = s->att.job_committed ? s->att.ckpt_step : -1;
         char st[24];
         sr_format_step(step, st, sizeof(st));
         sr_info("committing %s as it stands (%s), step %s: no commit carries what it holds%s",
                 s->cfg->ckpt_dir, why, st,
-                s->job_committed ? " (it changed after the job's newest commit, or that failed)"
-                                 : "");
+                s->att.job_committed ? " (it changed after the job's newest commit, or that failed)"
+                                     : "");
         sup_commit_dir(s, step, -1, why);
         return;
     }
     case SR_FINAL_KILLED:
-        if (!sr_dirstate_due(&s->dir, fp, empty))
+        if (!sr_dirstate_due(&s->att.dir, fp, empty))
             return;
         sup_what_stands(s, stands, sizeof(stands));
         sr_warn("the job was killed (SIGKILL): its directory %s changed since the newest commit "

@@ -1,10 +1,12 @@
 /*
- * ending.c - the end of the job's process: what it means is decided by
- * sr_attempt_end() (storage/run/outcome.h, the one table); this file
- * gathers its facts (the stop under way, the status, an OOM kill, restarts
- * left, a stall budget, a job broken before it begins), records the exit
- * and acts on the decision: restart after a backoff, finish the stop under
- * way, or end the run (done, or given up with the table's exit code).
+ * ending.c - the end of the job's process: what it means is decided by the
+ * restart policy (restart.h: backoff, --max-restarts, hopeless starts,
+ * stalls, a group requeued) over sr_attempt_end() (storage/run/outcome.h,
+ * the one table); this file gathers their facts (the stop under way, the
+ * status, an OOM kill, what the attempt said to the wrapper), records the
+ * exit and acts on the decision: restart after the backoff, finish the
+ * stop under way, or end the run (done, or given up, said why, with the
+ * table's exit code).
  *
  * Threads: the supervisor's one thread (supervisor_int.h).
  */
@@ -20,12 +22,10 @@
 #include "outcome.h"
 #include "outtail.h"
 #include "proctree.h"
+#include "restart.h"
 #include "signame.h"
 #include "supervisor_int.h"
 #include "units.h"
-
-#define MAX_BACKOFF_MS 60000
-#define SILENT_FAIL_MS 60000 /* a start that fails this fast without a word: see child_exited */
 
 /* ---- child exit ------------------------------------------------------------ */
 
@@ -44,14 +44,14 @@ static void say_work_lost(struct sup *s, int status, int dir_committed)
 {
     char how[48], lost[32], step[24];
     describe_status(status, how, sizeof(how));
-    sr_format_duration_ms(now() - s->ckpt_at, lost, sizeof(lost));
+    sr_format_duration_ms(now() - s->att.ckpt_at, lost, sizeof(lost));
     const uint64_t seq = sup_newest_seq(s);
     if (dir_committed)
         sr_warn("the job exited (%s) during the notice without committing: its directory is "
                 "committed as it stands instead (whatever it held when the job died)",
                 how);
     else if (seq) {
-        sr_format_step(s->ckpt_step, step, sizeof(step));
+        sr_format_step(s->att.ckpt_step, step, sizeof(step));
         sr_warn("the job exited (%s) during the notice without committing: the run resumes from "
                 "checkpoint %" PRIu64 " (step %s), the work since then (%s) is lost",
                 how, seq, step, lost);
@@ -60,15 +60,16 @@ static void say_work_lost(struct sup *s, int status, int dir_committed)
                 "checkpoint yet, its next start begins from scratch (this attempt's %s of work "
                 "is lost)",
                 how, s->cfg->run_id, lost);
-    emit(s, "lost_work",
-         json_pack("{s:I,s:I}", "seq", (json_int_t)seq, "ms", (json_int_t)(now() - s->ckpt_at)));
+    emit(
+        s, "lost_work",
+        json_pack("{s:I,s:I}", "seq", (json_int_t)seq, "ms", (json_int_t)(now() - s->att.ckpt_at)));
 }
 
 /* The run ends with this attempt, a failure (outcome.h: e->exit_code). */
 static void give_up(struct sup *s, int status, const struct sr_end *e)
 {
-    s->phase = FINISHING;
-    s->exit_code = e->exit_code;
+    sup_phase(s, FINISHING);
+    sup_run_end(s, SR_RUN_FAILED, e->exit_code);
     if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && e->exit_code != WEXITSTATUS(status))
         sr_warn("the job's own exit %d is a failure, not spotrun's %s: exit %d (only spotrun "
                 "says 75 or 124)",
@@ -95,11 +96,11 @@ static int oom_killed(struct sup *s, int status)
 {
     const int killed = (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
                        (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL);
-    if (!killed || sr_memcg_oom_rose(&s->memcg) != 1)
+    if (!killed || sr_memcg_oom_rose(&s->att.memcg) != 1)
         return 0;
     sr_warn("the job ran out of memory: the OOM killer of its memory cgroup killed it "
             "(SIGKILL; %s counted it); give it more memory or make it use less",
-            s->memcg.path);
+            s->att.memcg.path);
     return 1;
 }
 
@@ -115,57 +116,51 @@ enum sr_stop sup_current_stop(const struct sup *s, int stalled)
     return s->phase == PREEMPTING ? SR_STOP_NOTICE : SR_STOP_NONE;
 }
 
-/* The job failed by itself before it could ever work: a restart would
- * repeat it (says why; outcome.h: hopeless). */
-static int hopeless(struct sup *s, int status)
+/* Why the run gives up, said once (restart.h: the rule that decided). */
+static void say_why(struct sup *s, int status, const struct sr_restart *r)
 {
+    const struct sr_supervise_config *c = s->cfg;
+    const unsigned stalls = c->prior_stalls + s->stalls;
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    const int listened = s->page && __atomic_load_n(&s->page->listening, __ATOMIC_RELAXED);
-    if (s->cfg->max_restarts == 0)
-        return 0;
-    if (WIFEXITED(status) && (code == 126 || code == 127) && s->restarts == 0 && !s->talked &&
-        !listened && !sup_newest_seq(s)) {
-        /* 126/127: a command the job runs cannot be executed or was not
-         * found. On the first attempt, before the job ever spoke to us,
-         * with nothing to resume from, a restart would repeat it. */
+    char how[48];
+    switch (r->why) {
+    case SR_WHY_NOT_RUNNABLE:
         sr_warn("not restarting: the job exited with %d (%s) on its first attempt, before it "
                 "ever talked to spotrun, and run %s has no checkpoint: a restart would repeat "
                 "it; fix the command and run it again",
                 code, code == 127 ? "a command was not found" : "a command cannot be executed",
-                s->cfg->run_id);
-        return 1;
+                c->run_id);
+        break;
+    case SR_WHY_SAME_FAILURE:
+        describe_status(status, how, sizeof(how));
+        sr_warn("not restarting again: the job failed the same way (%s) on its first start and "
+                "on its restart, both times within %ds and before it ever talked to spotrun, "
+                "and run %s has no checkpoint: another restart would repeat it; read the job's "
+                "output above, fix it and run it again",
+                how, SR_RESTART_SILENT_MS / 1000, c->run_id);
+        break;
+    case SR_WHY_STALLS:
+        if (c->nodes > 1)
+            sr_warn("not requeuing: run %s stalled %u time(s)%s, more than %u (--max-restarts): "
+                    "read the \"stalled\" events (`spotrun show %s --events`), fix the hang and "
+                    "run the group again",
+                    c->run_id, stalls, c->prior_stalls ? " (counting its earlier starts)" : "",
+                    c->max_stalls, c->run_id);
+        else
+            sr_warn("not restarting: run %s stalled %u time(s)%s, --max-restarts is %u: read the "
+                    "\"stalled\" events (`spotrun show %s --events`), fix the hang and run it "
+                    "again",
+                    c->run_id, stalls, c->prior_stalls ? " (counting its earlier wrappers)" : "",
+                    c->max_restarts, c->run_id);
+        break;
+    case SR_WHY_MAX_RESTARTS:
+    case SR_WHY_NONE:
+        break;
     }
-    /* A job that fails the same way on its first start and on its restart,
-     * both times within a minute, before ever talking to the wrapper and
-     * with nothing to resume from, is broken before it begins (a module
-     * that does not import, a bad flag, a missing file): more restarts would
-     * repeat it. One restart stays for what a new start can cure. */
-    const int silent =
-        !s->talked && !listened && !sup_newest_seq(s) && now() - s->attempt_at < SILENT_FAIL_MS;
-    if (s->restarts == 0) {
-        s->first_silent_fail = silent ? status : 0;
-        return 0;
-    }
-    if (s->restarts != 1 || s->restarts >= s->cfg->max_restarts || !silent ||
-        s->first_silent_fail != status)
-        return 0;
-    char how[48];
-    describe_status(status, how, sizeof(how));
-    sr_warn("not restarting again: the job failed the same way (%s) on its first start and "
-            "on its restart, both times within %ds and before it ever talked to spotrun, "
-            "and run %s has no checkpoint: another restart would repeat it; read the job's "
-            "output above, fix it and run it again",
-            how, SILENT_FAIL_MS / 1000, s->cfg->run_id);
-    return 1;
 }
 
-static void schedule_restart(struct sup *s)
+static void schedule_restart(struct sup *s, int64_t delay)
 {
-    int64_t delay = s->cfg->backoff_ms;
-    for (unsigned i = 0; i < s->restarts && delay < MAX_BACKOFF_MS; i++)
-        delay *= 2;
-    if (delay > MAX_BACKOFF_MS)
-        delay = MAX_BACKOFF_MS;
     s->restarts++;
     char d[32];
     sr_format_duration_ms(delay, d, sizeof(d));
@@ -177,7 +172,7 @@ static void schedule_restart(struct sup *s)
                 s->cfg->run_id, s->restarts, s->cfg->max_restarts);
         if (!s->every_ms) {
             char lost[32];
-            sr_format_duration_ms(now() - s->ckpt_at, lost, sizeof(lost));
+            sr_format_duration_ms(now() - s->att.ckpt_at, lost, sizeof(lost));
             sr_warn("the %s this attempt ran are lost: give --every DURATION (say --every 10m), "
                     "or commit from the job, so that a crash keeps the work done before it",
                     lost);
@@ -185,16 +180,16 @@ static void schedule_restart(struct sup *s)
     }
     emit(s, "restart",
          json_pack("{s:i,s:I}", "restart", (int)s->restarts, "delay_ms", (json_int_t)delay));
-    s->phase = BACKOFF;
+    sup_phase(s, BACKOFF);
     s->restart_at = now() + delay;
 }
 
 /* The job ended while a stop was under way (or, one node of a group,
  * started one): finish it, the exit code is the stop's (outcome.h). */
-static void continue_stop(struct sup *s, int status, const struct sr_end_facts *f)
+static void continue_stop(struct sup *s, int status, const struct sr_restart *r, enum sr_stop stop)
 {
-    if (f->stop == SR_STOP_STALL || f->stop == SR_STOP_NONE) {
-        if (f->stop == SR_STOP_STALL) { /* one node: the group starts again as a whole */
+    if (r->what == SR_DO_REQUEUE_GROUP || r->what == SR_DO_JOIN_STOP) {
+        if (r->what == SR_DO_REQUEUE_GROUP) { /* one node: the group starts again as a whole */
             sr_warn("node %u's job stalled (%u stall(s) of run %s, at most %u): the group stops "
                     "and resumes from the newest complete checkpoint when its engine reruns it",
                     s->cfg->node_rank, s->cfg->prior_stalls + s->stalls, s->cfg->run_id,
@@ -206,7 +201,7 @@ static void continue_stop(struct sup *s, int status, const struct sr_end_facts *
                     s->cfg->run_id);
             emit(s, "notice", json_pack("{s:s}", "source", "peer"));
         }
-        s->phase = PREEMPTING;
+        sup_phase(s, PREEMPTING);
         s->pre = STOPPING;
         s->deadline = now() + s->cfg->grace_ms;
         return;
@@ -220,30 +215,57 @@ static void continue_stop(struct sup *s, int status, const struct sr_end_facts *
         /* One node's job finished: its group's done marks decide (group.c). */
         sr_info("the job finished during the notice");
         s->finished_in_notice = 1;
-        s->phase = FINISHING;
-        s->exit_code = 0;
+        sup_phase(s, FINISHING);
+        sup_run_end(s, SR_RUN_DONE, 0);
         return;
     }
     if (code == 0)
         sr_info("the job exited 0 while spotrun was stopping it (%s): a stop is not a finish; "
                 "run %s is not done",
-                sr_stop_name(f->stop), s->cfg->run_id);
+                sr_stop_name(stop), s->cfg->run_id);
     if (!s->lost && s->job_commits == s->notice_commits)
         say_work_lost(s, status, s->submitted != submitted);
     sup_enter_drain(s);
 }
 
-void sup_child_exited(struct sup *s, int status)
+/* The facts the restart policy decides on (restart.h). */
+static void gather_facts(struct sup *s, int status, int stalled, int oom,
+                         struct sr_restart_facts *f)
 {
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    const pid_t pgid = s->child;
-    const int stalled = s->stalling; /* stopped by the watchdog: never a success */
-    s->child = 0;
-    s->stalling = 0;
-    kill(-pgid, SIGKILL);                     /* leftovers of the job's process group */
-    sr_proctree_signal(getpid(), SIGKILL, 0); /* and any daemon it left below us */
-    sup_gpu_event(s, 1);
-    const int oom = oom_killed(s, status);
+    const struct sr_supervise_config *c = s->cfg;
+    *f = (struct sr_restart_facts){
+        .end = {.stop = sup_current_stop(s, stalled),
+                .limit = s->at_limit && s->limit_hit.cause &&
+                                 sr_limit_cause_of(s->limit_hit.cause) != SR_CAUSE_NONE
+                             ? sr_limit_cause_of(s->limit_hit.cause)
+                             : SR_CAUSE_TIME_LIMIT,
+                .code = code,
+                .signaled = WIFSIGNALED(status),
+                .oom = oom,
+                .multinode = c->nodes > 1},
+        .status = status,
+        .restarts = s->restarts,
+        .max_restarts = c->max_restarts,
+        .backoff_ms = c->backoff_ms,
+        .talked = s->att.talked,
+        .listened = s->page && __atomic_load_n(&s->page->listening, __ATOMIC_RELAXED),
+        .has_checkpoint = sup_newest_seq(s) != 0,
+        .ran_ms = now() - s->att.attempt_at,
+        .first_silent_fail = s->first_silent_fail,
+        .in_notice = s->phase == PREEMPTING,
+        .stalls = c->prior_stalls + s->stalls,
+        .max_stalls = c->max_stalls,
+    };
+    /* a store listing: asked only of a failure nobody stopped */
+    if (f->end.stop == SR_STOP_NONE && code != 0)
+        f->end.group_stopping = f->end.multinode && sr_peers_group_preempted(s->peers);
+}
+
+/* The "exit" event, and the failure said in the log. */
+static void record_exit(struct sup *s, int status, int oom, enum sr_stop stop)
+{
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     json_t *ex =
         WIFEXITED(status)
             ? json_pack("{s:i}", "code", code)
@@ -253,50 +275,57 @@ void sup_child_exited(struct sup *s, int status)
         json_object_set_new(ex, "oom", json_true());
     sup_output_tail(s, ex); /* the last lines of a failure's stderr */
     emit(s, "exit", ex);
-    struct sr_end_facts f = {
-        .stop = sup_current_stop(s, stalled),
-        .limit = s->at_limit && s->limit_hit.cause &&
-                         sr_limit_cause_of(s->limit_hit.cause) != SR_CAUSE_NONE
-                     ? sr_limit_cause_of(s->limit_hit.cause)
-                     : SR_CAUSE_TIME_LIMIT,
-        .code = code,
-        .signaled = WIFSIGNALED(status),
-        .oom = oom,
-        .multinode = s->cfg->nodes > 1,
-        .restarts_left = (int)s->cfg->max_restarts - (int)s->restarts,
-    };
-    if ((f.stop == SR_STOP_NONE || f.stop == SR_STOP_STALL) && code != 0) {
+    if ((stop == SR_STOP_NONE || stop == SR_STOP_STALL) && code != 0) {
         if (WIFEXITED(status))
             sr_warn("the job exited with code %d", code);
         else
             sr_warn("the job was killed by %s",
                     spotrun_signal_name(WTERMSIG(status), (char[32]){0}, 32));
     }
-    if (f.stop == SR_STOP_STALL && s->phase != PREEMPTING)
-        f.stall_give_up = sup_watchdog_give_up(s);
-    if (f.stop == SR_STOP_NONE && code != 0) {
-        f.group_stopping = f.multinode && sr_peers_group_preempted(s->peers);
-        f.hopeless = !f.group_stopping && hopeless(s, status);
-    }
-    struct sr_end e;
-    sr_attempt_end(&f, &e);
-    if (f.stop == SR_STOP_STALL && code == 0)
+}
+
+void sup_child_exited(struct sup *s, int status)
+{
+    const pid_t pgid = s->att.child;
+    const int stalled = s->att.stalling; /* stopped by the watchdog: never a success */
+    s->att.child = 0;
+    s->att.stalling = 0;
+    kill(-pgid, SIGKILL);                     /* leftovers of the job's process group */
+    sr_proctree_signal(getpid(), SIGKILL, 0); /* and any daemon it left below us */
+    sup_gpu_event(s, 1);
+    const int oom = oom_killed(s, status);
+    struct sr_restart_facts f;
+    record_exit(s, status, oom, sup_current_stop(s, stalled));
+    gather_facts(s, status, stalled, oom, &f);
+    struct sr_restart r;
+    sr_restart_decide(&f, &r);
+    s->first_silent_fail = r.first_silent_fail;
+    say_why(s, status, &r);
+    if (f.end.stop == SR_STOP_STALL && f.end.code == 0)
         sr_warn("the job exited 0 after the stall watchdog stopped it: a stall is not a finish");
-    if (e.next == SR_NEXT_RESTART) {
-        schedule_restart(s);
-    } else if (e.next == SR_NEXT_STOP) {
-        continue_stop(s, status, &f);
-    } else if (e.done) {
+    switch (r.what) {
+    case SR_DO_RESTART:
+        schedule_restart(s, r.delay_ms);
+        break;
+    case SR_DO_REQUEUE_GROUP:
+    case SR_DO_JOIN_STOP:
+    case SR_DO_FINISH_STOP:
+        continue_stop(s, status, &r, f.end.stop);
+        break;
+    case SR_DO_FINISH:
         sr_info("the job finished successfully");
         sup_commit_after_exit(s, status, "job finished");
-        s->phase = FINISHING;
-        s->exit_code = 0;
-    } else {
-        if (!f.hopeless && e.cause != SR_CAUSE_STALLED)
+        sup_phase(s, FINISHING);
+        sup_run_end(s, SR_RUN_DONE, 0);
+        break;
+    case SR_DO_GIVE_UP:
+        if (r.why == SR_WHY_MAX_RESTARTS && r.end.cause != SR_CAUSE_STALLED)
             sr_warn("giving up after %u restart(s) (--max-restarts)%s", s->restarts,
-                    code == SR_EX_TEMPFAIL ? "; exit 75 is the job's own code: no notice came, "
-                                             "this is a failure, not a preemption"
-                                           : "");
-        give_up(s, status, &e);
+                    f.end.code == SR_EX_TEMPFAIL
+                        ? "; exit 75 is the job's own code: no notice came, this is a failure, "
+                          "not a preemption"
+                        : "");
+        give_up(s, status, &r.end);
+        break;
     }
 }

@@ -67,33 +67,32 @@ void sup_on_peers(struct sup *s)
  * node's job finished from the same start (parts.h: done marks); whoever
  * completes the marks writes DONE. A node whose job finished while the
  * group is being stopped by a notice exits 75 with the others: the group
- * resumes from its newest set, this node's job included. Returns the exit
- * code: 0 (s->node_only when another node's job has not finished yet) or
- * 75. */
-int sup_node_finished(struct sup *s)
+ * resumes from its newest set, this node's job included. Sets the run's
+ * end: done, this node's part done (another node's job has not finished
+ * yet), or preempted. */
+void sup_node_finished(struct sup *s)
 {
     const struct sr_supervise_config *c = s->cfg;
-    int rc = sr_node_mark_done(c->st, c->run_id, c->node_rank, s->start_seq);
+    int rc = sr_node_mark_done(c->st, c->run_id, c->node_rank, s->att.start_seq);
     if (rc < 0)
         sr_warn("cannot record in %s that node %u's job finished: %s", sr_store_url(c->st),
                 c->node_rank, sr_strerror(rc));
     else
-        rc = sr_nodes_done(c->st, c->run_id, c->nodes, s->start_seq);
+        rc = sr_nodes_done(c->st, c->run_id, c->nodes, s->att.start_seq);
     if (rc == (int)c->nodes)
-        return 0;
-    s->node_only = 1;
+        return; /* done */
+    sup_run_end(s, SR_RUN_NODE_DONE, 0);
     if (s->finished_in_notice || sr_peers_group_preempted(s->peers)) {
         if (!s->finished_in_notice)
             emit(s, "notice", json_pack("{s:s}", "source", "peer"));
         sr_info("node %u's job finished, but run %s is being stopped by a notice: every node "
                 "resumes from the newest complete checkpoint; exit 75 (requeue me)",
                 c->node_rank, c->run_id);
-        s->preempted = 1;
-        return SR_EX_TEMPFAIL;
+        sup_run_end(s, SR_RUN_PREEMPTED, 0);
+        return;
     }
     if (rc >= 0)
         sr_info("node %u's job finished (%d of %u nodes); run %s is done once every node's job "
                 "has finished",
                 c->node_rank, rc, c->nodes, c->run_id);
-    return 0;
 }

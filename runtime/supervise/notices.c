@@ -54,6 +54,29 @@ static int64_t notice_deadline(const char *source, int64_t deadline_ms)
     return floor;
 }
 
+/* A notice while the stop is under way: an earlier deadline counts; only
+ * the same signal from the same sender again hurries the stop on. */
+static void notice_again(struct sup *s, const char *source, int64_t deadline_ms)
+{
+    if (deadline_ms < s->deadline)
+        s->deadline = deadline_ms;
+    /* The same reclamation seen again (a cloud notice, then systemd's
+     * TERM at the shutdown; a fleet worker passing a notice on) never
+     * hurries: only the same signal from the same sender again (a
+     * second Ctrl-C, a user in a hurry) moves on. */
+    if (!s->sig_now || s->sig_now != s->first_sig || s->sig_from != s->first_from) {
+        sr_info("notice from %s too: still making the checkpoint durable", source);
+        return;
+    }
+    sr_warn("second notice (%s): not waiting any longer", source);
+    if (s->pre == WAIT_COMMIT)
+        sup_enter_drain(s);
+    else if (s->pre == DRAIN)
+        sup_stop_job(s);
+    else
+        sup_kill_job(s);
+}
+
 void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
 {
     const int64_t t = now();
@@ -71,26 +94,10 @@ void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
     }
     deadline_ms = notice_deadline(source, deadline_ms);
     if (s->phase == PREEMPTING) {
-        if (deadline_ms < s->deadline)
-            s->deadline = deadline_ms;
-        /* The same reclamation seen again (a cloud notice, then systemd's
-         * TERM at the shutdown; a fleet worker passing a notice on) never
-         * hurries: only the same signal from the same sender again (a
-         * second Ctrl-C, a user in a hurry) moves on. */
-        if (!s->sig_now || s->sig_now != s->first_sig || s->sig_from != s->first_from) {
-            sr_info("notice from %s too: still making the checkpoint durable", source);
-            return;
-        }
-        sr_warn("second notice (%s): not waiting any longer", source);
-        if (s->pre == WAIT_COMMIT)
-            sup_enter_drain(s);
-        else if (s->pre == DRAIN)
-            sup_stop_job(s);
-        else if (s->child)
-            kill(-s->child, SIGKILL);
+        notice_again(s, source, deadline_ms);
         return;
     }
-    s->phase = PREEMPTING;
+    sup_phase(s, PREEMPTING);
     s->first_sig = s->sig_now;
     s->first_from = s->sig_from;
     s->deadline = deadline_ms;
@@ -119,15 +126,15 @@ void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
                        cloud ? s->cloud.what : NULL, "id", cloud ? s->cloud.id : NULL));
     }
     sr_events_flush(s->ev);
-    if (s->child && !job_listens(s)) {
-        if (!s->deaf_said++)
+    if (s->att.child && !job_listens(s)) {
+        if (!s->att.deaf_said++)
             sr_warn("the job does not listen for checkpoint requests (no handler for %s, never "
                     "polled spotrun_checkpoint_requested() or the Python module): not waiting for "
                     "a commit; its directory is committed when it stops",
                     spotrun_signal_name(s->cfg->signo, (char[32]){0}, 32));
         emit(s, "deaf", NULL);
         sup_enter_drain(s);
-    } else if (s->child) {
+    } else if (s->att.child) {
         s->pre = WAIT_COMMIT;
         sup_request_checkpoint(s, s->at_limit ? "limit" : "notice");
     } else {
@@ -166,8 +173,8 @@ static void limit_stop(struct sup *s, const struct sr_limit_hit *hit, int from_r
     emit(s, "limit", ev);
     if (s->phase == BACKOFF) { /* no job to ask: nothing newer than what stands */
         sr_events_flush(s->ev);
-        s->phase = FINISHING;
-        s->exit_code = SR_EX_LIMIT;
+        sup_phase(s, FINISHING);
+        sup_run_end(s, SR_RUN_LIMIT, 0);
         return;
     }
     sup_notice(s, source, deadline);
@@ -193,7 +200,7 @@ int sup_peer_limit(struct sup *s, uint32_t rank, const char *limit, const char *
     double v;
     struct sr_limit_hit hit;
     if (sr_parse_decimal(value, &v) < 0 ||
-        sr_limits_hit_of(&s->limits, now(), s->phase == RUNNING ? s->attempt_at : now(), cause,
+        sr_limits_hit_of(&s->limits, now(), s->phase == RUNNING ? s->att.attempt_at : now(), cause,
                          what, &hit) < 0)
         return -EINVAL;
     /* The origin's limit; what this node used of it when it has the same
@@ -248,13 +255,13 @@ static void cloud_withdrawn(struct sup *s, const struct sr_notice_event *ev)
         return;
     }
     s->cloud.source[0] = '\0';
-    if (s->pre == STOPPING || !s->child) {
+    if (s->pre == STOPPING || !s->att.child) {
         sr_warn("the %s notice was withdrawn, but the job is already stopping", ev->source);
         return;
     }
     sr_info("the %s notice was withdrawn: cancelling the stop, the job keeps running", ev->source);
-    s->phase = RUNNING;
-    s->deadline = s->commit_by = s->kill_at = 0;
+    sup_phase(s, RUNNING);
+    s->deadline = s->commit_by = 0; /* no SIGTERM was sent: no SIGKILL is due */
     sr_commits_hurry(s->cp, 0);
 }
 
@@ -280,7 +287,7 @@ void sup_placement(struct sup *s)
 {
     if (!s->placement.cloud[0] && !sr_notice_placement(s->nw, &s->placement))
         return;
-    if (s->placement_said || !s->ev)
+    if (s->att.placement_said || !s->ev)
         return;
     const struct sr_placement *p = &s->placement;
     json_t *f = json_pack("{s:s}", "cloud", p->cloud);
@@ -292,7 +299,7 @@ void sup_placement(struct sup *s)
         json_object_set_new(f, "region", json_string(p->region));
     emit(s, "placement", f);
     sr_events_flush(s->ev);
-    s->placement_said = 1;
+    s->att.placement_said = 1;
 }
 
 /* Azure waits for NotBefore unless told to go ahead: after the checkpoint

@@ -22,7 +22,7 @@ static void status_reply(struct sup *s, int fd)
     static const char *const names[] = {"running", "backoff", "preempting", "finishing"};
     json_t *o =
         json_pack("{s:s,s:s,s:I,s:i,s:I,s:i}", "run_id", s->cfg->run_id, "state", names[s->phase],
-                  "attempt", (json_int_t)s->attempt, "pid", (int)s->child, "durable_seq",
+                  "attempt", (json_int_t)s->attempt, "pid", (int)s->att.child, "durable_seq",
                   (json_int_t)s->durable_seq, "pending", sr_commits_pending(s->cp));
     char *txt = json_dumps(o, JSON_COMPACT);
     sr_ctl_reply(fd, "OK %s", txt ? txt : "{}");
@@ -45,7 +45,7 @@ static void early_stop(struct sup *s, const struct sr_ctl_req *req)
 static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
 {
     if (req->kind == SR_CTL_COMMIT || req->kind == SR_CTL_STATUS || req->kind == SR_CTL_METRIC)
-        s->talked = 1; /* the job speaks the protocol (a restart may help it) */
+        s->att.talked = 1; /* the job speaks the protocol (a restart may help it) */
     if ((req->kind == SR_CTL_COMMIT || req->kind == SR_CTL_METRIC) && s->page) {
         /* A heartbeat (job_page.h), whoever sent it: `spotrun commit` and
          * `spotrun metric` from a shell script are progress too. */
@@ -68,18 +68,18 @@ static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
             close(fd);
             return;
         }
-        if (s->cfg->nodes > 1 && req->step <= s->last_step) {
+        if (s->cfg->nodes > 1 && req->step <= s->att.last_step) {
             sr_ctl_reply(fd,
                          "ERR step %" PRId64 " is not newer than this node's last checkpoint (step "
                          "%" PRId64 "): in a multi-node run each step is committed once, and "
                          "the next commit needs a higher step",
-                         req->step, s->last_step);
+                         req->step, s->att.last_step);
             close(fd);
             return;
         }
         if (s->cfg->nodes > 1)
-            s->last_step = req->step;
-        s->job_committed = 1;
+            s->att.last_step = req->step;
+        s->att.job_committed = 1;
         s->job_commits++;
         /* This commit answers every request made so far. */
         sup_watchdog_answered(s);

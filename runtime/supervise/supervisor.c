@@ -27,10 +27,12 @@
  * notice.
  *
  * The loop's other concerns live beside it (struct sup is in
- * supervisor_int.h): the end of the job's process and what follows it
- * (ending.c, on outcome.h's one table), the control requests (requests.c), notices and the
- * PREEMPTING state they start (notices.c), and the other nodes of a
- * multi-node run (group.c).
+ * supervisor_int.h): one attempt's start (attempt.c), the stop of the job
+ * with its one TERM -> KILL escalation, PREEMPTING's steps, the phase and
+ * how the run ends (stop.c), the end of the job's process and what follows
+ * it (ending.c, on restart.h's policy and outcome.h's one table), the
+ * control requests (requests.c), notices and the PREEMPTING state they
+ * start (notices.c), and the other nodes of a multi-node run (group.c).
  */
 #include "supervisor_int.h"
 
@@ -70,258 +72,7 @@
 #include "signame.h"
 #include "units.h"
 
-#define TERM_WAIT_MS 10000 /* TERM -> KILL when the deadline allows */
-#define SETTLE_POLL_MS 1000
 #define FIXED_FDS 6 /* signals, listener, checkpointer, notices, lease, peers */
-
-/* ---- the job page ----------------------------------------------------------- */
-
-static int page_create(struct sup *s)
-{
-    snprintf(s->page_path, sizeof(s->page_path), "%s/job.page", s->cfg->run_dir);
-    unlink(s->page_path); /* a new inode: a leftover process of an old wrapper keeps its own */
-    const int fd = open(s->page_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return -errno;
-    void *p = MAP_FAILED;
-    if (ftruncate(fd, SPOTRUN_JOB_PAGE_SIZE) == 0)
-        p = mmap(NULL, SPOTRUN_JOB_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    const int err = errno;
-    close(fd);
-    if (p == MAP_FAILED)
-        return -err;
-    s->page = p;
-    s->page->magic = SPOTRUN_JOB_PAGE_MAGIC;
-    s->page->version = SPOTRUN_JOB_PAGE_VERSION;
-    s->page->size = SPOTRUN_JOB_PAGE_SIZE;
-    s->page->signo = (uint64_t)s->cfg->signo;
-    return 0;
-}
-
-/* A new attempt: no request pending, nobody listening yet. */
-static void page_reset(struct sup *s)
-{
-    if (!s->page)
-        return;
-    __atomic_store_n(&s->page->listening, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->page->progress, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->page->progress_ms, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->page->served, __atomic_load_n(&s->page->requested, __ATOMIC_RELAXED),
-                     __ATOMIC_RELEASE);
-    s->deaf_said = 0;
-}
-
-/* ---- starting an attempt ------------------------------------------------ */
-
-static int restore(struct sup *s, struct sr_manifest *m, int *resumed)
-{
-    const struct sr_supervise_config *c = s->cfg;
-    const int64_t t0 = now();
-    if (c->nodes > 1) {
-        struct sr_lease_counts ctx = {.st = c->st, .run_id = c->run_id};
-        const int p =
-            sr_sets_publish_pending(c->st, c->run_id, c->nodes, sr_lease_part_counts, &ctx, NULL);
-        if (p < 0)
-            sr_warn("cannot look for unpublished checkpoints: %s", sr_strerror(p));
-    }
-    const struct sr_restore_opts ro = {.threads = c->threads,
-                                       .nodes = c->nodes,
-                                       .rank = c->node_rank,
-                                       .all_parts = c->restore_all};
-    int rc = sr_ckpt_restore_node(c->st, c->run_id, 0, c->ckpt_dir, &ro, m);
-    if (rc == -ENOENT) {
-        *resumed = 0;
-        rc = sr_mkdirs(c->ckpt_dir, 0755);
-        return rc < 0 ? rc : sr_empty_dir(c->ckpt_dir);
-    }
-    if (rc < 0)
-        return rc;
-    *resumed = 1;
-    if (m->seq > s->have_seq)
-        s->have_seq = m->seq;
-    if (m->seq >= s->have_step_seq) {
-        s->have_step_seq = m->seq;
-        s->have_step = m->step;
-    }
-    char raw[32];
-    sr_format_size(m->raw_bytes, raw, sizeof(raw));
-    char step[24];
-    sr_format_step(m->step, step, sizeof(step));
-    sr_info("restored checkpoint %" PRIu64 " (step %s, %s) in %.1fs", m->seq, step, raw,
-            (double)(now() - t0) / 1000.0);
-    emit(s, "restore",
-         json_pack("{s:I,s:I,s:I,s:f}", "seq", (json_int_t)m->seq, "step", (json_int_t)m->step,
-                   "raw_bytes", (json_int_t)m->raw_bytes, "seconds",
-                   (double)(now() - t0) / 1000.0));
-    return 0;
-}
-
-static char **job_env(struct sup *s, int resumed, const struct sr_manifest *m)
-{
-    const struct sr_supervise_config *c = s->cfg;
-    char buf[17][4300];
-    char *add[18];
-    int n = 0;
-    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_RUN_ID=%s", c->run_id), add[n] = buf[n], n++;
-    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_CKPT_DIR=%s", c->ckpt_dir), add[n] = buf[n], n++;
-    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_RESUMED=%d", resumed), add[n] = buf[n], n++;
-    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_ATTEMPT=%" PRIu32, s->attempt), add[n] = buf[n], n++;
-    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_CONTROL=%s", c->control_path), add[n] = buf[n], n++;
-    char signame[32];
-    spotrun_signal_name(c->signo, signame, sizeof(signame));
-    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_SIGNAL=%s", signame), add[n] = buf[n], n++;
-    if (s->page)
-        snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_JOB_PAGE=%s", s->page_path), add[n] = buf[n], n++;
-    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_BIN=%s", c->self), add[n] = buf[n], n++;
-    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_NODES=%u", c->nodes ? c->nodes : 1), add[n] = buf[n],
-                                                                                   n++;
-    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_NODE_RANK=%u", c->node_rank), add[n] = buf[n], n++;
-    /* For the shim: who may TERM the job for real, where its GPU memory
-     * accounting pages go, and the limit. */
-    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_WRAPPER_PID=%d", (int)getpid()), add[n] = buf[n], n++;
-    snprintf(s->gpu_dir, sizeof(s->gpu_dir), "%s/gpu", c->run_dir);
-    snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_GPU_DIR=%s", s->gpu_dir), add[n] = buf[n], n++;
-    if (c->gpu_mem_limit)
-        snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_GPU_MEM_LIMIT=%" PRIu64, c->gpu_mem_limit),
-            add[n] = buf[n], n++;
-    if (resumed && m->step >= 0)
-        snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_STEP=%" PRId64, m->step), add[n] = buf[n], n++;
-    if (s->stall_on) { /* --stall-timeout: tracebacks (python/spotrun/_stall.py) */
-        snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_STALL_SIGNAL=%d", s->stall_signo),
-            add[n] = buf[n], n++;
-        snprintf(buf[n], sizeof(buf[n]), "SPOTRUN_STALL_DIR=%s", s->stall_dir), add[n] = buf[n],
-                                                                                n++;
-    }
-    if (c->preload) {
-        const char *old = getenv("LD_PRELOAD");
-        snprintf(buf[n], sizeof(buf[n]), "LD_PRELOAD=%s%s%s", c->preload, old && *old ? ":" : "",
-                 old && *old ? old : ""),
-            add[n] = buf[n], n++;
-    }
-    add[n] = NULL;
-    static const char *const unset[] = {"SPOTRUN_STEP", "SPOTRUN_JOB_PAGE", "SPOTRUN_STALL_SIGNAL",
-                                        "SPOTRUN_STALL_DIR", NULL};
-    return sr_env_build(add, unset);
-}
-
-/* Restores the newest checkpoint and starts the job. Returns 0 or an exit code. */
-static int start_attempt(struct sup *s)
-{
-    const struct sr_supervise_config *c = s->cfg;
-    struct sr_manifest m = {.step = -1};
-    int resumed = 0;
-    sr_commits_set_attempt(s->cp, s->attempt, NULL);
-    sr_events_close(s->ev);
-    s->ev = NULL;
-    const int multi = c->nodes > 1;
-    int rc =
-        sr_events_next_attempt_node(c->st, c->run_id, multi ? (int)c->node_rank : -1, &s->attempt);
-    if (rc == 0)
-        rc = sr_events_open(&s->ev, c->st, c->run_id, s->attempt);
-    if (rc == 0 && multi)
-        sr_events_set_node(s->ev, c->run_id, c->node_rank);
-    if (rc < 0)
-        return sr_fail(rc, "cannot read the run's event log");
-    sr_commits_set_attempt(s->cp, s->attempt, s->ev);
-    rc = restore(s, &m, &resumed);
-    if (rc < 0)
-        return sr_fail(rc, "cannot restore the newest checkpoint");
-    char path[4096];
-    rc = sr_resolve_program(c->argv[0], path, sizeof(path));
-    if (rc < 0) {
-        fprintf(stderr, "spotrun: cannot run the job: %s\n", sr_strerror(rc));
-        return rc == -ENOENT ? 127 : 126;
-    }
-    /* The directory as restored, before the job can touch it: a commit at
-     * exit or on settle compares against this. */
-    s->settle_fp = sup_dir_fp(s, NULL);
-    sr_dirstate_reset(&s->dir, s->settle_fp);
-    s->start_seq = resumed ? m.seq : 0;
-    s->last_step = resumed ? m.step : -1;
-    page_reset(s);
-    sup_watchdog_attempt(s);
-    char **env = job_env(s, resumed, &m);
-    sr_gpu_usage_reset(s->gpu_dir); /* this attempt's processes write new pages */
-    rc = env ? sr_spawn(path, c->argv, env, &s->orig_mask, sup_job_stderr(s), &s->child) : -ENOMEM;
-    sr_env_free(env);
-    if (rc < 0) {
-        fprintf(stderr, "spotrun: cannot run the job: %s: %s\n", c->argv[0], strerror(-rc));
-        return rc == -ENOENT ? 127 : 126;
-    }
-    /* Its memory cgroup's OOM-kill count, while it surely exists. */
-    if (sr_memcg_open(&s->memcg, sr_memcg_root(), s->child) < 0)
-        sr_debug("no memory cgroup of the job is readable below %s: an OOM kill will read as a "
-                 "crash (SIGKILL)",
-                 sr_memcg_root());
-    char host[256] = "";
-    gethostname(host, sizeof(host) - 1);
-    json_t *start =
-        json_pack("{s:s,s:i,s:b,s:I,s:I,s:i}", "host", host, "pid", (int)s->child, "resumed",
-                  resumed, "seq", (json_int_t)(resumed ? m.seq : 0), "step",
-                  (json_int_t)(resumed ? m.step : -1), "nodes", (int)(multi ? c->nodes : 1));
-    /* The job's command, so that a rerun with another one can say so (cmd_run.c). */
-    json_t *argv = json_array();
-    for (size_t i = 0; argv && c->argv[i] && i < 256; i++) {
-        json_t *a = json_string(c->argv[i]); /* NULL: not UTF-8 */
-        json_array_append_new(argv, a ? a : json_string("?"));
-    }
-    if (start && c->instance_type && *c->instance_type)
-        json_object_set_new(start, "instance_type", json_string(c->instance_type));
-    if (start && c->limits.max_cost > 0) /* what `show` says "budget: X of Y" from */
-        json_object_set_new(start, "max_cost", json_real(c->limits.max_cost));
-    if (start && c->limits.price_per_hour > 0)       /* what stats prices it at without a table */
-        json_object_set_new(start, "price_per_hour", /* of one instance */
-                            json_real(c->limits.price_per_hour / (multi ? c->nodes : 1)));
-    if (start && json_object_size(c->labels)) /* the run's labels (cmd_run.c checked them) */
-        json_object_set_new(start, "labels", json_deep_copy(c->labels));
-    if (start && c->run_dir) /* where it ran: show says it, and that a done run removes it */
-        json_object_set_new(start, "work_dir",
-                            json_pack("{s:s,s:b}", "path", c->run_dir, "kept", c->keep_work));
-    if (start && argv)
-        json_object_set_new(start, "argv", argv);
-    else
-        json_decref(argv);
-    emit(s, "start", start);
-    s->placement_said = 0;
-    sup_placement(s); /* each attempt's log says where it ran */
-    sr_events_flush(s->ev);
-    sup_alive_attempt(s);
-    sr_info("run %s attempt %" PRIu32 ": started %s (pid %d)%s", c->run_id, s->attempt, c->argv[0],
-            (int)s->child, resumed ? ", resumed" : "");
-    s->phase = RUNNING;
-    s->job_committed = 0;
-    s->talked = 0;
-    s->attempt_at = now();
-    s->ckpt_step = resumed ? m.step : -1;
-    s->ckpt_at = now();
-    s->settle_since = now();
-    s->next_settle = c->settle_ms ? now() + SETTLE_POLL_MS : 0;
-    if (c->every_auto.on)
-        emit(s, "interval", sr_every_event(&s->every));
-    s->next_every = s->every_ms ? now() + s->every_ms : 0;
-    sr_gpu_sampler_begin(s->gpu_sampler);
-    s->gpu_samples_said = 0;
-    s->next_gpu_event = s->gpu_sampler ? now() + SR_GPU_EVENT_EVERY * c->gpu_sample_ms : 0;
-    return 0;
-}
-
-/* The attempt's GPU utilization so far, as a "gpu" event, when anything
- * new was sampled; at the job's end (end) the sampling of the attempt
- * stops. A periodic one is flushed: a wrapper that vanishes keeps it. */
-void sup_gpu_event(struct sup *s, int end)
-{
-    struct sr_gpu_summary g;
-    if (end)
-        sr_gpu_sampler_end(s->gpu_sampler, &g);
-    else
-        sr_gpu_sampler_peek(s->gpu_sampler, &g);
-    if (!g.samples || g.samples == s->gpu_samples_said)
-        return;
-    s->gpu_samples_said = g.samples;
-    emit(s, "gpu", sr_gpu_summary_json(&g));
-    if (!end)
-        sr_events_flush(s->ev);
-}
 
 /* ---- commits ------------------------------------------------------------- */
 
@@ -339,13 +90,13 @@ void sup_commit_dir(struct sup *s, int64_t step, int client_fd, const char *why)
         return;
     }
     s->submitted++;
-    sr_dirstate_submitted(&s->dir, fp);
+    sr_dirstate_submitted(&s->att.dir, fp);
     sr_debug("commit requested (%s)", why);
 }
 
 void sup_request_checkpoint(struct sup *s, const char *why)
 {
-    if (!s->child)
+    if (!s->att.child)
         return;
     sup_watchdog_request(s);
     if (s->page)
@@ -361,83 +112,14 @@ void sup_request_checkpoint(struct sup *s, const char *why)
     sr_debug("checkpoint requested from the job (%s): signalled %d process(es)", why, sent);
 }
 
-/* ---- preemption ---------------------------------------------------------- */
-
-/* From here on the job is stopped once the commits submitted so far are
- * durable (or failed): a job that keeps committing cannot hold it up. */
-void sup_enter_drain(struct sup *s)
-{
-    s->pre = DRAIN;
-    s->drain_mark = s->submitted;
-}
-
-void sup_stop_job(struct sup *s)
-{
-    s->pre = STOPPING;
-    if (!s->child)
-        return;
-    kill(-s->child, SIGTERM);
-    sr_proctree_signal_outside(getpid(), SIGTERM,
-                               s->child); /* those that left the group (setsid) too */
-    const int64_t t = now() + TERM_WAIT_MS;
-    s->kill_at = t < s->deadline ? t : s->deadline;
-    if (s->kill_at < now() + SR_MIN_TERM_GRACE_MS) /* a second notice made it past */
-        s->kill_at = now() + SR_MIN_TERM_GRACE_MS;
-    sr_debug("sent SIGTERM to the job's processes");
-}
-
-static void preempt_tick(struct sup *s)
-{
-    const int64_t t = now();
-    if (s->pre == WAIT_COMMIT && t >= s->commit_by) {
-        if (!s->job_committed && s->cfg->preload && s->page && job_listens(s))
-            sr_warn("the job listens for checkpoint requests (it polled them or handles %s) but "
-                    "never called commit() in this attempt: not waiting any longer; its "
-                    "directory %s is committed as it stands once it stops, if it changed (call "
-                    "spotrun.commit() after saving, or `spotrun commit`)",
-                    spotrun_signal_name(s->cfg->signo, (char[32]){0}, 32), s->cfg->ckpt_dir);
-        else
-            sup_say_what_stands(s, "the job did not commit in time");
-        sup_enter_drain(s);
-    }
-    if (s->pre == DRAIN &&
-        (((sr_commits_pending(s->cp) == 0 || s->finished >= s->drain_mark) && sup_set_durable(s)) ||
-         t >= s->deadline))
-        sup_stop_job(s);
-    if (s->pre == STOPPING && s->child && t >= s->kill_at) {
-        sr_warn("the job did not stop after SIGTERM; killing it");
-        kill(-s->child, SIGKILL);
-        s->kill_at = t + 60000;
-    }
-}
-
-/* ---- the lease --------------------------------------------------------------- */
-
-/* Another wrapper owns the run now: whatever this one commits from here on
- * can never become the newest, so stop the job without a checkpoint. */
-static void lease_lost(struct sup *s, const char *why)
-{
-    if (s->lost)
-        return;
-    s->lost = 1;
-    sr_warn("%s; stopping the job without a checkpoint", why);
-    emit(s, "lease_lost", json_pack("{s:s}", "reason", why));
-    sr_events_flush(s->ev);
-    if (s->phase == FINISHING)
-        return;
-    s->phase = PREEMPTING;
-    s->deadline = now() + s->cfg->grace_ms;
-    sup_stop_job(s);
-}
+/* ---- the lease, signals and the checkpointer's results ------------------------------------ */
 
 static void on_lease(struct sup *s)
 {
     char why[512];
     sr_keeper_why(s->keeper, why, sizeof(why));
-    lease_lost(s, why);
+    sup_lease_lost(s, why);
 }
-
-/* ---- signals and the checkpointer's results ------------------------------------ */
 
 static void on_signal(struct sup *s)
 {
@@ -448,7 +130,7 @@ static void on_signal(struct sup *s)
             int status;
             pid_t p;
             while ((p = waitpid(-1, &status, WNOHANG)) > 0)
-                if (p == s->child)
+                if (p == s->att.child)
                     sup_child_exited(s, status);
             continue;
         }
@@ -490,8 +172,8 @@ static void every_auto_staged(struct sup *s, int64_t stage_ms)
         return;
     sr_every_sample(&s->every, stage_ms);
     every_auto_choose(s, s->ev != NULL);
-    if (s->next_every)
-        s->next_every = now() + s->every_ms;
+    if (s->att.next_every)
+        s->att.next_every = now() + s->every_ms;
 }
 
 static void on_result(struct sup *s)
@@ -514,8 +196,8 @@ static void on_result(struct sup *s)
             }
             if (r.rc == 0) {
                 s->last_stage_ms = r.ms;
-                s->ckpt_step = r.step;
-                s->ckpt_at = now();
+                s->att.ckpt_step = r.step;
+                s->att.ckpt_at = now();
                 if (r.seq > s->staged_seq)
                     s->staged_seq = r.seq;
                 char step[24];
@@ -527,7 +209,7 @@ static void on_result(struct sup *s)
         } else if (r.rc == -ECANCELED) {
             sr_info("checkpoint %" PRIu64 " skipped: %s", r.seq, r.msg);
         } else if (r.rc == -ESTALE && s->cfg->lease) {
-            lease_lost(s, r.msg);
+            sup_lease_lost(s, r.msg);
         } else if (r.rc < 0) {
             /* said by sup_commit_result() */
         } else if (r.part && !r.set) {
@@ -552,32 +234,33 @@ static void on_timers(struct sup *s)
 {
     const struct sr_supervise_config *c = s->cfg;
     const int64_t t = now();
-    if (s->phase == RUNNING && s->next_every && t >= s->next_every) {
+    if (s->phase == RUNNING && s->att.next_every && t >= s->att.next_every) {
         sup_request_checkpoint(s, "every");
-        s->next_every = t + s->every_ms;
+        s->att.next_every = t + s->every_ms;
     }
-    if (s->phase == RUNNING && s->next_settle && t >= s->next_settle) {
-        s->next_settle = t + SETTLE_POLL_MS;
+    if (s->phase == RUNNING && s->att.next_settle && t >= s->att.next_settle) {
+        s->att.next_settle = t + SUP_SETTLE_POLL_MS;
         const uint64_t fp = sup_dir_fp(s, NULL);
-        if (fp != s->settle_fp) {
-            s->settle_fp = fp;
-            s->settle_since = t;
-        } else if (t - s->settle_since >= c->settle_ms && !sr_commits_staging(s->cp)) {
+        if (fp != s->att.settle_fp) {
+            s->att.settle_fp = fp;
+            s->att.settle_since = t;
+        } else if (t - s->att.settle_since >= c->settle_ms && !sr_commits_staging(s->cp)) {
             sup_commit_if_changed(s, "settled");
         }
     }
     if (s->phase == PREEMPTING)
-        preempt_tick(s);
-    if (s->child && s->next_gpu_event && t >= s->next_gpu_event) {
+        sup_preempt_tick(s);
+    if (s->att.child && s->att.next_gpu_event && t >= s->att.next_gpu_event) {
         sup_gpu_event(s, 0);
-        s->next_gpu_event = t + SR_GPU_EVENT_EVERY * c->gpu_sample_ms;
+        s->att.next_gpu_event = t + SR_GPU_EVENT_EVERY * c->gpu_sample_ms;
     }
     sup_watchdog_tick(s);
+    sup_kill_tick(s);
     sup_alive_tick(s);
     /* Between attempts (BACKOFF) the run's time goes on; the attempt's has ended. */
     struct sr_limit_hit hit;
     if ((s->phase == RUNNING || s->phase == BACKOFF) &&
-        sr_limits_check(&s->limits, t, s->phase == RUNNING ? s->attempt_at : t, &hit))
+        sr_limits_check(&s->limits, t, s->phase == RUNNING ? s->att.attempt_at : t, &hit))
         sup_limit_reached(s, &hit);
     sup_expire_conns(s);
 }
@@ -591,25 +274,26 @@ static int64_t next_wakeup(const struct sup *s)
             w = (x);                                                                               \
     } while (0)
     if (s->phase == RUNNING) {
-        EARLIER(s->next_every);
-        EARLIER(s->next_settle);
+        EARLIER(s->att.next_every);
+        EARLIER(s->att.next_settle);
     }
     if (s->phase == BACKOFF)
         EARLIER(s->restart_at);
     if (s->phase == RUNNING || s->phase == BACKOFF)
-        EARLIER(sr_limits_next(&s->limits, now(), s->phase == RUNNING ? s->attempt_at : now()));
+        EARLIER(sr_limits_next(&s->limits, now(), s->phase == RUNNING ? s->att.attempt_at : now()));
     if (s->phase == PREEMPTING) {
         EARLIER(s->commit_by);
         EARLIER(s->deadline);
-        EARLIER(s->kill_at);
     }
     for (int i = 0; i < MAX_CONNS; i++)
         if (s->conns[i].fd >= 0)
             EARLIER(s->conns[i].since + SR_CTL_REQUEST_TIMEOUT_MS);
     EARLIER(sup_watchdog_wakeup(s));
     EARLIER(sup_alive_wakeup(s));
-    if (s->child)
-        EARLIER(s->next_gpu_event);
+    if (s->att.child) {
+        EARLIER(s->att.next_gpu_event);
+        EARLIER(s->att.kill_at); /* the stop's SIGKILL */
+    }
 #undef EARLIER
     /* Draining is polled: the checkpointer's results wake us anyway. */
     return w;
@@ -621,21 +305,24 @@ static int settle_state(struct sup *s)
     const int pending = sr_commits_pending(s->cp);
     if (s->phase == BACKOFF && now() >= s->restart_at && pending == 0) {
         on_result(s); /* report the last persists before the restore */
-        const int rc = start_attempt(s);
+        const int rc = sup_start_attempt(s);
         if (rc) {
-            s->exit_code = rc;
+            sup_run_end(s, SR_RUN_ERROR, rc);
             return 1;
         }
     }
     if (s->phase == FINISHING && pending == 0)
         return 1;
-    if (s->phase == PREEMPTING && s->pre == STOPPING && !s->child &&
+    if (s->phase == PREEMPTING && s->pre == STOPPING && !s->att.child &&
         (s->lost || pending == 0 || now() >= s->deadline)) {
-        /* The stop's own code (outcome.h): a lost lease 73, a limit 124,
-         * a notice (or one node's stall) 75. */
-        const enum sr_stop stop = sup_current_stop(s, 0);
-        s->exit_code = sr_end_stop_code(stop, s->cfg->nodes > 1);
-        s->preempted = stop == SR_STOP_NOTICE; /* only a notice is one */
+        /* The stop's own end (outcome.h): a lost lease, a limit, a
+         * notice (only a notice is a preemption), one node's stall. */
+        static const enum sr_run_end ends[] = {[SR_STOP_NONE] = SR_RUN_PREEMPTED,
+                                               [SR_STOP_NOTICE] = SR_RUN_PREEMPTED,
+                                               [SR_STOP_LIMIT] = SR_RUN_LIMIT,
+                                               [SR_STOP_STALL] = SR_RUN_GROUP_REQUEUE,
+                                               [SR_STOP_LEASE] = SR_RUN_LEASE_LOST};
+        sup_run_end(s, ends[sup_current_stop(s, 0)], 0);
         return 1;
     }
     return 0;
@@ -668,7 +355,7 @@ static int loop(struct sup *s)
             p[FIXED_FDS + i] = (struct pollfd){.fd = s->conns[i].fd, .events = POLLIN};
         const int n = poll(p, FIXED_FDS + MAX_CONNS, (int)wait);
         if (n < 0 && errno != EINTR)
-            return sr_fail(-errno, "poll");
+            return sup_run_end(s, SR_RUN_ERROR, sr_fail(-errno, "poll"));
         if (n > 0 && (p[0].revents & POLLIN))
             on_signal(s);
         for (int i = 0; n > 0 && i < MAX_CONNS; i++)
@@ -689,13 +376,10 @@ static int loop(struct sup *s)
     }
 }
 
-static void finish(struct sup *s, int code)
+/* A job that listened for requests and never committed, said once at the end. */
+static void say_never_committed(const struct sup *s)
 {
     const struct sr_supervise_config *c = s->cfg;
-    on_result(s);     /* report what finished since the last poll */
-    sup_placement(s); /* known since the last poll (a short job) */
-    const int drained = sr_commits_pending(s->cp) == 0;
-    sup_acknowledge(s); /* the job has stopped and the checkpoint is durable (or late) */
     if (s->heard_requests && !s->job_commits && !s->lost) {
         if (!sup_newest_seq(s))
             sr_warn("the job listened for checkpoint requests (%u made) but never called "
@@ -715,17 +399,24 @@ static void finish(struct sup *s, int code)
                     "commit`) after saving",
                     s->heard_requests);
     }
-    if (code == SR_EX_CANTCREAT && s->lost) {
+}
+
+/* How the run ended, in its log and its last event. */
+static void record_end(struct sup *s, int drained)
+{
+    const struct sr_supervise_config *c = s->cfg;
+    const enum sr_run_end end = s->run_end;
+    if (end == SR_RUN_LEASE_LOST) {
         sr_warn("run %s continues under its new owner; exit 73", c->run_id);
-    } else if (code == 0 && s->node_only) {
-        emit(s, "node_done", json_pack("{s:I}", "from_seq", (json_int_t)s->start_seq));
-    } else if (code == 0) {
+    } else if (end == SR_RUN_NODE_DONE) {
+        emit(s, "node_done", json_pack("{s:I}", "from_seq", (json_int_t)s->att.start_seq));
+    } else if (end == SR_RUN_DONE) {
         const int rc = sr_ckpt_mark_done(c->st, c->run_id);
         if (rc < 0)
             sr_warn("cannot mark the run done: %s", sr_strerror(rc));
         emit(s, "done", NULL);
         sr_info("run %s done", c->run_id);
-    } else if (code == SR_EX_TEMPFAIL && s->preempted) {
+    } else if (end == SR_RUN_PREEMPTED) {
         emit(s, "preempted", json_pack("{s:I}", "durable_seq", (json_int_t)s->durable_seq));
         if (!drained)
             sr_warn("the newest checkpoint could not be made durable before the deadline");
@@ -737,7 +428,7 @@ static void finish(struct sup *s, int code)
             sup_what_stands(s, stands, sizeof(stands));
             sr_info("preempted: %s; exit 75 (requeue me)", stands);
         }
-    } else if (code == SR_EX_TEMPFAIL && s->stall_requeue) {
+    } else if (end == SR_RUN_GROUP_REQUEUE) {
         if (!drained)
             sr_warn("the newest checkpoint could not be made durable before the deadline");
         if (sup_newest_seq(s))
@@ -747,7 +438,7 @@ static void finish(struct sup *s, int code)
         else
             sr_info("stalled: run %s has no checkpoint yet; exit 75 (requeue the group)",
                     c->run_id);
-    } else if (code == SR_EX_LIMIT && s->at_limit) {
+    } else if (end == SR_RUN_LIMIT) {
         char what[160], extend[200];
         sr_limit_describe(&s->limit_hit, what, sizeof(what));
         sr_limit_extend(&s->limits, &s->limit_hit, extend, sizeof(extend));
@@ -761,6 +452,16 @@ static void finish(struct sup *s, int code)
             sr_info("stopped at %s: run %s has no checkpoint; exit 124 (do not requeue; %s)", what,
                     c->run_id, extend);
     }
+}
+
+static void finish(struct sup *s)
+{
+    on_result(s);     /* report what finished since the last poll */
+    sup_placement(s); /* known since the last poll (a short job) */
+    const int drained = sr_commits_pending(s->cp) == 0;
+    sup_acknowledge(s); /* the job has stopped and the checkpoint is durable (or late) */
+    say_never_committed(s);
+    record_end(s, drained);
     if (drained) {
         sr_commits_set_attempt(s->cp, s->attempt, NULL);
         sr_events_close(s->ev);
@@ -807,18 +508,40 @@ static void reap_leftovers(void)
     }
 }
 
-int sr_supervise(const struct sr_supervise_config *cfg)
+/* Multi-node: the watch of the other nodes through the store (peers.h). */
+static void start_peers(struct sup *s)
 {
-    struct sup s = {.cfg = cfg, .sigfd = -1, .lfd = -1};
-    for (int i = 0; i < MAX_CONNS; i++)
-        s.conns[i].fd = -1;
+    const struct sr_supervise_config *cfg = s->cfg;
+    int rc;
+    const struct sr_peers_config pc = {
+        .st = cfg->st,
+        .run_id = cfg->run_id,
+        .nodes = cfg->nodes,
+        .rank = cfg->node_rank,
+        .epoch = cfg->lease ? sr_lease_epoch(cfg->lease) : cfg->epoch,
+        .poll_ms = cfg->peer_poll_ms ? cfg->peer_poll_ms : 1000,
+        .started_wall_ms = sr_wall_ms(),
+    };
+    if ((rc = sr_peers_start(&pc, &s->peers)) < 0)
+        sr_warn("cannot watch the other nodes: %s", sr_strerror(rc));
+    else
+        sr_info("node %u of %u", cfg->node_rank, cfg->nodes);
+}
+
+/* The run's machinery before its first attempt: the work dir, the control
+ * socket, the signals, the job page, the checkpointer, the lease keeper,
+ * the notice watcher, the watchdog, the GPU sampler, the other nodes, the
+ * limits and the interval. 0, or the exit code (nothing left to undo but
+ * what sup_close() undoes). */
+static int sup_open(struct sup *s, const struct sr_supervise_config *cfg)
+{
     int rc = sr_mkdirs(cfg->run_dir, 0700);
     if (rc < 0)
         return sr_fail(rc, "cannot create the work directory");
     if ((rc = sr_proctree_subreaper()) < 0)
         sr_warn("cannot become the subreaper of the job: %s (daemons it starts may outlive it)",
                 sr_strerror(rc));
-    rc = sr_ctl_listen(cfg->control_path, &s.lfd);
+    rc = sr_ctl_listen(cfg->control_path, &s->lfd);
     if (rc < 0)
         return rc == -EADDRINUSE ? (fprintf(stderr,
                                             "spotrun: run %s is already running on this machine "
@@ -831,17 +554,17 @@ int sr_supervise(const struct sr_supervise_config *cfg)
     const int sigs[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2};
     for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
         sigaddset(&mask, sigs[i]);
-    sigprocmask(SIG_BLOCK, &mask, &s.orig_mask);
+    sigprocmask(SIG_BLOCK, &mask, &s->orig_mask);
     if (cfg->orig_mask) /* the caller blocked some of them already */
-        s.orig_mask = *cfg->orig_mask;
-    s.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        s->orig_mask = *cfg->orig_mask;
+    s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     char spool[4200];
     snprintf(spool, sizeof(spool), "%s/spool", cfg->run_dir);
     sr_rmtree(spool); /* staged files of a wrapper that died are never published */
     sweep_restore_leftovers(cfg->ckpt_dir);
-    if ((rc = page_create(&s)) < 0)
+    if ((rc = sup_page_create(s)) < 0)
         sr_warn("cannot create the job page %s: %s (requests reach the job by signal only)",
-                s.page_path, sr_strerror(rc));
+                s->page_path, sr_strerror(rc));
     const struct sr_commits_config cpc = {.st = cfg->st,
                                           .run_id = cfg->run_id,
                                           .spool_dir = spool,
@@ -855,78 +578,85 @@ int sr_supervise(const struct sr_supervise_config *cfg)
                                           .node_rank = cfg->node_rank,
                                           .exclude = cfg->ckpt_exclude,
                                           .nexclude = cfg->n_ckpt_exclude};
-    rc = s.sigfd < 0 ? -errno : sr_commits_start(&cpc, &s.cp);
+    rc = s->sigfd < 0 ? -errno : sr_commits_start(&cpc, &s->cp);
     if (rc < 0) {
-        close(s.lfd);
+        close(s->lfd);
         unlink(cfg->control_path);
         return sr_fail(rc, "cannot start the checkpointer");
     }
-    if (cfg->lease && (rc = sr_keeper_start(cfg->lease, &s.keeper)) < 0)
+    if (cfg->lease && (rc = sr_keeper_start(cfg->lease, &s->keeper)) < 0)
         sr_warn("the lease will not be renewed: %s", sr_strerror(rc));
-    rc = sr_notice_start(&cfg->notice, &s.nw);
+    rc = sr_notice_start(&cfg->notice, &s->nw);
     if (rc < 0)
         sr_warn("cannot watch for cloud notices: %s", sr_strerror(rc));
-    sup_watchdog_init(&s);
+    sup_watchdog_init(s);
     if ((rc = sr_gpu_sampler_start(cfg->gpu_sample_ms, getenv("CUDA_VISIBLE_DEVICES"),
-                                   &s.gpu_sampler)) < 0)
+                                   &s->gpu_sampler)) < 0)
         sr_debug("GPU utilization is not sampled: %s", sr_strerror(rc));
-    if (cfg->nodes > 1) {
-        const struct sr_peers_config pc = {
-            .st = cfg->st,
-            .run_id = cfg->run_id,
-            .nodes = cfg->nodes,
-            .rank = cfg->node_rank,
-            .epoch = cfg->lease ? sr_lease_epoch(cfg->lease) : cfg->epoch,
-            .poll_ms = cfg->peer_poll_ms ? cfg->peer_poll_ms : 1000,
-            .started_wall_ms = sr_wall_ms(),
-        };
-        if ((rc = sr_peers_start(&pc, &s.peers)) < 0)
-            sr_warn("cannot watch the other nodes: %s", sr_strerror(rc));
-        else
-            sr_info("node %u of %u", cfg->node_rank, cfg->nodes);
-    }
-    sr_limits_init(&s.limits, &cfg->limits, now());
-    s.every_ms = cfg->every_ms;
+    if (cfg->nodes > 1)
+        start_peers(s);
+    sr_limits_init(&s->limits, &cfg->limits, now());
+    s->every_ms = cfg->every_ms;
     if (cfg->every_auto.on) {
-        sr_every_init(&s.every, &cfg->every_auto, now());
-        every_auto_choose(&s, 0); /* recorded by each attempt's start */
+        sr_every_init(&s->every, &cfg->every_auto, now());
+        every_auto_choose(s, 0); /* recorded by each attempt's start */
     }
-    int code = start_attempt(&s);
-    if (code == 0)
-        code = loop(&s);
-    else if (s.child == 0)
-        s.exit_code = code;
-    /* DONE is a write like any other: only while the run is still ours. */
-    if (code == 0 && cfg->lease && (rc = sr_lease_renew(cfg->lease)) == -ESTALE) {
-        lease_lost(&s, sr_strerror(rc));
-        code = SR_EX_CANTCREAT;
-    }
-    if (code == 0 && cfg->nodes > 1)
-        code = sup_node_finished(&s);
-    finish(&s, code);
-    if (code == 0 && s.notice_after_end) {
-        sr_info("run %s is done, but a notice came as it finished: exit 75 (requeue me; a rerun "
-                "exits 0 at once)",
-                cfg->run_id);
-        code = SR_EX_TEMPFAIL;
-    }
+    return 0;
+}
+
+/* What sup_open() started, stopped; the job's leftovers reaped. */
+static void sup_close(struct sup *s)
+{
+    const struct sr_supervise_config *cfg = s->cfg;
     reap_leftovers();
-    sr_outtail_close(s.outtail);
-    sr_gpu_sampler_stop(s.gpu_sampler); /* before the caller stops observing events */
-    sr_keeper_stop(s.keeper);
-    sr_notice_stop(s.nw);
-    sr_peers_stop(s.peers);
-    close(s.sigfd);
-    close(s.lfd);
+    sr_outtail_close(s->outtail);
+    sr_gpu_sampler_stop(s->gpu_sampler); /* before the caller stops observing events */
+    sr_keeper_stop(s->keeper);
+    sr_notice_stop(s->nw);
+    sr_peers_stop(s->peers);
+    close(s->sigfd);
+    close(s->lfd);
     for (int i = 0; i < MAX_CONNS; i++)
-        if (s.conns[i].fd >= 0)
-            close(s.conns[i].fd);
-    if (s.page)
-        munmap(s.page, SPOTRUN_JOB_PAGE_SIZE);
+        if (s->conns[i].fd >= 0)
+            close(s->conns[i].fd);
+    if (s->page)
+        munmap(s->page, SPOTRUN_JOB_PAGE_SIZE);
     unlink(cfg->control_path);
     /* A caller that blocked the notice signals keeps them blocked until it
      * has released the lease (a late TERM must not kill it before that). */
     if (!cfg->orig_mask)
-        sigprocmask(SIG_SETMASK, &s.orig_mask, NULL);
-    return code;
+        sigprocmask(SIG_SETMASK, &s->orig_mask, NULL);
+}
+
+int sr_supervise(const struct sr_supervise_config *cfg)
+{
+    struct sup s = {.cfg = cfg, .sigfd = -1, .lfd = -1};
+    for (int i = 0; i < MAX_CONNS; i++)
+        s.conns[i].fd = -1;
+    int rc = sup_open(&s, cfg);
+    if (rc)
+        return rc;
+    rc = sup_start_attempt(&s);
+    if (rc == 0)
+        loop(&s);
+    else
+        sup_run_end(&s, SR_RUN_ERROR, rc);
+    /* DONE is a write like any other: only while the run is still ours. */
+    if (s.run_end == SR_RUN_DONE && cfg->lease && (rc = sr_lease_renew(cfg->lease)) == -ESTALE) {
+        sup_lease_lost(&s, sr_strerror(rc));
+        sup_run_end(&s, SR_RUN_LEASE_LOST, 0);
+    }
+    if (s.run_end == SR_RUN_DONE && cfg->nodes > 1)
+        sup_node_finished(&s);
+    finish(&s);
+    if (s.run_end == SR_RUN_DONE && s.notice_after_end) {
+        sr_info("run %s is done, but a notice came as it finished: exit 75 (requeue me; a rerun "
+                "exits 0 at once)",
+                cfg->run_id);
+        sup_run_end(&s, SR_RUN_DONE_NOTICE, 0);
+    }
+    if (cfg->result)
+        cfg->result->end = s.run_end;
+    sup_close(&s);
+    return s.exit_code;
 }

@@ -21,6 +21,7 @@
 #include "lease.h"
 #include "limit.h"
 #include "notice.h"
+#include "outcome.h"
 #include "store.h"
 
 struct sr_supervise_config {
@@ -99,8 +100,9 @@ struct sr_supervise_config {
 };
 
 struct sr_supervise_result {
-    int gave_up;    /* the exit code is the job's, after max_restarts */
-    char cause[32]; /* "exit 3", "signal KILL" */
+    enum sr_run_end end; /* how the run ended (outcome.h) */
+    int gave_up;         /* the exit code is the job's, after max_restarts */
+    char cause[32];      /* "exit 3", "signal KILL" */
 };
 
 /* Runs the job to its end; returns spotrun's exit code. */

@@ -1,10 +1,16 @@
 /*
  * supervisor_int.h - the state of one `spotrun run` wrapper (struct sup),
  * shared by the files of its event loop: supervisor.c (the loop, its states,
- * the job's start, exit and commits), requests.c (the control requests),
- * notices.c (notices: signals, cloud, manual) and group.c (the other nodes
- * of a multi-node run). Internal to runtime/supervise/: nothing outside
+ * commits), attempt.c (one attempt's start), stop.c (the one stop
+ * escalation, the phase, the run's end), ending.c (the job's exit),
+ * requests.c (the control requests), notices.c (notices: signals, cloud,
+ * manual), group.c (the other nodes of a multi-node run), watchdog.c,
+ * alive.c and commitlog.c. Internal to runtime/supervise/: nothing outside
  * includes it.
+ *
+ * The state is the run's (struct sup) and the attempt's (struct
+ * sup_attempt, s->att): a new attempt starts from a zeroed one
+ * (sup_attempt_reset), so no field of an attempt leaks into the next.
  *
  * Threads: everything here runs on the supervisor's one thread.
  */
@@ -39,11 +45,63 @@
 #define SR_MIN_COMMIT_WINDOW_MS 1000
 #define SR_MIN_TERM_GRACE_MS 2000
 
-#define MAX_CONNS 32 /* control connections whose request is still arriving */
+#define MAX_CONNS 32            /* control connections whose request is still arriving */
+#define SUP_SETTLE_POLL_MS 1000 /* --settle looks at the directory this often */
 
 enum phase { RUNNING, BACKOFF, PREEMPTING, FINISHING };
 enum pre_phase { WAIT_COMMIT, DRAIN, STOPPING };
 
+/* One attempt's state: what one start of the job knows and does. Reset as
+ * a whole, by sup_attempt_reset(), when the next attempt starts (before
+ * its restore); everything else in struct sup lasts the run. */
+struct sup_attempt {
+    pid_t child;       /* 0 = none running */
+    int job_committed; /* the job used the commit protocol this attempt */
+    /* The job said something to the wrapper (a commit, a metric, a status
+     * or any control request) or listened for requests. */
+    int talked;
+    int64_t attempt_at; /* when this attempt started */
+    /* The set this attempt started from (0 = fresh), which names its done
+     * mark; multi-node: the highest step this attempt restored or
+     * committed; a commit must name a higher one (a step's parts are one
+     * checkpoint, made once: a second commit of it could never be
+     * restored). */
+    uint64_t start_seq;
+    int64_t last_step;
+    /* Whether a commit carries the directory (its fingerprint at the
+     * restore and at each commit; the checkpointer's results move it), and
+     * --settle's watch of it. */
+    struct sr_dirstate dir;
+    uint64_t settle_fp;
+    int64_t settle_since, next_settle, next_every;
+    /* The attempt's "gpu" event is written at next_gpu_event and when the
+     * job exits; the samples its last one counted. */
+    int64_t next_gpu_event;
+    uint64_t gpu_samples_said;
+    int placement_said; /* the attempt's log has its "placement" event */
+    int deaf_said;      /* "the job does not listen" was logged */
+    /* What a lost attempt costs: the step of the newest checkpoint this
+     * attempt restored or staged and when (now(); the attempt's start when
+     * none). */
+    int64_t ckpt_step, ckpt_at;
+    /* The job's memory cgroup and its OOM-kill count at the attempt's
+     * start: an "exit" by SIGKILL after the count rose is an OOM kill. */
+    struct sr_memcg memcg;
+    /* The stop of the job (stop.c): SIGKILL at kill_at once it was sent
+     * SIGTERM (0 = not stopping). */
+    int64_t kill_at;
+    /* --stall-timeout (watchdog.c): the CPU of the job's processes at the
+     * newest heartbeat seen, the page's progress at the last look, the
+     * stop of a stalled job (stalling: its exit is a stall, a failure). */
+    struct sr_cpu_base stall_cpu;
+    uint64_t beat_seen, progress_at_request;
+    int64_t request_ms; /* when the request now pending was made (0: none) */
+    int64_t next_stall_poll, next_cpu_snap, stall_term_at;
+    int stalling;
+    int job_stopped; /* every process of the job is stopped (SIGSTOP): said, not judged */
+};
+
+/* The run's state: one wrapper process, all its attempts. */
 struct sup {
     const struct sr_supervise_config *cfg;
     struct sr_commits *cp;
@@ -55,37 +113,25 @@ struct sup {
      * same sender again is a user in a hurry. */
     int sig_now, first_sig;
     pid_t sig_from, first_from;
-    enum phase phase;
+    enum phase phase; /* changed by sup_phase() only */
     uint32_t attempt;
+    struct sup_attempt att; /* the attempt now running (or the last one) */
     unsigned restarts;
+    /* How the run ends (outcome.h), and spotrun's exit code from it: set
+     * by sup_run_end() only. */
+    enum sr_run_end run_end;
     int exit_code;
-    /* The run ends because of a notice (exit 75): only then is it a
-     * preemption. A job that exits 75 by itself fails like any other code. */
-    int preempted;
-    /* Multi-node: the job finished while a notice was being handled; the
-     * set this attempt started from (0 = fresh), which names its done mark;
-     * this node's job finished but another node's has not (no DONE). */
+    /* Multi-node: the job finished while a notice was being handled. */
     int finished_in_notice;
     int notice_after_end; /* a notice came while FINISHING: a done run exits 75 */
-    uint64_t start_seq;
-    int node_only;
-    /* Multi-node: the highest step this attempt restored or committed; a
-     * commit must name a higher one (a step's parts are one checkpoint,
-     * made once: a second commit of it could never be restored). */
-    int64_t last_step;
 
-    pid_t child;       /* 0 = none running */
-    int job_committed; /* the job used the commit protocol this attempt */
-    /* Whether a commit carries the directory (its fingerprint at the
-     * restore and at each commit; the checkpointer's results move it). */
-    struct sr_dirstate dir;
-    uint64_t settle_fp;
-    int64_t settle_since, next_settle, next_every, restart_at;
+    int64_t restart_at;
     int64_t every_ms;      /* the current request interval, 0 = none */
     struct sr_every every; /* --every auto */
 
+    /* The stop a notice (or a limit, a lost lease) makes (PREEMPTING). */
     enum pre_phase pre;
-    int64_t deadline, commit_by, kill_at;
+    int64_t deadline, commit_by;
     uint64_t durable_seq;
     /* Commits submitted, and those whose persist (or stage) has finished;
      * a drain waits for the ones submitted before it began, not for the
@@ -93,68 +139,43 @@ struct sup {
     uint64_t submitted, finished, drain_mark;
     struct sr_gpu_usage gpu; /* from the shim's pages in gpu_dir */
     char gpu_dir[4096];
-    /* GPU utilization (NVML, its own thread; NULL = off): the attempt's
-     * "gpu" event is written at next_gpu_event and when the job exits. */
+    /* GPU utilization (NVML, its own thread; NULL = off). */
     struct sr_gpu_sampler *gpu_sampler;
-    int64_t next_gpu_event;
-    uint64_t gpu_samples_said;    /* the samples the attempt's last "gpu" event counted */
     int64_t alive_ms, next_alive; /* the keep-alive (alive.c): its interval, next due */
 
     struct sr_notice *nw;          /* cloud metadata watcher, NULL = none */
     struct sr_notice_event cloud;  /* the cloud notice being acted on (source "" = none) */
     struct sr_notice_event ack;    /* to acknowledge before exiting (needs_ack) */
     struct sr_placement placement; /* where this instance runs (cloud "" = not known yet) */
-    int placement_said;            /* the current attempt's log has its "placement" event */
     int64_t last_stage_ms;         /* how long the last commit took to stage */
     struct sr_keeper *keeper;      /* lease renewal, NULL = no lease */
     int lost;                      /* the lease went to another wrapper */
 
     struct spotrun_job_page *page; /* the job page, NULL = none (see job_page.h) */
     char page_path[4200];
-    int deaf_said;     /* "the job does not listen" was logged */
     uint64_t have_seq; /* the newest checkpoint known to exist (restored or durable) */
     int64_t have_step; /* the step of checkpoint have_step_seq (restored or made durable here) */
     uint64_t have_step_seq;
     struct sr_ctl_conn conns[MAX_CONNS];
-    /* What a lost attempt costs: the step of the newest checkpoint this
-     * attempt restored or staged and when (now(); the attempt's start when
-     * none), and the newest staged seq. */
-    int64_t ckpt_step, ckpt_at;
-    uint64_t staged_seq;
+    uint64_t staged_seq; /* the newest staged seq */
     /* The job's commits this run, and their count at the notice; requests
      * made while the job listened. A job that listens and never commits has
      * its directory committed as it stands (named once at the end). */
     uint64_t job_commits, notice_commits;
     unsigned heard_requests;
-    /* This attempt said something to the wrapper (a commit, a metric, a
-     * status or any control request) or listened for requests. */
-    int talked;
-    /* When this attempt started, and how the first attempt failed when it
-     * never talked to the wrapper (0: it did talk, or did not fail). */
-    int64_t attempt_at;
+    /* How the first attempt failed when it never talked to the wrapper (0:
+     * it did talk, or did not fail; restart.h). */
     int first_silent_fail;
-    /* The job's memory cgroup and its OOM-kill count at the attempt's
-     * start: an "exit" by SIGKILL after the count rose is an OOM kill. */
-    struct sr_memcg memcg;
     /* The tee of the job's stderr (outtail.h), NULL = none; started once. */
     struct sr_outtail *outtail;
     int outtail_tried;
 
-    /* --stall-timeout (watchdog.c): the judgement, the CPU of the job's
-     * processes at the newest heartbeat seen, the page's progress at the
-     * last look, and the stop of a stalled job (stalling: its exit is a
-     * stall, a failure). */
+    /* --stall-timeout (watchdog.c): the judgement over all attempts. */
     int stall_on;
     struct sr_stall stall;
-    struct sr_cpu_base stall_cpu;
-    uint64_t beat_seen, progress_at_request;
-    int64_t request_ms; /* when the request now pending was made (0: none) */
-    int64_t next_stall_poll, next_cpu_snap, stall_term_at, stall_kill_at;
-    int stalling;
     int stall_requeue; /* multi-node: a stalled node stops with its group, exit 75 */
     int stall_said;    /* auto: the learned timeout was said */
     int startup_said;  /* an attempt judged from its start was said */
-    int job_stopped;   /* every process of the job is stopped (SIGSTOP): said, not judged */
     unsigned stalls;   /* this wrapper's */
     int stall_signo;
     char stall_dir[4200];
@@ -194,13 +215,42 @@ static inline uint64_t sup_newest_seq(const struct sup *s)
     return s->staged_seq > s->have_seq ? s->staged_seq : s->have_seq;
 }
 
-/* supervisor.c: commits and the stop of the job; the attempt's "gpu"
- * event (end: the attempt's last) */
+/* attempt.c: one attempt of the job */
+/* The job page (job_page.h), created once per run. */
+int sup_page_create(struct sup *s);
+/* The per-attempt state back to a new attempt's (all of struct sup_attempt). */
+void sup_attempt_reset(struct sup *s);
+/* Resets the attempt, restores the newest checkpoint and starts the job.
+ * Returns 0 or an exit code. */
+int sup_start_attempt(struct sup *s);
+/* The attempt's "gpu" event (end: the attempt's last). */
 void sup_gpu_event(struct sup *s, int end);
+
+/* supervisor.c: commits and checkpoint requests */
 void sup_commit_dir(struct sup *s, int64_t step, int client_fd, const char *why);
 void sup_request_checkpoint(struct sup *s, const char *why);
+
+/* stop.c: the one stop escalation, PREEMPTING's steps, the phase */
+/* Every phase change of the run goes through here. */
+void sup_phase(struct sup *s, enum phase to);
+/* How the run ends, set here only: the exit code is the table's
+ * (outcome.h: sr_run_end_row), or code where it has none (failed, error).
+ * Returns the exit code. */
+int sup_run_end(struct sup *s, enum sr_run_end end, int code);
+/* SIGTERM (and SIGCONT) to every process of the job; SIGKILL at kill_at. */
+void sup_term_job(struct sup *s, int64_t kill_at);
+/* SIGKILL to every process of the job now. */
+void sup_kill_job(struct sup *s);
+/* The SIGKILL of a stop whose job outlived its SIGTERM, when due. */
+void sup_kill_tick(struct sup *s);
+/* PREEMPTING: drain once the commits submitted so far are durable. */
 void sup_enter_drain(struct sup *s);
+/* PREEMPTING: the job's stop (SIGTERM, SIGKILL by the deadline). */
 void sup_stop_job(struct sup *s);
+/* PREEMPTING: the commit deadline, the drain's end. */
+void sup_preempt_tick(struct sup *s);
+/* Another wrapper owns the run now: stop the job without a checkpoint. */
+void sup_lease_lost(struct sup *s, const char *why);
 
 /* commitlog.c: the commits' results as the record and the log say them,
  * and the commit of the directory when no commit carries it */
@@ -261,14 +311,11 @@ void sup_watchdog_request(struct sup *s);
 /* The job committed: what answered the pending request took is learned. */
 void sup_watchdog_answered(struct sup *s);
 int64_t sup_watchdog_wakeup(const struct sup *s);
-/* The job stopped for a stall exited: 1 when the run gives up (the stalls
- * of the run passed max_restarts; said so). */
-int sup_watchdog_give_up(struct sup *s);
 
 /* group.c: the other nodes of a multi-node run */
 int sup_set_durable(const struct sup *s);
 void sup_set_published(struct sup *s, uint64_t seq);
 void sup_on_peers(struct sup *s);
-int sup_node_finished(struct sup *s);
+void sup_node_finished(struct sup *s);
 
 #endif

@@ -88,8 +88,8 @@ void sup_watchdog_attempt(struct sup *s)
         sr_warn("--stall-timeout: cannot create %s: %s (no Python tracebacks at a stall)",
                 s->stall_dir, sr_strerror(rc));
     sr_stall_attempt(&s->stall, now());
-    s->beat_seen = 0; /* page_reset zeroed progress */
-    s->job_stopped = 0;
+    /* sup_attempt_reset() zeroed the attempt's watch (beat_seen: page_reset
+     * zeroed progress) */
     if (sr_stall_in_startup(&s->stall) && !s->startup_said) {
         char how[128];
         sr_stall_describe_startup(&s->stall, how, sizeof(how));
@@ -98,12 +98,7 @@ void sup_watchdog_attempt(struct sup *s)
                 s->cfg->run_id, how);
         s->startup_said = 1;
     }
-    s->stall_cpu.n = 0;
-    s->stalling = 0;
-    s->stall_term_at = 0;
-    s->stall_kill_at = 0;
-    s->next_stall_poll = now() + poll_ms(s);
-    s->next_cpu_snap = 0;
+    s->att.next_stall_poll = now() + poll_ms(s);
 }
 
 /* A stall's tracebacks may hold bytes that are not UTF-8 (a file name):
@@ -121,13 +116,9 @@ static json_t *text_value(char *t)
 
 static void stop_stalled(struct sup *s)
 {
-    s->stall_term_at = 0;
-    kill(-s->child, SIGTERM);
-    sr_proctree_signal_outside(getpid(), SIGTERM, s->child); /* those that left the group too */
-    kill(-s->child, SIGCONT); /* a stopped process takes TERM only once it runs */
-    sr_proctree_signal(getpid(), SIGCONT, 0);
-    s->stalling = 1;
-    s->stall_kill_at = now() + STALL_TERM_WAIT_MS;
+    s->att.stall_term_at = 0;
+    s->att.stalling = 1;
+    sup_term_job(s, now() + STALL_TERM_WAIT_MS);
 }
 
 static void say_stalled(const struct sup *s, int64_t since, int64_t timeout, int startup,
@@ -158,7 +149,7 @@ static void stalled(struct sup *s, int64_t t)
     const uint64_t pm = __atomic_load_n(&s->page->progress_ms, __ATOMIC_RELAXED);
     if (pm && (int64_t)pm <= wall && wall - (int64_t)pm > since)
         since = wall - (int64_t)pm; /* the heartbeat itself, not when we saw it */
-    json_t *procs = sr_evidence_procs(getpid(), &s->stall_cpu);
+    json_t *procs = sr_evidence_procs(getpid(), &s->att.stall_cpu);
     char *tb = sr_evidence_tracebacks(getpid(), s->stall_dir, s->stall_signo, SR_EVIDENCE_TRACE_MAX,
                                       SR_EVIDENCE_TRACE_WAIT_MS);
     json_t *ev = json_pack("{s:I,s:I,s:o}", "since_ms", (json_int_t)since, "timeout_ms",
@@ -184,8 +175,8 @@ static void stalled(struct sup *s, int64_t t)
         sr_peers_notify(s->peers, "stalled", wall + s->cfg->grace_ms);
         sr_info("asking the other nodes of run %s to stop (their jobs wait for this one)",
                 s->cfg->run_id);
-        s->stalling = 1;
-        s->stall_term_at = t + STALL_PUBLISH_WAIT_MS;
+        s->att.stalling = 1;
+        s->att.stall_term_at = t + STALL_PUBLISH_WAIT_MS;
         return;
     }
     stop_stalled(s);
@@ -199,7 +190,7 @@ static int job_stopped(struct sup *s)
     size_t n_stopped = 0;
     const int live = sr_evidence_stopped(getpid(), pids, 8, &n_stopped);
     const int stopped = live > 0 && n_stopped == (size_t)live;
-    if (stopped && !s->job_stopped) {
+    if (stopped && !s->att.job_stopped) {
         char list[128] = "";
         size_t used = 0;
         for (size_t i = 0; i < n_stopped && i < 8 && used < sizeof(list); i++)
@@ -208,10 +199,10 @@ static int job_stopped(struct sup *s)
         sr_warn("--stall-timeout: the job is stopped (pid%s %s%s in state T: SIGSTOP or a "
                 "debugger), not hung: it is not judged while it is stopped; SIGCONT continues it",
                 n_stopped > 1 ? "s" : "", list, n_stopped > 8 ? " ..." : "");
-    } else if (!stopped && s->job_stopped) {
+    } else if (!stopped && s->att.job_stopped) {
         sr_info("--stall-timeout: the job runs again; its stall clock starts over from now");
     }
-    s->job_stopped = stopped;
+    s->att.job_stopped = stopped;
     return stopped;
 }
 
@@ -239,34 +230,28 @@ static void saw_beat(struct sup *s, int64_t t)
             sr_debug("--stall-timeout %s", how);
         s->stall_said = 1;
     }
-    if (t >= s->next_cpu_snap) {
-        sr_evidence_cpu_snapshot(getpid(), &s->stall_cpu);
-        s->next_cpu_snap = t + CPU_SNAP_MS;
+    if (t >= s->att.next_cpu_snap) {
+        sr_evidence_cpu_snapshot(getpid(), &s->att.stall_cpu);
+        s->att.next_cpu_snap = t + CPU_SNAP_MS;
     }
 }
 
 void sup_watchdog_tick(struct sup *s)
 {
-    if (!s->stall_on || !s->child)
+    if (!s->stall_on || !s->att.child)
         return;
     const int64_t t = now();
-    if (s->stalling) {
-        if (s->stall_term_at && (t >= s->stall_term_at || sr_peers_notified(s->peers)))
+    if (s->att.stalling) {
+        if (s->att.stall_term_at && (t >= s->att.stall_term_at || sr_peers_notified(s->peers)))
             stop_stalled(s);
-        if (s->stall_kill_at && t >= s->stall_kill_at) {
-            sr_warn("the stalled job did not stop after SIGTERM; killing it");
-            kill(-s->child, SIGKILL);
-            sr_proctree_signal(getpid(), SIGKILL, 0);
-            s->stall_kill_at = 0;
-        }
         return;
     }
-    if (!s->page || t < s->next_stall_poll)
+    if (!s->page || t < s->att.next_stall_poll)
         return;
-    s->next_stall_poll = t + poll_ms(s);
+    s->att.next_stall_poll = t + poll_ms(s);
     const uint64_t p = __atomic_load_n(&s->page->progress, __ATOMIC_ACQUIRE);
-    if (p != s->beat_seen) {
-        s->beat_seen = p;
+    if (p != s->att.beat_seen) {
+        s->att.beat_seen = p;
         saw_beat(s, t);
     }
     /* A pending request holds only once the job heartbeated after it was
@@ -274,12 +259,12 @@ void sup_watchdog_tick(struct sup *s)
      * would otherwise be shielded by the request it never hears. */
     const int pending = __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE) !=
                         __atomic_load_n(&s->page->served, __ATOMIC_ACQUIRE);
-    const int saving = sr_stall_saving(&s->stall, pending && p != s->progress_at_request, t);
+    const int saving = sr_stall_saving(&s->stall, pending && p != s->att.progress_at_request, t);
     if (s->phase != RUNNING || saving || sr_commits_staging(s->cp)) {
         sr_stall_hold(&s->stall, t); /* checkpointing is no stall */
         return;
     }
-    if ((s->job_stopped || sr_stall_due(&s->stall, t)) && job_stopped(s)) {
+    if ((s->att.job_stopped || sr_stall_due(&s->stall, t)) && job_stopped(s)) {
         sr_stall_hold(&s->stall, t); /* a stopped job is not hung */
         return;
     }
@@ -293,51 +278,28 @@ void sup_watchdog_request(struct sup *s)
      * save) is answered by the same commit: the job heard the first. */
     if (s->page && __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE) ==
                        __atomic_load_n(&s->page->served, __ATOMIC_ACQUIRE)) {
-        s->progress_at_request = __atomic_load_n(&s->page->progress, __ATOMIC_ACQUIRE);
-        s->request_ms = now();
+        s->att.progress_at_request = __atomic_load_n(&s->page->progress, __ATOMIC_ACQUIRE);
+        s->att.request_ms = now();
     }
 }
 
 void sup_watchdog_answered(struct sup *s)
 {
-    if (s->request_ms && s->page &&
+    if (s->att.request_ms && s->page &&
         __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE) !=
             __atomic_load_n(&s->page->served, __ATOMIC_ACQUIRE))
-        sr_stall_saved(&s->stall, now() - s->request_ms);
-    s->request_ms = 0;
+        sr_stall_saved(&s->stall, now() - s->att.request_ms);
+    s->att.request_ms = 0;
 }
 
 int64_t sup_watchdog_wakeup(const struct sup *s)
 {
-    if (!s->stall_on || !s->child)
+    if (!s->stall_on || !s->att.child)
         return 0;
-    if (s->stalling && s->stall_term_at) /* the notice is being written: look again soon */
-        return now() + STALL_POLL_MIN_MS < s->stall_term_at ? now() + STALL_POLL_MIN_MS
-                                                            : s->stall_term_at;
-    if (s->stalling)
-        return s->stall_kill_at;
-    return s->next_stall_poll;
-}
-
-int sup_watchdog_give_up(struct sup *s)
-{
-    const struct sr_supervise_config *c = s->cfg;
-    const unsigned total = c->prior_stalls + s->stalls;
-    if (c->nodes > 1) {
-        if (total <= c->max_stalls)
-            return 0; /* the group stops and its engine reruns it (child_exited) */
-        sr_warn("not requeuing: run %s stalled %u time(s)%s, more than %u (--max-restarts): "
-                "read the \"stalled\" events (`spotrun show %s --events`), fix the hang and run "
-                "the group again",
-                c->run_id, total, c->prior_stalls ? " (counting its earlier starts)" : "",
-                c->max_stalls, c->run_id);
-        return 1;
-    }
-    if (total <= c->max_restarts && s->restarts < c->max_restarts)
-        return 0;
-    sr_warn("not restarting: run %s stalled %u time(s)%s, --max-restarts is %u: read the "
-            "\"stalled\" events (`spotrun show %s --events`), fix the hang and run it again",
-            c->run_id, total, c->prior_stalls ? " (counting its earlier wrappers)" : "",
-            c->max_restarts, c->run_id);
-    return 1;
+    if (s->att.stalling && s->att.stall_term_at) /* the notice is being written: look again soon */
+        return now() + STALL_POLL_MIN_MS < s->att.stall_term_at ? now() + STALL_POLL_MIN_MS
+                                                                : s->att.stall_term_at;
+    if (s->att.stalling)
+        return 0; /* the stop's SIGKILL is stop.c's */
+    return s->att.next_stall_poll;
 }

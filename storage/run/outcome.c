@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "exits.h"
+#include "sweep.h"
 
 int sr_end_failure_code(int code)
 {
@@ -136,6 +137,27 @@ void sr_attempt_end(const struct sr_end_facts *f, struct sr_end *o)
             SR_NEXT_STOP, SR_CAUSE_LEASE_LOST, SR_END_SUPERSEDED, SR_EX_CANTCREAT, 0, 0};
         return;
     }
+}
+
+const struct sr_run_end_row *sr_run_end_row(enum sr_run_end e)
+{
+    static const struct sr_run_end_row rows[SR_RUN_END_COUNT] = {
+        [SR_RUN_ERROR] = {"error", -1, NULL, SR_STOP_NONE, SR_END_OPEN, SR_TRIAL_OPEN},
+        [SR_RUN_DONE] = {"done", 0, "done", SR_STOP_NONE, SR_END_DONE, SR_TRIAL_DONE},
+        [SR_RUN_NODE_DONE] = {"node-done", 0, "node_done", SR_STOP_NONE, SR_END_DONE,
+                              SR_TRIAL_OPEN},
+        [SR_RUN_DONE_NOTICE] = {"done-notice", SR_EX_TEMPFAIL, "done", SR_STOP_NONE, SR_END_DONE,
+                                SR_TRIAL_DONE},
+        [SR_RUN_PREEMPTED] = {"preempted", SR_EX_TEMPFAIL, "preempted", SR_STOP_NOTICE,
+                              SR_END_PREEMPTED, SR_TRIAL_OPEN},
+        [SR_RUN_GROUP_REQUEUE] = {"group-requeue", SR_EX_TEMPFAIL, NULL, SR_STOP_STALL,
+                                  SR_END_PREEMPTED, SR_TRIAL_OPEN},
+        [SR_RUN_LIMIT] = {"limit", SR_EX_LIMIT, NULL, SR_STOP_LIMIT, SR_END_STOPPED, SR_TRIAL_OPEN},
+        [SR_RUN_LEASE_LOST] = {"lease-lost", SR_EX_CANTCREAT, NULL, SR_STOP_LEASE,
+                               SR_END_SUPERSEDED, SR_TRIAL_OPEN},
+        [SR_RUN_FAILED] = {"failed", -1, NULL, SR_STOP_NONE, SR_END_FAILED, SR_TRIAL_FAILED},
+    };
+    return &rows[(unsigned)e < SR_RUN_END_COUNT ? e : SR_RUN_ERROR];
 }
 
 const char *sr_hist_cause_name(enum sr_hist_cause c)

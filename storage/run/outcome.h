@@ -111,6 +111,34 @@ int sr_end_failure_code(int code);
  * 73; a stall of one node of a group 75). */
 int sr_end_stop_code(enum sr_stop stop, int multinode);
 
+/* How a run ends: one `spotrun run` wrapper, all its attempts. Set in one
+ * place (runtime/supervise: sup_run_end()); from it come spotrun's exit
+ * code, the attempt's last event, the final line and the sweep trial's
+ * mark (sr_run_end_row). */
+enum sr_run_end {
+    SR_RUN_ERROR,         /* spotrun's own failure (64-78; 126/127: the job cannot start) */
+    SR_RUN_DONE,          /* the job finished: DONE is marked */
+    SR_RUN_NODE_DONE,     /* multi-node: this node's job finished, not yet every node's */
+    SR_RUN_DONE_NOTICE,   /* done, and a notice came as it finished: requeue me */
+    SR_RUN_PREEMPTED,     /* a notice stopped it after making what it could durable */
+    SR_RUN_GROUP_REQUEUE, /* multi-node: a stalled node stops with its group */
+    SR_RUN_LIMIT,         /* a time limit or budget stopped it */
+    SR_RUN_LEASE_LOST,    /* another wrapper took the run over */
+    SR_RUN_FAILED,        /* the job kept failing: spotrun gave up */
+    SR_RUN_END_COUNT
+};
+
+struct sr_run_end_row {
+    const char *name;
+    int exit_code;           /* spotrun's exit code; -1: the job's (failed) or spotrun's own */
+    const char *event;       /* the last event of the attempt's log, NULL = none of its own */
+    enum sr_stop stop;       /* the stop the log records (the reader's sr_end_cause) */
+    enum sr_hist_end record; /* the record's end of the last attempt */
+    int trial;               /* a sweep trial's end mark: enum sr_trial_end (sweep.h), 0 = none */
+};
+
+const struct sr_run_end_row *sr_run_end_row(enum sr_run_end e);
+
 const char *sr_hist_cause_name(enum sr_hist_cause c);
 /* The limit cause a "limit" event names ("time-limit", "budget",
  * "cancelled", "paused"), SR_CAUSE_NONE for any other word. */

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "outcome.h"
+#include "sweep.h"
 
 static const int codes[] = {0, 1, 3, 75, 124, 126, 127, 128 + SIGKILL, 128 + SIGTERM};
 #define N_CODES (sizeof(codes) / sizeof(codes[0]))
@@ -195,6 +196,67 @@ static void test_limit_causes_are_named_both_ways(void **state)
     assert_int_equal(sr_limit_cause_of("cancel"), SR_CAUSE_NONE);
 }
 
+/* How a run ends, one table: each end's exit code is the one its stop
+ * gives, its record is what the attempt-end table gives for that stop
+ * (and the reader's cause is the writer's), 75 and 124 only from a stop
+ * spotrun made (or a notice at the finish), the trial marks follow. */
+static void test_run_ends_follow_one_table(void **state)
+{
+    (void)state;
+    for (int i = 0; i < SR_RUN_END_COUNT; i++) {
+        const struct sr_run_end_row *row = sr_run_end_row((enum sr_run_end)i);
+        assert_non_null(row->name);
+        assert_true(row->name[0] != '\0');
+        for (int j = 0; j < i; j++)
+            assert_string_not_equal(row->name, sr_run_end_row((enum sr_run_end)j)->name);
+        const int multinode = i == SR_RUN_GROUP_REQUEUE;
+        if (row->stop != SR_STOP_NONE) {
+            assert_int_equal(row->exit_code, sr_end_stop_code(row->stop, multinode));
+            const struct sr_end_facts f = {.stop = row->stop,
+                                           .limit = SR_CAUSE_BUDGET,
+                                           .multinode = multinode,
+                                           .restarts_left = 1};
+            struct sr_end e;
+            sr_attempt_end(&f, &e);
+            assert_int_equal(e.end, row->record);
+            assert_int_equal(e.exit_code, row->exit_code);
+            assert_int_equal(e.cause, sr_end_cause(row->stop, SR_CAUSE_BUDGET, 1, 0, 0));
+            assert_false(e.done);
+            assert_int_equal(row->trial, SR_TRIAL_OPEN);
+            continue;
+        }
+        if (row->record == SR_END_DONE) { /* the job exited 0 by itself */
+            const struct sr_end_facts f = {.stop = SR_STOP_NONE, .code = 0};
+            struct sr_end e;
+            sr_attempt_end(&f, &e);
+            assert_true(e.done);
+            assert_int_equal(e.end, row->record);
+            assert_int_equal(sr_end_cause(SR_STOP_NONE, SR_CAUSE_NONE, 1, 0, 0), SR_CAUSE_DONE);
+            /* 75 only when a notice came as it finished; the trial is done
+             * once every node's job is */
+            assert_int_equal(row->exit_code, i == SR_RUN_DONE_NOTICE ? 75 : 0);
+            assert_int_equal(row->trial, i == SR_RUN_NODE_DONE ? SR_TRIAL_OPEN : SR_TRIAL_DONE);
+        }
+    }
+    /* failed: the job's code, as the attempt-end table gives it up */
+    const struct sr_run_end_row *failed = sr_run_end_row(SR_RUN_FAILED);
+    const struct sr_end_facts f = {.stop = SR_STOP_NONE, .code = 3, .restarts_left = 0};
+    struct sr_end e;
+    sr_attempt_end(&f, &e);
+    assert_true(e.gave_up);
+    assert_int_equal(e.end, failed->record);
+    assert_int_equal(failed->exit_code, -1);
+    assert_int_equal(failed->trial, SR_TRIAL_FAILED);
+    assert_null(failed->event);
+    /* the events the record reads an end from */
+    assert_string_equal(sr_run_end_row(SR_RUN_DONE)->event, "done");
+    assert_string_equal(sr_run_end_row(SR_RUN_NODE_DONE)->event, "node_done");
+    assert_string_equal(sr_run_end_row(SR_RUN_PREEMPTED)->event, "preempted");
+    /* spotrun's own failure is nobody's record, nor a trial's mark */
+    assert_int_equal(sr_run_end_row(SR_RUN_ERROR)->record, SR_END_OPEN);
+    assert_int_equal(sr_run_end_row(SR_RUN_ERROR)->trial, SR_TRIAL_OPEN);
+}
+
 static void test_readme_exit_table_follows(void **state)
 {
     (void)state;
@@ -224,6 +286,12 @@ static void test_readme_exit_table_follows(void **state)
         assert_non_null(strstr(table, row));
     }
     assert_non_null(strstr(table, "\n| 0 |"));
+    for (int i = 0; i < SR_RUN_END_COUNT; i++) { /* every run end's own code */
+        const int code = sr_run_end_row((enum sr_run_end)i)->exit_code;
+        snprintf(row, sizeof(row), "\n| %d |", code);
+        if (code >= 0)
+            assert_non_null(strstr(table, row));
+    }
     snprintf(row, sizeof(row), "exit %d", sr_end_failure_code(75));
     assert_non_null(strstr(table, row));
 }
@@ -236,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_jobs_own_75_and_124_are_failures),
         cmocka_unit_test(test_exit_0_during_a_stop_is_the_stops),
         cmocka_unit_test(test_limit_causes_are_named_both_ways),
+        cmocka_unit_test(test_run_ends_follow_one_table),
         cmocka_unit_test(test_readme_exit_table_follows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
