@@ -49,7 +49,7 @@ void sr_events_emit(struct sr_events *ev, const char *type, json_t *fields);
 int sr_events_flush(struct sr_events *ev);
 
 /* One hook told after each successful flush of any log this process
- * writes (the run's SUMMARY.json, runtime/views/runsum.h): the attempt,
+ * writes (the run's SUMMARY.json, runtime/record/runsum.h): the attempt,
  * whether the log is a node's (multi-node), and the whole log as just
  * written (len bytes, complete lines; a later flush of the same log only
  * appends to them) and the size of the object now in the store (stored:

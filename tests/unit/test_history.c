@@ -1,6 +1,6 @@
 /*
  * test_history.c - the numbers `spotrun show`, `report` and the metrics
- * file derive from event logs (runtime/views/history.h): lost work, percentiles,
+ * file derive from event logs (runtime/record/history.h): lost work, percentiles,
  * states, preemptions by source, failures by cause, instance time, cost,
  * and the metrics text. Event lines are synthetic, written as events.c
  * writes them.

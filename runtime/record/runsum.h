@@ -5,7 +5,7 @@
  * run instead of every event log of every run (docs/store.md, "SUMMARY.json").
  *
  * The wrapper of a single-node run rewrites the summary after each flush of
- * its event log (runtime/run: the flush observer of events.h). Nothing
+ * its event log (runsum_writer.c: the flush hook of events.h). Nothing
  * trusts it: sr_runsum_from_json() rejects anything out of range or not
  * matching its digest (an edited summary), and sr_runsum_load_all() falls
  * back to a run's event logs when its summary is missing, invalid, or
