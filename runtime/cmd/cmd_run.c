@@ -661,13 +661,14 @@ static int supervise(const struct run_opts *o, struct run_ctx *r, struct sr_leas
     /* A single-node run keeps its SUMMARY.json (runsum.h); a multi-node
      * run's nodes would overwrite each other's, so stats reads its logs. */
     struct sr_runsum_writer *summary = NULL;
-    if (r->c.nodes <= 1 && sr_runsum_writer_open(r->c.st, r->run_id, &summary) == 0)
-        sr_events_on_flush(sr_runsum_writer_flushed, summary);
-    else if (r->c.nodes > 1)
+    if (r->c.nodes <= 1 && sr_runsum_writer_open(r->c.st, r->run_id, &summary) == 0) {
+        r->c.on_flush = sr_runsum_writer_flushed;
+        r->c.on_flush_ctx = summary;
+    } else if (r->c.nodes > 1) {
         sr_runsum_mark_logs(r->c.st, r->run_id); /* listed in summaries/ all the same */
+    }
     const int code = sr_supervise(&r->c);
-    sr_events_on_flush(NULL, NULL);
-    sr_runsum_writer_close(summary);
+    sr_runsum_writer_close(summary); /* no log calls it once sr_supervise returned */
     sr_metrics_close(metrics);
     return code;
 }

@@ -97,7 +97,8 @@ int sr_runsum_load_all(struct sr_store *st, const char *prefix, struct sr_runsum
 /* ---- the writer (runsum_writer.c) ----
  *
  * A single-node run's wrapper keeps <run>/SUMMARY.json up to date: the
- * writer is the flush hook of events.h. At the first flush of an attempt
+ * writer is the flush hook of the event log (events.h), given to the
+ * supervisor in its configuration (on_flush). At the first flush of an attempt
  * it reads the run's earlier event logs once (an earlier attempt whose log
  * stops without an end is then vanished); at each flush it folds only the
  * lines the log gained into that history and writes the summary with the
@@ -110,8 +111,8 @@ int sr_runsum_writer_open(struct sr_store *st, const char *run, struct sr_runsum
 /* The sr_events_flushed_fn; ctx is the writer. */
 void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char *log, size_t len,
                               size_t stored);
-/* Writes what is pending, stops its thread and frees it (clear the hook
- * first). NULL is fine. */
+/* Writes what is pending, stops its thread and frees it (once no log calls
+ * it: after sr_supervise returned). NULL is fine. */
 void sr_runsum_writer_close(struct sr_runsum_writer *w);
 /* A run that keeps no summary (multi-node) still puts summaries/<run>.json,
  * a marker that is no summary: a reader of that listing then knows the run

@@ -24,23 +24,21 @@ struct sr_events {
     char *buf;
     size_t len, cap;
     struct sr_metric_thin metrics; /* which metric values are written */
+    sr_events_flushed_fn flushed;  /* the flush hook (events.h), under lock */
+    void *flushed_ctx;
 };
 
 static sr_events_observer observer;
 static void *observer_ctx;
 
-/* The flush hook; flush_mu orders its calls and its changes (taken after
- * a log's lock, never before). */
-static pthread_mutex_t flush_mu = PTHREAD_MUTEX_INITIALIZER;
-static sr_events_flushed_fn flushed;
-static void *flushed_ctx;
-
-void sr_events_on_flush(sr_events_flushed_fn fn, void *ctx)
+void sr_events_on_flush(struct sr_events *ev, sr_events_flushed_fn fn, void *ctx)
 {
-    pthread_mutex_lock(&flush_mu);
-    flushed = fn;
-    flushed_ctx = ctx;
-    pthread_mutex_unlock(&flush_mu);
+    if (!ev)
+        return;
+    pthread_mutex_lock(&ev->lock);
+    ev->flushed = fn;
+    ev->flushed_ctx = ctx;
+    pthread_mutex_unlock(&ev->lock);
 }
 
 void sr_events_observe(sr_events_observer fn, void *ctx)
@@ -270,10 +268,8 @@ int sr_events_flush(struct sr_events *ev)
     if (ev->buf)
         ev->buf[base] = '\0';
     /* The hook only copies (events.h): the log's lock is held a moment more. */
-    pthread_mutex_lock(&flush_mu);
-    if (rc == 0 && flushed && ev->len)
-        flushed(flushed_ctx, ev->attempt, ev->node >= 0, ev->buf, ev->len, stored);
-    pthread_mutex_unlock(&flush_mu);
+    if (rc == 0 && ev->flushed && ev->len)
+        ev->flushed(ev->flushed_ctx, ev->attempt, ev->node >= 0, ev->buf, ev->len, stored);
     pthread_mutex_unlock(&ev->lock);
     if (rc < 0)
         sr_warn("cannot write the event log %s: %s", ev->key, sr_strerror(rc));
