@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "event_kinds.h"
 #include "events.h"
 #include "log.h"
 #include "suspect.h"
@@ -261,12 +262,179 @@ static void add_limit(struct sr_hist_attempt *at, const json_t *ev)
     at->limit_used = uv >= 0 && uv <= (double)SR_TIME_MAX_MS ? uv : 0.0;
 }
 
+static void add_start(struct sr_history *h, struct sr_hist_attempt *at, const json_t *ev,
+                      uint32_t a, int64_t t)
+{
+    h->gpu_live.n = 0;
+    at->start_ms = t;
+    str_of(ev, "host", at->host, sizeof(at->host));
+    const json_t *wd = json_object_get(ev, "work_dir");
+    str_of(wd, "path", at->work_dir, sizeof(at->work_dir));
+    at->work_kept = json_is_true(json_object_get(wd, "kept"));
+    place_of(ev, "cloud", at->cloud, sizeof(at->cloud));
+    place_of(ev, "instance_type", at->instance_type, sizeof(at->instance_type));
+    place_of(ev, "zone", at->zone, sizeof(at->zone));
+    at->nodes = (uint32_t)int_in(ev, "nodes", 1, 4096, 1);
+    at->max_cost = num_in(ev, "max_cost");
+    at->price_per_hour = num_in(ev, "price_per_hour");
+    const json_t *lab = json_object_get(ev, "labels");
+    if (json_is_object(lab) && (int64_t)a >= h->labels_attempt) {
+        sr_labels_from_json(&h->labels, lab);
+        h->labels_attempt = a;
+    }
+    if (json_is_true(json_object_get(ev, "resumed"))) {
+        at->resumed = 1;
+        at->resumed_seq = int_of(ev, "seq", at->resumed_seq);
+        at->resumed_step = int_of(ev, "step", at->resumed_step);
+    }
+}
+
+static void add_restore(struct sr_hist_attempt *at, const json_t *ev)
+{
+    at->resumed = 1;
+    at->resumed_seq = int_of(ev, "seq", -1);
+    at->resumed_step = int_of(ev, "step", -1);
+    at->restore_seconds = num_of(ev, "seconds");
+}
+
+static void add_notice(struct sr_history *h, struct sr_hist_attempt *at, const json_t *ev,
+                       uint32_t a, int64_t t)
+{
+    struct sr_hist_notice *n = grow((void **)&h->no, &h->n_no, &h->cap_no, sizeof(*h->no));
+    if (n) {
+        n->attempt = a;
+        n->at_ms = t;
+        n->left_ms = int_of(ev, "ms_left", 0);
+        snprintf(n->source, sizeof(n->source), "unknown");
+        str_of(ev, "source", n->source, sizeof(n->source));
+    }
+    if (!at->notice_ms && n) {
+        at->notice_ms = t;
+        at->notice_left_ms = n->left_ms;
+        snprintf(at->notice_source, sizeof(at->notice_source), "%s", n->source);
+    }
+}
+
+static void add_exit(struct sr_history *h, struct sr_hist_attempt *at, const json_t *ev, int64_t t)
+{
+    h->gpu_live.n = 0;
+    at->has_exit = 1;
+    at->exit_ms = t;
+    at->exit_code = (int)int_in(ev, "code", INT32_MIN, INT32_MAX, 0);
+    str_of(ev, "signal", at->exit_signal, sizeof(at->exit_signal));
+    at->oom = json_is_true(json_object_get(ev, "oom"));
+    add_tail(at, ev);
+}
+
+static void add_stalled(struct sr_history *h, struct sr_hist_attempt *at, const json_t *ev)
+{
+    h->stalls++; /* --stall-timeout counts them over every attempt */
+    at->stalled = 1;
+    at->stall_since_ms = int_in(ev, "since_ms", 0, SR_TIME_MAX_MS, 0);
+    at->stall_timeout_ms = int_in(ev, "timeout_ms", 0, SR_TIME_MAX_MS, 0);
+    sr_stall_suspect(ev, at->stall_suspect, sizeof(at->stall_suspect));
+}
+
+static void add_heartbeat(struct sr_history *h, const json_t *ev)
+{
+    const int64_t after = int_in(ev, "after_ms", 0, SR_TIME_MAX_MS, 0);
+    h->beats++;
+    if (after > h->beat_startup_max_ms)
+        h->beat_startup_max_ms = after;
+}
+
+/* Only a notice is a preemption: older wrappers wrote "preempted" for a
+ * job that exited 75 by itself, with no notice in the attempt; that
+ * attempt failed with the job's code. */
+static void add_preempted(const struct sr_history *h, struct sr_hist_attempt *at, uint32_t a)
+{
+    for (size_t i = 0; i < h->n_no && !at->preempted; i++)
+        at->preempted = h->no[i].attempt == a;
+}
+
+/* The kinds that only mark the attempt or count. */
+static void add_mark(struct sr_history *h, struct sr_hist_attempt *at, enum sr_event_kind kind,
+                     const json_t *ev)
+{
+    if (kind == SR_EV_REQUEST)
+        h->requests++;
+    else if (kind == SR_EV_WITHDRAWN)
+        at->notice_ms = 0; /* a cancelled notice; a later one is the cause */
+    else if (kind == SR_EV_RESTART)
+        at->restarted = 1;
+    else if (kind == SR_EV_DONE)
+        at->done = 1;
+    else if (kind == SR_EV_LEASE_LOST) {
+        at->superseded = 1;
+        str_of(ev, "reason", at->lease_reason, sizeof(at->lease_reason));
+    }
+}
+
+/* One event of attempt a at t, by its kind (event_kinds.h); the kinds the
+ * views derive nothing from (rebalance, ack, alive, node_done, set, deaf,
+ * lost_work, and any this table does not name) are read past. */
+static void fold(struct sr_history *h, struct sr_hist_attempt *at, enum sr_event_kind kind,
+                 const json_t *ev, uint32_t a, int64_t t)
+{
+    switch (kind) {
+    case SR_EV_START:
+        add_start(h, at, ev, a, t);
+        break;
+    case SR_EV_PLACEMENT:
+        add_placement(at, ev);
+        break;
+    case SR_EV_RESTORE:
+        add_restore(at, ev);
+        break;
+    case SR_EV_INTERVAL:
+        add_interval(h, ev, t);
+        break;
+    case SR_EV_STAGED:
+    case SR_EV_PERSISTED:
+        add_ckpt(h, ev, a, t, kind == SR_EV_PERSISTED);
+        break;
+    case SR_EV_COMMIT_FAILED:
+        add_commit_failure(h, ev, a, t);
+        break;
+    case SR_EV_NOTICE:
+        add_notice(h, at, ev, a, t);
+        break;
+    case SR_EV_GPU:
+        add_gpu(at, ev);
+        break;
+    case SR_EV_EXIT:
+        add_exit(h, at, ev, t);
+        break;
+    case SR_EV_STALLED:
+        add_stalled(h, at, ev);
+        break;
+    case SR_EV_HEARTBEAT:
+        add_heartbeat(h, ev);
+        break;
+    case SR_EV_LIMIT:
+        add_limit(at, ev);
+        break;
+    case SR_EV_PREEMPTED:
+        add_preempted(h, at, a);
+        break;
+    case SR_EV_METRIC:
+        sr_hist_add_metric(h, ev, a, t);
+        break;
+    case SR_EV_METRIC_SUMMARY:
+        sr_hist_add_metric_summary(h, ev, a, t);
+        break;
+    default:
+        add_mark(h, at, kind, ev);
+    }
+}
+
 void sr_hist_add(struct sr_history *h, const json_t *ev)
 {
     const char *type = json_string_value(json_object_get(ev, "event"));
+    const enum sr_event_kind kind = sr_event_kind_of(type);
     const int64_t t = int_in(ev, "unix_ms", 0, SR_TIME_MAX_MS, -1);
     const int64_t a64 = int_in(ev, "attempt", 0, SR_ATTEMPT_MAX, -1);
-    if (type && t >= 0 && strcmp(type, "gpu_live") == 0) { /* no attempt: never logged */
+    if (kind == SR_EV_GPU_LIVE && t >= 0) { /* no attempt: never logged */
         add_gpu_live(h, ev, t);
         return;
     }
@@ -286,104 +454,7 @@ void sr_hist_add(struct sr_history *h, const json_t *ev)
         at->gpu_peak_bytes = peak;
     if (json_object_get(ev, "gpu_bytes"))
         at->gpu_bytes = bytes_of(ev, "gpu_bytes", 0);
-
-    if (strcmp(type, "start") == 0) {
-        h->gpu_live.n = 0;
-        at->start_ms = t;
-        str_of(ev, "host", at->host, sizeof(at->host));
-        const json_t *wd = json_object_get(ev, "work_dir");
-        str_of(wd, "path", at->work_dir, sizeof(at->work_dir));
-        at->work_kept = json_is_true(json_object_get(wd, "kept"));
-        place_of(ev, "cloud", at->cloud, sizeof(at->cloud));
-        place_of(ev, "instance_type", at->instance_type, sizeof(at->instance_type));
-        place_of(ev, "zone", at->zone, sizeof(at->zone));
-        at->nodes = (uint32_t)int_in(ev, "nodes", 1, 4096, 1);
-        at->max_cost = num_in(ev, "max_cost");
-        at->price_per_hour = num_in(ev, "price_per_hour");
-        const json_t *lab = json_object_get(ev, "labels");
-        if (json_is_object(lab) && (int64_t)a >= h->labels_attempt) {
-            sr_labels_from_json(&h->labels, lab);
-            h->labels_attempt = a;
-        }
-        if (json_is_true(json_object_get(ev, "resumed"))) {
-            at->resumed = 1;
-            at->resumed_seq = int_of(ev, "seq", at->resumed_seq);
-            at->resumed_step = int_of(ev, "step", at->resumed_step);
-        }
-    } else if (strcmp(type, "placement") == 0) {
-        add_placement(at, ev);
-    } else if (strcmp(type, "restore") == 0) {
-        at->resumed = 1;
-        at->resumed_seq = int_of(ev, "seq", -1);
-        at->resumed_step = int_of(ev, "step", -1);
-        at->restore_seconds = num_of(ev, "seconds");
-    } else if (strcmp(type, "request") == 0) {
-        h->requests++;
-    } else if (strcmp(type, "interval") == 0) {
-        add_interval(h, ev, t);
-    } else if (strcmp(type, "staged") == 0) {
-        add_ckpt(h, ev, a, t, 0);
-    } else if (strcmp(type, "persisted") == 0) {
-        add_ckpt(h, ev, a, t, 1);
-    } else if (strcmp(type, "commit_failed") == 0) {
-        add_commit_failure(h, ev, a, t);
-    } else if (strcmp(type, "notice") == 0) {
-        struct sr_hist_notice *n = grow((void **)&h->no, &h->n_no, &h->cap_no, sizeof(*h->no));
-        if (n) {
-            n->attempt = a;
-            n->at_ms = t;
-            n->left_ms = int_of(ev, "ms_left", 0);
-            snprintf(n->source, sizeof(n->source), "unknown");
-            str_of(ev, "source", n->source, sizeof(n->source));
-        }
-        if (!at->notice_ms && n) {
-            at->notice_ms = t;
-            at->notice_left_ms = n->left_ms;
-            snprintf(at->notice_source, sizeof(at->notice_source), "%s", n->source);
-        }
-    } else if (strcmp(type, "gpu") == 0) {
-        add_gpu(at, ev);
-    } else if (strcmp(type, "exit") == 0) {
-        h->gpu_live.n = 0;
-        at->has_exit = 1;
-        at->exit_ms = t;
-        at->exit_code = (int)int_in(ev, "code", INT32_MIN, INT32_MAX, 0);
-        str_of(ev, "signal", at->exit_signal, sizeof(at->exit_signal));
-        at->oom = json_is_true(json_object_get(ev, "oom"));
-        add_tail(at, ev);
-    } else if (strcmp(type, "stalled") == 0) {
-        h->stalls++; /* --stall-timeout counts them over every attempt */
-        at->stalled = 1;
-        at->stall_since_ms = int_in(ev, "since_ms", 0, SR_TIME_MAX_MS, 0);
-        at->stall_timeout_ms = int_in(ev, "timeout_ms", 0, SR_TIME_MAX_MS, 0);
-        sr_stall_suspect(ev, at->stall_suspect, sizeof(at->stall_suspect));
-    } else if (strcmp(type, "heartbeat") == 0) {
-        const int64_t after = int_in(ev, "after_ms", 0, SR_TIME_MAX_MS, 0);
-        h->beats++;
-        if (after > h->beat_startup_max_ms)
-            h->beat_startup_max_ms = after;
-    } else if (strcmp(type, "limit") == 0) {
-        add_limit(at, ev);
-    } else if (strcmp(type, "withdrawn") == 0) {
-        at->notice_ms = 0; /* a cancelled notice; a later one is the cause */
-    } else if (strcmp(type, "restart") == 0) {
-        at->restarted = 1;
-    } else if (strcmp(type, "preempted") == 0) {
-        /* Only a notice is a preemption: older wrappers wrote
-         * "preempted" for a job that exited 75 by itself, with no notice in
-         * the attempt; that attempt failed with the job's code. */
-        for (size_t i = 0; i < h->n_no && !at->preempted; i++)
-            at->preempted = h->no[i].attempt == a;
-    } else if (strcmp(type, "lease_lost") == 0) {
-        at->superseded = 1;
-        str_of(ev, "reason", at->lease_reason, sizeof(at->lease_reason));
-    } else if (strcmp(type, "done") == 0) {
-        at->done = 1;
-    } else if (strcmp(type, "metric") == 0) {
-        sr_hist_add_metric(h, ev, a, t);
-    } else if (strcmp(type, "metric_summary") == 0) {
-        sr_hist_add_metric_summary(h, ev, a, t);
-    }
+    fold(h, at, kind, ev, a, t);
 }
 
 int sr_hist_add_line(struct sr_history *h, const char *line, size_t len)
