@@ -202,7 +202,7 @@ struct sr_steer_state;
 int sr_work_steer(struct sr_store *st, const char *name, size_t n, struct sr_steer_state *state,
                   int *said);
 
-/* The shim, libspotrun.so, for the binary at self (cmd_run.c): 0 and its
+/* The shim, libspotrun.so, for the binary at self (run_main.c): 0 and its
  * path in out, or -ENOENT. */
 int sr_find_preload(const char *self, char *out, size_t len);
 /* `spotrun --version` (version.c): version, commit, libraries, shim. */

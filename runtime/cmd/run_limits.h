@@ -6,7 +6,7 @@
  * settles goes to the supervisor (sr_supervise_config.limits), which
  * checks the limits while the job runs (runtime/supervise/limit.h).
  *
- * Steps return -1 when the run goes on, else the exit code (cmd_run.c's
+ * Steps return -1 when the run goes on, else the exit code (cmd_run.h's
  * convention); they print their own messages.
  */
 #ifndef SPOTRUN_RUN_LIMITS_H

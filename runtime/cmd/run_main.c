@@ -1,0 +1,486 @@
+/*
+ * run_main.c - `spotrun run` itself (cmd_run.h): resolve the run's
+ * identity and local paths, take its lease, handle --fresh and DONE, then
+ * hand over to the supervisor; sr_run_main reads as that sequence, in three
+ * phases (before the lease, under it, after the job).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "cmd_run.h"
+#include "control.h"
+#include "dirmark.h"
+#include "events.h"
+#include "fsutil.h"
+#include "gpu_sampler.h"
+#include "keeper.h"
+#include "lease.h"
+#include "log.h"
+#include "metrics.h"
+#include "nodes.h"
+#include "runid.h"
+#include "runsum.h"
+#include "signame.h"
+#include "sweep_rungs.h"
+
+static int parse_signal(const char *name)
+{
+    return !name || !*name ? SIGUSR1 : spotrun_signal_parse(name);
+}
+
+/* libspotrun.so: $SPOTRUN_PRELOAD, else beside the binary (installed:
+ * ../lib, build tree: ../preload), so an unpacked tarball works anywhere. */
+int sr_find_preload(const char *self, char *out, size_t len)
+{
+    const char *env = getenv("SPOTRUN_PRELOAD");
+    if (env && *env) {
+        snprintf(out, len, "%s", env);
+        return access(out, R_OK) == 0 ? 0 : -ENOENT;
+    }
+    char dir[PATH_MAX];
+    sr_dirname(self, dir, sizeof(dir));
+    static const char *const rel[] = {"../lib/libspotrun.so", "../preload/libspotrun.so",
+                                      "libspotrun.so"};
+    char found[PATH_MAX], real[PATH_MAX];
+    for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+        if (sr_pathf(found, sizeof(found), "%s/%s", dir, rel[i]) == 0 && access(found, R_OK) == 0)
+            /* The job's LD_PRELOAD and --version name it without "..". */
+            return snprintf(out, len, "%s", realpath(found, real) ? real : found) < (int)len
+                       ? 0
+                       : -ENAMETOOLONG;
+    }
+    return -ENOENT;
+}
+
+/* The checkpoint directory is the run's own when it is the default one
+ * (inside the run's work dir, also as made by older versions) or the one
+ * this run's work dir records (a filesystem without user xattrs, or a job
+ * that removed and recreated it). */
+static int ckpt_is_ours(const char *root, const char *run_id, const char *run_dir, const char *ckpt)
+{
+    char def[PATH_MAX + 300], a[PATH_MAX], b[PATH_MAX], rec[PATH_MAX + 320], *buf = NULL;
+    size_t len = 0;
+    if (sr_path_resolve(ckpt, a, sizeof(a)) < 0)
+        return 0;
+    if (sr_pathf(def, sizeof(def), "%s/%s/ckpt", root, run_id) == 0 &&
+        sr_path_resolve(def, b, sizeof(b)) == 0 && strcmp(a, b) == 0)
+        return 1;
+    int ours = 0;
+    if (sr_pathf(rec, sizeof(rec), "%s/ckpt-dir", run_dir) == 0 &&
+        sr_read_file(rec, PATH_MAX, &buf, &len) == 0)
+        ours = strcmp(buf, a) == 0;
+    free(buf);
+    sr_err_clear();
+    return ours;
+}
+
+/* Creates the checkpoint directory (before any training: a parent that is
+ * not writable shows now), marks it as spotrun's and records it in the
+ * run's work dir. */
+static int claim_ckpt_dir(const char *ckpt, const char *run_dir)
+{
+    char real[PATH_MAX], rec[PATH_MAX + 320];
+    int rc = sr_mkdirs(ckpt, 0755);
+    if (rc < 0)
+        return rc;
+    (void)sr_dir_mark(ckpt);
+    if (sr_path_resolve(ckpt, real, sizeof(real)) == 0 && sr_mkdirs(run_dir, 0700) == 0 &&
+        sr_pathf(rec, sizeof(rec), "%s/ckpt-dir", run_dir) == 0) {
+        rc = sr_write_file_atomic(rec, real, strlen(real));
+        if (rc < 0)
+            sr_warn("cannot record the checkpoint directory: %s", sr_strerror(rc));
+    }
+    sr_err_clear();
+    return 0;
+}
+
+/* Which node of how many (docs/multinode.md), what it restores, and the
+ * restarts default that follows. */
+static int nodes(const struct run_opts *o, struct run_ctx *r)
+{
+    struct sr_supervise_config *c = &r->c;
+    struct sr_nodes n;
+    if (sr_nodes_resolve(o->nodes, o->node_rank, &n) < 0) {
+        fprintf(stderr, "spotrun run: %s\n", sr_strerror(-EINVAL));
+        return SR_EX_USAGE;
+    }
+    c->nodes = n.nodes;
+    c->node_rank = n.rank;
+    const char *parts = o->restore_parts && *o->restore_parts ? o->restore_parts : "own";
+    if (strcmp(parts, "own") != 0 && strcmp(parts, "all") != 0) {
+        fprintf(stderr, "spotrun run: invalid value \"%s\" for --restore-parts (own or all)\n",
+                parts);
+        return SR_EX_USAGE;
+    }
+    c->restore_all = strcmp(parts, "all") == 0;
+    c->peer_poll_ms = o->peer_poll_ms;
+    /* A group is restarted by its engine, not in place; the stalls it may
+     * take that way are the --max-restarts given, else the single-node
+     * default (docs/multinode.md). */
+    c->max_stalls = o->max_restarts == MAX_RESTARTS_DEFAULT ? 3 : (unsigned)o->max_restarts;
+    if (o->max_restarts == MAX_RESTARTS_DEFAULT)
+        c->max_restarts = n.nodes > 1 ? 0 : 3;
+    if (n.nodes > 1)
+        sr_debug("node %u of %u (from %s)", n.rank, n.nodes, n.from);
+    return GO_ON;
+}
+
+/* The supervisor's settings from the options: the request signal, the
+ * cloud notices and the shim. */
+static int settings(const struct run_opts *o, char **cmd, struct run_ctx *r)
+{
+    struct sr_supervise_config *c = &r->c;
+    *c = (struct sr_supervise_config){.argv = cmd,
+                                      .every_ms = o->every_ms,
+                                      .settle_ms = o->settle_ms,
+                                      .ckpt_exclude = o->exclude,
+                                      .n_ckpt_exclude = o->nexclude,
+                                      .stall_timeout_ms = o->stall_timeout_ms,
+                                      .stall_auto = o->stall_auto,
+                                      .stall_startup_ms = o->stall_startup_ms,
+                                      .grace_ms = o->grace_ms,
+                                      .backoff_ms = o->backoff_ms,
+                                      .max_restarts = (unsigned)o->max_restarts,
+                                      .keep = (unsigned)o->keep,
+                                      .full_every = (unsigned)o->full_every,
+                                      .threads = (int)o->threads,
+                                      .level = (int)o->level,
+                                      .gpu_mem_limit = o->gpu_mem_limit,
+                                      .signo = parse_signal(o->signal),
+                                      .every_auto = {.on = o->every_auto,
+                                                     .mtbf_prior_ms = o->mtbf_ms,
+                                                     .min_ms = o->every_min_ms,
+                                                     .max_ms = o->every_max_ms}};
+    if (c->signo == SIGKILL || c->signo == SIGSTOP) {
+        fprintf(stderr,
+                "spotrun run: --signal %s cannot be caught by the job; use SIGUSR1 or "
+                "another catchable signal\n",
+                o->signal);
+        return SR_EX_USAGE;
+    }
+    if (c->signo < 0) {
+        fprintf(stderr,
+                "spotrun run: invalid value \"%s\" for --signal (e.g. SIGUSR1, USR2, "
+                "SIGRTMIN+2, 12)\n",
+                o->signal);
+        return SR_EX_USAGE;
+    }
+    if (sr_gpu_sample_ms_env(&c->gpu_sample_ms) < 0) {
+        fprintf(stderr,
+                "spotrun run: invalid SPOTRUN_GPU_SAMPLE_MS=\"%s\" (milliseconds between GPU "
+                "utilization samples, %d to %d; 0 turns sampling off)\n",
+                getenv("SPOTRUN_GPU_SAMPLE_MS"), SR_GPU_SAMPLE_MS_MIN, SR_GPU_SAMPLE_MS_MAX);
+        return SR_EX_USAGE;
+    }
+    return nodes(o, r);
+}
+
+/* The run's id and its local paths: work root, run dir, checkpoint dir,
+ * control socket, this binary. */
+static int local_paths(const struct run_opts *o, char **cmd, struct run_ctx *r)
+{
+    if (!getcwd(r->cwd, sizeof(r->cwd)))
+        return sr_fail(-errno, "getcwd");
+    int rc = sr_runid_expand(o->run_id, cmd, r->cwd, r->run_id, sizeof(r->run_id));
+    if (rc < 0) {
+        fprintf(stderr, "spotrun run: %s\n", sr_strerror(rc));
+        return SR_EX_USAGE;
+    }
+    const ssize_t n = readlink("/proc/self/exe", r->self, sizeof(r->self) - 1);
+    r->self[n > 0 ? n : 0] = '\0';
+    rc = sr_work_root(o->work_dir, r->root, sizeof(r->root));
+    if (rc < 0)
+        return sr_fail(rc, "work directory");
+    /* Several nodes of a run may share a machine (several srun tasks per
+     * node, or a test): each keeps its own local state. */
+    if (r->c.nodes > 1)
+        snprintf(r->local, sizeof(r->local), "%s.n%u", r->run_id, r->c.node_rank);
+    else
+        snprintf(r->local, sizeof(r->local), "%s", r->run_id);
+    if (!o->ckpt_dir || !*o->ckpt_dir)
+        rc = sr_pathf(r->ckpt, sizeof(r->ckpt), "%s/%s/ckpt", r->root, r->local);
+    else if (o->ckpt_dir[0] == '/')
+        rc = sr_pathf(r->ckpt, sizeof(r->ckpt), "%s", o->ckpt_dir);
+    else
+        rc = sr_pathf(r->ckpt, sizeof(r->ckpt), "%s/%s", r->cwd, o->ckpt_dir);
+    if (rc == 0)
+        rc = sr_pathf(r->run_dir, sizeof(r->run_dir), "%s/%s", r->root, r->local);
+    if (rc < 0)
+        return sr_fail(rc, "local paths");
+    rc = sr_control_path(r->run_dir, r->sock, sizeof(r->sock));
+    if (rc < 0)
+        return sr_fail(rc, "control socket");
+    r->c.run_id = r->run_id;
+    r->c.run_dir = r->run_dir;
+    r->c.keep_work = o->keep_work;
+    r->c.ckpt_dir = r->ckpt;
+    r->c.control_path = r->sock;
+    r->c.self = r->self;
+    return GO_ON;
+}
+
+/* The cloud notice watcher (its answer cached in the work root) and the
+ * shim to preload. */
+static void notices_and_shim(const struct run_opts *o, struct run_ctx *r)
+{
+    r->c.notice = (struct sr_notice_config){.cloud = o->cloud,
+                                            .aws_url = o->aws_imds,
+                                            .gcp_url = o->gcp_metadata,
+                                            .azure_url = o->azure_metadata,
+                                            .poll_ms = o->poll_ms,
+                                            .cache_path = r->cloud_cache};
+    if (sr_pathf(r->cloud_cache, sizeof(r->cloud_cache), "%s/cloud.cache", r->root) < 0)
+        r->c.notice.cache_path = NULL;
+    if (o->no_preload)
+        return;
+    if (sr_find_preload(r->self, r->preload, sizeof(r->preload)) == 0)
+        r->c.preload = r->preload;
+    else
+        sr_warn("libspotrun.so not found (set SPOTRUN_PRELOAD); running without the shim");
+}
+
+/* --ckpt-dir may be replaced by a restore: not the store, not spotrun's
+ * work dir, not a directory of someone else's files. */
+static int check_ckpt_target(const struct run_ctx *r)
+{
+    char what[PATH_MAX + 320];
+    snprintf(what, sizeof(what), "--ckpt-dir %s", r->ckpt);
+    const int ours = ckpt_is_ours(r->root, r->local, r->run_dir, r->ckpt);
+    const int code = sr_check_target("run", what, r->ckpt, ours, r->c.st, r->root);
+    return code != 0 ? code : GO_ON;
+}
+
+/* Another wrapper of this run on this machine answers on the control
+ * socket: say so at once rather than wait for its lease. */
+static int refuse_second_wrapper(const struct run_ctx *r)
+{
+    char pong[64];
+    if (sr_ctl_call(r->sock, "STATUS", pong, sizeof(pong), 2000) != 0)
+        return GO_ON;
+    fprintf(stderr, "spotrun: run %s is already running on this machine (%s answers)\n", r->run_id,
+            r->sock);
+    return SR_EX_CANTCREAT;
+}
+
+/* Single owner: the run's lease in the store (none with --lease-ttl 0). */
+static int take_lease(const struct run_opts *o, const struct run_ctx *r, struct sr_lease **lease)
+{
+    if (o->lease_ttl_ms <= 0)
+        return GO_ON;
+    const int ttl_s = (int)((o->lease_ttl_ms + 999) / 1000);
+    const int64_t wait_ms = o->lease_wait_ms < 0 ? 2 * o->lease_ttl_ms : o->lease_wait_ms;
+    const int rank = r->c.nodes > 1 ? (int)r->c.node_rank : -1;
+    const int code = sr_keeper_take_rank(r->c.st, r->run_id, rank, ttl_s, wait_ms,
+                                         "not starting (--lease-wait)", lease);
+    return code != 0 ? code : GO_ON;
+}
+
+/* From the lease on, a TERM/INT/HUP (a fleet worker draining, Slurm, a
+ * shutdown) waits for the supervisor, which takes it as a notice and
+ * releases the lease; dying of it here would hold the run until the lease
+ * expires. The job starts with the mask spotrun started with. */
+static void hold_notices(struct run_ctx *r)
+{
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, &r->start_mask);
+    r->c.orig_mask = &r->start_mask;
+}
+
+/* --fresh: the run's store objects go, and the checkpoint directory is
+ * emptied, not removed: it keeps its mark, and may be a mount point. */
+static int start_fresh(const struct run_ctx *r)
+{
+    sr_info("--fresh: deleting run %s from %s", r->run_id, sr_store_url(r->c.st));
+    int rc = sr_ckpt_clear_run(r->c.st, r->run_id);
+    if (rc == 0 && r->trial >= 0)
+        rc = sr_sweep_clear_end(r->c.st, r->sweep.name, (size_t)r->trial);
+    if (rc == 0 && r->trial >= 0) /* early stopping judges it again from scratch */
+        rc = sr_rung_remove_trial(r->c.st, r->sweep.name, r->trial);
+    if (rc == 0 && access(r->ckpt, F_OK) == 0)
+        rc = sr_empty_dir(r->ckpt);
+    return rc < 0 ? sr_fail(rc, "--fresh") : GO_ON;
+}
+
+static int claim_ckpt(const struct run_ctx *r)
+{
+    const int rc = claim_ckpt_dir(r->ckpt, r->run_dir);
+    return rc < 0 ? sr_fail(rc, "cannot create the checkpoint directory") : GO_ON;
+}
+
+/* The supervisor runs the job; its exit code is the run's. Without a lease,
+ * manifests record the store's newest epoch. */
+static int supervise(const struct run_opts *o, struct run_ctx *r, struct sr_lease *lease)
+{
+    struct sr_metrics *metrics = NULL;
+    if (o->metrics_file && *o->metrics_file) {
+        const int rc = sr_metrics_open(&metrics, o->metrics_file, r->c.st, r->run_id);
+        if (rc < 0)
+            sr_warn("no metrics file: cannot read the run's history: %s", sr_strerror(rc));
+    }
+    r->c.lease = lease;
+    if (!lease && sr_ckpt_max_epoch(r->c.st, r->run_id, &r->c.epoch) < 0)
+        r->c.epoch = 0; /* the restore reports an unreadable store */
+    /* A single-node run keeps its SUMMARY.json (runsum.h); a multi-node
+     * run's nodes would overwrite each other's, so stats reads its logs. */
+    struct sr_runsum_writer *summary = NULL;
+    if (r->c.nodes <= 1 && sr_runsum_writer_open(r->c.st, r->run_id, &summary) == 0) {
+        r->c.on_flush = sr_runsum_writer_flushed;
+        r->c.on_flush_ctx = summary;
+    } else if (r->c.nodes > 1) {
+        sr_runsum_mark_logs(r->c.st, r->run_id); /* listed in summaries/ all the same */
+    }
+    const int code = sr_supervise(&r->c);
+    sr_runsum_writer_close(summary); /* no log calls it once sr_supervise returned */
+    sr_metrics_close(metrics);
+    return code;
+}
+
+/* Gives the lease back but keeps it allocated until the process exits: a
+ * persist abandoned at a deadline (sr_commits_stop) may still consult it
+ * after run_main returns, and is refused once it is released. The one
+ * static here only keeps it reachable for that while (no leak report). */
+static void release_lease(struct sr_lease *lease)
+{
+    static struct sr_lease *until_exit __attribute__((used));
+    if (!lease)
+        return;
+    const int rc = sr_lease_release(lease);
+    if (rc < 0)
+        sr_warn("cannot release the lease (it expires on its own): %s", sr_strerror(rc));
+    until_exit = lease;
+}
+
+/* A done run's local work dir is of no more use: every checkpoint is in
+ * the store. What spotrun made there goes (the default checkpoint dir, the
+ * spool, the socket, the job's page, the stall and GPU dirs), then the dir
+ * itself when nothing else is left in it; with a --ckpt-dir elsewhere its
+ * record that the dir is the run's stays (a rerun with --fresh knows it).
+ * Done while the lease is held: no other wrapper of the run uses it here.
+ * --keep-work keeps it all. */
+static void remove_work(const struct run_opts *o, const struct run_ctx *r)
+{
+    if (o->keep_work)
+        return;
+    static const char *const made[] = {"spool", "gpu", "stall", "job.page", "control.sock"};
+    char path[PATH_MAX + 400], def[PATH_MAX + 400];
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof(made) / sizeof(made[0]); i++)
+        if ((rc = sr_pathf(path, sizeof(path), "%s/%s", r->run_dir, made[i])) == 0)
+            rc = sr_rmtree(path);
+    const int own =
+        sr_pathf(def, sizeof(def), "%s/ckpt", r->run_dir) == 0 && strcmp(def, r->ckpt) == 0;
+    if (rc == 0 && own)
+        rc = sr_rmtree(def);
+    if (rc == 0 && own && sr_pathf(path, sizeof(path), "%s/ckpt-dir", r->run_dir) == 0 &&
+        unlink(path) < 0 && errno != ENOENT)
+        rc = -errno;
+    if (rc < 0) {
+        sr_warn("cannot remove the local work dir %s: %s", r->run_dir, sr_strerror(rc));
+        sr_err_clear();
+    } else if (rmdir(r->run_dir) == 0) {
+        sr_info("removed the local work dir %s (the run is done; --keep-work keeps it)",
+                r->run_dir);
+    } else {
+        sr_debug("left the local work dir %s: %s", r->run_dir, strerror(errno));
+    }
+}
+
+/* Before the lease, with the store open: the trial, the local paths
+ * and what may already refuse the run (its checkpoint directory, another
+ * wrapper of it here). */
+static int run_prepare(struct run_opts *o, char **cmd, struct run_ctx *r)
+{
+    int code = sr_run_trial_select(o, &cmd, r);
+    if (code == GO_ON)
+        sr_run_labels(o, r);
+    if (code == GO_ON) {
+        r->c.argv = cmd;
+        code = local_paths(o, cmd, r);
+    }
+    if (code == GO_ON) { /* before anything can wait: which run, and where it goes */
+        char where[PATH_MAX + 256];
+        sr_store_describe(r->c.st, where, sizeof(where));
+        sr_info("run %s, store %s", r->run_id, where);
+        notices_and_shim(o, r);
+        code = check_ckpt_target(r);
+    }
+    if (code == GO_ON)
+        code = refuse_second_wrapper(r);
+    return code;
+}
+
+/* Under the lease: the trial's binding, --fresh, the pre-checks against
+ * the store, the run's limits and history, then the job. */
+static int run_leased(const struct run_opts *o, struct run_ctx *r, struct sr_lease *lease)
+{
+    hold_notices(r);
+    int code = sr_run_trial_bind(r);
+    if (code == GO_ON && o->fresh)
+        code = start_fresh(r);
+    if (code == GO_ON && o->fresh)
+        code = sr_run_trial_bind(r); /* --fresh deleted the record with the run */
+    if (code == GO_ON)
+        code = sr_run_stop_if_done(r);
+    if (code == GO_ON)
+        code = sr_run_check_kind(r);
+    if (code == GO_ON)
+        code = sr_run_trial_refuse_failed(r);
+    if (code == GO_ON)
+        code = sr_run_rungs_settle(&r->rungs, &r->c, &r->sweep, r->trial);
+    if (code == GO_ON)
+        code = claim_ckpt(r);
+    if (code == GO_ON) /* under the lease: what the run used of its limits */
+        code = sr_run_limits_settle(&r->limits, &r->c, r->run_id, r->sweep.name, r->trial);
+    if (code == GO_ON)
+        code = sr_run_every_history(r);
+    if (code == GO_ON)
+        code = sr_run_stall_history(r);
+    if (code == GO_ON) {
+        code = supervise(o, r, lease);
+        r->supervised = 1;
+    }
+    return code;
+}
+
+/* The run, step by step; each step says why it stops the run. */
+int sr_run_main(const struct run_opts *opts, char **cmd)
+{
+    struct run_opts o = *opts;
+    struct run_ctx r = {.trial = -1};
+    int code = settings(&o, cmd, &r);
+    if (code == GO_ON)
+        code = sr_run_limits_prepare(&r.limits, &opts->limits);
+    if (code != GO_ON)
+        return code;
+    r.c.result = &r.result;
+    const int rc = sr_open_store(&r.c.st, 1);
+    if (rc < 0)
+        return sr_fail(rc, "cannot open the store");
+    struct sr_lease *lease = NULL;
+    code = run_prepare(&o, cmd, &r);
+    if (code == GO_ON)
+        code = take_lease(&o, &r, &lease);
+    if (code == GO_ON)
+        code = run_leased(&o, &r, lease);
+    sr_run_trial_mark_end(&r, code);
+    sr_run_rungs_end(&r.rungs, code);
+    if (code == 0 && r.supervised)
+        remove_work(&o, &r);
+    release_lease(lease);
+    sr_store_close(r.c.st);
+    sr_sweep_free(&r.sweep);
+    sr_sweep_argv_free(r.trial_argv);
+    sr_run_limits_free(&r.limits);
+    json_decref(r.labels);
+    return code;
+}
