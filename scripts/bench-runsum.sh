@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench-runsum.sh [N] - how long reading every run's summary takes
-# (runtime/views/runsum.h, what `spotrun stats` reads): N synthetic runs
+# (runtime/record/runsum.h, what `spotrun stats` reads): N synthetic runs
 # (default 10000; one event log and one SUMMARY.json each) in a file store
 # and in the S3 test server (tests/s3), then sr_runsum_load_all over each,
 # timed by tests/tools/runsum_tool, beside `aws s3 ls --recursive` of the

@@ -6,7 +6,7 @@
 #
 # RUNS synthetic runs (tests/e2e/genstore.py --synthetic: 1 to 4 attempts
 # each, an event log per attempt), each folded into its SUMMARY.json and
-# summaries/<run>.json as its wrapper writes them (runtime/views/runsum.h;
+# summaries/<run>.json as its wrapper writes them (runtime/record/runsum.h;
 # tests/tools/runsum_tool fold), in a file store and in a bucket of the
 # local S3 test server (written into its data directory in its own layout,
 # tests/s3/seed.py: uploading ~50,000 objects one PUT at a time would

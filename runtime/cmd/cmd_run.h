@@ -89,6 +89,10 @@ struct run_ctx {
     struct sr_run_limits limits; /* time limits and budgets (run_limits.h) */
     struct sr_run_rungs rungs;   /* a trial's early stopping (run_rungs.h) */
     json_t *labels;              /* the start events' "labels" (NULL: none) */
+    /* The run's history, read once under the lease by the first step that
+     * needs it (limits, --every auto, --stall-timeout, the metrics file,
+     * the summary writer) and passed on */
+    struct sr_hist_once hist;
 };
 
 /* The steps below return -1 when the run goes on, else the exit code. */

@@ -2,7 +2,7 @@
  * cmd_stats.c - `spotrun stats`: the fleet's runs over a window, grouped
  * (docs/cost.md). Checks the flags, loads every run's summary under
  * --prefix (runsum.h: one listing, summaries read in parallel), aggregates
- * (views/stats.c) and prints one of the forms (views/statsout.c).
+ * (record/stats.c) and prints one of the forms (views/statsout.c).
  */
 #include <errno.h>
 #include <stdarg.h>

@@ -222,18 +222,16 @@ int sr_run_every_history(struct run_ctx *r)
     struct sr_every_auto *a = &r->c.every_auto;
     if (!a->on)
         return GO_ON;
-    struct sr_history h;
-    sr_hist_init(&h);
-    const int rc = sr_hist_load(r->c.st, r->run_id, &h);
-    if (rc < 0) {
+    int rc;
+    const struct sr_history *h = sr_hist_once_get(&r->hist, &rc);
+    if (!h) {
         sr_warn("--every auto: cannot read the run's history (%s); starting from the priors",
                 sr_strerror(rc));
     } else {
-        a->hist_instance_ms = h.instance_ms;
-        a->hist_preemptions = interruptions(&h);
-        a->hist_cost_ms = h.staged ? (int64_t)(h.stage_p50 * 1000.0 + 0.5) : 0;
+        a->hist_instance_ms = h->instance_ms;
+        a->hist_preemptions = interruptions(h);
+        a->hist_cost_ms = h->staged ? (int64_t)(h->stage_p50 * 1000.0 + 0.5) : 0;
     }
-    sr_hist_free(&h);
     sr_err_clear();
     const char *sweep = r->trial >= 0 ? r->sweep.name : NULL;
     const size_t n = sweep ? strlen(sweep) : 0;
@@ -252,18 +250,16 @@ int sr_run_stall_history(struct run_ctx *r)
 {
     if (!r->c.stall_auto && !r->c.stall_timeout_ms)
         return GO_ON;
-    struct sr_history h;
-    sr_hist_init(&h);
-    const int rc = sr_hist_load(r->c.st, r->run_id, &h);
-    if (rc < 0)
+    int rc;
+    const struct sr_history *h = sr_hist_once_get(&r->hist, &rc);
+    if (!h)
         sr_warn("--stall-timeout: cannot read the run's history (%s); its earlier stalls are not "
                 "counted",
                 sr_strerror(rc));
     else
-        r->c.prior_stalls = sr_hist_stalls(&h);
-    if (rc >= 0) /* then every attempt is judged from its start */
-        r->c.prior_beaten = sr_hist_heartbeated(&h, &r->c.prior_startup_ms);
-    sr_hist_free(&h);
+        r->c.prior_stalls = sr_hist_stalls(h);
+    if (h) /* then every attempt is judged from its start */
+        r->c.prior_beaten = sr_hist_heartbeated(h, &r->c.prior_startup_ms);
     sr_err_clear();
     if (r->c.prior_stalls && r->c.nodes <= 1) /* multi-node: the engine reruns the group */
         sr_info("run %s stalled %u time(s) before (--max-restarts %u counts them)", r->run_id,

@@ -299,7 +299,8 @@ static int refuse_at_limit(const struct sr_run_limits *rl, const struct sr_limit
 }
 
 int sr_run_limits_settle(struct sr_run_limits *rl, struct sr_supervise_config *c,
-                         const char *run_id, const char *sweep, long trial)
+                         const char *run_id, const char *sweep, long trial,
+                         struct sr_hist_once *hist)
 {
     const struct sr_run_limits_opts *o = rl->o;
     struct sr_limits_config *l = &c->limits;
@@ -321,17 +322,13 @@ int sr_run_limits_settle(struct sr_run_limits *rl, struct sr_supervise_config *c
     l->price_per_hour = rl->trial_price * (c->nodes > 1 ? c->nodes : 1);
     if (l->time_limit_ms <= 0 && l->max_cost <= 0 && !l->sweep_poll)
         return GO_ON;
-    struct sr_history h;
-    sr_hist_init(&h);
-    const int rc = sr_hist_load(c->st, run_id, &h);
-    if (rc < 0) {
-        sr_hist_free(&h);
+    int rc;
+    const struct sr_history *h = sr_hist_once_get(hist, &rc);
+    if (!h)
         return sr_fail(rc, "cannot read the run's history for its limits");
-    }
-    l->used_ms = h.instance_ms;
-    const double cost = sr_prices_run_cost(&h, &rl->prices, rl->trial_price);
+    l->used_ms = h->instance_ms;
+    const double cost = sr_prices_run_cost(h, &rl->prices, rl->trial_price);
     l->cost_before = cost > 0 ? cost : 0;
-    sr_hist_free(&h);
     const int spent = l->sweep_poll ? sweep_spent(rl, &l->sweep_used, &l->sweep_limit) : 0;
     if (spent < 0) /* said by sweep_spent */
         return sr_exit_code(spent);

@@ -62,7 +62,8 @@ int sr_run_limits_prepare(struct sr_run_limits *rl, const struct sr_run_limits_o
  * trial -1 when the run is no sweep's trial. rl must outlive the
  * supervisor (its sweep poll reads it). */
 int sr_run_limits_settle(struct sr_run_limits *rl, struct sr_supervise_config *c,
-                         const char *run_id, const char *sweep, long trial);
+                         const char *run_id, const char *sweep, long trial,
+                         struct sr_hist_once *hist);
 void sr_run_limits_free(struct sr_run_limits *rl);
 /* The trial's end mark for a run that stopped with 124: SR_TRIAL_CANCELLED
  * (and who) when the sweep's operator cancelled the trial, else

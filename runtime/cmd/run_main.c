@@ -323,7 +323,8 @@ static int supervise(const struct run_opts *o, struct run_ctx *r, struct sr_leas
 {
     struct sr_metrics *metrics = NULL;
     if (o->metrics_file && *o->metrics_file) {
-        const int rc = sr_metrics_open(&metrics, o->metrics_file, r->c.st, r->run_id);
+        const int rc = sr_metrics_open(&metrics, o->metrics_file, r->c.st, r->run_id,
+                                       sr_hist_once_logs(&r->hist));
         if (rc < 0)
             sr_warn("no metrics file: cannot read the run's history: %s", sr_strerror(rc));
     }
@@ -333,13 +334,18 @@ static int supervise(const struct run_opts *o, struct run_ctx *r, struct sr_leas
     /* A single-node run keeps its SUMMARY.json (runsum.h); a multi-node
      * run's nodes would overwrite each other's, so stats reads its logs. */
     struct sr_runsum_writer *summary = NULL;
-    if (r->c.nodes <= 1 && sr_runsum_writer_open(r->c.st, r->run_id, &summary) == 0)
-        sr_events_on_flush(sr_runsum_writer_flushed, summary);
-    else if (r->c.nodes > 1)
+    /* The logs read at the start, if a step needed them; else the writer
+     * reads them on its own thread, not before the job starts. */
+    const struct sr_hist_logs *earlier = r->hist.tried ? sr_hist_once_logs(&r->hist) : NULL;
+    if (r->c.nodes <= 1 && sr_runsum_writer_open(r->c.st, r->run_id, earlier, &summary) == 0) {
+        r->c.on_flush = sr_runsum_writer_flushed;
+        r->c.on_flush_ctx = summary;
+    } else if (r->c.nodes > 1) {
         sr_runsum_mark_logs(r->c.st, r->run_id); /* listed in summaries/ all the same */
+    }
+    sr_hist_once_free(&r->hist); /* folded by those that needed it */
     const int code = sr_supervise(&r->c);
-    sr_events_on_flush(NULL, NULL);
-    sr_runsum_writer_close(summary);
+    sr_runsum_writer_close(summary); /* no log calls it once sr_supervise returned */
     sr_metrics_close(metrics);
     return code;
 }
@@ -423,6 +429,7 @@ static int run_prepare(struct run_opts *o, char **cmd, struct run_ctx *r)
 static int run_leased(const struct run_opts *o, struct run_ctx *r, struct sr_lease *lease)
 {
     hold_notices(r);
+    sr_hist_once_init(&r->hist, r->c.st, r->run_id);
     int code = sr_run_trial_bind(r);
     if (code == GO_ON && o->fresh)
         code = start_fresh(r);
@@ -439,7 +446,8 @@ static int run_leased(const struct run_opts *o, struct run_ctx *r, struct sr_lea
     if (code == GO_ON)
         code = claim_ckpt(r);
     if (code == GO_ON) /* under the lease: what the run used of its limits */
-        code = sr_run_limits_settle(&r->limits, &r->c, r->run_id, r->sweep.name, r->trial);
+        code =
+            sr_run_limits_settle(&r->limits, &r->c, r->run_id, r->sweep.name, r->trial, &r->hist);
     if (code == GO_ON)
         code = sr_run_every_history(r);
     if (code == GO_ON)
@@ -448,6 +456,7 @@ static int run_leased(const struct run_opts *o, struct run_ctx *r, struct sr_lea
         code = supervise(o, r, lease);
         r->supervised = 1;
     }
+    sr_hist_once_free(&r->hist);
     return code;
 }
 

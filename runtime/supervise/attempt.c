@@ -212,6 +212,8 @@ int sup_start_attempt(struct sup *s)
         rc = sr_events_open(&s->ev, c->st, c->run_id, s->attempt);
     if (rc == 0 && multi)
         sr_events_set_node(s->ev, c->run_id, c->node_rank);
+    if (rc == 0)
+        sr_events_on_flush(s->ev, c->on_flush, c->on_flush_ctx);
     if (rc < 0)
         return sr_fail(rc, "cannot read the run's event log");
     sr_commits_set_attempt(s->cp, s->attempt, s->ev);

@@ -467,6 +467,7 @@ static void finish(struct sup *s)
         sr_events_close(s->ev);
     } else {
         sr_events_flush(s->ev); /* the persister may still use it */
+        sr_events_on_flush(s->ev, NULL, NULL);
     }
     s->ev = NULL;
     /* At a missed deadline the persister may still be uploading: leave it;

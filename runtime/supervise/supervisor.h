@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "events.h"
 #include "every.h"
 #include "lease.h"
 #include "limit.h"
@@ -97,6 +98,12 @@ struct sr_supervise_config {
     struct sr_limits_config limits;
     const char *instance_type; /* recorded in the start event when known */
     const json_t *labels;      /* {"team":"nlp"}: recorded in every start event; NULL = none */
+    /* Told after each flush of each attempt's event log (events.h's flush
+     * hook; the run's summary writer, runtime/record/runsum.h); cleared
+     * from a log that outlives sr_supervise, so on_flush_ctx may be freed
+     * once it returns. NULL = none. */
+    sr_events_flushed_fn on_flush;
+    void *on_flush_ctx;
 };
 
 struct sr_supervise_result {

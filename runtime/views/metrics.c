@@ -300,7 +300,7 @@ static void *refresher(void *arg)
 }
 
 int sr_metrics_open(struct sr_metrics **out, const char *path, struct sr_store *st,
-                    const char *run_id)
+                    const char *run_id, const struct sr_hist_logs *logs)
 {
     struct sr_metrics *m = calloc(1, sizeof(*m));
     if (!m)
@@ -308,7 +308,11 @@ int sr_metrics_open(struct sr_metrics **out, const char *path, struct sr_store *
     m->path = strdup(path);
     m->run_id = strdup(run_id);
     sr_hist_init(&m->h);
-    int rc = m->path && m->run_id ? sr_hist_load(st, run_id, &m->h) : -ENOMEM;
+    int rc = m->path && m->run_id ? 0 : -ENOMEM;
+    if (rc == 0 && logs)
+        sr_hist_from_logs(logs, &m->h);
+    else if (rc == 0)
+        rc = sr_hist_load(st, run_id, &m->h);
     if (rc < 0) {
         sr_hist_free(&m->h);
         free(m->path);

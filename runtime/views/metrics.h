@@ -22,9 +22,11 @@
 
 struct sr_metrics;
 
-/* Loads the run's history, writes the file once, starts observing events. */
+/* Loads the run's history (folds logs, the run's logs as the wrapper read
+ * them at its start; NULL: reads them), writes the file once, starts
+ * observing events. */
 int sr_metrics_open(struct sr_metrics **out, const char *path, struct sr_store *st,
-                    const char *run_id);
+                    const char *run_id, const struct sr_hist_logs *logs);
 /* Stops observing, writes the file a last time, frees. NULL is fine. */
 void sr_metrics_close(struct sr_metrics *m);
 

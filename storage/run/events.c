@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "event_kinds.h"
 #include "layout.h"
 #include "log.h"
 #include "metricthin.h"
@@ -25,23 +26,50 @@ struct sr_events {
     char *buf;
     size_t len, cap;
     struct sr_metric_thin metrics; /* which metric values are written */
+    sr_events_flushed_fn flushed;  /* the flush hook (events.h), under lock */
+    void *flushed_ctx;
 };
 
 static sr_events_observer observer;
 static void *observer_ctx;
 
-/* The flush hook; flush_mu orders its calls and its changes (taken after
- * a log's lock, never before). */
-static pthread_mutex_t flush_mu = PTHREAD_MUTEX_INITIALIZER;
-static sr_events_flushed_fn flushed;
-static void *flushed_ctx;
-
-void sr_events_on_flush(sr_events_flushed_fn fn, void *ctx)
+void sr_events_on_flush(struct sr_events *ev, sr_events_flushed_fn fn, void *ctx)
 {
-    pthread_mutex_lock(&flush_mu);
-    flushed = fn;
-    flushed_ctx = ctx;
-    pthread_mutex_unlock(&flush_mu);
+    if (!ev)
+        return;
+    pthread_mutex_lock(&ev->lock);
+    ev->flushed = fn;
+    ev->flushed_ctx = ctx;
+    pthread_mutex_unlock(&ev->lock);
+}
+
+static const char *const kind_names[SR_EV_COUNT] = {
+#define SR_EV_NAME(id, name, what) [SR_EV_##id] = name,
+    SR_EVENT_KINDS(SR_EV_NAME)
+#undef SR_EV_NAME
+};
+
+enum sr_event_kind sr_event_kind_of(const char *name)
+{
+    for (int k = 1; name && k < SR_EV_COUNT; k++)
+        if (strcmp(kind_names[k], name) == 0)
+            return (enum sr_event_kind)k;
+    return SR_EV_UNKNOWN;
+}
+
+const char *sr_event_name(enum sr_event_kind k)
+{
+    return k > SR_EV_UNKNOWN && k < SR_EV_COUNT ? kind_names[k] : "";
+}
+
+/* A kind the table does not name is a writer that forgot event_kinds.h:
+ * said once, and written all the same (the readers skip it). */
+static void check_kind(const char *type)
+{
+    static int said;
+    if (sr_event_kind_of(type) == SR_EV_UNKNOWN && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        sr_warn("event kind \"%s\" is not in storage/run/event_kinds.h (add it there)",
+                type ? type : "(null)");
 }
 
 void sr_events_observe(sr_events_observer fn, void *ctx)
@@ -148,7 +176,7 @@ static void append(struct sr_events *ev, const char *line)
  * metric_summary counts. Under ev->lock. */
 static int write_metric(struct sr_events *ev, const char *type, const json_t *o)
 {
-    if (strcmp(type, "metric") != 0)
+    if (sr_event_kind_of(type) != SR_EV_METRIC)
         return 1;
     const char *name = json_string_value(json_object_get(o, "name"));
     const json_t *step = json_object_get(o, "step");
@@ -171,6 +199,7 @@ void sr_events_emit(struct sr_events *ev, const char *type, json_t *fields)
         json_decref(fields);
         return;
     }
+    check_kind(type);
     const int64_t now = sr_wall_ms();
     const time_t secs = (time_t)(now / 1000);
     struct tm tm;
@@ -199,6 +228,7 @@ void sr_events_emit(struct sr_events *ev, const char *type, json_t *fields)
 
 void sr_events_tell(const char *type, json_t *fields)
 {
+    check_kind(type);
     json_t *obj = json_pack("{s:s,s:I}", "event", type, "unix_ms", (json_int_t)sr_wall_ms());
     if (obj && fields)
         json_object_update(obj, fields);
@@ -216,8 +246,9 @@ static void append_summary(struct sr_events *ev, const struct sr_metric_name *m)
     gmtime_r(&secs, &tm);
     char iso[32];
     strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    json_t *o = json_pack("{s:s,s:s,s:I,s:I}", "event", "metric_summary", "time", iso, "unix_ms",
-                          (json_int_t)m->last_ms, "attempt", (json_int_t)ev->attempt);
+    json_t *o =
+        json_pack("{s:s,s:s,s:I,s:I}", "event", sr_event_name(SR_EV_METRIC_SUMMARY), "time", iso,
+                  "unix_ms", (json_int_t)m->last_ms, "attempt", (json_int_t)ev->attempt);
     if (!o)
         return;
     if (ev->node >= 0)
@@ -261,10 +292,8 @@ int sr_events_flush(struct sr_events *ev)
     if (ev->buf)
         ev->buf[base] = '\0';
     /* The hook only copies (events.h): the log's lock is held a moment more. */
-    pthread_mutex_lock(&flush_mu);
-    if (rc == 0 && flushed && ev->len)
-        flushed(flushed_ctx, ev->attempt, ev->node >= 0, ev->buf, ev->len, stored);
-    pthread_mutex_unlock(&flush_mu);
+    if (rc == 0 && ev->flushed && ev->len)
+        ev->flushed(ev->flushed_ctx, ev->attempt, ev->node >= 0, ev->buf, ev->len, stored);
     pthread_mutex_unlock(&ev->lock);
     if (rc < 0)
         sr_warn("cannot write the event log %s: %s", ev->key, sr_strerror(rc));

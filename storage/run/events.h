@@ -48,19 +48,21 @@ void sr_events_emit(struct sr_events *ev, const char *type, json_t *fields);
 /* Writes the attempt's log to the store. */
 int sr_events_flush(struct sr_events *ev);
 
-/* One hook told after each successful flush of any log this process
- * writes (the run's SUMMARY.json, runtime/views/runsum.h): the attempt,
- * whether the log is a node's (multi-node), and the whole log as just
- * written (len bytes, complete lines; a later flush of the same log only
- * appends to them) and the size of the object now in the store (stored:
- * len plus the metric_summary lines that follow the log, rewritten at
- * each flush; docs/events.md, "Metric volume"). Called from the flushing thread under the log's
- * lock, one call at a time: it must not block or call into this module (copy what it needs and
- * return; a slow store must never stall an emitter). Setting it (NULL to clear) waits for a call
- * under way, so ctx may be freed once it is cleared. */
+/* A log's flush hook, told after each successful flush of that log (the
+ * run's SUMMARY.json, runtime/record/runsum.h; the supervisor sets its
+ * configuration's on_flush on each attempt's log): the attempt, whether the
+ * log is a node's (multi-node), and the whole log as just written (len
+ * bytes, complete lines; a later flush of the same log only appends to
+ * them) and the size of the object now in the store (stored: len plus the
+ * metric_summary lines that follow the log, rewritten at each flush;
+ * docs/events.md, "Metric volume"). Called from the flushing thread under
+ * the log's lock, one call at a time: it must not block or call into this
+ * module (copy what it needs and return; a slow store must never stall an
+ * emitter). Setting it (NULL to clear) waits for a call under way, so ctx
+ * may be freed once it is cleared. */
 typedef void (*sr_events_flushed_fn)(void *ctx, uint32_t attempt, int node, const char *log,
                                      size_t len, size_t stored);
-void sr_events_on_flush(sr_events_flushed_fn fn, void *ctx);
+void sr_events_on_flush(struct sr_events *ev, sr_events_flushed_fn fn, void *ctx);
 /* Flushes and frees. */
 void sr_events_close(struct sr_events *ev);
 

@@ -4,7 +4,7 @@
  * The wrapper (runtime/supervise) asks sr_attempt_end() what the end of the
  * job's process means: its cause in the record, what happens next (restart,
  * finish the stop under way, or end the run), whether the run is done and
- * spotrun's exit code. The history reader (runtime/views/history.c) names
+ * spotrun's exit code. The history reader (runtime/record/history.c) names
  * an ended attempt's cause from its log with sr_end_cause(), the same rule
  * on the facts the log recorded; the README's exit-code table is checked
  * against sr_end_table() (tests/unit/test_outcome.c).

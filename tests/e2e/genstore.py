@@ -7,12 +7,12 @@
 
 Each attempt is an event log <run>/events/<attempt %06d>.jsonl written the
 way storage/run/events.c writes it (event, time, unix_ms, attempt, and the
-fields runtime/views/history.c reads): a "start" with host, cloud,
+fields runtime/record/history.c reads): a "start" with host, cloud,
 instance_type, zone, nodes, labels and maybe price_per_hour; a "gpu"
 sample summary; one checkpoint ("staged" and "persisted" at end - lost, so
 the attempt's lost work is exactly `lost`); and the end its cause needs
 (docs/events.md). With --summaries, <run>/SUMMARY.json too, in
-runtime/views/runsum.c's format (the fast path of stats). --model writes
+runtime/record/runsum.c's format (the fast path of stats). --model writes
 the attempts as JSON (times in unix ms) for the test's own arithmetic.
 
 The fixed store: week 2026-W49 (Mon 2026-11-30 .. Sun 2026-12-06) plus one

@@ -1,6 +1,6 @@
 /*
  * runsum_tool.c - a test and benchmark tool for run summaries
- * (runtime/views/runsum.h), not a spotrun command:
+ * (runtime/record/runsum.h), not a spotrun command:
  *
  *   runsum_tool load STORE [PREFIX]   every run via sr_runsum_load_all: one
  *                                     line per run, and its time on stderr

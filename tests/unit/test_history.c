@@ -1,6 +1,6 @@
 /*
  * test_history.c - the numbers `spotrun show`, `report` and the metrics
- * file derive from event logs (runtime/views/history.h): lost work, percentiles,
+ * file derive from event logs (runtime/record/history.h): lost work, percentiles,
  * states, preemptions by source, failures by cause, instance time, cost,
  * and the metrics text. Event lines are synthetic, written as events.c
  * writes them.
@@ -17,11 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsutil.h"
 #include "histutil.h"
 #include "history.h"
 #include "units.h"
 #include "metrics.h"
 #include "summary.h"
+#include "testutil.h"
 
 #define T0 1700000000000LL /* unix ms of the first event */
 
@@ -816,6 +818,63 @@ static void failed_commits_are_counted_and_the_newest_shown(void **state)
     sr_hist_free(&h);
 }
 
+/* A wrapper's start reads the run's history once (sr_hist_once) and each
+ * step folds the same read: it says what sr_hist_load says, and a second
+ * use does not read the store again. */
+static void a_history_read_once_says_what_a_load_says(void **state)
+{
+    (void)state;
+    char *root = tu_scratch("hist-once");
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/r/events", root);
+    assert_int_equal(sr_mkdirs(dir, 0755), 0);
+    const char *log0 = "{\"event\":\"start\",\"unix_ms\":1000,\"attempt\":0}\n"
+                       "{\"event\":\"exit\",\"unix_ms\":61000,\"attempt\":0,\"code\":1}\n";
+    const char *log1 = "{\"event\":\"start\",\"unix_ms\":70000,\"attempt\":1}\n"
+                       "{\"event\":\"stalled\",\"unix_ms\":90000,\"attempt\":1}\n";
+    tu_write_text(dir, "000000.jsonl", log0);
+    tu_write_text(dir, "000001.jsonl", log1);
+    struct sr_store *st = NULL;
+    assert_int_equal(sr_store_open(root, &st), 0);
+    struct sr_history h;
+    sr_hist_init(&h);
+    assert_int_equal(sr_hist_load(st, "r", &h), 0);
+
+    struct sr_hist_once once;
+    sr_hist_once_init(&once, st, "r");
+    int rc = 1;
+    const struct sr_history *o = sr_hist_once_get(&once, &rc);
+    assert_int_equal(rc, 0);
+    assert_non_null(o);
+    assert_int_equal(o->n_att, h.n_att);
+    assert_int_equal(o->n_att, 2);
+    assert_int_equal(o->state, h.state);
+    assert_int_equal(o->instance_ms, h.instance_ms);
+    assert_int_equal(o->att[0].end, h.att[0].end);
+    assert_int_equal(sr_hist_stalls(o), 1);
+    const struct sr_hist_logs *l = sr_hist_once_logs(&once);
+    assert_non_null(l);
+    assert_int_equal(l->n, 2);
+    assert_int_equal(l->v[0].attempt, 0);
+    assert_int_equal(l->v[1].size, strlen(log1));
+
+    /* The logs gone from the store: the second use is the first read's. */
+    assert_int_equal(sr_rmtree(dir), 0);
+    assert_ptr_equal(sr_hist_once_get(&once, &rc), o);
+    assert_int_equal(o->n_att, 2);
+    struct sr_history again;
+    sr_hist_init(&again);
+    sr_hist_from_logs(sr_hist_once_logs(&once), &again);
+    assert_int_equal(again.n_att, 2);
+    sr_hist_free(&again);
+
+    sr_hist_once_free(&once);
+    sr_hist_free(&h);
+    sr_store_close(st);
+    sr_rmtree(root);
+    free(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -844,6 +903,7 @@ int main(void)
         cmocka_unit_test(views_print_the_causes),
         cmocka_unit_test(stalls_are_counted_over_every_attempt),
         cmocka_unit_test(failed_commits_are_counted_and_the_newest_shown),
+        cmocka_unit_test(a_history_read_once_says_what_a_load_says),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

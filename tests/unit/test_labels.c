@@ -1,5 +1,5 @@
 /*
- * test_labels.c - a run's labels (runtime/views/labels.h): what a user may
+ * test_labels.c - a run's labels (runtime/record/labels.h): what a user may
  * write after --label, the clear error for what they may not, the order
  * and replacement rules, SPOTRUN_LABELS lists, ls --label matching, and
  * labels read back from a tampered store (dropped, never printed).

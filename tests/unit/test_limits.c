@@ -1,7 +1,7 @@
 /*
  * test_limits.c - time limits and budgets: the checks of
  * runtime/supervise/limit.h on a given clock, the price table parser and a
- * run's cost from synthetic event logs (runtime/views/prices.h).
+ * run's cost from synthetic event logs (runtime/record/prices.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>

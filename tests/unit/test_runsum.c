@@ -1,5 +1,5 @@
 /*
- * test_runsum.c - a run's summary (runtime/views/runsum.h): what a history
+ * test_runsum.c - a run's summary (runtime/record/runsum.h): what a history
  * says per attempt, the round trip through SUMMARY.json, hostile
  * summaries rejected field by field, and load_all reading summaries from a
  * file store, falling back to the event logs when one is missing, invalid

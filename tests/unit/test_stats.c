@@ -1,5 +1,5 @@
 /*
- * test_stats.c - the arithmetic of `spotrun stats` (runtime/views/stats.h)
+ * test_stats.c - the arithmetic of `spotrun stats` (runtime/record/stats.h)
  * over synthetic run summaries: ISO weeks across year ends, the window's
  * clipping and period cuts, unpriced hours, prices in their order, rates
  * with zero hours, --by and --since/--until parsing.

@@ -58,7 +58,24 @@ struct sr_runsum_writer {
 
 static void *writer_main(void *arg);
 
-int sr_runsum_writer_open(struct sr_store *st, const char *run, struct sr_runsum_writer **out)
+static int set_size(struct sr_runsum_writer *w, uint32_t attempt, uint64_t bytes);
+static void fold(struct sr_history *h, const char *buf, size_t len);
+
+/* The earlier attempts' logs as the wrapper read them (load_earlier's
+ * result, without reading the store again). */
+static int take_earlier(struct sr_runsum_writer *w, const struct sr_hist_logs *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        fold(&w->h, l->v[i].buf, l->v[i].len);
+        if (set_size(w, l->v[i].attempt, l->v[i].size) < 0)
+            return -ENOMEM;
+    }
+    w->loaded = 1;
+    return 0;
+}
+
+int sr_runsum_writer_open(struct sr_store *st, const char *run, const struct sr_hist_logs *earlier,
+                          struct sr_runsum_writer **out)
 {
     struct sr_runsum_writer *w = calloc(1, sizeof(*w));
     if (!w)
@@ -66,6 +83,12 @@ int sr_runsum_writer_open(struct sr_store *st, const char *run, struct sr_runsum
     w->st = st;
     snprintf(w->run, sizeof(w->run), "%s", run);
     sr_hist_init(&w->h);
+    if (earlier && take_earlier(w, earlier) < 0) {
+        sr_hist_free(&w->h);
+        free(w->sizes);
+        free(w);
+        return -ENOMEM;
+    }
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     /* Every signal blocked in the thread: the supervisor takes them from

@@ -5,7 +5,7 @@
  * run instead of every event log of every run (docs/store.md, "SUMMARY.json").
  *
  * The wrapper of a single-node run rewrites the summary after each flush of
- * its event log (runtime/run: the flush observer of events.h). Nothing
+ * its event log (runsum_writer.c: the flush hook of events.h). Nothing
  * trusts it: sr_runsum_from_json() rejects anything out of range or not
  * matching its digest (an edited summary), and sr_runsum_load_all() falls
  * back to a run's event logs when its summary is missing, invalid, or
@@ -97,8 +97,10 @@ int sr_runsum_load_all(struct sr_store *st, const char *prefix, struct sr_runsum
 /* ---- the writer (runsum_writer.c) ----
  *
  * A single-node run's wrapper keeps <run>/SUMMARY.json up to date: the
- * writer is the flush hook of events.h. At the first flush of an attempt
- * it reads the run's earlier event logs once (an earlier attempt whose log
+ * writer is the flush hook of the event log (events.h), given to the
+ * supervisor in its configuration (on_flush). It takes the run's earlier
+ * event logs as the wrapper read them at its start, or at the first flush
+ * of an attempt reads them once (an earlier attempt whose log
  * stops without an end is then vanished); at each flush it folds only the
  * lines the log gained into that history and writes the summary with the
  * store's put, on a thread of its own (the hook only copies the log), so
@@ -106,12 +108,16 @@ int sr_runsum_load_all(struct sr_store *st, const char *prefix, struct sr_runsum
  * (once), never the run's failure. Multi-node runs write none (a node's
  * log is never folded). */
 struct sr_runsum_writer;
-int sr_runsum_writer_open(struct sr_store *st, const char *run, struct sr_runsum_writer **out);
+/* earlier: the run's logs as the wrapper read them at its start (every
+ * attempt before its own; history.h, sr_hist_once), folded at once and not
+ * read again; NULL: read at the first flush. */
+int sr_runsum_writer_open(struct sr_store *st, const char *run, const struct sr_hist_logs *earlier,
+                          struct sr_runsum_writer **out);
 /* The sr_events_flushed_fn; ctx is the writer. */
 void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char *log, size_t len,
                               size_t stored);
-/* Writes what is pending, stops its thread and frees it (clear the hook
- * first). NULL is fine. */
+/* Writes what is pending, stops its thread and frees it (once no log calls
+ * it: after sr_supervise returned). NULL is fine. */
 void sr_runsum_writer_close(struct sr_runsum_writer *w);
 /* A run that keeps no summary (multi-node) still puts summaries/<run>.json,
  * a marker that is no summary: a reader of that listing then knows the run

@@ -273,6 +273,45 @@ int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h);
 int sr_hist_load_logs(struct sr_store *st, const char *run_id, const struct sr_strlist *names,
                       int done, struct sr_history *h);
 
+/* ---- a run's logs read once ----
+ * What sr_hist_load reads, kept, so that several readers of one run's
+ * history each fold it from one read of the store (a wrapper's start: its
+ * limits, --every auto, --stall-timeout, the metrics file and the summary
+ * writer). */
+struct sr_hist_log {
+    uint32_t attempt;
+    char *buf; /* its whole lines as read (a log past the read bound: its head and tail) */
+    size_t len;
+    uint64_t size; /* the object's size in the store */
+};
+struct sr_hist_logs {
+    struct sr_hist_log *v;
+    size_t n, cap;
+    int done; /* the run's DONE marker was there */
+};
+/* The run's event logs and its DONE marker, as sr_hist_load reads them. */
+int sr_hist_logs_read(struct sr_store *st, const char *run_id, struct sr_hist_logs *l);
+/* Folds every log of l into h (initialised), then derives: what sr_hist_load
+ * gives from the same store. */
+void sr_hist_from_logs(const struct sr_hist_logs *l, struct sr_history *h);
+void sr_hist_logs_free(struct sr_hist_logs *l);
+
+/* A run's history read at most once, on its first use, and shared. */
+struct sr_hist_once {
+    struct sr_store *st;
+    const char *run_id; /* not copied: must outlive it */
+    int tried, rc;
+    struct sr_hist_logs logs;
+    struct sr_history h;
+};
+void sr_hist_once_init(struct sr_hist_once *o, struct sr_store *st, const char *run_id);
+/* The history (read on the first call), or NULL with *rc the read's error;
+ * every call answers as the first did. */
+const struct sr_history *sr_hist_once_get(struct sr_hist_once *o, int *rc);
+/* The logs it was folded from, or NULL when they could not be read. */
+const struct sr_hist_logs *sr_hist_once_logs(struct sr_hist_once *o);
+void sr_hist_once_free(struct sr_hist_once *o);
+
 const char *sr_hist_state_name(enum sr_hist_state s);
 const char *sr_hist_end_name(enum sr_hist_end e);
 /* "done", "preempted", ..., "lease-lost"; "" for SR_CAUSE_NONE. */
