@@ -45,6 +45,12 @@
  * data and end one after it (docs/archive-format.md, "Frames"). */
 #define SR_CODEC_DEFAULT_ALIGN (1u << 20)
 #define SR_CODEC_ALIGN_NEVER UINT64_MAX
+/* The most bytes the codec hands to one write() (or to its sink in one
+ * call). The page cache sizes its folios by the write: writes of 256 KiB
+ * and more get large folios, which cost 5-20x the CPU of small ones where
+ * a VM's host takes back free memory (docs/archive-format.md, "Speed");
+ * tar writes 10 KiB, zstd 128 KiB. */
+#define SR_CODEC_WRITE_MAX (64u << 10)
 
 /* Packing fails with this when a file changed while it was read (a torn
  * checkpoint is never made): the job wrote its checkpoint directory before

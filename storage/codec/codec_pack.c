@@ -208,9 +208,15 @@ static void *pack_worker(void *arg)
 static int sink_bytes(void *ctx, const void *buf, size_t len)
 {
     struct packer *const p = ctx;
-    const int rc = p->sink(p->sink_ctx, buf, len);
-    if (rc < 0)
-        return rc;
+    const uint8_t *const b = buf;
+    /* in pieces of SR_CODEC_WRITE_MAX: the sink write()s what it gets */
+    for (size_t done = 0; done < len;) {
+        const size_t n = len - done < SR_CODEC_WRITE_MAX ? len - done : SR_CODEC_WRITE_MAX;
+        const int rc = p->sink(p->sink_ctx, b ? b + done : NULL, n);
+        if (rc < 0)
+            return rc;
+        done += n;
+    }
     if (buf)
         XXH3_128bits_update(p->xxh, buf, len);
     p->st.stored_bytes += len;

@@ -376,6 +376,17 @@ static int all_zero(const uint8_t *p, size_t n)
  * bytes read the same. Safe because write_disk always writes a file afresh
  * (it unlinks whatever was at the name first), where a range not written
  * reads as zeros. The other runs go out in one write each. */
+static int write_run(struct archive *aw, const uint8_t *buf, size_t len, la_int64_t off)
+{
+    for (size_t done = 0; done < len;) {
+        const size_t n = len - done < SR_CODEC_WRITE_MAX ? len - done : SR_CODEC_WRITE_MAX;
+        if (archive_write_data_block(aw, buf + done, n, off + (la_int64_t)done) < ARCHIVE_OK)
+            return -1;
+        done += n;
+    }
+    return 0;
+}
+
 static int write_sparse(struct archive *aw, const uint8_t *buf, size_t size, la_int64_t off)
 {
     size_t run = 0; /* start of the run of data not yet written */
@@ -384,15 +395,13 @@ static int write_sparse(struct archive *aw, const uint8_t *buf, size_t size, la_
         if (n > size - i)
             n = size - i;
         if (all_zero(buf + i, n)) {
-            if (i > run && archive_write_data_block(aw, buf + run, i - run, off + (la_int64_t)run) <
-                               ARCHIVE_OK)
+            if (i > run && write_run(aw, buf + run, i - run, off + (la_int64_t)run) < 0)
                 return -1;
             run = i + n;
         }
         i += n;
     }
-    if (size > run &&
-        archive_write_data_block(aw, buf + run, size - run, off + (la_int64_t)run) < ARCHIVE_OK)
+    if (size > run && write_run(aw, buf + run, size - run, off + (la_int64_t)run) < 0)
         return -1;
     return 0;
 }

@@ -13,6 +13,9 @@
  *       N      let the first N matching calls through (default 0)
  *   SPOTRUN_INJECT_PATH=SUBSTRING
  *       only calls on paths (or fds open on paths) containing it
+ *   SPOTRUN_INJECT_MINLEN=N
+ *       only write and pwrite calls of at least N bytes (a writer that
+ *       must keep its writes small)
  *
  *   SPOTRUN_INJECT_REWRITE=SUBSTRING
  *       after the first read() of a file whose path contains it, rewrite
@@ -62,6 +65,7 @@ static struct {
     atomic_long seen;
 } rules[N_OPS];
 static const char *path_filter;
+static size_t min_len; /* SPOTRUN_INJECT_MINLEN */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static int errno_of(const char *name)
@@ -81,6 +85,8 @@ static void init(void)
 {
     const char *spec = getenv("SPOTRUN_INJECT");
     path_filter = getenv("SPOTRUN_INJECT_PATH");
+    const char *ml = getenv("SPOTRUN_INJECT_MINLEN");
+    min_len = ml ? strtoul(ml, NULL, 10) : 0;
     if (!spec)
         return;
     char buf[512];
@@ -99,6 +105,13 @@ static void init(void)
                 rules[i].skip = n ? atol(n) : 0;
             }
     }
+}
+
+/* The rules are read before the first hooked call, whose own condition
+ * (rules[op].err, min_len) is evaluated before inject() would read them. */
+__attribute__((constructor)) static void init_early(void)
+{
+    pthread_once(&once, init);
 }
 
 static int path_matches(const char *path)
@@ -152,14 +165,14 @@ static int inject(enum op op, int matches)
 ssize_t write(int fd, const void *buf, size_t n)
 {
     REAL(ssize_t, write, int, const void *, size_t);
-    FAIL_IF(inject(OP_WRITE, rules[OP_WRITE].err && fd > 2 && fd_matches(fd)));
+    FAIL_IF(inject(OP_WRITE, rules[OP_WRITE].err && fd > 2 && n >= min_len && fd_matches(fd)));
     return real_write(fd, buf, n);
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
     REAL(ssize_t, pwrite, int, const void *, size_t, off_t);
-    FAIL_IF(inject(OP_PWRITE, rules[OP_PWRITE].err && fd_matches(fd)));
+    FAIL_IF(inject(OP_PWRITE, rules[OP_PWRITE].err && n >= min_len && fd_matches(fd)));
     return real_pwrite(fd, buf, n, off);
 }
 

@@ -610,6 +610,37 @@ static void test_stats_count_frames_bytes_and_checksum_the_stored_object(void **
                      0);
 }
 
+struct sink_sizes {
+    uint64_t bytes;
+    size_t calls, largest;
+};
+
+static int sizes_sink(void *ctx, const void *buf, size_t len)
+{
+    struct sink_sizes *const s = ctx;
+    (void)buf;
+    s->bytes += len;
+    s->calls++;
+    if (len > s->largest)
+        s->largest = len;
+    return 0;
+}
+
+/* A sink that write()s what it gets (a file) would otherwise make the page
+ * cache use large folios: several times the CPU (codec.h). */
+static void test_the_sink_gets_at_most_the_write_size_per_call(void **state)
+{
+    (void)state;
+    make_tree(at("src"), 9u << 20);
+    struct sink_sizes s = {0};
+    struct sr_pack_stats ps;
+    assert_int_equal(sr_pack_dir(at("src"), sizes_sink, &s, NULL, &ps), 0);
+    assert_int_equal(s.bytes, ps.stored_bytes);
+    assert_true(ps.stored_bytes > 4 * SR_CODEC_WRITE_MAX); /* frames bigger than a write */
+    assert_true(s.largest <= SR_CODEC_WRITE_MAX);
+    assert_true(s.calls >= ps.stored_bytes / SR_CODEC_WRITE_MAX);
+}
+
 /* The seek table of an archive file (the caller frees it). */
 static void read_table(const char *path, struct sr_seektable *t)
 {
@@ -839,6 +870,7 @@ int main(void)
         T(test_a_name_stored_twice_restores_the_later_zeros),
         T(test_stock_zstd_and_tar_extract_the_archive),
         T(test_stats_count_frames_bytes_and_checksum_the_stored_object),
+        T(test_the_sink_gets_at_most_the_write_size_per_call),
         T(test_an_unchanged_large_file_gives_the_same_frames_after_a_shift),
         T(test_aligned_and_fixed_cuts_hold_the_same_tar_stream),
         T(test_unpack_with_the_right_checksum_succeeds),
