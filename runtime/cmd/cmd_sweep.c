@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "keeper.h"
 #include "labels.h"
+#include "layout.h"
 #include "lease.h"
 #include "log.h"
 #include "sweep.h"
@@ -421,7 +422,7 @@ static int delete_run(struct sr_store *st, const struct sr_sweep *sw, const char
     sr_lease_free(lease);
     if (code == 0 && released == 0) {
         char key[SR_RUN_ID_MAX + 16];
-        snprintf(key, sizeof(key), "%s/LEASE", run);
+        sr_key_lease(key, sizeof(key), run, -1);
         if ((rc = sr_store_delete(st, key)) < 0)
             sr_warn("cannot delete %s (released): %s", key, sr_strerror(rc));
     }

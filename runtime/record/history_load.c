@@ -12,6 +12,7 @@
 
 #include "catalog.h"
 #include "events.h"
+#include "layout.h"
 #include "log.h"
 
 #define EVENTS_MAX (64u << 20) /* one attempt's log read whole; far above any real one */
@@ -89,7 +90,7 @@ static int read_log(struct sr_store *st, const char *run_id, const char *name, c
                     size_t *len, uint64_t *size)
 {
     char key[512];
-    snprintf(key, sizeof(key), "%s/events/%s", run_id, name);
+    snprintf(key, sizeof(key), "%s/" SR_KEY_EVENTS "/%s", run_id, name);
     *buf = NULL;
     *len = 0;
     int g = sr_store_get(st, key, EVENTS_MAX, buf, len);
@@ -155,7 +156,7 @@ int sr_hist_load_logs(struct sr_store *st, const char *run_id, const struct sr_s
 int sr_hist_logs_read(struct sr_store *st, const char *run_id, struct sr_hist_logs *l)
 {
     char prefix[256];
-    snprintf(prefix, sizeof(prefix), "%s/events", run_id);
+    sr_key_run(prefix, sizeof(prefix), run_id, SR_KEY_EVENTS);
     struct sr_strlist names = {0};
     int rc = sr_store_list(st, prefix, &names);
     const int done = rc == 0 ? sr_ckpt_is_done(st, run_id) : 0;
@@ -187,7 +188,7 @@ void sr_hist_logs_free(struct sr_hist_logs *l)
 int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h)
 {
     char prefix[256];
-    snprintf(prefix, sizeof(prefix), "%s/events", run_id);
+    sr_key_run(prefix, sizeof(prefix), run_id, SR_KEY_EVENTS);
     struct sr_strlist names = {0};
     int rc = sr_store_list(st, prefix, &names);
     const int done = rc == 0 ? sr_ckpt_is_done(st, run_id) : 0;

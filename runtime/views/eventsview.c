@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "events.h"
+#include "layout.h"
 #include "termsafe.h"
 
 #define LOG_MAX (64u << 20) /* the reader's bound on one log (history.c reads a head and tail) */
@@ -92,7 +93,7 @@ static void print_event(FILE *f, const json_t *ev, int64_t first_ms)
 static void print_log(FILE *f, const char *name, const char *buf, size_t len)
 {
     char safe[256];
-    fprintf(f, "events/%s\n", sr_term_safe(name, safe, sizeof(safe)));
+    fprintf(f, SR_KEY_EVENTS "/%s\n", sr_term_safe(name, safe, sizeof(safe)));
     int64_t first_ms = 0;
     size_t n = 0;
     for (const char *p = buf, *end = buf + len; p < end;) {
@@ -118,7 +119,7 @@ static void print_log(FILE *f, const char *name, const char *buf, size_t len)
 int sr_events_print(FILE *f, struct sr_store *st, const char *run_id, uint32_t attempt)
 {
     char prefix[300];
-    snprintf(prefix, sizeof(prefix), "%s/events", run_id);
+    sr_key_run(prefix, sizeof(prefix), run_id, SR_KEY_EVENTS);
     struct sr_strlist names = {0};
     int rc = sr_store_list(st, prefix, &names);
     if (rc < 0)
@@ -136,7 +137,7 @@ int sr_events_print(FILE *f, struct sr_store *st, const char *run_id, uint32_t a
             continue;
         char key[600], *buf = NULL;
         size_t len = 0;
-        snprintf(key, sizeof(key), "%s/%s", prefix, names.v[i]);
+        sr_key_join(key, sizeof(key), prefix, names.v[i]);
         const int g = sr_store_get(st, key, LOG_MAX, &buf, &len);
         if (g == 0) {
             fprintf(f, "%sattempt %" PRIu32 ", ", shown ? "\n" : "", attempt);
