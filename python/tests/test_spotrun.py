@@ -235,9 +235,12 @@ class TestJobPage(Base):
         self.page(requested=1)
         spotrun.checkpoint_due()
         n = 200000
-        per_call = timeit.timeit(spotrun.checkpoint_due, number=n) / n
-        print("\ncheckpoint_due(): %.3f us per call" % (per_call * 1e6), file=sys.stderr)
-        self.assertLess(per_call, 5e-6)  # ~0.3 us with the heartbeat; generous for a busy machine
+        # CPU time, not wall time: on a loaded machine the wall clock counts
+        # the time other processes ran (a timing assertion that flaked in CI).
+        timer = timeit.Timer(spotrun.checkpoint_due, timer=time.process_time)
+        per_call = timer.timeit(number=n) / n
+        print("\ncheckpoint_due(): %.3f us of CPU per call" % (per_call * 1e6), file=sys.stderr)
+        self.assertLess(per_call, 5e-6)  # ~0.3 us with the heartbeat: no system call per poll
 
     def test_a_bad_page_is_refused_with_a_warning(self):
         for kw in (dict(magic=0x1234), dict(version=2), dict(length=100), dict(size=64)):

@@ -37,6 +37,7 @@ test_expect_success 'notify --run-id of the trial a worker just finished reaches
     first=$(cat "$OUT/first-id") &&
     touch "$OUT/go" &&
     wait_exists "$S/sn/end/${first#sn-}.done" &&
+    wait_for "$OUT/second-id" sn- &&
     "$SPOTRUN" notify --run-id "$first" --deadline 5s --wait 60s 2>notify.err ||
         { cat notify.err; exit 1; }
     second=$(cat "$OUT/second-id") &&
