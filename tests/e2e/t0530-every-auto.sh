@@ -28,7 +28,7 @@ chmod +x job.sh
 
 test_expect_success 'the first interval comes from the priors, capped at MTBF / 2' '
     "$SPOTRUN" run --run-id auto --every auto --mtbf 12s --every-min 1s --level 19 \
-        --threads 1 -- ./job.sh 30 >auto.log 2>&1 &&
+        --threads 1 -- ./job.sh 40 >auto.log 2>&1 &&
     cat auto.log &&
     grep "checkpoint interval 6.0s (auto: cost 10.0s prior, MTBF 12.0s prior; at its upper bound)" \
         auto.log
