@@ -92,7 +92,7 @@ assert any(p[\"state\"] == \"T\" and p[\"comm\"].startswith(\"python\") for p in
 test_expect_success 'the group rerun resumes both nodes from the same step and ends bit-exact' '
     port=$(free_port)
     node 0 $port r0.log 60s
-    node 1 $port r1.log 5s
+    node 1 $port r1.log 30s
     code0=0 code1=0
     wait ${node_pid[0]} || code0=$?
     wait ${node_pid[1]} || code1=$?
