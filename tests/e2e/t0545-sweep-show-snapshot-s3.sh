@@ -133,4 +133,11 @@ test_expect_success 'a sweep written before summaries/ existed shows what its lo
     cmp old.json old2.json
 '
 
+test_expect_success 'sweep delete takes the snapshots with the sweep' '
+    show >/dev/null &&
+    test "$(views | wc -l)" -ge 1 &&
+    "$SPOTRUN" sweep delete sw &&
+    test "$(keys sweeps%2Fsw%2F | wc -l)" = 0
+'
+
 test_done
