@@ -402,6 +402,9 @@ static int read_newest(struct sr_store *st, const struct sr_sweep *sw, size_t n,
         return 0;
     }
     s->doc = o;
+    const json_t *workers = json_object_get(o, "workers");
+    if (json_is_object(json_object_get(workers, "records")) && digest_ok(workers))
+        s->workers = json_object_get(workers, "records");
     for (size_t i = 0; i < json_array_size(trials); i++) {
         const json_t *e = json_array_get(trials, i);
         int64_t k;
@@ -431,11 +434,16 @@ void sr_sv_snap_free(struct sr_sv_snap *s)
 }
 
 void sr_sv_snap_write(struct sr_store *st, const struct sr_sweep *sw, const struct sr_sv_snap *s,
-                      json_t *entries)
+                      json_t *entries, const json_t *workers)
 {
     const int64_t now = sr_wall_ms();
     json_t *o = json_pack("{s:i, s:s, s:I, s:o}", "version", SNAP_VERSION, "sweep_id", sw->id,
                           "created_ms", (json_int_t)now, "trials", entries);
+    json_t *w = workers ? sealed(json_pack("{s:O}", "records", workers)) : NULL;
+    if (o && w)
+        json_object_set_new(o, "workers", w);
+    else
+        json_decref(w);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     /* named after every snapshot listed: the newest name is the newest content */

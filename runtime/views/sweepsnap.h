@@ -29,6 +29,7 @@ struct sr_sv_snap {
     json_t *doc;             /* the newest snapshot, or NULL */
     const json_t **entry;    /* per trial: its entry in doc, or NULL */
     struct sr_strlist views; /* the listed snapshots (sweeps/<name>/view/) */
+    const json_t *workers;   /* the workers' records it holds, digest checked, or NULL */
 };
 
 /* Lists summaries/<sweep>- and sweeps/<name>/view/ and reads the newest
@@ -47,10 +48,11 @@ int sr_sv_snap_take(const struct sr_sv_snap *s, size_t k, unsigned char mark,
  * kept (not ended, multi-node, no summary listed while its run exists). */
 json_t *sr_sv_snap_entry(const struct sr_sv_snap *s, const struct sr_sv_trial *t);
 
-/* Puts entries (an array, stolen) as a new snapshot, then deletes the
+/* Puts entries (an array, stolen) and the workers' records (workers,
+ * sr_sweep_workers_read_cached's fresh; NULL: none) as a new snapshot, then deletes the
  * listed ones but the newest (a reader may be reading it). Best effort:
  * a failure is said at debug level. */
 void sr_sv_snap_write(struct sr_store *st, const struct sr_sweep *sw, const struct sr_sv_snap *s,
-                      json_t *entries);
+                      json_t *entries, const json_t *workers);
 
 #endif

@@ -289,7 +289,8 @@ static int plan_reads(struct sr_store *st, struct sr_sweepview *v, const struct 
 /* A new snapshot when this read made new entries: every one it made, or
  * enough of them when the last one stands for the rest. */
 static void save_snapshot(struct sr_store *st, const struct sr_sweepview *v,
-                          const struct sr_sv_snap *s, const unsigned char *need)
+                          const struct sr_sv_snap *s, const unsigned char *need,
+                          const json_t *workers)
 {
     if (!s->usable)
         return;
@@ -304,7 +305,7 @@ static void save_snapshot(struct sr_store *st, const struct sr_sweepview *v,
         }
     }
     if (arr && made && (!s->doc || made >= SNAP_NEW_MIN))
-        sr_sv_snap_write(st, v->sw, s, arr);
+        sr_sv_snap_write(st, v->sw, s, arr, workers);
     else
         json_decref(arr);
 }
@@ -353,10 +354,13 @@ int sr_sweepview_load(struct sr_store *st, const struct sr_sweep *sw, unsigned t
         rc = sr_parallel_for(p.n_todo, threads ? threads : THREADS_DEFAULT, read_one, &p);
     if (rc == 0)
         derive(out);
+    json_t *workers = NULL; /* their records, for the next snapshot */
+    if (rc == 0)            /* the workers' own hours, against the trials' (sweepworkers.h) */
+        rc = snap.usable ? sr_sv_workers_load_cached(st, out, snap.workers, &workers, &out->workers)
+                         : sr_sv_workers_load(st, out, &out->workers);
     if (rc == 0)
-        save_snapshot(st, out, &snap, need);
-    if (rc == 0) /* the workers' own hours, against the trials' (sweepworkers.h) */
-        rc = sr_sv_workers_load(st, out, &out->workers);
+        save_snapshot(st, out, &snap, need, workers);
+    json_decref(workers);
     sr_sv_snap_free(&snap);
     free_listed(p.listed, out->n);
     free(todo);
