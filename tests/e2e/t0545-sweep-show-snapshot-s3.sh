@@ -101,7 +101,7 @@ test_expect_success 'trials changed since: only they are read again, from their 
     cmp logs2.out changed.out
 '
 
-test_expect_success 'a snapshot edited by hand is not believed: that trial is read from its logs' '
+test_expect_success 'a snapshot edited by hand is not believed: that trial and the workers are read again' '
     show >/dev/null &&
     snap=$(views | tail -n 1) &&
     test -n "$snap" &&
@@ -112,12 +112,15 @@ test_expect_success 'a snapshot edited by hand is not believed: that trial is re
 	for e in o["trials"]:
 	    if e["trial"] == 0:
 	        e["h"]["met"][0]["last"] = 123.0
+	for r in o["workers"]["records"].values():
+	    r["record"]["alive_ms"] += 3600 * 1000
 	json.dump(o, open(sys.argv[1], "w"))
 	PY
     s3curl -f -X PUT --data-binary @snap.json "$(key "$snap")" &&
     s3_count hostile.req show >hostile.out &&
     cmp logs2.out hostile.out &&
     grep "/sw-0/events/" hostile.req &&
+    grep "/workers/.*\.json" hostile.req &&
     ! grep "/sw-1/events/" hostile.req
 '
 
