@@ -12,14 +12,14 @@
 # 2. `spotrun sweep show` on a sweep of SHOW trials, every one of them run:
 #    the first show (every trial from its logs; it writes the sweep's view
 #    snapshot, docs/store.md), a repeated one (goal < 1 s, at most ~10
-#    requests), and one after CHANGED trials' summaries were rewritten (each
+#    requests), and one after CHANGED (10) trials' summaries were rewritten (each
 #    read again: its listing and its log), in seconds and in requests as the
 #    server counts them, against `aws s3 ls --recursive` of the same
 #    sweep's runs (the listing a user would script to see the same states).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
-trials=${TRIALS:-200} workers=${WORKERS:-4} show=${SHOW:-1000} changed=${CHANGED:-10}
+trials=${TRIALS:-200} workers=${WORKERS:-4} show=${SHOW:-1000}
 spotrun=$build/runtime/spotrun
 [ -x "$spotrun" ] || { echo "bench-sweep: build first ($spotrun missing)" >&2; exit 1; }
 [ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
@@ -74,6 +74,7 @@ python3 -c 'import sys; s, p = int(sys.argv[1]), int(sys.argv[2]); print("sweep 
     "$sweep_ms" "$plain_ms"
 
 echo "== 2: sweep show on $show trials, every one run (local S3 server)"
+changed=${CHANGED:-10}
 "$spotrun" sweep init big --param k=0..$((show - 1)) -- sh -c 'exec "$SPOTRUN_BIN" metric loss=0.{k}' >/dev/null
 for w in $(seq 1 "$workers"); do
     HOME=$work/b$w SPOTRUN_WORK_DIR=$work/bw$w "$spotrun" sweep work big --poll 200ms >"big$w.log" 2>&1 &
