@@ -26,6 +26,7 @@ struct view_args {
     struct sr_optlist maximize, minimize;
     const char *sort;
     uint64_t threads;
+    unsigned load;                     /* sr_sweepview_load's flags */
     char names[1024], min_names[1024]; /* --maximize's, --minimize's names, split in place */
 };
 
@@ -136,7 +137,7 @@ static int view_begin(const struct sr_cmd *cmd, const struct sr_opt *opts, int a
     int rc = sr_sweep_read(w->ctx.st, name, &w->sw);
     if (rc == 0) {
         const int64_t t0 = sr_now_ms();
-        rc = sr_sweepview_load(w->ctx.st, &w->sw, (unsigned)a->threads, &w->v);
+        rc = sr_sweepview_load(w->ctx.st, &w->sw, (unsigned)a->threads, a->load, &w->v);
         sr_debug("read %zu trials of sweep %s in %.3fs", w->v.n, name,
                  (double)(sr_now_ms() - t0) / 1000.0);
     }
@@ -190,7 +191,7 @@ static json_t *budget_json(struct sr_store *st, const char *name)
 
 int sr_cmd_sweep_show(const struct sr_cmd *cmd, int argc, char **argv)
 {
-    struct view_args a = {0};
+    struct view_args a = {.load = SR_SV_LOAD_SNAPSHOT}; /* the picture wants every event */
     const struct sr_opt opts[] = {{"sort", 0, "SPOTRUN_SORT", SR_OPT_STR, &a.sort, "METRIC",
                                    "order by this metric's best value (default: trial index)"},
                                   VIEW_ARG_OPTS(&a),

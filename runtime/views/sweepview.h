@@ -15,12 +15,15 @@
  * Without an end mark the run's own history decides done and failed (a mark
  * that could not be written).
  *
- * Loading reads little: one listing of the end marks, one listing of the
- * store's root (a trial whose run has no objects is queued: nothing more is
- * read for it), then each started trial's event logs, LEASE (and, when
- * failed, its end mark) on a small pool of threads, each trial into its own
- * struct sr_history (history.c is not thread-safe per object; the store
- * is). Pure otherwise: nothing here exits.
+ * Loading reads little: one listing of the end marks, one listing of every
+ * key of the sweep's runs (or of the store's root; a trial whose run has no
+ * objects is queued: nothing more is read for it), then each started
+ * trial's event logs, LEASE (and, when failed, cancelled or pruned, its end
+ * mark) on a small pool of threads, each trial into its own struct
+ * sr_history (history.c is not thread-safe per object; the store is). With
+ * a snapshot (sweepsnap.h) the ended trials it still stands for are not
+ * read at all, and a few others are listed one by one. Pure otherwise:
+ * nothing here exits.
  */
 #ifndef SPOTRUN_SWEEPVIEW_H
 #define SPOTRUN_SWEEPVIEW_H
@@ -92,10 +95,15 @@ struct sr_sv_opts {
     const char *sort; /* a metric name, NULL = by trial index */
 };
 
-/* Loads sw's trials from st with up to threads readers (0: 8). 0, or the
+/* Loads sw's trials from st with up to threads readers (0: 8). With
+ * SR_SV_LOAD_SNAPSHOT (`sweep show`), the ended trials come from the
+ * sweep's view snapshot while the listing of summaries/<sweep>- says they
+ * have not changed (sweepsnap.h), and a read that made enough new entries
+ * writes a new one; what is printed is the same either way. 0, or the
  * first store error (with a message naming the run). */
+#define SR_SV_LOAD_SNAPSHOT 1u
 int sr_sweepview_load(struct sr_store *st, const struct sr_sweep *sw, unsigned threads,
-                      struct sr_sweepview *out);
+                      unsigned flags, struct sr_sweepview *out);
 void sr_sweepview_free(struct sr_sweepview *v);
 
 const char *sr_sv_state_name(enum sr_sv_state s);

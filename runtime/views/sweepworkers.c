@@ -140,6 +140,20 @@ int sr_sv_workers_load(struct sr_store *st, const struct sr_sweepview *v, struct
     return 0;
 }
 
+int sr_sv_workers_load_cached(struct sr_store *st, const struct sr_sweepview *v,
+                              const json_t *cache, json_t **fresh, struct sr_sv_workers *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct sr_sweep_worker *w;
+    size_t n;
+    const int rc = sr_sweep_workers_read_cached(st, v->sw->name, cache, fresh, &w, &n);
+    if (rc < 0)
+        return rc;
+    sr_sv_workers_fold(w, n, v, out);
+    sr_sweep_workers_free(w, n);
+    return 0;
+}
+
 /* One sweep's workers into out, clipped to [since, until). */
 static int of_sweep(struct sr_store *st, const char *sweep, const struct sr_runsum *runs,
                     size_t nruns, int64_t since, int64_t until, struct sr_sv_workers *out)

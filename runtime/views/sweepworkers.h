@@ -35,6 +35,10 @@ struct sr_sv_workers {
  * (loaded). 0 or -errno (a listing failed). */
 int sr_sv_workers_load(struct sr_store *st, const struct sr_sweepview *v,
                        struct sr_sv_workers *out);
+/* The same with sr_sweep_workers_read_cached's cache in and out
+ * (sweepsnap.h keeps it). */
+int sr_sv_workers_load_cached(struct sr_store *st, const struct sr_sweepview *v,
+                              const json_t *cache, json_t **fresh, struct sr_sv_workers *out);
 /* The same from records already read (the unit tests). */
 void sr_sv_workers_fold(const struct sr_sweep_worker *w, size_t n, const struct sr_sweepview *v,
                         struct sr_sv_workers *out);

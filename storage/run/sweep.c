@@ -751,6 +751,15 @@ int sr_sweep_read_failed(struct sr_store *st, const char *name, size_t trial,
     return read_mark(st, name, trial, SR_TRIAL_FAILED, end);
 }
 
+int sr_sweep_read_mark(struct sr_store *st, const char *name, size_t trial, enum sr_trial_end s,
+                       struct sr_trial_end_info *end)
+{
+    memset(end, 0, sizeof(*end));
+    if (s == SR_TRIAL_OPEN || (unsigned)s >= N_ENDS)
+        return -EINVAL;
+    return read_mark(st, name, trial, s, end);
+}
+
 int sr_sweep_clear_end(struct sr_store *st, const char *name, size_t trial)
 {
     int rc = 0;
@@ -775,9 +784,10 @@ int sr_sweep_remove(struct sr_store *st, const char *name)
 {
     if (!sr_sweep_name_valid(name))
         return -EINVAL;
-    /* budget: sweep_budget.h; workers: sweep_workers.h; steer: sweep_steer.h */
-    const char *const dirs[] = {SR_SWEEP_DEF, SR_SWEEP_END, SR_SWEEP_BUDGET, SR_SWEEP_WORKERS,
-                                SR_SWEEP_STEER};
+    /* budget: sweep_budget.h; workers: sweep_workers.h; steer: sweep_steer.h;
+     * view: sweep show's snapshots (runtime/views/sweepsnap.h) */
+    const char *const dirs[] = {SR_SWEEP_DEF,     SR_SWEEP_END,   SR_SWEEP_BUDGET,
+                                SR_SWEEP_WORKERS, SR_SWEEP_STEER, SR_SWEEP_VIEW};
     int rc = 0;
     for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]) && rc == 0; d++) {
         char prefix[256];

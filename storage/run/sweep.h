@@ -154,6 +154,10 @@ int sr_sweep_read_end(struct sr_store *st, const char *name, size_t trial,
 /* Reads only trial's failed mark (one request): 0, -ENOENT. */
 int sr_sweep_read_failed(struct sr_store *st, const char *name, size_t trial,
                          struct sr_trial_end_info *end);
+/* Reads only trial's mark of state s, as the marks' listing named it (one
+ * request): 0, -ENOENT. */
+int sr_sweep_read_mark(struct sr_store *st, const char *name, size_t trial, enum sr_trial_end s,
+                       struct sr_trial_end_info *end);
 /* Removes trial's marks (run --fresh of a trial). */
 int sr_sweep_clear_end(struct sr_store *st, const char *name, size_t trial);
 /* Removes trial's mark of one state only (sweep retry: never a done one). */

@@ -192,6 +192,83 @@ int sr_sweep_workers_read(struct sr_store *st, const char *sweep, struct sr_swee
     return 0;
 }
 
+/* The record name (of the listing's key) as cache holds it when listed
+ * with etag, else read: a new reference, or NULL (gone, unreadable: 0). */
+static int cached_or_read(struct sr_store *st, const char *key, const char *etag,
+                          const json_t *cached, json_t **o)
+{
+    *o = NULL;
+    const char *was = json_string_value(json_object_get(cached, "etag"));
+    if (etag && was && strcmp(was, etag) == 0 && json_object_get(cached, "record")) {
+        *o = json_incref(json_object_get(cached, "record"));
+        return 0;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    const int rc = sr_store_get(st, key, RECORD_MAX, &buf, &len);
+    if (rc == -ENOENT || rc == -EBADMSG || rc == -EFBIG) {
+        sr_err_clear();
+        return 0;
+    }
+    if (rc == 0)
+        *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+    free(buf);
+    return rc;
+}
+
+int sr_sweep_workers_read_cached(struct sr_store *st, const char *sweep, const json_t *cache,
+                                 json_t **fresh, struct sr_sweep_worker **out, size_t *n)
+{
+    *fresh = NULL;
+    char prefix[256];
+    snprintf(prefix, sizeof(prefix), "sweeps/%s/workers/", sweep);
+    struct sr_strlist l;
+    int rc = sr_store_list_keys(st, prefix, &l);
+    if (rc == -ENOTSUP)
+        return sr_sweep_workers_read(st, sweep, out, n);
+    if (rc < 0)
+        return rc;
+    struct sr_sweep_worker *v = calloc(l.n ? l.n : 1, sizeof(*v));
+    *fresh = json_object();
+    rc = v && *fresh ? 0 : -ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; rc == 0 && i < l.n && k < SR_SWEEP_WORKERS_MAX; i++) {
+        const char *name = l.v[i] + strlen(prefix), *etag = sr_strlist_etag(&l, i);
+        const size_t len = strlen(name);
+        json_t *o;
+        if (len < 6 || strchr(name, '/') || strcmp(name + len - 5, ".json") != 0 ||
+            (rc = cached_or_read(st, l.v[i], etag, json_object_get(cache, name), &o)) < 0)
+            continue;
+        int r = o ? parse(o, sweep, &v[k]) : -EBADMSG;
+        if (r == 0 && etag &&
+            json_object_set_new(*fresh, name, json_pack("{s:s, s:O}", "etag", etag, "record", o)))
+            r = -ENOMEM;
+        json_decref(o);
+        if (r == 0) {
+            k++;
+            continue;
+        }
+        free(v[k].trials);
+        memset(&v[k], 0, sizeof(v[k]));
+        if (r == -ENOMEM)
+            rc = r;
+        else if (o)
+            sr_warn("ignoring the sweep worker record %s: not a record of this sweep (fields "
+                    "missing or out of range); its hours are not counted: remove it",
+                    l.v[i]);
+    }
+    sr_strlist_free(&l);
+    if (rc < 0) {
+        sr_sweep_workers_free(v, k);
+        json_decref(*fresh);
+        *fresh = NULL;
+        return rc;
+    }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
 void sr_sweep_workers_free(struct sr_sweep_worker *v, size_t n)
 {
     for (size_t i = 0; v && i < n; i++)

@@ -19,6 +19,7 @@
 #ifndef SPOTRUN_SWEEP_WORKERS_H
 #define SPOTRUN_SWEEP_WORKERS_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,13 @@ int sr_sweep_worker_add_trial(struct sr_sweep_worker *w, long k);
  * of *n, freed with sr_sweep_workers_free. 0 or -errno (listing). */
 int sr_sweep_workers_read(struct sr_store *st, const char *sweep, struct sr_sweep_worker **out,
                           size_t *n);
+/* The same where the store lists ETags (S3; elsewhere as above, *fresh
+ * NULL): a record listed with the ETag that cache ({NAME: {"etag",
+ * "record"}}, the caller's, or NULL) holds for it is taken from there,
+ * checked as one read is, instead of read again; *fresh (new reference)
+ * gets every record taken or read, so, for the next reader. */
+int sr_sweep_workers_read_cached(struct sr_store *st, const char *sweep, const json_t *cache,
+                                 json_t **fresh, struct sr_sweep_worker **out, size_t *n);
 void sr_sweep_workers_free(struct sr_sweep_worker *v, size_t n);
 
 #endif
