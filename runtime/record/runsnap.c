@@ -33,13 +33,14 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "layout.h"
 #include "manifest.h"
 #include "parallel.h"
 #include "runsum_int.h"
 #include "units.h"
 
 #define SNAP_VERSION 1
-#define SNAP_PREFIX SR_SUMMARIES_DIR "/snap/"
+#define SNAP_PREFIX SR_KEY_SUMMARIES "/snap/"
 #define SNAP_BYTES_MAX (1024u << 20)    /* ~10,000 bytes a run at 100,000 runs */
 #define SNAP_MIN 16                     /* runs read one by one that make a snapshot worth it */
 #define SNAP_FUTURE_MS (86400 * 1000LL) /* a snapshot dated later than this is ignored */
@@ -244,7 +245,7 @@ static void snap_write(struct sr_store *st, json_t *runs, const struct sr_strlis
     for (size_t i = 0; i < snaps->n; i++) {
         if (snaps->v[i] == newest) /* another reader may be reading it */
             continue;
-        snprintf(key, sizeof(key), "%s/%s", SR_SUMMARIES_DIR, snaps->v[i]);
+        sr_key_join(key, sizeof(key), SR_KEY_SUMMARIES, snaps->v[i]);
         if (sr_store_delete(st, key) < 0)
             sr_err_clear(); /* another reader's cleanup, or none: the next one tries */
     }
@@ -405,10 +406,10 @@ static int read_listing(struct sr_store *st, struct sr_strlist *sums, struct sr_
                         json_t **snap)
 {
     struct sr_strlist keys;
-    int rc = sr_store_list_keys(st, SR_SUMMARIES_DIR "/", &keys);
+    int rc = sr_store_list_keys(st, SR_KEY_SUMMARIES "/", &keys);
     if (rc == -ENOTSUP)
         return -EAGAIN;
-    const size_t skip = strlen(SR_SUMMARIES_DIR "/");
+    const size_t skip = strlen(SR_KEY_SUMMARIES "/");
     for (size_t i = 0; rc == 0 && i < keys.n; i++) {
         if (!sr_strlist_etag(&keys, i))
             rc = -EAGAIN; /* a listing without ETags cannot say what changed */
@@ -422,7 +423,7 @@ static int read_listing(struct sr_store *st, struct sr_strlist *sums, struct sr_
         return rc < 0 ? rc : -EAGAIN;
     char key[128], *buf = NULL;
     size_t len = 0;
-    snprintf(key, sizeof(key), "%s/%s", SR_SUMMARIES_DIR, name);
+    sr_key_join(key, sizeof(key), SR_KEY_SUMMARIES, name);
     rc = sr_store_get(st, key, SNAP_BYTES_MAX, &buf, &len);
     if (rc == -ENOMEM)
         return rc;

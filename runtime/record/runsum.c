@@ -7,6 +7,7 @@
  * to, so a summary can never say more than the event logs could.
  */
 #include "runsum.h"
+#include "layout.h"
 #include "runsum_int.h"
 
 #include <errno.h>
@@ -350,7 +351,7 @@ static int load_run(struct sr_store *st, const char *run, struct sr_runsum_liste
 {
     if (l->summary) {
         char key[512];
-        snprintf(key, sizeof(key), "%s/%s", run, SR_RUNSUM_NAME);
+        sr_key_run(key, sizeof(key), run, SR_KEY_SUMMARY);
         char *buf = NULL;
         size_t len = 0;
         int rc = sr_store_get(st, key, SR_RUNSUM_BYTES_MAX, &buf, &len);
@@ -431,6 +432,24 @@ static int by_run(const void *a, const void *b)
 
 /* Runs by id: a listing sorted by key has each run's keys together, but
  * "a.b/x" comes before "a/x" ('.' sorts before '/'). */
+/* What one listed key of a run (rest: after "<run>/") tells its loader. */
+static int note_key(struct sr_runsum_listed *l, const char *rest, uint64_t size)
+{
+    const char *log = NULL;
+    switch (sr_key_classify(rest, &log)) {
+    case SR_OBJ_EVENT_LOG:
+        return sr_strlist_push_sized(&l->logs, log, size);
+    case SR_OBJ_DONE:
+        l->done = 1;
+        return 0;
+    case SR_OBJ_SUMMARY:
+        l->summary = 1;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
 static int sort_runs(struct loader *ld)
 {
     const size_t n = ld->runs.n;
@@ -464,7 +483,7 @@ static int list_keys(struct loader *ld, const char *prefix)
             continue;
         *slash = '\0';
         const char *run = keys.v[i], *rest = slash + 1;
-        if (strcmp(run, SR_SUMMARIES_DIR) == 0) {
+        if (strcmp(run, SR_KEY_SUMMARIES) == 0) {
             rc = sr_runsnap_list_add(&ld->sums, &ld->snaps, rest, sr_strlist_size(&keys, i),
                                      sr_strlist_etag(&keys, i));
             continue;
@@ -489,12 +508,7 @@ static int list_keys(struct loader *ld, const char *prefix)
             if (rc < 0)
                 break;
         }
-        if (strncmp(rest, "events/", 7) == 0 && !strchr(rest + 7, '/'))
-            rc = sr_strlist_push_sized(&ld->l[k].logs, rest + 7, sr_strlist_size(&keys, i));
-        else if (strcmp(rest, "DONE") == 0)
-            ld->l[k].done = 1;
-        else if (strcmp(rest, SR_RUNSUM_NAME) == 0)
-            ld->l[k].summary = 1;
+        rc = note_key(&ld->l[k], rest, sr_strlist_size(&keys, i));
     }
     sr_strlist_free(&keys);
     ld->keyed = 1;
@@ -511,7 +525,7 @@ static int size_logs(struct sr_store *st, const char *prefix, struct sr_strlist 
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < logs->n; i++) {
         char key[600];
-        snprintf(key, sizeof(key), "%s/%s", prefix, logs->v[i]);
+        sr_key_join(key, sizeof(key), prefix, logs->v[i]);
         uint64_t size = SR_SIZE_UNKNOWN;
         if (sr_events_attempt_of(logs->v[i]) != UINT32_MAX && sr_store_size(st, key, &size) < 0) {
             size = SR_SIZE_UNKNOWN;
@@ -536,7 +550,7 @@ static int list_run(void *ctx, size_t i)
     l->done = -1;
     l->summary = 1;
     char key[512];
-    snprintf(key, sizeof(key), "%s/events", run);
+    sr_key_run(key, sizeof(key), run, SR_KEY_EVENTS);
     int rc = sr_store_list(ld->st, key, &l->logs);
     if (rc == 0)
         rc = size_logs(ld->st, key, &l->logs);
@@ -630,12 +644,7 @@ int sr_runsum_list_run(struct sr_store *st, const char *run, struct sr_runsum_li
     for (size_t i = 0; rc == 0 && i < keys.n; i++) {
         const char *rest = keys.v[i] + strlen(prefix);
         l->keys++;
-        if (strncmp(rest, "events/", 7) == 0 && !strchr(rest + 7, '/'))
-            rc = sr_strlist_push_sized(&l->logs, rest + 7, sr_strlist_size(&keys, i));
-        else if (strcmp(rest, "DONE") == 0)
-            l->done = 1;
-        else if (strcmp(rest, SR_RUNSUM_NAME) == 0)
-            l->summary = 1;
+        rc = note_key(l, rest, sr_strlist_size(&keys, i));
     }
     sr_strlist_free(&keys);
     if (rc < 0)

@@ -25,10 +25,11 @@
 
 #include "history.h"
 #include "labels.h"
+#include "layout.h"
 #include "store.h"
 
 #define SR_RUNSUM_VERSION 2
-#define SR_RUNSUM_NAME "SUMMARY.json"  /* <run>/SUMMARY.json */
+#define SR_RUNSUM_NAME SR_KEY_SUMMARY  /* <run>/SUMMARY.json (layout.h) */
 #define SR_RUNSUM_ATT_MAX 10000        /* attempts a summary may hold */
 #define SR_RUNSUM_BYTES_MAX (8u << 20) /* a larger SUMMARY.json is not read */
 

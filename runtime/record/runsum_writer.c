@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "events.h"
+#include "layout.h"
 #include "log.h"
 #include "manifest.h"
 
@@ -172,7 +173,7 @@ static void fold(struct sr_history *h, const char *buf, size_t len)
 static int load_earlier(struct sr_runsum_writer *w, uint32_t attempt)
 {
     char prefix[300];
-    snprintf(prefix, sizeof(prefix), "%s/events", w->run);
+    sr_key_run(prefix, sizeof(prefix), w->run, SR_KEY_EVENTS);
     struct sr_strlist names = {0};
     int rc = sr_store_list(w->st, prefix, &names);
     for (size_t i = 0; rc == 0 && i < names.n; i++) {
@@ -180,7 +181,7 @@ static int load_earlier(struct sr_runsum_writer *w, uint32_t attempt)
         if (a == UINT32_MAX || a >= attempt)
             continue;
         char key[600];
-        snprintf(key, sizeof(key), "%s/%s", prefix, names.v[i]);
+        sr_key_join(key, sizeof(key), prefix, names.v[i]);
         char *buf = NULL;
         size_t len = 0;
         const int g = sr_store_get(w->st, key, 256u << 20, &buf, &len);
@@ -207,13 +208,13 @@ static int write_summary(struct sr_runsum_writer *w)
     if (rc == 0 && !text)
         rc = -ENOMEM;
     char key[300];
-    snprintf(key, sizeof(key), "%s/%s", w->run, SR_RUNSUM_NAME);
+    sr_key_run(key, sizeof(key), w->run, SR_KEY_SUMMARY);
     if (rc == 0)
         rc = sr_store_put(w->st, key, text, strlen(text));
     /* The same bytes in summaries/, which one listing returns for every
      * run (docs/store.md, "summaries/"), written second: it never says
      * more than <run>/SUMMARY.json. */
-    snprintf(key, sizeof(key), "%s/%s.json", SR_SUMMARIES_DIR, w->run);
+    sr_key_summaries(key, sizeof(key), w->run);
     if (rc == 0)
         rc = sr_store_put(w->st, key, text, strlen(text));
     free(text);
@@ -324,7 +325,7 @@ void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char 
 void sr_runsum_mark_logs(struct sr_store *st, const char *run)
 {
     char key[300], text[400];
-    snprintf(key, sizeof(key), "%s/%s.json", SR_SUMMARIES_DIR, run);
+    sr_key_summaries(key, sizeof(key), run);
     const int n =
         snprintf(text, sizeof(text), "{\"run\":\"%s\",\"summary\":\"none: read its logs\"}\n", run);
     const int rc = sr_store_put(st, key, text, (size_t)n);

@@ -85,7 +85,7 @@ static int put_summary(struct sr_store *st, const struct sr_runsum *r, int old)
     char key[512];
     snprintf(key, sizeof(key), "%s/%s", r->run, SR_RUNSUM_NAME);
     int rc = text ? sr_store_put(st, key, text, strlen(text)) : -ENOMEM;
-    snprintf(key, sizeof(key), "%s/%s.json", SR_SUMMARIES_DIR, r->run);
+    snprintf(key, sizeof(key), "%s/%s.json", SR_KEY_SUMMARIES, r->run);
     if (rc == 0 && !old)
         rc = sr_store_put(st, key, text, strlen(text));
     free(text);
