@@ -17,6 +17,7 @@
 #include "stats.h"
 #include "statsout.h"
 #include "sweepworkers.h"
+#include "sweepworkersout.h"
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
 {

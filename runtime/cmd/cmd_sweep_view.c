@@ -1,8 +1,8 @@
 /*
  * cmd_sweep_view.c - `spotrun sweep show` and `spotrun sweep report`
  * (docs/sweep-show.md): read the sweep's definition, load every trial's
- * state and history (runtime/views/sweepview.c), then print the table, the
- * JSON document, or write the picture.
+ * state and history (runtime/record/sweepload.c), then print the table,
+ * the JSON document (runtime/views/sweepview.c), or write the picture.
  */
 #include <errno.h>
 #include <math.h>
@@ -15,6 +15,7 @@
 #include "prices.h"
 #include "sweep.h"
 #include "sweep_budget.h"
+#include "sweeprec.h"
 #include "sweepreport.h"
 #include "summary.h"
 #include "sweepview.h"

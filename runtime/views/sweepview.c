@@ -1,11 +1,13 @@
 /*
  * sweepview.c - a sweep's trials, their states and totals, as text and
- * JSON (see sweepview.h; sweepload.c reads them from the store).
+ * JSON (see sweepview.h; runtime/record/sweepload.c reads them from the
+ * store).
  *
  * Threads: none; the caller's.
  */
 #include "sweepview.h"
 #include "sweepsteer.h"
+#include "sweepworkersout.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -24,14 +26,6 @@ const char *sr_sv_state_name(enum sr_sv_state s)
 }
 
 /* ---- queries ----------------------------------------------------------------- */
-
-int sr_sweepview_has_metric(const struct sr_sweepview *v, const char *name)
-{
-    for (size_t i = 0; i < v->n_metrics; i++)
-        if (strcmp(v->metrics[i], name) == 0)
-            return 1;
-    return 0;
-}
 
 int sr_sv_maximized(const struct sr_sv_opts *o, const char *metric)
 {

@@ -785,7 +785,7 @@ int sr_sweep_remove(struct sr_store *st, const char *name)
     if (!sr_sweep_name_valid(name))
         return -EINVAL;
     /* budget: sweep_budget.h; workers: sweep_workers.h; steer: sweep_steer.h;
-     * view: sweep show's snapshots (runtime/views/sweepsnap.h) */
+     * view: sweep show's snapshots (runtime/record/sweepsnap.h) */
     const char *const dirs[] = {SR_SWEEP_DEF,     SR_SWEEP_END,   SR_SWEEP_BUDGET,
                                 SR_SWEEP_WORKERS, SR_SWEEP_STEER, SR_SWEEP_VIEW};
     int rc = 0;

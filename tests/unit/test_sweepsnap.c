@@ -1,5 +1,5 @@
 /*
- * test_sweepsnap.c - `sweep show`'s snapshot entries (runtime/views/
+ * test_sweepsnap.c - `sweep show`'s snapshot entries (runtime/record/
  * sweepsnap.h): an ended trial's entry gives back every field the view
  * prints; it is taken only while its summary's ETag and its end mark are
  * the listed ones; an edited entry, another ETag, another mark, a trial

@@ -1,9 +1,9 @@
 /*
- * test_sweepworkers.c - a sweep's worker hours (runtime/views/sweepworkers.h):
- * a worker's lifetime ends at its end or, killed, at its last keep-alive;
- * busy is the union of its trials' attempts on its host, clipped to its
- * lifetime; idle is the rest; each is priced at the worker's recorded
- * price, else at the view's.
+ * test_sweepworkers.c - a sweep's worker hours (runtime/record/sweepworkers.h,
+ * printed by runtime/views/sweepworkersout.h): a worker's lifetime ends at
+ * its end or, killed, at its last keep-alive; busy is the union of its
+ * trials' attempts on its host, clipped to its lifetime; idle is the rest;
+ * each is priced at the worker's recorded price, else at the view's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +19,7 @@
 #include "histutil.h"
 #include "sweepview.h"
 #include "sweepworkers.h"
+#include "sweepworkersout.h"
 
 #define T0 1700000000000LL
 #define S(x) ((int64_t)(x)*1000)

@@ -1,5 +1,5 @@
 /*
- * sweepload.c - a sweep's trials read from the store for sweepview.h:
+ * sweepload.c - a sweep's trials read from the store (sweeprec.h):
  * the end marks, rungs and steering, then each started trial's logs,
  * LEASE and end mark, or, with SR_SV_LOAD_SNAPSHOT, the view snapshot
  * (sweepsnap.h) for the ended trials it still stands for.
@@ -9,7 +9,7 @@
  * struct sr_sv_run (and its own listing). Everything else runs on the
  * caller's thread.
  */
-#include "sweepview.h"
+#include "sweeprec.h"
 #include "sweepsnap.h"
 
 #include <errno.h>
@@ -122,6 +122,14 @@ static enum sr_sv_state state_of(const struct sr_sv_trial *t)
     if (r->h.state == SR_STATE_STOPPED)
         return SR_SV_STOPPED;
     return r->h.n_att ? SR_SV_PREEMPTED : SR_SV_QUEUED;
+}
+
+int sr_sweepview_has_metric(const struct sr_sweepview *v, const char *name)
+{
+    for (size_t i = 0; i < v->n_metrics; i++)
+        if (strcmp(v->metrics[i], name) == 0)
+            return 1;
+    return 0;
 }
 
 static void add_metric_name(struct sr_sweepview *v, const char *name)

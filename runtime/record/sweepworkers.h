@@ -3,7 +3,8 @@
  * (storage/run/sweep_workers.h): each worker's lifetime (start to end, or
  * to its last keep-alive when it was killed), the part of it its trials'
  * attempts ran (busy), and the rest (idle: polling, claiming, restoring,
- * waiting), with their cost, for `sweep show` beside the trials' hours.
+ * waiting), with their cost, for `sweep show` beside the trials' hours
+ * (runtime/views/sweepworkersout.h prints them).
  *
  * Busy is the union of the intervals (first to last event) of the attempts
  * of the trials a worker started, on its host, clipped to its lifetime:
@@ -15,7 +16,6 @@
 
 #include <jansson.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "runsum.h"
 #include "store.h"
@@ -48,12 +48,5 @@ void sr_sv_workers_fold(const struct sr_sweep_worker *w, size_t n, const struct 
  * runs' summaries say (runs sorted by id). 0 or -errno. */
 int sr_sv_workers_stats(struct sr_store *st, const char *prefix, const struct sr_runsum *runs,
                         size_t nruns, int64_t since, int64_t until, struct sr_sv_workers *out);
-
-/* "workers:     2 (0.0500 worker-hours: 0.0400 running trials, 0.0100 idle); cost $0.18,
- * idle $0.04" (a worker without a recorded price is priced at spot; none:
- * "cost - (give --price-per-hour)"). Nothing without records. */
-void sr_sv_workers_print(FILE *f, const struct sr_sv_workers *ws, double spot);
-/* The --json "workers" object (docs/json-schema.md), new reference. */
-json_t *sr_sv_workers_json(const struct sr_sv_workers *ws, double spot);
 
 #endif

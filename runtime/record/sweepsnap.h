@@ -20,7 +20,7 @@
 
 #include <jansson.h>
 
-#include "sweepview.h"
+#include "sweeprec.h"
 
 struct sr_sv_snap {
     int usable;              /* the store lists summaries/ with ETags */
