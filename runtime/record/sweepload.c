@@ -10,6 +10,7 @@
  * caller's thread.
  */
 #include "sweeprec.h"
+#include "layout.h"
 #include "sweepsnap.h"
 
 #include <errno.h>
@@ -167,13 +168,19 @@ static void derive(struct sr_sweepview *v)
 static int add_key(struct listed *l, const char *rest)
 {
     l->any = 1;
-    if (strncmp(rest, "events/", 7) == 0 && !strchr(rest + 7, '/'))
-        return sr_strlist_push(&l->logs, rest + 7);
-    if (strcmp(rest, "DONE") == 0)
+    const char *log = NULL;
+    switch (sr_key_classify(rest, &log)) {
+    case SR_OBJ_EVENT_LOG:
+        return sr_strlist_push(&l->logs, log);
+    case SR_OBJ_DONE:
         l->done = 1;
-    else if (strcmp(rest, "LEASE") == 0 || strcmp(rest, "LEASE.0") == 0)
-        l->lease = 1; /* a multi-node trial's rank 0 says who runs it */
-    return 0;
+        return 0;
+    case SR_OBJ_LEASE: /* a multi-node trial's rank 0 says who runs it */
+        l->lease |= strcmp(rest, SR_KEY_LEASE) == 0 || strcmp(rest, SR_KEY_LEASE ".0") == 0;
+        return 0;
+    default:
+        return 0;
+    }
 }
 
 static void free_listed(struct listed *l, size_t n)

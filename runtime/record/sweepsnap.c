@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "layout.h"
 #include "log.h"
 #include "manifest.h"
 #include "runsum.h"
@@ -36,7 +37,7 @@
 
 static void view_dir(char *buf, size_t len, const char *sweep)
 {
-    snprintf(buf, len, "sweeps/%s/view", sweep);
+    sr_key_sweep(buf, len, sweep, SR_SWEEP_VIEW);
 }
 
 /* "<13 digits>-<1..32 of [0-9a-f]>.json": a snapshot's name, and its time. */
@@ -342,7 +343,7 @@ static int list_summaries(struct sr_store *st, const struct sr_sweep *sw, size_t
                           struct sr_sv_snap *s)
 {
     char prefix[SR_SWEEP_NAME_MAX + 32];
-    snprintf(prefix, sizeof(prefix), "%s/%s-", SR_SUMMARIES_DIR, sw->name);
+    snprintf(prefix, sizeof(prefix), SR_KEY_SUMMARIES "/%s-", sw->name);
     int rc = sr_store_list_keys(st, prefix, &s->sums);
     if (rc == -ENOTSUP)
         return 0;
@@ -352,7 +353,7 @@ static int list_summaries(struct sr_store *st, const struct sr_sweep *sw, size_t
     s->entry = calloc(n ? n : 1, sizeof(*s->entry));
     if (!s->etag || !s->entry)
         return -ENOMEM;
-    const size_t skip = strlen(SR_SUMMARIES_DIR "/");
+    const size_t skip = strlen(SR_KEY_SUMMARIES "/");
     for (size_t i = 0; i < s->sums.n; i++) {
         const char *etag = sr_strlist_etag(&s->sums, i);
         if (!etag) /* a listing without ETags cannot say what changed */
@@ -383,7 +384,7 @@ static int read_newest(struct sr_store *st, const struct sr_sweep *sw, size_t n,
     const char *name = rc == 0 ? newest(&s->views) : NULL;
     if (rc < 0 || !name)
         return rc;
-    snprintf(key, sizeof(key), "%s/%s", dir, name);
+    sr_key_join(key, sizeof(key), dir, name);
     size_t len = 0;
     rc = sr_store_get(st, key, SNAP_BYTES_MAX, &buf, &len);
     if (rc == -ENOMEM)
@@ -466,7 +467,7 @@ void sr_sv_snap_write(struct sr_store *st, const struct sr_sweep *sw, const stru
     for (size_t i = 0; i < s->views.n; i++) {
         if (s->views.v[i] == last) /* another reader may be reading it */
             continue;
-        snprintf(key, sizeof(key), "%s/%s", dir, s->views.v[i]);
+        sr_key_join(key, sizeof(key), dir, s->views.v[i]);
         if (sr_store_delete(st, key) < 0)
             sr_err_clear();
     }

@@ -118,10 +118,6 @@ int sr_manifest_to_json(const struct sr_manifest *m, char **out, size_t *len);
 /* Parses and validates; -EBADMSG with a message naming the field on error. */
 int sr_manifest_parse(const char *buf, size_t len, struct sr_manifest *m);
 
-/* The store's summaries/ (docs/store.md, "summaries/"): every run's
- * summary beside <run>/SUMMARY.json, and the readers' snapshots. */
-#define SR_SUMMARIES_DIR SR_KEY_SUMMARIES
-
 /* 1 if id is a valid run id: 1..128 of [A-Za-z0-9._-], not starting with
  * '.' or '-', and not one of the store's own directories ("sweeps",
  * "summaries"). */
