@@ -48,12 +48,9 @@
 
 /* ---- the listing ------------------------------------------------------------- */
 
-/* "snap/<13 digits>-<1..32 of [0-9a-f]>.json": a snapshot's name, and its time. */
-static int snap_name_ms(const char *name, int64_t *ms)
+int sr_snap_name_ms(const char *name, int64_t *ms)
 {
-    if (strncmp(name, "snap/", 5) != 0)
-        return -1;
-    const char *p = name + 5;
+    const char *p = name;
     int64_t t = 0;
     for (int i = 0; i < 13; i++, p++) {
         if (*p < '0' || *p > '9')
@@ -69,6 +66,12 @@ static int snap_name_ms(const char *name, int64_t *ms)
         return -1;
     *ms = t;
     return 0;
+}
+
+/* "snap/<a snapshot's name>" (sr_snap_name_ms): 0 and its time, or -1. */
+static int snap_name_ms(const char *name, int64_t *ms)
+{
+    return strncmp(name, "snap/", 5) == 0 ? sr_snap_name_ms(name + 5, ms) : -1;
 }
 
 int sr_runsnap_list_add(struct sr_strlist *sums, struct sr_strlist *snaps, const char *name,
@@ -105,16 +108,22 @@ static long find(const struct sr_strlist *l, const char *s)
     return -1;
 }
 
-/* The newest snapshot not dated in the future, or NULL. */
-static const char *newest_snap(const struct sr_strlist *snaps)
+const char *sr_snap_newest(const struct sr_strlist *names, const char *dir)
 {
+    const size_t skip = strlen(dir);
     const int64_t limit = sr_wall_ms() + SNAP_FUTURE_MS;
-    for (size_t i = snaps->n; i-- > 0;) {
+    for (size_t i = names->n; i-- > 0;) {
         int64_t ms;
-        if (snap_name_ms(snaps->v[i], &ms) == 0 && ms <= limit)
-            return snaps->v[i];
+        if (strncmp(names->v[i], dir, skip) == 0 && sr_snap_name_ms(names->v[i] + skip, &ms) == 0 &&
+            ms <= limit)
+            return names->v[i];
     }
     return NULL;
+}
+
+static const char *newest_snap(const struct sr_strlist *snaps)
+{
+    return sr_snap_newest(snaps, "snap/");
 }
 
 /* ---- entries ----------------------------------------------------------------- */

@@ -120,6 +120,13 @@ void sr_runsum_writer_flushed(void *ctx, uint32_t attempt, int node, const char 
 /* Writes what is pending, stops its thread and frees it (once no log calls
  * it: after sr_supervise returned). NULL is fine. */
 void sr_runsum_writer_close(struct sr_runsum_writer *w);
+/* "<13 digits>-<1..32 of [0-9a-f]>.json": the name of a readers' snapshot
+ * (summaries/snap/, sweeps/<name>/view/): 0 and its time in ms, or -1. */
+int sr_snap_name_ms(const char *name, int64_t *ms);
+/* The newest of the sorted names that is dir followed by a snapshot's name
+ * not dated more than a day ahead of the clock, or NULL. */
+const char *sr_snap_newest(const struct sr_strlist *names, const char *dir);
+
 /* A run that keeps no summary (multi-node) still puts summaries/<run>.json,
  * a marker that is no summary: a reader of that listing then knows the run
  * exists and reads its logs (docs/store.md, "summaries/"). A failure is a

@@ -30,7 +30,6 @@
 
 #define SNAP_VERSION 1
 #define SNAP_BYTES_MAX (256u << 20)
-#define SNAP_FUTURE_MS (86400 * 1000LL) /* a snapshot dated later than this is ignored */
 #define TAIL_MAX (64u << 10)
 
 /* ---- names ------------------------------------------------------------------- */
@@ -38,39 +37,6 @@
 static void view_dir(char *buf, size_t len, const char *sweep)
 {
     sr_key_sweep(buf, len, sweep, SR_SWEEP_VIEW);
-}
-
-/* "<13 digits>-<1..32 of [0-9a-f]>.json": a snapshot's name, and its time. */
-static int snap_ms(const char *name, int64_t *ms)
-{
-    int64_t t = 0;
-    const char *p = name;
-    for (int i = 0; i < 13; i++, p++) {
-        if (*p < '0' || *p > '9')
-            return -1;
-        t = t * 10 + (*p - '0');
-    }
-    if (*p++ != '-')
-        return -1;
-    size_t k = 0;
-    while ((p[k] >= '0' && p[k] <= '9') || (p[k] >= 'a' && p[k] <= 'f'))
-        k++;
-    if (k < 1 || k > 32 || strcmp(p + k, ".json") != 0)
-        return -1;
-    *ms = t;
-    return 0;
-}
-
-/* The newest listed snapshot not dated in the future, or NULL. */
-static const char *newest(const struct sr_strlist *views)
-{
-    const int64_t limit = sr_wall_ms() + SNAP_FUTURE_MS;
-    for (size_t i = views->n; i-- > 0;) {
-        int64_t ms;
-        if (snap_ms(views->v[i], &ms) == 0 && ms <= limit)
-            return views->v[i];
-    }
-    return NULL;
 }
 
 /* ---- to JSON ----------------------------------------------------------------- */
@@ -381,7 +347,7 @@ static int read_newest(struct sr_store *st, const struct sr_sweep *sw, size_t n,
     char dir[SR_SWEEP_NAME_MAX + 32], key[SR_SWEEP_NAME_MAX + 96], *buf = NULL;
     view_dir(dir, sizeof(dir), sw->name);
     int rc = sr_store_list(st, dir, &s->views);
-    const char *name = rc == 0 ? newest(&s->views) : NULL;
+    const char *name = rc == 0 ? sr_snap_newest(&s->views, "") : NULL;
     if (rc < 0 || !name)
         return rc;
     sr_key_join(key, sizeof(key), dir, name);
@@ -448,9 +414,9 @@ void sr_sv_snap_write(struct sr_store *st, const struct sr_sweep *sw, const stru
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     /* named after every snapshot listed: the newest name is the newest content */
-    const char *last = newest(&s->views);
+    const char *last = sr_snap_newest(&s->views, "");
     int64_t ms = now, was;
-    if (last && snap_ms(last, &was) == 0 && was >= ms)
+    if (last && sr_snap_name_ms(last, &was) == 0 && was >= ms)
         ms = was + 1;
     char dir[SR_SWEEP_NAME_MAX + 32], key[SR_SWEEP_NAME_MAX + 96];
     view_dir(dir, sizeof(dir), sw->name);
