@@ -22,6 +22,8 @@
 #include "fsutil.h"
 #include "layout.h"
 #include "log.h"
+#include "quarantine.h"
+#include "termsafe.h"
 #include "units.h"
 
 #include <dirent.h>
@@ -502,9 +504,23 @@ static int restore_newest(struct sr_store *st, const char *run_id, const char *d
     int rc = sr_ckpt_list(st, run_id, &l);
     if (rc < 0)
         return rc;
+    /* Suspect checkpoints (quarantine.h) are never restored first. */
+    struct sr_suspect_set bad = {0};
+    if (l.n && (rc = sr_suspect_list(st, run_id, &bad)) < 0) {
+        sr_ckpt_list_free(&l);
+        return rc;
+    }
+    size_t suspect = 0;
     rc = sr_errf(-ENOENT, "run %s has no complete checkpoint in %s", run_id, sr_store_url(st));
     for (size_t i = l.n; i-- > 0;) {
         const struct sr_manifest *m = &l.v[i];
+        if (sr_suspect_has(&bad, m->seq)) {
+            sr_warn("checkpoint %s seq %llu is marked suspect (the job failed right after "
+                    "restoring it; `spotrun show %s`): trying the previous one",
+                    run_id, (unsigned long long)m->seq, run_id);
+            suspect++;
+            continue;
+        }
         rc = restore_checkpoint(st, m, dir, o);
         if (rc == 0) {
             if (out)
@@ -518,12 +534,21 @@ static int restore_newest(struct sr_store *st, const char *run_id, const char *d
     }
     /* Checkpoints exist but none restores: not "fresh", or a run would
      * silently start over and bury them under new ones. */
-    if (l.n > 0)
+    if (l.n > 0 && suspect == l.n)
+        rc = sr_errf(-EBADMSG,
+                     "every checkpoint of run %s (%zu) is marked suspect: the job failed right "
+                     "after restoring each (`spotrun show %s` says how); `spotrun pull %s DIR "
+                     "--seq N` fetches one to look at, `spotrun run --fresh` starts over, and "
+                     "deleting %s/" SR_KEY_SUSPECT "/<seq>.json from the store trusts that one "
+                     "again",
+                     run_id, l.n, run_id, run_id, run_id);
+    else if (l.n > 0)
         rc = sr_errf(-EBADMSG,
                      "all %zu checkpoint(s) of run %s are unusable (see the warnings above); "
                      "`spotrun show %s` lists them, --fresh starts over",
                      l.n, run_id, run_id);
 out:
+    sr_suspect_set_free(&bad);
     sr_ckpt_list_free(&l);
     return rc;
 }
@@ -553,6 +578,19 @@ int sr_ckpt_restore_node(struct sr_store *st, const char *run_id, uint64_t seq, 
     rc = restore_checkpoint(st, &m, dir, o);
     if (rc == 0 && out)
         *out = m;
+    struct sr_suspect_mark mark;
+    const int marked = rc == 0 ? sr_suspect_load(st, run_id, seq, &mark) : -ENOENT;
+    if (marked == 0 || marked == -EBADMSG) {
+        char why[sizeof(mark.reason)];
+        sr_warn("checkpoint %s seq %llu is marked suspect (%s): restored because it was asked "
+                "for by its seq",
+                run_id, (unsigned long long)seq,
+                mark.reason[0] ? sr_term_safe(mark.reason, why, sizeof(why))
+                               : "its mark is "
+                                 "unreadable");
+    }
+    if (marked < 0 && marked != -ENOENT && marked != -EBADMSG)
+        sr_err_clear(); /* the restore stands; an unreadable mark is not its failure */
     return rc;
 }
 
@@ -677,12 +715,14 @@ static int gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned *
     if ((rc = sr_ckpt_list(st, run_id, &l)) < 0)
         return rc;
     struct sr_frame_list refs = {0};
-    if ((rc = list_seqs(st, run_id, &names)) < 0)
+    struct sr_suspect_set bad = {0};
+    if ((rc = list_seqs(st, run_id, &names)) < 0 || (rc = sr_suspect_list(st, run_id, &bad)) < 0)
         goto out;
-    /* The oldest l.n - keep complete ones go (oldest by (epoch, seq), as
-     * restore sees them), and incomplete ones below the newest's seq. */
+    /* The oldest complete ones go (oldest by (epoch, seq), as restore sees
+     * them) but the newest keep that are not suspect and every one newer
+     * (quarantine.h), and incomplete ones below the newest's seq. */
     uint64_t newest = l.n ? l.v[l.n - 1].seq : 0;
-    const size_t drop = l.n > keep ? l.n - keep : 0;
+    const size_t drop = sr_suspect_gc_drop(&l, &bad, keep);
     /* Data objects that a kept checkpoint references stay (delta
      * checkpoints, docs/store.md "GC"); the lease keeps a writer out
      * meanwhile, and the newest checkpoint, the base of the next delta, is
@@ -713,6 +753,8 @@ static int gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned *
             const int kept = is_referenced(&refs, seq);
             if (!kept && (rc = delete_tree(st, key)) < 0)
                 goto out;
+            if (sr_suspect_has(&bad, seq) && (rc = sr_suspect_forget(st, run_id, seq)) < 0)
+                goto out;
             if (leftover && !kept)
                 (*leftovers)++;
             else if (!leftover && deleted) /* a dropped checkpoint, its data kept or not */
@@ -720,6 +762,7 @@ static int gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned *
         }
     }
 out:
+    sr_suspect_set_free(&bad);
     sr_frame_list_free(&refs);
     sr_strlist_free(&names);
     sr_ckpt_list_free(&l);

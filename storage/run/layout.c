@@ -53,6 +53,11 @@ int sr_key_event_log(char *buf, size_t len, const char *run, uint32_t attempt, i
     return keyf(buf, len, "%s/" SR_KEY_EVENTS "/%06" PRIu32 "-n%d.jsonl", run, attempt, node);
 }
 
+int sr_key_suspect(char *buf, size_t len, const char *run, uint64_t seq)
+{
+    return keyf(buf, len, "%s/" SR_KEY_SUSPECT "/%010" PRIu64 ".json", run, seq);
+}
+
 int sr_key_summaries(char *buf, size_t len, const char *run)
 {
     return keyf(buf, len, SR_KEY_SUMMARIES "/%s.json", run);

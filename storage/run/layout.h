@@ -11,6 +11,7 @@
  *     <run>/events/<attempt>-n<rank>.jsonl  a node's log in a multi-node run
  *     <run>/notices/<name>                a multi-node group's notices
  *     <run>/done/<name>                   a node's "finished" records
+ *     <run>/suspect/<seq>.json            a suspect checkpoint's mark (%010llu)
  *     <run>/DONE                          the job exited 0
  *     <run>/SUMMARY.json                  the run's summary for the views
  *     <run>/SWEEP                         the sweep trial this run is
@@ -37,6 +38,7 @@
 #define SR_KEY_EVENTS "events"
 #define SR_KEY_NOTICES "notices"
 #define SR_KEY_NODES_DONE "done"
+#define SR_KEY_SUSPECT "suspect"     /* suspect/<seq>.json: quarantine.h */
 #define SR_KEY_SUMMARIES "summaries" /* the store's own directory of summaries */
 #define SR_KEY_SWEEPS "sweeps"       /* the store's own directory of sweeps */
 
@@ -50,6 +52,8 @@ int sr_key_lease(char *buf, size_t len, const char *run, int rank);
 int sr_key_ckpt(char *buf, size_t len, const char *run, uint64_t seq, const char *name);
 /* <run>/events/<attempt>.jsonl, or <attempt>-n<node>.jsonl for node >= 0. */
 int sr_key_event_log(char *buf, size_t len, const char *run, uint32_t attempt, int node);
+/* <run>/suspect/<seq>.json: the mark of a suspect checkpoint. */
+int sr_key_suspect(char *buf, size_t len, const char *run, uint64_t seq);
 /* summaries/<run>.json. */
 int sr_key_summaries(char *buf, size_t len, const char *run);
 /* A sweep's directories (docs/sweeps.md, "Store layout"). */
