@@ -231,6 +231,7 @@ int sup_start_attempt(struct sup *s)
     s->att.settle_fp = sup_dir_fp(s, NULL);
     sr_dirstate_reset(&s->att.dir, s->att.settle_fp);
     s->att.start_seq = resumed ? m.seq : 0;
+    sup_suspect_restored(s, resumed ? m.seq : 0, m.step);
     s->att.last_step = resumed ? m.step : -1;
     page_reset(s);
     sup_watchdog_attempt(s);

@@ -300,6 +300,7 @@ void sup_child_exited(struct sup *s, int status)
     struct sr_restart r;
     sr_restart_decide(&f, &r);
     s->first_silent_fail = r.first_silent_fail;
+    sup_suspect_ended(s, &f); /* before the restart line: it may name an older checkpoint */
     say_why(s, status, &r);
     if (f.end.stop == SR_STOP_STALL && f.end.code == 0)
         sr_warn("the job exited 0 after the stall watchdog stopped it: a stall is not a finish");

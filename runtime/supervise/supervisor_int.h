@@ -35,6 +35,7 @@
 #include "notice.h"
 #include "outcome.h"
 #include "peers.h"
+#include "quarantine.h"
 #include "dirstate.h"
 #include "stall.h"
 #include "supervisor.h"
@@ -166,6 +167,14 @@ struct sup {
     /* How the first attempt failed when it never talked to the wrapper (0:
      * it did talk, or did not fail; restart.h). */
     int first_silent_fail;
+    /* Suspect checkpoints (suspicion.c): the checkpoint the attempt
+     * restored (0 = none) and its step, the commits submitted by then, and
+     * the failures in a row right after restoring one (quarantine.h). */
+    struct {
+        uint64_t restored, submitted;
+        int64_t step;
+        struct sr_suspect_row row;
+    } suspect;
     /* The tee of the job's stderr (outtail.h), NULL = none; started once. */
     struct sr_outtail *outtail;
     int outtail_tried;
@@ -225,6 +234,15 @@ void sup_attempt_reset(struct sup *s);
 int sup_start_attempt(struct sup *s);
 /* The attempt's "gpu" event (end: the attempt's last). */
 void sup_gpu_event(struct sup *s, int end);
+
+/* suspicion.c: a checkpoint the job fails on right after restoring it */
+/* The attempt restored checkpoint seq (0 = it starts fresh) at step. */
+void sup_suspect_restored(struct sup *s, uint64_t seq, int64_t step);
+/* The attempt's job ended (f: the restart policy's facts): counts it
+ * against the checkpoint it restored; the second failure in a row marks
+ * that checkpoint suspect and makes the newest trusted one the next. */
+struct sr_restart_facts;
+void sup_suspect_ended(struct sup *s, const struct sr_restart_facts *f);
 
 /* supervisor.c: commits and checkpoint requests */
 void sup_commit_dir(struct sup *s, int64_t step, int client_fd, const char *why);
