@@ -23,6 +23,7 @@
 #include "lease.h"
 #include "parts.h"
 #include "log.h"
+#include "quarantine.h"
 #include "summary.h"
 #include "termsafe.h"
 #include "units.h"
@@ -40,6 +41,47 @@ static void fmt_time(int64_t unix_s, char *buf, size_t len)
 static const char *ckpt_kind(const struct sr_manifest *m)
 {
     return sr_manifest_is_delta(m) ? "delta" : "full";
+}
+
+/* The suspect marks of a run's checkpoints (storage/run/quarantine.h),
+ * read once for show: a failed listing shows none (said once). */
+static void suspects_of(struct sr_store *st, const char *run, struct sr_suspect_set *out)
+{
+    const int rc = sr_suspect_list(st, run, out);
+    if (rc < 0) {
+        sr_warn("cannot read which checkpoints of %s are suspect: %s", run, sr_strerror(rc));
+        sr_err_clear();
+    }
+}
+
+/* "job failed twice right after restoring it (exit 1, exit 1)", safe for
+ * a terminal; "" when seq is not suspect. */
+static const char *suspect_reason(struct sr_store *st, const char *run,
+                                  const struct sr_suspect_set *bad, uint64_t seq, char *buf,
+                                  size_t len)
+{
+    if (!sr_suspect_has(bad, seq))
+        return "";
+    struct sr_suspect_mark mk;
+    if (sr_suspect_load(st, run, seq, &mk) < 0 || !mk.reason[0]) {
+        sr_err_clear();
+        snprintf(buf, len, "marked suspect (its mark is unreadable)");
+        return buf;
+    }
+    return sr_term_safe(mk.reason, buf, len);
+}
+
+static json_t *suspect_json(struct sr_store *st, const char *run, const struct sr_suspect_set *bad,
+                            uint64_t seq)
+{
+    if (!sr_suspect_has(bad, seq))
+        return json_null();
+    struct sr_suspect_mark mk;
+    if (sr_suspect_load(st, run, seq, &mk) < 0) {
+        sr_err_clear();
+        return json_pack("{s:s}", "reason", "marked suspect (its mark is unreadable)");
+    }
+    return json_pack("{s:s,s:s,s:s}", "reason", mk.reason, "host", mk.host, "time", mk.time);
 }
 
 static json_t *manifest_json(const struct sr_manifest *m)
@@ -275,8 +317,14 @@ static int print_show_json(struct sr_store *st, const char *run, const struct sr
                           "store", sr_store_url(st));
     json_object_update_missing_new(o, sr_summary_json(h, p));
     json_t *cks = json_array();
-    for (size_t i = 0; i < l->n; i++)
-        json_array_append_new(cks, manifest_json(&l->v[i]));
+    struct sr_suspect_set bad = {0};
+    suspects_of(st, run, &bad);
+    for (size_t i = 0; i < l->n; i++) {
+        json_t *c = manifest_json(&l->v[i]);
+        json_object_set_new(c, "suspect", suspect_json(st, run, &bad, l->v[i].seq));
+        json_array_append_new(cks, c);
+    }
+    sr_suspect_set_free(&bad);
     /* Peak GPU memory: the event log's when the shim reported one there,
      * else the newest manifest that recorded it (per device; the max here). */
     for (size_t i = l->n; !h->gpu_peak_bytes && i-- > 0;) {
@@ -446,6 +494,8 @@ int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
      * delta, which references the frames an earlier one uploaded. */
     printf("%8s %10s %10s %10s %7s %10s %5s %6s %8s  %-19s  %s\n", "SEQ", "STEP", "RAW", "STORED",
            "RATIO", "UPLOADED", "KIND", "FILES", "STAGE", "CREATED", "HOST");
+    struct sr_suspect_set bad = {0};
+    suspects_of(st, ops[0], &bad);
     for (size_t i = 0; i < l.n; i++) {
         const struct sr_manifest *m = &l.v[i];
         char step[24], raw[32], stored[32], up[32], when[32], nodes[24], host[sizeof(m->host)];
@@ -460,7 +510,12 @@ int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
                up, ckpt_kind(m), m->files, m->stage_seconds, when,
                m->nodes ? (snprintf(nodes, sizeof(nodes), "%u nodes", m->nodes), nodes)
                         : sr_term_safe(m->host, host, sizeof(host)));
+        char why[256];
+        const char *reason = suspect_reason(st, ops[0], &bad, m->seq, why, sizeof(why));
+        if (*reason) /* never restored first (docs/runtime.md, "A bad checkpoint") */
+            printf("%8s suspect: %s\n", "", reason);
     }
+    sr_suspect_set_free(&bad);
     /* Multi-node steps whose parts are not all there: never restored. */
     struct sr_set_partial inc[8];
     const int ninc = sr_sets_incomplete(st, ops[0], newest_seq(&l), inc, 8);
