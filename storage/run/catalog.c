@@ -581,13 +581,12 @@ int sr_ckpt_restore_node(struct sr_store *st, const char *run_id, uint64_t seq, 
     struct sr_suspect_mark mark;
     const int marked = rc == 0 ? sr_suspect_load(st, run_id, seq, &mark) : -ENOENT;
     if (marked == 0 || marked == -EBADMSG) {
-        char why[sizeof(mark.reason)];
+        char why[sizeof(mark.reason)] = "its mark is unreadable";
+        if (mark.reason[0])
+            sr_term_safe(mark.reason, why, sizeof(why));
         sr_warn("checkpoint %s seq %llu is marked suspect (%s): restored because it was asked "
                 "for by its seq",
-                run_id, (unsigned long long)seq,
-                mark.reason[0] ? sr_term_safe(mark.reason, why, sizeof(why))
-                               : "its mark is "
-                                 "unreadable");
+                run_id, (unsigned long long)seq, why);
     }
     if (marked < 0 && marked != -ENOENT && marked != -EBADMSG)
         sr_err_clear(); /* the restore stands; an unreadable mark is not its failure */
