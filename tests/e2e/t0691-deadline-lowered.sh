@@ -41,12 +41,17 @@ test_expect_success 'a second, shorter notify: the job is stopped by its deadlin
     wait_for two.log "^ready" &&
     "$SPOTRUN" notify --run-id two --deadline 60s &&
     wait_for asked-two asked &&
+    "$SPOTRUN" notify --run-id two --deadline 10m &&
     "$SPOTRUN" notify --run-id two --deadline 3s &&
     expect_code 75 wait $pid &&
     cat two.log &&
     stopped_within two notice 30000 &&
     grep "the stop.s deadline comes earlier (manual): [0-9.]*s left" two.log &&
-    events two | grep "\"event\":\"deadline\".*\"source\":\"manual\""
+    # the longer one in between moved nothing: one lowering, to the 3 s
+    events two | grep "\"event\":\"deadline\"" >lowered &&
+    test "$(wc -l <lowered)" = 1 &&
+    grep "\"source\":\"manual\"" lowered &&
+    "$PY" -c "import json; d = json.load(open(\"lowered\")); assert d[\"ms_left\"] <= 3000, d"
 '
 
 test_expect_success 'SIGTERM to the wrapper with --grace 3s after a 60 s notify: stopped by the grace' '
