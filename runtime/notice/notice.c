@@ -48,39 +48,36 @@ int64_t sr_notice_mono(int64_t wall_ms)
 
 /* ---- the queue -------------------------------------------------------- */
 
+/* The same event seen again before the supervisor took it (a poll that
+ * answers the same notice, a deadline announced again earlier): one event,
+ * the earliest deadline kept. */
+static int same_event(void *held, const void *ev)
+{
+    struct sr_notice_event *h = held;
+    const struct sr_notice_event *e = ev;
+    if (h->kind != e->kind || strcmp(h->source, e->source) != 0 || strcmp(h->id, e->id) != 0)
+        return 0;
+    if (e->deadline_ms && (!h->deadline_ms || e->deadline_ms < h->deadline_ms)) {
+        h->deadline_ms = e->deadline_ms;
+        h->deadline_wall_ms = e->deadline_wall_ms;
+    }
+    h->needs_ack |= e->needs_ack;
+    return 1;
+}
+
 void sr_notice_post(struct sr_notice *n, const struct sr_notice_event *ev)
 {
-    pthread_mutex_lock(&n->lock);
-    if (n->count < sizeof(n->queue) / sizeof(n->queue[0])) {
-        n->queue[(n->head + n->count) % (sizeof(n->queue) / sizeof(n->queue[0]))] = *ev;
-        n->count++;
-    }
-    pthread_mutex_unlock(&n->lock);
-    const char b = 1;
-    (void)!write(n->pipe[1], &b, 1);
+    (void)sr_evq_post(&n->queue, ev); /* -EPIPE: stopping, nobody takes it */
 }
 
 int sr_notice_fd(const struct sr_notice *n)
 {
-    return n ? n->pipe[0] : -1;
+    return n ? sr_evq_fd(&n->queue) : -1;
 }
 
 int sr_notice_take(struct sr_notice *n, struct sr_notice_event *ev)
 {
-    if (!n)
-        return 0;
-    char buf[64];
-    while (read(n->pipe[0], buf, sizeof(buf)) > 0)
-        ;
-    pthread_mutex_lock(&n->lock);
-    const int got = n->count > 0;
-    if (got) {
-        *ev = n->queue[n->head];
-        n->head = (n->head + 1) % (sizeof(n->queue) / sizeof(n->queue[0]));
-        n->count--;
-    }
-    pthread_mutex_unlock(&n->lock);
-    return got;
+    return n ? sr_evq_take(&n->queue, ev) : 0;
 }
 
 /* ---- --notice auto ------------------------------------------------------ */
@@ -316,8 +313,7 @@ static void *placement_main(void *arg)
     n->placement = p;
     n->placement_known = 1;
     pthread_mutex_unlock(&n->lock);
-    const char b = 1;
-    (void)!write(n->pipe[1], &b, 1);
+    sr_evq_wake(&n->queue);
     return NULL;
 }
 
@@ -385,10 +381,7 @@ static char *url_or(const char *url, const char *def, int *set)
 
 static void free_notice(struct sr_notice *n)
 {
-    if (n->pipe[0] >= 0)
-        close(n->pipe[0]);
-    if (n->pipe[1] >= 0)
-        close(n->pipe[1]);
+    sr_evq_destroy(&n->queue);
     free(n->aws_url);
     free(n->gcp_url);
     free(n->azure_url);
@@ -407,7 +400,6 @@ int sr_notice_start(const struct sr_notice_config *cfg, struct sr_notice **out)
     struct sr_notice *n = calloc(1, sizeof(*n));
     if (!n)
         return -ENOMEM;
-    n->pipe[0] = n->pipe[1] = -1;
     pthread_mutex_init(&n->lock, NULL);
     n->cloud = cfg->cloud;
     n->poll_ms = cfg->poll_ms > 0 ? cfg->poll_ms : 1000;
@@ -420,9 +412,8 @@ int sr_notice_start(const struct sr_notice_config *cfg, struct sr_notice **out)
     int rc = 0;
     if (!n->aws_url || !n->gcp_url || !n->azure_url || (cfg->cache_path && !n->cache_path))
         rc = -ENOMEM;
-    else if (pipe2(n->pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-        rc = -errno;
-    else
+    else if ((rc = sr_evq_init(&n->queue, sizeof(struct sr_notice_event), 16,
+                               "the notice watcher's notices", same_event)) == 0)
         rc = sr_notice_spawn(n, watch_main);
     if (rc < 0) {
         free_notice(n);
@@ -450,6 +441,7 @@ void sr_notice_stop(struct sr_notice *n)
             curl_multi_wakeup(n->multis[i]);
     const int nthreads = n->nthreads;
     pthread_mutex_unlock(&n->lock);
+    sr_evq_close(&n->queue); /* a watcher waiting for room returns */
     for (int i = 0; i < nthreads; i++)
         pthread_join(n->threads[i], NULL);
     free_notice(n);

@@ -7,8 +7,10 @@
  * DESIGN: the watcher runs on its own threads (one per watched key) and
  * never blocks the supervisor: detecting the cloud (--notice auto), the
  * slow first Azure call and GCP's long polls all happen there. Events are
- * queued under a mutex and announced on a pipe (sr_notice_fd()); the
- * supervisor drains them with sr_notice_take(). Each HTTP transfer runs in
+ * queued (common/evq.h: never dropped; the same event again is merged, the
+ * earliest deadline kept; a full queue makes the watcher wait) and
+ * announced on a pipe (sr_notice_fd()); the supervisor drains them with
+ * sr_notice_take(). Each HTTP transfer runs in
  * a curl multi handle that sr_notice_stop() wakes, so stopping never waits
  * for a long poll or a dead endpoint. Malformed or oversized answers are
  * warnings, never fatal; a watcher that cannot reach its service keeps

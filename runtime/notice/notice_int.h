@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "evq.h"
 #include "notice.h"
 
 #define SR_NOTICE_MAX_THREADS 4         /* a watcher, GCP's second, the placement */
@@ -31,9 +32,7 @@ struct sr_notice {
     enum sr_cloud resolved;               /* the watched cloud, for the placement thread */
     struct sr_placement placement;
     int placement_known;
-    struct sr_notice_event queue[16];
-    unsigned head, count;
-    int pipe[2];
+    struct sr_evq queue; /* events for the supervisor (sr_notice_post) */
 };
 
 /* One thread's HTTP client. */

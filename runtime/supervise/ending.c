@@ -201,9 +201,8 @@ static void continue_stop(struct sup *s, int status, const struct sr_restart *r,
                     s->cfg->run_id);
             emit(s, "notice", json_pack("{s:s}", "source", "peer"));
         }
-        sup_phase(s, PREEMPTING);
+        sup_preempt_lower(s, "group", now() + s->cfg->grace_ms);
         s->pre = STOPPING;
-        s->deadline = now() + s->cfg->grace_ms;
         return;
     }
     const uint64_t submitted = s->submitted;

@@ -55,8 +55,7 @@ void sup_on_peers(struct sup *s)
         if (s->phase == PREEMPTING) {
             /* The same reclamation seen by another node: never a reason to
              * hurry (a second notice of our own would be). */
-            if (deadline < s->deadline)
-                s->deadline = deadline;
+            sup_preempt_lower(s, source, deadline);
             continue;
         }
         sup_notice(s, source, deadline);

@@ -20,18 +20,6 @@
 #include "signame.h"
 #include "supervisor_int.h"
 
-#define PERSIST_MARGIN_MS 1000
-
-/* When the job's commit must arrive: the deadline minus the time to stage
- * and persist a checkpoint like the last one (measured), plus a margin;
- * never less than a second from now. */
-static int64_t commit_deadline(const struct sup *s, int64_t deadline_ms)
-{
-    const int64_t work = s->last_stage_ms + sr_commits_persist_estimate_ms(s->cp);
-    const int64_t by = deadline_ms - work - PERSIST_MARGIN_MS - work / 10;
-    return by > now() + SR_MIN_COMMIT_WINDOW_MS ? by : now() + SR_MIN_COMMIT_WINDOW_MS;
-}
-
 /* A deadline already past or too close (clock skew, a stale metadata
  * answer, a tiny --deadline) still leaves the job the minimum commit
  * window and the TERM grace: a notice never means SIGKILL at once. */
@@ -54,12 +42,20 @@ static int64_t notice_deadline(const char *source, int64_t deadline_ms)
     return floor;
 }
 
+/* A notice of this node's while the stop is under way brings the deadline
+ * earlier: the other nodes of a group learn the new one as they learnt the
+ * first (a peer's own notice is not passed on again). */
+static void lower_deadline(struct sup *s, const char *source, int64_t deadline_ms)
+{
+    if (sup_preempt_lower(s, source, deadline_ms) && strncmp(source, "peer:", 5) != 0)
+        sr_peers_notify(s->peers, source, sr_wall_ms() + (deadline_ms - now()));
+}
+
 /* A notice while the stop is under way: an earlier deadline counts; only
  * the same signal from the same sender again hurries the stop on. */
 static void notice_again(struct sup *s, const char *source, int64_t deadline_ms)
 {
-    if (deadline_ms < s->deadline)
-        s->deadline = deadline_ms;
+    lower_deadline(s, source, deadline_ms);
     /* The same reclamation seen again (a cloud notice, then systemd's
      * TERM at the shutdown; a fleet worker passing a notice on) never
      * hurries: only the same signal from the same sender again (a
@@ -97,11 +93,9 @@ void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
         notice_again(s, source, deadline_ms);
         return;
     }
-    sup_phase(s, PREEMPTING);
+    sup_preempt_lower(s, source, deadline_ms);
     s->first_sig = s->sig_now;
     s->first_from = s->sig_from;
-    s->deadline = deadline_ms;
-    s->commit_by = commit_deadline(s, deadline_ms);
     s->await_seq = 0;
     s->notice_commits = s->job_commits;
     sr_commits_hurry(s->cp, 1);           /* only the newest checkpoint counts now */
@@ -234,13 +228,7 @@ static void cloud_preempt(struct sup *s, const struct sr_notice_event *ev)
     /* Already preempting (a signal came first): the cloud's deadline may
      * be the earlier one, but it is no reason to hurry past the commit. */
     sr_info("%s notice (%s) while preempting", ev->source, ev->what);
-    const int64_t deadline = notice_deadline(ev->source, ev->deadline_ms);
-    if (deadline < s->deadline) {
-        s->deadline = deadline;
-        const int64_t by = commit_deadline(s, deadline);
-        if (by < s->commit_by)
-            s->commit_by = by;
-    }
+    lower_deadline(s, ev->source, notice_deadline(ev->source, ev->deadline_ms));
 }
 
 /* A withdrawn notice cancels the stop, if the job is still running. */

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "evq.h"
 #include "layout.h"
 #include "lease.h"
 #include "log.h"
@@ -38,10 +39,7 @@ struct sr_peers {
     pthread_mutex_t mu;
     pthread_cond_t cond;
     int stopping, started;
-    int pipe[2];
-    /* queued for the supervisor */
-    struct sr_peer_event ev[QUEUE_MAX];
-    size_t nev;
+    struct sr_evq queue; /* for the supervisor: never dropped (evq.h) */
     /* asked of the thread */
     char notify_source[40];
     int64_t notify_deadline;
@@ -57,12 +55,7 @@ struct sr_peers {
 
 static void post(struct sr_peers *p, const struct sr_peer_event *ev)
 {
-    pthread_mutex_lock(&p->mu);
-    if (p->nev < QUEUE_MAX)
-        p->ev[p->nev++] = *ev;
-    pthread_mutex_unlock(&p->mu);
-    const char b = 1;
-    (void)!write(p->pipe[1], &b, 1);
+    (void)sr_evq_post(&p->queue, ev); /* -EPIPE: stopping, nobody takes it */
 }
 
 static void publish_notice(struct sr_peers *p, const char *source, int64_t deadline)
@@ -330,17 +323,15 @@ int sr_peers_start(const struct sr_peers_config *cfg, struct sr_peers **out)
     p->cfg = *cfg;
     if (p->cfg.poll_ms < 50)
         p->cfg.poll_ms = 50;
-    p->pipe[0] = p->pipe[1] = -1;
     pthread_mutex_init(&p->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&p->cond, &ca);
     pthread_condattr_destroy(&ca);
-    int rc = 0;
-    if (pipe2(p->pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-        rc = -errno;
-    else if ((rc = -pthread_create(&p->thread, NULL, peers_main, p)) == 0)
+    int rc = sr_evq_init(&p->queue, sizeof(struct sr_peer_event), QUEUE_MAX,
+                         "the other nodes' notices and sets", NULL);
+    if (rc == 0 && (rc = -pthread_create(&p->thread, NULL, peers_main, p)) == 0)
         p->started = 1;
     if (rc < 0) {
         sr_peers_stop(p);
@@ -359,15 +350,13 @@ void sr_peers_stop(struct sr_peers *p)
         p->stopping = 1;
         pthread_cond_signal(&p->cond);
         pthread_mutex_unlock(&p->mu);
+        sr_evq_close(&p->queue); /* the thread waiting for room returns */
         pthread_join(p->thread, NULL);
     }
     for (size_t i = 0; i < p->nseen; i++)
         free(p->seen[i]);
     free(p->seen);
-    if (p->pipe[0] >= 0)
-        close(p->pipe[0]);
-    if (p->pipe[1] >= 0)
-        close(p->pipe[1]);
+    sr_evq_destroy(&p->queue);
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->mu);
     free(p);
@@ -375,29 +364,12 @@ void sr_peers_stop(struct sr_peers *p)
 
 int sr_peers_fd(const struct sr_peers *p)
 {
-    return p ? p->pipe[0] : -1;
+    return p ? sr_evq_fd(&p->queue) : -1;
 }
 
 int sr_peers_take(struct sr_peers *p, struct sr_peer_event *ev)
 {
-    if (!p)
-        return 0;
-    char buf[64];
-    while (read(p->pipe[0], buf, sizeof(buf)) > 0) {
-    }
-    pthread_mutex_lock(&p->mu);
-    const int any = p->nev > 0;
-    if (any) {
-        *ev = p->ev[0];
-        memmove(p->ev, p->ev + 1, (p->nev - 1) * sizeof(p->ev[0]));
-        p->nev--;
-    }
-    pthread_mutex_unlock(&p->mu);
-    if (any && p->nev > 0) {
-        const char b = 1;
-        (void)!write(p->pipe[1], &b, 1); /* more to take */
-    }
-    return any;
+    return p ? sr_evq_take(&p->queue, ev) : 0;
 }
 
 void sr_peers_notify(struct sr_peers *p, const char *source, int64_t deadline_wall_ms)

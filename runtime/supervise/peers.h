@@ -17,9 +17,9 @@
  * (sr_peers_watch), it tries sr_set_complete every poll until the set is
  * published (by anyone) or a newer watched set is, and reports it.
  *
- * DESIGN: one thread; events are queued under a mutex and announced on a
- * pipe (sr_peers_fd), like the notice watcher. Store calls never run on the
- * supervisor's loop.
+ * DESIGN: one thread; events are queued (common/evq.h: never dropped, a
+ * full queue makes the thread wait) and announced on a pipe (sr_peers_fd),
+ * like the notice watcher. Store calls never run on the supervisor's loop.
  */
 #ifndef SPOTRUN_PEERS_H
 #define SPOTRUN_PEERS_H

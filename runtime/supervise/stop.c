@@ -3,9 +3,10 @@
  * lease, the stall watchdog): one escalation, SIGTERM to every process of
  * the job (its process group and those that left it), SIGCONT so that a
  * stopped one takes it, then SIGKILL at the stop's kill time (again each
- * minute should it still not end); the PREEMPTING state's steps (wait for
- * the job's commit, drain what persists, stop); and the phase changes of
- * the run, made by sup_phase() only.
+ * minute should it still not end); the PREEMPTING state's times (deadline,
+ * commit-by, kill time: set by sup_preempt_lower() only, whatever the
+ * source) and steps (wait for the job's commit, drain what persists,
+ * stop); and the phase changes of the run, made by sup_phase() only.
  *
  * Threads: the supervisor's one thread (supervisor_int.h).
  */
@@ -19,6 +20,7 @@
 
 #define TERM_WAIT_MS 10000  /* TERM -> KILL when the deadline allows */
 #define KILL_AGAIN_MS 60000 /* a job that outlives SIGKILL is killed again */
+#define PERSIST_MARGIN_MS 1000
 
 void sup_phase(struct sup *s, enum phase to)
 {
@@ -69,6 +71,48 @@ void sup_kill_tick(struct sup *s)
 }
 
 /* ---- PREEMPTING ---------------------------------------------------------- */
+
+/* When the job's commit must arrive: the deadline minus the time to stage
+ * and persist a checkpoint like the last one (measured), plus a margin;
+ * never less than a second from now. */
+static int64_t commit_deadline(const struct sup *s, int64_t deadline_ms)
+{
+    const int64_t work = s->last_stage_ms + sr_commits_persist_estimate_ms(s->cp);
+    const int64_t by = deadline_ms - work - PERSIST_MARGIN_MS - work / 10;
+    return by > now() + SR_MIN_COMMIT_WINDOW_MS ? by : now() + SR_MIN_COMMIT_WINDOW_MS;
+}
+
+int sup_preempt_lower(struct sup *s, const char *source, int64_t deadline_ms)
+{
+    const int64_t t = now();
+    if (s->phase != PREEMPTING) {
+        sup_phase(s, PREEMPTING);
+        s->pre = WAIT_COMMIT;
+        s->deadline = deadline_ms;
+        s->commit_by = commit_deadline(s, deadline_ms);
+        return 1;
+    }
+    if (deadline_ms >= s->deadline) /* the same reclamation, seen later: never later */
+        return 0;
+    s->deadline = deadline_ms;
+    const int64_t by = commit_deadline(s, deadline_ms);
+    if (by < s->commit_by)
+        s->commit_by = by;
+    /* A SIGTERM already sent: its SIGKILL by the new deadline, the TERM's
+     * least grace kept. */
+    int64_t kill_at =
+        deadline_ms > t + SR_MIN_TERM_GRACE_MS ? deadline_ms : t + SR_MIN_TERM_GRACE_MS;
+    if (s->pre == STOPPING && s->att.kill_at && kill_at < s->att.kill_at)
+        s->att.kill_at = kill_at;
+    char left[32];
+    sr_format_duration_ms(deadline_ms - t, left, sizeof(left));
+    sr_info("the stop's deadline comes earlier (%s): %s left", source, left);
+    emit(s, "deadline",
+         json_pack("{s:s,s:I,s:I,s:I}", "source", source, "ms_left", (json_int_t)(deadline_ms - t),
+                   "commit_in_ms", (json_int_t)(s->commit_by - t), "deadline_unix_ms",
+                   (json_int_t)(sr_wall_ms() + (deadline_ms - t))));
+    return 1;
+}
 
 /* From here on the job is stopped once the commits submitted so far are
  * durable (or failed): a job that keeps committing cannot hold it up. */
@@ -125,7 +169,6 @@ void sup_lease_lost(struct sup *s, const char *why)
     sr_events_flush(s->ev);
     if (s->phase == FINISHING)
         return;
-    sup_phase(s, PREEMPTING);
-    s->deadline = now() + s->cfg->grace_ms;
+    sup_preempt_lower(s, "lease", now() + s->cfg->grace_ms);
     sup_stop_job(s);
 }

@@ -248,8 +248,6 @@ static void on_timers(struct sup *s)
             sup_commit_if_changed(s, "settled");
         }
     }
-    if (s->phase == PREEMPTING)
-        sup_preempt_tick(s);
     if (s->att.child && s->att.next_gpu_event && t >= s->att.next_gpu_event) {
         sup_gpu_event(s, 0);
         s->att.next_gpu_event = t + SR_GPU_EVENT_EVERY * c->gpu_sample_ms;
@@ -262,6 +260,10 @@ static void on_timers(struct sup *s)
     if ((s->phase == RUNNING || s->phase == BACKOFF) &&
         sr_limits_check(&s->limits, t, s->phase == RUNNING ? s->att.attempt_at : t, &hit))
         sup_limit_reached(s, &hit);
+    /* After every source of a stop (a limit just now too): a stop whose
+     * job does not listen moves on at once, not at the next wakeup. */
+    if (s->phase == PREEMPTING)
+        sup_preempt_tick(s);
     sup_expire_conns(s);
 }
 

@@ -261,6 +261,15 @@ void sup_term_job(struct sup *s, int64_t kill_at);
 void sup_kill_job(struct sup *s);
 /* The SIGKILL of a stop whose job outlived its SIGTERM, when due. */
 void sup_kill_tick(struct sup *s);
+/* The stop's one setter of its times, whatever the source (a notice, a
+ * second one, SIGTERM, a peer node, a limit, a lost lease, a stalled
+ * group): outside PREEMPTING, enters it with deadline_ms as the deadline
+ * (pre WAIT_COMMIT); in it, only brings the deadline earlier, never later.
+ * The commit-by time (the deadline minus a persist's time) and a sent
+ * SIGTERM's kill time follow; the "deadline" event says a lowering; the
+ * loop's next tick (sup_preempt_tick) moves the stop on. 1 when the
+ * deadline changed. */
+int sup_preempt_lower(struct sup *s, const char *source, int64_t deadline_ms);
 /* PREEMPTING: drain once the commits submitted so far are durable. */
 void sup_enter_drain(struct sup *s);
 /* PREEMPTING: the job's stop (SIGTERM, SIGKILL by the deadline). */

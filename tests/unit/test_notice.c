@@ -2,7 +2,8 @@
  * test_notice.c - the documents the cloud metadata services send, as the
  * notice watchers read them (runtime/notice/notice_parse.h): AWS instance-action
  * and rebalance JSON, Azure Scheduled Events with RFC 1123 NotBefore, their
- * dates, and malformed or hostile inputs, which are refused, never guessed.
+ * dates, and malformed or hostile inputs, which are refused, never guessed;
+ * and the watcher's queue to the supervisor, which never drops a notice.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,12 +13,15 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "notice.h"
+#include "notice_int.h"
 #include "notice_parse.h"
 
 #define JAN_5_2015_18_02 1420480920000LL /* 2015-01-05T18:02:00Z */
@@ -327,6 +331,85 @@ static void no_placement_without_a_watcher(void **state)
     assert_int_equal(sr_notice_placement(NULL, &p), 0);
 }
 
+/* ---- the queue ---------------------------------------------------------- */
+
+#define FLOOD 200
+
+static struct sr_notice *unreachable_watcher(void)
+{
+    const struct sr_notice_config cfg = {
+        .cloud = SR_CLOUD_AZURE, .azure_url = "http://127.0.0.1:9", .poll_ms = 50};
+    struct sr_notice *n;
+    assert_int_equal(sr_notice_start(&cfg, &n), 0);
+    assert_non_null(n);
+    return n;
+}
+
+static struct sr_notice_event preempt(int id, int64_t deadline)
+{
+    struct sr_notice_event ev = {.kind = SR_NOTICE_PREEMPT, .deadline_ms = deadline};
+    snprintf(ev.source, sizeof(ev.source), "azure");
+    snprintf(ev.id, sizeof(ev.id), "event-%d", id);
+    return ev;
+}
+
+static void *flood_distinct(void *arg)
+{
+    for (int i = 0; i < FLOOD; i++) {
+        const struct sr_notice_event ev = preempt(i, 1000 + i);
+        sr_notice_post(arg, &ev);
+    }
+    return NULL;
+}
+
+/* The supervisor's side: poll, take what is there. */
+static int take_polled(struct sr_notice *n, struct sr_notice_event *ev)
+{
+    for (;;) {
+        if (sr_notice_take(n, ev))
+            return 1;
+        struct pollfd p = {.fd = sr_notice_fd(n), .events = POLLIN};
+        if (poll(&p, 1, 10000) <= 0)
+            return 0;
+    }
+}
+
+static void a_flood_of_notices_loses_none(void **state)
+{
+    (void)state;
+    struct sr_notice *n = unreachable_watcher();
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, flood_distinct, n), 0);
+    /* the supervisor is busy while the flood comes: the queue fills */
+    struct timespec busy = {.tv_nsec = 200 * 1000 * 1000};
+    nanosleep(&busy, NULL);
+    for (int i = 0; i < FLOOD; i++) {
+        struct sr_notice_event ev;
+        assert_true(take_polled(n, &ev));
+        char id[32];
+        snprintf(id, sizeof(id), "event-%d", i);
+        assert_string_equal(ev.id, id);
+    }
+    pthread_join(t, NULL);
+    sr_notice_stop(n);
+}
+
+static void a_repeated_notice_is_one_with_its_earliest_deadline(void **state)
+{
+    (void)state;
+    struct sr_notice *n = unreachable_watcher();
+    for (int i = 0; i < FLOOD; i++) {
+        const struct sr_notice_event ev = preempt(7, 90000 - (i % 50) * 1000);
+        sr_notice_post(n, &ev);
+    }
+    struct sr_notice_event ev;
+    assert_true(sr_notice_take(n, &ev));
+    assert_string_equal(ev.id, "event-7");
+    assert_int_equal(ev.deadline_ms, 90000 - 49 * 1000);
+    assert_false(sr_notice_take(n, &ev));
+    sr_notice_stop(n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +433,8 @@ int main(void)
         cmocka_unit_test(azure_compute_document),
         cmocka_unit_test(azure_compute_hostile_fields_are_left_out),
         cmocka_unit_test(no_placement_without_a_watcher),
+        cmocka_unit_test(a_flood_of_notices_loses_none),
+        cmocka_unit_test(a_repeated_notice_is_one_with_its_earliest_deadline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
