@@ -104,7 +104,7 @@ test_expect_success 'a stopped multi-node run keeps its kind: plain run and push
 test_expect_success 'gc of a stopped group keeps whole sets' '
     single gc --keep 1 mi
     test ! -e "$SPOTRUN_STORE/mi/ckpt/0000000011" &&
-    ls "$SPOTRUN_STORE/mi/ckpt/0000000021" | grep -c "^part-[01]-e[0-9]*.tar.zst$" | grep -qx 2
+    ls "$SPOTRUN_STORE/mi/ckpt/0000000021" | grep -c "^part-[01]-e[0-9]*.tar.zst$" | grep -x 2
 '
 
 test_expect_success 'the group resumes both nodes at step 20 and finishes' '

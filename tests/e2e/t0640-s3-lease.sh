@@ -27,7 +27,7 @@ test_expect_success 'a second wrapper is refused with 73; the server honours the
     grep "is owned by $(hostname) pid $a" b.log
     $on_a "$SPOTRUN" notify --run-id s1 --deadline 20s
     expect_code 75 wait $a
-    ! grep "ignores conditional writes" a.log b.log
+    refute grep "ignores conditional writes" a.log b.log
     s3curl "$S3_URL/bkt/$test_name/s1/LEASE" | grep "\"released\": *true"
 '
 

@@ -119,7 +119,7 @@ test_expect_success 'a rerun reads the earlier heartbeats from the history and j
     expect_code 3 "$SPOTRUN" run --run-id rerun --stall-timeout 2s --max-restarts 0 -- \
         sh first.sh >rerun0.log 2>&1 &&
     cat rerun0.log &&
-    ! grep "judged from its start" rerun0.log &&
+    refute grep "judged from its start" rerun0.log &&
     grep "\"event\":\"heartbeat\"" "$SPOTRUN_STORE"/rerun/events/000000.jsonl &&
     code=0
     timeout 90 "$SPOTRUN" run --run-id rerun --stall-timeout 2s --stall-startup 2s \

@@ -75,7 +75,7 @@ busy_vm() {
     local log=${vm_dir[$1]}/log i=0
     while [ $i -lt 600 ]; do
         kill -0 "${vm_pid[$1]}" 2>/dev/null || return 1
-        tail -n 4 "$log" | grep -q "checkpoint .* durable" && return 0
+        tail -n 4 "$log" | grep "checkpoint .* durable" >/dev/null && return 0
         sleep 0.1
         i=$((i + 1))
     done
@@ -134,7 +134,7 @@ test_expect_success 'each trial has the result of its uninterrupted run, and fin
         want=$(expected $a $b)
         echo "trial $k: want $want, got $(tr "\n" " " <"$RESULTS/$k")"
         test -s "$RESULTS/$k"
-        ! grep -vx "$want" "$RESULTS/$k"
+        refute grep -vx "$want" "$RESULTS/$k"
     done; done
     "$PY" - dump <<-\PYEOF
 	import glob, json, os, sys
