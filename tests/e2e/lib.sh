@@ -46,7 +46,8 @@ say() { printf '%s\n' "$*"; }
 # Under errexit bash goes on past a failing `! cmd` (and past a failing
 # command that is not the last of an && or || list), so a negated command
 # asserts nothing unless it is the body's last: write `refute cmd` (or
-# `if cmd; then say "why"; false; fi`). t0015 fails on a bare `! cmd`.
+# `if cmd; then say "why"; false; fi`); and chain with && only in the
+# body's last statement. t0015 (testlint.py) fails on both.
 # pipefail makes `cmd | grep x` fail when cmd fails; so do not pipe into
 # `grep -q` or `head`, which may exit before cmd has written everything and
 # make it fail (SIGPIPE): write to a file, then grep the file.

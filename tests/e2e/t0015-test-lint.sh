@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The tests themselves: no assertion that cannot fail. A test body runs
 # under `set -e -o pipefail` (lib.sh), where a `! cmd` that is not the
-# body's last command asserts nothing, and `producer | grep -q` may fail
-# the producer of SIGPIPE. testlint.py finds both (docs in it).
+# body's last command asserts nothing, nor does a link of an && chain that
+# is not the body's last statement, and `producer | grep -q` may fail the
+# producer of SIGPIPE. testlint.py finds all three (docs in it).
 . "$(dirname "$0")/lib.sh"
 
 LINT=$SRCDIR/tests/e2e/testlint.py
@@ -11,13 +12,14 @@ test_expect_success 'the lint finds each planted dead assertion and passes the g
     "$PY" "$LINT" --self-test
 '
 
-test_expect_success 'the lint fails on a script with a bare ! mid-body, naming its line' '
+test_expect_success 'the lint fails on a bare ! mid-body, an early reader and a dead && link, naming their lines' '
     cat >t9999-planted.sh <<-\EOF &&
 	. lib.sh
 	test_expect_success '"'"'planted'"'"' '"'"'
 	    "$SPOTRUN" run --run-id r -- true
 	    ! grep "lost" run.log
 	    "$SPOTRUN" ls | grep -q "^r "
+	    "$SPOTRUN" pull r out && test -s out/f
 	    grep done run.log
 	'"'"'
 	test_done
@@ -26,7 +28,8 @@ test_expect_success 'the lint fails on a script with a bare ! mid-body, naming i
     cat lint.out &&
     grep "^t9999-planted.sh:4: test body: .! \.\.\.. here asserts nothing" lint.out &&
     grep "^t9999-planted.sh:5: test body: .| grep. may stop reading early" lint.out &&
-    test "$(wc -l <lint.out)" = 2
+    grep "^t9999-planted.sh:6: test body: if this fails, the rest of its && chain is skipped" lint.out &&
+    test "$(wc -l <lint.out)" = 3
 '
 
 test_expect_success 'lib.sh runs the bodies with errexit and pipefail' '

@@ -58,7 +58,9 @@ test_expect_success 'a paused owner loses the run; its wake-up exits 73 and cann
 '
 
 test_expect_success 'racing pushes into one run: each either lands or is refused with 73' '
-    mkdir -p src && echo state >src/state && head -c 400000 /dev/urandom >src/big &&
+    mkdir -p src
+    echo state >src/state
+    head -c 400000 /dev/urandom >src/big
     for i in 1 2 3 4; do
         (rc=0; SPOTRUN_AZ_BLOCK_SIZE=64K "$SPOTRUN" push -q r4 src || rc=$?; echo $rc >push-$i.rc) &
     done

@@ -234,7 +234,7 @@ time.sleep(30)
 " "$sock" &
     idle=$!
     sleep 0.5
-    "$SPOTRUN" notify --run-id silent --deadline 10s --wait 0 &&
+    "$SPOTRUN" notify --run-id silent --deadline 10s --wait 0
     expect_code 75 wait $pid
     kill $idle 2>/dev/null
     grep "checkpoint 1 is durable" silent.log

@@ -102,10 +102,14 @@ test_expect_success '--lease-ttl 0 runs without a lease; bad values are usage er
     cmp ref.bin c.bin
     "$SPOTRUN" show --json r5 >r5.json
     refute grep "\"epoch\"" r5.json
-    mkdir -p st && echo leased >st/state && "$SPOTRUN" push r6 st
+    mkdir -p st
+    echo leased >st/state
+    "$SPOTRUN" push r6 st
     "$SPOTRUN" run --run-id r6 --lease-ttl 0 -- sh -c \
         "echo unleased >\$SPOTRUN_CKPT_DIR/state && \$SPOTRUN_BIN commit" >r6.log 2>&1
-    rm -rf out6 && "$SPOTRUN" pull r6 out6 && test "$(cat out6/state)" = unleased
+    rm -rf out6
+    "$SPOTRUN" pull r6 out6
+    test "$(cat out6/state)" = unleased
     expect_code 64 "$SPOTRUN" run --lease-ttl 10ms -- true 2>err.log
     grep -- "--lease-ttl" err.log
     expect_code 64 "$SPOTRUN" run --lease-wait soon -- true 2>err2.log

@@ -59,7 +59,8 @@ test_expect_success 'a paused owner loses the run; its wake-up exits 73 and cann
 '
 
 test_expect_success 'racing pushes into one run: each either lands or is refused with 73' '
-    mkdir -p src && echo state >src/state
+    mkdir -p src
+    echo state >src/state
     for i in 1 2 3 4; do
         (rc=0; "$SPOTRUN" push -q s3 src || rc=$?; echo $rc >push-$i.rc) &
     done

@@ -89,7 +89,9 @@ test_expect_success 'sweep init: a 12-trial grid' '
 '
 
 test_expect_success 'three workers, notices and kill -9s: every trial done exactly once' '
-    start_vm 0 && start_vm 1 && start_vm 2
+    start_vm 0
+    start_vm 1
+    start_vm 2
     disruptions="term kill notify term kill term"
     for what in $disruptions; do
         sleep "$("$PY" -c "import random; print(round(random.uniform(0.8, 2.0), 2))")"
@@ -207,7 +209,8 @@ test_expect_success 'two workers racing for one trial: one runs it' '
     HOME=$TRASH/r2 SPOTRUN_WORK_DIR=$TRASH/r2/work "$SPOTRUN" sweep work race --until-empty \
         --poll 100ms >r2.log 2>&1 &
     p2=$!
-    wait $p1 && wait $p2
+    wait $p1
+    wait $p2
     cat r1.log r2.log
     test "$(wc -l <"$RESULTS/race")" = 1
 '

@@ -8,7 +8,12 @@ pipeline of the body's last statement, or one followed by `||` (whose right
 side then runs: `! cmd || exit 1`). Everywhere else (mid-body, inside a
 loop, before `&&` in a statement that is not the last) it is dead; write
 `refute cmd` or `if cmd; then say ...; false; fi`. The same holds in the
-functions a script defines (called from its bodies).
+functions a script defines (called from its bodies). Likewise a link of an
+&& chain that is not the body's last statement: when it fails, the rest of
+the chain is skipped and the body goes on (`pull r && test ...` followed by
+more lines asserts nothing); a test body (not a helper function) may chain
+with && only in its last statement, before a `||` handler, after a test
+(`[ -s f ] && kill ...`), or towards a break/continue/return/exit.
 
 Under pipefail `producer | grep -q` (or `| grep -m N`, `| head`) is a race:
 the reader may exit before the producer has written everything, and the
@@ -502,7 +507,20 @@ def parse(src, line0=1):
 
 # --- the checks --------------------------------------------------------------
 
-AND_CHAINS = []  # --and-chains: the other dead links, counted (not an error)
+def _first_word(p):
+    c = p.cmds[0]
+    return c.words[0].value if c.kind == "simple" and c.words else None
+
+
+def _guard(p):
+    """`[ -s f ] && kill ...`: a test before && is a condition, not an assertion."""
+    return len(p.cmds) == 1 and _first_word(p) in ("[", "[[", "test")
+
+
+def _ends_in_jump(a):
+    """`... && break`: the chain is a condition of a jump."""
+    return len(a.pipes[-1].cmds) == 1 and _first_word(a.pipes[-1]) in ("break", "continue", "return", "exit")
+
 
 EARLY_READERS = re.compile(r"^(grep|egrep|fgrep)$")
 
@@ -536,15 +554,17 @@ def check_scope(lists, where, problems, tail=True):
             # right side then runs (`|| exit 1`), or to the end of the scope
             handled = "||" in a.ops[j:]
             live = handled or last
-            if AND_CHAINS and not live and not p.negated and j < len(a.ops):
-                AND_CHAINS.append((p.line, where))
+            if (where == "test body" and not live and not p.negated and j < len(a.ops)
+                    and not a.background and not _guard(p) and not _ends_in_jump(a)):
+                problems.append((p.line, "%s: if this fails, the rest of its && chain is skipped and the body goes on: end the chain here (a new line), or make it the body's last statement" % where))
             if p.negated and not live:
                 problems.append((p.line, "%s: `! ...` here asserts nothing under set -e (use refute, or if ...; then ...; false; fi)" % where))
             for m, cmd in enumerate(p.cmds):
                 inner_tail = m == len(p.cmds) - 1 and live and not p.negated
                 if m > 0 and _reader_quits_early(cmd):
                     problems.append((cmd.line, "%s: `| %s` may stop reading early: under pipefail the writer can fail of SIGPIPE (write to a file, then grep it)" % (where, cmd.words[0].value)))
-                check_cmd(cmd, where, problems, inner_tail)
+                # a statement run in the background is no assertion
+                check_cmd(cmd, where + " (in the background)" if a.background else where, problems, inner_tail)
 
 
 def check_substitutions(cmd, where, problems):
@@ -647,8 +667,16 @@ SELF_TESTS = [
     ("! grep x f && b", 0),
     ("! grep x f\nb", 1),
     ("a; ! grep x f; b", 1),
-    ("a && ! grep x f\nb", 1),
-    ("a &&\n    ! grep x f &&\n    b\nc", 1),
+    ("a && ! grep x f\nb", 2),
+    ("a &&\n    ! grep x f &&\n    b\nc", 2),
+    ("a && b\nc", 1),
+    ("a &&\n    b\nc", 1),
+    ("a && b", 0),
+    ("[ -s f ] && kill x\nc", 0),
+    ("for i in 1; do a && break; done\nc", 0),
+    ("(cd x && y) &\nc", 0),
+    ("a && b || { say no; exit 1; }\nc", 0),
+    ("if a && b; then c; fi\nd", 0),
     ("! grep x f || exit 1\nb", 0),
     ("! grep x f || { say no; exit 1; }\nb", 0),
     ("for i in 1 2; do\n    ! grep $i f\ndone", 1),
@@ -714,11 +742,6 @@ def self_test():
 def main(argv):
     if argv[1:] == ["--self-test"]:
         return self_test()
-    if argv[1:2] == ["--and-chains"]:
-        # a link of an && chain that is not the last statement: its
-        # failure skips the rest of the chain and the body goes on
-        del argv[1]
-        AND_CHAINS.append(None)
     n = 0
     for path in argv[1:]:
         src = open(path, encoding="utf-8").read()
@@ -731,8 +754,6 @@ def main(argv):
         for line, what in probs:
             print("%s:%d: %s" % (path, line, what))
             n += 1
-    for x in AND_CHAINS[1:]:
-        print("and-chain link at line %d (%s)" % x)
     return 1 if n else 0
 
 
