@@ -729,13 +729,19 @@ def self_test():
     if [ln for ln, _ in got] != [7]:
         bad += 1
         print("self-test: multi-line body: want a problem at line 7, got %s" % got)
+    # a body given inside a function, or in a loop
+    src = "t() {\n    test_expect_success \"t $1\" '\n        ! a\n        b\n    '\n}\nfor x in 1; do test_expect_success t '! a; b'; done\n"
+    got = lint_text(src, "s")
+    if [ln for ln, _ in got] != [3, 7]:
+        bad += 1
+        print("self-test: bodies in a function and a loop: want problems at lines 3 and 7, got %s" % got)
     if lint_lib("(set -e; eval \"$body\") >out") == []:
         bad += 1
         print("self-test: lib.sh without pipefail passes")
     if lint_lib("(set -e -o pipefail; trap x ERR; eval \"$body\") >out") != []:
         bad += 1
         print("self-test: lib.sh with pipefail fails")
-    print("self-test: %d of %d cases wrong" % (bad, len(SELF_TESTS) + 3))
+    print("self-test: %d of %d cases wrong" % (bad, len(SELF_TESTS) + 4))
     return 1 if bad else 0
 
 
