@@ -159,6 +159,12 @@ def lex(s, line0=1):
                         break
             heredocs = []
             continue
+        if s.startswith("<(", i) or s.startswith(">(", i):  # process substitution
+            j = _skip_nested(s, i + 2, ")")
+            toks.append(Tok("word", s[i:j], line, literal=False))
+            line += s.count("\n", i, j)
+            i = j
+            continue
         m = REDIR.match(s, i)
         if m and (m.group(0)[0] in "<>&" or m.group(0)[-1] in "<>&|"):
             op = m.group(0)
@@ -208,6 +214,11 @@ def _word(s, i, line):
     startline = line
     while i < n and s[i] not in META:
         c = s[i]
+        if c == "=" and s.startswith("=(", i) and re.match(r"^[A-Za-z_][A-Za-z_0-9]*(\+)?$", s[start:i]):
+            j = _skip_nested(s, i + 2, ")")  # an array: a=(x y)
+            val.append(s[i:j])
+            i = j
+            continue
         if c == "\\":
             if i + 1 < n and s[i + 1] != "\n":
                 val.append(s[i + 1])
@@ -712,6 +723,10 @@ SELF_TESTS = [
     ("x=$(ldconfig -p | awk \"{print; exit}\")\nb", 1),
     ("echo \"$(a | head -n1)\"", 0),
     ("echo $((1 << 20)) >f\n! grep x f\nb", 1),
+    ("diff <(sort a) <(sort b)\n! grep x f\nb", 1),
+    ("a=(x \"y z\")\nb+=(w)\n! grep x f\nc", 1),
+    ("case $x in (a|b) c ;; *) d ;;& e) ! f ;; esac\ng", 1),
+    ("[[ $x =~ ^(a|b)$ ]] && y\n! grep x f\nc", 1),
 ]
 
 
