@@ -60,6 +60,7 @@ azreq() { python3 "$SRCDIR/tests/azure/azreq.py" "$@"; }
 
 # az_keys PREFIX: the blob names under PREFIX in container ckpt, one a line.
 az_keys() {
-    azreq GET /ckpt "comp=list&prefix=$1&restype=container" | grep -o '<Name>[^<]*</Name>' |
-        sed 's/<[^>]*>//g'
+    # no key is no line (grep's exit 1 is not an error: bodies run under pipefail)
+    azreq GET /ckpt "comp=list&prefix=$1&restype=container" |
+        { grep -o '<Name>[^<]*</Name>' || test $? = 1; } | sed 's/<[^>]*>//g'
 }

@@ -76,7 +76,7 @@ CONF
     slurmctld -f "$SLURM_CONF" &&
     slurmd -f "$SLURM_CONF" &&
     for _ in $(seq 100); do
-        sinfo -h -o %T 2>/dev/null | grep -q idle && break
+        sinfo -h -o %T 2>/dev/null | grep idle >/dev/null && break
         sleep 0.1
     done &&
     sinfo -h -o %T | grep idle

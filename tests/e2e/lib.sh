@@ -42,7 +42,15 @@ test_failed=0
 say() { printf '%s\n' "$*"; }
 
 # test_expect_success 'title' 'commands': runs commands in a subshell with
-# errexit; the test passes when they exit 0.
+# errexit and pipefail; the test passes when they exit 0.
+# Under errexit bash goes on past a failing `! cmd` (and past a failing
+# command that is not the last of an && or || list), so a negated command
+# asserts nothing unless it is the body's last: write `refute cmd` (or
+# `if cmd; then say "why"; false; fi`); and chain with && only in the
+# body's last statement. t0015 (testlint.py) fails on both.
+# pipefail makes `cmd | grep x` fail when cmd fails; so do not pipe into
+# `grep -q` or `head`, which may exit before cmd has written everything and
+# make it fail (SIGPIPE): write to a file, then grep the file.
 test_expect_success() {
     test_count=$((test_count + 1))
     local title=$1 body=$2 out=$TRASH/test-$test_count.out
@@ -51,7 +59,7 @@ test_expect_success() {
     # would count.
     # The ERR trap names the command that failed: a failing grep or a
     # command whose output went to a file would otherwise fail silently.
-    (set -e; trap 'say "# failed (exit $?): $BASH_COMMAND"' ERR; eval "$body") >"$out" 2>&1
+    (set -e -o pipefail; trap 'say "# failed (exit $?): $BASH_COMMAND"' ERR; eval "$body") >"$out" 2>&1
     local rc=$?
     if [ "$rc" -eq 0 ]; then
         say "ok $test_count - $title"
@@ -89,6 +97,24 @@ expect_code() {
         say "expected exit $want, got $got: $*"
         return 1
     fi
+}
+
+# refute CMD...: the negation of CMD as an assertion (what `! CMD` would
+# mean if errexit honoured it): fails when CMD succeeds, saying what it ran
+# and what it printed; succeeds, quietly, when CMD fails. A grep, cmp or
+# diff must answer "no" (exit 1): one that could not read its file (exit 2)
+# proves nothing, and fails too.
+refute() {
+    local out rc=0
+    out=$("$@" 2>&1) || rc=$?
+    case "$rc:${1##*/}" in
+    0:*) say "expected failure, but it succeeded: $*" ;;
+    1:grep | 1:egrep | 1:fgrep | 1:cmp | 1:diff) return 0 ;;
+    *:grep | *:egrep | *:fgrep | *:cmp | *:diff) say "expected exit 1 (no), got $rc: $*" ;;
+    *) return 0 ;;
+    esac
+    [ -z "$out" ] || printf '%s\n' "$out" | sed 's/^/  | /'
+    return 1
 }
 
 # wait_for FILE PATTERN [SECONDS]: waits until FILE has a line matching PATTERN.

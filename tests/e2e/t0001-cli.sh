@@ -118,7 +118,7 @@ test_expect_success 'spotrun --version prints the version, the commit, the libra
     unset SPOTRUN_PRELOAD &&
     shim=$("$SPOTRUN" version | sed -n "s/^shim: //p") &&
     test -f "$shim" && case "$shim" in /*libspotrun.so) ;; *) false ;; esac &&
-    "$SPOTRUN" version | grep -q "^spotrun $version "
+    "$SPOTRUN" version | grep "^spotrun $version "
 '
 
 test_expect_success 'run names its run id and resolved store in one line before the job starts' '

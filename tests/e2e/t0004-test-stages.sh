@@ -17,7 +17,7 @@ test_expect_success 'two stages at once: each one'"'"'s output comes whole, afte
     { stage one chatty one 50 & stage two chatty two 50 & wait; } >out &&
     cat out &&
     for s in one two; do
-        sed -n "/^== $s: ok in [0-9]*s; its output/,/^==/p" out | grep -c "^$s [0-9]*$" | grep -qx 50 || exit 1
+        sed -n "/^== $s: ok in [0-9]*s; its output/,/^==/p" out | grep -c "^$s [0-9]*$" | grep -x 50 || exit 1
     done &&
     test "$(grep -c "^one [0-9]*$\|^two [0-9]*$" out)" = 100 &&
     stage_table >table &&

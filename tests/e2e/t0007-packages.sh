@@ -19,11 +19,11 @@ test_expect_success 'the .deb depends on the package of every library spotrun li
     readelf -d "$SPOTRUN" | sed -n "s/.*(NEEDED).*\[\(.*\)\]/\1/p" >needed &&
     test -s needed &&
     while read -r soname; do
-        path=$(ldconfig -p | awk -v s="$soname" "\$1 == s {print \$NF; exit}") &&
+        path=$(ldconfig -p | awk -v s="$soname" "\$1 == s && !p {print \$NF; p = 1}") &&
         test -n "$path" &&
         real=$(readlink -f "$path") &&
         pkg=$( (dpkg -S "$path" || dpkg -S "$real" || dpkg -S "${real#/usr}") 2>/dev/null |
-            head -n1 | cut -d: -f1) &&
+            sed -n 1p | cut -d: -f1) &&
         echo "$soname -> $pkg" &&
         grep -x -q "$pkg" depends || { echo "missing: $pkg for $soname"; return 1; }
     done <needed &&

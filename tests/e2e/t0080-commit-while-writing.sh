@@ -86,8 +86,9 @@ test_expect_success 'push of a directory rewritten while it is read exits 75 and
     touch -d 2020-01-01 pushdir/torn.bin
     expect_code 75 torn "$SPOTRUN" push tp pushdir >push.log 2>&1
     grep "torn.bin changed while it was read" push.log
-    expect_code 66 "$SPOTRUN" show tp >/dev/null 2>&1 ||
-        ! "$SPOTRUN" show tp | grep -q "^checkpoints: *[1-9]"
+    # Either no run tp at all, or one without a checkpoint.
+    "$SPOTRUN" show tp >show-tp.out 2>&1 || test $? = 66
+    refute grep "^checkpoints: *[1-9]" show-tp.out
     # Once the directory is still, the same push works.
     "$SPOTRUN" push tp pushdir >push2.log 2>&1
     "$SPOTRUN" pull tp out-tp

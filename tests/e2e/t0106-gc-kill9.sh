@@ -53,7 +53,8 @@ test_expect_success 'a chain of 12 checkpoints, fulls every 5th' '
 test_expect_success 'gc killed at each of its deletes: every listed checkpoint restores' '
     n=0
     while :; do
-        rm -rf "$SPOTRUN_STORE" && cp -a store.orig "$SPOTRUN_STORE"
+        rm -rf "$SPOTRUN_STORE"
+        cp -a store.orig "$SPOTRUN_STORE"
         code=0
         LD_PRELOAD=$SPOTRUN_INJECT_LIB SPOTRUN_INJECT=unlink:KILL:$n SPOTRUN_INJECT_PATH=/ckpt/ \
             "$SPOTRUN" gc -q g --keep 3 2>>gc.err || code=$?

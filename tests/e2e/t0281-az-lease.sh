@@ -26,7 +26,7 @@ test_expect_success 'a second wrapper is refused with 73; Azurite honours the co
     grep "is owned by $(hostname) pid $a" b.log
     $on_a "$SPOTRUN" notify --run-id s1 --deadline 20s
     expect_code 75 wait $a
-    ! grep "ignores conditional writes" a.log b.log
+    refute grep "ignores conditional writes" a.log b.log
     azreq GET "/ckpt/$test_name/s1/LEASE" | grep "\"released\": *true"
 '
 
@@ -58,7 +58,9 @@ test_expect_success 'a paused owner loses the run; its wake-up exits 73 and cann
 '
 
 test_expect_success 'racing pushes into one run: each either lands or is refused with 73' '
-    mkdir -p src && echo state >src/state && head -c 400000 /dev/urandom >src/big &&
+    mkdir -p src
+    echo state >src/state
+    head -c 400000 /dev/urandom >src/big
     for i in 1 2 3 4; do
         (rc=0; SPOTRUN_AZ_BLOCK_SIZE=64K "$SPOTRUN" push -q r4 src || rc=$?; echo $rc >push-$i.rc) &
     done
@@ -74,7 +76,7 @@ test_expect_success 'racing pushes into one run: each either lands or is refused
 test_expect_success 'Put Block List is conditional too: a wrong If-Match is 412, * on an existing blob 409' '
     blob=/ckpt/$test_name/r4/ckpt/0000000001/data.tar.zst &&
     azreq GET $blob comp=blocklist >bl.xml &&
-    id=$(grep -o "<Name>[^<]*</Name>" bl.xml | head -n 1 | sed "s/<[^>]*>//g") &&
+    id=$(grep -o "<Name>[^<]*</Name>" bl.xml | sed -n 1p | sed "s/<[^>]*>//g") &&
     printf "<?xml version=\"1.0\"?><BlockList><Committed>%s</Committed></BlockList>" "$id" >list.xml &&
     ! AZ_HEADERS="If-Match: \"0x8D000000000000\"" azreq PUT $blob comp=blocklist list.xml >412.out &&
     head -n 1 412.out | grep "^412 .*ConditionNotMet" &&

@@ -41,7 +41,7 @@ test_expect_success 'a notice to the job: both nodes checkpoint one step, exit 7
     wait_for "$D/out/ddp.out" "^step 20 " 120 &&
     scancel --batch --signal=USR1 "$job" &&
     wait_for "$D/out/ddp.out" "requeueing" 60 &&
-    grep -c "preempted: checkpoint [0-9]* is durable" "$D/out/ddp.out" | grep -qx 2
+    grep -c "preempted: checkpoint [0-9]* is durable" "$D/out/ddp.out" | grep -x 2
 '
 
 test_expect_success 'the requeued job resumes both ranks and ends bit-exact' '

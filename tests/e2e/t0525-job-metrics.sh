@@ -13,9 +13,9 @@ test_expect_success 'spotrun metric records each NAME=VALUE with its step' '
     metrics cli >cli.ev &&
     cat cli.ev &&
     test "$(wc -l <cli.ev)" -eq 3 &&
-    grep "\"name\":\"loss\"" cli.ev | grep "\"value\":0.3125" | grep -q "\"step\":7" &&
-    grep "\"name\":\"acc\"" cli.ev | grep -q "\"value\":91" &&
-    grep "\"name\":\"delta\"" cli.ev | grep "\"value\":-0.0015" | grep -vq "\"step\""
+    grep "\"name\":\"loss\"" cli.ev | grep "\"value\":0.3125" | grep "\"step\":7" &&
+    grep "\"name\":\"acc\"" cli.ev | grep "\"value\":91" &&
+    grep "\"name\":\"delta\"" cli.ev | grep "\"value\":-0.0015" | grep -v "\"step\""
 '
 
 test_expect_success 'show: each metric'"'"'s last value and its best, with their steps' '
@@ -70,7 +70,7 @@ print("ok %d bad %d nan %d" % (lib.spotrun_metric(b"lr", 0.25, 12),
 PY
     "$SPOTRUN" run --run-id capi --max-restarts 0 -- "$PY" capi.py >capi.log 2>&1 &&
     grep "ok 0 bad -22 nan -22" capi.log &&
-    metrics capi | grep "\"name\":\"lr\"" | grep "\"value\":0.25" | grep -q "\"step\":12"
+    metrics capi | grep "\"name\":\"lr\"" | grep "\"value\":0.25" | grep "\"step\":12"
 '
 
 test_expect_success 'bad metrics are usage errors and record nothing' '

@@ -71,9 +71,10 @@ test_expect_success 'while a group runs, single-node run, --fresh, gc and push e
     refused fresh.err single run --run-id mi --lease-wait 0 --fresh -- true
     refused gc.err single gc --keep 1 mi
     refused push.err single push mi pushdir
-    test -f "$SPOTRUN_STORE/mi/ckpt/0000000011/MANIFEST.json" &&
-    test -f "$SPOTRUN_STORE/mi/LEASE.0" && test -f "$SPOTRUN_STORE/mi/LEASE.1" &&
-    test ! -e "$SPOTRUN_STORE/mi/DONE" &&
+    test -f "$SPOTRUN_STORE/mi/ckpt/0000000011/MANIFEST.json"
+    test -f "$SPOTRUN_STORE/mi/LEASE.0"
+    test -f "$SPOTRUN_STORE/mi/LEASE.1"
+    test ! -e "$SPOTRUN_STORE/mi/DONE"
     "$SPOTRUN" show --json mi | "$PY" -c "
 import json, sys
 s = json.load(sys.stdin)
@@ -81,7 +82,7 @@ c = s[\"checkpoints\"]
 assert [k[\"nodes\"] for k in c] == [2], c
 # show names every owner: each node of the group holds its lease
 assert [(x[\"node\"], x[\"state\"]) for x in s[\"node_leases\"]] == [(0, \"held\"), (1, \"held\")], s
-" &&
+"
     "$SPOTRUN" show mi | grep "^lease: *node 1 held by $(hostname) pid ${pid[1]} (epoch"
     # The group was left whole: a notice stops it with 75, step 20 is a set.
     HOME=$TRASH/home-mi-1 SPOTRUN_WORK_DIR=$TRASH/work-mi-1 "$SPOTRUN" notify --run-id mi --deadline 30s
@@ -94,7 +95,8 @@ assert [(x[\"node\"], x[\"state\"]) for x in s[\"node_leases\"]] == [(0, \"held\
 test_expect_success 'a stopped multi-node run keeps its kind: plain run and push are usage errors' '
     expect_code 64 single run --run-id mi --lease-wait 0 -- true 2>kind.err
     cat kind.err
-    grep "run mi is a multi-node run of 2 nodes" kind.err && grep -- "--restore-parts all" kind.err &&
+    grep "run mi is a multi-node run of 2 nodes" kind.err
+    grep -- "--restore-parts all" kind.err
     expect_code 64 single push mi pushdir 2>kpush.err
     cat kpush.err
     grep "run mi is a multi-node run" kpush.err &&
@@ -104,7 +106,7 @@ test_expect_success 'a stopped multi-node run keeps its kind: plain run and push
 test_expect_success 'gc of a stopped group keeps whole sets' '
     single gc --keep 1 mi
     test ! -e "$SPOTRUN_STORE/mi/ckpt/0000000011" &&
-    ls "$SPOTRUN_STORE/mi/ckpt/0000000021" | grep -c "^part-[01]-e[0-9]*.tar.zst$" | grep -qx 2
+    ls "$SPOTRUN_STORE/mi/ckpt/0000000021" | grep -c "^part-[01]-e[0-9]*.tar.zst$" | grep -x 2
 '
 
 test_expect_success 'the group resumes both nodes at step 20 and finishes' '

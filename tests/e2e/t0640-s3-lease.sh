@@ -27,7 +27,7 @@ test_expect_success 'a second wrapper is refused with 73; the server honours the
     grep "is owned by $(hostname) pid $a" b.log
     $on_a "$SPOTRUN" notify --run-id s1 --deadline 20s
     expect_code 75 wait $a
-    ! grep "ignores conditional writes" a.log b.log
+    refute grep "ignores conditional writes" a.log b.log
     s3curl "$S3_URL/bkt/$test_name/s1/LEASE" | grep "\"released\": *true"
 '
 
@@ -59,7 +59,8 @@ test_expect_success 'a paused owner loses the run; its wake-up exits 73 and cann
 '
 
 test_expect_success 'racing pushes into one run: each either lands or is refused with 73' '
-    mkdir -p src && echo state >src/state
+    mkdir -p src
+    echo state >src/state
     for i in 1 2 3 4; do
         (rc=0; "$SPOTRUN" push -q s3 src || rc=$?; echo $rc >push-$i.rc) &
     done

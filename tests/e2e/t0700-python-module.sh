@@ -74,8 +74,8 @@ PY
 test_expect_success 'metrics land in the event log with their step' '
     cat "$SPOTRUN_STORE"/poll/events/*.jsonl | grep "\"event\":\"metric\"" >metrics.ev &&
     cat metrics.ev &&
-    grep "\"name\":\"loss\"" metrics.ev | grep "\"value\":0.3125" | grep -q "\"step\":[1-9]" &&
-    grep "\"name\":\"lr\"" metrics.ev | grep "\"value\":0.0625" | grep -vq "\"step\""
+    grep "\"name\":\"loss\"" metrics.ev | grep "\"value\":0.3125" | grep "\"step\":[1-9]" &&
+    grep "\"name\":\"lr\"" metrics.ev | grep "\"value\":0.0625" | grep -v "\"step\""
 '
 
 test_expect_success 'after a crash the job resumes: resumed(), restored_step(), attempt()' '

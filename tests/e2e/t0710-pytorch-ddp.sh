@@ -19,7 +19,7 @@ test_expect_success 'PyTorch is importable' '
 test_expect_success 'uninterrupted reference run of 2 ranks (no spotrun)' '
     ddp --out ref.txt >ref.log 2>&1 || { cat ref.log; exit 1; }
     test "$(wc -c <ref.txt)" -ge 64 &&
-    grep -c "^final weights sha256: $(cat ref.txt)$" ref.log | grep -qx 1
+    grep -c "^final weights sha256: $(cat ref.txt)$" ref.log | grep -x 1
 '
 
 test_expect_success 'notify: the ranks save one step, one commit, spotrun exits 75' '

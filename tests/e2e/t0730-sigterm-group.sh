@@ -78,10 +78,10 @@ test_expect_success 'PyTorch is importable' '
 test_expect_success 'kill -TERM -- -PGID of the job: the trainer commits, exit 75' '
     "$SPOTRUN" run --run-id grp --grace 60s -- "$PY" trainer.py 1000000 >grp.log 2>&1 &
     pid=$!
-    wait_for grp.log "^step 20$" 120 &&
-    wait_for workers . 30 &&
-    job=$(job_pid $pid) &&
-    test "$(ps -o pgid= -p $(cut -d" " -f1 workers) | tr -d " ")" = "$job" &&
+    wait_for grp.log "^step 20$" 120
+    wait_for workers . 30
+    job=$(job_pid $pid)
+    test "$(ps -o pgid= -p $(cut -d" " -f1 workers) | tr -d " ")" = "$job"
     kill -TERM -- -"$job"
     expect_code 75 wait $pid &&
     preempted grp.log
@@ -98,11 +98,11 @@ test_expect_success 'the rerun resumes from that checkpoint' '
 test_expect_success 'TERM to the wrapper'"'"'s group and the job'"'"'s at once (as Slurm): exit 75' '
     setsid "$SPOTRUN" run --run-id both --grace 60s -- "$PY" trainer.py 1000000 >both.log 2>&1 &
     pid=$!
-    rm -f workers &&
-    wait_for both.log "^step 20$" 120 &&
-    wait_for workers . 30 &&
-    job=$(job_pid $pid) &&
-    test "$(ps -o pgid= -p $pid | tr -d " ")" = "$pid" &&
+    rm -f workers
+    wait_for both.log "^step 20$" 120
+    wait_for workers . 30
+    job=$(job_pid $pid)
+    test "$(ps -o pgid= -p $pid | tr -d " ")" = "$pid"
     kill -TERM -- -"$pid" -"$job"
     expect_code 75 wait $pid &&
     preempted both.log &&

@@ -78,7 +78,7 @@ test_expect_success 'a notice: preempted (manual), in show, ls and --json' '
 '
 
 test_expect_success 'kill -9 of the wrapper: its attempt vanished, before and after a rerun' '
-    cat >vjob.sh <<-\EOF &&
+    cat >vjob.sh <<-\EOF
 	#!/bin/sh
 	# the first attempt waits to be killed with its wrapper; the rerun ends
 	[ "$SPOTRUN_ATTEMPT" = 0 ] || exit 0

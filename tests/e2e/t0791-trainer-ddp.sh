@@ -79,7 +79,7 @@ test_expect_success 'a frozen rank (SIGSTOP) mid-epoch: stalled, restarted from 
     wait_lines frozen.log "$STEP_LINE" $n 120 || { kill -TERM $w; wait $w; cat frozen.log; exit 1; }
     launcher=$(job_pid $w) &&
     rank1=$(for p in $(pgrep -P "$launcher"); do
-        tr "\0" "\n" </proc/$p/environ | grep -qx RANK=1 && echo $p; done) &&
+        tr "\0" "\n" </proc/$p/environ | grep -x RANK=1 >/dev/null && echo $p; done) &&
     test -n "$rank1" &&
     say "stopping rank 1 (pid $rank1)" &&
     kill -STOP "$rank1" &&

@@ -69,7 +69,7 @@ c = s[\"checkpoints\"]
 assert 1 <= len(c) <= 2 and all(k[\"nodes\"] == 2 for k in c), c
 " &&
     for d in "$SPOTRUN_STORE"/ddp/ckpt/*/; do
-        ls "$d" | grep -c "^part-[01]-e[0-9]*.tar.zst$" | grep -qx 2 || exit 1
+        ls "$d" | grep -c "^part-[01]-e[0-9]*.tar.zst$" | grep -x 2 || exit 1
     done
 '
 

@@ -51,7 +51,8 @@ test_expect_success 'two wrappers for the same rank: the second exits 73' '
 test_expect_success 'a notice to one node: every node commits step 20, the set has every part' '
     start_node grp 2 0 g0.log
     start_node grp 2 1 g1.log
-    wait_for g0.log "^ready" && wait_for g1.log "^ready"
+    wait_for g0.log "^ready"
+    wait_for g1.log "^ready"
     notify_node grp 0 30s
     expect_code 75 wait ${pid[0]}
     expect_code 75 wait ${pid[1]}
@@ -64,7 +65,8 @@ test_expect_success 'a part that never lands: no manifest for its step, the reru
     start_node lost 2 0 l0.log
     SPOTRUN_INJECT=write:EIO SPOTRUN_INJECT_PATH=0000000021/.part-1 LD_PRELOAD=$SPOTRUN_INJECT_LIB \
         start_node lost 2 1 l1.log
-    wait_for l0.log "^ready" && wait_for l1.log "^ready"
+    wait_for l0.log "^ready"
+    wait_for l1.log "^ready"
     notify_node lost 1 4s
     expect_code 75 wait ${pid[0]}
     expect_code 75 wait ${pid[1]}
@@ -85,7 +87,8 @@ test_expect_success 'the completer dies before the manifest: the next start publ
         start_node late 2 0 t0.log
     SPOTRUN_INJECT=write:EIO SPOTRUN_INJECT_PATH=0000000021/.MANIFEST LD_PRELOAD=$SPOTRUN_INJECT_LIB \
         start_node late 2 1 t1.log
-    wait_for t0.log "^ready" && wait_for t1.log "^ready"
+    wait_for t0.log "^ready"
+    wait_for t1.log "^ready"
     notify_node late 0 4s
     expect_code 75 wait ${pid[0]}
     expect_code 75 wait ${pid[1]}

@@ -50,7 +50,8 @@ test_expect_success 'node 0 finishes first, node 1 is then preempted: no DONE, e
 test_expect_success 'the requeued group runs every node again from the newest set; both finish: DONE' '
     CHECK=1 start_node early 2 0 r0.log
     CHECK=1 start_node early 2 1 r1.log
-    wait ${pid[0]} && wait ${pid[1]}
+    wait ${pid[0]}
+    wait ${pid[1]}
     cat r0.log r1.log
     ! grep "already done" r0.log r1.log &&
     grep "^rank=0 resumed=1 step=10$" r0.log && grep "^rank=1 resumed=1 step=10$" r1.log &&
@@ -64,7 +65,8 @@ test_expect_success 'the requeued group runs every node again from the newest se
 test_expect_success 'a notice to node 1; node 0 finishes during it: both exit 75, no DONE' '
     EARLY0=req start_node mid 2 0 m0.log
     start_node mid 2 1 m1.log
-    wait_for m0.log "^ready" && wait_for m1.log "^ready"
+    wait_for m0.log "^ready"
+    wait_for m1.log "^ready"
     notify_node mid 1 15s # node 0 must read it while fresh, whatever the load
     expect_code 75 wait ${pid[0]}
     expect_code 75 wait ${pid[1]}

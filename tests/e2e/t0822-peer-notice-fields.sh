@@ -38,7 +38,7 @@ test_expect_success 'forged notices are ignored with a warning; a valid one stop
     wait_for pn.log "ignoring notice .*/$t-r1-e1.json: its source is not a short name"
     put_notice "x-r1-e1.json" 1 1 manual $((t + 30000)) "$t"
     wait_for pn.log "ignoring notice .*/x-r1-e1.json: its name is not"
-    ! grep "preemption notice" pn.log
+    refute grep "preemption notice" pn.log
     t=$(now_ms)
     put_notice "$t-r1-e1.json" 1 1 manual $((t + 15000)) "$t"
     expect_code 75 wait $p

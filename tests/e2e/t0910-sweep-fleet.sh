@@ -75,7 +75,7 @@ busy_vm() {
     local log=${vm_dir[$1]}/log i=0
     while [ $i -lt 600 ]; do
         kill -0 "${vm_pid[$1]}" 2>/dev/null || return 1
-        tail -n 4 "$log" | grep -q "checkpoint .* durable" && return 0
+        tail -n 4 "$log" | grep "checkpoint .* durable" >/dev/null && return 0
         sleep 0.1
         i=$((i + 1))
     done
@@ -89,7 +89,9 @@ test_expect_success 'sweep init: a 12-trial grid' '
 '
 
 test_expect_success 'three workers, notices and kill -9s: every trial done exactly once' '
-    start_vm 0 && start_vm 1 && start_vm 2
+    start_vm 0
+    start_vm 1
+    start_vm 2
     disruptions="term kill notify term kill term"
     for what in $disruptions; do
         sleep "$("$PY" -c "import random; print(round(random.uniform(0.8, 2.0), 2))")"
@@ -134,7 +136,7 @@ test_expect_success 'each trial has the result of its uninterrupted run, and fin
         want=$(expected $a $b)
         echo "trial $k: want $want, got $(tr "\n" " " <"$RESULTS/$k")"
         test -s "$RESULTS/$k"
-        ! grep -vx "$want" "$RESULTS/$k"
+        refute grep -vx "$want" "$RESULTS/$k"
     done; done
     "$PY" - dump <<-\PYEOF
 	import glob, json, os, sys
@@ -207,7 +209,8 @@ test_expect_success 'two workers racing for one trial: one runs it' '
     HOME=$TRASH/r2 SPOTRUN_WORK_DIR=$TRASH/r2/work "$SPOTRUN" sweep work race --until-empty \
         --poll 100ms >r2.log 2>&1 &
     p2=$!
-    wait $p1 && wait $p2
+    wait $p1
+    wait $p2
     cat r1.log r2.log
     test "$(wc -l <"$RESULTS/race")" = 1
 '

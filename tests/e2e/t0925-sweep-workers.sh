@@ -59,7 +59,7 @@ test_expect_success 'a record that is not one of this sweep is ignored, with a w
     rm "$d/x-1-1.json" "$d/y-2-2.json" "$d/z-3-3.json"
 '
 
-rec() { ls "$SPOTRUN_STORE"/sweeps/long/workers/*.json 2>/dev/null | head -n 1; }
+rec() { ls "$SPOTRUN_STORE"/sweeps/long/workers/*.json 2>/dev/null | sed -n 1p; }
 
 test_expect_success 'a worker killed with kill -9 ends at its last keep-alive' '
     "$SPOTRUN" sweep init long --param n=1 -- sh -c "exec sleep 300" &&
