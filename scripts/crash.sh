@@ -30,15 +30,16 @@ while [ $# -gt 0 ]; do
     *) echo "crash.sh: unknown option $1" >&2 && exit 64 ;;
     esac
 done
+case $store in file | s3) ;; *) echo "crash.sh: --store is file or s3" >&2 && exit 64 ;; esac
 [ -x "$root/build/runtime/spotrun" ] || {
     echo "crash.sh: no build/runtime/spotrun: run scripts/build.sh first" >&2
     exit 69
 }
 export SPOTRUN_INJECT_LIB=$root/build/tests/faults/libspotrun-inject.so
-# lib.sh: the e2e tests' scratch dir ($TRASH: build/tests/tmp/crash) and
+# lib.sh: the e2e tests' scratch dir ($TRASH: build/tests/tmp/crash-STORE/crash) and
 # environment; s3lib.sh starts the S3 server and stops it on exit.
 set +e
-export SRCDIR=$root
+export SRCDIR=$root TEST_TMP=$root/build/tests/tmp/crash-$store # file and s3 loops may run at once
 . "$root/tests/e2e/lib.sh"
 case $store in
 file) url=$TRASH/store s3=() ;;
@@ -47,7 +48,6 @@ s3)
     S3_CONDITIONAL=1 s3_start
     url=$SPOTRUN_STORE s3=(--s3-url "$S3_URL")
     ;;
-*) echo "crash.sh: --store is file or s3" >&2 && exit 64 ;;
 esac
 "$PY" "$root/tests/e2e/crashloop.py" --store "$url" "${s3[@]}" -n "$n" --seed "$seed" \
     --dir "$TRASH/loop" "${extra[@]}"

@@ -273,14 +273,16 @@ class Loop:
             out.append((path, bool(flags & (os.O_WRONLY | os.O_RDWR))))
         return out
 
-    def aim_at_save(self, rng, trainer, log, p):
+    def aim_at_save(self, rng, trainer, log, p, early):
         """Waits for a save of the trainer and a random moment around it:
-        inside it most of the time. False if the run ended first."""
+        inside it most of the time (early: always, in its first tenth of a
+        second). False if the run ended first."""
         k = rng.randint(1, STEPS[trainer] - 1)
-        inside = rng.random() < 0.7
+        inside = early or rng.random() < 0.7
         if not self.wait_line(log, rf"^save {k} {'begin' if inside else 'end'}$", p):
             return False
-        time.sleep(rng.uniform(0.0, 0.25) if inside else rng.uniform(0.0, STEP_TIME[trainer]))
+        top = 0.1 if early else 0.25 if inside else STEP_TIME[trainer]
+        time.sleep(rng.uniform(0.0, top))
         return True
 
     def classify_wrapper(self, pid):
@@ -303,14 +305,15 @@ class Loop:
 
     # ---- one iteration ----------------------------------------------------
 
-    def interrupt(self, rng, trainer, kind, run, node, log):
+    def interrupt(self, rng, trainer, kind, run, node, log, early=False):
         """Starts the run on node and interrupts it; returns (point, wrapper
         Popen, proxy or None)."""
         extra, proxy = {}, None
         if kind in INJECT and not (self.s3 and kind in PROXY_PATH):
             path, ops = INJECT[kind]
             op, top = rng.choice(ops)
-            n = rng.randint(1 if kind == "wrapper-lease" else 0, top)
+            lo = 1 if kind == "wrapper-lease" else 0
+            n = rng.randint(lo, top if trainer == "commit" else max(lo, top // 2))  # fewer commits
             extra = {"LD_PRELOAD": self.inject, "SPOTRUN_INJECT": f"{op}:KILL:{n}",
                      "SPOTRUN_INJECT_PATH": path}
             p = self.start(run, trainer, node, log, extra)
@@ -332,7 +335,7 @@ class Loop:
             p = self.start(run, trainer, node, log, {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"})
             if self.wait_line(plog, r"^fault ", p, 150):
                 time.sleep(0.3)  # slow: the server has it; stall: half the body sent
-                started = bool(self.trainer_pid(log))
+                started = any(re.search(r"attempt \d+: started", x) for x in self.lines(log))
                 p.send_signal(signal.SIGKILL)
                 what = "mid-lease-acquisition" if kind == "wrapper-lease" and not started else f"mid-{kind[8:]}"
                 point = f"{what} ({fault})"
@@ -348,7 +351,7 @@ class Loop:
             point = "wrapper " + self.classify_wrapper(p.pid)
             p.send_signal(signal.SIGKILL)
             return point, p, None
-        if not self.aim_at_save(rng, trainer, log, p):
+        if not self.aim_at_save(rng, trainer, log, p, early):
             return f"{kind}: not reached (the run had ended)", p, None
         tp = self.trainer_pid(log)
         if kind == "job-kill":
@@ -387,7 +390,8 @@ class Loop:
         notes = []
         rc = None
         try:
-            point, p, proxy = self.interrupt(rng, trainer, kind, run, nodes[0], logs[0])
+            # the first iteration's notice or kill lands early in a save
+            point, p, proxy = self.interrupt(rng, trainer, kind, run, nodes[0], logs[0], i == 0)
             # the trainer's lines from here on are the recovery's (all of
             # them when the point was never reached)
             first = 0 if "not reached" in point else len(self.lines(logs[0]))
@@ -402,6 +406,8 @@ class Loop:
                 self.gone(tp)
             if kind != "job-kill":
                 durable = self.checkpoints(run, nodes[0])
+            if "not reached" in point:
+                durable = []  # nothing was interrupted: its first start was fresh
             reruns = 0
             while rc != 0 and reruns < 3:
                 reruns += 1
