@@ -387,7 +387,6 @@ class Loop:
         os.makedirs(root)
         nodes = [Node(root, "node0")]
         logs = [os.path.join(root, "run0.log")]
-        notes = []
         rc = None
         try:
             # the first iteration's notice or kill lands early in a save
@@ -418,8 +417,11 @@ class Loop:
                     nodes.append(node)
                 logs.append(os.path.join(root, f"run{reruns}.log"))
                 rc = self.wait(self.start(run, trainer, node, logs[-1]))
+            before = self.lines(logs[0])[:first]
             rec = self.lines(logs[0])[first:] + [x for lg in logs[1:] for x in self.lines(lg)]
-            verdict, why = self.judge(run, trainer, rc, rec, durable, nodes, notes)
+            if any(x.startswith("done step ") for x in before):
+                point += " (after the job finished)"  # e.g. releasing the lease: the rerun sees DONE
+            verdict, why = self.judge(run, trainer, rc, before, rec, durable, nodes)
         except Hung as e:
             point = locals().get("point", kind)
             verdict, why = "unrecoverable", str(e)
@@ -436,7 +438,7 @@ class Loop:
         if verdict in ("recovered", "fresh-ok") and not self.a.keep:
             shutil.rmtree(root, ignore_errors=True)
 
-    def judge(self, run, trainer, rc, rec, durable, nodes, notes):
+    def judge(self, run, trainer, rc, before, rec, durable, nodes):
         torn = [x for x in rec if "fails its checksum" in x]
         resumed = [x for x in rec if re.match(r"resumed step \d+$", x)]
         starts = [x for x in rec if x == "fresh" or re.match(r"resumed step \d+$", x)]
@@ -451,14 +453,14 @@ class Loop:
         final = self.final_state(run, nodes[-1])
         if final != STEPS[trainer]:
             return "unrecoverable", f"final state: {final}"
-        done = [x for x in rec if x.startswith("done step ")]
+        done = [x for x in before + rec if x.startswith("done step ")]
         want = hashlib.sha256(crashtrainer.state_of(STEPS[trainer], 256 << 10)).hexdigest()
         if not done or not done[-1].endswith(want):
             return "unrecoverable", f"the trainer's last line: {done[-1] if done else 'none'}"
         changed = [c for n in nodes for c in n.changes()]
         if changed:
             return "user-file-changed", "; ".join(changed[:5])
-        return ("recovered" if resumed else "fresh-ok"), ""
+        return ("recovered" if resumed or not starts else "fresh-ok"), ""
 
     def final_state(self, run, node):
         """The step the run's newest checkpoint holds, verified, or why not."""

@@ -6,7 +6,7 @@
 # killed. SPOTRUN_CRASH_SEED=S replays a sequence; SPOTRUN_CRASH_N sets the
 # iterations.
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/s3lib.sh"
+. "$SRCDIR/tests/e2e/s3lib.sh"
 
 seed=${SPOTRUN_CRASH_SEED:-$(date +%s)}
 n=${SPOTRUN_CRASH_N:-6}
