@@ -10,7 +10,8 @@
 # summary line for the README; exits 1 when a run was unrecoverable or a
 # user file changed. Uses the build in build/ (scripts/build.sh); an S3 run
 # starts the test server (tests/s3, npm ci). The t0605 and t0606 e2e tests
-# run the same loop for a few iterations.
+# run the same loop for a few iterations. SPOTRUN and SPOTRUN_INJECT_LIB
+# point it at another build.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-}
@@ -31,11 +32,13 @@ while [ $# -gt 0 ]; do
     esac
 done
 case $store in file | s3) ;; *) echo "crash.sh: --store is file or s3" >&2 && exit 64 ;; esac
-[ -x "$root/build/runtime/spotrun" ] || {
-    echo "crash.sh: no build/runtime/spotrun: run scripts/build.sh first" >&2
+# Another build's binaries: SPOTRUN and SPOTRUN_INJECT_LIB.
+export SPOTRUN=${SPOTRUN:-$root/build/runtime/spotrun}
+export SPOTRUN_INJECT_LIB=${SPOTRUN_INJECT_LIB:-$root/build/tests/faults/libspotrun-inject.so}
+[ -x "$SPOTRUN" ] || {
+    echo "crash.sh: no $SPOTRUN: run scripts/build.sh first" >&2
     exit 69
 }
-export SPOTRUN_INJECT_LIB=$root/build/tests/faults/libspotrun-inject.so
 # lib.sh: the e2e tests' scratch dir ($TRASH: build/tests/tmp/crash-STORE/crash) and
 # environment; s3lib.sh starts the S3 server and stops it on exit.
 set +e

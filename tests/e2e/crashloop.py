@@ -85,7 +85,7 @@ for k in range(len(KINDS)):
 
 # file store: kind -> (path substring, [(op, highest N)])
 INJECT = {
-    "wrapper-stage": ("/spool/", [("write", 12), ("fsync", 3), ("rename", 3)]),
+    "wrapper-stage": ("/spool/", [("write", 12), ("fsync", 2), ("rename", 3)]),
     "wrapper-upload": ("data.tar.zst", [("link", 3), ("write", 3), ("fsync", 3)]),
     "wrapper-manifest": ("MANIFEST", [("write", 3), ("fsync", 3), ("rename", 3)]),
     "wrapper-lease": ("LEASE", [("rename", 6), ("write", 6)]),
@@ -318,7 +318,8 @@ class Loop:
                      "SPOTRUN_INJECT_PATH": path}
             p = self.start(run, trainer, node, log, extra)
             rc = self.wait(p)
-            point = f"{kind[8:]} ({op} #{n + 1})" if rc == -signal.SIGKILL else f"{kind[8:]}: not reached"
+            what = "lease-renewal" if kind == "wrapper-lease" else kind[8:]
+            point = f"mid-{what} ({op} #{n + 1})" if rc == -signal.SIGKILL else f"{what}: not reached"
             return point, p, None
         if kind in PROXY_PATH:  # S3: hold the request in a proxy, then kill
             fault = rng.choice(["stall", "slow"])
@@ -330,14 +331,15 @@ class Loop:
                  "--skip", "1" if kind == "wrapper-lease" else "0",
                  "--stall-seconds", "60"], stdout=open(plog, "w"), stderr=subprocess.STDOUT)
             if not self.wait_line(plog, r"^port \d+", proxy, 20):
+                proxy.kill()
+                proxy.wait()
                 raise Hung("the fault proxy did not start")
             port = re.search(r"^port (\d+)", open(plog).read(), re.M).group(1)
             p = self.start(run, trainer, node, log, {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"})
             if self.wait_line(plog, r"^fault ", p, 150):
                 time.sleep(0.3)  # slow: the server has it; stall: half the body sent
-                started = any(re.search(r"attempt \d+: started", x) for x in self.lines(log))
                 p.send_signal(signal.SIGKILL)
-                what = "mid-lease-acquisition" if kind == "wrapper-lease" and not started else f"mid-{kind[8:]}"
+                what = "mid-lease-renewal" if kind == "wrapper-lease" else f"mid-{kind[8:]}"
                 point = f"{what} ({fault})"
             else:
                 point = f"{kind[8:]}: not reached"
