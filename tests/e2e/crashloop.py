@@ -70,10 +70,12 @@ PY = "/usr/bin/python3"
 TRAINER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "crashtrainer.py")
 FAULTPROXY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "s3", "faultproxy.py")
 
-# trainer -> (its arguments after the mode, spotrun options)
+# per trainer: its steps, the time between its saves, about how long a run
+# takes; its payload's size (a save of 8 chunks, 0.32 s)
 STEPS = {"inplace": 4, "commit": 6}
 STEP_TIME = {"inplace": 1.5, "commit": 0.3}  # inplace: --settle looks once a second
-RUN_TIME = {"inplace": 8.0, "commit": 4.0}  # about how long a whole run takes
+RUN_TIME = {"inplace": 8.0, "commit": 4.0}
+SIZE = 256 << 10
 KINDS = ["job-kill", "notice", "wrapper-random", "wrapper-stage", "wrapper-upload",
          "wrapper-manifest", "wrapper-lease"]
 # Every (trainer, kind) once per 14 iterations, the in-place notice first:
@@ -193,7 +195,7 @@ class Loop:
         for k in list(e):
             if k.startswith("SPOTRUN_") and k not in ("SPOTRUN_S3_RETRY_BASE_MS",):
                 del e[k]
-        e.update(HOME=node.home, SPOTRUN_NOTICE="none")
+        e.update(HOME=node.home if node else e.get("HOME", "/"), SPOTRUN_NOTICE="none")
         e.pop("LD_PRELOAD", None)
         if extra:
             e.update(extra)
@@ -206,7 +208,8 @@ class Loop:
         if trainer == "inplace":
             argv += ["--settle", "1s", "-d", node.out]
             job += [node.out]
-        job += ["--steps", str(STEPS[trainer]), "--step-time", str(STEP_TIME[trainer])]
+        job += ["--steps", str(STEPS[trainer]), "--step-time", str(STEP_TIME[trainer]),
+                "--size", str(SIZE)]
         return argv + ["--"] + job
 
     def start(self, run, trainer, node, log, extra=None):
@@ -441,6 +444,16 @@ class Loop:
             shutil.rmtree(root, ignore_errors=True)
 
     def judge(self, run, trainer, rc, before, rec, durable, nodes):
+        verdict, why = self.judge_run(run, trainer, rc, before, rec, durable,
+                                      os.path.dirname(nodes[0].dir))
+        changed = [c for n in nodes for c in n.changes()]
+        if changed and verdict == "unrecoverable":
+            return verdict, why + "; user files changed too: " + "; ".join(changed[:5])
+        if changed:
+            return "user-file-changed", "; ".join(changed[:5])
+        return verdict, why
+
+    def judge_run(self, run, trainer, rc, before, rec, durable, root):
         torn = [x for x in rec if "fails its checksum" in x]
         resumed = [x for x in rec if re.match(r"resumed step \d+$", x)]
         starts = [x for x in rec if x == "fresh" or re.match(r"resumed step \d+$", x)]
@@ -452,28 +465,29 @@ class Loop:
             return "unrecoverable", f"never finished: last exit {rc}"
         if starts and starts[0] == "fresh" and durable:
             return "unrecoverable", f"started fresh although checkpoint(s) {durable} were durable"
-        final = self.final_state(run, nodes[-1])
+        final = self.final_state(run, os.path.join(root, "check"))
         if final != STEPS[trainer]:
             return "unrecoverable", f"final state: {final}"
         done = [x for x in before + rec if x.startswith("done step ")]
-        want = hashlib.sha256(crashtrainer.state_of(STEPS[trainer], 256 << 10)).hexdigest()
+        want = hashlib.sha256(crashtrainer.state_of(STEPS[trainer], SIZE)).hexdigest()
         if not done or not done[-1].endswith(want):
             return "unrecoverable", f"the trainer's last line: {done[-1] if done else 'none'}"
-        changed = [c for n in nodes for c in n.changes()]
-        if changed:
-            return "user-file-changed", "; ".join(changed[:5])
         return ("recovered" if resumed or not starts else "fresh-ok"), ""
 
-    def final_state(self, run, node):
-        """The step the run's newest checkpoint holds, verified, or why not."""
-        dest = os.path.join(node.dir, "pulled")
+    def final_state(self, run, where):
+        """The step the run's newest checkpoint holds, verified, or why not
+        (pulled into WHERE/pulled by a reader with its own HOME there)."""
+        dest = os.path.join(where, "pulled")
+        os.makedirs(os.path.join(where, "home"), exist_ok=True)
+        env = self.env(None)
+        env["HOME"] = os.path.join(where, "home")
         r = subprocess.run([self.spotrun, "pull", "-q", "--store", self.a.store, run, dest],
-                           env=self.env(node), capture_output=True, text=True, cwd=node.dir)
+                           env=env, capture_output=True, text=True, cwd=where)
         if r.returncode != 0:
             return f"pull failed: {r.stderr.strip()}"
         try:
             with open(os.path.join(dest, "state.bin"), "rb") as f:
-                return crashtrainer.verify(f.read(), 256 << 10)
+                return crashtrainer.verify(f.read(), SIZE)
         except (OSError, ValueError) as e:
             return f"the newest checkpoint does not verify: {e}"
 
