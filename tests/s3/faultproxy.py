@@ -32,8 +32,9 @@ Faults (--faults, comma-separated; default all):
 
 Which requests: each request is eligible when its method is in --methods,
 its target (path and query) matches --path, it is among the first --first
-requests, and fewer than --max-faults faults were injected so far; an
-eligible request gets a fault with probability --rate. The draw depends
+requests, it is not among the first --skip requests that pass these tests
+(a lease's acquisition before its renewals), and fewer than --max-faults
+faults were injected so far; an eligible request gets a fault with probability --rate. The draw depends
 only on --seed, the request (method, target without the upload id, Range)
 and how often that request was seen before, so a run repeats its faults
 although concurrent requests arrive in a different order.
@@ -263,6 +264,7 @@ class Chooser:
         self.seen = {}
         self.count = 0
         self.faults = 0
+        self.skipped = 0
         self.path_re = re.compile(args.path) if args.path else None
 
     def choose(self, method, target, rng_key):
@@ -279,6 +281,9 @@ class Chooser:
                 and (a.first <= 0 or n <= a.first)
                 and (a.max_faults < 0 or self.faults < a.max_faults)
             )
+            if eligible and self.skipped < a.skip:
+                self.skipped += 1
+                eligible = False
             fault = None
             if eligible and rng.random() < a.rate:
                 fault = a.faults[rng.randrange(len(a.faults))]
@@ -465,6 +470,7 @@ def parse_args(argv):
     p.add_argument("--methods", default="GET,PUT,POST,HEAD,DELETE")
     p.add_argument("--path", default="", help="only targets matching this regex")
     p.add_argument("--first", type=int, default=0, help="only the first N requests (0: all)")
+    p.add_argument("--skip", type=int, default=0, help="leave the first N eligible requests alone")
     p.add_argument("--max-faults", type=int, default=-1, help="at most N faults (-1: no limit)")
     p.add_argument("-v", "--verbose", action="store_true", help="log every request")
     a = p.parse_args(argv)
