@@ -88,24 +88,35 @@ int sr_mkdirs(const char *path, mode_t mode)
     return 0;
 }
 
+struct rm_ctx {
+    const char *path; /* the tree's root, for messages */
+    const char *why;  /* NULL: quietly; else each file removed is logged */
+};
+
 /* Removes one entry of the walk: a directory once its contents are gone. */
 static int rm_visit(void *ctx, const struct sr_walk_entry *e, int post)
 {
-    const char *const path = ctx;
+    const struct rm_ctx *c = ctx;
     const int dir = S_ISDIR(e->st->st_mode);
     if (dir && !post)
         return 0; /* emptied first, removed at its post visit */
-    if (unlinkat(e->dfd, e->name, dir ? AT_REMOVEDIR : 0) != 0 && errno != ENOENT)
-        return sr_errf(-errno, "cannot remove %s/%s: %s", path, e->rel, strerror(errno));
+    if (unlinkat(e->dfd, e->name, dir ? AT_REMOVEDIR : 0) != 0) {
+        if (errno == ENOENT)
+            return 0;
+        return sr_errf(-errno, "cannot remove %s/%s: %s", c->path, e->rel, strerror(errno));
+    }
+    if (c->why && !dir)
+        sr_info("removed %s/%s (%s)", c->path, e->rel, c->why);
     return 0;
 }
 
 /* Removes the contents of the open directory dfd (named path, for messages),
  * iteratively at any depth (walk.h). Takes ownership of dfd. */
-static int rm_contents(int dfd, const char *path)
+static int rm_contents(int dfd, const char *path, const char *why)
 {
     const struct sr_walk_opts o = {.what = "remove"};
-    const int rc = sr_walk(dfd, path, &o, rm_visit, (void *)path);
+    struct rm_ctx c = {.path = path, .why = why};
+    const int rc = sr_walk(dfd, path, &o, rm_visit, &c);
     close(dfd);
     return rc;
 }
@@ -131,12 +142,35 @@ int sr_rmtree(const char *path)
     return 0;
 }
 
+int sr_rmtree_at(int dfd, const char *name, const char *path)
+{
+    struct stat sb;
+    if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? 0 : sr_errf(-errno, "cannot remove %s: %s", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode)) {
+        const int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return sr_errf(-errno, "cannot open directory %s: %s", path, strerror(errno));
+        const int rc = rm_contents(fd, path, NULL);
+        if (rc < 0)
+            return rc;
+    }
+    if (unlinkat(dfd, name, S_ISDIR(sb.st_mode) ? AT_REMOVEDIR : 0) != 0 && errno != ENOENT)
+        return sr_errf(-errno, "cannot remove %s: %s", path, strerror(errno));
+    return 0;
+}
+
 int sr_empty_dir(const char *dir)
+{
+    return sr_empty_dir_log(dir, NULL);
+}
+
+int sr_empty_dir_log(const char *dir, const char *why)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return sr_errf(-errno, "cannot open directory %s: %s", dir, strerror(errno));
-    return rm_contents(fd, dir);
+    return rm_contents(fd, dir, why);
 }
 
 int sr_fsync_path(const char *path)

@@ -22,8 +22,17 @@ int sr_mkdirs(const char *path, mode_t mode);
 /* rm -rf without following symlinks; a missing path is fine. */
 int sr_rmtree(const char *path);
 
-/* Removes everything inside dir, keeping dir itself. */
+/* The same for the entry name of the open directory dfd, never through a
+ * symlink at name (a symlink there is removed, not followed); path names it
+ * in messages. */
+int sr_rmtree_at(int dfd, const char *name, const char *path);
+
+/* Removes everything inside dir, keeping dir itself (dir itself is not
+ * followed when it is a symlink: an error). */
 int sr_empty_dir(const char *dir);
+/* The same, logging each file removed ("removed DIR/REL (why)", info):
+ * for a directory the user named. why NULL: quietly. */
+int sr_empty_dir_log(const char *dir, const char *why);
 
 int sr_fsync_path(const char *path);
 /* fsync of the directory that contains path. */

@@ -348,6 +348,50 @@ static void dirname_matches_posix(void **state)
     assert_string_equal(out, "a");
 }
 
+static void rmtree_at_removes_a_symlink_not_its_target(void **state)
+{
+    (void)state;
+    char *d = scratch(), keep[PATH_MAX], p[PATH_MAX + 64];
+    assert_true(snprintf(keep, sizeof(keep), "%s/keep", d) < (int)sizeof(keep));
+    assert_int_equal(sr_mkdirs(keep, 0755), 0);
+    assert_true(snprintf(p, sizeof(p), "%s/precious", keep) < (int)sizeof(p));
+    put(p, "precious");
+    assert_true(snprintf(p, sizeof(p), "%s/spool", d) < (int)sizeof(p));
+    assert_int_equal(symlink(keep, p), 0);
+    assert_true(snprintf(p, sizeof(p), "%s/gpu/a/b", d) < (int)sizeof(p));
+    assert_int_equal(sr_mkdirs(p, 0700), 0);
+    const int dfd = open(d, O_RDONLY | O_DIRECTORY);
+    assert_true(dfd >= 0);
+    assert_int_equal(sr_rmtree_at(dfd, "spool", "d/spool"), 0);
+    assert_int_equal(sr_rmtree_at(dfd, "gpu", "d/gpu"), 0);
+    assert_int_equal(sr_rmtree_at(dfd, "missing", "d/missing"), 0);
+    close(dfd);
+    assert_int_equal(count_entries(d), 1); /* keep/ */
+    assert_true(snprintf(p, sizeof(p), "%s/precious", keep) < (int)sizeof(p));
+    assert_text(p, "precious");
+    sr_rmtree(d);
+    free(d);
+}
+
+static void empty_dir_log_removes_the_same_and_refuses_a_symlink(void **state)
+{
+    (void)state;
+    char *d = scratch(), dir[PATH_MAX], link[PATH_MAX], p[PATH_MAX + 64];
+    assert_true(snprintf(dir, sizeof(dir), "%s/ckpt", d) < (int)sizeof(dir));
+    assert_true(snprintf(link, sizeof(link), "%s/link", d) < (int)sizeof(link));
+    assert_true(snprintf(p, sizeof(p), "%s/sub", dir) < (int)sizeof(p));
+    assert_int_equal(sr_mkdirs(p, 0700), 0);
+    assert_true(snprintf(p, sizeof(p), "%s/sub/f", dir) < (int)sizeof(p));
+    put(p, "x");
+    assert_int_equal(symlink(dir, link), 0);
+    assert_true(sr_empty_dir_log(link, "test") < 0); /* ENOTDIR: not followed */
+    assert_int_equal(count_entries(dir), 1);
+    assert_int_equal(sr_empty_dir_log(dir, "test"), 0);
+    assert_int_equal(count_entries(dir), 0);
+    sr_rmtree(d);
+    free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -365,6 +409,8 @@ int main(void)
         cmocka_unit_test(empty_dir_keeps_the_directory),
         cmocka_unit_test(mkdirs_creates_parents_and_rejects_files),
         cmocka_unit_test(dirname_matches_posix),
+        cmocka_unit_test(rmtree_at_removes_a_symlink_not_its_target),
+        cmocka_unit_test(empty_dir_log_removes_the_same_and_refuses_a_symlink),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
