@@ -173,6 +173,71 @@ int sr_empty_dir_log(const char *dir, const char *why)
     return rm_contents(fd, dir, why);
 }
 
+static int list_visit(void *ctx, const struct sr_walk_entry *e, int post)
+{
+    struct sr_file_list *l = ctx;
+    if (post || S_ISDIR(e->st->st_mode))
+        return 0;
+    if (l->n >= SR_FILE_LIST_MAX) {
+        l->more++;
+        return 0;
+    }
+    if (l->n == l->cap) {
+        const size_t cap = l->cap ? 2 * l->cap : 64;
+        char **v = realloc(l->rel, cap * sizeof(*v));
+        if (!v)
+            return sr_errf(-ENOMEM, "out of memory listing files");
+        l->rel = v;
+        l->cap = cap;
+    }
+    if (!(l->rel[l->n] = strdup(e->rel)))
+        return sr_errf(-ENOMEM, "out of memory listing files");
+    l->n++;
+    return 0;
+}
+
+int sr_file_list_of(const char *dir, struct sr_file_list *l)
+{
+    *l = (struct sr_file_list){0};
+    const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : sr_errf(-errno, "cannot open %s: %s", dir, strerror(errno));
+    const struct sr_walk_opts o = {.sorted = 1, .what = "list"};
+    const int rc = sr_walk(fd, dir, &o, list_visit, l);
+    close(fd);
+    if (rc < 0)
+        sr_file_list_free(l);
+    return rc;
+}
+
+void sr_file_list_log_gone(const char *dir, struct sr_file_list *l, const char *why)
+{
+    char path[PATH_MAX];
+    size_t kept = 0;
+    struct stat st;
+    for (size_t i = 0; i < l->n; i++) {
+        if (sr_pathf(path, sizeof(path), "%s/%s", dir, l->rel[i]) == 0 && lstat(path, &st) == 0)
+            kept++;
+        else
+            sr_info("removed %s/%s (%s)", dir, l->rel[i], why);
+    }
+    sr_err_clear();
+    if (kept)
+        sr_info("replaced %zu file(s) %s held by the restored ones of the same name (%s)", kept,
+                dir, why);
+    if (l->more)
+        sr_info("and %zu more file(s) of %s, not listed (%s)", l->more, dir, why);
+    sr_file_list_free(l);
+}
+
+void sr_file_list_free(struct sr_file_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->rel[i]);
+    free(l->rel);
+    *l = (struct sr_file_list){0};
+}
+
 int sr_fsync_path(const char *path)
 {
     /* O_NONBLOCK: a FIFO planted where a directory was expected must not

@@ -34,6 +34,21 @@ int sr_empty_dir(const char *dir);
  * for a directory the user named. why NULL: quietly. */
 int sr_empty_dir_log(const char *dir, const char *why);
 
+/* The files under a directory the user named (paths relative to it), so
+ * that those a restore removed can be named afterwards. At most
+ * SR_FILE_LIST_MAX are listed (more: `more` counts them). */
+#define SR_FILE_LIST_MAX 100000
+struct sr_file_list {
+    char **rel;
+    size_t n, cap, more;
+};
+/* Lists dir's files (not directories); a missing dir lists none. */
+int sr_file_list_of(const char *dir, struct sr_file_list *l);
+/* Logs "removed DIR/REL (why)" for each listed file dir no longer holds,
+ * and how many it still holds under the same name (replaced); frees l. */
+void sr_file_list_log_gone(const char *dir, struct sr_file_list *l, const char *why);
+void sr_file_list_free(struct sr_file_list *l);
+
 int sr_fsync_path(const char *path);
 /* fsync of the directory that contains path. */
 int sr_fsync_parent(const char *path);

@@ -68,4 +68,16 @@ test_expect_success 'a fresh start in the run'"'"'s -d dir logs every file it re
     grep "removed $TRASH/logged/left (run logged has no checkpoint to restore)" err
 '
 
+test_expect_success 'a restore into the run'"'"'s -d dir names each file it removed' '
+    expect_code 3 "$SPOTRUN" run --run-id rl -d rdir --max-restarts 0 -- sh -c \
+        "echo s >\"\$SPOTRUN_CKPT_DIR/state\" && \"\$SPOTRUN_BIN\" commit --step 1 &&
+         echo junk >\"\$SPOTRUN_CKPT_DIR/extra\"; exit 3" 2>err1 || { cat err1; false; } &&
+    test -e rdir/extra &&
+    "$SPOTRUN" run --run-id rl -d rdir -- sh -c "test ! -e \"\$SPOTRUN_CKPT_DIR/extra\"" \
+        2>err || { cat err; false; } &&
+    cat err &&
+    grep "removed $TRASH/rdir/extra (restored checkpoint 1 of run rl)" err &&
+    grep "replaced 1 file(s) $TRASH/rdir held" err
+'
+
 test_done

@@ -392,6 +392,32 @@ static void empty_dir_log_removes_the_same_and_refuses_a_symlink(void **state)
     free(d);
 }
 
+static void file_list_names_the_files_a_replace_removed(void **state)
+{
+    (void)state;
+    char *d = scratch(), p[PATH_MAX + 64];
+    assert_true(snprintf(p, sizeof(p), "%s/sub", d) < (int)sizeof(p));
+    assert_int_equal(sr_mkdirs(p, 0700), 0);
+    assert_true(snprintf(p, sizeof(p), "%s/sub/b", d) < (int)sizeof(p));
+    put(p, "b");
+    assert_true(snprintf(p, sizeof(p), "%s/a", d) < (int)sizeof(p));
+    put(p, "a");
+    struct sr_file_list l;
+    assert_int_equal(sr_file_list_of(d, &l), 0);
+    assert_int_equal((int)l.n, 2); /* files only, sorted */
+    assert_string_equal(l.rel[0], "a");
+    assert_string_equal(l.rel[1], "sub/b");
+    assert_int_equal(unlink(p), 0);
+    sr_file_list_log_gone(d, &l, "test"); /* logs a as removed; frees */
+    assert_null(l.rel);
+    assert_int_equal((int)l.n, 0);
+    assert_true(snprintf(p, sizeof(p), "%s/missing", d) < (int)sizeof(p));
+    assert_int_equal(sr_file_list_of(p, &l), 0);
+    assert_int_equal((int)l.n, 0);
+    sr_rmtree(d);
+    free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -411,6 +437,7 @@ int main(void)
         cmocka_unit_test(dirname_matches_posix),
         cmocka_unit_test(rmtree_at_removes_a_symlink_not_its_target),
         cmocka_unit_test(empty_dir_log_removes_the_same_and_refuses_a_symlink),
+        cmocka_unit_test(file_list_names_the_files_a_replace_removed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
