@@ -88,24 +88,35 @@ int sr_mkdirs(const char *path, mode_t mode)
     return 0;
 }
 
+struct rm_ctx {
+    const char *path; /* the tree's root, for messages */
+    const char *why;  /* NULL: quietly; else each file removed is logged */
+};
+
 /* Removes one entry of the walk: a directory once its contents are gone. */
 static int rm_visit(void *ctx, const struct sr_walk_entry *e, int post)
 {
-    const char *const path = ctx;
+    const struct rm_ctx *c = ctx;
     const int dir = S_ISDIR(e->st->st_mode);
     if (dir && !post)
         return 0; /* emptied first, removed at its post visit */
-    if (unlinkat(e->dfd, e->name, dir ? AT_REMOVEDIR : 0) != 0 && errno != ENOENT)
-        return sr_errf(-errno, "cannot remove %s/%s: %s", path, e->rel, strerror(errno));
+    if (unlinkat(e->dfd, e->name, dir ? AT_REMOVEDIR : 0) != 0) {
+        if (errno == ENOENT)
+            return 0;
+        return sr_errf(-errno, "cannot remove %s/%s: %s", c->path, e->rel, strerror(errno));
+    }
+    if (c->why && !dir)
+        sr_info("removed %s/%s (%s)", c->path, e->rel, c->why);
     return 0;
 }
 
 /* Removes the contents of the open directory dfd (named path, for messages),
  * iteratively at any depth (walk.h). Takes ownership of dfd. */
-static int rm_contents(int dfd, const char *path)
+static int rm_contents(int dfd, const char *path, const char *why)
 {
     const struct sr_walk_opts o = {.what = "remove"};
-    const int rc = sr_walk(dfd, path, &o, rm_visit, (void *)path);
+    struct rm_ctx c = {.path = path, .why = why};
+    const int rc = sr_walk(dfd, path, &o, rm_visit, &c);
     close(dfd);
     return rc;
 }
@@ -131,12 +142,100 @@ int sr_rmtree(const char *path)
     return 0;
 }
 
+int sr_rmtree_at(int dfd, const char *name, const char *path)
+{
+    struct stat sb;
+    if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? 0 : sr_errf(-errno, "cannot remove %s: %s", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode)) {
+        const int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return sr_errf(-errno, "cannot open directory %s: %s", path, strerror(errno));
+        const int rc = rm_contents(fd, path, NULL);
+        if (rc < 0)
+            return rc;
+    }
+    if (unlinkat(dfd, name, S_ISDIR(sb.st_mode) ? AT_REMOVEDIR : 0) != 0 && errno != ENOENT)
+        return sr_errf(-errno, "cannot remove %s: %s", path, strerror(errno));
+    return 0;
+}
+
 int sr_empty_dir(const char *dir)
+{
+    return sr_empty_dir_log(dir, NULL);
+}
+
+int sr_empty_dir_log(const char *dir, const char *why)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return sr_errf(-errno, "cannot open directory %s: %s", dir, strerror(errno));
-    return rm_contents(fd, dir);
+    return rm_contents(fd, dir, why);
+}
+
+static int list_visit(void *ctx, const struct sr_walk_entry *e, int post)
+{
+    struct sr_file_list *l = ctx;
+    if (post || S_ISDIR(e->st->st_mode))
+        return 0;
+    if (l->n >= SR_FILE_LIST_MAX) {
+        l->more++;
+        return 0;
+    }
+    if (l->n == l->cap) {
+        const size_t cap = l->cap ? 2 * l->cap : 64;
+        char **v = realloc(l->rel, cap * sizeof(*v));
+        if (!v)
+            return sr_errf(-ENOMEM, "out of memory listing files");
+        l->rel = v;
+        l->cap = cap;
+    }
+    if (!(l->rel[l->n] = strdup(e->rel)))
+        return sr_errf(-ENOMEM, "out of memory listing files");
+    l->n++;
+    return 0;
+}
+
+int sr_file_list_of(const char *dir, struct sr_file_list *l)
+{
+    *l = (struct sr_file_list){0};
+    const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : sr_errf(-errno, "cannot open %s: %s", dir, strerror(errno));
+    const struct sr_walk_opts o = {.sorted = 1, .what = "list"};
+    const int rc = sr_walk(fd, dir, &o, list_visit, l);
+    close(fd);
+    if (rc < 0)
+        sr_file_list_free(l);
+    return rc;
+}
+
+void sr_file_list_log_gone(const char *dir, struct sr_file_list *l, const char *why)
+{
+    char path[PATH_MAX];
+    size_t kept = 0;
+    struct stat st;
+    for (size_t i = 0; i < l->n; i++) {
+        if (sr_pathf(path, sizeof(path), "%s/%s", dir, l->rel[i]) == 0 && lstat(path, &st) == 0)
+            kept++;
+        else
+            sr_info("removed %s/%s (%s)", dir, l->rel[i], why);
+    }
+    sr_err_clear();
+    if (kept)
+        sr_info("replaced %zu file(s) %s held by the restored ones of the same name (%s)", kept,
+                dir, why);
+    if (l->more)
+        sr_info("and %zu more file(s) of %s, not listed (%s)", l->more, dir, why);
+    sr_file_list_free(l);
+}
+
+void sr_file_list_free(struct sr_file_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->rel[i]);
+    free(l->rel);
+    *l = (struct sr_file_list){0};
 }
 
 int sr_fsync_path(const char *path)

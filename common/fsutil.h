@@ -22,8 +22,32 @@ int sr_mkdirs(const char *path, mode_t mode);
 /* rm -rf without following symlinks; a missing path is fine. */
 int sr_rmtree(const char *path);
 
-/* Removes everything inside dir, keeping dir itself. */
+/* The same for the entry name of the open directory dfd, never through a
+ * symlink at name (a symlink there is removed, not followed); path names it
+ * in messages. */
+int sr_rmtree_at(int dfd, const char *name, const char *path);
+
+/* Removes everything inside dir, keeping dir itself (dir itself is not
+ * followed when it is a symlink: an error). */
 int sr_empty_dir(const char *dir);
+/* The same, logging each file removed ("removed DIR/REL (why)", info):
+ * for a directory the user named. why NULL: quietly. */
+int sr_empty_dir_log(const char *dir, const char *why);
+
+/* The files under a directory the user named (paths relative to it), so
+ * that those a restore removed can be named afterwards. At most
+ * SR_FILE_LIST_MAX are listed (more: `more` counts them). */
+#define SR_FILE_LIST_MAX 100000
+struct sr_file_list {
+    char **rel;
+    size_t n, cap, more;
+};
+/* Lists dir's files (not directories); a missing dir lists none. */
+int sr_file_list_of(const char *dir, struct sr_file_list *l);
+/* Logs "removed DIR/REL (why)" for each listed file dir no longer holds,
+ * and how many it still holds under the same name (replaced); frees l. */
+void sr_file_list_log_gone(const char *dir, struct sr_file_list *l, const char *why);
+void sr_file_list_free(struct sr_file_list *l);
 
 int sr_fsync_path(const char *path);
 /* fsync of the directory that contains path. */

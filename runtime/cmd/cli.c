@@ -366,7 +366,7 @@ int sr_control_path(const char *run_dir, char *buf, size_t len)
 }
 
 int sr_check_target(const char *cmd, const char *what, const char *dir, int ours,
-                    const struct sr_store *st, const char *work_root)
+                    const struct sr_store *st, const char *work_root, const char *hint)
 {
     char rdir[PATH_MAX], other[PATH_MAX];
     int rc = sr_path_resolve(dir, rdir, sizeof(rdir));
@@ -382,7 +382,7 @@ int sr_check_target(const char *cmd, const char *what, const char *dir, int ours
                 cmd, what, url);
         return SR_EX_USAGE;
     }
-    if (!ours && work_root && (rc = sr_path_resolve(work_root, other, sizeof(other))) == 0 &&
+    if (ours != 1 && work_root && (rc = sr_path_resolve(work_root, other, sizeof(other))) == 0 &&
         sr_paths_overlap(rdir, other)) {
         fprintf(stderr,
                 "spotrun %s: %s overlaps spotrun's work dir %s (one holds the other); choose a "
@@ -390,10 +390,10 @@ int sr_check_target(const char *cmd, const char *what, const char *dir, int ours
                 cmd, what, work_root);
         return SR_EX_USAGE;
     }
-    if (rc == 0 && (rc = sr_dir_check_replace(dir, ours, what)) == 0)
+    if (rc == 0 && (rc = sr_dir_check_replace(dir, ours != 0, what)) == 0)
         return 0;
 fail:
-    fprintf(stderr, "spotrun %s: %s\n", cmd, sr_strerror(rc));
+    fprintf(stderr, "spotrun %s: %s%s\n", cmd, sr_strerror(rc), rc == -EEXIST && hint ? hint : "");
     return rc == -EEXIST || rc == -ENOTDIR ? SR_EX_USAGE : sr_exit_code(rc);
 }
 

@@ -123,13 +123,23 @@ int sr_work_root(const char *override, char *buf, size_t len);
  * safe short path exists. */
 int sr_control_path(const char *run_dir, char *buf, size_t len);
 
+/* Pushes dir as the next checkpoint of cfg's run (push, run --adopt);
+ * *m receives its manifest. 0 or -errno with a message. */
+struct sr_commits_config;
+struct sr_manifest;
+int sr_push_dir(const struct sr_commits_config *cfg, const char *dir, int64_t step,
+                struct sr_manifest *m);
+
 /* Whether a command may replace dir's contents with a checkpoint (run
  * --ckpt-dir, pull DIR): not when dir overlaps the file store or the work
  * root (unless ours: the run's own default directory), nor when it holds
- * files spotrun did not put there (dirmark.h). 0, or prints "spotrun CMD:
+ * files spotrun did not put there (dirmark.h; hint, when not NULL, is
+ * added to that refusal: what else the user may do). ours may be
+ * SR_TARGET_ADOPT: checked for overlaps, its files are fine. 0, or prints "spotrun CMD:
  * ..." naming the problem and returns the exit code (64 for a usage error). */
+#define SR_TARGET_ADOPT 2 /* ours: the files dir holds are taken, not replaced */
 int sr_check_target(const char *cmd, const char *what, const char *dir, int ours,
-                    const struct sr_store *st, const char *work_root);
+                    const struct sr_store *st, const char *work_root, const char *hint);
 
 /* Options of the views (show, ls, report): --json and the prices, with
  * their SPOTRUN_* twins. */

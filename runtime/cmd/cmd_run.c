@@ -203,6 +203,9 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
          "run id or template ({index}, {slurm_job_id}, {env:VAR}...); default: from the command"},
         {"ckpt-dir", 'd', twin("SPOTRUN_CKPT_DIR"), SR_OPT_STR, &o.ckpt_dir, "DIR",
          "the job's checkpoint directory (default: WORK_DIR/RUN/ckpt)"},
+        {"adopt", 0, "SPOTRUN_ADOPT", SR_OPT_FLAG, &o.adopt, NULL,
+         "the files --ckpt-dir holds (a trainer's own checkpoint, another run's) become this "
+         "run's newest checkpoint, then it runs (default: such a directory is refused)"},
         {"work-dir", 0, "SPOTRUN_WORK_DIR", SR_OPT_STR, &o.work_dir, "DIR",
          "local state (default: ~/.cache/spotrun)"},
         {"keep-work", 0, "SPOTRUN_KEEP_WORK", SR_OPT_FLAG, &o.keep_work, NULL,

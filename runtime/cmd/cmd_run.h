@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "cli.h"
+#include "dirmark.h"
 #include "labels.h"
 #include "manifest.h"
 #include "notice.h"
@@ -41,7 +42,7 @@ struct run_opts {
     int every_auto;
     int64_t mtbf_ms, every_min_ms, every_max_ms; /* --every auto */
     uint64_t keep, max_restarts, threads, level, full_every;
-    int fresh, no_preload, keep_work;
+    int fresh, no_preload, keep_work, adopt;
     uint64_t gpu_mem_limit;
     const char *notice, *aws_imds, *gcp_metadata, *azure_metadata;
     int64_t poll_ms;
@@ -77,6 +78,8 @@ struct run_ctx {
     char cwd[PATH_MAX], self[PATH_MAX], run_id[256], root[PATH_MAX];
     char local[300]; /* the run's name in the work root: "<run>", ".n<rank>" per node */
     char run_dir[PATH_MAX + 300], ckpt[PATH_MAX + 300], sock[PATH_MAX + 300];
+    char work_nonce[SR_OWNER_NONCE_LEN + 1]; /* the run dir's marker (dirmark.h) */
+    int ckpt_named;                          /* --ckpt-dir given: the user's directory */
     char preload[PATH_MAX], cloud_cache[PATH_MAX + 32];
     /* a sweep's trial: its definition, index, command and the outcome */
     struct sr_sweep sweep;

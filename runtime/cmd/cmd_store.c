@@ -566,7 +566,7 @@ int sr_cmd_pull(const struct sr_cmd *cmd, int argc, char **argv)
     char root[PATH_MAX], what[PATH_MAX + 16];
     snprintf(what, sizeof(what), "DIR %s", dir);
     code = sr_check_target("pull", what, dir, 0, st,
-                           sr_work_root(NULL, root, sizeof(root)) == 0 ? root : NULL);
+                           sr_work_root(NULL, root, sizeof(root)) == 0 ? root : NULL, NULL);
     if (code != 0) {
         sr_store_close(st);
         return code;
@@ -628,6 +628,40 @@ int sr_cmd_export(const struct sr_cmd *cmd, int argc, char **argv)
     return code;
 }
 
+/* Pushes dir as run's next checkpoint (push, run --adopt): streamed into
+ * an S3-like store, else staged in the work root's push/ spool (which
+ * usually shares a filesystem with the default store, where /tmp is often
+ * tmpfs) and persisted. */
+int sr_push_dir(const struct sr_commits_config *cfg, const char *dir, int64_t step,
+                struct sr_manifest *m)
+{
+    uint64_t seq = 0;
+    int rc = sr_ckpt_next_seq(cfg->st, cfg->run_id, &seq);
+    if (rc == 0 && sr_store_streams(cfg->st)) {
+        /* s3: no local staging; the archive streams into the store as it
+         * is compressed (DIR is not the job's live directory here), and
+         * the manifest is written once the data object is complete. */
+        return sr_commits_push_dir(cfg, dir, seq, step, m);
+    }
+    char root[PATH_MAX], spool[PATH_MAX + 16], tmp[PATH_MAX + 64];
+    if (rc == 0)
+        rc = sr_work_root(NULL, root, sizeof(root));
+    if (rc == 0)
+        rc = sr_pathf(spool, sizeof(spool), "%s/push", root);
+    if (rc == 0)
+        rc = sr_mkdirs(spool, 0700);
+    if (rc == 0)
+        rc = sr_pathf(tmp, sizeof(tmp), "%s/%d.tar.zst", spool, (int)getpid());
+    if (rc == 0)
+        rc = sr_commits_stage(cfg, dir, seq, step, tmp, m);
+    if (rc == 0)
+        rc = sr_commits_persist(cfg, m, tmp);
+    free(m->staged_frames);
+    m->staged_frames = NULL;
+    unlink(tmp);
+    return rc;
+}
+
 int sr_cmd_push(const struct sr_cmd *cmd, int argc, char **argv)
 {
     int64_t step = -1;
@@ -678,34 +712,8 @@ int sr_cmd_push(const struct sr_cmd *cmd, int argc, char **argv)
                                           .level = (int)level,
                                           .full_every = (unsigned)full_every,
                                           .lease = held.lease};
-    uint64_t seq = 0;
     struct sr_manifest m = {0};
-    rc = sr_ckpt_next_seq(st, ops[0], &seq);
-    if (rc == 0 && sr_store_streams(st)) {
-        /* s3: no local staging; the archive streams into the store as it
-         * is compressed (DIR is not the job's live directory here), and
-         * the manifest is written once the data object is complete. */
-        rc = sr_commits_push_dir(&cfg, ops[1], seq, step, &m);
-    } else if (rc == 0) {
-        /* Stage in the work dir, which usually shares a filesystem with
-         * the default store (then the file store adopts the file without a
-         * copy), where /tmp is often tmpfs. */
-        char root[PATH_MAX], spool[PATH_MAX + 16], tmp[PATH_MAX + 64];
-        rc = sr_work_root(NULL, root, sizeof(root));
-        if (rc == 0)
-            rc = sr_pathf(spool, sizeof(spool), "%s/push", root);
-        if (rc == 0)
-            rc = sr_mkdirs(spool, 0700);
-        if (rc == 0)
-            rc = sr_pathf(tmp, sizeof(tmp), "%s/%d.tar.zst", spool, (int)getpid());
-        if (rc == 0)
-            rc = sr_commits_stage(&cfg, ops[1], seq, step, tmp, &m);
-        if (rc == 0)
-            rc = sr_commits_persist(&cfg, &m, tmp);
-        free(m.staged_frames);
-        m.staged_frames = NULL;
-        unlink(tmp);
-    }
+    rc = sr_push_dir(&cfg, ops[1], step, &m);
     if (rc < 0) {
         code = sr_fail(rc, "push");
     } else {

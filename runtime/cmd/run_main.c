@@ -4,15 +4,20 @@
  * hand over to the supervisor; sr_run_main reads as that sequence, in three
  * phases (before the lease, under it, after the job).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "catalog.h"
+#include "checkpointer.h"
 #include "cmd_run.h"
 #include "control.h"
 #include "dirmark.h"
@@ -58,46 +63,150 @@ int sr_find_preload(const char *self, char *out, size_t len)
     return -ENOENT;
 }
 
-/* The checkpoint directory is the run's own when it is the default one
- * (inside the run's work dir, also as made by older versions) or the one
- * this run's work dir records (a filesystem without user xattrs, or a job
- * that removed and recreated it). */
-static int ckpt_is_ours(const char *root, const char *run_id, const char *run_dir, const char *ckpt)
+/* The run dir's record of a --ckpt-dir it made or took: its path, then its
+ * device and inode. The dir is the run's when it is that file, or when it
+ * was removed and made again at that path (a trainer's rmtree + makedirs);
+ * a record of an older version holds the path only. */
+static int ckpt_recorded(const struct run_ctx *r)
 {
-    char def[PATH_MAX + 300], a[PATH_MAX], b[PATH_MAX], rec[PATH_MAX + 320], *buf = NULL;
+    char rec[PATH_MAX + 320], real[PATH_MAX], *buf = NULL;
     size_t len = 0;
-    if (sr_path_resolve(ckpt, a, sizeof(a)) < 0)
-        return 0;
-    if (sr_pathf(def, sizeof(def), "%s/%s/ckpt", root, run_id) == 0 &&
-        sr_path_resolve(def, b, sizeof(b)) == 0 && strcmp(a, b) == 0)
-        return 1;
     int ours = 0;
-    if (sr_pathf(rec, sizeof(rec), "%s/ckpt-dir", run_dir) == 0 &&
-        sr_read_file(rec, PATH_MAX, &buf, &len) == 0)
-        ours = strcmp(buf, a) == 0;
+    if (sr_pathf(rec, sizeof(rec), "%s/ckpt-dir", r->run_dir) == 0 &&
+        sr_read_file(rec, PATH_MAX + 64, &buf, &len) == 0) {
+        char *nl = strchr(buf, '\n');
+        unsigned long long dev = 0, ino = 0;
+        struct sr_file_id id;
+        if (nl)
+            *nl = '\0';
+        if (nl && sscanf(nl + 1, "%llu %llu", &dev, &ino) == 2 && sr_file_id(r->ckpt, 1, &id) == 0)
+            ours = id.dev == dev && id.ino == ino;
+        if (!ours && sr_path_resolve(r->ckpt, real, sizeof(real)) == 0)
+            ours = strcmp(buf, real) == 0;
+    }
     free(buf);
     sr_err_clear();
     return ours;
 }
 
-/* Creates the checkpoint directory (before any training: a parent that is
- * not writable shows now), marks it as spotrun's and records it in the
- * run's work dir. */
-static int claim_ckpt_dir(const char *ckpt, const char *run_dir)
+/* The checkpoint directory is the run's own when it is the default one
+ * (the same file as RUN_DIR/ckpt, however the user named it), carries the
+ * run's mark (dirmark.h), or is the one the run dir records. */
+static int ckpt_is_ours(const struct run_ctx *r)
 {
-    char real[PATH_MAX], rec[PATH_MAX + 320];
-    int rc = sr_mkdirs(ckpt, 0755);
+    char def[PATH_MAX + 310], mark[SR_RUN_ID_MAX + 8], parent[PATH_MAX + 300];
+    if (!r->ckpt_named)
+        return 1;
+    if (sr_pathf(def, sizeof(def), "%s/ckpt", r->run_dir) == 0 && sr_same_file(r->ckpt, 1, def, 0))
+        return 1;
+    const char *base = strrchr(r->ckpt, '/');
+    sr_dirname(r->ckpt, parent, sizeof(parent));
+    if (access(r->ckpt, F_OK) < 0 && base && strcmp(base, "/ckpt") == 0 &&
+        sr_same_file(parent, 1, r->run_dir, 0)) /* the default one, not made yet */
+        return 1;
+    if (sr_dir_mark_get(r->ckpt, mark, sizeof(mark)) && strcmp(mark, r->run_id) == 0)
+        return 1;
+    return ckpt_recorded(r);
+}
+
+/* Records the checkpoint dir in the run's work dir (ckpt_recorded). */
+static void record_ckpt_dir(const struct run_ctx *r)
+{
+    char real[PATH_MAX], rec[PATH_MAX + 320], text[PATH_MAX + 64];
+    struct sr_file_id id;
+    if (sr_path_resolve(r->ckpt, real, sizeof(real)) < 0 || sr_file_id(r->ckpt, 1, &id) < 0 ||
+        sr_pathf(rec, sizeof(rec), "%s/ckpt-dir", r->run_dir) < 0)
+        return;
+    const int n = snprintf(text, sizeof(text), "%s\n%llu %llu\n", real, id.dev, id.ino);
+    const int rc = n > 0 && (size_t)n < sizeof(text) ? sr_write_file_atomic(rec, text, (size_t)n)
+                                                     : -ENAMETOOLONG;
     if (rc < 0)
-        return rc;
-    (void)sr_dir_mark(ckpt);
-    if (sr_path_resolve(ckpt, real, sizeof(real)) == 0 && sr_mkdirs(run_dir, 0700) == 0 &&
-        sr_pathf(rec, sizeof(rec), "%s/ckpt-dir", run_dir) == 0) {
-        rc = sr_write_file_atomic(rec, real, strlen(real));
-        if (rc < 0)
-            sr_warn("cannot record the checkpoint directory: %s", sr_strerror(rc));
+        sr_warn("cannot record the checkpoint directory: %s", sr_strerror(rc));
+}
+
+/* Whether dir holds anything (1), nothing (0). */
+static int dir_has_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int any = 0;
+    for (struct dirent *e; d && !any && (e = readdir(d));)
+        any = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    if (d)
+        closedir(d);
+    return any;
+}
+
+/* --adopt: what the checkpoint dir holds becomes the run's newest
+ * checkpoint (as `spotrun push` makes one), before the job starts from it. */
+static int adopt_ckpt_dir(const struct run_opts *o, const struct run_ctx *r, struct sr_lease *lease)
+{
+    struct sr_commits_config cfg = {.st = r->c.st,
+                                    .run_id = r->run_id,
+                                    .keep = (unsigned)o->keep,
+                                    .threads = (int)o->threads,
+                                    .level = (int)o->level,
+                                    .full_every = (unsigned)o->full_every,
+                                    .lease = lease,
+                                    .epoch = r->c.epoch};
+    struct sr_manifest m = {0};
+    if (r->c.nodes > 1) { /* one node's files are no checkpoint its other nodes can resume */
+        fprintf(stderr, "spotrun run: --adopt is for single-node runs (this one has %u nodes)\n",
+                r->c.nodes);
+        return SR_EX_USAGE;
     }
+    if (!lease && sr_ckpt_max_epoch(r->c.st, r->run_id, &cfg.epoch) < 0)
+        cfg.epoch = 0; /* as supervise() does without a lease */
+    const int rc = sr_push_dir(&cfg, r->ckpt, -1, &m);
+    if (rc < 0)
+        return sr_fail(rc, "--adopt");
+    sr_info("--adopt: the files %s holds are checkpoint %" PRIu64 " of run %s", r->ckpt, m.seq,
+            r->run_id);
+    return GO_ON;
+}
+
+/* Creates the checkpoint directory (before any training: a parent that is
+ * not writable shows now; 0700, like every directory spotrun makes), with
+ * --adopt takes what it holds, marks it as the run's and records it in the
+ * run's work dir. */
+static int claim_ckpt_dir(const struct run_opts *o, const struct run_ctx *r, struct sr_lease *lease)
+{
+    const int existed = access(r->ckpt, F_OK) == 0;
+    int rc = sr_mkdirs(r->ckpt, 0700);
+    if (rc < 0)
+        return sr_fail(rc, "cannot create the checkpoint directory");
+    if (o->adopt && existed && !ckpt_is_ours(r) && dir_has_files(r->ckpt)) {
+        const int code = adopt_ckpt_dir(o, r, lease);
+        if (code != GO_ON)
+            return code;
+    } else if (o->adopt) {
+        sr_info("--adopt: %s holds nothing to adopt (it is run %s's or empty)", r->ckpt, r->run_id);
+    }
+    (void)sr_dir_mark_run(r->ckpt, r->run_id);
+    record_ckpt_dir(r);
     sr_err_clear();
-    return 0;
+    return GO_ON;
+}
+
+/* The run's work dir WORK_ROOT/RUN is spotrun's only if spotrun made it
+ * (its marker, dirmark.h): made now when missing (0700, and the work root
+ * too), else checked. One spotrun did not make, or a symlink, is refused
+ * and nothing in it is touched. */
+static int claim_work_dir(struct run_ctx *r)
+{
+    int rc = sr_mkdirs(r->root, 0700);
+    if (rc < 0)
+        return sr_fail(rc, "work directory");
+    rc = sr_owned_dir_claim(r->root, r->local, r->local, r->work_nonce, NULL);
+    if (rc == -EEXIST || rc == -ELOOP || rc == -ENOTDIR || rc == -EPERM) {
+        fprintf(stderr,
+                "spotrun run: %s; spotrun removes only what it made, so it uses nothing in it: "
+                "choose another work root (--work-dir or SPOTRUN_WORK_DIR) or another --run-id "
+                "(if an older spotrun made it, its checkpoints are in the store: remove it "
+                "yourself)\n",
+                sr_strerror(rc));
+        return SR_EX_USAGE;
+    }
+    return rc < 0 ? sr_fail(rc, "work directory") : GO_ON;
 }
 
 /* Which node of how many (docs/multinode.md), what it restores, and the
@@ -205,10 +314,9 @@ static int local_paths(const struct run_opts *o, char **cmd, struct run_ctx *r)
         snprintf(r->local, sizeof(r->local), "%s", r->run_id);
     if (!o->ckpt_dir || !*o->ckpt_dir)
         rc = sr_pathf(r->ckpt, sizeof(r->ckpt), "%s/%s/ckpt", r->root, r->local);
-    else if (o->ckpt_dir[0] == '/')
-        rc = sr_pathf(r->ckpt, sizeof(r->ckpt), "%s", o->ckpt_dir);
-    else
-        rc = sr_pathf(r->ckpt, sizeof(r->ckpt), "%s/%s", r->cwd, o->ckpt_dir);
+    else /* the user's path, symlinks resolved: one name from here on */
+        rc = sr_path_resolve(o->ckpt_dir, r->ckpt, sizeof(r->ckpt));
+    r->ckpt_named = o->ckpt_dir && *o->ckpt_dir;
     if (rc == 0)
         rc = sr_pathf(r->run_dir, sizeof(r->run_dir), "%s/%s", r->root, r->local);
     if (rc < 0)
@@ -220,6 +328,7 @@ static int local_paths(const struct run_opts *o, char **cmd, struct run_ctx *r)
     r->c.run_dir = r->run_dir;
     r->c.keep_work = o->keep_work;
     r->c.ckpt_dir = r->ckpt;
+    r->c.ckpt_named = r->ckpt_named;
     r->c.control_path = r->sock;
     r->c.self = r->self;
     return GO_ON;
@@ -246,13 +355,32 @@ static void notices_and_shim(const struct run_opts *o, struct run_ctx *r)
 }
 
 /* --ckpt-dir may be replaced by a restore: not the store, not spotrun's
- * work dir, not a directory of someone else's files. */
-static int check_ckpt_target(const struct run_ctx *r)
+ * work dir, not a directory of someone else's files: another run's (its
+ * mark names it) or the user's own, unless --adopt takes them. */
+static int check_ckpt_target(const struct run_opts *o, const struct run_ctx *r)
 {
-    char what[PATH_MAX + 320];
+    char what[PATH_MAX + 320], mark[SR_RUN_ID_MAX + 8] = "", hint[3 * PATH_MAX];
     snprintf(what, sizeof(what), "--ckpt-dir %s", r->ckpt);
-    const int ours = ckpt_is_ours(r->root, r->local, r->run_dir, r->ckpt);
-    const int code = sr_check_target("run", what, r->ckpt, ours, r->c.st, r->root);
+    const int ours = ckpt_is_ours(r);
+    const int other = !ours && sr_dir_mark_get(r->ckpt, mark, sizeof(mark)) &&
+                      strcmp(mark, SR_DIR_MARK_ANY) != 0 && dir_has_files(r->ckpt);
+    if (other && !o->adopt) {
+        fprintf(stderr,
+                "spotrun run: %s holds the checkpoint of run %s (spotrun's mark on it), not of "
+                "run %s: not replacing it; resume that run (--run-id %s), choose another "
+                "--ckpt-dir, or start run %s from those files with --adopt\n",
+                what, mark, r->run_id, mark, r->run_id);
+        return SR_EX_USAGE;
+    }
+    snprintf(hint, sizeof(hint),
+             "; or, if they are your trainer's own checkpoint, make them the first checkpoint of "
+             "run %s: spotrun run --adopt --run-id %s -d %s -- ...",
+             r->run_id, r->run_id, r->ckpt);
+    const int code = sr_check_target("run", what, r->ckpt,
+                                     ours       ? 1
+                                     : o->adopt ? SR_TARGET_ADOPT
+                                                : 0,
+                                     r->c.st, r->root, hint);
     return code != 0 ? code : GO_ON;
 }
 
@@ -307,14 +435,8 @@ static int start_fresh(const struct run_ctx *r)
     if (rc == 0 && r->trial >= 0) /* early stopping judges it again from scratch */
         rc = sr_rung_remove_trial(r->c.st, r->sweep.name, r->trial);
     if (rc == 0 && access(r->ckpt, F_OK) == 0)
-        rc = sr_empty_dir(r->ckpt);
+        rc = sr_empty_dir_log(r->ckpt, r->ckpt_named ? "--fresh" : NULL);
     return rc < 0 ? sr_fail(rc, "--fresh") : GO_ON;
-}
-
-static int claim_ckpt(const struct run_ctx *r)
-{
-    const int rc = claim_ckpt_dir(r->ckpt, r->run_dir);
-    return rc < 0 ? sr_fail(rc, "cannot create the checkpoint directory") : GO_ON;
 }
 
 /* The supervisor runs the job; its exit code is the run's. Without a lease,
@@ -365,39 +487,70 @@ static void release_lease(struct sr_lease *lease)
     until_exit = lease;
 }
 
+/* Whether the open directory fd holds nothing but spotrun's marker. */
+static int only_marker_left(int fd)
+{
+    const int dup_fd = dup(fd);
+    DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+    int others = d == NULL;
+    for (struct dirent *e; d && !others && (e = readdir(d));)
+        others = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+                 strcmp(e->d_name, SR_OWNER_MARK) != 0;
+    if (d)
+        closedir(d);
+    else if (dup_fd >= 0)
+        close(dup_fd);
+    return !others;
+}
+
 /* A done run's local work dir is of no more use: every checkpoint is in
  * the store. What spotrun made there goes (the default checkpoint dir, the
  * spool, the socket, the job's page, the stall and GPU dirs), then the dir
  * itself when nothing else is left in it; with a --ckpt-dir elsewhere its
  * record that the dir is the run's stays (a rerun with --fresh knows it).
- * Done while the lease is held: no other wrapper of the run uses it here.
- * --keep-work keeps it all. */
+ * Only in the dir spotrun made (its marker, checked again: the same making
+ * as at the start), through its descriptor, never through a symlink; the
+ * checkpoint dir is the default one when it is the same file, however the
+ * user named it. Done while the lease is held: no other wrapper of the run
+ * uses it here. --keep-work keeps it all. */
 static void remove_work(const struct run_opts *o, const struct run_ctx *r)
 {
     if (o->keep_work)
         return;
+    int rootfd = -1;
+    const int fd = sr_owned_dir_open(r->root, r->local, r->local, r->work_nonce, &rootfd);
+    if (fd < 0) {
+        sr_warn("not removing the local work dir: %s", sr_strerror(fd));
+        sr_err_clear();
+        return;
+    }
     static const char *const made[] = {"spool", "gpu", "stall", "job.page", "control.sock"};
-    char path[PATH_MAX + 400], def[PATH_MAX + 400];
+    char path[PATH_MAX + 400];
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < sizeof(made) / sizeof(made[0]); i++)
         if ((rc = sr_pathf(path, sizeof(path), "%s/%s", r->run_dir, made[i])) == 0)
-            rc = sr_rmtree(path);
-    const int own =
-        sr_pathf(def, sizeof(def), "%s/ckpt", r->run_dir) == 0 && strcmp(def, r->ckpt) == 0;
-    if (rc == 0 && own)
-        rc = sr_rmtree(def);
-    if (rc == 0 && own && sr_pathf(path, sizeof(path), "%s/ckpt-dir", r->run_dir) == 0 &&
-        unlink(path) < 0 && errno != ENOENT)
+            rc = sr_rmtree_at(fd, made[i], path);
+    struct stat def;
+    struct sr_file_id id;
+    const int own = fstatat(fd, "ckpt", &def, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(def.st_mode) &&
+                    sr_file_id(r->ckpt, 1, &id) == 0 && id.dev == (unsigned long long)def.st_dev &&
+                    id.ino == (unsigned long long)def.st_ino;
+    if (rc == 0 && own && (rc = sr_pathf(path, sizeof(path), "%s/ckpt", r->run_dir)) == 0)
+        rc = sr_rmtree_at(fd, "ckpt", path);
+    if (rc == 0 && own && unlinkat(fd, "ckpt-dir", 0) < 0 && errno != ENOENT)
         rc = -errno;
     if (rc < 0) {
         sr_warn("cannot remove the local work dir %s: %s", r->run_dir, sr_strerror(rc));
         sr_err_clear();
-    } else if (rmdir(r->run_dir) == 0) {
+    } else if (only_marker_left(fd) && unlinkat(fd, SR_OWNER_MARK, 0) == 0 &&
+               unlinkat(rootfd, r->local, AT_REMOVEDIR) == 0) {
         sr_info("removed the local work dir %s (the run is done; --keep-work keeps it)",
                 r->run_dir);
     } else {
         sr_debug("left the local work dir %s: %s", r->run_dir, strerror(errno));
     }
+    close(fd);
+    close(rootfd);
 }
 
 /* Before the lease, with the store open: the trial, the local paths
@@ -417,7 +570,9 @@ static int run_prepare(struct run_opts *o, char **cmd, struct run_ctx *r)
         sr_store_describe(r->c.st, where, sizeof(where));
         sr_info("run %s, store %s", r->run_id, where);
         notices_and_shim(o, r);
-        code = check_ckpt_target(r);
+        code = claim_work_dir(r);
+        if (code == GO_ON)
+            code = check_ckpt_target(o, r);
     }
     if (code == GO_ON)
         code = refuse_second_wrapper(r);
@@ -444,7 +599,7 @@ static int run_leased(const struct run_opts *o, struct run_ctx *r, struct sr_lea
     if (code == GO_ON)
         code = sr_run_rungs_settle(&r->rungs, &r->c, &r->sweep, r->trial);
     if (code == GO_ON)
-        code = claim_ckpt(r);
+        code = claim_ckpt_dir(o, r, lease);
     if (code == GO_ON) /* under the lease: what the run used of its limits */
         code =
             sr_run_limits_settle(&r->limits, &r->c, r->run_id, r->sweep.name, r->trial, &r->hist);

@@ -17,6 +17,7 @@
 
 #include "catalog.h"
 #include "child.h"
+#include "dirmark.h"
 #include "exits.h"
 #include "fsutil.h"
 #include "log.h"
@@ -78,14 +79,28 @@ static int restore(struct sup *s, struct sr_manifest *m, int *resumed)
                                        .nodes = c->nodes,
                                        .rank = c->node_rank,
                                        .all_parts = c->restore_all};
+    /* What the user's own directory (--ckpt-dir) holds, to name what the
+     * restore removed from it. */
+    struct sr_file_list before = {0};
+    if (c->ckpt_named && sr_file_list_of(c->ckpt_dir, &before) < 0)
+        sr_err_clear();
     int rc = sr_ckpt_restore_node(c->st, c->run_id, 0, c->ckpt_dir, &ro, m);
+    char why[400];
+    snprintf(why, sizeof(why), "restored checkpoint %" PRIu64 " of run %.300s", m->seq, c->run_id);
+    if (rc == 0)
+        sr_file_list_log_gone(c->ckpt_dir, &before, why);
+    sr_file_list_free(&before);
     if (rc == -ENOENT) {
+        /* The job starts fresh in an empty directory: a file left in the
+         * user's own directory (--ckpt-dir, this run's) is named as it goes. */
+        snprintf(why, sizeof(why), "run %.300s has no checkpoint to restore", c->run_id);
         *resumed = 0;
-        rc = sr_mkdirs(c->ckpt_dir, 0755);
-        return rc < 0 ? rc : sr_empty_dir(c->ckpt_dir);
+        rc = sr_mkdirs(c->ckpt_dir, 0700);
+        return rc < 0 ? rc : sr_empty_dir_log(c->ckpt_dir, c->ckpt_named ? why : NULL);
     }
     if (rc < 0)
         return rc;
+    (void)sr_dir_mark_run(c->ckpt_dir, c->run_id); /* the restore marked it as anyone's */
     *resumed = 1;
     if (m->seq > s->have_seq)
         s->have_seq = m->seq;

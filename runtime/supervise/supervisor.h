@@ -31,6 +31,7 @@ struct sr_supervise_config {
     const char *run_dir;      /* local work dir of the run (spool, socket) */
     int keep_work;            /* --keep-work: run_dir stays once the run is done */
     const char *ckpt_dir;     /* SPOTRUN_CKPT_DIR */
+    int ckpt_named;           /* --ckpt-dir: the user's; each file removed from it is logged */
     const char *control_path; /* SPOTRUN_CONTROL */
     const char *preload;      /* libspotrun.so to LD_PRELOAD, NULL = none */
     const char *self;         /* absolute path of the spotrun binary (SPOTRUN_BIN) */

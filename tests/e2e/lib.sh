@@ -191,6 +191,16 @@ require_torch() {
 # replace what it holds; spotrun refuses a directory holding anything else.
 spotrun_made() { "$PY" -c 'import os, sys; os.setxattr(sys.argv[1], "user.spotrun", b"1")' "$1"; }
 
+# spotrun_work_made DIR RUN: makes DIR (mode 0700) a work dir spotrun made
+# for run RUN (its .spotrun-owner marker, common/dirmark.h), as a run that
+# was stopped leaves it; spotrun refuses a work dir without the marker.
+spotrun_work_made() {
+    mkdir -p "$1" && chmod 700 "$1" &&
+        printf 'spotrun made this directory\nrun %s\nnonce %s\n' "$2" \
+            "$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')" >"$1/.spotrun-owner" &&
+        chmod 600 "$1/.spotrun-owner"
+}
+
 # svg_count FILE CLASS...: how many elements of the SVG document FILE have
 # every word of CLASS in their class attribute (report and sweep report).
 svg_count() {

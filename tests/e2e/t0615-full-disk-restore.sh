@@ -94,7 +94,7 @@ test_expect_success 'file store: disk full midway through pull: exit 74, target 
 '
 
 test_expect_success 'file store: disk full at run start: exit 74, job not started, ckpt dir kept' '
-    earlier work/r/ckpt &&
+    earlier work/r/ckpt && spotrun_work_made work/r r &&
     rm -f started &&
     expect_code 74 faulty spotrun-tmp write:ENOSPC:3 "$SPOTRUN" run --run-id r -- \
         "$TRASH/job.sh" 2>err &&
@@ -169,7 +169,7 @@ test_expect_success 'S3: disk full from the first local write: exit 74, target k
 '
 
 test_expect_success 'S3: disk full at run start: exit 74, job not started, ckpt dir kept' '
-    earlier work/r/ckpt &&
+    earlier work/r/ckpt && spotrun_work_made work/r r &&
     rm -f started &&
     expect_code 74 faulty spotrun-tmp write:ENOSPC:3 "$SPOTRUN" run --run-id r -- \
         "$TRASH/job.sh" 2>err &&

@@ -2,7 +2,8 @@
 # spotrun never deletes what the user owns: a checkpoint directory or pull
 # target holding files spotrun did not put there, or overlapping the store
 # or the work dir, is refused with a usage error naming them; directories
-# spotrun made carry the user.spotrun mark and stay usable across resumes.
+# spotrun made carry the user.spotrun mark and stay usable across resumes;
+# a work dir without spotrun's marker is refused.
 # The variables given to a job are not settings of a spotrun run inside it.
 # Nothing inside the file store is followed through a symlink.
 . "$(dirname "$0")/lib.sh"
@@ -87,10 +88,15 @@ test_expect_success 'a -d dir the job removed and recreated is still the run'"'"
     test "$(cat own-ckpt/n)" = 1 || { cat log3; false; }
 '
 
-test_expect_success 'upgrade: the default ckpt dir an older spotrun left (unmarked) is used' '
+test_expect_success 'upgrade: a work dir with no marker (an older spotrun'"'"'s) is refused, untouched' '
     "$SPOTRUN" push -q old src --step 5 &&
     mkdir -p "$SPOTRUN_WORK_DIR/old/ckpt" && echo leftover >"$SPOTRUN_WORK_DIR/old/ckpt/junk" &&
-    "$SPOTRUN" run --run-id old -- sh -c "cmp \"\$SPOTRUN_CKPT_DIR/model\" src/model && test ! -e \"\$SPOTRUN_CKPT_DIR/junk\"" 2>err ||
+    expect_code 64 "$SPOTRUN" run --run-id old -- true 2>err &&
+    grep "work dir $SPOTRUN_WORK_DIR/old exists and spotrun did not make it" err &&
+    grep "older spotrun" err &&
+    test "$(cat "$SPOTRUN_WORK_DIR/old/ckpt/junk")" = leftover &&
+    rm -r "$SPOTRUN_WORK_DIR/old" &&
+    "$SPOTRUN" run --run-id old -- sh -c "cmp \"\$SPOTRUN_CKPT_DIR/model\" src/model" 2>err ||
         { cat err; false; }
 '
 

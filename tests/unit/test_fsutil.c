@@ -348,6 +348,76 @@ static void dirname_matches_posix(void **state)
     assert_string_equal(out, "a");
 }
 
+static void rmtree_at_removes_a_symlink_not_its_target(void **state)
+{
+    (void)state;
+    char *d = scratch(), keep[PATH_MAX], p[PATH_MAX + 64];
+    assert_true(snprintf(keep, sizeof(keep), "%s/keep", d) < (int)sizeof(keep));
+    assert_int_equal(sr_mkdirs(keep, 0755), 0);
+    assert_true(snprintf(p, sizeof(p), "%s/precious", keep) < (int)sizeof(p));
+    put(p, "precious");
+    assert_true(snprintf(p, sizeof(p), "%s/spool", d) < (int)sizeof(p));
+    assert_int_equal(symlink(keep, p), 0);
+    assert_true(snprintf(p, sizeof(p), "%s/gpu/a/b", d) < (int)sizeof(p));
+    assert_int_equal(sr_mkdirs(p, 0700), 0);
+    const int dfd = open(d, O_RDONLY | O_DIRECTORY);
+    assert_true(dfd >= 0);
+    assert_int_equal(sr_rmtree_at(dfd, "spool", "d/spool"), 0);
+    assert_int_equal(sr_rmtree_at(dfd, "gpu", "d/gpu"), 0);
+    assert_int_equal(sr_rmtree_at(dfd, "missing", "d/missing"), 0);
+    close(dfd);
+    assert_int_equal(count_entries(d), 1); /* keep/ */
+    assert_true(snprintf(p, sizeof(p), "%s/precious", keep) < (int)sizeof(p));
+    assert_text(p, "precious");
+    sr_rmtree(d);
+    free(d);
+}
+
+static void empty_dir_log_removes_the_same_and_refuses_a_symlink(void **state)
+{
+    (void)state;
+    char *d = scratch(), dir[PATH_MAX], link[PATH_MAX], p[PATH_MAX + 64];
+    assert_true(snprintf(dir, sizeof(dir), "%s/ckpt", d) < (int)sizeof(dir));
+    assert_true(snprintf(link, sizeof(link), "%s/link", d) < (int)sizeof(link));
+    assert_true(snprintf(p, sizeof(p), "%s/sub", dir) < (int)sizeof(p));
+    assert_int_equal(sr_mkdirs(p, 0700), 0);
+    assert_true(snprintf(p, sizeof(p), "%s/sub/f", dir) < (int)sizeof(p));
+    put(p, "x");
+    assert_int_equal(symlink(dir, link), 0);
+    assert_true(sr_empty_dir_log(link, "test") < 0); /* ENOTDIR: not followed */
+    assert_int_equal(count_entries(dir), 1);
+    assert_int_equal(sr_empty_dir_log(dir, "test"), 0);
+    assert_int_equal(count_entries(dir), 0);
+    sr_rmtree(d);
+    free(d);
+}
+
+static void file_list_names_the_files_a_replace_removed(void **state)
+{
+    (void)state;
+    char *d = scratch(), p[PATH_MAX + 64];
+    assert_true(snprintf(p, sizeof(p), "%s/sub", d) < (int)sizeof(p));
+    assert_int_equal(sr_mkdirs(p, 0700), 0);
+    assert_true(snprintf(p, sizeof(p), "%s/sub/b", d) < (int)sizeof(p));
+    put(p, "b");
+    assert_true(snprintf(p, sizeof(p), "%s/a", d) < (int)sizeof(p));
+    put(p, "a");
+    struct sr_file_list l;
+    assert_int_equal(sr_file_list_of(d, &l), 0);
+    assert_int_equal((int)l.n, 2); /* files only, sorted */
+    assert_string_equal(l.rel[0], "a");
+    assert_string_equal(l.rel[1], "sub/b");
+    assert_int_equal(unlink(p), 0);
+    sr_file_list_log_gone(d, &l, "test"); /* logs a as removed; frees */
+    assert_null(l.rel);
+    assert_int_equal((int)l.n, 0);
+    assert_true(snprintf(p, sizeof(p), "%s/missing", d) < (int)sizeof(p));
+    assert_int_equal(sr_file_list_of(p, &l), 0);
+    assert_int_equal((int)l.n, 0);
+    sr_rmtree(d);
+    free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -365,6 +435,9 @@ int main(void)
         cmocka_unit_test(empty_dir_keeps_the_directory),
         cmocka_unit_test(mkdirs_creates_parents_and_rejects_files),
         cmocka_unit_test(dirname_matches_posix),
+        cmocka_unit_test(rmtree_at_removes_a_symlink_not_its_target),
+        cmocka_unit_test(empty_dir_log_removes_the_same_and_refuses_a_symlink),
+        cmocka_unit_test(file_list_names_the_files_a_replace_removed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
