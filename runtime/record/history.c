@@ -205,6 +205,8 @@ static void add_ckpt(struct sr_history *h, const json_t *ev, uint32_t a, int64_t
     } else {
         c->staged_ms = t;
         c->stage_seconds = num_of(ev, "seconds");
+        /* never after its staging (a clock that disagrees, a planted log) */
+        c->state_ms = int_in(ev, "state_ms", 1, t, 0);
         c->attempt = a;
     }
 }

@@ -116,6 +116,11 @@ int sr_commits_submit(struct sr_commits *cp, const char *dir, int64_t step, int 
  * (the supervisor's fingerprint of the directory as submitted). */
 int sr_commits_submit_tag(struct sr_commits *cp, const char *dir, int64_t step, int client_fd,
                           uint64_t tag);
+/* The same, with when the state it holds was taken (unix ms, 0 = unknown:
+ * the stage's start): the "staged" event's state_ms, from which lost work
+ * is counted (docs/events.md). */
+int sr_commits_submit_at(struct sr_commits *cp, const char *dir, int64_t step, int client_fd,
+                         uint64_t tag, int64_t state_ms);
 /* 1 and fills res when a result was queued, else 0. */
 int sr_commits_take(struct sr_commits *cp, struct sr_commit_result *res);
 /* Commits submitted and not yet persisted (or failed). */

@@ -251,7 +251,17 @@ void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_
             h->n_causes ? ")" : "", h->restarts);
     print_causes(f, h);
     lost_detail(h, detail, sizeof(detail));
-    fprintf(f, "lost work:   %s (%s)\n", lost, detail);
+    fprintf(f, "lost work:   %s (%s)", lost, detail);
+    /* A sweep's pruned or cancelled work is no loss: its own figures. */
+    if (h->pruned_ms) {
+        sr_format_duration_ms(h->pruned_ms, lost, sizeof(lost));
+        fprintf(f, "; pruned work %s", lost);
+    }
+    if (h->cancelled_ms) {
+        sr_format_duration_ms(h->cancelled_ms, lost, sizeof(lost));
+        fprintf(f, "; cancelled work %s", lost);
+    }
+    fputc('\n', f);
     fprintf(f, "stage:       p50 %.2fs, max %.2fs (%u staged)\n", h->stage_p50, h->stage_max,
             h->staged);
     fprintf(f, "persist:     p50 %.2fs, max %.2fs (%u durable), ratio %.2fx\n", h->persist_p50,
@@ -301,6 +311,8 @@ static void attempt_how(const struct sr_hist_attempt *a, const char *lost, char 
         snprintf(how, len, "done");
     else if (a->cause == SR_CAUSE_LEASE_LOST)
         snprintf(how, len, "%s: %s", name, a->cause_detail);
+    else if (a->cause == SR_CAUSE_PRUNED || a->cause == SR_CAUSE_CANCELLED)
+        snprintf(how, len, "%s (%s), its work dropped, not lost", name, a->cause_detail);
     else if (a->cause_detail[0])
         snprintf(how, len, "%s (%s), lost %s%s", name, a->cause_detail, lost,
                  a->end == SR_END_FAILED ? "; not restarted" : "");
@@ -409,6 +421,7 @@ json_t *sr_summary_attempts_json(const struct sr_history *h)
         json_object_set_new(o, "tail", a->tail ? json_string(a->tail) : json_null());
         json_object_set_new(o, "notice_source", str_or_null(a->notice_source));
         json_object_set_new(o, "lost_work_seconds", json_real((double)a->lost_ms / 1000.0));
+        json_object_set_new(o, "dropped_work_seconds", json_real((double)a->dropped_ms / 1000.0));
         json_object_set_new(o, "gpu_peak_bytes",
                             a->gpu_peak_bytes ? json_integer((json_int_t)a->gpu_peak_bytes)
                                               : json_null());
@@ -527,6 +540,8 @@ json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices 
                         le ? json_string(sr_hist_cause_name(le->cause)) : json_null());
     json_object_set_new(o, "last_cause_detail", le ? str_or_null(le->cause_detail) : json_null());
     json_object_set_new(o, "lost_work_seconds", json_real((double)h->lost_ms / 1000.0));
+    json_object_set_new(o, "pruned_work_seconds", json_real((double)h->pruned_ms / 1000.0));
+    json_object_set_new(o, "cancelled_work_seconds", json_real((double)h->cancelled_ms / 1000.0));
     json_object_set_new(
         o, "checkpoint_stats",
         json_pack("{s:i,s:i,s:{s:f,s:f},s:{s:f,s:f},s:I,s:I,s:o}", "staged", (int)h->staged,
