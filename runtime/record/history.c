@@ -233,6 +233,7 @@ static void add_interval(struct sr_history *h, const json_t *ev, int64_t t)
 /* The exit event's "tail": cleaned again (nothing in the store is trusted). */
 static void add_tail(struct sr_hist_attempt *at, const json_t *ev)
 {
+    at->tail_ms = int_in(ev, "tail_ms", 1, SR_TIME_MAX_MS, 0);
     const json_t *t = json_object_get(ev, "tail");
     if (!json_is_string(t))
         return;

@@ -74,7 +74,8 @@ struct sr_hist_attempt {
     int restarted, preempted, done, superseded;
     int oom;    /* the exit event says "oom": true */
     char *tail; /* the exit event's "tail" (last lines of the job's stderr), cleaned; NULL = none */
-    int stalled; /* a "stalled" event */
+    int64_t tail_ms; /* when its last line was written (the exit's "tail_ms"), 0 = unknown */
+    int stalled;     /* a "stalled" event */
     int64_t stall_since_ms, stall_timeout_ms;
     /* The process a stall most likely hangs on, from the event's procs
      * (one stopped or in D first) and traceback: "pid 12 (python3) state

@@ -50,7 +50,8 @@ static json_t *attempt_json(const struct sr_history *h, const struct sr_hist_att
         (json_int_t)a->lost_ms, "drop", (json_int_t)a->dropped_ms, "session",
         (json_int_t)a->session, "price", a->price_per_hour, "nodes", (json_int_t)a->nodes);
     if (o && a->tail && a == sr_hist_last_ended(h) && /* the only tail the view prints */
-        json_object_set_new(o, "tail", json_string(a->tail)) < 0) {
+        (json_object_set_new(o, "tail", json_string(a->tail)) < 0 ||
+         json_object_set_new(o, "tail_ms", json_integer((json_int_t)a->tail_ms)) < 0)) {
         json_decref(o);
         return NULL;
     }
@@ -194,6 +195,10 @@ static int attempt_from(const json_t *o, struct sr_hist_attempt *a)
     const json_t *tail = json_object_get(o, "tail");
     if (!tail)
         return 0;
+    int64_t tail_ms = 0;
+    if (json_object_get(o, "tail_ms") && get_int(o, "tail_ms", 0, T, &tail_ms))
+        return -1;
+    a->tail_ms = tail_ms;
     if (!json_is_string(tail) || clean(json_string_value(tail), TAIL_MAX, 1) < 0)
         return -1;
     a->tail = strdup(json_string_value(tail));

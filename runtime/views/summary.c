@@ -349,13 +349,32 @@ void sr_summary_print_attempts(FILE *f, const struct sr_history *h)
         /* a failure's reason; a stop spotrun made has its own line above */
         if (a->tail && (a->cause == SR_CAUSE_CRASHED || a->cause == SR_CAUSE_OOM ||
                         a->cause == SR_CAUSE_STALLED))
-            sr_summary_print_tail(f, "  ", a->tail);
+            sr_summary_print_tail_at(f, "  ", a->tail, a->tail_ms, a->end_ms);
     }
 }
 
 void sr_summary_print_tail(FILE *f, const char *indent, const char *tail)
 {
-    fprintf(f, "%sits stderr ended with:\n", indent);
+    sr_summary_print_tail_at(f, indent, tail, 0, 0);
+}
+
+void sr_summary_print_tail_at(FILE *f, const char *indent, const char *tail, int64_t tail_ms,
+                              int64_t end_ms)
+{
+    /* A killed job's last lines may be old: say when they were written. */
+    char when[40] = "", ago[32];
+    if (tail_ms > 0) {
+        sr_format_iso_ms(tail_ms, when, sizeof(when));
+        if (end_ms >= tail_ms) {
+            sr_format_duration_ms(end_ms - tail_ms, ago, sizeof(ago));
+            fprintf(f, "%sits stderr ended with (written at %s, %s before it ended):\n", indent,
+                    when, ago);
+        } else {
+            fprintf(f, "%sits stderr ended with (written at %s):\n", indent, when);
+        }
+    } else {
+        fprintf(f, "%sits stderr ended with:\n", indent);
+    }
     for (const char *p = tail; *p;) {
         const size_t n = strcspn(p, "\n");
         fprintf(f, "%s  | %.*s\n", indent, (int)n, p);
@@ -419,6 +438,9 @@ json_t *sr_summary_attempts_json(const struct sr_history *h)
         json_object_set_new(o, "exit_code", a->has_exit ? json_integer(a->exit_code) : json_null());
         json_object_set_new(o, "signal", str_or_null(a->exit_signal));
         json_object_set_new(o, "tail", a->tail ? json_string(a->tail) : json_null());
+        char at[40];
+        sr_format_iso_ms(a->tail_ms, at, sizeof(at));
+        json_object_set_new(o, "tail_at", a->tail && a->tail_ms ? json_string(at) : json_null());
         json_object_set_new(o, "notice_source", str_or_null(a->notice_source));
         json_object_set_new(o, "lost_work_seconds", json_real((double)a->lost_ms / 1000.0));
         json_object_set_new(o, "dropped_work_seconds", json_real((double)a->dropped_ms / 1000.0));

@@ -197,7 +197,7 @@ static void print_failures(FILE *f, const struct sr_sweepview *v, const size_t *
         state_text(v, tr, state, sizeof(state));
         fprintf(f, "\ntrial %zu (%s) %s, attempt %" PRIu32 ":\n", tr->trial, tr->run_id, state,
                 ended->attempt);
-        sr_summary_print_tail(f, "  ", ended->tail);
+        sr_summary_print_tail_at(f, "  ", ended->tail, ended->tail_ms, ended->end_ms);
     }
 }
 
