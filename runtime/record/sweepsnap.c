@@ -51,7 +51,8 @@ static json_t *attempt_json(const struct sr_history *h, const struct sr_hist_att
         (json_int_t)a->session, "price", a->price_per_hour, "nodes", (json_int_t)a->nodes);
     if (o && a->tail && a == sr_hist_last_ended(h) && /* the only tail the view prints */
         (json_object_set_new(o, "tail", json_string(a->tail)) < 0 ||
-         json_object_set_new(o, "tail_ms", json_integer((json_int_t)a->tail_ms)) < 0)) {
+         json_object_set_new(o, "tail_ms", json_integer((json_int_t)a->tail_ms)) < 0 ||
+         json_object_set_new(o, "end_ms", json_integer((json_int_t)a->end_ms)) < 0)) {
         json_decref(o);
         return NULL;
     }
@@ -195,10 +196,12 @@ static int attempt_from(const json_t *o, struct sr_hist_attempt *a)
     const json_t *tail = json_object_get(o, "tail");
     if (!tail)
         return 0;
-    int64_t tail_ms = 0;
-    if (json_object_get(o, "tail_ms") && get_int(o, "tail_ms", 0, T, &tail_ms))
+    int64_t tail_ms = 0, end_ms = 0; /* when the tail was written; when the attempt ended */
+    if ((json_object_get(o, "tail_ms") && get_int(o, "tail_ms", 0, T, &tail_ms)) ||
+        (json_object_get(o, "end_ms") && get_int(o, "end_ms", 0, T, &end_ms)))
         return -1;
     a->tail_ms = tail_ms;
+    a->end_ms = end_ms;
     if (!json_is_string(tail) || clean(json_string_value(tail), TAIL_MAX, 1) < 0)
         return -1;
     a->tail = strdup(json_string_value(tail));
