@@ -13,7 +13,7 @@ test_expect_success 'sh -c "exec python3 train.py --out_dir=out/ckpt": the run i
 '
 
 test_expect_success 'bash -lc with assignments, env and a launcher: still train' '
-    "$SPOTRUN" run -- bash -lc "A=1 env B=2 nohup $PY -u ./train.py; true" >id2 2>run2.log &&
+    "$SPOTRUN" run -- bash -lc "A=1 env B=2 nohup $PY -u ./train.py --log=logs/exp1; true" >id2 2>run2.log &&
     cat id2 &&
     grep -E "^train-[0-9a-f]{8}$" id2
 '

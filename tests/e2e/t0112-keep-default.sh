@@ -38,7 +38,8 @@ test_expect_success 'the default retention deletes old checkpoints only: a user 
     grep "^checkpoints: *3$" show2.out
 '
 
-test_expect_success '--keep 0 keeps every checkpoint; gc deletes the rest by hand' '
+test_expect_success 'only --keep 0 keeps every checkpoint (the default does not); gc deletes the rest by hand' '
+    test "$(seqs d)" = "0000000004 0000000005 0000000006 " &&
     "$SPOTRUN" run --run-id all --keep 0 -- ./job.sh >run3.log 2>&1 &&
     test "$(seqs all)" = "0000000001 0000000002 0000000003 0000000004 0000000005 0000000006 " &&
     "$SPOTRUN" gc all --keep 2 &&

@@ -39,12 +39,15 @@ truth() { awk '$1 == "state" {s = $3} $1 == "iter" {l = $3} END {print l - s}' "
 
 # check RUN: the figure of the run's first attempt against the job's clock:
 # at least 70% of it, at most it plus a keep-alive interval (and a second
-# of slack for a loaded machine)
+# of slack for a loaded machine); and the checkpoint's staged event records
+# when the state was taken (state_ms), within a second of the job's clock
 check() {
-    local t
+    local t s
     t=$(truth "$1")
+    s=$(awk '$1 == "state" {print $3}' "$1.iter")
     "$SPOTRUN" show "$1" --json >"$1.json"
-    say "# $1: job's own count ${t}ms"
+    events "$1" | grep "\"event\":\"staged\"" >"$1.staged"
+    say "# $1: job's own count ${t}ms, state taken at $s"
     json "$1.json" "
 a = d['attempt_list'][0]
 lost = a['lost_work_seconds'] * 1000
@@ -52,6 +55,8 @@ print('# spotrun says', lost, 'ms')
 assert lost >= 0.7 * $t, (lost, $t)
 assert lost <= $t + $KA + 1000, (lost, $t)
 assert d['lost_work_seconds'] * 1000 == lost, d['lost_work_seconds']
+staged = json.loads(open('$1.staged').readline())
+assert abs(staged.get('state_ms', 0) - $s) <= 1000, (staged, $s)
 "
 }
 
@@ -72,7 +77,7 @@ run_and_kill() {
         "\"$SPOTRUN\" show $run >$run.show && grep -q '^state: *vanished$' $run.show"
 }
 
-test_expect_success 'kill -9 of the wrapper: lost work runs from the committed state to the last keep-alive' '
+test_expect_success 'kill -9 of the wrapper: lost work runs from the commit call (state_ms) to the last keep-alive' '
     run_and_kill k commit &&
     check k
 '
@@ -80,13 +85,6 @@ test_expect_success 'kill -9 of the wrapper: lost work runs from the committed s
 test_expect_success '--settle: lost work counts from when the files were last written, not from the commit' '
     run_and_kill s settle --settle 2s &&
     check s
-'
-
-test_expect_success 'the staged event records when the state was taken (state_ms)' '
-    events k | grep "\"event\":\"staged\"" >k.staged &&
-    events s | grep "\"event\":\"staged\"" >s.staged &&
-    grep -q "\"state_ms\":" k.staged &&
-    grep -q "\"state_ms\":" s.staged
 '
 
 test_done
