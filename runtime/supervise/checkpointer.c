@@ -433,6 +433,7 @@ static void do_stage(struct sr_commits *cp, struct job *j)
     /* A state newer than the stage is a clock that disagrees: the stage's
      * start is the latest it can have been taken. */
     const int64_t state_ms = j->state_ms > 0 && j->state_ms <= wall0 ? j->state_ms : wall0;
+    r.state_ms = state_ms;
     sr_err_clear();
     r.rc = sr_commits_stage(&cfg, j->dir, r.seq, j->step, j->path, &j->m);
     r.ms = sr_now_ms() - t0;

@@ -74,7 +74,8 @@ struct sr_commit_result {
     int rc;        /* 0 or -errno */
     char msg[256];
     uint64_t raw_bytes, stored_bytes;
-    int64_t ms; /* time the step took */
+    int64_t ms;       /* time the step took */
+    int64_t state_ms; /* STAGED: when the state it holds was taken (unix ms) */
     /* PERSISTED in a multi-node run: this node's part is durable; set is 1
      * when the set of its step is published too (else another node, or
      * the peers watcher, will complete it). */

@@ -203,7 +203,10 @@ static void on_result(struct sup *s)
             if (r.rc == 0) {
                 s->last_stage_ms = r.ms;
                 s->att.ckpt_step = r.step;
-                s->att.ckpt_at = now();
+                /* the work since the state it holds is what a stop loses
+                 * (the lost_work event, as the record counts it) */
+                const int64_t age = sr_wall_ms() - r.state_ms;
+                s->att.ckpt_at = now() - (age > 0 && r.state_ms > 0 ? age : 0);
                 if (r.seq > s->staged_seq)
                     s->staged_seq = r.seq;
                 char step[24];
