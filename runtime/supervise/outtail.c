@@ -250,7 +250,9 @@ void sup_output_tail(struct sup *s, json_t *ex)
     if (tail && ex && json_integer_value(json_object_get(ex, "code")) != 0 &&
         s->phase != PREEMPTING) {
         json_object_set_new(ex, "tail", json_string(tail));
-        if (at > 0) /* when its last line was written: long before a kill, perhaps */
+        /* A killed job's last lines may be much older than its end: when
+         * they were written. */
+        if (at > 0 && json_object_get(ex, "signal"))
             json_object_set_new(ex, "tail_ms", json_integer((json_int_t)at));
     }
     free(tail);
