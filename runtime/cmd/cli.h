@@ -60,7 +60,8 @@ extern struct sr_common sr_common;
      SR_OPT_STR,                                                                                    \
      &sr_common.store,                                                                              \
      "URL",                                                                                         \
-     "checkpoint store: a path, file:///path or s3://bucket/prefix"},                               \
+     "checkpoint store: a path, file:///path, s3://bucket/prefix or "                               \
+     "az://account/container/prefix"},                                                              \
         {"quiet",          'q',  "SPOTRUN_QUIET",           SR_OPT_FLAG,                            \
          &sr_common.quiet, NULL, "only warnings and errors"},                                       \
         {"verbose", 'v', "SPOTRUN_VERBOSE", SR_OPT_FLAG, &sr_common.verbose, NULL, "debug output"}, \

@@ -185,6 +185,7 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct run_opts o = {.lease_ttl_ms = 60000,
                          .lease_wait_ms = -1,
+                         .keep = SR_KEEP_DEFAULT,
                          .grace_ms = 25000,
                          .backoff_ms = 1000,
                          .max_restarts = MAX_RESTARTS_DEFAULT,
@@ -221,7 +222,8 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
         {"every-max", 0, "SPOTRUN_EVERY_MAX", SR_OPT_DURATION, &o.every_max_ms, "DURATION",
          "--every auto: never less often than this, nor than half the MTBF (default 4h)"},
         {"keep", 'k', "SPOTRUN_KEEP", SR_OPT_UINT, &o.keep, "N",
-         "keep the newest N checkpoints (default: all)"},
+         "keep the newest N checkpoints, older ones are deleted (default 3; 0: all; spotrun gc "
+         "deletes by hand)"},
         {"full-every", 0, "SPOTRUN_FULL_EVERY", SR_OPT_UINT, &o.full_every, "N",
          "upload one checkpoint in N in full, the others as deltas of the newest (default 10; "
          "1: always full)"},

@@ -34,6 +34,10 @@
 #include "sweep.h"
 
 /* The options as parsed (cmd_run.c). */
+/* --keep's default: the newest few, so that a run's store does not grow
+ * without bound, with room to fall back past a bad newest one. */
+#define SR_KEEP_DEFAULT 3
+
 struct run_opts {
     const char *run_id, *ckpt_dir, *work_dir, *signal;
     const char *metrics_file, *log_format;

@@ -177,10 +177,15 @@ int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
         code = sr_fail(rc, "cannot list the store");
         goto out;
     }
+    /* RUN is as wide as the longest id (32 at least): the columns stay put */
+    int idw = 32;
+    for (size_t i = 0; i < runs.n; i++)
+        if (strlen(runs.v[i]) > (size_t)idw)
+            idw = (int)strlen(runs.v[i]);
     if (!vo.json)
-        printf("%-32s %-12s %-10s %5s %8s %10s %10s %4s %4s %4s %8s %9s  %-*s%s\n", "RUN", "STATE",
-               "CAUSE", "CKPTS", "NEWEST", "STEP", "SIZE", "ATT", "PRE", "FAIL", "LOST", "COST",
-               long_ls ? 19 : 0, "CREATED", long_ls ? "  METRICS" : "");
+        printf("%-*s %-12s %-10s %5s %8s %10s %10s %4s %4s %4s %8s %9s  %-*s%s\n", idw, "RUN",
+               "STATE", "CAUSE", "CKPTS", "NEWEST", "STEP", "SIZE", "ATT", "PRE", "FAIL", "LOST",
+               "COST", long_ls ? 19 : 0, "CREATED", long_ls ? "  METRICS" : "");
     for (size_t i = 0; i < runs.n; i++) {
         struct sr_ckpt_list l = {0};
         sr_ckpt_list(st, runs.v[i], &l);
@@ -229,10 +234,11 @@ int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
             sr_summary_metrics_cell(&h, metric.v, metric.n, cell, sizeof(cell));
         /* CAUSE: why the newest ended attempt ended (docs/events.md) */
         const struct sr_hist_attempt *ended = sr_hist_last_ended(&h);
-        printf("%-32s %-12s %-10s %5zu %8s %10s %10s %4zu %4u %4u %8s %9s  %-*s%s%s\n", runs.v[i],
-               sr_hist_state_name(h.state), ended ? sr_hist_cause_name(ended->cause) : "-", l.n,
-               seq, step, size, h.n_att, h.preemptions, h.failures, lost, cost, long_ls ? 19 : 0,
-               when, long_ls ? "  " : "", cell);
+        printf("%-*s %-12s %-10s %5zu %8s %10s %10s %4zu %4u %4u %8s %9s  %-*s%s%s\n", idw,
+               runs.v[i], sr_hist_state_name(h.state),
+               ended ? sr_hist_cause_name(ended->cause) : "-", l.n, seq, step, size, h.n_att,
+               h.preemptions, h.failures, lost, cost, long_ls ? 19 : 0, when, long_ls ? "  " : "",
+               cell);
         sr_hist_free(&h);
         sr_ckpt_list_free(&l);
     }

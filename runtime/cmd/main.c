@@ -92,7 +92,9 @@ static void usage(FILE *f)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nglobal options, before or after the command: -v, --verbose; -q, --quiet; "
-               "--store URL\n");
+               "--store URL\n"
+               "stores: a path or file:///path, s3://bucket/prefix (S3 and compatible servers), "
+               "az://account/container/prefix (Azure Blob)\n");
     fprintf(f, "\n'spotrun COMMAND --help' lists a command's options and their SPOTRUN_* "
                "environment twins.\n"
                "exit codes of run: 0 done, 75 preempted (requeue), 124 stopped at a time limit "

@@ -35,19 +35,108 @@ static int is_interpreter(const char *base)
     return 0;
 }
 
+static int is_shell(const char *base)
+{
+    static const char *const sh[] = {"sh", "bash", "dash", "zsh", "ksh"};
+    for (size_t i = 0; i < sizeof(sh) / sizeof(sh[0]); i++)
+        if (strcmp(base, sh[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Words that only start another program: `exec python3 train.py`,
+ * `env A=1 nohup python3 train.py`. */
+static int is_launcher(const char *word)
+{
+    static const char *const w[] = {"exec", "env", "nohup", "time", "nice", "command", "stdbuf"};
+    for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++)
+        if (strcmp(word, w[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static const char *base_of(const char *path)
+{
+    return strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+}
+
+/* An assignment (A=1) before the command. */
+static int is_assignment(const char *word)
+{
+    const char *eq = strchr(word, '=');
+    if (!eq || eq == word)
+        return 0;
+    for (const char *p = word; p < eq; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_' ||
+              (p > word && *p >= '0' && *p <= '9')))
+            return 0;
+    return 1;
+}
+
+/* The script a shell's -c would run, split into words at blanks (quotes
+ * dropped, no expansion: only to name the job), at most `max` of them, up
+ * to the first ; & | or newline. Returns the count; the words live in buf. */
+static size_t split_script(const char *script, char *buf, size_t blen, char **words, size_t max)
+{
+    size_t n = 0, k = 0;
+    const char *p = script;
+    while (*p && n < max && k + 2 < blen) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p || strchr(";&|\n", *p))
+            break;
+        words[n++] = buf + k;
+        char quote = 0;
+        for (; *p && (quote || !strchr(" \t;&|\n", *p)); p++) {
+            if (!quote && (*p == '\'' || *p == '"'))
+                quote = *p;
+            else if (quote && *p == quote)
+                quote = 0;
+            else if (k + 2 < blen)
+                buf[k++] = *p;
+        }
+        buf[k++] = '\0'; /* k + 2 <= blen before the word: room for it */
+    }
+    return n;
+}
+
+/* The name a command's words give: the program's base name, or the
+ * interpreted script's (options, launchers and assignments skipped); a
+ * shell's -c script is looked into the same way (depth: how far). */
+static const char *name_in(char *const argv[], size_t argc, int depth, char *buf, size_t blen)
+{
+    size_t i = 0;
+    while (i < argc && (is_launcher(base_of(argv[i])) || is_assignment(argv[i]) ||
+                        (i > 0 && is_launcher(base_of(argv[i - 1])) && argv[i][0] == '-')))
+        i++;
+    if (i >= argc)
+        return argc ? base_of(argv[0]) : "job";
+    const char *base = base_of(argv[i]);
+    if (is_shell(base) && depth < 2)
+        for (size_t j = i + 1; j + 1 < argc && argv[j][0] == '-'; j++)
+            if (argv[j][1] != '-' && strchr(argv[j], 'c')) {
+                char *words[32];
+                const size_t half = blen / 2;
+                const size_t n = split_script(argv[j + 1], buf + half, blen - half, words, 32);
+                if (n)
+                    return name_in(words, n, depth + 1, buf, half);
+                break;
+            }
+    if (is_interpreter(base))
+        for (size_t j = i + 1; j < argc; j++)
+            if (argv[j][0] != '-')
+                return base_of(argv[j]);
+    return base;
+}
+
 /* The program's (or interpreted script's) base name, reduced to run-id characters. */
 static void job_name(char *const argv[], char *out, size_t len)
 {
-    const char *prog = argv && argv[0] ? argv[0] : "job";
-    const char *base = strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog;
-    if (is_interpreter(base)) {
-        for (size_t i = 1; argv[i]; i++) {
-            if (argv[i][0] == '-')
-                continue;
-            base = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
-            break;
-        }
-    }
+    size_t argc = 0;
+    while (argv && argv[argc])
+        argc++;
+    char buf[8192];
+    const char *base = name_in(argv, argc, 0, buf, sizeof(buf));
     size_t n = 0;
     for (const char *p = base; *p && *p != '.' && n + 1 < len && n < 40; p++) {
         const char c = *p;

@@ -205,6 +205,8 @@ static void add_ckpt(struct sr_history *h, const json_t *ev, uint32_t a, int64_t
     } else {
         c->staged_ms = t;
         c->stage_seconds = num_of(ev, "seconds");
+        /* never after its staging (a clock that disagrees, a planted log) */
+        c->state_ms = int_in(ev, "state_ms", 1, t, 0);
         c->attempt = a;
     }
 }
@@ -231,6 +233,7 @@ static void add_interval(struct sr_history *h, const json_t *ev, int64_t t)
 /* The exit event's "tail": cleaned again (nothing in the store is trusted). */
 static void add_tail(struct sr_hist_attempt *at, const json_t *ev)
 {
+    at->tail_ms = int_in(ev, "tail_ms", 1, SR_TIME_MAX_MS, 0);
     const json_t *t = json_object_get(ev, "tail");
     if (!json_is_string(t))
         return;

@@ -14,9 +14,12 @@
  *
  * Lost work of an interrupted attempt (preempted, crashed, given up, or a
  * wrapper that vanished) = the time it ended minus the later of its start
- * and the moment the newest checkpoint durable by then was staged (the state
- * the next attempt resumes from). Work before the attempt's start was
- * counted with the attempt that lost it, so nothing is counted twice.
+ * and the moment the state the newest checkpoint durable by then holds was
+ * taken (the state the next attempt resumes from: its staged event's
+ * state_ms, else its staged time). Work before the attempt's start was
+ * counted with the attempt that lost it, so nothing is counted twice. The
+ * work of an attempt a sweep pruned or cancelled is not lost: it is its own
+ * figure (dropped_ms), by its cause.
  */
 #ifndef SPOTRUN_HISTORY_H
 #define SPOTRUN_HISTORY_H
@@ -71,7 +74,8 @@ struct sr_hist_attempt {
     int restarted, preempted, done, superseded;
     int oom;    /* the exit event says "oom": true */
     char *tail; /* the exit event's "tail" (last lines of the job's stderr), cleaned; NULL = none */
-    int stalled; /* a "stalled" event */
+    int64_t tail_ms; /* when its last line was written (the exit's "tail_ms"), 0 = unknown */
+    int stalled;     /* a "stalled" event */
     int64_t stall_since_ms, stall_timeout_ms;
     /* The process a stall most likely hangs on, from the event's procs
      * (one stopped or in D first) and traceback: "pid 12 (python3) state
@@ -99,8 +103,11 @@ struct sr_hist_attempt {
     char cause_detail[128]; /* "exit 3", "SIGKILL, signal 9", "manual"...; "" when none */
     int64_t end_ms;         /* when the interruption (or the end) happened */
     int64_t lost_ms;        /* interrupted attempts only, else 0 */
-    int64_t base_ms;        /* start of the lost span (for the report) */
-    uint32_t session;       /* attempts chained by restarts in one wrapper process */
+    /* A sweep's decision (cause pruned or cancelled): the time the attempt
+     * ran, from its start to its end; else 0. Not lost work. */
+    int64_t dropped_ms;
+    int64_t base_ms;  /* start of the lost span (for the report) */
+    uint32_t session; /* attempts chained by restarts in one wrapper process */
 };
 
 struct sr_hist_ckpt {
@@ -108,6 +115,10 @@ struct sr_hist_ckpt {
     int64_t step;
     uint32_t attempt;
     int64_t staged_ms, persisted_ms; /* 0 = not seen */
+    /* When the state it holds was taken (the staged event's state_ms: the
+     * job's commit call, else the newest mtime of the directory); 0 = not
+     * recorded (an older log: its staged time stands in). */
+    int64_t state_ms;
     double stage_seconds, persist_seconds;
     uint64_t raw_bytes, stored_bytes;
 };
@@ -207,6 +218,9 @@ struct sr_history {
     unsigned ends[SR_CAUSE_COUNT]; /* ended attempts by cause ([SR_CAUSE_NONE]: running) */
 
     int64_t lost_ms;
+    /* The work of attempts a sweep pruned or cancelled (their dropped_ms):
+     * not lost work. */
+    int64_t pruned_ms, cancelled_ms;
     unsigned staged, durable;
     double stage_p50, stage_max, persist_p50, persist_max; /* seconds */
     uint64_t raw_bytes, stored_bytes;                      /* of durable checkpoints */

@@ -133,7 +133,7 @@ static void cause_detail(const struct sr_hist_attempt *a, char *buf, size_t len)
     }
 }
 
-/* The staged time of the newest checkpoint durable by cutoff, or 0. */
+/* When the state of the newest checkpoint durable by cutoff was taken, or 0. */
 static int64_t durable_base(const struct sr_history *h, int64_t cutoff)
 {
     const struct sr_hist_ckpt *best = NULL;
@@ -144,6 +144,8 @@ static int64_t durable_base(const struct sr_history *h, int64_t cutoff)
     }
     if (!best)
         return 0;
+    if (best->state_ms)
+        return best->state_ms;
     return best->staged_ms ? best->staged_ms : best->persisted_ms;
 }
 
@@ -162,10 +164,15 @@ static void derive_attempts(struct sr_history *h)
         a->cause = cause_of(a);
         cause_detail(a, a->cause_detail, sizeof(a->cause_detail));
         a->end_ms = a->has_exit ? a->exit_ms : a->last_ms;
-        a->lost_ms = 0;
+        a->lost_ms = a->dropped_ms = 0;
         a->base_ms = 0;
         if (a->end == SR_END_OPEN || a->end == SR_END_DONE)
             continue;
+        if (a->cause == SR_CAUSE_PRUNED || a->cause == SR_CAUSE_CANCELLED) {
+            /* the sweep chose to drop this work: not lost */
+            a->dropped_ms = a->end_ms > a->start_ms ? a->end_ms - a->start_ms : 0;
+            continue;
+        }
         const int64_t cutoff = last ? INT64_MAX : h->att[i + 1].first_ms;
         int64_t base = durable_base(h, cutoff);
         if (base < a->start_ms)
@@ -182,6 +189,10 @@ static void derive_counts(struct sr_history *h)
         const struct sr_hist_attempt *a = &h->att[i];
         char cause[64];
         h->lost_ms += a->lost_ms;
+        if (a->cause == SR_CAUSE_PRUNED)
+            h->pruned_ms += a->dropped_ms;
+        else if (a->cause == SR_CAUSE_CANCELLED)
+            h->cancelled_ms += a->dropped_ms;
         h->restarts += a->restarted ? 1 : 0;
         h->ends[a->cause]++;
         switch (a->end) {
@@ -278,6 +289,7 @@ void sr_hist_derive(struct sr_history *h)
     h->preemptions = h->failures = h->restarts = 0;
     h->n_sources = h->n_causes = 0;
     memset(h->ends, 0, sizeof(h->ends));
+    h->pruned_ms = h->cancelled_ms = 0;
     h->lost_ms = h->first_ms = h->last_ms = h->wall_ms = h->instance_ms = h->queued_ms = 0;
     h->raw_bytes = h->stored_bytes = 0;
     h->last_durable_ms = 0;

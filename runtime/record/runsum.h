@@ -28,7 +28,7 @@
 #include "layout.h"
 #include "store.h"
 
-#define SR_RUNSUM_VERSION 2
+#define SR_RUNSUM_VERSION 3 /* 3: lost_ms from the state's time; 0 when pruned, cancelled */
 #define SR_RUNSUM_NAME SR_KEY_SUMMARY  /* <run>/SUMMARY.json (layout.h) */
 #define SR_RUNSUM_ATT_MAX 10000        /* attempts a summary may hold */
 #define SR_RUNSUM_BYTES_MAX (8u << 20) /* a larger SUMMARY.json is not read */

@@ -357,6 +357,8 @@ static void add_piece(struct sr_stats_row *r, size_t run, size_t att,
         r->od_unpriced_h += ih;
     }
     r->lost_h += lost_h;
+    if (a->cause == SR_CAUSE_PRUNED || a->cause == SR_CAUSE_CANCELLED)
+        r->dropped_h += ih;
     if (pc->ends) {
         r->ends[a->cause < SR_CAUSE_COUNT ? a->cause : SR_CAUSE_NONE]++;
         if (a->cause == SR_CAUSE_PREEMPTED && sr_stats_cloud_notice(a->notice_source))

@@ -65,8 +65,11 @@ struct sr_stats_row {
     uint64_t preemptions;  /* attempts a cloud's notice stopped (sr_stats_cloud_notice) */
     uint64_t signal_stops; /* attempts stopped by any other notice: a signal, notify, a peer */
     double lost_h, lost_cost, lost_unpriced_h; /* lost instance hours */
-    uint64_t ends[SR_CAUSE_COUNT];             /* [SR_CAUSE_NONE]: still running */
-    double wall_s, stage_s;                    /* attempt wall (not x nodes) and staging seconds */
+    /* instance hours of attempts a sweep pruned or cancelled: spent by its
+     * choice, not lost */
+    double dropped_h;
+    uint64_t ends[SR_CAUSE_COUNT]; /* [SR_CAUSE_NONE]: still running */
+    double wall_s, stage_s;        /* attempt wall (not x nodes) and staging seconds */
     double gpu_samples, gpu_util_sum, gpu_idle_sum; /* sums weighted by samples */
     size_t last_run, last_att;                      /* internal: counted once */
 };

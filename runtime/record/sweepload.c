@@ -154,6 +154,8 @@ static void derive(struct sr_sweepview *v)
             add_metric_name(v, h->met[i].name);
         v->instance_ms += h->instance_ms;
         v->lost_ms += h->lost_ms;
+        v->pruned_ms += h->pruned_ms;
+        v->cancelled_ms += h->cancelled_ms;
         for (size_t i = 0; i < h->n_att; i++)
             if (h->att[i].end == SR_END_PREEMPTED || h->att[i].end == SR_END_VANISHED)
                 v->preempted_lost_ms += h->att[i].lost_ms;

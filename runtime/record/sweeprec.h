@@ -78,8 +78,9 @@ struct sr_sweepview {
     int64_t now_ms;
     int64_t first_ms, last_ms;                       /* over every attempt; 0 when none */
     int64_t instance_ms, lost_ms, preempted_lost_ms; /* sums over trials */
-    struct sr_sv_workers workers;                    /* the workers' own hours */
-    struct sr_steer_state steer; /* the operator's steering: history, pause, priorities */
+    int64_t pruned_ms, cancelled_ms; /* the work of pruned and cancelled attempts: not lost */
+    struct sr_sv_workers workers;    /* the workers' own hours */
+    struct sr_steer_state steer;     /* the operator's steering: history, pause, priorities */
 };
 
 /* Loads sw's trials from st with up to threads readers (0: 8). With

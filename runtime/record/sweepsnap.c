@@ -28,7 +28,7 @@
 #include "runsum.h"
 #include "units.h"
 
-#define SNAP_VERSION 1
+#define SNAP_VERSION 2 /* 2: an attempt's "drop" (pruned or cancelled work) */
 #define SNAP_BYTES_MAX (256u << 20)
 #define TAIL_MAX (64u << 10)
 
@@ -43,14 +43,16 @@ static void view_dir(char *buf, size_t len, const char *sweep)
 
 static json_t *attempt_json(const struct sr_history *h, const struct sr_hist_attempt *a)
 {
-    json_t *o = json_pack("{s:I, s:i, s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:f, s:I}", "a",
-                          (json_int_t)a->attempt, "end", (int)a->end, "cause", (int)a->cause,
-                          "detail", a->cause_detail, "host", a->host, "first",
-                          (json_int_t)a->first_ms, "last", (json_int_t)a->last_ms, "lost",
-                          (json_int_t)a->lost_ms, "session", (json_int_t)a->session, "price",
-                          a->price_per_hour, "nodes", (json_int_t)a->nodes);
+    json_t *o = json_pack(
+        "{s:I, s:i, s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:I}", "a", (json_int_t)a->attempt,
+        "end", (int)a->end, "cause", (int)a->cause, "detail", a->cause_detail, "host", a->host,
+        "first", (json_int_t)a->first_ms, "last", (json_int_t)a->last_ms, "lost",
+        (json_int_t)a->lost_ms, "drop", (json_int_t)a->dropped_ms, "session",
+        (json_int_t)a->session, "price", a->price_per_hour, "nodes", (json_int_t)a->nodes);
     if (o && a->tail && a == sr_hist_last_ended(h) && /* the only tail the view prints */
-        json_object_set_new(o, "tail", json_string(a->tail)) < 0) {
+        (json_object_set_new(o, "tail", json_string(a->tail)) < 0 ||
+         json_object_set_new(o, "tail_ms", json_integer((json_int_t)a->tail_ms)) < 0 ||
+         json_object_set_new(o, "end_ms", json_integer((json_int_t)a->end_ms)) < 0)) {
         json_decref(o);
         return NULL;
     }
@@ -174,7 +176,7 @@ static int attempt_from(const json_t *o, struct sr_hist_attempt *a)
 {
     int64_t v[9];
     if (!json_is_object(o) || get_int(o, "a", 0, UINT32_MAX, &v[0]) ||
-        get_int(o, "end", SR_END_OPEN, SR_END_STOPPED, &v[1]) ||
+        get_int(o, "drop", 0, T, &v[8]) || get_int(o, "end", SR_END_OPEN, SR_END_STOPPED, &v[1]) ||
         get_int(o, "cause", SR_CAUSE_NONE, SR_CAUSE_COUNT - 1, &v[2]) ||
         get_int(o, "first", 0, T, &v[3]) || get_int(o, "last", 0, T, &v[4]) ||
         get_int(o, "lost", 0, T, &v[5]) || get_int(o, "session", 0, UINT32_MAX, &v[6]) ||
@@ -188,11 +190,18 @@ static int attempt_from(const json_t *o, struct sr_hist_attempt *a)
     a->first_ms = v[3];
     a->last_ms = v[4];
     a->lost_ms = v[5];
+    a->dropped_ms = v[8];
     a->session = (uint32_t)v[6];
     a->nodes = (uint32_t)v[7];
     const json_t *tail = json_object_get(o, "tail");
     if (!tail)
         return 0;
+    int64_t tail_ms = 0, end_ms = 0; /* when the tail was written; when the attempt ended */
+    if ((json_object_get(o, "tail_ms") && get_int(o, "tail_ms", 0, T, &tail_ms)) ||
+        (json_object_get(o, "end_ms") && get_int(o, "end_ms", 0, T, &end_ms)))
+        return -1;
+    a->tail_ms = tail_ms;
+    a->end_ms = end_ms;
     if (!json_is_string(tail) || clean(json_string_value(tail), TAIL_MAX, 1) < 0)
         return -1;
     a->tail = strdup(json_string_value(tail));
@@ -238,9 +247,15 @@ static int history_from(const json_t *o, struct sr_history *h)
         return -1;
     h->cap_att = na ? na : 1;
     h->cap_met = nm ? nm : 1;
-    for (; h->n_att < na; h->n_att++)
+    for (; h->n_att < na; h->n_att++) {
+        const struct sr_hist_attempt *a = &h->att[h->n_att];
         if (attempt_from(json_array_get(att, h->n_att), &h->att[h->n_att]) < 0)
             return -1;
+        if (a->cause == SR_CAUSE_PRUNED && h->pruned_ms <= T - a->dropped_ms)
+            h->pruned_ms += a->dropped_ms;
+        else if (a->cause == SR_CAUSE_CANCELLED && h->cancelled_ms <= T - a->dropped_ms)
+            h->cancelled_ms += a->dropped_ms;
+    }
     for (; h->n_met < nm; h->n_met++)
         if (metric_from(json_array_get(met, h->n_met), &h->met[h->n_met]) < 0)
             return -1;

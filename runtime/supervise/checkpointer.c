@@ -49,8 +49,9 @@ struct job {
     char *dir;
     struct sr_manifest m; /* persist jobs */
     char path[4096];
-    uint32_t holds; /* the pool files its holes refer to (bit i: file i) */
-    uint64_t tag;   /* the caller's, carried to the results */
+    uint32_t holds;   /* the pool files its holes refer to (bit i: file i) */
+    uint64_t tag;     /* the caller's, carried to the results */
+    int64_t state_ms; /* when the state was taken (unix ms), 0 = unknown */
 };
 
 static void job_free(struct job *j)
@@ -428,7 +429,11 @@ static void do_stage(struct sr_commits *cp, struct job *j)
                                         .n = cp->last_n,
                                         .by_ref = by_ref};
     cfg.reuse = cp->last_n ? &reuse : NULL;
-    const int64_t t0 = sr_now_ms();
+    const int64_t t0 = sr_now_ms(), wall0 = sr_wall_ms();
+    /* A state newer than the stage is a clock that disagrees: the stage's
+     * start is the latest it can have been taken. */
+    const int64_t state_ms = j->state_ms > 0 && j->state_ms <= wall0 ? j->state_ms : wall0;
+    r.state_ms = state_ms;
     sr_err_clear();
     r.rc = sr_commits_stage(&cfg, j->dir, r.seq, j->step, j->path, &j->m);
     r.ms = sr_now_ms() - t0;
@@ -453,10 +458,10 @@ static void do_stage(struct sr_commits *cp, struct job *j)
     r.raw_bytes = j->m.raw_bytes;
     r.stored_bytes = j->m.stored_bytes;
     sr_events_emit(cfg.ev, "staged",
-                   json_pack("{s:I,s:I,s:I,s:I,s:f}", "seq", (json_int_t)r.seq, "step",
+                   json_pack("{s:I,s:I,s:I,s:I,s:f,s:I}", "seq", (json_int_t)r.seq, "step",
                              (json_int_t)r.step, "raw_bytes", (json_int_t)r.raw_bytes,
                              "stored_bytes", (json_int_t)r.stored_bytes, "seconds",
-                             (double)r.ms / 1000.0));
+                             (double)r.ms / 1000.0, "state_ms", (json_int_t)state_ms));
     pthread_mutex_lock(&cp->lock);
     cp->staging--;
     push_job(&cp->persist_q, j);
@@ -635,6 +640,12 @@ int sr_commits_submit(struct sr_commits *cp, const char *dir, int64_t step, int 
 int sr_commits_submit_tag(struct sr_commits *cp, const char *dir, int64_t step, int client_fd,
                           uint64_t tag)
 {
+    return sr_commits_submit_at(cp, dir, step, client_fd, tag, 0);
+}
+
+int sr_commits_submit_at(struct sr_commits *cp, const char *dir, int64_t step, int client_fd,
+                         uint64_t tag, int64_t state_ms)
+{
     struct job *j = calloc(1, sizeof(*j));
     if (!j || !(j->dir = strdup(dir))) {
         free(j);
@@ -643,6 +654,7 @@ int sr_commits_submit_tag(struct sr_commits *cp, const char *dir, int64_t step, 
     j->step = step;
     j->client_fd = client_fd;
     j->tag = tag;
+    j->state_ms = state_ms;
     pthread_mutex_lock(&cp->lock);
     push_job(&cp->stage_q, j);
     cp->pending++;

@@ -74,7 +74,8 @@ struct sr_commit_result {
     int rc;        /* 0 or -errno */
     char msg[256];
     uint64_t raw_bytes, stored_bytes;
-    int64_t ms; /* time the step took */
+    int64_t ms;       /* time the step took */
+    int64_t state_ms; /* STAGED: when the state it holds was taken (unix ms) */
     /* PERSISTED in a multi-node run: this node's part is durable; set is 1
      * when the set of its step is published too (else another node, or
      * the peers watcher, will complete it). */
@@ -116,6 +117,11 @@ int sr_commits_submit(struct sr_commits *cp, const char *dir, int64_t step, int 
  * (the supervisor's fingerprint of the directory as submitted). */
 int sr_commits_submit_tag(struct sr_commits *cp, const char *dir, int64_t step, int client_fd,
                           uint64_t tag);
+/* The same, with when the state it holds was taken (unix ms, 0 = unknown:
+ * the stage's start): the "staged" event's state_ms, from which lost work
+ * is counted (docs/events.md). */
+int sr_commits_submit_at(struct sr_commits *cp, const char *dir, int64_t step, int client_fd,
+                         uint64_t tag, int64_t state_ms);
 /* 1 and fills res when a result was queued, else 0. */
 int sr_commits_take(struct sr_commits *cp, struct sr_commit_result *res);
 /* Commits submitted and not yet persisted (or failed). */

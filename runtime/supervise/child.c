@@ -145,6 +145,7 @@ void sr_env_free(char **env)
 struct fp_walk {
     const char *const *pats;
     size_t n;
+    int64_t newest_ms; /* the newest mtime seen, unix ms */
     char rel[4096];
 };
 
@@ -170,6 +171,9 @@ static uint64_t fingerprint_dir(int dfd, int *count, int depth, struct fp_walk *
         if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
             continue;
         (*count)++;
+        const int64_t ms = (int64_t)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000;
+        if (ms > w->newest_ms)
+            w->newest_ms = ms;
         const int64_t facts[] = {(int64_t)sb.st_size, sb.st_mtim.tv_sec,  sb.st_mtim.tv_nsec,
                                  (int64_t)sb.st_mode, (int64_t)sb.st_ino, depth};
         acc +=
@@ -192,6 +196,13 @@ uint64_t sr_dir_fingerprint(const char *dir, int *empty)
 
 uint64_t sr_dir_fingerprint_ex(const char *dir, int *empty, const char *const *pats, size_t n)
 {
+    int64_t newest;
+    return sr_dir_fingerprint_at(dir, empty, pats, n, &newest);
+}
+
+uint64_t sr_dir_fingerprint_at(const char *dir, int *empty, const char *const *pats, size_t n,
+                               int64_t *newest_ms)
+{
     int count = 0;
     uint64_t h = 0;
     struct fp_walk w = {.pats = pats, .n = n};
@@ -200,5 +211,6 @@ uint64_t sr_dir_fingerprint_ex(const char *dir, int *empty, const char *const *p
         h = fingerprint_dir(fd, &count, 0, &w);
     if (empty)
         *empty = count == 0;
+    *newest_ms = w.newest_ms;
     return h;
 }

@@ -33,5 +33,9 @@ uint64_t sr_dir_fingerprint(const char *dir, int *empty);
 /* The same without the paths the patterns leave out (--ckpt-exclude,
  * codec.h's sr_pack_excluded): what a checkpoint of dir would hold. */
 uint64_t sr_dir_fingerprint_ex(const char *dir, int *empty, const char *const *pats, size_t n);
+/* The same, and the newest mtime (unix ms) of what it holds in *newest_ms
+ * (0 when empty): when the state the directory holds was last written. */
+uint64_t sr_dir_fingerprint_at(const char *dir, int *empty, const char *const *pats, size_t n,
+                               int64_t *newest_ms);
 
 #endif

@@ -28,6 +28,7 @@
 #include "log.h"
 #include "outtext.h"
 #include "supervisor_int.h"
+#include "units.h"
 
 #define TAKE_WAIT_MS 2000
 #define CLOSE_WAIT_MS 2000
@@ -43,6 +44,7 @@ struct sr_outtail {
     uint64_t kept;   /* bytes since the last take (the ring holds the last of them) */
     uint64_t got;    /* bytes read from the pipe */
     uint64_t passed; /* bytes forwarded (or dropped: the original is gone) */
+    int64_t last_ms; /* unix ms of the newest bytes read, 0 = none since the last take */
     int eof, out_dead;
     char buf[CHUNK]; /* the thread's */
 };
@@ -93,6 +95,7 @@ static void *tee_main(void *arg)
         if (r > 0) {
             keep(t, buf, (size_t)r);
             t->got += (uint64_t)r;
+            t->last_ms = sr_wall_ms();
         } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
             t->eof = 1;
             pthread_cond_broadcast(&t->cv);
@@ -181,6 +184,13 @@ static void drain(struct sr_outtail *t)
 
 char *sr_outtail_take(struct sr_outtail *t)
 {
+    return sr_outtail_take_at(t, NULL);
+}
+
+char *sr_outtail_take_at(struct sr_outtail *t, int64_t *last_ms)
+{
+    if (last_ms)
+        *last_ms = 0;
     if (!t)
         return NULL;
     char raw[SR_TAIL_MAX_BYTES];
@@ -192,6 +202,9 @@ char *sr_outtail_take(struct sr_outtail *t)
         raw[i] = t->ring[(start + i) % sizeof(t->ring)];
     const int cut = t->kept > n;
     t->kept = 0;
+    if (last_ms)
+        *last_ms = t->last_ms;
+    t->last_ms = 0;
     pthread_mutex_unlock(&t->mu);
     return n ? sr_outtext_tail(raw, n, cut, SR_TAIL_MAX_LINES, SR_TAIL_MAX_BYTES) : NULL;
 }
@@ -231,10 +244,16 @@ int sup_job_stderr(struct sup *s)
 
 void sup_output_tail(struct sup *s, json_t *ex)
 {
-    char *tail = sr_outtail_take(s->outtail);
+    int64_t at = 0;
+    char *tail = sr_outtail_take_at(s->outtail, &at);
     /* a failure's: not a stop spotrun made for a notice, a limit or a peer */
     if (tail && ex && json_integer_value(json_object_get(ex, "code")) != 0 &&
-        s->phase != PREEMPTING)
+        s->phase != PREEMPTING) {
         json_object_set_new(ex, "tail", json_string(tail));
+        /* A killed job's last lines may be much older than its end: when
+         * they were written. */
+        if (at > 0 && json_object_get(ex, "signal"))
+            json_object_set_new(ex, "tail_ms", json_integer((json_int_t)at));
+    }
     free(tail);
 }

@@ -19,6 +19,7 @@
 #define SPOTRUN_OUTTAIL_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 struct sr_outtail;
 struct sup;
@@ -34,6 +35,9 @@ int sr_outtail_fd(const struct sr_outtail *t);
  * cleaned last lines kept since the previous take (malloc'd, NULL when
  * none) and forgets them. */
 char *sr_outtail_take(struct sr_outtail *t);
+/* The same, and in *last_ms when the newest of those bytes was read (unix
+ * ms; 0 when none). */
+char *sr_outtail_take_at(struct sr_outtail *t, int64_t *last_ms);
 
 /* Closes the write end, forwards what is left (bounded) and stops. */
 void sr_outtail_close(struct sr_outtail *t);

@@ -80,8 +80,14 @@ void sup_commit_dir(struct sup *s, int64_t step, int client_fd, const char *why)
 {
     sr_gpu_usage_read(s->gpu_dir, &s->gpu);
     sr_commits_set_gpu(s->cp, (uint32_t)s->gpu.devices, s->gpu.peak);
-    const uint64_t fp = sup_dir_fp(s, NULL);
-    const int rc = sr_commits_submit_tag(s->cp, s->cfg->ckpt_dir, step, client_fd, fp);
+    /* When the state was taken: a job's commit says so by calling; a
+     * directory committed as it stands (--settle, at exit, at a stop) holds
+     * what was last written to it (lost work counts from there). */
+    int64_t newest = 0;
+    const uint64_t fp = sr_dir_fingerprint_at(s->cfg->ckpt_dir, NULL, s->cfg->ckpt_exclude,
+                                              s->cfg->n_ckpt_exclude, &newest);
+    const int64_t state_ms = client_fd >= 0 ? sr_wall_ms() : newest;
+    const int rc = sr_commits_submit_at(s->cp, s->cfg->ckpt_dir, step, client_fd, fp, state_ms);
     if (rc < 0) {
         if (client_fd >= 0) {
             sr_ctl_reply(client_fd, "ERR %s", strerror(-rc));
@@ -197,7 +203,10 @@ static void on_result(struct sup *s)
             if (r.rc == 0) {
                 s->last_stage_ms = r.ms;
                 s->att.ckpt_step = r.step;
-                s->att.ckpt_at = now();
+                /* the work since the state it holds is what a stop loses
+                 * (the lost_work event, as the record counts it) */
+                const int64_t age = sr_wall_ms() - r.state_ms;
+                s->att.ckpt_at = now() - (age > 0 && r.state_ms > 0 ? age : 0);
                 if (r.seq > s->staged_seq)
                     s->staged_seq = r.seq;
                 char step[24];

@@ -78,7 +78,7 @@ static void print_event(FILE *f, const json_t *ev, int64_t first_ms)
             print_string(f, k, json_string_value(v), bf);
             continue;
         }
-        char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        char *text = sr_events_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
         char safe[2048];
         fprintf(f, " %s=%s", k, sr_term_safe(text ? text : "?", safe, sizeof(safe)));
         free(text);

@@ -53,6 +53,13 @@ static void head(FILE *f, const char *run_id, const struct sr_history *h, double
              "%u restart(s); %u checkpoint(s) durable; lost work %s",
              h->n_att, h->sessions, wall, h->preemptions, h->failures, h->restarts, h->durable,
              lost);
+    /* the work a sweep dropped (pruned, cancelled) is no loss: its own figure */
+    if (h->pruned_ms || h->cancelled_ms) {
+        const size_t n = strlen(title);
+        sr_format_duration_ms(h->pruned_ms ? h->pruned_ms : h->cancelled_ms, lost, sizeof(lost));
+        snprintf(title + n, sizeof(title) - n, "; %s work %s",
+                 h->pruned_ms ? "pruned" : "cancelled", lost);
+    }
     sr_svg_text(f, 20, 50, "subtitle", "fill=\"" SR_SVG_DIM "\"", title);
 }
 

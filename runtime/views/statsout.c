@@ -223,6 +223,7 @@ static json_t *row_json(const struct sr_stats_row *r)
     json_object_set_new(o, "lost_cost",
                         r->lost_h - r->lost_unpriced_h > 1e-9 ? jnum(r->lost_cost) : json_null());
     json_object_set_new(o, "lost_unpriced_hours", jnum(r->lost_unpriced_h));
+    json_object_set_new(o, "dropped_hours", jnum(r->dropped_h));
     json_object_set_new(o, "ends", ends);
     json_object_set_new(o, "wall_hours", jnum(r->wall_s / 3600.0));
     json_object_set_new(o, "checkpoint_seconds", jnum(r->stage_s));

@@ -251,7 +251,17 @@ void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_
             h->n_causes ? ")" : "", h->restarts);
     print_causes(f, h);
     lost_detail(h, detail, sizeof(detail));
-    fprintf(f, "lost work:   %s (%s)\n", lost, detail);
+    fprintf(f, "lost work:   %s (%s)", lost, detail);
+    /* A sweep's pruned or cancelled work is no loss: its own figures. */
+    if (h->pruned_ms) {
+        sr_format_duration_ms(h->pruned_ms, lost, sizeof(lost));
+        fprintf(f, "; pruned work %s", lost);
+    }
+    if (h->cancelled_ms) {
+        sr_format_duration_ms(h->cancelled_ms, lost, sizeof(lost));
+        fprintf(f, "; cancelled work %s", lost);
+    }
+    fputc('\n', f);
     fprintf(f, "stage:       p50 %.2fs, max %.2fs (%u staged)\n", h->stage_p50, h->stage_max,
             h->staged);
     fprintf(f, "persist:     p50 %.2fs, max %.2fs (%u durable), ratio %.2fx\n", h->persist_p50,
@@ -301,6 +311,8 @@ static void attempt_how(const struct sr_hist_attempt *a, const char *lost, char 
         snprintf(how, len, "done");
     else if (a->cause == SR_CAUSE_LEASE_LOST)
         snprintf(how, len, "%s: %s", name, a->cause_detail);
+    else if (a->cause == SR_CAUSE_PRUNED || a->cause == SR_CAUSE_CANCELLED)
+        snprintf(how, len, "%s (%s), its work dropped, not lost", name, a->cause_detail);
     else if (a->cause_detail[0])
         snprintf(how, len, "%s (%s), lost %s%s", name, a->cause_detail, lost,
                  a->end == SR_END_FAILED ? "; not restarted" : "");
@@ -337,13 +349,32 @@ void sr_summary_print_attempts(FILE *f, const struct sr_history *h)
         /* a failure's reason; a stop spotrun made has its own line above */
         if (a->tail && (a->cause == SR_CAUSE_CRASHED || a->cause == SR_CAUSE_OOM ||
                         a->cause == SR_CAUSE_STALLED))
-            sr_summary_print_tail(f, "  ", a->tail);
+            sr_summary_print_tail_at(f, "  ", a->tail, a->tail_ms, a->end_ms);
     }
 }
 
 void sr_summary_print_tail(FILE *f, const char *indent, const char *tail)
 {
-    fprintf(f, "%sits stderr ended with:\n", indent);
+    sr_summary_print_tail_at(f, indent, tail, 0, 0);
+}
+
+void sr_summary_print_tail_at(FILE *f, const char *indent, const char *tail, int64_t tail_ms,
+                              int64_t end_ms)
+{
+    /* A killed job's last lines may be old: say when they were written. */
+    char when[40] = "", ago[32];
+    if (tail_ms > 0) {
+        sr_format_iso_ms(tail_ms, when, sizeof(when));
+        if (end_ms >= tail_ms) {
+            sr_format_duration_ms(end_ms - tail_ms, ago, sizeof(ago));
+            fprintf(f, "%sits stderr ended with (written at %s, %s before it ended):\n", indent,
+                    when, ago);
+        } else {
+            fprintf(f, "%sits stderr ended with (written at %s):\n", indent, when);
+        }
+    } else {
+        fprintf(f, "%sits stderr ended with:\n", indent);
+    }
     for (const char *p = tail; *p;) {
         const size_t n = strcspn(p, "\n");
         fprintf(f, "%s  | %.*s\n", indent, (int)n, p);
@@ -407,8 +438,12 @@ json_t *sr_summary_attempts_json(const struct sr_history *h)
         json_object_set_new(o, "exit_code", a->has_exit ? json_integer(a->exit_code) : json_null());
         json_object_set_new(o, "signal", str_or_null(a->exit_signal));
         json_object_set_new(o, "tail", a->tail ? json_string(a->tail) : json_null());
+        char at[40];
+        sr_format_iso_ms(a->tail_ms, at, sizeof(at));
+        json_object_set_new(o, "tail_at", a->tail && a->tail_ms ? json_string(at) : json_null());
         json_object_set_new(o, "notice_source", str_or_null(a->notice_source));
         json_object_set_new(o, "lost_work_seconds", json_real((double)a->lost_ms / 1000.0));
+        json_object_set_new(o, "dropped_work_seconds", json_real((double)a->dropped_ms / 1000.0));
         json_object_set_new(o, "gpu_peak_bytes",
                             a->gpu_peak_bytes ? json_integer((json_int_t)a->gpu_peak_bytes)
                                               : json_null());
@@ -527,6 +562,8 @@ json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices 
                         le ? json_string(sr_hist_cause_name(le->cause)) : json_null());
     json_object_set_new(o, "last_cause_detail", le ? str_or_null(le->cause_detail) : json_null());
     json_object_set_new(o, "lost_work_seconds", json_real((double)h->lost_ms / 1000.0));
+    json_object_set_new(o, "pruned_work_seconds", json_real((double)h->pruned_ms / 1000.0));
+    json_object_set_new(o, "cancelled_work_seconds", json_real((double)h->cancelled_ms / 1000.0));
     json_object_set_new(
         o, "checkpoint_stats",
         json_pack("{s:i,s:i,s:{s:f,s:f},s:{s:f,s:f},s:I,s:I,s:o}", "staged", (int)h->staged,

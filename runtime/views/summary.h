@@ -37,6 +37,10 @@ void sr_summary_print_attempts(FILE *f, const struct sr_history *h);
 /* The last lines of an attempt's stderr (its exit event's "tail", already
  * cleaned: history.h), under a heading, each line after indent and "| ". */
 void sr_summary_print_tail(FILE *f, const char *indent, const char *tail);
+/* The same, saying when its last line was written (tail_ms, unix ms) and
+ * how long before the attempt ended (end_ms); either 0 = unknown. */
+void sr_summary_print_tail_at(FILE *f, const char *indent, const char *tail, int64_t tail_ms,
+                              int64_t end_ms);
 /* The run-level fields of the --json schema (new reference); the cost at
  * sr_hist_view_prices(), its "price_from" "flag" or "recorded". */
 json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices *p);

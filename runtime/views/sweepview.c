@@ -197,7 +197,7 @@ static void print_failures(FILE *f, const struct sr_sweepview *v, const size_t *
         state_text(v, tr, state, sizeof(state));
         fprintf(f, "\ntrial %zu (%s) %s, attempt %" PRIu32 ":\n", tr->trial, tr->run_id, state,
                 ended->attempt);
-        sr_summary_print_tail(f, "  ", ended->tail);
+        sr_summary_print_tail_at(f, "  ", ended->tail, ended->tail_ms, ended->end_ms);
     }
 }
 
@@ -231,8 +231,19 @@ static void print_header(FILE *f, const struct sr_sweepview *v, const struct sr_
     sr_format_duration_ms(v->lost_ms, lost, sizeof(lost));
     sr_format_duration_ms(v->preempted_lost_ms, plost, sizeof(plost));
     const double hours = (double)v->instance_ms / 3600000.0;
-    fprintf(f, "instances:   %.4f instance-hours; lost work %s (%s to preemptions)\n", hours, lost,
+    fprintf(f, "instances:   %.4f instance-hours; lost work %s (%s to preemptions)", hours, lost,
             plost);
+    /* The work of trials the sweep dropped is no loss: its own figures,
+     * printed only when a trial was pruned or cancelled. */
+    if (v->pruned_ms) {
+        sr_format_duration_ms(v->pruned_ms, lost, sizeof(lost));
+        fprintf(f, "; pruned work %s", lost);
+    }
+    if (v->cancelled_ms) {
+        sr_format_duration_ms(v->cancelled_ms, lost, sizeof(lost));
+        fprintf(f, "; cancelled work %s", lost);
+    }
+    fputc('\n', f);
     const double spot = o->prices.spot_per_hour, od = o->prices.on_demand_per_hour;
     if (spot <= 0) {
         fprintf(f, "cost:        - (give --price-per-hour)\n");
@@ -398,6 +409,10 @@ static json_t *trial_json(const struct sr_sweepview *v, const struct sr_sv_trial
     json_object_set_new(j, "attempts", json_integer(h ? (json_int_t)h->n_att : 0));
     json_object_set_new(j, "preemptions", json_integer(h ? h->preemptions : 0));
     json_object_set_new(j, "lost_work_seconds", json_real(h ? (double)h->lost_ms / 1000.0 : 0.0));
+    json_object_set_new(j, "pruned_work_seconds",
+                        json_real(h ? (double)h->pruned_ms / 1000.0 : 0.0));
+    json_object_set_new(j, "cancelled_work_seconds",
+                        json_real(h ? (double)h->cancelled_ms / 1000.0 : 0.0));
     json_object_set_new(j, "instance_hours", json_real(hours));
     json_object_set_new(j, "cost", price_or_null(hours, o->prices.spot_per_hour));
     json_object_set_new(j, "end", end);
@@ -440,6 +455,9 @@ json_t *sr_sweepview_json(const struct sr_sweepview *v, const struct sr_sv_opts 
     json_object_set_new(totals, "lost_work_seconds", json_real((double)v->lost_ms / 1000.0));
     json_object_set_new(totals, "preempted_lost_work_seconds",
                         json_real((double)v->preempted_lost_ms / 1000.0));
+    json_object_set_new(totals, "pruned_work_seconds", json_real((double)v->pruned_ms / 1000.0));
+    json_object_set_new(totals, "cancelled_work_seconds",
+                        json_real((double)v->cancelled_ms / 1000.0));
     json_object_set_new(totals, "cost", price_or_null(hours, spot));
     json_object_set_new(totals, "preempted_cost",
                         price_or_null((double)v->preempted_lost_ms / 3600000.0, spot));

@@ -193,6 +193,72 @@ static int write_metric(struct sr_events *ev, const char *type, const json_t *o)
     return w > 0;
 }
 
+/* The fewest significant digits (1..17) that print x so that it reads back
+ * as x, in plain notation where 17 digits print it so (10, not 1e1): 17
+ * always do. */
+static int digits_of(double x)
+{
+    char full[40], buf[40];
+    snprintf(full, sizeof(full), "%.17g", x);
+    const int plain = !strchr(full, 'e');
+    for (int p = 1; p < 17; p++) {
+        snprintf(buf, sizeof(buf), "%.*g", p, x);
+        if (strtod(buf, NULL) == x && (!plain || !strchr(buf, 'e')))
+            return p;
+    }
+    return 17;
+}
+
+/* The most digits any real of v needs (0 when it holds none). */
+static int digits_in(const json_t *v, int depth)
+{
+    int p = 0;
+    if (json_is_real(v))
+        return digits_of(json_real_value(v));
+    if (depth > 32)
+        return 17;
+    if (json_is_array(v)) {
+        size_t i;
+        const json_t *e;
+        json_array_foreach(v, i, e)
+        {
+            const int q = digits_in(e, depth + 1);
+            p = q > p ? q : p;
+        }
+    } else if (json_is_object(v)) {
+        const char *k;
+        const json_t *e;
+        json_object_foreach((json_t *)v, k, e)
+        {
+            const int q = digits_in(e, depth + 1);
+            p = q > p ? q : p;
+        }
+    }
+    return p;
+}
+
+/* jansson prints every real with 17 digits (JSON_REAL_PRECISION(0)), the
+ * noise of binary fractions included; one precision serves a whole dump:
+ * the fewest the line's reals need. */
+char *sr_events_dumps(const json_t *o, size_t flags)
+{
+    const int p = digits_in(o, 0);
+    return json_dumps(o, flags | JSON_REAL_PRECISION(p > 0 ? p : 17));
+}
+
+/* Fields without a value are left out of the line (docs/events.md). */
+static void drop_nulls(json_t *obj)
+{
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(obj, tmp, k, v)
+    {
+        if (json_is_null(v))
+            json_object_del(obj, k);
+    }
+}
+
 void sr_events_emit(struct sr_events *ev, const char *type, json_t *fields)
 {
     if (!ev) {
@@ -213,7 +279,8 @@ void sr_events_emit(struct sr_events *ev, const char *type, json_t *fields)
     if (fields)
         json_object_update(obj, fields);
     json_decref(fields);
-    char *line = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    drop_nulls(obj);
+    char *line = sr_events_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (observer)
         observer(observer_ctx, obj);
     if (line) {
@@ -268,7 +335,7 @@ static void append_summary(struct sr_events *ev, const struct sr_metric_name *m)
         if (vals[i].step >= 0)
             json_object_set_new(o, vals[i].step_key, json_integer(vals[i].step));
     }
-    char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *line = sr_events_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     if (line)
         append(ev, line);

@@ -45,6 +45,10 @@ int sr_events_open(struct sr_events **out, struct sr_store *st, const char *run_
 void sr_events_set_node(struct sr_events *ev, const char *run_id, uint32_t rank);
 /* Appends an event; takes ownership of fields (may be NULL). */
 void sr_events_emit(struct sr_events *ev, const char *type, json_t *fields);
+/* json_dumps(o, flags) with every number in its shortest form that reads
+ * back as the same double (0.066, not 0.066000000000000003): the event log's
+ * lines and `show --events`. Free with free(). */
+char *sr_events_dumps(const json_t *o, size_t flags);
 /* Writes the attempt's log to the store. */
 int sr_events_flush(struct sr_events *ev);
 

@@ -29,6 +29,9 @@ mkdir -p "$TRASH"
 cd "$TRASH" || exit 1
 export SPOTRUN_STORE=$TRASH/store
 export SPOTRUN_WORK_DIR=$TRASH/work
+# Runs keep every checkpoint here (the default keeps the newest 3): the
+# tests count and pull older ones. t0112 tests the default.
+export SPOTRUN_KEEP=0
 unset SPOTRUN_RUN_ID SPOTRUN_CKPT_DIR SPOTRUN_CONTROL SPOTRUN_SIGNAL SPOTRUN_STEP \
     SLURM_JOB_ID SLURM_ARRAY_JOB_ID SLURM_ARRAY_TASK_ID JOB_COMPLETION_INDEX \
     AWS_BATCH_JOB_ARRAY_INDEX

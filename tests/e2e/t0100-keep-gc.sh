@@ -37,8 +37,8 @@ test_expect_success 'SPOTRUN_KEEP=3 is the environment twin' '
     test "$(seqs k3)" = "0000000003 0000000004 0000000005 "
 '
 
-test_expect_success 'without --keep all checkpoints remain' '
-    "$SPOTRUN" run --run-id kall -- ./job.sh >runall.log 2>&1 &&
+test_expect_success '--keep 0: all checkpoints remain' '
+    "$SPOTRUN" run --run-id kall --keep 0 -- ./job.sh >runall.log 2>&1 &&
     "$SPOTRUN" show kall | grep "^checkpoints: *5$"
 '
 

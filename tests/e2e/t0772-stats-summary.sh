@@ -40,7 +40,7 @@ test_expect_success 'a normal run writes a valid summary that matches its log' '
     test "$(attempts n)" = "0:done" &&
     line n | grep " state=done " &&
     json "$SPOTRUN_STORE/n/SUMMARY.json" "
-assert d[\"version\"] == 2 and d[\"run\"] == \"n\" and d[\"state\"] == \"done\"
+assert d[\"version\"] == 3 and d[\"run\"] == \"n\" and d[\"state\"] == \"done\"
 assert d[\"labels\"] == {}, d
 a = d[\"attempts\"][0]
 assert a[\"cause\"] == \"done\" and a[\"nodes\"] == 1 and a[\"end_ms\"] >= a[\"start_ms\"] > 0, a

@@ -125,6 +125,67 @@ static void a_crash_without_any_checkpoint_loses_the_whole_attempt(void **state)
     sr_hist_free(&h);
 }
 
+#define STAGED                                                                                     \
+    "{\"event\":\"staged\",\"time\":\"x\",\"unix_ms\":%lld,\"attempt\":%d,\"seq\":%d,"             \
+    "\"seconds\":0.1,\"state_ms\":%lld}"
+
+/* Lost work counts from when the state was taken (the staged event's
+ * state_ms: the job's commit call, or the newest mtime of a directory
+ * committed as it stands), not from its staging; a state_ms after the
+ * staging is not believed. */
+static void lost_work_counts_from_when_the_state_was_taken(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 0, 0, "start", "");
+    /* --settle: written at 2 s, quiet until 6 s */
+    tu_hist_add(&h, STAGED, T0 + 6000, 0, 1, T0 + 2000);
+    EV(&h, 6100, 0, "persisted", ",\"seq\":1,\"seconds\":0.1");
+    EV(&h, 9000, 0, "exit", ",\"code\":1");
+    EV(&h, 9001, 0, "restart", "");
+    EV(&h, 10000, 1, "start", ",\"resumed\":true,\"seq\":1");
+    /* a clock that disagrees: its staging stands */
+    tu_hist_add(&h, STAGED, T0 + 12000, 1, 2, T0 + 99000);
+    EV(&h, 12100, 1, "persisted", ",\"seq\":2,\"seconds\":0.1");
+    EV(&h, 15000, 1, "exit", ",\"code\":1");
+    sr_hist_derive(&h);
+    assert_int_equal(h.att[0].lost_ms, 7000); /* 9 s - 2 s, not 9 s - 6 s */
+    assert_int_equal(h.att[1].lost_ms, 3000);
+    assert_int_equal(h.lost_ms, 10000);
+    sr_hist_free(&h);
+}
+
+/* The work of an attempt a sweep pruned or cancelled is no loss: its own
+ * figure, by cause. */
+static void pruned_and_cancelled_work_is_not_lost(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    EV(&h, 0, 0, "start", "");
+    EV(&h, 1000, 0, "staged", ",\"seq\":1,\"seconds\":0.1");
+    EV(&h, 1100, 0, "persisted", ",\"seq\":1,\"seconds\":0.1");
+    EV(&h, 4000, 0, "limit", ",\"cause\":\"pruned\",\"what\":\"sweep\",\"limit\":2");
+    EV(&h, 5000, 0, "exit", ",\"code\":0");
+    sr_hist_derive(&h);
+    assert_int_equal(h.att[0].cause, SR_CAUSE_PRUNED);
+    assert_int_equal(h.att[0].lost_ms, 0);
+    assert_int_equal(h.att[0].dropped_ms, 5000);
+    assert_int_equal(h.lost_ms, 0);
+    assert_int_equal(h.pruned_ms, 5000);
+    assert_int_equal(h.cancelled_ms, 0);
+    EV(&h, 6000, 1, "start", ",\"resumed\":true,\"seq\":1");
+    EV(&h, 8000, 1, "limit", ",\"cause\":\"cancelled\",\"what\":\"sweep\"");
+    EV(&h, 9000, 1, "exit", ",\"code\":0");
+    sr_hist_derive(&h);
+    assert_int_equal(h.att[1].cause, SR_CAUSE_CANCELLED);
+    assert_int_equal(h.lost_ms, 0);
+    assert_int_equal(h.pruned_ms, 5000);
+    assert_int_equal(h.cancelled_ms, 3000);
+    sr_hist_free(&h);
+}
+
 static void states_sources_and_checkpoint_stats(void **state)
 {
     (void)state;
@@ -881,6 +942,8 @@ int main(void)
         cmocka_unit_test(lost_work_is_since_the_newest_durable_checkpoint),
         cmocka_unit_test(lost_work_never_counts_an_earlier_attempt),
         cmocka_unit_test(a_crash_without_any_checkpoint_loses_the_whole_attempt),
+        cmocka_unit_test(lost_work_counts_from_when_the_state_was_taken),
+        cmocka_unit_test(pruned_and_cancelled_work_is_not_lost),
         cmocka_unit_test(states_sources_and_checkpoint_stats),
         cmocka_unit_test(instance_time_queue_time_and_cost),
         cmocka_unit_test(a_preempted_run_is_preempted_until_resumed),

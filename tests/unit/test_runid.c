@@ -376,6 +376,38 @@ static void test_result_too_long_for_output_buffer_is_error(void **state)
     assert_non_null(strstr(sr_strerror(rc), "too long"));
 }
 
+/* A shell's -c script is looked into: `sh -c 'exec python3 train.py ...'`
+ * names train, not the last path component of an argument. */
+static void test_name_looks_into_a_shell_script(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *script, *name;
+    } cases[] = {
+        {"exec python3 train.py --out_dir=out/ckpt --init_from=resume", "train-"},
+        {"exec python3 train.py config/train_shakespeare_char.py", "train-"},
+        {"A=1 env B=2 nohup python3 -u /src/x/train.py; echo done", "train-"},
+        {"\"python3\" 'my train.py'", "my train"},
+        {"./run.sh --fast", "run-"},
+        {"", "job-"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *const argv[] = {"sh", "-c", (char *)cases[i].script, NULL};
+        const char *id = expand_ok(NULL, argv, CWD);
+        char want[64];
+        snprintf(want, sizeof(want), "%s", cases[i].name);
+        for (char *p = want; *p; p++)
+            if (*p == ' ')
+                *p = '_';
+        if (strncmp(id, want, strlen(want)) != 0)
+            fail_msg("sh -c \"%s\": run id %s, want %s...", cases[i].script, id, want);
+    }
+    char *const lc[] = {"/bin/bash", "-lc", "exec python3 train.py", NULL};
+    assert_true(strncmp(expand_ok(NULL, lc, CWD), "train-", 6) == 0);
+    char *const plain[] = {"sh", "./job-name.sh", NULL};
+    assert_true(strncmp(expand_ok(NULL, plain, CWD), "job-name-", 9) == 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, clear_env, clear_env)
 
 int main(void)
@@ -391,6 +423,7 @@ int main(void)
         T(test_name_skips_interpreter_options_and_script_directory),
         T(test_name_is_script_for_versioned_python),
         T(test_name_is_program_basename_otherwise),
+        T(test_name_looks_into_a_shell_script),
         T(test_name_replaces_characters_not_allowed_in_run_ids),
         T(test_default_appends_slurm_array_task_id),
         T(test_default_appends_job_completion_index),

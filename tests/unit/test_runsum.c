@@ -126,8 +126,8 @@ static int parse_with(int top, const char *key, const char *value)
         "start_ms", (json_int_t)T0, "end_ms", (json_int_t)T0 + 1000, "cause", "crashed", "lost_ms",
         10, "price_per_hour", 1.0, "gpus", 1, "gpu_samples", 3, "gpu_util_mean", 50.0,
         "gpu_idle_share", 0.5, "stage_seconds", 1.0, "notices", 0, "log_bytes", 1234);
-    json_t *o = json_pack("{s:i, s:s, s:s, s:{s:s}, s:[o]}", "version", 2, "run", "run-a", "state",
-                          "failed", "labels", "team", "nlp", "attempts", att);
+    json_t *o = json_pack("{s:i, s:s, s:s, s:{s:s}, s:[o]}", "version", SR_RUNSUM_VERSION, "run",
+                          "run-a", "state", "failed", "labels", "team", "nlp", "attempts", att);
     assert_non_null(o);
     if (key) {
         json_t *v = json_loads(value, JSON_DECODE_ANY, NULL);
@@ -163,8 +163,9 @@ static void a_hostile_summary_is_rejected(void **state)
         const char *key, *value;
     } bad[] = {
         {1, "version", "1"}, /* no log sizes: stale */
-        {1, "version", "3"},
-        {1, "version", "\"2\""},
+        {1, "version", "2"}, /* lost work counted from staging, pruned work as lost: stale */
+        {1, "version", "4"},
+        {1, "version", "\"3\""},
         {1, "digest", NULL},
         {1, "digest", "\"0123456789abcdef\""},
         {1, "digest", "5"},
