@@ -248,8 +248,10 @@ static void on_timers(struct sup *s)
             sup_commit_if_changed(s, "settled");
         }
     }
-    if (s->phase == PREEMPTING)
+    if (s->phase == PREEMPTING) {
+        sup_save_tick(s);
         sup_preempt_tick(s);
+    }
     if (s->att.child && s->att.next_gpu_event && t >= s->att.next_gpu_event) {
         sup_gpu_event(s, 0);
         s->att.next_gpu_event = t + SR_GPU_EVENT_EVERY * c->gpu_sample_ms;
@@ -284,6 +286,7 @@ static int64_t next_wakeup(const struct sup *s)
     if (s->phase == PREEMPTING) {
         EARLIER(s->commit_by);
         EARLIER(s->deadline);
+        EARLIER(sup_save_wakeup(s));
     }
     for (int i = 0; i < MAX_CONNS; i++)
         if (s->conns[i].fd >= 0)
