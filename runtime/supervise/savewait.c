@@ -107,7 +107,11 @@ void sup_save_tick(struct sup *s)
 
 int64_t sup_save_wakeup(const struct sup *s)
 {
-    return s->phase == PREEMPTING && s->att.child ? s->att.next_look : 0;
+    if (s->phase != PREEMPTING || !s->att.child)
+        return 0;
+    /* The first look of a stop at once: nothing else may wake the loop
+     * before the commit deadline (a limit's stop has no notice to read). */
+    return s->att.next_look > now() ? s->att.next_look : now();
 }
 
 void sup_save_at_exit(struct sup *s, pid_t child, int status)

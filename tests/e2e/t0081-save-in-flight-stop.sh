@@ -49,6 +49,17 @@ test_expect_success 'SIGTERM to the wrapper mid-save (--grace 60s): the save fin
     grep "^resumed from step 10$" term2.log
 '
 
+test_expect_success 'an attempt time limit reached mid-save: the save finishes and is committed, exit 124' '
+    rm -f saving-* saved-*
+    # the first save begins after 3 s and lasts about 20 s; the limit is 10 s
+    SAVE_EVERY=3 CHUNK_S=0.6 expect_code 124 "$SPOTRUN" run --run-id limit --settle 1s \
+        --grace 60s --attempt-time-limit 10s -- "$PY" saver.py >limit.log 2>&1 &&
+    grep "the job is saving: ckpt.pt is open for writing by pid $(cat saving-1)" limit.log &&
+    test -s saved-1 &&
+    MAX_STEP=0 "$SPOTRUN" run --run-id limit -- "$PY" saver.py >limit2.log 2>&1 &&
+    grep "^resumed from step 3$" limit2.log
+'
+
 test_expect_success 'a notice mid-save with too short a deadline: not committed, naming file and pid' '
     CHUNK_S=0.4 start_mid_save short &&
     "$SPOTRUN" notify --run-id short --deadline 3s &&
