@@ -134,6 +134,7 @@ void sup_commit_after_exit(struct sup *s, int status, const char *why)
         sr_warn("the job was killed (SIGKILL): its directory %s changed since the newest commit "
                 "but may hold half-written files, so it is not committed; %s",
                 s->cfg->ckpt_dir, stands);
+        sup_save_not_committed(s, "killed");
         return;
     case SR_FINAL_CARRIED:
     case SR_FINAL_LEASE_LOST:

@@ -152,9 +152,18 @@ int sup_save_torn(struct sup *s)
     sr_warn("not committed: %s was being written by pid %d when the job ended (a half-written "
             "save); %s",
             t->file, (int)t->pid, stands);
-    emit(s, "not_committed",
-         json_pack("{s:s,s:s,s:i,s:I}", "reason", "being written", "file", t->file, "pid",
-                   (int)t->pid, "stands_seq", (json_int_t)s->have_seq));
-    sr_events_flush(s->ev);
+    sup_save_not_committed(s, "being written");
     return 1;
+}
+
+void sup_save_not_committed(struct sup *s, const char *reason)
+{
+    const struct sr_writer *t = &s->att.torn;
+    json_t *ev = json_pack("{s:s,s:I}", "reason", reason, "stands_seq", (json_int_t)s->have_seq);
+    if (ev && t->pid) {
+        json_object_set_new(ev, "file", json_string(t->file));
+        json_object_set_new(ev, "pid", json_integer(t->pid));
+    }
+    emit(s, "not_committed", ev);
+    sr_events_flush(s->ev);
 }

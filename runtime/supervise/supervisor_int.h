@@ -320,6 +320,9 @@ void sup_save_at_exit(struct sup *s, pid_t child, int status);
 /* Before a commit of the directory after the job's end: 1 when a file was
  * being written as it ended (said, with a "not_committed" event). */
 int sup_save_torn(struct sup *s);
+/* The "not_committed" event (reason "being written" or "killed"), naming
+ * the file being written as the job ended when one was. */
+void sup_save_not_committed(struct sup *s, const char *reason);
 
 /* watchdog.c: --stall-timeout */
 /* alive.c: the attempt's periodic "alive" event, flushed (alive.h). */

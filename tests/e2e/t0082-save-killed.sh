@@ -54,4 +54,17 @@ test_expect_success 'a trainer that crashes (SIGABRT) mid-save: not committed, c
     grep "^resumed from step 5$" abrt2.log
 '
 
+test_expect_success 'kill -9 of the trainer itself mid-save: not committed, the event names file and pid' '
+    kill_mid_save direct KILL "$PY" saver.py &&
+    expect_code 75 wait $pid &&
+    grep "killed (SIGKILL): .* so it is not committed; checkpoint 1 (step -) stands" direct.log &&
+    events direct >direct.ev &&
+    grep "\"event\":\"not_committed\"" direct.ev >nc.ev &&
+    grep "\"reason\":\"killed\"" nc.ev &&
+    grep "\"file\":\"ckpt.pt\"" nc.ev &&
+    grep "\"pid\":$(cat saving-2)" nc.ev &&
+    "$SPOTRUN" show direct >direct.show &&
+    grep "^checkpoints: *1$" direct.show
+'
+
 test_done
