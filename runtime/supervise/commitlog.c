@@ -93,7 +93,7 @@ void sup_commit_if_changed(struct sup *s, const char *why)
 {
     int empty;
     const uint64_t fp = sup_dir_fp(s, &empty);
-    if (sr_dirstate_due(&s->att.dir, fp, empty)) {
+    if (sr_dirstate_due(&s->att.dir, fp, empty) && !sup_save_open(s)) {
         sr_info("committing %s (%s)", s->cfg->ckpt_dir, why);
         sup_commit_dir(s, -1, -1, why);
     }
@@ -112,6 +112,8 @@ void sup_commit_after_exit(struct sup *s, int status, const char *why)
     char stands[192];
     switch (sr_dirstate_after_exit(&s->att.dir, status, s->lost, fp, empty)) {
     case SR_FINAL_COMMIT: {
+        if (sup_save_torn(s))
+            return;
         /* After a commit of the job's this attempt, the directory holds at
          * least that step (a log grew, or newer files came): it is recorded
          * with that step, so a resume still knows where it is. */
@@ -132,6 +134,7 @@ void sup_commit_after_exit(struct sup *s, int status, const char *why)
         sr_warn("the job was killed (SIGKILL): its directory %s changed since the newest commit "
                 "but may hold half-written files, so it is not committed; %s",
                 s->cfg->ckpt_dir, stands);
+        sup_save_not_committed(s, "killed");
         return;
     case SR_FINAL_CARRIED:
     case SR_FINAL_LEASE_LOST:

@@ -287,6 +287,7 @@ void sup_child_exited(struct sup *s, int status)
 {
     const pid_t pgid = s->att.child;
     const int stalled = s->att.stalling; /* stopped by the watchdog: never a success */
+    sup_save_at_exit(s, pgid, status);   /* before the rest of its tree is killed */
     s->att.child = 0;
     s->att.stalling = 0;
     kill(-pgid, SIGKILL);                     /* leftovers of the job's process group */

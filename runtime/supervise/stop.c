@@ -151,7 +151,8 @@ void sup_preempt_tick(struct sup *s)
     }
     if (s->pre == DRAIN &&
         (((sr_commits_pending(s->cp) == 0 || s->finished >= s->drain_mark) && sup_set_durable(s)) ||
-         t >= s->deadline))
+         t >= s->deadline) &&
+        (t >= s->deadline || !sup_save_hold(s))) /* a save in flight ends first, if it can */
         sup_stop_job(s);
 }
 

@@ -271,8 +271,10 @@ static void on_timers(struct sup *s)
         sup_limit_reached(s, &hit);
     /* After every source of a stop (a limit just now too): a stop whose
      * job does not listen moves on at once, not at the next wakeup. */
-    if (s->phase == PREEMPTING)
+    if (s->phase == PREEMPTING) {
+        sup_save_tick(s); /* a save in flight holds the stop's TERM (savewait.c) */
         sup_preempt_tick(s);
+    }
     sup_expire_conns(s);
 }
 
@@ -295,6 +297,7 @@ static int64_t next_wakeup(const struct sup *s)
     if (s->phase == PREEMPTING) {
         EARLIER(s->commit_by);
         EARLIER(s->deadline);
+        EARLIER(sup_save_wakeup(s));
     }
     for (int i = 0; i < MAX_CONNS; i++)
         if (s->conns[i].fd >= 0)

@@ -40,6 +40,7 @@
 #include "stall.h"
 #include "supervisor.h"
 #include "units.h"
+#include "writers.h"
 
 /* The least a notice leaves the job, whatever its deadline says
  * (notices.c): time to commit after the request, and after SIGTERM. */
@@ -100,6 +101,12 @@ struct sup_attempt {
     int64_t next_stall_poll, next_cpu_snap, stall_term_at;
     int stalling;
     int job_stopped; /* every process of the job is stopped (SIGSTOP): said, not judged */
+    /* A save in flight (savewait.c): the newest look at the job's writer
+     * of the directory and the next one while a stop is made; torn: the
+     * file the job was writing when it ended (pid 0: none); what was said. */
+    struct sr_writer writer, torn;
+    int64_t next_look;
+    int hold_said, settle_said;
 };
 
 /* The run's state: one wrapper process, all its attempts. */
@@ -323,6 +330,26 @@ void sup_limit_reached(struct sup *s, const struct sr_limit_hit *hit);
  * -EINVAL when limit names none (then it is a notice like any other). */
 int sup_peer_limit(struct sup *s, uint32_t rank, const char *limit, const char *source,
                    int64_t deadline);
+
+/* savewait.c: a save in flight in the checkpoint directory (writers.h) */
+/* --settle: 1 when a process of the job holds a file of the directory
+ * open for writing now (then it is not committed). */
+int sup_save_open(struct sup *s);
+/* A stop, before the job's SIGTERM: 1 while a save is in flight and the
+ * deadline leaves time to wait for it (look again later). */
+int sup_save_hold(struct sup *s);
+/* PREEMPTING: the look at the job's writers, when due; its time. */
+void sup_save_tick(struct sup *s);
+int64_t sup_save_wakeup(const struct sup *s);
+/* The job's main process (child) ended with status, the rest of its tree
+ * not killed yet: whether a file was being written as it ended. */
+void sup_save_at_exit(struct sup *s, pid_t child, int status);
+/* Before a commit of the directory after the job's end: 1 when a file was
+ * being written as it ended (said, with a "not_committed" event). */
+int sup_save_torn(struct sup *s);
+/* The "not_committed" event (reason "being written" or "killed"), naming
+ * the file being written as the job ended when one was. */
+void sup_save_not_committed(struct sup *s, const char *reason);
 
 /* watchdog.c: --stall-timeout */
 /* alive.c: the attempt's periodic "alive" event, flushed (alive.h). */

@@ -36,6 +36,7 @@
     X(NODE_DONE, "node_done", "multi-node: this node's job finished, another's not yet")           \
     X(SET, "set", "multi-node: a checkpoint is complete on every node")                            \
     X(DEAF, "deaf", "the job does not listen for checkpoint requests")                             \
+    X(NOT_COMMITTED, "not_committed", "a save in flight at the job's end was not committed")       \
     X(METRIC, "metric", "the job reported a value")                                                \
     X(METRIC_SUMMARY, "metric_summary", "a metric's values not written one by one")                \
     X(GPU_LIVE, "gpu_live", "the live GPU gauges (told, never logged)")
