@@ -274,14 +274,17 @@ int sr_cmd_start(const struct sr_cmd *cmd, const struct sr_opt *opts, int argc, 
         return SR_EX_USAGE;
     }
     if (cmd->flags & SR_CMD_NEEDS_STORE) {
-        const int orc = sr_open_store(&ctx->st, !(cmd->flags & SR_CMD_STORE_EXISTS));
+        const enum sr_open_mode mode = !(cmd->flags & SR_CMD_STORE_EXISTS) ? SR_OPEN_CREATE
+                                       : (cmd->flags & SR_CMD_READER)      ? SR_OPEN_READER
+                                                                           : SR_OPEN_EXISTING;
+        const int orc = sr_open_store(&ctx->st, mode);
         if (orc < 0)
             return sr_fail(orc, "cannot open the store");
     }
     return -1;
 }
 
-int sr_open_store(struct sr_store **st, int create)
+int sr_open_store(struct sr_store **st, enum sr_open_mode mode)
 {
     char url[4096];
     if (sr_common.store && *sr_common.store) {
@@ -291,7 +294,9 @@ int sr_open_store(struct sr_store **st, int create)
         if (rc < 0)
             return sr_errf(rc, "no store given and no default (set --store or SPOTRUN_STORE)");
     }
-    return create ? sr_store_open(url, st) : sr_store_open_existing(url, st);
+    return mode == SR_OPEN_CREATE     ? sr_store_open(url, st)
+           : mode == SR_OPEN_EXISTING ? sr_store_open_existing(url, st)
+                                      : sr_store_open_reader(url, st);
 }
 
 int sr_work_root(const char *override, char *buf, size_t len)

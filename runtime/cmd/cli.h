@@ -75,7 +75,10 @@ enum {
     SR_CMD_NEEDS_STORE = 1 << 0,     /* open the store (--store) before the command runs */
     SR_CMD_RUN_OPERAND = 1 << 1,     /* the first operand is a run id: checked */
     SR_CMD_STOP_AT_OPERAND = 1 << 2, /* options end at the first operand (`run -- cmd`) */
-    SR_CMD_STORE_EXISTS = 1 << 3,    /* with NEEDS_STORE: only reads, never creates a store */
+    SR_CMD_STORE_EXISTS = 1 << 3,    /* with NEEDS_STORE: never creates a store */
+    /* with NEEDS_STORE and STORE_EXISTS: a reader (ls, show, stats, pull, sweep
+     * show...): works on a store it may only read (sr_store_open_reader) */
+    SR_CMD_READER = 1 << 4,
 };
 #define SR_CMD_ANY_OPS (-1) /* max_ops: the command checks its operands itself */
 
@@ -108,10 +111,13 @@ int sr_cmd_start(const struct sr_cmd *cmd, const struct sr_opt *opts, int argc, 
  * longer words) and the only one that close; else NULL. */
 const char *sr_did_you_mean(const char *word, const char *const *cands, size_t n);
 
-/* Opens the store named by --store / SPOTRUN_STORE / the default; with
- * create 0 a missing file store is an error ("no store at ...", -ENOENT)
- * and nothing is created (the commands that only read). */
-int sr_open_store(struct sr_store **st, int create);
+/* Opens the store named by --store / SPOTRUN_STORE / the default:
+ * SR_OPEN_CREATE makes a missing file store; SR_OPEN_EXISTING finds a
+ * missing one an error ("no store at ...", -ENOENT) and creates nothing;
+ * SR_OPEN_READER too, and opens a file store it may not write read-only
+ * (store.h, sr_store_open_reader). */
+enum sr_open_mode { SR_OPEN_CREATE, SR_OPEN_EXISTING, SR_OPEN_READER };
+int sr_open_store(struct sr_store **st, enum sr_open_mode mode);
 
 /* Local per-run working directory: <work-root>/<run-id>, where work-root is
  * $SPOTRUN_WORK_DIR or ${XDG_CACHE_HOME:-$HOME/.cache}/spotrun. */

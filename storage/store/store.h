@@ -63,6 +63,17 @@ int sr_store_open(const char *url, struct sr_store **out);
  * missing file store is -ENOENT ("no store at /x: ...") and nothing is
  * created on disk. */
 int sr_store_open_existing(const char *url, struct sr_store **out);
+/* As sr_store_open_existing, for the commands that only read (ls, show,
+ * stats, pull, sweep show...): a file store this process may not write (a
+ * read-only mount, read permission only) opens read-only, with one debug
+ * line, instead of failing. On a read-only handle every write (put,
+ * put_if, put_file_new, delete, a writer) is -EROFS and touches nothing;
+ * sr_store_read_only() says so, and the readers' snapshots are then not
+ * written. An S3 or Azure store cannot tell before a write: there a write
+ * refused by read-only credentials is -EACCES, as any refused write. */
+int sr_store_open_reader(const char *url, struct sr_store **out);
+/* 1 when the handle was opened read-only (sr_store_open_reader). */
+int sr_store_read_only(const struct sr_store *st);
 void sr_store_close(struct sr_store *st);
 /* Canonical URL, for messages ("file:///var/lib/spotrun"). */
 const char *sr_store_url(const struct sr_store *st);
@@ -202,11 +213,15 @@ struct sr_store {
     const struct sr_store_ops *ops;
     char *url;
     void *impl;
+    int read_only; /* sr_store_open_reader found it not writable: writes are -EROFS */
 };
 
 int sr_store_file_open(const char *path, struct sr_store **out);
 /* As sr_store_file_open, without creating a missing root (-ENOENT). */
 int sr_store_file_open_existing(const char *path, struct sr_store **out);
+/* As sr_store_file_open_existing; a root this process may not write opens
+ * read-only (sr_store_open_reader). */
+int sr_store_file_open_reader(const char *path, struct sr_store **out);
 /* url is "s3://bucket[/prefix]"; see store_s3.c and docs/s3.md. */
 int sr_store_s3_open(const char *url, struct sr_store **out);
 /* url is "az://account/container[/prefix]"; see store_az.c and docs/azure.md. */

@@ -729,18 +729,35 @@ static const struct sr_store_ops file_ops = {
     .get_etag = fs_get_etag,
 };
 
-/* Creates the root if missing (with create; without, a missing root is
- * -ENOENT and nothing is made); it must be a writable directory. */
-static int check_root(const char *path, int create)
+enum root_mode { ROOT_CREATE, ROOT_EXISTING, ROOT_READER };
+
+/* Creates the root if missing (ROOT_CREATE; else a missing root is -ENOENT
+ * and nothing is made); it must be a directory this process may write,
+ * except for a reader: one it may only read sets *ro. */
+static int check_root(const char *path, enum root_mode mode, int *ro)
 {
     struct stat sb;
-    if (!create && stat(path, &sb) != 0)
+    *ro = 0;
+    if (mode != ROOT_CREATE && stat(path, &sb) != 0)
         return errno == ENOENT ? sr_errf(-ENOENT,
                                          "no store at %s: the directory does not exist (check "
                                          "--store or SPOTRUN_STORE; `spotrun run` or `push` "
                                          "creates a store)",
                                          path)
                                : sr_errf(-errno, "cannot open store %s: %s", path, strerror(errno));
+    if (mode == ROOT_READER) {
+        if (!S_ISDIR(sb.st_mode))
+            return sr_errf(-ENOTDIR, "store %s is not a directory", path);
+        if (access(path, R_OK | X_OK) != 0)
+            return sr_errf(-errno, "store %s is not readable: %s", path, strerror(errno));
+        if (access(path, W_OK) != 0) {
+            sr_debug("store %s is not writable (%s): reading it read-only, the readers' snapshots "
+                     "are not written",
+                     path, strerror(errno));
+            *ro = 1;
+        }
+        return 0;
+    }
     int rc = sr_mkdirs(path, 0755);
     if (rc == -ENOTDIR)
         return sr_errf(-ENOTDIR, "store %s is not a directory", path);
@@ -752,7 +769,7 @@ static int check_root(const char *path, int create)
     return 0;
 }
 
-static int file_open(const char *path, int create, struct sr_store **out)
+static int file_open(const char *path, enum root_mode mode, struct sr_store **out)
 {
     *out = NULL;
     if (path[0] != '/')
@@ -760,7 +777,8 @@ static int file_open(const char *path, int create, struct sr_store **out)
     /* Leave room for the longest key plus a temp suffix under PATH_MAX. */
     if (strlen(path) > PATH_MAX - 1024 - 64)
         return sr_errf(-ENAMETOOLONG, "store path %s is too long", path);
-    int rc = check_root(path, create);
+    int ro;
+    int rc = check_root(path, mode, &ro);
     if (rc < 0)
         return rc;
     struct sr_store *st = calloc(1, sizeof(*st));
@@ -780,16 +798,22 @@ static int file_open(const char *path, int create, struct sr_store **out)
     st->ops = &file_ops;
     st->url = url;
     st->impl = fs;
+    st->read_only = ro;
     *out = st;
     return 0;
 }
 
 int sr_store_file_open(const char *path, struct sr_store **out)
 {
-    return file_open(path, 1, out);
+    return file_open(path, ROOT_CREATE, out);
 }
 
 int sr_store_file_open_existing(const char *path, struct sr_store **out)
 {
-    return file_open(path, 0, out);
+    return file_open(path, ROOT_EXISTING, out);
+}
+
+int sr_store_file_open_reader(const char *path, struct sr_store **out)
+{
+    return file_open(path, ROOT_READER, out);
 }
