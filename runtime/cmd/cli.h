@@ -105,6 +105,15 @@ struct sr_cmd_ctx {
 int sr_cmd_start(const struct sr_cmd *cmd, const struct sr_opt *opts, int argc, char **argv,
                  struct sr_cmd_ctx *ctx);
 
+/* After a reader (SR_CMD_READER) ran, with its exit code rc: when a write
+ * to its stdout failed because the pipe's reader went away (`spotrun ls
+ * --json | head -c 100`), it dies of SIGPIPE, quietly, as cat, ls and git do (the shell
+ * says 141; SIGPIPE is ignored while a command runs, for `run`'s sake);
+ * else rc. */
+int sr_cmd_finish(const struct sr_cmd *cmd, int rc);
+/* 1 when stdout is a pipe whose reader closed it. */
+int sr_stdout_gone(void);
+
 /* Did you mean: the candidate (of n) closest to word by edit distance
  * (insertions, deletions, substitutions, swaps of neighbours), when it is
  * close enough to be a typo (at most 1 edit for up to 4 letters, 2 for

@@ -579,7 +579,7 @@ int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
         if (strcmp(sub, subs[i].name + 6) == 0)
-            return subs[i].fn(&subs[i], argc - 1, argv + 1);
+            return sr_cmd_finish(&subs[i], subs[i].fn(&subs[i], argc - 1, argv + 1));
     const char *names[sizeof(subs) / sizeof(subs[0])];
     for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
         names[i] = subs[i].name + 6;

@@ -168,7 +168,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].fn(&commands[i], argc - 1, argv + 1);
+            return sr_cmd_finish(&commands[i], commands[i].fn(&commands[i], argc - 1, argv + 1));
     const char *names[sizeof(commands) / sizeof(commands[0]) + 2] = {"help", "version"};
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         names[i + 2] = commands[i].name;

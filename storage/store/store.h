@@ -172,7 +172,11 @@ int sr_store_put_if(struct sr_store *st, const char *key, const void *buf, size_
  * write failed its condition: were these bytes ours, landed by an earlier
  * try of the same request (a retry after a lost answer)? */
 int sr_store_holds(struct sr_store *st, const char *key, const void *buf, size_t len, char *etag);
-/* As sr_store_get, plus the object's ETag (etag may be NULL). */
+/* As sr_store_get, plus the object's ETag (etag may be NULL). Over max
+ * (-EFBIG) etag still gets the object's ETag where the backend can say it
+ * without holding the object (file: hashed in pieces; S3, Azure: the
+ * answer's header), else "": a conditional write can replace an object
+ * too large to read (an oversized LEASE, storage/run/lease.c). */
 int sr_store_get_etag(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len,
                       char *etag);
 
