@@ -734,9 +734,9 @@ int sr_s3_done(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req, CURLcode cc, in
         return sr_errf(-ENOENT, "%s not found", name);
     if (err == -ENXIO && strcmp(code, "NoSuchBucket") == 0)
         return sr_errf(err,
-                       "%s %s: %ld NoSuchBucket (the bucket %s does not exist: create it with `aws "
+                       "%s %s: %ld NoSuchBucket (the bucket does not exist: create it with `aws "
                        "s3 mb s3://%s`, or check the store URL and AWS_ENDPOINT_URL)",
-                       req->method, name, status, s3->bucket, s3->bucket);
+                       req->method, name, status, s3->bucket);
     return sr_errf(err, "%s %s: %ld %s%s%s%s%s", req->method, name, status, *code ? code : "error",
                    *hint ? " (" : "", hint, *hint ? ")" : "", tries);
 }

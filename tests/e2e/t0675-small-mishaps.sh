@@ -57,7 +57,7 @@ s3_start
 test_expect_success 'a missing S3 bucket is named, with the command that creates it' '
     expect_code 66 "$SPOTRUN" --store s3://nosuch/p run --run-id a -- true 2>nb.err &&
     cat nb.err &&
-    grep "the bucket nosuch does not exist: create it with \`aws s3 mb s3://nosuch\`" nb.err
+    grep "s3://nosuch.*NoSuchBucket (the bucket does not exist: create it with \`aws s3 mb s3://nosuch\`" nb.err
 '
 s3_stop
 
