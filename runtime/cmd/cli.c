@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -274,14 +276,35 @@ int sr_cmd_start(const struct sr_cmd *cmd, const struct sr_opt *opts, int argc, 
         return SR_EX_USAGE;
     }
     if (cmd->flags & SR_CMD_NEEDS_STORE) {
-        const int orc = sr_open_store(&ctx->st, !(cmd->flags & SR_CMD_STORE_EXISTS));
+        const enum sr_open_mode mode = !(cmd->flags & SR_CMD_STORE_EXISTS) ? SR_OPEN_CREATE
+                                       : (cmd->flags & SR_CMD_READER)      ? SR_OPEN_READER
+                                                                           : SR_OPEN_EXISTING;
+        const int orc = sr_open_store(&ctx->st, mode);
         if (orc < 0)
             return sr_fail(orc, "cannot open the store");
     }
     return -1;
 }
 
-int sr_open_store(struct sr_store **st, int create)
+int sr_stdout_gone(void)
+{
+    struct pollfd p = {.fd = STDOUT_FILENO, .events = POLLOUT};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
+int sr_cmd_finish(const struct sr_cmd *cmd, int rc)
+{
+    if (!(cmd->flags & SR_CMD_READER))
+        return rc;
+    /* a write failed (not merely a reader gone after the last one) */
+    if ((fflush(stdout) == 0 && !ferror(stdout)) || !sr_stdout_gone())
+        return rc;
+    signal(SIGPIPE, SIG_DFL);
+    raise(SIGPIPE);
+    return 128 + SIGPIPE; /* not reached */
+}
+
+int sr_open_store(struct sr_store **st, enum sr_open_mode mode)
 {
     char url[4096];
     if (sr_common.store && *sr_common.store) {
@@ -291,7 +314,9 @@ int sr_open_store(struct sr_store **st, int create)
         if (rc < 0)
             return sr_errf(rc, "no store given and no default (set --store or SPOTRUN_STORE)");
     }
-    return create ? sr_store_open(url, st) : sr_store_open_existing(url, st);
+    return mode == SR_OPEN_CREATE     ? sr_store_open(url, st)
+           : mode == SR_OPEN_EXISTING ? sr_store_open_existing(url, st)
+                                      : sr_store_open_reader(url, st);
 }
 
 int sr_work_root(const char *override, char *buf, size_t len)
@@ -404,6 +429,8 @@ int sr_print_json(json_t *o)
         o ? json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10))
           : -1;
     json_decref(o);
+    if (rc < 0 && sr_stdout_gone())
+        return SR_EX_IOERR; /* the reader went away: nothing to say (sr_cmd_finish) */
     if (rc < 0)
         return sr_fail(-ENOMEM, "cannot print JSON");
     putchar('\n');

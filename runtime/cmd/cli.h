@@ -76,7 +76,10 @@ enum {
     SR_CMD_NEEDS_STORE = 1 << 0,     /* open the store (--store) before the command runs */
     SR_CMD_RUN_OPERAND = 1 << 1,     /* the first operand is a run id: checked */
     SR_CMD_STOP_AT_OPERAND = 1 << 2, /* options end at the first operand (`run -- cmd`) */
-    SR_CMD_STORE_EXISTS = 1 << 3,    /* with NEEDS_STORE: only reads, never creates a store */
+    SR_CMD_STORE_EXISTS = 1 << 3,    /* with NEEDS_STORE: never creates a store */
+    /* with NEEDS_STORE and STORE_EXISTS: a reader (ls, show, stats, pull, sweep
+     * show...): works on a store it may only read (sr_store_open_reader) */
+    SR_CMD_READER = 1 << 4,
 };
 #define SR_CMD_ANY_OPS (-1) /* max_ops: the command checks its operands itself */
 
@@ -103,16 +106,28 @@ struct sr_cmd_ctx {
 int sr_cmd_start(const struct sr_cmd *cmd, const struct sr_opt *opts, int argc, char **argv,
                  struct sr_cmd_ctx *ctx);
 
+/* After a reader (SR_CMD_READER) ran, with its exit code rc: when a write
+ * to its stdout failed because the pipe's reader went away (`spotrun ls
+ * --json | head -c 100`), it dies of SIGPIPE, quietly, as cat, ls and git do (the shell
+ * says 141; SIGPIPE is ignored while a command runs, for `run`'s sake);
+ * else rc. */
+int sr_cmd_finish(const struct sr_cmd *cmd, int rc);
+/* 1 when stdout is a pipe whose reader closed it. */
+int sr_stdout_gone(void);
+
 /* Did you mean: the candidate (of n) closest to word by edit distance
  * (insertions, deletions, substitutions, swaps of neighbours), when it is
  * close enough to be a typo (at most 1 edit for up to 4 letters, 2 for
  * longer words) and the only one that close; else NULL. */
 const char *sr_did_you_mean(const char *word, const char *const *cands, size_t n);
 
-/* Opens the store named by --store / SPOTRUN_STORE / the default; with
- * create 0 a missing file store is an error ("no store at ...", -ENOENT)
- * and nothing is created (the commands that only read). */
-int sr_open_store(struct sr_store **st, int create);
+/* Opens the store named by --store / SPOTRUN_STORE / the default:
+ * SR_OPEN_CREATE makes a missing file store; SR_OPEN_EXISTING finds a
+ * missing one an error ("no store at ...", -ENOENT) and creates nothing;
+ * SR_OPEN_READER too, and opens a file store it may not write read-only
+ * (store.h, sr_store_open_reader). */
+enum sr_open_mode { SR_OPEN_CREATE, SR_OPEN_EXISTING, SR_OPEN_READER };
+int sr_open_store(struct sr_store **st, enum sr_open_mode mode);
 
 /* Local per-run working directory: <work-root>/<run-id>, where work-root is
  * $SPOTRUN_WORK_DIR or ${XDG_CACHE_HOME:-$HOME/.cache}/spotrun. */

@@ -554,11 +554,11 @@ static const struct sr_cmd subs[] = {
      "One row per trial: parameters, state, attempts, preemptions, lost work, instance\n"
      "hours, cost, and the last and best value of each metric the job reported (best: the\n"
      "smallest, or the largest for --maximize). See docs/sweep-show.md.",
-     1, 1, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
+     1, 1, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS | SR_CMD_READER},
     {"sweep report", sr_cmd_sweep_report, "draw every trial on one time axis (SVG or HTML)",
      "spotrun sweep report NAME [-o sweep.svg|sweep.html] [--sort METRIC [--maximize NAME]]",
      "Draws one lane per trial on a shared time axis: attempts, notices, restarts, done.", 1, 1,
-     SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
+     SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS | SR_CMD_READER},
 };
 
 int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv)
@@ -579,7 +579,7 @@ int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
         if (strcmp(sub, subs[i].name + 6) == 0)
-            return subs[i].fn(&subs[i], argc - 1, argv + 1);
+            return sr_cmd_finish(&subs[i], subs[i].fn(&subs[i], argc - 1, argv + 1));
     const char *names[sizeof(subs) / sizeof(subs[0])];
     for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
         names[i] = subs[i].name + 6;

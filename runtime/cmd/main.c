@@ -16,6 +16,7 @@
 #define RUN_OP SR_CMD_RUN_OPERAND
 #define ANY SR_CMD_ANY_OPS
 #define READS (SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS) /* never creates a store */
+#define READER (READS | SR_CMD_READER) /* never writes it: works on a read-only one */
 
 /* name, fn, summary; usage and about (its --help); operands min, max;
  * what the preamble does before fn (cli.h). */
@@ -45,36 +46,36 @@ static const struct sr_cmd commands[] = {
     {"ls", sr_cmd_ls, "list the runs in the store", "spotrun ls",
      "Lists the runs in the store: state, newest checkpoint, attempts,\n"
      "preemptions, failures, lost work and cost (a sweep at a glance).",
-     0, 0, READS},
+     0, 0, READER},
     {"show", sr_cmd_show, "show what happened to a run, its cost and its checkpoints",
      "spotrun show RUN",
      "Shows what happened to a run (state, attempts, preemptions, lost\n"
      "work, checkpoint times, cost) and its checkpoints.",
-     1, 1, READS | RUN_OP},
+     1, 1, READER | RUN_OP},
     {"report", sr_cmd_report, "draw a run's timeline (SVG or HTML)",
      "spotrun report RUN [-o run.svg|run.html]",
      "Draws a timeline of the run across attempts and nodes: training segments,\n"
      "checkpoints (staged and durable), notices, restarts, lost work.",
-     1, 1, READS | RUN_OP},
+     1, 1, READER | RUN_OP},
     {"stats", sr_cmd_stats, "the fleet's cost, preemption rate, failures and GPU use, grouped",
      "spotrun stats [--by KEYS] [--since T] [--until T] [--label K=V]... [--json|--csv|--svg F]",
      "Adds up every run in the store (or --prefix, --label, the --since/--until\n"
      "window): runs, attempts, instance- and GPU-hours, cost, on-demand cost and\n"
      "saving, preemptions per 100 instance-hours, lost work, end causes, checkpoint\n"
      "overhead and GPU utilization, grouped by --by (docs/cost.md).",
-     0, 0, READS},
+     0, 0, READER},
     {"pull", sr_cmd_pull, "restore a checkpoint into a directory", "spotrun pull RUN [DIR]",
      "Restores the newest (or --seq N) checkpoint of RUN into DIR (default ./RUN).\n"
      "DIR is replaced: it ends up holding exactly the checkpoint. DIR must be new,\n"
      "empty, or made by an earlier pull (spotrun refuses a directory holding files\n"
      "it did not put there, or one that overlaps the store or the work dir).",
-     1, 2, READS | RUN_OP},
+     1, 2, READER | RUN_OP},
     {"export", sr_cmd_export, "write a checkpoint as a standalone .tar.zst",
      "spotrun export RUN FILE",
      "Writes the newest (or --seq N) checkpoint of RUN, delta or full, to FILE as an\n"
      "ordinary archive that stock tools read (zstd -d < FILE | tar -x). Every frame\n"
      "is verified first. FILE must not exist.",
-     2, 2, READS | RUN_OP},
+     2, 2, READER | RUN_OP},
     {"push", sr_cmd_push, "snapshot a directory as a checkpoint", "spotrun push RUN DIR [--step N]",
      "Snapshots DIR as a new checkpoint of RUN.", 2, 2, STORE | RUN_OP},
     {"sweep", sr_cmd_sweep, "hyperparameter sweeps: init, work, show, report",
@@ -169,7 +170,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].fn(&commands[i], argc - 1, argv + 1);
+            return sr_cmd_finish(&commands[i], commands[i].fn(&commands[i], argc - 1, argv + 1));
     const char *names[sizeof(commands) / sizeof(commands[0]) + 2] = {"help", "version"};
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         names[i + 2] = commands[i].name;

@@ -626,7 +626,7 @@ int sr_run_main(const struct run_opts *opts, char **cmd)
     if (code != GO_ON)
         return code;
     r.c.result = &r.result;
-    const int rc = sr_open_store(&r.c.st, 1);
+    const int rc = sr_open_store(&r.c.st, SR_OPEN_CREATE);
     if (rc < 0)
         return sr_fail(rc, "cannot open the store");
     struct sr_lease *lease = NULL;

@@ -40,7 +40,7 @@ int sr_print_version(FILE *out)
     const curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
     const unsigned xv = XXH_versionNumber();
     fprintf(out, "spotrun %s (commit %s)\n", SPOTRUN_VERSION, SPOTRUN_COMMIT);
-    fprintf(out, "stores: file, s3 (libcurl %s, %s)\n", cv->version,
+    fprintf(out, "stores: file, s3, az (libcurl %s, %s)\n", cv->version,
             cv->ssl_version ? cv->ssl_version : "no TLS");
     fprintf(out, "archive: %s, zstd %s, jansson %s, xxhash %u.%u.%u\n", archive_version_string(),
             ZSTD_versionString(), jansson_version_str(), xv / 10000, xv / 100 % 100, xv % 100);

@@ -41,7 +41,13 @@
 
 #define SNAP_VERSION 1
 #define SNAP_PREFIX SR_KEY_SUMMARIES "/snap/"
-#define SNAP_BYTES_MAX (1024u << 20)    /* ~10,000 bytes a run at 100,000 runs */
+/* What a snapshot may weigh: per entry, twice its run's listed summary
+ * (the entry holds that summary, re-serialised) plus ENTRY_BYTES (its run,
+ * ETag, logs and DONE), for the runs listed and SNAP_MIN more, never more
+ * than SNAP_BYTES_MAX. A larger one is not read (stats reads the logs):
+ * no object in the store can make a reader grow past what its runs need. */
+#define SNAP_BYTES_MAX (1024u << 20)
+#define ENTRY_BYTES 1024u
 #define SNAP_MIN 16                     /* runs read one by one that make a snapshot worth it */
 #define SNAP_FUTURE_MS (86400 * 1000LL) /* a snapshot dated later than this is ignored */
 #define THREADS 16
@@ -229,6 +235,10 @@ static json_t *entry_new(const char *run, const char *etag, const struct sr_runs
  * too. */
 static void snap_write(struct sr_store *st, json_t *runs, const struct sr_strlist *snaps)
 {
+    if (sr_store_read_only(st)) { /* said once, when it was opened */
+        json_decref(runs);
+        return;
+    }
     const int64_t now = sr_wall_ms();
     json_t *o = json_pack("{s:i, s:I, s:o}", "version", SNAP_VERSION, "created_ms", (json_int_t)now,
                           "runs", runs);
@@ -409,6 +419,16 @@ static int finish(struct fast *f, const char *prefix, const struct sr_strlist *s
     return 0;
 }
 
+uint64_t sr_runsnap_cap(const struct sr_strlist *sums)
+{
+    uint64_t cap = (uint64_t)(sums->n + SNAP_MIN) * ENTRY_BYTES;
+    for (size_t i = 0; i < sums->n && cap < SNAP_BYTES_MAX; i++) {
+        const uint64_t z = sr_strlist_size(sums, i);
+        cap += z == SR_SIZE_UNKNOWN || z > SR_RUNSUM_BYTES_MAX ? SR_RUNSUM_BYTES_MAX : 2 * z;
+    }
+    return cap < SNAP_BYTES_MAX ? cap : SNAP_BYTES_MAX;
+}
+
 /* The summaries/ listing and the newest snapshot: -EAGAIN when there is
  * no such listing with ETags (file, Azure) or no snapshot. */
 static int read_listing(struct sr_store *st, struct sr_strlist *sums, struct sr_strlist *snaps,
@@ -433,7 +453,18 @@ static int read_listing(struct sr_store *st, struct sr_strlist *sums, struct sr_
     char key[128], *buf = NULL;
     size_t len = 0;
     sr_key_join(key, sizeof(key), SR_KEY_SUMMARIES, name);
-    rc = sr_store_get(st, key, SNAP_BYTES_MAX, &buf, &len);
+    const uint64_t cap = sr_runsnap_cap(sums);
+    uint64_t size = SR_SIZE_UNKNOWN;
+    for (size_t i = 0; i < snaps->n; i++)
+        if (snaps->v[i] == name)
+            size = sr_strlist_size(snaps, i);
+    if (size != SR_SIZE_UNKNOWN && size > cap) {
+        sr_debug("the snapshot %s is unusable (%" PRIu64 " bytes, more than the %" PRIu64
+                 " its %zu runs can need): reading every run",
+                 key, size, cap, sums->n);
+        return -EAGAIN;
+    }
+    rc = sr_store_get(st, key, (size_t)cap, &buf, &len);
     if (rc == -ENOMEM)
         return rc;
     *snap = rc == 0 ? snap_parse(buf, len) : NULL;

@@ -36,6 +36,9 @@ int sr_runsum_settle(struct sr_store *st, const char *run, struct sr_runsum *r);
  * -ENOMEM. */
 int sr_runsnap_list_add(struct sr_strlist *sums, struct sr_strlist *snaps, const char *name,
                         uint64_t size, const char *etag);
+/* The most bytes a snapshot of the runs whose summaries are listed in
+ * sums (with their sizes) may weigh (runsnap.c): a larger one is not read. */
+uint64_t sr_runsnap_cap(const struct sr_strlist *sums);
 /* Every run whose id starts with prefix, from the newest snapshot and
  * the listing of summaries/, reading one by one only the runs that
  * changed since (as sr_runsum_load_all). -EAGAIN: no usable snapshot, or

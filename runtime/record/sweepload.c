@@ -101,7 +101,7 @@ static int read_one(void *ctx, size_t i)
     return rc < 0 ? sr_errf(rc, "%s: %s", t->run_id, sr_strerror(rc)) : 0;
 }
 
-static enum sr_sv_state state_of(const struct sr_sv_trial *t)
+static enum sr_sv_state state_of(const struct sr_sweepview *v, const struct sr_sv_trial *t)
 {
     if (t->mark == SR_TRIAL_DONE)
         return SR_SV_DONE;
@@ -112,10 +112,14 @@ static enum sr_sv_state state_of(const struct sr_sv_trial *t)
     if (t->mark == SR_TRIAL_PRUNED)
         return SR_SV_PRUNED;
     const struct sr_sv_run *r = t->run;
+    if (r && r->lease_held)
+        return SR_SV_RUNNING;
+    /* cancelled in the steering, its end mark not (yet, or never) written:
+     * the table says "cancelled", and so do the counts */
+    if (sr_steer_cancelled(&v->steer, t->trial))
+        return SR_SV_CANCELLED;
     if (!r)
         return SR_SV_QUEUED;
-    if (r->lease_held)
-        return SR_SV_RUNNING;
     if (r->h.state == SR_STATE_DONE) /* DONE without its mark: the mark's write failed */
         return SR_SV_DONE;
     if (r->h.state == SR_STATE_FAILED)
@@ -145,7 +149,7 @@ static void derive(struct sr_sweepview *v)
 {
     for (size_t k = 0; k < v->n; k++) {
         struct sr_sv_trial *t = &v->t[k];
-        t->state = state_of(t);
+        t->state = state_of(v, t);
         v->counts[t->state]++;
         if (!t->run)
             continue;

@@ -31,6 +31,13 @@
 #define SNAP_VERSION 2 /* 2: an attempt's "drop" (pruned or cancelled work) */
 #define SNAP_BYTES_MAX (256u << 20)
 #define TAIL_MAX (64u << 10)
+/* What a snapshot may weigh (read_newest): per trial, twice its listed
+ * summary (its attempts) plus a tail and ENTRY_BYTES (metrics, sums); the
+ * workers' records WORKERS_BYTES; never more than SNAP_BYTES_MAX. A larger
+ * one is not read (the trials' logs are): no object in the store can make
+ * a reader grow past what the sweep's trials need. */
+#define ENTRY_BYTES (16u << 10)
+#define WORKERS_BYTES (1u << 20)
 
 /* ---- names ------------------------------------------------------------------- */
 
@@ -366,8 +373,13 @@ static int read_newest(struct sr_store *st, const struct sr_sweep *sw, size_t n,
     if (rc < 0 || !name)
         return rc;
     sr_key_join(key, sizeof(key), dir, name);
+    uint64_t cap = (uint64_t)n * (TAIL_MAX + ENTRY_BYTES) + WORKERS_BYTES;
+    for (size_t i = 0; i < s->sums.n && cap < SNAP_BYTES_MAX; i++) {
+        const uint64_t z = sr_strlist_size(&s->sums, i);
+        cap += z == SR_SIZE_UNKNOWN || z > SR_RUNSUM_BYTES_MAX ? SR_RUNSUM_BYTES_MAX : 2 * z;
+    }
     size_t len = 0;
-    rc = sr_store_get(st, key, SNAP_BYTES_MAX, &buf, &len);
+    rc = sr_store_get(st, key, cap < SNAP_BYTES_MAX ? (size_t)cap : SNAP_BYTES_MAX, &buf, &len);
     if (rc == -ENOMEM)
         return rc;
     json_t *o = rc == 0 ? json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL) : NULL;
@@ -418,6 +430,10 @@ void sr_sv_snap_free(struct sr_sv_snap *s)
 void sr_sv_snap_write(struct sr_store *st, const struct sr_sweep *sw, const struct sr_sv_snap *s,
                       json_t *entries, const json_t *workers)
 {
+    if (sr_store_read_only(st)) { /* said once, when it was opened */
+        json_decref(entries);
+        return;
+    }
     const int64_t now = sr_wall_ms();
     json_t *o = json_pack("{s:i, s:s, s:I, s:o}", "version", SNAP_VERSION, "sweep_id", sw->id,
                           "created_ms", (json_int_t)now, "trials", entries);

@@ -164,6 +164,8 @@ static int read_lease_raw(struct sr_store *st, const char *key, struct sr_lease_
     char *buf = NULL;
     size_t len = 0;
     int rc = sr_store_get_etag(st, key, LEASE_MAX, &buf, &len, etag);
+    if (rc == -EFBIG) /* malformed as any other: taken over, fenced by its ETag */
+        return sr_errf(-EBADMSG, "%s is over %u KiB, far more than a lease", key, LEASE_MAX >> 10);
     if (rc < 0)
         return rc;
     rc = sr_lease_parse(buf, len, info);

@@ -517,8 +517,6 @@ static const char *hint_for(long status, const char *code)
         return " (check the account key or SAS token: docs/azure.md, \"Credentials\")";
     if (status == 403)
         return " (the credentials lack permission for this container)";
-    if (strcmp(code, "ContainerNotFound") == 0)
-        return " (create the container first, e.g. az storage container create)";
     return "";
 }
 
@@ -543,6 +541,15 @@ int sr_az_judge(struct sr_az *az, struct sr_az_req *r, CURLcode cc, int attempt)
     if (cc != CURLE_OK)
         return sr_errf(-EIO, "cannot reach %s at %s: %s (after %d attempts)", name, az->base,
                        curl_easy_strerror(cc), attempt + 1);
+    /* ENXIO, not ENOENT: a missing container is no missing object (no "no
+     * lease yet", no unusable checkpoint to fall back from), as S3's
+     * NoSuchBucket (s3.c) */
+    if (r->status == 404 && strcmp(r->code, "ContainerNotFound") == 0)
+        return sr_errf(-ENXIO,
+                       "%s: %s 404 ContainerNotFound (the container %s does not exist: create it "
+                       "with `az storage container create --account-name %s --name %s`, or check "
+                       "the store URL)",
+                       name, r->method, az->container, az->account, az->container);
     const int err = r->status == 404                       ? -ENOENT
                     : r->status == 401 || r->status == 403 ? -EACCES
                     : r->status == 409 || r->status == 412 ? -EEXIST

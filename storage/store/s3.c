@@ -732,6 +732,11 @@ int sr_s3_done(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req, CURLcode cc, in
     const int err = sr_s3_errno(status, code, &hint);
     if (err == -ENOENT && (!*code || strcmp(code, "NoSuchKey") == 0))
         return sr_errf(-ENOENT, "%s not found", name);
+    if (err == -ENXIO && strcmp(code, "NoSuchBucket") == 0)
+        return sr_errf(err,
+                       "%s %s: %ld NoSuchBucket (the bucket does not exist: create it with `aws "
+                       "s3 mb s3://%s`, or check the store URL and AWS_ENDPOINT_URL)",
+                       req->method, name, status, s3->bucket);
     return sr_errf(err, "%s %s: %ld %s%s%s%s%s", req->method, name, status, *code ? code : "error",
                    *hint ? " (" : "", hint, *hint ? ")" : "", tries);
 }

@@ -281,7 +281,9 @@ static int check_typo(const char *url)
                    url, (int)n, url, url);
 }
 
-static int store_open(const char *url, int create, struct sr_store **out)
+enum open_mode { OPEN_CREATE, OPEN_EXISTING, OPEN_READER };
+
+static int store_open(const char *url, enum open_mode mode, struct sr_store **out)
 {
     *out = NULL;
     if (!url || !*url)
@@ -307,17 +309,37 @@ static int store_open(const char *url, int create, struct sr_store **out)
     int rc = abs_path(url, path, abs, sizeof(abs));
     if (rc < 0)
         return rc;
-    return create ? sr_store_file_open(abs, out) : sr_store_file_open_existing(abs, out);
+    return mode == OPEN_CREATE     ? sr_store_file_open(abs, out)
+           : mode == OPEN_EXISTING ? sr_store_file_open_existing(abs, out)
+                                   : sr_store_file_open_reader(abs, out);
 }
 
 int sr_store_open(const char *url, struct sr_store **out)
 {
-    return store_open(url, 1, out);
+    return store_open(url, OPEN_CREATE, out);
 }
 
 int sr_store_open_existing(const char *url, struct sr_store **out)
 {
-    return store_open(url, 0, out);
+    return store_open(url, OPEN_EXISTING, out);
+}
+
+int sr_store_open_reader(const char *url, struct sr_store **out)
+{
+    return store_open(url, OPEN_READER, out);
+}
+
+int sr_store_read_only(const struct sr_store *st)
+{
+    return st->read_only;
+}
+
+/* A write on a read-only handle: refused before the backend sees it. */
+static int check_writable(const struct sr_store *st, const char *key)
+{
+    if (!st->read_only)
+        return 0;
+    return sr_errf(-EROFS, "store %s is read-only here: cannot write %s", st->url, key);
 }
 
 void sr_store_close(struct sr_store *st)
@@ -375,12 +397,16 @@ static int check_key(const struct sr_store *st, const char *key, int allow_empty
 int sr_store_put(struct sr_store *st, const char *key, const void *buf, size_t len)
 {
     int rc = check_key(st, key, 0);
+    if (rc == 0)
+        rc = check_writable(st, key);
     return rc < 0 ? rc : st->ops->put(st, key, buf, len);
 }
 
 int sr_store_put_file_new(struct sr_store *st, const char *key, const char *path)
 {
     int rc = check_key(st, key, 0);
+    if (rc == 0)
+        rc = check_writable(st, key);
     return rc < 0 ? rc : st->ops->put_file(st, key, path, 1);
 }
 
@@ -419,6 +445,8 @@ int sr_store_put_if(struct sr_store *st, const char *key, const void *buf, size_
 {
     char scratch[SR_ETAG_MAX];
     int rc = check_key(st, key, 0);
+    if (rc == 0)
+        rc = check_writable(st, key);
     return rc < 0 ? rc : st->ops->put_if(st, key, buf, len, match, etag ? etag : scratch);
 }
 
@@ -471,6 +499,8 @@ int sr_store_list_keys(struct sr_store *st, const char *prefix, struct sr_strlis
 int sr_store_delete(struct sr_store *st, const char *key)
 {
     int rc = check_key(st, key, 0);
+    if (rc == 0)
+        rc = check_writable(st, key);
     return rc < 0 ? rc : st->ops->del(st, key);
 }
 
@@ -478,6 +508,8 @@ int sr_store_writer_open_new(struct sr_store *st, const char *key, struct sr_sto
 {
     *out = NULL;
     int rc = check_key(st, key, 0);
+    if (rc == 0)
+        rc = check_writable(st, key);
     if (rc < 0)
         return rc;
     if (!st->ops->writer_open)

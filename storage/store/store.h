@@ -63,6 +63,17 @@ int sr_store_open(const char *url, struct sr_store **out);
  * missing file store is -ENOENT ("no store at /x: ...") and nothing is
  * created on disk. */
 int sr_store_open_existing(const char *url, struct sr_store **out);
+/* As sr_store_open_existing, for the commands that only read (ls, show,
+ * stats, pull, sweep show...): a file store this process may not write (a
+ * read-only mount, read permission only) opens read-only, with one debug
+ * line, instead of failing. On a read-only handle every write (put,
+ * put_if, put_file_new, delete, a writer) is -EROFS and touches nothing;
+ * sr_store_read_only() says so, and the readers' snapshots are then not
+ * written. An S3 or Azure store cannot tell before a write: there a write
+ * refused by read-only credentials is -EACCES, as any refused write. */
+int sr_store_open_reader(const char *url, struct sr_store **out);
+/* 1 when the handle was opened read-only (sr_store_open_reader). */
+int sr_store_read_only(const struct sr_store *st);
 void sr_store_close(struct sr_store *st);
 /* Canonical URL, for messages ("file:///var/lib/spotrun"). */
 const char *sr_store_url(const struct sr_store *st);
@@ -161,7 +172,11 @@ int sr_store_put_if(struct sr_store *st, const char *key, const void *buf, size_
  * write failed its condition: were these bytes ours, landed by an earlier
  * try of the same request (a retry after a lost answer)? */
 int sr_store_holds(struct sr_store *st, const char *key, const void *buf, size_t len, char *etag);
-/* As sr_store_get, plus the object's ETag (etag may be NULL). */
+/* As sr_store_get, plus the object's ETag (etag may be NULL). Over max
+ * (-EFBIG) etag still gets the object's ETag where the backend can say it
+ * without holding the object (file: hashed in pieces; S3, Azure: the
+ * answer's header), else "": a conditional write can replace an object
+ * too large to read (an oversized LEASE, storage/run/lease.c). */
 int sr_store_get_etag(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len,
                       char *etag);
 
@@ -202,11 +217,15 @@ struct sr_store {
     const struct sr_store_ops *ops;
     char *url;
     void *impl;
+    int read_only; /* sr_store_open_reader found it not writable: writes are -EROFS */
 };
 
 int sr_store_file_open(const char *path, struct sr_store **out);
 /* As sr_store_file_open, without creating a missing root (-ENOENT). */
 int sr_store_file_open_existing(const char *path, struct sr_store **out);
+/* As sr_store_file_open_existing; a root this process may not write opens
+ * read-only (sr_store_open_reader). */
+int sr_store_file_open_reader(const char *path, struct sr_store **out);
 /* url is "s3://bucket[/prefix]"; see store_s3.c and docs/s3.md. */
 int sr_store_s3_open(const char *url, struct sr_store **out);
 /* url is "az://account/container[/prefix]"; see store_az.c and docs/azure.md. */

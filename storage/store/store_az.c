@@ -123,6 +123,8 @@ static int az_get_etag(struct sr_store *st, const char *key, size_t max, char **
         char name[2400];
         sr_az_name(az_of(st), key, name, sizeof(name));
         rc = sr_errf(-EFBIG, "%s is over %zu bytes", name, max);
+        if (etag) /* its ETag all the same (store.h) */
+            snprintf(etag, SR_ETAG_MAX, "%s", r.etag);
     }
     if (rc == 0 && !r.resp && !(r.resp = calloc(1, 1)))
         rc = sr_errf(-ENOMEM, "out of memory");

@@ -397,12 +397,42 @@ static void content_etag(const void *buf, size_t len, char *etag)
     snprintf(etag, SR_ETAG_MAX, "%016llx", (unsigned long long)XXH3_64bits(buf, len));
 }
 
+/* The content ETag of the open object fd, read in pieces: memory stays
+ * small whatever the object's size (a planted LEASE of a gigabyte). */
+static int fd_etag(int fd, const char *path, char *etag)
+{
+    XXH3_state_t *h = XXH3_createState();
+    char *chunk = malloc(64u << 10);
+    int rc = h && chunk ? 0 : sr_errf(-ENOMEM, "cannot read %s: %s", path, strerror(ENOMEM));
+    if (rc == 0)
+        XXH3_64bits_reset(h);
+    for (ssize_t n; rc == 0 && (n = read(fd, chunk, 64u << 10)) != 0;) {
+        if (n < 0 && errno != EINTR)
+            rc = sr_errf(-errno, "cannot read %s: %s", path, strerror(errno));
+        else if (n > 0)
+            XXH3_64bits_update(h, chunk, (size_t)n);
+    }
+    if (rc == 0)
+        snprintf(etag, SR_ETAG_MAX, "%016llx", (unsigned long long)XXH3_64bits_digest(h));
+    XXH3_freeState(h);
+    free(chunk);
+    return rc;
+}
+
 static int fs_get_etag(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len,
                        char *etag)
 {
     const int rc = fs_get(st, key, max, buf, len);
     if (rc == 0)
         content_etag(*buf, *len, etag);
+    if (rc == -EFBIG) { /* its ETag all the same (store.h), without holding it */
+        char path[PATH_MAX];
+        const int fd = key_path(st, key, path, sizeof(path)) == 0 ? open_object(st, key) : -1;
+        if (fd < 0 || fd_etag(fd, path, etag) < 0)
+            etag[0] = '\0';
+        if (fd >= 0)
+            close(fd);
+    }
     return rc;
 }
 
@@ -607,16 +637,12 @@ static int fs_put_if(struct sr_store *st, const char *key, const void *buf, size
     rc = lock_object(st, key, path, &lk);
     if (rc < 0)
         return rc;
-    char *cur = NULL;
-    size_t curlen = 0;
     char cur_etag[SR_ETAG_MAX];
     const int cfd = open_object(st, key);
-    rc = cfd < 0 ? cfd : sr_read_fd(cfd, path, SIZE_MAX, &cur, &curlen);
+    rc = cfd < 0 ? cfd : fd_etag(cfd, path, cur_etag);
     if (cfd >= 0)
         close(cfd);
     if (rc == 0) {
-        content_etag(cur, curlen, cur_etag);
-        free(cur);
         if (!match)
             rc = sr_errf(-EEXIST, "%s already exists in store %s", key, st->url);
         else if (strcmp(match, cur_etag) != 0)
@@ -729,18 +755,35 @@ static const struct sr_store_ops file_ops = {
     .get_etag = fs_get_etag,
 };
 
-/* Creates the root if missing (with create; without, a missing root is
- * -ENOENT and nothing is made); it must be a writable directory. */
-static int check_root(const char *path, int create)
+enum root_mode { ROOT_CREATE, ROOT_EXISTING, ROOT_READER };
+
+/* Creates the root if missing (ROOT_CREATE; else a missing root is -ENOENT
+ * and nothing is made); it must be a directory this process may write,
+ * except for a reader: one it may only read sets *ro. */
+static int check_root(const char *path, enum root_mode mode, int *ro)
 {
     struct stat sb;
-    if (!create && stat(path, &sb) != 0)
+    *ro = 0;
+    if (mode != ROOT_CREATE && stat(path, &sb) != 0)
         return errno == ENOENT ? sr_errf(-ENOENT,
                                          "no store at %s: the directory does not exist (check "
                                          "--store or SPOTRUN_STORE; `spotrun run` or `push` "
                                          "creates a store)",
                                          path)
                                : sr_errf(-errno, "cannot open store %s: %s", path, strerror(errno));
+    if (mode == ROOT_READER) {
+        if (!S_ISDIR(sb.st_mode))
+            return sr_errf(-ENOTDIR, "store %s is not a directory", path);
+        if (access(path, R_OK | X_OK) != 0)
+            return sr_errf(-errno, "store %s is not readable: %s", path, strerror(errno));
+        if (access(path, W_OK) != 0) {
+            sr_debug("store %s is not writable (%s): reading it read-only, the readers' snapshots "
+                     "are not written",
+                     path, strerror(errno));
+            *ro = 1;
+        }
+        return 0;
+    }
     int rc = sr_mkdirs(path, 0755);
     if (rc == -ENOTDIR)
         return sr_errf(-ENOTDIR, "store %s is not a directory", path);
@@ -752,7 +795,7 @@ static int check_root(const char *path, int create)
     return 0;
 }
 
-static int file_open(const char *path, int create, struct sr_store **out)
+static int file_open(const char *path, enum root_mode mode, struct sr_store **out)
 {
     *out = NULL;
     if (path[0] != '/')
@@ -760,7 +803,8 @@ static int file_open(const char *path, int create, struct sr_store **out)
     /* Leave room for the longest key plus a temp suffix under PATH_MAX. */
     if (strlen(path) > PATH_MAX - 1024 - 64)
         return sr_errf(-ENAMETOOLONG, "store path %s is too long", path);
-    int rc = check_root(path, create);
+    int ro;
+    int rc = check_root(path, mode, &ro);
     if (rc < 0)
         return rc;
     struct sr_store *st = calloc(1, sizeof(*st));
@@ -780,16 +824,22 @@ static int file_open(const char *path, int create, struct sr_store **out)
     st->ops = &file_ops;
     st->url = url;
     st->impl = fs;
+    st->read_only = ro;
     *out = st;
     return 0;
 }
 
 int sr_store_file_open(const char *path, struct sr_store **out)
 {
-    return file_open(path, 1, out);
+    return file_open(path, ROOT_CREATE, out);
 }
 
 int sr_store_file_open_existing(const char *path, struct sr_store **out)
 {
-    return file_open(path, 0, out);
+    return file_open(path, ROOT_EXISTING, out);
+}
+
+int sr_store_file_open_reader(const char *path, struct sr_store **out)
+{
+    return file_open(path, ROOT_READER, out);
 }

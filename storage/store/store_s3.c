@@ -218,6 +218,7 @@ static int s3_get_etag(struct sr_store *st, const char *key, size_t max, char **
         char name[2300];
         sr_s3_name(s3_of(st), key, name, sizeof(name));
         rc = sr_errf(-EFBIG, "%s is over %zu bytes", name, max);
+        snprintf(etag, SR_ETAG_MAX, "%s", r.etag); /* its ETag all the same (store.h) */
     }
     if (rc == 0 && !r.resp && !(r.resp = calloc(1, 1)))
         rc = sr_errf(-ENOMEM, "out of memory");

@@ -113,7 +113,7 @@ test_expect_success 'spotrun --version prints the version, the commit, the libra
         commit=$(sed -n "1s/.*(commit \(.*\))$/\1/p" out) &&
         git -C "$SRCDIR" cat-file -e "$commit^{commit}"
     fi &&
-    grep -E "^stores: file, s3 \(libcurl [0-9]" out &&
+    grep -E "^stores: file, s3, az \(libcurl [0-9]" out &&
     grep -E "^archive: libarchive [0-9.]+, zstd [0-9.]+" out &&
     unset SPOTRUN_PRELOAD &&
     shim=$("$SPOTRUN" version | sed -n "s/^shim: //p") &&

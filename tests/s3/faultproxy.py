@@ -15,9 +15,12 @@ client connection stays alive between requests.
         the kernel), then one line per injected fault:
         "fault KIND #REQ METHOD TARGET" (and with -v one line per request)
 
-Faults (--faults, comma-separated; default all):
+Faults (--faults, comma-separated; default: all but slow and 403):
     500       answer 500 InternalError (XML body); the request is not forwarded
     503       answer 503 SlowDown (XML body); the request is not forwarded
+    403       answer 403 AccessDenied (XML body), as S3 answers a request its
+              credentials may not make (read-only keys writing: with
+              --methods PUT,POST,DELETE --rate 1); the request is not forwarded
     reset     forward, then reset the client connection (RST): half-way
               through the request body for requests with one (uploads),
               else half-way through the response body (before the answer
@@ -55,11 +58,12 @@ import urllib.parse
 
 BUF = 256 * 1024
 HEAD_MAX = 64 * 1024
-KINDS = ("500", "503", "reset", "stall", "truncate", "slow")
+KINDS = ("500", "503", "reset", "stall", "truncate", "slow", "403")
 ERROR_BODIES = {
     "500": (500, "Internal Server Error", "InternalError",
             "We encountered an internal error. Please try again."),
     "503": (503, "Slow Down", "SlowDown", "Please reduce your request rate."),
+    "403": (403, "Forbidden", "AccessDenied", "Access Denied"),
 }
 
 
@@ -365,7 +369,7 @@ class Proxy:
                                        request_key(method, target, req.get("range")))
         if fault:
             self.log("fault %s #%d %s %s" % (fault, n, method, target))
-        if fault in ("500", "503"):
+        if fault in ERROR_BODIES:
             return self.error_answer(conn, reader, req, method, fault, n)
         return self.forward(conn, reader, req, method, target, fault, n)
 
@@ -464,7 +468,7 @@ def parse_args(argv):
     p.add_argument("--port", type=int, default=0, help="listening port (default: a free one)")
     p.add_argument("--rate", type=float, default=0.0, help="share of eligible requests to fault")
     p.add_argument("--faults", default=",".join(KINDS[:5]),
-                   help="kinds: " + ",".join(KINDS) + " (default: all but slow)")
+                   help="kinds: " + ",".join(KINDS) + " (default: all but slow and 403)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--stall-seconds", type=float, default=10.0)
     p.add_argument("--methods", default="GET,PUT,POST,HEAD,DELETE")

@@ -21,6 +21,7 @@
 #include "histutil.h"
 #include "history.h"
 #include "runsum.h"
+#include "runsum_int.h"
 #include "store.h"
 
 #define T0 1700000000000LL
@@ -440,6 +441,29 @@ static void load_all_reads_summaries_and_falls_back_to_the_logs(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* A snapshot may weigh what its listed runs can need: twice each listed
+ * summary plus 1 KiB a run (and 16 more), never more than 1 GiB; a
+ * summary of unknown size counts as the largest one read. */
+static void snapshot_cap_follows_the_listed_runs(void **state)
+{
+    (void)state;
+    struct sr_strlist l = {0};
+    assert_int_equal(sr_runsnap_cap(&l), 16 * 1024);
+    for (int i = 0; i < 1000; i++) {
+        char run[16];
+        snprintf(run, sizeof(run), "r%05d", i);
+        assert_int_equal(sr_strlist_push_sized(&l, run, 1000), 0);
+    }
+    assert_int_equal(sr_runsnap_cap(&l), 1016 * 1024 + 1000 * 2000);
+    assert_true(sr_runsnap_cap(&l) < 48u * 1000 * 1000);
+    l.sizes[0] = SR_SIZE_UNKNOWN;
+    assert_int_equal(sr_runsnap_cap(&l), 1016 * 1024 + 999 * 2000 + SR_RUNSUM_BYTES_MAX);
+    for (size_t i = 0; i < l.n; i++)
+        l.sizes[i] = SR_SIZE_UNKNOWN;
+    assert_int_equal(sr_runsnap_cap(&l), 1024u << 20);
+    sr_strlist_free(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -449,6 +473,7 @@ int main(void)
         cmocka_unit_test(odd_strings_from_the_logs_still_round_trip),
         cmocka_unit_test(out_of_order_or_repeated_attempts_are_rejected),
         cmocka_unit_test(load_all_reads_summaries_and_falls_back_to_the_logs),
+        cmocka_unit_test(snapshot_cap_follows_the_listed_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

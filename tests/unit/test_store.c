@@ -178,6 +178,69 @@ static void read_only_store_is_not_writable(void **state)
     free(d);
 }
 
+/* A reader's handle on a store it may not write (sr_store_open_reader):
+ * every write is -EROFS before the backend sees it; reads go on. Root may
+ * write anywhere, so the flag is set by hand here (t0672 opens real
+ * read-only stores). */
+static void read_only_handle_refuses_every_write(void **state)
+{
+    (void)state;
+    char *d = scratch();
+    struct sr_store *st;
+    assert_int_equal(sr_store_open_reader(d, &st), 0);
+    assert_int_equal(sr_store_put(st, "r/a", "x", 1), 0);
+    st->read_only = 1;
+    assert_int_equal(sr_store_read_only(st), 1);
+    assert_int_equal(sr_store_put(st, "r/b", "x", 1), -EROFS);
+    assert_non_null(strstr(sr_strerror(-EROFS), "is read-only here"));
+    assert_int_equal(sr_store_put_if(st, "r/b", "x", 1, NULL, NULL), -EROFS);
+    assert_int_equal(sr_store_delete(st, "r/a"), -EROFS);
+    struct sr_store_writer *w;
+    assert_int_equal(sr_store_writer_open_new(st, "r/c", &w), -EROFS);
+    char *buf;
+    size_t len;
+    assert_int_equal(sr_store_get(st, "r/a", 16, &buf, &len), 0);
+    assert_int_equal(len, 1);
+    free(buf);
+    uint64_t size;
+    assert_int_equal(sr_store_size(st, "r/b", &size), -ENOENT);
+    sr_err_clear();
+    sr_store_close(st);
+    sr_rmtree(d);
+    free(d);
+}
+
+/* An object over get_etag's max: -EFBIG, and its ETag all the same, which
+ * a conditional write may replace it by (an oversized LEASE). */
+static void oversized_object_still_has_its_etag(void **state)
+{
+    (void)state;
+    char *d = scratch();
+    struct sr_store *st;
+    assert_int_equal(sr_store_open(d, &st), 0);
+    char big[200000];
+    memset(big, 'x', sizeof(big));
+    assert_int_equal(sr_store_put(st, "r/LEASE", big, sizeof(big)), 0);
+    char *buf;
+    size_t len;
+    char want[SR_ETAG_MAX], got[SR_ETAG_MAX];
+    assert_int_equal(sr_store_get_etag(st, "r/LEASE", sizeof(big), &buf, &len, want), 0);
+    free(buf);
+    assert_int_equal(sr_store_get_etag(st, "r/LEASE", 1024, &buf, &len, got), -EFBIG);
+    assert_null(buf);
+    assert_string_equal(got, want);
+    sr_err_clear();
+    assert_int_equal(sr_store_put_if(st, "r/LEASE", "{}", 2, "0000000000000000", NULL), -ESTALE);
+    sr_err_clear();
+    assert_int_equal(sr_store_put_if(st, "r/LEASE", "{}", 2, got, NULL), 0);
+    assert_int_equal(sr_store_get(st, "r/LEASE", 16, &buf, &len), 0);
+    assert_int_equal(len, 2);
+    free(buf);
+    sr_store_close(st);
+    sr_rmtree(d);
+    free(d);
+}
+
 static void default_url_follows_env(void **state)
 {
     (void)state;
@@ -590,6 +653,8 @@ int main(void)
         cmocka_unit_test(open_existing_never_creates_a_store),
         cmocka_unit_test(store_on_a_file_is_not_a_directory),
         cmocka_unit_test(read_only_store_is_not_writable),
+        cmocka_unit_test(read_only_handle_refuses_every_write),
+        cmocka_unit_test(oversized_object_still_has_its_etag),
         cmocka_unit_test(default_url_follows_env),
         FT(put_get_size_round_trip),
         FT(writer_commits_atomically_and_close_discards),
