@@ -39,10 +39,11 @@ export SPOTRUN_INJECT_LIB=${SPOTRUN_INJECT_LIB:-$root/build/tests/faults/libspot
     echo "crash.sh: no $SPOTRUN: run scripts/build.sh first" >&2
     exit 69
 }
-# lib.sh: the e2e tests' scratch dir ($TRASH: build/tests/tmp/crash-STORE/crash) and
+# lib.sh: the e2e tests' scratch dir ($TRASH: build/tests/tmp/crash-STORE-SEED/crash) and
 # environment; s3lib.sh starts the S3 server and stops it on exit.
 set +e
-export SRCDIR=$root TEST_TMP=$root/build/tests/tmp/crash-$store # file and s3 loops may run at once
+# file and s3 loops, and loops of different seeds, may run at once
+export SRCDIR=$root TEST_TMP=$root/build/tests/tmp/crash-$store-$seed
 . "$root/tests/e2e/lib.sh"
 case $store in
 file) url=$TRASH/store s3=() ;;
