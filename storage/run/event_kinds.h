@@ -20,6 +20,7 @@
     X(PERSISTED, "persisted", "the checkpoint is durable")                                         \
     X(NOTICE, "notice", "a preemption notice arrived")                                             \
     X(WITHDRAWN, "withdrawn", "a cloud notice was cancelled")                                      \
+    X(DEADLINE, "deadline", "a stop's deadline came earlier")                                      \
     X(REBALANCE, "rebalance", "an early warning")                                                  \
     X(LIMIT, "limit", "a time limit or budget was reached")                                        \
     X(GPU, "gpu", "GPU utilization of the attempt so far")                                         \
