@@ -252,15 +252,7 @@ void sr_summary_print(FILE *f, const struct sr_history *h, const struct sr_hist_
     print_causes(f, h);
     lost_detail(h, detail, sizeof(detail));
     fprintf(f, "lost work:   %s (%s)", lost, detail);
-    /* A sweep's pruned or cancelled work is no loss: its own figures. */
-    if (h->pruned_ms) {
-        sr_format_duration_ms(h->pruned_ms, lost, sizeof(lost));
-        fprintf(f, "; pruned work %s", lost);
-    }
-    if (h->cancelled_ms) {
-        sr_format_duration_ms(h->cancelled_ms, lost, sizeof(lost));
-        fprintf(f, "; cancelled work %s", lost);
-    }
+    sr_summary_print_dropped(f, h->pruned_ms, h->cancelled_ms);
     fputc('\n', f);
     fprintf(f, "stage:       p50 %.2fs, max %.2fs (%u staged)\n", h->stage_p50, h->stage_max,
             h->staged);
@@ -350,6 +342,19 @@ void sr_summary_print_attempts(FILE *f, const struct sr_history *h)
         if (a->tail && (a->cause == SR_CAUSE_CRASHED || a->cause == SR_CAUSE_OOM ||
                         a->cause == SR_CAUSE_STALLED))
             sr_summary_print_tail_at(f, "  ", a->tail, a->tail_ms, a->end_ms);
+    }
+}
+
+void sr_summary_print_dropped(FILE *f, int64_t pruned_ms, int64_t cancelled_ms)
+{
+    char d[32];
+    if (pruned_ms) {
+        sr_format_duration_ms(pruned_ms, d, sizeof(d));
+        fprintf(f, "; pruned work %s", d);
+    }
+    if (cancelled_ms) {
+        sr_format_duration_ms(cancelled_ms, d, sizeof(d));
+        fprintf(f, "; cancelled work %s", d);
     }
 }
 

@@ -36,6 +36,9 @@ void sr_summary_print_attempts(FILE *f, const struct sr_history *h);
 
 /* The last lines of an attempt's stderr (its exit event's "tail", already
  * cleaned: history.h), under a heading, each line after indent and "| ". */
+/* "; pruned work 3s; cancelled work 1s" after a lost-work figure: the work
+ * of attempts a sweep dropped is no loss; each printed only when not 0. */
+void sr_summary_print_dropped(FILE *f, int64_t pruned_ms, int64_t cancelled_ms);
 void sr_summary_print_tail(FILE *f, const char *indent, const char *tail);
 /* The same, saying when its last line was written (tail_ms, unix ms) and
  * how long before the attempt ended (end_ms); either 0 = unknown. */

@@ -233,16 +233,7 @@ static void print_header(FILE *f, const struct sr_sweepview *v, const struct sr_
     const double hours = (double)v->instance_ms / 3600000.0;
     fprintf(f, "instances:   %.4f instance-hours; lost work %s (%s to preemptions)", hours, lost,
             plost);
-    /* The work of trials the sweep dropped is no loss: its own figures,
-     * printed only when a trial was pruned or cancelled. */
-    if (v->pruned_ms) {
-        sr_format_duration_ms(v->pruned_ms, lost, sizeof(lost));
-        fprintf(f, "; pruned work %s", lost);
-    }
-    if (v->cancelled_ms) {
-        sr_format_duration_ms(v->cancelled_ms, lost, sizeof(lost));
-        fprintf(f, "; cancelled work %s", lost);
-    }
+    sr_summary_print_dropped(f, v->pruned_ms, v->cancelled_ms);
     fputc('\n', f);
     const double spot = o->prices.spot_per_hour, od = o->prices.on_demand_per_hour;
     if (spot <= 0) {
