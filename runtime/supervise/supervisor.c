@@ -47,6 +47,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -54,6 +55,7 @@
 #include "catalog.h"
 #include "checkpointer.h"
 #include "child.h"
+#include "dirmark.h"
 #include "exits.h"
 #include "control.h"
 #include "events.h"
@@ -491,7 +493,10 @@ static void finish(struct sup *s)
 
 /* A wrapper killed mid-restore leaves "<ckpt>.spotrun-tmp.*" beside the
  * checkpoint dir (the codec swaps it in only when complete). We own the run
- * (the control socket is ours), so nobody else is restoring into it. */
+ * (the control socket is ours), so nobody else is restoring into it. Only
+ * a directory that carries spotrun's mark goes (the codec marks it as it
+ * makes it): the name alone is no proof that spotrun made it, and the
+ * parent is the user's. */
 static void sweep_restore_leftovers(const char *ckpt_dir)
 {
     char parent[4096], prefix[512];
@@ -502,10 +507,19 @@ static void sweep_restore_leftovers(const char *ckpt_dir)
     if (!d)
         return;
     char path[4600];
-    for (struct dirent *e; (e = readdir(d));)
-        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 &&
-            sr_pathf(path, sizeof(path), "%s/%s", parent, e->d_name) == 0)
+    struct stat st;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 ||
+            sr_pathf(path, sizeof(path), "%s/%s", parent, e->d_name) < 0)
+            continue;
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && sr_dir_marked(path)) {
+            sr_info("removing %s (a restore's leftover)", path);
             sr_rmtree(path);
+        } else {
+            sr_info("leaving %s: named like a restore's leftover, but not marked as spotrun's",
+                    path);
+        }
+    }
     closedir(d);
 }
 
