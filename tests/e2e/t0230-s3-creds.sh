@@ -11,6 +11,9 @@ mkdir -p src && head -c 50000 /dev/urandom >src/w.bin
 no_env() { env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN "$@"; }
 
 start_creds() { # EXPIRES -> CREDS_URL
+    # A new file each time: the server's redirection may truncate it after
+    # wait_for has already read the previous server's port line.
+    rm -f "$TRASH/creds.port"
     python3 "$SRCDIR/tests/s3/creds_server.py" "$S3_KEY_ID" "$S3_SECRET" "$1" "$TRASH/creds.log" \
         >"$TRASH/creds.port" 2>&1 &
     CREDS_PID=$!
