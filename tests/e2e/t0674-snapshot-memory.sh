@@ -49,8 +49,9 @@ test_expect_success 'a planted, well-formed 48 MB snapshot: stats stays under 64
 	    run = "r%05d" % i
 	    s = json.load(open("%s/summaries/%s.json" % (gen, run)))
 	    runs.append({"run": run, "etag": "\"x\"", "summary": s, "pad": pad})
-	json.dump({"version": 1, "created_ms": int(time.time() * 1000), "runs": runs},
-	          sys.stdout, separators=(",", ":"))
+	# dumps, not dump: dump writes each of the 24 M values on its own (minutes)
+	sys.stdout.write(json.dumps({"version": 1, "created_ms": int(time.time() * 1000),
+	                             "runs": runs}, separators=(",", ":")))
 	EOF
     test "$(stat -c %s planted.json)" -ge 48000000 &&
     s3curl -f -X PUT --data-binary @planted.json \
@@ -70,8 +71,9 @@ test_expect_success 'a planted 48 MB sweep view snapshot: sweep show stays under
     "$PY" - "$id" >view.json <<-EOF &&
 	import json, sys, time
 	pad = [0] * (24 * 1000 * 1000)
-	json.dump({"version": 1, "sweep_id": sys.argv[1], "created_ms": int(time.time() * 1000),
-	           "trials": [{"trial": 0, "pad": pad}]}, sys.stdout, separators=(",", ":"))
+	sys.stdout.write(json.dumps({"version": 1, "sweep_id": sys.argv[1],
+	                             "created_ms": int(time.time() * 1000),
+	                             "trials": [{"trial": 0, "pad": pad}]}, separators=(",", ":")))
 	EOF
     test "$(stat -c %s view.json)" -ge 48000000 &&
     s3curl -f -X PUT --data-binary @view.json \
