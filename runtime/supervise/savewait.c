@@ -28,8 +28,7 @@
 #include "supervisor_int.h"
 #include "units.h"
 
-#define SAVE_LOOK_MS 200    /* a stop looks at the job's writers this often, at most */
-#define SAVE_MARGIN_MS 1000 /* as notices.c's commit deadline */
+#define SAVE_LOOK_MS 200 /* a stop looks at the job's writers this often, at most */
 
 /* The job's writer of the directory now (w->pid 0: none, or unknown). */
 static void look(struct sup *s, struct sr_writer *w)
@@ -60,11 +59,10 @@ int sup_save_open(struct sup *s)
 }
 
 /* When a save in flight must end for its commit to be stored by the
- * deadline (as notices.c's commit deadline, and the job's TERM grace). */
+ * deadline (the commit deadline's own bound, less the job's TERM grace). */
 static int64_t hold_until(const struct sup *s)
 {
-    const int64_t work = s->last_stage_ms + sr_commits_persist_estimate_ms(s->cp);
-    return s->deadline - work - work / 10 - SAVE_MARGIN_MS - SR_MIN_TERM_GRACE_MS;
+    return sup_store_by(s, s->deadline) - SR_MIN_TERM_GRACE_MS;
 }
 
 int sup_save_hold(struct sup *s)

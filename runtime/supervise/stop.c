@@ -72,13 +72,17 @@ void sup_kill_tick(struct sup *s)
 
 /* ---- PREEMPTING ---------------------------------------------------------- */
 
-/* When the job's commit must arrive: the deadline minus the time to stage
- * and persist a checkpoint like the last one (measured), plus a margin;
- * never less than a second from now. */
-static int64_t commit_deadline(const struct sup *s, int64_t deadline_ms)
+int64_t sup_store_by(const struct sup *s, int64_t deadline_ms)
 {
     const int64_t work = s->last_stage_ms + sr_commits_persist_estimate_ms(s->cp);
-    const int64_t by = deadline_ms - work - PERSIST_MARGIN_MS - work / 10;
+    return deadline_ms - work - PERSIST_MARGIN_MS - work / 10;
+}
+
+/* When the job's commit must arrive: sup_store_by, never less than a
+ * second from now. */
+static int64_t commit_deadline(const struct sup *s, int64_t deadline_ms)
+{
+    const int64_t by = sup_store_by(s, deadline_ms);
     return by > now() + SR_MIN_COMMIT_WINDOW_MS ? by : now() + SR_MIN_COMMIT_WINDOW_MS;
 }
 

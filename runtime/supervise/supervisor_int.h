@@ -277,6 +277,10 @@ void sup_kill_tick(struct sup *s);
  * loop's next tick (sup_preempt_tick) moves the stop on. 1 when the
  * deadline changed. */
 int sup_preempt_lower(struct sup *s, const char *source, int64_t deadline_ms);
+/* The latest moment a commit can be made and still be stored by
+ * deadline_ms: the deadline minus the time to stage and persist a
+ * checkpoint like the last one (measured), a tenth more, and a margin. */
+int64_t sup_store_by(const struct sup *s, int64_t deadline_ms);
 /* PREEMPTING: drain once the commits submitted so far are durable. */
 void sup_enter_drain(struct sup *s);
 /* PREEMPTING: the job's stop (SIGTERM, SIGKILL by the deadline). */
