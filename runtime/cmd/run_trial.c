@@ -91,7 +91,9 @@ static void trial_env(const struct sr_sweep *sw, long trial)
         for (; *p && n + 1 < sizeof(name); p++)
             name[n++] = (char)toupper((unsigned char)*p);
         name[n] = '\0';
-        setenv(name, sr_sweep_value(sw, (size_t)trial, sr_sweep_param(sw, i)), 1);
+        const char *v = sr_sweep_value(sw, (size_t)trial, sr_sweep_param(sw, i));
+        if (v && *v) /* an empty value is a parameter the trial does not have: unset */
+            setenv(name, v, 1);
     }
 }
 
