@@ -12,9 +12,10 @@ the search space is the sweep's (the random specs given to `sweep init
 definition part records, and its state and value come from its end mark and
 its last reported metric:
 
-    done                  -> COMPLETE, value = the metric's last value
-                             (FAIL when the trial reported none)
-    pruned                -> PRUNED (the last value as an intermediate value)
+    done                  -> COMPLETE, values = each --metric's last value
+                             (FAIL when the trial reported none of one)
+    pruned                -> PRUNED (one metric: the last value as an
+                             intermediate value)
     failed, cancelled     -> FAIL
     queued, running, preempted, stopped, anything else -> RUNNING: a
                              preempted or stopped trial resumes, it never fails
@@ -27,9 +28,21 @@ one that loses the race (exit 75) reads the store again and asks again.
 It adds up to --trials in all, and keeps at most --ahead trials open (not
 ended) at once, so the sampler sees results before it proposes more.
 
+Several `--metric NAME:min|max` make the study multi-objective (NSGA-II
+unless --sampler says otherwise); the summary then names the Pareto front.
+`--space MODULE:FUNCTION` is a define-by-run space: FUNCTION(trial) calls
+trial.suggest_* for the parameters that apply; one it leaves out is added
+absent (`--param NAME=absent:`, the empty value), and a stored trial is
+replayed through it (ReplayTrial) to learn its distributions.
+
+Run by a python3 that cannot import optuna, the driver runs itself again
+under one that can ($SPOTRUN_PYTHON, else python3 on PATH, /usr/bin/python3,
+/usr/local/bin/python3), so `--driver 'python3 -m spotrun.optuna_driver'`
+works under pyenv or a venv beside Debian's python3-optuna.
+
 Exit: 0 (with --loop: once every one of --trials has ended), 64 for a bad
 option or a sweep that is not a search space, 66 for a missing sweep, 69
-when optuna is not installed, spotrun's code when a spotrun command fails.
+when no interpreter tried can import optuna, spotrun's code when a spotrun command fails.
 """
 import argparse
 import importlib
