@@ -55,6 +55,7 @@ import time
 import warnings
 
 FAIL_STATES = ("failed", "cancelled")
+SPEC_KINDS = ("uniform", "loguniform", "int", "choice", "absent")
 
 
 class DriverError(Exception):
@@ -95,7 +96,7 @@ def read_sweep(a):
 
 def split_spec(spec):
     name, _, rest = spec.partition("=")
-    for kind in ("uniform", "loguniform", "int", "choice", "absent"):
+    for kind in SPEC_KINDS:
         if rest.startswith(kind + ":"):
             return name, kind, rest[len(kind) + 1:]
     if ".." in rest:
@@ -318,6 +319,17 @@ def study_json(study):
     return out
 
 
+def writable(name, text):
+    """text, when `sweep init --add --param NAME=text` stores exactly it: one
+    value (a comma would make a list, ".." a range, "KIND:" a spec)."""
+    if (not text or "," in text or ".." in text
+            or any(text.startswith(k + ":") for k in SPEC_KINDS)):
+        raise DriverError("%s=%r cannot be a sweep value (empty, or with a comma, \"..\" or "
+                          "a leading \"KIND:\"): choose other choices in the --space "
+                          "function" % (name, text), 64)
+    return text
+
+
 def ask_and_add(optuna, a, study, space, have):
     """Asks for one trial and appends it as trial `have`: True when added,
     False when another writer came first. A parameter of the sweep that the
@@ -338,7 +350,7 @@ def ask_and_add(optuna, a, study, space, have):
     args = ["sweep", "init", a.name, "--add", "--at", str(have)]
     for k in names:
         if k in trial.params:
-            args += ["--param", "%s=%s" % (k, value_text(dists[k], trial.params[k]))]
+            args += ["--param", "%s=%s" % (k, writable(k, value_text(dists[k], trial.params[k])))]
         else:
             args += ["--param", "%s=absent:" % k]
     code, _ = run_spotrun(a, *args, ok=(0, 75))

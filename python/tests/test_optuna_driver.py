@@ -10,6 +10,7 @@ import contextlib
 import io
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -52,6 +53,14 @@ class SearchSpace(unittest.TestCase):
         # a value rounded out of a narrow range is written exactly instead
         narrow = d.FloatDistribution(1.00000000001, 1.00000000002)
         self.assertEqual(float(drv.value_text(narrow, 1.000000000015)), 1.000000000015)
+
+    def test_a_value_the_sweep_cannot_store_is_refused(self):
+        self.assertEqual(drv.writable("opt", "adam"), "adam")
+        self.assertEqual(drv.writable("lr", "-1e-05"), "-1e-05")
+        for bad in ("", "a,b", "1..3", "int:2", "absent:"):
+            with self.assertRaises(drv.DriverError) as e:
+                drv.writable("opt", bad)
+            self.assertEqual(e.exception.code, 64)
 
     def test_a_value_outside_the_space_is_refused(self):
         d = optuna.distributions
@@ -141,6 +150,33 @@ class Options(unittest.TestCase):
                 del os.environ["SPOTRUN_PYTHON"]
             else:
                 os.environ["SPOTRUN_PYTHON"] = old
+
+
+class Define(unittest.TestCase):
+    """--param defines the sweep; the objectives go with it (--objective)
+    only where spotrun's sweep init has that option."""
+
+    def define(self, helps):
+        with tempfile.TemporaryDirectory() as d:
+            fake, log = os.path.join(d, "spotrun"), os.path.join(d, "args")
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\nif [ \"$3\" = --help ]; then echo '%s'; exit 0; fi\n"
+                        "echo \"$@\" >>%s\n" % (helps, log))
+            os.chmod(fake, 0o755)
+            a = drv.parse(["hp", "--trials", "4", "--metric", "loss:min", "--metric", "acc:max",
+                           "--param", "x=uniform:0,1", "--spotrun", fake, "--", "train", "{x}"])
+            drv.define(a)
+            with open(log) as f:
+                return f.read().strip()
+
+    def test_objectives_are_recorded_where_sweep_init_takes_them(self):
+        self.assertEqual(self.define("--objective METRIC:min|max"),
+                         "sweep init hp --random 0 --param x=uniform:0,1 --objective loss:min "
+                         "--objective acc:max -- train {x}")
+
+    def test_an_older_spotrun_defines_the_sweep_without(self):
+        self.assertEqual(self.define("--param NAME=VALUES"),
+                         "sweep init hp --random 0 --param x=uniform:0,1 -- train {x}")
 
 
 def conditional_space(trial):
