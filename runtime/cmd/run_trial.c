@@ -61,7 +61,8 @@ static int trial_index(const struct run_opts *o, const struct sr_sweep *sw, long
 }
 
 /* SPOTRUN_SWEEP, SPOTRUN_TRIAL and SPOTRUN_PARAM_<NAME> for the job (it
- * inherits the wrapper's environment); none of them in any other run. */
+ * inherits the wrapper's environment); none of them in any other run. A
+ * parameter the trial does not have (absent: the empty value) is unset. */
 static void trial_env(const struct sr_sweep *sw, long trial)
 {
     extern char **environ;
