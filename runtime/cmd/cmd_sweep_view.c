@@ -136,6 +136,8 @@ static int view_begin(const struct sr_cmd *cmd, const struct sr_opt *opts, int a
     }
     const char *name = w->ctx.ops[0];
     int rc = sr_sweep_read(w->ctx.st, name, &w->sw);
+    if (rc == 0)
+        sr_sv_opts_from_sweep(&w->o, &w->sw); /* its --best, --objective */
     if (rc == 0) {
         const int64_t t0 = sr_now_ms();
         rc = sr_sweepview_load(w->ctx.st, &w->sw, (unsigned)a->threads, a->load, &w->v);
