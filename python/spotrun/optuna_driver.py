@@ -12,8 +12,9 @@ the search space is the sweep's (the random specs given to `sweep init
 definition part records, and its state and value come from its end mark and
 its last reported metric:
 
-    done                  -> COMPLETE, value = the metric's last value
-                             (FAIL when the trial reported none)
+    done                  -> COMPLETE, value = the metric's last value (its
+                             best step's with `sweep init --best best-step`,
+                             "best_rule"; FAIL when the trial reported none)
     pruned                -> PRUNED (the last value as an intermediate value)
     failed, cancelled     -> FAIL
     queued, running, preempted, stopped, anything else -> RUNNING: a
@@ -144,20 +145,23 @@ def value_text(dist, v):
     return text
 
 
-def trial_record(optuna, t, metric):
-    """(state, value, intermediate) of one trial of `sweep show --json`."""
+def trial_record(optuna, t, metric, best_step=False):
+    """(state, value, intermediate) of one trial of `sweep show --json`;
+    best_step: a done trial's value is its best step's (the sweep's
+    "best_rule"), as `sweep show` ranks it."""
     TS = optuna.trial.TrialState
     m = (t.get("metrics") or {}).get(metric)
     last = m.get("last") if m else None
+    final = m.get("best" if best_step else "last") if m else None
     step = m.get("last_step") if m else None
     state = t.get("state")
     end = t.get("end") or {}
     if end.get("cause") in ("pruned", "cancelled"):  # an end mark a view may not name yet
         state = end["cause"]
     if state == "done":
-        if last is None or not math.isfinite(last):
+        if final is None or not math.isfinite(final):
             return TS.FAIL, None, {}
-        return TS.COMPLETE, last, {}
+        return TS.COMPLETE, final, {}
     if state == "pruned":
         inter = {int(step or 0): last} if last is not None and math.isfinite(last) else {}
         return TS.PRUNED, None, inter
@@ -174,7 +178,8 @@ def rebuild(optuna, a, doc):
                                 sampler=make_sampler(optuna, a, seed + len(doc["trials"])))
     open_, skipped = 0, []
     for t in sorted(doc["trials"], key=lambda t: t["trial"]):
-        state, value, inter = trial_record(optuna, t, a.metric)
+        state, value, inter = trial_record(optuna, t, a.metric,
+                                           doc.get("best_rule") == "best-step")
         open_ += state == optuna.trial.TrialState.RUNNING
         try:
             params = {k: param_value(space[k], t["params"][k]) for k in space}
