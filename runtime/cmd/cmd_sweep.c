@@ -603,7 +603,8 @@ static const struct sr_cmd subs[] = {
      "[--price-per-hour P [--on-demand-price-per-hour P]]",
      "One row per trial: parameters, state, attempts, preemptions, lost work, instance\n"
      "hours, cost, and the last and best value of each metric the job reported (best: the\n"
-     "smallest, or the largest for --maximize). See docs/sweep-show.md.",
+     "smallest, or the largest for --maximize); the best trial: the best done trial by its\n"
+     "final value (sweep init --best, --objective). See docs/sweep-show.md.",
      1, 1, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS | SR_CMD_READER},
     {"sweep report", sr_cmd_sweep_report, "draw every trial on one time axis (SVG or HTML)",
      "spotrun sweep report NAME [-o sweep.svg|sweep.html] [--sort METRIC [--maximize NAME]]",

@@ -195,11 +195,13 @@ static json_t *budget_json(struct sr_store *st, const char *name)
 int sr_cmd_sweep_show(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct view_args a = {.load = SR_SV_LOAD_SNAPSHOT}; /* the picture wants every event */
-    const struct sr_opt opts[] = {{"sort", 0, "SPOTRUN_SORT", SR_OPT_STR, &a.sort, "METRIC",
-                                   "order by this metric's best value (default: trial index)"},
-                                  VIEW_ARG_OPTS(&a),
-                                  SR_VIEW_OPTS(&a.vo),
-                                  SR_OPTS_COMMON};
+    const struct sr_opt opts[] = {
+        {"sort", 0, "SPOTRUN_SORT", SR_OPT_STR, &a.sort, "METRIC",
+         "order by this metric's best value (default: trial index); also the "
+         "best trial's metric when the sweep has no --objective"},
+        VIEW_ARG_OPTS(&a),
+        SR_VIEW_OPTS(&a.vo),
+        SR_OPTS_COMMON};
     struct view w;
     int code = view_begin(cmd, opts, argc, argv, &a, &w);
     if (code >= 0)
