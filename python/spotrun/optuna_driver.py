@@ -13,7 +13,9 @@ definition part records, and its state and value come from its end mark and
 its last reported metric:
 
     done                  -> COMPLETE, values = each --metric's last value
-                             (FAIL when the trial reported none of one)
+                             (its best step's with `sweep init --best
+                             best-step`, "best_rule"; FAIL when the trial
+                             reported none of one)
     pruned                -> PRUNED (one metric: the last value as an
                              intermediate value)
     failed, cancelled     -> FAIL
@@ -162,15 +164,19 @@ def value_text(dist, v):
     return text
 
 
-def trial_record(optuna, t, metrics):
+def trial_record(optuna, t, metrics, best_step=False):
     """(state, values, intermediate) of one trial of `sweep show --json`:
-    values has one entry per metric (the objectives, in order)."""
+    values has one entry per metric (the objectives, in order); best_step:
+    a done trial's values are its best steps' (the sweep's "best_rule"), as
+    `sweep show` ranks it."""
     TS = optuna.trial.TrialState
-    last, step = [], None
+    last, final, step = [], [], None
     for name in metrics:
         m = (t.get("metrics") or {}).get(name)
         v = m.get("last") if m else None
+        f = m.get("best" if best_step else "last") if m else None
         last.append(v if v is not None and math.isfinite(v) else None)
+        final.append(f if f is not None and math.isfinite(f) else None)
         if step is None and m:
             step = m.get("last_step")
     state = t.get("state")
@@ -178,9 +184,9 @@ def trial_record(optuna, t, metrics):
     if end.get("cause") in ("pruned", "cancelled"):  # an end mark a view may not name yet
         state = end["cause"]
     if state == "done":
-        if None in last:  # a metric it never reported: no result to tell
+        if None in final:  # a metric it never reported: no result to tell
             return TS.FAIL, None, {}
-        return TS.COMPLETE, last, {}
+        return TS.COMPLETE, final, {}
     if state == "pruned":  # intermediate values are single-objective in Optuna
         inter = {int(step or 0): last[0]} if len(last) == 1 and last[0] is not None else {}
         return TS.PRUNED, None, inter
@@ -268,7 +274,8 @@ def rebuild(optuna, a, doc):
     metrics = [m for m, _ in a.objectives]
     open_, skipped = 0, []
     for t in sorted(doc["trials"], key=lambda t: t["trial"]):
-        state, values, inter = trial_record(optuna, t, metrics)
+        state, values, inter = trial_record(optuna, t, metrics,
+                                            doc.get("best_rule") == "best-step")
         open_ += state == optuna.trial.TrialState.RUNNING
         try:
             params, dists = trial_params(space, space_fn, t)

@@ -83,6 +83,12 @@ class TrialStates(unittest.TestCase):
     def test_done_completes_with_the_last_value(self):
         self.assertEqual(self.record("done", 0.25), (self.TS.COMPLETE, [0.25], {}))
 
+    def test_done_completes_with_its_best_step_under_best_step(self):
+        t = {"state": "done", "end": None,
+             "metrics": {"loss": {"last": 0.4, "last_step": 4, "best": 0.1, "best_step": 3}}}
+        self.assertEqual(drv.trial_record(optuna, t, ["loss"], True), (self.TS.COMPLETE, [0.1], {}))
+        self.assertEqual(drv.trial_record(optuna, t, ["loss"]), (self.TS.COMPLETE, [0.4], {}))
+
     def test_done_without_the_metric_fails(self):
         self.assertEqual(self.record("done"), (self.TS.FAIL, None, {}))
 

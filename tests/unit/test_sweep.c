@@ -2,8 +2,9 @@
  * test_sweep.c - sweeps in the store (storage/run/sweep.h): grids in order,
  * random search reproducible from its seed, bad specs refused, placeholders,
  * trial run ids, create-only definitions (same = no-op, different = error),
- * --add numbering on, labels with the definition, end marks and their one
- * listing, hostile definitions.
+ * --add numbering on, labels with the definition, the best rule and
+ * objectives with the definition, end marks and their one listing, hostile
+ * definitions.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -441,6 +442,68 @@ static void test_labels(void **state)
     sr_sweep_free(&bare);
 }
 
+/* sweep init --best best-step and --objective: part 0's "best" (absent for
+ * final) and "objectives", read back; another rule or other objectives are
+ * another definition; a spec that is not METRIC:min|max, a stored rule or
+ * objectives that are malformed are refused. */
+static void test_best_rule(void **state)
+{
+    struct fixture *f = *state;
+    const char *specs[] = {"n=0..1"};
+    char err[200];
+    struct sr_sweep def, other, got;
+    gen(&def, "rank", specs, 1, 0, 0);
+    def.best_step = 1;
+    def.objectives = json_array();
+    json_array_append_new(def.objectives, sr_sweep_objective_parse("val:loss:min", err, 200));
+    json_array_append_new(def.objectives, sr_sweep_objective_parse("acc:max", err, 200));
+    assert_true(sr_sweep_objectives_valid(def.objectives));
+    assert_int_equal(sr_sweep_create(f->st, &def), 0);
+    assert_int_equal(sr_sweep_read(f->st, "rank", &got), 0);
+    assert_int_equal(got.best_step, 1);
+    assert_int_equal(sr_sweep_nobjectives(&got), 2);
+    int max = -1;
+    assert_string_equal(sr_sweep_objective(&got, 0, &max), "val:loss");
+    assert_int_equal(max, 0);
+    assert_string_equal(sr_sweep_objective(&got, 1, &max), "acc");
+    assert_int_equal(max, 1);
+    sr_sweep_free(&got);
+    assert_int_equal(sr_sweep_create(f->st, &def), 1); /* the same: unchanged */
+    gen(&other, "rank", specs, 1, 0, 0);
+    other.objectives = json_deep_copy(def.objectives);
+    assert_int_equal(sr_sweep_create(f->st, &other), -EEXIST); /* final, not best-step */
+    assert_non_null(strstr(sr_strerror(-EEXIST), "best rule"));
+    other.best_step = 1;
+    json_array_remove(other.objectives, 1);
+    assert_int_equal(sr_sweep_create(f->st, &other), -EEXIST);
+    assert_non_null(strstr(sr_strerror(-EEXIST), "objectives"));
+    sr_err_clear();
+    /* specs refused */
+    assert_null(sr_sweep_objective_parse("loss", err, sizeof(err)));
+    assert_null(sr_sweep_objective_parse("loss:up", err, sizeof(err)));
+    assert_non_null(strstr(err, "not min or max"));
+    assert_null(sr_sweep_objective_parse(":min", err, sizeof(err)));
+    json_t *twice = json_pack("[{s:s,s:s},{s:s,s:s}]", "metric", "a", "direction", "min", "metric",
+                              "a", "direction", "max");
+    assert_false(sr_sweep_objectives_valid(twice));
+    json_decref(twice);
+    /* stored malformed: the sweep is unreadable */
+    const char *bad[] = {
+        "{\"format\":1,\"sweep\":\"b1\",\"part\":0,\"params\":[\"n\"],\"command\":[],"
+        "\"trials\":[{\"n\":\"0\"}],\"best\":\"last\"}",
+        "{\"format\":1,\"sweep\":\"b2\",\"part\":0,\"params\":[\"n\"],\"command\":[],"
+        "\"trials\":[{\"n\":\"0\"}],\"objectives\":[{\"metric\":\"a b\",\"direction\":\"min\"}]}",
+    };
+    const char *keys[] = {"sweeps/b1/def/000000.json", "sweeps/b2/def/000000.json"};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(sr_store_put_if(f->st, keys[i], bad[i], strlen(bad[i]), NULL, NULL), 0);
+        assert_int_equal(sr_sweep_read(f->st, i ? "b2" : "b1", &got), -EBADMSG);
+        sr_err_clear();
+    }
+    sr_sweep_free(&def);
+    sr_sweep_free(&other);
+}
+
 static void test_end_marks(void **state)
 {
     struct fixture *f = *state;
@@ -625,6 +688,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_add, setup, teardown),
         cmocka_unit_test_setup_teardown(test_search_space_add_at, setup, teardown),
         cmocka_unit_test_setup_teardown(test_labels, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_best_rule, setup, teardown),
         cmocka_unit_test_setup_teardown(test_end_marks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trial_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hostile_definitions, setup, teardown),
