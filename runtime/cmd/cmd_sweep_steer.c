@@ -388,23 +388,30 @@ int sr_cmd_sweep_priority(const struct sr_cmd *cmd, int argc, char **argv)
 int sr_work_steer(struct sr_store *st, const char *name, size_t n, struct sr_steer_state *state,
                   int *said)
 {
-    struct sr_steer_state now;
-    const int rc = sr_steer_reread(st, name, n, state, &now); /* only what is new */
-    if (rc < 0) { /* claim nothing on steering we cannot read: a cancel may be in it */
-        sr_warn("sweep %s: cannot read its steering: %s; not starting trials until it reads", name,
-                sr_strerror(rc));
-        sr_err_clear();
-        return 1;
+    /* read before, for as many trials, and no new action since (one HEAD):
+     * the state stands, no listing */
+    const int same = state->owns_log && state->n == n && sr_steer_grew(st, name, state) == 0;
+    sr_err_clear();
+    if (!same) {
+        struct sr_steer_state fresh;
+        const int rc = sr_steer_reread(st, name, n, state, &fresh); /* only what is new */
+        if (rc < 0) { /* claim nothing on steering we cannot read: a cancel may be in it */
+            sr_warn("sweep %s: cannot read its steering: %s; not starting trials until it reads",
+                    name, sr_strerror(rc));
+            sr_err_clear();
+            return 1;
+        }
+        sr_steer_free(state);
+        *state = fresh;
     }
-    sr_steer_free(state);
-    *state = now;
-    if (!now.paused) {
+    const struct sr_steer_state *now = state;
+    if (!now->paused) {
         if (*said)
             sr_info("sweep %s: resumed; taking trials again", name);
         *said = 0;
         return 0;
     }
-    const struct sr_steer_entry *p = now.paused_by;
+    const struct sr_steer_entry *p = now->paused_by;
     if (*said != (int)p->seq + 1) {
         char when[32] = "?";
         const time_t t = (time_t)(p->unix_ms / 1000);
@@ -413,7 +420,7 @@ int sr_work_steer(struct sr_store *st, const char *name, size_t n, struct sr_ste
             strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
         sr_info("sweep %s: paused by %s at %s%s; not starting trials until `spotrun sweep "
                 "resume %s`",
-                name, p->by, when, now.pause_stop ? " (--stop: running trials stop)" : "", name);
+                name, p->by, when, now->pause_stop ? " (--stop: running trials stop)" : "", name);
         *said = (int)p->seq + 1;
     }
     return 1;

@@ -107,7 +107,7 @@ test_expect_success 'pause --stop of a trial under sweep work with ~25 s left: i
     "$SPOTRUN" sweep pause ss --stop >pause.out &&
     grep "running trials checkpoint and stop within seconds (exit 124)" pause.out &&
     wait_until 120 "trial 1 to stop or end" \
-        grep -e "stopped at the sweep.s pause" -e "trial 1 of sweep ss done" w1.log &&
+        grep -e "stopped at the sweep.s pause" -e "trial 1 of sweep ss is done" w1.log &&
     cat w1.log &&
     if in_store sweeps/ss/end/1.done; then say "trial 1 ended done: the pause came too late"; false; fi &&
     test ! -e "$OUT/result-ss-1" &&
@@ -151,6 +151,20 @@ if [ -n "${STEER_ON_S3:-}" ]; then
         test "$heads" -le $((secs / 2 + 1))
     '
     [ -s rq.line ] && say "# $(cat rq.line)"
+
+    # A worker with its slot full looks at the steering at every --poll: one
+    # HEAD while nothing changed, no LIST (it listed at every --poll before).
+    test_expect_success 'a worker with a full slot looks at the steering with one HEAD, not a listing' '
+        "$SPOTRUN" sweep init wq --param i=0..0 -- "$PY" "$TRASH/train.py" {i} >/dev/null &&
+        STEPS=40 s3_count wq.requests "$SPOTRUN" sweep work wq --poll 500ms >wq.log 2>&1 &&
+        grep -e "/sweeps/wq/steer/" -e "%2Fsweeps%2Fwq%2Fsteer%2F" wq.requests >wq.steer &&
+        lists=$(s3_requests wq.steer LIST) &&
+        heads=$(s3_requests wq.steer HEAD) &&
+        echo "steering requests of a worker and its trial: $lists LIST, $heads HEAD" >wq.line &&
+        test "$lists" -le 3 &&
+        test "$heads" -ge 4
+    '
+    [ -s wq.line ] && say "# $(cat wq.line)"
 fi
 
 test_done
