@@ -68,6 +68,7 @@ import json, sys
 t = [t for t in json.load(sys.stdin)["trials"] if t["trial"] == int(sys.argv[1])][0]
 print(t[sys.argv[2]])' "$1" "$2"
 }
+trial_is() { test "$(trial_json "$1" "$2")" = "$3"; }
 
 test_expect_success 'cancel of a trial run by hand with ~25 s left: it checkpoints and ends cancelled, not done' '
     "$SPOTRUN" sweep init ss --param i=0..1 -- "$PY" "$TRASH/train.py" {i} >init.out &&
@@ -113,7 +114,7 @@ test_expect_success 'pause --stop of a trial under sweep work with ~25 s left: i
     test ! -e "$OUT/result-ss-1" &&
     grep "stopped at the sweep.s pause (spotrun sweep pause --stop): run ss-1 resumes from checkpoint 1; exit 124" w1.log &&
     test "$(ckpts ss-1)" = 1 &&
-    wait_until 60 "trial 1 shown stopped" test "$(trial_json 1 state)" = stopped &&
+    wait_until 60 "trial 1 shown stopped" trial_is 1 state stopped &&
     test "$(trial_json 1 cause)" = paused
 '
 
