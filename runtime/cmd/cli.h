@@ -225,7 +225,8 @@ int sr_cmd_sweep_priority(const struct sr_cmd *cmd, int argc, char **argv);
 /* A `sweep work` worker's look at the steering before it claims (into
  * *state, replaced): 1 when the sweep is paused (said once per pause, with
  * *said) or its steering cannot be read (said; the last state stands, and
- * nothing is claimed on it), 0 when it may claim. */
+ * nothing is claimed on it), 0 when it may claim. A look that finds no
+ * new action (sweep_steer.h's sr_steer_grew: one HEAD) lists nothing. */
 struct sr_steer_state;
 int sr_work_steer(struct sr_store *st, const char *name, size_t n, struct sr_steer_state *state,
                   int *said);

@@ -374,7 +374,7 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
 
 /* `sweep set NAME --max-cost AMOUNT [--price-per-hour P]`: a new budget
  * (0: none); the price stays unless given. Workers see it at their next
- * look, running trials at their next poll (--budget-poll). */
+ * look, running trials at their next budget poll (--budget-poll). */
 static int cmd_set(const struct sr_cmd *cmd, int argc, char **argv)
 {
     double max_cost = -1, price = -1;
@@ -575,20 +575,21 @@ static const struct sr_cmd subs[] = {
     {"sweep cancel", sr_cmd_sweep_cancel, "cancel trials: running ones checkpoint and stop",
      "spotrun sweep cancel NAME TRIAL...",
      "Records the cancel in the sweep's steering history. A running trial checkpoints and\n"
-     "stops at its wrapper's next poll (--budget-poll; exit 124, end mark cancelled); one not\n"
+     "stops within seconds (its wrapper looks every 2 s; exit 124, end mark cancelled); one not\n"
      "running is marked cancelled at once. No worker claims them again (sweep retry does).\n"
      "TRIAL is K or A..B. docs/sweeps.md, \"Steering\".",
      2, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
     {"sweep retry", sr_cmd_sweep_retry, "put failed, cancelled or pruned trials back in the queue",
      "spotrun sweep retry NAME TRIAL...",
      "Records the retry, then removes each trial's failed, cancelled or pruned mark: workers\n"
-     "take it again and it resumes from its newest checkpoint. A done trial is refused (65),\n"
-     "and so is one that has not ended; a running one too (73).",
+     "take it again and it resumes from its newest checkpoint (starts from scratch without\n"
+     "one). A done trial is refused (65), and so is one that has not ended; a running one\n"
+     "too (73).",
      2, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
     {"sweep pause", sr_cmd_sweep_pause, "workers start no trial until `sweep resume`",
      "spotrun sweep pause NAME [--stop]",
      "Workers stop claiming trials (they wait, and say so once); running trials go on, or\n"
-     "with --stop checkpoint and stop at their next poll (exit 124, no end mark) and are\n"
+     "with --stop checkpoint and stop within seconds (exit 124, no end mark) and are\n"
      "taken again after `sweep resume`.",
      1, 1, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
     {"sweep resume", sr_cmd_sweep_resume, "workers take trials again after `sweep pause`",

@@ -7,12 +7,11 @@
  * (sweep_steer.h: create-only, numbered, with who and when); the state is
  * the fold of that history. The commands only write the store: the
  * workers honour the state before each claim, and each trial's wrapper at
- * its start and at every --budget-poll (run_limits.c), so nothing here
- * signals a process. Two writes besides the history: `cancel` marks a
- * trial that no wrapper holds end/K.cancelled at once (a wrapper that
- * takes it later refuses it: the action is written first), and `retry`
- * removes the trial's failed, cancelled or pruned mark (only that) after
- * its action is written.
+ * its start and within seconds while it runs (one cheap look every 2 s:
+ * run_limits.c), so nothing here signals a process. Two writes besides the history: `cancel` marks
+ * a trial that no wrapper holds end/K.cancelled at once (a wrapper that takes it later refuses it:
+ * the action is written first), and `retry` removes the trial's failed, cancelled or pruned mark
+ * (only that) after its action is written.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "catalog.h"
 #include "cli.h"
 #include "lease.h"
 #include "log.h"
@@ -171,13 +171,14 @@ static int cancel_filter(struct steer_ctx *x)
 }
 
 /* Trial k, cancelled: its end mark now when no wrapper holds it (one that
- * takes it later refuses it), else its wrapper stops it at its next poll. */
+ * takes it later refuses it), else its wrapper stops it at its next look
+ * at the steering (within seconds). */
 static void cancel_one(struct steer_ctx *x, long k, const struct sr_steer_entry *e)
 {
     struct sr_lease_info in;
     if (running_now(x, k, &in)) {
         printf("sweep %s: trial %ld cancelled: it runs on %s (pid %ld) and checkpoints and "
-               "stops at its next poll\n",
+               "stops within seconds\n",
                x->sw.name, k, in.host, in.pid);
         return;
     }
@@ -247,6 +248,23 @@ static int retry_check(struct steer_ctx *x, long k)
     return 0;
 }
 
+/* Where trial k starts again, in words: from its newest checkpoint, or
+ * from scratch when it has none (one cancelled before it ever ran). */
+static const char *retry_from(struct steer_ctx *x, long k)
+{
+    char run[SR_SWEEP_NAME_MAX + 16];
+    sr_sweep_run_id(x->sw.name, (size_t)k, run, sizeof(run));
+    struct sr_ckpt_list l = {0};
+    const int rc = sr_ckpt_list(x->c.st, run, &l);
+    const size_t n = rc == 0 ? l.n : 0;
+    if (rc == 0)
+        sr_ckpt_list_free(&l);
+    sr_err_clear();
+    if (rc < 0 && rc != -ENOENT)
+        return "it resumes from its newest checkpoint, if it has one";
+    return n ? "it resumes from its newest checkpoint" : "it starts from scratch (no checkpoint)";
+}
+
 int sr_cmd_sweep_retry(const struct sr_cmd *cmd, int argc, char **argv)
 {
     const struct sr_opt opts[] = {SR_OPTS_COMMON};
@@ -273,9 +291,8 @@ int sr_cmd_sweep_retry(const struct sr_cmd *cmd, int argc, char **argv)
         if (rc < 0)
             code = sr_fail(rc, "cannot remove the trial's end mark (run sweep retry again)");
         else
-            printf("sweep %s: trial %ld (%s) is back in the queue; it resumes from its newest "
-                   "checkpoint\n",
-                   x.sw.name, k, was != SR_TRIAL_OPEN ? sr_trial_end_name(was) : "cancelled");
+            printf("sweep %s: trial %ld (%s) is back in the queue; %s\n", x.sw.name, k,
+                   was != SR_TRIAL_OPEN ? sr_trial_end_name(was) : "cancelled", retry_from(&x, k));
     }
     steer_close(&x);
     return code;
@@ -305,7 +322,7 @@ int sr_cmd_sweep_pause(const struct sr_cmd *cmd, int argc, char **argv)
     if (code == 0)
         printf("sweep %s paused: workers start no trial%s; `spotrun sweep resume %s` goes on\n",
                x.sw.name,
-               stop ? ", and running trials checkpoint and stop at their next poll (exit 124)"
+               stop ? ", and running trials checkpoint and stop within seconds (exit 124)"
                     : "; running trials go on",
                x.sw.name);
     steer_close(&x);
@@ -371,23 +388,30 @@ int sr_cmd_sweep_priority(const struct sr_cmd *cmd, int argc, char **argv)
 int sr_work_steer(struct sr_store *st, const char *name, size_t n, struct sr_steer_state *state,
                   int *said)
 {
-    struct sr_steer_state now;
-    const int rc = sr_steer_reread(st, name, n, state, &now); /* only what is new */
-    if (rc < 0) { /* claim nothing on steering we cannot read: a cancel may be in it */
-        sr_warn("sweep %s: cannot read its steering: %s; not starting trials until it reads", name,
-                sr_strerror(rc));
-        sr_err_clear();
-        return 1;
+    /* read before, for as many trials, and no new action since (one HEAD):
+     * the state stands, no listing */
+    const int same = state->owns_log && state->n == n && sr_steer_grew(st, name, state) == 0;
+    sr_err_clear();
+    if (!same) {
+        struct sr_steer_state fresh;
+        const int rc = sr_steer_reread(st, name, n, state, &fresh); /* only what is new */
+        if (rc < 0) { /* claim nothing on steering we cannot read: a cancel may be in it */
+            sr_warn("sweep %s: cannot read its steering: %s; not starting trials until it reads",
+                    name, sr_strerror(rc));
+            sr_err_clear();
+            return 1;
+        }
+        sr_steer_free(state);
+        *state = fresh;
     }
-    sr_steer_free(state);
-    *state = now;
-    if (!now.paused) {
+    const struct sr_steer_state *now = state;
+    if (!now->paused) {
         if (*said)
             sr_info("sweep %s: resumed; taking trials again", name);
         *said = 0;
         return 0;
     }
-    const struct sr_steer_entry *p = now.paused_by;
+    const struct sr_steer_entry *p = now->paused_by;
     if (*said != (int)p->seq + 1) {
         char when[32] = "?";
         const time_t t = (time_t)(p->unix_ms / 1000);
@@ -396,7 +420,7 @@ int sr_work_steer(struct sr_store *st, const char *name, size_t n, struct sr_ste
             strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
         sr_info("sweep %s: paused by %s at %s%s; not starting trials until `spotrun sweep "
                 "resume %s`",
-                name, p->by, when, now.pause_stop ? " (--stop: running trials stop)" : "", name);
+                name, p->by, when, now->pause_stop ? " (--stop: running trials stop)" : "", name);
         *said = (int)p->seq + 1;
     }
     return 1;

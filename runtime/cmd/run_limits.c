@@ -159,11 +159,15 @@ static int steer_read(struct sr_run_limits *rl)
     return 0;
 }
 
-/* limit.h's steering poll: the operator's stop of this trial, if any. */
+/* limit.h's steering poll: the operator's stop of this trial, if any.
+ * One request (does the next action exist?) while nothing changed; the
+ * history is read again only when it grew. */
 static int steered(void *ctx, const char **cause)
 {
     struct sr_run_limits *rl = ctx;
-    const int rc = steer_read(rl);
+    int rc = sr_steer_grew(rl->st, rl->sweep, &rl->steer);
+    if (rc == 1)
+        rc = steer_read(rl);
     if (rc < 0) {
         sr_warn("cannot read sweep %s's steering: %s (read again at the next poll)", rl->sweep,
                 sr_strerror(rc));
@@ -191,6 +195,8 @@ static int refuse_steered(struct sr_run_limits *rl, struct sr_limits_config *l)
     l->steer_poll = steered;
     l->sweep_ctx = rl;
     l->sweep_poll_ms = rl->o->budget_poll_ms;
+    l->steer_poll_ms =
+        rl->o->budget_poll_ms < SR_STEER_POLL_MS ? rl->o->budget_poll_ms : SR_STEER_POLL_MS;
     l->sweep = rl->sweep;
     l->trial = rl->trial;
     const int rc = steer_read(rl);

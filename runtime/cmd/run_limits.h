@@ -43,6 +43,12 @@ struct sr_run_limits {
     struct sr_steer_state steer; /* the last read: each poll reads only what is new */
 };
 
+/* How often a trial looks for new steering (docs/sweeps.md, "Steering"):
+ * one HEAD-sized request each time, so that a cancel or a pause --stop
+ * reaches a running trial within seconds; --budget-poll shorter than this
+ * shortens it too. */
+#define SR_STEER_POLL_MS 2000
+
 /* The value a limit's option has when it was not given (cmd_run.c): a
  * given 0 would stop at once, and never means "no limit". */
 #define SR_LIMIT_NOT_GIVEN (-1)

@@ -110,6 +110,7 @@ static void add(struct sr_sv_workers *out, const struct sr_sweep_worker *w, int6
         out->life_cost += (double)life / 3600000.0 * w->price_per_hour;
         out->idle_cost += (double)idle / 3600000.0 * w->price_per_hour;
     } else {
+        out->unpriced++;
         out->unpriced_life_ms += life;
         out->unpriced_idle_ms += idle;
     }

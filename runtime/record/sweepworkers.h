@@ -29,6 +29,7 @@ struct sr_sv_workers {
     int64_t life_ms, busy_ms, idle_ms;
     double life_cost, idle_cost;                /* of the workers that recorded a price */
     int64_t unpriced_life_ms, unpriced_idle_ms; /* of those that did not */
+    size_t unpriced; /* workers that recorded no price (a running one too, however short) */
 };
 
 /* Reads the sweep's worker records and folds them against v's trials

@@ -21,7 +21,10 @@ void sr_limits_init(struct sr_limits *l, const struct sr_limits_config *cfg, int
     l->session_at = now_ms;
     if (l->cfg.sweep_poll_ms <= 0)
         l->cfg.sweep_poll_ms = 30000;
+    if (l->cfg.steer_poll_ms <= 0)
+        l->cfg.steer_poll_ms = l->cfg.sweep_poll_ms;
     l->next_poll = now_ms + l->cfg.sweep_poll_ms;
+    l->next_steer = now_ms + l->cfg.steer_poll_ms;
 }
 
 int sr_limits_any(const struct sr_limits *l)
@@ -58,16 +61,19 @@ int sr_limits_check(struct sr_limits *l, int64_t now_ms, int64_t attempt_at,
     const double cost = sr_limits_cost(l, now_ms);
     if (c->max_cost > 0 && cost >= c->max_cost)
         return hit_at(hit, "budget", "run", c->max_cost, cost);
-    if ((c->sweep_poll || c->steer_poll) && now_ms >= l->next_poll) {
+    if (c->sweep_poll && now_ms >= l->next_poll) {
         double used, limit;
-        if (c->sweep_poll && c->sweep_poll(c->sweep_ctx, &used, &limit) == 0) {
+        if (c->sweep_poll(c->sweep_ctx, &used, &limit) == 0) {
             c->sweep_used = used;
             c->sweep_limit = limit;
         }
-        const char *why = NULL;
-        if (c->steer_poll && c->steer_poll(c->sweep_ctx, &why) == 1 && why)
-            l->steered = why;
         l->next_poll = now_ms + c->sweep_poll_ms;
+    }
+    if (c->steer_poll && !l->steered && now_ms >= l->next_steer) {
+        const char *why = NULL;
+        if (c->steer_poll(c->sweep_ctx, &why) == 1 && why)
+            l->steered = why;
+        l->next_steer = now_ms + c->steer_poll_ms;
     }
     if (l->steered) /* the operator's stop: no amount, no time */
         return hit_at(hit, l->steered, "sweep", 0, 0);
@@ -120,8 +126,10 @@ int64_t sr_limits_next(const struct sr_limits *l, int64_t now_ms, int64_t attemp
         if (left_ms < (double)(w - now_ms))
             w = now_ms + (left_ms > 0 ? (int64_t)ceil(left_ms) : 0);
     }
-    if ((c->sweep_poll || c->steer_poll) && l->next_poll < w)
+    if (c->sweep_poll && l->next_poll < w)
         w = l->next_poll;
+    if (c->steer_poll && !l->steered && l->next_steer < w)
+        w = l->next_steer;
     return w > now_ms ? w : now_ms;
 }
 

@@ -10,7 +10,9 @@
  * loop.
  * Only a sweep's budget needs the store again (the other trials spend
  * too): the caller's poll function is called at most every sweep_poll_ms,
- * never in between. Runs on the supervisor's thread.
+ * never in between. A sweep's steering has its own, shorter, period
+ * (steer_poll_ms): its poll is one cheap request while nothing changed.
+ * Runs on the supervisor's thread.
  */
 #ifndef SPOTRUN_LIMIT_H
 #define SPOTRUN_LIMIT_H
@@ -24,10 +26,11 @@
  * the wrapper), *limit the sweep's budget (0 = none any more). 0, or
  * -errno (the last answer stands). */
 typedef int (*sr_limits_sweep_poll)(void *ctx, double *used, double *limit);
-/* The sweep's steering (sweep_steer.h), polled with its budget: 1 and
- * *cause ("cancelled": the trial; "paused": the sweep, with --stop) when
- * the sweep's operator stops this trial, 0 when not, -errno (read again at
- * the next poll). */
+/* The sweep's steering (sweep_steer.h), polled every steer_poll_ms (a
+ * cheap look: one request while nothing changed): 1 and *cause
+ * ("cancelled": the trial; "paused": the sweep, with --stop) when the
+ * sweep's operator stops this trial, 0 when not, -errno (read again at the
+ * next poll). */
 typedef int (*sr_limits_steer_poll)(void *ctx, const char **cause);
 
 /* A sweep's early stopping (runtime/cmd/run_rungs.c): offered each metric
@@ -50,9 +53,10 @@ struct sr_limits_config {
     double sweep_used, sweep_limit; /* the answer read at the start */
     int64_t sweep_poll_ms;
     const char *sweep; /* its name, for messages */
-    /* Any sweep's trial: its steering, polled every sweep_poll_ms too
-     * (with sweep_ctx); NULL = not a trial. */
+    /* Any sweep's trial: its steering, polled every steer_poll_ms (with
+     * sweep_ctx; 0 = sweep_poll_ms); NULL = not a trial. */
     sr_limits_steer_poll steer_poll;
+    int64_t steer_poll_ms;
     long trial;                        /* for messages */
     sr_limits_metric_hook metric_hook; /* NULL = no early stopping */
     void *metric_ctx;
@@ -71,6 +75,7 @@ struct sr_limits {
     struct sr_limits_config cfg;
     int64_t session_at; /* when this wrapper began counting */
     int64_t next_poll;  /* the sweep's next poll */
+    int64_t next_steer; /* the steering's next poll */
     /* the steering's stop ("cancelled", "paused"), once polled */
     const char *steered;
 };

@@ -6,10 +6,13 @@
 
 #include "summary.h"
 
-/* Cost of the workers: recorded prices, the rest at spot; -1 unknown. */
+/* Cost of the workers: recorded prices, the rest at spot; -1 unknown.
+ * Unknown as soon as one worker has no price and there is no spot price,
+ * however short its life so far: a running worker whose first keep-alive
+ * is still to come costs as much as the same worker once it has ended. */
 static void costs(const struct sr_sv_workers *ws, double spot, double *life, double *idle)
 {
-    if (ws->unpriced_life_ms && spot <= 0) {
+    if (ws->unpriced && spot <= 0) {
         *life = *idle = -1;
         return;
     }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "layout.h"
+#include "log.h"
 #include "sweep.h"
 #include "termsafe.h"
 
@@ -261,6 +262,7 @@ int sr_steer_reread(struct sr_store *st, const char *name, size_t n_trials,
     if (rc == 0 && !log)
         rc = -ENOMEM;
     size_t got = 0, bad = 0;
+    const unsigned next = n ? seqs[n - 1] + 1 : 0;
     for (size_t i = 0; rc == 0 && i < n; i++) {
         int r = from_prev(prev, seqs[i], &log[got]);
         if (r == -ENOENT)
@@ -283,7 +285,23 @@ int sr_steer_reread(struct sr_store *st, const char *name, size_t n_trials,
     }
     out->owns_log = 1;
     out->bad = bad;
+    out->next_seq = next;
     return 0;
+}
+
+int sr_steer_grew(struct sr_store *st, const char *name, const struct sr_steer_state *prev)
+{
+    if (!sr_sweep_name_valid(name))
+        return -EINVAL;
+    char key[256];
+    uint64_t size;
+    key_of(key, sizeof(key), name, prev ? prev->next_seq : 0);
+    const int rc = sr_store_size(st, key, &size);
+    if (rc == -ENOENT) {
+        sr_err_clear();
+        return 0;
+    }
+    return rc < 0 ? rc : 1;
 }
 
 void sr_steer_free(struct sr_steer_state *s)

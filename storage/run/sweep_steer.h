@@ -58,8 +58,9 @@ struct sr_steer_state {
     const struct sr_steer_entry *paused_by; /* the pause in force, NULL when not paused */
     struct sr_steer_entry *log;             /* the history in seq order (read: owned) */
     size_t n_log;
-    int owns_log; /* sr_steer_read's: sr_steer_free frees it */
-    size_t bad;   /* objects left out: not a steering action of this sweep */
+    int owns_log;      /* sr_steer_read's: sr_steer_free frees it */
+    size_t bad;        /* objects left out: not a steering action of this sweep */
+    unsigned next_seq; /* the number the next action will have (read: listed + 1) */
 };
 
 const char *sr_steer_action_name(enum sr_steer_action a);
@@ -87,6 +88,12 @@ int sr_steer_read(struct sr_store *st, const char *name, size_t n_trials,
  * new. prev stays the caller's. */
 int sr_steer_reread(struct sr_store *st, const char *name, size_t n_trials,
                     const struct sr_steer_state *prev, struct sr_steer_state *out);
+/* Whether the history grew since prev (an earlier read of the same
+ * sweep, may be NULL): 1 when action prev->next_seq exists, 0 when not,
+ * or store errors. One request (the numbers are dense: sr_steer_write
+ * takes the next one), so a poller may look every few seconds and
+ * reread (one listing plus what is new) only when this says 1. */
+int sr_steer_grew(struct sr_store *st, const char *name, const struct sr_steer_state *prev);
 /* Records e (its seq, by and unix_ms are filled in here: by from $USER and
  * the host) as the next action. *seq (may be NULL) gets its number. */
 int sr_steer_write(struct sr_store *st, const char *name, struct sr_steer_entry *e, unsigned *seq);

@@ -2,7 +2,7 @@
 # What `sweep work` asks of the store for each trial, counted by the S3
 # test server (docs/sweeps.md, "What a trial costs"): a worker lists the
 # end marks, the budget and the definition only when a slot is free to
-# take a trial (while every slot is busy it reads the steering alone, to
+# take a trial (while every slot is busy it looks at the steering alone, to
 # say a pause as it comes), and writes its lifetime
 # record at its start, its keep-alives and its end, never once a trial,
 # yet the record lists every trial it started.

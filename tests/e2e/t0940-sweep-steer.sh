@@ -148,7 +148,7 @@ test_expect_success 'retry of a running trial is refused (73), nothing recorded'
 test_expect_success 'cancel of a running trial: it checkpoints, its wrapper exits 124, its end mark says cancelled' '
     wait_until 60 "a checkpoint of st-3" has_ckpt st-3 &&
     "$SPOTRUN" sweep cancel st 3 >cancel3.out &&
-    grep "sweep st: trial 3 cancelled: it runs on .* and checkpoints and stops at its next poll" cancel3.out &&
+    grep "sweep st: trial 3 cancelled: it runs on .* and checkpoints and stops within seconds" cancel3.out &&
     wait_until 60 "trial 3 marked cancelled" in_store sweeps/st/end/3.cancelled &&
     wait_for w1.log "stopped at the sweep.s cancel of this trial (spotrun sweep cancel): run st-3 resumes from checkpoint [0-9]*; exit 124 (do not requeue; \`spotrun sweep retry st 3\` runs it again)" &&
     wait_for w1.log "trial 3 of sweep st cancelled" &&
@@ -169,7 +169,7 @@ test_expect_success 'paused with a free slot: no new claim while the other trial
 test_expect_success 'pause --stop: the running trial checkpoints and stops (exit 124), stays open; the worker waits' '
     k=$(other_running) && echo "$k" >stopped.k &&
     "$SPOTRUN" sweep pause st --stop >pause2.out &&
-    grep "running trials checkpoint and stop at their next poll (exit 124)" pause2.out &&
+    grep "running trials checkpoint and stop within seconds (exit 124)" pause2.out &&
     wait_for w1.log "stopped at the sweep.s pause (spotrun sweep pause --stop): run st-$k resumes from checkpoint [0-9]*; exit 124 (do not requeue; \`spotrun sweep resume st\` lets workers take it again)" &&
     wait_until 60 "st-$k shown stopped" trial_is st $k state stopped &&
     test "$(trial_json st $k cause)" = paused &&
@@ -206,12 +206,13 @@ test_expect_success 'retry and cancel are refused for a done trial (65), nothing
     grep "sweep st has 6 trials (0..5): no trial 6" retry-range.err
 '
 
-test_expect_success 'retry of a cancelled and a failed trial: each resumes from its checkpoint and finishes' '
+test_expect_success 'retry of a cancelled and a failed trial: each resumes from its checkpoint and finishes; a never-started one says it starts from scratch' '
     rm "$OUT/fail-st-4" && : >"$OUT/hurry" &&
     "$SPOTRUN" sweep resume st >/dev/null && # (after a failed test above)
     "$SPOTRUN" sweep retry st 3 4 5 >retry.out &&
     grep "sweep st: trial 3 (cancelled) is back in the queue; it resumes from its newest checkpoint" retry.out &&
-    grep "sweep st: trial 4 (failed) is back in the queue" retry.out &&
+    grep "sweep st: trial 4 (failed) is back in the queue; it resumes from its newest checkpoint" retry.out &&
+    grep "sweep st: trial 5 (cancelled) is back in the queue; it starts from scratch (no checkpoint)" retry.out &&
     ! in_store sweeps/st/end/3.cancelled && ! in_store sweeps/st/end/4.failed &&
     "$SPOTRUN" sweep work st --slots 3 --poll 200ms -- --budget-poll 300ms >w2.log 2>&1 ||
         { cat w2.log; exit 1; }

@@ -160,6 +160,49 @@ static void sweep_steering(void **state)
     assert_string_equal(hit.cause, "paused");
 }
 
+static int budget_calls;
+static int budget_fn(void *ctx, double *used, double *limit)
+{
+    (void)ctx;
+    budget_calls++;
+    *used = 0;
+    *limit = 100;
+    return 0;
+}
+
+/* The steering has its own, shorter, period: a trial with a budget polled
+ * every 30 s looks at its steering every 2 s, and the loop wakes for it;
+ * once stopped, it looks no more. */
+static void steering_on_its_own_period(void **state)
+{
+    (void)state;
+    struct sr_limits l;
+    const struct sr_limits_config c = {.sweep_poll = budget_fn,
+                                       .sweep_limit = 100,
+                                       .sweep_poll_ms = 30000,
+                                       .steer_poll = steer_fn,
+                                       .steer_poll_ms = 2000,
+                                       .sweep = "sw",
+                                       .trial = 1};
+    sr_limits_init(&l, &c, 0);
+    struct sr_limit_hit hit;
+    calls = budget_calls = 0;
+    steered_as = NULL;
+    assert_int_equal(sr_limits_next(&l, 0, 0), 1000);
+    assert_int_equal(sr_limits_next(&l, 1500, 0), 2000);
+    for (int64_t t = 2000; t < 30000; t += 2000)
+        assert_int_equal(sr_limits_check(&l, t, 0, &hit), 0);
+    assert_int_equal(calls, 14);
+    assert_int_equal(budget_calls, 0);
+    steered_as = "paused";
+    assert_int_equal(sr_limits_check(&l, 30000, 0, &hit), 1);
+    assert_int_equal(calls, 15);
+    assert_int_equal(budget_calls, 1);
+    assert_string_equal(hit.cause, "paused");
+    assert_int_equal(sr_limits_check(&l, 32000, 0, &hit), 1);
+    assert_int_equal(calls, 15);
+}
+
 static int parse(const char *text, struct sr_prices *p)
 {
     return sr_prices_parse("t.prices", text, strlen(text), p);
@@ -229,9 +272,13 @@ static void run_cost(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(attempt_limit),  cmocka_unit_test(run_limit_counts_history),
-        cmocka_unit_test(budget),         cmocka_unit_test(sweep_budget),
-        cmocka_unit_test(sweep_steering), cmocka_unit_test(price_table),
+        cmocka_unit_test(attempt_limit),
+        cmocka_unit_test(run_limit_counts_history),
+        cmocka_unit_test(budget),
+        cmocka_unit_test(sweep_budget),
+        cmocka_unit_test(sweep_steering),
+        cmocka_unit_test(price_table),
+        cmocka_unit_test(steering_on_its_own_period),
         cmocka_unit_test(run_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -159,6 +159,8 @@ static void test_store_history(void **state)
     struct sr_steer_state s;
     assert_int_equal(sr_steer_read(f->st, "sw", 4, &s), 0); /* none yet: empty */
     assert_int_equal(s.n_log, 0);
+    assert_int_equal(s.next_seq, 0);
+    assert_int_equal(sr_steer_grew(f->st, "sw", &s), 0);
     sr_steer_free(&s);
     long one[] = {1}, two[] = {2};
     struct sr_steer_entry a = act(0, SR_STEER_CANCEL, one, 1), b = act(0, SR_STEER_CANCEL, two, 1);
@@ -183,6 +185,10 @@ static void test_store_history(void **state)
     assert_true(sr_steer_cancelled(&s, 1) && sr_steer_cancelled(&s, 2));
     assert_false(sr_steer_cancelled(&s, 0));
     assert_string_equal(s.log[1].by, a.by);
+    /* a poller's look: the next number after the newest listed (a bad one
+     * too), which is not there until an action is written */
+    assert_int_equal(s.next_seq, 4);
+    assert_int_equal(sr_steer_grew(f->st, "sw", &s), 0);
     sr_err_clear();
     /* a poller's reread GETs only what is new: action 1 is not read again
      * (here rewritten behind its back, which create-only never allows) */
@@ -195,9 +201,12 @@ static void test_store_history(void **state)
     long three[] = {3};
     struct sr_steer_entry c = act(0, SR_STEER_CANCEL, three, 1);
     assert_int_equal(sr_steer_write(f->st, "sw", &c, NULL), 0);
+    assert_int_equal(sr_steer_grew(f->st, "sw", &s), 1);
     struct sr_steer_state again, fresh;
     assert_int_equal(sr_steer_reread(f->st, "sw", 4, &s, &again), 0);
     assert_int_equal(again.n_log, 4);
+    assert_int_equal(again.next_seq, 5);
+    assert_int_equal(sr_steer_grew(f->st, "sw", &again), 0);
     assert_true(sr_steer_cancelled(&again, 1) && sr_steer_cancelled(&again, 3));
     assert_int_equal(sr_steer_read(f->st, "sw", 4, &fresh), 0); /* reads all: the rewrite */
     assert_false(sr_steer_cancelled(&fresh, 1));

@@ -133,11 +133,41 @@ static void a_killed_worker_ends_at_its_last_keepalive(void **state)
     unview(&v, runs);
 }
 
+/* A worker with no price that has just started (no keep-alive yet: no
+ * lifetime so far) costs as much as it will once ended: unknown, not
+ * $0.0000; a priced one started just now costs $0. */
+static void a_just_started_unpriced_worker_has_an_unknown_cost(void **state)
+{
+    (void)state;
+    struct sr_sweepview v;
+    struct sr_sv_run runs[3];
+    view(&v, runs);
+    struct sr_sweep_worker w = {
+        .host = "a", .pid = 9, .start_ms = T0 + S(75), .alive_ms = T0 + S(75), .slots = 1};
+    struct sr_sv_workers ws;
+    sr_sv_workers_fold(&w, 1, &v, &ws);
+    assert_int_equal(ws.open, 1);
+    assert_int_equal(ws.life_ms, 0);
+    char *s = print(&ws, 0);
+    assert_non_null(strstr(s, "; cost - (give --price-per-hour)\n"));
+    free(s);
+    json_t *j = sr_sv_workers_json(&ws, 0);
+    assert_true(json_is_null(json_object_get(j, "cost")));
+    json_decref(j);
+    w.price_per_hour = 3.6;
+    sr_sv_workers_fold(&w, 1, &v, &ws);
+    s = print(&ws, 0);
+    assert_non_null(strstr(s, "; cost $0.0000, idle $0.0000\n"));
+    free(s);
+    unview(&v, runs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(busy_is_the_union_of_its_trials_on_its_host),
         cmocka_unit_test(a_killed_worker_ends_at_its_last_keepalive),
+        cmocka_unit_test(a_just_started_unpriced_worker_has_an_unknown_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
