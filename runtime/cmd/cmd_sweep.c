@@ -575,7 +575,7 @@ static const struct sr_cmd subs[] = {
     {"sweep cancel", sr_cmd_sweep_cancel, "cancel trials: running ones checkpoint and stop",
      "spotrun sweep cancel NAME TRIAL...",
      "Records the cancel in the sweep's steering history. A running trial checkpoints and\n"
-     "stops within seconds (its wrapper looks every 2 s; exit 124, end mark cancelled); one not\n"
+     "stops within seconds (its wrapper looks every 3 s; exit 124, end mark cancelled); one not\n"
      "running is marked cancelled at once. No worker claims them again (sweep retry does).\n"
      "TRIAL is K or A..B. docs/sweeps.md, \"Steering\".",
      2, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},

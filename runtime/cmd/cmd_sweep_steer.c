@@ -7,7 +7,7 @@
  * (sweep_steer.h: create-only, numbered, with who and when); the state is
  * the fold of that history. The commands only write the store: the
  * workers honour the state before each claim, and each trial's wrapper at
- * its start and within seconds while it runs (one cheap look every 2 s:
+ * its start and within seconds while it runs (one cheap look every 3 s:
  * run_limits.c), so nothing here signals a process. Two writes besides the history: `cancel` marks
  * a trial that no wrapper holds end/K.cancelled at once (a wrapper that takes it later refuses it:
  * the action is written first), and `retry` removes the trial's failed, cancelled or pruned mark

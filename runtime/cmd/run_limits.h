@@ -47,7 +47,7 @@ struct sr_run_limits {
  * one HEAD-sized request each time, so that a cancel or a pause --stop
  * reaches a running trial within seconds; --budget-poll shorter than this
  * shortens it too. */
-#define SR_STEER_POLL_MS 2000
+#define SR_STEER_POLL_MS 3000
 
 /* The value a limit's option has when it was not given (cmd_run.c): a
  * given 0 would stop at once, and never means "no limit". */
