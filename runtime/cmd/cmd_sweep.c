@@ -549,12 +549,14 @@ static const struct sr_cmd subs[] = {
      "first four of it); every trial's priority is 0 until set.",
      2, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
     {"sweep show", sr_cmd_sweep_show, "one row per trial: state, attempts, cost, metrics",
-     "spotrun sweep show NAME [--sort METRIC] [--maximize NAME[,NAME]] [--json] "
+     "spotrun sweep show NAME [TRIAL] [--sort METRIC] [--maximize NAME[,NAME]] [--json] "
      "[--price-per-hour P [--on-demand-price-per-hour P]]",
      "One row per trial: parameters, state, attempts, preemptions, lost work, instance\n"
      "hours, cost, and the last and best value of each metric the job reported (best: the\n"
-     "smallest, or the largest for --maximize). See docs/sweep-show.md.",
-     1, 1, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS | SR_CMD_READER},
+     "smallest, or the largest for --maximize). With TRIAL, that trial alone: its metrics,\n"
+     "learning curves and the rungs it reached, with why it was pruned (the rung, its value\n"
+     "and the cut-off). See docs/sweep-show.md.",
+     1, 2, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS | SR_CMD_READER},
     {"sweep report", sr_cmd_sweep_report, "draw every trial on one time axis (SVG or HTML)",
      "spotrun sweep report NAME [-o sweep.svg|sweep.html] [--sort METRIC [--maximize NAME]]",
      "Draws one lane per trial on a shared time axis: attempts, notices, restarts, done.", 1, 1,
