@@ -52,7 +52,12 @@ test_expect_success 'the first show --json reads the logs; the snapshot it keeps
 test_expect_success 'a repeated show --json reads the snapshot, no log: the same curves' '
     s3_count second.req "$SPOTRUN" sweep show sw --json >snap1.json &&
     if grep "/events/" second.req; then say "a log was read"; false; fi &&
-    cmp logs.json snap1.json
+    cmp logs.json snap1.json &&
+    "$PY" -c "
+import json
+t = json.load(open(\"snap1.json\"))[\"trials\"]
+assert [len(x[\"curves\"][\"loss\"]) for x in t][:2] == [5, 4], t
+"
 '
 
 test_expect_success 'a snapshot of the older version is not used: the trials are read from their logs' '
