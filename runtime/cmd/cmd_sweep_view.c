@@ -290,10 +290,12 @@ int sr_cmd_sweep_show(const struct sr_cmd *cmd, int argc, char **argv)
     json_t *budget = only < 0 ? budget_json(w.ctx.st, w.sw.name) : NULL;
     if (a.vo.json && only >= 0) {
         json_t *o = sr_sweepview_json(&w.v, &w.o, sr_store_url(w.ctx.st));
-        const json_t *trials = json_object_get(o, "trials"), *e;
-        size_t i;
-        json_array_foreach(trials, i, e) if (json_integer_value(json_object_get(e, "trial")) ==
-                                             only) code = sr_print_json(json_incref((json_t *)e));
+        const json_t *trials = json_object_get(o, "trials");
+        for (size_t i = 0; i < json_array_size(trials); i++) {
+            json_t *e = json_array_get(trials, i);
+            if (json_integer_value(json_object_get(e, "trial")) == only)
+                code = sr_print_json(json_incref(e));
+        }
         json_decref(o);
     } else if (a.vo.json) {
         json_t *o = sr_sweepview_json(&w.v, &w.o, sr_store_url(w.ctx.st));

@@ -73,15 +73,6 @@ json_t *sr_sv_curves_json(const struct sr_sv_trial *t)
 
 /* ---- why pruned -------------------------------------------------------------- */
 
-static const struct sr_asha *cmp_rule;
-
-/* Best first under cmp_rule (NaN last). */
-static int cmp_value(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return sr_asha_better(cmp_rule, x, y) ? -1 : sr_asha_better(cmp_rule, y, x) ? 1 : 0;
-}
-
 int sr_sv_rung_cutoff(const struct sr_asha *rule, const double *values, size_t n, double *cut,
                       size_t *keep)
 {
@@ -90,16 +81,19 @@ int sr_sv_rung_cutoff(const struct sr_asha *rule, const double *values, size_t n
     double *v = malloc(n * sizeof(*v));
     if (!v)
         return -1;
-    memcpy(v, values, n * sizeof(*v));
-    cmp_rule = rule; /* qsort has no context; views run on one thread */
-    qsort(v, n, sizeof(*v), cmp_value);
+    for (size_t i = 0; i < n; i++) { /* best first (NaN last); a rung holds few values */
+        size_t j = i;
+        for (; j > 0 && sr_asha_better(rule, values[i], v[j - 1]); j--)
+            v[j] = v[j - 1];
+        v[j] = values[i];
+    }
     size_t k = (n + 1) / (size_t)rule->eta;
-    if (k < 1)
+    *keep = k;
+    if (k < 1) /* fewer than eta values: only the best so far goes on */
         k = 1;
     if (k > n)
         k = n;
     *cut = v[k - 1];
-    *keep = (n + 1) / (size_t)rule->eta;
     free(v);
     return 0;
 }
