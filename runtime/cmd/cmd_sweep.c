@@ -241,8 +241,9 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
     struct init_opts o = {.max_cost = -1, .random = UINT64_MAX, .at = UINT64_MAX};
     const struct sr_opt opts[] = {
         {"param", 'p', NULL, SR_OPT_MULTI, &o.params, "NAME=VALUES",
-         "a parameter: a=1,2,3 or n=0..7 (grid); uniform:LO,HI, loguniform:LO,HI, int:LO,HI, "
-         "choice:a,b (with --random); repeat for each"},
+         "a parameter: a=1,2,3 or n=0..7 (grid); uniform:LO,HI, loguniform:LO,HI, "
+         "int:LO,HI[,step=S|,log], choice:a,b (with --random); absent: (a trial without it); "
+         "repeat for each"},
         {"random", 0, NULL, SR_OPT_UINT, &o.random, "K",
          "random search: K trials drawn from the parameters instead of the grid; 0: a search "
          "space only (a driver adds the trials: python3 -m spotrun.optuna_driver)"},

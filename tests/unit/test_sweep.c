@@ -152,6 +152,59 @@ static void test_random_in_range(void **state)
     sr_err_clear();
 }
 
+/* int:LO,HI,step=S draws LO, LO+S, ... HI; int:LO,HI,log draws uniform in
+ * log space (small values as often per octave as large ones); both
+ * reproducible from the seed, and pinned. */
+static void test_int_step_log(void **state)
+{
+    (void)state;
+    const char *specs[] = {"batch=int:16,256,step=16", "width=int:8,1024,log"};
+    struct sr_sweep a, b;
+    gen(&a, "i", specs, 2, 400, 3);
+    gen(&b, "i", specs, 2, 400, 3);
+    assert_true(json_equal(a.trials, b.trials));
+    int seen_hi = 0, seen_lo = 0, below_64 = 0;
+    for (size_t t = 0; t < 400; t++) {
+        const long batch = strtol(sr_sweep_value(&a, t, "batch"), NULL, 10);
+        const long width = strtol(sr_sweep_value(&a, t, "width"), NULL, 10);
+        if (batch < 16 || batch > 256 || batch % 16 != 0 || width < 8 || width > 1024)
+            fail_msg("trial %zu: batch=%ld width=%ld", t, batch, width);
+        seen_hi |= batch == 256;
+        seen_lo |= batch == 16;
+        below_64 += width < 64;
+    }
+    assert_true(seen_hi && seen_lo);
+    /* log-uniform: [8, 64) is 3 of the 7 octaves, ~170 of 400 (uniform: ~22) */
+    assert_in_range(below_64, 120, 220);
+    sr_sweep_free(&a);
+    sr_sweep_free(&b);
+    struct sr_sweep p;
+    const char *pin[] = {"s=int:0,100,step=5", "l=int:1,1000,log"};
+    gen(&p, "p", pin, 2, 2, 7);
+    assert_string_equal(sr_sweep_value(&p, 0, "s"), "40");
+    assert_string_equal(sr_sweep_value(&p, 0, "l"), "1");
+    assert_string_equal(sr_sweep_value(&p, 1, "s"), "90");
+    assert_string_equal(sr_sweep_value(&p, 1, "l"), "42");
+    sr_sweep_free(&p);
+}
+
+/* NAME=absent: is a trial without that parameter: the empty value. */
+static void test_absent_value(void **state)
+{
+    (void)state;
+    const char *specs[] = {"opt=adam", "momentum=absent:"};
+    struct sr_sweep sw;
+    gen(&sw, "a", specs, 2, 0, 0);
+    assert_int_equal(sr_sweep_count(&sw), 1);
+    assert_string_equal(sr_sweep_value(&sw, 0, "momentum"), "");
+    char *tmpl[] = {"train", "--m={momentum}", NULL};
+    char **out = NULL;
+    assert_int_equal(sr_sweep_expand(&sw, 0, tmpl, &out), 0);
+    assert_string_equal(out[1], "--m=");
+    sr_sweep_argv_free(out);
+    sr_sweep_free(&sw);
+}
+
 static void test_bad_specs(void **state)
 {
     (void)state;
@@ -169,7 +222,14 @@ static void test_bad_specs(void **state)
                                       "x=int:1,x",
                                       "x=choice:",
                                       "x=loguniform:0,1",
-                                      "x=uniform:inf,1"};
+                                      "x=uniform:inf,1",
+                                      "x=int:0,10,step=3",
+                                      "x=int:0,10,step=0",
+                                      "x=int:0,10,log",
+                                      "x=int:1,10,log,step=1",
+                                      "x=int:1,10,step=1,log",
+                                      "x=int:1,10,lg",
+                                      "x=absent:1"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct sr_sweep sw = {0};
         const int random = strstr(bad[i], ":") ? 3 : 0;
@@ -557,6 +617,8 @@ int main(void)
         cmocka_unit_test(test_grid_order),
         cmocka_unit_test(test_random_reproducible),
         cmocka_unit_test(test_random_in_range),
+        cmocka_unit_test(test_int_step_log),
+        cmocka_unit_test(test_absent_value),
         cmocka_unit_test(test_bad_specs),
         cmocka_unit_test(test_expand),
         cmocka_unit_test(test_names),
