@@ -13,8 +13,11 @@ RUNNING), so every Optuna tool reads the study:
     parameters      the trial's values, with the distributions of the
                     sweep's specs (spotrun.optuna_driver maps them: uniform
                     and loguniform -> FloatDistribution, int and A..B ->
-                    IntDistribution, a list or choice -> Categorical); a
-                    sweep without specs gets a categorical of the values
+                    IntDistribution, a list or choice -> Categorical; with
+                    --space MODULE:FUNCTION, the driver's replay of that
+                    define-by-run space); a parameter without a spec gets a
+                    categorical of the values; an empty (absent) value is
+                    left out
     state           done -> COMPLETE (FAIL when it reported no objective),
                     pruned -> PRUNED, failed and cancelled -> FAIL, anything
                     else (queued, running, preempted, stopped) -> RUNNING
@@ -70,46 +73,50 @@ def objectives(doc, metric):
     return [(name, "maximize" if name in maxed else "minimize")]
 
 
-def split_spec(spec):
-    name, _, rest = spec.partition("=")
-    return name, rest
-
-
 def space_of(optuna, doc):
-    """{param: distribution}: the driver's mapping of the sweep's specs,
-    a categorical of the trials' values for a parameter without one."""
+    """{param: distribution}: the driver's mapping of the sweep's specs
+    (an "absent:" spec is none), a categorical of the trials' values for a
+    parameter without one."""
     from optuna import distributions as d
+    from spotrun.optuna_driver import distribution
     space = {}
-    try:
-        from spotrun.optuna_driver import distribution
-    except ImportError:  # a copy of this file run alone: categorical only
-        distribution = None
     for spec in ((doc.get("spec") or {}).get("param") or []):
-        name, _ = split_spec(spec)
-        if distribution:
-            try:
-                space[name] = distribution(optuna, spec)[1]
-            except (ValueError, TypeError):
-                pass
+        try:
+            name, dist = distribution(optuna, spec)
+        except (ValueError, TypeError):
+            continue
+        if dist is not None and name not in space:
+            space[name] = dist
     for p in doc.get("params") or []:
         if p not in space:
             seen = sorted({t["params"].get(p) for t in doc.get("trials") or []
-                           if t.get("params", {}).get(p) is not None})
-            space[p] = d.CategoricalDistribution(seen or [""])
+                           if t.get("params", {}).get(p)})
+            if seen:
+                space[p] = d.CategoricalDistribution(seen)
     return space
 
 
-def param_value(dist, text):
-    from optuna import distributions as d
-    if isinstance(dist, d.CategoricalDistribution):
-        v = text
-    elif isinstance(dist, d.IntDistribution):
-        v = int(float(text))
-    else:
-        v = float(text)
-    if not dist._contains(dist.to_internal_repr(v)):
-        raise ValueError("%s is outside %s" % (text, dist))
-    return v
+def trial_params(space, space_fn, t):
+    """(params, distributions) of one trial: each stored value in its
+    parameter's distribution (an empty value, a parameter the trial does
+    not have, and a value outside its spec are left out), or, with a
+    --space function, its replay (spotrun.optuna_driver's)."""
+    from spotrun import optuna_driver as drv
+    if space_fn is not None:
+        try:
+            return drv.trial_params(space, space_fn, t)
+        except (KeyError, ValueError, drv.NotInTrial):
+            return {}, {}
+    params, dists = {}, {}
+    for p, text in (t.get("params") or {}).items():
+        if not text or p not in space:
+            continue
+        try:
+            params[p] = drv.param_value(space[p], text)
+            dists[p] = space[p]
+        except ValueError:
+            pass
+    return params, dists
 
 
 def intermediate(curve):
@@ -143,7 +150,7 @@ def record(t, objs):
     return st, values, inter
 
 
-def export(optuna, doc, storage_url, study_name, metric=None):
+def export(optuna, doc, storage_url, study_name, metric=None, space_fn=None):
     """Writes doc's trials into the study; (added, finished, kept)."""
     objs = objectives(doc, metric)
     directions = [d for _, d in objs]
@@ -196,15 +203,7 @@ def export(optuna, doc, storage_url, study_name, metric=None):
             else:
                 kept += 1
             continue
-        params, dists = {}, {}
-        for p, text in (t.get("params") or {}).items():
-            if text is None or p not in space:
-                continue
-            try:
-                params[p] = param_value(space[p], text)
-                dists[p] = space[p]
-            except ValueError:
-                pass
+        params, dists = trial_params(space, space_fn, t)
         kw = dict(state=state, params=params, distributions=dists,
                   intermediate_values=inter,
                   user_attrs={"spotrun_trial": t["trial"], "spotrun_state": t.get("state"),
@@ -224,6 +223,8 @@ def main(argv=None):
                    help="an RDB URL (sqlite:///study.db) or journal:PATH")
     p.add_argument("--study", required=True, help="the study's name")
     p.add_argument("--metric", help="the objective (default: the sweep's)")
+    p.add_argument("--space", help="MODULE:FUNCTION, the define-by-run space the sweep was "
+                                   "driven with (its conditional parameters' distributions)")
     p.add_argument("--input", help="the document (default: stdin)")
     a = p.parse_args(argv)
     try:
@@ -234,8 +235,13 @@ def main(argv=None):
         return 69
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
+        from spotrun import optuna_driver as drv
+        try:
+            space_fn = drv.load_space(a)
+        except drv.DriverError as e:
+            raise ExportError(str(e), e.code)
         doc = json.load(open(a.input) if a.input else sys.stdin)
-        added, finished, kept = export(optuna, doc, a.storage, a.study, a.metric)
+        added, finished, kept = export(optuna, doc, a.storage, a.study, a.metric, space_fn)
     except ExportError as e:
         print("spotrun sweep export: %s" % e, file=sys.stderr)
         return e.code

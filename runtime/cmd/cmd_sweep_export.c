@@ -165,7 +165,7 @@ static int url_ok(const char *url)
 
 int sr_cmd_sweep_export(const struct sr_cmd *cmd, int argc, char **argv)
 {
-    const char *url = NULL, *study = NULL, *metric = NULL;
+    const char *url = NULL, *study = NULL, *metric = NULL, *space = NULL;
     uint64_t threads = 0;
     const struct sr_opt opts[] = {
         {"optuna", 0, "SPOTRUN_OPTUNA_STORAGE", SR_OPT_STR, &url, "URL",
@@ -174,6 +174,9 @@ int sr_cmd_sweep_export(const struct sr_cmd *cmd, int argc, char **argv)
         {"study", 0, NULL, SR_OPT_STR, &study, "NAME", "the study's name (default: the sweep's)"},
         {"metric", 0, NULL, SR_OPT_STR, &metric, "NAME",
          "the objective (default: the sweep's objectives, else its best's metric)"},
+        {"space", 0, NULL, SR_OPT_STR, &space, "MODULE:FUNCTION",
+         "the define-by-run space the sweep was driven with (optuna_driver --space): its "
+         "conditional parameters' distributions"},
         {"threads", 0, "SPOTRUN_THREADS", SR_OPT_UINT, &threads, "N",
          "trials read at once (default 8)"},
         SR_OPTS_COMMON};
@@ -231,6 +234,10 @@ int sr_cmd_sweep_export(const struct sr_cmd *cmd, int argc, char **argv)
     if (metric && *metric) {
         args[n++] = "--metric";
         args[n++] = (char *)metric;
+    }
+    if (space && *space) {
+        args[n++] = "--space";
+        args[n++] = (char *)space;
     }
     args[n] = NULL;
     sr_debug("exporting sweep %s with %s -m spotrun.optuna_export (PYTHONPATH %s)", name, py,
