@@ -51,10 +51,15 @@ class ExportError(Exception):
 
 
 def objectives(doc, metric):
-    """[(metric, "minimize"|"maximize")]: --metric, else the definition's
-    objectives, else the metric of its best trial, else the sort metric."""
+    """[(metric, "minimize"|"maximize")]: --metric (NAME:min|max, or NAME
+    in the direction sweep show gives it), else the definition's
+    objectives, else the metric of its best trial, else the sort metric,
+    else the early-stopping rule's."""
     maxed = set(doc.get("maximize") or [])
-    if metric:
+    if metric:  # NAME, NAME:min or NAME:max
+        name, sep, mode = metric.rpartition(":")
+        if sep and mode in ("min", "max"):
+            return [(name, "maximize" if mode == "max" else "minimize")]
         return [(metric, "maximize" if metric in maxed else "minimize")]
     objs = doc.get("objectives") or []
     if objs:
@@ -222,7 +227,7 @@ def main(argv=None):
     p.add_argument("--storage", required=True,
                    help="an RDB URL (sqlite:///study.db) or journal:PATH")
     p.add_argument("--study", required=True, help="the study's name")
-    p.add_argument("--metric", help="the objective (default: the sweep's)")
+    p.add_argument("--metric", help="the objective, NAME[:min|max] (default: the sweep's)")
     p.add_argument("--space", help="MODULE:FUNCTION, the define-by-run space the sweep was "
                                    "driven with (its conditional parameters' distributions)")
     p.add_argument("--input", help="the document (default: stdin)")

@@ -18,6 +18,8 @@ class Objectives(unittest.TestCase):
         doc = {"maximize": ["acc"], "best": {"metric": "loss", "maximize": False}}
         self.assertEqual(exp.objectives(doc, "acc"), [("acc", "maximize")])
         self.assertEqual(exp.objectives(doc, "loss"), [("loss", "minimize")])
+        self.assertEqual(exp.objectives(doc, "loss:max"), [("loss", "maximize")])
+        self.assertEqual(exp.objectives(doc, "a:b:min"), [("a:b", "minimize")])
 
     def test_the_definitions_objectives_make_a_multi_objective_study(self):
         doc = {"objectives": [{"metric": "loss", "direction": "min"},

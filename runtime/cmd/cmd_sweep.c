@@ -563,7 +563,8 @@ static const struct sr_cmd subs[] = {
      "Draws one lane per trial on a shared time axis: attempts, notices, restarts, done.", 1, 1,
      SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS | SR_CMD_READER},
     {"sweep export", sr_cmd_sweep_export, "write the sweep as a study in Optuna's storage",
-     "spotrun sweep export NAME --optuna URL [--study NAME] [--metric NAME] [--space M:F]",
+     "spotrun sweep export NAME --optuna URL [--study NAME] [--metric NAME[:min|max]] [--space "
+     "M:F]",
      "Writes every trial into the Optuna study (default: named after the sweep) at URL, an\n"
      "RDB URL (sqlite:///study.db) or journal:PATH: its parameters and their distributions,\n"
      "state (COMPLETE, PRUNED, FAIL, RUNNING), intermediate values per step and final\n"

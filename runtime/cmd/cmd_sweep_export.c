@@ -172,8 +172,9 @@ int sr_cmd_sweep_export(const struct sr_cmd *cmd, int argc, char **argv)
          "Optuna storage: an RDB URL (sqlite:///study.db, postgresql://...) or journal:PATH "
          "(a JournalStorage file)"},
         {"study", 0, NULL, SR_OPT_STR, &study, "NAME", "the study's name (default: the sweep's)"},
-        {"metric", 0, NULL, SR_OPT_STR, &metric, "NAME",
-         "the objective (default: the sweep's objectives, else its best's metric)"},
+        {"metric", 0, NULL, SR_OPT_STR, &metric, "NAME[:min|max]",
+         "the objective (default: the sweep's objectives, else its best's metric; the direction "
+         "sweep show gives it)"},
         {"space", 0, NULL, SR_OPT_STR, &space, "MODULE:FUNCTION",
          "the define-by-run space the sweep was driven with (optuna_driver --space): its "
          "conditional parameters' distributions"},

@@ -56,6 +56,18 @@ assert \"momentum\" not in t[0].params and t[1].params[\"momentum\"] == \"0.9\",
 "
 '
 
+test_expect_success 'sweep export --metric NAME:max: a study that maximizes it; another direction later is refused (65)' '
+    "$SPOTRUN" sweep export cond --optuna sqlite:///max.db --metric loss:max >max.out &&
+    "$PY" -c "
+import optuna
+s = optuna.load_study(study_name=\"cond\", storage=\"sqlite:///max.db\")
+assert s.direction == optuna.study.StudyDirection.MAXIMIZE, s.direction
+assert s.best_trial.user_attrs[\"spotrun_trial\"] == 2, s.best_trial
+" &&
+    expect_code 65 "$SPOTRUN" sweep export cond --optuna sqlite:///max.db 2>dir.err &&
+    grep "study cond already exists with directions \[.maximize.\], not \[.minimize.\]" dir.err
+'
+
 test_expect_success 'a --space that does not import is a usage error naming it' '
     expect_code 64 "$SPOTRUN" sweep export cond --optuna sqlite:///x.db --space nosuch:space 2>err &&
     grep "spotrun sweep export: --space nosuch:space: No module named .nosuch." err
