@@ -12,6 +12,7 @@ packages=(
     zstd tar xxhash                     # interop tests use the stock tools
     python3 python3-torch               # the PyTorch example (CPU)
     python3-optuna                      # t0930, scripts/bench-search.sh: model-based search
+    python3-matplotlib python3-sklearn  # t0982: Optuna's plots of an exported sweep (importances: sklearn)
     python3-pip                         # t0705: pip install ./python (offline, in-tree backend)
     time                                # peak RSS in scripts/bench-codec.sh
     slurm-wlm munge                     # the Slurm test (t0330) runs a real single-node cluster

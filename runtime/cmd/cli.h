@@ -216,6 +216,7 @@ int sr_cmd_sweep_work(const struct sr_cmd *cmd, int argc, char **argv);
 /* `sweep show` and `sweep report` (cmd_sweep_view.c), dispatched by sr_cmd_sweep. */
 int sr_cmd_sweep_show(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_sweep_report(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_sweep_export(const struct sr_cmd *cmd, int argc, char **argv);
 /* cmd_sweep_steer.c: sweep cancel|retry|pause|resume|priority */
 int sr_cmd_sweep_cancel(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_sweep_retry(const struct sr_cmd *cmd, int argc, char **argv);

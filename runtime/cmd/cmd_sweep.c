@@ -601,17 +601,29 @@ static const struct sr_cmd subs[] = {
      "first four of it); every trial's priority is 0 until set.",
      2, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
     {"sweep show", sr_cmd_sweep_show, "one row per trial: state, attempts, cost, metrics",
-     "spotrun sweep show NAME [--sort METRIC] [--maximize NAME[,NAME]] [--json] "
+     "spotrun sweep show NAME [TRIAL] [--sort METRIC] [--maximize NAME[,NAME]] [--json] "
      "[--price-per-hour P [--on-demand-price-per-hour P]]",
      "One row per trial: parameters, state, attempts, preemptions, lost work, instance\n"
      "hours, cost, and the last and best value of each metric the job reported (best: the\n"
      "smallest, or the largest for --maximize); the best trial: the best done trial by its\n"
-     "final value (sweep init --best, --objective). See docs/sweep-show.md.",
-     1, 1, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS | SR_CMD_READER},
+     "final value (sweep init --best, --objective). With TRIAL, that trial alone: its\n"
+     "metrics, learning curves and the rungs it reached, with why it was pruned (the rung,\n"
+     "its value and the cut-off). See docs/sweep-show.md.",
+     1, 2, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS | SR_CMD_READER},
     {"sweep report", sr_cmd_sweep_report, "draw every trial on one time axis (SVG or HTML)",
      "spotrun sweep report NAME [-o sweep.svg|sweep.html] [--sort METRIC [--maximize NAME]]",
      "Draws one lane per trial on a shared time axis: attempts, notices, restarts, done.", 1, 1,
      SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS | SR_CMD_READER},
+    {"sweep export", sr_cmd_sweep_export, "write the sweep as a study in Optuna's storage",
+     "spotrun sweep export NAME --optuna URL [--study NAME] [--metric NAME[:min|max]] [--space "
+     "M:F]",
+     "Writes every trial into the Optuna study (default: named after the sweep) at URL, an\n"
+     "RDB URL (sqlite:///study.db) or journal:PATH: its parameters and their distributions,\n"
+     "state (COMPLETE, PRUNED, FAIL, RUNNING), intermediate values per step and final\n"
+     "value(s). Again later, it adds the new trials and finishes those that ended; a trial\n"
+     "is matched by its number (user attr spotrun_trial). Needs Optuna in SPOTRUN_PYTHON,\n"
+     "python3 or /usr/bin/python3 (69 without). docs/sweeps.md, \"Exporting to Optuna\".",
+     1, 1, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
 };
 
 int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv)
@@ -640,12 +652,12 @@ int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv)
     if (m)
         fprintf(stderr,
                 "spotrun sweep: unknown command \"%s\"; did you mean \"%s\"? (init, work, "
-                "set, cancel, retry, pause, resume, priority, delete, show or report)\n",
+                "set, cancel, retry, pause, resume, priority, delete, show, report or export)\n",
                 sub, m);
     else
         fprintf(stderr,
                 "spotrun sweep: unknown command \"%s\" (init, work, set, cancel, retry, pause, "
-                "resume, priority, delete, show or report)\n",
+                "resume, priority, delete, show, report or export)\n",
                 sub);
     return SR_EX_USAGE;
 }

@@ -18,6 +18,8 @@
 #include "sweeprec.h"
 #include "sweepreport.h"
 #include "summary.h"
+#include "sweep_rungs.h"
+#include "sweeptrial.h"
 #include "sweepview.h"
 #include "units.h"
 
@@ -192,6 +194,76 @@ static json_t *budget_json(struct sr_store *st, const char *name)
                      "price_per_hour", b.price_per_hour, "reached", spent >= b.max_cost);
 }
 
+/* Trial t's record at rung k, and when it was pruned there what it was
+ * compared with: the other records at that rung written before it (the
+ * first rec.seen of them by time: those its wrapper listed). */
+static int rung_why(struct sr_store *st, const struct sr_sweep *sw, const struct sr_asha *rule,
+                    const struct sr_sv_trial *t, unsigned k, struct sr_sv_rung_why *w)
+{
+    memset(w, 0, sizeof(*w));
+    int rc = sr_rung_get(st, sw->name, k, (long)t->trial, &w->rec);
+    if (rc < 0 || w->rec.go_on)
+        return rc;
+    struct sr_rung_rec *recs = NULL;
+    size_t n = 0;
+    if ((rc = sr_rung_list(st, sw->name, k, &recs, &n)) < 0)
+        return rc;
+    /* the others written before it, oldest first (insertion sort: a rung
+     * holds at most the sweep's trials) */
+    double *vals = calloc(n ? n : 1, sizeof(*vals));
+    int64_t *when = calloc(n ? n : 1, sizeof(*when));
+    size_t m = 0;
+    for (size_t i = 0; vals && when && i < n; i++) {
+        if (recs[i].trial == (long)t->trial || recs[i].unix_ms > w->rec.unix_ms)
+            continue;
+        size_t j = m++;
+        for (; j > 0 && when[j - 1] > recs[i].unix_ms; j--) {
+            when[j] = when[j - 1];
+            vals[j] = vals[j - 1];
+        }
+        when[j] = recs[i].unix_ms;
+        vals[j] = recs[i].value;
+    }
+    if (m > w->rec.seen)
+        m = w->rec.seen;
+    w->others = m;
+    w->has_cut = vals && when && sr_sv_rung_cutoff(rule, vals, m, &w->cut, &w->keep) == 0;
+    free(vals);
+    free(when);
+    free(recs);
+    return vals && when ? 0 : -ENOMEM;
+}
+
+/* `sweep show NAME TRIAL` (sweeptrial.h): 0, or the exit code. */
+static int show_trial(const struct sr_cmd *cmd, struct view *w, const char *op)
+{
+    int64_t k;
+    if (sr_parse_int(op, 0, INT64_MAX, &k) < 0 || (uint64_t)k >= w->v.n) {
+        fprintf(stderr, "spotrun %s: \"%s\" is not a trial of sweep %s (0 to %zu)\n", cmd->name, op,
+                w->sw.name, w->v.n ? w->v.n - 1 : 0);
+        return w->v.n ? SR_EX_USAGE : SR_EX_NOINPUT;
+    }
+    const struct sr_sv_trial *t = &w->v.t[k];
+    struct sr_asha rule;
+    const int has_rule = w->sw.early_stop && sr_asha_from_json(w->sw.early_stop, &rule) == 0;
+    struct sr_sv_rung_why why[SR_ASHA_RUNGS_MAX];
+    size_t n = 0;
+    int rc = 0;
+    for (unsigned r = 0; has_rule && rc == 0 && r < t->rung && r < SR_ASHA_RUNGS_MAX; r++) {
+        rc = rung_why(w->ctx.st, &w->sw, &rule, t, r, &why[n]);
+        if (rc == 0)
+            n++;
+        else if (rc == -ENOENT || rc == -EBADMSG) { /* a rung it skipped, or a record not its own */
+            sr_err_clear();
+            rc = 0;
+        }
+    }
+    if (rc < 0)
+        return sr_fail(rc, "cannot read the trial's rungs");
+    sr_sv_trial_print(stdout, &w->v, &w->o, t, has_rule ? &rule : NULL, why, n);
+    return fflush(stdout) == 0 ? 0 : SR_EX_IOERR;
+}
+
 int sr_cmd_sweep_show(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct view_args a = {.load = SR_SV_LOAD_SNAPSHOT}; /* the picture wants every event */
@@ -206,8 +278,30 @@ int sr_cmd_sweep_show(const struct sr_cmd *cmd, int argc, char **argv)
     int code = view_begin(cmd, opts, argc, argv, &a, &w);
     if (code >= 0)
         return code;
-    json_t *budget = budget_json(w.ctx.st, w.sw.name);
-    if (a.vo.json) {
+    if (w.ctx.ops[1] && !a.vo.json) {
+        code = show_trial(cmd, &w, w.ctx.ops[1]);
+        view_end(&w);
+        return code;
+    }
+    int64_t only = -1; /* --json with TRIAL: that trial's object */
+    if (w.ctx.ops[1] &&
+        (sr_parse_int(w.ctx.ops[1], 0, INT64_MAX, &only) < 0 || (uint64_t)only >= w.v.n)) {
+        fprintf(stderr, "spotrun %s: \"%s\" is not a trial of sweep %s\n", cmd->name, w.ctx.ops[1],
+                w.sw.name);
+        view_end(&w);
+        return SR_EX_USAGE;
+    }
+    json_t *budget = only < 0 ? budget_json(w.ctx.st, w.sw.name) : NULL;
+    if (a.vo.json && only >= 0) {
+        json_t *o = sr_sweepview_json(&w.v, &w.o, sr_store_url(w.ctx.st));
+        const json_t *trials = json_object_get(o, "trials");
+        for (size_t i = 0; i < json_array_size(trials); i++) {
+            json_t *e = json_array_get(trials, i);
+            if (json_integer_value(json_object_get(e, "trial")) == only)
+                code = sr_print_json(json_incref(e));
+        }
+        json_decref(o);
+    } else if (a.vo.json) {
         json_t *o = sr_sweepview_json(&w.v, &w.o, sr_store_url(w.ctx.st));
         json_object_set(o, "budget", budget ? budget : json_null());
         code = sr_print_json(o);

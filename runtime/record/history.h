@@ -199,6 +199,9 @@ struct sr_history {
     struct sr_hist_metric *met; /* in the order first seen */
     size_t n_met, cap_met;
     int keep_points; /* set before adding: keep each metric's values (pts) */
+    /* With keep_points: values kept per metric (at most SR_HIST_POINTS_MAX;
+     * 0 = SR_HIST_POINTS_MAX): a sweep keeps fewer per trial (sweeprec.h). */
+    unsigned points_max;
     unsigned requests;
     unsigned commit_failures;                   /* every attempt's */
     struct sr_hist_commit_failure last_failure; /* the newest of them */
@@ -334,6 +337,11 @@ const struct sr_hist_attempt *sr_hist_last_ended(const struct sr_history *h);
 
 /* The metric called name, or NULL. */
 const struct sr_hist_metric *sr_hist_metric_find(const struct sr_history *h, const char *name);
+/* Thins the kept values (keep_points) as more values would: the metric
+ * with the most points drops every other one and doubles its stride, until
+ * all metrics together keep at most total points (a bound per run where a
+ * bound per metric times many metrics is too much). */
+void sr_hist_thin_points(struct sr_history *h, size_t total);
 /* Its best value: the maximum when maximize, else the minimum; and the
  * step it was first reached at (-1 when that value had no step). */
 double sr_hist_metric_best(const struct sr_hist_metric *m, int maximize);

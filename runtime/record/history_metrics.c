@@ -9,22 +9,31 @@
 #include <ctype.h>
 #include <stdio.h>
 
-/* Keeps every m->stride-th value; at SR_HIST_POINTS_MAX, drops every other
- * kept one and doubles the stride (the curve stays even over the run). */
-static void keep_point(struct sr_hist_metric *m, double v, int64_t step, uint32_t a)
+/* Drops every other kept value and doubles the stride. */
+static void halve(struct sr_hist_metric *m)
 {
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_pts; i += 2)
+        m->pts[n++] = m->pts[i];
+    m->n_pts = n;
+    m->stride *= 2;
+}
+
+/* Keeps every m->stride-th value; at cap (h->points_max), drops every other
+ * kept one and doubles the stride (the curve stays even over the run). */
+static void keep_point(const struct sr_history *h, struct sr_hist_metric *m, double v, int64_t step,
+                       uint32_t a)
+{
+    const size_t cap = h->points_max && h->points_max < SR_HIST_POINTS_MAX ? (size_t)h->points_max
+                                                                           : SR_HIST_POINTS_MAX;
     if (m->count % m->stride)
         return;
-    if (m->n_pts == SR_HIST_POINTS_MAX) {
-        size_t n = 0;
-        for (size_t i = 0; i < m->n_pts; i += 2)
-            m->pts[n++] = m->pts[i];
-        m->n_pts = n;
-        m->stride *= 2;
+    if (m->n_pts >= cap) {
+        halve(m);
         if (m->count % m->stride)
             return;
     }
-    if (!m->pts && !(m->pts = malloc(SR_HIST_POINTS_MAX * sizeof(*m->pts))))
+    if (!m->pts && !(m->pts = malloc(cap * sizeof(*m->pts))))
         return;
     m->pts[m->n_pts++] =
         (struct sr_hist_point){.step = step, .value = v, .attempt = a, .index = m->count};
@@ -101,7 +110,7 @@ void sr_hist_add_metric(struct sr_history *h, const json_t *ev, uint32_t a, int6
     const double v = json_number_value(jv);
     const int64_t step = int_in(ev, "step", 0, STEP_MAX, -1);
     if (h->keep_points)
-        keep_point(m, v, step, a);
+        keep_point(h, m, v, step, a);
     m->count++;
     fold_extremes(m, v, step, v, step);
     fold_last(m, v, step, a, t);
@@ -131,6 +140,22 @@ void sr_hist_add_metric_summary(struct sr_history *h, const json_t *ev, uint32_t
     fold_extremes(m, lo, int_in(ev, "min_step", 0, STEP_MAX, -1), hi,
                   int_in(ev, "max_step", 0, STEP_MAX, -1));
     fold_last(m, last, int_in(ev, "last_step", 0, STEP_MAX, -1), a, t);
+}
+
+void sr_hist_thin_points(struct sr_history *h, size_t total)
+{
+    for (;;) {
+        size_t sum = 0;
+        struct sr_hist_metric *most = NULL;
+        for (size_t i = 0; i < h->n_met; i++) {
+            sum += h->met[i].n_pts;
+            if (!most || h->met[i].n_pts > most->n_pts)
+                most = &h->met[i];
+        }
+        if (sum <= total || !most || most->n_pts < 2)
+            return;
+        halve(most);
+    }
 }
 
 const struct sr_hist_metric *sr_hist_metric_find(const struct sr_history *h, const char *name)

@@ -54,12 +54,15 @@ static int load_trial(struct pool *p, struct sr_sv_trial *t)
     if (!r)
         return -ENOMEM;
     sr_hist_init(&r->h);
+    r->h.keep_points = 1; /* the learning curves (sweeprec.h) */
+    r->h.points_max = SR_SV_CURVE_POINTS;
     t->run = r;
     const struct listed *l = p->listed ? &p->listed[t->trial] : NULL;
     int rc = l ? sr_hist_load_logs(p->st, t->run_id, &l->logs, l->done, &r->h)
                : sr_hist_load(p->st, t->run_id, &r->h);
     if (rc < 0)
         return rc;
+    sr_hist_thin_points(&r->h, SR_SV_TRIAL_POINTS);
     /* who runs it matters only while it has not ended */
     rc = t->mark == SR_TRIAL_OPEN && (!l || l->lease)
              ? sr_lease_read_owner(p->st, t->run_id, &r->lease)

@@ -22,7 +22,8 @@
  * objects is queued: nothing more is read for it), then each started
  * trial's event logs, LEASE (and, when failed, cancelled or pruned, its end
  * mark) on a small pool of threads, each trial into its own struct
- * sr_history (history.c is not thread-safe per object; the store is). With
+ * sr_history (history.c is not thread-safe per object; the store is), its
+ * metrics' values kept as learning curves (SR_SV_CURVE_POINTS). With
  * a snapshot (sweepsnap.h) the ended trials it still stands for are not
  * read at all, and a few others are listed one by one. Pure otherwise:
  * nothing here exits or prints.
@@ -49,6 +50,13 @@ enum sr_sv_state {
     SR_SV_PRUNED,    /* its end mark: early stopping ended it */
 };
 #define SR_SV_NSTATES 8
+
+/* A trial's learning curves: each metric's values over steps (history.h's
+ * keep_points, thinned evenly as the metric logs are), at most
+ * SR_SV_CURVE_POINTS per metric and SR_SV_TRIAL_POINTS per trial, so a
+ * sweep's view (and its snapshot) weighs a bounded amount per trial. */
+#define SR_SV_CURVE_POINTS 128
+#define SR_SV_TRIAL_POINTS 1024
 
 /* What the store says of a started trial's run. */
 struct sr_sv_run {

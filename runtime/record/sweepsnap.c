@@ -6,7 +6,8 @@
  * sweepprogress.c, sweepworkers.c, the recorded price): per attempt its end,
  * cause, where and when it ran, its lost work, session, price and nodes,
  * the last ended attempt's tail; per metric its last, min and max and their
- * steps; the run's state and sums. Nothing in it is trusted but by the
+ * steps and its learning curve (the points sweepload.c kept, bounded by
+ * sweeprec.h); the run's state and sums. Nothing in it is trusted but by the
  * listing: a digest (XXH64, runsum.h's) tells an entry edited by hand from
  * one spotrun wrote, every number is range-checked, every string must be
  * free of control characters, and anything that fails is read from the
@@ -18,6 +19,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,15 +30,20 @@
 #include "runsum.h"
 #include "units.h"
 
-#define SNAP_VERSION 2 /* 2: an attempt's "drop" (pruned or cancelled work) */
+/* 2: an attempt's "drop" (pruned or cancelled work); 3: each metric's
+ * learning curve ("pts", "stride"): an older snapshot is not used. */
+#define SNAP_VERSION 3
 #define SNAP_BYTES_MAX (256u << 20)
 #define TAIL_MAX (64u << 10)
 /* What a snapshot may weigh (read_newest): per trial, twice its listed
- * summary (its attempts) plus a tail and ENTRY_BYTES (metrics, sums); the
+ * summary (its attempts) plus a tail, ENTRY_BYTES (metrics, sums) and
+ * CURVE_BYTES (SR_SV_TRIAL_POINTS points of at most POINT_BYTES); the
  * workers' records WORKERS_BYTES; never more than SNAP_BYTES_MAX. A larger
  * one is not read (the trials' logs are): no object in the store can make
  * a reader grow past what the sweep's trials need. */
 #define ENTRY_BYTES (16u << 10)
+#define POINT_BYTES 80u /* [-1,-1.2345678901234567e-308,4294967295,4294967295], */
+#define CURVE_BYTES (SR_SV_TRIAL_POINTS * POINT_BYTES)
 #define WORKERS_BYTES (1u << 20)
 
 /* ---- names ------------------------------------------------------------------- */
@@ -66,12 +73,28 @@ static json_t *attempt_json(const struct sr_history *h, const struct sr_hist_att
     return o;
 }
 
+/* Its learning curve: [step, value, attempt, index] per kept value. */
+static json_t *points_json(const struct sr_hist_metric *m)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < m->n_pts; i++) {
+        const struct sr_hist_point *p = &m->pts[i];
+        if (json_array_append_new(a, json_pack("[I, f, I, I]", (json_int_t)p->step, p->value,
+                                               (json_int_t)p->attempt, (json_int_t)p->index)) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
 static json_t *metric_json(const struct sr_hist_metric *m)
 {
-    return json_pack("{s:s, s:f, s:f, s:f, s:I, s:I, s:I, s:I}", "name", m->name, "last", m->last,
-                     "min", m->min, "max", m->max, "last_step", (json_int_t)m->last_step,
+    return json_pack("{s:s, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:o}", "name", m->name, "last",
+                     m->last, "min", m->min, "max", m->max, "last_step", (json_int_t)m->last_step,
                      "min_step", (json_int_t)m->min_step, "max_step", (json_int_t)m->max_step,
-                     "count", (json_int_t)m->count);
+                     "count", (json_int_t)m->count, "stride", (json_int_t)m->stride, "pts",
+                     points_json(m));
 }
 
 static json_t *history_json(const struct sr_history *h)
@@ -215,20 +238,50 @@ static int attempt_from(const json_t *o, struct sr_hist_attempt *a)
     return a->tail ? 0 : -1;
 }
 
+/* The learning curve of metric_json: at most SR_SV_CURVE_POINTS, each a
+ * step (-1 or >= 0), a finite value, an attempt, and a rank below count,
+ * taken every stride-th value. */
+static int points_from(const json_t *a, struct sr_hist_metric *m)
+{
+    const size_t n = json_array_size(a);
+    if (!json_is_array(a) || n > SR_SV_CURVE_POINTS)
+        return -1;
+    if (n && !(m->pts = calloc(n, sizeof(*m->pts))))
+        return -1;
+    for (; m->n_pts < n; m->n_pts++) {
+        const json_t *p = json_array_get(a, m->n_pts);
+        const json_t *st = json_array_get(p, 0), *v = json_array_get(p, 1);
+        const json_t *at = json_array_get(p, 2), *ix = json_array_get(p, 3);
+        if (json_array_size(p) != 4 || !json_is_integer(st) || json_integer_value(st) < -1 ||
+            !json_is_real(v) || !isfinite(json_real_value(v)) || !json_is_integer(at) ||
+            json_integer_value(at) < 0 || json_integer_value(at) > UINT32_MAX ||
+            !json_is_integer(ix) || json_integer_value(ix) < 0 ||
+            json_integer_value(ix) >= (json_int_t)m->count)
+            return -1;
+        m->pts[m->n_pts] = (struct sr_hist_point){.step = json_integer_value(st),
+                                                  .value = json_real_value(v),
+                                                  .attempt = (uint32_t)json_integer_value(at),
+                                                  .index = (unsigned)json_integer_value(ix)};
+    }
+    return 0;
+}
+
 static int metric_from(const json_t *o, struct sr_hist_metric *m)
 {
-    int64_t st[3], count;
+    int64_t st[3], count, stride;
     if (!json_is_object(o) || get_str(o, "name", m->name, sizeof(m->name)) || !m->name[0] ||
         get_real(o, "last", &m->last) || get_real(o, "min", &m->min) ||
         get_real(o, "max", &m->max) || get_int(o, "last_step", -1, INT64_MAX, &st[0]) ||
         get_int(o, "min_step", -1, INT64_MAX, &st[1]) ||
-        get_int(o, "max_step", -1, INT64_MAX, &st[2]) || get_int(o, "count", 0, UINT32_MAX, &count))
+        get_int(o, "max_step", -1, INT64_MAX, &st[2]) ||
+        get_int(o, "count", 0, UINT32_MAX, &count) || get_int(o, "stride", 1, UINT32_MAX, &stride))
         return -1;
     m->last_step = st[0];
     m->min_step = st[1];
     m->max_step = st[2];
     m->count = (unsigned)count;
-    return 0;
+    m->stride = (unsigned)stride;
+    return points_from(json_object_get(o, "pts"), m);
 }
 
 static int history_from(const json_t *o, struct sr_history *h)
@@ -263,10 +316,15 @@ static int history_from(const json_t *o, struct sr_history *h)
         else if (a->cause == SR_CAUSE_CANCELLED && h->cancelled_ms <= T - a->dropped_ms)
             h->cancelled_ms += a->dropped_ms;
     }
-    for (; h->n_met < nm; h->n_met++)
-        if (metric_from(json_array_get(met, h->n_met), &h->met[h->n_met]) < 0)
+    size_t points = 0;
+    for (; h->n_met < nm; h->n_met++) {
+        if (metric_from(json_array_get(met, h->n_met), &h->met[h->n_met]) < 0) {
+            h->n_met++; /* its points are freed with the rest */
             return -1;
-    return 0;
+        }
+        points += h->met[h->n_met].n_pts;
+    }
+    return points <= SR_SV_TRIAL_POINTS ? 0 : -1;
 }
 #undef T
 
@@ -373,7 +431,7 @@ static int read_newest(struct sr_store *st, const struct sr_sweep *sw, size_t n,
     if (rc < 0 || !name)
         return rc;
     sr_key_join(key, sizeof(key), dir, name);
-    uint64_t cap = (uint64_t)n * (TAIL_MAX + ENTRY_BYTES) + WORKERS_BYTES;
+    uint64_t cap = (uint64_t)n * (TAIL_MAX + ENTRY_BYTES + CURVE_BYTES) + WORKERS_BYTES;
     for (size_t i = 0; i < s->sums.n && cap < SNAP_BYTES_MAX; i++) {
         const uint64_t z = sr_strlist_size(&s->sums, i);
         cap += z == SR_SIZE_UNKNOWN || z > SR_RUNSUM_BYTES_MAX ? SR_RUNSUM_BYTES_MAX : 2 * z;

@@ -7,6 +7,7 @@
  */
 #include "sweepview.h"
 #include "sweeppareto.h"
+#include "sweeptrial.h"
 #include "sweepsteer.h"
 #include "sweepworkersout.h"
 
@@ -534,6 +535,7 @@ static json_t *trial_json(const struct sr_sweepview *v, const struct sr_sv_trial
                         t->state == SR_SV_FAILED && ended && ended->tail ? json_string(ended->tail)
                                                                          : json_null());
     json_object_set_new(j, "metrics", met);
+    json_object_set_new(j, "curves", sr_sv_curves_json(t)); /* sweeptrial.h */
     json_object_set_new(j, "rung", t->rung ? json_integer(t->rung - 1) : json_null());
     json_object_set_new(j, "priority", json_integer(sr_steer_priority(&v->steer, t->trial)));
     json_object_set_new(

@@ -562,6 +562,44 @@ static void kept_points_are_thinned_evenly_past_the_bound(void **state)
     sr_hist_free(&h); /* frees the points (ASan) */
 }
 
+/* A sweep's trial keeps fewer (points_max), thinned the same way; and
+ * sr_hist_thin_points bounds all metrics together, halving the largest. */
+static void points_max_and_a_bound_per_run(void **state)
+{
+    (void)state;
+    struct sr_history h;
+    sr_hist_init(&h);
+    h.keep_points = 1;
+    h.points_max = 16;
+    for (int i = 0; i < 100; i++) {
+        tu_hist_add(&h,
+                    "{\"event\":\"metric\",\"unix_ms\":%lld,\"attempt\":0,\"name\":\"loss\","
+                    "\"value\":%d,\"step\":%d}",
+                    (long long)(T0 + i), 100 - i, i);
+        if (i < 10)
+            tu_hist_add(&h,
+                        "{\"event\":\"metric\",\"unix_ms\":%lld,\"attempt\":0,\"name\":"
+                        "\"acc\",\"value\":%d,\"step\":%d}",
+                        (long long)(T0 + i), i, i);
+    }
+    const struct sr_hist_metric *loss = sr_hist_metric_find(&h, "loss");
+    const struct sr_hist_metric *acc = sr_hist_metric_find(&h, "acc");
+    assert_true(loss->n_pts <= 16 && loss->n_pts > 8);
+    assert_int_equal(loss->stride, 8);
+    for (size_t k = 0; k < loss->n_pts; k++)
+        assert_int_equal(loss->pts[k].step, (int64_t)(k * loss->stride));
+    assert_int_equal(acc->n_pts, 10);
+    sr_hist_thin_points(&h, 16);
+    assert_true(loss->n_pts + acc->n_pts <= 16);
+    assert_int_equal(loss->n_pts, 7); /* 13 -> 7 */
+    assert_int_equal(loss->stride, 16);
+    assert_int_equal(acc->n_pts, 5); /* then the larger, 10 -> 5 */
+    assert_int_equal(acc->stride, 2);
+    for (size_t k = 0; k < loss->n_pts; k++)
+        assert_int_equal(loss->pts[k].step, (int64_t)(k * loss->stride));
+    sr_hist_free(&h);
+}
+
 /* The job's metrics in the Prometheus file; a name from a hostile log that
  * `spotrun metric` would refuse is left out, one it takes is kept as is. */
 static void metrics_text_has_the_job_metrics_and_no_hostile_name(void **state)
@@ -958,6 +996,7 @@ int main(void)
         cmocka_unit_test(metric_direction_follows_the_name),
         cmocka_unit_test(the_best_keeps_the_step_it_was_first_reached_at),
         cmocka_unit_test(kept_points_are_thinned_evenly_past_the_bound),
+        cmocka_unit_test(points_max_and_a_bound_per_run),
         cmocka_unit_test(metrics_text_has_the_job_metrics_and_no_hostile_name),
         cmocka_unit_test(each_end_has_its_cause),
         cmocka_unit_test(a_running_attempt_has_no_cause_yet),

@@ -3,7 +3,8 @@
  * sweepsnap.h): an ended trial's entry gives back every field the view
  * prints; it is taken only while its summary's ETag and its end mark are
  * the listed ones; an edited entry, another ETag, another mark, a trial
- * not ended or multi-node are not.
+ * not ended or multi-node are not; its learning curves come back, range
+ * checked.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,6 +30,8 @@ static void failed_trial(struct sr_sv_trial *t, struct sr_sv_run *r, unsigned no
     memset(r, 0, sizeof(*r));
     sr_hist_init(&r->h);
     struct sr_history *h = &r->h;
+    h->keep_points = 1; /* the learning curves, as sweepload.c keeps them */
+    h->points_max = SR_SV_CURVE_POINTS;
     char start[96];
     snprintf(start, sizeof(start), ",\"host\":\"a\",\"nodes\":%u,\"price_per_hour\":0.5", nodes);
     tu_hist_add(h, "{\"event\":\"start\",\"unix_ms\":%lld,\"attempt\":0%s}", T0, start);
@@ -98,6 +101,14 @@ static void same_history(const struct sr_history *a, const struct sr_history *b)
         assert_int_equal(x->min_step, y->min_step);
         assert_int_equal(x->max_step, y->max_step);
         assert_int_equal(x->count, y->count);
+        assert_int_equal(x->stride, y->stride);
+        assert_int_equal(x->n_pts, y->n_pts);
+        for (size_t k = 0; k < x->n_pts; k++) {
+            assert_int_equal(x->pts[k].step, y->pts[k].step);
+            assert_true(x->pts[k].value == y->pts[k].value);
+            assert_int_equal(x->pts[k].attempt, y->pts[k].attempt);
+            assert_int_equal(x->pts[k].index, y->pts[k].index);
+        }
     }
 }
 
@@ -196,6 +207,72 @@ static void an_edited_entry_is_not_taken(void **state)
     sr_hist_free(&r.h);
 }
 
+/* Seals e again after an edit (as a forger with the digest's code would). */
+static void reseal(json_t *e)
+{
+    char d[17];
+    json_object_del(e, "digest");
+    assert_int_equal(sr_runsum_digest(e, d), 0);
+    json_object_set_new(e, "digest", json_string(d));
+}
+
+/* The learning curve comes back point for point (failed_trial's loss: 3
+ * points over two attempts); a point out of range, digest and all, makes
+ * the whole entry unusable (the trial is read from its logs). */
+static void a_curve_comes_back_and_is_range_checked(void **state)
+{
+    (void)state;
+    struct sr_sv_trial t;
+    struct sr_sv_run r;
+    failed_trial(&t, &r, 1);
+    assert_int_equal(sr_hist_metric_find(&r.h, "loss")->n_pts, 3);
+    const json_t *entry[1] = {NULL};
+    struct sr_sv_snap s = snap_of(entry);
+    json_t *e = sr_sv_snap_entry(&s, &t);
+    assert_non_null(e);
+    entry[0] = e;
+    struct sr_sv_run *got = NULL;
+    assert_int_equal(sr_sv_snap_take(&s, 0, SR_TRIAL_FAILED, &got), 1);
+    same_history(&r.h, &got->h);
+    free_run(got);
+    json_t *loss = json_array_get(json_object_get(json_object_get(e, "h"), "met"), 0);
+    json_t *pts = json_object_get(loss, "pts");
+    json_t *p0 = json_array_get(pts, 0);
+    const struct {
+        size_t at;
+        json_t *v;
+    } bad[] = {
+        {0, json_integer(-2)},      /* a step below -1 */
+        {1, json_string("0.5")},    /* a value that is not a number */
+        {2, json_integer(-1)},      /* an attempt below 0 */
+        {3, json_integer(3)},       /* a rank past the count */
+        {3, json_integer(1 << 30)}, /* likewise */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        json_t *was = json_deep_copy(json_array_get(p0, bad[i].at));
+        json_array_set_new(p0, bad[i].at, bad[i].v);
+        reseal(e);
+        assert_int_equal(sr_sv_snap_take(&s, 0, SR_TRIAL_FAILED, &got), 0);
+        assert_null(got);
+        json_array_set_new(p0, bad[i].at, was);
+    }
+    reseal(e);
+    assert_int_equal(sr_sv_snap_take(&s, 0, SR_TRIAL_FAILED, &got), 1);
+    free_run(got);
+    /* more points than a trial may keep */
+    for (unsigned i = 0; i <= SR_SV_CURVE_POINTS; i++)
+        json_array_append_new(pts, json_deep_copy(p0));
+    reseal(e);
+    assert_int_equal(sr_sv_snap_take(&s, 0, SR_TRIAL_FAILED, &got), 0);
+    assert_null(got);
+    /* an entry without a curve (a version 2 snapshot's) */
+    json_object_del(loss, "pts");
+    reseal(e);
+    assert_int_equal(sr_sv_snap_take(&s, 0, SR_TRIAL_FAILED, &got), 0);
+    json_decref(e);
+    sr_hist_free(&r.h);
+}
+
 static void trials_not_kept(void **state)
 {
     (void)state;
@@ -235,6 +312,7 @@ int main(void)
         cmocka_unit_test(an_entry_stands_only_for_its_etag_and_mark),
         cmocka_unit_test(an_edited_entry_is_not_taken),
         cmocka_unit_test(trials_not_kept),
+        cmocka_unit_test(a_curve_comes_back_and_is_range_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,191 @@
+/*
+ * sweeptrial.c - one trial of a sweep: its learning curves and `sweep show
+ * NAME TRIAL` (see sweeptrial.h; docs/sweeps.md, "Learning curves").
+ */
+#include "sweeptrial.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- curves ------------------------------------------------------------------ */
+
+/* By step, then attempt, then rank: the newest attempt's value of a step last. */
+static int cmp_point(const void *a, const void *b)
+{
+    const struct sr_hist_point *x = a, *y = b;
+    if (x->step != y->step)
+        return x->step < y->step ? -1 : 1;
+    if (x->attempt != y->attempt)
+        return x->attempt < y->attempt ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* By attempt, then rank: the order reported. */
+static int cmp_reported(const void *a, const void *b)
+{
+    const struct sr_hist_point *x = a, *y = b;
+    if (x->attempt != y->attempt)
+        return x->attempt < y->attempt ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+json_t *sr_sv_curve_json(const struct sr_hist_metric *m)
+{
+    json_t *out = json_array();
+    struct sr_hist_point *p = calloc(m->n_pts ? m->n_pts : 1, sizeof(*p));
+    if (!out || !p) {
+        free(p);
+        json_decref(out);
+        return NULL;
+    }
+    int steps = 0;
+    for (size_t k = 0; k < m->n_pts; k++)
+        steps |= m->pts[k].step >= 0;
+    size_t n = 0;
+    for (size_t k = 0; k < m->n_pts; k++)
+        if (!steps || m->pts[k].step >= 0) /* with steps, a value without one has no place */
+            p[n++] = m->pts[k];
+    qsort(p, n, sizeof(*p), steps ? cmp_point : cmp_reported);
+    for (size_t k = 0; k < n; k++) {
+        if (steps && k + 1 < n && p[k + 1].step == p[k].step)
+            continue; /* a later one of the same step stands */
+        json_t *pt = json_pack("[o, f]", steps ? json_integer(p[k].step) : json_null(), p[k].value);
+        if (json_array_append_new(out, pt) < 0) {
+            json_decref(out);
+            out = NULL;
+            break;
+        }
+    }
+    free(p);
+    return out;
+}
+
+json_t *sr_sv_curves_json(const struct sr_sv_trial *t)
+{
+    json_t *o = json_object();
+    const struct sr_history *h = t->run ? &t->run->h : NULL;
+    for (size_t i = 0; o && h && i < h->n_met; i++)
+        json_object_set_new(o, h->met[i].name, sr_sv_curve_json(&h->met[i]));
+    return o;
+}
+
+/* ---- why pruned -------------------------------------------------------------- */
+
+int sr_sv_rung_cutoff(const struct sr_asha *rule, const double *values, size_t n, double *cut,
+                      size_t *keep)
+{
+    if (!n || rule->eta < 2)
+        return -1;
+    double *v = malloc(n * sizeof(*v));
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < n; i++) { /* best first (NaN last); a rung holds few values */
+        size_t j = i;
+        for (; j > 0 && sr_asha_better(rule, values[i], v[j - 1]); j--)
+            v[j] = v[j - 1];
+        v[j] = values[i];
+    }
+    size_t k = (n + 1) / (size_t)rule->eta;
+    *keep = k;
+    if (k < 1) /* fewer than eta values: only the best so far goes on */
+        k = 1;
+    if (k > n)
+        k = n;
+    *cut = v[k - 1];
+    free(v);
+    return 0;
+}
+
+static const char *ordinal(size_t k)
+{
+    return k % 100 >= 11 && k % 100 <= 13 ? "th"
+           : k % 10 == 1                  ? "st"
+           : k % 10 == 2                  ? "nd"
+           : k % 10 == 3                  ? "rd"
+                                          : "th";
+}
+
+static void print_rung(FILE *f, const struct sr_asha *rule, const struct sr_sv_rung_why *w)
+{
+    const struct sr_rung_rec *r = &w->rec;
+    fprintf(f, "  rung %u: %s %g at step %" PRId64 ", compared with %u other value%s: %s\n",
+            r->rung, rule ? rule->metric : "value", r->value, r->step, r->seen,
+            r->seen == 1 ? "" : "s", r->go_on ? "went on" : "pruned");
+    if (r->go_on)
+        return;
+    if (!w->has_cut) {
+        fprintf(f,
+                "    cut-off: unknown (the %u value%s it was compared with are no longer "
+                "recorded)\n",
+                r->seen, r->seen == 1 ? "" : "s");
+        return;
+    }
+    const size_t total = (size_t)r->seen + 1;
+    if (w->keep)
+        fprintf(f,
+                "    cut-off: %g, the %zu%s best of the other values (the top %zu of %zu go on); "
+                "%g is %s\n",
+                w->cut, w->keep, ordinal(w->keep), w->keep, total, r->value,
+                rule && rule->maximize ? "below it" : "above it");
+    else
+        fprintf(f,
+                "    cut-off: %g, the best so far (fewer than eta=%" PRId64
+                " values: only the best goes on); %g is %s\n",
+                w->cut, rule ? rule->eta : 0, r->value,
+                rule && rule->maximize ? "below it" : "above it");
+    if (w->others < r->seen)
+        fprintf(f, "    (%zu of the %u values it was compared with are still recorded)\n",
+                w->others, r->seen);
+}
+
+/* ---- the trial ---------------------------------------------------------------- */
+
+void sr_sv_trial_print(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o,
+                       const struct sr_sv_trial *t, const struct sr_asha *rule,
+                       const struct sr_sv_rung_why *why, size_t n)
+{
+    fprintf(f, "trial %zu of sweep %s (run %s): %s\n", t->trial, v->sw->name, t->run_id,
+            sr_sv_state_name(t->state));
+    fprintf(f, "params:");
+    for (size_t i = 0; i < sr_sweep_nparams(v->sw); i++) {
+        const char *p = sr_sweep_param(v->sw, i), *val = sr_sweep_value(v->sw, t->trial, p);
+        fprintf(f, " %s=%s", p, val ? val : "-");
+    }
+    fprintf(f, "\n");
+    const struct sr_history *h = t->run ? &t->run->h : NULL;
+    if (h)
+        fprintf(f, "attempts: %zu, preemptions %u, instance hours %.4f\n", h->n_att, h->preemptions,
+                sr_sv_trial_hours(t));
+    for (size_t i = 0; h && i < h->n_met; i++) {
+        const struct sr_hist_metric *m = &h->met[i];
+        const int max = sr_sv_maximized(o, m->name);
+        json_t *c = sr_sv_curve_json(m);
+        fprintf(f, "metric %s: last %g", m->name, m->last);
+        if (m->last_step >= 0)
+            fprintf(f, " at step %" PRId64, m->last_step);
+        fprintf(f, ", best %g", sr_hist_metric_best(m, max));
+        if (sr_hist_metric_best_step(m, max) >= 0)
+            fprintf(f, " at step %" PRId64, sr_hist_metric_best_step(m, max));
+        fprintf(f, ", %u value%s, curve of %zu point%s\n", m->count, m->count == 1 ? "" : "s",
+                json_array_size(c), json_array_size(c) == 1 ? "" : "s");
+        json_decref(c);
+    }
+    if (!rule)
+        return;
+    if (!n) {
+        fprintf(f, "early stopping: no rung reached\n");
+        return;
+    }
+    fprintf(f, "early stopping (%s):\n", rule->metric);
+    for (size_t i = 0; i < n; i++)
+        print_rung(f, rule, &why[i]);
+    if (t->state == SR_SV_PRUNED && !why[n - 1].rec.go_on) {
+        const struct sr_sv_rung_why *w = &why[n - 1];
+        fprintf(f, "pruned at rung %u: %s %g", w->rec.rung, rule->metric, w->rec.value);
+        if (w->has_cut)
+            fprintf(f, " against the cut-off %g", w->cut);
+        fprintf(f, "\n");
+    }
+}
