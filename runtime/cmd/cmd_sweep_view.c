@@ -237,7 +237,7 @@ static void write_sweep(FILE *f, void *ctx)
 
 int sr_cmd_sweep_report(const struct sr_cmd *cmd, int argc, char **argv)
 {
-    struct view_args a = {0};
+    struct view_args a = {.load = SR_SV_LOAD_POINTS}; /* the learning curves */
     const char *out = NULL, *format = NULL;
     const struct sr_opt opts[] = {
         {"output", 'o', "SPOTRUN_REPORT_OUTPUT", SR_OPT_STR, &out, "FILE",

@@ -43,6 +43,7 @@ struct pool {
     int64_t now_s;
     struct listed *listed; /* per trial, from one listing of every key; NULL: list per trial */
     int per_trial;         /* listed is filled by each trial's own listing (read_one) */
+    int keep_points;       /* SR_SV_LOAD_POINTS */
 };
 
 /* One started trial: its event logs, its LEASE and, when it failed, its
@@ -54,6 +55,7 @@ static int load_trial(struct pool *p, struct sr_sv_trial *t)
     if (!r)
         return -ENOMEM;
     sr_hist_init(&r->h);
+    r->h.keep_points = p->keep_points;
     t->run = r;
     const struct listed *l = p->listed ? &p->listed[t->trial] : NULL;
     int rc = l ? sr_hist_load_logs(p->st, t->run_id, &l->logs, l->done, &r->h)
@@ -353,7 +355,11 @@ int sr_sweepview_load(struct sr_store *st, const struct sr_sweep *sw, unsigned t
     size_t *todo = calloc(out->n ? out->n : 1, sizeof(*todo));
     out->metrics = calloc(SR_HIST_METRICS_MAX, sizeof(*out->metrics));
     struct sr_sv_snap snap = {0};
-    struct pool p = {.st = st, .v = out, .todo = todo, .now_s = out->now_ms / 1000};
+    struct pool p = {.st = st,
+                     .v = out,
+                     .todo = todo,
+                     .now_s = out->now_ms / 1000,
+                     .keep_points = (flags & SR_SV_LOAD_POINTS) != 0};
     int rc = out->t && need && todo && out->metrics ? 0 : -ENOMEM;
     if (rc == 0)
         rc = load_sweep_objects(st, out);

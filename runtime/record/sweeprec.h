@@ -90,6 +90,9 @@ struct sr_sweepview {
  * writes a new one; what is printed is the same either way. 0, or the
  * first store error (with a message naming the run). */
 #define SR_SV_LOAD_SNAPSHOT 1u
+/* SR_SV_LOAD_POINTS (`sweep report`: its learning curves): every trial read
+ * keeps its metrics' values over steps (history.h, keep_points). */
+#define SR_SV_LOAD_POINTS 2u
 int sr_sweepview_load(struct sr_store *st, const struct sr_sweep *sw, unsigned threads,
                       unsigned flags, struct sr_sweepview *out);
 void sr_sweepview_free(struct sr_sweepview *v);
