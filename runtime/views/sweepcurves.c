@@ -355,9 +355,9 @@ static void draw_curve(FILE *f, const struct sr_sweepview *v, const struct chart
     fputs("</path>\n", f);
 }
 
-/* Where curve c ends: the mark of the rung that pruned it, of the cancel;
- * the best trial's name. Over every curve. */
-static void draw_end(FILE *f, const struct chart *ch, const struct curve *c, int best)
+/* Where curve c ends: the mark of the rung that pruned it, of the cancel
+ * (over every curve). */
+static void draw_end(FILE *f, const struct chart *ch, const struct curve *c)
 {
     char tip[256];
     const struct sr_hist_point *last = &c->p[c->n - 1];
@@ -368,24 +368,51 @@ static void draw_end(FILE *f, const struct chart *ch, const struct curve *c, int
         char rung[32] = "its rung";
         if (c->t->rung)
             snprintf(rung, sizeof(rung), "rung %u", c->t->rung - 1u);
-        snprintf(tip, sizeof(tip), "trial %zu pruned at %s: %s %s at %s %" PRId64, c->t->trial,
-                 rung, ch->metric, value, ch->steps ? "step" : "value #", last->step);
+        snprintf(tip, sizeof(tip), "trial %zu pruned at %s; its last %s %s at %s %" PRId64,
+                 c->t->trial, rung, ch->metric, value, ch->steps ? "step" : "value #", last->step);
         pruned_mark(f, "pruned-mark", c->t->trial, x, y);
         sr_svg_tooltip(f, tip);
         fputs("</path>\n", f);
     } else if (c->t->state == SR_SV_CANCELLED) {
-        snprintf(tip, sizeof(tip), "trial %zu cancelled: %s %s at %s %" PRId64, c->t->trial,
-                 ch->metric, value, ch->steps ? "step" : "value #", last->step);
+        snprintf(tip, sizeof(tip), "trial %zu cancelled; its last %s %s at %s %" PRId64,
+                 c->t->trial, ch->metric, value, ch->steps ? "step" : "value #", last->step);
         cancel_mark(f, "cancel-mark", c->t->trial, x, y);
         sr_svg_tooltip(f, tip);
         fputs("</path>\n", f);
     }
-    if (best) {
-        char name[48];
-        snprintf(name, sizeof(name), "trial %zu (best)", c->t->trial);
-        sr_svg_text(f, x + 8, y + 4, "best-label", "font-weight=\"bold\" fill=\"" C_BEST "\"",
-                    name);
-    }
+}
+
+/* The names at the curves' ends: the best trial's first, then each curve
+ * that did not stop early (pruned, cancelled) where its name has room. */
+#define LABELS_MAX 64
+static void end_labels(FILE *f, const struct chart *ch, const struct curve *best)
+{
+    double at[LABELS_MAX][2];
+    size_t n = 0;
+    for (size_t pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < ch->n && n < LABELS_MAX; i++) {
+            const struct curve *c = &ch->c[i];
+            if ((c == best) != (pass == 0) || c->t->state == SR_SV_PRUNED ||
+                (c->t->state == SR_SV_CANCELLED && c != best))
+                continue;
+            const struct sr_hist_point *last = &c->p[c->n - 1];
+            const double x = px(ch, (double)last->step) + 8, y = py(ch, last->value) + 4;
+            int room = 1;
+            for (size_t k = 0; k < n && room; k++)
+                room = fabs(at[k][0] - x) > 60 || fabs(at[k][1] - y) >= 11;
+            if (!room)
+                continue;
+            at[n][0] = x;
+            at[n++][1] = y;
+            char name[48];
+            snprintf(name, sizeof(name), "trial %zu%s", c->t->trial, c == best ? " (best)" : "");
+            if (c == best)
+                sr_svg_text(f, x, y, "best-label", "font-weight=\"bold\" fill=\"" C_BEST "\"",
+                            name);
+            else
+                sr_svg_text(f, x, y, "curve-label", "font-size=\"10\" fill=\"" SR_SVG_DIM "\"",
+                            name);
+        }
 }
 
 /* One entry of a chart's legend at *x: a line of color (NULL: none), a
@@ -486,7 +513,8 @@ static void chart_draw(FILE *f, const struct sr_sweepview *v, struct chart *ch, 
     if (best)
         draw_curve(f, v, ch, best, 1);
     for (size_t i = 0; i < ch->n; i++)
-        draw_end(f, ch, &ch->c[i], &ch->c[i] == best);
+        draw_end(f, ch, &ch->c[i]);
+    end_labels(f, ch, best);
     fprintf(f, "</g>\n");
 }
 

@@ -45,7 +45,7 @@ for e in marks:
     mx, my = (float(v) for v in e.get(\"d\")[1:].split(\"l\")[0].split())
     assert abs(mx + 4 - x) < 0.5 and abs(my + 4 - y) < 0.5, (e.get(\"d\"), x, y)
     tip = e.find(S + \"title\").text
-    assert re.match(r\"trial [13] pruned at rung 0: loss 5\.5[0-9]* at step 2$\", tip), tip
+    assert re.match(r\"trial [13] pruned at rung 0; its last loss 5\.5[0-9]* at step 2$\", tip), tip
 c = [e for e in g.iter(S + \"path\") if \"cancel-mark\" in cls(e)]
 assert [e.get(\"data-trial\") for e in c] == [\"4\"], c
 assert abs(end(\"4\")[0] - ticks[\"4\"]) < 0.5, (end(\"4\"), ticks)
