@@ -504,7 +504,8 @@ static void lane(FILE *f, const struct sweep_draw *d, const struct sr_sv_trial *
     lane_label(f, d->v, t, y);
     const struct sr_history *h = t->run ? &t->run->h : NULL;
     if (!h || h->n_att == 0)
-        sr_svg_text(f, LEFT, y + 4, "queued", "font-size=\"11\" fill=\"" SR_SVG_DIM "\"",
+        sr_svg_text(f, W - RIGHT, y + 4, "queued", /* where it stands now */
+                    "text-anchor=\"end\" font-size=\"11\" fill=\"" SR_SVG_DIM "\"",
                     sr_sv_state_name(t->state));
     for (size_t a = 0; h && a < h->n_att; a++) {
         attempt_bar(f, d, t, &h->att[a], y);
@@ -518,12 +519,12 @@ static void lane(FILE *f, const struct sweep_draw *d, const struct sr_sv_trial *
 }
 
 /* One span the sweep was paused, from pause p to resume r (NULL: still
- * paused, to the frame's end), over every lane, labelled above them. */
+ * paused, up to now), over every lane, labelled above them. */
 static void pause_span(FILE *f, const struct sweep_draw *d, const struct sr_steer_entry *p,
                        const struct sr_steer_entry *r)
 {
     const double x0 = sr_svg_x(&d->fr, p->unix_ms);
-    const double x1 = r ? sr_svg_x(&d->fr, r->unix_ms) : d->fr.x1;
+    const double x1 = sr_svg_x(&d->fr, r ? r->unix_ms : d->v->now_ms);
     char tip[512], a[256], b[256] = "still paused";
     steer_tip(p, a, sizeof(a));
     if (r)
