@@ -56,7 +56,9 @@ assert \"pruned at its rung\" in legend and \"cancelled where it stopped\" in le
 
 test_expect_success 'the best trial is drawn thick, last, and named in each chart' '
     svg_py rs.svg "
-for g in (e for e in root.iter() if \"curves\" in cls(e)):
+charts = [e for e in root.iter() if \"curves\" in cls(e)]
+assert len(charts) == 2, charts
+for g in charts:
     curves = [e for e in g.iter(S + \"path\") if \"curve\" in cls(e)]
     best = [e for e in curves if \"best\" in cls(e)]
     assert [e.get(\"data-trial\") for e in best] == [\"5\"], best
