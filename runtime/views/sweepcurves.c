@@ -23,8 +23,9 @@
 #define PLOT 230.0 /* the plot area's height */
 #define BOTTOM 46.0
 #define CHART (TITLE + LEG + PLOT + BOTTOM)
-#define PL 110.0 /* left of the plot: value ticks and the axis label */
-#define PR 120.0 /* right: the best trial's name */
+#define PL 110.0      /* left of the plot: value ticks and the axis label */
+#define PR 120.0      /* right: the best trial's name */
+#define DRAWN_MAX 300 /* points of a curve drawn (the plot is ~1,000 px wide) */
 #define C_BEST SR_SVG_TEXT
 #define C_MARK "#444" /* a pruned curve's end */
 
@@ -76,7 +77,8 @@ static int has_steps(const struct sr_sweepview *v, const char *name)
 }
 
 /* Trial t's curve of m: its points by step, the newest attempt's value of
- * a step reported again. 0, or -1 (no memory). */
+ * a step reported again, at most DRAWN_MAX of them (a 1,000-trial sweep's
+ * picture stays a few MB). 0, or -1 (no memory). */
 static int curve_of(const struct sr_hist_metric *m, int steps, struct curve *c)
 {
     c->p = calloc(m->n_pts ? m->n_pts : 1, sizeof(*c->p));
@@ -99,6 +101,11 @@ static int curve_of(const struct sr_hist_metric *m, int steps, struct curve *c)
         c->p[w++] = c->p[i];
     }
     c->n = w;
+    if (c->n > DRAWN_MAX) { /* evenly, the first and the last kept */
+        for (size_t i = 0; i < DRAWN_MAX; i++)
+            c->p[i] = c->p[i * (c->n - 1) / (DRAWN_MAX - 1)];
+        c->n = DRAWN_MAX;
+    }
     return 0;
 }
 
