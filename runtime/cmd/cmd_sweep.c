@@ -36,6 +36,8 @@ struct init_opts {
     double max_cost, price_per_hour;
     struct sr_optlist label;
     const char *early_stop;
+    const char *best; /* --best final|best-step */
+    struct sr_optlist objective;
 };
 
 /* A sweep's budget needs a price per hour to count its trials' instance
@@ -160,6 +162,46 @@ static int init_early_stop(const struct init_opts *o, struct sr_sweep *def)
     return def->early_stop ? 0 : SR_EX_SOFTWARE;
 }
 
+/* --best and --objective: how the sweep names its best trial, part of its
+ * definition like the labels. 0, or SR_EX_USAGE after saying why. */
+static int init_best(const struct init_opts *o, struct sr_sweep *def)
+{
+    if (o->best && strcmp(o->best, "final") != 0 && strcmp(o->best, "best-step") != 0) {
+        fprintf(stderr,
+                "spotrun sweep init: invalid --best \"%.200s\": final (each done trial's last "
+                "value, the default) or best-step (its best value at any step)\n",
+                o->best);
+        return SR_EX_USAGE;
+    }
+    if ((o->best || o->objective.n) && o->add) {
+        fprintf(stderr, "spotrun sweep init: --best and --objective are given when the sweep is "
+                        "made, not with --add (every trial is ranked by the same rule)\n");
+        return SR_EX_USAGE;
+    }
+    def->best_step = o->best && strcmp(o->best, "best-step") == 0;
+    if (!o->objective.n)
+        return 0;
+    def->objectives = json_array();
+    for (size_t i = 0; i < o->objective.n; i++) {
+        char err[200];
+        json_t *obj = sr_sweep_objective_parse(o->objective.v[i], err, sizeof(err));
+        if (!obj) {
+            fprintf(stderr,
+                    "spotrun sweep init: invalid --objective \"%.200s\": %s (e.g. "
+                    "val_loss:min)\n",
+                    o->objective.v[i], err);
+            return SR_EX_USAGE;
+        }
+        json_array_append_new(def->objectives, obj);
+    }
+    if (!sr_sweep_objectives_valid(def->objectives)) {
+        fprintf(stderr, "spotrun sweep init: --objective: at most %d, each metric once\n",
+                SR_SWEEP_OBJECTIVES_MAX);
+        return SR_EX_USAGE;
+    }
+    return 0;
+}
+
 /* The options that need no store: the name, --seed, --max-cost, --at;
  * *seed parsed, a --max-cost left out made 0. 0, or SR_EX_USAGE after
  * saying why. */
@@ -241,8 +283,9 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
     struct init_opts o = {.max_cost = -1, .random = UINT64_MAX, .at = UINT64_MAX};
     const struct sr_opt opts[] = {
         {"param", 'p', NULL, SR_OPT_MULTI, &o.params, "NAME=VALUES",
-         "a parameter: a=1,2,3 or n=0..7 (grid); uniform:LO,HI, loguniform:LO,HI, int:LO,HI, "
-         "choice:a,b (with --random); repeat for each"},
+         "a parameter: a=1,2,3 or n=0..7 (grid); uniform:LO,HI, loguniform:LO,HI, "
+         "int:LO,HI[,step=S|,log], choice:a,b (with --random); absent: (a trial without it); "
+         "repeat for each"},
         {"random", 0, NULL, SR_OPT_UINT, &o.random, "K",
          "random search: K trials drawn from the parameters instead of the grid; 0: a search "
          "space only (a driver adds the trials: python3 -m spotrun.optuna_driver)"},
@@ -266,6 +309,13 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
          "early stopping, METRIC:min|max[,grace=N][,eta=K][,max=M]: at rungs grace*eta^k a "
          "trial whose METRIC is not in the top 1/eta so far checkpoints and stops (pruned); "
          "fixed when the sweep is made"},
+        {"best", 0, NULL, SR_OPT_STR, &o.best, "RULE",
+         "which value ranks a done trial: final (its last value, the default) or best-step "
+         "(its best at any step); only done trials are named best; fixed when the sweep is "
+         "made"},
+        {"objective", 0, NULL, SR_OPT_MULTI, &o.objective, "METRIC:min|max",
+         "what the sweep optimizes: one names the metric and direction of its best trial, "
+         "several give a Pareto front (sweep show); repeatable; fixed when the sweep is made"},
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
     int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
@@ -283,7 +333,8 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
         return SR_EX_USAGE;
     }
     struct sr_sweep def = {0};
-    if (init_early_stop(&o, &def)) {
+    if (init_early_stop(&o, &def) || init_best(&o, &def)) {
+        sr_sweep_free(&def);
         sr_store_close(ctx.st);
         return SR_EX_USAGE;
     }
@@ -553,7 +604,8 @@ static const struct sr_cmd subs[] = {
      "[--price-per-hour P [--on-demand-price-per-hour P]]",
      "One row per trial: parameters, state, attempts, preemptions, lost work, instance\n"
      "hours, cost, and the last and best value of each metric the job reported (best: the\n"
-     "smallest, or the largest for --maximize). See docs/sweep-show.md.",
+     "smallest, or the largest for --maximize); the best trial: the best done trial by its\n"
+     "final value (sweep init --best, --objective). See docs/sweep-show.md.",
      1, 1, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS | SR_CMD_READER},
     {"sweep report", sr_cmd_sweep_report, "draw every trial on one time axis (SVG or HTML)",
      "spotrun sweep report NAME [-o sweep.svg|sweep.html] [--sort METRIC [--maximize NAME]]",

@@ -136,6 +136,8 @@ static int view_begin(const struct sr_cmd *cmd, const struct sr_opt *opts, int a
     }
     const char *name = w->ctx.ops[0];
     int rc = sr_sweep_read(w->ctx.st, name, &w->sw);
+    if (rc == 0)
+        sr_sv_opts_from_sweep(&w->o, &w->sw); /* its --best, --objective */
     if (rc == 0) {
         const int64_t t0 = sr_now_ms();
         rc = sr_sweepview_load(w->ctx.st, &w->sw, (unsigned)a->threads, a->load, &w->v);
@@ -193,11 +195,13 @@ static json_t *budget_json(struct sr_store *st, const char *name)
 int sr_cmd_sweep_show(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct view_args a = {.load = SR_SV_LOAD_SNAPSHOT}; /* the picture wants every event */
-    const struct sr_opt opts[] = {{"sort", 0, "SPOTRUN_SORT", SR_OPT_STR, &a.sort, "METRIC",
-                                   "order by this metric's best value (default: trial index)"},
-                                  VIEW_ARG_OPTS(&a),
-                                  SR_VIEW_OPTS(&a.vo),
-                                  SR_OPTS_COMMON};
+    const struct sr_opt opts[] = {
+        {"sort", 0, "SPOTRUN_SORT", SR_OPT_STR, &a.sort, "METRIC",
+         "order by this metric's best value (default: trial index); also the "
+         "best trial's metric when the sweep has no --objective"},
+        VIEW_ARG_OPTS(&a),
+        SR_VIEW_OPTS(&a.vo),
+        SR_OPTS_COMMON};
     struct view w;
     int code = view_begin(cmd, opts, argc, argv, &a, &w);
     if (code >= 0)

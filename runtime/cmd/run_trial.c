@@ -61,7 +61,8 @@ static int trial_index(const struct run_opts *o, const struct sr_sweep *sw, long
 }
 
 /* SPOTRUN_SWEEP, SPOTRUN_TRIAL and SPOTRUN_PARAM_<NAME> for the job (it
- * inherits the wrapper's environment); none of them in any other run. */
+ * inherits the wrapper's environment); none of them in any other run. A
+ * parameter the trial does not have (absent: the empty value) is unset. */
 static void trial_env(const struct sr_sweep *sw, long trial)
 {
     extern char **environ;
@@ -91,7 +92,9 @@ static void trial_env(const struct sr_sweep *sw, long trial)
         for (; *p && n + 1 < sizeof(name); p++)
             name[n++] = (char)toupper((unsigned char)*p);
         name[n] = '\0';
-        setenv(name, sr_sweep_value(sw, (size_t)trial, sr_sweep_param(sw, i)), 1);
+        const char *v = sr_sweep_value(sw, (size_t)trial, sr_sweep_param(sw, i));
+        if (v && *v) /* an empty value is a parameter the trial does not have: unset */
+            setenv(name, v, 1);
     }
 }
 

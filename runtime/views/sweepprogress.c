@@ -5,17 +5,25 @@
  * chart under the lanes).
  *
  * A trial counts once it has ended (done, failed, cancelled, pruned): its
- * instance hours are paid then, whether or not it reported the metric, and
- * its best value (if any) joins the best so far. Trials in the order they
- * ended (their last event; ties by index). Running and queued trials are
- * not on the curve yet.
+ * instance hours are paid then, whether or not it reported the metric; a
+ * done trial's value (sr_sv_trial_value: its final one, or its best step's
+ * with --best best-step) joins the best so far, a pruned, cancelled or
+ * failed trial's never does (docs/sweeps.md, "Best"). Trials in the order
+ * they ended (their last event; ties by index). Running and queued trials
+ * are not on the curve yet.
+ *
+ * The chart: better is up whatever the direction (a min metric's axis runs
+ * downwards in value), the axis says so and carries ticks in 4 significant
+ * digits, and each improvement is a dot named by its trial.
  */
 #include "sweepview.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "svg.h"
+#include "units.h"
 
 static int ended(const struct sr_sv_trial *t)
 {
@@ -40,7 +48,7 @@ int sr_sweepview_progress(const struct sr_sweepview *v, const struct sr_sv_opts 
                           const char **metric, struct sr_sv_progress **out, size_t *n)
 {
     *n = 0;
-    *metric = o->sort ? o->sort : v->n_metrics ? v->metrics[0] : NULL;
+    *metric = sr_sv_rank_metric(v, o);
     *out = NULL;
     struct ending *idx = calloc(v->n ? v->n : 1, sizeof(*idx));
     struct sr_sv_progress *p = calloc(v->n ? v->n : 1, sizeof(*p));
@@ -60,10 +68,9 @@ int sr_sweepview_progress(const struct sr_sweepview *v, const struct sr_sv_opts 
     for (size_t i = 0; i < k; i++) {
         const struct sr_sv_trial *t = &v->t[idx[i].i];
         hours += sr_sv_trial_hours(t);
-        const struct sr_hist_metric *m =
-            *metric && t->run ? sr_hist_metric_find(&t->run->h, *metric) : NULL;
-        if (m) {
-            const double b = sr_hist_metric_best(m, max);
+        double b;
+        int64_t step;
+        if (sr_sv_trial_value(t, o, *metric, &b, &step)) {
             if (!have || (max ? b > best : b < best)) {
                 best = b;
                 p[*n].improved = 1;
@@ -100,9 +107,9 @@ void sr_sv_progress_print(FILE *f, const struct sr_sweepview *v, const struct sr
     const struct sr_sv_progress *b = last_improved(p, n);
     if (b)
         fprintf(f,
-                "search:      best %s %.6g (trial %zu) after %.4f of %.4f trial-hours; %zu of "
-                "%zu trials ended\n",
-                metric, b->best, b->trial, b->hours, p[n - 1].hours, n, v->n);
+                "search:      best %s %.6g (trial %zu, %s) after %.4f of %.4f trial-hours; %zu "
+                "of %zu trials ended\n",
+                metric, b->best, b->trial, sr_sv_best_rule(o), b->hours, p[n - 1].hours, n, v->n);
     free(p);
 }
 
@@ -122,20 +129,60 @@ json_t *sr_sv_progress_json(const struct sr_sweepview *v, const struct sr_sv_opt
                                              p[i].has_best ? json_real(p[i].best) : json_null(),
                                              "improved", p[i].improved));
     const struct sr_sv_progress *b = last_improved(p, n);
-    json_t *o_ =
-        json_pack("{s:o,s:b,s:f,s:o,s:o}", "metric", metric ? json_string(metric) : json_null(),
-                  "maximize", metric ? sr_sv_maximized(o, metric) : 0, "hours", p[n - 1].hours,
-                  "best_after_hours", b ? json_real(b->hours) : json_null(), "points", pts);
+    json_t *o_ = json_pack(
+        "{s:o,s:b,s:s,s:f,s:o,s:o,s:o}", "metric", metric ? json_string(metric) : json_null(),
+        "maximize", metric ? sr_sv_maximized(o, metric) : 0, "rule", sr_sv_best_rule(o), "hours",
+        p[n - 1].hours, "best_after_hours", b ? json_real(b->hours) : json_null(), "best_trial",
+        b ? json_integer((json_int_t)b->trial) : json_null(), "points", pts);
     free(p);
     return o_;
 }
 
-/* y of value b in [lo, hi] on a chart from top to top + h (best at the top
- * whichever the direction: smaller is better for a minimized metric). */
+/* y of value b in [lo, hi] on a chart from top to top + h: better is up
+ * whichever the direction (a minimized metric's smallest value at the top). */
 static double chart_y(double b, double lo, double hi, int max, double top, double h)
 {
     const double r = hi > lo ? (b - lo) / (hi - lo) : 0.5;
     return top + h * (max ? 1.0 - r : r);
+}
+
+#define CHART_H 120.0
+
+/* A round step (1, 2 or 5 times a power of ten) giving about 4 intervals
+ * over span (> 0). */
+static double tick_step(double span)
+{
+    const double raw = span / 4, mag = pow(10, floor(log10(raw))), r = raw / mag;
+    return mag * (r < 1.5 ? 1 : r < 3 ? 2 : r < 7 ? 5 : 10);
+}
+
+/* The value axis at x0: ticks at round values from lo to hi in at most 4
+ * significant digits, and its name above it with the direction: better is
+ * up ("loss (min: lower is better) ^"). */
+static void value_axis(FILE *f, const char *metric, int max, double lo, double hi, double x0,
+                       double x1, double ct)
+{
+    char line[256];
+    fprintf(f, "<path class=\"value-axis\" d=\"M%.1f %.1fV%.1f\" stroke=\"" SR_SVG_DIM "\"/>\n", x0,
+            ct, ct + CHART_H);
+    const double step = hi > lo ? tick_step(hi - lo) : 1;
+    const double first = hi > lo ? ceil(lo / step - 1e-9) : 0;
+    for (int i = 0; i < 12; i++) {
+        const double val = hi > lo ? (first + i) * step : lo;
+        if (hi > lo && val > hi + step * 1e-9)
+            break;
+        const double y = chart_y(val, lo, hi, max, ct, CHART_H);
+        fprintf(f, "<path class=\"tick\" d=\"M%.1f %.1fH%.1f\" stroke=\"#e5e5e5\"/>\n", x0, y, x1);
+        snprintf(line, sizeof(line), "%.4g", fabs(val) < step * 1e-9 ? 0.0 : val);
+        sr_svg_text(f, x0 - 6, y + 4, "progress-label tick-label",
+                    "text-anchor=\"end\" font-size=\"11\"", line);
+        if (!(hi > lo))
+            break;
+    }
+    snprintf(line, sizeof(line), "%s (%s: %s is better) \xe2\x86\x91", metric, max ? "max" : "min",
+             max ? "higher" : "lower");
+    sr_svg_text(f, x0 - 6, ct - 8, "progress-axis-label", "text-anchor=\"end\" font-size=\"11\"",
+                line);
 }
 
 double sr_sv_progress_svg(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o,
@@ -148,7 +195,7 @@ double sr_sv_progress_svg(FILE *f, const struct sr_sweepview *v, const struct sr
         free(p);
         return 0;
     }
-    const double h = 120, total = p[n - 1].hours > 0 ? p[n - 1].hours : 1;
+    const double h = CHART_H, total = p[n - 1].hours > 0 ? p[n - 1].hours : 1;
     if (!f) { /* measured only */
         free(p);
         return 28 + h + 24;
@@ -162,11 +209,17 @@ double sr_sv_progress_svg(FILE *f, const struct sr_sweepview *v, const struct sr
             hi = have && hi > p[i].best ? hi : p[i].best;
             have = 1;
         }
-    char line[256];
-    snprintf(line, sizeof(line), "best %s so far over the trial-hours paid (ended trials)", metric);
-    fprintf(f, "<g class=\"progress\">\n");
+    char line[320];
+    snprintf(line, sizeof(line),
+             "best %s so far (%s value of done trials; pruned, cancelled and failed ones only "
+             "cost) over the trial-hours paid",
+             metric, sr_sv_best_rule(o));
+    fprintf(f, "<g class=\"progress\" data-metric=\"");
+    sr_svg_escape(f, metric);
+    fprintf(f, "\" data-direction=\"%s\">\n", max ? "max" : "min");
     sr_svg_text(f, x0, top + 14, "progress-title", "fill=\"" SR_SVG_TEXT "\"", line);
     const double ct = top + 28;
+    value_axis(f, metric, max, lo, hi, x0, x1, ct);
     fprintf(f, "<path d=\"M%.1f %.1fH%.1f\" stroke=\"" SR_SVG_DIM "\"/>\n", x0, ct + h, x1);
     fprintf(f, "<path class=\"best\" fill=\"none\" stroke=\"" SR_SVG_TEXT "\" d=\"");
     int started = 0;
@@ -186,21 +239,33 @@ double sr_sv_progress_svg(FILE *f, const struct sr_sweepview *v, const struct sr
         if (!p[i].improved)
             continue;
         const double x = x0 + (x1 - x0) * p[i].hours / total;
+        const double y = chart_y(p[i].best, lo, hi, max, ct, h);
         fprintf(f,
-                "<circle class=\"improved\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"" SR_SVG_TEXT
-                "\">",
-                x, chart_y(p[i].best, lo, hi, max, ct, h));
+                "<g class=\"improved\" data-trial=\"%zu\"><circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" "
+                "fill=\"" SR_SVG_TEXT "\">",
+                p[i].trial, x, y);
         snprintf(line, sizeof(line), "trial %zu: %s %.6g after %.4f trial-hours", p[i].trial,
                  metric, p[i].best, p[i].hours);
         sr_svg_tooltip(f, line);
-        fprintf(f, "</circle>\n");
+        fprintf(f, "</circle>");
+        /* named in text beside its dot: below it when near the top */
+        snprintf(line, sizeof(line), "trial %zu: %.4g", p[i].trial, p[i].best);
+        const int right = x > x1 - 90;
+        sr_svg_text(f, right ? x - 5 : x + 5, y < ct + 12 ? y + 14 : y - 5, "improved-label",
+                    right ? "text-anchor=\"end\" font-size=\"10\"" : "font-size=\"10\"", line);
+        fprintf(f, "</g>\n");
     }
-    snprintf(line, sizeof(line), "%.6g", max ? hi : lo);
-    sr_svg_text(f, x0 - 8, ct + 4, "progress-label", "text-anchor=\"end\"", line);
-    snprintf(line, sizeof(line), "%.6g", max ? lo : hi);
-    sr_svg_text(f, x0 - 8, ct + h, "progress-label", "text-anchor=\"end\"", line);
-    snprintf(line, sizeof(line), "%.4f trial-hours", total);
-    sr_svg_text(f, x1, ct + h + 16, "progress-label", "text-anchor=\"end\"", line);
+    /* what the hours bought: lost work apart from the work the sweep chose
+     * to drop (pruned, cancelled), which is not lost (sweepview.c's header) */
+    char lost[32], pruned[32], cancelled[32];
+    sr_format_duration_ms(v->lost_ms, lost, sizeof(lost));
+    sr_format_duration_ms(v->pruned_ms, pruned, sizeof(pruned));
+    sr_format_duration_ms(v->cancelled_ms, cancelled, sizeof(cancelled));
+    snprintf(line, sizeof(line),
+             "%.4g trial-hours paid; lost work %s; pruned work %s, cancelled work %s (not lost)",
+             total, lost, pruned, cancelled);
+    sr_svg_text(f, x1, ct + h + 16, "progress-label hours", "text-anchor=\"end\"", line);
+    sr_svg_text(f, x0, ct + h + 16, "progress-label", "", "0");
     fprintf(f, "</g>\n");
     free(p);
     return 28 + h + 24;

@@ -6,11 +6,13 @@
  * Threads: none; the caller's.
  */
 #include "sweepview.h"
+#include "sweeppareto.h"
 #include "sweepsteer.h"
 #include "sweepworkersout.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +29,16 @@ const char *sr_sv_state_name(enum sr_sv_state s)
 
 /* ---- queries ----------------------------------------------------------------- */
 
+void sr_sv_opts_from_sweep(struct sr_sv_opts *o, const struct sr_sweep *sw)
+{
+    o->best_step = sw->best_step;
+    o->n_objectives = 0;
+    for (size_t i = 0; i < sr_sweep_nobjectives(sw) && i < SR_SWEEP_OBJECTIVES_MAX; i++) {
+        o->objective[i] = sr_sweep_objective(sw, i, &o->objective_max[i]);
+        o->n_objectives++;
+    }
+}
+
 int sr_sv_maximized(const struct sr_sv_opts *o, const char *metric)
 {
     for (size_t i = 0; i < o->n_maximize; i++)
@@ -35,6 +47,9 @@ int sr_sv_maximized(const struct sr_sv_opts *o, const char *metric)
     for (size_t i = 0; i < o->n_minimize; i++)
         if (strcmp(o->minimize[i], metric) == 0)
             return 0;
+    for (size_t i = 0; i < o->n_objectives; i++)
+        if (strcmp(o->objective[i], metric) == 0)
+            return o->objective_max[i];
     return sr_hist_metric_maximized(metric);
 }
 
@@ -88,23 +103,85 @@ void sr_sweepview_order(const struct sr_sweepview *v, const struct sr_sv_opts *o
     free(keys);
 }
 
+const char *sr_sv_rank_metric(const struct sr_sweepview *v, const struct sr_sv_opts *o)
+{
+    if (o->n_objectives) /* the sweep's own: --sort only orders the rows */
+        return o->objective[0];
+    return o->sort ? o->sort : v->n_metrics ? v->metrics[0] : NULL;
+}
+
+const char *sr_sv_best_rule(const struct sr_sv_opts *o)
+{
+    return o->best_step ? "best-step" : "final";
+}
+
+int sr_sv_trial_value(const struct sr_sv_trial *t, const struct sr_sv_opts *o, const char *metric,
+                      double *value, int64_t *step)
+{
+    const struct sr_hist_metric *m = metric && t->state == SR_SV_DONE ? metric_of(t, metric) : NULL;
+    if (!m)
+        return 0;
+    const int max = sr_sv_maximized(o, metric);
+    *value = o->best_step ? sr_hist_metric_best(m, max) : m->last;
+    *step = o->best_step ? sr_hist_metric_best_step(m, max) : m->last_step;
+    return isfinite(*value);
+}
+
 const struct sr_sv_trial *sr_sweepview_best(const struct sr_sweepview *v,
                                             const struct sr_sv_opts *o, const char **metric)
 {
-    *metric = o->sort ? o->sort : v->n_metrics ? v->metrics[0] : NULL;
+    *metric = sr_sv_rank_metric(v, o);
     if (!*metric)
         return NULL;
     const int max = sr_sv_maximized(o, *metric);
     const struct sr_sv_trial *best = NULL;
     double key = 0;
     for (size_t k = 0; k < v->n; k++) { /* ties: the lowest index (as the sort) */
-        const struct sr_hist_metric *m = metric_of(&v->t[k], *metric);
-        if (m && (!best || (max ? m->max > key : m->min < key))) {
+        double val;
+        int64_t step;
+        if (sr_sv_trial_value(&v->t[k], o, *metric, &val, &step) &&
+            (!best || (max ? val > key : val < key))) {
             best = &v->t[k];
-            key = sr_hist_metric_best(m, max);
+            key = val;
         }
     }
     return best;
+}
+
+int sr_sweepview_pareto(const struct sr_sweepview *v, const struct sr_sv_opts *o, size_t **out,
+                        size_t *n)
+{
+    const size_t k = o->n_objectives;
+    *out = NULL;
+    *n = 0;
+    double *val = calloc((v->n ? v->n : 1) * (k ? k : 1), sizeof(*val));
+    size_t *who = malloc((v->n ? v->n : 1) * sizeof(*who));
+    unsigned char *front = malloc(v->n ? v->n : 1);
+    int rc = val && who && front ? 0 : -ENOMEM;
+    size_t m = 0;
+    for (size_t i = 0; rc == 0 && i < v->n; i++) {
+        size_t j = 0;
+        for (int64_t step; j < k; j++)
+            if (!sr_sv_trial_value(&v->t[i], o, o->objective[j], &val[m * k + j], &step))
+                break;
+        if (j == k && k > 0)
+            who[m++] = i;
+    }
+    int max[SR_SWEEP_OBJECTIVES_MAX] = {0};
+    for (size_t j = 0; j < k; j++)
+        max[j] = sr_sv_maximized(o, o->objective[j]);
+    if (rc == 0)
+        rc = sr_pareto_front(val, m, k, max, front);
+    for (size_t i = 0; rc == 0 && i < m; i++)
+        if (front[i])
+            who[(*n)++] = v->t[who[i]].trial;
+    free(val);
+    free(front);
+    if (rc < 0)
+        free(who);
+    else
+        *out = who;
+    return rc;
 }
 
 double sr_sv_trial_hours(const struct sr_sv_trial *t)
@@ -253,32 +330,72 @@ static void print_header(FILE *f, const struct sr_sweepview *v, const struct sr_
     fputc('\n', f);
 }
 
-/* "best:        trial 3 (loss 0.21 at step 900; lr=0.2 seed=1)". */
+static void print_params(FILE *f, const struct sr_sweepview *v, size_t trial, const char *first)
+{
+    for (size_t i = 0; i < sr_sweep_nparams(v->sw); i++) {
+        const char *p = sr_sweep_param(v->sw, i), *val = sr_sweep_value(v->sw, trial, p);
+        fprintf(f, "%s%s=%s", i ? " " : first, p, val ? val : "-");
+    }
+}
+
+/* "best:        trial 3 (loss 0.21 at step 900, min, final; lr=0.2 seed=1)":
+ * the best done trial (docs/sweeps.md, "Best"). */
 static void print_best(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o)
 {
     const char *name;
     const struct sr_sv_trial *t = sr_sweepview_best(v, o, &name);
     if (!t)
         return;
-    const struct sr_hist_metric *m = metric_of(t, name);
-    const int max = sr_sv_maximized(o, name);
-    const int64_t step = sr_hist_metric_best_step(m, max);
-    fprintf(f, "best:        trial %zu (%s %.6g", t->trial, name, sr_hist_metric_best(m, max));
+    double val;
+    int64_t step;
+    sr_sv_trial_value(t, o, name, &val, &step);
+    fprintf(f, "best:        trial %zu (%s %.6g", t->trial, name, val);
     if (step >= 0)
         fprintf(f, " at step %" PRId64, step);
-    fprintf(f, ", %s", max ? "max" : "min");
-    for (size_t i = 0; i < sr_sweep_nparams(v->sw); i++) {
-        const char *p = sr_sweep_param(v->sw, i), *val = sr_sweep_value(v->sw, t->trial, p);
-        fprintf(f, "%s%s=%s", i ? " " : "; ", p, val ? val : "-");
-    }
+    fprintf(f, ", %s, %s", sr_sv_maximized(o, name) ? "max" : "min", sr_sv_best_rule(o));
+    print_params(f, v, t->trial, "; ");
     fprintf(f, ")\n");
+}
+
+/* With 2+ objectives, instead of one best trial:
+ *   pareto:      2 trials on the front (loss min, acc max; final values of done trials)
+ *                trial 2: loss 0.3 acc 0.9 (lr=0.2 seed=0)                              */
+#define PARETO_LINES 20
+static void print_pareto(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o)
+{
+    size_t *front = NULL, n = 0;
+    if (sr_sweepview_pareto(v, o, &front, &n) < 0)
+        return;
+    fprintf(f, "pareto:      %zu trial%s on the front (", n, n == 1 ? "" : "s");
+    for (size_t j = 0; j < o->n_objectives; j++)
+        fprintf(f, "%s%s %s", j ? ", " : "", o->objective[j],
+                sr_sv_maximized(o, o->objective[j]) ? "max" : "min");
+    fprintf(f, "; %s values of done trials)\n", o->best_step ? "best-step" : "final");
+    for (size_t i = 0; i < n && i < PARETO_LINES; i++) {
+        const struct sr_sv_trial *t = &v->t[front[i]];
+        fprintf(f, "             trial %zu:", t->trial);
+        for (size_t j = 0; j < o->n_objectives; j++) {
+            double val = 0;
+            int64_t step;
+            sr_sv_trial_value(t, o, o->objective[j], &val, &step);
+            fprintf(f, " %s %.6g", o->objective[j], val);
+        }
+        print_params(f, v, t->trial, " (");
+        fprintf(f, "%s\n", sr_sweep_nparams(v->sw) ? ")" : "");
+    }
+    if (n > PARETO_LINES)
+        fprintf(f, "             ... %zu more (sweep show --json: \"pareto\")\n", n - PARETO_LINES);
+    free(front);
 }
 
 void sr_sweepview_print(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o)
 {
     print_header(f, v, o);
     sr_sv_workers_print(f, &v->workers, o->prices.spot_per_hour);
-    print_best(f, v, o);
+    if (o->n_objectives > 1)
+        print_pareto(f, v, o);
+    else
+        print_best(f, v, o);
     sr_sv_progress_print(f, v, o);
     const size_t np = sr_sweep_nparams(v->sw), nm = v->n_metrics;
     struct table t = {.rows = v->n + 1, .cols = 1 + np + 7 + nm};
@@ -466,13 +583,26 @@ json_t *sr_sweepview_json(const struct sr_sweepview *v, const struct sr_sv_opts 
     const char *bname;
     const struct sr_sv_trial *bt = sr_sweepview_best(v, o, &bname);
     json_t *best = json_null();
-    if (bt) {
-        const struct sr_hist_metric *m = metric_of(bt, bname);
-        const int max = sr_sv_maximized(o, bname);
-        const int64_t step = sr_hist_metric_best_step(m, max);
-        best = json_pack("{s:I,s:s,s:f,s:o,s:b}", "trial", (json_int_t)bt->trial, "metric", bname,
-                         "value", sr_hist_metric_best(m, max), "step",
-                         step >= 0 ? json_integer(step) : json_null(), "maximize", max);
+    if (bt && o->n_objectives < 2) { /* several: the front, no one best */
+        double val;
+        int64_t step;
+        sr_sv_trial_value(bt, o, bname, &val, &step);
+        best = json_pack("{s:I,s:s,s:f,s:o,s:b,s:s}", "trial", (json_int_t)bt->trial, "metric",
+                         bname, "value", val, "step", step >= 0 ? json_integer(step) : json_null(),
+                         "maximize", sr_sv_maximized(o, bname), "rule", sr_sv_best_rule(o));
+    }
+    json_t *objectives = json_array();
+    for (size_t j = 0; j < o->n_objectives; j++)
+        json_array_append_new(objectives,
+                              json_pack("{s:s,s:s}", "metric", o->objective[j], "direction",
+                                        o->objective_max[j] ? "max" : "min"));
+    json_t *pareto = json_null();
+    size_t *front = NULL, nfront = 0;
+    if (o->n_objectives > 1 && sr_sweepview_pareto(v, o, &front, &nfront) == 0) {
+        pareto = json_array();
+        for (size_t i = 0; i < nfront; i++)
+            json_array_append_new(pareto, json_integer((json_int_t)front[i]));
+        free(front);
     }
     json_t *trials = json_array();
     for (size_t i = 0; i < v->n; i++)
@@ -487,7 +617,10 @@ json_t *sr_sweepview_json(const struct sr_sweepview *v, const struct sr_sv_opts 
     json_object_set(doc, "spec", v->sw->spec ? v->sw->spec : json_null());
     json_object_set_new(doc, "maximize", maximize);
     json_object_set_new(doc, "sort", o->sort ? json_string(o->sort) : json_null());
+    json_object_set_new(doc, "best_rule", json_string(sr_sv_best_rule(o)));
+    json_object_set_new(doc, "objectives", objectives);
     json_object_set_new(doc, "best", best);
+    json_object_set_new(doc, "pareto", pareto);
     json_object_set_new(doc, "progress", sr_sv_progress_json(v, o));
     json_object_set_new(doc, "counts", counts);
     json_object_set_new(doc, "totals", totals);

@@ -23,27 +23,55 @@ struct sr_sv_opts {
     const char *minimize[SR_SV_MAXIMIZE_MAX];
     size_t n_minimize;
     const char *sort; /* a metric name, NULL = by trial index */
+    /* The sweep's own rule (its definition, sr_sv_opts_from_sweep): which
+     * value of a done trial ranks it (final: the last reported; best-step:
+     * its best at any step), and its objectives (metric, larger better). */
+    int best_step;
+    const char *objective[SR_SWEEP_OBJECTIVES_MAX];
+    int objective_max[SR_SWEEP_OBJECTIVES_MAX];
+    size_t n_objectives;
 };
+
+/* Fills o's rule from sw's definition (--best, --objective). */
+void sr_sv_opts_from_sweep(struct sr_sv_opts *o, const struct sr_sweep *sw);
 
 const char *sr_sv_state_name(enum sr_sv_state s);
 /* 1 when metric's best is its largest value: named in o->maximize, else
- * not in o->minimize and sr_hist_metric_maximized(metric). */
+ * not in o->minimize, else an objective's direction, else
+ * sr_hist_metric_maximized(metric). */
 int sr_sv_maximized(const struct sr_sv_opts *o, const char *metric);
 /* order[0..v->n): trial indices as shown: by o->sort's best (min first, max
  * first when maximized; trials without it last), then by index. */
 void sr_sweepview_order(const struct sr_sweepview *v, const struct sr_sv_opts *o, size_t *order);
-/* The best trial by o->sort (without one, by the first metric reported):
- * the smallest best value (largest when maximized; ties: the lowest index).
- * NULL when no trial reported it; *metric is the metric's name (or NULL). */
+/* The metric "best" ranks by: the sweep's first objective, else o->sort,
+ * else the first metric reported (NULL: none). */
+const char *sr_sv_rank_metric(const struct sr_sweepview *v, const struct sr_sv_opts *o);
+/* What ranks trial t by metric (docs/sweeps.md, "Best"): 1 and *value
+ * (*step: its step, -1 unknown) when t ended done and reported metric, a
+ * finite value: its last one, or its best with o->best_step; else 0
+ * (pruned, cancelled, failed, running and queued trials are never best). */
+int sr_sv_trial_value(const struct sr_sv_trial *t, const struct sr_sv_opts *o, const char *metric,
+                      double *value, int64_t *step);
+/* "final" or "best-step". */
+const char *sr_sv_best_rule(const struct sr_sv_opts *o);
+/* The best trial by sr_sv_rank_metric: the smallest sr_sv_trial_value
+ * (largest when maximized; ties: the lowest index). NULL when no done
+ * trial has a value; *metric is the metric's name (or NULL). */
 const struct sr_sv_trial *sr_sweepview_best(const struct sr_sweepview *v,
                                             const struct sr_sv_opts *o, const char **metric);
+/* With 2+ objectives: the trials on the Pareto front (sweeppareto.h) of
+ * the done trials that reported every objective, by sr_sv_trial_value, in
+ * index order; *out malloc'd (free it), *n of them. -ENOMEM. */
+int sr_sweepview_pareto(const struct sr_sweepview *v, const struct sr_sv_opts *o, size_t **out,
+                        size_t *n);
 /* A trial's instance hours and cost at o's spot price (0 without). */
 double sr_sv_trial_hours(const struct sr_sv_trial *t);
 
 /* The search's progress (sweepprogress.c): one point per ended trial, in
  * the order they ended: the trial-hours every ended trial has cost so far,
- * and the best value of metric (o->sort, else the first reported; *metric,
- * NULL when none) among them. *out is malloc'd (free it), *n points. */
+ * and the best value of metric (sr_sv_rank_metric; *metric, NULL when
+ * none) among the done ones (sr_sv_trial_value). *out is malloc'd (free
+ * it), *n points. */
 struct sr_sv_progress {
     size_t trial;
     double hours; /* ended trials' instance hours so far */

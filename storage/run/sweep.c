@@ -43,6 +43,68 @@ int sr_sweep_param_name_valid(const char *name)
     return 1;
 }
 
+/* A metric's name as `spotrun metric` takes it: [A-Za-z0-9_.:-]{1,64}. */
+static int objective_metric_valid(const char *m, size_t len)
+{
+    if (len == 0 || len > 64)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (!m[i] ||
+            !strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-", m[i]))
+            return 0;
+    return 1;
+}
+
+json_t *sr_sweep_objective_parse(const char *spec, char *err, size_t errlen)
+{
+    const char *colon = strrchr(spec, ':');
+    if (!colon) {
+        snprintf(err, errlen, "it needs METRIC:min or METRIC:max");
+        return NULL;
+    }
+    const size_t mlen = (size_t)(colon - spec);
+    if (!objective_metric_valid(spec, mlen)) {
+        snprintf(err, errlen, "\"%.*s\" is not a metric name ([A-Za-z0-9_.:-], at most 64)",
+                 (int)(mlen > 80 ? 80 : mlen), spec);
+        return NULL;
+    }
+    if (strcmp(colon + 1, "min") != 0 && strcmp(colon + 1, "max") != 0) {
+        snprintf(err, errlen, "the direction \"%.40s\" is not min or max", colon + 1);
+        return NULL;
+    }
+    return json_pack("{s:s%,s:s}", "metric", spec, mlen, "direction", colon + 1);
+}
+
+int sr_sweep_objectives_valid(const json_t *o)
+{
+    if (!json_is_array(o) || json_array_size(o) > SR_SWEEP_OBJECTIVES_MAX)
+        return 0;
+    for (size_t i = 0; i < json_array_size(o); i++) {
+        const json_t *e = json_array_get(o, i);
+        const char *m = json_string_value(json_object_get(e, "metric")),
+                   *d = json_string_value(json_object_get(e, "direction"));
+        if (!json_is_object(e) || !m || !objective_metric_valid(m, strlen(m)) || !d ||
+            (strcmp(d, "min") != 0 && strcmp(d, "max") != 0))
+            return 0;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(m, json_string_value(json_object_get(json_array_get(o, j), "metric"))) == 0)
+                return 0;
+    }
+    return 1;
+}
+
+size_t sr_sweep_nobjectives(const struct sr_sweep *sw)
+{
+    return json_array_size(sw->objectives);
+}
+
+const char *sr_sweep_objective(const struct sr_sweep *sw, size_t i, int *maximize)
+{
+    const json_t *e = json_array_get(sw->objectives, i);
+    *maximize = strcmp(json_string_value(json_object_get(e, "direction")), "max") == 0;
+    return json_string_value(json_object_get(e, "metric"));
+}
+
 static void part_key(char *buf, size_t len, const char *name, unsigned part)
 {
     sr_key_sweep(buf, len, name, SR_SWEEP_DEF "/%06u.json", part);
@@ -58,7 +120,9 @@ void sr_sweep_free(struct sr_sweep *sw)
     json_decref(sw->spec);
     json_decref(sw->labels);
     json_decref(sw->early_stop);
+    json_decref(sw->objectives);
     sw->params = sw->command = sw->trials = sw->spec = sw->labels = sw->early_stop = NULL;
+    sw->objectives = NULL;
 }
 
 size_t sr_sweep_count(const struct sr_sweep *sw)
@@ -223,6 +287,16 @@ int sr_sweep_read(struct sr_store *st, const char *name, struct sr_sweep *out)
             struct sr_asha rule;
             if (out->early_stop && sr_asha_from_json(out->early_stop, &rule) < 0)
                 rc = sr_errf(-EBADMSG, "sweep %s: the definition's early_stop is malformed", name);
+            const json_t *best = json_object_get(o, "best");
+            out->best_step =
+                json_is_string(best) && strcmp(json_string_value(best), "best-step") == 0;
+            if (rc == 0 && best &&
+                !(json_is_string(best) &&
+                  (out->best_step || strcmp(json_string_value(best), "final") == 0)))
+                rc = sr_errf(-EBADMSG, "sweep %s: the definition's best rule is malformed", name);
+            out->objectives = json_incref(json_object_get(o, "objectives"));
+            if (rc == 0 && out->objectives && !sr_sweep_objectives_valid(out->objectives))
+                rc = sr_errf(-EBADMSG, "sweep %s: the definition's objectives are malformed", name);
             const json_t *id = json_object_get(o, "id");
             if (json_is_string(id) && json_string_length(id) < sizeof(out->id))
                 snprintf(out->id, sizeof(out->id), "%s", json_string_value(id));
@@ -301,6 +375,11 @@ static const char *differs(const struct sr_sweep *old, const struct sr_sweep *de
     if (!old->early_stop != !def->early_stop ||
         (def->early_stop && !json_equal(old->early_stop, def->early_stop)))
         return "early-stopping rule";
+    if (old->best_step != def->best_step)
+        return "best rule (--best)";
+    if (json_array_size(old->objectives) != json_array_size(def->objectives) ||
+        (json_array_size(def->objectives) && !json_equal(old->objectives, def->objectives)))
+        return "objectives";
     /* part 0's trials, all of them: a prefix of them is another sweep */
     if (old->first_part_trials != json_array_size(def->trials))
         return "trials";
@@ -480,6 +559,10 @@ int sr_sweep_create(struct sr_store *st, const struct sr_sweep *def)
             json_object_set(fields, "labels", def->labels);
         if (fields && def->early_stop)
             json_object_set(fields, "early_stop", def->early_stop);
+        if (fields && def->best_step) /* absent: "final" */
+            json_object_set_new(fields, "best", json_string("best-step"));
+        if (fields && json_array_size(def->objectives))
+            json_object_set(fields, "objectives", def->objectives);
         rc = fields ? put_part(st, def->name, 0, fields) : -ENOMEM;
         json_decref(fields);
         if (rc != -EEXIST)

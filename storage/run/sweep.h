@@ -66,7 +66,26 @@ struct sr_sweep {
     json_t *labels;
     /* part 0's "early_stop" (sweep init --early-stop; asha.h), NULL = none */
     json_t *early_stop;
+    /* part 0's "best" (sweep init --best): 1 = "best-step" (each done
+     * trial ranked by its best value at any step), 0 = "final" (absent:
+     * by its last reported value) */
+    int best_step;
+    /* part 0's "objectives" (sweep init --objective METRIC:min|max):
+     * [{"metric","direction"}], checked (sr_sweep_objectives_valid); NULL
+     * = none */
+    json_t *objectives;
 };
+
+/* --objective's METRIC:min|max (the direction after the last ':'): an
+ * object {"metric","direction"}, or NULL with err saying why. */
+#define SR_SWEEP_OBJECTIVES_MAX 8
+json_t *sr_sweep_objective_parse(const char *spec, char *err, size_t errlen);
+/* 1 when o is an array of at most SR_SWEEP_OBJECTIVES_MAX such objects,
+ * each metric named once. */
+int sr_sweep_objectives_valid(const json_t *o);
+/* Objective i's metric and whether larger is better (i < its count). */
+const char *sr_sweep_objective(const struct sr_sweep *sw, size_t i, int *maximize);
+size_t sr_sweep_nobjectives(const struct sr_sweep *sw);
 
 /* A sweep name: a run id of at most SR_SWEEP_NAME_MAX characters, not
  * "sweeps". */

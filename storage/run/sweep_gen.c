@@ -6,6 +6,12 @@
  * generator is SplitMix64 (a fixed 64-bit recurrence, not the C library's
  * rand()), each draw is 53 bits scaled to [0, 1), and parameters draw in
  * the order given, trial by trial.
+ *
+ * An integer spec may take one option after its range: "int:LO,HI,step=S"
+ * (LO, LO+S, ... HI; HI - LO a multiple of S) or "int:LO,HI,log" (uniform
+ * in log space, 1 <= LO): Optuna's IntDistribution(step=, log=), which
+ * refuses the two together too. "NAME=absent:" is a parameter a trial does
+ * not have (an empty value: a conditional parameter its space left out).
  */
 #include "sweep.h"
 
@@ -29,6 +35,8 @@ struct param {
     json_t *values; /* LIST, CHOICE (and RANGE, expanded) */
     double lo, hi;  /* UNIFORM, LOGUNIFORM */
     int64_t ilo, ihi;
+    int64_t step; /* INT: the values are ilo, ilo + step, ... ihi (1 = every integer) */
+    int log;      /* INT: drawn uniform in log space (ilo >= 1, step 1) */
 };
 
 static uint64_t splitmix64(uint64_t *state)
@@ -97,6 +105,31 @@ static int two_ints(const char *s, const char *sep, int64_t *lo, int64_t *hi)
     return 0;
 }
 
+/* "LO,HI" or "LO,HI,step=S" or "LO,HI,log" of an int: spec. */
+static int int_spec(const char *s, struct param *p)
+{
+    char range[80];
+    const char *opt = strchr(s, ',');
+    opt = opt ? strchr(opt + 1, ',') : NULL;
+    const size_t n = opt ? (size_t)(opt - s) : strlen(s);
+    if (n >= sizeof(range))
+        return -EINVAL;
+    snprintf(range, sizeof(range), "%.*s", (int)n, s);
+    p->step = 1;
+    if (two_ints(range, ",", &p->ilo, &p->ihi) < 0)
+        return -EINVAL;
+    if (!opt)
+        return 0;
+    opt++;
+    if (strcmp(opt, "log") == 0) {
+        p->log = 1;
+        return p->ilo >= 1 ? 0 : -EINVAL;
+    }
+    if (strncmp(opt, "step=", 5) != 0 || sr_parse_int(opt + 5, 1, INT64_C(1) << 52, &p->step) < 0)
+        return -EINVAL;
+    return (p->ihi - p->ilo) % p->step == 0 ? 0 : -EINVAL;
+}
+
 static int parse_spec(const char *spec, struct param *p)
 {
     memset(p, 0, sizeof(*p));
@@ -113,6 +146,13 @@ static int parse_spec(const char *spec, struct param *p)
                        "digits and _, not starting with a digit)",
                        p->name, spec);
     const char *v = eq + 1;
+    if (strncmp(v, "absent:", 7) == 0) { /* a trial without it: the empty value */
+        if (v[7])
+            return sr_errf(-EINVAL, "invalid --param \"%s\" (absent: takes no value)", spec);
+        p->kind = LIST;
+        p->values = json_pack("[s]", "");
+        return p->values ? 0 : -ENOMEM;
+    }
     static const struct {
         const char *prefix;
         enum kind kind;
@@ -130,13 +170,15 @@ static int parse_spec(const char *spec, struct param *p)
         if (rc == 0 && p->kind == LOGUNIFORM && p->lo <= 0)
             rc = -EINVAL;
         if (p->kind == INT)
-            rc = two_ints(v, ",", &p->ilo, &p->ihi);
+            rc = int_spec(v, p);
         if (p->kind == CHOICE)
             rc = (p->values = split_list(v)) ? 0 : -EINVAL;
         if (rc < 0)
             return sr_errf(-EINVAL, "invalid --param \"%s\" (%s)", spec,
-                           p->kind == CHOICE       ? "choice:a,b,c"
-                           : p->kind == INT        ? "int:LO,HI with integers LO <= HI"
+                           p->kind == CHOICE ? "choice:a,b,c"
+                           : p->kind == INT
+                               ? "int:LO,HI with integers LO <= HI, optionally ,step=S (S >= 1 "
+                                 "dividing HI - LO) or ,log (LO >= 1), not both"
                            : p->kind == LOGUNIFORM ? "loguniform:LO,HI with 0 < LO <= HI"
                                                    : "uniform:LO,HI with LO <= HI");
         return 0;
@@ -191,8 +233,15 @@ static json_t *draw(const struct param *p, uint64_t *state)
         real_in_range(exp((1 - u) * log(p->lo) + u * log(p->hi)), p->lo, p->hi, buf, sizeof(buf));
         break;
     case INT: {
-        const double span = (double)(p->ihi - p->ilo) + 1;
-        int64_t k = p->ilo + (int64_t)floor(u * span);
+        int64_t k;
+        if (p->log) { /* as Optuna draws one: log-uniform over [LO-0.5, HI+0.5], rounded */
+            const double lo = log((double)p->ilo - 0.5), hi = log((double)p->ihi + 0.5);
+            k = (int64_t)llround(exp((1 - u) * lo + u * hi));
+            k = k < p->ilo ? p->ilo : k;
+        } else {
+            const double span = (double)((p->ihi - p->ilo) / p->step) + 1;
+            k = p->ilo + p->step * (int64_t)floor(u * span);
+        }
         snprintf(buf, sizeof(buf), "%" PRId64, k > p->ihi ? p->ihi : k);
         break;
     }

@@ -116,17 +116,18 @@ test_expect_success 'acc: its best is the largest by its name, and sorts first; 
     grep -E "loss last/max " loss-max.out
 '
 
-test_expect_success 'best: the best trial by the sort metric, its value, step and parameters' '
-    grep -E "^best: +trial 2 \(loss 0\.2 at step 2, min; lr=0\.2 seed=0\)$" show.out &&
-    grep -E "^best: +trial 2 \(loss 0\.2 at step 2, min; lr=0\.2 seed=0\)$" sorted.out &&
-    grep -E "^best: +trial 2 \(acc 0\.9 at step 2, max; lr=0\.2 seed=0\)$" acc-max.out &&
-    grep -E "^best: +trial 0 \(acc 0\.5 at step 1, min; lr=0\.5 seed=0\)$" acc-min.out &&
-    grep -E "^best: +trial 3 \(loss 9 at step 1, max; lr=0\.2 seed=1\)$" loss-max.out &&
+test_expect_success 'best: the done trial with the best final value of the sort metric, its step and parameters' '
+    grep -E "^best: +trial 2 \(loss 0\.3 at step 3, min, final; lr=0\.2 seed=0\)$" show.out &&
+    grep -E "^best: +trial 2 \(loss 0\.3 at step 3, min, final; lr=0\.2 seed=0\)$" sorted.out &&
+    grep -E "^best: +trial 2 \(acc 0\.9 at step 2, max, final; lr=0\.2 seed=0\)$" acc-max.out &&
+    grep -E "^best: +trial 0 \(acc 0\.75 at step 2, min, final; lr=0\.5 seed=0\)$" acc-min.out &&
+    grep -E "^best: +trial 0 \(loss 0\.75 at step 3, max, final; lr=0\.5 seed=0\)$" loss-max.out &&
     "$SPOTRUN" sweep show sw --sort acc --json >best.json &&
     "$PY" -c "
 import json
 d = json.load(open(\"best.json\"))
-assert d[\"best\"] == {\"trial\": 2, \"metric\": \"acc\", \"value\": 0.9, \"step\": 2, \"maximize\": True}, d[\"best\"]
+assert d[\"best\"] == {\"trial\": 2, \"metric\": \"acc\", \"value\": 0.9, \"step\": 2, \"maximize\": True,
+                     \"rule\": \"final\"}, d[\"best\"]
 assert d[\"maximize\"] == [\"acc\"], d[\"maximize\"]
 "
 '
@@ -264,7 +265,7 @@ test_expect_success 'search progress: the best so far over trial-hours, in show,
     for k in 0 1 2 3; do "$SPOTRUN" run --sweep prog --trial $k 2>/dev/null || return 1; done &&
     "$SPOTRUN" sweep show prog >prog.out &&
     cat prog.out &&
-    grep -E "^search: +best loss 0.5 \(trial 3\) after ([0-9.]+) of \1 trial-hours; 4 of 5 trials ended$" prog.out &&
+    grep -E "^search: +best loss 0.5 \(trial 3, final\) after ([0-9.]+) of \1 trial-hours; 4 of 5 trials ended$" prog.out &&
     "$SPOTRUN" sweep show prog --json >prog.json &&
     "$PY" -c "
 import json
@@ -279,7 +280,7 @@ assert p[\"best_after_hours\"] == pts[3][\"hours\"] == p[\"hours\"], p
 " &&
     "$SPOTRUN" sweep report prog -o prog.svg &&
     xmllint --noout prog.svg &&
-    test "$(grep -c "<circle class=\"improved\"" prog.svg)" -eq 3 &&
+    test "$(svg_count prog.svg improved)" -eq 3 &&
     grep "trial 3: loss 0.5 after" prog.svg &&
     "$SPOTRUN" sweep init none --param x=1 -- true >/dev/null &&
     "$SPOTRUN" sweep show none --json | "$PY" -c "import json, sys; assert json.load(sys.stdin)[\"progress\"] is None" &&

@@ -15,7 +15,8 @@ S3_CONDITIONAL=1 s3_start
 export PYTHONPATH=$SRCDIR/python SPOTRUN_BIN=$SPOTRUN
 
 # The trial: the learning curve of t0930 (floor (x - 1)^2 + (y + 0.5)^2),
-# each step committed, so a resumed trial continues where it stood.
+# each step committed, so a resumed trial continues where it stood. Trials
+# wait at step 2 until the preemption is done ($PROGRESS/go).
 cat >trial.sh <<\EOF
 #!/bin/bash
 trap '' USR1
@@ -23,6 +24,9 @@ d=$SPOTRUN_CKPT_DIR
 step=0
 [ -f "$d/step" ] && read -r step <"$d/step"
 while [ "$step" -lt 5 ]; do
+    # Past step 2 only once the test opened the gate: the preempted trial
+    # cannot end done before its wrapper's stop (a loaded machine).
+    while [ "$step" -ge 2 ] && [ ! -e "$PROGRESS/go" ]; do sleep 0.1; done
     sleep 0.2
     step=$((step + 1))
     loss=$(awk -v x="$SPOTRUN_PARAM_X" -v y="$SPOTRUN_PARAM_Y" -v s="$step" \
@@ -83,6 +87,7 @@ test_expect_success 'two workers drive a 12-trial study over S3, one trial preem
     code=0; wait "${w_pid[0]}" || code=$?
     echo "worker 0: exit $code after its trial wrapper $victim was preempted"
     test "$code" = 75
+    touch "$PROGRESS/go"
     start_worker 0
     for slot in 0 1; do
         code=0; wait "${w_pid[$slot]}" || code=$?

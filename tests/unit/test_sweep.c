@@ -2,8 +2,9 @@
  * test_sweep.c - sweeps in the store (storage/run/sweep.h): grids in order,
  * random search reproducible from its seed, bad specs refused, placeholders,
  * trial run ids, create-only definitions (same = no-op, different = error),
- * --add numbering on, labels with the definition, end marks and their one
- * listing, hostile definitions.
+ * --add numbering on, labels with the definition, the best rule and
+ * objectives with the definition, end marks and their one listing, hostile
+ * definitions.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -152,6 +153,59 @@ static void test_random_in_range(void **state)
     sr_err_clear();
 }
 
+/* int:LO,HI,step=S draws LO, LO+S, ... HI; int:LO,HI,log draws uniform in
+ * log space (small values as often per octave as large ones); both
+ * reproducible from the seed, and pinned. */
+static void test_int_step_log(void **state)
+{
+    (void)state;
+    const char *specs[] = {"batch=int:16,256,step=16", "width=int:8,1024,log"};
+    struct sr_sweep a, b;
+    gen(&a, "i", specs, 2, 400, 3);
+    gen(&b, "i", specs, 2, 400, 3);
+    assert_true(json_equal(a.trials, b.trials));
+    int seen_hi = 0, seen_lo = 0, below_64 = 0;
+    for (size_t t = 0; t < 400; t++) {
+        const long batch = strtol(sr_sweep_value(&a, t, "batch"), NULL, 10);
+        const long width = strtol(sr_sweep_value(&a, t, "width"), NULL, 10);
+        if (batch < 16 || batch > 256 || batch % 16 != 0 || width < 8 || width > 1024)
+            fail_msg("trial %zu: batch=%ld width=%ld", t, batch, width);
+        seen_hi |= batch == 256;
+        seen_lo |= batch == 16;
+        below_64 += width < 64;
+    }
+    assert_true(seen_hi && seen_lo);
+    /* log-uniform: [8, 64) is 3 of the 7 octaves, ~170 of 400 (uniform: ~22) */
+    assert_in_range(below_64, 120, 220);
+    sr_sweep_free(&a);
+    sr_sweep_free(&b);
+    struct sr_sweep p;
+    const char *pin[] = {"s=int:0,100,step=5", "l=int:1,1000,log"};
+    gen(&p, "p", pin, 2, 2, 7);
+    assert_string_equal(sr_sweep_value(&p, 0, "s"), "40");
+    assert_string_equal(sr_sweep_value(&p, 0, "l"), "1");
+    assert_string_equal(sr_sweep_value(&p, 1, "s"), "90");
+    assert_string_equal(sr_sweep_value(&p, 1, "l"), "42");
+    sr_sweep_free(&p);
+}
+
+/* NAME=absent: is a trial without that parameter: the empty value. */
+static void test_absent_value(void **state)
+{
+    (void)state;
+    const char *specs[] = {"opt=adam", "momentum=absent:"};
+    struct sr_sweep sw;
+    gen(&sw, "a", specs, 2, 0, 0);
+    assert_int_equal(sr_sweep_count(&sw), 1);
+    assert_string_equal(sr_sweep_value(&sw, 0, "momentum"), "");
+    char *tmpl[] = {"train", "--m={momentum}", NULL};
+    char **out = NULL;
+    assert_int_equal(sr_sweep_expand(&sw, 0, tmpl, &out), 0);
+    assert_string_equal(out[1], "--m=");
+    sr_sweep_argv_free(out);
+    sr_sweep_free(&sw);
+}
+
 static void test_bad_specs(void **state)
 {
     (void)state;
@@ -169,7 +223,14 @@ static void test_bad_specs(void **state)
                                       "x=int:1,x",
                                       "x=choice:",
                                       "x=loguniform:0,1",
-                                      "x=uniform:inf,1"};
+                                      "x=uniform:inf,1",
+                                      "x=int:0,10,step=3",
+                                      "x=int:0,10,step=0",
+                                      "x=int:0,10,log",
+                                      "x=int:1,10,log,step=1",
+                                      "x=int:1,10,step=1,log",
+                                      "x=int:1,10,lg",
+                                      "x=absent:1"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct sr_sweep sw = {0};
         const int random = strstr(bad[i], ":") ? 3 : 0;
@@ -381,6 +442,68 @@ static void test_labels(void **state)
     sr_sweep_free(&bare);
 }
 
+/* sweep init --best best-step and --objective: part 0's "best" (absent for
+ * final) and "objectives", read back; another rule or other objectives are
+ * another definition; a spec that is not METRIC:min|max, a stored rule or
+ * objectives that are malformed are refused. */
+static void test_best_rule(void **state)
+{
+    struct fixture *f = *state;
+    const char *specs[] = {"n=0..1"};
+    char err[200];
+    struct sr_sweep def, other, got;
+    gen(&def, "rank", specs, 1, 0, 0);
+    def.best_step = 1;
+    def.objectives = json_array();
+    json_array_append_new(def.objectives, sr_sweep_objective_parse("val:loss:min", err, 200));
+    json_array_append_new(def.objectives, sr_sweep_objective_parse("acc:max", err, 200));
+    assert_true(sr_sweep_objectives_valid(def.objectives));
+    assert_int_equal(sr_sweep_create(f->st, &def), 0);
+    assert_int_equal(sr_sweep_read(f->st, "rank", &got), 0);
+    assert_int_equal(got.best_step, 1);
+    assert_int_equal(sr_sweep_nobjectives(&got), 2);
+    int max = -1;
+    assert_string_equal(sr_sweep_objective(&got, 0, &max), "val:loss");
+    assert_int_equal(max, 0);
+    assert_string_equal(sr_sweep_objective(&got, 1, &max), "acc");
+    assert_int_equal(max, 1);
+    sr_sweep_free(&got);
+    assert_int_equal(sr_sweep_create(f->st, &def), 1); /* the same: unchanged */
+    gen(&other, "rank", specs, 1, 0, 0);
+    other.objectives = json_deep_copy(def.objectives);
+    assert_int_equal(sr_sweep_create(f->st, &other), -EEXIST); /* final, not best-step */
+    assert_non_null(strstr(sr_strerror(-EEXIST), "best rule"));
+    other.best_step = 1;
+    json_array_remove(other.objectives, 1);
+    assert_int_equal(sr_sweep_create(f->st, &other), -EEXIST);
+    assert_non_null(strstr(sr_strerror(-EEXIST), "objectives"));
+    sr_err_clear();
+    /* specs refused */
+    assert_null(sr_sweep_objective_parse("loss", err, sizeof(err)));
+    assert_null(sr_sweep_objective_parse("loss:up", err, sizeof(err)));
+    assert_non_null(strstr(err, "not min or max"));
+    assert_null(sr_sweep_objective_parse(":min", err, sizeof(err)));
+    json_t *twice = json_pack("[{s:s,s:s},{s:s,s:s}]", "metric", "a", "direction", "min", "metric",
+                              "a", "direction", "max");
+    assert_false(sr_sweep_objectives_valid(twice));
+    json_decref(twice);
+    /* stored malformed: the sweep is unreadable */
+    const char *bad[] = {
+        "{\"format\":1,\"sweep\":\"b1\",\"part\":0,\"params\":[\"n\"],\"command\":[],"
+        "\"trials\":[{\"n\":\"0\"}],\"best\":\"last\"}",
+        "{\"format\":1,\"sweep\":\"b2\",\"part\":0,\"params\":[\"n\"],\"command\":[],"
+        "\"trials\":[{\"n\":\"0\"}],\"objectives\":[{\"metric\":\"a b\",\"direction\":\"min\"}]}",
+    };
+    const char *keys[] = {"sweeps/b1/def/000000.json", "sweeps/b2/def/000000.json"};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(sr_store_put_if(f->st, keys[i], bad[i], strlen(bad[i]), NULL, NULL), 0);
+        assert_int_equal(sr_sweep_read(f->st, i ? "b2" : "b1", &got), -EBADMSG);
+        sr_err_clear();
+    }
+    sr_sweep_free(&def);
+    sr_sweep_free(&other);
+}
+
 static void test_end_marks(void **state)
 {
     struct fixture *f = *state;
@@ -557,12 +680,15 @@ int main(void)
         cmocka_unit_test(test_grid_order),
         cmocka_unit_test(test_random_reproducible),
         cmocka_unit_test(test_random_in_range),
+        cmocka_unit_test(test_int_step_log),
+        cmocka_unit_test(test_absent_value),
         cmocka_unit_test(test_bad_specs),
         cmocka_unit_test(test_expand),
         cmocka_unit_test(test_names),
         cmocka_unit_test_setup_teardown(test_create_add, setup, teardown),
         cmocka_unit_test_setup_teardown(test_search_space_add_at, setup, teardown),
         cmocka_unit_test_setup_teardown(test_labels, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_best_rule, setup, teardown),
         cmocka_unit_test_setup_teardown(test_end_marks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trial_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hostile_definitions, setup, teardown),
