@@ -38,15 +38,16 @@ struct curve {
 
 struct chart {
     const char *metric;
-    int max;         /* maximized */
-    int steps;       /* drawn against steps (else the values' ranks) */
-    int log;         /* log-scaled values */
-    struct curve *c; /* the trials that kept a point of it */
-    size_t n;        /* curves */
-    const struct sr_sv_trial *best;
-    double x0, x1, y0, y1; /* the plot area (y0 top) */
-    double kmin, kmax;     /* steps */
-    double vmin, vmax;     /* values (log10 of them when log) */
+    int max;                        /* maximized */
+    int steps;                      /* drawn against steps (else the values' ranks) */
+    int log;                        /* log-scaled values */
+    struct curve *c;                /* the trials that kept a point of it */
+    size_t n;                       /* curves */
+    const struct sr_sv_trial *best; /* sr_sweepview_best */
+    const char *rank;               /* the metric it is best by */
+    double x0, x1, y0, y1;          /* the plot area (y0 top) */
+    double kmin, kmax;              /* steps */
+    double vmin, vmax;              /* values (log10 of them when log) */
 };
 
 static const struct sr_hist_metric *metric_of(const struct sr_sv_trial *t, const char *name)
@@ -184,10 +185,7 @@ static int chart_build(const struct sr_sweepview *v, const struct sr_sv_opts *o,
     }
     if (ch->kmax <= ch->kmin)
         ch->kmax = ch->kmin + 1;
-    struct sr_sv_opts by = *o;
-    by.sort = name;
-    const char *unused;
-    ch->best = sr_sweepview_best(v, &by, &unused);
+    ch->best = sr_sweepview_best(v, o, &ch->rank); /* the sweep's, in every chart */
     return 0;
 }
 
@@ -482,8 +480,11 @@ static void chart_legend(FILE *f, const struct chart *ch, double y)
     if (cancelled && !used[SR_LOOK_CANCELLED])
         legend_item(f, &x, y, NULL, 0, 2, "cancelled", plain);
     if (ch->best) {
-        char name[48];
-        snprintf(name, sizeof(name), "best: trial %zu", ch->best->trial);
+        char name[SR_HIST_METRIC_NAME_MAX + 48];
+        if (ch->rank && strcmp(ch->rank, ch->metric) != 0)
+            snprintf(name, sizeof(name), "best: trial %zu (by %s)", ch->best->trial, ch->rank);
+        else
+            snprintf(name, sizeof(name), "best: trial %zu", ch->best->trial);
         legend_item(f, &x, y, C_BEST, 2.6, 0, name, "font-weight=\"bold\" fill=\"" C_BEST "\"");
     }
     fprintf(f, "</g>\n");

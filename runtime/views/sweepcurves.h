@@ -4,9 +4,10 @@
  * kept: SR_SV_LOAD_POINTS, history.h's keep_points), each curve colored as
  * its trial's lane (sweepreport.h's looks), a pruned trial's curve ending
  * in a mark at its rung, a cancelled one's in the cancel mark, the best
- * trial (sr_sweepview_best for that metric) drawn thick and named; the
- * value axis labelled with the metric and its direction, log-scaled when
- * the values span 10x or more and are all positive.
+ * trial (sr_sweepview_best: the sweep's, the same in every chart) drawn
+ * thick and named; the value axis labelled with the metric and its
+ * direction, log-scaled when the values span 10x or more and are all
+ * positive.
  */
 #ifndef SPOTRUN_SWEEPCURVES_H
 #define SPOTRUN_SWEEPCURVES_H

@@ -54,7 +54,7 @@ assert \"pruned at its rung\" in legend and \"cancelled where it stopped\" in le
 "
 '
 
-test_expect_success 'the best trial is drawn thick, last, and named in each chart' '
+test_expect_success 'the best trial (by the first metric, loss) is drawn thick, last, and named in each chart' '
     svg_py rs.svg "
 charts = [e for e in root.iter() if \"curves\" in cls(e)]
 assert len(charts) == 2, charts
@@ -65,7 +65,8 @@ for g in charts:
     assert curves[-1] is best[0], \"drawn last\"
     assert float(best[0].get(\"stroke-width\")) > max(float(e.get(\"stroke-width\")) for e in curves[:-1])
     shown = texts(g)
-    assert \"trial 5 (best)\" in shown and \"best: trial 5\" in shown, shown
+    want = \"best: trial 5\" + (\"\" if g.get(\"data-metric\") == \"loss\" else \" (by loss)\")
+    assert \"trial 5 (best)\" in shown and want in shown, shown
 "
 '
 
