@@ -15,11 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "asha.h"
 #include "svg.h"
 
 #define HEAD 36.0  /* the section's title */
 #define TITLE 22.0 /* a chart's title row */
-#define LEG 22.0   /* its legend row */
+#define LEG 32.0   /* its legend row, the rungs' names under it */
 #define PLOT 230.0 /* the plot area's height */
 #define BOTTOM 46.0
 #define CHART (TITLE + LEG + PLOT + BOTTOM)
@@ -490,6 +491,34 @@ static void chart_legend(FILE *f, const struct chart *ch, double y)
     fprintf(f, "</g>\n");
 }
 
+/* The early-stopping rule's rungs (its steps in the chart): a dashed line
+ * each, named at the top. */
+static void rungs(FILE *f, const struct sr_sweepview *v, const struct chart *ch)
+{
+    struct sr_asha rule;
+    int64_t step[SR_ASHA_RUNGS_MAX];
+    if (!ch->steps || !v->sw->early_stop || sr_asha_from_json(v->sw->early_stop, &rule) < 0)
+        return;
+    const size_t n = sr_asha_rungs(&rule, step, SR_ASHA_RUNGS_MAX);
+    for (size_t k = 0; k < n; k++) {
+        if ((double)step[k] < ch->kmin || (double)step[k] > ch->kmax)
+            continue;
+        const double x = px(ch, (double)step[k]);
+        char name[32], tip[SR_ASHA_METRIC_MAX + 96];
+        snprintf(name, sizeof(name), "rung %zu", k);
+        snprintf(tip, sizeof(tip), "early stopping's rung %zu: step %" PRId64 " (%s)", k, step[k],
+                 rule.metric);
+        fprintf(f,
+                "<g class=\"rung-line\"><path d=\"M%.1f %.1fV%.1f\" stroke=\"#bbb\" "
+                "stroke-dasharray=\"3 3\"/>",
+                x, ch->y0, ch->y1);
+        sr_svg_tooltip(f, tip);
+        sr_svg_text(f, x, ch->y0 - 4, "rung-label",
+                    "text-anchor=\"middle\" font-size=\"10\" fill=\"" SR_SVG_DIM "\"", name);
+        fprintf(f, "</g>\n");
+    }
+}
+
 static void chart_draw(FILE *f, const struct sr_sweepview *v, struct chart *ch, double top,
                        double width)
 {
@@ -507,6 +536,7 @@ static void chart_draw(FILE *f, const struct sr_sweepview *v, struct chart *ch, 
                 title);
     chart_legend(f, ch, top + TITLE + 12);
     axes(f, ch);
+    rungs(f, v, ch);
     const struct curve *best = NULL;
     for (int pass = 0; pass < 2; pass++) /* the pruned under the others */
         for (size_t i = 0; i < ch->n; i++) {

@@ -29,7 +29,7 @@ for m, g in charts.items():
 "
 '
 
-test_expect_success 'a pruned trial ends in a mark at its rung (step 2), a cancelled one where it stopped' '
+test_expect_success 'the rungs are drawn; a pruned trial ends in a mark at its rung (step 2), a cancelled one where it stopped' '
     svg_py rs.svg "
 g = next(e for e in root.iter() if \"curves\" in cls(e) and e.get(\"data-metric\") == \"loss\")
 ticks = {t.text: float(t.get(\"x\")) for t in g.iter(S + \"text\") if \"tick\" in cls(t)}
@@ -49,6 +49,9 @@ for e in marks:
 c = [e for e in g.iter(S + \"path\") if \"cancel-mark\" in cls(e)]
 assert [e.get(\"data-trial\") for e in c] == [\"4\"], c
 assert abs(end(\"4\")[0] - ticks[\"4\"]) < 0.5, (end(\"4\"), ticks)
+rungs = {t.text: float(t.get(\"x\")) for t in g.iter(S + \"text\") if \"rung-label\" in cls(t)}
+assert sorted(rungs) == [\"rung 0\", \"rung 1\", \"rung 2\"], rungs # steps 2, 4, 8
+assert abs(rungs[\"rung 0\"] - ticks[\"2\"]) < 0.5 and abs(rungs[\"rung 2\"] - ticks[\"8\"]) < 0.5, rungs
 legend = texts(next(e for e in g.iter() if \"curves-legend\" in cls(e)))
 assert \"pruned at its rung\" in legend and \"cancelled where it stopped\" in legend, legend
 "
