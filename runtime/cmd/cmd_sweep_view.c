@@ -266,7 +266,7 @@ static int show_trial(const struct sr_cmd *cmd, struct view *w, const char *op)
 
 int sr_cmd_sweep_show(const struct sr_cmd *cmd, int argc, char **argv)
 {
-    struct view_args a = {.load = SR_SV_LOAD_SNAPSHOT}; /* the picture wants every event */
+    struct view_args a = {.load = SR_SV_LOAD_SNAPSHOT};
     const struct sr_opt opts[] = {
         {"sort", 0, "SPOTRUN_SORT", SR_OPT_STR, &a.sort, "METRIC",
          "order by this metric's best value (default: trial index); also the "
@@ -335,7 +335,7 @@ static void write_sweep(FILE *f, void *ctx)
 
 int sr_cmd_sweep_report(const struct sr_cmd *cmd, int argc, char **argv)
 {
-    struct view_args a = {0};
+    struct view_args a = {0}; /* the picture wants every event: no snapshot */
     const char *out = NULL, *format = NULL;
     const struct sr_opt opts[] = {
         {"output", 'o', "SPOTRUN_REPORT_OUTPUT", SR_OPT_STR, &out, "FILE",

@@ -62,16 +62,6 @@ static int interrupted(enum sr_hist_end e)
            e == SR_END_VANISHED;
 }
 
-/* A round step between ticks giving at most n ticks over span (1, 2, 5 x 10^k). */
-static double nice_step(double span, int n)
-{
-    if (!(span > 0))
-        return 1;
-    const double raw = span / n, p = pow(10, floor(log10(raw)));
-    const double m = raw / p;
-    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
-}
-
 struct plot {
     double x0, x1, y0, y1; /* the plot area (y0 top) */
     double kmin, kmax;     /* steps (or value ranks) */
@@ -112,7 +102,7 @@ static void axes(FILE *f, const struct plot *p, const char *xlabel)
             p->x0, p->y0, p->x1 - p->x0, p->y1 - p->y0);
     /* At most 12 ticks each way: with values far larger than their span
      * (1e16 and 1e16 + 2), adding the tick step does not move. */
-    const double vs = nice_step(p->vmax - p->vmin, 4), v0 = ceil(p->vmin / vs) * vs;
+    const double vs = sr_svg_nice_step(p->vmax - p->vmin, 4), v0 = ceil(p->vmin / vs) * vs;
     for (int i = 0; i < 12; i++) {
         const double v = v0 + i * vs;
         if (!(v <= p->vmax + vs * 1e-9))
@@ -124,7 +114,7 @@ static void axes(FILE *f, const struct plot *p, const char *xlabel)
         sr_svg_text(f, p->x0 - 6, y + 4, "tick", "text-anchor=\"end\" fill=\"" SR_SVG_DIM "\"",
                     lbl);
     }
-    const double ks = fmax(1, nice_step(p->kmax - p->kmin, 6)), k0 = ceil(p->kmin / ks) * ks;
+    const double ks = fmax(1, sr_svg_nice_step(p->kmax - p->kmin, 6)), k0 = ceil(p->kmin / ks) * ks;
     for (int i = 0; i < 12; i++) {
         const double k = k0 + i * ks;
         if (!(k <= p->kmax + ks * 1e-9))

@@ -3,11 +3,58 @@
  */
 #include "svg.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "units.h"
+
+void sr_svg_num(double v, char *buf, size_t len)
+{
+    if (!isfinite(v)) {
+        snprintf(buf, len, "%s", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+        return;
+    }
+    if (v == floor(v) && fabs(v) < 1e9) {
+        snprintf(buf, len, "%.0f", v == 0 ? 0.0 : v); /* no "-0" */
+        return;
+    }
+    char raw[32];
+    snprintf(raw, sizeof(raw), "%.4g", v);
+    /* "1.235e+05" -> "1.235e5", "1e-05" -> "1e-5" */
+    char *e = strchr(raw, 'e');
+    if (e) {
+        char *d = e + 1, *s = e + 1;
+        if (*s == '+')
+            s++;
+        else if (*s == '-')
+            *d++ = *s++;
+        while (*s == '0' && s[1])
+            s++;
+        memmove(d, s, strlen(s) + 1);
+    }
+    snprintf(buf, len, "%s", raw);
+}
+
+void sr_svg_value(const char *s, char *buf, size_t len)
+{
+    int64_t i;
+    double d;
+    if (sr_parse_int(s, INT64_MIN, INT64_MAX, &i) == 0 || sr_parse_real(s, &d) < 0)
+        snprintf(buf, len, "%s", s);
+    else
+        sr_svg_num(d, buf, len);
+}
+
+double sr_svg_nice_step(double span, int n)
+{
+    if (!(span > 0) || n < 1)
+        return 1;
+    const double raw = span / n, p = pow(10, floor(log10(raw)));
+    const double m = raw / p;
+    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+}
 
 double sr_svg_x(const struct sr_svg_frame *fr, int64_t t)
 {

@@ -9,6 +9,7 @@
 #ifndef SPOTRUN_SVG_H
 #define SPOTRUN_SVG_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -19,6 +20,17 @@
 #define SR_SVG_NOTICE "#f58518"
 #define SR_SVG_TEXT "#222"
 #define SR_SVG_DIM "#777"
+
+/* v as the pictures print numbers: at most 4 significant digits
+ * ("0.0007363", "0.135", "1.235e5"), an integer up to 1e9 whole ("12000"). */
+void sr_svg_num(double v, char *buf, size_t len);
+/* A parameter's value (a string from the sweep's definition) as the
+ * pictures print it: a decimal number through sr_svg_num ("lr=0.0007363"),
+ * an integer or any other word as given. */
+void sr_svg_value(const char *s, char *buf, size_t len);
+/* A round step between ticks (1, 2 or 5 x 10^k) giving at most n ticks
+ * over span; 1 when span is not positive. */
+double sr_svg_nice_step(double span, int n);
 
 /* Times t0..t1 (unix ms) drawn from x0 to x1. */
 struct sr_svg_frame {
