@@ -356,10 +356,7 @@ int sr_sweepview_load(struct sr_store *st, const struct sr_sweep *sw, unsigned t
     size_t *todo = calloc(out->n ? out->n : 1, sizeof(*todo));
     out->metrics = calloc(SR_HIST_METRICS_MAX, sizeof(*out->metrics));
     struct sr_sv_snap snap = {0};
-    struct pool p = {.st = st,
-                     .v = out,
-                     .todo = todo,
-                     .now_s = out->now_ms / 1000};
+    struct pool p = {.st = st, .v = out, .todo = todo, .now_s = out->now_ms / 1000};
     int rc = out->t && need && todo && out->metrics ? 0 : -ENOMEM;
     if (rc == 0)
         rc = load_sweep_objects(st, out);
