@@ -9,6 +9,7 @@
  */
 #include "sweepcurves.h"
 #include "sweepreport.h"
+#include "sweeptrial.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -56,16 +57,6 @@ static const struct sr_hist_metric *metric_of(const struct sr_sv_trial *t, const
     return t->run ? sr_hist_metric_find(&t->run->h, name) : NULL;
 }
 
-static int cmp_point(const void *a, const void *b)
-{
-    const struct sr_hist_point *x = a, *y = b;
-    if (x->step != y->step)
-        return x->step < y->step ? -1 : 1;
-    if (x->attempt != y->attempt)
-        return x->attempt < y->attempt ? -1 : 1;
-    return (x->index > y->index) - (x->index < y->index);
-}
-
 /* A metric reported with a step by some trial is drawn against steps. */
 static int has_steps(const struct sr_sweepview *v, const char *name)
 {
@@ -83,27 +74,11 @@ static int has_steps(const struct sr_sweepview *v, const char *name)
  * picture stays a few MB). 0, or -1 (no memory). */
 static int curve_of(const struct sr_hist_metric *m, int steps, struct curve *c)
 {
-    c->p = calloc(m->n_pts ? m->n_pts : 1, sizeof(*c->p));
-    if (!c->p)
+    if (sr_sv_curve_points(m, steps, &c->p, &c->n) < 0)
         return -1;
-    c->n = 0;
-    for (size_t i = 0; i < m->n_pts; i++) {
-        if (steps && m->pts[i].step < 0)
-            continue; /* a stepless value among stepped ones: nowhere to draw it */
-        c->p[c->n] = m->pts[i];
-        if (!steps)
-            c->p[c->n].step = (int64_t)m->pts[i].index;
-        c->n++;
-    }
-    qsort(c->p, c->n, sizeof(*c->p), cmp_point);
-    size_t w = 0;
-    for (size_t i = 0; i < c->n; i++) {
-        if (w && c->p[w - 1].step == c->p[i].step)
-            w--; /* the later one stands */
-        c->p[w++] = c->p[i];
-    }
-    c->n = w;
-    if (c->n > DRAWN_MAX) { /* evenly, the first and the last kept */
+    for (size_t i = 0; !steps && i < c->n; i++)
+        c->p[i].step = (int64_t)i; /* no steps anywhere: drawn in the order reported */
+    if (c->n > DRAWN_MAX) {        /* evenly, the first and the last kept */
         for (size_t i = 0; i < DRAWN_MAX; i++)
             c->p[i] = c->p[i * (c->n - 1) / (DRAWN_MAX - 1)];
         c->n = DRAWN_MAX;

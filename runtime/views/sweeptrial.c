@@ -4,6 +4,7 @@
  */
 #include "sweeptrial.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -31,26 +32,41 @@ static int cmp_reported(const void *a, const void *b)
     return (x->index > y->index) - (x->index < y->index);
 }
 
+int sr_sv_curve_points(const struct sr_hist_metric *m, int steps, struct sr_hist_point **out,
+                       size_t *n)
+{
+    struct sr_hist_point *p = calloc(m->n_pts ? m->n_pts : 1, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    size_t w = 0;
+    for (size_t k = 0; k < m->n_pts; k++)
+        if (!steps || m->pts[k].step >= 0) /* with steps, a value without one has no place */
+            p[w++] = m->pts[k];
+    qsort(p, w, sizeof(*p), steps ? cmp_point : cmp_reported);
+    size_t kept = 0;
+    for (size_t k = 0; k < w; k++) {
+        if (steps && kept && p[kept - 1].step == p[k].step)
+            kept--; /* the later one of the same step stands */
+        p[kept++] = p[k];
+    }
+    *out = p;
+    *n = kept;
+    return 0;
+}
+
 json_t *sr_sv_curve_json(const struct sr_hist_metric *m)
 {
-    json_t *out = json_array();
-    struct sr_hist_point *p = calloc(m->n_pts ? m->n_pts : 1, sizeof(*p));
-    if (!out || !p) {
-        free(p);
-        json_decref(out);
-        return NULL;
-    }
     int steps = 0;
     for (size_t k = 0; k < m->n_pts; k++)
         steps |= m->pts[k].step >= 0;
+    struct sr_hist_point *p = NULL;
     size_t n = 0;
-    for (size_t k = 0; k < m->n_pts; k++)
-        if (!steps || m->pts[k].step >= 0) /* with steps, a value without one has no place */
-            p[n++] = m->pts[k];
-    qsort(p, n, sizeof(*p), steps ? cmp_point : cmp_reported);
+    json_t *out = json_array();
+    if (!out || sr_sv_curve_points(m, steps, &p, &n) < 0) {
+        json_decref(out);
+        return NULL;
+    }
     for (size_t k = 0; k < n; k++) {
-        if (steps && k + 1 < n && p[k + 1].step == p[k].step)
-            continue; /* a later one of the same step stands */
         json_t *pt = json_pack("[o, f]", steps ? json_integer(p[k].step) : json_null(), p[k].value);
         if (json_array_append_new(out, pt) < 0) {
             json_decref(out);

@@ -21,6 +21,12 @@
  * attempt's value. When no value had a step, each step is null and the
  * values are in the order reported. */
 json_t *sr_sv_curve_json(const struct sr_hist_metric *m);
+/* The points of that curve: with steps, those that have a step, in step
+ * order, one per step (the newest attempt's value); without, every point
+ * in the order reported. *out is malloc'd (free it), *n points; 0 or
+ * -ENOMEM. `sweep report`'s curves draw the same points. */
+int sr_sv_curve_points(const struct sr_hist_metric *m, int steps, struct sr_hist_point **out,
+                       size_t *n);
 /* {"<metric>": curve, ...} of a trial ({} when it reported none). */
 json_t *sr_sv_curves_json(const struct sr_sv_trial *t);
 
