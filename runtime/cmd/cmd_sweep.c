@@ -263,8 +263,9 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
          "label every trial's run (repeatable; a trial's own --label wins on the same key); "
          "fixed when the sweep is made"},
         {"early-stop", 0, NULL, SR_OPT_STR, &o.early_stop, "RULE",
-         "early stopping, METRIC:min|max[,grace=N][,eta=K][,max=M]: at rungs grace*eta^k a "
-         "trial whose METRIC is not in the top 1/eta so far checkpoints and stops (pruned); "
+         "early stopping, METRIC:min|max[,grace=N][,eta=K][,max=M][,patient]: at rungs "
+         "grace*eta^k a trial whose METRIC is not in the top 1/eta so far (with fewer than eta "
+         "values there: not the best so far; patient: goes on) checkpoints and stops (pruned); "
          "fixed when the sweep is made"},
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
