@@ -29,6 +29,7 @@
 #include "history.h"
 #include "lease.h"
 #include "log.h"
+#include "nvml.h"
 #include "prices.h"
 #include "sweep.h"
 #include "sweep_budget.h"
@@ -234,8 +235,9 @@ static int spawn_trial(struct worker *w, uint64_t slot, long k)
     sr_sweep_life_trial(&w->life, k);
     char what[512];
     describe(w, k, what, sizeof(what));
-    sr_info("sweep %s: trial %ld (%s)%s%s", w->name, k, what, w->gpus ? " on GPU " : "",
-            w->gpus ? w->gpus[slot] : "");
+    const int pinned = w->gpus && w->gpus[slot][0]; /* "": no GPU visible, none named */
+    sr_info("sweep %s: trial %ld (%s)%s%s", w->name, k, what, pinned ? " on GPU " : "",
+            pinned ? w->gpus[slot] : "");
     sr_debug("sweep %s: trial %ld: wrapper pid %d started", w->name, k, (int)pid);
     return 0;
 }
@@ -533,35 +535,68 @@ static int fill(struct worker *w)
     return k < 0 && w->o->until_empty;
 }
 
+/* The GPUs of this machine, for a worker whose CUDA_VISIBLE_DEVICES is
+ * unset: NVML's count, else the driver's /dev/nvidiaN nodes (a driver
+ * without NVML); 0 = none. */
+static unsigned gpus_found(void)
+{
+    struct sr_nvml *nv = NULL;
+    struct sr_nvml_dev devs[SR_NVML_MAX_DEVICES];
+    char note[160];
+    int n = sr_nvml_open(&nv) == 0
+                ? sr_nvml_select(nv, NULL, devs, SR_NVML_MAX_DEVICES, note, sizeof(note))
+                : -1;
+    sr_nvml_close(nv);
+    sr_err_clear();
+    for (int i = 0; n < 0 && i <= SR_NVML_MAX_DEVICES; i++) {
+        char dev[32];
+        snprintf(dev, sizeof(dev), "/dev/nvidia%d", i);
+        if (access(dev, F_OK) != 0)
+            n = i;
+    }
+    return n > 0 ? (unsigned)n : 0;
+}
+
 static int parse_gpus(struct worker *w)
 {
     if (w->o->slots <= 1)
         return 0;
     const char *env = getenv("CUDA_VISIBLE_DEVICES");
-    char *list = strdup(env ? env : "");
+    const unsigned found = env ? 0 : gpus_found();
+    if (!env &&
+        !found) { /* nothing to pin: the variable stays unset, and nothing is said of GPUs */
+        sr_info("sweep %s: no GPU found (no NVML device, no /dev/nvidia0): the %" PRIu64
+                " slots run their trials without GPU pinning (CUDA_VISIBLE_DEVICES left unset)",
+                w->name, w->o->slots);
+        return 0;
+    }
+    char numbers[SR_NVML_MAX_DEVICES * 4] = "";
+    for (unsigned i = 0, at = 0; !env && i < found && at < sizeof(numbers); i++)
+        at += (unsigned)snprintf(numbers + at, sizeof(numbers) - at, "%s%u", i ? "," : "", i);
+    char *list = strdup(env ? env : numbers);
     w->gpus = calloc(w->o->slots, sizeof(char *));
-    if (!list || !w->gpus)
+    if (!list || !w->gpus) {
+        free(list);
         return -ENOMEM;
+    }
     char *have[256];
     size_t n = 0;
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t && n < 256;
          t = strtok_r(NULL, ",", &save))
         have[n++] = t;
     /* set but empty: no GPU is visible, and none is made up for a slot */
-    for (uint64_t i = 0; i < w->o->slots; i++) {
-        char num[24];
-        snprintf(num, sizeof(num), "%" PRIu64, i);
-        w->gpus[i] = strdup(n ? have[i % n] : env ? "" : num);
-    }
+    for (uint64_t i = 0; i < w->o->slots; i++)
+        w->gpus[i] = strdup(n ? have[i % n] : "");
     free(list);
     if (env && n == 0)
         sr_warn("sweep %s: CUDA_VISIBLE_DEVICES is empty (no GPU): the %" PRIu64
                 " slots run their trials without a GPU",
                 w->name, w->o->slots);
     else if (n && n < w->o->slots)
-        sr_warn("sweep %s: %" PRIu64 " slots share %zu GPU%s (CUDA_VISIBLE_DEVICES=%s): "
+        sr_warn("sweep %s: %" PRIu64 " slots share %zu GPU%s (%s%s): "
                 "trials on one GPU compete for its memory; give --slots %zu for one each",
-                w->name, w->o->slots, n, n == 1 ? "" : "s", env, n);
+                w->name, w->o->slots, n, n == 1 ? "" : "s",
+                env ? "CUDA_VISIBLE_DEVICES=" : "found: ", env ? env : numbers, n);
     return 0;
 }
 
