@@ -547,7 +547,8 @@ static const struct sr_cmd subs[] = {
     {"sweep priority", sr_cmd_sweep_priority, "set trials' priority: higher is claimed first",
      "spotrun sweep priority NAME TRIAL... --set P",
      "Workers claim the open trials of the highest priority first (at random among the\n"
-     "first four of it); every trial's priority is 0 until set.",
+     "first four of it; at equal priority a trial that ran before, preempted or paused,\n"
+     "before a fresh one); every trial's priority is 0 until set.",
      2, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
     {"sweep show", sr_cmd_sweep_show, "one row per trial: state, attempts, cost, metrics",
      "spotrun sweep show NAME [--sort METRIC] [--maximize NAME[,NAME]] [--json] "
