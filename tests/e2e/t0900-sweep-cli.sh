@@ -181,22 +181,30 @@ test_expect_success 'sweep work --max-trials 2 stops after two trials' '
     test "$(wc -l <"$OUT/mx")" -eq 2
 '
 
-# A machine with a GPU driver gives unpinned slots the GPUs it finds
-# (0..N-1); this one is checked where there is none.
-if [ -e /dev/nvidia0 ] || /sbin/ldconfig -p 2>/dev/null | grep "libnvidia-ml.so.1" >/dev/null; then
-    test_skip 'sweep work --slots 2 with no GPU and no CUDA_VISIBLE_DEVICES: no pinning, said so' \
-        'this machine has a GPU driver'
-else
-    test_expect_success 'sweep work --slots 2 with no GPU and no CUDA_VISIBLE_DEVICES: no pinning, said so' '
-        "$SPOTRUN" sweep init sl --param k=0..3 \
-            -- sh -c "echo \"[\${{CUDA_VISIBLE_DEVICES-unset}}]\" >>\"\$OUT/sl\"; sleep 0.3" >/dev/null &&
-        (unset CUDA_VISIBLE_DEVICES; "$SPOTRUN" sweep work sl --slots 2 --poll 100ms 2>sl.err) &&
-        test "$(sort -u "$OUT/sl" | tr "\n" " ")" = "[unset] " &&
-        grep "sweep sl: no GPU found (no NVML device, no /dev/nvidia0): the 2 slots run their trials without GPU pinning (CUDA_VISIBLE_DEVICES left unset)" sl.err &&
-        test "$(count_lines sl.err "sweep sl: trial [0-3] (k=[0-3])$")" = 4 &&
-        refute grep "GPU [0-9]" sl.err
-    '
-fi
+# Which GPUs a machine has comes from NVML: here the fake one of
+# tests/fakenvml, with no device (no trace) or with two.
+FAKENVML=${FAKENVML:-$SRCDIR/build/tests/fakenvml}
+printf 'gpu GPU-aaaaaaaa-1111-2222-3333-444444444444 1000 - 10\ngpu GPU-bbbbbbbb-1111-2222-3333-444444444444 1000 - 10\n' >two.trace
+
+test_expect_success 'sweep work --slots 2 with no GPU and no CUDA_VISIBLE_DEVICES: no pinning, said so' '
+    "$SPOTRUN" sweep init sl --param k=0..3 \
+        -- sh -c "echo \"[\${{CUDA_VISIBLE_DEVICES-unset}}]\" >>\"\$OUT/sl\"; sleep 0.3" >/dev/null &&
+    (unset CUDA_VISIBLE_DEVICES; LD_LIBRARY_PATH=$FAKENVML \
+        "$SPOTRUN" sweep work sl --slots 2 --poll 100ms 2>sl.err) &&
+    test "$(sort -u "$OUT/sl" | tr "\n" " ")" = "[unset] " &&
+    grep "sweep sl: no GPU found (no NVML device, no /dev/nvidia0): the 2 slots run their trials without GPU pinning (CUDA_VISIBLE_DEVICES left unset)" sl.err &&
+    test "$(count_lines sl.err "sweep sl: trial [0-3] (k=[0-3])$")" = 4 &&
+    refute grep "GPU [0-9]" sl.err
+'
+
+test_expect_success 'sweep work --slots 2 on a machine with two GPUs, no CUDA_VISIBLE_DEVICES: the slots get 0 and 1' '
+    "$SPOTRUN" sweep init slg --param k=0..3 \
+        -- sh -c "echo \$CUDA_VISIBLE_DEVICES >>\"\$OUT/slg\"; sleep 0.3" >/dev/null &&
+    (unset CUDA_VISIBLE_DEVICES; LD_LIBRARY_PATH=$FAKENVML FAKENVML_TRACE=$TRASH/two.trace \
+        "$SPOTRUN" sweep work slg --slots 2 --poll 100ms 2>slg.err) &&
+    test "$(sort -u "$OUT/slg" | tr "\n" " ")" = "0 1 " &&
+    test "$(count_lines slg.err "sweep slg: trial [0-3] (k=[0-3]) on GPU [01]$")" = 4
+'
 
 test_expect_success 'from CUDA_VISIBLE_DEVICES=4,5 the slots get 4 and 5' '
     "$SPOTRUN" sweep init sl2 --param k=0..3 \
