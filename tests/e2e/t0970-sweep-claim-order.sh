@@ -4,12 +4,19 @@
 # `sweep pause --stop`) before any fresh one, and it resumes from its
 # checkpoint. Trial 7 is the one that ran: a worker picks among the first
 # open trials otherwise (0..3 here), so only the order can make it trial 7.
+# t0972 runs this script on S3 (which trials ran before: a listing by key
+# prefix there, the summaries/ directory on a file store).
 . "$(dirname "$0")/lib.sh"
+if [ -n "${CLAIM_ON_S3:-}" ]; then
+    . "$SRCDIR/tests/e2e/s3lib.sh"
+    S3_CONDITIONAL=1 s3_start
+fi
 
 cleanup() {
     for f in w1.pid w2.pid; do
         [ -s "$TRASH/$f" ] && kill "$(cat "$TRASH/$f")" 2>/dev/null
     done
+    [ -n "${CLAIM_ON_S3:-}" ] && s3_stop
     return 0
 }
 trap cleanup EXIT
