@@ -17,19 +17,38 @@
 #   grid        a 7 x 6 grid (lr 1e-4..1e-1 by half decades, dropout 0..0.5)
 #   random      sweep init --random 300 --seed S
 #   random+es   the same with --early-stop loss:min,grace=1,eta=3,max=27
+#               (rungs 1, 3, 9, 27; a rung's first trials go on only while
+#               they are the best so far there)
+#   random+esp  the same with ,patient (every first trial goes on: the rule
+#               before the first-trials rule, for comparison)
 #   tpe         Optuna's TPE (python3 -m spotrun.optuna_driver, run by the
 #               worker: sweep work --driver), 8 random startup trials
 #   tpe+es      TPE with the same early stopping
+#   tpe+esp     TPE with ,patient
+#   optuna      the reference, no spotrun: in-process Optuna (one Python
+#               process, optuna.create_study, TPESampler(seed=S,
+#               n_startup_trials=8), SuccessiveHalvingPruner(min_resource=1,
+#               reduction_factor=3): the same rungs; a trial at step 27 is
+#               complete, as at spotrun's max), trials one after another,
+#               the same objective and noise (the same awk program); its
+#               trial-steps are the steps reported up to the end of the
+#               first complete trial with f <= 1.01
+#
+# The table ends with each strategy's mean against random and against
+# in-process Optuna, and the ratio of spotrun's best strategy (the lowest
+# mean of the sweep rows) to in-process Optuna's (the goal: <= 0.7x).
 #
 # The +es rows need `sweep init --early-stop` (asynchronous successive
-# halving); a spotrun without it prints them as "n/a". The tpe rows need
-# python3-optuna (scripts/deps.sh).
+# halving; +esp its ,patient); a spotrun without it prints them as "n/a".
+# The tpe and optuna rows need python3-optuna (scripts/deps.sh).
 #
 # Environment:
 #   BUILD       build directory holding runtime/spotrun (default: build)
+#   SPOTRUN     the spotrun binary (default: $BUILD/runtime/spotrun)
 #   SEEDS       seeds to run (default: "1 2 3 4 5")
 #   SLOTS       trials at once (default: 4)
-#   STRATEGIES  rows to run (default: "grid random random+es tpe tpe+es")
+#   STRATEGIES  rows to run (default: "grid random random+es random+esp tpe
+#               tpe+es tpe+esp optuna")
 #   LIMIT       seconds per sweep before it counts as not reached (default: 240)
 #   BENCH_DIR   scratch directory (default: a temp dir, removed at the end)
 set -euo pipefail
@@ -37,7 +56,7 @@ set -euo pipefail
 BUILD=${BUILD:-build}
 SEEDS=${SEEDS:-"1 2 3 4 5"}
 SLOTS=${SLOTS:-4}
-STRATEGIES=${STRATEGIES:-"grid random random+es tpe tpe+es"}
+STRATEGIES=${STRATEGIES:-"grid random random+es random+esp tpe tpe+es tpe+esp optuna"}
 LIMIT=${LIMIT:-240}
 SPOTRUN=$(cd "$(dirname "${SPOTRUN:-$BUILD/runtime/spotrun}")" 2>/dev/null && pwd)/spotrun
 PY=${PY:-/usr/bin/python3}
@@ -58,8 +77,10 @@ cd "$BENCH_DIR"
 export SPOTRUN_STORE=$BENCH_DIR/store SPOTRUN_BIN=$SPOTRUN PYTHONPATH=$SRC/python
 export MAX_STEPS=27
 
-has_es=0
-"$SPOTRUN" sweep init --help 2>&1 | grep -q -- --early-stop && has_es=1
+has_es=0 has_patient=0
+"$SPOTRUN" sweep init --help >help.txt 2>&1 || true
+grep -- --early-stop help.txt >/dev/null && has_es=1
+grep -- patient help.txt >/dev/null && has_patient=1
 has_optuna=0
 "$PY" -c 'import optuna' 2>/dev/null && has_optuna=1
 
@@ -117,9 +138,56 @@ used = sum(1 for ms in steps if when is None or ms <= when)
 print(int(when is not None), used, started)
 EOF
 
+# optuna_ref.py SEED: in-process Optuna on the same objective (trial.sh's
+# awk program, so the same noise): reached (0/1), trial-steps, trials.
+cat >optuna_ref.py <<\EOF
+import math, os, subprocess, sys
+import optuna
+seed, max_steps = int(sys.argv[1]), int(os.environ["MAX_STEPS"])
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+AWK = """BEGIN {
+    srand(seed); u = log(lr) / log(10) - log(3e-3) / log(10)
+    printf "%.6f", 1 + 0.5 * u * u + 1.4 * (p - 0.13) ^ 2 + 1 / sqrt(s) + 0.02 * (2 * rand() - 1) }"""
+def curve(lr, p, trial):  # the trial's values, as trial.sh's awk computes them
+    out = []
+    for s in range(1, max_steps + 1):
+        v = subprocess.run(["awk", "-v", "lr=%r" % lr, "-v", "p=%r" % p, "-v", "s=%d" % s,
+                            "-v", "seed=%d" % (seed * 1000003 + trial * 1009 + s), AWK],
+                           capture_output=True, text=True, check=True).stdout
+        out.append(float(v))
+    return out
+def f(lr, p):
+    u = math.log10(lr) - math.log10(3e-3)
+    return 1 + 0.5 * u * u + 1.4 * (p - 0.13) ** 2
+steps, reached = 0, False
+def objective(trial):
+    global steps, reached
+    lr = trial.suggest_float("lr", 1e-4, 1e-1, log=True)
+    p = trial.suggest_float("dropout", 0, 0.5)
+    values = curve(lr, p, trial.number)
+    for s, v in enumerate(values, 1):
+        steps += 1
+        trial.report(v, s)
+        if s < max_steps and trial.should_prune():  # a trial at max is complete
+            raise optuna.TrialPruned()
+    if f(lr, p) <= 1.01:
+        reached = True
+        trial.study.stop()
+    return values[-1]
+study = optuna.create_study(
+    direction="minimize",
+    sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=8),
+    pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3))
+study.optimize(objective, n_trials=300)
+print(int(reached), steps, len(study.trials))
+EOF
+
 define() { # NAME STRATEGY SEED
     local es=()
-    case $2 in *+es) es=(--early-stop "loss:min,grace=1,eta=3,max=$MAX_STEPS") ;; esac
+    case $2 in
+    *+es) es=(--early-stop "loss:min,grace=1,eta=3,max=$MAX_STEPS") ;;
+    *+esp) es=(--early-stop "loss:min,grace=1,eta=3,max=$MAX_STEPS,patient") ;;
+    esac
     local space=(--param lr=loguniform:1e-4,1e-1 --param dropout=uniform:0,0.5)
     case $2 in
     grid) "$SPOTRUN" sweep init "$1" --param lr=1e-4,3.162e-4,1e-3,3.162e-3,1e-2,3.162e-2,1e-1 \
@@ -166,15 +234,20 @@ printf '%-10s %5s %8s %12s %s\n' strategy seed trials trial-steps reached
 for s in $STRATEGIES; do
     for seed in $SEEDS; do
         why=
-        case $s in *+es) [ "$has_es" = 1 ] || why="n/a (this spotrun has no sweep init --early-stop)" ;; esac
-        case $s in tpe*) [ "$has_optuna" = 1 ] || why="n/a (python3-optuna is not installed)" ;; esac
+        case $s in *+es*) [ "$has_es" = 1 ] || why="n/a (this spotrun has no sweep init --early-stop)" ;; esac
+        case $s in *+esp) [ "$has_patient" = 1 ] || why="n/a (this spotrun has no --early-stop ...,patient)" ;; esac
+        case $s in tpe* | optuna) [ "$has_optuna" = 1 ] || why="n/a (python3-optuna is not installed)" ;; esac
         if [ -n "$why" ]; then
             printf '%-10s %5s %s\n' "$s" "$seed" "$why"
             continue
         fi
-        name=b-${s/+/-}-$seed
-        define "$name" "$s" "$seed"
-        read -r reached used started < <(run "$name" "$s" "$seed")
+        if [ "$s" = optuna ]; then
+            read -r reached used started < <("$PY" optuna_ref.py "$seed")
+        else
+            name=b-${s/+/-}-$seed
+            define "$name" "$s" "$seed"
+            read -r reached used started < <(run "$name" "$s" "$seed")
+        fi
         printf '%-10s %5s %8s %12s %s\n' "$s" "$seed" "$started" "$used" \
             "$([ "$reached" = 1 ] && echo yes || echo "no (in ${LIMIT}s)")"
         echo "$s $seed $reached $used" >>"$results"
@@ -188,12 +261,20 @@ rows = {}
 for line in open(sys.argv[1]):
     s, seed, reached, used = line.split()
     rows.setdefault(s, []).append((int(reached), int(used)))
-base = statistics.mean(u for _, u in rows["random"]) if "random" in rows else None
-print("%-10s %6s %16s %22s" % ("strategy", "seeds", "mean trial-steps", "random / this (x fewer)"))
+mean = {s: statistics.mean(u for _, u in r) for s, r in rows.items()}
+base, ref = mean.get("random"), mean.get("optuna")
+print("%-10s %6s %16s %15s %15s" % ("strategy", "seeds", "mean trial-steps", "random / this",
+                                     "this / optuna"))
 for s, r in rows.items():
-    mean = statistics.mean(u for _, u in r)
     missed = sum(1 for ok, _ in r if not ok)
-    ratio = "%.2f" % (base / mean) if base and mean else "-"
-    print("%-10s %6d %16.0f %22s%s" % (s, len(r), mean, ratio,
-                                       "  (%d not reached: a lower bound)" % missed if missed else ""))
+    print("%-10s %6d %16.0f %15s %15s%s" % (
+        s, len(r), mean[s], "%.2fx" % (base / mean[s]) if base and mean[s] else "-",
+        "%.2fx" % (mean[s] / ref) if ref else "-",
+        "  (%d not reached: a lower bound)" % missed if missed else ""))
+ours = {s: m for s, m in mean.items() if s != "optuna"}
+if ref and ours:
+    best = min(ours, key=ours.get)
+    print("\nspotrun's best strategy: %s, %.0f trial-steps = %.2fx in-process Optuna's %.0f "
+          "(goal <= 0.7x: %s)" % (best, ours[best], ours[best] / ref, ref,
+                                  "met" if ours[best] <= 0.7 * ref else "not met"))
 EOF

@@ -306,8 +306,9 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
          "label every trial's run (repeatable; a trial's own --label wins on the same key); "
          "fixed when the sweep is made"},
         {"early-stop", 0, NULL, SR_OPT_STR, &o.early_stop, "RULE",
-         "early stopping, METRIC:min|max[,grace=N][,eta=K][,max=M]: at rungs grace*eta^k a "
-         "trial whose METRIC is not in the top 1/eta so far checkpoints and stops (pruned); "
+         "early stopping, METRIC:min|max[,grace=N][,eta=K][,max=M][,patient]: at rungs "
+         "grace*eta^k a trial whose METRIC is not in the top 1/eta so far (with fewer than eta "
+         "values there: not the best so far; patient: goes on) checkpoints and stops (pruned); "
          "fixed when the sweep is made"},
         {"best", 0, NULL, SR_OPT_STR, &o.best, "RULE",
          "which value ranks a done trial: final (its last value, the default) or best-step "
@@ -598,7 +599,8 @@ static const struct sr_cmd subs[] = {
     {"sweep priority", sr_cmd_sweep_priority, "set trials' priority: higher is claimed first",
      "spotrun sweep priority NAME TRIAL... --set P",
      "Workers claim the open trials of the highest priority first (at random among the\n"
-     "first four of it); every trial's priority is 0 until set.",
+     "first four of it; at equal priority a trial that ran before, preempted or paused,\n"
+     "before a fresh one); every trial's priority is 0 until set.",
      2, SR_CMD_ANY_OPS, SR_CMD_NEEDS_STORE | SR_CMD_STORE_EXISTS},
     {"sweep show", sr_cmd_sweep_show, "one row per trial: state, attempts, cost, metrics",
      "spotrun sweep show NAME [TRIAL] [--sort METRIC] [--maximize NAME[,NAME]] [--json] "

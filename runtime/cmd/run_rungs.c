@@ -67,17 +67,24 @@ static int judge(struct sr_run_rungs *rr, unsigned k, double value, int64_t step
     const int judges = sr_asha_judges(&rr->rule, rr->steps[k]);
     const int go_on = !judges || sr_asha_promote(&rr->rule, value, vals, n);
     free(vals);
-    const size_t keep = (n + 1) / (size_t)rr->rule.eta;
+    const size_t keep = sr_asha_keep(&rr->rule, n);
     if (!judges)
         snprintf(rr->detail, sizeof(rr->detail),
                  "%s %g at step %" PRId64 " recorded at rung %u (step %" PRId64
                  " = max): the trial has done its steps",
                  rr->rule.metric, value, step, k, rr->steps[k]);
-    else if (n + 1 < (size_t)rr->rule.eta)
+    else if (n + 1 < (size_t)rr->rule.eta && rr->rule.patient)
         snprintf(rr->detail, sizeof(rr->detail),
                  "%s %g at step %" PRId64 " is one of %zu values at rung %u (step %" PRId64
-                 "), fewer than eta=%" PRId64 ": nobody waits",
+                 "), fewer than eta=%" PRId64 ": patient, nobody waits",
                  rr->rule.metric, value, step, n + 1, k, rr->steps[k], rr->rule.eta);
+    else if (n + 1 < (size_t)rr->rule.eta)
+        snprintf(rr->detail, sizeof(rr->detail),
+                 "%s %g at step %" PRId64
+                 " is %sthe best of the %zu value%s at rung %u (step %" PRId64
+                 "), fewer than eta=%" PRId64 ": only the best so far goes on",
+                 rr->rule.metric, value, step, go_on ? "" : "not ", n + 1, n ? "s" : "", k,
+                 rr->steps[k], rr->rule.eta);
     else
         snprintf(rr->detail, sizeof(rr->detail),
                  "%s %g at step %" PRId64 " is %sin the top %zu of the %zu values at rung %u "

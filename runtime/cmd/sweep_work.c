@@ -29,9 +29,11 @@
 #include "history.h"
 #include "lease.h"
 #include "log.h"
+#include "nvml.h"
 #include "prices.h"
 #include "sweep.h"
 #include "sweep_budget.h"
+#include "sweep_claim.h"
 #include "sweep_driver.h"
 #include "sweep_life.h"
 #include "sweep_steer.h"
@@ -54,8 +56,10 @@ struct worker {
     const char *name;
     struct sr_store *st;
     struct sr_sweep sw;
-    unsigned char *ended; /* per trial: SR_TRIAL_* from the last listing */
-    int64_t *busy_until;  /* per trial: another worker had it (ms, sr_now_ms); NEVER: skipped */
+    unsigned char *ended;   /* per trial: SR_TRIAL_* from the last listing */
+    int64_t *busy_until;    /* per trial: another worker had it (ms, sr_now_ms); NEVER: skipped */
+    unsigned char *started; /* per trial: it ran before (sweep_claim.h), once read_started */
+    int read_started;       /* started[] is from this look at the store (refresh clears it) */
     size_t n_alloc;
     struct slot *slots;
     char **run_args; /* passed to every `spotrun run` */
@@ -106,11 +110,15 @@ static int refresh(struct worker *w, int definition)
         w->sw = sw;
     }
     const size_t n = sr_sweep_count(&w->sw);
+    w->read_started = 0;
     if (n > w->n_alloc) {
         unsigned char *e = realloc(w->ended, n);
-        int64_t *b = e ? realloc(w->busy_until, n * sizeof(*b)) : NULL;
+        unsigned char *r = e ? realloc(w->started, n) : NULL;
+        int64_t *b = r ? realloc(w->busy_until, n * sizeof(*b)) : NULL;
         if (e)
             w->ended = e;
+        if (r)
+            w->started = r;
         if (!b)
             return -ENOMEM;
         w->busy_until = b;
@@ -135,9 +143,12 @@ static int all_ended(const struct worker *w)
 }
 
 /* A trial that is neither ended nor owned, -1 when none: one of the first
- * CANDIDATES open trials at random, so that workers starting together (a
- * fleet scaling up) do not all race for trial 0 and lose the race by
- * starting a wrapper that exits 73. Only the chosen trial's lease is read. */
+ * CANDIDATES of the trials claimed first (sweep_claim.h: the highest
+ * priority, then one that ran before over a fresh one) at random, so that
+ * workers starting together (a fleet scaling up) do not all race for
+ * trial 0 and lose the race by starting a wrapper that exits 73. Only the
+ * chosen trial's lease is read; which trials ran before, once per look at
+ * the store, and only when there is a choice. */
 #define CANDIDATES 4
 static int free_now(const struct worker *w, size_t k, int64_t now)
 {
@@ -145,33 +156,58 @@ static int free_now(const struct worker *w, size_t k, int64_t now)
            !trial_running_here(w, (long)k) && w->busy_until[k] <= now;
 }
 
+/* started[]: read when more than one trial is free and it is not read
+ * since the last refresh; unreadable, the order goes without it. */
+static void read_started(struct worker *w, size_t n_free)
+{
+    if (w->read_started || n_free < 2)
+        return;
+    const size_t n = sr_sweep_count(&w->sw);
+    const int rc = sr_claim_list_started(w->st, w->name, n, w->started);
+    if (rc < 0) {
+        sr_debug("sweep %s: cannot list which trials ran before (%s): claiming by priority only",
+                 w->name, sr_strerror(rc));
+        memset(w->started, 0, n);
+    }
+    sr_err_clear();
+    w->read_started = 1;
+}
+
 static long claimable(struct worker *w)
 {
     const int64_t now = sr_now_ms(), now_s = sr_wall_ms() / 1000;
+    const size_t n = sr_sweep_count(&w->sw);
+    struct sr_claim_trial *t = calloc(n ? n : 1, sizeof(*t));
+    if (!t)
+        return -1;
+    long k = -1;
     for (;;) {
+        size_t n_free = 0;
+        for (size_t i = 0; i < n; i++)
+            n_free += (t[i].free = free_now(w, i, now));
+        read_started(w, n_free);
+        for (size_t i = 0; i < n; i++)
+            t[i] = (struct sr_claim_trial){.free = t[i].free,
+                                           .priority = sr_steer_priority(&w->steer, i),
+                                           .started = w->read_started && w->started[i]};
         long open[CANDIDATES];
-        unsigned n = 0;
-        /* the highest priority first (sweep priority); at random within it */
-        long top = LONG_MIN;
-        for (size_t k = 0; k < sr_sweep_count(&w->sw); k++)
-            if (free_now(w, k, now) && sr_steer_priority(&w->steer, k) > top)
-                top = sr_steer_priority(&w->steer, k);
-        for (size_t k = 0; k < sr_sweep_count(&w->sw) && n < CANDIDATES; k++)
-            if (free_now(w, k, now) && sr_steer_priority(&w->steer, k) == top)
-                open[n++] = (long)k;
-        if (n == 0)
-            return -1;
-        const long k = open[rand_r(&w->seed) % n];
+        const size_t got = sr_claim_order(t, n, open, CANDIDATES);
+        if (got == 0)
+            break;
+        k = open[rand_r(&w->seed) % got];
         char run[SR_SWEEP_NAME_MAX + 16];
         sr_sweep_run_id(w->name, (size_t)k, run, sizeof(run));
         struct sr_lease_info info;
         if (sr_lease_read_owner(w->st, run, &info) == 0 && !sr_lease_takeable(&info, now_s)) {
             w->busy_until[k] = now + w->o->poll_ms;
+            k = -1;
             continue;
         }
         sr_err_clear();
-        return k;
+        break;
     }
+    free(t);
+    return k;
 }
 
 static void describe(const struct worker *w, long k, char *buf, size_t len)
@@ -234,8 +270,9 @@ static int spawn_trial(struct worker *w, uint64_t slot, long k)
     sr_sweep_life_trial(&w->life, k);
     char what[512];
     describe(w, k, what, sizeof(what));
-    sr_info("sweep %s: trial %ld (%s)%s%s", w->name, k, what, w->gpus ? " on GPU " : "",
-            w->gpus ? w->gpus[slot] : "");
+    const int pinned = w->gpus && w->gpus[slot][0]; /* "": no GPU visible, none named */
+    sr_info("sweep %s: trial %ld (%s)%s%s", w->name, k, what, pinned ? " on GPU " : "",
+            pinned ? w->gpus[slot] : "");
     sr_debug("sweep %s: trial %ld: wrapper pid %d started", w->name, k, (int)pid);
     return 0;
 }
@@ -533,35 +570,68 @@ static int fill(struct worker *w)
     return k < 0 && w->o->until_empty;
 }
 
+/* The GPUs of this machine, for a worker whose CUDA_VISIBLE_DEVICES is
+ * unset: NVML's count, else the driver's /dev/nvidiaN nodes (a driver
+ * without NVML); 0 = none. */
+static unsigned gpus_found(void)
+{
+    struct sr_nvml *nv = NULL;
+    struct sr_nvml_dev devs[SR_NVML_MAX_DEVICES];
+    char note[160];
+    int n = sr_nvml_open(&nv) == 0
+                ? sr_nvml_select(nv, NULL, devs, SR_NVML_MAX_DEVICES, note, sizeof(note))
+                : -1;
+    sr_nvml_close(nv);
+    sr_err_clear();
+    for (int i = 0; n < 0 && i <= SR_NVML_MAX_DEVICES; i++) {
+        char dev[32];
+        snprintf(dev, sizeof(dev), "/dev/nvidia%d", i);
+        if (access(dev, F_OK) != 0)
+            n = i;
+    }
+    return n > 0 ? (unsigned)n : 0;
+}
+
 static int parse_gpus(struct worker *w)
 {
     if (w->o->slots <= 1)
         return 0;
     const char *env = getenv("CUDA_VISIBLE_DEVICES");
-    char *list = strdup(env ? env : "");
+    const unsigned found = env ? 0 : gpus_found();
+    if (!env &&
+        !found) { /* nothing to pin: the variable stays unset, and nothing is said of GPUs */
+        sr_info("sweep %s: no GPU found (no NVML device, no /dev/nvidia0): the %" PRIu64
+                " slots run their trials without GPU pinning (CUDA_VISIBLE_DEVICES left unset)",
+                w->name, w->o->slots);
+        return 0;
+    }
+    char numbers[SR_NVML_MAX_DEVICES * 4] = "";
+    for (unsigned i = 0, at = 0; !env && i < found && at < sizeof(numbers); i++)
+        at += (unsigned)snprintf(numbers + at, sizeof(numbers) - at, "%s%u", i ? "," : "", i);
+    char *list = strdup(env ? env : numbers);
     w->gpus = calloc(w->o->slots, sizeof(char *));
-    if (!list || !w->gpus)
+    if (!list || !w->gpus) {
+        free(list);
         return -ENOMEM;
+    }
     char *have[256];
     size_t n = 0;
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t && n < 256;
          t = strtok_r(NULL, ",", &save))
         have[n++] = t;
     /* set but empty: no GPU is visible, and none is made up for a slot */
-    for (uint64_t i = 0; i < w->o->slots; i++) {
-        char num[24];
-        snprintf(num, sizeof(num), "%" PRIu64, i);
-        w->gpus[i] = strdup(n ? have[i % n] : env ? "" : num);
-    }
+    for (uint64_t i = 0; i < w->o->slots; i++)
+        w->gpus[i] = strdup(n ? have[i % n] : "");
     free(list);
     if (env && n == 0)
         sr_warn("sweep %s: CUDA_VISIBLE_DEVICES is empty (no GPU): the %" PRIu64
                 " slots run their trials without a GPU",
                 w->name, w->o->slots);
     else if (n && n < w->o->slots)
-        sr_warn("sweep %s: %" PRIu64 " slots share %zu GPU%s (CUDA_VISIBLE_DEVICES=%s): "
+        sr_warn("sweep %s: %" PRIu64 " slots share %zu GPU%s (%s%s): "
                 "trials on one GPU compete for its memory; give --slots %zu for one each",
-                w->name, w->o->slots, n, n == 1 ? "" : "s", env, n);
+                w->name, w->o->slots, n, n == 1 ? "" : "s",
+                env ? "CUDA_VISIBLE_DEVICES=" : "found: ", env ? env : numbers, n);
     return 0;
 }
 
@@ -678,6 +748,7 @@ static void worker_free(struct worker *w)
     free(w->gpus);
     free(w->slots);
     free(w->ended);
+    free(w->started);
     free(w->busy_until);
     sr_steer_free(&w->steer);
     sr_sweep_free(&w->sw);

@@ -28,11 +28,16 @@ static int option(struct sr_asha *a, const char *opt, size_t len, char *err, siz
 {
     char buf[64];
     if (len >= sizeof(buf)) {
-        snprintf(err, errlen, "\"%.*s\" is not an option (grace=N, eta=K, max=M)", 40, opt);
+        snprintf(err, errlen, "\"%.*s\" is not an option (grace=N, eta=K, max=M, patient)", 40,
+                 opt);
         return -EINVAL;
     }
     memcpy(buf, opt, len);
     buf[len] = '\0';
+    if (strcmp(buf, "patient") == 0) {
+        a->patient = 1;
+        return 0;
+    }
     char *eq = strchr(buf, '=');
     int64_t v = 0;
     int64_t *field = NULL, lo = 1;
@@ -45,7 +50,7 @@ static int option(struct sr_asha *a, const char *opt, size_t len, char *err, siz
         lo = strcmp(buf, "eta") == 0 ? 2 : 1;
     }
     if (!field) {
-        snprintf(err, errlen, "\"%s\" is not an option (grace=N, eta=K, max=M)", buf);
+        snprintf(err, errlen, "\"%s\" is not an option (grace=N, eta=K, max=M, patient)", buf);
         return -EINVAL;
     }
     if (sr_parse_int(eq + 1, lo, SR_ASHA_STEP_MAX, &v) < 0) {
@@ -105,6 +110,8 @@ json_t *sr_asha_to_json(const struct sr_asha *a)
                   "grace", (json_int_t)a->grace, "eta", (json_int_t)a->eta);
     if (o && a->max > 0)
         json_object_set_new(o, "max", json_integer(a->max));
+    if (o && a->patient)
+        json_object_set_new(o, "patient", json_true());
     return o;
 }
 
@@ -126,8 +133,10 @@ int sr_asha_from_json(const json_t *o, struct sr_asha *out)
     if (!json_is_object(o) || !m || !mode || !metric_valid(m, strlen(m)) ||
         (strcmp(mode, "min") != 0 && strcmp(mode, "max") != 0) ||
         int_field(o, "grace", 1, &out->grace) < 0 || int_field(o, "eta", 2, &out->eta) < 0 ||
-        (json_object_get(o, "max") && int_field(o, "max", out->grace, &out->max) < 0))
+        (json_object_get(o, "max") && int_field(o, "max", out->grace, &out->max) < 0) ||
+        (json_object_get(o, "patient") && !json_is_boolean(json_object_get(o, "patient"))))
         return -EBADMSG;
+    out->patient = json_is_true(json_object_get(o, "patient"));
     snprintf(out->metric, sizeof(out->metric), "%s", m);
     out->maximize = strcmp(mode, "max") == 0;
     return 0;
@@ -137,8 +146,11 @@ void sr_asha_format(const struct sr_asha *a, char *buf, size_t len)
 {
     const int n = snprintf(buf, len, "%s:%s,grace=%" PRId64 ",eta=%" PRId64, a->metric,
                            a->maximize ? "max" : "min", a->grace, a->eta);
-    if (a->max > 0 && n > 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, ",max=%" PRId64, a->max);
+    const int m = a->max > 0 && n > 0 && (size_t)n < len
+                      ? snprintf(buf + n, len - (size_t)n, ",max=%" PRId64, a->max)
+                      : 0;
+    if (a->patient && n > 0 && m >= 0 && (size_t)(n + m) < len)
+        snprintf(buf + n + m, len - (size_t)(n + m), ",patient");
 }
 
 size_t sr_asha_rungs(const struct sr_asha *a, int64_t *steps, size_t cap)
@@ -181,12 +193,17 @@ int sr_asha_better(const struct sr_asha *a, double x, double y)
     return a->maximize ? x > y : x < y;
 }
 
+size_t sr_asha_keep(const struct sr_asha *a, size_t n)
+{
+    const size_t total = n + 1, keep = total / (size_t)a->eta;
+    if (keep == 0) /* fewer than eta values: the best so far, or all (patient) */
+        return a->patient ? total : 1;
+    return keep;
+}
+
 int sr_asha_promote(const struct sr_asha *a, double value, const double *values, size_t n)
 {
-    const size_t total = n + 1;
-    if (total < (size_t)a->eta)
-        return 1;
-    const size_t keep = total / (size_t)a->eta;
+    const size_t keep = sr_asha_keep(a, n);
     size_t ahead = 0; /* values strictly better: ties share a place */
     for (size_t i = 0; i < n; i++)
         ahead += sr_asha_better(a, values[i], value);

@@ -3,15 +3,18 @@
  * (ASHA; Li et al., "A System for Massively Parallel Hyperparameter
  * Tuning", MLSys 2020), the pure part (docs/sweeps.md, "Early stopping").
  *
- * The rule (sweep init --early-stop METRIC:min|max[,grace=N][,eta=K][,max=M])
- * puts rungs at steps r_k = grace * eta^k (k = 0, 1, ...; r_k <= max when
- * max is given). A trial's first report of METRIC at a step >= r_k is its
- * value at rung k; it goes on iff that value is among the top
- * floor(n / eta) of the n values recorded at rung k (its own included;
- * the smallest are the top with min, the largest with max; ties go on),
- * and always while fewer than eta values are recorded (nobody waits for
- * another trial: asynchronous promotion). A value that is not a number is
- * the worst.
+ * The rule (sweep init --early-stop
+ * METRIC:min|max[,grace=N][,eta=K][,max=M][,patient]) puts rungs at steps
+ * r_k = grace * eta^k (k = 0, 1, ...; r_k <= max when max is given). A
+ * trial's first report of METRIC at a step >= r_k is its value at rung k;
+ * it goes on iff fewer than max(1, floor(n / eta)) of the other values
+ * recorded at rung k are strictly better than it (n: those values and its
+ * own; the smallest are the best with min, the largest with max; ties
+ * share a place, so ties go on). While fewer than eta values are recorded
+ * that is "it is the best so far there, ties included" (Optuna's
+ * SuccessiveHalvingPruner); with patient, every trial goes on then
+ * instead (nobody waits for another trial either way: asynchronous
+ * promotion). A value that is not a number is the worst.
  *
  * Pure: no I/O, no clock, no globals. The store side is sweep_rungs.h.
  */
@@ -32,18 +35,21 @@ struct sr_asha {
     int64_t grace; /* the first rung's step, >= 1 (default 1) */
     int64_t eta;   /* the reduction factor, >= 2 (default 3) */
     int64_t max;   /* the last step a rung may be at, 0 = no limit */
+    int patient;   /* fewer than eta values at a rung: every trial goes on */
 };
 
-/* Parses "METRIC:min|max[,grace=N][,eta=K][,max=M]" (the metric is the
+/* Parses "METRIC:min|max[,grace=N][,eta=K][,max=M][,patient]" (the metric is the
  * text before the last ':' of the first field). -EINVAL with the reason in
  * err (naming the part of the spec that is wrong). */
 int sr_asha_parse(const char *spec, struct sr_asha *out, char *err, size_t errlen);
 /* The rule as stored in definition part 0 ("early_stop"):
- * {"metric","mode","grace","eta","max"} ("max" absent when none). */
+ * {"metric","mode","grace","eta","max","patient"} ("max" absent when none,
+ * "patient" absent unless true: a definition made before it reads the
+ * same). */
 json_t *sr_asha_to_json(const struct sr_asha *a);
 /* The rule from its JSON: 0, -EBADMSG when it is not a valid rule. */
 int sr_asha_from_json(const json_t *o, struct sr_asha *out);
-/* "loss:min,grace=1,eta=3,max=9", the spec that gives this rule. */
+/* "loss:min,grace=1,eta=3,max=9[,patient]", the spec that gives this rule. */
 void sr_asha_format(const struct sr_asha *a, char *buf, size_t len);
 
 /* The rungs' steps, ascending: how many (at most cap are written). */
@@ -59,6 +65,10 @@ int sr_asha_better(const struct sr_asha *a, double x, double y);
  * goes on to its end, as a trial at max_t is complete in Ray Tune's ASHA;
  * pruning it would only turn a finished trial into a stopped one). */
 int sr_asha_judges(const struct sr_asha *a, int64_t rung_step);
+/* How many of the n + 1 values at a rung (the recorded ones and the
+ * trial's own) go on: max(1, floor((n + 1) / eta)); all of them while
+ * fewer than eta with patient. */
+size_t sr_asha_keep(const struct sr_asha *a, size_t n);
 /* The decision for value at a rung whose recorded values are values[0..n)
  * (value itself NOT among them): 1 = go on, 0 = stop. */
 int sr_asha_promote(const struct sr_asha *a, double value, const double *values, size_t n);

@@ -181,11 +181,29 @@ test_expect_success 'sweep work --max-trials 2 stops after two trials' '
     test "$(wc -l <"$OUT/mx")" -eq 2
 '
 
-test_expect_success 'sweep work --slots 2 gives the slots CUDA_VISIBLE_DEVICES 0 and 1' '
+# Which GPUs a machine has comes from NVML: here the fake one of
+# tests/fakenvml, with no device (no trace) or with two.
+FAKENVML=${FAKENVML:-$SRCDIR/build/tests/fakenvml}
+printf 'gpu GPU-aaaaaaaa-1111-2222-3333-444444444444 1000 - 10\ngpu GPU-bbbbbbbb-1111-2222-3333-444444444444 1000 - 10\n' >two.trace
+
+test_expect_success 'sweep work --slots 2 with no GPU and no CUDA_VISIBLE_DEVICES: no pinning, said so' '
     "$SPOTRUN" sweep init sl --param k=0..3 \
-        -- sh -c "echo \$CUDA_VISIBLE_DEVICES >>\"\$OUT/sl\"; sleep 0.3" >/dev/null &&
-    (unset CUDA_VISIBLE_DEVICES; "$SPOTRUN" sweep work sl --slots 2 --poll 100ms 2>/dev/null) &&
-    test "$(sort -u "$OUT/sl" | tr "\n" " ")" = "0 1 "
+        -- sh -c "echo \"[\${{CUDA_VISIBLE_DEVICES-unset}}]\" >>\"\$OUT/sl\"; sleep 0.3" >/dev/null &&
+    (unset CUDA_VISIBLE_DEVICES; LD_LIBRARY_PATH=$FAKENVML \
+        "$SPOTRUN" sweep work sl --slots 2 --poll 100ms 2>sl.err) &&
+    test "$(sort -u "$OUT/sl" | tr "\n" " ")" = "[unset] " &&
+    grep "sweep sl: no GPU found (no NVML device, no /dev/nvidia0): the 2 slots run their trials without GPU pinning (CUDA_VISIBLE_DEVICES left unset)" sl.err &&
+    test "$(count_lines sl.err "sweep sl: trial [0-3] (k=[0-3])$")" = 4 &&
+    refute grep "GPU [0-9]" sl.err
+'
+
+test_expect_success 'sweep work --slots 2 on a machine with two GPUs, no CUDA_VISIBLE_DEVICES: the slots get 0 and 1' '
+    "$SPOTRUN" sweep init slg --param k=0..3 \
+        -- sh -c "echo \$CUDA_VISIBLE_DEVICES >>\"\$OUT/slg\"; sleep 0.3" >/dev/null &&
+    (unset CUDA_VISIBLE_DEVICES; LD_LIBRARY_PATH=$FAKENVML FAKENVML_TRACE=$TRASH/two.trace \
+        "$SPOTRUN" sweep work slg --slots 2 --poll 100ms 2>slg.err) &&
+    test "$(sort -u "$OUT/slg" | tr "\n" " ")" = "0 1 " &&
+    test "$(count_lines slg.err "sweep slg: trial [0-3] (k=[0-3]) on GPU [01]$")" = 4
 '
 
 test_expect_success 'from CUDA_VISIBLE_DEVICES=4,5 the slots get 4 and 5' '

@@ -3,8 +3,9 @@
  * sweep_rungs.h): on synthetic learning curves arriving asynchronously,
  * every decision the module takes equals the algorithm's definition
  * computed here independently (the values recorded at the rung before the
- * arrival, sorted: go on iff fewer than eta are recorded or the value is at
- * least as good as the floor(n/eta)-th best); the rungs of a rule; specs
+ * arrival and its own, sorted: go on iff the value is at least as good as
+ * the max(1, floor(n/eta))-th best, or, with patient, fewer than eta are
+ * recorded); the rungs of a rule; specs
  * parsed and refused; the rule's JSON; the rung records in a file store
  * (create-only, listed, levels, tampered records skipped, one trial's removed);
  * the rule in the definition (same, different, tampered) and the pruned
@@ -43,13 +44,19 @@ static int asc(const void *a, const void *b)
 /* The decision for `value` arriving at a rung that holds prior[0..n) (the
  * values recorded before it, in arrival order): of the n + 1 values, the
  * top floor((n + 1) / eta) go on (the smallest with min, the largest with
- * max), ties at the boundary go on, and with fewer than eta values
- * everyone goes on. No NaN here (the curves are finite). */
-static int reference(int maximize, int64_t eta, double value, const double *prior, size_t n)
+ * max), ties at the boundary go on; with fewer than eta values only the
+ * best so far (the top 1 of them, ties included: Optuna's
+ * SuccessiveHalvingPruner), or everyone when patient. No NaN here (the
+ * curves are finite). */
+static int reference(int maximize, int patient, int64_t eta, double value, const double *prior,
+                     size_t n)
 {
-    const size_t total = n + 1, keep = total / (size_t)eta;
-    if (total < (size_t)eta)
+    const size_t total = n + 1;
+    size_t keep = total / (size_t)eta;
+    if (total < (size_t)eta && patient)
         return 1;
+    if (keep == 0)
+        keep = 1;
     double *all = malloc(total * sizeof(double));
     for (size_t i = 0; i < n; i++)
         all[i] = maximize ? -prior[i] : prior[i];
@@ -125,7 +132,8 @@ static size_t simulate(const struct sr_asha *a, struct curve *cv, size_t *counts
         const double v = loss(c, r[k]);
         const int got = !sr_asha_judges(a, r[k]) || sr_asha_promote(a, v, rec[k], counts[k]);
         /* the last rung, at max itself, only records: the trial is complete */
-        const int want = r[k] == a->max || reference(a->maximize, a->eta, v, rec[k], counts[k]);
+        const int want =
+            r[k] == a->max || reference(a->maximize, a->patient, a->eta, v, rec[k], counts[k]);
         if (got != want)
             fail_msg("trial %zu at rung %zu (value %g, %zu recorded): module %d, definition %d",
                      ev[i].trial, k, v, counts[k], got, want);
@@ -159,11 +167,14 @@ static void test_decisions_match_the_definition(void **state)
     (void)state;
     const int64_t etas[] = {2, 3, 4};
     size_t total_pruned = 0;
-    for (int seed = 0; seed < 20; seed++)
+    for (int seed = 0; seed < 40; seed++)
         for (size_t e = 0; e < 3; e++)
             for (int maximize = 0; maximize <= 1; maximize++) {
-                struct sr_asha a = {
-                    .grace = 1 + seed % 3, .eta = etas[e], .max = 243, .maximize = maximize};
+                struct sr_asha a = {.grace = 1 + seed % 3,
+                                    .eta = etas[e],
+                                    .max = 243,
+                                    .maximize = maximize,
+                                    .patient = seed % 2};
                 snprintf(a.metric, sizeof(a.metric), "%s", maximize ? "acc" : "loss");
                 struct curve cv[TRIALS];
                 make_curves(cv, maximize);
@@ -175,7 +186,7 @@ static void test_decisions_match_the_definition(void **state)
                 assert_true(counts[1] < counts[0]);
                 assert_true(pruned > 0);
             }
-    assert_true(total_pruned > 20 * 3 * 2);
+    assert_true(total_pruned > 40 * 3 * 2);
 }
 
 /* The rule's promises, on hand-made arrivals. */
@@ -184,9 +195,25 @@ static void test_decisions_by_hand(void **state)
     (void)state;
     struct sr_asha a = {.metric = "loss", .grace = 1, .eta = 3};
     const double none[1] = {0};
-    /* fewer than eta values: everyone goes on, however bad */
+    /* fewer than eta values: only the best so far goes on (Optuna's rule):
+     * the first value always, a later one when no value recorded there is
+     * better (a tie goes on), measured against every value recorded, not
+     * only the ones still running */
+    assert_true(sr_asha_promote(&a, 100, none, 0));
+    assert_false(sr_asha_promote(&a, 100, (double[]){1}, 1));
+    assert_true(sr_asha_promote(&a, 1, (double[]){1}, 1));
+    assert_true(sr_asha_promote(&a, 0.5, (double[]){1}, 1));
+    assert_int_equal(sr_asha_keep(&a, 0), 1);
+    assert_int_equal(sr_asha_keep(&a, 1), 1);
+    assert_int_equal(sr_asha_keep(&a, 5), 2);
+    /* patient: fewer than eta values, everyone goes on, however bad */
+    a.patient = 1;
     assert_true(sr_asha_promote(&a, 100, none, 0));
     assert_true(sr_asha_promote(&a, 100, (double[]){1}, 1));
+    assert_int_equal(sr_asha_keep(&a, 1), 2);
+    assert_int_equal(sr_asha_keep(&a, 5), 2); /* from eta values on, the same rule */
+    assert_false(sr_asha_promote(&a, 3, (double[]){1, 2}, 2));
+    a.patient = 0;
     /* the third value: only the best of three goes on */
     assert_false(sr_asha_promote(&a, 3, (double[]){1, 2}, 2));
     assert_true(sr_asha_promote(&a, 0.5, (double[]){1, 2}, 2));
@@ -198,10 +225,15 @@ static void test_decisions_by_hand(void **state)
     a.maximize = 1;
     assert_true(sr_asha_promote(&a, 3, (double[]){1, 2}, 2));
     assert_false(sr_asha_promote(&a, 1, (double[]){3, 2}, 2));
+    assert_false(sr_asha_promote(&a, 1, (double[]){3}, 1)); /* the best so far, by its mode */
+    assert_true(sr_asha_promote(&a, 3, (double[]){3}, 1));
     /* a value that is not a number is the worst */
     a.maximize = 0;
     assert_false(sr_asha_promote(&a, NAN, (double[]){5, 6}, 2));
     assert_true(sr_asha_promote(&a, 5, (double[]){NAN, NAN}, 2));
+    assert_false(sr_asha_promote(&a, NAN, (double[]){5}, 1));
+    assert_true(sr_asha_promote(&a, 5, (double[]){NAN}, 1));
+    assert_true(sr_asha_promote(&a, NAN, none, 0)); /* nothing recorded is better */
 }
 
 static void test_rungs(void **state)
@@ -248,6 +280,7 @@ static void test_parse(void **state)
     assert_int_equal(a.grace, 2);
     assert_int_equal(a.eta, 4);
     assert_int_equal(a.max, 128);
+    assert_false(a.patient);
     char spec[200];
     sr_asha_format(&a, spec, sizeof(spec));
     assert_string_equal(spec, "val:acc:max,grace=2,eta=4,max=128");
@@ -255,6 +288,25 @@ static void test_parse(void **state)
     struct sr_asha b;
     assert_int_equal(sr_asha_from_json(o, &b), 0);
     assert_memory_equal(&a, &b, sizeof(a));
+    assert_null(json_object_get(o, "patient")); /* absent: a rule made before it reads the same */
+    json_decref(o);
+    /* patient: today's first trials, kept in the definition as "patient": true */
+    assert_int_equal(sr_asha_parse("loss:min,eta=2,patient,max=8", &a, err, sizeof(err)), 0);
+    assert_true(a.patient);
+    assert_int_equal(a.eta, 2);
+    assert_int_equal(a.max, 8);
+    sr_asha_format(&a, spec, sizeof(spec));
+    assert_string_equal(spec, "loss:min,grace=1,eta=2,max=8,patient");
+    o = sr_asha_to_json(&a);
+    assert_true(json_is_true(json_object_get(o, "patient")));
+    assert_int_equal(sr_asha_from_json(o, &b), 0);
+    assert_memory_equal(&a, &b, sizeof(a));
+    json_decref(o);
+    o = json_loads("{\"metric\":\"loss\",\"mode\":\"min\",\"grace\":1,\"eta\":3,"
+                   "\"patient\":false}",
+                   0, NULL);
+    assert_int_equal(sr_asha_from_json(o, &b), 0);
+    assert_false(b.patient);
     json_decref(o);
     const char *bad[][2] = {
         {"loss", "METRIC:min"},
@@ -267,6 +319,7 @@ static void test_parse(void **state)
         {"loss:min,rate=2", "\"rate\" is not an option"},
         {"loss:min,grace=10,max=5", "max=5 is below grace=10"},
         {"loss:min,", "is not an option"},
+        {"loss:min,patient=1", "\"patient\" is not an option"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err[0] = '\0';
@@ -280,6 +333,8 @@ static void test_parse(void **state)
                              "{\"metric\":\"a b\",\"mode\":\"min\",\"grace\":1,\"eta\":3}",
                              "{\"metric\":\"loss\",\"mode\":\"min\",\"grace\":5,\"eta\":3,"
                              "\"max\":2}",
+                             "{\"metric\":\"loss\",\"mode\":\"min\",\"grace\":1,\"eta\":3,"
+                             "\"patient\":1}",
                              "[]"};
     for (size_t i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
         json_t *h = json_loads(hostile[i], 0, NULL);

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Claim order (docs/sweeps.md, "sweep work"): at equal priority a `sweep
+# work` worker claims a trial that ran before (preempted, or stopped by
+# `sweep pause --stop`) before any fresh one, and it resumes from its
+# checkpoint. Trial 7 is the one that ran: a worker picks among the first
+# open trials otherwise (0..3 here), so only the order can make it trial 7.
+# t0972 runs this script on S3 (which trials ran before: a listing by key
+# prefix there, the summaries/ directory on a file store).
+. "$(dirname "$0")/lib.sh"
+if [ -n "${CLAIM_ON_S3:-}" ]; then
+    . "$SRCDIR/tests/e2e/s3lib.sh"
+    S3_CONDITIONAL=1 s3_start
+fi
+
+cleanup() {
+    for f in w1.pid w2.pid; do
+        [ -s "$TRASH/$f" ] && kill "$(cat "$TRASH/$f")" 2>/dev/null
+    done
+    [ -n "${CLAIM_ON_S3:-}" ] && s3_stop
+    return 0
+}
+trap cleanup EXIT
+
+export PYTHONPATH=$SRCDIR/python SPOTRUN_NOTICE=none OUT=$TRASH
+unset CUDA_VISIBLE_DEVICES
+
+# The trainer: one step per 0.1 s, a checkpoint every 5 steps and when
+# asked; each start appends "RUN STEP" (the step it resumed at) to
+# $OUT/starts.log. It never ends by itself within the test.
+cat >train.py <<\EOF
+import os, time
+import spotrun
+out, run = os.environ["OUT"], os.environ["SPOTRUN_RUN_ID"]
+state = os.path.join(os.environ["SPOTRUN_CKPT_DIR"], "state")
+step = int(open(state).read()) if os.path.exists(state) else 0
+with open(os.path.join(out, "starts.log"), "a") as f:
+    f.write("%s %d\n" % (run, step))
+while step < 100000:
+    time.sleep(0.1)
+    step += 1
+    if step % 5 == 0 or spotrun.checkpoint_due():
+        with open(state, "w") as f:
+            f.write("%d" % step)
+        spotrun.commit(step)
+EOF
+
+# worker N: a `sweep work co` worker with one slot, its log wN.log.
+worker() {
+    (
+        "$SPOTRUN" sweep work co --slots 1 --poll 200ms -- --budget-poll 300ms >"w$1.log" 2>&1 &
+        echo $! >"w$1.pid"
+        wait $!
+        echo $? >"w$1.code"
+    ) &
+    wait_until 10 "worker $1 to start" test -s "w$1.pid"
+}
+# claims N: the trials worker N claimed, in order.
+claims() { sed -n "s/^spotrun: sweep co: trial \([0-9]*\) (i=.*/\1/p" "w$1.log" | tr "\n" " "; }
+ckpt_of() { "$SPOTRUN" ls | awk -v r="$1" '$1 == r {print ($5 == "-" ? 0 : $5)}'; }
+has_ckpt() { test "$(ckpt_of "$1")" -ge 1 2>/dev/null; }
+
+test_expect_success 'a preempted trial: the replacement worker resumes it before any fresh trial' '
+    "$SPOTRUN" sweep init co --param i=0..7 -- "$PY" "$TRASH/train.py" >init.out &&
+    "$SPOTRUN" sweep priority co 7 --set 1 &&
+    worker 1 &&
+    wait_until 120 "trial 7 to checkpoint" has_ckpt co-7 &&
+    test "$(claims 1)" = "7 " &&
+    kill -TERM "$(cat w1.pid)" &&
+    wait_until 120 "worker 1 to drain" test -s w1.code &&
+    test "$(cat w1.code)" = 75 &&
+    "$SPOTRUN" sweep show co --json >show1.json &&
+    json show1.json "assert [t[\"state\"] for t in d[\"trials\"]] == [\"queued\"] * 7 + [\"preempted\"], d[\"trials\"]" &&
+    "$SPOTRUN" sweep priority co 7 --set 0 &&
+    worker 2 &&
+    wait_lines starts.log "^co-" 2 &&
+    test "$(claims 2)" = "7 " &&
+    test "$(sed -n 2p starts.log | cut -d" " -f1)" = co-7 &&
+    test "$(sed -n 2p starts.log | cut -d" " -f2)" -gt 0
+'
+
+test_expect_success 'a trial stopped by pause --stop: after resume the worker takes it again before any fresh trial' '
+    "$SPOTRUN" sweep pause co --stop >pause.out &&
+    wait_for w2.log "stopped at the sweep.s pause" 120 &&
+    "$SPOTRUN" sweep show co --json >show2.json &&
+    json show2.json "assert d[\"trials\"][7][\"state\"] == \"stopped\", d[\"trials\"][7]" &&
+    n=$(count_lines starts.log "^co-7 ") &&
+    "$SPOTRUN" sweep resume co &&
+    wait_for w2.log "sweep co: resumed; taking trials again" 60 &&
+    wait_lines starts.log "^co-" 3 &&
+    test "$(claims 2)" = "7 7 " &&
+    test "$(count_lines starts.log "^co-7 ")" = $((n + 1)) &&
+    test "$(sed -n 3p starts.log | cut -d" " -f2)" -gt "$(sed -n 2p starts.log | cut -d" " -f2)" &&
+    refute grep "^co-[0-6] " starts.log
+'
+
+test_done
