@@ -103,14 +103,13 @@ int sr_sv_rung_cutoff(const struct sr_asha *rule, const double *values, size_t n
             v[j] = v[j - 1];
         v[j] = values[i];
     }
-    size_t k = (n + 1) / (size_t)rule->eta;
-    *keep = k;
-    if (k < 1) /* fewer than eta values: only the best so far goes on */
-        k = 1;
-    if (k > n)
-        k = n;
-    *cut = v[k - 1];
+    const size_t k = sr_asha_keep(rule, n); /* the rule's own count (asha.h) */
+    if (k <= n)
+        *cut = v[k - 1];
     free(v);
+    if (k > n) /* ,patient with fewer than eta values: every trial goes on */
+        return -1;
+    *keep = n + 1 < (size_t)rule->eta ? 0 : k; /* 0: only the best so far goes on */
     return 0;
 }
 

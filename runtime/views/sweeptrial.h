@@ -32,9 +32,10 @@ json_t *sr_sv_curves_json(const struct sr_sv_trial *t);
 
 /* The cut-off of a decision at a rung: the value a trial's value had to
  * equal or beat to go on, given the other values it was compared with
- * (values[0..n)) under rule: the keep-th best of them, keep = (n + 1) /
- * eta (at least 1: with fewer than eta values only the best so far goes
- * on). *keep gets keep. 0, or -1 when there are none (nothing to beat). */
+ * (values[0..n)) under rule: the keep-th best of them, keep =
+ * sr_asha_keep(rule, n). *keep gets keep, or 0 when fewer than eta values
+ * were there (only the best so far goes on). 0, or -1 when there is
+ * nothing to beat (no values; ,patient with fewer than eta). */
 int sr_sv_rung_cutoff(const struct sr_asha *rule, const double *values, size_t n, double *cut,
                       size_t *keep);
 

@@ -79,6 +79,14 @@ static void the_cutoff_is_the_kth_best_of_the_others(void **state)
     assert_true(cut == 0.5);
     /* nothing to compare with */
     assert_int_equal(sr_sv_rung_cutoff(&min, v, 0, &cut, &keep), -1);
+    /* ,patient: with fewer than eta values every trial goes on (no cut-off);
+     * with eta or more, the same cut-off as without */
+    struct sr_asha patient = min;
+    patient.patient = 1;
+    assert_int_equal(sr_sv_rung_cutoff(&patient, v, 1, &cut, &keep), -1);
+    assert_int_equal(sr_sv_rung_cutoff(&patient, v, 5, &cut, &keep), 0);
+    assert_int_equal(keep, 2);
+    assert_true(cut == 0.3);
 }
 
 int main(void)
