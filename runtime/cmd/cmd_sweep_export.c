@@ -210,7 +210,8 @@ int sr_cmd_sweep_export(const struct sr_cmd *cmd, int argc, char **argv)
         sr_store_close(ctx.st);
         return code;
     }
-    const struct sr_sv_opts o = {0};
+    struct sr_sv_opts o = {0};
+    sr_sv_opts_from_sweep(&o, &sw); /* its objectives and --best, as sweep show reads them */
     json_t *doc = sr_sweepview_json(&v, &o, sr_store_url(ctx.st));
     if (doc && sw.early_stop)
         json_object_set(doc, "early_stop", sw.early_stop);

@@ -13,6 +13,7 @@
  */
 #include "sweepreport.h"
 #include "sweepcurves.h"
+#include "sweepparetosvg.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -570,8 +571,9 @@ void sr_sweepreport_svg(FILE *f, const struct sr_sweepview *v, const struct sr_s
     d.lanes_bottom = d.lanes_top + (double)lanes * LANE;
     const double below = d.lanes_bottom + 40;
     const double chart = sr_sv_progress_svg(NULL, v, o, LEFT, W - RIGHT, 0); /* its height */
+    const double pareto = sr_sv_pareto_svg(NULL, v, o, 0, W);                /* 2+ objectives */
     const double curves = sr_sv_curves_svg(NULL, v, o, 0, W);
-    head(f, v, below + chart + curves);
+    head(f, v, below + chart + pareto + curves);
     legend(f, &d);
     sr_svg_axis(f, &d.fr, d.lanes_top, d.lanes_bottom + 4, 1, "UTC");
     size_t *order = calloc(lanes, sizeof(*order));
@@ -584,8 +586,10 @@ void sr_sweepreport_svg(FILE *f, const struct sr_sweepview *v, const struct sr_s
     pauses(f, &d);
     if (chart)
         sr_sv_progress_svg(f, v, o, LEFT, W - RIGHT, below);
+    if (pareto)
+        sr_sv_pareto_svg(f, v, o, below + chart, W);
     if (curves)
-        sr_sv_curves_svg(f, v, o, below + chart, W);
+        sr_sv_curves_svg(f, v, o, below + chart + pareto, W);
     fprintf(f, "</svg>\n");
 }
 
