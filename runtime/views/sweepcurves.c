@@ -161,7 +161,9 @@ static int chart_build(const struct sr_sweepview *v, const struct sr_sv_opts *o,
     }
     if (ch->kmax <= ch->kmin)
         ch->kmax = ch->kmin + 1;
-    ch->best = sr_sweepview_best(v, o, &ch->rank); /* the sweep's, in every chart */
+    /* the sweep's, in every chart; with several objectives none is the best
+     * (the Pareto chart names the front), as in sweep show */
+    ch->best = o->n_objectives < 2 ? sr_sweepview_best(v, o, &ch->rank) : NULL;
     return 0;
 }
 
