@@ -526,7 +526,7 @@ static void pause_span(FILE *f, const struct sweep_draw *d, const struct sr_stee
 {
     const double x0 = sr_svg_x(&d->fr, p->unix_ms);
     const double x1 = sr_svg_x(&d->fr, r ? r->unix_ms : d->v->now_ms);
-    char tip[512], a[256], b[256] = "still paused";
+    char a[256], b[256] = "still paused", tip[sizeof(a) + sizeof(b) + 32];
     steer_tip(p, a, sizeof(a));
     if (r)
         steer_tip(r, b, sizeof(b));
