@@ -16,7 +16,7 @@ packages=(
     python3-pip                         # t0705: pip install ./python (offline, in-tree backend)
     time                                # peak RSS in scripts/bench-codec.sh
     slurm-wlm munge                     # the Slurm test (t0330) runs a real single-node cluster
-    clang libclang-rt-14-dev            # libFuzzer targets (scripts/fuzz.sh)
+    clang libclang-rt-14-dev            # libFuzzer targets (scripts/fuzz.sh), the clang build (scripts/test.sh)
     clang-format                        # scripts/check-format.sh
     valgrind                            # scripts/check-threads-memory.sh
     scdoc                               # the man page spotrun(1)
