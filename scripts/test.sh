@@ -10,7 +10,8 @@
 # After the RelWithDebInfo build, three tracks run at once, each stage after
 # the one before it in its track:
 #   suites:    ctest (RelWithDebInfo), then ctest (ASan+UBSan, a Debug
-#              build) once its build is done
+#              build) once its build is done, then leftovers: fails
+#              when a test left a process running (tests/leftovers.py)
 #   checks:    build (ASan+UBSan), TSan, valgrind, fuzz, then the builds
 #              no suite runs on: Release with gcc and Debug with clang,
 #              each under -Werror (their warnings differ: gcc -O3's
@@ -66,7 +67,13 @@ npm_ci() {
     [ -d "$root/tests/azure/node_modules/azurite" ] ||
         (cd "$root/tests/azure" && npm ci --no-audit --no-fund --loglevel=error)
 }
+# Every process the suites start carries SPOTRUN_TEST_TAG; the leftovers
+# stage kills and names any still running once both have ended (each e2e
+# script is already checked on its own by tests/leftovers.py; this catches
+# what a script killed at its timeout, or a unit test, left).
+tag=spotrun-test-$$
 suite() ( # BUILD_DIR TIMEOUT: ctest there
+    export SPOTRUN_TEST_TAG=$tag
     cd "$1" && ctest -j"$jobs" --output-on-failure --timeout "$2" ${filter[@]+"${filter[@]}"}
 )
 
@@ -77,6 +84,7 @@ track_suites() {
     else
         stage_skip ctest-asan "SPOTRUN_TEST_SANITIZE=0"
     fi
+    stage leftovers python3 "$root/tests/leftovers.py" --sweep "$tag" || true
 }
 
 track_checks() {

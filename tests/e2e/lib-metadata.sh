@@ -1,14 +1,15 @@
 # lib-metadata.sh - starts the test cloud metadata service
 # (tests/metadata/server.py) for the notice tests; sourced after lib.sh.
 
-# start_metadata CLOUD [server args]: sets MD_URL; the server is a job of
-# the script, so test_done stops it.
+# start_metadata CLOUD [server args]: sets MD_URL; test_done stops the
+# server (test_bg: it may be started in a body).
 start_metadata() {
     local cloud=$1 port=$TRASH/metadata-$1.port i=0
     shift
     rm -f "$port"
     python3 "$SRCDIR/tests/metadata/server.py" --cloud "$cloud" --port-file "$port" "$@" \
         >"$TRASH/metadata-$cloud.log" 2>&1 &
+    test_bg $!
     while [ ! -s "$port" ]; do
         i=$((i + 1))
         [ "$i" -lt 100 ] || { say "the metadata server did not start"; cat "$TRASH/metadata-$cloud.log"; exit 1; }

@@ -84,11 +84,18 @@ test_skip() {
 test_done() {
     local passed=$((test_count - test_failed))
     say "$passed passed, $test_failed failed"
-    # Leave wrappers of failed tests behind no longer than the script.
+    # Leave wrappers of failed tests behind no longer than the script, nor
+    # the servers bodies started (test_bg).
     jobs -p | xargs -r kill 2>/dev/null
+    [ ! -s "$TRASH/.bg-pids" ] || xargs -r kill <"$TRASH/.bg-pids" 2>/dev/null
     [ "$test_failed" -eq 0 ]
     exit $?
 }
+
+# test_bg PID: a background process a test body started that test_done
+# stops (a body is a subshell: its jobs are not the script's). ctest fails
+# a script that leaves a process running (tests/leftovers.py).
+test_bg() { printf '%s\n' "$1" >>"$TRASH/.bg-pids"; }
 
 # expect_code N cmd...: runs cmd, fails unless it exits N.
 expect_code() {
