@@ -27,9 +27,10 @@ trap cleanup EXIT
 
 # One body: the wrapper is reaped (wait) by the shell that started it.
 test_expect_success 'a sweep in progress: trial 0 runs, trial 1 cancelled and retried, the sweep paused' '
-    "$SPOTRUN" sweep init lv --param x=0.123456789,2.5,7 -- "$TRASH/live.sh" &&
-    "$SPOTRUN" sweep cancel lv 1 >cancel.out &&
-    "$SPOTRUN" sweep retry lv 1 >retry.out &&
+    "$SPOTRUN" sweep init lv --param x=0.123456789,2.5,7 -- "$TRASH/live.sh"
+    "$SPOTRUN" sweep cancel lv 1 >cancel.out
+    "$SPOTRUN" sweep retry lv 1 >retry.out
+    # alone after the &: $! is the wrapper (not a subshell running a list)
     CUDA_VISIBLE_DEVICES= "$SPOTRUN" run --sweep lv --trial 0 --notice none >run0.log 2>&1 &
     pid=$!
     echo $pid >run0.pid &&
