@@ -134,6 +134,142 @@ static void let_go(struct held *h)
     sr_lease_free(h->lease);
 }
 
+/* ls: one run, read (its checkpoints and its settled history), then
+ * rendered as a JSON object or a table row. */
+struct ls_row {
+    const char *run;
+    struct sr_ckpt_list l;
+    struct sr_history h;
+};
+
+/* Reads a run into row; 0 when its labels do not match want (nothing to
+ * free), 1 when it is to be shown (ls_row_free frees it). */
+static int ls_read(struct sr_store *st, const char *run, const struct sr_labels *want,
+                   struct ls_row *row)
+{
+    memset(row, 0, sizeof(*row));
+    row->run = run;
+    sr_ckpt_list(st, run, &row->l);
+    sr_hist_init(&row->h);
+    const int hrc = sr_hist_load(st, run, &row->h);
+    if (hrc < 0)
+        sr_warn("cannot read the event log of %s: %s", run, sr_strerror(hrc));
+    if (!sr_labels_match(&row->h.labels, want)) { /* a run without history has none */
+        sr_hist_free(&row->h);
+        sr_ckpt_list_free(&row->l);
+        return 0;
+    }
+    sr_hist_settle_last(st, run, &row->h);
+    sr_hist_count_checkpoints(&row->h, row->l.n);
+    return 1;
+}
+
+static void ls_row_free(struct ls_row *row)
+{
+    sr_hist_free(&row->h);
+    sr_ckpt_list_free(&row->l);
+}
+
+static json_t *ls_row_json(const struct ls_row *row, const struct sr_view_opts *vo)
+{
+    const struct sr_ckpt_list *l = &row->l;
+    json_t *o = json_pack("{s:s}", "run_id", row->run);
+    json_object_update_missing_new(o, sr_summary_json(&row->h, &vo->prices));
+    json_object_set_new(o, "checkpoint_count", json_integer((json_int_t)l->n));
+    json_object_set_new(o, "newest", l->n ? manifest_json(&l->v[l->n - 1]) : json_null());
+    return o;
+}
+
+/* The table's layout: RUN's width, and --long's METRICS column. */
+struct ls_table {
+    int idw;
+    int long_ls;
+    const struct sr_optlist *metric;
+};
+
+static void ls_print_header(const struct ls_table *t)
+{
+    printf("%-*s %-12s %-10s %5s %8s %10s %10s %4s %4s %4s %8s %9s  %-*s%s\n", t->idw, "RUN",
+           "STATE", "CAUSE", "CKPTS", "NEWEST", "STEP", "SIZE", "ATT", "PRE", "FAIL", "LOST",
+           "COST", t->long_ls ? 19 : 0, "CREATED", t->long_ls ? "  METRICS" : "");
+}
+
+static void ls_print_row(const struct ls_row *row, const struct ls_table *t,
+                         const struct sr_view_opts *vo)
+{
+    const struct sr_history *h = &row->h;
+    const struct sr_ckpt_list *l = &row->l;
+    char lost[32], cost[32] = "-";
+    sr_format_duration_ms(h->lost_ms, lost, sizeof(lost));
+    double spot, od;
+    struct sr_hist_prices price; /* the flag's, else the run's recorded one */
+    sr_hist_view_prices(h, &vo->prices, &price);
+    sr_hist_cost(h, &price, &spot, &od);
+    if (price.spot_per_hour > 0)
+        sr_format_money(spot, cost, sizeof(cost));
+    char step[24] = "-", size[32] = "-", when[32] = "-", seq[24] = "-";
+    if (l->n) {
+        const struct sr_manifest *m = &l->v[l->n - 1];
+        sr_format_step(m->step, step, sizeof(step));
+        sr_format_size(m->stored_bytes, size, sizeof(size));
+        fmt_time(m->created, when, sizeof(when));
+        snprintf(seq, sizeof(seq), "%" PRIu64, m->seq);
+    } else if (h->first_ms > 0) { /* no checkpoint yet: when the run began (its first event) */
+        fmt_time(h->first_ms / 1000, when, sizeof(when));
+    }
+    char cell[256] = "";
+    if (t->long_ls) /* --long's METRICS */
+        sr_summary_metrics_cell(h, t->metric->v, t->metric->n, cell, sizeof(cell));
+    /* CAUSE: why the newest ended attempt ended (docs/events.md) */
+    const struct sr_hist_attempt *ended = sr_hist_last_ended(h);
+    printf("%-*s %-12s %-10s %5zu %8s %10s %10s %4zu %4u %4u %8s %9s  %-*s%s%s\n", t->idw, row->run,
+           sr_hist_state_name(h->state), ended ? sr_hist_cause_name(ended->cause) : "-", l->n, seq,
+           step, size, h->n_att, h->preemptions, h->failures, lost, cost, t->long_ls ? 19 : 0, when,
+           t->long_ls ? "  " : "", cell);
+}
+
+/* ls's checks of its options: 0, or an exit code (said on stderr). */
+static int ls_check(const struct sr_optlist *metric, const struct sr_optlist *label,
+                    struct sr_labels *want)
+{
+    if (metric->n > 2) {
+        fprintf(stderr, "spotrun ls: at most 2 --metric names (%zu given)\n", metric->n);
+        return SR_EX_USAGE;
+    }
+    char err[256];
+    for (size_t i = 0; i < label->n; i++)
+        if (sr_labels_add(want, label->v[i], err, sizeof(err)) < 0) {
+            fprintf(stderr, "spotrun ls: %s\n", err);
+            return SR_EX_USAGE;
+        }
+    return 0;
+}
+
+/* Each run read, then rendered: the table, or --json's document. 0 or an
+ * exit code. */
+static int ls_list(struct sr_store *st, const struct sr_strlist *runs, const struct sr_labels *want,
+                   const struct ls_table *t, const struct sr_view_opts *vo)
+{
+    json_t *jruns = vo->json ? json_array() : NULL;
+    if (!vo->json)
+        ls_print_header(t);
+    for (size_t i = 0; i < runs->n; i++) {
+        struct ls_row row;
+        if (!ls_read(st, runs->v[i], want, &row))
+            continue;
+        if (jruns)
+            json_array_append_new(jruns, ls_row_json(&row, vo));
+        else
+            ls_print_row(&row, t, vo);
+        ls_row_free(&row);
+    }
+    if (!jruns)
+        return 0;
+    json_t *o = json_pack("{s:i,s:s,s:o}", "schema_version", SR_JSON_SCHEMA_VERSION, "store",
+                          sr_store_url(st), "runs", jruns);
+    return sr_print_json(o);
+}
+
 int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct sr_view_opts vo = {0};
@@ -155,101 +291,25 @@ int sr_cmd_ls(const struct sr_cmd *cmd, int argc, char **argv)
     int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
     if (code >= 0)
         return code;
-    if (metric.n > 2) {
-        fprintf(stderr, "spotrun ls: at most 2 --metric names (%zu given)\n", metric.n);
-        sr_store_close(ctx.st);
-        return SR_EX_USAGE;
-    }
-    long_ls |= metric.n > 0;
-    struct sr_labels want = {0};
-    char err[256];
-    for (size_t i = 0; i < label.n; i++)
-        if (sr_labels_add(&want, label.v[i], err, sizeof(err)) < 0) {
-            fprintf(stderr, "spotrun ls: %s\n", err);
-            sr_store_close(ctx.st);
-            return SR_EX_USAGE;
-        }
     struct sr_store *st = ctx.st;
+    struct sr_labels want = {0};
+    code = ls_check(&metric, &label, &want);
+    if (code != 0) {
+        sr_store_close(st);
+        return code;
+    }
     struct sr_strlist runs = {0};
-    json_t *jruns = vo.json ? json_array() : NULL;
     const int rc = sr_ckpt_list_runs(st, &runs);
     if (rc < 0) {
         code = sr_fail(rc, "cannot list the store");
-        goto out;
+    } else {
+        /* RUN is as wide as the longest id (32 at least): the columns stay put */
+        struct ls_table t = {32, long_ls || metric.n > 0, &metric};
+        for (size_t i = 0; i < runs.n; i++)
+            if (strlen(runs.v[i]) > (size_t)t.idw)
+                t.idw = (int)strlen(runs.v[i]);
+        code = ls_list(st, &runs, &want, &t, &vo);
     }
-    /* RUN is as wide as the longest id (32 at least): the columns stay put */
-    int idw = 32;
-    for (size_t i = 0; i < runs.n; i++)
-        if (strlen(runs.v[i]) > (size_t)idw)
-            idw = (int)strlen(runs.v[i]);
-    if (!vo.json)
-        printf("%-*s %-12s %-10s %5s %8s %10s %10s %4s %4s %4s %8s %9s  %-*s%s\n", idw, "RUN",
-               "STATE", "CAUSE", "CKPTS", "NEWEST", "STEP", "SIZE", "ATT", "PRE", "FAIL", "LOST",
-               "COST", long_ls ? 19 : 0, "CREATED", long_ls ? "  METRICS" : "");
-    for (size_t i = 0; i < runs.n; i++) {
-        struct sr_ckpt_list l = {0};
-        sr_ckpt_list(st, runs.v[i], &l);
-        struct sr_history h;
-        sr_hist_init(&h);
-        const int hrc = sr_hist_load(st, runs.v[i], &h);
-        if (hrc < 0)
-            sr_warn("cannot read the event log of %s: %s", runs.v[i], sr_strerror(hrc));
-        if (!sr_labels_match(&h.labels, &want)) { /* a run without history has none */
-            sr_hist_free(&h);
-            sr_ckpt_list_free(&l);
-            continue;
-        }
-        sr_hist_settle_last(st, runs.v[i], &h);
-        sr_hist_count_checkpoints(&h, l.n);
-        if (jruns) {
-            json_t *o = json_pack("{s:s}", "run_id", runs.v[i]);
-            json_object_update_missing_new(o, sr_summary_json(&h, &vo.prices));
-            json_object_set_new(o, "checkpoint_count", json_integer((json_int_t)l.n));
-            json_object_set_new(o, "newest", l.n ? manifest_json(&l.v[l.n - 1]) : json_null());
-            json_array_append_new(jruns, o);
-            sr_hist_free(&h);
-            sr_ckpt_list_free(&l);
-            continue;
-        }
-        char lost[32], cost[32] = "-";
-        sr_format_duration_ms(h.lost_ms, lost, sizeof(lost));
-        double spot, od;
-        struct sr_hist_prices price; /* the flag's, else the run's recorded one */
-        sr_hist_view_prices(&h, &vo.prices, &price);
-        sr_hist_cost(&h, &price, &spot, &od);
-        if (price.spot_per_hour > 0)
-            sr_format_money(spot, cost, sizeof(cost));
-        char step[24] = "-", size[32] = "-", when[32] = "-", seq[24] = "-";
-        if (l.n) {
-            const struct sr_manifest *m = &l.v[l.n - 1];
-            sr_format_step(m->step, step, sizeof(step));
-            sr_format_size(m->stored_bytes, size, sizeof(size));
-            fmt_time(m->created, when, sizeof(when));
-            snprintf(seq, sizeof(seq), "%" PRIu64, m->seq);
-        } else if (h.first_ms > 0) { /* no checkpoint yet: when the run began (its first event) */
-            fmt_time(h.first_ms / 1000, when, sizeof(when));
-        }
-        char cell[256] = "";
-        if (long_ls) /* --long's METRICS */
-            sr_summary_metrics_cell(&h, metric.v, metric.n, cell, sizeof(cell));
-        /* CAUSE: why the newest ended attempt ended (docs/events.md) */
-        const struct sr_hist_attempt *ended = sr_hist_last_ended(&h);
-        printf("%-*s %-12s %-10s %5zu %8s %10s %10s %4zu %4u %4u %8s %9s  %-*s%s%s\n", idw,
-               runs.v[i], sr_hist_state_name(h.state),
-               ended ? sr_hist_cause_name(ended->cause) : "-", l.n, seq, step, size, h.n_att,
-               h.preemptions, h.failures, lost, cost, long_ls ? 19 : 0, when, long_ls ? "  " : "",
-               cell);
-        sr_hist_free(&h);
-        sr_ckpt_list_free(&l);
-    }
-    if (jruns) {
-        json_t *o = json_pack("{s:i,s:s,s:o}", "schema_version", SR_JSON_SCHEMA_VERSION, "store",
-                              sr_store_url(st), "runs", jruns);
-        jruns = NULL;
-        code = sr_print_json(o);
-    }
-out:
-    json_decref(jruns);
     sr_strlist_free(&runs);
     sr_store_close(st);
     return code < 0 ? 0 : code;
@@ -437,6 +497,123 @@ static int show_events(struct sr_store *st, const char *run, int events, const c
     return rc < 0 ? sr_fail(rc, "cannot read the store") : 0;
 }
 
+/* show: what it reads of a run, then renders (as text or --json). */
+struct show_run {
+    const char *run;
+    struct sr_history h;
+    struct sr_ckpt_list l;
+    uint32_t attempts;
+};
+
+/* Reads the run; 0, or an exit code (said on stderr). show_free frees
+ * what it read either way. */
+static int show_read(struct sr_store *st, const char *run, struct show_run *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->run = run;
+    sr_hist_init(&r->h);
+    int rc = sr_ckpt_list(st, run, &r->l);
+    if (rc == 0)
+        rc = sr_events_next_attempt(st, run, &r->attempts);
+    if (rc == 0)
+        rc = sr_hist_load(st, run, &r->h);
+    if (rc < 0)
+        return sr_fail(rc, "cannot read the store");
+    if (r->l.n == 0 && r->attempts == 0) {
+        fprintf(stderr, "spotrun: show: no run \"%s\" in %s\n", run, sr_store_url(st));
+        return SR_EX_NOINPUT;
+    }
+    sr_hist_settle_last(st, run, &r->h);
+    sr_hist_count_checkpoints(&r->h, r->l.n);
+    return 0;
+}
+
+static void show_free(struct show_run *r)
+{
+    sr_hist_free(&r->h);
+    sr_ckpt_list_free(&r->l);
+}
+
+/* The checkpoints' table, a suspect one's reason under its row. */
+static void show_ckpts(struct sr_store *st, const struct show_run *r)
+{
+    /* STORED and RATIO are of the whole archive (what a restore reads);
+     * UPLOADED is what this checkpoint added to the store: less for a
+     * delta, which references the frames an earlier one uploaded. */
+    printf("%8s %10s %10s %10s %7s %10s %5s %6s %8s  %-19s  %s\n", "SEQ", "STEP", "RAW", "STORED",
+           "RATIO", "UPLOADED", "KIND", "FILES", "STAGE", "CREATED", "HOST");
+    struct sr_suspect_set bad = {0};
+    suspects_of(st, r->run, &bad);
+    for (size_t i = 0; i < r->l.n; i++) {
+        const struct sr_manifest *m = &r->l.v[i];
+        char step[24], raw[32], stored[32], up[32], when[32], nodes[24], host[sizeof(m->host)];
+        const uint64_t archive = sr_manifest_archive_bytes(m);
+        sr_format_step(m->step, step, sizeof(step));
+        sr_format_size(m->raw_bytes, raw, sizeof(raw));
+        sr_format_size(archive, stored, sizeof(stored));
+        sr_format_size(m->stored_bytes, up, sizeof(up));
+        fmt_time(m->created, when, sizeof(when));
+        printf("%8" PRIu64 " %10s %10s %10s %6.2fx %10s %5s %6" PRIu64 " %7.2fs  %-19s  %s\n",
+               m->seq, step, raw, stored, archive ? (double)m->raw_bytes / (double)archive : 0.0,
+               up, ckpt_kind(m), m->files, m->stage_seconds, when,
+               m->nodes ? (snprintf(nodes, sizeof(nodes), "%u nodes", m->nodes), nodes)
+                        : sr_term_safe(m->host, host, sizeof(host)));
+        char why[256];
+        const char *reason = suspect_reason(st, r->run, &bad, m->seq, why, sizeof(why));
+        if (*reason) /* never restored first (docs/runtime.md, "A bad checkpoint") */
+            printf("%8s suspect: %s\n", "", reason);
+    }
+    sr_suspect_set_free(&bad);
+    /* Multi-node steps whose parts are not all there: never restored. */
+    struct sr_set_partial inc[8];
+    const int ninc = sr_sets_incomplete(st, r->run, newest_seq(&r->l), inc, 8);
+    for (int i = 0; i < ninc; i++)
+        printf("%8" PRIu64 " %10" PRIu64 "  incomplete: %u node part(s), no manifest\n", inc[i].seq,
+               inc[i].seq - 1, inc[i].parts);
+}
+
+/* Peak GPU memory (from the preload shim), as of the newest checkpoint
+ * that recorded it: what a resume needs on the next instance. */
+static void show_gpu_peak(const struct sr_ckpt_list *l)
+{
+    for (size_t i = l->n; i-- > 0;) {
+        const struct sr_manifest *m = &l->v[i];
+        if (!m->gpu_devices)
+            continue;
+        printf("\ngpu peak:   ");
+        for (uint32_t d = 0; d < m->gpu_devices; d++) {
+            char sz[32];
+            sr_format_size(m->gpu_peak[d], sz, sizeof(sz));
+            printf("%s dev%" PRIu32 " %s", d ? "," : "", d, sz);
+        }
+        printf("  (checkpoint %" PRIu64 ")\n", m->seq);
+        break;
+    }
+}
+
+/* The run as text: its header lines, summary, checkpoints, attempts. */
+static void show_text(struct sr_store *st, const struct show_run *r, const struct sr_view_opts *vo)
+{
+    const struct sr_history *h = &r->h;
+    printf("run:         %s\nstore:       %s\nstate:       %s\nattempts:    %" PRIu32
+           "\ncheckpoints: %zu\n",
+           r->run, sr_store_url(st), sr_hist_state_name(h->state), r->attempts, r->l.n);
+    if (h->labels.n) {
+        char labels[SR_LABELS_MAX * (2 * SR_LABEL_MAX + 3) + 1];
+        sr_labels_format(&h->labels, labels, sizeof(labels));
+        printf("labels:      %s\n", labels);
+    }
+    print_lease(st, r->run);
+    print_work_dir(h);
+    sr_summary_print(stdout, h, &vo->prices);
+    putchar('\n');
+    show_ckpts(st, r);
+    show_gpu_peak(&r->l);
+    if (h->n_att)
+        putchar('\n');
+    sr_summary_print_attempts(stdout, h);
+}
+
 int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct sr_view_opts vo = {0};
@@ -459,97 +636,13 @@ int sr_cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
         sr_store_close(st);
         return code;
     }
-    struct sr_history h;
-    sr_hist_init(&h);
-    struct sr_ckpt_list l = {0};
-    int rc = sr_ckpt_list(st, ops[0], &l);
-    uint32_t attempts = 0;
-    if (rc == 0)
-        rc = sr_events_next_attempt(st, ops[0], &attempts);
-    if (rc == 0)
-        rc = sr_hist_load(st, ops[0], &h);
-    if (rc < 0) {
-        code = sr_fail(rc, "cannot read the store");
-        goto out;
-    }
-    if (l.n == 0 && attempts == 0) {
-        fprintf(stderr, "spotrun: show: no run \"%s\" in %s\n", ops[0], sr_store_url(st));
-        code = SR_EX_NOINPUT;
-        goto out;
-    }
-    sr_hist_settle_last(st, ops[0], &h);
-    sr_hist_count_checkpoints(&h, l.n);
-    if (vo.json) {
-        code = print_show_json(st, ops[0], &h, &vo.prices, &l);
-        goto out;
-    }
-    printf("run:         %s\nstore:       %s\nstate:       %s\nattempts:    %" PRIu32
-           "\ncheckpoints: %zu\n",
-           ops[0], sr_store_url(st), sr_hist_state_name(h.state), attempts, l.n);
-    if (h.labels.n) {
-        char labels[SR_LABELS_MAX * (2 * SR_LABEL_MAX + 3) + 1];
-        sr_labels_format(&h.labels, labels, sizeof(labels));
-        printf("labels:      %s\n", labels);
-    }
-    print_lease(st, ops[0]);
-    print_work_dir(&h);
-    sr_summary_print(stdout, &h, &vo.prices);
-    putchar('\n');
-    /* STORED and RATIO are of the whole archive (what a restore reads);
-     * UPLOADED is what this checkpoint added to the store: less for a
-     * delta, which references the frames an earlier one uploaded. */
-    printf("%8s %10s %10s %10s %7s %10s %5s %6s %8s  %-19s  %s\n", "SEQ", "STEP", "RAW", "STORED",
-           "RATIO", "UPLOADED", "KIND", "FILES", "STAGE", "CREATED", "HOST");
-    struct sr_suspect_set bad = {0};
-    suspects_of(st, ops[0], &bad);
-    for (size_t i = 0; i < l.n; i++) {
-        const struct sr_manifest *m = &l.v[i];
-        char step[24], raw[32], stored[32], up[32], when[32], nodes[24], host[sizeof(m->host)];
-        const uint64_t archive = sr_manifest_archive_bytes(m);
-        sr_format_step(m->step, step, sizeof(step));
-        sr_format_size(m->raw_bytes, raw, sizeof(raw));
-        sr_format_size(archive, stored, sizeof(stored));
-        sr_format_size(m->stored_bytes, up, sizeof(up));
-        fmt_time(m->created, when, sizeof(when));
-        printf("%8" PRIu64 " %10s %10s %10s %6.2fx %10s %5s %6" PRIu64 " %7.2fs  %-19s  %s\n",
-               m->seq, step, raw, stored, archive ? (double)m->raw_bytes / (double)archive : 0.0,
-               up, ckpt_kind(m), m->files, m->stage_seconds, when,
-               m->nodes ? (snprintf(nodes, sizeof(nodes), "%u nodes", m->nodes), nodes)
-                        : sr_term_safe(m->host, host, sizeof(host)));
-        char why[256];
-        const char *reason = suspect_reason(st, ops[0], &bad, m->seq, why, sizeof(why));
-        if (*reason) /* never restored first (docs/runtime.md, "A bad checkpoint") */
-            printf("%8s suspect: %s\n", "", reason);
-    }
-    sr_suspect_set_free(&bad);
-    /* Multi-node steps whose parts are not all there: never restored. */
-    struct sr_set_partial inc[8];
-    const int ninc = sr_sets_incomplete(st, ops[0], newest_seq(&l), inc, 8);
-    for (int i = 0; i < ninc; i++)
-        printf("%8" PRIu64 " %10" PRIu64 "  incomplete: %u node part(s), no manifest\n", inc[i].seq,
-               inc[i].seq - 1, inc[i].parts);
-    /* Peak GPU memory (from the preload shim), as of the newest checkpoint
-     * that recorded it: what a resume needs on the next instance. */
-    for (size_t i = l.n; i-- > 0;) {
-        const struct sr_manifest *m = &l.v[i];
-        if (!m->gpu_devices)
-            continue;
-        printf("\ngpu peak:   ");
-        for (uint32_t d = 0; d < m->gpu_devices; d++) {
-            char sz[32];
-            sr_format_size(m->gpu_peak[d], sz, sizeof(sz));
-            printf("%s dev%" PRIu32 " %s", d ? "," : "", d, sz);
-        }
-        printf("  (checkpoint %" PRIu64 ")\n", m->seq);
-        break;
-    }
-    if (h.n_att)
-        putchar('\n');
-    sr_summary_print_attempts(stdout, &h);
-    code = -1;
-out:
-    sr_hist_free(&h);
-    sr_ckpt_list_free(&l);
+    struct show_run r;
+    code = show_read(st, ops[0], &r);
+    if (code == 0 && vo.json)
+        code = print_show_json(st, ops[0], &r.h, &vo.prices, &r.l);
+    else if (code == 0)
+        show_text(st, &r, &vo);
+    show_free(&r);
     sr_store_close(st);
     return code < 0 ? 0 : code;
 }
