@@ -399,147 +399,209 @@ static int cmp_series(const void *x, const void *y)
     return (a < b) - (a > b);
 }
 
+/* Chart 1's data: its periods, its series (biggest first, the rest as
+ * "other") and each period's value per series (val[p * (nser + 1) + j]). */
+struct cost_data {
+    int priced; /* cost, else instance hours */
+    char (*per)[SR_STATS_KEY_MAX];
+    size_t np;
+    struct series *ser;
+    size_t nser;
+    double *val;
+};
+
+static void cost_data_free(struct cost_data *d)
+{
+    free(d->per);
+    free(d->ser);
+    free(d->val);
+}
+
+/* The periods from lo to hi (empty ones too: a gap is news). */
+static void cost_periods(struct cost_data *d, enum sr_stats_by pkind, int64_t lo, int64_t hi)
+{
+    for (int64_t t = lo; t < hi && d->np < MAX_PERIODS; t = sr_stats_next_boundary(t, pkind)) {
+        if (pkind == SR_BY_DAY)
+            sr_stats_day(t, d->per[d->np++], SR_STATS_KEY_MAX);
+        else if (pkind == SR_BY_WEEK)
+            sr_stats_week(t, d->per[d->np++], SR_STATS_KEY_MAX);
+        else
+            sr_stats_month(t, d->per[d->np++], SR_STATS_KEY_MAX);
+    }
+}
+
+/* Reads the rows into d; 0, or -1 when out of memory (draw nothing). */
+static int cost_read(struct cost_data *d, const struct sr_stats_query *q, const struct sr_stats *s,
+                     int64_t lo, int64_t hi)
+{
+    /* cost only when every hour had a price: else a partly priced bar
+     * would look cheap */
+    d->priced = s->total.inst_h > 0 && s->total.unpriced_h < 1e-9;
+    size_t ns = 0;
+    d->per = calloc(MAX_PERIODS, sizeof(*d->per));
+    d->ser = calloc(s->n + 1, sizeof(*d->ser));
+    if (!d->per || !d->ser)
+        return -1;
+    const size_t pk = q->n_by - 1;
+    cost_periods(d, q->by[pk].kind, lo, hi);
+    for (size_t i = 0; i < s->n; i++) {
+        char name[200];
+        series_name(q, &s->rows[i], name, sizeof(name));
+        size_t j = 0;
+        while (j < ns && strcmp(d->ser[j].name, name) != 0)
+            j++;
+        if (j == ns)
+            snprintf(d->ser[ns++].name, sizeof(d->ser[0].name), "%s", name);
+        d->ser[j].sum += d->priced ? s->rows[i].cost : s->rows[i].inst_h;
+    }
+    qsort(d->ser, ns, sizeof(*d->ser), cmp_series);
+    const size_t shown = ns > MAX_SERIES ? MAX_SERIES : ns; /* the rest: "other" */
+    if (ns > MAX_SERIES)
+        snprintf(d->ser[MAX_SERIES].name, sizeof(d->ser[0].name), "other (%zu)", ns - MAX_SERIES);
+    const size_t nser = d->nser = ns > MAX_SERIES ? MAX_SERIES + 1 : ns;
+    d->val = calloc((d->np + 1) * (nser + 1), sizeof(double));
+    if (!d->val)
+        return -1;
+    for (size_t i = 0; i < s->n; i++) {
+        size_t p = 0, j = 0;
+        while (p < d->np && strcmp(d->per[p], s->rows[i].key[pk]) != 0)
+            p++;
+        if (p == d->np)
+            continue;
+        char name[200];
+        series_name(q, &s->rows[i], name, sizeof(name));
+        while (j < shown && strcmp(d->ser[j].name, name) != 0)
+            j++;
+        d->val[p * (nser + 1) + j] += d->priced ? s->rows[i].cost : s->rows[i].inst_h;
+    }
+    return 0;
+}
+
+/* Chart 1's frame: plot area x0..x1, y0 (top)..y1 (bottom). */
+struct cost_frame {
+    double x0, x1, y0, y1, top;
+};
+
+/* The title and the y axis's grid; sets fr->top, the axis's top value. */
+static void cost_axes(FILE *f, const struct cost_data *d, struct cost_frame *fr, double y0,
+                      const char *period)
+{
+    double max = 0;
+    for (size_t p = 0; p < d->np; p++) {
+        double t = 0;
+        for (size_t j = 0; j < d->nser; j++)
+            t += d->val[p * (d->nser + 1) + j];
+        if (t > max)
+            max = t;
+    }
+    char title[200];
+    snprintf(title, sizeof(title), "%s per %s%s", d->priced ? "Spot cost" : "Instance-hours",
+             period, d->priced ? "" : " (some hours have no price)");
+    sr_svg_text(f, fr->x0, y0 + 24, "title", "font-size=\"16\" font-weight=\"bold\" fill=\"#222\"",
+                title);
+    if (max <= 0)
+        max = 1;
+    const double step = nice_step(max, 5), top = ceil(max / step) * step;
+    fr->top = top;
+    for (double v = 0; v <= top + step / 2; v += step) {
+        const double y = fr->y1 - v / top * (fr->y1 - fr->y0);
+        char lbl[32];
+        if (d->priced)
+            snprintf(lbl, sizeof(lbl), step < 1 ? "$%.2f" : "$%.0f", v);
+        else
+            snprintf(lbl, sizeof(lbl), step < 1 ? "%.1f h" : "%.0f h", v);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n",
+                fr->x0, y, fr->x1, y);
+        sr_svg_text(f, fr->x0 - 6, y + 4, "tick", "text-anchor=\"end\" fill=\"#777\"", lbl);
+    }
+}
+
+/* Period p's stacked bar at x (width bw); returns its total. */
+static double cost_bar(FILE *f, const struct cost_data *d, const struct cost_frame *fr, size_t p,
+                       double x, double bw)
+{
+    const double span = fr->y1 - fr->y0;
+    double acc = 0;
+    for (size_t j = 0; j < d->nser; j++) {
+        const double v = d->val[p * (d->nser + 1) + j];
+        if (v <= 0)
+            continue;
+        const double ya = fr->y1 - (acc + v) / fr->top * span, h = v / fr->top * span;
+        fprintf(f,
+                "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
+                "stroke=\"#fff\" stroke-width=\"0.5\">",
+                x, ya, bw, h, palette[j % N_PALETTE]);
+        char tip[300];
+        if (d->priced)
+            snprintf(tip, sizeof(tip), "%s, %s: $%.2f", d->ser[j].name, d->per[p], v);
+        else
+            snprintf(tip, sizeof(tip), "%s, %s: %.2f instance-hours", d->ser[j].name, d->per[p], v);
+        sr_svg_tooltip(f, tip);
+        fputs("</rect>\n", f);
+        acc += v;
+    }
+    return acc;
+}
+
+/* The bars, each with its total above it and its period below. */
+static void cost_bars(FILE *f, const struct cost_data *d, const struct cost_frame *fr)
+{
+    const size_t np = d->np;
+    const double slot = (fr->x1 - fr->x0) / (double)(np ? np : 1);
+    const double bw = slot * 0.7 > 60 ? 60 : slot * 0.7;
+    const size_t every = np > 16 ? (np + 15) / 16 : 1;
+    for (size_t p = 0; p < np; p++) {
+        const double x = fr->x0 + slot * (double)p + (slot - bw) / 2;
+        const double acc = cost_bar(f, d, fr, p, x, bw);
+        char lbl[48];
+        if (d->priced)
+            snprintf(lbl, sizeof(lbl), acc < 1000 ? "$%.2f" : "$%.0f", acc);
+        else
+            snprintf(lbl, sizeof(lbl), "%.0f h", acc);
+        if (acc > 0 && slot >= 36)
+            sr_svg_text(f, x + bw / 2, fr->y1 - acc / fr->top * (fr->y1 - fr->y0) - 4, "value",
+                        "text-anchor=\"middle\" font-size=\"10\" fill=\"#444\"", lbl);
+        if (p % every == 0)
+            sr_svg_text(f, x + bw / 2, fr->y1 + 16, "tick", "text-anchor=\"middle\" fill=\"#444\"",
+                        d->per[p]);
+    }
+}
+
+static void cost_legend(FILE *f, const struct cost_data *d, const struct cost_frame *fr)
+{
+    double ly = fr->y0;
+    for (size_t j = 0; j < d->nser; j++, ly += 20) {
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n",
+                fr->x1 + 20, ly, palette[j % N_PALETTE]);
+        char lbl[260];
+        if (d->priced)
+            snprintf(lbl, sizeof(lbl), "%.40s  $%.2f", d->ser[j].name, d->ser[j].sum);
+        else
+            snprintf(lbl, sizeof(lbl), "%.40s  %.1f h", d->ser[j].name, d->ser[j].sum);
+        sr_svg_text(f, fr->x1 + 38, ly + 10, "legend", "fill=\"#222\"", lbl);
+    }
+}
+
 /* Chart 1 at y0: the cost (else instance hours) of each period from lo to
  * hi (empty ones too: a gap is news), stacked by series. Returns its
  * height. */
 static double chart_cost(FILE *f, const struct sr_stats_query *q, const struct sr_stats *s,
                          double y0, int64_t lo, int64_t hi, const char *period)
 {
-    /* cost only when every hour had a price: else a partly priced bar
-     * would look cheap */
-    const int priced = s->total.inst_h > 0 && s->total.unpriced_h < 1e-9;
-    const enum sr_stats_by pkind = q->by[q->n_by - 1].kind;
-    size_t np = 0, ns = 0;
-    char(*per)[SR_STATS_KEY_MAX] = calloc(MAX_PERIODS, sizeof(*per));
-    struct series *ser = calloc(s->n + 1, sizeof(*ser));
-    double *val = NULL;
-    if (!per || !ser)
-        goto out;
-    const size_t pk = q->n_by - 1;
-    for (int64_t t = lo; t < hi && np < MAX_PERIODS; t = sr_stats_next_boundary(t, pkind)) {
-        if (pkind == SR_BY_DAY)
-            sr_stats_day(t, per[np++], SR_STATS_KEY_MAX);
-        else if (pkind == SR_BY_WEEK)
-            sr_stats_week(t, per[np++], SR_STATS_KEY_MAX);
-        else
-            sr_stats_month(t, per[np++], SR_STATS_KEY_MAX);
+    struct cost_data d = {0};
+    if (cost_read(&d, q, s, lo, hi) == 0) {
+        struct cost_frame fr = {80, W - 230, y0 + 50, y0 + 330, 1};
+        cost_axes(f, &d, &fr, y0, period);
+        cost_bars(f, &d, &fr);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#777\"/>\n",
+                fr.x0, fr.y1, fr.x1, fr.y1);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#777\"/>\n",
+                fr.x0, fr.y0, fr.x0, fr.y1);
+        sr_svg_text(f, (fr.x0 + fr.x1) / 2, fr.y1 + 36, "axis-label",
+                    "text-anchor=\"middle\" fill=\"#444\"", period);
+        cost_legend(f, &d, &fr);
     }
-    for (size_t i = 0; i < s->n; i++) {
-        char name[200];
-        series_name(q, &s->rows[i], name, sizeof(name));
-        size_t j = 0;
-        while (j < ns && strcmp(ser[j].name, name) != 0)
-            j++;
-        if (j == ns)
-            snprintf(ser[ns++].name, sizeof(ser[0].name), "%s", name);
-        ser[j].sum += priced ? s->rows[i].cost : s->rows[i].inst_h;
-    }
-    qsort(ser, ns, sizeof(*ser), cmp_series);
-    const size_t shown = ns > MAX_SERIES ? MAX_SERIES : ns; /* the rest: "other" */
-    if (ns > MAX_SERIES)
-        snprintf(ser[MAX_SERIES].name, sizeof(ser[0].name), "other (%zu)", ns - MAX_SERIES);
-    const size_t nser = ns > MAX_SERIES ? MAX_SERIES + 1 : ns;
-    val = calloc((np + 1) * (nser + 1), sizeof(double));
-    if (!val)
-        goto out;
-    for (size_t i = 0; i < s->n; i++) {
-        size_t p = 0, j = 0;
-        while (p < np && strcmp(per[p], s->rows[i].key[pk]) != 0)
-            p++;
-        if (p == np)
-            continue;
-        char name[200];
-        series_name(q, &s->rows[i], name, sizeof(name));
-        while (j < shown && strcmp(ser[j].name, name) != 0)
-            j++;
-        val[p * (nser + 1) + j] += priced ? s->rows[i].cost : s->rows[i].inst_h;
-    }
-    double max = 0;
-    for (size_t p = 0; p < np; p++) {
-        double t = 0;
-        for (size_t j = 0; j < nser; j++)
-            t += val[p * (nser + 1) + j];
-        if (t > max)
-            max = t;
-    }
-    const double px0 = 80, px1 = W - 230, py0 = y0 + 50, py1 = y0 + 330;
-    char title[200];
-    snprintf(title, sizeof(title), "%s per %s%s", priced ? "Spot cost" : "Instance-hours", period,
-             priced ? "" : " (some hours have no price)");
-    sr_svg_text(f, px0, y0 + 24, "title", "font-size=\"16\" font-weight=\"bold\" fill=\"#222\"",
-                title);
-    if (max <= 0)
-        max = 1;
-    const double step = nice_step(max, 5), top = ceil(max / step) * step;
-    for (double v = 0; v <= top + step / 2; v += step) {
-        const double y = py1 - v / top * (py1 - py0);
-        char lbl[32];
-        if (priced)
-            snprintf(lbl, sizeof(lbl), step < 1 ? "$%.2f" : "$%.0f", v);
-        else
-            snprintf(lbl, sizeof(lbl), step < 1 ? "%.1f h" : "%.0f h", v);
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n",
-                px0, y, px1, y);
-        sr_svg_text(f, px0 - 6, y + 4, "tick", "text-anchor=\"end\" fill=\"#777\"", lbl);
-    }
-    const double slot = (px1 - px0) / (double)(np ? np : 1);
-    const double bw = slot * 0.7 > 60 ? 60 : slot * 0.7;
-    const size_t every = np > 16 ? (np + 15) / 16 : 1;
-    for (size_t p = 0; p < np; p++) {
-        const double x = px0 + slot * (double)p + (slot - bw) / 2;
-        double acc = 0;
-        for (size_t j = 0; j < nser; j++) {
-            const double v = val[p * (nser + 1) + j];
-            if (v <= 0)
-                continue;
-            const double ya = py1 - (acc + v) / top * (py1 - py0), h = v / top * (py1 - py0);
-            fprintf(f,
-                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
-                    "stroke=\"#fff\" stroke-width=\"0.5\">",
-                    x, ya, bw, h, palette[j % N_PALETTE]);
-            char tip[300];
-            if (priced)
-                snprintf(tip, sizeof(tip), "%s, %s: $%.2f", ser[j].name, per[p], v);
-            else
-                snprintf(tip, sizeof(tip), "%s, %s: %.2f instance-hours", ser[j].name, per[p], v);
-            sr_svg_tooltip(f, tip);
-            fputs("</rect>\n", f);
-            acc += v;
-        }
-        char lbl[48];
-        if (priced)
-            snprintf(lbl, sizeof(lbl), acc < 1000 ? "$%.2f" : "$%.0f", acc);
-        else
-            snprintf(lbl, sizeof(lbl), "%.0f h", acc);
-        if (acc > 0 && slot >= 36)
-            sr_svg_text(f, x + bw / 2, py1 - acc / top * (py1 - py0) - 4, "value",
-                        "text-anchor=\"middle\" font-size=\"10\" fill=\"#444\"", lbl);
-        if (p % every == 0)
-            sr_svg_text(f, x + bw / 2, py1 + 16, "tick", "text-anchor=\"middle\" fill=\"#444\"",
-                        per[p]);
-    }
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#777\"/>\n", px0,
-            py1, px1, py1);
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#777\"/>\n", px0,
-            py0, px0, py1);
-    sr_svg_text(f, (px0 + px1) / 2, py1 + 36, "axis-label", "text-anchor=\"middle\" fill=\"#444\"",
-                period);
-    /* legend */
-    double ly = py0;
-    for (size_t j = 0; j < nser; j++, ly += 20) {
-        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n",
-                px1 + 20, ly, palette[j % N_PALETTE]);
-        char lbl[260];
-        if (priced)
-            snprintf(lbl, sizeof(lbl), "%.40s  $%.2f", ser[j].name, ser[j].sum);
-        else
-            snprintf(lbl, sizeof(lbl), "%.40s  %.1f h", ser[j].name, ser[j].sum);
-        sr_svg_text(f, px1 + 38, ly + 10, "legend", "fill=\"#222\"", lbl);
-    }
-out:
-    free(per);
-    free(ser);
-    free(val);
+    cost_data_free(&d);
     return 380;
 }
 
