@@ -583,10 +583,9 @@ void sr_s3_cleanup(struct sr_s3_req *req)
     req->hdrs = NULL;
 }
 
-int sr_s3_setup(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req)
+/* A request's answer fields, cleared for a new try. */
+static void req_reset(struct sr_s3_req *req)
 {
-    char url[4096], path[3072], hdr[4200];
-    struct sr_s3_creds cr;
     sr_s3_cleanup(req);
     free(req->resp);
     req->resp = NULL;
@@ -597,9 +596,12 @@ int sr_s3_setup(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req)
     req->etag[0] = '\0';
     req->local_err = 0;
     req->head_end = 0;
-    int rc = sr_s3_creds_get(s3->creds, &cr);
-    if (rc < 0)
-        return rc;
+}
+
+/* The request's URL: the key under the prefix, escaped, and the query. */
+static int req_url(const struct sr_s3 *s3, const struct sr_s3_req *req, char *url, size_t len)
+{
+    char path[3072];
     path[0] = '\0';
     if (req->key || *s3->prefix) {
         char full[2200];
@@ -613,17 +615,23 @@ int sr_s3_setup(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req)
     const int bucket_req = req->key == NULL;
     const int is_path = strncmp(s3->base + strlen(s3->base) - strlen(s3->bucket), s3->bucket,
                                 strlen(s3->bucket)) == 0;
-    if (snprintf(url, sizeof(url), "%s%s%s%s%s", s3->base, bucket_req ? (is_path ? "" : "/") : "/",
+    if (snprintf(url, len, "%s%s%s%s%s", s3->base, bucket_req ? (is_path ? "" : "/") : "/",
                  bucket_req ? "" : path, req->query ? "?" : "",
-                 req->query ? req->query : "") >= (int)sizeof(url))
+                 req->query ? req->query : "") >= (int)len)
         return sr_errf(-ENAMETOOLONG, "request URL too long");
+    return 0;
+}
 
+/* The options every request has: URL, signing, timeouts, callbacks. */
+static void req_common_opts(const struct sr_s3 *s3, CURL *c, struct sr_s3_req *req, const char *url,
+                            const struct sr_s3_creds *cr)
+{
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_AWS_SIGV4, s3->sigv4);
-    curl_easy_setopt(c, CURLOPT_USERNAME, cr.key_id);
-    curl_easy_setopt(c, CURLOPT_PASSWORD, cr.secret);
+    curl_easy_setopt(c, CURLOPT_USERNAME, cr->key_id);
+    curl_easy_setopt(c, CURLOPT_PASSWORD, cr->secret);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, s3->set.connect_timeout_ms);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, s3->set.stall_s);
@@ -641,12 +649,18 @@ int sr_s3_setup(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req)
     curl_easy_setopt(c, CURLOPT_PRIVATE, req);
     if (s3->set.ca_bundle[0])
         curl_easy_setopt(c, CURLOPT_CAINFO, s3->set.ca_bundle);
+}
 
+/* The request's headers (NULL when out of memory). */
+static struct curl_slist *req_headers(const struct sr_s3_req *req, const struct sr_s3_creds *cr,
+                                      int has_body)
+{
+    char hdr[4200];
     struct curl_slist *h = NULL;
     h = curl_slist_append(h, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
     /* No "Expect:" override: curl 7.88 would sign the removed header. */
-    if (cr.token[0]) {
-        snprintf(hdr, sizeof(hdr), "x-amz-security-token: %s", cr.token);
+    if (cr->token[0]) {
+        snprintf(hdr, sizeof(hdr), "x-amz-security-token: %s", cr->token);
         h = curl_slist_append(h, hdr);
     }
     if (req->content_md5) {
@@ -663,15 +677,14 @@ int sr_s3_setup(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req)
         snprintf(hdr, sizeof(hdr), "If-Match: %s", req->if_match);
         h = curl_slist_append(h, hdr);
     }
-    const int has_body = strcmp(req->method, "PUT") == 0 || strcmp(req->method, "POST") == 0;
     if (has_body)
         h = curl_slist_append(h, "Content-Type: application/octet-stream");
-    req->hdrs = h;
-    memset(&cr, 0, sizeof(cr));
-    if (!h)
-        return sr_errf(-ENOMEM, "out of memory");
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    return h;
+}
 
+/* The method, and the body's callbacks for a PUT or POST. */
+static void req_method_opts(CURL *c, struct sr_s3_req *req, int has_body)
+{
     if (strcmp(req->method, "HEAD") == 0) {
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     } else if (has_body) {
@@ -686,6 +699,28 @@ int sr_s3_setup(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req)
     } else if (strcmp(req->method, "GET") != 0) {
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
     }
+}
+
+int sr_s3_setup(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req)
+{
+    char url[4096];
+    struct sr_s3_creds cr;
+    req_reset(req);
+    int rc = sr_s3_creds_get(s3->creds, &cr);
+    if (rc < 0)
+        return rc;
+    rc = req_url(s3, req, url, sizeof(url));
+    if (rc < 0)
+        return rc;
+    req_common_opts(s3, c, req, url, &cr);
+    const int has_body = strcmp(req->method, "PUT") == 0 || strcmp(req->method, "POST") == 0;
+    struct curl_slist *h = req_headers(req, &cr, has_body);
+    req->hdrs = h;
+    memset(&cr, 0, sizeof(cr));
+    if (!h)
+        return sr_errf(-ENOMEM, "out of memory");
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    req_method_opts(c, req, has_body);
     return 0;
 }
 
