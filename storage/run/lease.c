@@ -447,6 +447,35 @@ int sr_lease_acquire(struct sr_store *st, const char *run_id, int ttl, struct sr
     return sr_lease_acquire_rank(st, run_id, -1, ttl, out, holder);
 }
 
+/* A lease just taken (l): when a writer of the other kind (a node's
+ * LEASE.<rank> against the run's LEASE, or back) holds the run, puts the
+ * lease back as it was (prev) and returns -EBUSY naming the holder; else 0,
+ * or an error. */
+static int other_side_check(struct sr_lease *l, int rank, const char *prev, size_t prev_len,
+                            struct sr_lease_info *holder)
+{
+    const char *run_id = l->run_id;
+    struct sr_lease_info h;
+    int rc = other_side_holds(l->st, run_id, rank, &h);
+    if (rc == 0)
+        return 0;
+    put_back(l, prev, prev_len);
+    if (rc < 0)
+        return rc;
+    if (holder)
+        *holder = h;
+    const long long left = (long long)(h.expires - (int64_t)time(NULL));
+    if (h.rank >= 0)
+        return sr_errf(-EBUSY,
+                       "run %s is owned by %s pid %ld, node %d of its multi-node group "
+                       "(LEASE.%d expires in %llds)",
+                       run_id, h.host, h.pid, h.rank, h.rank, left);
+    return sr_errf(-EBUSY,
+                   "run %s is owned by %s pid %ld, a single-node wrapper or a "
+                   "command writing the whole run (LEASE expires in %llds)",
+                   run_id, h.host, h.pid, left);
+}
+
 int sr_lease_acquire_rank(struct sr_store *st, const char *run_id, int rank, int ttl,
                           struct sr_lease **out, struct sr_lease_info *holder)
 {
@@ -514,29 +543,8 @@ int sr_lease_acquire_rank(struct sr_store *st, const char *run_id, int rank, int
             break;
         /* Someone else wrote it in between: look again. */
     }
-    if (rc == 0) {
-        /* Ours now: does a writer of the other kind hold the run? */
-        struct sr_lease_info h;
-        rc = other_side_holds(st, run_id, rank, &h);
-        if (rc != 0) {
-            put_back(l, prev, prev_len);
-            if (rc > 0) {
-                if (holder)
-                    *holder = h;
-                const long long left = (long long)(h.expires - (int64_t)time(NULL));
-                if (h.rank >= 0)
-                    rc = sr_errf(-EBUSY,
-                                 "run %s is owned by %s pid %ld, node %d of its multi-node group "
-                                 "(LEASE.%d expires in %llds)",
-                                 run_id, h.host, h.pid, h.rank, h.rank, left);
-                else
-                    rc = sr_errf(-EBUSY,
-                                 "run %s is owned by %s pid %ld, a single-node wrapper or a "
-                                 "command writing the whole run (LEASE expires in %llds)",
-                                 run_id, h.host, h.pid, left);
-            }
-        }
-    }
+    if (rc == 0) /* ours now: does a writer of the other kind hold the run? */
+        rc = other_side_check(l, rank, prev, prev_len, holder);
     free(prev);
     if (rc < 0) {
         sr_lease_free(l);
