@@ -189,11 +189,6 @@ static uint64_t fingerprint_dir(int dfd, int *count, int depth, struct fp_walk *
     return acc;
 }
 
-uint64_t sr_dir_fingerprint(const char *dir, int *empty)
-{
-    return sr_dir_fingerprint_ex(dir, empty, NULL, 0);
-}
-
 uint64_t sr_dir_fingerprint_ex(const char *dir, int *empty, const char *const *pats, size_t n)
 {
     int64_t newest;

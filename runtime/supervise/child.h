@@ -27,11 +27,10 @@ int sr_spawn(const char *path, char *const argv[], char *const env[], const sigs
 char **sr_env_build(char *const add[], const char *const unset[]);
 void sr_env_free(char **env);
 
-/* 64-bit fingerprint of a directory tree (names, sizes, mtimes, modes):
- * changes when anything in it changes. Sets *empty when it holds nothing. */
-uint64_t sr_dir_fingerprint(const char *dir, int *empty);
-/* The same without the paths the patterns leave out (--ckpt-exclude,
- * codec.h's sr_pack_excluded): what a checkpoint of dir would hold. */
+/* 64-bit fingerprint of a directory tree (names, sizes, mtimes, modes),
+ * without the paths the patterns leave out (--ckpt-exclude, codec.h's
+ * sr_pack_excluded): what a checkpoint of dir would hold. Changes when
+ * anything in that changes; sets *empty when it holds nothing. */
 uint64_t sr_dir_fingerprint_ex(const char *dir, int *empty, const char *const *pats, size_t n);
 /* The same, and the newest mtime (unix ms) of what it holds in *newest_ms
  * (0 when empty): when the state the directory holds was last written. */

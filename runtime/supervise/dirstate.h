@@ -4,7 +4,7 @@
  * "commit the directory now?" when the job exits by itself and when it
  * settles (--settle).
  *
- * Fed the directory's fingerprint (child.h, sr_dir_fingerprint) at the
+ * Fed the directory's fingerprint (child.h, sr_dir_fingerprint_ex) at the
  * restore and at each commit submitted, and the checkpointer's results
  * (each carries the fingerprint it was submitted with as its tag): a
  * failed commit (stage or persist) gives way to the newest one that

@@ -408,13 +408,3 @@ void sr_peers_watch(struct sr_peers *p, uint64_t seq)
     pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->mu);
 }
-
-int sr_peers_pending(struct sr_peers *p)
-{
-    if (!p)
-        return 0;
-    pthread_mutex_lock(&p->mu);
-    const int n = (int)p->nwatch;
-    pthread_mutex_unlock(&p->mu);
-    return n;
-}

@@ -68,7 +68,5 @@ void sr_peers_watch(struct sr_peers *p, uint64_t seq);
  * caller's thread): the job failing in a group that is being preempted
  * is a preemption, not a crash. */
 int sr_peers_group_preempted(struct sr_peers *p);
-/* Sets watched and not yet published. */
-int sr_peers_pending(struct sr_peers *p);
 
 #endif

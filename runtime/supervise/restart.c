@@ -78,10 +78,3 @@ void sr_restart_decide(const struct sr_restart_facts *f, struct sr_restart *out)
     out->what = SR_DO_GIVE_UP;
     out->why = why != SR_WHY_NONE ? why : SR_WHY_MAX_RESTARTS;
 }
-
-const char *sr_restart_why_name(enum sr_restart_why why)
-{
-    static const char *const names[] = {"", "max-restarts", "not-runnable", "same-failure",
-                                        "stalls"};
-    return (unsigned)why <= SR_WHY_STALLS ? names[why] : "";
-}

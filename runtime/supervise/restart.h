@@ -97,6 +97,4 @@ void sr_restart_decide(const struct sr_restart_facts *f, struct sr_restart *out)
  * backoff_ms doubled each time, at most SR_RESTART_MAX_BACKOFF_MS. */
 int64_t sr_restart_delay(int64_t backoff_ms, unsigned restarts);
 
-const char *sr_restart_why_name(enum sr_restart_why why);
-
 #endif

@@ -123,20 +123,3 @@ int sr_sweep_budget_set(struct sr_store *st, const char *name, const struct sr_s
     }
     return rc;
 }
-
-int sr_sweep_budget_remove(struct sr_store *st, const char *name)
-{
-    char prefix[256];
-    sr_key_sweep(prefix, sizeof(prefix), name, SR_SWEEP_BUDGET);
-    struct sr_strlist l;
-    int rc = sr_store_list(st, prefix, &l);
-    if (rc < 0)
-        return rc;
-    for (size_t i = 0; rc == 0 && i < l.n; i++) {
-        char key[512];
-        sr_key_join(key, sizeof(key), prefix, l.v[i]);
-        rc = sr_store_delete(st, key);
-    }
-    sr_strlist_free(&l);
-    return rc;
-}

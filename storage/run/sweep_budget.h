@@ -32,7 +32,5 @@ int sr_sweep_budget_read(struct sr_store *st, const char *name, struct sr_sweep_
  * NULL, gets it). 0 or -errno with a message. */
 int sr_sweep_budget_set(struct sr_store *st, const char *name, const struct sr_sweep_budget *b,
                         unsigned *version);
-/* Deletes every version (sweep delete). */
-int sr_sweep_budget_remove(struct sr_store *st, const char *name);
 
 #endif
