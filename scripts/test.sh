@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh - the whole test suite on a fresh machine: installs what is
-# missing, checks the formatting, builds with -Werror, runs ctest; then the
+# missing, checks the formatting and that no function is over 100 lines
+# (scripts/proc-length.py), builds with -Werror, runs ctest; then the
 # same suite again with ASan+UBSan (SPOTRUN_SANITIZE=ON), ThreadSanitizer
 # and valgrind checks (scripts/check-threads-memory.sh), a short libFuzzer
 # pass over the parsers, and spotrun in a real container runtime, installed
@@ -129,6 +130,7 @@ stage_say "== spotrun tests: logs in $logs; ctest -j$jobs${SPOTRUN_TEST_FILTER:+
 stage deps "$root/scripts/deps.sh"
 stage npm npm_ci
 stage format "$root/scripts/check-format.sh" || true # reported at the end; the tests still run
+stage proc-length python3 "$root/scripts/proc-length.py" || true # no function over 100 lines
 rgw=-DSPOTRUN_TEST_RGW=$([ "${SPOTRUN_TEST_RGW:-0}" = 1 ] && echo ON || echo OFF)
 stage build "$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$rgw"
 
