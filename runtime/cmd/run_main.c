@@ -32,6 +32,7 @@
 #include "runid.h"
 #include "runsum.h"
 #include "signame.h"
+#include "pbt.h"
 #include "sweep_rungs.h"
 
 static int parse_signal(const char *name)
@@ -434,6 +435,8 @@ static int start_fresh(const struct run_ctx *r)
         rc = sr_sweep_clear_end(r->c.st, r->sweep.name, (size_t)r->trial);
     if (rc == 0 && r->trial >= 0) /* early stopping judges it again from scratch */
         rc = sr_rung_remove_trial(r->c.st, r->sweep.name, r->trial);
+    if (rc == 0 && r->trial >= 0 && r->sweep.pbt) /* and PBT: its lineage starts again */
+        rc = sr_pbt_remove_trial(r->c.st, r->sweep.name, r->trial);
     if (rc == 0 && access(r->ckpt, F_OK) == 0)
         rc = sr_empty_dir_log(r->ckpt, r->ckpt_named ? "--fresh" : NULL);
     return rc < 0 ? sr_fail(rc, "--fresh") : GO_ON;
@@ -579,6 +582,25 @@ static int run_prepare(struct run_opts *o, char **cmd, struct run_ctx *r)
     return code;
 }
 
+/* A PBT trial's pending exploit carried out, and its hook (run_pbt.h). */
+static int settle_pbt(const struct run_opts *o, struct run_ctx *r, struct sr_lease *lease)
+{
+    struct sr_commits_config cfg = {.st = r->c.st,
+                                    .run_id = r->run_id,
+                                    .keep = (unsigned)o->keep,
+                                    .threads = (int)o->threads,
+                                    .level = (int)o->level,
+                                    .full_every = (unsigned)o->full_every,
+                                    .lease = lease,
+                                    .epoch = r->c.epoch};
+    if (!lease && sr_ckpt_max_epoch(r->c.st, r->run_id, &cfg.epoch) < 0)
+        cfg.epoch = 0;
+    char scratch[PATH_MAX + 400];
+    if (sr_pathf(scratch, sizeof(scratch), "%s/pbt-in", r->run_dir) < 0)
+        return sr_fail(-ENAMETOOLONG, "pbt");
+    return sr_run_pbt_settle(&r->pbt, &r->c, &r->sweep, r->trial, &cfg, scratch);
+}
+
 /* Under the lease: the trial's binding, --fresh, the pre-checks against
  * the store, the run's limits and history, then the job. */
 static int run_leased(const struct run_opts *o, struct run_ctx *r, struct sr_lease *lease)
@@ -598,6 +620,8 @@ static int run_leased(const struct run_opts *o, struct run_ctx *r, struct sr_lea
         code = sr_run_trial_refuse_failed(r);
     if (code == GO_ON)
         code = sr_run_rungs_settle(&r->rungs, &r->c, &r->sweep, r->trial);
+    if (code == GO_ON && r->sweep.pbt)
+        code = settle_pbt(o, r, lease);
     if (code == GO_ON)
         code = claim_ckpt_dir(o, r, lease);
     if (code == GO_ON) /* under the lease: what the run used of its limits */
@@ -615,8 +639,9 @@ static int run_leased(const struct run_opts *o, struct run_ctx *r, struct sr_lea
     return code;
 }
 
-/* The run, step by step; each step says why it stops the run. */
-int sr_run_main(const struct run_opts *opts, char **cmd)
+/* The run, step by step; each step says why it stops the run. *again:
+ * a PBT exploit stopped the trial, which starts again now. */
+static int run_once(const struct run_opts *opts, char **cmd, int *again)
 {
     struct run_opts o = *opts;
     struct run_ctx r = {.trial = -1};
@@ -637,6 +662,9 @@ int sr_run_main(const struct run_opts *opts, char **cmd)
         code = run_leased(&o, &r, lease);
     sr_run_trial_mark_end(&r, code);
     sr_run_rungs_end(&r.rungs, code);
+    *again = sr_run_pbt_again(&r.pbt, code);
+    if (r.c.orig_mask) /* the next start blocks the notices again */
+        sigprocmask(SIG_SETMASK, &r.start_mask, NULL);
     if (code == 0 && r.supervised)
         remove_work(&o, &r);
     release_lease(lease);
@@ -646,4 +674,18 @@ int sr_run_main(const struct run_opts *opts, char **cmd)
     sr_run_limits_free(&r.limits);
     json_decref(r.labels);
     return code;
+}
+
+int sr_run_main(const struct run_opts *opts, char **cmd)
+{
+    struct run_opts o = *opts;
+    for (;;) {
+        int again = 0;
+        const int code = run_once(&o, cmd, &again);
+        if (!again)
+            return code;
+        o.fresh = 0; /* the run goes on: nothing of it is deleted again */
+        o.adopt = 0;
+        sr_info("pbt: starting the trial again with the donor's checkpoint");
+    }
 }
