@@ -188,4 +188,29 @@ test_expect_success 'the top trial goes on; every trial done' '
     test "$(sort with-lineage | tr "\n" " ")" = "$(printf "%s\n" "$B" "$C" | sort | tr "\n" " ")"
 '
 
+test_expect_success 'sweep show: the lineage of each trial; sweep show TRIAL: its schedule; --json: both' '
+    "$SPOTRUN" sweep show pb >show.out && cat show.out &&
+    grep "^lineage (PBT loss:min every 4 steps, quantile 0.25): 2 exploits" show.out &&
+    lrB=$(json "$SPOTRUN_STORE/sweeps/pb/pbt/lineage/$B/1.json" "print(d[\"from\"][\"lr\"], \"->\", d[\"params\"][\"lr\"])") &&
+    grep -F "  trial $B: from trial $A @ step 4 (round 1, its checkpoint at step 5; lr $lrB)" show.out &&
+    grep -F "  trial $C: from trial $A @ step 4 (round 1, its checkpoint at step 5; lr" show.out &&
+    "$SPOTRUN" sweep show pb "$B" >trial.out && cat trial.out &&
+    grep -F "  from step 5: lr=${lrB##* } (taken from trial $A at round 1)" trial.out &&
+    "$SPOTRUN" sweep show pb --json >show.json &&
+    "$PY" - "$A" "$B" "$C" <<-\PYEOF
+	import json, sys
+	a, b, c = map(int, sys.argv[1:])
+	v = json.load(open("show.json"))
+	rows = {t["trial"]: t for t in v["trials"]}
+	assert rows[a]["lineage"] == [], rows[a]
+	for k in (b, c):
+	    (d,) = rows[k]["lineage"]
+	    assert d["donor"] == a and d["round"] == 1 and d["donor_step"] == 5 and d["applied"], d
+	    s = rows[k]["schedule"]
+	    assert [e["from_step"] for e in s] == [0, 5], s
+	    assert s[0]["params"] == rows[k]["params"] and s[1]["params"] == d["params"], s
+	    assert s[1]["donor"] == a, s
+	PYEOF
+'
+
 test_done
