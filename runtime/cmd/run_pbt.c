@@ -146,20 +146,80 @@ static void changes(const json_t *from, const json_t *to, char *buf, size_t len)
 
 /* Round r reached with value at step: 1 = stop for an exploit, 0 = go on,
  * -errno (tried again at the next report). */
+/* Every other trial's newest value: at the highest round it recorded
+ * among the rounds r - SR_PBT_LOOKBACK .. r and those above r that hold
+ * values (a trial ahead). Asynchronous trials drift apart: a trial that
+ * only met the values at its own round would, when it arrives first,
+ * never be compared with anyone (as Ray Tune's PBT, each trial's last
+ * score counts). *own: the trial's own record at round r exists. */
+#define SR_PBT_LOOKBACK 3
+#define SR_PBT_AHEAD 64
+static int gather(struct sr_run_pbt *rp, long r, struct sr_pbt_val **out, size_t *n, int *own)
+{
+    *out = NULL;
+    *n = 0;
+    *own = 0;
+    long *at = NULL; /* the round of each value in *out */
+    int rc = 0;
+    for (long q = r > SR_PBT_LOOKBACK ? r - SR_PBT_LOOKBACK : 1; rc == 0 && q <= r + SR_PBT_AHEAD;
+         q++) {
+        struct sr_pbt_val *v = NULL;
+        size_t m = 0;
+        if ((rc = sr_pbt_list_values(rp->st, rp->sw->name, q, &v, &m)) < 0)
+            break;
+        if (q > r && m == 0) { /* nobody that far yet */
+            free(v);
+            break;
+        }
+        for (size_t i = 0; i < m; i++) {
+            if (v[i].trial == rp->trial) {
+                *own |= q == r;
+                continue;
+            }
+            size_t j = 0;
+            while (j < *n && (*out)[j].trial != v[i].trial)
+                j++;
+            if (j == *n) {
+                struct sr_pbt_val *o2 = realloc(*out, (*n + 1) * sizeof(**out));
+                long *a2 = realloc(at, (*n + 1) * sizeof(*at));
+                if (o2)
+                    *out = o2;
+                if (a2)
+                    at = a2;
+                if (!o2 || !a2) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                (*n)++;
+            }
+            (*out)[j] = v[i]; /* ascending q: the newest round wins */
+            at[j] = q;
+        }
+        free(v);
+    }
+    free(at);
+    if (rc < 0) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
 static int round_at(struct sr_run_pbt *rp, long r, double value, int64_t step)
 {
     struct sr_pbt_val *vals = NULL;
     size_t n = 0;
-    int rc = sr_pbt_list_values(rp->st, rp->sw->name, r, &vals, &n);
+    int own = 0;
+    int rc = gather(rp, r, &vals, &n, &own);
     if (rc < 0)
         return rc;
-    for (size_t i = 0; i < n; i++)
-        if (vals[i].trial == rp->trial) { /* an earlier attempt decided here */
-            free(vals);
-            sr_info("pbt: trial %ld recorded %s at round %ld before; not decided again", rp->trial,
-                    rp->rule.metric, r);
-            return 0;
-        }
+    if (own) { /* an earlier attempt decided here */
+        free(vals);
+        sr_info("pbt: trial %ld recorded %s at round %ld before; not decided again", rp->trial,
+                rp->rule.metric, r);
+        return 0;
+    }
     struct sr_pbt_val *all = realloc(vals, (n + 1) * sizeof(*vals));
     if (!all) {
         free(vals);
@@ -227,8 +287,8 @@ static int round_at(struct sr_run_pbt *rp, long r, double value, int64_t step)
         sr_warn("pbt: cannot record trial %ld at round %ld: %s", rp->trial, r, sr_strerror(rc));
     sr_err_clear();
     if (!d) {
-        sr_info("pbt: %s %g at step %" PRId64 " is not in the bottom %zu of the %zu values at "
-                "round %ld; going on",
+        sr_info("pbt: %s %g at step %" PRId64 " is not in the bottom %zu of the %zu trials' newest "
+                "values at round %ld; going on",
                 rp->rule.metric, value, step, k, n, r);
         return 0;
     }
@@ -239,7 +299,8 @@ static int round_at(struct sr_run_pbt *rp, long r, double value, int64_t step)
              "'s step %" JSON_INTEGER_FORMAT ", %s",
              r, k, n, json_integer_value(json_object_get(d, "donor")),
              json_integer_value(json_object_get(d, "donor_step")), ch);
-    sr_info("pbt: %s %g at step %" PRId64 " is in the bottom %zu of the %zu values at round %ld: "
+    sr_info("pbt: %s %g at step %" PRId64
+            " is in the bottom %zu of the %zu trials' newest values at round %ld: "
             "trial %ld takes trial %" JSON_INTEGER_FORMAT
             "'s checkpoint at step %" JSON_INTEGER_FORMAT " (%s)",
             rp->rule.metric, value, step, k, n, r, rp->trial,
