@@ -6,8 +6,9 @@
  * The rule (sweep init --pbt METRIC:min|max,interval=K[,quantile=Q] and
  * --perturb NAME=RULE) makes a round of every K steps of METRIC: a trial's
  * first report at a step >= r*K (r >= 1) is its value at round r. Among
- * the values recorded at round r (its own included), sorted best first
- * (ties by trial), the bottom ceil(n*Q) (at most n/2) take the newest
+ * it and every other trial's newest value (at the highest round it
+ * recorded from r-3 up: the wrapper gathers them, run_pbt.c), sorted best
+ * first (ties by trial), the bottom ceil(n*Q) (at most n/2) take the newest
  * checkpoint of one of the top as many (drawn) and go on with that
  * trial's parameters perturbed (explore, sweep.h sr_sweep_explore). The
  * draws come from a generator seeded by the sweep's seed, the trial and
