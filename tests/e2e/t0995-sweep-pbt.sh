@@ -213,4 +213,24 @@ test_expect_success 'sweep show: the lineage of each trial; sweep show TRIAL: it
 	PYEOF
 '
 
+test_expect_success 'the exploited attempt ends with cause exploit; sweep report draws each exploit' '
+    "$SPOTRUN" show "pb-$B" --json >b.json &&
+    json b.json "
+a = d[\"attempt_list\"]
+assert [x[\"cause\"] for x in a] == [\"exploit\", \"done\"], a
+assert \"PBT, at its round of step 4\" in a[0][\"cause_detail\"], a[0]
+" &&
+    "$SPOTRUN" sweep report pb -o pb.svg &&
+    grep -c "class=\"exploit\" data-trial=\"$B\" data-donor=\"$A\"" pb.svg >arrows-b &&
+    test "$(cat arrows-b)" = 1 &&
+    grep -c "class=\"exploit\" data-trial=\"$C\" data-donor=\"$A\"" pb.svg >arrows-c &&
+    test "$(cat arrows-c)" = 1 &&
+    grep "exploit (PBT): takes the checkpoint of the arrow" pb.svg &&
+    grep "look-exploited" pb.svg &&
+    lrB=$(json "$SPOTRUN_STORE/sweeps/pb/pbt/lineage/$B/1.json" "print(\"%.4g\" % float(d[\"params\"][\"lr\"]))") &&
+    grep -F "trial $B takes trial $A" pb.svg &&
+    grep -F "lr=$lrB" pb.svg &&
+    if command -v rsvg-convert >/dev/null; then rsvg-convert pb.svg -o pb.png; fi
+'
+
 test_done
