@@ -104,6 +104,14 @@ static int apply(const struct sr_sweep *sw, long trial, const json_t *d,
                 rc = sr_ckpt_restore(cfg->st, donor_run, 0, scratch, cfg->threads, &m);
         }
     }
+    if (rc == -ENOENT) { /* the donor has no checkpoint left (deleted): its parameters only */
+        sr_warn("pbt: trial %ld has no checkpoint left; trial %ld goes on from its own with the "
+                "decision's parameters",
+                donor, trial);
+        sr_err_clear();
+        (void)sr_rmtree(scratch);
+        return sr_pbt_mark_applied(cfg->st, sw->name, trial, round, 0);
+    }
     struct sr_manifest mine = {0};
     if (rc == 0)
         rc = sr_push_dir(cfg, scratch, m.step, &mine);
