@@ -44,6 +44,7 @@
 # 191 steps and looks worse than larger ones at every rung before step
 # 190 (early stopping's short-horizon bias); a decaying lr needs fewer
 # steps: the optimum is a schedule. The trial commits every 2 steps.
+#   sched:tpe     TPE (8 startup trials), every trial to the end
 #   sched:tpe+es  TPE (8 startup trials) with --early-stop
 #                 loss:min,grace=1,eta=3,max=300, as tpe+es above
 #   sched:pbt     --random SLOTS trials (the population) with --pbt
@@ -64,7 +65,7 @@
 #   SEEDS       seeds to run (default: "1 2 3 4 5")
 #   SLOTS       trials at once (default: 4)
 #   STRATEGIES  rows to run (default: "grid random random+es random+esp tpe
-#               tpe+es tpe+esp optuna sched:tpe+es sched:pbt")
+#               tpe+es tpe+esp optuna sched:tpe sched:tpe+es sched:pbt")
 #   LIMIT       seconds per sweep before it counts as not reached (default: 240)
 #   BENCH_DIR   scratch directory (default: a temp dir, removed at the end)
 set -euo pipefail
@@ -72,7 +73,7 @@ set -euo pipefail
 BUILD=${BUILD:-build}
 SEEDS=${SEEDS:-"1 2 3 4 5"}
 SLOTS=${SLOTS:-4}
-STRATEGIES=${STRATEGIES:-"grid random random+es random+esp tpe tpe+es tpe+esp optuna sched:tpe+es sched:pbt"}
+STRATEGIES=${STRATEGIES:-"grid random random+es random+esp tpe tpe+es tpe+esp optuna sched:tpe sched:tpe+es sched:pbt"}
 LIMIT=${LIMIT:-240}
 SPOTRUN=$(cd "$(dirname "${SPOTRUN:-$BUILD/runtime/spotrun}")" 2>/dev/null && pwd)/spotrun
 PY=${PY:-/usr/bin/python3}
@@ -253,6 +254,8 @@ define() { # NAME STRATEGY SEED
     case $2 in
     sched:tpe+es) "$SPOTRUN" sweep init "$1" --random 0 --seed "$3" --param lr=loguniform:1e-3,1 \
         --early-stop "loss:min,grace=1,eta=3,max=$SCHED_STEPS" -- ./sched.sh ;;
+    sched:tpe) "$SPOTRUN" sweep init "$1" --random 0 --seed "$3" --param lr=loguniform:1e-3,1 \
+        -- ./sched.sh ;;
     sched:pbt) "$SPOTRUN" sweep init "$1" --random "$SLOTS" --seed "$3" --param lr=loguniform:1e-3,1 \
         --pbt loss:min,interval=2,quantile=0.5 --perturb lr=0.5,0.8,1.2 -- ./sched.sh ;;
     grid) "$SPOTRUN" sweep init "$1" --param lr=1e-4,3.162e-4,1e-3,3.162e-3,1e-2,3.162e-2,1e-1 \
