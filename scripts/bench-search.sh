@@ -354,4 +354,8 @@ if pbt and tpe:
     print("\nschedule objective: PBT %.0f trial-steps, TPE + early stopping %.0f%s: %.2fx fewer "
           "(goal >= 1.5x: %s)" % (pbt, tpe, " (a lower bound)" if missed else "", tpe / pbt,
                                  "met" if tpe >= 1.5 * pbt else "not met"))
+alone = mean.get("sched:tpe")
+if pbt and alone:
+    print("schedule objective: PBT %.0f trial-steps, TPE alone %.0f: %.2fx fewer" % (
+        pbt, alone, alone / pbt))
 EOF
