@@ -1,6 +1,6 @@
 /*
  * exits.h - spotrun's exit codes (sysexits.h values, named here so the
- * README's table has one source) and the mapping of the libraries' -errno
+ * table in docs/cli.md has one source) and the mapping of the libraries' -errno
  * results to them.
  *
  * Only the commands (runtime/cmd) and the supervisor, which returns the
@@ -10,7 +10,7 @@
 #ifndef SPOTRUN_EXITS_H
 #define SPOTRUN_EXITS_H
 
-/* sysexits.h values, named here so the table in the README has one source. */
+/* sysexits.h values, named here so the table in docs/cli.md has one source. */
 enum {
     SR_EX_OK = 0,
     SR_EX_USAGE = 64,

@@ -36,7 +36,7 @@
  *  - Functions return 0 or a negative errno value; the library never exits
  *    the process and writes to stderr only to relay the wrapper's refusal.
  *
- * The job environment is documented in README.md ("The job's contract").
+ * The job environment is documented in docs/guide.md ("The job's contract").
  */
 #ifndef SPOTRUN_H
 #define SPOTRUN_H

@@ -16,12 +16,13 @@ packages=(
     python3-pip                         # t0705: pip install ./python (offline, in-tree backend)
     time                                # peak RSS in scripts/bench-codec.sh
     slurm-wlm munge                     # the Slurm test (t0330) runs a real single-node cluster
-    clang libclang-rt-14-dev            # libFuzzer targets (scripts/fuzz.sh)
+    clang libclang-rt-14-dev            # libFuzzer targets (scripts/fuzz.sh), the clang build (scripts/test.sh)
     clang-format                        # scripts/check-format.sh
     valgrind                            # scripts/check-threads-memory.sh
     scdoc                               # the man page spotrun(1)
     librsvg2-bin libxml2-utils          # report tests: render and validate the SVG
     dpkg-dev binutils                   # t0007: cpack's .deb (dpkg-shlibdeps), readelf/objdump
+    lintian                             # t0007: Debian's checker on that .deb
     zsh                                 # t0008: the zsh completion
     ceph-mon ceph-osd radosgw ceph-common # e2e-rgw/*: a one-node Ceph RGW (tests/e2e/lib-rgw.sh)
 )

@@ -7,10 +7,14 @@
 # from its .deb (scripts/container-test.sh; skipped with the reason where
 # podman cannot run).
 #
-# After the Release build, three tracks run at once, each stage after the
-# one before it in its track:
-#   suites:    ctest (Release), then ctest (ASan+UBSan) once its build is done
-#   checks:    build (ASan+UBSan), TSan, valgrind, fuzz
+# After the RelWithDebInfo build, three tracks run at once, each stage after
+# the one before it in its track:
+#   suites:    ctest (RelWithDebInfo), then ctest (ASan+UBSan, a Debug
+#              build) once its build is done
+#   checks:    build (ASan+UBSan), TSan, valgrind, fuzz, then the builds
+#              no suite runs on: Release with gcc and Debug with clang,
+#              each under -Werror (their warnings differ: gcc -O3's
+#              -Wformat-truncation and -Warray-bounds, clang's own)
 #   container: the container test (its image is built once per run)
 # The suites mostly wait on timers, so ctest runs at -j(2 x cores, at least
 # 4) beside the CPU-bound checks; the two suites never overlap (one Slurm
@@ -22,8 +26,9 @@
 #
 # Environment: SPOTRUN_TEST_RGW=1 adds the S3 family against a local Ceph
 # RGW (tests/CMakeLists.txt, docs/s3.md); SPOTRUN_TEST_SANITIZE=0 skips the ASan+UBSan build and suite,
-# SPOTRUN_TEST_THREADS_MEMORY=0 TSan and valgrind, SPOTRUN_TEST_CONTAINER=0
-# the container test; SPOTRUN_TEST_FUZZ sets the seconds per fuzz target
+# SPOTRUN_TEST_THREADS_MEMORY=0 TSan and valgrind, SPOTRUN_TEST_BUILDS=0
+# the Release (gcc) and clang builds, SPOTRUN_TEST_CONTAINER=0 the container
+# test; SPOTRUN_TEST_FUZZ sets the seconds per fuzz target
 # (default 20; 0 skips). SPOTRUN_TEST_JOBS sets ctest's -j;
 # SPOTRUN_TEST_FILTER restricts both suites to the tests matching a regex
 # (ctest -R; for a quick run of the pipeline); SPOTRUN_TEST_LOGS the
@@ -92,6 +97,15 @@ track_checks() {
         stage fuzz "$root/scripts/fuzz.sh" "$fuzz" || true
     else
         stage_skip fuzz "SPOTRUN_TEST_FUZZ=0"
+    fi
+    if [ "${SPOTRUN_TEST_BUILDS:-1}" != 0 ]; then
+        stage build-release "$root/scripts/build.sh" "$root/build-release" \
+            -DCMAKE_BUILD_TYPE=Release || true
+        stage build-clang "$root/scripts/build.sh" "$root/build-clang" \
+            -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang || true
+    else
+        stage_skip build-release "SPOTRUN_TEST_BUILDS=0"
+        stage_skip build-clang "SPOTRUN_TEST_BUILDS=0"
     fi
 }
 

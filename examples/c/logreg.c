@@ -438,7 +438,7 @@ static void usage(FILE *f)
 static int parse_args(int argc, char **argv, struct options *o)
 {
     *o = (struct options){.steps = 2000, .save_every = 500, .crash_at = -1};
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* each option takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -461,7 +461,6 @@ static int parse_args(int argc, char **argv, struct options *o)
         }
         if (rc != 0)
             return -1;
-        i++;
     }
     return 0;
 }

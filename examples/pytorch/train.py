@@ -8,7 +8,7 @@ minibatch torch.Generator, Python's `random` used for the augmentation noise
 level), so a run that is interrupted and resumed ends with exactly the same
 weights as one that never stopped; the last line prints their sha256.
 
-The contract (README.md, "The job's contract"), through the spotrun module
+The contract (docs/guide.md, "The job's contract"), through the spotrun module
 (python/spotrun, docs/python.md):
   * resume:  when spotrun.resumed(), load spotrun.path("state.pt");
   * request: after each step, spotrun.checkpoint_due() (a poll of the job

@@ -478,16 +478,18 @@ static int supervise(const struct run_opts *o, struct run_ctx *r, struct sr_leas
 /* Gives the lease back but keeps it allocated until the process exits: a
  * persist abandoned at a deadline (sr_commits_stop) may still consult it
  * after run_main returns, and is refused once it is released. The one
- * static here only keeps it reachable for that while (no leak report). */
+ * static here only keeps it reachable for that while (no leak report; at
+ * file scope, where clang does not take a store-only variable for dead). */
+static struct sr_lease *lease_until_exit __attribute__((used));
+
 static void release_lease(struct sr_lease *lease)
 {
-    static struct sr_lease *until_exit __attribute__((used));
     if (!lease)
         return;
     const int rc = sr_lease_release(lease);
     if (rc < 0)
         sr_warn("cannot release the lease (it expires on its own): %s", sr_strerror(rc));
-    until_exit = lease;
+    lease_until_exit = lease;
 }
 
 /* Whether the open directory fd holds nothing but spotrun's marker. */

@@ -6,10 +6,10 @@
  * finish the stop under way, or end the run), whether the run is done and
  * spotrun's exit code. The history reader (runtime/record/history.c) names
  * an ended attempt's cause from its log with sr_end_cause(), the same rule
- * on the facts the log recorded; the README's exit-code table is checked
+ * on the facts the log recorded; docs/cli.md's exit-code table is checked
  * against sr_end_table() (tests/unit/test_outcome.c).
  *
- * The rules (docs/events.md, "Attempt cause"; README, "Exit codes"):
+ * The rules (docs/events.md, "Attempt cause"; docs/cli.md, "Exit codes"):
  *   - a stop spotrun made (a notice, a limit, the stall watchdog, a lost
  *     lease) is never a success, whatever the job's exit status;
  *   - 75 and 124 come only from spotrun's own decisions (a notice; a limit):

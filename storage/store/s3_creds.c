@@ -381,7 +381,8 @@ static int from_profile(struct sr_s3_creds *c, char *region, size_t rlen, struct
         rc = sr_errf(-EACCES, "AWS_PROFILE=%s has no credentials in %s or %s", profile, cred_path,
                      conf_path);
     } else if (t) {
-        char sect[300], a[600], b[600];
+        /* each holds a path (up to 4 KiB), the section and strerror */
+        char sect[300], a[4608], b[4608];
         snprintf(sect, sizeof(sect), "%s%.256s", strcmp(profile, "default") ? "profile " : "",
                  profile);
         file_said(a, sizeof(a), cred_path, ct, cerr, profile);

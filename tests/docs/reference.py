@@ -1,21 +1,21 @@
 #!/usr/bin/env python3
-"""reference.py SPOTRUN [README [MAN]] - the reference tables agree with --help.
+"""reference.py SPOTRUN [CLI [MAN]] - the reference tables agree with --help.
 
 The options of `spotrun run` are defined once, in its option table
 (runtime/cmd/cmd_run.c), which `spotrun run --help` prints with each
-option's SPOTRUN_* twin. The README's "Options of `run`" table and the man
-page's OPTIONS OF RUN (docs/spotrun.1.scd) are written by hand; this fails
-when they drift from it:
+option's SPOTRUN_* twin. The CLI reference's "Options of `run`" table
+(docs/cli.md) and the man page's OPTIONS OF RUN (docs/spotrun.1.scd) are
+written by hand; this fails when they drift from it:
 
-  - an option of --help missing from the README's table or the man page,
+  - an option of --help missing from docs/cli.md's table or the man page,
     or one of theirs that --help does not know;
-  - an option's environment twin missing from its README row;
-  - a command of `spotrun --help` missing from the README's command table
+  - an option's environment twin missing from its docs/cli.md row;
+  - a command of `spotrun --help` missing from docs/cli.md's command table
     or the man page's SYNOPSIS, or one of theirs that is no command;
-  - an exit code of the README's "Exit codes of `spotrun run`" table (the
+  - an exit code of docs/cli.md's "Exit codes of `spotrun run`" table (the
     one tests/unit/test_outcome.c checks against sr_end_table) missing from
     the man page's EXIT STATUS OF RUN, or one of the man page's that the
-    README's table lacks.
+    docs/cli.md's table lacks.
 
 Prints one line per problem and exits 1, or exits 0 in silence.
 """
@@ -53,7 +53,7 @@ def help_options(spotrun):
 
 
 def readme_options(readme):
-    """{option: the row's environment cell} from the README's options table."""
+    """{option: the row's environment cell} from docs/cli.md's options table."""
     out = {}
     for line in block(readme, "| option | env | default | meaning |"):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -126,7 +126,7 @@ def compare(what, a_name, a, b_name, b, problems, hint):
 def main():
     spotrun = sys.argv[1]
     src = os.environ.get("SRCDIR", ".")
-    readme_path = sys.argv[2] if len(sys.argv) > 2 else os.path.join(src, "README.md")
+    readme_path = sys.argv[2] if len(sys.argv) > 2 else os.path.join(src, "docs/cli.md")
     man_path = sys.argv[3] if len(sys.argv) > 3 else os.path.join(src, "docs/spotrun.1.scd")
     readme = open(readme_path).read()
     man = open(man_path).read()

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The packages CPack makes from this build (docs/install.md): a .deb whose
-# dependencies are computed from the binaries, and a relocatable tarball
-# whose wrapper finds its shim and whose job finds the Python module
-# wherever the tree is unpacked.
+# dependencies are computed from the binaries and that Debian's checker
+# (lintian) finds no error in, and a relocatable tarball whose wrapper finds
+# its shim and whose job finds the Python module wherever the tree is
+# unpacked.
 . "$(dirname "$0")/lib.sh"
 
 build=$(cd "$(dirname "$SPOTRUN")/.." && pwd)
@@ -35,12 +36,30 @@ test_expect_success 'the .deb holds the wrapper, the shim, the header, the modul
     for f in ./usr/bin/spotrun ./usr/lib/libspotrun.so ./usr/include/spotrun.h \
         ./usr/lib/python3/dist-packages/spotrun/__init__.py \
         ./usr/lib/python3/dist-packages/spotrun/torch.py \
-        ./usr/share/bash-completion/completions/spotrun ./usr/share/zsh/vendor-completions/_spotrun; do
+        ./usr/share/bash-completion/completions/spotrun ./usr/share/zsh/vendor-completions/_spotrun \
+        ./usr/share/doc/spotrun/copyright ./usr/share/doc/spotrun/changelog.gz; do
         grep -x -F "$f" contents || { echo "not in the .deb: $f"; return 1; }
     done &&
-    if command -v scdoc >/dev/null; then grep -x -F ./usr/share/man/man1/spotrun.1 contents; fi &&
+    if command -v scdoc >/dev/null; then grep -x -F ./usr/share/man/man1/spotrun.1.gz contents; fi &&
     ! grep -q "__pycache__\|\.pyc$" contents
 '
+
+# lintian's tags are its names for what it checks; each warning it still
+# gives is one docs/install.md ("What lintian says") explains.
+if command -v lintian >/dev/null; then
+    test_expect_success 'lintian finds no error in the .deb, and docs/install.md explains each warning left' '
+        { lintian --no-cfg pkg/spotrun_*.deb >lintian.out 2>&1 || { cat lintian.out; false; }; } &&
+        cat lintian.out &&
+        refute grep "^E: " lintian.out &&
+        sed -n "s/^W: spotrun: \([a-z0-9-]*\).*/\1/p" lintian.out | sort -u >warnings &&
+        while read -r tag; do
+            grep -q -F "\`$tag\`" "$SRCDIR/docs/install.md" ||
+                { echo "lintian warns $tag; docs/install.md does not say why it stands"; return 1; }
+        done <warnings
+    '
+else
+    test_skip 'lintian finds no error in the .deb' 'lintian is not installed (scripts/deps.sh installs it)'
+fi
 
 test_expect_success 'the tarball unpacked anywhere runs a job with its own shim and Python module' '
     mkdir -p elsewhere/deep && tar -xzf pkg/spotrun-*.tar.gz -C elsewhere/deep &&

@@ -46,10 +46,10 @@ test_expect_success 'only --keep 0 keeps every checkpoint (the default does not)
     test "$(seqs all)" = "0000000005 0000000006 "
 '
 
-test_expect_success 'run --help, the README and the man page say the default' '
+test_expect_success 'run --help, docs/cli.md and the man page say the default' '
     "$SPOTRUN" run --help >help.out &&
     grep -- "--keep N .*(default 3; 0: all;" help.out &&
-    grep "^| \`-k, --keep N\` | \`SPOTRUN_KEEP\` | 3 |" "$SRCDIR/README.md" &&
+    grep "^| \`-k, --keep N\` | \`SPOTRUN_KEEP\` | 3 |" "$SRCDIR/docs/cli.md" &&
     grep "(default 3; 0: keep" "$SRCDIR/docs/spotrun.1.scd"
 '
 

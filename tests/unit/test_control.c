@@ -443,8 +443,8 @@ static void test_metric_refuses_bad_names_and_values(void **state)
         "METRIC - loss\n",
         "METRIC x loss 1\n",
         "METRIC - loss 1 extra\n",
-        "METRIC - "
-        "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn 1\n",
+        ("METRIC - "
+         "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn 1\n"),
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(parse(bad[i], &req), -EINVAL);

@@ -5,7 +5,7 @@
  * rules the record keeps (a stop spotrun made is never a success; 75 and
  * 124 only from spotrun's own decisions; the reader's cause from the log
  * equals the writer's), then the rows issue reports named, then the
- * README's exit-code table against the codes the table gives.
+ * exit-code table of docs/cli.md against the codes the table gives.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -174,7 +174,7 @@ static void test_exit_0_during_a_stop_is_the_stops(void **state)
     assert_int_equal(e.cause, SR_CAUSE_LEASE_LOST);
 }
 
-/* The README's table (### Exit codes of `spotrun run`) says what the table
+/* docs/cli.md's table (## Exit codes of `spotrun run`) says what the table
  * above gives: a row for 0, 75, 124 and 73, and the job's code row says
  * that its own 75 and 124 become 1. */
 /* A "limit" event's cause word names the limit both ways: a sweep's
@@ -259,14 +259,14 @@ static void test_run_ends_follow_one_table(void **state)
     assert_int_equal(sr_run_end_row(SR_RUN_ERROR)->trial, SR_TRIAL_OPEN);
 }
 
-static void test_readme_exit_table_follows(void **state)
+static void test_cli_exit_table_follows(void **state)
 {
     (void)state;
     const char *src = getenv("SRCDIR");
     if (!src)
         skip();
     char path[4096];
-    snprintf(path, sizeof(path), "%s/README.md", src);
+    snprintf(path, sizeof(path), "%s/docs/cli.md", src);
     FILE *fp = fopen(path, "r");
     assert_non_null(fp);
     static char text[1 << 20];
@@ -307,7 +307,7 @@ int main(void)
         cmocka_unit_test(test_exit_0_during_a_stop_is_the_stops),
         cmocka_unit_test(test_limit_causes_are_named_both_ways),
         cmocka_unit_test(test_run_ends_follow_one_table),
-        cmocka_unit_test(test_readme_exit_table_follows),
+        cmocka_unit_test(test_cli_exit_table_follows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

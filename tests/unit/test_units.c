@@ -30,7 +30,8 @@ static void duration_rejected(const char *s)
     int64_t ms = -12345;
     const int rc = sr_parse_duration_ms(s, &ms);
     if (rc != -EINVAL)
-        fail_msg("sr_parse_duration_ms(\"%s\") = %d (ms %lld), want -EINVAL", s, rc, (long long)ms);
+        fail_msg("sr_parse_duration_ms(\"%s\") = %d (ms %lld), want -EINVAL", s ? s : "NULL", rc,
+                 (long long)ms);
     assert_int_equal(ms, -12345); /* untouched */
 }
 
