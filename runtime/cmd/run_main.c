@@ -641,9 +641,34 @@ static int run_leased(const struct run_opts *o, struct run_ctx *r, struct sr_lea
     return code;
 }
 
-/* The run, step by step; each step says why it stops the run. *again:
- * a PBT exploit stopped the trial, which starts again now. */
-static int run_once(const struct run_opts *opts, char **cmd, int *again)
+/* What a trial started again after a PBT exploit keeps from the start
+ * before: the open store and the run's lease, held across (no other
+ * worker can claim the trial between the two). */
+struct run_carry {
+    struct sr_store *st;
+    struct sr_lease *lease;
+};
+
+/* The carried lease, renewed: 0, or -1 when it is lost (taken again). */
+static int renew_carried(struct run_carry *cy)
+{
+    if (!cy->lease)
+        return -1;
+    const int rc = sr_lease_renew(cy->lease);
+    if (rc == 0)
+        return 0;
+    sr_warn("pbt: the run's lease could not be renewed across the restart (%s); taking it again",
+            sr_strerror(rc));
+    sr_err_clear();
+    release_lease(cy->lease);
+    cy->lease = NULL;
+    return -1;
+}
+
+/* The run, step by step; each step says why it stops the run. With cy->st
+ * set, a start again after a PBT exploit (cy: what it keeps); cy is
+ * filled when the trial is to start again now. */
+static int run_once(const struct run_opts *opts, char **cmd, struct run_carry *cy)
 {
     struct run_opts o = *opts;
     struct run_ctx r = {.trial = -1};
@@ -653,24 +678,33 @@ static int run_once(const struct run_opts *opts, char **cmd, int *again)
     if (code != GO_ON)
         return code;
     r.c.result = &r.result;
-    const int rc = sr_open_store(&r.c.st, SR_OPEN_CREATE);
+    const int rc = cy->st ? 0 : sr_open_store(&r.c.st, SR_OPEN_CREATE);
     if (rc < 0)
         return sr_fail(rc, "cannot open the store");
+    if (cy->st)
+        r.c.st = cy->st;
     struct sr_lease *lease = NULL;
     code = run_prepare(&o, cmd, &r);
-    if (code == GO_ON)
+    if (code == GO_ON && renew_carried(cy) == 0)
+        lease = cy->lease;
+    else if (code == GO_ON)
         code = take_lease(&o, &r, &lease);
     if (code == GO_ON)
         code = run_leased(&o, &r, lease);
     sr_run_trial_mark_end(&r, code);
     sr_run_rungs_end(&r.rungs, code);
-    *again = sr_run_pbt_again(&r.pbt, code);
+    const int again = sr_run_pbt_again(&r.pbt, code);
     if (r.c.orig_mask) /* the next start blocks the notices again */
         sigprocmask(SIG_SETMASK, &r.start_mask, NULL);
     if (code == 0 && r.supervised)
         remove_work(&o, &r);
-    release_lease(lease);
-    sr_store_close(r.c.st);
+    *cy = (struct run_carry){0};
+    if (again) {
+        *cy = (struct run_carry){.st = r.c.st, .lease = lease};
+    } else {
+        release_lease(lease);
+        sr_store_close(r.c.st);
+    }
     sr_sweep_free(&r.sweep);
     sr_sweep_argv_free(r.trial_argv);
     sr_run_limits_free(&r.limits);
@@ -681,13 +715,13 @@ static int run_once(const struct run_opts *opts, char **cmd, int *again)
 int sr_run_main(const struct run_opts *opts, char **cmd)
 {
     struct run_opts o = *opts;
+    struct run_carry cy = {0};
     for (;;) {
-        int again = 0;
-        const int code = run_once(&o, cmd, &again);
-        if (!again)
+        const int code = run_once(&o, cmd, &cy);
+        if (!cy.st)
             return code;
         o.fresh = 0; /* the run goes on: nothing of it is deleted again */
         o.adopt = 0;
-        sr_info("pbt: starting the trial again with the donor's checkpoint");
+        sr_info("pbt: starting the trial again with the donor's checkpoint (its lease held)");
     }
 }

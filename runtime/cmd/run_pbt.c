@@ -95,8 +95,9 @@ static int apply(const struct sr_sweep *sw, long trial, const json_t *d,
     if (rc == 0) {
         rc = sr_ckpt_restore(cfg->st, donor_run, seq, scratch, cfg->threads, &m);
         if (rc < 0 && seq) {
-            sr_warn("pbt: trial %ld's checkpoint %" PRIu64 " is gone (%s); taking its newest",
-                    donor, seq, sr_strerror(rc));
+            sr_info("pbt: trial %ld's checkpoint %" PRIu64 " was deleted since the decision "
+                    "(--keep); taking its newest",
+                    donor, seq);
             sr_err_clear();
             (void)sr_rmtree(scratch);
             rc = sr_mkdirs(scratch, 0700);
