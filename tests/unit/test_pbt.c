@@ -5,7 +5,10 @@
  * many, the same set gives the same decision whatever its order, nobody
  * alone decides, a NaN is the worst; the explore: factors on numeric
  * parameters clamped to their range (an int rounded), a choice resampled,
- * keep kept.
+ * keep kept; the records in a file store: a value and a decision are
+ * create-only (a second decision finds the first, which stands), a
+ * tampered one is skipped, the lineage is by round with what was applied,
+ * one trial's records removed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,7 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testutil.h"
+
+#include <errno.h>
+#include <limits.h>
+
 #include "pbt.h"
+#include "store.h"
 #include "sweep.h"
 
 static void test_parse(void **state)
@@ -192,12 +201,75 @@ static void test_explore(void **state)
     json_decref(pbt);
 }
 
+static void test_records(void **state)
+{
+    (void)state;
+    char *dir = tu_scratch("pbt");
+    char root[PATH_MAX];
+    snprintf(root, sizeof(root), "%s/store", dir);
+    struct sr_store *st;
+    assert_int_equal(sr_store_open(root, &st), 0);
+    assert_int_equal(sr_pbt_put_value(st, "sw", 2, 1, 4, 0.5), 0);
+    assert_int_equal(sr_pbt_put_value(st, "sw", 2, 1, 5, 9.0), -EEXIST); /* the first stands */
+    assert_int_equal(sr_pbt_put_value(st, "sw", 0, 1, 4, 0.25), 0);
+    tu_write_text(root, "sweeps/sw/pbt/rounds/1/3.json", "{\"trial\": 4, \"value\": 1}");
+    struct sr_pbt_val *v = NULL;
+    size_t n = 0;
+    assert_int_equal(sr_pbt_list_values(st, "sw", 1, &v, &n), 0);
+    assert_int_equal(n, 2); /* the record that is not its key's: skipped */
+    assert_true(v[0].trial == 0 && v[0].value == 0.25 && v[1].trial == 2 && v[1].value == 0.5);
+    free(v);
+    json_t *d1 = json_pack("{s:i,s:i,s:i,s:i,s:i,s:{s:s}}", "trial", 2, "round", 1, "donor", 0,
+                           "donor_seq", 7, "donor_step", 4, "params", "lr", "0.4");
+    json_t *d2 = json_pack("{s:i,s:i,s:i,s:i,s:i,s:{s:s}}", "trial", 2, "round", 1, "donor", 5,
+                           "donor_seq", 9, "donor_step", 6, "params", "lr", "0.9");
+    json_t *existing = NULL;
+    assert_int_equal(sr_pbt_put_decision(st, "sw", d1, &existing), 0);
+    assert_null(existing);
+    /* a second decision at the same round (an earlier attempt made one): the first */
+    assert_int_equal(sr_pbt_put_decision(st, "sw", d2, &existing), -EEXIST);
+    assert_non_null(existing);
+    assert_int_equal(json_integer_value(json_object_get(existing, "donor")), 0);
+    json_decref(existing);
+    json_t *d3 = json_pack("{s:i,s:i,s:i,s:i,s:i,s:{s:s}}", "trial", 2, "round", 3, "donor", 0,
+                           "donor_seq", 12, "donor_step", 12, "params", "lr", "0.3");
+    assert_int_equal(sr_pbt_put_decision(st, "sw", d3, NULL), 0);
+    assert_int_equal(sr_pbt_mark_applied(st, "sw", 2, 1, 11), 0);
+    assert_int_equal(sr_pbt_mark_applied(st, "sw", 2, 1, 99), 0); /* again: the first stands */
+    json_t *l = NULL;
+    assert_int_equal(sr_pbt_lineage(st, "sw", 2, &l), 0);
+    assert_int_equal(json_array_size(l), 2);
+    const json_t *a = json_array_get(l, 0), *b = json_array_get(l, 1);
+    assert_int_equal(json_integer_value(json_object_get(a, "round")), 1);
+    assert_int_equal(json_integer_value(json_object_get(a, "applied")), 11);
+    assert_int_equal(json_integer_value(json_object_get(b, "round")), 3);
+    assert_null(json_object_get(b, "applied")); /* not carried out yet */
+    json_decref(l);
+    assert_int_equal(sr_pbt_lineage(st, "sw", 0, &l), 0); /* none: empty */
+    assert_int_equal(json_array_size(l), 0);
+    json_decref(l);
+    assert_int_equal(sr_pbt_remove_trial(st, "sw", 2), 0);
+    assert_int_equal(sr_pbt_lineage(st, "sw", 2, &l), 0);
+    assert_int_equal(json_array_size(l), 0);
+    json_decref(l);
+    assert_int_equal(sr_pbt_list_values(st, "sw", 1, &v, &n), 0);
+    assert_int_equal(n, 1); /* trial 0's stays */
+    free(v);
+    json_decref(d1);
+    json_decref(d2);
+    json_decref(d3);
+    sr_store_close(st);
+    sr_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_decide),
         cmocka_unit_test(test_explore),
+        cmocka_unit_test(test_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
