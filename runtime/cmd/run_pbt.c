@@ -60,15 +60,11 @@ int sr_run_pbt_params(struct sr_store *st, struct sr_sweep *sw, long trial)
                 json_object_set(t, name, v);
         }
         const json_t *d = json_array_get(lineage, n - 1);
-        sr_info("pbt: trial %ld goes on from trial %" JSON_INTEGER_FORMAT
-                "'s checkpoint (round %" JSON_INTEGER_FORMAT ") with its %zu%s decision's "
-                "parameters",
-                trial, json_integer_value(json_object_get(d, "donor")),
-                json_integer_value(json_object_get(d, "round")), n,
-                n % 10 == 1 && n != 11   ? "st"
-                : n % 10 == 2 && n != 12 ? "nd"
-                : n % 10 == 3 && n != 13 ? "rd"
-                                         : "th");
+        sr_info(
+            "pbt: trial %ld runs with the parameters of its decision at round %" JSON_INTEGER_FORMAT
+            " (from trial %" JSON_INTEGER_FORMAT "'s checkpoint; %zu exploit%s so far)",
+            trial, json_integer_value(json_object_get(d, "round")),
+            json_integer_value(json_object_get(d, "donor")), n, n == 1 ? "" : "s");
     }
     json_decref(p);
     json_decref(lineage);
