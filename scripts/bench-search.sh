@@ -34,6 +34,23 @@
 #               trial-steps are the steps reported up to the end of the
 #               first complete trial with f <= 1.01
 #
+# The schedule objective (rows sched:*): a trainer whose loss x obeys
+#     x(0) = 1,  x(step) = (1 - lr)^2 x(step - 1) + lr^2
+# (SGD on a quadratic with gradient noise: a large lr falls fast to a high
+# floor lr/(2 - lr), a small one slowly to a low one), step 1..300, lr
+# drawn log-uniform in [1e-3, 1]; the goal is a report of loss <= 0.01,
+# and the cost the trial-steps reported by every trial up to it. The best
+# fixed lr (~0.017, and only 0.009..0.02 within 1.5x of its steps) needs
+# 191 steps and looks worse than larger ones at every rung before step
+# 190 (early stopping's short-horizon bias); a decaying lr needs fewer
+# steps: the optimum is a schedule. The trial commits every 2 steps.
+#   sched:tpe     TPE (8 startup trials), every trial to the end
+#   sched:tpe+es  TPE (8 startup trials) with --early-stop
+#                 loss:min,grace=1,eta=3,max=300, as tpe+es above
+#   sched:pbt     --random SLOTS trials (the population) with --pbt
+#                 loss:min,interval=2,quantile=0.5 --perturb lr=0.5,0.8,1.2
+# The goal: PBT >= 1.5x fewer trial-steps than TPE + early stopping.
+#
 # The table ends with each strategy's mean against random and against
 # in-process Optuna, and the ratio of spotrun's best strategy (the lowest
 # mean of the sweep rows) to in-process Optuna's (the goal: <= 0.7x).
@@ -48,7 +65,7 @@
 #   SEEDS       seeds to run (default: "1 2 3 4 5")
 #   SLOTS       trials at once (default: 4)
 #   STRATEGIES  rows to run (default: "grid random random+es random+esp tpe
-#               tpe+es tpe+esp optuna")
+#               tpe+es tpe+esp optuna sched:tpe sched:tpe+es sched:pbt")
 #   LIMIT       seconds per sweep before it counts as not reached (default: 240)
 #   BENCH_DIR   scratch directory (default: a temp dir, removed at the end)
 set -euo pipefail
@@ -56,7 +73,7 @@ set -euo pipefail
 BUILD=${BUILD:-build}
 SEEDS=${SEEDS:-"1 2 3 4 5"}
 SLOTS=${SLOTS:-4}
-STRATEGIES=${STRATEGIES:-"grid random random+es random+esp tpe tpe+es tpe+esp optuna"}
+STRATEGIES=${STRATEGIES:-"grid random random+es random+esp tpe tpe+es tpe+esp optuna sched:tpe sched:tpe+es sched:pbt"}
 LIMIT=${LIMIT:-240}
 SPOTRUN=$(cd "$(dirname "${SPOTRUN:-$BUILD/runtime/spotrun}")" 2>/dev/null && pwd)/spotrun
 PY=${PY:-/usr/bin/python3}
@@ -75,12 +92,14 @@ cleanup() {
 trap cleanup EXIT
 cd "$BENCH_DIR"
 export SPOTRUN_STORE=$BENCH_DIR/store SPOTRUN_BIN=$SPOTRUN PYTHONPATH=$SRC/python
-export MAX_STEPS=27
+export MAX_STEPS=27 SCHED_STEPS=300 SCHED_TARGET=0.01
 
 has_es=0 has_patient=0
 "$SPOTRUN" sweep init --help >help.txt 2>&1 || true
 grep -- --early-stop help.txt >/dev/null && has_es=1
 grep -- patient help.txt >/dev/null && has_patient=1
+has_pbt=0
+grep -- --pbt help.txt >/dev/null && has_pbt=1
 has_optuna=0
 "$PY" -c 'import optuna' 2>/dev/null && has_optuna=1
 
@@ -106,6 +125,49 @@ while [ "$step" -lt "$MAX_STEPS" ]; do
 done
 EOF
 chmod +x trial.sh
+
+# The schedule objective's trial (see the top): commits every 2 steps and
+# when asked; resumes from the state it committed (its own or, under PBT,
+# the donor's), with the lr it is given now.
+cat >sched.sh <<\EOF
+#!/bin/bash
+ask=
+trap 'ask=1' USR1
+d=$SPOTRUN_CKPT_DIR step=0 x=1
+[ -f "$d/state" ] && read -r step x <"$d/state"
+while [ "$step" -lt "$SCHED_STEPS" ]; do
+    step=$((step + 1))
+    x=$(awk -v x="$x" -v lr="$SPOTRUN_PARAM_LR" 'BEGIN { printf "%.9g", (1 - lr) ^ 2 * x + lr * lr }')
+    "$SPOTRUN_BIN" metric --step "$step" loss="$x"
+    if [ -n "$ask" ] || [ $((step % 2)) = 0 ]; then
+        echo "$step $x" >"$d/state" && "$SPOTRUN_BIN" commit --step "$step"
+        ask=
+    fi
+done
+EOF
+chmod +x sched.sh
+
+# sched_measure.py STORE NAME: reached (0/1), trial-steps up to the first
+# report of loss <= SCHED_TARGET (all of them when none), trials started.
+cat >sched_measure.py <<\EOF
+import glob, json, os, sys
+store, name, target = sys.argv[1], sys.argv[2], float(os.environ["SCHED_TARGET"])
+steps, when, started = [], None, 0
+for run in glob.glob(os.path.join(store, name + "-[0-9]*")):
+    started += 1
+    for ev_file in glob.glob(os.path.join(run, "events", "*.jsonl")):
+        for line in open(ev_file):
+            try:
+                ev = json.loads(line)
+            except ValueError:  # a line being written
+                continue
+            if ev.get("event") == "metric" and ev.get("name") == "loss":
+                steps.append(ev["unix_ms"])
+                if ev["value"] <= target and (when is None or ev["unix_ms"] < when):
+                    when = ev["unix_ms"]
+used = sum(1 for ms in steps if when is None or ms <= when)
+print(int(when is not None), used, started)
+EOF
 
 # measure.py STORE NAME: reached (0/1), trial-steps up to the first done
 # trial with f <= 1.01 (all of them when none), trials started.
@@ -190,6 +252,12 @@ define() { # NAME STRATEGY SEED
     esac
     local space=(--param lr=loguniform:1e-4,1e-1 --param dropout=uniform:0,0.5)
     case $2 in
+    sched:tpe+es) "$SPOTRUN" sweep init "$1" --random 0 --seed "$3" --param lr=loguniform:1e-3,1 \
+        --early-stop "loss:min,grace=1,eta=3,max=$SCHED_STEPS" -- ./sched.sh ;;
+    sched:tpe) "$SPOTRUN" sweep init "$1" --random 0 --seed "$3" --param lr=loguniform:1e-3,1 \
+        -- ./sched.sh ;;
+    sched:pbt) "$SPOTRUN" sweep init "$1" --random "$SLOTS" --seed "$3" --param lr=loguniform:1e-3,1 \
+        --pbt loss:min,interval=2,quantile=0.5 --perturb lr=0.5,0.8,1.2 -- ./sched.sh ;;
     grid) "$SPOTRUN" sweep init "$1" --param lr=1e-4,3.162e-4,1e-3,3.162e-3,1e-2,3.162e-2,1e-1 \
         --param dropout=0,0.1,0.2,0.3,0.4,0.5 -- ./trial.sh ;;
     random*) "$SPOTRUN" sweep init "$1" --random 300 --seed "$3" "${space[@]}" "${es[@]}" -- ./trial.sh ;;
@@ -200,16 +268,17 @@ define() { # NAME STRATEGY SEED
 # run NAME STRATEGY SEED: the sweep until the goal or LIMIT; prints the
 # measurement.
 run() {
-    local driver=()
+    local driver=() measure=measure.py
+    case $2 in sched:*) measure=sched_measure.py ;; esac
     case $2 in
-    tpe*) driver=(--driver "$PY -m spotrun.optuna_driver --trials 300 --ahead $SLOTS --startup 8 >/dev/null") ;;
+    tpe* | sched:tpe*) driver=(--driver "$PY -m spotrun.optuna_driver --trials 300 --ahead $SLOTS --startup 8 >/dev/null") ;;
     esac
     BENCH_SEED=$3 SPOTRUN_WORK_DIR=$BENCH_DIR/work-$1 "$SPOTRUN" sweep work "$1" --slots "$SLOTS" \
         --poll 200ms "${driver[@]}" -- --notice none --grace 10s >"log-$1" 2>&1 &
     local pid=$! t0=$SECONDS
     workers+=("$pid")
     while kill -0 "$pid" 2>/dev/null && [ $((SECONDS - t0)) -lt "$LIMIT" ]; do
-        [ "$("$PY" measure.py "$SPOTRUN_STORE" "$1" | cut -d" " -f1)" = 1 ] && break
+        [ "$("$PY" "$measure" "$SPOTRUN_STORE" "$1" | cut -d" " -f1)" = 1 ] && break
         sleep 0.3
     done
     local code=0
@@ -220,7 +289,7 @@ run() {
         wait "$pid" || code=$?
     fi
     local m
-    m=$("$PY" measure.py "$SPOTRUN_STORE" "$1")
+    m=$("$PY" "$measure" "$SPOTRUN_STORE" "$1")
     if [ "${m%% *}" != 1 ]; then
         echo "bench-search: $1 did not reach the goal (worker exit $code); its log ends:" >&2
         tail -n 5 "log-$1" >&2
@@ -236,7 +305,8 @@ for s in $STRATEGIES; do
         why=
         case $s in *+es*) [ "$has_es" = 1 ] || why="n/a (this spotrun has no sweep init --early-stop)" ;; esac
         case $s in *+esp) [ "$has_patient" = 1 ] || why="n/a (this spotrun has no --early-stop ...,patient)" ;; esac
-        case $s in tpe* | optuna) [ "$has_optuna" = 1 ] || why="n/a (python3-optuna is not installed)" ;; esac
+        case $s in sched:pbt) [ "$has_pbt" = 1 ] || why="n/a (this spotrun has no sweep init --pbt)" ;; esac
+        case $s in tpe* | optuna | sched:tpe*) [ "$has_optuna" = 1 ] || why="n/a (python3-optuna is not installed)" ;; esac
         if [ -n "$why" ]; then
             printf '%-10s %5s %s\n' "$s" "$seed" "$why"
             continue
@@ -244,7 +314,7 @@ for s in $STRATEGIES; do
         if [ "$s" = optuna ]; then
             read -r reached used started < <("$PY" optuna_ref.py "$seed")
         else
-            name=b-${s/+/-}-$seed
+            name=b-$(echo "$s" | tr ':+' '--')-$seed
             define "$name" "$s" "$seed"
             read -r reached used started < <(run "$name" "$s" "$seed")
         fi
@@ -263,18 +333,29 @@ for line in open(sys.argv[1]):
     rows.setdefault(s, []).append((int(reached), int(used)))
 mean = {s: statistics.mean(u for _, u in r) for s, r in rows.items()}
 base, ref = mean.get("random"), mean.get("optuna")
+sched = lambda s: s.startswith("sched:")  # another objective: not against random or optuna
 print("%-10s %6s %16s %15s %15s" % ("strategy", "seeds", "mean trial-steps", "random / this",
                                      "this / optuna"))
 for s, r in rows.items():
     missed = sum(1 for ok, _ in r if not ok)
     print("%-10s %6d %16.0f %15s %15s%s" % (
-        s, len(r), mean[s], "%.2fx" % (base / mean[s]) if base and mean[s] else "-",
-        "%.2fx" % (mean[s] / ref) if ref else "-",
+        s, len(r), mean[s], "%.2fx" % (base / mean[s]) if base and mean[s] and not sched(s) else "-",
+        "%.2fx" % (mean[s] / ref) if ref and not sched(s) else "-",
         "  (%d not reached: a lower bound)" % missed if missed else ""))
-ours = {s: m for s, m in mean.items() if s != "optuna"}
+ours = {s: m for s, m in mean.items() if s != "optuna" and not sched(s)}
 if ref and ours:
     best = min(ours, key=ours.get)
     print("\nspotrun's best strategy: %s, %.0f trial-steps = %.2fx in-process Optuna's %.0f "
           "(goal <= 0.7x: %s)" % (best, ours[best], ours[best] / ref, ref,
                                   "met" if ours[best] <= 0.7 * ref else "not met"))
+pbt, tpe = mean.get("sched:pbt"), mean.get("sched:tpe+es")
+if pbt and tpe:
+    missed = any(not ok for ok, _ in rows["sched:tpe+es"])
+    print("\nschedule objective: PBT %.0f trial-steps, TPE + early stopping %.0f%s: %.2fx fewer "
+          "(goal >= 1.5x: %s)" % (pbt, tpe, " (a lower bound)" if missed else "", tpe / pbt,
+                                 "met" if tpe >= 1.5 * pbt else "not met"))
+alone = mean.get("sched:tpe")
+if pbt and alone:
+    print("schedule objective: PBT %.0f trial-steps, TPE alone %.0f: %.2fx fewer" % (
+        pbt, alone, alone / pbt))
 EOF

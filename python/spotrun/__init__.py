@@ -46,7 +46,7 @@ from ._request import checkpoint_due, heartbeat, listen
 
 __version__ = "0.1.0"
 __all__ = [
-    "active", "run_id", "ckpt_dir", "resumed", "restored_step", "attempt", "path",
+    "active", "run_id", "ckpt_dir", "resumed", "restored_step", "attempt", "params", "path",
     "checkpoint_due", "heartbeat", "listen", "saving", "save", "commit", "metric", "status",
     "Error", "NotUnderSpotrun", "WrapperGone", "CommitError",
 ]
@@ -83,6 +83,36 @@ def restored_step() -> Optional[int]:
         return int(v) if v else None
     except ValueError:
         return None
+
+
+def _typed(v: str) -> Union[int, float, str]:
+    try:
+        return int(v)
+    except ValueError:
+        pass
+    try:
+        f = float(v)
+        return f if math.isfinite(f) else v
+    except ValueError:
+        return v
+
+
+def params() -> Dict[str, Union[int, float, str]]:
+    """A sweep trial's current parameters, typed (an int, a float, else the
+    string): {} outside a sweep. Read at every start: under population-based
+    training they change when the trial takes another trial's checkpoint.
+    From $SPOTRUN_PARAMS (every name as written), else SPOTRUN_PARAM_<NAME>
+    (names lowercased)."""
+    raw = os.environ.get("SPOTRUN_PARAMS")
+    if raw:
+        try:
+            d = json.loads(raw)
+            if isinstance(d, dict):
+                return {str(k): _typed(str(v)) for k, v in d.items()}
+        except ValueError:
+            pass
+    return {k[len("SPOTRUN_PARAM_"):].lower(): _typed(v) for k, v in os.environ.items()
+            if k.startswith("SPOTRUN_PARAM_") and len(k) > len("SPOTRUN_PARAM_")}
 
 
 def attempt() -> int:

@@ -155,6 +155,29 @@ class TestEnvironment(Base):
         self.assertFalse(spotrun.resumed())
         self.assertIsNone(spotrun.restored_step())
 
+    def test_params_typed_from_the_environment(self):
+        saved = {k: v for k, v in os.environ.items() if k.startswith("SPOTRUN_PARAM")}
+        try:
+            for k in saved:
+                del os.environ[k]
+            self.assertEqual(spotrun.params(), {})  # outside a sweep
+            os.environ.update(SPOTRUN_PARAM_LR="3e-4", SPOTRUN_PARAM_N="12",
+                              SPOTRUN_PARAM_OPT="adam")
+            self.assertEqual(spotrun.params(), {"lr": 3e-4, "n": 12, "opt": "adam"})
+            # SPOTRUN_PARAMS keeps each name as written, and wins
+            os.environ["SPOTRUN_PARAMS"] = '{"learningRate":"0.01","n":"7","opt":"sgd","x":"nan"}'
+            p = spotrun.params()
+            self.assertEqual({k: v for k, v in p.items() if k != "x"},
+                             {"learningRate": 0.01, "n": 7, "opt": "sgd"})
+            self.assertEqual(p["x"], "nan")  # not a finite number: the string
+            self.assertIsInstance(p["n"], int)
+            os.environ["SPOTRUN_PARAMS"] = "not json"  # falls back to SPOTRUN_PARAM_*
+            self.assertEqual(spotrun.params()["n"], 12)
+        finally:
+            for k in [k for k in os.environ if k.startswith("SPOTRUN_PARAM")]:
+                del os.environ[k]
+            os.environ.update(saved)
+
     def test_names_must_stay_inside_the_checkpoint_dir(self):
         self.ckpt()
         for bad in ("", "/etc/passwd", "../x", "a/../../x"):

@@ -29,6 +29,7 @@
 #include "manifest.h"
 #include "notice.h"
 #include "run_limits.h"
+#include "run_pbt.h"
 #include "run_rungs.h"
 #include "supervisor.h"
 #include "sweep.h"
@@ -95,6 +96,7 @@ struct run_ctx {
     sigset_t start_mask;
     struct sr_run_limits limits; /* time limits and budgets (run_limits.h) */
     struct sr_run_rungs rungs;   /* a trial's early stopping (run_rungs.h) */
+    struct sr_run_pbt pbt;       /* a trial's population-based training (run_pbt.h) */
     json_t *labels;              /* the start events' "labels" (NULL: none) */
     /* The run's history, read once under the lease by the first step that
      * needs it (limits, --every auto, --stall-timeout, the metrics file,

@@ -20,6 +20,7 @@
 #include "labels.h"
 #include "layout.h"
 #include "lease.h"
+#include "pbt.h"
 #include "log.h"
 #include "sweep.h"
 #include "sweep_budget.h"
@@ -38,6 +39,8 @@ struct init_opts {
     const char *early_stop;
     const char *best; /* --best final|best-step */
     struct sr_optlist objective;
+    const char *pbt;
+    struct sr_optlist perturb;
 };
 
 /* A sweep's budget needs a price per hour to count its trials' instance
@@ -160,6 +163,74 @@ static int init_early_stop(const struct init_opts *o, struct sr_sweep *def)
     }
     def->early_stop = sr_asha_to_json(&rule);
     return def->early_stop ? 0 : SR_EX_SOFTWARE;
+}
+
+/* --pbt and --perturb: population-based training (pbt.h), part of the
+ * definition. 0, or SR_EX_USAGE after saying why. */
+static int init_pbt(const struct init_opts *o, struct sr_sweep *def)
+{
+    if (!o->pbt && o->perturb.n) {
+        fprintf(stderr, "spotrun sweep init: --perturb needs --pbt (the rule it perturbs for)\n");
+        return SR_EX_USAGE;
+    }
+    if (!o->pbt)
+        return 0;
+    struct sr_pbt rule;
+    char err[200];
+    if (sr_pbt_parse(o->pbt, &rule, err, sizeof(err)) < 0) {
+        fprintf(stderr,
+                "spotrun sweep init: invalid --pbt \"%.200s\": %s (e.g. "
+                "loss:min,interval=4,quantile=0.25)\n",
+                o->pbt, err);
+        return SR_EX_USAGE;
+    }
+    if (o->add) {
+        fprintf(stderr, "spotrun sweep init: --pbt is given when the sweep is made, not with "
+                        "--add\n");
+        return SR_EX_USAGE;
+    }
+    if (o->early_stop) {
+        fprintf(stderr, "spotrun sweep init: --pbt and --early-stop do not go together (PBT "
+                        "replaces a bad trial's weights instead of stopping it)\n");
+        return SR_EX_USAGE;
+    }
+    json_t *perturb = json_object();
+    for (size_t i = 0; i < o->perturb.n; i++) {
+        size_t nlen = 0;
+        if (sr_pbt_perturb_check(o->perturb.v[i], &nlen, err, sizeof(err)) < 0) {
+            fprintf(stderr,
+                    "spotrun sweep init: invalid --perturb \"%.200s\": %s (e.g. lr=0.8,1.2 or "
+                    "lr=0.5,2,resample=0.25 or opt=resample or seed=keep)\n",
+                    o->perturb.v[i], err);
+            json_decref(perturb);
+            return SR_EX_USAGE;
+        }
+        char name[SR_SWEEP_PARAM_NAME_MAX + 1];
+        snprintf(name, sizeof(name), "%.*s", (int)nlen, o->perturb.v[i]);
+        json_object_set_new(perturb, name, json_string(o->perturb.v[i] + nlen + 1));
+    }
+    def->pbt = sr_pbt_to_json(&rule, perturb);
+    json_decref(perturb);
+    return def->pbt ? 0 : SR_EX_SOFTWARE;
+}
+
+/* Every --perturb names a parameter of the sweep. */
+static int pbt_names_check(const struct sr_sweep *def)
+{
+    const char *name;
+    const json_t *v;
+    json_object_foreach(json_object_get(def->pbt, "perturb"), name, v)
+    {
+        size_t i = 0;
+        while (i < sr_sweep_nparams(def) && strcmp(sr_sweep_param(def, i), name) != 0)
+            i++;
+        if (i == sr_sweep_nparams(def)) {
+            fprintf(stderr, "spotrun sweep init: --perturb %s: the sweep has no parameter %s\n",
+                    name, name);
+            return SR_EX_USAGE;
+        }
+    }
+    return 0;
 }
 
 /* --best and --objective: how the sweep names its best trial, part of its
@@ -317,6 +388,15 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
         {"objective", 0, NULL, SR_OPT_MULTI, &o.objective, "METRIC:min|max",
          "what the sweep optimizes: one names the metric and direction of its best trial, "
          "several give a Pareto front (sweep show); repeatable; fixed when the sweep is made"},
+        {"pbt", 0, NULL, SR_OPT_STR, &o.pbt, "RULE",
+         "population-based training, METRIC:min|max,interval=K[,quantile=Q]: every K steps a "
+         "trial in the bottom Q (default 0.25) of the values at that round takes the newest "
+         "checkpoint of one in the top Q and goes on with its parameters perturbed; fixed when "
+         "the sweep is made"},
+        {"perturb", 0, NULL, SR_OPT_MULTI, &o.perturb, "NAME=RULE",
+         "with --pbt, how a parameter is perturbed: factors F1,F2,... (one drawn, clamped to "
+         "its range; default 0.8,1.2), resample=P (draw anew with probability P), resample or "
+         "keep; a choice is resampled; repeatable"},
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
     int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
@@ -334,7 +414,7 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
         return SR_EX_USAGE;
     }
     struct sr_sweep def = {0};
-    if (init_early_stop(&o, &def) || init_best(&o, &def)) {
+    if (init_early_stop(&o, &def) || init_best(&o, &def) || init_pbt(&o, &def)) {
         sr_sweep_free(&def);
         sr_store_close(ctx.st);
         return SR_EX_USAGE;
@@ -349,6 +429,11 @@ static int cmd_init(const struct sr_cmd *cmd, int argc, char **argv)
     if (rc < 0) {
         fprintf(stderr, "spotrun sweep init: %s\n", sr_strerror(rc));
         sr_sweep_free(&def); /* its early_stop */
+        sr_store_close(ctx.st);
+        return SR_EX_USAGE;
+    }
+    if (rc == 0 && def.pbt && pbt_names_check(&def)) {
+        sr_sweep_free(&def);
         sr_store_close(ctx.st);
         return SR_EX_USAGE;
     }

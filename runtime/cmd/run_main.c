@@ -32,6 +32,7 @@
 #include "runid.h"
 #include "runsum.h"
 #include "signame.h"
+#include "pbt.h"
 #include "sweep_rungs.h"
 
 static int parse_signal(const char *name)
@@ -434,6 +435,8 @@ static int start_fresh(const struct run_ctx *r)
         rc = sr_sweep_clear_end(r->c.st, r->sweep.name, (size_t)r->trial);
     if (rc == 0 && r->trial >= 0) /* early stopping judges it again from scratch */
         rc = sr_rung_remove_trial(r->c.st, r->sweep.name, r->trial);
+    if (rc == 0 && r->trial >= 0 && r->sweep.pbt) /* and PBT: its lineage starts again */
+        rc = sr_pbt_remove_trial(r->c.st, r->sweep.name, r->trial);
     if (rc == 0 && access(r->ckpt, F_OK) == 0)
         rc = sr_empty_dir_log(r->ckpt, r->ckpt_named ? "--fresh" : NULL);
     return rc < 0 ? sr_fail(rc, "--fresh") : GO_ON;
@@ -581,6 +584,25 @@ static int run_prepare(struct run_opts *o, char **cmd, struct run_ctx *r)
     return code;
 }
 
+/* A PBT trial's pending exploit carried out, and its hook (run_pbt.h). */
+static int settle_pbt(const struct run_opts *o, struct run_ctx *r, struct sr_lease *lease)
+{
+    struct sr_commits_config cfg = {.st = r->c.st,
+                                    .run_id = r->run_id,
+                                    .keep = (unsigned)o->keep,
+                                    .threads = (int)o->threads,
+                                    .level = (int)o->level,
+                                    .full_every = (unsigned)o->full_every,
+                                    .lease = lease,
+                                    .epoch = r->c.epoch};
+    if (!lease && sr_ckpt_max_epoch(r->c.st, r->run_id, &cfg.epoch) < 0)
+        cfg.epoch = 0;
+    char scratch[PATH_MAX + 400];
+    if (sr_pathf(scratch, sizeof(scratch), "%s/pbt-in", r->run_dir) < 0)
+        return sr_fail(-ENAMETOOLONG, "pbt");
+    return sr_run_pbt_settle(&r->pbt, &r->c, &r->sweep, r->trial, &cfg, scratch);
+}
+
 /* Under the lease: the trial's binding, --fresh, the pre-checks against
  * the store, the run's limits and history, then the job. */
 static int run_leased(const struct run_opts *o, struct run_ctx *r, struct sr_lease *lease)
@@ -600,6 +622,8 @@ static int run_leased(const struct run_opts *o, struct run_ctx *r, struct sr_lea
         code = sr_run_trial_refuse_failed(r);
     if (code == GO_ON)
         code = sr_run_rungs_settle(&r->rungs, &r->c, &r->sweep, r->trial);
+    if (code == GO_ON && r->sweep.pbt)
+        code = settle_pbt(o, r, lease);
     if (code == GO_ON)
         code = claim_ckpt_dir(o, r, lease);
     if (code == GO_ON) /* under the lease: what the run used of its limits */
@@ -617,8 +641,34 @@ static int run_leased(const struct run_opts *o, struct run_ctx *r, struct sr_lea
     return code;
 }
 
-/* The run, step by step; each step says why it stops the run. */
-int sr_run_main(const struct run_opts *opts, char **cmd)
+/* What a trial started again after a PBT exploit keeps from the start
+ * before: the open store and the run's lease, held across (no other
+ * worker can claim the trial between the two). */
+struct run_carry {
+    struct sr_store *st;
+    struct sr_lease *lease;
+};
+
+/* The carried lease, renewed: 0, or -1 when it is lost (taken again). */
+static int renew_carried(struct run_carry *cy)
+{
+    if (!cy->lease)
+        return -1;
+    const int rc = sr_lease_renew(cy->lease);
+    if (rc == 0)
+        return 0;
+    sr_warn("pbt: the run's lease could not be renewed across the restart (%s); taking it again",
+            sr_strerror(rc));
+    sr_err_clear();
+    release_lease(cy->lease);
+    cy->lease = NULL;
+    return -1;
+}
+
+/* The run, step by step; each step says why it stops the run. With cy->st
+ * set, a start again after a PBT exploit (cy: what it keeps); cy is
+ * filled when the trial is to start again now. */
+static int run_once(const struct run_opts *opts, char **cmd, struct run_carry *cy)
 {
     struct run_opts o = *opts;
     struct run_ctx r = {.trial = -1};
@@ -628,24 +678,50 @@ int sr_run_main(const struct run_opts *opts, char **cmd)
     if (code != GO_ON)
         return code;
     r.c.result = &r.result;
-    const int rc = sr_open_store(&r.c.st, SR_OPEN_CREATE);
+    const int rc = cy->st ? 0 : sr_open_store(&r.c.st, SR_OPEN_CREATE);
     if (rc < 0)
         return sr_fail(rc, "cannot open the store");
+    if (cy->st)
+        r.c.st = cy->st;
     struct sr_lease *lease = NULL;
     code = run_prepare(&o, cmd, &r);
-    if (code == GO_ON)
+    if (code == GO_ON && renew_carried(cy) == 0)
+        lease = cy->lease;
+    else if (code == GO_ON)
         code = take_lease(&o, &r, &lease);
     if (code == GO_ON)
         code = run_leased(&o, &r, lease);
     sr_run_trial_mark_end(&r, code);
     sr_run_rungs_end(&r.rungs, code);
+    const int again = sr_run_pbt_again(&r.pbt, code);
+    if (r.c.orig_mask) /* the next start blocks the notices again */
+        sigprocmask(SIG_SETMASK, &r.start_mask, NULL);
     if (code == 0 && r.supervised)
         remove_work(&o, &r);
-    release_lease(lease);
-    sr_store_close(r.c.st);
+    *cy = (struct run_carry){0};
+    if (again) {
+        *cy = (struct run_carry){.st = r.c.st, .lease = lease};
+    } else {
+        release_lease(lease);
+        sr_store_close(r.c.st);
+    }
     sr_sweep_free(&r.sweep);
     sr_sweep_argv_free(r.trial_argv);
     sr_run_limits_free(&r.limits);
     json_decref(r.labels);
     return code;
+}
+
+int sr_run_main(const struct run_opts *opts, char **cmd)
+{
+    struct run_opts o = *opts;
+    struct run_carry cy = {0};
+    for (;;) {
+        const int code = run_once(&o, cmd, &cy);
+        if (!cy.st)
+            return code;
+        o.fresh = 0; /* the run goes on: nothing of it is deleted again */
+        o.adopt = 0;
+        sr_info("pbt: starting the trial again with the donor's checkpoint (its lease held)");
+    }
 }

@@ -79,8 +79,10 @@ static void trial_env(const struct sr_sweep *sw, long trial)
     }
     unsetenv("SPOTRUN_SWEEP");
     unsetenv("SPOTRUN_TRIAL");
+    unsetenv("SPOTRUN_PARAMS");
     if (!sw)
         return;
+    json_t *all = json_object(); /* SPOTRUN_PARAMS: every value by its own name */
     char buf[32];
     snprintf(buf, sizeof(buf), "%ld", trial);
     setenv("SPOTRUN_SWEEP", sw->name, 1);
@@ -93,9 +95,16 @@ static void trial_env(const struct sr_sweep *sw, long trial)
             name[n++] = (char)toupper((unsigned char)*p);
         name[n] = '\0';
         const char *v = sr_sweep_value(sw, (size_t)trial, sr_sweep_param(sw, i));
-        if (v && *v) /* an empty value is a parameter the trial does not have: unset */
+        if (v && *v) { /* an empty value is a parameter the trial does not have: unset */
             setenv(name, v, 1);
+            json_object_set_new(all, sr_sweep_param(sw, i), json_string(v));
+        }
     }
+    char *s = all ? json_dumps(all, JSON_COMPACT) : NULL;
+    if (s)
+        setenv("SPOTRUN_PARAMS", s, 1);
+    free(s);
+    json_decref(all);
 }
 
 /* --sweep: the trial's definition, index, command (the one given, else the
@@ -130,6 +139,10 @@ int sr_run_trial_select(struct run_opts *o, char ***cmd, struct run_ctx *r)
                     r->sweep.name);
             return SR_EX_USAGE;
         }
+    }
+    if (r->sweep.pbt && (rc = sr_run_pbt_params(r->c.st, &r->sweep, r->trial)) < 0) {
+        fprintf(stderr, "spotrun run: sweep %s: %s\n", r->sweep.name, sr_strerror(rc));
+        return sr_exit_code(rc);
     }
     rc = sr_sweep_expand(&r->sweep, (size_t)r->trial, tmpl, &r->trial_argv);
     if (tmpl != *cmd && tmpl[0])

@@ -125,6 +125,12 @@ static void cause_detail(const struct sr_hist_attempt *a, char *buf, size_t len)
     case SR_CAUSE_CANCELLED:
         snprintf(buf, len, "the sweep's operator cancelled the trial");
         break;
+    case SR_CAUSE_EXPLOIT:
+        snprintf(buf, len,
+                 "the sweep's PBT, at its round of step %.0f: it goes on from another "
+                 "trial's checkpoint",
+                 a->limit_value);
+        break;
     case SR_CAUSE_PAUSED:
         snprintf(buf, len, "the sweep was paused with --stop");
         break;

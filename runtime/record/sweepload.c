@@ -20,6 +20,7 @@
 #include "catalog.h"
 #include "log.h"
 #include "parallel.h"
+#include "pbt.h"
 #include "sweep_rungs.h"
 #include "units.h"
 
@@ -256,6 +257,30 @@ static int load_rungs(struct sr_store *st, struct sr_sweepview *v)
     return rc;
 }
 
+/* PBT: the trials with decisions (one listing), then each one's lineage. */
+static int load_lineage(struct sr_store *st, struct sr_sweepview *v)
+{
+    char prefix[512];
+    sr_key_sweep(prefix, sizeof(prefix), v->sw->name, SR_SWEEP_PBT "/lineage");
+    struct sr_strlist l;
+    int rc = sr_store_list(st, prefix, &l);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; rc == 0 && i < l.n; i++) {
+        char *end = NULL;
+        const long k = strtol(l.v[i], &end, 10);
+        if (!end || *end || k < 0 || (size_t)k >= v->n || v->t[k].lineage)
+            continue;
+        rc = sr_pbt_lineage(st, v->sw->name, k, &v->t[k].lineage);
+        if (rc == 0 && !json_array_size(v->t[k].lineage)) {
+            json_decref(v->t[k].lineage);
+            v->t[k].lineage = NULL;
+        }
+    }
+    sr_strlist_free(&l);
+    return rc;
+}
+
 /* The ended trials the snapshot still stands for (sweepsnap.h): need[k]
  * 0 for them, 1 for those to read. */
 static void take_snapshot(struct sr_sweepview *v, const struct sr_sv_snap *s, unsigned char *need)
@@ -333,6 +358,8 @@ static int load_sweep_objects(struct sr_store *st, struct sr_sweepview *v)
     int rc = mark ? sr_sweep_list_ends(st, v->sw->name, v->n, mark) : -ENOMEM;
     if (rc == 0 && v->sw->early_stop) /* one listing per rung (sweep_rungs.h) */
         rc = load_rungs(st, v);
+    if (rc == 0 && v->sw->pbt) /* one listing, then one per trial with decisions (pbt.h) */
+        rc = load_lineage(st, v);
     if (rc == 0) /* the operator's steering (sweep_steer.h) */
         rc = sr_steer_read(st, v->sw->name, v->n, &v->steer);
     for (size_t k = 0; rc == 0 && k < v->n; k++) {
@@ -388,6 +415,8 @@ int sr_sweepview_load(struct sr_store *st, const struct sr_sweep *sw, unsigned t
 
 void sr_sweepview_free(struct sr_sweepview *v)
 {
+    for (size_t k = 0; v->t && k < v->n; k++)
+        json_decref(v->t[k].lineage);
     for (size_t k = 0; v->t && k < v->n; k++)
         if (v->t[k].run) {
             sr_hist_free(&v->t[k].run->h);

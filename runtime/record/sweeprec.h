@@ -74,6 +74,7 @@ struct sr_sv_trial {
     unsigned char mark;    /* SR_TRIAL_*: the end marks' listing */
     struct sr_sv_run *run; /* NULL when the store holds nothing of the run */
     unsigned char rung;    /* early stopping: its highest rung + 1, 0 = none */
+    json_t *lineage;       /* PBT: its decisions by round (pbt.h), NULL = none */
 };
 
 struct sr_sweepview {

@@ -149,7 +149,7 @@ void sr_limit_extend(const struct sr_limits *l, const struct sr_limit_hit *hit, 
                      size_t len)
 {
     const char *sweep = l->cfg.sweep ? l->cfg.sweep : "NAME";
-    if (pruned(hit))
+    if (pruned(hit) || strcmp(hit->cause, "exploit") == 0)
         snprintf(buf, len, "%s", hit->hint ? hit->hint : "a retry resumes it past its rung");
     else if (strcmp(hit->cause, "cancelled") == 0)
         snprintf(buf, len, "`spotrun sweep retry %s %ld` runs it again", sweep, l->cfg.trial);
@@ -167,6 +167,9 @@ void sr_limit_describe(const struct sr_limit_hit *hit, char *buf, size_t len)
     if (pruned(hit)) {
         snprintf(buf, len, "the sweep's early stopping (%s)",
                  hit->detail ? hit->detail : "pruned at a rung");
+    } else if (strcmp(hit->cause, "exploit") == 0) {
+        snprintf(buf, len, "the sweep's population-based training (%s)",
+                 hit->detail ? hit->detail : "an exploit");
     } else if (strcmp(hit->cause, "time-limit") == 0) {
         char used[32], limit[32];
         sr_format_duration_ms((int64_t)hit->used, used, sizeof(used));
@@ -186,7 +189,7 @@ void sr_limit_describe(const struct sr_limit_hit *hit, char *buf, size_t len)
 
 json_t *sr_limit_event(const struct sr_limit_hit *hit)
 {
-    if (pruned(hit))
+    if (pruned(hit) || strcmp(hit->cause, "exploit") == 0)
         return json_pack("{s:s,s:s,s:I,s:I,s:s?}", "cause", hit->cause, "what", hit->what, "limit",
                          (json_int_t)hit->limit, "used", (json_int_t)hit->used, "detail",
                          hit->detail);

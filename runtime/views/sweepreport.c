@@ -5,7 +5,9 @@
  * 1,600 px that scrolls; the SVG grows downwards with the trials. Each
  * element carries a class naming what it shows (trial, attempt <look>,
  * notice, restart, resume, done-mark, fail-mark, queued, steer-mark
- * steer-<action>, paused-span) and a <title> tooltip. An attempt still
+ * steer-<action>, paused-span, exploit) and a <title> tooltip. A PBT
+ * exploit is an arrow from the donor's lane to the trial's at the time of
+ * the decision, labelled with the parameters the trial goes on with. An attempt still
  * running is drawn up to now. The legend names what this picture draws,
  * and only that: every color on the lanes, every mark. Numbers are printed
  * in 4 significant digits (sr_svg_num); a lane's label keeps its
@@ -44,6 +46,8 @@ const struct sr_sr_look_info sr_sr_looks[SR_LOOK_COUNT] = {
     [SR_LOOK_CANCELLED] = {"cancelled", "#b279a2", "cancelled"},
     [SR_LOOK_PAUSED] = {"paused", "#72b7b2", "stopped by a pause"},
     [SR_LOOK_STOPPED] = {"stopped", "#9d755d", "stopped at a limit"},
+    [SR_LOOK_EXPLOITED] = {"exploited", "#c2a5cf",
+                           "exploited (PBT): went on from another's checkpoint"},
 };
 
 enum sr_sr_look sr_sweepreport_look(const struct sr_sv_trial *t, const struct sr_hist_attempt *a)
@@ -58,6 +62,7 @@ enum sr_sr_look sr_sweepreport_look(const struct sr_sv_trial *t, const struct sr
         return a->cause == SR_CAUSE_PRUNED      ? SR_LOOK_PRUNED
                : a->cause == SR_CAUSE_CANCELLED ? SR_LOOK_CANCELLED
                : a->cause == SR_CAUSE_PAUSED    ? SR_LOOK_PAUSED
+               : a->cause == SR_CAUSE_EXPLOIT   ? SR_LOOK_EXPLOITED
                                                 : SR_LOOK_STOPPED;
     case SR_END_OPEN:
         if (t->state == SR_SV_RUNNING)
@@ -88,8 +93,21 @@ enum mark {
     M_STOP,   /* pause --stop reaching a running trial */
     M_PRIORITY,
     M_RETRY,
+    M_EXPLOIT, /* PBT: a trial takes another's checkpoint */
     M_COUNT
 };
+
+#define C_EXPLOIT "#7b3294"
+
+/* An arrow from (x, y0) to (x, y1), the head at y1. */
+static void draw_exploit(FILE *f, const char *cls, double x, double y0, double y1)
+{
+    const double dir = y1 > y0 ? 1 : -1;
+    fprintf(f,
+            "<path class=\"%s\" d=\"M%.1f %.1fL%.1f %.1fm-3.5 %.1fl3.5 %.1fl3.5 %.1f\" "
+            "stroke=\"" C_EXPLOIT "\" stroke-width=\"1.5\" fill=\"none\">",
+            cls, x, y0, x, y1, -5 * dir, 5 * dir, -5 * dir);
+}
 
 static void draw_done_mark(FILE *f, const char *cls, double x, double y)
 {
@@ -215,6 +233,7 @@ static void survey(struct sweep_draw *d)
             d->used[M_LINK] |= i > 0;
         }
         d->used[M_NOTICE] |= h && h->n_no > 0;
+        d->used[M_EXPLOIT] |= json_array_size(t->lineage) > 0;
     }
     /* the steering: its times are in the frame */
     for (size_t i = 0; i < s->n_log; i++) {
@@ -271,6 +290,7 @@ static const char *mark_name(enum mark m)
         [M_STOP] = "pause --stop",
         [M_PRIORITY] = "priority set",
         [M_RETRY] = "retry",
+        [M_EXPLOIT] = "exploit (PBT): takes the checkpoint of the arrow's source",
     };
     return names[m];
 }
@@ -282,7 +302,7 @@ static double swatch_width(int k)
         return 34;
     if (k < SR_LOOK_COUNT || k == M_PAUSED)
         return 24;
-    return k == M_LINK ? 4 : k == M_RETRY ? 8 : 10;
+    return k == M_LINK ? 4 : k == M_RETRY ? 8 : k == M_EXPLOIT ? 8 : 10;
 }
 
 /* One entry's swatch at x on the row of baseline y; its width. */
@@ -322,6 +342,10 @@ static double swatch(FILE *f, int k, double x, double y)
     case M_RETRY:
         draw_steer(f, M_RETRY, "legend-swatch", x + 4, mid);
         fputs("</circle>", f);
+        return 8;
+    case M_EXPLOIT:
+        draw_exploit(f, "legend-swatch", x + 4, mid - 7, mid + 6);
+        fputs("</path>", f);
         return 8;
     default:
         draw_steer(f, (enum mark)k, "legend-swatch", x + 5, mid);
@@ -519,6 +543,67 @@ static void lane(FILE *f, const struct sweep_draw *d, const struct sr_sv_trial *
     fprintf(f, "</g>\n");
 }
 
+/* PBT: each exploit an arrow from the donor's lane to the trial's at the
+ * time of its decision, labelled with the trial's new parameters. */
+static void exploits(FILE *f, const struct sweep_draw *d, const size_t *order)
+{
+    const struct sr_sweepview *v = d->v;
+    size_t *row = calloc(v->n ? v->n : 1, sizeof(*row)); /* trial -> lane */
+    if (!row)
+        return;
+    for (size_t i = 0; i < v->n; i++)
+        row[order[i]] = i;
+    fprintf(f, "<g class=\"exploits\">\n");
+    for (size_t k = 0; k < v->n; k++) {
+        size_t i;
+        const json_t *e;
+        json_array_foreach(v->t[k].lineage, i, e)
+        {
+            const json_int_t donor = json_integer_value(json_object_get(e, "donor"));
+            if (donor < 0 || (size_t)donor >= v->n)
+                continue;
+            const double x = sr_svg_x(&d->fr, json_integer_value(json_object_get(e, "unix_ms")));
+            const double y0 = lane_y(d, row[donor]), y1 = lane_y(d, row[k]);
+            char params[200] = "", tip[400];
+            size_t n = 0;
+            const char *name;
+            const json_t *val;
+            json_object_foreach(json_object_get(e, "params"), name, val)
+            {
+                const char *s = json_string_value(val);
+                char num[32];
+                double x2;
+                if (s && sr_parse_real(s, &x2) == 0) { /* 4 significant digits */
+                    sr_svg_num(x2, num, sizeof(num));
+                    s = num;
+                }
+                if (n < sizeof(params))
+                    n += (size_t)snprintf(params + n, sizeof(params) - n, "%s%s=%s", n ? " " : "",
+                                          name, s ? s : "-");
+            }
+            snprintf(tip, sizeof(tip),
+                     "trial %zu takes trial %" JSON_INTEGER_FORMAT
+                     "'s checkpoint at step %" JSON_INTEGER_FORMAT " (round %" JSON_INTEGER_FORMAT
+                     ", at its step %" JSON_INTEGER_FORMAT "): %s",
+                     k, donor, json_integer_value(json_object_get(e, "donor_step")),
+                     json_integer_value(json_object_get(e, "round")),
+                     json_integer_value(json_object_get(e, "step")), params);
+            fprintf(f,
+                    "<g class=\"exploit\" data-trial=\"%zu\" data-donor=\"%" JSON_INTEGER_FORMAT
+                    "\">",
+                    k, donor);
+            draw_exploit(f, "exploit-arrow", x, y0, y1 + (y1 > y0 ? -BAR / 2 : BAR / 2));
+            sr_svg_tooltip(f, tip);
+            fputs("</path>", f);
+            sr_svg_text(f, x + 3, y1 + (y1 > y0 ? 11 : -5), "exploit-label",
+                        "font-size=\"9\" fill=\"" C_EXPLOIT "\"", params);
+            fprintf(f, "</g>\n");
+        }
+    }
+    fprintf(f, "</g>\n");
+    free(row);
+}
+
 /* One span the sweep was paused, from pause p to resume r (NULL: still
  * paused, up to now), over every lane, labelled above them. */
 static void pause_span(FILE *f, const struct sweep_draw *d, const struct sr_steer_entry *p,
@@ -581,6 +666,8 @@ void sr_sweepreport_svg(FILE *f, const struct sr_sweepview *v, const struct sr_s
         sr_sweepview_order(v, o, order);
         for (size_t i = 0; i < v->n; i++)
             lane(f, &d, &v->t[order[i]], i);
+        if (d.used[M_EXPLOIT])
+            exploits(f, &d, order);
     }
     free(order);
     pauses(f, &d);

@@ -32,6 +32,7 @@ enum sr_sr_look {
     SR_LOOK_CANCELLED, /* the operator's cancel stopped it */
     SR_LOOK_PAUSED,    /* the operator's pause --stop stopped it */
     SR_LOOK_STOPPED,   /* a time limit or budget stopped it */
+    SR_LOOK_EXPLOITED, /* PBT stopped it to go on from another trial's checkpoint */
     SR_LOOK_COUNT
 };
 struct sr_sr_look_info {

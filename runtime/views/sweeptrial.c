@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pbt.h"
+
 /* ---- curves ------------------------------------------------------------------ */
 
 /* By step, then attempt, then rank: the newest attempt's value of a step last. */
@@ -169,6 +171,7 @@ void sr_sv_trial_print(FILE *f, const struct sr_sweepview *v, const struct sr_sv
         fprintf(f, " %s=%s", p, val ? val : "-");
     }
     fprintf(f, "\n");
+    sr_sv_schedule_print(f, v, t);
     const struct sr_history *h = t->run ? &t->run->h : NULL;
     if (h)
         fprintf(f, "attempts: %zu, preemptions %u, instance hours %.4f\n", h->n_att, h->preemptions,
@@ -203,4 +206,132 @@ void sr_sv_trial_print(FILE *f, const struct sr_sweepview *v, const struct sr_sv
             fprintf(f, " against the cut-off %g", w->cut);
         fprintf(f, "\n");
     }
+}
+
+/* ---- PBT: lineage and schedule ----------------------------------------------- */
+
+json_t *sr_sv_lineage_json(const struct sr_sv_trial *t)
+{
+    json_t *a = json_array();
+    size_t i;
+    const json_t *d;
+    json_array_foreach(t->lineage, i, d)
+    {
+        json_t *e = json_object();
+        static const char *const keys[] = {"round",       "step",      "value",      "donor",
+                                           "donor_value", "donor_seq", "donor_step", "from",
+                                           "params",      "applied",   "unix_ms"};
+        for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+            const json_t *x = json_object_get(d, keys[k]);
+            json_object_set_new(e, keys[k], x ? json_deep_copy(x) : json_null());
+        }
+        json_array_append_new(a, e);
+    }
+    return a;
+}
+
+json_t *sr_sv_schedule_json(const struct sr_sweepview *v, const struct sr_sv_trial *t)
+{
+    json_t *a = json_array(), *first = json_object();
+    for (size_t i = 0; i < sr_sweep_nparams(v->sw); i++) {
+        const char *p = sr_sweep_param(v->sw, i), *val = sr_sweep_value(v->sw, t->trial, p);
+        if (val && *val)
+            json_object_set_new(first, p, json_string(val));
+    }
+    json_array_append_new(a, json_pack("{s:i,s:o,s:n}", "from_step", 0, "params", first, "donor"));
+    size_t i;
+    const json_t *d;
+    json_array_foreach(t->lineage, i, d)
+    {
+        const json_t *ds = json_object_get(d, "donor_step");
+        json_array_append_new(a, json_pack("{s:O,s:O,s:O,s:O}", "from_step", ds ? ds : json_null(),
+                                           "params", json_object_get(d, "params"), "donor",
+                                           json_object_get(d, "donor"), "round",
+                                           json_object_get(d, "round")));
+    }
+    return a;
+}
+
+static const char *pstr(const json_t *o, const char *name)
+{
+    const char *s = json_string_value(json_object_get(o, name));
+    return s ? s : "-";
+}
+
+/* "lr 0.01 -> 0.008, bs 32 -> 64" of what changed (from the trial's own
+ * parameters before the decision). */
+static void changed(const json_t *from, const json_t *to, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    const char *name;
+    const json_t *x;
+    json_object_foreach((json_t *)to, name, x)
+    {
+        if (strcmp(pstr(from, name), pstr(to, name)) == 0 || n >= len)
+            continue;
+        n += (size_t)snprintf(buf + n, len - n, "%s%s %s -> %s", n ? ", " : "", name,
+                              pstr(from, name), pstr(to, name));
+    }
+    if (!buf[0])
+        snprintf(buf, len, "parameters unchanged");
+}
+
+void sr_sv_lineage_print(FILE *f, const struct sr_sweepview *v)
+{
+    size_t any = 0;
+    for (size_t k = 0; k < v->n; k++)
+        any += json_array_size(v->t[k].lineage);
+    struct sr_pbt rule;
+    if (!v->sw->pbt || sr_pbt_from_json(v->sw->pbt, &rule) < 0)
+        return;
+    fprintf(f, "\nlineage (PBT %s:%s every %" PRId64 " steps, quantile %g): %zu exploit%s\n",
+            rule.metric, rule.maximize ? "max" : "min", rule.interval, rule.quantile, any,
+            any == 1 ? "" : "s");
+    for (size_t k = 0; k < v->n; k++) {
+        size_t i;
+        const json_t *d;
+        json_array_foreach(v->t[k].lineage, i, d)
+        {
+            char ch[400];
+            changed(json_object_get(d, "from"), json_object_get(d, "params"), ch, sizeof(ch));
+            fprintf(f,
+                    "  trial %zu: from trial %" JSON_INTEGER_FORMAT " @ step %" JSON_INTEGER_FORMAT
+                    " (round %" JSON_INTEGER_FORMAT ", its checkpoint at step %" JSON_INTEGER_FORMAT
+                    "%s; %s)\n",
+                    k, json_integer_value(json_object_get(d, "donor")),
+                    json_integer_value(json_object_get(d, "step")),
+                    json_integer_value(json_object_get(d, "round")),
+                    json_integer_value(json_object_get(d, "donor_step")),
+                    json_object_get(d, "applied") ? "" : ", not carried out yet", ch);
+        }
+    }
+}
+
+void sr_sv_schedule_print(FILE *f, const struct sr_sweepview *v, const struct sr_sv_trial *t)
+{
+    if (!v->sw->pbt)
+        return;
+    json_t *s = sr_sv_schedule_json(v, t);
+    fprintf(f, "parameter schedule (PBT):\n");
+    size_t i;
+    const json_t *e;
+    json_array_foreach(s, i, e)
+    {
+        const json_t *donor = json_object_get(e, "donor");
+        fprintf(f, "  from step %" JSON_INTEGER_FORMAT ":",
+                json_integer_value(json_object_get(e, "from_step")));
+        const char *name;
+        const json_t *x;
+        json_object_foreach(json_object_get(e, "params"), name, x)
+            fprintf(f, " %s=%s", name, json_string_value(x) ? json_string_value(x) : "-");
+        if (json_is_integer(donor))
+            fprintf(
+                f, " (taken from trial %" JSON_INTEGER_FORMAT " at round %" JSON_INTEGER_FORMAT ")",
+                json_integer_value(donor), json_integer_value(json_object_get(e, "round")));
+        else
+            fprintf(f, " (its own)");
+        fprintf(f, "\n");
+    }
+    json_decref(s);
 }

@@ -30,6 +30,17 @@ int sr_sv_curve_points(const struct sr_hist_metric *m, int steps, struct sr_hist
 /* {"<metric>": curve, ...} of a trial ({} when it reported none). */
 json_t *sr_sv_curves_json(const struct sr_sv_trial *t);
 
+/* PBT (pbt.h): a trial's lineage as --json gives it, [{"round","step",
+ * "donor","donor_step","donor_seq","from","params","applied"}], [] when
+ * none; its parameter schedule [{"from_step","params","donor"}] (the
+ * first entry its sweep values from step 0, donor null); `sweep show`'s
+ * lineage lines, one per decision ("trial 3: from trial 1 @ step 8 (round
+ * 2, lr 0.01 -> 0.008)"), and `sweep show NAME TRIAL`'s schedule. */
+json_t *sr_sv_lineage_json(const struct sr_sv_trial *t);
+json_t *sr_sv_schedule_json(const struct sr_sweepview *v, const struct sr_sv_trial *t);
+void sr_sv_lineage_print(FILE *f, const struct sr_sweepview *v);
+void sr_sv_schedule_print(FILE *f, const struct sr_sweepview *v, const struct sr_sv_trial *t);
+
 /* The cut-off of a decision at a rung: the value a trial's value had to
  * equal or beat to go on, given the other values it was compared with
  * (values[0..n)) under rule: the keep-th best of them, keep =

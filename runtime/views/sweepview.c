@@ -464,6 +464,7 @@ void sr_sweepview_print(FILE *f, const struct sr_sweepview *v, const struct sr_s
     fputc('\n', f);
     print_table(f, &t);
     print_failures(f, v, order);
+    sr_sv_lineage_print(f, v); /* sweeptrial.h */
     sr_sv_steer_print(f, &v->steer);
 out:
     free(order);
@@ -537,6 +538,10 @@ static json_t *trial_json(const struct sr_sweepview *v, const struct sr_sv_trial
     json_object_set_new(j, "metrics", met);
     json_object_set_new(j, "curves", sr_sv_curves_json(t)); /* sweeptrial.h */
     json_object_set_new(j, "rung", t->rung ? json_integer(t->rung - 1) : json_null());
+    if (v->sw->pbt) { /* PBT: its decisions and the parameters it ran with, by step */
+        json_object_set_new(j, "lineage", sr_sv_lineage_json(t));
+        json_object_set_new(j, "schedule", sr_sv_schedule_json(v, t));
+    }
     json_object_set_new(j, "priority", json_integer(sr_steer_priority(&v->steer, t->trial)));
     json_object_set_new(
         j, "cancelled",

@@ -63,6 +63,7 @@ int sr_key_summaries(char *buf, size_t len, const char *run);
 #define SR_SWEEP_WORKERS "workers" /* workers/<host>-<pid>-<start ms>.json */
 #define SR_SWEEP_STEER "steer"     /* steer/<seq %06u>.json: cancel, retry, pause... */
 #define SR_SWEEP_RUNGS "rungs"     /* rungs/<rung>/<trial>.json: early stopping */
+#define SR_SWEEP_PBT "pbt"         /* pbt/rounds/<r>/<trial>.json, pbt/lineage/...: PBT (pbt.h) */
 #define SR_SWEEP_VIEW "view"       /* view/<ms>-<nonce>.json: sweep show's snapshots */
 
 /* sweeps/<sweep>/ followed by what fmt makes (SR_SWEEP_END "/%zu.%s", ...). */

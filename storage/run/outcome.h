@@ -50,6 +50,7 @@ enum sr_hist_cause {
     SR_CAUSE_CANCELLED,  /* its sweep's operator cancelled the trial (a "limit" event) */
     SR_CAUSE_PAUSED,     /* its sweep was paused with --stop (a "limit" event) */
     SR_CAUSE_PRUNED,     /* the sweep's early stopping ended it (a "limit" event) */
+    SR_CAUSE_EXPLOIT,    /* PBT stopped it to go on from another trial's checkpoint ("limit") */
     SR_CAUSE_COUNT
 };
 

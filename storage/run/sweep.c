@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "asha.h"
+#include "pbt.h"
 #include "catalog.h"
 #include "layout.h"
 #include "log.h"
@@ -120,6 +121,8 @@ void sr_sweep_free(struct sr_sweep *sw)
     json_decref(sw->spec);
     json_decref(sw->labels);
     json_decref(sw->early_stop);
+    json_decref(sw->pbt);
+    sw->pbt = NULL;
     json_decref(sw->objectives);
     sw->params = sw->command = sw->trials = sw->spec = sw->labels = sw->early_stop = NULL;
     sw->objectives = NULL;
@@ -294,6 +297,10 @@ int sr_sweep_read(struct sr_store *st, const char *name, struct sr_sweep *out)
                 !(json_is_string(best) &&
                   (out->best_step || strcmp(json_string_value(best), "final") == 0)))
                 rc = sr_errf(-EBADMSG, "sweep %s: the definition's best rule is malformed", name);
+            out->pbt = json_incref(json_object_get(o, "pbt"));
+            struct sr_pbt pr;
+            if (rc == 0 && out->pbt && sr_pbt_from_json(out->pbt, &pr) < 0)
+                rc = sr_errf(-EBADMSG, "sweep %s: the definition's pbt rule is malformed", name);
             out->objectives = json_incref(json_object_get(o, "objectives"));
             if (rc == 0 && out->objectives && !sr_sweep_objectives_valid(out->objectives))
                 rc = sr_errf(-EBADMSG, "sweep %s: the definition's objectives are malformed", name);
@@ -375,6 +382,8 @@ static const char *differs(const struct sr_sweep *old, const struct sr_sweep *de
     if (!old->early_stop != !def->early_stop ||
         (def->early_stop && !json_equal(old->early_stop, def->early_stop)))
         return "early-stopping rule";
+    if (!old->pbt != !def->pbt || (def->pbt && !json_equal(old->pbt, def->pbt)))
+        return "PBT rule (--pbt, --perturb)";
     if (old->best_step != def->best_step)
         return "best rule (--best)";
     if (json_array_size(old->objectives) != json_array_size(def->objectives) ||
@@ -559,6 +568,8 @@ int sr_sweep_create(struct sr_store *st, const struct sr_sweep *def)
             json_object_set(fields, "labels", def->labels);
         if (fields && def->early_stop)
             json_object_set(fields, "early_stop", def->early_stop);
+        if (fields && def->pbt)
+            json_object_set(fields, "pbt", def->pbt);
         if (fields && def->best_step) /* absent: "final" */
             json_object_set_new(fields, "best", json_string("best-step"));
         if (fields && json_array_size(def->objectives))

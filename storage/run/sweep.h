@@ -74,6 +74,8 @@ struct sr_sweep {
      * [{"metric","direction"}], checked (sr_sweep_objectives_valid); NULL
      * = none */
     json_t *objectives;
+    /* part 0's "pbt" (sweep init --pbt, --perturb; pbt.h), NULL = none */
+    json_t *pbt;
 };
 
 /* --objective's METRIC:min|max (the direction after the last ':'): an
@@ -204,5 +206,12 @@ int sr_sweep_remove(struct sr_store *st, const char *name);
  * naming the spec for bad syntax, a duplicate name, too many trials. */
 int sr_sweep_generate(const char *const specs[], size_t n, unsigned random, uint64_t seed,
                       struct sr_sweep *out);
+/* PBT's explore (pbt.h) of one value of the parameter that --param spec
+ * made: with probability resample (or always for a list, range or
+ * choice, or when value is not a number, or no factors are given) a new
+ * draw from spec; else value times one of factors (drawn), clamped to the
+ * spec's range (an int rounded to its step). state is the generator's. */
+int sr_sweep_explore(const char *spec, const char *value, const double *factors, size_t nfactors,
+                     double resample, uint64_t *state, char *out, size_t len);
 
 #endif

@@ -333,3 +333,41 @@ int sr_sweep_generate(const char *const specs[], size_t n, unsigned random, uint
         json_object_set_new(out->spec, "search", json_true());
     return 0;
 }
+
+/* ---- PBT's explore (pbt.h) ---------------------------------------------- */
+
+static int numeric_kind(const struct param *p)
+{
+    return p->kind == UNIFORM || p->kind == LOGUNIFORM || p->kind == INT;
+}
+
+int sr_sweep_explore(const char *spec, const char *value, const double *factors, size_t nfactors,
+                     double resample, uint64_t *state, char *out, size_t len)
+{
+    struct param p;
+    int rc = parse_spec(spec, &p);
+    if (rc < 0)
+        return rc;
+    const double u = unit(state);
+    double x = 0;
+    if (!numeric_kind(&p) || nfactors == 0 || u < resample || !value ||
+        sr_parse_real(value, &x) < 0 || !isfinite(x)) {
+        json_t *v = draw(&p, state);
+        snprintf(out, len, "%s", v ? json_string_value(v) : "");
+        json_decref(v);
+        json_decref(p.values);
+        return v ? 0 : -ENOMEM;
+    }
+    size_t i = (size_t)floor(unit(state) * (double)nfactors);
+    x *= factors[i < nfactors ? i : nfactors - 1];
+    if (p.kind == INT) {
+        const double lo = (double)p.ilo, hi = (double)p.ihi;
+        x = x < lo ? lo : x > hi ? hi : x;
+        int64_t k = p.ilo + p.step * (int64_t)llround((x - lo) / (double)p.step);
+        snprintf(out, len, "%" PRId64, k > p.ihi ? p.ihi : k < p.ilo ? p.ilo : k);
+    } else {
+        real_in_range(x, p.lo, p.hi, out, len);
+    }
+    json_decref(p.values);
+    return 0;
+}

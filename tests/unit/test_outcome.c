@@ -83,12 +83,13 @@ static void test_every_combination_keeps_the_rules(void **state)
     (void)state;
     /* every cause a limit stop can have: a time limit, a budget, the
      * sweep's operator (cancel, pause --stop) and its early stopping */
-    static const enum sr_hist_cause limits[] = {
-        SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET, SR_CAUSE_CANCELLED, SR_CAUSE_PAUSED, SR_CAUSE_PRUNED};
+    static const enum sr_hist_cause limits[] = {SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET,
+                                                SR_CAUSE_CANCELLED,  SR_CAUSE_PAUSED,
+                                                SR_CAUSE_PRUNED,     SR_CAUSE_EXPLOIT};
     unsigned rows = 0;
     for (int stop = SR_STOP_NONE; stop <= SR_STOP_LEASE; stop++)
         for (size_t c = 0; c < N_CODES; c++)
-            for (int bits = 0; bits < 160; bits++)
+            for (int bits = 0; bits < 192; bits++)
                 for (int left = 0; left <= 2; left++) {
                     const struct sr_end_facts f = {
                         .stop = (enum sr_stop)stop,
@@ -105,7 +106,7 @@ static void test_every_combination_keeps_the_rules(void **state)
                     check_row(&f);
                     rows++;
                 }
-    assert_int_equal(rows, 5 * N_CODES * 160 * 3);
+    assert_int_equal(rows, 5 * N_CODES * 192 * 3);
 }
 
 static struct sr_end decide(struct sr_end_facts f)
@@ -185,11 +186,12 @@ static void test_limit_causes_are_named_both_ways(void **state)
     assert_string_equal(sr_hist_cause_name(SR_CAUSE_CANCELLED), "cancelled");
     assert_string_equal(sr_hist_cause_name(SR_CAUSE_PAUSED), "paused");
     assert_string_equal(sr_hist_cause_name(SR_CAUSE_PRUNED), "pruned");
+    assert_string_equal(sr_hist_cause_name(SR_CAUSE_EXPLOIT), "exploit");
     for (int c = SR_CAUSE_NONE; c < SR_CAUSE_COUNT; c++) {
         const enum sr_hist_cause l = sr_limit_cause_of(sr_hist_cause_name((enum sr_hist_cause)c));
         const int is_limit = c == SR_CAUSE_TIME_LIMIT || c == SR_CAUSE_BUDGET ||
                              c == SR_CAUSE_CANCELLED || c == SR_CAUSE_PAUSED ||
-                             c == SR_CAUSE_PRUNED;
+                             c == SR_CAUSE_PRUNED || c == SR_CAUSE_EXPLOIT;
         assert_int_equal(l, is_limit ? c : SR_CAUSE_NONE);
     }
     assert_int_equal(sr_limit_cause_of(NULL), SR_CAUSE_NONE);
