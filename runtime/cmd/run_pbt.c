@@ -211,6 +211,43 @@ static int gather(struct sr_run_pbt *rp, long r, struct sr_pbt_val **out, size_t
     return rc;
 }
 
+/* Trial rp->trial, in the bottom k of n at round r, takes donor's newest
+ * checkpoint: the decision record (*d; NULL while the donor has none). */
+static int decision(struct sr_run_pbt *rp, long r, double value, int64_t step, long donor,
+                    double donor_value, size_t k, size_t n, json_t **d)
+{
+    char donor_run[SR_RUN_ID_MAX + 1];
+    sr_sweep_run_id(rp->sw->name, (size_t)donor, donor_run, sizeof(donor_run));
+    struct sr_ckpt_list l = {0};
+    const int rc = sr_ckpt_list(rp->st, donor_run, &l);
+    if (rc < 0)
+        return rc;
+    if (l.n == 0) {
+        sr_info("pbt: trial %ld is in the bottom %zu of %zu at round %ld, but trial %ld has no "
+                "checkpoint yet; going on",
+                rp->trial, k, n, r, donor);
+    } else {
+        const struct sr_manifest *m = &l.v[l.n - 1];
+        json_t *from = current_params(rp->st, rp->sw, rp->trial, NULL);
+        json_t *dp = current_params(rp->st, rp->sw, donor, NULL);
+        uint64_t state = sr_pbt_seed(rp->seed ^ UINT64_C(0x5042540000000000), rp->trial, r);
+        json_t *to = sr_pbt_explore(rp->sw->pbt, rp->sw->spec, dp, &state);
+        char host[256] = "";
+        gethostname(host, sizeof(host) - 1);
+        *d = json_pack("{s:i,s:I,s:I,s:I,s:o,s:I,s:o,s:I,s:I,s:o,s:o,s:o,s:I,s:s,s:I}", "format", 1,
+                       "trial", (json_int_t)rp->trial, "round", (json_int_t)r, "step",
+                       (json_int_t)step, "value", isfinite(value) ? json_real(value) : json_null(),
+                       "donor", (json_int_t)donor, "donor_value",
+                       isfinite(donor_value) ? json_real(donor_value) : json_null(), "donor_seq",
+                       (json_int_t)m->seq, "donor_step", (json_int_t)m->step, "from",
+                       from ? from : json_object(), "donor_params", dp ? dp : json_object(),
+                       "params", to ? to : json_object(), "unix_ms", (json_int_t)sr_wall_ms(),
+                       "host", host, "quantile", (json_int_t)k);
+    }
+    sr_ckpt_list_free(&l);
+    return 0;
+}
+
 static int round_at(struct sr_run_pbt *rp, long r, double value, int64_t step)
 {
     struct sr_pbt_val *vals = NULL;
@@ -240,38 +277,8 @@ static int round_at(struct sr_run_pbt *rp, long r, double value, int64_t step)
             donor_value = all[i].value;
     free(all);
     json_t *d = NULL;
-    if (donor >= 0) {
-        char donor_run[SR_RUN_ID_MAX + 1];
-        sr_sweep_run_id(rp->sw->name, (size_t)donor, donor_run, sizeof(donor_run));
-        struct sr_ckpt_list l = {0};
-        rc = sr_ckpt_list(rp->st, donor_run, &l);
-        if (rc < 0)
-            return rc;
-        if (l.n == 0) {
-            sr_info("pbt: trial %ld is in the bottom %zu of %zu at round %ld, but trial %ld has no "
-                    "checkpoint yet; going on",
-                    rp->trial, k, n, r, donor);
-        } else {
-            const struct sr_manifest *m = &l.v[l.n - 1];
-            json_t *from = current_params(rp->st, rp->sw, rp->trial, NULL);
-            json_t *dp = current_params(rp->st, rp->sw, donor, NULL);
-            uint64_t state = sr_pbt_seed(rp->seed ^ UINT64_C(0x5042540000000000), rp->trial, r);
-            json_t *to = sr_pbt_explore(rp->sw->pbt, rp->sw->spec, dp, &state);
-            char host[256] = "";
-            gethostname(host, sizeof(host) - 1);
-            d = json_pack("{s:i,s:I,s:I,s:I,s:o,s:I,s:o,s:I,s:I,s:o,s:o,s:o,s:I,s:s,s:I}", "format",
-                          1, "trial", (json_int_t)rp->trial, "round", (json_int_t)r, "step",
-                          (json_int_t)step, "value",
-                          isfinite(value) ? json_real(value) : json_null(), "donor",
-                          (json_int_t)donor, "donor_value",
-                          isfinite(donor_value) ? json_real(donor_value) : json_null(), "donor_seq",
-                          (json_int_t)m->seq, "donor_step", (json_int_t)m->step, "from",
-                          from ? from : json_object(), "donor_params", dp ? dp : json_object(),
-                          "params", to ? to : json_object(), "unix_ms", (json_int_t)sr_wall_ms(),
-                          "host", host, "quantile", (json_int_t)k);
-        }
-        sr_ckpt_list_free(&l);
-    }
+    if (donor >= 0 && (rc = decision(rp, r, value, step, donor, donor_value, k, n, &d)) < 0)
+        return rc;
     if (d) { /* the decision first: a value recorded means the decision stands */
         json_t *existing = NULL;
         rc = sr_pbt_put_decision(rp->st, rp->sw->name, d, &existing);
