@@ -318,8 +318,12 @@ for s in $STRATEGIES; do
             define "$name" "$s" "$seed"
             read -r reached used started < <(run "$name" "$s" "$seed")
         fi
-        printf '%-10s %5s %8s %12s %s\n' "$s" "$seed" "$started" "$used" \
-            "$([ "$reached" = 1 ] && echo yes || echo "no (in ${LIMIT}s)")"
+        verdict=yes
+        if [ "$reached" != 1 ]; then # which cap it hit: the trials or the time
+            verdict="no (in ${LIMIT}s)"
+            [ "${started:-0}" -lt 300 ] 2>/dev/null || verdict="no (all 300 trials)"
+        fi
+        printf '%-10s %5s %8s %12s %s\n' "$s" "$seed" "$started" "$used" "$verdict"
         echo "$s $seed $reached $used" >>"$results"
     done
 done
