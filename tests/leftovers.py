@@ -11,7 +11,7 @@ here rather than to init; and when it carries the test's token in its
 environment (SPOTRUN_TEST_TOKEN, which the wrapper exports), which finds
 it even where the wrapper itself was killed (scripts/test.sh's sweep, see
 --sweep). A process that is stopping when the test ends gets
-SPOTRUN_LEFTOVER_GRACE seconds (default 10) to finish on its own.
+SPOTRUN_LEFTOVER_GRACE seconds (default 30) to finish on its own.
 
 leftovers.py --sweep TAG: kills and names every process whose
 SPOTRUN_TEST_TAG is TAG (exported by scripts/test.sh around each ctest),
@@ -135,7 +135,7 @@ def main(argv):
         return 2
     if argv[1] == "--sweep":
         return sweep(argv[2])
-    grace = float(os.environ.get("SPOTRUN_LEFTOVER_GRACE", "10"))
+    grace = float(os.environ.get("SPOTRUN_LEFTOVER_GRACE", "30"))
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         print("leftovers: prctl(PR_SET_CHILD_SUBREAPER) failed", file=sys.stderr)

@@ -13,8 +13,18 @@ if [ -n "${CLAIM_ON_S3:-}" ]; then
 fi
 
 cleanup() {
+    local f _
     for f in w1.pid w2.pid; do
         [ -s "$TRASH/$f" ] && kill "$(cat "$TRASH/$f")" 2>/dev/null
+    done
+    # a stopped worker drains (its trial checkpoints into the store) before
+    # the store's server stops: else it retries a dead server past the end
+    for f in w1.pid w2.pid; do
+        [ -s "$TRASH/$f" ] || continue
+        for _ in $(seq 1200); do
+            kill -0 "$(cat "$TRASH/$f")" 2>/dev/null || break
+            sleep 0.1
+        done
     done
     [ -n "${CLAIM_ON_S3:-}" ] && s3_stop
     return 0
