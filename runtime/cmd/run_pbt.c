@@ -125,30 +125,6 @@ static int apply(const struct sr_sweep *sw, long trial, const json_t *d,
 
 /* ---- the hook ---- */
 
-static const char *vstr(const json_t *params, const char *name)
-{
-    const char *s = json_string_value(json_object_get(params, name));
-    return s ? s : "";
-}
-
-/* "lr 0.01 -> 0.008, bs 32 -> 64" for the parameters that changed. */
-static void changes(const json_t *from, const json_t *to, char *buf, size_t len)
-{
-    size_t n = 0;
-    buf[0] = '\0';
-    const char *name;
-    const json_t *v;
-    json_object_foreach((json_t *)to, name, v)
-    {
-        if (strcmp(vstr(from, name), vstr(to, name)) == 0 || n >= len)
-            continue;
-        n += (size_t)snprintf(buf + n, len - n, "%s%s %s -> %s", n ? ", " : "", name,
-                              vstr(from, name), vstr(to, name));
-    }
-    if (!buf[0])
-        snprintf(buf, len, "parameters unchanged");
-}
-
 /* Round r reached with value at step: 1 = stop for an exploit, 0 = go on,
  * -errno (tried again at the next report). */
 /* Every other trial's newest value: at the highest round it recorded
@@ -305,7 +281,7 @@ static int round_at(struct sr_run_pbt *rp, long r, double value, int64_t step)
         return 0;
     }
     char ch[200];
-    changes(json_object_get(d, "from"), json_object_get(d, "params"), ch, sizeof(ch));
+    sr_pbt_changes(json_object_get(d, "from"), json_object_get(d, "params"), ch, sizeof(ch));
     snprintf(rp->detail, sizeof(rp->detail),
              "round %ld: bottom %zu of %zu; trial %" JSON_INTEGER_FORMAT
              "'s step %" JSON_INTEGER_FORMAT ", %s",

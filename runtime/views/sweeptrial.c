@@ -252,31 +252,6 @@ json_t *sr_sv_schedule_json(const struct sr_sweepview *v, const struct sr_sv_tri
     return a;
 }
 
-static const char *pstr(const json_t *o, const char *name)
-{
-    const char *s = json_string_value(json_object_get(o, name));
-    return s ? s : "-";
-}
-
-/* "lr 0.01 -> 0.008, bs 32 -> 64" of what changed (from the trial's own
- * parameters before the decision). */
-static void changed(const json_t *from, const json_t *to, char *buf, size_t len)
-{
-    size_t n = 0;
-    buf[0] = '\0';
-    const char *name;
-    const json_t *x;
-    json_object_foreach((json_t *)to, name, x)
-    {
-        if (strcmp(pstr(from, name), pstr(to, name)) == 0 || n >= len)
-            continue;
-        n += (size_t)snprintf(buf + n, len - n, "%s%s %s -> %s", n ? ", " : "", name,
-                              pstr(from, name), pstr(to, name));
-    }
-    if (!buf[0])
-        snprintf(buf, len, "parameters unchanged");
-}
-
 void sr_sv_lineage_print(FILE *f, const struct sr_sweepview *v)
 {
     size_t any = 0;
@@ -294,7 +269,8 @@ void sr_sv_lineage_print(FILE *f, const struct sr_sweepview *v)
         json_array_foreach(v->t[k].lineage, i, d)
         {
             char ch[400];
-            changed(json_object_get(d, "from"), json_object_get(d, "params"), ch, sizeof(ch));
+            sr_pbt_changes(json_object_get(d, "from"), json_object_get(d, "params"), ch,
+                           sizeof(ch));
             fprintf(f,
                     "  trial %zu: from trial %" JSON_INTEGER_FORMAT " @ step %" JSON_INTEGER_FORMAT
                     " (round %" JSON_INTEGER_FORMAT ", its checkpoint at step %" JSON_INTEGER_FORMAT

@@ -61,9 +61,9 @@ static int option(struct sr_asha *a, const char *opt, size_t len, char *err, siz
     return 0;
 }
 
-int sr_asha_parse(const char *spec, struct sr_asha *out, char *err, size_t errlen)
+int sr_metric_mode_parse(const char *spec, char metric[SR_ASHA_METRIC_MAX + 1], int *maximize,
+                         char *err, size_t errlen)
 {
-    *out = (struct sr_asha){.grace = 1, .eta = 3};
     const size_t first = strcspn(spec, ",");
     const char *colon = NULL;
     for (const char *p = spec; p < spec + first; p++)
@@ -85,9 +85,18 @@ int sr_asha_parse(const char *spec, struct sr_asha *out, char *err, size_t errle
                  (int)(modelen > 40 ? 40 : modelen), colon + 1);
         return -EINVAL;
     }
-    memcpy(out->metric, spec, mlen);
-    out->metric[mlen] = '\0';
-    out->maximize = colon[1] == 'm' && colon[2] == 'a';
+    memcpy(metric, spec, mlen);
+    metric[mlen] = '\0';
+    *maximize = colon[1] == 'm' && colon[2] == 'a';
+    return (int)first;
+}
+
+int sr_asha_parse(const char *spec, struct sr_asha *out, char *err, size_t errlen)
+{
+    *out = (struct sr_asha){.grace = 1, .eta = 3};
+    const int first = sr_metric_mode_parse(spec, out->metric, &out->maximize, err, errlen);
+    if (first < 0)
+        return first;
     for (const char *p = spec + first; *p;) {
         p++; /* the comma */
         const size_t len = strcspn(p, ",");

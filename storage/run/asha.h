@@ -38,6 +38,12 @@ struct sr_asha {
     int patient;   /* fewer than eta values at a rung: every trial goes on */
 };
 
+/* The "METRIC:min|max" head of spec (up to its first comma): the metric
+ * ([A-Za-z0-9_.:-]{1,64}) and whether larger is better. Returns the head's
+ * length, or -EINVAL with err said. Shared by --early-stop and --pbt. */
+int sr_metric_mode_parse(const char *spec, char metric[SR_ASHA_METRIC_MAX + 1], int *maximize,
+                         char *err, size_t errlen);
+
 /* Parses "METRIC:min|max[,grace=N][,eta=K][,max=M][,patient]" (the metric is the
  * text before the last ':' of the first field). -EINVAL with the reason in
  * err (naming the part of the spec that is wrong). */

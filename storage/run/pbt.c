@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "asha.h"
 #include "layout.h"
 #include "log.h"
 #include "sweep.h"
@@ -18,41 +19,12 @@
 
 #define REC_MAX (64u << 10)
 
-static int metric_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '.' || c == ':' || c == '-';
-}
-
 int sr_pbt_parse(const char *spec, struct sr_pbt *out, char *err, size_t errlen)
 {
     *out = (struct sr_pbt){.quantile = 0.25};
-    const size_t first = strcspn(spec, ",");
-    const char *colon = NULL;
-    for (const char *p = spec; p < spec + first; p++)
-        if (*p == ':')
-            colon = p;
-    if (!colon) {
-        snprintf(err, errlen, "it needs METRIC:min or METRIC:max first");
-        return -EINVAL;
-    }
-    const size_t mlen = (size_t)(colon - spec), modelen = first - mlen - 1;
-    int ok = mlen > 0 && mlen < sizeof(out->metric);
-    for (size_t i = 0; ok && i < mlen; i++)
-        ok = metric_char(spec[i]);
-    if (!ok) {
-        snprintf(err, errlen, "\"%.*s\" is not a metric name ([A-Za-z0-9_.:-], at most 64)",
-                 (int)(mlen > 80 ? 80 : mlen), spec);
-        return -EINVAL;
-    }
-    if (!(modelen == 3 &&
-          (strncmp(colon + 1, "min", 3) == 0 || strncmp(colon + 1, "max", 3) == 0))) {
-        snprintf(err, errlen, "the mode \"%.*s\" is not min or max",
-                 (int)(modelen > 40 ? 40 : modelen), colon + 1);
-        return -EINVAL;
-    }
-    memcpy(out->metric, spec, mlen);
-    out->maximize = colon[1] == 'm' && colon[2] == 'a';
+    const int first = sr_metric_mode_parse(spec, out->metric, &out->maximize, err, errlen);
+    if (first < 0)
+        return first;
     for (const char *p = spec + first; *p;) {
         p++;
         const size_t len = strcspn(p, ",");
@@ -482,4 +454,27 @@ int sr_pbt_remove_trial(struct sr_store *st, const char *sweep, long trial)
         sr_strlist_free(&l);
     }
     return rc;
+}
+
+static const char *pstr(const json_t *o, const char *name)
+{
+    const char *s = json_string_value(json_object_get(o, name));
+    return s ? s : "-";
+}
+
+void sr_pbt_changes(const json_t *from, const json_t *to, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    const char *name;
+    const json_t *x;
+    json_object_foreach((json_t *)to, name, x)
+    {
+        if (strcmp(pstr(from, name), pstr(to, name)) == 0 || n >= len)
+            continue;
+        n += (size_t)snprintf(buf + n, len - n, "%s%s %s -> %s", n ? ", " : "", name,
+                              pstr(from, name), pstr(to, name));
+    }
+    if (!buf[0])
+        snprintf(buf, len, "parameters unchanged");
 }

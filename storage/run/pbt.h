@@ -88,4 +88,9 @@ int sr_pbt_mark_applied(struct sr_store *st, const char *sweep, long trial, long
 /* Removes trial's records (run --fresh of the trial). */
 int sr_pbt_remove_trial(struct sr_store *st, const char *sweep, long trial);
 
+/* "lr 0.01 -> 0.008, bs 32 -> 64": the parameters that differ between two
+ * decisions' parameter objects (from: before, to: after; "-" for one
+ * absent), or "parameters unchanged". */
+void sr_pbt_changes(const json_t *from, const json_t *to, char *buf, size_t len);
+
 #endif
