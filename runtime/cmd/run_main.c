@@ -137,18 +137,26 @@ static int dir_has_files(const char *dir)
     return any;
 }
 
+/* How this run commits a checkpoint it did not get from its job (--adopt, a
+ * PBT exploit): its store, lease and the codec settings of its flags. */
+static struct sr_commits_config commits_config(const struct run_opts *o, const struct run_ctx *r,
+                                               struct sr_lease *lease)
+{
+    return (struct sr_commits_config){.st = r->c.st,
+                                      .run_id = r->run_id,
+                                      .keep = (unsigned)o->keep,
+                                      .threads = (int)o->threads,
+                                      .level = (int)o->level,
+                                      .full_every = (unsigned)o->full_every,
+                                      .lease = lease,
+                                      .epoch = r->c.epoch};
+}
+
 /* --adopt: what the checkpoint dir holds becomes the run's newest
  * checkpoint (as `spotrun push` makes one), before the job starts from it. */
 static int adopt_ckpt_dir(const struct run_opts *o, const struct run_ctx *r, struct sr_lease *lease)
 {
-    struct sr_commits_config cfg = {.st = r->c.st,
-                                    .run_id = r->run_id,
-                                    .keep = (unsigned)o->keep,
-                                    .threads = (int)o->threads,
-                                    .level = (int)o->level,
-                                    .full_every = (unsigned)o->full_every,
-                                    .lease = lease,
-                                    .epoch = r->c.epoch};
+    struct sr_commits_config cfg = commits_config(o, r, lease);
     struct sr_manifest m = {0};
     if (r->c.nodes > 1) { /* one node's files are no checkpoint its other nodes can resume */
         fprintf(stderr, "spotrun run: --adopt is for single-node runs (this one has %u nodes)\n",
@@ -587,14 +595,7 @@ static int run_prepare(struct run_opts *o, char **cmd, struct run_ctx *r)
 /* A PBT trial's pending exploit carried out, and its hook (run_pbt.h). */
 static int settle_pbt(const struct run_opts *o, struct run_ctx *r, struct sr_lease *lease)
 {
-    struct sr_commits_config cfg = {.st = r->c.st,
-                                    .run_id = r->run_id,
-                                    .keep = (unsigned)o->keep,
-                                    .threads = (int)o->threads,
-                                    .level = (int)o->level,
-                                    .full_every = (unsigned)o->full_every,
-                                    .lease = lease,
-                                    .epoch = r->c.epoch};
+    struct sr_commits_config cfg = commits_config(o, r, lease);
     if (!lease && sr_ckpt_max_epoch(r->c.st, r->run_id, &cfg.epoch) < 0)
         cfg.epoch = 0;
     char scratch[PATH_MAX + 400];
