@@ -223,7 +223,8 @@ def _step_arg(step: Optional[int]) -> str:
     return str(s)
 
 
-def commit(step: Optional[int] = None, timeout: Optional[float] = None) -> Optional[int]:
+def commit(step: Optional[int] = None, timeout: Optional[float] = None,
+           pause_ms: Optional[int] = None) -> Optional[int]:
     """Tells the wrapper that ckpt_dir() holds a complete checkpoint of step.
 
     Returns the checkpoint's sequence number once the directory is staged
@@ -231,11 +232,17 @@ def commit(step: Optional[int] = None, timeout: Optional[float] = None) -> Optio
     goes on in the background). Waits without a timeout unless given one.
     This commit answers every checkpoint request made before it.
 
+    pause_ms: how long training stopped for this checkpoint, when the job
+    saves in the background (spotrun.torch.State does): `--every auto`
+    then weighs that pause, not the commit's wait (docs/interval.md).
+
     Outside spotrun (no SPOTRUN_CONTROL) it does nothing and returns None.
     Raises CommitError when the wrapper answers ERR, WrapperGone when the
     wrapper is gone or closes the connection before answering.
     """
     arg = _step_arg(step)
+    if pause_ms is not None:
+        arg += " pause_ms=%d" % max(0, int(pause_ms))
     sock = os.environ.get("SPOTRUN_CONTROL")
     if not sock:
         return None
@@ -267,6 +274,8 @@ def metric(name: str, value: Any, step: Optional[int] = None,
     if not math.isfinite(v):
         raise ValueError("metric %s: value %r is not a finite number" % (name, value))
     arg = _step_arg(step)
+    if pause_ms is not None:
+        arg += " pause_ms=%d" % max(0, int(pause_ms))
     sock = os.environ.get("SPOTRUN_CONTROL")
     if not sock:
         return None

@@ -83,7 +83,8 @@ def checkpoint_due(group=None) -> bool:
     return bool(flag.item())
 
 
-def commit(step: int, group=None, timeout: Optional[float] = None) -> Optional[int]:
+def commit(step: int, group=None, timeout: Optional[float] = None,
+           pause_ms: Optional[int] = None) -> Optional[int]:
     """After every rank saved its part: a barrier, then the process with
     LOCAL_RANK 0 (rank 0 without LOCAL_RANK) commits step, then every rank
     learns the outcome. Returns the checkpoint's seq on every rank (None
@@ -91,13 +92,13 @@ def commit(step: int, group=None, timeout: Optional[float] = None) -> Optional[i
     (WrapperGone and other errors as spotrun.commit raises them on the
     committing process; the others get CommitError)."""
     if not _initialized():
-        return _commit(step, timeout=timeout)
+        return _commit(step, timeout=timeout, pause_ms=pause_ms)
     import torch.distributed as dist
     dist.barrier(group=group)  # every rank's files are in place
     seq, err = -1, None
     if _committer():
         try:
-            got = _commit(step, timeout=timeout)
+            got = _commit(step, timeout=timeout, pause_ms=pause_ms)
             seq = -1 if got is None else got
         except Error as e:
             seq, err = -2, e

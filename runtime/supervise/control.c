@@ -182,7 +182,12 @@ static int parse_request(const char *line, struct sr_ctl_req *req)
     if (strcmp(verb, "COMMIT") == 0) {
         req->kind = SR_CTL_COMMIT;
         req->step = -1;
-        if (n != 2 || (strcmp(w[1], "-") != 0 && sr_parse_int(w[1], 0, INT64_MAX, &req->step) < 0))
+        req->pause_ms = -1;
+        if (n < 2 || n > 3 ||
+            (strcmp(w[1], "-") != 0 && sr_parse_int(w[1], 0, INT64_MAX, &req->step) < 0))
+            return -EINVAL;
+        if (n == 3 && (strncmp(w[2], "pause_ms=", 9) != 0 ||
+                       sr_parse_int(w[2] + 9, 0, INT64_MAX / 2, &req->pause_ms) < 0))
             return -EINVAL;
         return 0;
     }

@@ -4,7 +4,11 @@
  * 0600. One request line per connection, one reply line; a line with a
  * word more or less than its verb takes is refused ("ERR bad request"):
  *
- *   COMMIT <step|->\n              -> "OK <seq>\n" once staged, or "ERR <msg>\n"
+ *   COMMIT <step|-> [pause_ms=N]\n -> "OK <seq>\n" once staged, or "ERR <msg>\n"
+ *                                    (pause_ms: how long the job's training
+ *                                    stopped for this checkpoint, when it
+ *                                    saves in the background; --every auto's
+ *                                    cost, see every.h)
  *   NOTIFY <deadline_ms> <source>\n -> "OK\n"
  *   STATUS\n                        -> "OK <json>\n"
  *   METRIC <step|-> <name> <value>\n -> "OK\n" (a number the job reports:
@@ -33,6 +37,7 @@ enum sr_ctl_kind { SR_CTL_COMMIT, SR_CTL_NOTIFY, SR_CTL_STATUS, SR_CTL_REQUEST, 
 struct sr_ctl_req {
     enum sr_ctl_kind kind;
     int64_t step;        /* COMMIT; -1 = unknown */
+    int64_t pause_ms;    /* COMMIT; -1 = not given */
     int64_t deadline_ms; /* NOTIFY; from now */
     char source[32];     /* NOTIFY; REQUEST: "job:<reason>" */
     int64_t pid;         /* REQUEST; 0 = not given */

@@ -15,12 +15,26 @@ void sr_every_init(struct sr_every *e, const struct sr_every_auto *cfg, int64_t 
     *e = (struct sr_every){.cfg = *cfg, .started_ms = now_ms};
 }
 
-void sr_every_sample(struct sr_every *e, int64_t stage_ms)
+static void add_sample(struct sr_every *e, int64_t stage_ms)
 {
     e->samples[e->next_sample] = stage_ms < 0 ? 0 : stage_ms;
     e->next_sample = (e->next_sample + 1) % SR_EVERY_SAMPLES;
     if (e->n_samples < SR_EVERY_SAMPLES)
         e->n_samples++;
+}
+
+void sr_every_sample(struct sr_every *e, int64_t stage_ms)
+{
+    if (!e->pauses)
+        add_sample(e, stage_ms);
+}
+
+void sr_every_sample_pause(struct sr_every *e, int64_t pause_ms)
+{
+    if (!e->pauses) /* the stage times so far were no pauses */
+        e->n_samples = e->next_sample = 0;
+    e->pauses = 1;
+    add_sample(e, pause_ms);
 }
 
 /* The median, as the history's p50: a slow first commit (a cold page

@@ -10,7 +10,10 @@
  *
  * Cost: the median of the stage times of this wrapper's newest commits (the
  * job waits for its `spotrun commit` that long), else the history's stage
- * p50, else SR_INTERVAL_COST_PRIOR_MS. MTBF: instance time / preemptions of
+ * p50, else SR_INTERVAL_COST_PRIOR_MS. Once the job reports its own pause
+ * with a commit (COMMIT <step> pause_ms=N: a background save, whose commit
+ * the training loop does not wait for), the reported pauses are the
+ * samples and stage times are not. MTBF: instance time / preemptions of
  * the run's history plus this wrapper's time, else the --mtbf prior.
  *
  * Not thread-safe: the supervisor's loop owns it. No I/O; clocks come in.
@@ -40,6 +43,7 @@ struct sr_every {
     int64_t started_ms; /* monotonic, when this wrapper began */
     int64_t samples[SR_EVERY_SAMPLES];
     size_t n_samples, next_sample;
+    int pauses; /* the job reports its pause: stage times are not its cost */
     /* the current choice (sr_every_update) */
     int64_t interval_ms, cost_ms, mtbf_ms;
     const char *cost_from; /* "measured", "history", "prior" */
@@ -49,8 +53,10 @@ struct sr_every {
 
 void sr_every_init(struct sr_every *e, const struct sr_every_auto *cfg, int64_t now_ms);
 
-/* One commit's stage time. */
+/* One commit's stage time (ignored once the job reports its pauses). */
 void sr_every_sample(struct sr_every *e, int64_t stage_ms);
+/* One commit's pause, as the job reported it. */
+void sr_every_sample_pause(struct sr_every *e, int64_t pause_ms);
 
 /* Recomputes the interval. Returns 1 when it is worth saying: the first
  * time, a move of 10% or more, or a different source of cost or MTBF. */

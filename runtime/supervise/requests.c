@@ -87,6 +87,8 @@ static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
             __atomic_store_n(&s->page->served,
                              __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE),
                              __ATOMIC_RELEASE);
+        if (req->pause_ms >= 0 && s->cfg->every_auto.on)
+            sr_every_sample_pause(&s->every, req->pause_ms);
         sup_commit_dir(s, req->step, fd, "job");
         if (s->phase == PREEMPTING && s->pre == WAIT_COMMIT)
             sup_enter_drain(s); /* persists are drained before the job is stopped */

@@ -301,6 +301,25 @@ static void test_commit_step_zero(void **state)
     assert_int_equal(req.step, 0);
 }
 
+/* A background save reports how long training stopped (--every auto's
+ * cost); without it the pause is unknown (-1). */
+static void test_commit_carries_the_jobs_pause(void **state)
+{
+    (void)state;
+    struct sr_ctl_req req;
+    assert_int_equal(parse("COMMIT 7 pause_ms=312\n", &req), 0);
+    assert_int_equal(req.step, 7);
+    assert_int_equal(req.pause_ms, 312);
+    assert_int_equal(parse("COMMIT - pause_ms=0\n", &req), 0);
+    assert_int_equal(req.pause_ms, 0);
+    assert_int_equal(parse("COMMIT 7\n", &req), 0);
+    assert_int_equal(req.pause_ms, -1);
+    assert_int_equal(parse("COMMIT 7 pause_ms=-1\n", &req), -EINVAL);
+    assert_int_equal(parse("COMMIT 7 pause_ms=\n", &req), -EINVAL);
+    assert_int_equal(parse("COMMIT 7 pause=3\n", &req), -EINVAL);
+    assert_int_equal(parse("COMMIT 7 pause_ms=3 x\n", &req), -EINVAL);
+}
+
 static void test_notify_without_source_is_manual(void **state)
 {
     (void)state;
@@ -507,6 +526,7 @@ int main(void)
         T(test_call_refuses_over_long_request),
         T(test_commit_with_dash_has_unknown_step),
         T(test_commit_step_zero),
+        T(test_commit_carries_the_jobs_pause),
         T(test_notify_without_source_is_manual),
         T(test_status_request),
         T(test_commit_with_non_numeric_step_is_error),

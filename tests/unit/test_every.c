@@ -61,6 +61,26 @@ static void test_history_cost_then_measured_median(void **state)
     assert_int_equal(e.cost_ms, 3 * S);
 }
 
+/* A job that saves in the background reports its pause: from then on the
+ * pauses are the cost, and the (long) stage times the job did not wait for
+ * no longer count. */
+static void test_reported_pauses_replace_stage_times(void **state)
+{
+    (void)state;
+    struct sr_every_auto a = cfg();
+    struct sr_every e;
+    sr_every_init(&e, &a, 0);
+    sr_every_sample(&e, 20 * S);
+    sr_every_update(&e, 0);
+    assert_int_equal(e.cost_ms, 20 * S);
+    sr_every_sample_pause(&e, S / 2);
+    sr_every_sample(&e, 20 * S); /* that commit's stage: not a pause */
+    sr_every_sample_pause(&e, S / 2);
+    assert_int_equal(sr_every_update(&e, 0), 1);
+    assert_int_equal(e.cost_ms, S / 2);
+    assert_string_equal(e.cost_from, "measured");
+}
+
 static void test_small_moves_are_not_said(void **state)
 {
     (void)state;
@@ -121,6 +141,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_priors_before_anything_is_measured),
         cmocka_unit_test(test_history_cost_then_measured_median),
+        cmocka_unit_test(test_reported_pauses_replace_stage_times),
         cmocka_unit_test(test_small_moves_are_not_said),
         cmocka_unit_test(test_history_mtbf_grows_with_this_wrappers_time),
         cmocka_unit_test(test_bounds_are_said),
