@@ -408,6 +408,13 @@ static int refuse_second_wrapper(const struct run_ctx *r)
 /* Single owner: the run's lease in the store (none with --lease-ttl 0). */
 static int take_lease(const struct run_opts *o, const struct run_ctx *r, struct sr_lease **lease)
 {
+    /* a sweep worker claimed the run for this wrapper (sr_lease_claim); not
+     * the job's to see */
+    const char *from = getenv("SPOTRUN_LEASE_FROM");
+    if (from) {
+        sr_lease_accept_from(from);
+        unsetenv("SPOTRUN_LEASE_FROM");
+    }
     if (o->lease_ttl_ms <= 0)
         return GO_ON;
     const int ttl_s = (int)((o->lease_ttl_ms + 999) / 1000);

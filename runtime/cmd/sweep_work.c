@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "catalog.h"
 #include "child.h"
 #include "cli.h"
 #include "history.h"
@@ -49,6 +50,7 @@ struct work_opts {
 struct slot {
     pid_t pid; /* 0 = free */
     long trial;
+    struct sr_lease *claim; /* the trial's lease, claimed for its wrapper (lease.h) */
 };
 
 struct worker {
@@ -70,6 +72,7 @@ struct worker {
     uint64_t ran;
     size_t foreign;            /* trials skipped for good: their run is another's */
     unsigned seed;             /* of the choice among candidates */
+    struct sr_lease *claimed;  /* claimable()'s claim of the trial it chose, NULL = none */
     int64_t defined_at;        /* when the definition was last read (sr_now_ms) */
     size_t limited;            /* trials that stopped at a time limit or budget (exit 124) */
     int over_budget;           /* the sweep's budget is spent: no more claims */
@@ -142,14 +145,31 @@ static int all_ended(const struct worker *w)
     return 1;
 }
 
+/* A claim whose wrapper did not take it over (it never started, or ended
+ * before its acquisition): released at once, so that no one waits for it
+ * to expire; a claim taken over is left alone (lease.h). */
+static void unclaim(struct sr_lease **claim)
+{
+    if (!*claim)
+        return;
+    sr_lease_release(*claim);
+    sr_err_clear();
+    sr_lease_free(*claim);
+    *claim = NULL;
+}
+
 /* A trial that is neither ended nor owned, -1 when none: one of the first
  * CANDIDATES of the trials claimed first (sweep_claim.h: the highest
  * priority, then one that ran before over a fresh one) at random, so that
  * workers starting together (a fleet scaling up) do not all race for
- * trial 0 and lose the race by starting a wrapper that exits 73. Only the
- * chosen trial's lease is read; which trials ran before, once per look at
- * the store, and only when there is a choice. */
+ * trial 0. The chosen trial's lease is claimed here (w->claimed,
+ * sr_lease_claim), and its wrapper takes the claim over: two workers that
+ * choose the same trial race for one conditional write, and the loser
+ * chooses again, instead of starting a wrapper that loses the lease and
+ * exits 73. Which trials ran before: once per look at the store, and
+ * only when there is a choice. */
 #define CANDIDATES 4
+#define CLAIM_TTL_S 60 /* a wrapper takes its claim over within seconds */
 static int free_now(const struct worker *w, size_t k, int64_t now)
 {
     return w->ended[k] == SR_TRIAL_OPEN && !sr_steer_cancelled(&w->steer, k) &&
@@ -175,7 +195,7 @@ static void read_started(struct worker *w, size_t n_free)
 
 static long claimable(struct worker *w)
 {
-    const int64_t now = sr_now_ms(), now_s = sr_wall_ms() / 1000;
+    const int64_t now = sr_now_ms();
     const size_t n = sr_sweep_count(&w->sw);
     struct sr_claim_trial *t = calloc(n ? n : 1, sizeof(*t));
     if (!t)
@@ -198,7 +218,21 @@ static long claimable(struct worker *w)
         char run[SR_SWEEP_NAME_MAX + 16];
         sr_sweep_run_id(w->name, (size_t)k, run, sizeof(run));
         struct sr_lease_info info;
-        if (sr_lease_read_owner(w->st, run, &info) == 0 && !sr_lease_takeable(&info, now_s)) {
+        const int rc = sr_lease_claim(w->st, run, CLAIM_TTL_S, &w->claimed, &info);
+        if (rc == -EBUSY) {
+            w->busy_until[k] = now + w->o->poll_ms;
+            k = -1;
+            sr_err_clear();
+            continue;
+        }
+        if (rc < 0) /* unclaimed: its wrapper's own acquisition decides */
+            sr_debug("sweep %s: cannot claim trial %ld (%s)", w->name, k, sr_strerror(rc));
+        sr_err_clear();
+        /* Its run had an owner before (epoch > 1): another worker's wrapper
+         * may have just finished it, before that worker wrote the end
+         * mark. One HEAD spares a wrapper that would find it done. */
+        if (rc == 0 && sr_lease_epoch(w->claimed) > 1 && sr_ckpt_is_done(w->st, run) == 1) {
+            unclaim(&w->claimed);
             w->busy_until[k] = now + w->o->poll_ms;
             k = -1;
             continue;
@@ -245,14 +279,22 @@ static int spawn_trial(struct worker *w, uint64_t slot, long k)
     posix_spawnattr_init(&attr);
     posix_spawnattr_setsigmask(&attr, &w->orig_mask);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-    char gpu[256];
-    /* each slot its GPU (child.h's environment builder replaces the variable) */
-    char *add[2] = {gpu, NULL};
-    if (w->gpus)
+    char gpu[256], from[192];
+    /* each slot its GPU (child.h's environment builder replaces the
+     * variable); the wrapper takes this worker's claim over */
+    char *add[3] = {NULL, NULL, NULL};
+    size_t n_add = 0;
+    if (w->gpus) {
         snprintf(gpu, sizeof(gpu), "CUDA_VISIBLE_DEVICES=%s", w->gpus[slot]);
+        add[n_add++] = gpu;
+    }
+    if (w->claimed) {
+        snprintf(from, sizeof(from), "SPOTRUN_LEASE_FROM=%s", sr_lease_owner(w->claimed));
+        add[n_add++] = from;
+    }
     extern char **environ;
-    char **built = w->gpus ? sr_env_build(add, NULL) : NULL;
-    if (w->gpus && !built) {
+    char **built = n_add ? sr_env_build(add, NULL) : NULL;
+    if (n_add && !built) {
         free(argv);
         posix_spawnattr_destroy(&attr);
         return -ENOMEM;
@@ -267,6 +309,8 @@ static int spawn_trial(struct worker *w, uint64_t slot, long k)
         return sr_errf(-rc, "cannot start %s: %s", w->self, strerror(rc));
     w->slots[slot].pid = pid;
     w->slots[slot].trial = k;
+    w->slots[slot].claim = w->claimed;
+    w->claimed = NULL;
     sr_sweep_life_trial(&w->life, k);
     char what[512];
     describe(w, k, what, sizeof(what));
@@ -433,6 +477,10 @@ static void child_done(struct worker *w, struct slot *s, int status)
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     sr_debug("sweep %s: trial %ld: wrapper pid %d exited %d", w->name, k, (int)s->pid, code);
     s->pid = 0;
+    if (code != 0)
+        unclaim(&s->claim); /* it may have ended before taking the claim over */
+    sr_lease_free(s->claim);
+    s->claim = NULL;
     if (code == 0) {
         w->ran++;
         w->errors = 0;
@@ -554,9 +602,12 @@ static int fill(struct worker *w)
             k = claimable(w);
         if (k < 0)
             break;
-        if (budget_spent(w)) /* read only when a trial would start */
+        if (budget_spent(w)) { /* read only when a trial would start */
+            unclaim(&w->claimed);
             return 1;
+        }
         if ((rc = spawn_trial(w, i, k)) < 0) {
+            unclaim(&w->claimed);
             sr_warn("sweep %s: %s", w->name, sr_strerror(rc));
             w->stop_code = SR_EX_SOFTWARE;
             return 1;
@@ -746,6 +797,9 @@ static void worker_free(struct worker *w)
     for (uint64_t i = 0; w->gpus && i < w->o->slots; i++)
         free(w->gpus[i]);
     free(w->gpus);
+    for (uint64_t i = 0; w->slots && i < w->o->slots; i++)
+        sr_lease_free(w->slots[i].claim); /* taken over, or expiring: not released */
+    unclaim(&w->claimed);
     free(w->slots);
     free(w->ended);
     free(w->started);

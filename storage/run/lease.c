@@ -301,6 +301,20 @@ static int holder_dead_here(const struct sr_lease_info *h, const struct sr_lease
     return kill((pid_t)h->pid, 0) != 0 && errno == ESRCH;
 }
 
+/* The owner of a sweep worker's claim this process may take over at once
+ * (sr_lease_accept_from): "" = none. Set once, before any acquisition. */
+static char accept_from[sizeof(((struct sr_lease_info *)0)->owner)];
+
+void sr_lease_accept_from(const char *owner)
+{
+    snprintf(accept_from, sizeof(accept_from), "%s", owner ? owner : "");
+}
+
+static int handed_over(const struct sr_lease_info *h)
+{
+    return accept_from[0] && strcmp(h->owner, accept_from) == 0;
+}
+
 int sr_lease_takeable(const struct sr_lease_info *h, int64_t now_s)
 {
     if (h->released || now_s >= h->expires)
@@ -476,8 +490,30 @@ static int other_side_check(struct sr_lease *l, int rank, const char *prev, size
                    run_id, h.host, h.pid, left);
 }
 
+static int acquire(struct sr_store *st, const char *run_id, int rank, int ttl, int probe_it,
+                   struct sr_lease **out, struct sr_lease_info *holder);
+
 int sr_lease_acquire_rank(struct sr_store *st, const char *run_id, int rank, int ttl,
                           struct sr_lease **out, struct sr_lease_info *holder)
+{
+    return acquire(st, run_id, rank, ttl, 1, out, holder);
+}
+
+/* A claim is handed over within seconds: whether the server honours
+ * If-Match is the wrapper's to find out (its acquisition probes). */
+int sr_lease_claim(struct sr_store *st, const char *run_id, int ttl, struct sr_lease **out,
+                   struct sr_lease_info *holder)
+{
+    return acquire(st, run_id, -1, ttl, 0, out, holder);
+}
+
+const char *sr_lease_owner(const struct sr_lease *l)
+{
+    return l->info.owner;
+}
+
+static int acquire(struct sr_store *st, const char *run_id, int rank, int ttl, int probe_it,
+                   struct sr_lease **out, struct sr_lease_info *holder)
 {
     *out = NULL;
     if (!sr_manifest_run_id_valid(run_id))
@@ -507,7 +543,12 @@ int sr_lease_acquire_rank(struct sr_store *st, const char *run_id, int rank, int
         const char *match = NULL;
         mine.prev_clean = rc == -ENOENT || (rc == 0 && cur.released);
         if (rc == 0) {
-            if (!cur.released && now < cur.expires && holder_dead_here(&cur, &mine)) {
+            if (!cur.released && now < cur.expires && handed_over(&cur)) {
+                mine.prev_clean = 1; /* a worker's claim: it wrote nothing else */
+                sr_debug("run %s: taking over the claim of the sweep worker that started this "
+                         "wrapper",
+                         run_id);
+            } else if (!cur.released && now < cur.expires && holder_dead_here(&cur, &mine)) {
                 mine.prev_clean = 1; /* proven dead: no late writes to fear */
                 sr_info("the lease of run %s belonged to pid %ld on this machine, which is gone; "
                         "taking it over",
@@ -552,7 +593,8 @@ int sr_lease_acquire_rank(struct sr_store *st, const char *run_id, int rank, int
     }
     l->epoch = l->info.epoch;
     l->ttl = l->info.ttl;
-    probe(l);
+    if (probe_it)
+        probe(l);
     *out = l;
     return 0;
 }

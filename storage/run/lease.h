@@ -105,6 +105,20 @@ int sr_lease_takeable(const struct sr_lease_info *h, int64_t now_s);
 int sr_lease_acquire(struct sr_store *st, const char *run_id, int ttl, struct sr_lease **out,
                      struct sr_lease_info *holder);
 
+/* A sweep worker's claim of a trial's run (docs/sweeps.md): the lease,
+ * taken as sr_lease_acquire takes it (without the probe of the server's
+ * conditional writes), for the wrapper the worker starts next to take
+ * over at once: that wrapper calls sr_lease_accept_from(sr_lease_owner())
+ * before it acquires. Two workers claiming the same trial race here, for
+ * one request, not by starting a wrapper each. The worker releases the
+ * claim (sr_lease_release: a no-op once the wrapper took it over) when
+ * its wrapper ended without running the trial; else it expires. */
+int sr_lease_claim(struct sr_store *st, const char *run_id, int ttl, struct sr_lease **out,
+                   struct sr_lease_info *holder);
+const char *sr_lease_owner(const struct sr_lease *l);
+/* The owner string of a claim this process may take over although it is
+ * live (NULL or "": none). Process-wide; call before acquiring. */
+void sr_lease_accept_from(const char *owner);
 /* Extends the lease by its ttl: 0; -ESTALE when someone else took it over
  * (the message names them; the lease is lost for good); other errors of
  * the store (unreachable: try again, the lease may still be ours). */

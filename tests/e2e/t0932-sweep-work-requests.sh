@@ -44,4 +44,24 @@ test_expect_success 'a worker writes its record at start and end only, listing e
     "$PY" -c "import json; d=json.load(open(\"record.json\")); assert sorted(d[\"trials\"]) == [0, 1, 2, 3, 4] and d[\"end_ms\"] >= d[\"alive_ms\"], d"
 '
 
+# Four workers started together on 16 trivial trials: each claims its
+# trial's lease itself (one conditional write), so a trial two workers
+# choose at once costs the loser a request, never a wrapper that starts,
+# loses the lease and exits 73 (before: 10-35% of starts, bench-sweep.sh).
+test_expect_success 'workers racing for trials start one wrapper per trial' '
+    "$SPOTRUN" sweep init race --param n=1..16 -- true &&
+    for w in 1 2 3 4; do
+        HOME=$TRASH/h$w SPOTRUN_WORK_DIR=$TRASH/w$w "$SPOTRUN" sweep work race --until-empty \
+            --poll 50ms >race$w.log 2>&1 &
+    done &&
+    wait &&
+    lost=$(cat race1.log race2.log race3.log race4.log | grep -c "is owned by" || true) &&
+    starts=$(cat race1.log race2.log race3.log race4.log | grep -cE "sweep race: trial [0-9]+ \(" || true) &&
+    say "wrappers started: $starts, lost the lease: $lost" &&
+    test "$lost" = 0 &&
+    test "$starts" = 16 &&
+    "$SPOTRUN" sweep show race >race.show &&
+    grep -q "16 done" race.show
+'
+
 test_done

@@ -212,6 +212,44 @@ static void test_acquire_busy_release(void **state)
     assert_int_equal(release(b), 0);
 }
 
+/* A sweep worker's claim (sr_lease_claim): a second worker loses it for
+ * one request, without starting a wrapper; a wrapper nobody started
+ * waits; the worker's own wrapper takes it over at once (the claim wrote
+ * nothing else: prev_clean), and the worker's later release of its claim
+ * leaves the wrapper's lease alone. An unclaimed trial is free at once. */
+static void test_worker_claim_handed_over(void **state)
+{
+    struct fixture *f = *state;
+    struct sr_lease *claim = NULL, *other = NULL, *wrapper = NULL;
+    assert_int_equal(sr_lease_claim(f->st, RUN, 60, &claim, NULL), 0);
+    char owner[128];
+    snprintf(owner, sizeof(owner), "%s", sr_lease_owner(claim));
+    assert_true(strlen(owner) > 0);
+    assert_int_equal(sr_lease_claim(f->st, RUN, 60, &other, NULL), -EBUSY);
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &other, NULL), -EBUSY);
+    assert_null(other);
+    sr_lease_accept_from("somebody-else:1:0000000000000000");
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &other, NULL), -EBUSY);
+    sr_lease_accept_from(owner);
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &wrapper, NULL), 0);
+    sr_lease_accept_from(NULL);
+    assert_true(sr_lease_epoch(wrapper) > sr_lease_epoch(claim));
+    struct sr_lease_info now;
+    assert_int_equal(sr_lease_read(f->st, RUN, &now), 0);
+    assert_int_equal(now.prev_clean, 1);
+    assert_int_equal(release(claim), 0); /* the worker's unclaim: a no-op now */
+    assert_int_equal(sr_lease_read(f->st, RUN, &now), 0);
+    assert_int_equal(now.released, 0);
+    assert_int_equal(now.epoch, sr_lease_epoch(wrapper));
+    assert_int_equal(sr_lease_renew(wrapper), 0);
+    assert_int_equal(release(wrapper), 0);
+    /* claimed, never taken over, released: the next wrapper need not wait */
+    assert_int_equal(sr_lease_claim(f->st, RUN, 60, &claim, NULL), 0);
+    assert_int_equal(release(claim), 0);
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &other, NULL), 0);
+    assert_int_equal(release(other), 0);
+}
+
 static void test_takeover_after_expiry(void **state)
 {
     struct fixture *f = *state;
@@ -543,6 +581,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_put_if, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stored_lease_parses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_acquire_busy_release, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_worker_claim_handed_over, setup, teardown),
         cmocka_unit_test_setup_teardown(test_takeover_after_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreadable_lease_taken_over, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dead_holder_here, setup, teardown),
