@@ -145,6 +145,8 @@ static int all_ended(const struct worker *w)
     return 1;
 }
 
+static int skip_foreign(struct worker *w, long k);
+
 /* A claim whose wrapper did not take it over (it never started, or ended
  * before its acquisition): released at once, so that no one waits for it
  * to expire; a claim taken over is left alone (lease.h). */
@@ -233,7 +235,8 @@ static long claimable(struct worker *w)
          * mark. One HEAD spares a wrapper that would find it done. */
         if (rc == 0 && sr_lease_epoch(w->claimed) > 1 && sr_ckpt_is_done(w->st, run) == 1) {
             unclaim(&w->claimed);
-            w->busy_until[k] = now + w->o->poll_ms;
+            /* or a run that is not the trial's at all: never taken here */
+            w->busy_until[k] = skip_foreign(w, k) ? NEVER : now + w->o->poll_ms;
             k = -1;
             continue;
         }
