@@ -195,6 +195,17 @@ static void read_started(struct worker *w, size_t n_free)
     w->read_started = 1;
 }
 
+/* Whether trial k's run is done (1: then it is left for a --poll, or for
+ * good when the run is not the trial's at all). */
+static int done_elsewhere(struct worker *w, long k, const char *run, int64_t now)
+{
+    const int done = sr_ckpt_is_done(w->st, run) == 1;
+    sr_err_clear();
+    if (done)
+        w->busy_until[k] = skip_foreign(w, k) ? NEVER : now + w->o->poll_ms;
+    return done;
+}
+
 static long claimable(struct worker *w)
 {
     const int64_t now = sr_now_ms();
@@ -219,6 +230,14 @@ static long claimable(struct worker *w)
         k = open[rand_r(&w->seed) % got];
         char run[SR_SWEEP_NAME_MAX + 16];
         sr_sweep_run_id(w->name, (size_t)k, run, sizeof(run));
+        /* A trial that ran before (its summary is listed) may have just
+         * been finished by another worker's wrapper, whose worker has not
+         * written the end mark yet: one HEAD of DONE spares a claim and a
+         * wrapper that would find it done. */
+        if (t[k].started && done_elsewhere(w, k, run, now)) {
+            k = -1;
+            continue;
+        }
         struct sr_lease_info info;
         const int rc = sr_lease_claim(w->st, run, CLAIM_TTL_S, &w->claimed, &info);
         if (rc == -EBUSY) {
@@ -230,17 +249,13 @@ static long claimable(struct worker *w)
         if (rc < 0) /* unclaimed: its wrapper's own acquisition decides */
             sr_debug("sweep %s: cannot claim trial %ld (%s)", w->name, k, sr_strerror(rc));
         sr_err_clear();
-        /* Its run had an owner before (epoch > 1): another worker's wrapper
-         * may have just finished it, before that worker wrote the end
-         * mark. One HEAD spares a wrapper that would find it done. */
-        if (rc == 0 && sr_lease_epoch(w->claimed) > 1 && sr_ckpt_is_done(w->st, run) == 1) {
+        /* not known to have run, yet its run had an owner (epoch > 1) */
+        if (rc == 0 && !t[k].started && sr_lease_epoch(w->claimed) > 1 &&
+            done_elsewhere(w, k, run, now)) {
             unclaim(&w->claimed);
-            /* or a run that is not the trial's at all: never taken here */
-            w->busy_until[k] = skip_foreign(w, k) ? NEVER : now + w->o->poll_ms;
             k = -1;
             continue;
         }
-        sr_err_clear();
         break;
     }
     free(t);

@@ -529,7 +529,7 @@ static int acquire(struct sr_store *st, const char *run_id, int rank, int ttl, i
     memset(&mine, 0, sizeof(mine));
     make_owner(&mine);
     mine.ttl = ttl < 1 ? 1 : ttl;
-    int rc = -EAGAIN;
+    int rc = -EAGAIN, handed = 0;
     char *prev = NULL; /* the lease object as read in the last round */
     size_t prev_len = 0;
     for (int tries = 0; tries < 8; tries++) {
@@ -545,6 +545,7 @@ static int acquire(struct sr_store *st, const char *run_id, int rank, int ttl, i
         if (rc == 0) {
             if (!cur.released && now < cur.expires && handed_over(&cur)) {
                 mine.prev_clean = 1; /* a worker's claim: it wrote nothing else */
+                handed = 1;
                 sr_debug("run %s: taking over the claim of the sweep worker that started this "
                          "wrapper",
                          run_id);
@@ -584,7 +585,10 @@ static int acquire(struct sr_store *st, const char *run_id, int rank, int ttl, i
             break;
         /* Someone else wrote it in between: look again. */
     }
-    if (rc == 0) /* ours now: does a writer of the other kind hold the run? */
+    /* Ours now: does a writer of the other kind hold the run? A claim
+     * handed over was checked when it was taken: a writer of the other
+     * kind that came since saw it and backed off (lease.h). */
+    if (rc == 0 && !(handed && rank < 0))
         rc = other_side_check(l, rank, prev, prev_len, holder);
     free(prev);
     if (rc < 0) {
