@@ -71,7 +71,7 @@ int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct sr_view_opts vo = {0};
     const char *prefix = NULL, *since = NULL, *until = NULL, *by = NULL, *prices = NULL;
-    const char *svg = NULL, *html = NULL;
+    const char *svg = NULL, *html = NULL, *format = NULL;
     int csv = 0;
     struct sr_optlist labels = {0};
     const struct sr_opt opts[] = {
@@ -89,6 +89,9 @@ int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv)
         {"prices", 0, "SPOTRUN_PRICES", SR_OPT_STR, &prices, "FILE",
          "price table: instance_type spot on_demand per line (docs/runtime.md)"},
         {"csv", 0, NULL, SR_OPT_FLAG, &csv, NULL, "print CSV (RFC 4180), one row per group"},
+        {"format", 0, NULL, SR_OPT_STR, &format, "FORMAT",
+         "openmetrics: gauges for Prometheus / node_exporter's textfile collector, labelled by "
+         "--by (default team,instance_type,zone)"},
         {"svg", 0, NULL, SR_OPT_STR, &svg, "FILE",
          "write charts: cost per group over time, preemption rate per instance type and zone"},
         {"html", 0, NULL, SR_OPT_STR, &html, "FILE", "write the charts and the table as a page"},
@@ -104,11 +107,20 @@ int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv)
     struct sr_runsum *runs = NULL;
     size_t n = 0;
     struct sr_stats s = {0};
-    const int outputs = !!vo.json + !!csv + !!(svg && *svg) + !!(html && *html);
+    const int metrics = format && *format;
+    const int outputs = !!vo.json + !!csv + !!(svg && *svg) + !!(html && *html) + metrics;
     if (outputs > 1) {
-        code = usage_error("give one of --json, --csv, --svg, --html");
+        code = usage_error("give one of --json, --csv, --svg, --html, --format");
         goto out;
     }
+    if (metrics && strcmp(format, "openmetrics") != 0) {
+        code = usage_error("unknown --format \"%s\": the one format is openmetrics (--json, "
+                           "--csv, --svg and --html are flags of their own)",
+                           format);
+        goto out;
+    }
+    if (metrics && !(by && *by))
+        by = "team,instance_type,zone";
     if ((code = parse_query(by, since, until, &labels, &q)) != 0)
         goto out;
     if (prices && *prices) {
@@ -145,6 +157,8 @@ int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv)
         code = sr_print_json(doc);
     } else if (csv) {
         sr_stats_csv(stdout, &q, &s);
+    } else if (metrics) {
+        sr_stats_openmetrics(stdout, &q, &s);
     } else if ((svg && *svg) || (html && *html)) {
         struct picture p = {runs, n, &q, &s, html && *html, 0};
         const char *path = p.html ? html : svg;

@@ -21,6 +21,9 @@ void sr_stats_print(FILE *f, const struct sr_stats_query *q, const struct sr_sta
 json_t *sr_stats_json(const struct sr_stats_query *q, const struct sr_stats *s);
 /* A header row, then one row per group. */
 void sr_stats_csv(FILE *f, const struct sr_stats_query *q, const struct sr_stats *s);
+/* --format openmetrics (statsprom.c): a gauge family per quantity, a
+ * sample per group with the --by keys as labels, "# EOF" at the end. */
+void sr_stats_openmetrics(FILE *f, const struct sr_stats_query *q, const struct sr_stats *s);
 /* The charts of runs under q (aggregated again by period, and by instance
  * type and zone); with html, a page around them and the table. 0 or
  * -ENOMEM. */
