@@ -19,24 +19,54 @@ struct family {
     double (*of)(const struct sr_stats_row *r);
 };
 
-static double runs(const struct sr_stats_row *r) { return (double)r->runs; }
-static double attempts(const struct sr_stats_row *r) { return (double)r->attempts; }
-static double inst_s(const struct sr_stats_row *r) { return r->inst_h * 3600.0; }
-static double gpu_s(const struct sr_stats_row *r) { return r->gpu_h * 3600.0; }
+static double runs(const struct sr_stats_row *r)
+{
+    return (double)r->runs;
+}
+static double attempts(const struct sr_stats_row *r)
+{
+    return (double)r->attempts;
+}
+static double inst_s(const struct sr_stats_row *r)
+{
+    return r->inst_h * 3600.0;
+}
+static double gpu_s(const struct sr_stats_row *r)
+{
+    return r->gpu_h * 3600.0;
+}
 static double cost(const struct sr_stats_row *r)
 {
     return r->inst_h - r->unpriced_h > 1e-9 ? r->cost : NAN;
 }
-static double od_cost(const struct sr_stats_row *r) { return r->od_cost > 0 ? r->od_cost : NAN; }
-static double preemptions(const struct sr_stats_row *r) { return (double)r->preemptions; }
-static double signal_stops(const struct sr_stats_row *r) { return (double)r->signal_stops; }
-static double lost_s(const struct sr_stats_row *r) { return r->lost_h * 3600.0; }
+static double od_cost(const struct sr_stats_row *r)
+{
+    return r->od_cost > 0 ? r->od_cost : NAN;
+}
+static double preemptions(const struct sr_stats_row *r)
+{
+    return (double)r->preemptions;
+}
+static double signal_stops(const struct sr_stats_row *r)
+{
+    return (double)r->signal_stops;
+}
+static double lost_s(const struct sr_stats_row *r)
+{
+    return r->lost_h * 3600.0;
+}
 static double lost_cost(const struct sr_stats_row *r)
 {
     return r->lost_h - r->lost_unpriced_h > 1e-9 ? r->lost_cost : NAN;
 }
-static double stage_s(const struct sr_stats_row *r) { return r->stage_s; }
-static double gpu_util(const struct sr_stats_row *r) { return sr_stats_gpu_util(r) / 100.0; }
+static double stage_s(const struct sr_stats_row *r)
+{
+    return r->stage_s;
+}
+static double gpu_util(const struct sr_stats_row *r)
+{
+    return sr_stats_gpu_util(r) / 100.0;
+}
 
 static const struct family families[] = {
     {"spotrun_runs", "Runs with an attempt in the window.", runs},
