@@ -64,6 +64,15 @@ static const struct sr_cmd commands[] = {
      "saving, preemptions per 100 instance-hours, lost work, end causes, checkpoint\n"
      "overhead and GPU utilization, grouped by --by (docs/cost.md).",
      0, 0, READER},
+    {"plan", sr_cmd_plan, "a capacity plan: reserved baseline vs spot burst, from the record",
+     "spotrun plan [--by instance_type|team] [--since T] [--until T] [--label K=V]... "
+     "[--reserved-price X] [--json]",
+     "Sweeps the attempts' intervals over the window: GPU-hours per week and team,\n"
+     "peak jobs and GPUs, failure, retry and preemption rates, and per instance\n"
+     "type the share of hours with at least L GPUs busy. With --reserved-price,\n"
+     "the GPUs worth reserving against spot at its effective price (lost work and\n"
+     "checkpoint time added) and each strategy's weekly cost (docs/cost.md).",
+     0, 0, READER},
     {"pull", sr_cmd_pull, "restore a checkpoint into a directory", "spotrun pull RUN [DIR]",
      "Restores the newest (or --seq N) checkpoint of RUN into DIR (default ./RUN).\n"
      "DIR is replaced: it ends up holding exactly the checkpoint. DIR must be new,\n"

@@ -4,6 +4,7 @@
 
     genstore.py STORE [--model model.json] [--summaries all|half|none]
     genstore.py STORE --synthetic N [--seed S] [--summaries ...]
+    genstore.py STORE --fleet steady8|bursts [--model ...] [--summaries ...]
 
 Each attempt is an event log <run>/events/<attempt %06d>.jsonl written the
 way storage/run/events.c writes it (event, time, unix_ms, attempt, and the
@@ -18,6 +19,12 @@ the attempts as JSON (times in unix ms) for the test's own arithmetic.
 The fixed store: week 2026-W49 (Mon 2026-11-30 .. Sun 2026-12-06) plus one
 run in 2026-W50; teams nlp, vision, speech; instance types g5.xlarge and
 p3.2xlarge; zones us-east-1a and us-east-1b.
+
+The fleets (`spotrun plan`, tests/e2e/t0779-plan.sh): two weeks from
+2026-11-30 on p4d.24xlarge (8 GPUs a node). bursts: every day a run of
+team vision or nlp on 2 nodes (16 GPUs) from 08:00, preempted at 12:00
+with an hour lost, then again 12:00-15:00 to done; steady8: the same plus
+team infra's one 8-GPU run through the whole two weeks.
 """
 import argparse
 import json
@@ -199,6 +206,24 @@ def synthetic(store, n, seed, summaries):
     return out
 
 
+P4 = "p4d.24xlarge"
+
+
+def fleet(store, kind, summaries):
+    out = []
+    if kind == "steady8":
+        out += write_run(store, "base", "infra",
+                         [(T0, 14 * 24, P4, A, "done", 0, 1, 8, 90, 0.05, 1000, 600, 0)],
+                         summaries != "none")
+    for d in range(14):
+        t = T0 + d * 24 * H
+        atts = [(t + 8 * H, 4, P4, B, "preempted", 1, 2, 8, 80, 0.1, 100, 60, 0),
+                (t + 12 * H, 3, P4, B, "done", 0, 2, 8, 80, 0.1, 100, 60, 0)]
+        s = summaries == "all" or (summaries == "half" and d % 2 == 0)
+        out += write_run(store, "burst-%02d" % d, ["vision", "nlp"][d % 2], atts, s)
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("store")
@@ -206,9 +231,12 @@ def main():
     p.add_argument("--summaries", default="half", choices=["all", "half", "none"])
     p.add_argument("--synthetic", type=int)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--fleet", choices=["steady8", "bursts"])
     a = p.parse_args()
     os.makedirs(a.store, exist_ok=True)
-    if a.synthetic:
+    if a.fleet:
+        models = fleet(a.store, a.fleet, a.summaries)
+    elif a.synthetic:
         models = synthetic(a.store, a.synthetic, a.seed, a.summaries)
     else:
         models = fixed(a.store, a.summaries)

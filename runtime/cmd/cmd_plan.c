@@ -1,0 +1,135 @@
+/*
+ * cmd_plan.c - `spotrun plan`: a capacity plan from the record (docs/cost.md,
+ * "Capacity plan: reserved baseline vs spot burst"). Checks the flags,
+ * loads every run's summary the way stats does (runsum.h: one listing,
+ * summaries read in parallel), computes (record/plan.c) and prints
+ * (views/planout.c).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "log.h"
+#include "plan.h"
+#include "planout.h"
+#include "prices.h"
+#include "runsum.h"
+
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "spotrun plan: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(spotrun plan --help lists the options)\n");
+    va_end(ap);
+    return SR_EX_USAGE;
+}
+
+/* Checks the flags into q; 0 or the exit code after a message. */
+static int parse_query(const char *by, const char *since, const char *until,
+                       const struct sr_optlist *labels, struct sr_plan_query *q)
+{
+    char err[512];
+    if (by && *by && strcmp(by, "team") == 0)
+        q->by_team = 1;
+    else if (by && *by && strcmp(by, "instance_type") != 0)
+        return usage_error("bad --by \"%s\": give instance_type (a plan per instance type, the "
+                           "default) or team (one plan over all of them)",
+                           by);
+    if (since && *since && sr_stats_parse_time(since, 0, &q->sq.since_ms) < 0)
+        return usage_error("bad --since \"%s\": give a date (2026-12-01) or an ISO time "
+                           "(2026-12-01T08:00:00Z)",
+                           since);
+    if (until && *until && sr_stats_parse_time(until, 1, &q->sq.until_ms) < 0)
+        return usage_error("bad --until \"%s\": give a date (2026-12-07, the whole day) or an "
+                           "ISO time (2026-12-07T18:00:00Z)",
+                           until);
+    if (q->sq.since_ms && q->sq.until_ms && q->sq.since_ms >= q->sq.until_ms)
+        return usage_error("--since %s is not before --until %s", since, until);
+    for (size_t i = 0; i < labels->n; i++)
+        if (sr_labels_add(&q->sq.want, labels->v[i], err, sizeof(err)) < 0)
+            return usage_error("--label: %s", err);
+    return 0;
+}
+
+static int print_plan(struct sr_store *st, const char *prefix, size_t n, const struct sr_plan_query *q, const struct sr_plan *p, int json)
+{
+    if (json)
+        return sr_print_json(sr_plan_json(q, p));
+    if (n == 0)
+        printf("no runs in %s%s%s\n", sr_store_url(st), prefix ? " under " : "",
+               prefix ? prefix : "");
+    else if (p->attempts == 0)
+        printf("no runs match (%zu runs in the store; check --label, --since, --until)\n", n);
+    else
+        sr_plan_print(stdout, q, p);
+    return 0;
+}
+
+int sr_cmd_plan(const struct sr_cmd *cmd, int argc, char **argv)
+{
+    struct sr_view_opts vo = {0};
+    const char *prefix = NULL, *since = NULL, *until = NULL, *by = NULL, *prices = NULL;
+    double reserved = 0;
+    struct sr_optlist labels = {0};
+    const struct sr_opt opts[] = {
+        {"prefix", 0, "SPOTRUN_STATS_PREFIX", SR_OPT_STR, &prefix, "P",
+         "only runs whose id starts with P"},
+        {"since", 0, "SPOTRUN_STATS_SINCE", SR_OPT_STR, &since, "TIME",
+         "from this date or ISO time (UTC); attempts are clipped to the window"},
+        {"until", 0, "SPOTRUN_STATS_UNTIL", SR_OPT_STR, &until, "TIME",
+         "up to this ISO time, or the end of this date (UTC)"},
+        {"label", 0, NULL, SR_OPT_MULTI, &labels, "KEY=VALUE",
+         "only runs with this label (repeatable: all of them)"},
+        {"by", 0, "SPOTRUN_PLAN_BY", SR_OPT_STR, &by, "KEY",
+         "instance_type (a plan per instance type, the default) or team (one over all)"},
+        {"prices", 0, "SPOTRUN_PRICES", SR_OPT_STR, &prices, "FILE",
+         "price table: instance_type spot on_demand per line (docs/runtime.md)"},
+        {"reserved-price", 0, "SPOTRUN_RESERVED_PRICE", SR_OPT_PRICE, &reserved, "PRICE",
+         "a reserved (or owned) GPU's price per GPU-hour: the plan (else the curves only)"},
+        SR_VIEW_OPTS(&vo),
+        SR_OPTS_COMMON};
+    struct sr_cmd_ctx ctx;
+    int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
+    if (code >= 0)
+        return code;
+    struct sr_plan_query q = {.sq = {.spot_per_hour = vo.prices.spot_per_hour,
+                                     .on_demand_per_hour = vo.prices.on_demand_per_hour},
+                              .reserved = reserved};
+    struct sr_prices tab = {0};
+    struct sr_runsum *runs = NULL;
+    size_t n = 0;
+    struct sr_plan p = {0};
+    prefix = prefix && *prefix ? prefix : NULL;
+    if ((code = parse_query(by, since, until, &labels, &q)) != 0)
+        goto out;
+    if (prices && *prices) {
+        const int rc = sr_prices_load(prices, &tab);
+        if (rc < 0) {
+            code = usage_error("--prices: %s", sr_strerror(rc));
+            goto out;
+        }
+        q.sq.prices = &tab;
+    }
+    int rc = sr_runsum_load_all(ctx.st, prefix, &runs, &n);
+    if (rc < 0) {
+        code = sr_fail(rc, "cannot list the store");
+        goto out;
+    }
+    if ((rc = sr_plan_compute(runs, n, &q, &p)) < 0) {
+        code = sr_fail(rc, "plan");
+        goto out;
+    }
+    code = print_plan(ctx.st, prefix, n, &q, &p, vo.json);
+out:
+    sr_plan_free(&p);
+    for (size_t i = 0; i < n; i++)
+        sr_runsum_free(&runs[i]);
+    free(runs);
+    sr_prices_free(&tab);
+    sr_store_close(ctx.st);
+    return code;
+}
