@@ -55,7 +55,8 @@ static int parse_query(const char *by, const char *since, const char *until,
     return 0;
 }
 
-static int print_plan(struct sr_store *st, const char *prefix, size_t n, const struct sr_plan_query *q, const struct sr_plan *p, int json)
+static int print_plan(struct sr_store *st, const char *prefix, size_t n,
+                      const struct sr_plan_query *q, const struct sr_plan *p, int json)
 {
     if (json)
         return sr_print_json(sr_plan_json(q, p));

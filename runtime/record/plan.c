@@ -136,9 +136,8 @@ unsigned sr_plan_level(const struct sr_plan_curve *c, double eff_spot, double re
     return L;
 }
 
-void sr_plan_costs(const struct sr_plan_seg *s, size_t n, const struct sr_plan_curve *c,
-                   unsigned L, double od, double eff_spot, double reserved,
-                   struct sr_plan_cost *out)
+void sr_plan_costs(const struct sr_plan_seg *s, size_t n, const struct sr_plan_curve *c, unsigned L,
+                   double od, double eff_spot, double reserved, struct sr_plan_cost *out)
 {
     const double weeks = c->window_h / WEEK_H;
     const double firm_price = od > 0 ? od : eff_spot; /* no on-demand price: spot's */
@@ -271,9 +270,10 @@ static int add_attempt(struct sr_plan *p, struct acc *g, const struct sr_plan_qu
         g->od_gh += gh;
     }
     const int64_t lost = a->lost_ms > 0 ? a->lost_ms : 0;
-    g->lost_h += (double)clip_len(a->end_ms - lost, a->end_ms, p->lo, p->hi) / HOUR_MS * nodes * gpn;
-    g->stage_h += a->stage_seconds / 3600.0 * ((double)ms / (double)(a->end_ms - a->start_ms)) *
-                  nodes * gpn;
+    g->lost_h +=
+        (double)clip_len(a->end_ms - lost, a->end_ms, p->lo, p->hi) / HOUR_MS * nodes * gpn;
+    g->stage_h +=
+        a->stage_seconds / 3600.0 * ((double)ms / (double)(a->end_ms - a->start_ms)) * nodes * gpn;
     p->attempts++;
     p->unknown_gpu_attempts += !a->gpus;
     p->failures += is_failure(a->cause) && a->end_ms <= p->hi;

@@ -68,9 +68,8 @@ struct sr_plan_cost {
     double mixed;     /* L reserved all the window + above them spot (firm work on-demand) */
 };
 
-void sr_plan_costs(const struct sr_plan_seg *s, size_t n, const struct sr_plan_curve *c,
-                   unsigned L, double od, double eff_spot, double reserved,
-                   struct sr_plan_cost *out);
+void sr_plan_costs(const struct sr_plan_seg *s, size_t n, const struct sr_plan_curve *c, unsigned L,
+                   double od, double eff_spot, double reserved, struct sr_plan_cost *out);
 
 /* ---- over the store's runs ---- */
 
@@ -83,8 +82,8 @@ struct sr_plan_query {
 struct sr_plan_group {
     char name[64]; /* the instance type, or "all" (--by team) */
     struct sr_plan_curve curve;
-    double spot, od;          /* list prices per GPU-hour, usage-weighted; 0 = unknown */
-    double lost_h, stage_h;   /* GPU-hours */
+    double spot, od;           /* list prices per GPU-hour, usage-weighted; 0 = unknown */
+    double lost_h, stage_h;    /* GPU-hours */
     double overhead, eff_spot; /* (lost + staging) / useful; spot x (1 + overhead) */
     unsigned reserve;          /* L (with a reserved price) */
     struct sr_plan_cost cost;

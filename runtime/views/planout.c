@@ -55,8 +55,8 @@ static void print_fleet(FILE *f, const struct sr_plan *p)
     const struct sr_stats *tabs[2] = {&p->by_zone, &p->by_type};
     const char *names[2] = {"ZONE", "INSTANCE TYPE"};
     for (int t = 0; t < 2; t++) {
-        fprintf(f, "\nPREEMPTIONS BY %s\n%-24s %11s %14s %9s\n", names[t], names[t],
-                "PREEMPTIONS", "INSTANCE-H", "PER-100H");
+        fprintf(f, "\nPREEMPTIONS BY %s\n%-24s %11s %14s %9s\n", names[t], names[t], "PREEMPTIONS",
+                "INSTANCE-H", "PER-100H");
         for (size_t i = 0; i < tabs[t]->n; i++) {
             const struct sr_stats_row *r = &tabs[t]->rows[i];
             char rate[40];
@@ -94,8 +94,9 @@ static void print_plan(FILE *f, const struct sr_plan_query *q, const struct sr_p
     money(sr_plan_saving(g), sv, sizeof(sv));
     fprintf(f, "%s: reserve %u GPUs (break-even utilization %.1f%%)\n", g->name, g->reserve,
             100.0 * g->break_even);
-    fprintf(f, "  per GPU-hour: spot %.4f + overhead %.1f%% = effective %.4f; on-demand %s; "
-               "reserved %.4f\n",
+    fprintf(f,
+            "  per GPU-hour: spot %.4f + overhead %.1f%% = effective %.4f; on-demand %s; "
+            "reserved %.4f\n",
             g->spot, 100.0 * g->overhead, g->eff_spot, od, q->reserved);
     fprintf(f, "  weekly: all on-demand %s, all spot %s, reserved %u + spot burst %s; saving %s\n",
             wod, ws, g->reserve, wm, sv);
@@ -127,9 +128,9 @@ static json_t *fleet_json(const struct sr_plan *p)
     json_t *weekly = json_array(), *zone = json_array(), *type = json_array();
     for (size_t i = 0; i < p->weekly.n; i++) {
         const struct sr_stats_row *r = &p->weekly.rows[i];
-        json_array_append_new(weekly, json_pack("{s:s, s:s, s:o}", "week", r->key[0], "team",
-                                                r->key[1], "gpu_hours",
-                                                jnum(r->gpu_h + r->gpu_unknown_h)));
+        json_array_append_new(weekly,
+                              json_pack("{s:s, s:s, s:o}", "week", r->key[0], "team", r->key[1],
+                                        "gpu_hours", jnum(r->gpu_h + r->gpu_unknown_h)));
     }
     const struct sr_stats *tabs[2] = {&p->by_zone, &p->by_type};
     json_t *arr[2] = {zone, type};
@@ -150,14 +151,13 @@ static json_t *group_json(const struct sr_plan_query *q, const struct sr_plan_gr
     json_t *curve = json_array();
     for (unsigned L = 1; L <= g->curve.peak_gpus; L++)
         json_array_append_new(curve, jnum(g->curve.share[L]));
-    json_t *o = json_pack("{s:s, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "name", g->name,
-                          "gpu_hours", jnum(g->curve.gpu_h), "peak_gpus",
-                          (json_int_t)g->curve.peak_gpus, "share_at_least", curve,
-                          "spot_per_gpu_hour", jnum(g->spot > 0 ? g->spot : NAN),
-                          "on_demand_per_gpu_hour", jnum(g->od > 0 ? g->od : NAN),
-                          "lost_gpu_hours", jnum(g->lost_h), "staging_gpu_hours",
-                          jnum(g->stage_h), "overhead", jnum(g->overhead),
-                          "effective_spot_per_gpu_hour", jnum(g->spot > 0 ? g->eff_spot : NAN));
+    json_t *o = json_pack(
+        "{s:s, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "name", g->name, "gpu_hours",
+        jnum(g->curve.gpu_h), "peak_gpus", (json_int_t)g->curve.peak_gpus, "share_at_least", curve,
+        "spot_per_gpu_hour", jnum(g->spot > 0 ? g->spot : NAN), "on_demand_per_gpu_hour",
+        jnum(g->od > 0 ? g->od : NAN), "lost_gpu_hours", jnum(g->lost_h), "staging_gpu_hours",
+        jnum(g->stage_h), "overhead", jnum(g->overhead), "effective_spot_per_gpu_hour",
+        jnum(g->spot > 0 ? g->eff_spot : NAN));
     json_t *plan = json_null();
     if (q->reserved > 0)
         plan = json_pack("{s:o, s:I, s:o, s:o, s:o, s:o, s:o}", "reserved_per_gpu_hour",
@@ -176,14 +176,13 @@ json_t *sr_plan_json(const struct sr_plan_query *q, const struct sr_plan *p)
     json_t *groups = json_array();
     for (size_t i = 0; i < p->n_groups; i++)
         json_array_append_new(groups, group_json(q, &p->groups[i]));
-    json_t *o = json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:o, s:I, s:I, s:o, s:o}",
-                          "since_ms", (json_int_t)p->lo, "until_ms", (json_int_t)p->hi,
-                          "window_hours", jnum(p->window_h), "weeks", jnum(p->weeks), "runs",
-                          (json_int_t)p->runs, "attempts", (json_int_t)p->attempts,
-                          "unknown_gpu_attempts", (json_int_t)p->unknown_gpu_attempts,
-                          "gpu_hours", jnum(p->gpu_h), "peak_jobs", (json_int_t)p->peak_jobs,
-                          "peak_gpus", (json_int_t)p->peak_gpus, "failure_rate",
-                          jnum(sr_plan_failure_rate(p)), "retry_rate", jnum(sr_plan_retry_rate(p)));
+    json_t *o = json_pack(
+        "{s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:o, s:I, s:I, s:o, s:o}", "since_ms",
+        (json_int_t)p->lo, "until_ms", (json_int_t)p->hi, "window_hours", jnum(p->window_h),
+        "weeks", jnum(p->weeks), "runs", (json_int_t)p->runs, "attempts", (json_int_t)p->attempts,
+        "unknown_gpu_attempts", (json_int_t)p->unknown_gpu_attempts, "gpu_hours", jnum(p->gpu_h),
+        "peak_jobs", (json_int_t)p->peak_jobs, "peak_gpus", (json_int_t)p->peak_gpus,
+        "failure_rate", jnum(sr_plan_failure_rate(p)), "retry_rate", jnum(sr_plan_retry_rate(p)));
     if (o) {
         json_object_set_new(o, "by", json_string(q->by_team ? "team" : "instance_type"));
         json_object_update_new(o, fleet_json(p));
