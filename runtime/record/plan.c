@@ -374,6 +374,11 @@ static int stats_by(const struct sr_runsum *runs, size_t n, const struct sr_plan
     return sr_stats_compute(runs, n, &sq, out);
 }
 
+static int cmp_group(const void *x, const void *y)
+{
+    return strcmp(((const struct sr_plan_group *)x)->name, ((const struct sr_plan_group *)y)->name);
+}
+
 int sr_plan_compute(const struct sr_runsum *runs, size_t n, const struct sr_plan_query *q,
                     struct sr_plan *out)
 {
@@ -392,6 +397,8 @@ int sr_plan_compute(const struct sr_runsum *runs, size_t n, const struct sr_plan
         out->n_groups += rc == 0;
     }
     accs_free(&groups);
+    if (rc == 0 && out->n_groups > 1)
+        qsort(out->groups, out->n_groups, sizeof(*out->groups), cmp_group);
     if (rc == 0)
         rc = stats_by(runs, n, q, "week,team", &out->weekly);
     if (rc == 0)

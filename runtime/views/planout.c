@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "summary.h"
+
 static void utc(int64_t ms, char *buf, size_t len)
 {
     const time_t t = (time_t)(ms / 1000);
@@ -176,15 +178,20 @@ json_t *sr_plan_json(const struct sr_plan_query *q, const struct sr_plan *p)
     json_t *groups = json_array();
     for (size_t i = 0; i < p->n_groups; i++)
         json_array_append_new(groups, group_json(q, &p->groups[i]));
+    char since[40], until[40];
+    sr_format_iso_ms(p->lo, since, sizeof(since));
+    sr_format_iso_ms(p->hi, until, sizeof(until));
     json_t *o = json_pack(
-        "{s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:o, s:I, s:I, s:o, s:o}", "since_ms",
-        (json_int_t)p->lo, "until_ms", (json_int_t)p->hi, "window_hours", jnum(p->window_h),
-        "weeks", jnum(p->weeks), "runs", (json_int_t)p->runs, "attempts", (json_int_t)p->attempts,
-        "unknown_gpu_attempts", (json_int_t)p->unknown_gpu_attempts, "gpu_hours", jnum(p->gpu_h),
-        "peak_jobs", (json_int_t)p->peak_jobs, "peak_gpus", (json_int_t)p->peak_gpus,
-        "failure_rate", jnum(sr_plan_failure_rate(p)), "retry_rate", jnum(sr_plan_retry_rate(p)));
+        "{s:i, s:s, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:o, s:I, s:I, s:o, s:o}",
+        "schema_version", SR_JSON_SCHEMA_VERSION, "by", q->by_team ? "team" : "instance_type",
+        "since", p->hi > p->lo ? json_string(since) : json_null(), "until",
+        p->hi > p->lo ? json_string(until) : json_null(), "labels", sr_labels_to_json(&q->sq.want),
+        "window_hours", jnum(p->window_h), "weeks", jnum(p->weeks), "runs", (json_int_t)p->runs,
+        "attempts", (json_int_t)p->attempts, "unknown_gpu_attempts",
+        (json_int_t)p->unknown_gpu_attempts, "gpu_hours", jnum(p->gpu_h), "peak_jobs",
+        (json_int_t)p->peak_jobs, "peak_gpus", (json_int_t)p->peak_gpus, "failure_rate",
+        jnum(sr_plan_failure_rate(p)), "retry_rate", jnum(sr_plan_retry_rate(p)));
     if (o) {
-        json_object_set_new(o, "by", json_string(q->by_team ? "team" : "instance_type"));
         json_object_update_new(o, fleet_json(p));
         json_object_set_new(o, "groups", groups);
     } else {
