@@ -32,8 +32,7 @@ struct fixture {
     struct sr_plan_curve c;
 };
 
-static void build(const struct sr_plan_iv *iv, size_t n, int64_t lo, int64_t hi,
-                  struct fixture *f)
+static void build(const struct sr_plan_iv *iv, size_t n, int64_t lo, int64_t hi, struct fixture *f)
 {
     assert_int_equal(sr_plan_sweep(iv, n, lo, hi, &f->s, &f->n), 0);
     assert_int_equal(sr_plan_curve(f->s, f->n, &f->c), 0);
@@ -62,9 +61,9 @@ static void test_curve(void **state)
     near(f.c.share[4], 1.0, 1e-9);
     near(f.c.share[5], 0.4, 1e-9); /* [2,5) and the clipped one's [9,10) */
     near(f.c.share[6], 0.3, 1e-9); /* [2,4) 8 or 10, [4,5) 6 */
-    near(f.c.share[7], 0.2, 1e-9);  /* [2,4) */
+    near(f.c.share[7], 0.2, 1e-9); /* [2,4) */
     near(f.c.share[8], 0.2, 1e-9);
-    near(f.c.share[9], 0.1, 1e-9);  /* [3,4): 10 */
+    near(f.c.share[9], 0.1, 1e-9); /* [3,4): 10 */
     near(f.c.share[10], 0.1, 1e-9);
     /* stretches in order, the idle hour before the window's end included */
     double sum = 0;
@@ -160,7 +159,7 @@ static void test_over_runs(void **state)
     (void)state;
     struct sr_runsum_attempt att[2];
     attempt(&att[0], 0, 10 * H, 2, 0, 2 * H, 3600); /* 2 GPUs, 4 lost GPU-h, 2 staging */
-    attempt(&att[1], 10 * H, 20 * H, 1, 2, 0, 0);  /* 2 GPUs */
+    attempt(&att[1], 10 * H, 20 * H, 1, 2, 0, 0);   /* 2 GPUs */
     struct sr_runsum run = {.att = att, .n_att = 2};
     snprintf(run.run, sizeof(run.run), "r1");
     struct sr_plan_query q = {.reserved = 1.0};
@@ -184,9 +183,9 @@ static void test_over_runs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_curve),     cmocka_unit_test(test_idle),
+        cmocka_unit_test(test_curve),      cmocka_unit_test(test_idle),
         cmocka_unit_test(test_level_rule), cmocka_unit_test(test_costs),
-        cmocka_unit_test(test_firm_work), cmocka_unit_test(test_over_runs),
+        cmocka_unit_test(test_firm_work),  cmocka_unit_test(test_over_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
