@@ -5,6 +5,7 @@
  * summaries read in parallel), computes (record/plan.c) and prints
  * (views/planout.c).
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,11 +56,32 @@ static int parse_query(const char *by, const char *since, const char *until,
     return 0;
 }
 
+struct picture {
+    const struct sr_plan_query *q;
+    const struct sr_plan *p;
+    int rc;
+};
+
+static void write_picture(FILE *f, void *ctx)
+{
+    struct picture *pic = ctx;
+    pic->rc = sr_plan_svg(f, pic->q, pic->p);
+}
+
 static int print_plan(struct sr_store *st, const char *prefix, size_t n,
-                      const struct sr_plan_query *q, const struct sr_plan *p, int json)
+                      const struct sr_plan_query *q, const struct sr_plan *p, int json,
+                      const char *svg)
 {
     if (json)
         return sr_print_json(sr_plan_json(q, p));
+    if (svg) {
+        struct picture pic = {q, p, 0};
+        const int rc = sr_write_atomic(svg, write_picture, &pic);
+        if (rc < 0 || pic.rc < 0)
+            return sr_fail(rc < 0 ? rc : -EIO, "plan --svg");
+        sr_info("wrote %s (%llu runs)", svg, (unsigned long long)p->runs);
+        return 0;
+    }
     if (n == 0)
         printf("no runs in %s%s%s\n", sr_store_url(st), prefix ? " under " : "",
                prefix ? prefix : "");
@@ -74,6 +96,7 @@ int sr_cmd_plan(const struct sr_cmd *cmd, int argc, char **argv)
 {
     struct sr_view_opts vo = {0};
     const char *prefix = NULL, *since = NULL, *until = NULL, *by = NULL, *prices = NULL;
+    const char *svg = NULL;
     double reserved = 0;
     struct sr_optlist labels = {0};
     const struct sr_opt opts[] = {
@@ -91,6 +114,8 @@ int sr_cmd_plan(const struct sr_cmd *cmd, int argc, char **argv)
          "price table: instance_type spot on_demand per line (docs/runtime.md)"},
         {"reserved-price", 0, "SPOTRUN_RESERVED_PRICE", SR_OPT_PRICE, &reserved, "PRICE",
          "a reserved (or owned) GPU's price per GPU-hour: the plan (else the curves only)"},
+        {"svg", 0, NULL, SR_OPT_STR, &svg, "FILE",
+         "write charts: GPU-hours per week by team, the duration curves with the reserved line"},
         SR_VIEW_OPTS(&vo),
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
@@ -105,6 +130,11 @@ int sr_cmd_plan(const struct sr_cmd *cmd, int argc, char **argv)
     size_t n = 0;
     struct sr_plan p = {0};
     prefix = prefix && *prefix ? prefix : NULL;
+    svg = svg && *svg ? svg : NULL;
+    if (svg && vo.json) {
+        code = usage_error("give one of --json, --svg");
+        goto out;
+    }
     if ((code = parse_query(by, since, until, &labels, &q)) != 0)
         goto out;
     if (prices && *prices) {
@@ -124,7 +154,7 @@ int sr_cmd_plan(const struct sr_cmd *cmd, int argc, char **argv)
         code = sr_fail(rc, "plan");
         goto out;
     }
-    code = print_plan(ctx.st, prefix, n, &q, &p, vo.json);
+    code = print_plan(ctx.st, prefix, n, &q, &p, vo.json, svg);
 out:
     sr_plan_free(&p);
     for (size_t i = 0; i < n; i++)

@@ -66,7 +66,7 @@ static const struct sr_cmd commands[] = {
      0, 0, READER},
     {"plan", sr_cmd_plan, "a capacity plan: reserved baseline vs spot burst, from the record",
      "spotrun plan [--by instance_type|team] [--since T] [--until T] [--label K=V]... "
-     "[--reserved-price X] [--json]",
+     "[--reserved-price X] [--json|--svg F]",
      "Sweeps the attempts' intervals over the window: GPU-hours per week and team,\n"
      "peak jobs and GPUs, failure, retry and preemption rates, and per instance\n"
      "type the share of hours with at least L GPUs busy. With --reserved-price,\n"

@@ -1,6 +1,6 @@
 /*
  * planout.h - `spotrun plan` as people and programs read it: the text
- * tables and --json (docs/json-schema.md, "plan").
+ * tables, --json (docs/json-schema.md, "plan") and --svg.
  *
  * Output only: the numbers come from runtime/record/plan.c.
  */
@@ -17,6 +17,10 @@
 void sr_plan_print(FILE *f, const struct sr_plan_query *q, const struct sr_plan *p);
 /* The --json document (new reference; NULL without memory). */
 json_t *sr_plan_json(const struct sr_plan_query *q, const struct sr_plan *p);
+/* --svg (plansvg.c): GPU-hours per week stacked by team; per group the
+ * concurrency duration curve with the reserved line. 0, or -1 on a write
+ * error. */
+int sr_plan_svg(FILE *f, const struct sr_plan_query *q, const struct sr_plan *p);
 /* The saving of reserved + spot over the cheaper of all on-demand and all
  * spot (per week). */
 double sr_plan_saving(const struct sr_plan_group *g);

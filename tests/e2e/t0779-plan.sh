@@ -101,6 +101,22 @@ test_expect_success 'without --reserved-price: the curves, and what to pass' '
     json curves.json "assert d[\"groups\"][0][\"plan\"] is None"
 '
 
+test_expect_success '--svg: weekly bars by team, the duration curve with the reserved line' '
+    "$SPOTRUN" plan --store "$TRASH/steady" --prices prices.txt $win --reserved-price 0.9 \
+        --svg plan.svg &&
+    "$PY" - plan.svg <<-PY
+	import sys, xml.etree.ElementTree as ET
+	root = ET.parse(sys.argv[1]).getroot()
+	ns = "{http://www.w3.org/2000/svg}"
+	texts = [t.text for t in root.iter(ns + "text")]
+	for want in ("infra", "nlp", "vision", "2026-W49", "2026-W50", "reserved: 8 GPUs"):
+	    assert want in texts, (want, texts)
+	bars = [r for r in root.iter(ns + "rect") if r.find(ns + "title") is not None]
+	assert len(bars) == 6, len(bars)  # 2 weeks x 3 teams
+	assert any(l.get("stroke-dasharray") for l in root.iter(ns + "line")), "no reserved line"
+	PY
+'
+
 test_expect_success 'bad flags exit 64 saying what is wrong' '
     expect_code 64 "$SPOTRUN" plan --store "$TRASH/steady" --by zone 2>err1 &&
     grep -q "bad --by \"zone\": give instance_type" err1 &&
@@ -111,7 +127,9 @@ test_expect_success 'bad flags exit 64 saying what is wrong' '
     expect_code 64 "$SPOTRUN" plan --store "$TRASH/steady" --since 2026-12-10 --until 2026-12-01 2>err4 &&
     grep -q "is not before --until" err4 &&
     expect_code 64 "$SPOTRUN" plan --store "$TRASH/steady" --prices missing.txt 2>err5 &&
-    grep -q "spotrun plan: --prices" err5
+    grep -q "spotrun plan: --prices" err5 &&
+    expect_code 64 "$SPOTRUN" plan --store "$TRASH/steady" --json --svg x.svg 2>err6 &&
+    grep -q "give one of --json, --svg" err6
 '
 
 test_expect_success 'an empty store, and a window with nothing in it, say so' '
