@@ -274,8 +274,6 @@ def metric(name: str, value: Any, step: Optional[int] = None,
     if not math.isfinite(v):
         raise ValueError("metric %s: value %r is not a finite number" % (name, value))
     arg = _step_arg(step)
-    if pause_ms is not None:
-        arg += " pause_ms=%d" % max(0, int(pause_ms))
     sock = os.environ.get("SPOTRUN_CONTROL")
     if not sock:
         return None

@@ -579,7 +579,8 @@ class State:
         self.save_stats: Dict[str, Any] = {"saves": 0, "waits": 0}
         self._snap = _Snapshot()
         self._thread: Optional[threading.Thread] = None
-        self._result: Optional[Tuple[str, Any, int]] = None  # (ok|failed|gone, seq|error, step)
+        # (ok|unsaved|failed|gone, seq|error, step) of the save that ended
+        self._result: Optional[Tuple[str, Any, int]] = None
         self._gone = False  # a background commit found the wrapper gone (agreed across ranks)
         self._warned_wait = False
         self._group = None  # the background commits' own gloo group
@@ -800,9 +801,12 @@ class State:
             self._gone = True
             warnings.warn("spotrun.torch: %s; training goes on without checkpoints" % what,
                           RuntimeWarning, stacklevel=3)
-        else:
+        elif kind == "unsaved":
             warnings.warn("spotrun.torch: the background save of step %d failed (%s); training "
                           "goes on" % (step, what), RuntimeWarning, stacklevel=3)
+        else:
+            warnings.warn("spotrun.torch: commit of step %d failed (%s); training goes on"
+                          % (step, what), RuntimeWarning, stacklevel=3)
 
     def _write(self, sd: Dict[str, Any], step: int, pause_ms: int) -> None:
         """The thread: serialise, then one commit (every rank's files in
@@ -824,7 +828,7 @@ class State:
             if flag.item() and err is None:
                 err = CommitError("the save failed on another rank")
         if err is not None:
-            self._result = ("failed", err, step)
+            self._result = ("unsaved", err, step)
             self.save_stats["background_s"] = time.perf_counter() - t0
             return
         try:

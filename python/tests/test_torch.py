@@ -85,6 +85,7 @@ class TorchBase(Base):
                 state.step_done()
                 losses.append(loss.item())
                 if stop_at is not None and state.step == stop_at:
+                    state.wait()  # its last save is committed before the "preemption"
                     return None, state, losses  # "preempted" after this step
         return digest(model), state, losses
 
@@ -259,6 +260,7 @@ class TestState(TorchBase):
                      scaler=torch.cuda.amp.GradScaler(enabled=False))
         s.extra["best"] = 0.25
         s.save()
+        s.wait()
         saved = torch.load(os.path.join(d, "spotrun-torch.pt"))
         self.assertEqual(sorted(saved["objects"]),
                          ["model.d", "model.g", "optimizer.0", "optimizer.1", "scaler"])
@@ -284,7 +286,9 @@ class TestState(TorchBase):
         with self.assertRaisesRegex(spotrun.Error, "no spotrun-torch.pt"):
             st.State(model=nn.Linear(1, 1))
         os.environ.pop("SPOTRUN_RESUMED")
-        st.State(loader=st.loader(Noisy(), batch_size=4, seed=1)).save()
+        s = st.State(loader=st.loader(Noisy(), batch_size=4, seed=1))
+        s.save()
+        s.wait()
         os.environ["SPOTRUN_RESUMED"] = "1"
         with self.assertRaisesRegex(spotrun.Error, "seed=1, this one has 2"):
             st.State(loader=st.loader(Noisy(), batch_size=4, seed=2))
@@ -297,11 +301,27 @@ class TestState(TorchBase):
         make_page(page, requested=1, served=0)
         os.environ["SPOTRUN_JOB_PAGE"] = page
         w = self.wrapper(lambda line: b"OK 7\n")
-        s = st.State(model=nn.Linear(1, 1))
+        s = st.State(model=nn.Linear(1, 1), background=False)
         self.assertTrue(s.step_done())
         self.assertEqual(w.lines, ["COMMIT 1"])
         self.assertEqual(s.save(), 7)
         self.assertTrue(os.path.exists(os.path.join(d, "spotrun-torch.pt")))
+
+    def test_a_request_saves_in_the_background_and_commits_the_step_with_its_pause(self):
+        d = self.ckpt()
+        page = os.path.join(self.tmp, "page")
+        make_page(page, requested=1, served=0)  # the fake wrapper never marks it served
+        os.environ["SPOTRUN_JOB_PAGE"] = page
+        w = self.wrapper(lambda line: b"OK 7\n")
+        s = st.State(model=nn.Linear(1, 1))
+        self.assertTrue(s.step_done())
+        self.assertEqual(s.wait(), 7)
+        self.assertEqual(len(w.lines), 1)
+        self.assertRegex(w.lines[0], r"^COMMIT 1 pause_ms=[0-9]+$")
+        self.assertTrue(os.path.exists(os.path.join(d, "spotrun-torch.pt")))
+        self.assertEqual(s.save_stats["seq"], 7)
+        self.assertEqual(s.save_stats["pause_s"], s.save_stats["wait_s"] + s.save_stats["copy_s"])
+        self.assertGreater(s.save_stats["background_s"], 0)
 
     def test_a_gone_wrapper_stops_the_saves(self):
         self.ckpt()
@@ -324,13 +344,16 @@ class TestState(TorchBase):
         make_page(page)  # no request pending: every=1 is what saves
         os.environ["SPOTRUN_JOB_PAGE"] = page
         self.wrapper(lambda line: b"ERR store is full\n")
-        s = st.State(model=nn.Linear(1, 1), every=1)
-        with warnings.catch_warnings(record=True) as got:
-            warnings.simplefilter("always")
-            self.assertTrue(s.step_done())
-        self.assertIn("commit of step 1 failed (spotrun commit failed: store is full)",
-                      str(got[0].message))
-        self.assertEqual(s.step, 1)
+        for background in (False, True):
+            s = st.State(model=nn.Linear(1, 1), every=1, background=background)
+            with warnings.catch_warnings(record=True) as got:
+                warnings.simplefilter("always")
+                self.assertTrue(s.step_done())
+                s.wait()  # a background save's failure is said once it is known
+            self.assertEqual(len(got), 1, [str(w.message) for w in got])
+            self.assertIn("commit of step 1 failed (spotrun commit failed: store is full)",
+                          str(got[0].message))
+            self.assertEqual(s.step, 1)
 
 
 if __name__ == "__main__":
@@ -357,6 +380,7 @@ class TestUserLoop(TorchBase):
                 opt.step()
                 losses.append(loss.item())
                 if stop_at is not None and state.step + 1 == stop_at:
+                    state.wait()
                     return None, losses, data  # "preempted" after this step
         return digest(model), losses, data
 
@@ -414,6 +438,7 @@ class TestUserLoop(TorchBase):
                         p.data.add_(p.grad, alpha=-lr_t)
                     out.append((batch, loss.item()))
                     if stop_at is not None and state.step + 1 == stop_at:
+                        state.wait()
                         return None, out
                 if best_t is None or loss.item() < best_t:
                     best_t = loss.item()
