@@ -814,8 +814,10 @@ class State:
         t0 = time.perf_counter()
         err: Optional[BaseException] = None
         try:
-            with spotrun.saving(self.name) as p:
-                torch.save(sd, p)
+            with spotrun.saving(self.name) as p, open(p, "wb") as f:
+                # to a file object: torch.save to a path holds the GIL for
+                # the whole write (training stops); a file's writes free it
+                torch.save(sd, f)
         except Exception as e:  # a full disk, an unpicklable extra: warned, training goes on
             err = e
         del sd
