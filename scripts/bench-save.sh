@@ -129,8 +129,8 @@ field() { awk -v k="$2" '$1 == k { print $2; exit }' "$1"; }
 
 now_ms() { date +%s%3N; }
 
-printf '# bench-save: %s, %s cores, %s, %s saves per mode\n' "$(date -u +%Y-%m-%d)" "$(nproc)" \
-    "$(uname -m)" "$saves"
+printf "# bench-save: %s, %s cores, %s, %s saves per mode, load %s\n" "$(date -u +%Y-%m-%d)" "$(nproc)" \
+    "$(uname -m)" "$saves" "$(cut -d" " -f1-3 /proc/loadavg)"
 printf '%-5s %-9s %-9s %-9s %-12s %-12s %-12s %-10s\n' GiB "sync s" "bg s" "floor s" \
     "bg/floor" "sync/bg" "slowdown" "n2d s"
 for g in $sizes; do
