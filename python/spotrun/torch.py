@@ -13,8 +13,10 @@ optimizer(s), LR scheduler(s) and GradScaler(s); the RNG states of torch
 (CPU, and CUDA on every device when CUDA is initialised), numpy (when
 importable) and Python's `random`; the step, the epoch and the position
 inside the epoch; and `state.extra`, a dict of your own. It is saved with
-spotrun.saving() and committed with spotrun.commit(step); under
-torch.distributed each rank saves its own file (`spotrun-torch.rankR.pt`:
+spotrun.saving() and committed with spotrun.commit(step), by default in
+the background: save() copies the state into host memory and a thread
+writes and commits it (State(background=False): before save() returns);
+under torch.distributed each rank saves its own file (`spotrun-torch.rankR.pt`:
 its RNG streams and data position are its own) and the ranks agree through
 spotrun.distributed.checkpoint_due() / commit(). Constructing a State under
 a resumed run loads it back.
@@ -487,7 +489,6 @@ class _Snapshot:
 
 
 _live: "weakref.WeakSet[State]" = weakref.WeakSet()  # States that may have a save in flight
-_prev_term: Any = None  # SIGTERM's disposition before _on_term, while it is installed
 
 
 def _finish_all() -> None:
@@ -505,19 +506,17 @@ def _on_term(signum, frame) -> None:
 
 
 def _term_guard(on: bool) -> None:
-    """Installs _on_term over SIG_DFL (on) or puts SIG_DFL back (off). Main
-    thread only; a handler of the script's own is left alone."""
-    global _prev_term
+    """Installs _on_term over SIG_DFL (on) or puts SIG_DFL back once no save
+    is in flight (off). Main thread only; a handler of the script's own is
+    left alone."""
     if threading.current_thread() is not threading.main_thread():
         return
     try:
         cur = signal.getsignal(signal.SIGTERM)
         if on and cur is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, _on_term)
-            _prev_term = cur
-        elif not on and cur is _on_term:
+        elif not on and cur is _on_term and not any(s._in_flight() for s in list(_live)):
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            _prev_term = None
     except (ValueError, OSError):
         pass
 

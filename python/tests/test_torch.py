@@ -11,6 +11,7 @@ import hashlib
 import importlib.machinery
 import os
 import random
+import signal
 import subprocess
 import sys
 import types
@@ -354,6 +355,55 @@ class TestState(TorchBase):
             self.assertIn("commit of step 1 failed (spotrun commit failed: store is full)",
                           str(got[0].message))
             self.assertEqual(s.step, 1)
+
+
+
+class TestBackgroundEnd(TorchBase):
+    """A background save in flight when the script ends or gets SIGTERM is
+    finished first (a script of its own, outside spotrun: the save goes to
+    $SPOTRUN_CKPT_DIR set by hand)."""
+
+    SCRIPT = r"""
+import os, signal, sys, time
+sys.path.insert(0, sys.argv[1])
+import torch
+import spotrun.torch as st
+real = torch.save
+def slow(obj, f, *a, **kw):
+    time.sleep(1)
+    real(obj, f, *a, **kw)
+    print("written", flush=True)
+torch.save = slow
+s = st.State(model=torch.nn.Linear(2, 2))
+s.step = 5
+s.save()
+print("save returned", flush=True)
+if sys.argv[2] == "term":
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(60)
+    print("SIGTERM did not end the process", flush=True)
+"""
+
+    def run_script(self, how):
+        d = self.ckpt()
+        p = subprocess.run([sys.executable, "-c", self.SCRIPT, os.path.join(HERE, ".."), how],
+                           capture_output=True, text=True, timeout=300)
+        return d, p
+
+    def saved_step(self, d):
+        return torch.load(os.path.join(d, "spotrun-torch.pt"))["step"]
+
+    def test_the_end_of_the_script_finishes_the_save_in_flight(self):
+        d, p = self.run_script("exit")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.split(), ["save", "returned", "written"])
+        self.assertEqual(self.saved_step(d), 5)
+
+    def test_sigterm_finishes_the_save_in_flight_then_ends_the_process_as_before(self):
+        d, p = self.run_script("term")
+        self.assertEqual(p.returncode, -signal.SIGTERM, p.stdout + p.stderr)
+        self.assertEqual(p.stdout.split(), ["save", "returned", "written"])
+        self.assertEqual(self.saved_step(d), 5)
 
 
 if __name__ == "__main__":
