@@ -130,6 +130,7 @@ util=$(grep "^spotrun util_mean" "$WORK/last.log")
 if "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     rm -rf "$WORK/gpu"; mkdir "$WORK/gpu"
     check "PyTorch on GPU: allocation counted" "torch.empty(256 MiB, cuda)" t_torch
+    save=$(DEVICE=cuda "$SRC/scripts/bench-save.sh" "$BUILD" 2>/dev/null | sed -n 3p)
 else
     record "PyTorch on GPU: allocation counted" SKIP "PyTorch with CUDA not importable"
 fi
@@ -144,4 +145,5 @@ printf '%s\n' "${results[@]}"
 echo
 echo "bench-preload (fake runtime, threads / no shim ns / shim ns / overhead ns): ${bench:-n/a}"
 echo "GPU utilization: ${util:-n/a}"
+echo "bench-save on the GPU (GiB / sync s / bg s / floor s / bg:floor / sync:bg / slowdown / n2d s): ${save:-n/a}"
 [ "$failed" -eq 0 ]

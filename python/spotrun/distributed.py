@@ -49,12 +49,14 @@ def _device(group):
 # that moment (a DDP model freed at exit holds the GIL while it joins the
 # workers) the process hangs at exit (torch 1.13). Held here, the worker
 # never drops the last reference.
-_buffers = {}  # (name, device) -> a 1-element int64 tensor
+_buffers = {}  # (name, device, group) -> a 1-element int64 tensor
 
 
-def _buf(name: str, device, value: int):
+def _buf(name: str, device, value: int, group=None):
+    """The buffer `name` for collectives on `group` (each group its own: a
+    background save commits on its own group while training goes on)."""
     import torch
-    key = (name, str(device))
+    key = (name, str(device), id(group) if group is not None else 0)
     t = _buffers.get(key)
     if t is None:
         t = _buffers[key] = torch.zeros(1, dtype=torch.int64, device=device)
@@ -74,11 +76,16 @@ def checkpoint_due(group=None) -> bool:
     """True on every rank when a request is pending on any rank (all_reduce
     MAX of spotrun.checkpoint_due()). Without an initialized process group it
     is spotrun.checkpoint_due()."""
-    local = _request.checkpoint_due()
+    return _agree(_request.checkpoint_due(), group)
+
+
+def _agree(local: bool, group=None) -> bool:
+    """True on every rank when local is true on any rank (all_reduce MAX);
+    local itself without a process group. A collective."""
     if not _initialized():
         return local
     import torch.distributed as dist
-    flag = _buf("due", _device(group), 1 if local else 0)
+    flag = _buf("due", _device(group), 1 if local else 0, group)
     dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=group)
     return bool(flag.item())
 
@@ -106,7 +113,7 @@ def commit(step: int, group=None, timeout: Optional[float] = None,
     # value): the result on every rank, and a barrier so that no rank polls
     # before the request this commit answered is marked served.
     big = 1 << 62
-    out = _buf("commit", _device(group), seq if _committer() else big)
+    out = _buf("commit", _device(group), seq if _committer() else big, group)
     dist.all_reduce(out, op=dist.ReduceOp.MIN, group=group)
     got = int(out.item())
     if err is not None:

@@ -13,8 +13,10 @@ optimizer(s), LR scheduler(s) and GradScaler(s); the RNG states of torch
 (CPU, and CUDA on every device when CUDA is initialised), numpy (when
 importable) and Python's `random`; the step, the epoch and the position
 inside the epoch; and `state.extra`, a dict of your own. It is saved with
-spotrun.saving() and committed with spotrun.commit(step); under
-torch.distributed each rank saves its own file (`spotrun-torch.rankR.pt`:
+spotrun.saving() and committed with spotrun.commit(step), by default in
+the background: save() copies the state into host memory and a thread
+writes and commits it (State(background=False): before save() returns);
+under torch.distributed each rank saves its own file (`spotrun-torch.rankR.pt`:
 its RNG streams and data position are its own) and the ranks agree through
 spotrun.distributed.checkpoint_due() / commit(). Constructing a State under
 a resumed run loads it back.
@@ -41,21 +43,28 @@ saved (unless $SPOTRUN_CKPT_DIR is set by hand), commits are no-ops.
 
 torch is imported by this module, never by `import spotrun`.
 """
+import atexit
+import copy
 import hashlib
 import importlib.util
 import itertools
 import os
 import random
+import signal
 import sys
+import threading
+import time
 import warnings
+import weakref
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import torch
 import torch.utils.data as _data
 
 import spotrun
+from . import _request
 from . import distributed as _sd
-from ._errors import Error, WrapperGone
+from ._errors import CommitError, Error, WrapperGone
 
 __all__ = ["State", "Loader", "loader", "ResumableSampler", "CKPT_NAME"]
 
@@ -429,6 +438,92 @@ def _set_rng_state(st: Dict[str, Any]) -> None:
         np.random.set_state(st["numpy"])
 
 
+class _Snapshot:
+    """Copies of a state dict in host memory, their tensors in buffers kept
+    from one save to the next (same place, shape and dtype: copy_ into the
+    old buffer, no allocation). With CUDA the buffers are pinned and the
+    copies non-blocking, followed by one synchronize. A tensor met twice
+    (tied weights) is copied once, and stays shared in the copy."""
+
+    def __init__(self) -> None:
+        self.buffers: Dict[Tuple[Any, ...], torch.Tensor] = {}
+        self.pin = torch.cuda.is_available()
+
+    def take(self, sd: Dict[str, Any]) -> Dict[str, Any]:
+        seen: Dict[int, torch.Tensor] = {}
+        used: Dict[Tuple[Any, ...], torch.Tensor] = {}
+        cuda = [False]
+        out = self._copy(sd, (), seen, used, cuda)
+        if cuda[0]:
+            torch.cuda.synchronize()
+        self.buffers = used  # a buffer whose tensor is gone is dropped
+        return out
+
+    def _copy(self, v: Any, path: Tuple[Any, ...], seen: Dict[int, torch.Tensor],
+              used: Dict[Tuple[Any, ...], torch.Tensor], cuda: List[bool]) -> Any:
+        if isinstance(v, torch.Tensor):
+            if id(v) in seen:
+                return seen[id(v)]
+            t = v.detach()
+            if t.layout != torch.strided or t.is_quantized:
+                c = t.to("cpu", copy=True)
+            else:
+                c = self.buffers.get(path)
+                if c is None or c.shape != t.shape or c.dtype != t.dtype:
+                    c = torch.empty(t.shape, dtype=t.dtype, device="cpu",
+                                    pin_memory=self.pin and t.is_cuda)
+                c.copy_(t, non_blocking=t.is_cuda and c.is_pinned())
+                cuda[0] = cuda[0] or t.is_cuda
+                used[path] = c
+            seen[id(v)] = c
+            return c
+        if isinstance(v, dict):
+            items = [(k, self._copy(x, path + (k,), seen, used, cuda)) for k, x in v.items()]
+            try:
+                return type(v)(items)
+            except TypeError:
+                return dict(items)
+        if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+            return type(v)(self._copy(x, path + (i,), seen, used, cuda) for i, x in enumerate(v))
+        return copy.deepcopy(v)
+
+
+_live: "weakref.WeakSet[State]" = weakref.WeakSet()  # States that may have a save in flight
+
+
+def _finish_all() -> None:
+    """Finishes every State's save in flight (at exit, at SIGTERM)."""
+    for s in list(_live):
+        s._finish()
+
+
+def _on_term(signum, frame) -> None:
+    """SIGTERM while a background save is in flight (installed only then,
+    only over SIG_DFL): finish that save, then die of SIGTERM as before."""
+    _finish_all()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _term_guard(on: bool) -> None:
+    """Installs _on_term over SIG_DFL (on) or puts SIG_DFL back once no save
+    is in flight (off). Main thread only; a handler of the script's own is
+    left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        cur = signal.getsignal(signal.SIGTERM)
+        if on and cur is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _on_term)
+        elif not on and cur is _on_term and not any(s._in_flight() for s in list(_live)):
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except (ValueError, OSError):
+        pass
+
+
+atexit.register(_finish_all)
+
+
 class State:
     """What an exact resume needs, saved at a checkpoint request (and every
     `every` steps) and restored when the run resumes.
@@ -438,14 +533,19 @@ class State:
     spotrun.torch.Loader, whose epoch and position are saved. every: also
     save every that many steps (a crash then loses at most that many).
     name: the checkpoint file (rank-suffixed under torch.distributed).
+    background: a save copies the state into host memory and returns; a
+    thread serialises and commits it (False: the save and the commit are
+    made before save() returns, as before).
 
     Constructing it restores everything when spotrun.resumed(); then
     state.resumed is True and state.step / state.epoch are the saved ones.
+    Under torch.distributed with background=True it is a collective (it
+    creates the gloo group the background commits use).
     """
 
     def __init__(self, model=None, optimizer=None, scheduler=None, scaler=None,
                  loader: Optional[Loader] = None, every: Optional[int] = None,
-                 name: str = CKPT_NAME, keep=None):
+                 name: str = CKPT_NAME, keep=None, background: bool = True):
         if loader is not None and not isinstance(loader, Loader):
             raise TypeError("spotrun.torch.State: loader= takes a spotrun.torch.loader(...), not %s "
                             "(a plain DataLoader cannot resume mid-epoch)" % type(loader).__name__)
@@ -471,6 +571,22 @@ class State:
         base, ext = os.path.splitext(name)
         self.name = name if self.world_size == 1 else "%s.rank%d%s" % (base, self.rank, ext)
         self._committing = spotrun.ckpt_dir() is not None
+        self.background = bool(background)
+        # the last save: pause_s (training stopped: wait_s + copy_s), wait_s
+        # (for the save before it), copy_s, background_s (serialise and
+        # commit, in the thread), seq, step; saves, waits (how many waited)
+        self.save_stats: Dict[str, Any] = {"saves": 0, "waits": 0}
+        self._snap = _Snapshot()
+        self._thread: Optional[threading.Thread] = None
+        # (ok|unsaved|failed|gone, seq|error, step) of the save that ended
+        self._result: Optional[Tuple[str, Any, int]] = None
+        self._gone = False  # a background commit found the wrapper gone (agreed across ranks)
+        self._warned_wait = False
+        self._group = None  # the background commits' own gloo group
+        if self.background and self.world_size > 1:
+            import torch.distributed as dist
+            self._group = dist.new_group(backend="gloo")
+        _live.add(self)
         if spotrun.resumed():
             self.load()
 
@@ -532,6 +648,7 @@ class State:
             yield self.epoch
             self.epoch += 1
             self.position = 0
+        self.wait()  # the loop is over: its last save is committed before the script goes on
 
     def carry(self, name: str, get, initial: Any = None) -> Any:
         """A value carried from step to step inside a pass (an RNN's hidden
@@ -573,13 +690,20 @@ class State:
         self.position = 0
 
     def step_done(self) -> bool:
-        """Counts a step; saves and commits when a checkpoint is due (a
-        request from spotrun, agreed across ranks, or every `every` steps).
-        Returns whether it saved. A collective under torch.distributed:
-        every rank calls it after every step."""
+        """Counts a step; saves when a checkpoint is due (a request from
+        spotrun, agreed across ranks, or every `every` steps). Returns
+        whether it saved. A request pending while a background save is in
+        flight is answered by that save's commit (the wrapper marks every
+        request made before a commit served), so it starts no other one. A
+        collective under torch.distributed: every rank calls it after every
+        step."""
         self.step += 1
         self.position += 1
-        due = _sd.checkpoint_due() if self._committing else False
+        self._collect()
+        due = False
+        if self._committing:
+            local = _request.checkpoint_due() and not self._in_flight()
+            due = _sd._agree(local)
         if self.every and self.step % self.every == 0:
             due = True
         if due:
@@ -587,12 +711,144 @@ class State:
         return due
 
     def save(self) -> Optional[int]:
-        """Saves and commits now; returns the checkpoint's seq (None outside
-        spotrun). A failed commit warns and training goes on (the wrapper
-        decides whether to stop the job); once the wrapper is gone, nothing
-        more is saved."""
+        """Saves now. With background=False: saves and commits, and returns
+        the checkpoint's seq. With background=True (the default): copies
+        the state into host memory, starts the thread that serialises and
+        commits it, and returns None (wait() gives the seq); a save still
+        in flight is waited for first. A failed save or commit warns and
+        training goes on (the wrapper decides whether to stop the job);
+        once the wrapper is gone, nothing more is saved. None outside
+        spotrun."""
         if not self._committing:
             return None
+        t0 = time.perf_counter()
+        waited = self._wait_thread()
+        if self._gone:
+            self._committing = False
+            return None
+        if not self.background:
+            seq = self._save_now()
+            self.save_stats.update(pause_s=time.perf_counter() - t0, wait_s=0.0,
+                                   copy_s=None, background_s=None, seq=seq, step=self.step)
+            self.save_stats["saves"] += 1
+            return seq
+        if waited > 0.0005:
+            self.save_stats["waits"] += 1
+            if not self._warned_wait:
+                self._warned_wait = True
+                warnings.warn("spotrun.torch: the save of step %d waited %.2fs for the previous "
+                              "one, still being written (saves come faster than they are "
+                              "written; state.save_stats has the times)" % (self.step, waited),
+                              RuntimeWarning, stacklevel=3)
+        t1 = time.perf_counter()
+        sd = self._snap.take(self.state_dict())
+        t2 = time.perf_counter()
+        self.save_stats.update(pause_s=t2 - t0, wait_s=t1 - t0, copy_s=t2 - t1,
+                               background_s=None, seq=None, step=self.step)
+        self.save_stats["saves"] += 1
+        self._result = None
+        self._thread = threading.Thread(target=self._write, name="spotrun-save",
+                                        args=(sd, self.step, int((t2 - t0) * 1000)), daemon=True)
+        _term_guard(True)
+        self._thread.start()
+        return None
+
+    def wait(self) -> Optional[int]:
+        """Waits for the save in flight, if any; returns the seq of the
+        newest background save (None when it failed or outside spotrun).
+        state.epochs() calls it when its loop ends; exit and SIGTERM (when
+        the script has no handler of its own) finish a save in flight too.
+        Under torch.distributed call it on every rank (the ranks' commits
+        meet on a collective), and before destroy_process_group()."""
+        self._wait_thread()
+        r = self.save_stats.get("seq")
+        return r if isinstance(r, int) else None
+
+    # -- the background save
+    def _in_flight(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _wait_thread(self) -> float:
+        """Joins the save in flight; reports its outcome; the seconds waited."""
+        t = self._thread
+        if t is None:
+            return 0.0
+        t0 = time.perf_counter()
+        t.join()
+        waited = time.perf_counter() - t0
+        self._collect()
+        return waited
+
+    def _finish(self) -> None:
+        if self._thread is not None:
+            self._wait_thread()
+
+    def _collect(self) -> None:
+        """The outcome of a background save that ended, once: warnings here,
+        in the training thread."""
+        if self._thread is None or self._thread.is_alive():
+            return
+        self._thread = None
+        _term_guard(False)
+        r, self._result = self._result, None
+        if r is None:
+            return
+        kind, what, step = r
+        if kind == "ok":
+            self.save_stats["seq"] = what
+        elif kind == "gone":
+            self._gone = True
+            warnings.warn("spotrun.torch: %s; training goes on without checkpoints" % what,
+                          RuntimeWarning, stacklevel=3)
+        elif kind == "unsaved":
+            warnings.warn("spotrun.torch: the background save of step %d failed (%s); training "
+                          "goes on" % (step, what), RuntimeWarning, stacklevel=3)
+        else:
+            warnings.warn("spotrun.torch: commit of step %d failed (%s); training goes on"
+                          % (step, what), RuntimeWarning, stacklevel=3)
+
+    def _write(self, sd: Dict[str, Any], step: int, pause_ms: int) -> None:
+        """The thread: serialise, then one commit (every rank's files in
+        place first: ranks agree on the outcome over the State's own group)."""
+        t0 = time.perf_counter()
+        err: Optional[BaseException] = None
+        try:
+            with spotrun.saving(self.name) as p, open(p, "wb") as f:
+                # to a file object: torch.save to a path holds the GIL for
+                # the whole write (training stops); a file's writes free it
+                torch.save(sd, f)
+        except Exception as e:  # a full disk, an unpicklable extra: warned, training goes on
+            err = e
+        del sd
+        multi = self._group is not None
+        if multi:
+            import torch.distributed as dist
+            flag = _sd._buf("saved", torch.device("cpu"), 1 if err is not None else 0,
+                            self._group)
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self._group)
+            if flag.item() and err is None:
+                err = CommitError("the save failed on another rank")
+        if err is not None:
+            self._result = ("unsaved", err, step)
+            self.save_stats["background_s"] = time.perf_counter() - t0
+            return
+        try:
+            seq = _sd.commit(step, group=self._group, pause_ms=pause_ms)
+            self._result = ("ok", seq, step)
+        except Error as e:
+            gone = isinstance(e, WrapperGone)
+            if multi:
+                # Only the committing rank saw WrapperGone: agree, so that
+                # every rank stops saving at the same save.
+                import torch.distributed as dist
+                flag = _sd._buf("gone", torch.device("cpu"), 1 if gone else 0, self._group)
+                dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self._group)
+                gone = bool(flag.item())
+            self._result = ("gone" if gone else "failed", e, step)
+        self.save_stats["background_s"] = time.perf_counter() - t0
+
+    def _save_now(self) -> Optional[int]:
+        """background=False: the save and its commit, before returning."""
         with spotrun.saving(self.name) as p:
             torch.save(self.state_dict(), p)
         try:
@@ -609,9 +865,9 @@ class State:
                 gone = bool(flag.item())
             if gone:
                 warnings.warn("spotrun.torch: %s; training goes on without checkpoints" % e,
-                              RuntimeWarning, stacklevel=2)
+                              RuntimeWarning, stacklevel=3)
                 self._committing = False
             else:
                 warnings.warn("spotrun.torch: commit of step %d failed (%s); training goes on"
-                              % (self.step, e), RuntimeWarning, stacklevel=2)
+                              % (self.step, e), RuntimeWarning, stacklevel=3)
         return None

@@ -11,6 +11,7 @@ import hashlib
 import importlib.machinery
 import os
 import random
+import signal
 import subprocess
 import sys
 import types
@@ -85,6 +86,7 @@ class TorchBase(Base):
                 state.step_done()
                 losses.append(loss.item())
                 if stop_at is not None and state.step == stop_at:
+                    state.wait()  # its last save is committed before the "preemption"
                     return None, state, losses  # "preempted" after this step
         return digest(model), state, losses
 
@@ -259,6 +261,7 @@ class TestState(TorchBase):
                      scaler=torch.cuda.amp.GradScaler(enabled=False))
         s.extra["best"] = 0.25
         s.save()
+        s.wait()
         saved = torch.load(os.path.join(d, "spotrun-torch.pt"))
         self.assertEqual(sorted(saved["objects"]),
                          ["model.d", "model.g", "optimizer.0", "optimizer.1", "scaler"])
@@ -284,7 +287,9 @@ class TestState(TorchBase):
         with self.assertRaisesRegex(spotrun.Error, "no spotrun-torch.pt"):
             st.State(model=nn.Linear(1, 1))
         os.environ.pop("SPOTRUN_RESUMED")
-        st.State(loader=st.loader(Noisy(), batch_size=4, seed=1)).save()
+        s = st.State(loader=st.loader(Noisy(), batch_size=4, seed=1))
+        s.save()
+        s.wait()
         os.environ["SPOTRUN_RESUMED"] = "1"
         with self.assertRaisesRegex(spotrun.Error, "seed=1, this one has 2"):
             st.State(loader=st.loader(Noisy(), batch_size=4, seed=2))
@@ -297,11 +302,27 @@ class TestState(TorchBase):
         make_page(page, requested=1, served=0)
         os.environ["SPOTRUN_JOB_PAGE"] = page
         w = self.wrapper(lambda line: b"OK 7\n")
-        s = st.State(model=nn.Linear(1, 1))
+        s = st.State(model=nn.Linear(1, 1), background=False)
         self.assertTrue(s.step_done())
         self.assertEqual(w.lines, ["COMMIT 1"])
         self.assertEqual(s.save(), 7)
         self.assertTrue(os.path.exists(os.path.join(d, "spotrun-torch.pt")))
+
+    def test_a_request_saves_in_the_background_and_commits_the_step_with_its_pause(self):
+        d = self.ckpt()
+        page = os.path.join(self.tmp, "page")
+        make_page(page, requested=1, served=0)  # the fake wrapper never marks it served
+        os.environ["SPOTRUN_JOB_PAGE"] = page
+        w = self.wrapper(lambda line: b"OK 7\n")
+        s = st.State(model=nn.Linear(1, 1))
+        self.assertTrue(s.step_done())
+        self.assertEqual(s.wait(), 7)
+        self.assertEqual(len(w.lines), 1)
+        self.assertRegex(w.lines[0], r"^COMMIT 1 pause_ms=[0-9]+$")
+        self.assertTrue(os.path.exists(os.path.join(d, "spotrun-torch.pt")))
+        self.assertEqual(s.save_stats["seq"], 7)
+        self.assertEqual(s.save_stats["pause_s"], s.save_stats["wait_s"] + s.save_stats["copy_s"])
+        self.assertGreater(s.save_stats["background_s"], 0)
 
     def test_a_gone_wrapper_stops_the_saves(self):
         self.ckpt()
@@ -324,13 +345,65 @@ class TestState(TorchBase):
         make_page(page)  # no request pending: every=1 is what saves
         os.environ["SPOTRUN_JOB_PAGE"] = page
         self.wrapper(lambda line: b"ERR store is full\n")
-        s = st.State(model=nn.Linear(1, 1), every=1)
-        with warnings.catch_warnings(record=True) as got:
-            warnings.simplefilter("always")
-            self.assertTrue(s.step_done())
-        self.assertIn("commit of step 1 failed (spotrun commit failed: store is full)",
-                      str(got[0].message))
-        self.assertEqual(s.step, 1)
+        for background in (False, True):
+            s = st.State(model=nn.Linear(1, 1), every=1, background=background)
+            with warnings.catch_warnings(record=True) as got:
+                warnings.simplefilter("always")
+                self.assertTrue(s.step_done())
+                s.wait()  # a background save's failure is said once it is known
+            self.assertEqual(len(got), 1, [str(w.message) for w in got])
+            self.assertIn("commit of step 1 failed (spotrun commit failed: store is full)",
+                          str(got[0].message))
+            self.assertEqual(s.step, 1)
+
+
+
+class TestBackgroundEnd(TorchBase):
+    """A background save in flight when the script ends or gets SIGTERM is
+    finished first (a script of its own, outside spotrun: the save goes to
+    $SPOTRUN_CKPT_DIR set by hand)."""
+
+    SCRIPT = r"""
+import os, signal, sys, time
+sys.path.insert(0, sys.argv[1])
+import torch
+import spotrun.torch as st
+real = torch.save
+def slow(obj, f, *a, **kw):
+    time.sleep(1)
+    real(obj, f, *a, **kw)
+    print("written", flush=True)
+torch.save = slow
+s = st.State(model=torch.nn.Linear(2, 2))
+s.step = 5
+s.save()
+print("save returned", flush=True)
+if sys.argv[2] == "term":
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(60)
+    print("SIGTERM did not end the process", flush=True)
+"""
+
+    def run_script(self, how):
+        d = self.ckpt()
+        p = subprocess.run([sys.executable, "-c", self.SCRIPT, os.path.join(HERE, ".."), how],
+                           capture_output=True, text=True, timeout=300)
+        return d, p
+
+    def saved_step(self, d):
+        return torch.load(os.path.join(d, "spotrun-torch.pt"))["step"]
+
+    def test_the_end_of_the_script_finishes_the_save_in_flight(self):
+        d, p = self.run_script("exit")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.split(), ["save", "returned", "written"])
+        self.assertEqual(self.saved_step(d), 5)
+
+    def test_sigterm_finishes_the_save_in_flight_then_ends_the_process_as_before(self):
+        d, p = self.run_script("term")
+        self.assertEqual(p.returncode, -signal.SIGTERM, p.stdout + p.stderr)
+        self.assertEqual(p.stdout.split(), ["save", "returned", "written"])
+        self.assertEqual(self.saved_step(d), 5)
 
 
 if __name__ == "__main__":
@@ -357,6 +430,7 @@ class TestUserLoop(TorchBase):
                 opt.step()
                 losses.append(loss.item())
                 if stop_at is not None and state.step + 1 == stop_at:
+                    state.wait()
                     return None, losses, data  # "preempted" after this step
         return digest(model), losses, data
 
@@ -414,6 +488,7 @@ class TestUserLoop(TorchBase):
                         p.data.add_(p.grad, alpha=-lr_t)
                     out.append((batch, loss.item()))
                     if stop_at is not None and state.step + 1 == stop_at:
+                        state.wait()
                         return None, out
                 if best_t is None or loss.item() < best_t:
                     best_t = loss.item()
