@@ -172,8 +172,9 @@ static void every_auto_choose(struct sup *s, int record)
         emit(s, "interval", sr_every_event(&s->every));
 }
 
-/* A staged commit is a checkpoint whatever asked for it: its stage time is
- * a cost sample, and the next request is one interval after it. */
+/* A staged commit is a checkpoint whatever asked for it: the job's wait
+ * for it (its snapshot, not the packing after) is a cost sample, and the
+ * next request is one interval after it. */
 static void every_auto_staged(struct sup *s, int64_t stage_ms)
 {
     if (!s->cfg->every_auto.on)
@@ -194,8 +195,14 @@ static void on_result(struct sup *s)
         char raw[32], stored[32];
         sr_format_size(r.raw_bytes, raw, sizeof(raw));
         sr_format_size(r.stored_bytes, stored, sizeof(stored));
-        if (r.kind == SR_COMMIT_STAGED) {
+        if (r.kind == SR_COMMIT_SNAPPED) {
+            /* The job may change its directory now: answered. */
             if (r.client_fd >= 0) {
+                sr_ctl_reply(r.client_fd, "OK %" PRIu64, r.seq);
+                close(r.client_fd);
+            }
+        } else if (r.kind == SR_COMMIT_STAGED) {
+            if (r.client_fd >= 0) { /* the snapshot failed: the job is told */
                 if (r.rc == 0)
                     sr_ctl_reply(r.client_fd, "OK %" PRIu64, r.seq);
                 else
@@ -213,9 +220,11 @@ static void on_result(struct sup *s)
                     s->staged_seq = r.seq;
                 char step[24];
                 sr_format_step(r.step, step, sizeof(step));
-                sr_info("checkpoint %" PRIu64 " (step %s) staged: %s -> %s in %.1fs", r.seq, step,
-                        raw, stored, (double)r.ms / 1000.0);
-                every_auto_staged(s, r.ms);
+                sr_info("checkpoint %" PRIu64 " (step %s) staged: %s -> %s in %.1fs (snapshot "
+                        "%.1fs of it, all the job waits for; then packed from the snapshot)",
+                        r.seq, step, raw, stored, (double)r.ms / 1000.0,
+                        (double)r.snap_ms / 1000.0);
+                every_auto_staged(s, r.wait_ms); /* its cost: what the job waited */
             }
         } else if (r.rc == -ECANCELED) {
             sr_info("checkpoint %" PRIu64 " skipped: %s", r.seq, r.msg);

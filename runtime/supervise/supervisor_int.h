@@ -141,6 +141,10 @@ struct sup {
     enum pre_phase pre;
     int64_t deadline, commit_by;
     uint64_t durable_seq;
+    /* The newest commits that failed (a ring; 0 = none): STATUS's "failed",
+     * which spotrun_wait_durable() reads. */
+    uint64_t failed_seq[16];
+    unsigned failed_next;
     /* Commits submitted, and those whose persist (or stage) has finished;
      * a drain waits for the ones submitted before it began, not for the
      * job's later periodic commits. */
