@@ -425,15 +425,18 @@ static void stage_failed(struct sr_commits *cp, struct job *j, struct sr_commit_
     wake(cp);
 }
 
-/* SPOTRUN_TEST_HOLD_PACK=FILE (tests only, docs/runtime.md): the stager
- * waits, at most a minute, for FILE to exist between a commit's snapshot
- * and its packing, so a test can act while a commit is answered and not
- * yet packed. */
+/* SPOTRUN_TEST_HOLD_PACK=FILE (tests only, docs/runtime.md): between a
+ * commit's snapshot and its packing, the stager waits (at most a minute)
+ * for FILE to exist, and removes it: each commit is released by one touch,
+ * so a test can act while a commit is answered and not yet packed. */
 static void test_hold(void)
 {
     const char *f = getenv("SPOTRUN_TEST_HOLD_PACK");
-    for (int i = 0; f && *f && i < 600 && access(f, F_OK) != 0; i++)
+    if (!f || !*f)
+        return;
+    for (int i = 0; i < 600 && access(f, F_OK) != 0; i++)
         usleep(100 * 1000);
+    unlink(f);
 }
 
 /* The snapshot, and its result that answers the job. 0, or -errno (then

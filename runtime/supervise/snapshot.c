@@ -218,8 +218,8 @@ static int may_link(struct walk_ctx *c, const char *rel, const struct stat *b)
         return 0;
     const int seen = e->ino != 0;
     const int replaced = seen && (e->ino != b->st_ino || e->dev != b->st_dev);
-    const int untouched = seen && !replaced && e->size == b->st_size &&
-                          same_time(&e->mtime, &b->st_mtim);
+    const int untouched =
+        seen && !replaced && e->size == b->st_size && same_time(&e->mtime, &b->st_mtim);
     if (seen && !replaced && !untouched && !e->in_place) {
         e->in_place = 1;
         sr_debug("%s was written in place since the last commit: copied from now on", rel);
@@ -233,11 +233,13 @@ static int may_link(struct walk_ctx *c, const char *rel, const struct stat *b)
 
 static int snap_file(struct walk_ctx *c, const struct sr_walk_entry *e)
 {
-    const int in = openat(e->dfd, e->name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    const int in =
+        openat(e->dfd, e->name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     if (in < 0)
         return errno == ENOENT ? 0 : sr_errf(-errno, "cannot open %s: %s", e->rel, strerror(errno));
     struct stat b;
-    int rc = fstat(in, &b) == 0 ? 0 : sr_errf(-errno, "cannot stat %s: %s", e->rel, strerror(errno));
+    int rc =
+        fstat(in, &b) == 0 ? 0 : sr_errf(-errno, "cannot stat %s: %s", e->rel, strerror(errno));
     c->sn->files++;
     if (rc == 0 && !S_ISREG(b.st_mode))
         goto out;
@@ -282,9 +284,9 @@ static int snap_visit(void *ctx, const struct sr_walk_entry *e, int post)
         char target[4096];
         const ssize_t n = readlinkat(e->dfd, e->name, target, sizeof(target) - 1);
         if (n < 0)
-            return errno == ENOENT ? 0
-                                   : sr_errf(-errno, "cannot read link %s: %s", e->rel,
-                                             strerror(errno));
+            return errno == ENOENT
+                       ? 0
+                       : sr_errf(-errno, "cannot read link %s: %s", e->rel, strerror(errno));
         target[n] = '\0';
         const struct timespec ts[2] = {st->st_atim, st->st_mtim};
         if (symlinkat(target, c->snapfd, e->rel) != 0)

@@ -35,8 +35,8 @@
 struct sr_snaps; /* what was learnt of each path, across commits */
 
 struct sr_snap {
-    char root[4200]; /* the snapshot directory, to pack from */
-    int beside;      /* made beside the directory (else in the spool) */
+    char root[4200];               /* the snapshot directory, to pack from */
+    int beside;                    /* made beside the directory (else in the spool) */
     struct sr_snap_linked *linked; /* hard-linked files, checked after packing */
     size_t nlinked, caplinked;
     uint64_t files, linked_n, reflinked_n, copied_n, copied_bytes;

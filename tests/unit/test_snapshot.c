@@ -103,7 +103,7 @@ static void test_linked_file_rewritten_in_place_fails_then_is_copied(void **stat
         skip();
     }
     assert_int_equal(sn.linked_n, 1);
-    usleep(20 * 1000); /* a later mtime tick */
+    usleep(20 * 1000);                          /* a later mtime tick */
     rewrite_in_place(f->ckpt, "opt.bin", "cc"); /* while packing */
     assert_int_equal(sr_snap_verify(f->k, &sn), SR_ECHANGED);
     sr_snap_remove(&sn);
@@ -140,8 +140,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_linked_file_rewritten_in_place_fails_then_is_copied,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_file_changed_in_place_between_commits_is_copied,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_file_changed_in_place_between_commits_is_copied, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

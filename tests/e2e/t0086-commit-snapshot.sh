@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# A commit is answered once the wrapper has snapshotted the checkpoint
+# directory, before it is packed (runtime/supervise/snapshot.h): the job
+# goes on at once. Files the job replaces by a rename right after are
+# pulled back as committed; a file linked in the snapshot but rewritten in
+# place while the commit is packed fails that commit (never a mix), and
+# spotrun_wait_durable() says which. SPOTRUN_TEST_HOLD_PACK holds each
+# commit between its snapshot and its packing until the job releases it.
+. "$(dirname "$0")/lib.sh"
+export TRASH
+
+run_job() { # run-id mode
+    rm -f "$TRASH/go" "$TRASH/wait2.rc"
+    SPOTRUN_TEST_HOLD_PACK=$TRASH/go "$SPOTRUN" run --run-id "$1" --max-restarts 0 -- \
+        "$COMMITJOB" "$2" >"$1.log" 2>&1
+}
+
+# Where the metric the job records once commit 2 returned stands among the
+# events: before commit 2's "staged" one, or its "commit_failed" (so before
+# its packing ended).
+returned_before_staged() {
+    events "$1" >"$1.ev" &&
+        "$PY" - "$1.ev" <<\PY
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+names = [(e["event"], e.get("seq"), e.get("name")) for e in ev]
+m = names.index(("metric", None, "commit2_returned"))
+s = [i for i, n in enumerate(names) if n[0] in ("staged", "commit_failed") and n[1] == 2]
+assert s and m < s[0], names
+PY
+}
+
+# The stamps of a.bin and b.bin in a checkpoint pulled back.
+stamps() { printf '%s %s' "$(head -c 7 "$1/a.bin")" "$(head -c 7 "$1/b.bin")"; }
+
+test_expect_success 'commit returns before its packing: the job goes on, files replaced by rename' '
+    run_job ren rename &&
+    test "$(cat wait2.rc)" = 0 &&
+    returned_before_staged ren
+'
+
+test_expect_success 'the checkpoint pulled back holds what was committed, not what came after' '
+    "$SPOTRUN" show ren >show-ren.out &&
+    awk "\$1 == 2 && \$2 == 2" show-ren.out | grep . &&
+    "$SPOTRUN" pull ren --seq 2 out-ren &&
+    test "$(stamps out-ren)" = "a.bin-2 b.bin-2"
+'
+
+test_expect_success 'a file rewritten in place while its commit packs: that commit fails cleanly' '
+    run_job inp inplace &&
+    returned_before_staged inp &&
+    rc=$(cat wait2.rc) &&
+    if [ "$rc" = 0 ]; then
+        "$SPOTRUN" pull inp --seq 2 out-inp &&
+            test "$(stamps out-inp)" = "a.bin-2 b.bin-2"
+    else
+        test "$rc" = -5 &&
+            grep "checkpoint 2 failed after its commit returned" inp.log &&
+            grep "was rewritten in place while the commit packed it" inp.log &&
+            events inp | grep "\"event\":\"commit_failed\"" | grep "\"seq\":2" &&
+            "$SPOTRUN" pull inp --seq 1 out-inp1 &&
+            test "$(stamps out-inp1)" = "a.bin-1 b.bin-1"
+    fi
+'
+
+# Every checkpoint of both runs: each holds one state of the two files.
+all_whole() {
+    local run seq s
+    for run in ren inp; do
+        "$SPOTRUN" show "$run" --json >"$run.json" || return 1
+        for seq in $(json "$run.json" "print(\" \".join(str(c[\"seq\"]) for c in d[\"checkpoints\"]))"); do
+            rm -rf "mix-$run-$seq"
+            "$SPOTRUN" pull "$run" --seq "$seq" "mix-$run-$seq" >/dev/null || return 1
+            s=$(stamps "mix-$run-$seq")
+            case "$s" in
+            "a.bin-1 b.bin-1" | "a.bin-2 b.bin-2" | "a.bin-3 b.bin-3") ;;
+            *) say "checkpoint $seq of $run mixes states: $s"; return 1 ;;
+            esac
+        done
+    done
+}
+
+test_expect_success 'no checkpoint in the store mixes two states of the files' '
+    all_whole
+'
+
+test_expect_success 'no snapshot is left behind' '
+    refute grep -rl . --include="snap-*" work &&
+    test -z "$(find . -name "*.spotrun-tmp.*")"
+'
+
+test_done
