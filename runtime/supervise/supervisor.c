@@ -254,6 +254,8 @@ static void on_timers(struct sup *s)
 {
     const struct sr_supervise_config *c = s->cfg;
     const int64_t t = now();
+    if (s->phase == RUNNING && s->att.next_every && t >= s->att.next_every)
+        on_result(s); /* a commit staged just now moves the next request */
     if (s->phase == RUNNING && s->att.next_every && t >= s->att.next_every) {
         sup_request_checkpoint(s, "every");
         s->att.next_every = t + s->every_ms;
@@ -501,7 +503,8 @@ static void finish(struct sup *s)
 }
 
 /* A wrapper killed mid-restore leaves "<ckpt>.spotrun-tmp.*" beside the
- * checkpoint dir (the codec swaps it in only when complete). We own the run
+ * checkpoint dir (the codec swaps it in only when complete), one killed
+ * mid-commit "<ckpt>.spotrun-tmp.snap-*" (a snapshot, snapshot.h). We own the run
  * (the control socket is ours), so nobody else is restoring into it. Only
  * a directory that carries spotrun's mark goes (the codec marks it as it
  * makes it): the name alone is no proof that spotrun made it, and the
@@ -522,7 +525,7 @@ static void sweep_restore_leftovers(const char *ckpt_dir)
             sr_pathf(path, sizeof(path), "%s/%s", parent, e->d_name) < 0)
             continue;
         if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && sr_dir_marked(path)) {
-            sr_info("removing %s (a restore's leftover)", path);
+            sr_info("removing %s (a restore's or a commit's leftover)", path);
             sr_rmtree(path);
         } else {
             sr_info("leaving %s: named like a restore's leftover, but not marked as spotrun's",

@@ -159,7 +159,7 @@ struct sup {
     struct sr_notice_event cloud;  /* the cloud notice being acted on (source "" = none) */
     struct sr_notice_event ack;    /* to acknowledge before exiting (needs_ack) */
     struct sr_placement placement; /* where this instance runs (cloud "" = not known yet) */
-    int64_t last_stage_ms;         /* how long the last commit took to stage */
+    int64_t last_stage_ms;         /* how long the last commit took to snapshot + pack */
     struct sr_keeper *keeper;      /* lease renewal, NULL = no lease */
     int lost;                      /* the lease went to another wrapper */
 
