@@ -84,6 +84,43 @@ test_expect_success 'no checkpoint in the store mixes two states of the files' '
     all_whole
 '
 
+# A notice while a commit is answered and its packing held: the stop (of a
+# job that does not listen: SIGTERM at once) still makes that commit
+# durable before the wrapper exits 75.
+cat >notice-job.sh <<\JOB
+#!/bin/sh
+trap 'exit 0' TERM
+head -c 4M /dev/urandom >"$SPOTRUN_CKPT_DIR/state"
+"$SPOTRUN_BIN" commit --step 7 >/dev/null || exit 9
+echo returned >"$TRASH/returned"
+while :; do sleep 0.1; done
+JOB
+chmod +x notice-job.sh
+
+release_all() { # touches go while the run lasts: every held commit goes on
+    while kill -0 "$1" 2>/dev/null; do
+        touch "$TRASH/go"
+        sleep 0.1
+    done
+}
+
+test_expect_success 'a notice right after a commit returned: that commit is durable before the stop' '
+    rm -f go returned
+    SPOTRUN_TEST_HOLD_PACK=$TRASH/go "$SPOTRUN" run --run-id ntc --grace 60s -- ./notice-job.sh \
+        >ntc.log 2>&1 &
+    pid=$!
+    test_bg $pid
+    wait_for returned returned 60 &&
+    "$SPOTRUN" notify --run-id ntc --deadline 60s &&
+    { release_all $pid & } &&
+    expect_code 75 wait $pid &&
+    grep "preempted: checkpoint [0-9]* is durable" ntc.log &&
+    "$SPOTRUN" show ntc >show-ntc.out &&
+    awk "\$1 == 1 && \$2 == 7" show-ntc.out | grep . &&
+    "$SPOTRUN" pull ntc --seq 1 out-ntc &&
+    test "$(stat -c %s out-ntc/state)" = 4194304
+'
+
 test_expect_success 'no snapshot is left behind' '
     refute grep -rl . --include="snap-*" work &&
     test -z "$(find . -name "*.spotrun-tmp.*")"
