@@ -28,6 +28,7 @@
 
 #define BUCKETS 1024
 #define COPY_BUF (1u << 20)
+#define ZERO_BLOCK (64u << 10)
 
 struct known {
     struct known *next;
@@ -136,6 +137,26 @@ static int copy_changed(int in, int out, const struct stat *b, const char *rel, 
                    rel);
 }
 
+/* Writes n bytes of buf at off, leaving a hole for each 64 KiB block of
+ * zeros (a sparse file stays sparse in the snapshot; ftruncate sets the
+ * size at the end). */
+static int put_sparse(int out, const char *buf, size_t n, off_t off)
+{
+    static const char zeros[ZERO_BLOCK];
+    for (size_t i = 0; i < n;) {
+        const size_t k = n - i < ZERO_BLOCK ? n - i : ZERO_BLOCK;
+        if (k == ZERO_BLOCK && memcmp(buf + i, zeros, k) == 0) {
+            i += k;
+            continue;
+        }
+        const ssize_t m = pwrite(out, buf + i, k, off + (off_t)i);
+        if (m < 0 && errno != EINTR)
+            return -errno;
+        i += m > 0 ? (size_t)m : 0;
+    }
+    return 0;
+}
+
 /* Copies what in holds (its first b->st_size bytes) into a new file rel. */
 static int copy_file(struct walk_ctx *c, int in, const struct stat *b, const char *rel)
 {
@@ -143,21 +164,20 @@ static int copy_file(struct walk_ctx *c, int in, const struct stat *b, const cha
     if (out < 0)
         return sr_errf(-errno, "cannot create the snapshot of %s: %s", rel, strerror(errno));
     int rc = 0;
-    for (off_t off = 0; rc == 0 && off < b->st_size;) {
+    off_t off = 0;
+    while (rc == 0 && off < b->st_size) {
         const size_t want = (size_t)(b->st_size - off < COPY_BUF ? b->st_size - off : COPY_BUF);
         const ssize_t n = read(in, c->buf, want); /* read(): as the codec reads */
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             break; /* shrank: the check below tells */
-        for (ssize_t w = 0; rc == 0 && w < n;) {
-            const ssize_t m = write(out, c->buf + w, (size_t)(n - w));
-            if (m < 0 && errno != EINTR)
-                rc = sr_errf(-errno, "cannot write the snapshot of %s: %s", rel, strerror(errno));
-            w += m > 0 ? m : 0;
-        }
+        if ((rc = put_sparse(out, c->buf, (size_t)n, off)) < 0)
+            rc = sr_errf(rc, "cannot write the snapshot of %s: %s", rel, strerror(-rc));
         off += n;
     }
+    if (rc == 0 && ftruncate(out, off) != 0)
+        rc = sr_errf(-errno, "cannot write the snapshot of %s: %s", rel, strerror(errno));
     if (rc == 0)
         rc = copy_changed(in, out, b, rel, c->buf);
     const struct timespec ts[2] = {b->st_atim, b->st_mtim};

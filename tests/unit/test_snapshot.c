@@ -54,7 +54,7 @@ static int teardown(void **state)
 /* Rewrites name in place (same inode), as a job writing without a rename. */
 static void rewrite_in_place(const char *dir, const char *name, const char *text)
 {
-    char p[4200];
+    char p[8400];
     snprintf(p, sizeof(p), "%s/%s", dir, name);
     FILE *fp = fopen(p, "r+");
     assert_non_null(fp);
@@ -133,6 +133,33 @@ static void test_file_changed_in_place_between_commits_is_copied(void **state)
     sr_snap_remove(&sn);
 }
 
+static void test_a_copy_keeps_a_sparse_file_sparse(void **state)
+{
+    struct fx *f = *state;
+    struct sr_snap sn;
+    char p[8400];
+    snprintf(p, sizeof(p), "%s/sparse.bin", f->ckpt);
+    FILE *fp = fopen(p, "w");
+    assert_non_null(fp);
+    assert_int_equal(fseek(fp, 64 << 20, SEEK_SET), 0);
+    assert_true(fputs("x", fp) >= 0);
+    assert_int_equal(fclose(fp), 0);
+    assert_int_equal(sr_snap_take(f->k, f->ckpt, f->spool, 1, NULL, 0, &sn), 0);
+    struct stat st;
+    snprintf(p, sizeof(p), "%s/sparse.bin", sn.root);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_size, (64 << 20) + 1);
+    assert_true((uint64_t)st.st_blocks * 512u < (4u << 20)); /* holes, not 64 MiB of zeros */
+    FILE *in = fopen(p, "r");
+    assert_non_null(in);
+    assert_int_equal(fseek(in, 64 << 20, SEEK_SET), 0);
+    assert_int_equal(fgetc(in), 'x');
+    assert_int_equal(fseek(in, 1 << 20, SEEK_SET), 0);
+    assert_int_equal(fgetc(in), 0);
+    fclose(in);
+    sr_snap_remove(&sn);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -142,6 +169,7 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_changed_in_place_between_commits_is_copied, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_a_copy_keeps_a_sparse_file_sparse, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
