@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "codec.h"
@@ -347,6 +348,34 @@ static int make_root(const char *dir, const char *spool, uint64_t n, struct sr_s
     return 0;
 }
 
+static int later(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+}
+
+/* Until the file system's clock (the coarse one) has passed every
+ * timestamp of a linked file: a write by the job after the snapshot then
+ * moves its mtime, which sr_snap_verify sees, even one within the same
+ * clock tick as the job's last write before the commit. At most a tick
+ * or two; 100 ms at most (a timestamp in the future: another clock). */
+static void wait_past(const struct sr_snap *sn)
+{
+    struct timespec newest = {0, 0};
+    for (size_t i = 0; i < sn->nlinked; i++) {
+        if (later(&sn->linked[i].st.st_mtim, &newest))
+            newest = sn->linked[i].st.st_mtim;
+        if (later(&sn->linked[i].st.st_ctim, &newest))
+            newest = sn->linked[i].st.st_ctim;
+    }
+    for (int i = 0; i < 100; i++) {
+        struct timespec now;
+        if (clock_gettime(CLOCK_REALTIME_COARSE, &now) != 0 || later(&now, &newest))
+            return;
+        const struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+}
+
 int sr_snap_take(struct sr_snaps *k, const char *dir, const char *spool, uint64_t n,
                  const char *const *exclude, size_t nexclude, struct sr_snap *out)
 {
@@ -365,6 +394,8 @@ int sr_snap_take(struct sr_snaps *k, const char *dir, const char *spool, uint64_
         const struct sr_walk_opts o = {.max_depth = SR_TREE_MAX_DEPTH, .what = "snapshot"};
         rc = sr_walk(dfd, dir, &o, snap_visit, &c);
     }
+    if (rc == 0)
+        wait_past(out);
     free(c.buf);
     if (dfd >= 0)
         close(dfd);

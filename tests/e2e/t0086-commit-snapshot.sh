@@ -84,6 +84,40 @@ test_expect_success 'no checkpoint in the store mixes two states of the files' '
     all_whole
 '
 
+# The same from Python: spotrun.wait_durable() is True once a commit is
+# durable, and raises CommitError for one that failed after it returned: a
+# file saved by a rename, then rewritten in place at once (within the same
+# clock tick as its save, as likely as not).
+cat >pyjob.py <<\PY
+import os, spotrun
+d, trash = spotrun.ckpt_dir(), os.environ["TRASH"]
+go = os.path.join(trash, "go")
+spotrun.save("m.bin", b"1" * 65536)
+s1 = spotrun.commit(1)
+open(go, "w").close()
+print("wait1", spotrun.wait_durable(s1, timeout=120), flush=True)
+spotrun.save("m.bin", b"2" * 65536)
+s2 = spotrun.commit(2)
+with open(os.path.join(d, "m.bin"), "r+b") as f:
+    f.write(b"3" * 16)
+open(go, "w").close()
+try:
+    print("wait2", spotrun.wait_durable(s2, timeout=120), flush=True)
+except spotrun.CommitError as e:
+    print("wait2 CommitError:", e, flush=True)
+open(go, "w").close()
+PY
+
+test_expect_success 'Python: wait_durable is True once durable, CommitError for a failed commit' '
+    rm -f go
+    SPOTRUN_TEST_HOLD_PACK=$TRASH/go PYTHONPATH=$SRCDIR/python "$SPOTRUN" run --run-id py \
+        --max-restarts 0 -- "$PY" pyjob.py >py.log 2>&1 &&
+    grep "^wait1 True$" py.log &&
+    grep "^wait2 CommitError: checkpoint 2 failed after its commit returned" py.log &&
+    "$SPOTRUN" pull py --seq 1 out-py &&
+    test "$(head -c 4 out-py/m.bin)" = 1111
+'
+
 # A notice while a commit is answered and its packing held: the stop (of a
 # job that does not listen: SIGTERM at once) still makes that commit
 # durable before the wrapper exits 75.
