@@ -101,6 +101,7 @@ struct sr_commits {
     uint64_t last_bytes;    /* the last staged archive's size, holes included */
     uint64_t pool_n;        /* names pool files */
     struct sr_snaps *snaps; /* what the snapshots learnt of each path (stager's) */
+    char *hold;             /* SPOTRUN_TEST_HOLD_PACK (test_hold), NULL = none */
 };
 
 static void push_job(struct job **q, struct job *j)
@@ -425,18 +426,18 @@ static void stage_failed(struct sr_commits *cp, struct job *j, struct sr_commit_
     wake(cp);
 }
 
-/* SPOTRUN_TEST_HOLD_PACK=FILE (tests only, docs/runtime.md): between a
- * commit's snapshot and its packing, the stager waits (at most a minute)
- * for FILE to exist, and removes it: each commit is released by one touch,
- * so a test can act while a commit is answered and not yet packed. */
-static void test_hold(void)
+/* SPOTRUN_TEST_HOLD_PACK=FILE (tests only, docs/runtime.md; read once at
+ * the start, cp->hold): between a commit's snapshot and its packing, the
+ * stager waits (at most a minute) for FILE to exist, and removes it: each
+ * commit is released by one touch, so a test can act while a commit is
+ * answered and not yet packed. */
+static void test_hold(const struct sr_commits *cp)
 {
-    const char *f = getenv("SPOTRUN_TEST_HOLD_PACK");
-    if (!f || !*f)
+    if (!cp->hold)
         return;
-    for (int i = 0; i < 600 && access(f, F_OK) != 0; i++)
+    for (int i = 0; i < 600 && access(cp->hold, F_OK) != 0; i++)
         usleep(100 * 1000);
-    unlink(f);
+    unlink(cp->hold);
 }
 
 /* The snapshot, and its result that answers the job. 0, or -errno (then
@@ -471,7 +472,7 @@ static int snapshot_step(struct sr_commits *cp, struct job *j, const struct sr_c
 static int pack_snapshot(struct sr_commits *cp, struct job *j, const struct sr_commits_config *cfg,
                          uint64_t seq, struct sr_snap *sn)
 {
-    test_hold();
+    test_hold(cp);
     int rc = sr_commits_stage(cfg, sn->root, seq, j->step, j->path, &j->m);
     const int vrc = sr_snap_verify(cp->snaps, sn); /* a torn linked file: copied from now on */
     if (rc == 0 && vrc < 0) {
@@ -672,6 +673,8 @@ int sr_commits_start(const struct sr_commits_config *cfg, struct sr_commits **ou
     cp->pipe_r = p[0];
     cp->pipe_w = p[1];
     cp->snaps = sr_snaps_new();
+    const char *hold = getenv("SPOTRUN_TEST_HOLD_PACK");
+    cp->hold = hold && *hold ? strdup(hold) : NULL;
     if (!cp->snaps)
         abort(); /* out of memory at start-up, as below */
     for (unsigned i = 0; i < POOL_FILES; i++)
@@ -822,6 +825,7 @@ void sr_commits_stop(struct sr_commits *cp, int abandon)
     }
     pool_drop(cp);
     sr_snaps_free(cp->snaps);
+    free(cp->hold);
     close(cp->pipe_r);
     close(cp->pipe_w);
     pthread_mutex_destroy(&cp->lock);
