@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "codec.h"
+#include "dirmark.h"
 #include "fsutil.h"
 #include "snapshot.h"
 
@@ -160,6 +161,43 @@ static void test_a_copy_keeps_a_sparse_file_sparse(void **state)
     sr_snap_remove(&sn);
 }
 
+/* A spool on another file system (tmpfs): the snapshot goes beside the
+ * directory, marked as spotrun's, and links work there. */
+static void test_spool_elsewhere_snapshot_beside_marked(void **state)
+{
+    struct fx *f = *state;
+    struct stat a, b;
+    char spool[] = "/dev/shm/snapshot-spool.XXXXXX";
+    if (!mkdtemp(spool))
+        skip();
+    if (stat(spool, &a) != 0 || stat(f->ckpt, &b) != 0 || a.st_dev == b.st_dev) {
+        rmdir(spool);
+        skip();
+    }
+    struct sr_snap sn;
+    tu_write_text(f->ckpt, "w.pt", "1");
+    assert_int_equal(sr_snap_take(f->k, f->ckpt, spool, 1, NULL, 0, &sn), 0);
+    sr_snap_remove(&sn);
+    tu_write_text(f->ckpt, "w.pt", "2");
+    assert_int_equal(sr_snap_take(f->k, f->ckpt, spool, 2, NULL, 0, &sn), 0);
+    char want[4300];
+    snprintf(want, sizeof(want), "%s.spotrun-tmp.snap-", f->ckpt);
+    if (!sn.beside) { /* no user xattrs here: never an unmarked one beside */
+        assert_int_equal(strncmp(sn.root, spool, strlen(spool)), 0);
+        assert_int_equal(sn.copied_n, 1);
+    } else {
+        assert_int_equal(strncmp(sn.root, want, strlen(want)), 0);
+        assert_true(sr_dir_marked(sn.root));
+        assert_int_equal(sn.linked_n + sn.reflinked_n, 1);
+    }
+    tu_assert_text(sn.root, "w.pt", "2");
+    char *root = strdup(sn.root);
+    sr_snap_remove(&sn);
+    assert_int_equal(access(root, F_OK), -1);
+    free(root);
+    sr_rmtree(spool);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -170,6 +208,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_file_changed_in_place_between_commits_is_copied, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_copy_keeps_a_sparse_file_sparse, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spool_elsewhere_snapshot_beside_marked, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
