@@ -150,7 +150,9 @@ static int put_sparse(int out, const char *buf, size_t n, off_t off)
             i += k;
             continue;
         }
-        const ssize_t m = pwrite(out, buf + i, k, off + (off_t)i);
+        if (lseek(out, off + (off_t)i, SEEK_SET) < 0)
+            return -errno;
+        const ssize_t m = write(out, buf + i, k);
         if (m < 0 && errno != EINTR)
             return -errno;
         i += m > 0 ? (size_t)m : 0;
