@@ -5,9 +5,11 @@
  *
  * Control protocol: one request line per connection to the unix stream
  * socket $SPOTRUN_CONTROL, one reply line back. `COMMIT <step|->` is
- * answered `OK <seq>` or `ERR <message>` once the checkpoint directory has
- * been staged, which may take seconds for a big directory, so the reply is
- * awaited without a timeout.
+ * answered `OK <seq>` or `ERR <message>` once the wrapper has snapshotted
+ * the checkpoint directory (O(files); a copy of each file written in place
+ * takes longer), so the reply is awaited without a timeout.
+ * spotrun_wait_durable() polls `STATUS` (`OK {json}`: durable_seq, and
+ * "failed", the seqs of recent commits that failed after they returned).
  *
  * DESIGN: every call opens its own connection, so concurrent commits from
  * several threads need no lock. Interrupted system calls are retried; the
@@ -21,11 +23,13 @@
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Longest reply line we accept; longer ERR messages are truncated. */
@@ -118,8 +122,12 @@ static int parse_reply(const char *reply)
     return -EPROTO;
 }
 
-/* One request line, one reply line; 0 when the reply is OK. */
-static int call(const char *req)
+/* The seq of this process's newest successful commit, 0 = none. */
+static long last_seq;
+
+/* One request line, one reply line (into reply, when not NULL); 0 when the
+ * reply is OK. */
+static int call_reply(const char *req, char *out, size_t cap)
 {
     const char *path = getenv("SPOTRUN_CONTROL");
     if (path == NULL || *path == '\0')
@@ -133,8 +141,15 @@ static int call(const char *req)
         result = recv_line(fd, reply, sizeof reply);
     if (result == 0)
         result = parse_reply(reply);
+    if (result == 0 && out)
+        snprintf(out, cap, "%s", reply);
     close(fd);
     return result;
+}
+
+static int call(const char *req)
+{
+    return call_reply(req, NULL, 0);
 }
 
 SPOTRUN_EXPORT int spotrun_commit(long step)
@@ -159,10 +174,75 @@ SPOTRUN_EXPORT int spotrun_commit(long step)
         snprintf(req, sizeof req, "COMMIT -\n");
     else
         snprintf(req, sizeof req, "COMMIT %ld\n", step);
-    const int result = call(req);
-    if (result == 0)
+    char reply[REPLY_MAX];
+    const int result = call_reply(req, reply, sizeof reply);
+    if (result == 0) {
         shim_mark_served(generation);
+        const long seq = strtol(reply + 2, NULL, 10);
+        if (seq > 0)
+            __atomic_store_n(&last_seq, seq, __ATOMIC_RELAXED);
+    }
     return result;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* In a STATUS reply's JSON: 1 when durable_seq >= seq, -1 when seq is in
+ * "failed", 0 while neither. */
+static int durable_in(const char *json, long seq)
+{
+    const char *f = strstr(json, "\"failed\":[");
+    for (const char *p = f ? f + 10 : NULL; p && *p && *p != ']';) {
+        char *end;
+        const long v = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (v == seq)
+            return -1;
+        p = *end == ',' ? end + 1 : end;
+    }
+    const char *d = strstr(json, "\"durable_seq\":");
+    return d && strtol(d + 14, NULL, 10) >= seq;
+}
+
+SPOTRUN_EXPORT int spotrun_wait_durable(long seq, long timeout_ms)
+{
+    shim_init();
+    if (seq <= 0)
+        seq = __atomic_load_n(&last_seq, __ATOMIC_RELAXED);
+    if (seq <= 0)
+        return getenv("SPOTRUN_CONTROL") ? -EINVAL : -ENOTCONN;
+    const int64_t end = timeout_ms >= 0 ? mono_ms() + timeout_ms : INT64_MAX;
+    long nap_ms = 20;
+    for (;;) {
+        char reply[REPLY_MAX];
+        const int rc = call_reply("STATUS\n", reply, sizeof reply);
+        if (rc < 0)
+            return rc;
+        const int d = durable_in(reply, seq);
+        if (d > 0)
+            return 0;
+        if (d < 0) {
+            fprintf(stderr,
+                    "spotrun: checkpoint %ld failed after its commit returned (the wrapper's "
+                    "log says why); the previous checkpoint stands\n",
+                    seq);
+            return -EIO;
+        }
+        const int64_t left = end - mono_ms();
+        if (left <= 0)
+            return -ETIMEDOUT;
+        const long ms = left < nap_ms ? (long)left : nap_ms;
+        const struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        while (nanosleep(&ts, NULL) != 0 && errno == EINTR) {
+        }
+        nap_ms = nap_ms < 250 ? nap_ms * 2 : 250;
+    }
 }
 
 SPOTRUN_EXPORT int spotrun_metric(const char *name, double value, long step)

@@ -7,7 +7,7 @@
  *
  *   if (spotrun_checkpoint_requested()) {    // the wrapper asked for one
  *       save_everything_to(getenv("SPOTRUN_CKPT_DIR"));
- *       spotrun_commit(step);                // staged: safe to go on
+ *       spotrun_commit(step);                // snapshotted: safe to go on
  *   }
  *
  * or lets the shim save its buffers (host or CUDA device memory):
@@ -29,10 +29,19 @@
  *    is one heartbeat on the job page (call the first once per step), which
  *    `spotrun run --stall-timeout` watches: a job that heartbeated and then
  *    stops for longer than the timeout is judged stalled and restarted.
- *  - spotrun_commit() blocks until the wrapper has staged $SPOTRUN_CKPT_DIR
- *    (packed and compressed to local disk), which may take seconds; after it
- *    returns 0 the job may overwrite the directory. It is thread-safe but not
- *    async-signal-safe: call it from the training loop, not a handler.
+ *  - spotrun_commit() blocks until the wrapper has taken a snapshot of
+ *    $SPOTRUN_CKPT_DIR: hard links (or reflinks) of files replaced by a
+ *    rename since the last commit, copies of files written in place or not
+ *    seen before; O(files), not the seconds packing a big directory takes.
+ *    After it returns 0 the job may overwrite the directory; the commit
+ *    then holds the directory as it was at the snapshot. Packing,
+ *    compressing and storing it go on in the background: the checkpoint is
+ *    durable later (spotrun_wait_durable() says when) or fails then,
+ *    leaving the previous checkpoint as the newest, never a mix of the two.
+ *    A file linked because the job replaces it by a rename, but rewritten
+ *    in place while the commit packs it, fails that commit (and is copied
+ *    from then on). It is thread-safe but not async-signal-safe: call it
+ *    from the training loop, not a handler.
  *  - Functions return 0 or a negative errno value; the library never exits
  *    the process and writes to stderr only to relay the wrapper's refusal.
  *
@@ -52,10 +61,22 @@ extern "C" {
 int spotrun_checkpoint_requested(void);
 
 /* Tell the wrapper that $SPOTRUN_CKPT_DIR holds a complete checkpoint taken
- * at `step` (step < 0: unknown). Returns 0 once staged, -ENOTCONN when not
- * running under spotrun, -EIO when the wrapper refused (its message goes to
- * stderr prefixed "spotrun: "), or -errno on a socket error. */
+ * at `step` (step < 0: unknown). Returns 0 once snapshotted (see above: not
+ * yet durable), -ENOTCONN when not running under spotrun, -EIO when the
+ * wrapper refused (its message goes to stderr prefixed "spotrun: "), or
+ * -errno on a socket error. */
 int spotrun_commit(long step);
+
+/* Waits until checkpoint `seq` is durable in the store (a newer one being
+ * durable counts: a checkpoint skipped at a notice for a newer one is
+ * superseded); seq <= 0: this process's newest successful spotrun_commit().
+ * timeout_ms < 0 waits without a limit. Returns 0 once durable,
+ * -ETIMEDOUT, -EIO when that checkpoint failed after its commit returned
+ * (a message goes to stderr), -EINVAL when seq <= 0 and this process has
+ * not committed, -ENOTCONN when not running under spotrun, or -errno on a
+ * socket error. Polls the wrapper (STATUS) every 20-250 ms. Thread-safe;
+ * not async-signal-safe. */
+int spotrun_wait_durable(long seq, long timeout_ms);
 
 /* Records a number the job reports (`name`: 1-64 of [A-Za-z0-9_.:-]; a
  * finite value) at `step` (< 0: unknown) in the run's event log, where

@@ -37,6 +37,7 @@ import re
 import secrets
 import shutil
 import tempfile
+import time
 import warnings
 from typing import Any, Dict, Iterator, Optional, Union
 
@@ -47,7 +48,8 @@ from ._request import checkpoint_due, heartbeat, listen
 __version__ = "0.1.0"
 __all__ = [
     "active", "run_id", "ckpt_dir", "resumed", "restored_step", "attempt", "params", "path",
-    "checkpoint_due", "heartbeat", "listen", "saving", "save", "commit", "metric", "status",
+    "checkpoint_due", "heartbeat", "listen", "saving", "save", "commit", "wait_durable",
+    "metric", "status",
     "Error", "NotUnderSpotrun", "WrapperGone", "CommitError",
 ]
 
@@ -227,9 +229,13 @@ def commit(step: Optional[int] = None, timeout: Optional[float] = None,
            pause_ms: Optional[int] = None) -> Optional[int]:
     """Tells the wrapper that ckpt_dir() holds a complete checkpoint of step.
 
-    Returns the checkpoint's sequence number once the directory is staged
-    (packed on local disk: the job may overwrite it right after; the upload
-    goes on in the background). Waits without a timeout unless given one.
+    Returns the checkpoint's sequence number once the wrapper has taken a
+    snapshot of the directory (hard links of the files saving() replaced,
+    copies of files written in place: O(files), not the packing): the job
+    may overwrite the directory right after. Packing, compressing and the
+    upload go on in the background; the checkpoint is durable later
+    (wait_durable(seq) waits for that), or fails then, leaving the previous
+    checkpoint as the newest. Waits without a timeout unless given one.
     This commit answers every checkpoint request made before it.
 
     pause_ms: how long training stopped for this checkpoint, when the job
@@ -252,11 +258,50 @@ def commit(step: Optional[int] = None, timeout: Optional[float] = None,
     ok, rest = _control.split_reply(sock, "COMMIT", _control.call(sock, "COMMIT " + arg, timeout))
     if not ok:
         raise CommitError("spotrun commit failed: " + rest)
+    global _last_seq
     try:
-        return int(rest)
+        _last_seq = int(rest)
+        return _last_seq
     except ValueError:
         raise Error("unexpected answer to COMMIT from the spotrun wrapper at %s: %r"
                     % (sock, "OK " + rest)) from None
+
+
+_last_seq: Optional[int] = None
+
+
+def wait_durable(seq: Optional[int] = None, timeout: Optional[float] = None) -> bool:
+    """Waits until checkpoint seq (default: this process's newest commit)
+    is durable in the store: True once it is (or a newer one is: a
+    checkpoint skipped at a notice for a newer one counts as superseded),
+    False when timeout (seconds) passed first. Polls STATUS.
+
+    Raises CommitError when that checkpoint failed after its commit
+    returned (packing or storing it; the wrapper's log says why), and
+    WrapperGone when the wrapper goes away. Outside spotrun returns None.
+    """
+    sock = os.environ.get("SPOTRUN_CONTROL")
+    if not sock:
+        return None
+    if seq is None:
+        seq = _last_seq
+    if seq is None:
+        raise ValueError("wait_durable(): no commit made yet and no seq given")
+    seq = operator.index(seq)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    nap = 0.02
+    while True:
+        st = status(timeout=30.0)
+        if seq in st.get("failed", []):
+            raise CommitError("checkpoint %d failed after its commit returned (the wrapper's "
+                              "log says why); the previous checkpoint stands" % seq)
+        if st.get("durable_seq", 0) >= seq:
+            return True
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        left = nap if deadline is None else min(nap, max(0.0, deadline - time.monotonic()))
+        time.sleep(left)
+        nap = min(nap * 2, 0.25)
 
 
 def metric(name: str, value: Any, step: Optional[int] = None,
@@ -288,7 +333,8 @@ def metric(name: str, value: Any, step: Optional[int] = None,
 
 def status(timeout: Optional[float] = 30.0) -> Optional[Dict[str, Any]]:
     """The wrapper's view of the run (run_id, state, attempt, pid,
-    durable_seq, pending); None outside spotrun."""
+    durable_seq, pending, failed: seqs of recent commits that failed after
+    they returned); None outside spotrun."""
     sock = os.environ.get("SPOTRUN_CONTROL")
     if not sock:
         return None

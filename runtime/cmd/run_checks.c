@@ -230,7 +230,7 @@ int sr_run_every_history(struct run_ctx *r)
     } else {
         a->hist_instance_ms = h->instance_ms;
         a->hist_preemptions = interruptions(h);
-        a->hist_cost_ms = h->staged ? (int64_t)(h->stage_p50 * 1000.0 + 0.5) : 0;
+        a->hist_cost_ms = h->staged ? (int64_t)(h->wait_p50 * 1000.0 + 0.5) : 0;
     }
     sr_err_clear();
     const char *sweep = r->trial >= 0 ? r->sweep.name : NULL;

@@ -205,6 +205,9 @@ static void add_ckpt(struct sr_history *h, const json_t *ev, uint32_t a, int64_t
     } else {
         c->staged_ms = t;
         c->stage_seconds = num_of(ev, "seconds");
+        c->wait_seconds = json_is_number(json_object_get(ev, "snapshot_seconds"))
+                              ? num_of(ev, "snapshot_seconds")
+                              : c->stage_seconds;
         /* never after its staging (a clock that disagrees, a planted log) */
         c->state_ms = int_in(ev, "state_ms", 1, t, 0);
         c->attempt = a;

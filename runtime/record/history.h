@@ -120,6 +120,10 @@ struct sr_hist_ckpt {
      * recorded (an older log: its staged time stands in). */
     int64_t state_ms;
     double stage_seconds, persist_seconds;
+    /* What the job's commit waited: the staged event's snapshot_seconds
+     * (the commit is answered after its snapshot), else (an older log,
+     * where it waited for the packing) its seconds. */
+    double wait_seconds;
     uint64_t raw_bytes, stored_bytes;
 };
 
@@ -226,8 +230,9 @@ struct sr_history {
     int64_t pruned_ms, cancelled_ms;
     unsigned staged, durable;
     double stage_p50, stage_max, persist_p50, persist_max; /* seconds */
-    uint64_t raw_bytes, stored_bytes;                      /* of durable checkpoints */
-    int64_t first_ms, last_ms;                             /* over all events */
+    double wait_p50;                  /* of wait_seconds: --every auto's cost from history */
+    uint64_t raw_bytes, stored_bytes; /* of durable checkpoints */
+    int64_t first_ms, last_ms;        /* over all events */
     int64_t wall_ms, instance_ms, queued_ms;
     uint32_t sessions;
     int64_t last_durable_ms; /* unix ms of the newest persist, 0 = none */

@@ -242,16 +242,20 @@ static void derive_ckpts(struct sr_history *h)
 {
     double *st = calloc(h->n_ck + 1, sizeof(double));
     double *pe = calloc(h->n_ck + 1, sizeof(double));
-    if (!st || !pe) {
+    double *wa = calloc(h->n_ck + 1, sizeof(double));
+    if (!st || !pe || !wa) {
         free(st);
         free(pe);
+        free(wa);
         return;
     }
     size_t ns = 0, np = 0;
     for (size_t i = 0; i < h->n_ck; i++) {
         const struct sr_hist_ckpt *c = &h->ck[i];
-        if (c->staged_ms)
+        if (c->staged_ms) {
+            wa[ns] = c->wait_seconds;
             st[ns++] = c->stage_seconds;
+        }
         if (c->persisted_ms) {
             pe[np++] = c->persist_seconds;
             h->raw_bytes += c->raw_bytes;
@@ -262,12 +266,14 @@ static void derive_ckpts(struct sr_history *h)
     }
     h->staged = (unsigned)ns;
     h->durable = (unsigned)np;
+    h->wait_p50 = sr_percentile(wa, ns, 50);
     h->stage_p50 = sr_percentile(st, ns, 50);
     h->stage_max = ns ? st[ns - 1] : 0;
     h->persist_p50 = sr_percentile(pe, np, 50);
     h->persist_max = np ? pe[np - 1] : 0;
     free(st);
     free(pe);
+    free(wa);
 }
 
 static void derive_times(struct sr_history *h)

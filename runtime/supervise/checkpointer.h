@@ -3,14 +3,20 @@
  * split of the commit protocol. (The store's catalog of checkpoints is
  * storage/run/catalog.h, sr_ckpt_*.)
  *
- * A commit is two steps on two threads, so the job is held only for the
+ * A commit is three steps on two threads, so the job is held only for the
  * first one:
- *   stage   (stager thread)    pack + compress the checkpoint directory into
+ *   snapshot (stager thread)   an O(files) snapshot of the checkpoint
+ *                              directory (snapshot.h: reflinks, hard links of
+ *                              files replaced by rename, copies); after this
+ *                              the job may overwrite its directory. Reported
+ *                              as SNAPPED (the job's commit is answered).
+ *   stage   (stager thread)    pack + compress the snapshot into
  *                              <spool>/<seq>.tar.zst, writing only the frames
  *                              earlier staged archives do not hold (holes
- *                              refer to those, checkpointer.c); after this
- *                              the job may overwrite its directory. Reported
- *                              as STAGED.
+ *                              refer to those, checkpointer.c), then remove
+ *                              the snapshot. Reported as STAGED (a failure
+ *                              here, after SNAPPED, fails the commit: the
+ *                              previous checkpoint stands).
  *   persist (persister thread) upload the staged file's new frames (a delta)
  *                              or the whole of it, holes filled in, to the
  *                              store, then the manifest (the commit point),
@@ -64,7 +70,7 @@ struct sr_commits_config {
     size_t nexclude;
 };
 
-enum sr_commit_kind { SR_COMMIT_STAGED, SR_COMMIT_PERSISTED };
+enum sr_commit_kind { SR_COMMIT_SNAPPED, SR_COMMIT_STAGED, SR_COMMIT_PERSISTED };
 
 struct sr_commit_result {
     enum sr_commit_kind kind;
@@ -74,7 +80,11 @@ struct sr_commit_result {
     int rc;        /* 0 or -errno */
     char msg[256];
     uint64_t raw_bytes, stored_bytes;
-    int64_t ms;       /* time the step took */
+    int64_t ms;       /* time the step took; SNAPPED: since the submit (the
+                       * job's wait), STAGED: snapshot + pack */
+    int64_t snap_ms;  /* SNAPPED, STAGED: the snapshot's own time */
+    int64_t wait_ms;  /* SNAPPED, STAGED: from the submit to the snapshot taken
+                       * (what a job's commit waits) */
     int64_t state_ms; /* STAGED: when the state it holds was taken (unix ms) */
     /* PERSISTED in a multi-node run: this node's part is durable; set is 1
      * when the set of its step is published too (else another node, or
@@ -111,7 +121,9 @@ void sr_commits_set_gpu(struct sr_commits *cp, uint32_t devices, const uint64_t 
  * started is skipped when a newer one is staged behind it: its result is
  * -ECANCELED. The newest commit becomes durable sooner. */
 void sr_commits_hurry(struct sr_commits *cp, int on);
-/* Queues a commit of dir (copied) at step (-1 unknown). */
+/* Queues a commit of dir (copied) at step (-1 unknown). A client_fd is
+ * carried by the SNAPPED result (or the STAGED one of a commit whose
+ * snapshot failed) only: later results have -1. */
 int sr_commits_submit(struct sr_commits *cp, const char *dir, int64_t step, int client_fd);
 /* The same, with a tag of the caller's that the commit's results carry
  * (the supervisor's fingerprint of the directory as submitted). */

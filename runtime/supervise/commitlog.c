@@ -75,6 +75,7 @@ void sup_commit_result(struct sup *s, const struct sr_commit_result *r)
     if (r->rc == -ECANCELED) /* superseded by a newer commit: not a failure */
         return;
     if (r->rc < 0) {
+        s->failed_seq[s->failed_next++ % 16] = r->seq;
         sr_dirstate_result(&s->att.dir, r->tag, 0);
         if (r->rc == -ESTALE && s->cfg->lease && r->kind == SR_COMMIT_PERSISTED)
             return; /* the lease is lost: said by its own event */

@@ -4,13 +4,18 @@
  * 0600. One request line per connection, one reply line; a line with a
  * word more or less than its verb takes is refused ("ERR bad request"):
  *
- *   COMMIT <step|-> [pause_ms=N]\n -> "OK <seq>\n" once staged, or "ERR <msg>\n"
+ *   COMMIT <step|-> [pause_ms=N]\n -> "OK <seq>\n" once snapshotted (packed and
+ *                                    stored after: durable later, or failed),
+ *                                    or "ERR <msg>\n"
  *                                    (pause_ms: how long the job's training
  *                                    stopped for this checkpoint, when it
  *                                    saves in the background; --every auto's
  *                                    cost, see every.h)
  *   NOTIFY <deadline_ms> <source>\n -> "OK\n"
- *   STATUS\n                        -> "OK <json>\n"
+ *   STATUS\n                        -> "OK <json>\n" (run_id, state, attempt,
+ *                                    pid, durable_seq, pending, failed: the
+ *                                    seqs of the newest commits that failed
+ *                                    after they were answered)
  *   METRIC <step|-> <name> <value>\n -> "OK\n" (a number the job reports:
  *                                    name [A-Za-z0-9_.:-]{1,64}, a finite
  *                                    value; recorded in the event log)

@@ -8,9 +8,10 @@
  * this wrapper's commits and the instance time since it started, and
  * re-evaluates the interval after each staged commit.
  *
- * Cost: the median of the stage times of this wrapper's newest commits (the
- * job waits for its `spotrun commit` that long), else the history's stage
- * p50, else SR_INTERVAL_COST_PRIOR_MS. Once the job reports its own pause
+ * Cost: the median of the waits of this wrapper's newest commits (from the
+ * request to the snapshot that answers it: the job waits for its `spotrun
+ * commit` that long; the packing after is the wrapper's), else the
+ * history's p50 of the same, else SR_INTERVAL_COST_PRIOR_MS. Once the job reports its own pause
  * with a commit (COMMIT <step> pause_ms=N: a background save, whose commit
  * the training loop does not wait for), the reported pauses are the
  * samples and stage times are not. MTBF: instance time / preemptions of
@@ -32,7 +33,7 @@ struct sr_every_auto {
     int64_t min_ms, max_ms;   /* --every-min, --every-max */
     int64_t hist_instance_ms; /* instance time before this wrapper */
     uint64_t hist_preemptions;
-    int64_t hist_cost_ms;   /* the history's stage p50, 0 = none staged */
+    int64_t hist_cost_ms;   /* the history's commit wait p50, 0 = none staged */
     const char *mtbf_scope; /* what the history covers: "history" or "sweep" */
 };
 

@@ -5,8 +5,10 @@
  * Control connections are read as their bytes arrive (never a blocking read
  * on the supervisor's loop): up to MAX_CONNS wait at once, each at most
  * SR_CTL_REQUEST_TIMEOUT_MS; when every slot is taken the oldest is
- * dropped. A COMMIT is answered once staged (on_result in supervisor.c),
- * every other request at once.
+ * dropped. A COMMIT is answered once its snapshot is taken (on_result in
+ * supervisor.c; packed and stored after), every other request at once.
+ * STATUS's "failed" lists the seqs of the newest commits that failed after
+ * they were answered (packing, storing): spotrun_wait_durable() reads it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,6 +26,11 @@ static void status_reply(struct sup *s, int fd)
         json_pack("{s:s,s:s,s:I,s:i,s:I,s:i}", "run_id", s->cfg->run_id, "state", names[s->phase],
                   "attempt", (json_int_t)s->attempt, "pid", (int)s->att.child, "durable_seq",
                   (json_int_t)s->durable_seq, "pending", sr_commits_pending(s->cp));
+    json_t *failed = json_array();
+    for (unsigned i = 0; i < 16; i++)
+        if (s->failed_seq[i])
+            json_array_append_new(failed, json_integer((json_int_t)s->failed_seq[i]));
+    json_object_set_new(o, "failed", failed);
     char *txt = json_dumps(o, JSON_COMPACT);
     sr_ctl_reply(fd, "OK %s", txt ? txt : "{}");
     free(txt);
@@ -92,7 +99,7 @@ static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
         sup_commit_dir(s, req->step, fd, "job");
         if (s->phase == PREEMPTING && s->pre == WAIT_COMMIT)
             sup_enter_drain(s); /* persists are drained before the job is stopped */
-        return;                 /* fd is answered once staged */
+        return;                 /* fd is answered once snapshotted */
     case SR_CTL_NOTIFY:
         sr_ctl_reply(fd, "OK");
         close(fd);

@@ -72,9 +72,15 @@ void sup_kill_tick(struct sup *s)
 
 /* ---- PREEMPTING ---------------------------------------------------------- */
 
+/* The work between the job's commit and a durable checkpoint: its
+ * snapshot and packing (last_stage_ms: both, as the last commit took them)
+ * and the persist; plus, when a commit is still being packed, that one's
+ * packing, which the next snapshot waits for (a skipped persist costs
+ * nothing: sr_commits_hurry). */
 int64_t sup_store_by(const struct sup *s, int64_t deadline_ms)
 {
-    const int64_t work = s->last_stage_ms + sr_commits_persist_estimate_ms(s->cp);
+    const int64_t stage = s->last_stage_ms * (sr_commits_staging(s->cp) > 0 ? 2 : 1);
+    const int64_t work = stage + sr_commits_persist_estimate_ms(s->cp);
     return deadline_ms - work - PERSIST_MARGIN_MS - work / 10;
 }
 

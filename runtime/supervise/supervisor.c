@@ -172,8 +172,9 @@ static void every_auto_choose(struct sup *s, int record)
         emit(s, "interval", sr_every_event(&s->every));
 }
 
-/* A staged commit is a checkpoint whatever asked for it: its stage time is
- * a cost sample, and the next request is one interval after it. */
+/* A staged commit is a checkpoint whatever asked for it: the job's wait
+ * for it (its snapshot, not the packing after) is a cost sample, and the
+ * next request is one interval after it. */
 static void every_auto_staged(struct sup *s, int64_t stage_ms)
 {
     if (!s->cfg->every_auto.on)
@@ -194,8 +195,14 @@ static void on_result(struct sup *s)
         char raw[32], stored[32];
         sr_format_size(r.raw_bytes, raw, sizeof(raw));
         sr_format_size(r.stored_bytes, stored, sizeof(stored));
-        if (r.kind == SR_COMMIT_STAGED) {
+        if (r.kind == SR_COMMIT_SNAPPED) {
+            /* The job may change its directory now: answered. */
             if (r.client_fd >= 0) {
+                sr_ctl_reply(r.client_fd, "OK %" PRIu64, r.seq);
+                close(r.client_fd);
+            }
+        } else if (r.kind == SR_COMMIT_STAGED) {
+            if (r.client_fd >= 0) { /* the snapshot failed: the job is told */
                 if (r.rc == 0)
                     sr_ctl_reply(r.client_fd, "OK %" PRIu64, r.seq);
                 else
@@ -213,9 +220,11 @@ static void on_result(struct sup *s)
                     s->staged_seq = r.seq;
                 char step[24];
                 sr_format_step(r.step, step, sizeof(step));
-                sr_info("checkpoint %" PRIu64 " (step %s) staged: %s -> %s in %.1fs", r.seq, step,
-                        raw, stored, (double)r.ms / 1000.0);
-                every_auto_staged(s, r.ms);
+                sr_info("checkpoint %" PRIu64 " (step %s) staged: %s -> %s in %.1fs (snapshot "
+                        "%.1fs of it, all the job waits for; then packed from the snapshot)",
+                        r.seq, step, raw, stored, (double)r.ms / 1000.0,
+                        (double)r.snap_ms / 1000.0);
+                every_auto_staged(s, r.wait_ms); /* its cost: what the job waited */
             }
         } else if (r.rc == -ECANCELED) {
             sr_info("checkpoint %" PRIu64 " skipped: %s", r.seq, r.msg);
@@ -245,6 +254,8 @@ static void on_timers(struct sup *s)
 {
     const struct sr_supervise_config *c = s->cfg;
     const int64_t t = now();
+    if (s->phase == RUNNING && s->att.next_every && t >= s->att.next_every)
+        on_result(s); /* a commit staged just now moves the next request */
     if (s->phase == RUNNING && s->att.next_every && t >= s->att.next_every) {
         sup_request_checkpoint(s, "every");
         s->att.next_every = t + s->every_ms;
@@ -492,7 +503,8 @@ static void finish(struct sup *s)
 }
 
 /* A wrapper killed mid-restore leaves "<ckpt>.spotrun-tmp.*" beside the
- * checkpoint dir (the codec swaps it in only when complete). We own the run
+ * checkpoint dir (the codec swaps it in only when complete), one killed
+ * mid-commit "<ckpt>.spotrun-tmp.snap-*" (a snapshot, snapshot.h). We own the run
  * (the control socket is ours), so nobody else is restoring into it. Only
  * a directory that carries spotrun's mark goes (the codec marks it as it
  * makes it): the name alone is no proof that spotrun made it, and the
@@ -513,7 +525,7 @@ static void sweep_restore_leftovers(const char *ckpt_dir)
             sr_pathf(path, sizeof(path), "%s/%s", parent, e->d_name) < 0)
             continue;
         if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && sr_dir_marked(path)) {
-            sr_info("removing %s (a restore's leftover)", path);
+            sr_info("removing %s (a restore's or a commit's leftover)", path);
             sr_rmtree(path);
         } else {
             sr_info("leaving %s: named like a restore's leftover, but not marked as spotrun's",

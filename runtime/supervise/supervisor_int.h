@@ -141,6 +141,10 @@ struct sup {
     enum pre_phase pre;
     int64_t deadline, commit_by;
     uint64_t durable_seq;
+    /* The newest commits that failed (a ring; 0 = none): STATUS's "failed",
+     * which spotrun_wait_durable() reads. */
+    uint64_t failed_seq[16];
+    unsigned failed_next;
     /* Commits submitted, and those whose persist (or stage) has finished;
      * a drain waits for the ones submitted before it began, not for the
      * job's later periodic commits. */
@@ -155,7 +159,7 @@ struct sup {
     struct sr_notice_event cloud;  /* the cloud notice being acted on (source "" = none) */
     struct sr_notice_event ack;    /* to acknowledge before exiting (needs_ack) */
     struct sr_placement placement; /* where this instance runs (cloud "" = not known yet) */
-    int64_t last_stage_ms;         /* how long the last commit took to stage */
+    int64_t last_stage_ms;         /* how long the last commit took to snapshot + pack */
     struct sr_keeper *keeper;      /* lease renewal, NULL = no lease */
     int lost;                      /* the lease went to another wrapper */
 

@@ -120,7 +120,9 @@ static void wait_results(struct fixture *f, enum sr_commit_kind kind, size_t wan
         const int64_t left = end - sr_now_ms();
         if (left <= 0)
             fail_msg("timed out: %zu of %zu %s results", have, want,
-                     kind == SR_COMMIT_STAGED ? "STAGED" : "PERSISTED");
+                     kind == SR_COMMIT_STAGED    ? "STAGED"
+                     : kind == SR_COMMIT_SNAPPED ? "SNAPPED"
+                                                 : "PERSISTED");
         struct pollfd p = {.fd = sr_commits_fd(f->cp), .events = POLLIN};
         poll(&p, 1, (int)left);
         struct sr_commit_result r;
@@ -181,23 +183,26 @@ static void test_three_submits_give_staged_then_persisted_results_in_seq_order(v
     submit(f, f->ckpt, 300, 13);
     wait_results(f, SR_COMMIT_PERSISTED, 3);
     wait_results(f, SR_COMMIT_STAGED, 3);
-    assert_int_equal(f->nres, 6);
-    uint64_t last_staged = 0, last_persisted = 0;
+    wait_results(f, SR_COMMIT_SNAPPED, 3);
+    assert_int_equal(f->nres, 9);
+    uint64_t last[3] = {0, 0, 0};
     for (size_t i = 0; i < f->nres; i++) {
         const struct sr_commit_result *r = &f->res[i];
         if (r->rc != 0)
             fail_msg("result %zu failed: %d %s", i, r->rc, r->msg);
-        uint64_t *last = r->kind == SR_COMMIT_STAGED ? &last_staged : &last_persisted;
-        assert_int_equal(r->seq, *last + 1); /* 1, 2, 3 in order */
-        *last = r->seq;
+        assert_int_equal(r->seq, last[r->kind] + 1); /* 1, 2, 3 in order */
+        last[r->kind] = r->seq;
         assert_int_equal(r->step, 100 * (int64_t)r->seq);
-        assert_int_equal(r->client_fd, 10 + (int)r->seq);
-        assert_true(r->raw_bytes > 0);
-        assert_true(r->stored_bytes > 0);
+        /* the job is answered by the snapshot's result, once */
+        assert_int_equal(r->client_fd, r->kind == SR_COMMIT_SNAPPED ? 10 + (int)r->seq : -1);
+        assert_true(r->kind == SR_COMMIT_SNAPPED || r->raw_bytes > 0);
+        assert_true(r->kind == SR_COMMIT_SNAPPED || r->stored_bytes > 0);
     }
-    for (uint64_t seq = 1; seq <= 3; seq++)
+    for (uint64_t seq = 1; seq <= 3; seq++) {
+        assert_true(find_result(f, SR_COMMIT_SNAPPED, seq) < find_result(f, SR_COMMIT_STAGED, seq));
         assert_true(find_result(f, SR_COMMIT_STAGED, seq) <
                     find_result(f, SR_COMMIT_PERSISTED, seq));
+    }
 }
 
 static void test_pending_drops_to_zero_once_all_persisted(void **state)
