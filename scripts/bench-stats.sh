@@ -27,7 +27,9 @@
 # requests at 10,000 runs (~120 at 100,000), CHANGED runs at most ~CHANGED
 # more (each costs a listing of the run and a GET: 2 a run, the floor of
 # a summary believed only against its logs: docs/store.md).
-# scripts/bench-runsum.sh times the summaries' loading alone.
+# scripts/bench-runsum.sh times the summaries' loading alone. `spotrun plan`
+# (the capacity plan) is timed and counted beside stats: it reads the same
+# summaries and snapshot.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -74,6 +76,11 @@ find_ms=$(best_of3 find.out find "$store" -type f)
 head -n 3 file.out
 printf 'stats --by team,week: %d ms (goal < 1000); find: %d ms; ratio %s\n' "$file_ms" "$find_ms" \
     "$(ratio "$file_ms" "$find_ms")"
+# spotrun plan reads the same summaries (issue 43): its time beside stats'
+plan_args=(--price-per-hour 2 --on-demand-price-per-hour 5 --reserved-price 0.8)
+plan_ms=$(best_of3 plan.out "$spotrun" plan --store "$store" "${plan_args[@]}")
+printf 'plan: %d ms; stats: %d ms; ratio %s (the same read, plus the sweep line)\n' "$plan_ms" \
+    "$file_ms" "$(ratio "$plan_ms" "$file_ms")"
 
 echo "== local S3 server"
 python3 "$root/tests/s3/seed.py" "$store" "$work/s3data/bkt/bench"
@@ -101,6 +108,7 @@ counted() {
 goal=$((runs <= 10000 ? 20 : 20 + (runs - 10000) / 900))
 echo "first read (no snapshot yet): $(counted s3.out "$spotrun" stats --store s3://bkt/bench --by team,week)"
 echo "repeated read: $(counted s3.out "$spotrun" stats --store s3://bkt/bench --by team,week) (goal <= $goal requests)"
+echo "plan, repeated read: $(counted plan-s3.out "$spotrun" plan --store s3://bkt/bench "${plan_args[@]}") (goal: stats' requests + a constant)"
 s3_ms=$(best_of3 s3.out "$spotrun" stats --store s3://bkt/bench --by team,week)
 ls_ms=$(best_of3 ls.out "$aws" --endpoint-url "$AWS_ENDPOINT_URL" s3 ls --recursive s3://bkt/bench/)
 # the listing alone, by spotrun's own S3 client (no CLI start-up)
