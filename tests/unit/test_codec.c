@@ -751,8 +751,8 @@ static void test_the_checksum_is_checked_without_reading_the_archive_twice(void 
     assert_int_equal(sr_unpack_to_dir(&src, at("out"), &uo, NULL), 0);
     assert_true(same_tree(at("src"), at("out")));
     assert_true(c.bytes < ps.stored_bytes + ps.stored_bytes / 4);
-    const struct sr_unpack_opts bad = {
-        .checksum = "xxh3-128:00000000000000000000000000000000", .threads = 2};
+    const struct sr_unpack_opts bad = {.checksum = "xxh3-128:00000000000000000000000000000000",
+                                       .threads = 2};
     assert_int_equal(sr_unpack_to_dir(&src, at("dst"), &bad, NULL), -EBADMSG);
     assert_non_null(strstr(sr_strerror(-EBADMSG), "checksum mismatch"));
     assert_target_untouched();
@@ -838,7 +838,6 @@ static void test_a_corrupt_last_frame_is_named_and_the_target_untouched(void **s
     assert_target_untouched();
     sr_seektable_free(&t);
 }
-
 
 static void test_bit_flip_in_a_frame_is_caught_by_the_frame_checksum(void **state)
 {
