@@ -142,8 +142,8 @@ struct sr_source {
     /* Optional (NULL: none): the whole-source checksum, computed by the
      * source itself as its bytes arrive (a download hashes its contiguous
      * prefix as it grows); may block until every byte arrived. With it,
-     * unpacking overlaps extraction with the download and checks the
-     * checksum before the swap instead of before extraction. */
+     * unpacking asks for it (after the extraction, before the swap)
+     * instead of hashing the frames as they stream through. */
     int (*checksum)(void *ctx, char out[SR_CHECKSUM_LEN]);
     /* Optional (NULL: none): lends the source's own copy of [off, off + len)
      * when it holds those bytes in one piece of memory (a download's ring
