@@ -103,6 +103,7 @@ int sr_source_fd_open(int fd, const char *path, struct sr_source *src)
     src->checksum = NULL;
     src->borrow = NULL;
     src->unborrow = NULL;
+    src->consumed = NULL;
     return 0;
 }
 
@@ -119,6 +120,7 @@ void sr_source_file_close(struct sr_source *src)
     src->checksum = NULL;
     src->borrow = NULL;
     src->unborrow = NULL;
+    src->consumed = NULL;
 }
 
 int sr_source_checksum(const struct sr_source *src, char out[SR_CHECKSUM_LEN])

@@ -14,17 +14,18 @@
  * threads; compressed frames are handed to the sink strictly in order.
  * Memory is bounded by (2 * threads + 2) frames whatever the input size.
  *
- * Unpacking: the data's checksum is verified over the whole object before
- * anything is extracted - or, for a source that computes it as it
- * downloads (sr_source.checksum), after extraction into the temporary
- * directory and before the swap; then frames are fetched (ranged reads
- * through the source) and decompressed in parallel, and fed in order to
- * libarchive, which extracts into a fresh temporary directory beside the
- * target. Every entry is checked first: absolute paths, "..", entries that
- * would write through a symlink, hardlinks, device nodes and fifos are
- * rejected. Only after the whole archive extracted, every frame checksum
- * and the whole-object checksum matched is the temporary directory swapped
- * in for the target.
+ * Unpacking: frames are fetched (ranged reads through the source) and
+ * decompressed in parallel, each checked against its own checksum, and fed
+ * in order to libarchive, which extracts into a fresh temporary directory
+ * beside the target; the data of large files is written by a pool of
+ * writer threads. Every entry is checked first: absolute paths, "..",
+ * entries that would write through a symlink, hardlinks, device nodes and
+ * fifos are rejected. The whole object's checksum is computed as the
+ * frames stream through (or, for a source that computes it as it
+ * downloads, sr_source.checksum, asked for) and compared after the
+ * extraction, never by reading the archive again. Only after the whole
+ * archive extracted, every frame checksum and the whole-object checksum
+ * matched is the temporary directory swapped in for the target.
  *
  * Functions return 0 or a negative errno value (message via sr_errf()):
  *   -EBADMSG  corrupt data (checksum mismatch, bad frame, bad seek table)
@@ -141,8 +142,8 @@ struct sr_source {
     /* Optional (NULL: none): the whole-source checksum, computed by the
      * source itself as its bytes arrive (a download hashes its contiguous
      * prefix as it grows); may block until every byte arrived. With it,
-     * unpacking overlaps extraction with the download and checks the
-     * checksum before the swap instead of before extraction. */
+     * unpacking asks for it (after the extraction, before the swap)
+     * instead of hashing the frames as they stream through. */
     int (*checksum)(void *ctx, char out[SR_CHECKSUM_LEN]);
     /* Optional (NULL: none): lends the source's own copy of [off, off + len)
      * when it holds those bytes in one piece of memory (a download's ring
@@ -151,6 +152,12 @@ struct sr_source {
      * unborrow), 0 when it cannot (use read_at), or a negative errno. */
     int (*borrow)(void *ctx, uint64_t off, size_t len, const void **p);
     void (*unborrow)(void *ctx, uint64_t off, size_t len);
+    /* Optional (NULL: none), with checksum: unpacking with an expected
+     * checksum shows it every frame's compressed bytes (off, len in this
+     * source) as it uses them, in order, from one thread, before it asks
+     * for the checksum: a source whose checksum is that of other bytes (a
+     * delta's own object) may hash them here rather than read them again. */
+    void (*consumed)(void *ctx, uint64_t off, const void *buf, size_t len);
 };
 
 /* A source over a local file; close with sr_source_file_close(). */
@@ -211,6 +218,7 @@ struct sr_unpack_opts {
 struct sr_unpack_stats {
     uint64_t raw_bytes;
     uint64_t files;
+    uint64_t pooled_files; /* of those, the ones the writer threads wrote */
     uint32_t frames;
 };
 

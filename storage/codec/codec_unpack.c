@@ -9,10 +9,22 @@
  * fetched only once frame i - nslots has been released, so memory is bounded
  * by the ring whatever the archive size. The caller's thread is libarchive's
  * read callback: it returns frame after frame, in order, releasing the
- * previous one (libarchive's buffer contract) - file data then goes from the
- * decompressed frame straight to write(), but for all-zero 4 KiB blocks,
- * which are left as holes (write_sparse()). After the tar end marker the
- * remaining frames are still fetched and checked.
+ * previous one (libarchive's buffer contract). It reads the tar headers and
+ * creates every entry (libarchive's write_disk, on this one thread); a
+ * regular file of at least PARALLEL_MIN bytes is then opened and its data,
+ * still in the decompressed frames, is handed to a small pool of writer
+ * threads (unpack_write.c: pwrite at the tar's offsets, all-zero 4 KiB
+ * blocks left as holes, at most SR_CODEC_WRITE_MAX per write). A frame's
+ * slot is released only once libarchive moved past it and every write from
+ * it is done (its refs). Smaller files are written by this thread. After
+ * the tar end marker the remaining frames are still fetched and checked.
+ *
+ * Checksum: the whole-archive checksum (opts->checksum) is computed as the
+ * frames stream through, in order, on the caller's thread: each frame's
+ * compressed bytes as fetched, then the seek table read once more; it is
+ * compared after the extraction, before the swap. A source with its own
+ * checksum (a download hashing as it goes) is asked for it instead, after
+ * being shown the frames (sr_source.consumed). Nothing re-reads the archive.
  *
  * Safety: every entry is checked before it is written (see check_entry());
  * libarchive's own SECURE_SYMLINKS and SECURE_NODOTDOT checks stay on as a
@@ -27,6 +39,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "seektable.h"
+#include "unpack_write.h"
 #include "walk.h"
 
 #include <archive.h>
@@ -46,12 +59,22 @@
 
 #define ZSTD_FRAME_MAGIC 0xFD2FB528u
 
-enum { SLOT_FREE, SLOT_DONE };
+/* Regular files of at least this size are written by the writer pool. */
+#define PARALLEL_MIN (64u << 10)
+/* Files the writer pool holds open at once, at most. */
+#define WRITE_MAX_OPEN 64u
+/* Writer threads, at most (pwrite is a copy into the page cache). */
+#define WRITERS_MAX 4
+
+/* A slot is FREE, being FETCHED, DONE (frame ready), then USED: lent to
+ * libarchive and to the writes from it (refs), FREE again once refs is 0. */
+enum { SLOT_FREE, SLOT_FETCHING, SLOT_DONE, SLOT_USED };
 
 struct uslot {
     uint8_t *cbuf;
     uint8_t *dbuf;
     int state;
+    unsigned refs;
     int err;
     char msg[200];
 };
@@ -65,12 +88,17 @@ struct unpacker {
     const struct sr_frame_info *want; /* expected frame hashes, or NULL */
     struct uslot *slots;
     unsigned nslots;
-    uint32_t next_job, released, next_read;
+    uint32_t next_job, next_read;
     int stop;
     int err;            /* first error seen by the read callback */
     struct uslot *held; /* frame lent to libarchive */
     pthread_t *threads;
     int nthreads;
+    struct sr_wpool *pool; /* writes the data of large files */
+    /* the whole-archive checksum, as the frames stream through */
+    XXH3_state_t *hash; /* computed here (a source without its own) */
+    int show;           /* shown to src->consumed */
+    int keep_c;         /* hash or show: compressed bytes kept in cbuf */
     /* entry checks */
     char **links; /* normalised paths of the symlinks extracted so far */
     size_t nlinks, links_cap;
@@ -131,7 +159,7 @@ static int fetch_frame(struct unpacker *u, ZSTD_DCtx *dc, uint32_t i, struct usl
         return -ENOMEM;
     }
     const void *lent = NULL;
-    int rc = src->borrow ? src->borrow(src->ctx, f->coff, f->csize, &lent) : 0;
+    int rc = src->borrow && !u->keep_c ? src->borrow(src->ctx, f->coff, f->csize, &lent) : 0;
     if (rc == 0)
         rc = src->read_at(src->ctx, s->cbuf, f->csize, f->coff);
     if (rc < 0) {
@@ -150,12 +178,14 @@ static void *unpack_worker(void *arg)
     ZSTD_DCtx *const dc = ZSTD_createDCtx();
     pthread_mutex_lock(&u->lock);
     for (;;) {
-        while (!u->stop && (u->next_job == u->t->count || u->next_job >= u->released + u->nslots))
+        while (!u->stop &&
+               (u->next_job == u->t->count || u->slots[u->next_job % u->nslots].state != SLOT_FREE))
             pthread_cond_wait(&u->work_cv, &u->lock);
         if (u->stop)
             break;
         const uint32_t i = u->next_job++;
         struct uslot *const s = &u->slots[i % u->nslots];
+        s->state = SLOT_FETCHING;
         pthread_mutex_unlock(&u->lock);
         const int err = fetch_frame(u, dc, i, s);
         pthread_mutex_lock(&u->lock);
@@ -170,16 +200,50 @@ static void *unpack_worker(void *arg)
 
 /* ---- in-order consumption --------------------------------------------- */
 
+/* Drops one reference to slot s (lock held): the last frees it. */
+static void unref_locked(struct unpacker *u, struct uslot *s)
+{
+    if (--s->refs == 0) {
+        s->state = SLOT_FREE;
+        pthread_cond_broadcast(&u->work_cv);
+    }
+}
+
+/* The writer pool is done with a write from slot tag. */
+static void release_slot(void *ctx, void *tag)
+{
+    struct unpacker *const u = ctx;
+    pthread_mutex_lock(&u->lock);
+    unref_locked(u, tag);
+    pthread_mutex_unlock(&u->lock);
+}
+
+/* Lends the slot libarchive holds to a write (the caller's thread). */
+static void ref_held(struct unpacker *u)
+{
+    pthread_mutex_lock(&u->lock);
+    u->held->refs++;
+    pthread_mutex_unlock(&u->lock);
+}
+
+/* Frame i's compressed bytes, in order, into the archive's checksum. */
+static void stream_frame(struct unpacker *u, uint32_t i, const struct uslot *s)
+{
+    const struct sr_seek_frame *const f = &u->t->frames[i];
+    if (u->hash)
+        XXH3_128bits_update(u->hash, s->cbuf, f->csize);
+    if (u->show)
+        u->src->consumed(u->src->ctx, f->coff, s->cbuf, f->csize);
+}
+
 /* Releases the frame lent to libarchive and waits for the next one.
  * Returns its size (0 at the end) or a negative errno. */
 static int64_t next_block(struct unpacker *u, const void **buf)
 {
     pthread_mutex_lock(&u->lock);
     if (u->held) {
-        u->held->state = SLOT_FREE;
+        unref_locked(u, u->held);
         u->held = NULL;
-        u->released++;
-        pthread_cond_broadcast(&u->work_cv);
     }
     if (u->next_read == u->t->count) {
         pthread_mutex_unlock(&u->lock);
@@ -190,10 +254,13 @@ static int64_t next_block(struct unpacker *u, const void **buf)
     struct uslot *const s = &u->slots[i % u->nslots];
     while (s->state != SLOT_DONE)
         pthread_cond_wait(&u->done_cv, &u->lock);
+    s->state = SLOT_USED;
+    s->refs = 1;
     pthread_mutex_unlock(&u->lock);
+    u->held = s;
     if (s->err < 0)
         return sr_errf(s->err, "%s", s->msg);
-    u->held = s;
+    stream_frame(u, i, s);
     u->next_read++;
     u->st.frames++;
     u->st.raw_bytes += u->t->frames[i].dsize;
@@ -360,53 +427,17 @@ static int write_fail(struct archive *aw, const char *what)
     return sr_errf(e > 0 ? -e : -EIO, "cannot extract %s: %s", what, msg);
 }
 
-/* Zero runs are left as holes in blocks of this many bytes of the file (the
- * page and block size of the usual filesystems). */
-#define HOLE_BLOCK 4096
-
-static int all_zero(const uint8_t *p, size_t n)
-{
-    return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
-}
-
-/* Writes size bytes of a file's data at off, except every piece of a
- * HOLE_BLOCK (aligned to the file's offsets) that is all zeros: that is
- * skipped, the next write seeks past it and finish_entry extends the file
- * to its size, so a sparse file comes back sparse (not dense) while its
- * bytes read the same. Safe because write_disk always writes a file afresh
+/* libarchive's write_disk as an sr_put_fn. It always writes a file afresh
  * (it unlinks whatever was at the name first), where a range not written
- * reads as zeros. The other runs go out in one write each. */
-static int write_run(struct archive *aw, const uint8_t *buf, size_t len, la_int64_t off)
+ * reads as zeros, and finish_entry extends the file to its size: so the
+ * holes sr_write_sparse() leaves are safe. */
+static int put_archive(void *ctx, const uint8_t *buf, size_t len, int64_t off)
 {
-    for (size_t done = 0; done < len;) {
-        const size_t n = len - done < SR_CODEC_WRITE_MAX ? len - done : SR_CODEC_WRITE_MAX;
-        if (archive_write_data_block(aw, buf + done, n, off + (la_int64_t)done) < ARCHIVE_OK)
-            return -1;
-        done += n;
-    }
-    return 0;
+    return archive_write_data_block(ctx, buf, len, off) < ARCHIVE_OK ? -EIO : 0;
 }
 
-static int write_sparse(struct archive *aw, const uint8_t *buf, size_t size, la_int64_t off)
-{
-    size_t run = 0; /* start of the run of data not yet written */
-    for (size_t i = 0; i < size;) {
-        size_t n = HOLE_BLOCK - (size_t)((uint64_t)(off + (la_int64_t)i) % HOLE_BLOCK);
-        if (n > size - i)
-            n = size - i;
-        if (all_zero(buf + i, n)) {
-            if (i > run && write_run(aw, buf + run, i - run, off + (la_int64_t)run) < 0)
-                return -1;
-            run = i + n;
-        }
-        i += n;
-    }
-    if (size > run && write_run(aw, buf + run, size - run, off + (la_int64_t)run) < 0)
-        return -1;
-    return 0;
-}
-
-/* Copies one file's data; the blocks point into the decompressed frames. */
+/* Copies one file's data on this thread; the blocks point into the
+ * decompressed frames. */
 static int copy_data(const struct unpacker *u, struct archive *ar, struct archive *aw,
                      const char *what)
 {
@@ -419,30 +450,95 @@ static int copy_data(const struct unpacker *u, struct archive *ar, struct archiv
             return 0;
         if (r < ARCHIVE_OK)
             return read_fail(u, ar, what);
-        if (write_sparse(aw, buf, size, off) < 0)
+        if (sr_write_sparse(put_archive, aw, buf, size, off) < 0)
             return write_fail(aw, what);
     }
+}
+
+/* Whether buf lies in the frame libarchive holds (else libarchive copied
+ * it into its own buffer, valid only until its next call). */
+static int in_held(const struct unpacker *u, const void *buf, size_t size)
+{
+    const uint8_t *const p = buf, *const d = u->held ? u->held->dbuf : NULL;
+    const uint32_t i = u->next_read - 1;
+    return d && p >= d && size <= u->t->frames[i].dsize &&
+           (size_t)(p - d) <= u->t->frames[i].dsize - size;
+}
+
+/* Hands one file's data to the writer pool (f), block by block. */
+static int queue_data(struct unpacker *u, struct archive *ar, struct sr_wfile *f, const char *what)
+{
+    for (;;) {
+        const void *buf;
+        size_t size;
+        la_int64_t off;
+        const int r = archive_read_data_block(ar, &buf, &size, &off);
+        if (r == ARCHIVE_EOF)
+            return 0;
+        if (r < ARCHIVE_OK)
+            return read_fail(u, ar, what);
+        if (sr_wpool_failed(u->pool))
+            return 0; /* sr_wpool_drain says why */
+        if (!in_held(u, buf, size)) {
+            const int rc = sr_wpool_write_now(f, buf, size, off);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
+        ref_held(u);
+        sr_wpool_write(u->pool, f, buf, size, off, u->held);
+    }
+}
+
+/* Extracts regular file e (checked) through the writer pool: libarchive
+ * creates it (its path checks), empty, at its size and writable by us;
+ * the pool writes its data through the descriptor opened here, before
+ * anything else changes the tree, then gives it its mode and times. */
+static int extract_parallel(struct unpacker *u, struct archive *ar, struct archive *aw,
+                            struct archive_entry *e, const char *what)
+{
+    const mode_t perm = archive_entry_perm(e);
+    struct timespec times[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
+    if (archive_entry_atime_is_set(e))
+        times[0] = (struct timespec){archive_entry_atime(e), archive_entry_atime_nsec(e)};
+    if (archive_entry_mtime_is_set(e))
+        times[1] = (struct timespec){archive_entry_mtime(e), archive_entry_mtime_nsec(e)};
+    archive_entry_set_perm(e, perm | 0600);
+    if (archive_write_header(aw, e) < ARCHIVE_WARN || archive_write_finish_entry(aw) < ARCHIVE_WARN)
+        return write_fail(aw, what);
+    const int fd = open(archive_entry_pathname(e), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return sr_errf(-errno, "cannot extract %s: %s", what, strerror(errno));
+    struct sr_wfile *const f = sr_wpool_file(u->pool, fd, perm, times, what);
+    if (!f)
+        return sr_errf(-ENOMEM, "unpack: out of memory");
+    int rc = queue_data(u, ar, f, what);
+    sr_wpool_done(u->pool, f);
+    if (rc == 0 && sr_wpool_failed(u->pool))
+        rc = sr_wpool_drain(u->pool);
+    return rc;
 }
 
 static int extract_entry(struct unpacker *u, struct archive *ar, struct archive *aw,
                          struct archive_entry *e)
 {
     int skip = 0;
-    const int rc = check_entry(u, e, &skip);
+    int rc = check_entry(u, e, &skip);
     if (rc < 0 || skip)
         return rc;
     const char *const what = archive_entry_pathname(e) + strlen(u->tmp) + 1;
     const int is_reg = archive_entry_filetype(e) == AE_IFREG;
+    u->st.files += is_reg;
+    if (is_reg && u->pool && archive_entry_size(e) >= (la_int64_t)PARALLEL_MIN) {
+        u->st.pooled_files++;
+        return extract_parallel(u, ar, aw, e, what);
+    }
     if (archive_write_header(aw, e) < ARCHIVE_WARN)
         return write_fail(aw, what);
-    if (is_reg && archive_entry_size(e) > 0) {
-        const int crc = copy_data(u, ar, aw, what);
-        if (crc < 0)
-            return crc;
-    }
+    if (is_reg && archive_entry_size(e) > 0 && (rc = copy_data(u, ar, aw, what)) < 0)
+        return rc;
     if (archive_write_finish_entry(aw) < ARCHIVE_WARN)
         return write_fail(aw, what);
-    u->st.files += is_reg;
     return 0;
 }
 
@@ -461,6 +557,11 @@ static int extract_all(struct unpacker *u, struct archive *ar, struct archive *a
         if (rc < 0)
             return rc;
     }
+    /* every file written, its mode and times set, before directories get
+     * theirs */
+    const int wrc = u->pool ? sr_wpool_drain(u->pool) : 0;
+    if (wrc < 0)
+        return wrc;
     if (archive_write_close(aw) != ARCHIVE_OK)
         return write_fail(aw, "directory attributes");
     /* Check the frames after the tar end marker too. */
@@ -522,11 +623,13 @@ static int unpacker_start(struct unpacker *u, int threads, int *started)
         if (e)
             return sr_errf(-e, "unpack: cannot start a worker thread: %s", strerror(e));
     }
-    return 0;
+    const int writers = u->nthreads < WRITERS_MAX ? u->nthreads : WRITERS_MAX;
+    return sr_wpool_new(writers, WRITE_MAX_OPEN, release_slot, u, &u->pool);
 }
 
 static void unpacker_stop(struct unpacker *u, int started)
 {
+    sr_wpool_free(u->pool); /* first: it releases slots */
     pthread_mutex_lock(&u->lock);
     u->stop = 1;
     pthread_cond_broadcast(&u->work_cv);
@@ -698,29 +801,41 @@ static int swap_contents(const char *tmp, const char *target)
     return rc;
 }
 
-static int check_late(const struct sr_source *src, const char *want)
+/* Compares the archive's checksum with want: the source's own (it hashed
+ * what it downloaded), or the one computed as the frames streamed through,
+ * completed with the seek table after them. */
+static int check_checksum(const struct unpacker *u, const char *want)
 {
     char got[SR_CHECKSUM_LEN];
-    const int rc = src->checksum(src->ctx, got);
+    const struct sr_source *const src = u->src;
+    int rc = 0;
+    if (src->checksum) {
+        rc = src->checksum(src->ctx, got);
+    } else {
+        const uint64_t off = u->t->csize_total, len = src->size - off;
+        uint8_t *const tail = malloc(len ? len : 1);
+        rc = tail ? src->read_at(src->ctx, tail, len, off)
+                  : sr_errf(-ENOMEM, "unpack: out of memory");
+        if (rc == 0) {
+            XXH3_128bits_update(u->hash, tail, len);
+            const XXH128_hash_t h = XXH3_128bits_digest(u->hash);
+            sr_checksum_format(h.high64, h.low64, got);
+        }
+        free(tail);
+    }
     if (rc < 0)
         return rc;
     if (strcmp(got, want) != 0)
-        return sr_errf(-EBADMSG, "checksum mismatch: archive has %s, expected %s", got, want);
+        return sr_errf(-EBADMSG,
+                       "checksum mismatch: archive has %s, expected %s (every frame matched its "
+                       "own checksum: the seek table or the expected checksum is wrong)",
+                       got, want);
     return 0;
 }
 
 static int check_source(const struct sr_source *src, const struct sr_unpack_opts *opts,
                         struct sr_seektable *t)
 {
-    if (opts && opts->checksum && !src->checksum) {
-        char got[SR_CHECKSUM_LEN];
-        const int rc = sr_source_checksum(src, got);
-        if (rc < 0)
-            return rc;
-        if (strcmp(got, opts->checksum) != 0)
-            return sr_errf(-EBADMSG, "checksum mismatch: archive has %s, expected %s", got,
-                           opts->checksum);
-    }
     const int rc = sr_seektable_read(src, t);
     if (rc < 0)
         return rc;
@@ -771,6 +886,14 @@ int sr_unpack_to_dir(const struct sr_source *src, const char *dir,
         else
             (void)sr_dir_mark(tmp); /* spotrun's: a later restore may replace it */
     }
+    if (rc == 0 && opts && opts->checksum) {
+        u.show = src->checksum && src->consumed;
+        if (!src->checksum && !(u.hash = XXH3_createState()))
+            rc = sr_errf(-ENOMEM, "unpack: out of memory");
+        else if (u.hash)
+            XXH3_128bits_reset(u.hash);
+        u.keep_c = u.show || u.hash;
+    }
     if (rc == 0) {
         u.tmp = tmp;
         pthread_mutex_init(&u.lock, NULL);
@@ -787,11 +910,10 @@ int sr_unpack_to_dir(const struct sr_source *src, const char *dir,
         pthread_cond_destroy(&u.work_cv);
         pthread_mutex_destroy(&u.lock);
     }
-    /* A source that hashes as it downloads: extraction overlapped the
-     * download, into the temp dir only; nothing is swapped in unless the
-     * whole object matches. */
-    if (rc == 0 && opts && opts->checksum && src->checksum)
-        rc = check_late(src, opts->checksum);
+    /* Extraction went into the temp dir only; nothing is swapped in unless
+     * the whole object matches. */
+    if (rc == 0 && opts && opts->checksum)
+        rc = check_checksum(&u, opts->checksum);
     if (rc == 0 && !inside && chmod(tmp, mode) < 0)
         rc = sr_errf(-errno, "cannot chmod %s: %s", tmp, strerror(errno));
     if (rc == 0)
@@ -800,6 +922,7 @@ int sr_unpack_to_dir(const struct sr_source *src, const char *dir,
         (void)sr_rmtree(tmp); /* a missing path is fine */
     if (rc == 0 && stats)
         *stats = u.st;
+    XXH3_freeState(u.hash);
     sr_seektable_free(&t);
     return rc;
 }

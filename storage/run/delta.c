@@ -357,15 +357,64 @@ struct vsrc {
     uint8_t *table;
     size_t tlen;
     const struct sr_source *own; /* this checkpoint's data object */
+    uint32_t own_obj;            /* its index in objs */
+    /* the own object's checksum as the unpacker streams its frames by:
+     * its first own_next bytes are hashed into xxh (none: NULL) */
+    XXH3_state_t *xxh;
+    uint64_t own_next;
+    uint32_t cursor; /* the frame the next consumed bytes belong to */
 };
+
+/* The unpacker used the frame at off: one of the own object's, the next
+ * of its bytes, goes into its checksum (sr_source.consumed). A frame out
+ * of order stops that: the checksum then reads the object. */
+static void vsrc_consumed(void *ctx, uint64_t off, const void *buf, size_t len)
+{
+    struct vsrc *const v = ctx;
+    const uint32_t n = v->l->n;
+    while (v->cursor < n && v->voff[v->cursor + 1] <= off)
+        v->cursor++;
+    if (!v->xxh || v->cursor >= n || v->voff[v->cursor] != off)
+        return;
+    const struct sr_frame_ref *const r = &v->l->v[v->cursor];
+    if (r->obj != v->own_obj)
+        return;
+    if (r->f.coff != v->own_next || len != r->f.csize) {
+        XXH3_freeState(v->xxh);
+        v->xxh = NULL;
+        return;
+    }
+    XXH3_128bits_update(v->xxh, buf, len);
+    v->own_next += len;
+}
 
 /* The manifest's checksum is of this checkpoint's own data object (the
  * integrity root: the list in the manifest names every other frame by
- * hash); checked before the swap, as for a format-1 object. */
+ * hash); checked before the swap, as for a format-1 object. The bytes the
+ * unpacker showed (vsrc_consumed) are not read again: only the rest (the
+ * seek table). */
 static int vsrc_checksum(void *ctx, char out[SR_CHECKSUM_LEN])
 {
-    const struct sr_source *const own = ((const struct vsrc *)ctx)->own;
-    return own->checksum ? own->checksum(own->ctx, out) : sr_source_checksum(own, out);
+    struct vsrc *const v = ctx;
+    const struct sr_source *const own = v->own;
+    if (own->checksum)
+        return own->checksum(own->ctx, out);
+    if (!v->xxh || v->own_next > own->size)
+        return sr_source_checksum(own, out);
+    int rc = 0;
+    uint8_t buf[64 << 10];
+    for (uint64_t off = v->own_next; rc == 0 && off < own->size; off += sizeof(buf)) {
+        const size_t k = own->size - off < sizeof(buf) ? (size_t)(own->size - off) : sizeof(buf);
+        if ((rc = own->read_at(own->ctx, buf, k, off)) == 0)
+            XXH3_128bits_update(v->xxh, buf, k);
+    }
+    if (rc < 0)
+        return rc;
+    const XXH128_hash_t h = XXH3_128bits_digest(v->xxh);
+    sr_checksum_format(h.high64, h.low64, out);
+    XXH3_freeState(v->xxh); /* once: a later call reads the object */
+    v->xxh = NULL;
+    return 0;
 }
 
 static int vsrc_read_at(void *ctx, void *buf, size_t len, uint64_t off)
@@ -433,8 +482,10 @@ static int vsrc_open(struct sr_store *st, const struct sr_manifest *m, struct vs
                              : sr_store_source_ranged(st, key, reads, nreads, &v->objs[o]);
         if (rc == 0)
             (*opened)++;
-        if (rc == 0 && is_own(l, o, m))
+        if (rc == 0 && is_own(l, o, m)) {
             v->own = &v->objs[o];
+            v->own_obj = o;
+        }
     }
     free(reads); /* a source keeps its own plan */
     if (rc == 0 && !v->own)
@@ -470,6 +521,7 @@ static void vsrc_close(struct sr_store *st, struct vsrc *v, uint32_t opened)
     free(v->objs);
     free(v->voff);
     free(v->table);
+    XXH3_freeState(v->xxh);
 }
 
 int sr_ckpt_restore_frames(struct sr_store *st, const struct sr_manifest *m, const char *dir,
@@ -486,10 +538,13 @@ int sr_ckpt_restore_frames(struct sr_store *st, const struct sr_manifest *m, con
     if (rc == 0) {
         for (uint32_t i = 0; i < l.n; i++)
             want[i] = l.v[i].f;
+        if ((v.xxh = XXH3_createState()))
+            XXH3_128bits_reset(v.xxh); /* else the checksum reads the object */
         const struct sr_source src = {.ctx = &v,
                                       .size = v.voff[l.n] + v.tlen,
                                       .read_at = vsrc_read_at,
-                                      .checksum = vsrc_checksum};
+                                      .checksum = vsrc_checksum,
+                                      .consumed = vsrc_consumed};
         const struct sr_unpack_opts opts = {
             .threads = threads,
             .checksum = m->checksum,

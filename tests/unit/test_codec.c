@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -28,6 +29,7 @@
 
 #include "codec.h"
 #include "fsutil.h"
+#include "log.h"
 #include "seektable.h"
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -190,7 +192,7 @@ static void wrap_tar(const uint8_t *tar, size_t len, size_t frame_size, const ch
                          0);
         mem_sink(&out, dst, c);
     }
-    uint8_t table[1024];
+    uint8_t table[16384];
     assert_true(sr_seektable_size(t.count, 1) <= sizeof(table));
     sr_seektable_write(&t, table);
     mem_sink(&out, table, sr_seektable_size(t.count, 1));
@@ -567,6 +569,27 @@ static void test_a_name_stored_twice_restores_the_later_zeros(void **state)
     assert_true(same_file(at("want"), at("out/f")));
 }
 
+/* The same with files large enough for the writer threads: the first
+ * entry's data, still being written, never shows in the second's file. */
+static void test_a_large_name_stored_twice_restores_the_later_zeros(void **state)
+{
+    (void)state;
+    const char *const names[] = {"f", "f"};
+    const size_t sizes[] = {400u << 10, (300u << 10) + 5};
+    const uint8_t bytes[] = {'A', 0};
+    tar_of(at("twice.tar.zst"), names, sizes, bytes, 2);
+    struct sr_unpack_stats us = {0};
+    struct sr_source src;
+    assert_int_equal(sr_source_file_open(at("twice.tar.zst"), &src), 0);
+    assert_int_equal(sr_unpack_to_dir(&src, at("out"), NULL, &us), 0);
+    sr_source_file_close(&src);
+    assert_int_equal(us.pooled_files, 2);
+    uint8_t *const zeros = calloc(1, sizes[1]);
+    write_file(at("want"), zeros, sizes[1]);
+    free(zeros);
+    assert_true(same_file(at("want"), at("out/f")));
+}
+
 static void test_stock_zstd_and_tar_extract_the_archive(void **state)
 {
     (void)state;
@@ -717,7 +740,125 @@ static void test_unpack_with_the_right_checksum_succeeds(void **state)
     assert_true(same_tree(at("src"), at("out")));
 }
 
+/* A file source that counts the bytes read through it. */
+struct counted {
+    struct sr_source in;
+    uint64_t bytes;
+};
+
+static int counted_read_at(void *ctx, void *buf, size_t len, uint64_t off)
+{
+    struct counted *const c = ctx;
+    __atomic_add_fetch(&c->bytes, len, __ATOMIC_RELAXED); /* read from the workers */
+    return c->in.read_at(c->in.ctx, buf, len, off);
+}
+
+/* The archive's checksum is checked while the frames stream through: the
+ * archive is read once (its seek table twice), not once for the checksum
+ * and again to extract it; a wrong checksum is still refused, before the
+ * swap. */
+static void test_the_checksum_is_checked_without_reading_the_archive_twice(void **state)
+{
+    (void)state;
+    make_tree(at("src"), 6u << 20);
+    make_target();
+    const struct sr_pack_opts po = {.frame_size = 1u << 20};
+    struct sr_pack_stats ps;
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), &po, &ps), 0);
+    struct counted c = {0};
+    assert_int_equal(sr_source_file_open(at("a.tar.zst"), &c.in), 0);
+    const struct sr_source src = {.ctx = &c, .size = c.in.size, .read_at = counted_read_at};
+    const struct sr_unpack_opts uo = {.checksum = ps.checksum, .threads = 2};
+    assert_int_equal(sr_unpack_to_dir(&src, at("out"), &uo, NULL), 0);
+    assert_true(same_tree(at("src"), at("out")));
+    assert_true(c.bytes < ps.stored_bytes + ps.stored_bytes / 4);
+    const struct sr_unpack_opts bad = {.checksum = "xxh3-128:00000000000000000000000000000000",
+                                       .threads = 2};
+    assert_int_equal(sr_unpack_to_dir(&src, at("dst"), &bad, NULL), -EBADMSG);
+    assert_non_null(strstr(sr_strerror(-EBADMSG), "checksum mismatch"));
+    assert_target_untouched();
+    sr_source_file_close(&c.in);
+}
+
+/* Many large files (holes, odd sizes, read-only ones, set times) through
+ * the writer threads, with one writer and with four: byte-exact, holes
+ * kept, modes and times as archived. */
+static void test_large_files_round_trip_through_the_writer_threads(void **state)
+{
+    (void)state;
+    assert_int_equal(sr_mkdirs(at("src/d"), 0755), 0);
+    enum { N = 24 };
+    for (int i = 0; i < N; i++) {
+        char rel[64];
+        snprintf(rel, sizeof(rel), "src/%sf%02d", i % 3 ? "d/" : "", i);
+        const size_t len = (64u << 10) + (size_t)i * 250001u;
+        uint8_t *const p = pattern(len, (uint32_t)i);
+        for (size_t h = (size_t)i * 4096; h + (1u << 20) < len; h += 3u << 20)
+            memset(p + h, 0, (1u << 20) + (size_t)i); /* a hole of a MiB and more */
+        write_file(at(rel), p, len);
+        free(p);
+        const struct timespec t[2] = {{1000000 + i, 0}, {2000000 + i, 500}};
+        assert_int_equal(utimensat(AT_FDCWD, at(rel), t, 0), 0);
+        assert_int_equal(chmod(at(rel), i % 4 ? 0644 : 0444), 0);
+    }
+    const int probe = open(at("probe"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(probe >= 0 && pwrite(probe, "x", 1, 8u << 20) == 1 && close(probe) == 0);
+    const int has_holes = blocks_of(at("probe")) * 512 < (1 << 20);
+    const struct sr_pack_opts po = {.frame_size = 1u << 20, .threads = 2};
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), &po, NULL), 0);
+    const int writers[] = {1, 4};
+    for (int w = 0; w < 2; w++) {
+        struct sr_unpack_stats us = {0};
+        struct sr_source src;
+        const struct sr_unpack_opts uo = {.threads = writers[w]};
+        assert_int_equal(sr_source_file_open(at("a.tar.zst"), &src), 0);
+        assert_int_equal(sr_unpack_to_dir(&src, at("out"), &uo, &us), 0);
+        sr_source_file_close(&src);
+        assert_int_equal(us.pooled_files, N);
+        assert_true(same_tree(at("src"), at("out")));
+        for (int i = 0; i < N; i++) {
+            char rel[64], out[64];
+            snprintf(rel, sizeof(rel), "src/%sf%02d", i % 3 ? "d/" : "", i);
+            snprintf(out, sizeof(out), "out/%sf%02d", i % 3 ? "d/" : "", i);
+            struct stat a, b;
+            assert_int_equal(stat(at(rel), &a), 0);
+            assert_int_equal(stat(at(out), &b), 0);
+            assert_int_equal(a.st_mode, b.st_mode);
+            assert_int_equal(a.st_mtim.tv_sec, b.st_mtim.tv_sec);
+            assert_int_equal(a.st_size, b.st_size);
+            if (has_holes && a.st_size > i * 4096 + (2 << 20)) /* a MiB of zeros: a hole */
+                assert_true(b.st_blocks * 512 <= b.st_size - (512 << 10));
+        }
+    }
+}
+
 /* ---- corrupt archives ------------------------------------------------- */
+
+/* A frame near the end corrupted, with the archive's checksum given: the
+ * error names that frame (found while extracting, not by the whole-object
+ * checksum beforehand), and the target is untouched. */
+static void test_a_corrupt_last_frame_is_named_and_the_target_untouched(void **state)
+{
+    (void)state;
+    make_tree(at("src"), 5u << 20);
+    make_target();
+    const struct sr_pack_opts po = {.frame_size = 1u << 20};
+    struct sr_pack_stats ps;
+    assert_int_equal(sr_pack_dir_to_file(at("src"), at("a.tar.zst"), &po, &ps), 0);
+    struct sr_seektable t;
+    read_table(at("a.tar.zst"), &t);
+    assert_true(t.count >= 4);
+    const uint32_t last = t.count - 1;
+    const struct sr_seek_frame *const f = &t.frames[last - 1];
+    flip_byte(at("a.tar.zst"), (off_t)(f->coff + f->csize / 2));
+    const struct sr_unpack_opts uo = {.checksum = ps.checksum};
+    assert_int_equal(unpack(at("a.tar.zst"), at("dst"), &uo), -EBADMSG);
+    char want[64];
+    snprintf(want, sizeof(want), "frame %u:", last - 1);
+    assert_non_null(strstr(sr_strerror(-EBADMSG), want));
+    assert_target_untouched();
+    sr_seektable_free(&t);
+}
 
 static void test_bit_flip_in_a_frame_is_caught_by_the_frame_checksum(void **state)
 {
@@ -868,12 +1009,16 @@ int main(void)
         T(test_a_sparse_file_comes_back_sparse),
         T(test_zero_runs_at_odd_offsets_restore_exactly),
         T(test_a_name_stored_twice_restores_the_later_zeros),
+        T(test_a_large_name_stored_twice_restores_the_later_zeros),
         T(test_stock_zstd_and_tar_extract_the_archive),
         T(test_stats_count_frames_bytes_and_checksum_the_stored_object),
         T(test_the_sink_gets_at_most_the_write_size_per_call),
         T(test_an_unchanged_large_file_gives_the_same_frames_after_a_shift),
         T(test_aligned_and_fixed_cuts_hold_the_same_tar_stream),
         T(test_unpack_with_the_right_checksum_succeeds),
+        T(test_the_checksum_is_checked_without_reading_the_archive_twice),
+        T(test_large_files_round_trip_through_the_writer_threads),
+        T(test_a_corrupt_last_frame_is_named_and_the_target_untouched),
         T(test_bit_flip_in_a_frame_is_caught_by_the_frame_checksum),
         T(test_bit_flip_is_caught_by_the_object_checksum_first),
         T(test_truncated_archive_is_rejected),
