@@ -40,7 +40,7 @@ spotrun=$build/runtime/spotrun
 [ -x "$spotrun" ] || { echo "bench-save: build first ($spotrun missing)" >&2; exit 1; }
 "$py" -c 'import torch' 2>/dev/null || { echo "bench-save: $py cannot import torch" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-save.XXXXXX")
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 cd "$work"
 export SPOTRUN_STORE=$work/store SPOTRUN_WORK_DIR=$work/work SPOTRUN_NO_PRELOAD=1
 export PYTHONPATH=$root/python PYTHONDONTWRITEBYTECODE=1 BENCH_DEVICE=${DEVICE:-cpu}
@@ -165,6 +165,8 @@ for g in $sizes; do
     t1=$(now_ms)
     wait $pid || true
     grep -q "checkpoint [0-9]* durable" "n2d-$g.err" || { cat "n2d-$g.err" >&2; exit 1; }
+    # where notice-to-durable went, as the wrapper says it
+    grep -E "notice|staged|durable" "n2d-$g.err" | sed "s/^/# n2d $g GiB: /" >>n2d-lines.txt
     "$py" - "$g" "$sync" "$bg" "$floor" "$quiet" "$busy" "$((t1 - t0))" <<'PY'
 import sys
 g, sync, bg, floor, quiet, busy, n2d = sys.argv[1:]
@@ -175,6 +177,7 @@ print("%-5s %-9.3f %-9.3f %-9.3f %-12s %-12s %-12s %-10s" % (
     "%.1f" % (n2d / 1000)))
 PY
 done
+cat n2d-lines.txt 2>/dev/null || true
 echo "# goals: bg/floor <= 1.3x; sync/bg >= 5x (1 GiB); slowdown <= 10%; n2d <= 5 s (1 GiB)"
 echo "# sync: torch.save + commit (staged); bg: the copy (+ any wait); floor: copy_ into"
 echo "# preallocated tensors; slowdown: steps during a background write vs steps without"
