@@ -185,6 +185,35 @@ struct sr_view_opts {
      "print JSON (schema: docs/json-schema.md)"},                                                  \
         SR_PRICE_OPTS(v)
 
+/* The window and filters of the fleet's views (stats, plan): --prefix,
+ * --since, --until, --label. */
+#define SR_WINDOW_OPTS(prefix, since, until, labels)                                               \
+    {"prefix",                                                                                     \
+     0,                                                                                            \
+     "SPOTRUN_STATS_PREFIX",                                                                       \
+     SR_OPT_STR,                                                                                   \
+     (prefix),                                                                                     \
+     "P",                                                                                          \
+     "only runs whose id starts with P"},                                                          \
+        {"since",                                                                                  \
+         0,                                                                                        \
+         "SPOTRUN_STATS_SINCE",                                                                    \
+         SR_OPT_STR,                                                                               \
+         (since),                                                                                  \
+         "TIME",                                                                                   \
+         "from this date or ISO time (UTC); attempts are clipped to the window"},                  \
+        {"until",                                                                                  \
+         0,                                                                                        \
+         "SPOTRUN_STATS_UNTIL",                                                                    \
+         SR_OPT_STR,                                                                               \
+         (until),                                                                                  \
+         "TIME",                                                                                   \
+         "up to this ISO time, or the end of this date (UTC)"},                                    \
+    {                                                                                              \
+        "label", 0, NULL, SR_OPT_MULTI, (labels), "KEY=VALUE",                                     \
+            "only runs with this label (repeatable: all of them)"                                  \
+    }
+
 /* Prints a JSON document (docs/json-schema.md) to stdout and frees it;
  * returns 0 or the exit code. */
 int sr_print_json(json_t *o);

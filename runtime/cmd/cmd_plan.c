@@ -100,14 +100,7 @@ int sr_cmd_plan(const struct sr_cmd *cmd, int argc, char **argv)
     double reserved = 0;
     struct sr_optlist labels = {0};
     const struct sr_opt opts[] = {
-        {"prefix", 0, "SPOTRUN_STATS_PREFIX", SR_OPT_STR, &prefix, "P",
-         "only runs whose id starts with P"},
-        {"since", 0, "SPOTRUN_STATS_SINCE", SR_OPT_STR, &since, "TIME",
-         "from this date or ISO time (UTC); attempts are clipped to the window"},
-        {"until", 0, "SPOTRUN_STATS_UNTIL", SR_OPT_STR, &until, "TIME",
-         "up to this ISO time, or the end of this date (UTC)"},
-        {"label", 0, NULL, SR_OPT_MULTI, &labels, "KEY=VALUE",
-         "only runs with this label (repeatable: all of them)"},
+        SR_WINDOW_OPTS(&prefix, &since, &until, &labels),
         {"by", 0, "SPOTRUN_PLAN_BY", SR_OPT_STR, &by, "KEY",
          "instance_type (a plan per instance type, the default) or team (one over all)"},
         {"prices", 0, "SPOTRUN_PRICES", SR_OPT_STR, &prices, "FILE",

@@ -75,14 +75,7 @@ int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv)
     int csv = 0;
     struct sr_optlist labels = {0};
     const struct sr_opt opts[] = {
-        {"prefix", 0, "SPOTRUN_STATS_PREFIX", SR_OPT_STR, &prefix, "P",
-         "only runs whose id starts with P"},
-        {"since", 0, "SPOTRUN_STATS_SINCE", SR_OPT_STR, &since, "TIME",
-         "from this date or ISO time (UTC); attempts are clipped to the window"},
-        {"until", 0, "SPOTRUN_STATS_UNTIL", SR_OPT_STR, &until, "TIME",
-         "up to this ISO time, or the end of this date (UTC)"},
-        {"label", 0, NULL, SR_OPT_MULTI, &labels, "KEY=VALUE",
-         "only runs with this label (repeatable: all of them)"},
+        SR_WINDOW_OPTS(&prefix, &since, &until, &labels),
         {"by", 0, "SPOTRUN_STATS_BY", SR_OPT_STR, &by, "KEYS",
          "group by a comma list of label keys, instance_type, zone, cloud, host, day, week, "
          "month, cause"},

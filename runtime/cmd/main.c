@@ -58,7 +58,8 @@ static const struct sr_cmd commands[] = {
      "checkpoints (staged and durable), notices, restarts, lost work.",
      1, 1, READER | RUN_OP},
     {"stats", sr_cmd_stats, "the fleet's cost, preemption rate, failures and GPU use, grouped",
-     "spotrun stats [--by KEYS] [--since T] [--until T] [--label K=V]... [--json|--csv|--svg F]",
+     "spotrun stats [--by KEYS] [--since T] [--until T] [--label K=V]... [--json|--csv|--svg "
+     "F|--format openmetrics]",
      "Adds up every run in the store (or --prefix, --label, the --since/--until\n"
      "window): runs, attempts, instance- and GPU-hours, cost, on-demand cost and\n"
      "saving, preemptions per 100 instance-hours, lost work, end causes, checkpoint\n"
