@@ -59,15 +59,17 @@ job_pid() {
 step_of_ckpt() { "$SPOTRUN" show "$1" | awk -v s="$2" '$1 == s { print $2 }'; }
 
 # preempted LOG: what a preempted DataLoader job's log must show: a notice,
-# checkpoint 1 staged with no worker lost before it, and durable. (What
-# happens after the commit is a race between the job's own exit and the
-# wrapper's TERM, which kills the workers as torch means it to; and the job's
-# "committed" line may never be written: the store is the truth.)
+# checkpoint 1 staged with no worker lost before the job committed it, and
+# durable. (What happens after the commit is a race between the job's own
+# exit and the wrapper's TERM, which kills the workers as torch means it to;
+# the commit returns once snapshotted, so the job's exit may be logged
+# before the wrapper's "staged" line, which comes after the packing; and the
+# job's "committed" line may never be written: the store is the truth.)
 preempted() {
     grep "preemption notice from" "$1" &&
     grep "checkpoint 1 (step [0-9]*) staged" "$1" &&
     grep "checkpoint 1 is durable" "$1" &&
-    ! sed -n "1,/checkpoint 1 (step [0-9]*) staged/p" "$1" |
+    ! sed -n "1,/committed at step\|checkpoint 1 (step [0-9]*) staged/p" "$1" |
         grep -E "exited unexpectedly|killed by signal|Traceback"
 }
 
