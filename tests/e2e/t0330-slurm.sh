@@ -58,6 +58,8 @@ test_expect_success 'every trial ends bit-exact with its uninterrupted run' '
 # Slurm does at a time limit or a plain scancel): the DataLoader workers get
 # it too, re-raise it against themselves (torch's handler), and the shim
 # takes that for the outside SIGTERM it is, so the trainer still commits.
+# No worker is lost before it did (its commit returns once snapshotted: its
+# own exit may be logged before the wrapper's "staged" line).
 cat >dl.py <<'PY'
 import os, sys, time
 import torch
@@ -76,6 +78,7 @@ for batch in torch.utils.data.DataLoader(Data(), batch_size=4, num_workers=2):
     if spotrun.checkpoint_due():
         torch.save({"step": step}, spotrun.path("state.pt"))
         spotrun.commit(step)
+        print("committed at step %d" % step, flush=True)
         sys.exit(75)
     time.sleep(0.02)
 PY
@@ -88,7 +91,7 @@ test_expect_success 'scancel --full --signal=TERM with DataLoader workers: the t
     scancel --full --signal=TERM "$(cat dljob)" &&
     wait_for "$D/out/dl.out" "preempted: checkpoint 1 is durable" 60 &&
     grep "preemption notice from" "$D/out/dl.out" &&
-    ! sed -n "1,/checkpoint 1 (step [0-9]*) staged/p" "$D/out/dl.out" |
+    ! sed -n "1,/committed at step\|checkpoint 1 (step [0-9]*) staged/p" "$D/out/dl.out" |
         grep -E "exited unexpectedly|killed by signal|Traceback" &&
     "$SPOTRUN" show dl | grep "^checkpoints: *1$"
 '
