@@ -27,7 +27,7 @@ spotrun=$build/runtime/spotrun
 [ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
     { echo "bench-delta: the S3 test server is not installed (scripts/test.sh installs it)"; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-delta.XXXXXX")
-trap 'kill $(jobs -p) 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 cd "$work"
 export SPOTRUN_NOTICE=none SPOTRUN_PRELOAD=$build/preload/libspotrun.so SPOTRUN_WORK_DIR=$work/w
 

@@ -20,7 +20,7 @@ trials=${TRIALS:-20}
 spotrun=$build/runtime/spotrun
 [ -x "$spotrun" ] || { echo "bench-multinode: build first ($spotrun missing)" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-multinode.XXXXXX")
-trap 'kill $(jobs -p) 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 cd "$work"
 export SPOTRUN_NOTICE=none SPOTRUN_PRELOAD=$build/preload/libspotrun.so
 

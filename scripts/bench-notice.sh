@@ -28,7 +28,7 @@ trials=${TRIALS:-30}
 spotrun=$build/runtime/spotrun
 [ -x "$spotrun" ] || { echo "bench-notice: build first ($spotrun missing)" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-notice.XXXXXX")
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 cd "$work"
 export SPOTRUN_STORE=$work/store SPOTRUN_WORK_DIR=$work/work SPOTRUN_NO_PRELOAD=1
 export SPOTRUN_POLL_INTERVAL=${POLL_INTERVAL:-1s}

@@ -22,7 +22,11 @@
 #           against the steps' mean time with none (same run)
 #   n2d     notice-to-durable of the background path: `spotrun notify` to
 #           the wrapper's "checkpoint N durable" (the job polls, copies,
-#           writes, commits; the wrapper stages and stores)
+#           writes, commits; the wrapper stages and stores), twice: when
+#           the notice's checkpoint is the run's first ("n2d 1st": the
+#           wrapper copies the files into its snapshot, not having seen
+#           them replaced by rename yet), and after one earlier checkpoint,
+#           as in a job that has run a while ("n2d": hard links)
 #
 # Goals (issue 42): pause <= 1.3 x floor and >= 5 x shorter than sync at 1
 # GiB; steps slowed <= 10 % while the write runs (2 cores: the write, the
@@ -40,7 +44,7 @@ spotrun=$build/runtime/spotrun
 [ -x "$spotrun" ] || { echo "bench-save: build first ($spotrun missing)" >&2; exit 1; }
 "$py" -c 'import torch' 2>/dev/null || { echo "bench-save: $py cannot import torch" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-save.XXXXXX")
-trap 'kill $(jobs -p) 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 cd "$work"
 export SPOTRUN_STORE=$work/store SPOTRUN_WORK_DIR=$work/work SPOTRUN_NO_PRELOAD=1
 export PYTHONPATH=$root/python PYTHONDONTWRITEBYTECODE=1 BENCH_DEVICE=${DEVICE:-cpu}
@@ -48,6 +52,7 @@ export PYTHONPATH=$root/python PYTHONDONTWRITEBYTECODE=1 BENCH_DEVICE=${DEVICE:-
 cat >trainer.py <<'PY'
 import os, statistics, sys, time
 import torch
+import spotrun
 import spotrun.torch as st
 
 mode, gib, saves = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
@@ -112,6 +117,10 @@ if mode == "floor":
     print("floor %.4f" % statistics.median(got), flush=True)
     sys.exit(0)
 if mode == "notice":
+    for _ in range(saves - 1):  # checkpoints before the notice: a job in its steady state
+        run(5, [])
+        state.save()
+        spotrun.wait_durable(state.wait())  # long done when a notice comes
     print("ready", flush=True)
     while True:  # until the notice's SIGTERM
         step()
@@ -141,8 +150,29 @@ now_ms() { date +%s%3N; }
 
 printf "# bench-save: %s, %s cores, %s, %s saves per mode, load %s\n" "$(date -u +%Y-%m-%d)" "$(nproc)" \
     "$(uname -m)" "$saves" "$(cut -d" " -f1-3 /proc/loadavg)"
-printf '%-5s %-9s %-9s %-9s %-12s %-12s %-12s %-10s\n' GiB "sync s" "bg s" "floor s" \
-    "bg/floor" "sync/bg" "slowdown" "n2d s"
+# n2d GIB SAVES NAME: notice-to-durable in ms of a trainer that made
+# SAVES - 1 checkpoints before it steps until the notice's request
+n2d() {
+    local run="n2d-$1-$3" pid t0 t1
+    "$spotrun" run --run-id "$run" -- "$py" trainer.py notice "$1" "$2" >"$run.out" \
+        2>"$run.err" &
+    pid=$!
+    for _ in $(seq 600); do grep -q ready "$run.out" 2>/dev/null && break; sleep 0.1; done
+    sleep 1
+    t0=$(now_ms)
+    "$spotrun" notify --run-id "$run" --deadline 60s >"$run.notify" 2>&1
+    for _ in $(seq 6000); do grep -q "checkpoint $2 durable" "$run.err" && break; sleep 0.01; done
+    t1=$(now_ms)
+    wait $pid || true
+    grep -q "checkpoint $2 durable" "$run.err" || { cat "$run.err" >&2; exit 1; }
+    # where notice-to-durable went, as the wrapper says it
+    sed -n '/notice from/,$p' "$run.err" | grep -E "notice|staged|durable" |
+        sed "s/^/# n2d $1 GiB, $3: /" >>n2d-lines.txt
+    echo $((t1 - t0))
+}
+
+printf '%-5s %-9s %-9s %-9s %-12s %-12s %-12s %-10s %-10s\n' GiB "sync s" "bg s" "floor s" \
+    "bg/floor" "sync/bg" "slowdown" "n2d 1st s" "n2d s"
 for g in $sizes; do
     for m in floor sync bg; do
         "$spotrun" run --run-id "$m-$g" -- "$py" trainer.py $m "$g" "$saves" >"$m-$g.out" \
@@ -153,31 +183,22 @@ for g in $sizes; do
     bg=$(field bg-$g.out pause)
     quiet=$(field bg-$g.out quiet)
     busy=$(field bg-$g.out busy)
-    # notice-to-durable: the trainer steps until the notice's request
-    "$spotrun" run --run-id "n2d-$g" -- "$py" trainer.py notice "$g" 1 >"n2d-$g.out" \
-        2>"n2d-$g.err" &
-    pid=$!
-    for _ in $(seq 600); do grep -q ready "n2d-$g.out" 2>/dev/null && break; sleep 0.1; done
-    sleep 1
-    t0=$(now_ms)
-    "$spotrun" notify --run-id "n2d-$g" --deadline 60s >"n2d-$g.notify" 2>&1
-    for _ in $(seq 6000); do grep -q "checkpoint [0-9]* durable" "n2d-$g.err" && break; sleep 0.01; done
-    t1=$(now_ms)
-    wait $pid || true
-    grep -q "checkpoint [0-9]* durable" "n2d-$g.err" || { cat "n2d-$g.err" >&2; exit 1; }
-    # where notice-to-durable went, as the wrapper says it
-    grep -E "notice|staged|durable" "n2d-$g.err" | sed "s/^/# n2d $g GiB: /" >>n2d-lines.txt
-    "$py" - "$g" "$sync" "$bg" "$floor" "$quiet" "$busy" "$((t1 - t0))" <<'PY'
+    n2d_first=$(n2d "$g" 1 first)   # the run's first checkpoint is the notice's
+    n2d_steady=$(n2d "$g" 2 steady) # one checkpoint before it, as a long job has
+    "$py" - "$g" "$sync" "$bg" "$floor" "$quiet" "$busy" "$n2d_first" "$n2d_steady" <<'PY'
 import sys
-g, sync, bg, floor, quiet, busy, n2d = sys.argv[1:]
-sync, bg, floor, quiet, busy, n2d = map(float, (sync, bg, floor, quiet, busy, n2d))
+g, sync, bg, floor, quiet, busy, first, steady = sys.argv[1:]
+sync, bg, floor, quiet, busy, first, steady = map(float, (sync, bg, floor, quiet, busy, first,
+                                                          steady))
 slow = (busy / quiet - 1) * 100 if quiet else 0.0
-print("%-5s %-9.3f %-9.3f %-9.3f %-12s %-12s %-12s %-10s" % (
+print("%-5s %-9.3f %-9.3f %-9.3f %-12s %-12s %-12s %-10s %-10s" % (
     g, sync, bg, floor, "%.2fx" % (bg / floor), "%.1fx" % (sync / bg), "%+.0f%%" % slow,
-    "%.1f" % (n2d / 1000)))
+    "%.1f" % (first / 1000), "%.1f" % (steady / 1000)))
 PY
 done
 cat n2d-lines.txt 2>/dev/null || true
 echo "# goals: bg/floor <= 1.3x; sync/bg >= 5x (1 GiB); slowdown <= 10%; n2d <= 5 s (1 GiB)"
+echo "# n2d 1st: the notice's checkpoint is the run's first (the wrapper copies the files into"
+echo "# its snapshot: it has not seen them replaced by rename yet); n2d: one checkpoint before"
 echo "# sync: torch.save + commit (staged); bg: the copy (+ any wait); floor: copy_ into"
 echo "# preallocated tensors; slowdown: steps during a background write vs steps without"

@@ -40,7 +40,7 @@ spotrun=$build/runtime/spotrun
 [ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
     { echo "bench-stats: the S3 test server is not installed (cd tests/s3 && npm ci)"; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-stats.XXXXXX")
-trap 'kill $(jobs -p) 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 cd "$work"
 export SPOTRUN_QUIET=1
 
