@@ -88,7 +88,14 @@ test_expect_success 'a preempted trial: the replacement worker resumes it before
     test "$(sed -n 2p starts.log | cut -d" " -f2)" -gt 0
 '
 
+# newer_ckpt: trial 7 has committed past the step it resumed at (a stop
+# that lands while the resumed job is still starting has nothing newer to
+# save, and the third start would resume at the second's step).
+step_of() { "$SPOTRUN" ls | awk -v r="$1" '$1 == r {print ($6 == "-" ? 0 : $6)}'; }
+newer_ckpt() { test "$(step_of co-7)" -gt "$(sed -n 2p starts.log | cut -d" " -f2)"; }
+
 test_expect_success 'a trial stopped by pause --stop: after resume the worker takes it again before any fresh trial' '
+    wait_until 120 "trial 7 to commit past its resume step" newer_ckpt &&
     "$SPOTRUN" sweep pause co --stop >pause.out &&
     wait_for w2.log "stopped at the sweep.s pause" 120 &&
     "$SPOTRUN" sweep show co --json >show2.json &&
