@@ -20,7 +20,9 @@
 #include "dirmark.h"
 #include "fsutil.h"
 #include "log.h"
+#include "labels.h"
 #include "manifest.h"
+#include "stats.h"
 #include "units.h"
 
 struct sr_common sr_common;
@@ -434,5 +436,38 @@ int sr_print_json(json_t *o)
     if (rc < 0)
         return sr_fail(-ENOMEM, "cannot print JSON");
     putchar('\n');
+    return 0;
+}
+
+int sr_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "spotrun %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(spotrun %s --help lists the options)\n", cmd);
+    va_end(ap);
+    return SR_EX_USAGE;
+}
+
+int sr_window_parse(const char *cmd, const char *since, const char *until,
+                    const struct sr_optlist *labels, struct sr_stats_query *q)
+{
+    char err[512];
+    if (since && *since && sr_stats_parse_time(since, 0, &q->since_ms) < 0)
+        return sr_usage_error(cmd,
+                              "bad --since \"%s\": give a date (2026-12-01) or an ISO time "
+                              "(2026-12-01T08:00:00Z)",
+                              since);
+    if (until && *until && sr_stats_parse_time(until, 1, &q->until_ms) < 0)
+        return sr_usage_error(cmd,
+                              "bad --until \"%s\": give a date (2026-12-07, the whole day) or "
+                              "an ISO time (2026-12-07T18:00:00Z)",
+                              until);
+    if (q->since_ms && q->until_ms && q->since_ms >= q->until_ms)
+        return sr_usage_error(cmd, "--since %s is not before --until %s", since, until);
+    for (size_t i = 0; i < labels->n; i++)
+        if (sr_labels_add(&q->want, labels->v[i], err, sizeof(err)) < 0)
+            return sr_usage_error(cmd, "--label: %s", err);
     return 0;
 }

@@ -185,6 +185,16 @@ struct sr_view_opts {
      "print JSON (schema: docs/json-schema.md)"},                                                  \
         SR_PRICE_OPTS(v)
 
+/* Prints "spotrun CMD: <message>" and the --help hint to stderr; returns
+ * the usage exit code (64). */
+__attribute__((format(printf, 2, 3))) int sr_usage_error(const char *cmd, const char *fmt, ...);
+
+/* Checks SR_WINDOW_OPTS' --since, --until and --label into q (stats.h);
+ * 0, or the usage exit code after sr_usage_error(cmd, ...). */
+struct sr_stats_query;
+int sr_window_parse(const char *cmd, const char *since, const char *until,
+                    const struct sr_optlist *labels, struct sr_stats_query *q);
+
 /* The window and filters of the fleet's views (stats, plan): --prefix,
  * --since, --until, --label. */
 #define SR_WINDOW_OPTS(prefix, since, until, labels)                                               \

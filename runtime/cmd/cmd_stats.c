@@ -19,17 +19,6 @@
 #include "sweepworkers.h"
 #include "sweepworkersout.h"
 
-__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "spotrun stats: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(spotrun stats --help lists the options)\n");
-    va_end(ap);
-    return SR_EX_USAGE;
-}
-
 struct picture {
     const struct sr_runsum *runs;
     size_t n;
@@ -50,21 +39,8 @@ static int parse_query(const char *by, const char *since, const char *until,
 {
     char err[512];
     if (by && *by && sr_stats_parse_by(by, q, err, sizeof(err)) < 0)
-        return usage_error("%s", err);
-    if (since && *since && sr_stats_parse_time(since, 0, &q->since_ms) < 0)
-        return usage_error("bad --since \"%s\": give a date (2026-12-01) or an ISO time "
-                           "(2026-12-01T08:00:00Z)",
-                           since);
-    if (until && *until && sr_stats_parse_time(until, 1, &q->until_ms) < 0)
-        return usage_error("bad --until \"%s\": give a date (2026-12-07, the whole day) or an "
-                           "ISO time (2026-12-07T18:00:00Z)",
-                           until);
-    if (q->since_ms && q->until_ms && q->since_ms >= q->until_ms)
-        return usage_error("--since %s is not before --until %s", since, until);
-    for (size_t i = 0; i < labels->n; i++)
-        if (sr_labels_add(&q->want, labels->v[i], err, sizeof(err)) < 0)
-            return usage_error("--label: %s", err);
-    return 0;
+        return sr_usage_error("stats", "%s", err);
+    return sr_window_parse("stats", since, until, labels, q);
 }
 
 int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv)
@@ -103,13 +79,14 @@ int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv)
     const int metrics = format && *format;
     const int outputs = !!vo.json + !!csv + !!(svg && *svg) + !!(html && *html) + metrics;
     if (outputs > 1) {
-        code = usage_error("give one of --json, --csv, --svg, --html, --format");
+        code = sr_usage_error("stats", "give one of --json, --csv, --svg, --html, --format");
         goto out;
     }
     if (metrics && strcmp(format, "openmetrics") != 0) {
-        code = usage_error("unknown --format \"%s\": the one format is openmetrics (--json, "
-                           "--csv, --svg and --html are flags of their own)",
-                           format);
+        code = sr_usage_error("stats",
+                              "unknown --format \"%s\": the one format is openmetrics (--json, "
+                              "--csv, --svg and --html are flags of their own)",
+                              format);
         goto out;
     }
     if (metrics && !(by && *by))
