@@ -388,7 +388,7 @@ static void page_head(FILE *f, const struct sr_fleet *fl)
         "th,td{border-bottom:1px solid #ddd;padding:.2em .6em;text-align:left;white-space:nowrap}\n"
         "td.n{text-align:right}\n#runs th{cursor:pointer;background:#f2f2f2}\n"
         "svg{max-width:100%;height:auto;display:block}\n"
-        ".grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(34em,1fr));gap:0 2em}\n"
+        ".grid{display:flex;flex-wrap:wrap;gap:0 3em;align-items:flex-start}\n"
         "h2{font-size:1.2em;margin:.8em 0 .2em}\n</style>\n</head>\n<body>\n"
         "<h1>spotrun fleet</h1>\n<p>",
         f);
