@@ -82,27 +82,42 @@ static int write_stdout(struct run_picture *pic)
     return 0;
 }
 
+/* The first of the fleet's own flags on the command line (not from the
+ * environment: SPOTRUN_STATS_SINCE set for stats does not stop a run's
+ * report), or NULL; before the preamble, which reuses argv. */
+static const char *fleet_flag(int argc, char **argv)
+{
+    static const char *const flags[] = {"--prefix", "--since",  "--until",
+                                        "--label",  "--prices", "--reserved-price"};
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
+            const size_t n = strlen(flags[k]);
+            if (strncmp(argv[i], flags[k], n) == 0 && (!argv[i][n] || argv[i][n] == '='))
+                return flags[k];
+        }
+    return NULL;
+}
+
 /* --fleet: -o DIR and no RUN; without it, RUN and none of the fleet's
  * flags. 0, or the exit code after a message. */
-static int check_fleet(const char *cmd, int fleet, char **ops, const char *out, const char *format,
-                       const struct sr_report_window *w)
+static int check_fleet(const char *cmd, int fleet, char **ops, const char *out, const char *flag)
 {
     const char *why = NULL;
+    flag = fleet ? NULL : flag;
     if (fleet && ops[0])
         why = "--fleet draws every run (--prefix, --label): give no RUN";
     else if (fleet && (!out || !*out || strcmp(out, "-") == 0))
-        why = "--fleet writes a page and its pictures: give -o DIR";
-    else if (fleet && format && *format)
-        why = "--fleet writes DIR/index.html: no --format";
+        why = "--fleet writes a page: give -o DIR";
     else if (!fleet && !ops[0])
         why = "missing argument: RUN, or --fleet -o DIR";
-    else if (!fleet &&
-             ((w->prefix && *w->prefix) || (w->since && *w->since) || (w->until && *w->until) ||
-              w->labels.n || (w->price_table && *w->price_table) || w->reserved > 0))
-        why = "--prefix, --since, --until, --label, --prices and --reserved-price go with --fleet";
-    if (!why)
+    if (flag)
+        fprintf(stderr, "spotrun %s: %s goes with --fleet (a run's report takes no window)\n", cmd,
+                flag);
+    else if (why)
+        fprintf(stderr, "spotrun %s: %s\n", cmd, why);
+    if (!why && !flag)
         return 0;
-    fprintf(stderr, "spotrun %s: %s\n(spotrun %s --help lists the options)\n", cmd, why, cmd);
+    fprintf(stderr, "(spotrun %s --help lists the options)\n", cmd);
     return SR_EX_USAGE;
 }
 
@@ -127,10 +142,11 @@ int sr_cmd_report(const struct sr_cmd *cmd, int argc, char **argv)
         SR_PRICE_OPTS(&w),
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
+    const char *flag = fleet_flag(argc, argv);
     int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
     if (code >= 0)
         return code;
-    if ((code = check_fleet(cmd->name, fleet, ctx.ops, out, format, &w)) == 0 && fleet)
+    if ((code = check_fleet(cmd->name, fleet, ctx.ops, out, flag)) == 0 && fleet)
         code = sr_report_fleet(ctx.st, &w, out);
     if (code != 0 || fleet) {
         sr_store_close(ctx.st);

@@ -253,7 +253,7 @@ test_expect_success 'the sweep: its trials by state and its best' '
     grep -E "<td>sw</td><td class=\"n\" data-v=\"2.000000\">2</td><td>done 2 </td><td>loss 0.1 \(trial 0\)</td>" sw.row
 '
 
-test_expect_success 'usage errors exit 64 saying what to give' '
+test_expect_success 'usage errors exit 64 saying what to give; the window'"'"'s environment twins leave a run'"'"'s report alone' '
     expect_code 64 "$SPOTRUN" report --fleet 2>e1 &&
     grep "give -o DIR" e1 &&
     expect_code 64 "$SPOTRUN" report --fleet -o out real-1 2>e2 &&
@@ -261,7 +261,9 @@ test_expect_success 'usage errors exit 64 saying what to give' '
     expect_code 64 "$SPOTRUN" report 2>e3 &&
     grep "RUN, or --fleet -o DIR" e3 &&
     expect_code 64 "$SPOTRUN" report real-1 --label team=nlp -o x.svg 2>e4 &&
-    grep "go with --fleet" e4 &&
+    grep -x "spotrun report: --label goes with --fleet (a run.s report takes no window)" e4 &&
+    SPOTRUN_STATS_SINCE=2026-12-01 SPOTRUN_PRICES=prices.txt "$SPOTRUN" report real-1 -o real-1.svg &&
+    grep -q "<svg" real-1.svg &&
     expect_code 64 "$SPOTRUN" report --fleet -o out --since 2026-12-09 --until 2026-12-01 2>e5 &&
     grep "is not before --until" e5
 '
