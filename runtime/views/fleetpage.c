@@ -419,7 +419,7 @@ int sr_fleet_html(FILE *f, const struct sr_fleet *fl)
     preemptions(f, "types", "instance type", &fl->type);
     sweeps(f, fl);
     fputs("</div>\n", f);
-    /* Quota use: not yet (the quotas are another branch's, docs/cost.md). */
+    /* HOOK, quota use (issue 43, item 2, another branch): its section goes here. */
     if (runs(f, fl) < 0)
         return -1;
     charts(f, fl);
