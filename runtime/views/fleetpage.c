@@ -290,7 +290,7 @@ static int runs(FILE *f, const struct sr_fleet *fl)
     const size_t shown = n < SR_FLEET_RUNS_MAX ? n : SR_FLEET_RUNS_MAX;
     fprintf(f,
             "<section><h2>Runs</h2>\n<p>Filter by label: <input id=\"filter\" "
-            "placeholder=\"team=nlp user=ana\" size=\"30\"> <span id=\"shown\">%zu</span> of "
+            "placeholder=\"team=nlp ana\" size=\"30\"> <span id=\"shown\">%zu</span> of "
             "%zu shown%s; click a column's header to sort.</p>\n",
             shown, n, n > shown ? " (the newest)" : "");
     fputs("<table id=\"runs\"><thead><tr><th data-key=\"run\">run</th>"
@@ -323,9 +323,9 @@ static void charts(FILE *f, const struct sr_fleet *fl)
 }
 
 /* Sorts the runs' table by a click on a header (again: the other way),
- * filters it by KEY=VALUE words; ?sort=KEY&dir=desc&label=K=V does the
- * same on load (the tests' hook). body's data-script says it ran;
- * data-js-error holds an error's message. */
+ * filters it by words, each a KEY=VALUE or a VALUE of a label;
+ * ?sort=KEY&dir=desc&label=K=V does the same on load (the tests' hook).
+ * body's data-script says it ran; data-js-error holds an error's message. */
 static const char script[] =
     "<script>\n"
     "window.onerror = function (m) { document.body.setAttribute('data-js-error', String(m)); };\n"
@@ -357,7 +357,10 @@ static const char script[] =
     "    var want = f.value.trim().split(/\\s+/).filter(Boolean), shown = 0;\n"
     "    Array.prototype.forEach.call(tb.rows, function (r) {\n"
     "      var l = ' ' + r.getAttribute('data-labels') + ' ';\n"
-    "      var ok = want.every(function (w) { return l.indexOf(' ' + w + ' ') >= 0; });\n"
+    "      var ok = want.every(function (w) {\n"
+    "        return l.indexOf(' ' + w + ' ') >= 0 || (w.indexOf('=') < 0 && l.indexOf('=' + w + ' "
+    "') >= 0);\n"
+    "      });\n"
     "      r.hidden = !ok;\n"
     "      shown += ok ? 1 : 0;\n"
     "    });\n"

@@ -239,6 +239,8 @@ test_expect_success 'a click on a header sorts the runs, the label filter hides 
     "$PY" dom.py asc.html ran sorted=last_start:asc &&
     browse filter.html --dump-dom "$(page "?label=team=nlp")" &&
     "$PY" dom.py filter.html ran shown=team=nlp &&
+    browse ana.html --dump-dom "$(page "?label=ana")" &&
+    "$PY" dom.py ana.html ran shown=user=ana &&
     grep -F "<td data-v=\"real-1\">real-1</td>" filter.html
 '
 
