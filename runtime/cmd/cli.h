@@ -236,6 +236,18 @@ int sr_write_atomic(const char *path, void (*write)(FILE *f, void *ctx), void *c
  * 0 (svg), 1 (html), or SR_EX_USAGE after printing "spotrun CMD: ...". */
 int sr_report_format(const char *cmd, const char *out, const char *format);
 
+/* `report --fleet -o DIR` (cmd_report_fleet.c): the window and filters
+ * (SR_WINDOW_OPTS), the prices and the plan's reserved price. */
+struct sr_report_window {
+    const char *prefix, *since, *until, *price_table;
+    struct sr_optlist labels;
+    struct sr_hist_prices prices;
+    double reserved;
+};
+/* Writes DIR/index.html (views/fleetpage.h); 0 or the exit code after a
+ * message. */
+int sr_report_fleet(struct sr_store *st, const struct sr_report_window *w, const char *dir);
+
 /* Subcommands (main.c's table). */
 int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_commit(const struct sr_cmd *cmd, int argc, char **argv);
