@@ -17,38 +17,6 @@
 #include "log.h"
 #include "sweepview.h"
 
-/* The window flags into q (as stats and plan take them); 0 or the exit
- * code after a message. */
-static int parse_window(const struct sr_report_window *w, struct sr_stats_query *q)
-{
-    char err[512];
-    if (w->since && *w->since && sr_stats_parse_time(w->since, 0, &q->since_ms) < 0) {
-        fprintf(stderr,
-                "spotrun report: bad --since \"%s\": give a date (2026-12-01) or an ISO "
-                "time (2026-12-01T08:00:00Z)\n",
-                w->since);
-        return SR_EX_USAGE;
-    }
-    if (w->until && *w->until && sr_stats_parse_time(w->until, 1, &q->until_ms) < 0) {
-        fprintf(stderr,
-                "spotrun report: bad --until \"%s\": give a date (2026-12-07, the whole "
-                "day) or an ISO time (2026-12-07T18:00:00Z)\n",
-                w->until);
-        return SR_EX_USAGE;
-    }
-    if (q->since_ms && q->until_ms && q->since_ms >= q->until_ms) {
-        fprintf(stderr, "spotrun report: --since %s is not before --until %s\n", w->since,
-                w->until);
-        return SR_EX_USAGE;
-    }
-    for (size_t i = 0; i < w->labels.n; i++)
-        if (sr_labels_add(&q->want, w->labels.v[i], err, sizeof(err)) < 0) {
-            fprintf(stderr, "spotrun report: --label: %s\n", err);
-            return SR_EX_USAGE;
-        }
-    return 0;
-}
-
 /* One sweep's line: its trials by state and its best. */
 static int load_sweep(struct sr_store *st, const char *name, struct sr_fleet_sweep *out)
 {
@@ -154,12 +122,11 @@ int sr_report_fleet(struct sr_store *st, const struct sr_report_window *w, const
     struct sr_runsum *runs = NULL;
     size_t n = 0;
     const char *prefix = w->prefix && *w->prefix ? w->prefix : NULL;
-    int code = parse_window(w, &q.sq);
+    int code = sr_window_parse("report", w->since, w->until, &w->labels, &q.sq);
     if (code == 0 && w->price_table && *w->price_table) {
         const int rc = sr_prices_load(w->price_table, &tab);
         if (rc < 0) {
-            fprintf(stderr, "spotrun report: --prices: %s\n", sr_strerror(rc));
-            code = SR_EX_USAGE;
+            code = sr_usage_error("report", "--prices: %s", sr_strerror(rc));
         }
         q.sq.prices = &tab;
     }
