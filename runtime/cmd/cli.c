@@ -22,6 +22,8 @@
 #include "log.h"
 #include "labels.h"
 #include "manifest.h"
+#include "prices.h"
+#include "runsum.h"
 #include "stats.h"
 #include "units.h"
 
@@ -470,4 +472,31 @@ int sr_window_parse(const char *cmd, const char *since, const char *until,
         if (sr_labels_add(&q->want, labels->v[i], err, sizeof(err)) < 0)
             return sr_usage_error(cmd, "--label: %s", err);
     return 0;
+}
+
+int sr_fleet_load(const char *cmd, struct sr_store *st, const char *prefix, const char *price_table,
+                  struct sr_stats_query *q, struct sr_fleet_input *in)
+{
+    memset(in, 0, sizeof(*in));
+    if (price_table && *price_table) {
+        if (!(in->tab = calloc(1, sizeof(*in->tab))))
+            return sr_fail(-ENOMEM, cmd);
+        const int rc = sr_prices_load(price_table, in->tab);
+        if (rc < 0)
+            return sr_usage_error(cmd, "--prices: %s", sr_strerror(rc));
+        q->prices = in->tab;
+    }
+    const int rc = sr_runsum_load_all(st, prefix && *prefix ? prefix : NULL, &in->runs, &in->n);
+    return rc < 0 ? sr_fail(rc, "cannot list the store") : 0;
+}
+
+void sr_fleet_input_free(struct sr_fleet_input *in)
+{
+    for (size_t i = 0; i < in->n; i++)
+        sr_runsum_free(&in->runs[i]);
+    free(in->runs);
+    if (in->tab)
+        sr_prices_free(in->tab);
+    free(in->tab);
+    memset(in, 0, sizeof(*in));
 }

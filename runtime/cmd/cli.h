@@ -195,6 +195,22 @@ struct sr_stats_query;
 int sr_window_parse(const char *cmd, const char *since, const char *until,
                     const struct sr_optlist *labels, struct sr_stats_query *q);
 
+/* What the fleet's views (stats, plan, report --fleet) read: the price
+ * table (--prices) and every run's summary under the prefix. */
+struct sr_prices;
+struct sr_runsum;
+struct sr_fleet_input {
+    struct sr_prices *tab;
+    struct sr_runsum *runs;
+    size_t n;
+};
+/* Loads the price table (when price_table is set: q->prices points at it)
+ * and the runs; 0, or the exit code after a message naming cmd. Free in
+ * with sr_fleet_input_free whatever it returned. */
+int sr_fleet_load(const char *cmd, struct sr_store *st, const char *prefix, const char *price_table,
+                  struct sr_stats_query *q, struct sr_fleet_input *in);
+void sr_fleet_input_free(struct sr_fleet_input *in);
+
 /* The window and filters of the fleet's views (stats, plan): --prefix,
  * --since, --until, --label. */
 #define SR_WINDOW_OPTS(prefix, since, until, labels)                                               \

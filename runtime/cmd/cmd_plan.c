@@ -94,9 +94,7 @@ int sr_cmd_plan(const struct sr_cmd *cmd, int argc, char **argv)
     struct sr_plan_query q = {.sq = {.spot_per_hour = vo.prices.spot_per_hour,
                                      .on_demand_per_hour = vo.prices.on_demand_per_hour},
                               .reserved = reserved};
-    struct sr_prices tab = {0};
-    struct sr_runsum *runs = NULL;
-    size_t n = 0;
+    struct sr_fleet_input in = {0};
     struct sr_plan p = {0};
     prefix = prefix && *prefix ? prefix : NULL;
     svg = svg && *svg ? svg : NULL;
@@ -106,30 +104,17 @@ int sr_cmd_plan(const struct sr_cmd *cmd, int argc, char **argv)
     }
     if ((code = parse_query(by, since, until, &labels, &q)) != 0)
         goto out;
-    if (prices && *prices) {
-        const int rc = sr_prices_load(prices, &tab);
-        if (rc < 0) {
-            code = sr_usage_error("plan", "--prices: %s", sr_strerror(rc));
-            goto out;
-        }
-        q.sq.prices = &tab;
-    }
-    int rc = sr_runsum_load_all(ctx.st, prefix, &runs, &n);
-    if (rc < 0) {
-        code = sr_fail(rc, "cannot list the store");
+    if ((code = sr_fleet_load("plan", ctx.st, prefix, prices, &q.sq, &in)) != 0)
         goto out;
-    }
-    if ((rc = sr_plan_compute(runs, n, &q, &p)) < 0) {
+    const int rc = sr_plan_compute(in.runs, in.n, &q, &p);
+    if (rc < 0) {
         code = sr_fail(rc, "plan");
         goto out;
     }
-    code = print_plan(ctx.st, prefix, n, &q, &p, vo.json, svg);
+    code = print_plan(ctx.st, prefix, in.n, &q, &p, vo.json, svg);
 out:
     sr_plan_free(&p);
-    for (size_t i = 0; i < n; i++)
-        sr_runsum_free(&runs[i]);
-    free(runs);
-    sr_prices_free(&tab);
+    sr_fleet_input_free(&in);
     sr_store_close(ctx.st);
     return code;
 }

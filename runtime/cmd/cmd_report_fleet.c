@@ -118,28 +118,16 @@ int sr_report_fleet(struct sr_store *st, const struct sr_report_window *w, const
     struct sr_plan_query q = {.sq = {.spot_per_hour = w->prices.spot_per_hour,
                                      .on_demand_per_hour = w->prices.on_demand_per_hour},
                               .reserved = w->reserved};
-    struct sr_prices tab = {0};
-    struct sr_runsum *runs = NULL;
-    size_t n = 0;
+    struct sr_fleet_input in = {0};
     const char *prefix = w->prefix && *w->prefix ? w->prefix : NULL;
     int code = sr_window_parse("report", w->since, w->until, &w->labels, &q.sq);
-    if (code == 0 && w->price_table && *w->price_table) {
-        const int rc = sr_prices_load(w->price_table, &tab);
-        if (rc < 0) {
-            code = sr_usage_error("report", "--prices: %s", sr_strerror(rc));
-        }
-        q.sq.prices = &tab;
-    }
+    if (code == 0)
+        code = sr_fleet_load("report", st, prefix, w->price_table, &q.sq, &in);
     if (code == 0) {
-        int rc = sr_runsum_load_all(st, prefix, &runs, &n);
+        const int rc = fleet_page(st, prefix, &q, dir, in.runs, in.n);
         if (rc < 0)
-            code = sr_fail(rc, "cannot list the store");
-        else if ((rc = fleet_page(st, prefix, &q, dir, runs, n)) < 0)
             code = sr_fail(rc, "report --fleet");
     }
-    for (size_t i = 0; i < n; i++)
-        sr_runsum_free(&runs[i]);
-    free(runs);
-    sr_prices_free(&tab);
+    sr_fleet_input_free(&in);
     return code;
 }

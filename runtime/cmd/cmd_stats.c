@@ -72,9 +72,7 @@ int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv)
         return code;
     struct sr_stats_query q = {.spot_per_hour = vo.prices.spot_per_hour,
                                .on_demand_per_hour = vo.prices.on_demand_per_hour};
-    struct sr_prices tab = {0};
-    struct sr_runsum *runs = NULL;
-    size_t n = 0;
+    struct sr_fleet_input in = {0};
     struct sr_stats s = {0};
     const int metrics = format && *format;
     const int outputs = !!vo.json + !!csv + !!(svg && *svg) + !!(html && *html) + metrics;
@@ -93,20 +91,11 @@ int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv)
         by = "team,instance_type,zone";
     if ((code = parse_query(by, since, until, &labels, &q)) != 0)
         goto out;
-    if (prices && *prices) {
-        const int rc = sr_prices_load(prices, &tab);
-        if (rc < 0) {
-            fprintf(stderr, "spotrun stats: --prices: %s\n", sr_strerror(rc));
-            code = SR_EX_USAGE;
-            goto out;
-        }
-        q.prices = &tab;
-    }
-    int rc = sr_runsum_load_all(ctx.st, prefix && *prefix ? prefix : NULL, &runs, &n);
-    if (rc < 0) {
-        code = sr_fail(rc, "cannot list the store");
+    if ((code = sr_fleet_load("stats", ctx.st, prefix, prices, &q, &in)) != 0)
         goto out;
-    }
+    const struct sr_runsum *runs = in.runs;
+    const size_t n = in.n;
+    int rc;
     if ((rc = sr_stats_compute(runs, n, &q, &s)) < 0) {
         code = sr_fail(rc, "stats");
         goto out;
@@ -148,10 +137,7 @@ int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv)
     }
 out:
     sr_stats_free(&s);
-    for (size_t i = 0; i < n; i++)
-        sr_runsum_free(&runs[i]);
-    free(runs);
-    sr_prices_free(&tab);
+    sr_fleet_input_free(&in);
     sr_store_close(ctx.st);
     return code;
 }
