@@ -1,7 +1,7 @@
 # early-stop-body.sh - the body of t0950 (file store) and t0951 (S3):
 # a sweep with an early-stopping rule (docs/sweeps.md, "Early stopping")
-# on three `sweep work` workers. Sourced after lib.sh (and s3_start);
-# store_dump DIR copies the store to DIR.
+# on three `sweep work` workers. Sourced after storelib.sh's store_start
+# (tests/README.md, "Running a case on every store backend").
 #
 # Six trials: kind=good,bad x seed=0..2. The job reports
 # loss = 1/step (+5 when bad; +0.02 from step 6 on for trial 2) at every

@@ -1,7 +1,7 @@
 # pbt-body.sh - the body of t0995 (file store) and t0996 (S3): a sweep
 # with population-based training (docs/sweeps.md, "Population-based
-# training"). Sourced after lib.sh (and s3_start); store_dump DIR copies
-# the store to DIR.
+# training"). Sourced after storelib.sh's store_start (tests/README.md,
+# "Running a case on every store backend").
 #
 # Three trials of a trainer whose state w grows by lr
 # each step for 7 steps (loss = 100 - w), lr drawn per trial; a round

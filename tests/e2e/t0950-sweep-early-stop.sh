@@ -4,9 +4,7 @@
 # ones run to the end, a preemption in the middle of a rung changes no
 # decision, a pruned trial refused until `sweep retry` (tests/e2e/early-stop-body.sh).
 . "$(dirname "$0")/lib.sh"
-
-store_dump() { cp -r "$SPOTRUN_STORE" "$1"; }
-
+. "$SRCDIR/tests/e2e/storelib.sh"
+store_start file
 . "$SRCDIR/tests/e2e/early-stop-body.sh"
-
 test_done

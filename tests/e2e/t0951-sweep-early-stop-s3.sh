@@ -3,11 +3,7 @@
 # with conditional writes): the same sweep as t0950
 # (tests/e2e/early-stop-body.sh).
 . "$(dirname "$0")/lib.sh"
-. "$SRCDIR/tests/e2e/s3lib.sh"
-S3_CONDITIONAL=1 s3_start
-
-store_dump() { awscli s3 cp --recursive --quiet "s3://bkt/$test_name/" "$1/"; }
-
+. "$SRCDIR/tests/e2e/storelib.sh"
+store_start s3
 . "$SRCDIR/tests/e2e/early-stop-body.sh"
-
 test_done

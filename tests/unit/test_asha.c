@@ -348,11 +348,9 @@ static void test_parse(void **state)
 static void test_rung_records(void **state)
 {
     (void)state;
-    char *dir = tu_scratch("asha");
-    char root[PATH_MAX];
-    snprintf(root, sizeof(root), "%s/store", dir);
-    struct sr_store *st;
-    assert_int_equal(sr_store_open(root, &st), 0);
+    struct tu_store fs;
+    tu_store_open(&fs, "asha");
+    struct sr_store *st = fs.st;
     struct sr_rung_rec r = {.trial = 4, .rung = 0, .step = 2, .value = 0.5, .go_on = 1};
     assert_int_equal(sr_rung_put(st, "sw", &r), 0);
     /* create-only: a second record of (rung, trial) changes nothing */
@@ -371,10 +369,10 @@ static void test_rung_records(void **state)
     assert_int_equal(sr_rung_put(st, "sw", &r), 0);
     /* a tampered record (another trial's content) and a stray name are skipped */
     char path[PATH_MAX + 64];
-    snprintf(path, sizeof(path), "%s/sweeps/sw/rungs/0/7.json", root);
+    snprintf(path, sizeof(path), "%s/sweeps/sw/rungs/0/7.json", fs.root);
     const char *other = "{\"trial\":4,\"rung\":0,\"step\":1,\"value\":0,\"go_on\":true}";
     assert_int_equal(sr_write_file_atomic(path, other, strlen(other)), 0);
-    snprintf(path, sizeof(path), "%s/sweeps/sw/rungs/0/x.json", root);
+    snprintf(path, sizeof(path), "%s/sweeps/sw/rungs/0/x.json", fs.root);
     assert_int_equal(sr_write_file_atomic(path, "{}", 2), 0);
     struct sr_rung_rec *recs;
     size_t n;
@@ -401,9 +399,7 @@ static void test_rung_records(void **state)
     assert_int_equal(sr_rung_remove_all(st, "sw"), 0);
     assert_int_equal(sr_rung_levels(st, "sw", 12, level), 0);
     assert_int_equal(level[4], 0);
-    sr_store_close(st);
-    sr_rmtree(dir);
-    free(dir);
+    tu_store_close(&fs);
 }
 
 /* The rule in definition part 0: read back, the same rule is the same
@@ -412,11 +408,9 @@ static void test_rung_records(void **state)
 static void test_rule_in_the_definition(void **state)
 {
     (void)state;
-    char *dir = tu_scratch("asha-def");
-    char root[PATH_MAX];
-    snprintf(root, sizeof(root), "%s/store", dir);
-    struct sr_store *st;
-    assert_int_equal(sr_store_open(root, &st), 0);
+    struct tu_store fs;
+    tu_store_open(&fs, "asha-def");
+    struct sr_store *st = fs.st;
     const char *specs[] = {"n=0..3"};
     struct sr_asha rule = {.metric = "loss", .grace = 2, .eta = 3, .max = 18};
     struct sr_sweep def = {0}, got;
@@ -464,9 +458,7 @@ static void test_rule_in_the_definition(void **state)
     assert_int_equal(sr_sweep_read_end(st, "es", 2, &end), -ENOENT);
     sr_err_clear();
     sr_sweep_free(&def);
-    sr_store_close(st);
-    sr_rmtree(dir);
-    free(dir);
+    tu_store_close(&fs);
 }
 
 int main(void)

@@ -30,9 +30,7 @@
 #define RUN "exp1"
 
 struct fixture {
-    char *dir; /* scratch */
-    char root[PATH_MAX];
-    struct sr_store *st;
+    struct tu_store fs;
     char log[64][300]; /* deletes seen by the recording store */
     size_t nlog;
 };
@@ -50,9 +48,7 @@ static int rec_del(struct sr_store *st, const char *key)
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
-    f->dir = tu_scratch("catalog");
-    snprintf(f->root, sizeof(f->root), "%s/store", f->dir);
-    assert_int_equal(sr_store_open(f->root, &f->st), 0);
+    tu_store_open(&f->fs, "catalog");
     *state = f;
     return 0;
 }
@@ -61,9 +57,7 @@ static int teardown(void **state)
 {
     struct fixture *f = *state;
     recording = NULL;
-    sr_store_close(f->st);
-    sr_rmtree(f->dir);
-    free(f->dir);
+    tu_store_close(&f->fs);
     free(f);
     return 0;
 }
@@ -81,8 +75,8 @@ static int exists(const char *dir, const char *name)
 static void publish_run(struct fixture *f, const char *run, uint64_t seq)
 {
     char src[PATH_MAX], data[PATH_MAX + 32], text[64];
-    assert_true(snprintf(src, sizeof(src), "%s/src-%s-%llu", f->dir, run, (unsigned long long)seq) <
-                (int)sizeof(src));
+    assert_true(snprintf(src, sizeof(src), "%s/src-%s-%llu", f->fs.dir, run,
+                         (unsigned long long)seq) < (int)sizeof(src));
     assert_int_equal(sr_mkdirs(src, 0755), 0);
     assert_true(snprintf(text, sizeof(text), "state %llu", (unsigned long long)seq) <
                 (int)sizeof(text));
@@ -117,7 +111,7 @@ static void publish_run(struct fixture *f, const char *run, uint64_t seq)
     m.frame_size = 64 * 1024;
     m.level = 3;
     memcpy(m.checksum, stats.checksum, SR_CHECKSUM_LEN);
-    int rc = sr_ckpt_publish(f->st, &m, data, NULL);
+    int rc = sr_ckpt_publish(f->fs.st, &m, data, NULL);
     if (rc != 0)
         fail_msg("publish %s seq %llu: %s", run, (unsigned long long)seq, sr_strerror(rc));
 }
@@ -132,20 +126,20 @@ static void incomplete(struct fixture *f, uint64_t seq)
 {
     char key[256];
     sr_ckpt_key(key, sizeof(key), RUN, seq, "data.tar.zst");
-    assert_int_equal(sr_store_put(f->st, key, "partial", 7), 0);
+    assert_int_equal(sr_store_put(f->fs.st, key, "partial", 7), 0);
 }
 
 static void data_path(struct fixture *f, uint64_t seq, char *out, size_t len)
 {
     char key[256];
     sr_ckpt_key(key, sizeof(key), RUN, seq, "data.tar.zst");
-    assert_true(snprintf(out, len, "%s/%s", f->root, key) < (int)len);
+    assert_true(snprintf(out, len, "%s/%s", f->fs.root, key) < (int)len);
 }
 
 static char *restore_dir(struct fixture *f, const char *name)
 {
     static char p[PATH_MAX];
-    assert_true(snprintf(p, sizeof(p), "%s/%s", f->dir, name) < (int)sizeof(p));
+    assert_true(snprintf(p, sizeof(p), "%s/%s", f->fs.dir, name) < (int)sizeof(p));
     return p;
 }
 
@@ -156,12 +150,12 @@ static void edit_manifest(struct fixture *f, uint64_t seq, void (*edit)(struct s
     size_t len;
     struct sr_manifest m;
     sr_ckpt_key(key, sizeof(key), RUN, seq, "MANIFEST.json");
-    assert_int_equal(sr_store_get(f->st, key, 1 << 20, &buf, &len), 0);
+    assert_int_equal(sr_store_get(f->fs.st, key, 1 << 20, &buf, &len), 0);
     assert_int_equal(sr_manifest_parse(buf, len, &m), 0);
     free(buf);
     edit(&m);
     assert_int_equal(sr_manifest_to_json(&m, &json, &len), 0);
-    assert_int_equal(sr_store_put(f->st, key, json, len), 0);
+    assert_int_equal(sr_store_put(f->fs.st, key, json, len), 0);
     free(json);
 }
 
@@ -169,21 +163,21 @@ static void publish_list_and_next_seq_count_incomplete_uploads(void **state)
 {
     struct fixture *f = *state;
     uint64_t seq = 0;
-    assert_int_equal(sr_ckpt_next_seq(f->st, RUN, &seq), 0);
+    assert_int_equal(sr_ckpt_next_seq(f->fs.st, RUN, &seq), 0);
     assert_int_equal(seq, 1);
     publish(f, 1);
     publish(f, 2);
     incomplete(f, 4);
     struct sr_ckpt_list l;
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
     assert_int_equal(l.n, 2);
     assert_int_equal(l.v[0].seq, 1);
     assert_int_equal(l.v[1].seq, 2);
     assert_int_equal(l.v[1].step, 200);
     sr_ckpt_list_free(&l);
-    assert_int_equal(sr_ckpt_next_seq(f->st, RUN, &seq), 0);
+    assert_int_equal(sr_ckpt_next_seq(f->fs.st, RUN, &seq), 0);
     assert_int_equal(seq, 5);
-    assert_true(exists(f->root, RUN "/ckpt/0000000002/MANIFEST.json"));
+    assert_true(exists(f->fs.root, RUN "/ckpt/0000000002/MANIFEST.json"));
 }
 
 static void publishing_an_existing_seq_is_refused(void **state)
@@ -193,8 +187,8 @@ static void publishing_an_existing_seq_is_refused(void **state)
     char data[PATH_MAX];
     data_path(f, 1, data, sizeof(data));
     struct sr_ckpt_list l;
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
-    assert_int_equal(sr_ckpt_publish(f->st, &l.v[0], data, NULL), -EEXIST);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_publish(f->fs.st, &l.v[0], data, NULL), -EEXIST);
     sr_ckpt_list_free(&l);
 }
 
@@ -202,7 +196,7 @@ static void publish_checks_the_stored_size(void **state)
 {
     struct fixture *f = *state;
     char p[PATH_MAX];
-    assert_true(snprintf(p, sizeof(p), "%s/fake.tar.zst", f->dir) < (int)sizeof(p));
+    assert_true(snprintf(p, sizeof(p), "%s/fake.tar.zst", f->fs.dir) < (int)sizeof(p));
     assert_int_equal(sr_write_file_atomic(p, "12345", 5), 0);
     struct sr_manifest m;
     memset(&m, 0, sizeof(m));
@@ -212,9 +206,9 @@ static void publish_checks_the_stored_size(void **state)
     m.raw_bytes = 10240;
     m.frame_size = 4096;
     snprintf(m.checksum, sizeof(m.checksum), "xxh3-128:%032d", 0);
-    assert_int_equal(sr_ckpt_publish(f->st, &m, p, NULL), -EIO);
+    assert_int_equal(sr_ckpt_publish(f->fs.st, &m, p, NULL), -EIO);
     struct sr_ckpt_list l;
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
     assert_int_equal(l.n, 0); /* no manifest written */
     sr_ckpt_list_free(&l);
 }
@@ -227,17 +221,17 @@ static void list_skips_bad_manifests(void **state)
     publish(f, 3);
     char key[256];
     sr_ckpt_key(key, sizeof(key), RUN, 2, "MANIFEST.json");
-    assert_int_equal(sr_store_put(f->st, key, "{not json", 9), 0);
+    assert_int_equal(sr_store_put(f->fs.st, key, "{not json", 9), 0);
     /* seq 3's manifest copied under seq 7: it names another seq. */
     char *buf;
     size_t len;
     sr_ckpt_key(key, sizeof(key), RUN, 3, "MANIFEST.json");
-    assert_int_equal(sr_store_get(f->st, key, 1 << 20, &buf, &len), 0);
+    assert_int_equal(sr_store_get(f->fs.st, key, 1 << 20, &buf, &len), 0);
     sr_ckpt_key(key, sizeof(key), RUN, 7, "MANIFEST.json");
-    assert_int_equal(sr_store_put(f->st, key, buf, len), 0);
+    assert_int_equal(sr_store_put(f->fs.st, key, buf, len), 0);
     free(buf);
     struct sr_ckpt_list l;
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
     assert_int_equal(l.n, 2);
     assert_int_equal(l.v[0].seq, 1);
     assert_int_equal(l.v[1].seq, 3);
@@ -252,7 +246,7 @@ static void restore_picks_the_newest(void **state)
     publish(f, 3);
     char *dir = restore_dir(f, "restored");
     struct sr_manifest m;
-    assert_int_equal(sr_ckpt_restore(f->st, RUN, 0, dir, 2, &m), 0);
+    assert_int_equal(sr_ckpt_restore(f->fs.st, RUN, 0, dir, 2, &m), 0);
     assert_int_equal(m.seq, 3);
     assert_int_equal(m.step, 300);
     tu_assert_text(dir, "state.txt", "state 3");
@@ -266,7 +260,7 @@ static void assert_fell_back_to_1(struct fixture *f)
     assert_int_equal(sr_mkdirs(dir, 0755), 0);
     tu_write_text(dir, "stale.txt", "from before");
     struct sr_manifest m;
-    int rc = sr_ckpt_restore(f->st, RUN, 0, dir, 2, &m);
+    int rc = sr_ckpt_restore(f->fs.st, RUN, 0, dir, 2, &m);
     if (rc != 0)
         fail_msg("restore: %s", sr_strerror(rc));
     assert_int_equal(m.seq, 1);
@@ -355,10 +349,10 @@ static void no_checkpoint_is_enoent_and_leaves_dir_alone(void **state)
     assert_int_equal(sr_mkdirs(dir, 0755), 0);
     tu_write_text(dir, "work.txt", "precious");
     struct sr_manifest m;
-    assert_int_equal(sr_ckpt_restore(f->st, RUN, 0, dir, 1, &m), -ENOENT);
+    assert_int_equal(sr_ckpt_restore(f->fs.st, RUN, 0, dir, 1, &m), -ENOENT);
     assert_non_null(strstr(sr_strerror(-ENOENT), "run " RUN " has no complete checkpoint"));
     tu_assert_text(dir, "work.txt", "precious");
-    assert_int_equal(sr_ckpt_restore(f->st, "never-ran", 0, dir, 1, &m), -ENOENT);
+    assert_int_equal(sr_ckpt_restore(f->fs.st, "never-ran", 0, dir, 1, &m), -ENOENT);
     tu_assert_text(dir, "work.txt", "precious");
 }
 
@@ -373,7 +367,7 @@ static void all_checkpoints_bad_is_a_data_error_not_a_fresh_start(void **state)
     assert_int_equal(sr_mkdirs(dir, 0755), 0);
     tu_write_text(dir, "work.txt", "precious");
     struct sr_manifest m;
-    assert_int_equal(sr_ckpt_restore(f->st, RUN, 0, dir, 1, &m), -EBADMSG);
+    assert_int_equal(sr_ckpt_restore(f->fs.st, RUN, 0, dir, 1, &m), -EBADMSG);
     assert_non_null(
         strstr(sr_strerror(-EBADMSG), "all 1 checkpoint(s) of run " RUN " are unusable"));
     tu_assert_text(dir, "work.txt", "precious");
@@ -386,14 +380,14 @@ static void explicit_seq_restores_that_one_without_fallback(void **state)
     publish(f, 2);
     char *dir = restore_dir(f, "explicit");
     struct sr_manifest m;
-    assert_int_equal(sr_ckpt_restore(f->st, RUN, 1, dir, 1, &m), 0);
+    assert_int_equal(sr_ckpt_restore(f->fs.st, RUN, 1, dir, 1, &m), 0);
     assert_int_equal(m.seq, 1);
     tu_assert_text(dir, "state.txt", "state 1");
 
     edit_manifest(f, 2, lie_checksum);
-    assert_int_equal(sr_ckpt_restore(f->st, RUN, 2, dir, 1, &m), -EBADMSG);
+    assert_int_equal(sr_ckpt_restore(f->fs.st, RUN, 2, dir, 1, &m), -EBADMSG);
     tu_assert_text(dir, "state.txt", "state 1"); /* untouched by the failure */
-    assert_int_equal(sr_ckpt_restore(f->st, RUN, 9, dir, 1, &m), -ENOENT);
+    assert_int_equal(sr_ckpt_restore(f->fs.st, RUN, 9, dir, 1, &m), -ENOENT);
 }
 
 static void gc_keeps_the_newest_and_deletes_manifests_first(void **state)
@@ -408,26 +402,26 @@ static void gc_keeps_the_newest_and_deletes_manifests_first(void **state)
 
     /* Wrap the file store so deletes are recorded in order. */
     static struct sr_store_ops ops;
-    file_ops = f->st->ops;
+    file_ops = f->fs.st->ops;
     ops = *file_ops;
     ops.del = rec_del;
-    f->st->ops = &ops;
+    f->fs.st->ops = &ops;
     recording = f;
 
     unsigned deleted = 0;
-    assert_int_equal(sr_ckpt_gc(f->st, RUN, 2, &deleted), 0);
-    f->st->ops = file_ops;
+    assert_int_equal(sr_ckpt_gc(f->fs.st, RUN, 2, &deleted), 0);
+    f->fs.st->ops = file_ops;
     assert_int_equal(deleted, 3);
 
     struct sr_ckpt_list l;
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
     assert_int_equal(l.n, 2);
     assert_int_equal(l.v[0].seq, 4);
     assert_int_equal(l.v[1].seq, 5);
     sr_ckpt_list_free(&l);
-    assert_false(exists(f->root, RUN "/ckpt/0000000001"));
-    assert_false(exists(f->root, RUN "/ckpt/0000000003"));
-    assert_true(exists(f->root, RUN "/ckpt/0000000006/data.tar.zst"));
+    assert_false(exists(f->fs.root, RUN "/ckpt/0000000001"));
+    assert_false(exists(f->fs.root, RUN "/ckpt/0000000003"));
+    assert_true(exists(f->fs.root, RUN "/ckpt/0000000006/data.tar.zst"));
 
     for (uint64_t seq = 1; seq <= 2; seq++) {
         char mk[256], dk[256];
@@ -445,17 +439,17 @@ static void gc_keeps_the_newest_and_deletes_manifests_first(void **state)
     }
     /* next_seq never goes back. */
     uint64_t next;
-    assert_int_equal(sr_ckpt_next_seq(f->st, RUN, &next), 0);
+    assert_int_equal(sr_ckpt_next_seq(f->fs.st, RUN, &next), 0);
     assert_int_equal(next, 7);
 }
 
 static void done_marker(void **state)
 {
     struct fixture *f = *state;
-    assert_int_equal(sr_ckpt_is_done(f->st, RUN), 0);
-    assert_int_equal(sr_ckpt_mark_done(f->st, RUN), 0);
-    assert_int_equal(sr_ckpt_is_done(f->st, RUN), 1);
-    char *text = tu_read_text(f->root, RUN "/DONE");
+    assert_int_equal(sr_ckpt_is_done(f->fs.st, RUN), 0);
+    assert_int_equal(sr_ckpt_mark_done(f->fs.st, RUN), 0);
+    assert_int_equal(sr_ckpt_is_done(f->fs.st, RUN), 1);
+    char *text = tu_read_text(f->fs.root, RUN "/DONE");
     assert_non_null(strstr(text, "\"time\""));
     assert_non_null(strstr(text, "\"host\""));
     free(text);
@@ -466,12 +460,12 @@ static void run_list_names_valid_runs(void **state)
     struct fixture *f = *state;
     publish_run(f, "beta", 1);
     publish_run(f, "alpha", 1);
-    assert_int_equal(sr_store_put(f->st, "not a run/x", "x", 1), 0);
+    assert_int_equal(sr_store_put(f->fs.st, "not a run/x", "x", 1), 0);
     /* the store's own summaries/ is no run (and no run may be named so) */
-    assert_int_equal(sr_store_put(f->st, "summaries/alpha.json", "{}", 2), 0);
+    assert_int_equal(sr_store_put(f->fs.st, "summaries/alpha.json", "{}", 2), 0);
     assert_false(sr_manifest_run_id_valid("summaries"));
     struct sr_strlist l;
-    assert_int_equal(sr_ckpt_list_runs(f->st, &l), 0);
+    assert_int_equal(sr_ckpt_list_runs(f->fs.st, &l), 0);
     assert_int_equal(l.n, 2);
     assert_string_equal(l.v[0], "alpha");
     assert_string_equal(l.v[1], "beta");
@@ -484,28 +478,28 @@ static void run_clear_deletes_the_whole_run_only(void **state)
     publish(f, 1);
     incomplete(f, 2);
     publish_run(f, "other", 1);
-    assert_int_equal(sr_store_put(f->st, RUN "/events/0.jsonl", "{}\n", 3), 0);
-    assert_int_equal(sr_ckpt_mark_done(f->st, RUN), 0);
-    assert_int_equal(sr_store_put(f->st, "summaries/" RUN ".json", "{}", 2), 0);
-    assert_int_equal(sr_store_put(f->st, "summaries/other.json", "{}", 2), 0);
-    assert_int_equal(sr_ckpt_clear_run(f->st, RUN), 0);
-    assert_false(exists(f->root, RUN));
-    assert_false(exists(f->root, "summaries/" RUN ".json")); /* its summary goes with it */
-    assert_true(exists(f->root, "summaries/other.json"));
-    assert_int_equal(sr_ckpt_is_done(f->st, RUN), 0);
+    assert_int_equal(sr_store_put(f->fs.st, RUN "/events/0.jsonl", "{}\n", 3), 0);
+    assert_int_equal(sr_ckpt_mark_done(f->fs.st, RUN), 0);
+    assert_int_equal(sr_store_put(f->fs.st, "summaries/" RUN ".json", "{}", 2), 0);
+    assert_int_equal(sr_store_put(f->fs.st, "summaries/other.json", "{}", 2), 0);
+    assert_int_equal(sr_ckpt_clear_run(f->fs.st, RUN), 0);
+    assert_false(exists(f->fs.root, RUN));
+    assert_false(exists(f->fs.root, "summaries/" RUN ".json")); /* its summary goes with it */
+    assert_true(exists(f->fs.root, "summaries/other.json"));
+    assert_int_equal(sr_ckpt_is_done(f->fs.st, RUN), 0);
     uint64_t next;
-    assert_int_equal(sr_ckpt_next_seq(f->st, RUN, &next), 0);
+    assert_int_equal(sr_ckpt_next_seq(f->fs.st, RUN, &next), 0);
     assert_int_equal(next, 1);
-    assert_true(exists(f->root, "other/ckpt/0000000001/MANIFEST.json"));
+    assert_true(exists(f->fs.root, "other/ckpt/0000000001/MANIFEST.json"));
 }
 
 static void invalid_run_ids_are_refused(void **state)
 {
     struct fixture *f = *state;
     struct sr_ckpt_list l;
-    assert_int_equal(sr_ckpt_list(f->st, "../etc", &l), -EINVAL);
-    assert_int_equal(sr_ckpt_clear_run(f->st, ""), -EINVAL);
-    assert_int_equal(sr_ckpt_mark_done(f->st, "a/b"), -EINVAL);
+    assert_int_equal(sr_ckpt_list(f->fs.st, "../etc", &l), -EINVAL);
+    assert_int_equal(sr_ckpt_clear_run(f->fs.st, ""), -EINVAL);
+    assert_int_equal(sr_ckpt_mark_done(f->fs.st, "a/b"), -EINVAL);
 }
 
 /* Another writer's data object already at the seq (a stale owner's upload
@@ -516,13 +510,13 @@ static void publish_never_replaces_another_writers_data(void **state)
     publish(f, 1);
     incomplete(f, 2);
     struct sr_ckpt_list l;
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
     struct sr_manifest m = l.v[0];
     sr_ckpt_list_free(&l);
     m.seq = 2;
     char data[PATH_MAX];
     data_path(f, 1, data, sizeof(data));
-    assert_int_equal(sr_ckpt_publish(f->st, &m, data, NULL), -EEXIST);
+    assert_int_equal(sr_ckpt_publish(f->fs.st, &m, data, NULL), -EEXIST);
     char p[PATH_MAX];
     data_path(f, 2, p, sizeof(p));
     char *buf;
@@ -530,7 +524,7 @@ static void publish_never_replaces_another_writers_data(void **state)
     assert_int_equal(sr_read_file(p, 100, &buf, &len), 0);
     assert_memory_equal(buf, "partial", 7);
     free(buf);
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
     assert_int_equal(l.n, 1);
     sr_ckpt_list_free(&l);
 }

@@ -35,11 +35,9 @@
 #define MAXRES 32
 
 struct fixture {
-    char *dir;
-    char root[PATH_MAX]; /* the store */
+    struct tu_store fs;
     char ckpt[PATH_MAX]; /* the job's checkpoint directory */
     char spool[PATH_MAX];
-    struct sr_store *st;
     struct sr_commits_config cfg;
     struct sr_commits *cp;
     struct sr_commit_result res[MAXRES];
@@ -62,11 +60,9 @@ static int count_entries(const char *dir)
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
-    f->dir = tu_scratch("checkpointer");
-    snprintf(f->root, sizeof(f->root), "%s/store", f->dir);
-    snprintf(f->ckpt, sizeof(f->ckpt), "%s/ckpt", f->dir);
-    snprintf(f->spool, sizeof(f->spool), "%s/spool", f->dir);
-    assert_int_equal(sr_store_open(f->root, &f->st), 0);
+    tu_store_open(&f->fs, "checkpointer");
+    snprintf(f->ckpt, sizeof(f->ckpt), "%s/ckpt", f->fs.dir);
+    snprintf(f->spool, sizeof(f->spool), "%s/spool", f->fs.dir);
     assert_int_equal(sr_mkdirs(f->ckpt, 0755), 0);
     tu_write_text(f->ckpt, "model.bin", "weights v1");
     tu_write_text(f->ckpt, "optim.bin", "optimizer state v1");
@@ -74,8 +70,12 @@ static int setup(void **state)
     snprintf(sub, sizeof(sub), "%s/rng", f->ckpt);
     assert_int_equal(sr_mkdirs(sub, 0755), 0);
     tu_write_text(sub, "state.txt", "seed 1234");
-    f->cfg = (struct sr_commits_config){
-        .st = f->st, .run_id = RUN, .spool_dir = f->spool, .keep = 0, .attempt = 1, .threads = 2};
+    f->cfg = (struct sr_commits_config){.st = f->fs.st,
+                                        .run_id = RUN,
+                                        .spool_dir = f->spool,
+                                        .keep = 0,
+                                        .attempt = 1,
+                                        .threads = 2};
     *state = f;
     return 0;
 }
@@ -84,9 +84,7 @@ static int teardown(void **state)
 {
     struct fixture *f = *state;
     sr_commits_stop(f->cp, 0);
-    sr_store_close(f->st);
-    sr_rmtree(f->dir);
-    free(f->dir);
+    tu_store_close(&f->fs);
     free(f);
     return 0;
 }
@@ -166,7 +164,7 @@ static void restore_seq(struct fixture *f, uint64_t seq, const char *into)
 {
     struct sr_manifest m;
     sr_err_clear();
-    const int rc = sr_ckpt_restore(f->st, RUN, seq, into, 1, &m);
+    const int rc = sr_ckpt_restore(f->fs.st, RUN, seq, into, 1, &m);
     if (rc != 0)
         fail_msg("restore of seq %llu: %d %s", (unsigned long long)seq, rc, sr_strerror(rc));
     assert_int_equal(m.seq, seq);
@@ -227,7 +225,7 @@ static void test_store_lists_the_persisted_checkpoints_with_their_steps(void **s
     submit(f, f->ckpt, 30, -1);
     wait_results(f, SR_COMMIT_PERSISTED, 3);
     struct sr_ckpt_list l;
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
     assert_int_equal(l.n, 3);
     const int64_t steps[] = {10, -1, 30};
     for (size_t i = 0; i < 3; i++) {
@@ -245,7 +243,7 @@ static void test_persisted_checkpoint_restores_the_directory(void **state)
     start(f);
     commit(f, 5);
     char out[PATH_MAX + 16];
-    snprintf(out, sizeof(out), "%s/restored", f->dir);
+    snprintf(out, sizeof(out), "%s/restored", f->fs.dir);
     restore_seq(f, 1, out);
     tu_assert_text(out, "model.bin", "weights v1");
     tu_assert_text(out, "optim.bin", "optimizer state v1");
@@ -294,9 +292,9 @@ static void test_unchanged_frames_are_copied_from_the_last_stage(void **state)
 {
     struct fixture *f = *state;
     char a[PATH_MAX + 16], b[PATH_MAX + 16], c[PATH_MAX + 16];
-    snprintf(a, sizeof(a), "%s/a.tar.zst", f->dir);
-    snprintf(b, sizeof(b), "%s/b.tar.zst", f->dir);
-    snprintf(c, sizeof(c), "%s/c.tar.zst", f->dir);
+    snprintf(a, sizeof(a), "%s/a.tar.zst", f->fs.dir);
+    snprintf(b, sizeof(b), "%s/b.tar.zst", f->fs.dir);
+    snprintf(c, sizeof(c), "%s/c.tar.zst", f->fs.dir);
     struct sr_manifest ma, mb, mc;
     assert_int_equal(sr_commits_stage(&f->cfg, f->ckpt, 1, 1, a, &ma), 0);
     struct sr_frame_info *pool = pool_of(&ma, 1);
@@ -372,10 +370,10 @@ static void test_unchanged_frames_become_holes_and_fill_back(void **state)
     write_noise(f->ckpt, "big1.bin", 9u << 20, 1);
     write_noise(f->ckpt, "big2.bin", 5u << 20, 2);
     char a[PATH_MAX + 16], b[PATH_MAX + 16], c[PATH_MAX + 16], whole[PATH_MAX + 16];
-    snprintf(a, sizeof(a), "%s/a.tar.zst", f->dir);
-    snprintf(b, sizeof(b), "%s/b.tar.zst", f->dir);
-    snprintf(c, sizeof(c), "%s/c.tar.zst", f->dir);
-    snprintf(whole, sizeof(whole), "%s/whole.tar.zst", f->dir);
+    snprintf(a, sizeof(a), "%s/a.tar.zst", f->fs.dir);
+    snprintf(b, sizeof(b), "%s/b.tar.zst", f->fs.dir);
+    snprintf(c, sizeof(c), "%s/c.tar.zst", f->fs.dir);
+    snprintf(whole, sizeof(whole), "%s/whole.tar.zst", f->fs.dir);
     struct sr_manifest ma, mb, mc, mw;
     assert_int_equal(sr_commits_stage(&f->cfg, f->ckpt, 1, 1, a, &ma), 0);
     const char *const paths[] = {a, b};
@@ -478,8 +476,8 @@ static void check_holes_publish(struct fixture *f, unsigned full_every)
     assert_int_equal(count_entries(f->spool), 0);
     for (int step = 1; step <= 4; step++) {
         char out[PATH_MAX + 16], want[PATH_MAX + 16];
-        snprintf(out, sizeof(out), "%s/restored", f->dir);
-        snprintf(want, sizeof(want), "%s/want", f->dir);
+        snprintf(out, sizeof(out), "%s/restored", f->fs.dir);
+        snprintf(want, sizeof(want), "%s/want", f->fs.dir);
         restore_seq(f, (uint64_t)step, out);
         char v[32];
         snprintf(v, sizeof(v), "weights v%d", step);
@@ -492,7 +490,7 @@ static void check_holes_publish(struct fixture *f, unsigned full_every)
         assert_same_file(out, want, "big2.bin");
     }
     struct sr_ckpt_list l;
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
     assert_int_equal(l.n, 4);
     for (uint32_t i = 0; i < l.n; i++)
         assert_int_equal(l.v[i].full, full_every == 1 || i == 0);
@@ -518,14 +516,14 @@ static void test_hurry_makes_a_due_full_checkpoint_a_delta(void **state)
     commit(f, 4); /* full again */
     stop(f);
     struct sr_ckpt_list l;
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
     assert_int_equal(l.n, 4);
     const int want[] = {1, 0, 0, 1};
     for (int i = 0; i < 4; i++)
         assert_int_equal(l.v[i].full, want[i]);
     sr_ckpt_list_free(&l);
     char out[PATH_MAX + 16];
-    snprintf(out, sizeof(out), "%s/restored", f->dir);
+    snprintf(out, sizeof(out), "%s/restored", f->fs.dir);
     restore_seq(f, 3, out);
     tu_assert_text(out, "model.bin", "weights v3");
 }
@@ -540,8 +538,8 @@ static void test_multinode_parts_are_deltas_and_restore(void **state)
     f->cfg.epoch = 1; /* as a lease's: a part of epoch 0 never counts */
     write_noise(f->ckpt, "big0.bin", 5u << 20, 31);
     char ckpt1[PATH_MAX + 16], spool1[PATH_MAX + 16];
-    snprintf(ckpt1, sizeof(ckpt1), "%s/ckpt1", f->dir);
-    snprintf(spool1, sizeof(spool1), "%s/spool1", f->dir);
+    snprintf(ckpt1, sizeof(ckpt1), "%s/ckpt1", f->fs.dir);
+    snprintf(spool1, sizeof(spool1), "%s/spool1", f->fs.dir);
     assert_int_equal(sr_mkdirs(ckpt1, 0755), 0);
     write_noise(ckpt1, "big1.bin", 5u << 20, 32);
     /* the two nodes, each its own checkpointer, commit steps 1 and 2 */
@@ -571,17 +569,17 @@ static void test_multinode_parts_are_deltas_and_restore(void **state)
     sr_commits_stop(node1, 0);
     stop(f);
     char out[PATH_MAX + 16];
-    snprintf(out, sizeof(out), "%s/restored", f->dir);
+    snprintf(out, sizeof(out), "%s/restored", f->fs.dir);
     const struct sr_restore_opts o = {.threads = 1, .nodes = 2, .rank = 0, .all_parts = 1};
     struct sr_manifest m;
     sr_err_clear();
-    const int rc = sr_ckpt_restore_node(f->st, RUN, sr_set_seq(2), out, &o, &m);
+    const int rc = sr_ckpt_restore_node(f->fs.st, RUN, sr_set_seq(2), out, &o, &m);
     if (rc != 0)
         fail_msg("restore of step 2: %s", sr_strerror(rc));
     /* each part of step 2 is a delta on its rank's part of step 1 */
     for (uint32_t rank = 0; rank < 2; rank++) {
         struct sr_manifest p;
-        assert_int_equal(sr_ckpt_part_of(f->st, &m, rank, &p), 0);
+        assert_int_equal(sr_ckpt_part_of(f->fs.st, &m, rank, &p), 0);
         assert_int_equal(p.format, 2);
         assert_int_equal(p.full, 0);
         assert_true(p.stored_bytes < p.raw_bytes / 4);
@@ -611,7 +609,7 @@ static void test_keep_two_leaves_only_the_newest_two(void **state)
     submit(f, f->ckpt, 3, -1);
     wait_results(f, SR_COMMIT_PERSISTED, 3);
     struct sr_ckpt_list l;
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
     assert_int_equal(l.n, 2);
     assert_int_equal(l.v[0].seq, 2);
     assert_int_equal(l.v[1].seq, 3);
@@ -627,7 +625,7 @@ static void test_commit_after_modification_holds_the_new_content(void **state)
     tu_write_text(f->ckpt, "extra.txt", "new file");
     commit(f, 2);
     char out[PATH_MAX + 16];
-    snprintf(out, sizeof(out), "%s/restored", f->dir);
+    snprintf(out, sizeof(out), "%s/restored", f->fs.dir);
     restore_seq(f, 2, out);
     tu_assert_text(out, "model.bin", "weights v2");
     tu_assert_text(out, "extra.txt", "new file");
@@ -646,7 +644,7 @@ static void test_directory_may_change_once_staged(void **state)
     tu_write_text(f->ckpt, "model.bin", "weights overwritten");
     wait_results(f, SR_COMMIT_PERSISTED, 1);
     char out[PATH_MAX + 16];
-    snprintf(out, sizeof(out), "%s/restored", f->dir);
+    snprintf(out, sizeof(out), "%s/restored", f->fs.dir);
     restore_seq(f, 1, out);
     tu_assert_text(out, "model.bin", "weights v1");
 }
@@ -656,7 +654,7 @@ static void test_missing_directory_fails_at_stage_and_publishes_nothing(void **s
     struct fixture *f = *state;
     start(f);
     char missing[PATH_MAX + 16];
-    snprintf(missing, sizeof(missing), "%s/no-such-dir", f->dir);
+    snprintf(missing, sizeof(missing), "%s/no-such-dir", f->fs.dir);
     submit(f, missing, 9, 4);
     wait_results(f, SR_COMMIT_STAGED, 1);
     const struct sr_commit_result *r = &f->res[0];
@@ -667,7 +665,7 @@ static void test_missing_directory_fails_at_stage_and_publishes_nothing(void **s
     assert_int_equal(sr_commits_pending(f->cp), 0);
     assert_int_equal(find_result(f, SR_COMMIT_PERSISTED, r->seq), -1);
     struct sr_ckpt_list l;
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
     assert_int_equal(l.n, 0);
     sr_ckpt_list_free(&l);
 }
@@ -677,12 +675,12 @@ static void test_failed_stage_does_not_block_later_commits(void **state)
     struct fixture *f = *state;
     start(f);
     char missing[PATH_MAX + 16];
-    snprintf(missing, sizeof(missing), "%s/no-such-dir", f->dir);
+    snprintf(missing, sizeof(missing), "%s/no-such-dir", f->fs.dir);
     submit(f, missing, 1, -1);
     const struct sr_commit_result r = commit(f, 2);
     assert_int_equal(r.step, 2);
     struct sr_ckpt_list l;
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
     assert_int_equal(l.n, 1);
     assert_int_equal(l.v[0].step, 2);
     sr_ckpt_list_free(&l);
@@ -697,7 +695,7 @@ static void test_stop_drains_submitted_commits(void **state)
     submit(f, f->ckpt, 3, -1);
     stop(f);
     struct sr_ckpt_list l;
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
     assert_int_equal(l.n, 3);
     assert_int_equal(l.v[2].step, 3);
     sr_ckpt_list_free(&l);
@@ -722,7 +720,7 @@ static void test_stage_fills_the_manifest(void **state)
 {
     struct fixture *f = *state;
     char out[PATH_MAX + 16];
-    snprintf(out, sizeof(out), "%s/staged.tar.zst", f->dir);
+    snprintf(out, sizeof(out), "%s/staged.tar.zst", f->fs.dir);
     struct sr_manifest m;
     assert_int_equal(sr_commits_stage(&f->cfg, f->ckpt, 7, 700, out, &m), 0);
     assert_non_null(m.staged_frames); /* the packer's list, for the persist */
@@ -746,7 +744,7 @@ static void test_persist_publishes_a_data_object_of_stored_bytes(void **state)
 {
     struct fixture *f = *state;
     char out[PATH_MAX + 16];
-    snprintf(out, sizeof(out), "%s/staged.tar.zst", f->dir);
+    snprintf(out, sizeof(out), "%s/staged.tar.zst", f->fs.dir);
     struct sr_manifest m;
     assert_int_equal(sr_commits_stage(&f->cfg, f->ckpt, 1, 42, out, &m), 0);
     assert_int_equal(sr_commits_persist(&f->cfg, &m, out), 0);
@@ -754,10 +752,10 @@ static void test_persist_publishes_a_data_object_of_stored_bytes(void **state)
     char key[512];
     sr_ckpt_key(key, sizeof(key), RUN, 1, "data.tar.zst");
     uint64_t size = 0;
-    assert_int_equal(sr_store_size(f->st, key, &size), 0);
+    assert_int_equal(sr_store_size(f->fs.st, key, &size), 0);
     assert_int_equal(size, m.stored_bytes);
     struct sr_ckpt_list l;
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
     assert_int_equal(l.n, 1);
     assert_int_equal(l.v[0].step, 42);
     assert_int_equal(l.v[0].stored_bytes, m.stored_bytes);
@@ -773,8 +771,8 @@ static void test_persist_moves_to_a_free_seq_when_its_seq_was_taken(void **state
 {
     struct fixture *f = *state;
     char out[PATH_MAX + 16], other[PATH_MAX + 16];
-    snprintf(out, sizeof(out), "%s/staged.tar.zst", f->dir);
-    snprintf(other, sizeof(other), "%s/other.tar.zst", f->dir);
+    snprintf(out, sizeof(out), "%s/staged.tar.zst", f->fs.dir);
+    snprintf(other, sizeof(other), "%s/other.tar.zst", f->fs.dir);
     struct sr_manifest mine, theirs;
     assert_int_equal(sr_commits_stage(&f->cfg, f->ckpt, 1, 10, out, &mine), 0);
     assert_int_equal(sr_commits_stage(&f->cfg, f->ckpt, 1, 99, other, &theirs), 0);
@@ -784,7 +782,7 @@ static void test_persist_moves_to_a_free_seq_when_its_seq_was_taken(void **state
     free(theirs.staged_frames);
     assert_int_equal(mine.seq, 2);
     struct sr_ckpt_list l;
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
     assert_int_equal(l.n, 2);
     assert_int_equal(l.v[0].step, 99);
     assert_int_equal(l.v[1].seq, 2);
@@ -796,8 +794,8 @@ static void test_stage_of_missing_directory_fails_with_message(void **state)
 {
     struct fixture *f = *state;
     char out[PATH_MAX + 16], missing[PATH_MAX + 16];
-    snprintf(out, sizeof(out), "%s/staged.tar.zst", f->dir);
-    snprintf(missing, sizeof(missing), "%s/no-such-dir", f->dir);
+    snprintf(out, sizeof(out), "%s/staged.tar.zst", f->fs.dir);
+    snprintf(missing, sizeof(missing), "%s/no-such-dir", f->fs.dir);
     struct sr_manifest m;
     sr_err_clear();
     const int rc = sr_commits_stage(&f->cfg, missing, 1, 1, out, &m);

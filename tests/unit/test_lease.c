@@ -34,32 +34,6 @@
 
 #define RUN "exp1"
 
-struct fixture {
-    char *dir;
-    char root[PATH_MAX];
-    struct sr_store *st;
-};
-
-static int setup(void **state)
-{
-    struct fixture *f = calloc(1, sizeof(*f));
-    f->dir = tu_scratch("lease");
-    snprintf(f->root, sizeof(f->root), "%s/store", f->dir);
-    assert_int_equal(sr_store_open(f->root, &f->st), 0);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-    sr_store_close(f->st);
-    sr_rmtree(f->dir);
-    free(f->dir);
-    free(f);
-    return 0;
-}
-
 /* Release and free, as a wrapper does at exit. */
 static int release(struct sr_lease *l)
 {
@@ -69,7 +43,7 @@ static int release(struct sr_lease *l)
 }
 
 /* Rewrites one field of a stored lease, as another writer would. */
-static void set_lease_field_of(struct fixture *f, const char *key, const char *name, json_t *value)
+static void set_lease_field_of(struct tu_store *f, const char *key, const char *name, json_t *value)
 {
     char *buf;
     size_t len;
@@ -85,20 +59,20 @@ static void set_lease_field_of(struct fixture *f, const char *key, const char *n
     free(buf);
 }
 
-static void set_lease_field(struct fixture *f, const char *name, json_t *value)
+static void set_lease_field(struct tu_store *f, const char *name, json_t *value)
 {
     set_lease_field_of(f, RUN "/LEASE", name, value);
 }
 
 /* Makes the current lease look expired, as if its holder died ttl ago. */
-static void expire_lease(struct fixture *f)
+static void expire_lease(struct tu_store *f)
 {
     set_lease_field(f, "expires", json_integer((json_int_t)time(NULL) - 1));
 }
 
 /* sr_lease_acquire with its warnings captured: what the user sees on
  * stderr (malloc'd) goes to *said. */
-static int acquire_saying(struct fixture *f, struct sr_lease **l, char **said)
+static int acquire_saying(struct tu_store *f, struct sr_lease **l, char **said)
 {
     char path[PATH_MAX];
     assert_true(snprintf(path, sizeof(path), "%s/stderr", f->dir) < (int)sizeof(path));
@@ -122,7 +96,7 @@ static int acquire_saying(struct fixture *f, struct sr_lease **l, char **said)
 
 static void test_put_if(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     char e1[SR_ETAG_MAX], e2[SR_ETAG_MAX], got[SR_ETAG_MAX];
     assert_int_equal(sr_store_put_if(f->st, "a/obj", "one", 3, NULL, e1), 0);
     assert_int_equal(sr_store_put_if(f->st, "a/obj", "two", 3, NULL, NULL), -EEXIST);
@@ -148,7 +122,7 @@ static void test_put_if(void **state)
 /* What acquire and release store is what parse reads back. */
 static void test_stored_lease_parses(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     struct sr_lease *a = NULL;
     assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &a, NULL), 0);
     char *buf;
@@ -189,7 +163,7 @@ static void test_stored_lease_parses(void **state)
 
 static void test_acquire_busy_release(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     struct sr_lease *a = NULL, *b = NULL;
     struct sr_lease_info holder;
     char *said = NULL;
@@ -219,7 +193,7 @@ static void test_acquire_busy_release(void **state)
  * leaves the wrapper's lease alone. An unclaimed trial is free at once. */
 static void test_worker_claim_handed_over(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     struct sr_lease *claim = NULL, *other = NULL, *wrapper = NULL;
     assert_int_equal(sr_lease_claim(f->st, RUN, 60, &claim, NULL), 0);
     char owner[128];
@@ -252,7 +226,7 @@ static void test_worker_claim_handed_over(void **state)
 
 static void test_takeover_after_expiry(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     struct sr_lease *a = NULL, *b = NULL;
     assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &a, NULL), 0);
     expire_lease(f); /* a stopped renewing (paused, partitioned) */
@@ -278,7 +252,7 @@ static void test_takeover_after_expiry(void **state)
 
 static void test_unreadable_lease_taken_over(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     assert_int_equal(sr_store_put(f->st, RUN "/LEASE", "{garbage", 8), 0);
     struct sr_lease *a = NULL;
     assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &a, NULL), 0);
@@ -297,7 +271,7 @@ static void test_unreadable_lease_taken_over(void **state)
  * is taken over at once; a live pid, or one on another machine, waits. */
 static void test_dead_holder_here(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     struct sr_lease *a = NULL, *b = NULL;
     assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &a, NULL), 0);
     sr_lease_free(a); /* "killed": never released */
@@ -335,7 +309,7 @@ static void *race(void *arg)
 
 static void test_racing_acquirers(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     enum { N = 8 };
     for (int round = 0; round < 5; round++) {
         struct sr_lease *old = NULL;
@@ -369,7 +343,7 @@ static void test_racing_acquirers(void **state)
 }
 
 /* Publishes a checkpoint of a directory holding state.txt = text. */
-static int publish_text(struct fixture *f, uint64_t seq, const char *text, struct sr_lease *l)
+static int publish_text(struct tu_store *f, uint64_t seq, const char *text, struct sr_lease *l)
 {
     char src[PATH_MAX];
     snprintf(src, sizeof(src), "%s/src-%llu", f->dir, (unsigned long long)seq);
@@ -390,7 +364,7 @@ static int publish_text(struct fixture *f, uint64_t seq, const char *text, struc
     return sr_ckpt_publish_dir(f->st, &m, src, &opts, l ? &fence : NULL);
 }
 
-static void assert_restores(struct fixture *f, const char *want, uint64_t want_seq)
+static void assert_restores(struct tu_store *f, const char *want, uint64_t want_seq)
 {
     char out[PATH_MAX];
     snprintf(out, sizeof(out), "%s/out", f->dir);
@@ -402,7 +376,7 @@ static void assert_restores(struct fixture *f, const char *want, uint64_t want_s
 
 static void test_epoch_fence(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     struct sr_lease *a = NULL, *b = NULL;
     assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &a, NULL), 0);
     assert_int_equal(publish_text(f, 1, "a1", a), 0);
@@ -442,7 +416,7 @@ static void test_epoch_fence(void **state)
 
 static void test_manifest_create_only(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     assert_int_equal(publish_text(f, 1, "x", NULL), 0);
     /* A second writer that raced past the existence check: the manifest
      * write itself refuses. */
@@ -466,7 +440,7 @@ static int ignoring_put_if(struct sr_store *st, const char *key, const void *buf
 
 static void test_weak_store(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     static struct sr_store_ops ops;
     real_ops = f->st->ops;
     ops = *real_ops;
@@ -494,7 +468,7 @@ static void test_weak_store(void **state)
  * off leaves its own lease exactly as it was. */
 static void test_ranks_and_whole_run_exclude(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     struct sr_lease *r1 = NULL, *w = NULL, *x = NULL;
     struct sr_lease_info h, in;
     /* A group's node 1 holds LEASE.1: the whole run is held. */
@@ -549,7 +523,7 @@ static void *race_rank(void *arg)
 /* A whole-run writer racing two nodes of a group: never both sides. */
 static void test_whole_run_races_ranks(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     enum { N = 3 };
     for (int round = 0; round < 40; round++) {
         pthread_barrier_t go;
@@ -578,19 +552,27 @@ static void test_whole_run_races_ranks(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_put_if, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stored_lease_parses, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_acquire_busy_release, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_worker_claim_handed_over, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_takeover_after_expiry, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unreadable_lease_taken_over, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_dead_holder_here, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_racing_acquirers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_epoch_fence, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_manifest_create_only, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_weak_store, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_ranks_and_whole_run_exclude, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_whole_run_races_ranks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_put_if, tu_store_setup, tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_stored_lease_parses, tu_store_setup,
+                                        tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_acquire_busy_release, tu_store_setup,
+                                        tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_worker_claim_handed_over, tu_store_setup,
+                                        tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_takeover_after_expiry, tu_store_setup,
+                                        tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_unreadable_lease_taken_over, tu_store_setup,
+                                        tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_dead_holder_here, tu_store_setup, tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_racing_acquirers, tu_store_setup, tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_epoch_fence, tu_store_setup, tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_manifest_create_only, tu_store_setup,
+                                        tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_weak_store, tu_store_setup, tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_ranks_and_whole_run_exclude, tu_store_setup,
+                                        tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_whole_run_races_ranks, tu_store_setup,
+                                        tu_store_teardown),
     };
     sr_verbosity = SR_QUIET;
     return cmocka_run_group_tests(tests, NULL, NULL);

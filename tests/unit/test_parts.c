@@ -30,18 +30,14 @@
 #define RUN "ddp"
 
 struct fixture {
-    char *dir;
-    struct sr_store *st;
+    struct tu_store fs;
     uint64_t fenced_rank1_below; /* parts of rank 1 under this epoch do not count */
 };
 
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
-    char root[PATH_MAX];
-    f->dir = tu_scratch("parts");
-    snprintf(root, sizeof(root), "%s/store", f->dir);
-    assert_int_equal(sr_store_open(root, &f->st), 0);
+    tu_store_open(&f->fs, "parts");
     *state = f;
     return 0;
 }
@@ -49,9 +45,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *f = *state;
-    sr_store_close(f->st);
-    sr_rmtree(f->dir);
-    free(f->dir);
+    tu_store_close(&f->fs);
     free(f);
     return 0;
 }
@@ -62,7 +56,7 @@ static void commit_file(struct fixture *f, uint32_t nodes, uint32_t rank, uint64
                         int64_t step, const char *name, const char *text)
 {
     char src[PATH_MAX], data[PATH_MAX + 16], own[32];
-    snprintf(src, sizeof(src), "%s/src-%u-%llu-%lld", f->dir, rank, (unsigned long long)epoch,
+    snprintf(src, sizeof(src), "%s/src-%u-%llu-%lld", f->fs.dir, rank, (unsigned long long)epoch,
              (long long)step);
     assert_int_equal(sr_mkdirs(src, 0755), 0);
     snprintf(own, sizeof(own), "rank%u.txt", rank);
@@ -90,7 +84,7 @@ static void commit_file(struct fixture *f, uint32_t nodes, uint32_t rank, uint64
     m.nodes = nodes;
     m.is_part = 1;
     m.node_rank = rank;
-    const int rc = sr_ckpt_publish(f->st, &m, data, NULL);
+    const int rc = sr_ckpt_publish(f->fs.st, &m, data, NULL);
     if (rc != 0)
         fail_msg("part %u of step %lld: %s", rank, (long long)step, sr_strerror(rc));
 }
@@ -114,25 +108,27 @@ static void set_exists_only_once_every_part_is_there(void **state)
     uint32_t missing = 99;
     commit_part(f, 3, 0, 1, 100, "a");
     commit_part(f, 3, 2, 1, 100, "c");
-    assert_int_equal(sr_set_complete(f->st, RUN, sr_set_seq(100), 3, counts, f, &set, &missing), 0);
+    assert_int_equal(sr_set_complete(f->fs.st, RUN, sr_set_seq(100), 3, counts, f, &set, &missing),
+                     0);
     assert_int_equal(missing, 1);
     struct sr_ckpt_list l;
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
     assert_int_equal(l.n, 0); /* no manifest: no checkpoint */
     sr_ckpt_list_free(&l);
 
     commit_part(f, 3, 1, 1, 100, "b");
-    assert_int_equal(sr_set_complete(f->st, RUN, sr_set_seq(100), 3, counts, f, &set, NULL), 1);
+    assert_int_equal(sr_set_complete(f->fs.st, RUN, sr_set_seq(100), 3, counts, f, &set, NULL), 1);
     assert_int_equal(set.nodes, 3);
     assert_int_equal(set.step, 100);
     assert_int_equal(set.is_part, 0);
-    assert_int_equal(sr_ckpt_list(f->st, RUN, &l), 0);
+    assert_int_equal(sr_ckpt_list(f->fs.st, RUN, &l), 0);
     assert_int_equal(l.n, 1);
     assert_int_equal(l.v[0].nodes, 3);
     sr_ckpt_list_free(&l);
     /* A second completer finds it published and gets the same set. */
     struct sr_manifest again;
-    assert_int_equal(sr_set_complete(f->st, RUN, sr_set_seq(100), 3, counts, f, &again, NULL), 1);
+    assert_int_equal(sr_set_complete(f->fs.st, RUN, sr_set_seq(100), 3, counts, f, &again, NULL),
+                     1);
     assert_int_equal(again.seq, set.seq);
 }
 
@@ -143,16 +139,17 @@ static void fenced_part_never_completes_a_set(void **state)
     commit_part(f, 2, 0, 2, 200, "a");
     commit_part(f, 2, 1, 1, 200, "stale"); /* the old owner, woken up late */
     uint32_t missing = 99;
-    assert_int_equal(sr_set_complete(f->st, RUN, sr_set_seq(200), 2, counts, f, NULL, &missing), 0);
+    assert_int_equal(sr_set_complete(f->fs.st, RUN, sr_set_seq(200), 2, counts, f, NULL, &missing),
+                     0);
     assert_int_equal(missing, 1);
     commit_part(f, 2, 1, 2, 200, "fresh");
     struct sr_manifest set;
-    assert_int_equal(sr_set_complete(f->st, RUN, sr_set_seq(200), 2, counts, f, &set, NULL), 1);
+    assert_int_equal(sr_set_complete(f->fs.st, RUN, sr_set_seq(200), 2, counts, f, &set, NULL), 1);
     assert_int_equal(set.part_epoch[1], 2);
     char dir[PATH_MAX];
-    snprintf(dir, sizeof(dir), "%s/restore1", f->dir);
+    snprintf(dir, sizeof(dir), "%s/restore1", f->fs.dir);
     const struct sr_restore_opts o = {.threads = 1, .nodes = 2, .rank = 1};
-    assert_int_equal(sr_ckpt_restore_node(f->st, RUN, 0, dir, &o, NULL), 0);
+    assert_int_equal(sr_ckpt_restore_node(f->fs.st, RUN, 0, dir, &o, NULL), 0);
     tu_assert_text(dir, "rank1.txt", "fresh");
 }
 
@@ -161,14 +158,14 @@ static void restore_gives_own_part_all_parts_or_refuses(void **state)
     struct fixture *f = *state;
     commit_part(f, 2, 0, 1, 300, "zero");
     commit_part(f, 2, 1, 1, 300, "one");
-    assert_int_equal(sr_set_complete(f->st, RUN, sr_set_seq(300), 2, counts, f, NULL, NULL), 1);
+    assert_int_equal(sr_set_complete(f->fs.st, RUN, sr_set_seq(300), 2, counts, f, NULL, NULL), 1);
     char own[PATH_MAX], all[PATH_MAX], other[PATH_MAX];
-    snprintf(own, sizeof(own), "%s/own", f->dir);
-    snprintf(all, sizeof(all), "%s/all", f->dir);
-    snprintf(other, sizeof(other), "%s/other", f->dir);
+    snprintf(own, sizeof(own), "%s/own", f->fs.dir);
+    snprintf(all, sizeof(all), "%s/all", f->fs.dir);
+    snprintf(other, sizeof(other), "%s/other", f->fs.dir);
     struct sr_manifest m;
     const struct sr_restore_opts o0 = {.threads = 1, .nodes = 2, .rank = 0};
-    assert_int_equal(sr_ckpt_restore_node(f->st, RUN, 0, own, &o0, &m), 0);
+    assert_int_equal(sr_ckpt_restore_node(f->fs.st, RUN, 0, own, &o0, &m), 0);
     assert_int_equal(m.step, 300);
     tu_assert_text(own, "rank0.txt", "zero");
     char p[PATH_MAX + 16];
@@ -177,12 +174,12 @@ static void restore_gives_own_part_all_parts_or_refuses(void **state)
     assert_int_not_equal(lstat(p, &sb), 0);
 
     const struct sr_restore_opts every = {.threads = 1, .nodes = 3, .rank = 2, .all_parts = 1};
-    assert_int_equal(sr_ckpt_restore_node(f->st, RUN, 0, all, &every, NULL), 0);
+    assert_int_equal(sr_ckpt_restore_node(f->fs.st, RUN, 0, all, &every, NULL), 0);
     tu_assert_text(all, "rank0.txt", "zero");
     tu_assert_text(all, "rank1.txt", "one");
 
     const struct sr_restore_opts three = {.threads = 1, .nodes = 3, .rank = 0};
-    assert_int_equal(sr_ckpt_restore_node(f->st, RUN, 0, other, &three, NULL), -EINVAL);
+    assert_int_equal(sr_ckpt_restore_node(f->fs.st, RUN, 0, other, &three, NULL), -EINVAL);
     assert_non_null(strstr(sr_strerror(-EINVAL), "made by 2 node(s) and this run has 3"));
     assert_int_not_equal(lstat(other, &sb), 0); /* nothing extracted */
 }
@@ -192,16 +189,16 @@ static void parts_holding_the_same_file_are_refused_together(void **state)
     struct fixture *f = *state;
     commit_file(f, 2, 0, 1, 400, "shared.txt", "zero");
     commit_file(f, 2, 1, 1, 400, "shared.txt", "one");
-    assert_int_equal(sr_set_complete(f->st, RUN, sr_set_seq(400), 2, counts, f, NULL, NULL), 1);
+    assert_int_equal(sr_set_complete(f->fs.st, RUN, sr_set_seq(400), 2, counts, f, NULL, NULL), 1);
     char all[PATH_MAX];
-    snprintf(all, sizeof(all), "%s/all", f->dir);
+    snprintf(all, sizeof(all), "%s/all", f->fs.dir);
     const struct sr_restore_opts every = {.threads = 1, .nodes = 2, .all_parts = 1};
-    assert_int_equal(sr_ckpt_restore_node(f->st, RUN, sr_set_seq(400), all, &every, NULL),
+    assert_int_equal(sr_ckpt_restore_node(f->fs.st, RUN, sr_set_seq(400), all, &every, NULL),
                      -EBADMSG);
     assert_non_null(strstr(sr_strerror(-EBADMSG), "two parts of the checkpoint hold shared.txt"));
     /* Each node's own part still restores. */
     const struct sr_restore_opts own = {.threads = 1, .nodes = 2, .rank = 1};
-    assert_int_equal(sr_ckpt_restore_node(f->st, RUN, sr_set_seq(400), all, &own, NULL), 0);
+    assert_int_equal(sr_ckpt_restore_node(f->fs.st, RUN, sr_set_seq(400), all, &own, NULL), 0);
     tu_assert_text(all, "shared.txt", "one");
 }
 
@@ -213,17 +210,18 @@ static void malformed_part_names_and_records_are_ignored(void **state)
     /* Names that are not exactly ours, and a record for another step. */
     snprintf(key, sizeof(key), RUN "/ckpt/%010llu/part-01-e1.json",
              (unsigned long long)sr_set_seq(500));
-    assert_int_equal(sr_store_put(f->st, key, "{}", 2), 0);
+    assert_int_equal(sr_store_put(f->fs.st, key, "{}", 2), 0);
     snprintf(key, sizeof(key), RUN "/ckpt/%010llu/part-1-e1.json.tmp",
              (unsigned long long)sr_set_seq(500));
-    assert_int_equal(sr_store_put(f->st, key, "{}", 2), 0);
+    assert_int_equal(sr_store_put(f->fs.st, key, "{}", 2), 0);
     uint32_t missing = 99;
-    assert_int_equal(sr_set_complete(f->st, RUN, sr_set_seq(500), 2, counts, f, NULL, &missing), 0);
+    assert_int_equal(sr_set_complete(f->fs.st, RUN, sr_set_seq(500), 2, counts, f, NULL, &missing),
+                     0);
     assert_int_equal(missing, 1);
     snprintf(key, sizeof(key), RUN "/ckpt/%010llu/part-1-e1.json",
              (unsigned long long)sr_set_seq(500));
-    assert_int_equal(sr_store_put(f->st, key, "not json", 8), 0);
-    assert_true(sr_set_complete(f->st, RUN, sr_set_seq(500), 2, counts, f, NULL, &missing) < 0);
+    assert_int_equal(sr_store_put(f->fs.st, key, "not json", 8), 0);
+    assert_true(sr_set_complete(f->fs.st, RUN, sr_set_seq(500), 2, counts, f, NULL, &missing) < 0);
 }
 
 /* A run is done only when every node's job finished from the same start:
@@ -232,17 +230,17 @@ static void malformed_part_names_and_records_are_ignored(void **state)
 static void done_needs_every_node_of_the_same_start(void **state)
 {
     struct fixture *f = *state;
-    assert_int_equal(sr_nodes_done(f->st, RUN, 2, 11), 0);
-    assert_int_equal(sr_node_mark_done(f->st, RUN, 0, 1), 0); /* an older start */
-    assert_int_equal(sr_node_mark_done(f->st, RUN, 1, 11), 0);
-    assert_int_equal(sr_node_mark_done(f->st, RUN, 1, 11), 0); /* again: fine */
-    assert_int_equal(sr_store_put(f->st, RUN "/done/01-s11", "x", 1), 0);
-    assert_int_equal(sr_store_put(f->st, RUN "/done/2-s11", "x", 1), 0);
-    assert_int_equal(sr_store_put(f->st, RUN "/done/0-s11x", "x", 1), 0);
-    assert_int_equal(sr_nodes_done(f->st, RUN, 2, 11), 1);
-    assert_int_equal(sr_node_mark_done(f->st, RUN, 0, 11), 0);
-    assert_int_equal(sr_nodes_done(f->st, RUN, 2, 11), 2);
-    assert_int_equal(sr_nodes_done(f->st, RUN, 2, 1), 1);
+    assert_int_equal(sr_nodes_done(f->fs.st, RUN, 2, 11), 0);
+    assert_int_equal(sr_node_mark_done(f->fs.st, RUN, 0, 1), 0); /* an older start */
+    assert_int_equal(sr_node_mark_done(f->fs.st, RUN, 1, 11), 0);
+    assert_int_equal(sr_node_mark_done(f->fs.st, RUN, 1, 11), 0); /* again: fine */
+    assert_int_equal(sr_store_put(f->fs.st, RUN "/done/01-s11", "x", 1), 0);
+    assert_int_equal(sr_store_put(f->fs.st, RUN "/done/2-s11", "x", 1), 0);
+    assert_int_equal(sr_store_put(f->fs.st, RUN "/done/0-s11x", "x", 1), 0);
+    assert_int_equal(sr_nodes_done(f->fs.st, RUN, 2, 11), 1);
+    assert_int_equal(sr_node_mark_done(f->fs.st, RUN, 0, 11), 0);
+    assert_int_equal(sr_nodes_done(f->fs.st, RUN, 2, 11), 2);
+    assert_int_equal(sr_nodes_done(f->fs.st, RUN, 2, 1), 1);
 }
 
 int main(void)

@@ -204,15 +204,13 @@ static void test_explore(void **state)
 static void test_records(void **state)
 {
     (void)state;
-    char *dir = tu_scratch("pbt");
-    char root[PATH_MAX];
-    snprintf(root, sizeof(root), "%s/store", dir);
-    struct sr_store *st;
-    assert_int_equal(sr_store_open(root, &st), 0);
+    struct tu_store fs;
+    tu_store_open(&fs, "pbt");
+    struct sr_store *st = fs.st;
     assert_int_equal(sr_pbt_put_value(st, "sw", 2, 1, 4, 0.5), 0);
     assert_int_equal(sr_pbt_put_value(st, "sw", 2, 1, 5, 9.0), -EEXIST); /* the first stands */
     assert_int_equal(sr_pbt_put_value(st, "sw", 0, 1, 4, 0.25), 0);
-    tu_write_text(root, "sweeps/sw/pbt/rounds/1/3.json", "{\"trial\": 4, \"value\": 1}");
+    tu_write_text(fs.root, "sweeps/sw/pbt/rounds/1/3.json", "{\"trial\": 4, \"value\": 1}");
     struct sr_pbt_val *v = NULL;
     size_t n = 0;
     assert_int_equal(sr_pbt_list_values(st, "sw", 1, &v, &n), 0);
@@ -258,9 +256,7 @@ static void test_records(void **state)
     json_decref(d1);
     json_decref(d2);
     json_decref(d3);
-    sr_store_close(st);
-    sr_rmtree(dir);
-    free(dir);
+    tu_store_close(&fs);
 }
 
 int main(void)

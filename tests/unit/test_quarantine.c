@@ -158,11 +158,9 @@ static void gc_keeps_the_newest_trusted_ones(void **state)
 static void marks_in_a_store(void **state)
 {
     (void)state;
-    char *dir = tu_scratch("quarantine");
-    char root[PATH_MAX];
-    snprintf(root, sizeof(root), "%s/store", dir);
-    struct sr_store *st;
-    assert_int_equal(sr_store_open(root, &st), 0);
+    struct tu_store fs;
+    tu_store_open(&fs, "quarantine");
+    struct sr_store *st = fs.st;
     struct sr_suspect_set set;
     assert_int_equal(sr_suspect_list(st, "r1", &set), 0);
     assert_int_equal(set.n, 0);
@@ -180,7 +178,7 @@ static void marks_in_a_store(void **state)
 
     /* A name that is not a mark is not one. */
     char junk[PATH_MAX + 32];
-    snprintf(junk, sizeof(junk), "%s/r1/suspect/notes.txt", root);
+    snprintf(junk, sizeof(junk), "%s/r1/suspect/notes.txt", fs.root);
     assert_int_equal(sr_write_file_atomic(junk, "x", 1), 0);
     assert_int_equal(sr_suspect_list(st, "r1", &set), 0);
     assert_int_equal(set.n, 1);
@@ -192,9 +190,7 @@ static void marks_in_a_store(void **state)
     assert_int_equal(sr_suspect_forget(st, "r1", 7), 0);
     assert_int_equal(sr_suspect_forget(st, "r1", 7), 0);
     assert_int_equal(sr_suspect_load(st, "r1", 7, &mk), -ENOENT);
-    sr_store_close(st);
-    sr_rmtree(dir);
-    free(dir);
+    tu_store_close(&fs);
 }
 
 int main(void)

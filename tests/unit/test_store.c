@@ -33,38 +33,11 @@ static char *scratch(void)
     return tu_scratch("store");
 }
 
-struct fixture {
-    char *dir;
-    struct sr_store *st;
-};
-
-static int setup(void **state)
-{
-    struct fixture *f = calloc(1, sizeof(*f));
-    f->dir = scratch();
-    char root[PATH_MAX];
-    assert_true(snprintf(root, sizeof(root), "%s/root", f->dir) < (int)sizeof(root));
-    if (sr_store_open(root, &f->st) != 0)
-        return -1;
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-    sr_store_close(f->st);
-    sr_rmtree(f->dir);
-    free(f->dir);
-    free(f);
-    return 0;
-}
-
-static int exists(struct fixture *f, const char *rel)
+static int exists(struct tu_store *f, const char *rel)
 {
     char p[PATH_MAX];
     struct stat sb;
-    assert_true(snprintf(p, sizeof(p), "%s/root/%s", f->dir, rel) < (int)sizeof(p));
+    assert_true(snprintf(p, sizeof(p), "%s/store/%s", f->dir, rel) < (int)sizeof(p));
     return lstat(p, &sb) == 0;
 }
 
@@ -263,7 +236,7 @@ static void default_url_follows_env(void **state)
 
 static void put_get_size_round_trip(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     assert_int_equal(sr_store_put(f->st, "run/ckpt/0000000001/MANIFEST.json", "{}\n", 3), 0);
     char *buf;
     size_t len;
@@ -282,7 +255,7 @@ static void put_get_size_round_trip(void **state)
 
 static void writer_commits_atomically_and_close_discards(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     struct sr_store_writer *w = NULL;
     assert_int_equal(sr_store_streams(f->st), 0); /* push stages for the file store */
     assert_int_equal(sr_store_writer_open_new(f->st, "run/ckpt/0000000001/data", &w), 0);
@@ -305,7 +278,7 @@ static void writer_commits_atomically_and_close_discards(void **state)
     sr_store_writer_close(w);
     assert_int_equal(sr_store_size(f->st, "run/ckpt/0000000001/other", &size), -ENOENT);
     char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/root/run/ckpt/0000000001", f->dir);
+    snprintf(path, sizeof(path), "%s/store/run/ckpt/0000000001", f->dir);
     DIR *d = opendir(path);
     assert_non_null(d);
     int entries = 0;
@@ -318,7 +291,7 @@ static void writer_commits_atomically_and_close_discards(void **state)
 
 static void put_file_stores_and_source_reads_ranges(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     char p[PATH_MAX];
     assert_true(snprintf(p, sizeof(p), "%s/local.bin", f->dir) < (int)sizeof(p));
     assert_int_equal(sr_write_file_atomic(p, "0123456789", 10), 0);
@@ -336,7 +309,7 @@ static void put_file_stores_and_source_reads_ranges(void **state)
 
 static void get_over_max_is_efbig(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     assert_int_equal(sr_store_put(f->st, "k", "0123456789", 10), 0);
     char *buf = NULL;
     size_t len;
@@ -346,7 +319,7 @@ static void get_over_max_is_efbig(void **state)
 
 static void missing_objects_are_enoent(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     uint64_t size;
     char *buf;
     size_t len;
@@ -357,7 +330,7 @@ static void missing_objects_are_enoent(void **state)
 
 static void invalid_keys_are_rejected(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     const char *bad[] = {"../x", "/abs", "a//b", "a/./b", "a/..", ".", "", "a/", "x/../../y"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         if (sr_store_put(f->st, bad[i], "x", 1) != -EINVAL)
@@ -379,7 +352,7 @@ static void invalid_keys_are_rejected(void **state)
 
 static void list_is_sorted_and_hides_temp_files(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     assert_int_equal(sr_store_put(f->st, "run/ckpt/0000000002/a", "x", 1), 0);
     assert_int_equal(sr_store_put(f->st, "run/ckpt/0000000010/a", "x", 1), 0);
     assert_int_equal(sr_store_put(f->st, "run/ckpt/0000000001/a", "x", 1), 0);
@@ -399,7 +372,7 @@ static void list_is_sorted_and_hides_temp_files(void **state)
 
 static void list_of_missing_prefix_is_empty(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     struct sr_strlist l;
     assert_int_equal(sr_store_list(f->st, "nothing/here", &l), 0);
     assert_int_equal(l.n, 0);
@@ -408,7 +381,7 @@ static void list_of_missing_prefix_is_empty(void **state)
 
 static void delete_prunes_empty_dirs_but_not_the_root(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     assert_int_equal(sr_store_put(f->st, "a/b/c/obj", "x", 1), 0);
     assert_int_equal(sr_store_put(f->st, "a/keep", "x", 1), 0);
     assert_int_equal(sr_store_delete(f->st, "a/b/c/obj"), 0);
@@ -429,7 +402,7 @@ static void delete_prunes_empty_dirs_but_not_the_root(void **state)
  * removes it). */
 static void delete_and_list_see_through_lock_files(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     assert_int_equal(sr_store_put_if(f->st, "r/LEASE", "x", 1, NULL, NULL), 0);
     assert_true(exists(f, "r/.LEASE.tmp.lock"));
     assert_int_equal(sr_store_delete(f->st, "r/LEASE"), 0);
@@ -444,7 +417,7 @@ static void delete_and_list_see_through_lock_files(void **state)
                      0);
     assert_int_equal(sr_store_put(f->st, "q/keep", "k", 1), 0);
     char lock[PATH_MAX + 64];
-    snprintf(lock, sizeof(lock), "%s/root/q/ckpt/0000000001/.MANIFEST.json.tmp.lock", f->dir);
+    snprintf(lock, sizeof(lock), "%s/store/q/ckpt/0000000001/.MANIFEST.json.tmp.lock", f->dir);
     const int held = open(lock, O_RDWR);
     assert_true(held >= 0);
     assert_int_equal(flock(held, LOCK_EX), 0);
@@ -466,14 +439,14 @@ static void delete_and_list_see_through_lock_files(void **state)
     /* so is a directory holding an upload's temp file (one killed
      * midway): the catalog must see that dead seq to clean it up */
     char tmp[PATH_MAX + 64];
-    snprintf(tmp, sizeof(tmp), "%s/root/k/ckpt/0000000002", f->dir);
+    snprintf(tmp, sizeof(tmp), "%s/store/k/ckpt/0000000002", f->dir);
     assert_int_equal(sr_mkdirs(tmp, 0755), 0);
-    snprintf(tmp, sizeof(tmp), "%s/root/k/ckpt/0000000002/.data.tar.zst.tmp.AbC123", f->dir);
+    snprintf(tmp, sizeof(tmp), "%s/store/k/ckpt/0000000002/.data.tar.zst.tmp.AbC123", f->dir);
     const int t = open(tmp, O_RDWR | O_CREAT, 0644);
     assert_true(t >= 0);
     close(t);
     /* and so is an empty one (a gc killed between its deletes) */
-    snprintf(tmp, sizeof(tmp), "%s/root/k/ckpt/0000000003", f->dir);
+    snprintf(tmp, sizeof(tmp), "%s/store/k/ckpt/0000000003", f->dir);
     assert_int_equal(sr_mkdirs(tmp, 0755), 0);
     assert_int_equal(sr_store_list(f->st, "k/ckpt", &l), 0);
     assert_int_equal(l.n, 2);
@@ -538,7 +511,7 @@ static void *churn(void *arg)
 
 static void concurrent_puts_and_deletes_do_not_interfere(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     pthread_t th[4];
     struct worker w[4];
     for (int i = 0; i < 4; i++) {
@@ -558,7 +531,7 @@ static void concurrent_puts_and_deletes_do_not_interfere(void **state)
  * temp files behind. */
 static void create_only_writes_never_replace(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     char src[PATH_MAX];
     assert_true(snprintf(src, sizeof(src), "%s/src", f->dir) < (int)sizeof(src));
     assert_int_equal(sr_write_file_atomic(src, "theirs", 6), 0);
@@ -585,7 +558,7 @@ static void create_only_writes_never_replace(void **state)
     assert_int_equal(names.n, 1);
     sr_strlist_free(&names);
     char dir[PATH_MAX];
-    assert_true(snprintf(dir, sizeof(dir), "%s/root/r/ckpt/1", f->dir) < (int)sizeof(dir));
+    assert_true(snprintf(dir, sizeof(dir), "%s/store/r/ckpt/1", f->dir) < (int)sizeof(dir));
     DIR *d = opendir(dir);
     assert_non_null(d);
     int entries = 0;
@@ -602,9 +575,9 @@ static void create_only_writes_never_replace(void **state)
  * no longer the lock, so its late write fails (the fence). */
 static void a_stalled_lock_holder_is_broken_after_the_bound_and_fenced(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     char dir[PATH_MAX], lock[PATH_MAX + 32], tmp[PATH_MAX + 32];
-    assert_true(snprintf(dir, sizeof(dir), "%s/root/r", f->dir) < (int)sizeof(dir));
+    assert_true(snprintf(dir, sizeof(dir), "%s/store/r", f->dir) < (int)sizeof(dir));
     assert_int_equal(sr_mkdirs(dir, 0755), 0);
     snprintf(lock, sizeof(lock), "%s/.LEASE.tmp.lock", dir);
     snprintf(tmp, sizeof(tmp), "%s/.LEASE.tmp.stall1", dir);
@@ -642,7 +615,7 @@ static void a_stalled_lock_holder_is_broken_after_the_bound_and_fenced(void **st
     close(held);
 }
 
-#define FT(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
+#define FT(t) cmocka_unit_test_setup_teardown(t, tu_store_setup, tu_store_teardown)
 
 int main(void)
 {

@@ -25,32 +25,6 @@
 #include "log.h"
 #include "sweep.h"
 
-struct fixture {
-    char *dir;
-    char root[PATH_MAX];
-    struct sr_store *st;
-};
-
-static int setup(void **state)
-{
-    struct fixture *f = calloc(1, sizeof(*f));
-    f->dir = tu_scratch("sweep");
-    snprintf(f->root, sizeof(f->root), "%s/store", f->dir);
-    assert_int_equal(sr_store_open(f->root, &f->st), 0);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-    sr_store_close(f->st);
-    sr_rmtree(f->dir);
-    free(f->dir);
-    free(f);
-    return 0;
-}
-
 static void gen(struct sr_sweep *sw, const char *name, const char *const *specs, size_t n,
                 unsigned random, uint64_t seed)
 {
@@ -296,7 +270,7 @@ static void test_names(void **state)
 
 static void test_create_add(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     const char *specs[] = {"lr=1,2", "seed=0..1"};
     struct sr_sweep def, same, other, more, got;
     gen(&def, "s1", specs, 2, 0, 0);
@@ -370,7 +344,7 @@ static void test_create_add(void **state)
  * and a driver that read an older count writes nothing. */
 static void test_search_space_add_at(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     const char *specs[] = {"lr=loguniform:1e-5,1e-2", "layers=int:2,8"};
     struct sr_sweep def;
     gen(&def, "hp", specs, 2, SR_SWEEP_SEARCH, 7);
@@ -411,7 +385,7 @@ static void test_search_space_add_at(void **state)
  * without them reads none. */
 static void test_labels(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     const char *specs[] = {"n=0..1"};
     struct sr_sweep def, same, other, bare, got;
     gen(&def, "lab", specs, 1, 0, 0);
@@ -448,7 +422,7 @@ static void test_labels(void **state)
  * objectives that are malformed are refused. */
 static void test_best_rule(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     const char *specs[] = {"n=0..1"};
     char err[200];
     struct sr_sweep def, other, got;
@@ -506,7 +480,7 @@ static void test_best_rule(void **state)
 
 static void test_end_marks(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     unsigned char st[8];
     assert_int_equal(sr_sweep_list_ends(f->st, "m", 8, st), 0);
     for (int i = 0; i < 8; i++)
@@ -565,7 +539,7 @@ static void test_end_marks(void **state)
     assert_int_equal(st[6], SR_TRIAL_OPEN);
 }
 
-static void put(struct fixture *f, const char *key, const char *body)
+static void put(struct tu_store *f, const char *key, const char *body)
 {
     char path[PATH_MAX + 128];
     snprintf(path, sizeof(path), "%s/%s", f->root, key);
@@ -578,7 +552,7 @@ static void put(struct fixture *f, const char *key, const char *body)
 /* A trial's run is provably the trial's: bound once, refused when another's. */
 static void test_trial_runs(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     const char *specs[] = {"k=0..2"};
     struct sr_sweep def, sw, other;
     gen(&def, "b", specs, 1, 0, 0);
@@ -624,7 +598,7 @@ static void test_trial_runs(void **state)
 
 static void test_hostile_definitions(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     static const char *const bodies[] = {
         "not json",
         "{\"format\":1}",
@@ -685,13 +659,15 @@ int main(void)
         cmocka_unit_test(test_bad_specs),
         cmocka_unit_test(test_expand),
         cmocka_unit_test(test_names),
-        cmocka_unit_test_setup_teardown(test_create_add, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_search_space_add_at, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_labels, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_best_rule, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_end_marks, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_trial_runs, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_hostile_definitions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_create_add, tu_store_setup, tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_search_space_add_at, tu_store_setup,
+                                        tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_labels, tu_store_setup, tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_best_rule, tu_store_setup, tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_end_marks, tu_store_setup, tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_trial_runs, tu_store_setup, tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_hostile_definitions, tu_store_setup,
+                                        tu_store_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -89,11 +89,9 @@ static void put(struct sr_store *st, const char *key)
 static void test_listing_what_ran_before(void **state)
 {
     (void)state;
-    char *dir = tu_scratch("sweep_claim");
-    char root[PATH_MAX];
-    snprintf(root, sizeof(root), "%s/store", dir);
-    struct sr_store *st;
-    assert_int_equal(sr_store_open(root, &st), 0);
+    struct tu_store fs;
+    tu_store_open(&fs, "sweep_claim");
+    struct sr_store *st = fs.st;
     unsigned char started[12];
     memset(started, 7, sizeof(started));
     /* no summaries at all: nothing ran */
@@ -114,8 +112,7 @@ static void test_listing_what_ran_before(void **state)
     assert_int_equal(sr_claim_list_started(st, "lr-x", 12, started), 0);
     for (size_t k = 0; k < 12; k++)
         assert_int_equal(started[k], k == 4);
-    sr_store_close(st);
-    free(dir);
+    tu_store_close(&fs);
 }
 
 int main(void)

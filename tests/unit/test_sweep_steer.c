@@ -25,32 +25,6 @@
 #include "sweep.h"
 #include "sweep_steer.h"
 
-struct fixture {
-    char *dir;
-    char root[PATH_MAX];
-    struct sr_store *st;
-};
-
-static int setup(void **state)
-{
-    struct fixture *f = calloc(1, sizeof(*f));
-    f->dir = tu_scratch("sweep_steer");
-    snprintf(f->root, sizeof(f->root), "%s/store", f->dir);
-    assert_int_equal(sr_store_open(f->root, &f->st), 0);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-    sr_store_close(f->st);
-    sr_rmtree(f->dir);
-    free(f->dir);
-    free(f);
-    return 0;
-}
-
 static struct sr_steer_entry act(unsigned seq, enum sr_steer_action a, long *trials, size_t n)
 {
     return (struct sr_steer_entry){.seq = seq, .action = a, .trials = trials, .n_trials = n};
@@ -155,7 +129,7 @@ static void test_parse_refuses_what_is_not_an_action(void **state)
  * when. A stray object is left out and counted. */
 static void test_store_history(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     struct sr_steer_state s;
     assert_int_equal(sr_steer_read(f->st, "sw", 4, &s), 0); /* none yet: empty */
     assert_int_equal(s.n_log, 0);
@@ -220,7 +194,7 @@ static void test_store_history(void **state)
  * state is named by it, listed and cleared one by one. */
 static void test_marks_and_delete(void **state)
 {
-    struct fixture *f = *state;
+    struct tu_store *f = *state;
     struct sr_trial_end_info c = {.state = SR_TRIAL_CANCELLED, .exit_code = 124};
     snprintf(c.by, sizeof(c.by), "ann@h");
     struct sr_trial_end_info p = {.state = SR_TRIAL_PRUNED, .exit_code = 124};
@@ -255,8 +229,8 @@ int main(void)
         cmocka_unit_test(test_fold_pause_resume),
         cmocka_unit_test(test_fold_priority),
         cmocka_unit_test(test_parse_refuses_what_is_not_an_action),
-        cmocka_unit_test_setup_teardown(test_store_history, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_marks_and_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_history, tu_store_setup, tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_marks_and_delete, tu_store_setup, tu_store_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,12 +5,14 @@
 #ifndef SPOTRUN_TESTUTIL_H
 #define SPOTRUN_TESTUTIL_H
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fsutil.h"
+#include "store.h"
 
 /* A fresh directory "<$SPOTRUN_TEST_TMP or /tmp>/<name>.XXXXXX" (malloc'd). */
 static inline char *tu_scratch(const char *name)
@@ -48,6 +50,57 @@ static inline void tu_assert_text(const char *dir, const char *name, const char 
     char *got = tu_read_text(dir, name);
     assert_string_equal(got, want);
     free(got);
+}
+
+/*
+ * The file-store fixture: a scratch directory (tu_scratch) holding an
+ * opened file store at "<dir>/store". tu_store_close closes the store and
+ * removes the scratch directory tu_store_open made, nothing else.
+ *
+ * As a cmocka fixture, *state a struct tu_store * (the scratch directory
+ * named after the test program):
+ *     cmocka_unit_test_setup_teardown(fn, tu_store_setup, tu_store_teardown)
+ * A test with more state of its own embeds a struct tu_store and calls
+ * tu_store_open / tu_store_close from its setup and teardown.
+ */
+struct tu_store {
+    char *dir;           /* the scratch directory (malloc'd) */
+    char root[PATH_MAX]; /* the store's directory, "<dir>/store" */
+    struct sr_store *st;
+};
+
+static inline void tu_store_open(struct tu_store *s, const char *name)
+{
+    s->dir = tu_scratch(name);
+    assert_true(snprintf(s->root, sizeof(s->root), "%s/store", s->dir) < (int)sizeof(s->root));
+    assert_int_equal(sr_store_open(s->root, &s->st), 0);
+}
+
+static inline void tu_store_close(struct tu_store *s)
+{
+    sr_store_close(s->st);
+    s->st = NULL;
+    if (s->dir)
+        sr_rmtree(s->dir);
+    free(s->dir);
+    s->dir = NULL;
+}
+
+static inline int tu_store_setup(void **state)
+{
+    struct tu_store *s = calloc(1, sizeof(*s));
+    assert_non_null(s);
+    tu_store_open(s, program_invocation_short_name);
+    *state = s;
+    return 0;
+}
+
+static inline int tu_store_teardown(void **state)
+{
+    struct tu_store *s = *state;
+    tu_store_close(s);
+    free(s);
+    return 0;
 }
 
 #endif
