@@ -85,7 +85,11 @@ struct sr_hist_attempt {
     /* The first "limit" event (a group's nodes each write one): the time
      * limit or budget that stopped it (docs/events.md). */
     enum sr_hist_cause limit;       /* SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET, else NONE */
-    char limit_what[16];            /* "run", "attempt", "sweep" */
+    char limit_what[16];            /* "run", "attempt", "sweep", "quota" */
+    /* a quota's stop: its label and measure ("team=vision", "cost") */
+    char limit_quota[136], limit_measure[16];
+    /* how long `run --wait-quota` held it before it started (queue time) */
+    int64_t quota_wait_ms;
     double limit_value, limit_used; /* ms for a time limit, an amount for a budget */
     char lease_reason[64];
     int64_t notice_ms; /* 0 = no notice in this attempt */

@@ -197,6 +197,10 @@ static json_t *limit_json(const struct sr_history *h)
                                                                : "run",
                          "limit", time ? a->limit_value / 1000.0 : a->limit_value, "used",
                          time ? a->limit_used / 1000.0 : a->limit_used);
+    if (a->limit == SR_CAUSE_QUOTA)
+        return json_pack("{s:b,s:s,s:s,s:s,s:s,s:f,s:f}", "reached", 1, "cause", "quota", "what",
+                         "quota", "quota", a->limit_quota, "measure", a->limit_measure, "limit",
+                         a->limit_value, "used", a->limit_used);
     if (a->max_cost > 0 && a->price_per_hour > 0) {
         const double cost = sr_prices_run_cost(h, NULL, a->price_per_hour);
         return json_pack("{s:b,s:s,s:s,s:f,s:f}", "reached", 0, "cause", "budget", "what", "run",
@@ -223,6 +227,9 @@ static void print_limit(FILE *f, const struct sr_history *h)
     } else if (a->limit == SR_CAUSE_BUDGET) {
         fprintf(f, "limit:       %sbudget reached: %.2f of %.2f\n", sweep ? "sweep " : "",
                 a->limit_used, a->limit_value);
+    } else if (a->limit == SR_CAUSE_QUOTA) {
+        fprintf(f, "limit:       quota %s reached: %s %.2f of %.2f\n", a->limit_quota,
+                a->limit_measure, a->limit_used, a->limit_value);
     } else if (a->max_cost > 0 && a->price_per_hour > 0) {
         const double cost = sr_prices_run_cost(h, NULL, a->price_per_hour);
         fprintf(f, "limit:       budget: %.2f of %.2f\n", cost > 0 ? cost : 0.0, a->max_cost);
