@@ -84,8 +84,8 @@ struct sr_hist_attempt {
     char stall_suspect[256];
     /* The first "limit" event (a group's nodes each write one): the time
      * limit or budget that stopped it (docs/events.md). */
-    enum sr_hist_cause limit;       /* SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET, else NONE */
-    char limit_what[16];            /* "run", "attempt", "sweep", "quota" */
+    enum sr_hist_cause limit; /* SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET, else NONE */
+    char limit_what[16];      /* "run", "attempt", "sweep", "quota" */
     /* a quota's stop: its label and measure ("team=vision", "cost") */
     char limit_quota[136], limit_measure[16];
     /* how long `run --wait-quota` held it before it started (queue time) */

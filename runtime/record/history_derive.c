@@ -118,8 +118,7 @@ static void cause_detail(const struct sr_hist_attempt *a, char *buf, size_t len)
         break;
     case SR_CAUSE_QUOTA:
         snprintf(buf, len, "quota %.80s reached: %.15s %.2f of %.2f", a->limit_quota,
-                 a->limit_measure,
-                 a->limit_used, a->limit_value);
+                 a->limit_measure, a->limit_used, a->limit_value);
         break;
     case SR_CAUSE_LEASE_LOST:
         snprintf(buf, len, "another wrapper took the run over");

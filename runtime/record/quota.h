@@ -29,18 +29,17 @@
 #include "layout.h"
 #include "store.h"
 
-
 enum sr_quota_per { SR_PER_DAY, SR_PER_WEEK, SR_PER_MONTH };
 
 struct sr_quota {
     struct sr_label label; /* team=vision */
     enum sr_quota_per per;
-    double gpu_hours, max_cost;     /* per period; 0 = none */
-    uint64_t max_gpus_per_run;      /* 0 = none */
-    uint64_t max_concurrent;        /* runs at once; 0 = none */
-    char by[128];                   /* who set it */
-    int64_t unix_ms;                /* when */
-    unsigned version;               /* the object's number */
+    double gpu_hours, max_cost; /* per period; 0 = none */
+    uint64_t max_gpus_per_run;  /* 0 = none */
+    uint64_t max_concurrent;    /* runs at once; 0 = none */
+    char by[128];               /* who set it */
+    int64_t unix_ms;            /* when */
+    unsigned version;           /* the object's number */
 };
 
 /* What the runs carrying the quota's label used in the period so far. */

@@ -110,8 +110,8 @@ int sr_limits_hit_of(struct sr_limits *l, int64_t now_ms, int64_t attempt_at, co
     else if (budget && strcmp(what, "sweep") == 0)
         hit_at(hit, "budget", "sweep", c->sweep_limit, c->sweep_used + cost);
     else if (strcmp(cause, "quota") == 0 && strcmp(what, "quota") == 0)
-        *hit = l->quota_over ? l->quota_hit
-                             : (struct sr_limit_hit){.cause = "quota", .what = "quota"};
+        *hit =
+            l->quota_over ? l->quota_hit : (struct sr_limit_hit){.cause = "quota", .what = "quota"};
     else if (strcmp(cause, "pruned") == 0 && strcmp(what, "sweep") == 0)
         hit_at(hit, "pruned", "sweep", 0, 0); /* another node's early stopping */
     else if (strcmp(what, "sweep") == 0 && strcmp(cause, "cancelled") == 0)

@@ -89,8 +89,8 @@ struct sr_limits {
     int64_t next_steer; /* the steering's next poll */
     /* the steering's stop ("cancelled", "paused"), once polled */
     const char *steered;
-    int64_t next_quota;          /* the quota's next poll */
-    int quota_over;              /* the quota's poll said stop: quota_hit */
+    int64_t next_quota; /* the quota's next poll */
+    int quota_over;     /* the quota's poll said stop: quota_hit */
     struct sr_limit_hit quota_hit;
 };
 

@@ -102,7 +102,7 @@ struct sr_supervise_config {
      * apart, so the others' polls see its use that fresh; 0 = default. */
     int64_t keepalive_ms;
     int64_t quota_wait_ms; /* held by --wait-quota before it started: in the start event */
-    const json_t *labels;      /* {"team":"nlp"}: recorded in every start event; NULL = none */
+    const json_t *labels;  /* {"team":"nlp"}: recorded in every start event; NULL = none */
     /* Told after each flush of each attempt's event log (events.h's flush
      * hook; the run's summary writer, runtime/record/runsum.h); cleared
      * from a log that outlives sr_supervise, so on_flush_ctx may be freed
