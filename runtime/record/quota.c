@@ -130,14 +130,14 @@ int sr_quota_newest(const struct sr_strlist *names, unsigned *version)
 const char *sr_quota_over(const struct sr_quota *q, const struct sr_quota_use *u, uint64_t gpus,
                           int starting, double *limit, double *used)
 {
-    if (q->max_gpus_per_run > 0 && gpus > q->max_gpus_per_run) {
+    if (starting && q->max_gpus_per_run > 0 && gpus > q->max_gpus_per_run) {
         *limit = (double)q->max_gpus_per_run;
         *used = (double)gpus;
         return "gpus-per-run";
     }
-    if (q->max_concurrent > 0 && u->running + (starting ? 1 : 0) > q->max_concurrent) {
+    if (starting && q->max_concurrent > 0 && u->running + 1 > q->max_concurrent) {
         *limit = (double)q->max_concurrent;
-        *used = (double)(u->running + (starting ? 1 : 0));
+        *used = (double)(u->running + 1);
         return "concurrent";
     }
     if (q->gpu_hours > 0 && u->gpu_hours >= q->gpu_hours) {
@@ -280,7 +280,7 @@ int sr_quota_set(struct sr_store *st, const struct sr_quota *set, const int give
         if (rc == 0 && (rc = read_version(st, &set->label, v, q)) < 0)
             return rc;
         if (rc == -ENOENT)
-            v = 0;
+            v = 1;
         else if (rc < 0)
             return rc;
         else if (++v > VERSIONS_MAX)
@@ -304,6 +304,24 @@ int sr_quota_set(struct sr_store *st, const struct sr_quota *set, const int give
     return rc;
 }
 
+int sr_quota_use_in(const struct sr_runsum *runs, size_t n, const struct sr_quota *q,
+                    int64_t now_ms, struct sr_quota_use *u)
+{
+    memset(u, 0, sizeof(*u));
+    struct sr_stats_query sq = {.since_ms = sr_quota_period_start(now_ms, q->per)};
+    sq.want.v[0] = q->label;
+    sq.want.n = 1;
+    struct sr_stats s = {0};
+    const int rc = sr_stats_compute(runs, n, &sq, &s);
+    if (rc == 0) {
+        u->gpu_hours = s.total.gpu_h;
+        u->cost = s.total.cost;
+        u->running = s.total.ends[SR_CAUSE_NONE];
+    }
+    sr_stats_free(&s);
+    return rc;
+}
+
 int sr_quota_use_of(struct sr_store *st, const struct sr_quota *q, int64_t now_ms,
                     struct sr_quota_use *u)
 {
@@ -313,17 +331,7 @@ int sr_quota_use_of(struct sr_store *st, const struct sr_quota *q, int64_t now_m
     int rc = sr_runsum_load_all(st, NULL, &runs, &n);
     if (rc < 0)
         return rc;
-    struct sr_stats_query sq = {.since_ms = sr_quota_period_start(now_ms, q->per)};
-    sq.want.v[0] = q->label;
-    sq.want.n = 1;
-    struct sr_stats s = {0};
-    rc = sr_stats_compute(runs, n, &sq, &s);
-    if (rc == 0) {
-        u->gpu_hours = s.total.gpu_h;
-        u->cost = s.total.cost;
-        u->running = s.total.ends[SR_CAUSE_NONE];
-    }
-    sr_stats_free(&s);
+    rc = sr_quota_use_in(runs, n, q, now_ms, u);
     for (size_t i = 0; i < n; i++)
         sr_runsum_free(&runs[i]);
     free(runs);

@@ -65,10 +65,11 @@ int sr_quota_from_json(const json_t *o, const struct sr_label *label, unsigned v
  * none is one. */
 int sr_quota_newest(const struct sr_strlist *names, unsigned *version);
 
-/* Which of the quota's limits use (with more_gpus GPUs of a run about to
- * start, and starting: 1 when it would add one running run) is over: the
- * measure's name ("gpu-hours", "cost", "gpus-per-run", "concurrent"), its
- * limit and the use in *limit, *used; NULL when none. gpus 0 = unknown. */
+/* Which of the quota's limits the use is over: the measure's name
+ * ("gpu-hours", "cost", "gpus-per-run", "concurrent"), its limit and the
+ * use in *limit, *used; NULL when none. Only for a run starting (starting
+ * 1: it adds one running run, with gpus GPUs, 0 = unknown) are the GPUs
+ * per run and the runs at once checked; while it runs, hours and cost. */
 const char *sr_quota_over(const struct sr_quota *q, const struct sr_quota_use *u, uint64_t gpus,
                           int starting, double *limit, double *used);
 
@@ -82,7 +83,13 @@ int sr_quota_read_all(struct sr_store *st, struct sr_quota **out, size_t *n);
 #define SR_QUOTA_FIELDS 5
 int sr_quota_set(struct sr_store *st, const struct sr_quota *set, const int given[SR_QUOTA_FIELDS],
                  struct sr_quota *q);
-/* The use of q's label now (now_ms), from the runs' summaries. */
+/* The use of q's label in the period holding now_ms among runs (as
+ * sr_runsum_load_all gives them): stats' total over --label and --since
+ * the period's start. Pure. 0 or -errno. */
+struct sr_runsum;
+int sr_quota_use_in(const struct sr_runsum *runs, size_t n, const struct sr_quota *q,
+                    int64_t now_ms, struct sr_quota_use *u);
+/* The same, loading the runs' summaries from the store. */
 int sr_quota_use_of(struct sr_store *st, const struct sr_quota *q, int64_t now_ms,
                     struct sr_quota_use *u);
 
