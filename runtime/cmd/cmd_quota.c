@@ -50,13 +50,11 @@ static int label_operand(const char *kv, struct sr_label *out)
 static int setter(const char *by, char *out, size_t len)
 {
     const struct passwd *pw = by && *by ? NULL : getpwuid(getuid());
-    const char *who = by && *by           ? by
-                      : getenv("USER")    ? getenv("USER")
-                      : pw                ? pw->pw_name
-                                          : NULL;
+    const char *who = by && *by ? by : getenv("USER") ? getenv("USER") : pw ? pw->pw_name : NULL;
     if (!sr_quota_by_ok(who)) {
-        fprintf(stderr, "spotrun quota set: give --by NAME (letters, digits and ._@+-, at most "
-                        "127): who sets the quota%s\n",
+        fprintf(stderr,
+                "spotrun quota set: give --by NAME (letters, digits and ._@+-, at most "
+                "127): who sets the quota%s\n",
                 by && *by ? "" : " (neither $USER nor this user's name is one)");
         return SR_EX_USAGE;
     }
@@ -142,14 +140,13 @@ static json_t *show_json(const struct sr_quota *q, const struct sr_quota_use *u,
     date_of(since, from, sizeof(from));
     double lim, used;
     const char *over = sr_quota_over(q, u, 0, 0, &lim, &used);
-    return json_pack("{s:s,s:I,s:s,s:s,s:I,s:s,s:s,s:{s:f,s:f,s:I,s:I},s:{s:f,s:f,s:I},s:s?}",
-                     "label", label, "version", (json_int_t)q->version, "per",
-                     sr_quota_per_name(q->per), "since", from, "since_ms", (json_int_t)since,
-                     "by", q->by, "set_at", at, "limits", "gpu_hours", q->gpu_hours, "max_cost",
-                     q->max_cost, "max_gpus_per_run", (json_int_t)q->max_gpus_per_run,
-                     "max_concurrent", (json_int_t)q->max_concurrent, "use", "gpu_hours",
-                     u->gpu_hours, "cost", u->cost, "running", (json_int_t)u->running, "over",
-                     over);
+    return json_pack(
+        "{s:s,s:I,s:s,s:s,s:I,s:s,s:s,s:{s:f,s:f,s:I,s:I},s:{s:f,s:f,s:I},s:s?}", "label", label,
+        "version", (json_int_t)q->version, "per", sr_quota_per_name(q->per), "since", from,
+        "since_ms", (json_int_t)since, "by", q->by, "set_at", at, "limits", "gpu_hours",
+        q->gpu_hours, "max_cost", q->max_cost, "max_gpus_per_run", (json_int_t)q->max_gpus_per_run,
+        "max_concurrent", (json_int_t)q->max_concurrent, "use", "gpu_hours", u->gpu_hours, "cost",
+        u->cost, "running", (json_int_t)u->running, "over", over);
 }
 
 /* "12.50 of 500.00", or "12.50" without a limit. */
@@ -176,8 +173,8 @@ static void show_text(const struct sr_quota *q, const struct sr_quota_use *u, in
     double lim, used;
     const char *over = sr_quota_over(q, u, 0, 0, &lim, &used);
     printf("%-24s %-5s %-20s %-22s %-22s %-10s %-8s %u %s%s%s\n", label, sr_quota_per_name(q->per),
-           from, h, c, r, q->max_gpus_per_run ? g : "-", q->version, q->by,
-           over ? "  OVER: " : "", over ? over : "");
+           from, h, c, r, q->max_gpus_per_run ? g : "-", q->version, q->by, over ? "  OVER: " : "",
+           over ? over : "");
 }
 
 static int cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
@@ -197,8 +194,8 @@ static int cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
     json_t *arr = vo.json ? json_array() : NULL;
     const int64_t now = now_ms();
     if (rc == 0 && !vo.json && nq)
-        printf("%-24s %-5s %-20s %-22s %-22s %-10s %-8s %s\n", "QUOTA", "PER", "SINCE",
-               "GPU-HOURS", "COST", "RUNNING", "GPUS/RUN", "VERSION BY");
+        printf("%-24s %-5s %-20s %-22s %-22s %-10s %-8s %s\n", "QUOTA", "PER", "SINCE", "GPU-HOURS",
+               "COST", "RUNNING", "GPUS/RUN", "VERSION BY");
     for (size_t i = 0; rc == 0 && i < nq; i++) {
         struct sr_quota_use u;
         const int64_t since = sr_quota_period_start(now, qs[i].per);

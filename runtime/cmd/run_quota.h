@@ -30,8 +30,8 @@ struct sr_run_quota {
     struct sr_labels labels; /* the run's */
     const char *run_id;
     int64_t poll_ms;
-    uint64_t gpus;    /* CUDA_VISIBLE_DEVICES x nodes, 0 = unknown */
-    int applies;      /* a quota matched at the start */
+    uint64_t gpus; /* CUDA_VISIBLE_DEVICES x nodes, 0 = unknown */
+    int applies;   /* a quota matched at the start */
     int64_t waited_ms;
     /* the quota over, for the limit hit's strings */
     char label[2 * SR_LABEL_MAX + 2], measure[16];
