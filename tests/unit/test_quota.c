@@ -80,8 +80,8 @@ static void test_the_newest_version_is_picked(void **state)
 {
     (void)state;
     struct sr_strlist names = {0};
-    const char *v[] = {"000002.json", "000010.json", "000009.json", "0000011.json",
-                       "000012.jsonx", "00001a.json", "x", "000003.json.tmp"};
+    const char *v[] = {"000002.json",  "000010.json", "000009.json", "0000011.json",
+                       "000012.jsonx", "00001a.json", "x",           "000003.json.tmp"};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         assert_int_equal(sr_strlist_push(&names, v[i]), 0);
     unsigned version = 0;
@@ -211,8 +211,7 @@ static void test_set_writes_create_only_versions(void **state)
                         "\"gpu_hours\":100,\"max_cost\":0,\"max_gpus_per_run\":0,"
                         "\"max_concurrent\":0,\"by\":\"bo\",\"unix_ms\":2}";
     assert_int_equal(
-        sr_store_put_if(st, "quotas/team/vision/000002.json", other, strlen(other), NULL, NULL),
-        0);
+        sr_store_put_if(st, "quotas/team/vision/000002.json", other, strlen(other), NULL, NULL), 0);
     assert_int_equal(
         sr_store_put_if(st, "quotas/team/vision/000002.json", other, strlen(other), NULL, NULL),
         -EEXIST);
