@@ -74,7 +74,12 @@ static void print_set(const struct sr_quota *q)
         printf(" max-gpus-per-run %llu", (unsigned long long)q->max_gpus_per_run);
     if (q->max_concurrent > 0)
         printf(" max-concurrent %llu", (unsigned long long)q->max_concurrent);
-    if (q->gpu_hours <= 0 && q->max_cost <= 0 && !q->max_gpus_per_run && !q->max_concurrent)
+    if (q->approve_gpu_hours > 0)
+        printf(" approve-above %.2f gpu-hours", q->approve_gpu_hours);
+    if (q->approve_cost > 0)
+        printf(" approve-above %.2f", q->approve_cost);
+    if (q->gpu_hours <= 0 && q->max_cost <= 0 && !q->max_gpus_per_run && !q->max_concurrent &&
+        q->approve_gpu_hours <= 0 && q->approve_cost <= 0)
         printf(" no limit");
     printf("; set by %s\n", q->by);
 }
@@ -83,7 +88,7 @@ static int cmd_set(const struct sr_cmd *cmd, int argc, char **argv)
 {
     double gpu_hours = -1, max_cost = -1;
     uint64_t gpus = NOT_GIVEN, concurrent = NOT_GIVEN;
-    const char *per = NULL, *by = NULL;
+    const char *per = NULL, *by = NULL, *approve = NULL;
     const struct sr_opt opts[] = {
         {"gpu-hours", 0, NULL, SR_OPT_PRICE, &gpu_hours, "HOURS",
          "GPU-hours the label's runs may use per period (0: no limit)"},
@@ -95,6 +100,9 @@ static int cmd_set(const struct sr_cmd *cmd, int argc, char **argv)
          "runs of the label running at once (0: no limit)"},
         {"per", 0, NULL, SR_OPT_STR, &per, "day|week|month",
          "the period the hours and cost count over (UTC; default week, or as set before)"},
+        {"approve-above", 0, NULL, SR_OPT_STR, &approve, "SIZE",
+         "a run whose own limits exceed SIZE (100gpu-hours: its --time-limit x GPUs; 250: its "
+         "--max-cost) needs `spotrun approve RUN` to start (0: none)"},
         {"by", 0, "SPOTRUN_BY", SR_OPT_STR, &by, "NAME", "who sets it (default $USER)"},
         SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
@@ -106,8 +114,8 @@ static int cmd_set(const struct sr_cmd *cmd, int argc, char **argv)
                            .max_gpus_per_run = gpus,
                            .max_concurrent = concurrent,
                            .unix_ms = now_ms()};
-    const int given[SR_QUOTA_FIELDS] = {gpu_hours >= 0, max_cost >= 0, gpus != NOT_GIVEN,
-                                        concurrent != NOT_GIVEN, per != NULL};
+    const int given[SR_QUOTA_FIELDS] = {gpu_hours >= 0,          max_cost >= 0, gpus != NOT_GIVEN,
+                                        concurrent != NOT_GIVEN, per != NULL,   approve != NULL};
     code = label_operand(ctx.ops[0], &set.label);
     if (code == 0)
         code = setter(by, set.by, sizeof(set.by));
@@ -115,9 +123,17 @@ static int cmd_set(const struct sr_cmd *cmd, int argc, char **argv)
         fprintf(stderr, "spotrun quota set: --per takes day, week or month, not \"%s\"\n", per);
         code = SR_EX_USAGE;
     }
-    if (code == 0 && !(given[0] || given[1] || given[2] || given[3] || given[4])) {
+    if (code == 0 && approve &&
+        sr_quota_parse_approve(approve, &set.approve_gpu_hours, &set.approve_cost) < 0) {
+        fprintf(stderr,
+                "spotrun quota set: --approve-above takes a size like 100gpu-hours (GPU-hours) "
+                "or 250 (cost), not \"%s\"\n",
+                approve);
+        code = SR_EX_USAGE;
+    }
+    if (code == 0 && !(given[0] || given[1] || given[2] || given[3] || given[4] || given[5])) {
         fprintf(stderr, "spotrun quota set: nothing to set: give --gpu-hours, --max-cost, "
-                        "--max-gpus-per-run, --max-concurrent or --per\n");
+                        "--max-gpus-per-run, --max-concurrent, --per or --approve-above\n");
         code = SR_EX_USAGE;
     }
     struct sr_quota q;
@@ -141,12 +157,13 @@ static json_t *show_json(const struct sr_quota *q, const struct sr_quota_use *u,
     double lim, used;
     const char *over = sr_quota_over(q, u, 0, 0, &lim, &used);
     return json_pack(
-        "{s:s,s:I,s:s,s:s,s:I,s:s,s:s,s:{s:f,s:f,s:I,s:I},s:{s:f,s:f,s:I},s:s?}", "label", label,
-        "version", (json_int_t)q->version, "per", sr_quota_per_name(q->per), "since", from,
+        "{s:s,s:I,s:s,s:s,s:I,s:s,s:s,s:{s:f,s:f,s:I,s:I,s:f,s:f},s:{s:f,s:f,s:I},s:s?}", "label",
+        label, "version", (json_int_t)q->version, "per", sr_quota_per_name(q->per), "since", from,
         "since_ms", (json_int_t)since, "by", q->by, "set_at", at, "limits", "gpu_hours",
         q->gpu_hours, "max_cost", q->max_cost, "max_gpus_per_run", (json_int_t)q->max_gpus_per_run,
-        "max_concurrent", (json_int_t)q->max_concurrent, "use", "gpu_hours", u->gpu_hours, "cost",
-        u->cost, "running", (json_int_t)u->running, "over", over);
+        "max_concurrent", (json_int_t)q->max_concurrent, "approve_above_gpu_hours",
+        q->approve_gpu_hours, "approve_above_cost", q->approve_cost, "use", "gpu_hours",
+        u->gpu_hours, "cost", u->cost, "running", (json_int_t)u->running, "over", over);
 }
 
 /* "12.50 of 500.00", or "12.50" without a limit. */
@@ -224,10 +241,42 @@ static int cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
     return code;
 }
 
+int sr_cmd_approve(const struct sr_cmd *cmd, int argc, char **argv)
+{
+    const char *by = NULL;
+    const struct sr_opt opts[] = {
+        {"by", 0, "SPOTRUN_BY", SR_OPT_STR, &by, "NAME", "who approves it (required)"},
+        SR_OPTS_COMMON};
+    struct sr_cmd_ctx ctx;
+    int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
+    if (code >= 0)
+        return code;
+    const char *run = ctx.ops[0];
+    if (!by || !sr_quota_by_ok(by)) {
+        fprintf(stderr, "spotrun approve: give --by NAME (letters, digits and ._@+-, at most "
+                        "127): who approves the run\n");
+        sr_store_close(ctx.st);
+        return SR_EX_USAGE;
+    }
+    struct sr_approval a = {.unix_ms = now_ms()};
+    snprintf(a.by, sizeof(a.by), "%s", by);
+    const int rc = sr_approval_write(ctx.st, run, &a);
+    char at[40];
+    date_of(a.unix_ms, at, sizeof(at));
+    if (rc == 0)
+        printf("run %s approved by %s at %s\n", run, a.by, at);
+    else if (rc == -EEXIST) /* create-only: the first approval stands */
+        printf("run %s was already approved by %s at %s\n", run, a.by, at);
+    else
+        code = sr_fail(rc, "cannot record the approval");
+    sr_store_close(ctx.st);
+    return rc == 0 || rc == -EEXIST ? 0 : code;
+}
+
 static const struct sr_cmd subs[] = {
     {"quota set", cmd_set, "set a team's or user's quota (a new version)",
      "spotrun quota set KEY=VALUE [--gpu-hours H] [--max-cost X] [--max-gpus-per-run N] "
-     "[--max-concurrent N] [--per day|week|month] [--by NAME]",
+     "[--max-concurrent N] [--per day|week|month] [--approve-above SIZE] [--by NAME]",
      "Writes a new version of the quota of the runs labelled KEY=VALUE (run --label):\n"
      "the limits given replace the newest version's, the others stay (0: no limit).\n"
      "Every version is kept; the newest is in force. Runs check it before they start\n"

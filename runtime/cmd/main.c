@@ -76,6 +76,11 @@ static const struct sr_cmd commands[] = {
      0, 0, READER},
     {"quota", sr_cmd_quota, "quotas per team or user: set, show", "spotrun quota set|show ...",
      "Quotas per team or user (docs/cost.md, \"Quotas and approvals\").", 0, ANY, 0},
+    {"approve", sr_cmd_approve, "approve a run above its quota's --approve-above",
+     "spotrun approve RUN --by NAME",
+     "Records who approved RUN (create-only: the first approval stands), so that a run\n"
+     "whose own limits exceed a quota's --approve-above may start (docs/cost.md).",
+     1, 1, STORE | RUN_OP},
     {"pull", sr_cmd_pull, "restore a checkpoint into a directory", "spotrun pull RUN [DIR]",
      "Restores the newest (or --seq N) checkpoint of RUN into DIR (default ./RUN).\n"
      "DIR is replaced: it ends up holding exactly the checkpoint. DIR must be new,\n"

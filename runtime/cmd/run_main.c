@@ -590,8 +590,14 @@ static int run_prepare(struct run_opts *o, char **cmd, struct run_ctx *r)
         sr_store_describe(r->c.st, where, sizeof(where));
         sr_info("run %s, store %s", r->run_id, where);
         /* before the lease and the work dir: a hold for a quota holds nothing */
-        code = sr_run_quota_check(&r->quota, r->c.st, r->run_id, r->labels, r->c.nodes,
-                                  o->limits.budget_poll_ms, o->wait_quota);
+        const struct sr_run_quota_args qa = {r->run_id,
+                                             r->labels,
+                                             r->c.nodes,
+                                             o->limits.budget_poll_ms,
+                                             o->limits.time_limit_ms,
+                                             o->limits.max_cost,
+                                             o->wait_quota};
+        code = sr_run_quota_check(&r->quota, r->c.st, &qa);
     }
     if (code == GO_ON) {
         notices_and_shim(o, r);

@@ -22,9 +22,10 @@
 struct verdict {
     struct sr_quota q;
     struct sr_quota_use u;
-    const char *measure;
+    const char *measure; /* sr_quota_over's, or "approval" */
     double limit, used;
     size_t matched; /* quotas the run's labels match */
+    char size[160]; /* "approval": the run's size in words */
 };
 
 static int64_t now_ms(void)
@@ -50,10 +51,48 @@ static uint64_t own_running(const struct sr_runsum *runs, size_t n, const char *
     return 0;
 }
 
-/* One matching quota's verdict into v: 1 when over. */
-static int judge(const struct sr_run_quota *rq, const struct sr_quota *q,
-                 const struct sr_runsum *runs, size_t n, int starting, struct verdict *v)
+/* The run's size against q's --approve-above: 1 and v when it needs an
+ * approval it does not have. */
+static int unapproved(struct sr_run_quota *rq, const struct sr_quota *q, struct verdict *v)
 {
+    const double gpus = rq->gpus ? (double)rq->gpus : 1.0;
+    const double h = (double)rq->time_limit_ms / 3600000.0 * gpus;
+    char size[160] = "";
+    if (q->approve_gpu_hours > 0 && (rq->time_limit_ms <= 0 || h > q->approve_gpu_hours))
+        snprintf(size, sizeof(size),
+                 rq->time_limit_ms <= 0 ? "no --time-limit bounds its GPU-hours"
+                                        : "its --time-limit x %.0f GPU(s) is %.2f GPU-hours",
+                 gpus, h);
+    else if (q->approve_cost > 0 && (rq->max_cost <= 0 || rq->max_cost > q->approve_cost))
+        snprintf(size, sizeof(size),
+                 rq->max_cost <= 0 ? "no --max-cost bounds its cost" : "its --max-cost is %.2f",
+                 rq->max_cost);
+    if (!size[0])
+        return 0;
+    if (!rq->approved) {
+        const int rc = sr_approval_read(rq->st, rq->run_id, &rq->approval);
+        if (rc < 0 && rc != -ENOENT)
+            return rc;
+        sr_err_clear();
+        rq->approved = rc == 0;
+    }
+    if (rq->approved)
+        return 0;
+    *v = (struct verdict){.q = *q, .measure = "approval", .matched = v->matched};
+    v->limit = q->approve_gpu_hours > 0 ? q->approve_gpu_hours : q->approve_cost;
+    snprintf(v->size, sizeof(v->size), "%s", size);
+    return 1;
+}
+
+/* One matching quota's verdict into v: 1 when over. */
+static int judge(struct sr_run_quota *rq, const struct sr_quota *q, const struct sr_runsum *runs,
+                 size_t n, int starting, struct verdict *v)
+{
+    if (starting) {
+        const int a = unapproved(rq, q, v);
+        if (a != 0)
+            return a;
+    }
     struct sr_quota_use u;
     const int rc = sr_quota_use_in(runs, n, q, now_ms(), &u);
     if (rc < 0)
@@ -66,14 +105,15 @@ static int judge(const struct sr_run_quota *rq, const struct sr_quota *q,
     const char *m = sr_quota_over(q, &u, starting ? rq->gpus : 0, starting, &limit, &used);
     if (!m)
         return 0;
-    *v = (struct verdict){*q, u, m, limit, used, v->matched};
+    *v = (struct verdict){
+        .q = *q, .u = u, .measure = m, .limit = limit, .used = used, .matched = v->matched};
     return 1;
 }
 
 /* Every quota the run's labels match, read now: 1 and v when one is over,
  * 0 when none, -errno. starting: the checks before it starts (its GPUs,
  * the runs running) too. */
-static int evaluate(const struct sr_run_quota *rq, int starting, struct verdict *v)
+static int evaluate(struct sr_run_quota *rq, int starting, struct verdict *v)
 {
     struct sr_quota *qs = NULL;
     size_t nq = 0, n = 0;
@@ -97,14 +137,17 @@ static int evaluate(const struct sr_run_quota *rq, int starting, struct verdict 
 }
 
 /* "cost 5.20 of 5.00 per week since 2026-12-07" */
-static void describe(const struct verdict *v, char *buf, size_t len)
+static void describe(const char *rq_run, const struct verdict *v, char *buf, size_t len)
 {
     char since[32];
     const time_t s = (time_t)(sr_quota_period_start(now_ms(), v->q.per) / 1000);
     struct tm tm;
     gmtime_r(&s, &tm);
     strftime(since, sizeof(since), "%Y-%m-%d", &tm);
-    if (strcmp(v->measure, "gpus-per-run") == 0)
+    if (strcmp(v->measure, "approval") == 0)
+        snprintf(buf, len, "run %s needs an approval: %s, above %.2f %s (--approve-above)", rq_run,
+                 v->size, v->limit, v->q.approve_gpu_hours > 0 ? "GPU-hours" : "in cost");
+    else if (strcmp(v->measure, "gpus-per-run") == 0)
         snprintf(buf, len, "this run's %.0f GPUs are more than its %.0f GPUs per run", v->used,
                  v->limit);
     else if (strcmp(v->measure, "concurrent") == 0)
@@ -124,8 +167,16 @@ static const char *option_of(const char *measure)
 
 static int refuse(const struct sr_run_quota *rq, const struct verdict *v)
 {
-    char what[256];
-    describe(v, what, sizeof(what));
+    char what[512];
+    describe(rq->run_id, v, what, sizeof(what));
+    if (strcmp(v->measure, "approval") == 0) {
+        fprintf(stderr,
+                "spotrun run: quota %s=%s (version %u): %s: not starting it (exit 79); to "
+                "approve it: `spotrun approve %s --by NAME`, then run it again (or give "
+                "--wait-quota to wait for the approval)\n",
+                v->q.label.key, v->q.label.value, v->q.version, what, rq->run_id);
+        return SR_EX_QUOTA;
+    }
     fprintf(stderr,
             "spotrun run: quota %s=%s (version %u) is used up: %s: not starting run %s (exit "
             "79); raise it with `spotrun quota set %s=%s %s`, or give --wait-quota to wait for "
@@ -138,8 +189,8 @@ static int refuse(const struct sr_run_quota *rq, const struct verdict *v)
 /* --wait-quota: looks again every poll until no quota is over. */
 static int hold(struct sr_run_quota *rq, struct verdict *v)
 {
-    char what[256];
-    describe(v, what, sizeof(what));
+    char what[512];
+    describe(rq->run_id, v, what, sizeof(what));
     char every[32];
     sr_format_duration_ms(rq->poll_ms, every, sizeof(every));
     sr_info("run %s held by quota %s=%s: %s; looking again every %s (--wait-quota)", rq->run_id,
@@ -174,14 +225,19 @@ static uint64_t gpus_of(unsigned nodes)
     return n * (nodes > 1 ? nodes : 1);
 }
 
-int sr_run_quota_check(struct sr_run_quota *q, struct sr_store *st, const char *run_id,
-                       const json_t *labels, unsigned nodes, int64_t poll_ms, int wait)
+int sr_run_quota_check(struct sr_run_quota *q, struct sr_store *st,
+                       const struct sr_run_quota_args *a)
 {
-    *q = (struct sr_run_quota){.st = st, .run_id = run_id, .poll_ms = poll_ms};
-    sr_labels_from_json(&q->labels, labels);
+    *q = (struct sr_run_quota){.st = st,
+                               .run_id = a->run_id,
+                               .poll_ms = a->poll_ms,
+                               .time_limit_ms = a->time_limit_ms,
+                               .max_cost = a->max_cost};
+    sr_labels_from_json(&q->labels, a->labels);
     if (!q->labels.n)
         return GO_ON;
-    q->gpus = gpus_of(nodes);
+    q->gpus = gpus_of(a->nodes);
+    const int wait = a->wait;
     struct verdict v = {0};
     const int rc = evaluate(q, 1, &v);
     q->applies = v.matched > 0;
@@ -219,6 +275,10 @@ static int quota_poll(void *ctx, struct sr_limit_hit *hit)
 void sr_run_quota_settle(struct sr_run_quota *q, struct sr_supervise_config *c)
 {
     c->quota_wait_ms = q->waited_ms;
+    if (q->approved) {
+        c->approved_by = q->approval.by;
+        c->approved_ms = q->approval.unix_ms;
+    }
     if (!q->applies)
         return;
     c->limits.quota_poll = quota_poll;

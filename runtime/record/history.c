@@ -8,6 +8,7 @@
 #include "history.h"
 #include "history_int.h"
 #include "labels.h"
+#include "quota.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -304,6 +305,12 @@ static void add_start(struct sr_history *h, struct sr_hist_attempt *at, const js
     at->max_cost = num_in(ev, "max_cost");
     at->price_per_hour = num_in(ev, "price_per_hour");
     at->quota_wait_ms = int_in(ev, "quota_wait_ms", 0, SR_TIME_MAX_MS, 0);
+    const json_t *ap = json_object_get(ev, "approved");
+    const char *by = json_string_value(json_object_get(ap, "by"));
+    if (by && sr_quota_by_ok(by)) {
+        snprintf(h->approved_by, sizeof(h->approved_by), "%s", by);
+        h->approved_ms = int_in(ap, "unix_ms", 0, SR_TIME_MAX_MS, 0);
+    }
     const json_t *lab = json_object_get(ev, "labels");
     if (json_is_object(lab) && (int64_t)a >= h->labels_attempt) {
         sr_labels_from_json(&h->labels, lab);

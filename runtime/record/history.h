@@ -219,7 +219,11 @@ struct sr_history {
      * carries any (labels.h; invalid entries dropped). */
     struct sr_labels labels;
     int64_t labels_attempt; /* -1 = none seen */
-    int last_gone;          /* the last attempt's wrapper is known gone (sr_hist_last_is_gone) */
+    /* who approved the run above its quota's size (`spotrun approve`),
+     * from the newest start event that says; "" = none */
+    char approved_by[128];
+    int64_t approved_ms;
+    int last_gone; /* the last attempt's wrapper is known gone (sr_hist_last_is_gone) */
 
     /* derived by sr_hist_derive() */
     enum sr_hist_state state;

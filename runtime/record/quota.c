@@ -54,11 +54,13 @@ json_t *sr_quota_to_json(const struct sr_quota *q)
 {
     char label[2 * SR_LABEL_MAX + 2];
     snprintf(label, sizeof(label), "%s=%s", q->label.key, q->label.value);
-    return json_pack("{s:i,s:s,s:I,s:s,s:f,s:f,s:I,s:I,s:s,s:I}", "format", 1, "label", label,
-                     "version", (json_int_t)q->version, "per", sr_quota_per_name(q->per),
+    return json_pack("{s:i,s:s,s:I,s:s,s:f,s:f,s:I,s:I,s:f,s:f,s:s,s:I}", "format", 1, "label",
+                     label, "version", (json_int_t)q->version, "per", sr_quota_per_name(q->per),
                      "gpu_hours", q->gpu_hours, "max_cost", q->max_cost, "max_gpus_per_run",
                      (json_int_t)q->max_gpus_per_run, "max_concurrent",
-                     (json_int_t)q->max_concurrent, "by", q->by, "unix_ms", (json_int_t)q->unix_ms);
+                     (json_int_t)q->max_concurrent, "approve_above_gpu_hours", q->approve_gpu_hours,
+                     "approve_above_cost", q->approve_cost, "by", q->by, "unix_ms",
+                     (json_int_t)q->unix_ms);
 }
 
 int sr_quota_by_ok(const char *by)
@@ -75,6 +77,13 @@ static int amount_of(const json_t *o, const char *k, double *out)
         return -1;
     *out = json_number_value(v);
     return isfinite(*out) && *out >= 0 && *out <= AMOUNT_MAX ? 0 : -1;
+}
+
+/* As amount_of; absent is 0 (an object written before the field). */
+static int optional_amount(const json_t *o, const char *k, double *out)
+{
+    *out = 0;
+    return json_object_get(o, k) ? amount_of(o, k, out) : 0;
 }
 
 static int count_of(const json_t *o, const char *k, uint64_t *out)
@@ -100,7 +109,9 @@ int sr_quota_from_json(const json_t *o, const struct sr_label *label, unsigned v
         amount_of(o, "gpu_hours", &out->gpu_hours) < 0 ||
         amount_of(o, "max_cost", &out->max_cost) < 0 ||
         count_of(o, "max_gpus_per_run", &out->max_gpus_per_run) < 0 ||
-        count_of(o, "max_concurrent", &out->max_concurrent) < 0)
+        count_of(o, "max_concurrent", &out->max_concurrent) < 0 ||
+        optional_amount(o, "approve_above_gpu_hours", &out->approve_gpu_hours) < 0 ||
+        optional_amount(o, "approve_above_cost", &out->approve_cost) < 0)
         return -EBADMSG;
     out->label = *label;
     out->version = version;
@@ -267,6 +278,10 @@ static void merge(struct sr_quota *q, const struct sr_quota *set, const int give
         q->max_concurrent = set->max_concurrent;
     if (given[4])
         q->per = set->per;
+    if (given[5]) {
+        q->approve_gpu_hours = set->approve_gpu_hours;
+        q->approve_cost = set->approve_cost;
+    }
 }
 
 int sr_quota_set(struct sr_store *st, const struct sr_quota *set, const int given[SR_QUOTA_FIELDS],
@@ -335,5 +350,70 @@ int sr_quota_use_of(struct sr_store *st, const struct sr_quota *q, int64_t now_m
     for (size_t i = 0; i < n; i++)
         sr_runsum_free(&runs[i]);
     free(runs);
+    return rc;
+}
+
+int sr_quota_parse_approve(const char *s, double *gpu_hours, double *cost)
+{
+    *gpu_hours = *cost = 0;
+    char *end = NULL;
+    const double v = s && *s ? strtod(s, &end) : -1;
+    if (!end || end == s || !isfinite(v) || v < 0 || v > AMOUNT_MAX || *s == '-' || *s == '+')
+        return -EINVAL;
+    if (strcmp(end, "gpu-hours") == 0 || strcmp(end, "gpu-h") == 0)
+        *gpu_hours = v;
+    else if (*end == '\0')
+        *cost = v;
+    else
+        return -EINVAL;
+    return 0;
+}
+
+static void approval_key(char *buf, size_t len, const char *run)
+{
+    snprintf(buf, len, SR_KEY_APPROVALS "/%s.json", run);
+}
+
+int sr_approval_read(struct sr_store *st, const char *run, struct sr_approval *out)
+{
+    memset(out, 0, sizeof(*out));
+    char key[400], *buf = NULL;
+    size_t len = 0;
+    approval_key(key, sizeof(key), run);
+    int rc = sr_store_get(st, key, QUOTA_MAX, &buf, &len);
+    if (rc < 0)
+        return rc;
+    json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+    free(buf);
+    const json_t *r = json_object_get(o, "run"), *by = json_object_get(o, "by");
+    const json_t *ms = json_object_get(o, "unix_ms");
+    rc = json_is_string(r) && strcmp(json_string_value(r), run) == 0 && json_is_string(by) &&
+                 sr_quota_by_ok(json_string_value(by)) && json_is_integer(ms)
+             ? 0
+             : sr_errf(-EBADMSG, "approval %s is not one of run %s", key, run);
+    if (rc == 0) {
+        snprintf(out->by, sizeof(out->by), "%s", json_string_value(by));
+        out->unix_ms = (int64_t)json_integer_value(ms);
+    }
+    json_decref(o);
+    return rc;
+}
+
+int sr_approval_write(struct sr_store *st, const char *run, struct sr_approval *a)
+{
+    json_t *o = json_pack("{s:i,s:s,s:s,s:I}", "format", 1, "run", run, "by", a->by, "unix_ms",
+                          (json_int_t)a->unix_ms);
+    char *s = o ? json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!s)
+        return -ENOMEM;
+    char key[400];
+    approval_key(key, sizeof(key), run);
+    int rc = sr_store_put_if(st, key, s, strlen(s), NULL, NULL);
+    free(s);
+    if (rc == -EEXIST) {
+        const int r = sr_approval_read(st, run, a);
+        return r < 0 ? r : -EEXIST;
+    }
     return rc;
 }

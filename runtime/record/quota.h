@@ -4,7 +4,8 @@
  *
  *   quotas/<key>/<value>/<NNNNNN>.json   {"format","label","version","per",
  *       "gpu_hours","max_cost","max_gpus_per_run","max_concurrent",
- *       "by","unix_ms"}
+ *       "approve_above_gpu_hours","approve_above_cost","by","unix_ms"}
+ *   approvals/<run>.json                 {"format","run","by","unix_ms"}
  *
  * Each `spotrun quota set` is a new object, written create-only with the
  * next number (sr_store_put_if with no match): two setters racing get
@@ -37,9 +38,12 @@ struct sr_quota {
     double gpu_hours, max_cost; /* per period; 0 = none */
     uint64_t max_gpus_per_run;  /* 0 = none */
     uint64_t max_concurrent;    /* runs at once; 0 = none */
-    char by[128];               /* who set it */
-    int64_t unix_ms;            /* when */
-    unsigned version;           /* the object's number */
+    /* approval needed above this size of one run (its own limits): in
+     * GPU-hours or in cost; 0 = none */
+    double approve_gpu_hours, approve_cost;
+    char by[128];     /* who set it */
+    int64_t unix_ms;  /* when */
+    unsigned version; /* the object's number */
 };
 
 /* What the runs carrying the quota's label used in the period so far. */
@@ -80,7 +84,7 @@ int sr_quota_read_all(struct sr_store *st, struct sr_quota **out, size_t *n);
 /* Writes the next version: the newest's limits with those of set given
  * (given[]: gpu_hours, max_cost, max_gpus_per_run, max_concurrent, per).
  * *q gets what was written. 0 or -errno. */
-#define SR_QUOTA_FIELDS 5
+#define SR_QUOTA_FIELDS 6 /* ... and approve_gpu_hours with approve_cost */
 int sr_quota_set(struct sr_store *st, const struct sr_quota *set, const int given[SR_QUOTA_FIELDS],
                  struct sr_quota *q);
 /* The use of q's label in the period holding now_ms among runs (as
@@ -92,5 +96,20 @@ int sr_quota_use_in(const struct sr_runsum *runs, size_t n, const struct sr_quot
 /* The same, loading the runs' summaries from the store. */
 int sr_quota_use_of(struct sr_store *st, const struct sr_quota *q, int64_t now_ms,
                     struct sr_quota_use *u);
+
+/* --approve-above: "100gpu-hours" (GPU-hours) or "250" (cost). 0 or
+ * -EINVAL. */
+int sr_quota_parse_approve(const char *s, double *gpu_hours, double *cost);
+
+/* A run's approval (`spotrun approve RUN --by NAME`): create-only, one per
+ * run, never replaced. */
+struct sr_approval {
+    char by[128];
+    int64_t unix_ms;
+};
+/* 0, -ENOENT (none), -errno. */
+int sr_approval_read(struct sr_store *st, const char *run, struct sr_approval *out);
+/* 0, or -EEXIST with the approval already there in *out; -errno. */
+int sr_approval_write(struct sr_store *st, const char *run, struct sr_approval *a);
 
 #endif

@@ -555,6 +555,10 @@ json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices 
     json_t *o = json_object();
     json_object_set_new(o, "state", json_string(sr_hist_state_name(h->state)));
     json_object_set_new(o, "labels", sr_labels_to_json(&h->labels)); /* {} without */
+    json_object_set_new(o, "approved",
+                        h->approved_by[0] ? json_pack("{s:s,s:I}", "by", h->approved_by, "unix_ms",
+                                                      (json_int_t)h->approved_ms)
+                                          : json_null());
     json_object_set_new(o, "attempts", json_integer((json_int_t)h->n_att));
     json_object_set_new(o, "sessions", json_integer(h->sessions));
     json_object_set_new(o, "preemptions",

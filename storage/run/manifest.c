@@ -40,7 +40,7 @@ int sr_manifest_run_id_valid(const char *id)
         return 0;
     if (strcmp(id, SR_KEY_SUMMARIES) == 0) /* the store's summaries/ (runsum.h) */
         return 0;
-    if (strcmp(id, SR_KEY_QUOTAS) == 0) /* the store's quotas/ (quota.h) */
+    if (strcmp(id, SR_KEY_QUOTAS) == 0 || strcmp(id, SR_KEY_APPROVALS) == 0) /* quota.h */
         return 0;
     for (size_t i = 0; i < n; i++) {
         char c = id[i];
