@@ -235,6 +235,37 @@ static void test_set_writes_create_only_versions(void **state)
     free(root);
 }
 
+/* --approve-above: GPU-hours or a cost, nothing else; an approval is
+ * create-only: a second one leaves the first, and says whose it is. */
+static void test_approve_sizes_and_approvals(void **state)
+{
+    (void)state;
+    double h, c;
+    assert_int_equal(sr_quota_parse_approve("100gpu-hours", &h, &c), 0);
+    assert_true(h == 100 && c == 0);
+    assert_int_equal(sr_quota_parse_approve("250.5", &h, &c), 0);
+    assert_true(h == 0 && c == 250.5);
+    const char *bad[] = {"", "gpu-hours", "-1gpu-hours", "100gpus", "1e400", "nan", "+3"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(sr_quota_parse_approve(bad[i], &h, &c), -EINVAL);
+    char *root = tu_scratch("approve");
+    struct sr_store *st;
+    assert_int_equal(sr_store_open(root, &st), 0);
+    struct sr_approval a = {.unix_ms = 5}, got;
+    assert_int_equal(sr_approval_read(st, "big", &got), -ENOENT);
+    snprintf(a.by, sizeof(a.by), "lead");
+    assert_int_equal(sr_approval_write(st, "big", &a), 0);
+    struct sr_approval b = {.unix_ms = 9};
+    snprintf(b.by, sizeof(b.by), "mallory");
+    assert_int_equal(sr_approval_write(st, "big", &b), -EEXIST);
+    assert_string_equal(b.by, "lead"); /* the one that stands */
+    assert_int_equal(b.unix_ms, 5);
+    assert_int_equal(sr_approval_read(st, "big", &got), 0);
+    assert_string_equal(got.by, "lead");
+    sr_store_close(st);
+    free(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -244,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_use_is_stats_over_the_label_and_the_period),
         cmocka_unit_test(test_the_limit_over_is_named),
         cmocka_unit_test(test_set_writes_create_only_versions),
+        cmocka_unit_test(test_approve_sizes_and_approvals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
