@@ -3,6 +3,7 @@
  * (record/quota.h; docs/cost.md, "Quotas and approvals").
  */
 #include <errno.h>
+#include <math.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +149,12 @@ static int cmd_set(const struct sr_cmd *cmd, int argc, char **argv)
     return code;
 }
 
+/* 6 decimals, as stats --json rounds its numbers. */
+static double round6(double v)
+{
+    return round(v * 1e6) / 1e6;
+}
+
 static json_t *show_json(const struct sr_quota *q, const struct sr_quota_use *u, int64_t since)
 {
     char label[2 * SR_LABEL_MAX + 2], at[40], from[40];
@@ -163,7 +170,8 @@ static json_t *show_json(const struct sr_quota *q, const struct sr_quota_use *u,
         q->gpu_hours, "max_cost", q->max_cost, "max_gpus_per_run", (json_int_t)q->max_gpus_per_run,
         "max_concurrent", (json_int_t)q->max_concurrent, "approve_above_gpu_hours",
         q->approve_gpu_hours, "approve_above_cost", q->approve_cost, "use", "gpu_hours",
-        u->gpu_hours, "cost", u->cost, "running", (json_int_t)u->running, "over", over);
+        round6(u->gpu_hours), "cost", round6(u->cost), "running", (json_int_t)u->running, "over",
+        over);
 }
 
 /* "12.50 of 500.00", or "12.50" without a limit. */

@@ -152,6 +152,9 @@ static void describe(const char *rq_run, const struct verdict *v, char *buf, siz
                  v->limit);
     else if (strcmp(v->measure, "concurrent") == 0)
         snprintf(buf, len, "%.0f runs would run at once, %.0f allowed", v->used, v->limit);
+    else if (strcmp(v->measure, "gpu-hours") == 0) /* small quotas too: 4 digits */
+        snprintf(buf, len, "gpu-hours %.4g of %.4g used per %s since %s", v->used, v->limit,
+                 sr_quota_per_name(v->q.per), since);
     else
         snprintf(buf, len, "%s %.2f of %.2f used per %s since %s", v->measure, v->used, v->limit,
                  sr_quota_per_name(v->q.per), since);
