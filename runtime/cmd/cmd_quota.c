@@ -85,6 +85,31 @@ static void print_set(const struct sr_quota *q)
     printf("; set by %s\n", q->by);
 }
 
+/* --per and --approve-above into set, and something to set at all: 0 or
+ * 64 after a message. */
+static int set_words(const char *per, const char *approve, const int given[SR_QUOTA_FIELDS],
+                     struct sr_quota *set)
+{
+    if (per && sr_quota_per_parse(per, &set->per) < 0) {
+        fprintf(stderr, "spotrun quota set: --per takes day, week or month, not \"%s\"\n", per);
+        return SR_EX_USAGE;
+    }
+    if (approve &&
+        sr_quota_parse_approve(approve, &set->approve_gpu_hours, &set->approve_cost) < 0) {
+        fprintf(stderr,
+                "spotrun quota set: --approve-above takes a size like 100gpu-hours (GPU-hours) "
+                "or 250 (cost), not \"%s\"\n",
+                approve);
+        return SR_EX_USAGE;
+    }
+    for (int i = 0; i < SR_QUOTA_FIELDS; i++)
+        if (given[i])
+            return 0;
+    fprintf(stderr, "spotrun quota set: nothing to set: give --gpu-hours, --max-cost, "
+                    "--max-gpus-per-run, --max-concurrent, --per or --approve-above\n");
+    return SR_EX_USAGE;
+}
+
 static int cmd_set(const struct sr_cmd *cmd, int argc, char **argv)
 {
     double gpu_hours = -1, max_cost = -1;
@@ -120,23 +145,8 @@ static int cmd_set(const struct sr_cmd *cmd, int argc, char **argv)
     code = label_operand(ctx.ops[0], &set.label);
     if (code == 0)
         code = setter(by, set.by, sizeof(set.by));
-    if (code == 0 && per && sr_quota_per_parse(per, &set.per) < 0) {
-        fprintf(stderr, "spotrun quota set: --per takes day, week or month, not \"%s\"\n", per);
-        code = SR_EX_USAGE;
-    }
-    if (code == 0 && approve &&
-        sr_quota_parse_approve(approve, &set.approve_gpu_hours, &set.approve_cost) < 0) {
-        fprintf(stderr,
-                "spotrun quota set: --approve-above takes a size like 100gpu-hours (GPU-hours) "
-                "or 250 (cost), not \"%s\"\n",
-                approve);
-        code = SR_EX_USAGE;
-    }
-    if (code == 0 && !(given[0] || given[1] || given[2] || given[3] || given[4] || given[5])) {
-        fprintf(stderr, "spotrun quota set: nothing to set: give --gpu-hours, --max-cost, "
-                        "--max-gpus-per-run, --max-concurrent, --per or --approve-above\n");
-        code = SR_EX_USAGE;
-    }
+    if (code == 0)
+        code = set_words(per, approve, given, &set);
     struct sr_quota q;
     if (code == 0) {
         const int rc = sr_quota_set(ctx.st, &set, given, &q);
