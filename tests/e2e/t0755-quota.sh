@@ -78,6 +78,14 @@ assert q[0][\"over\"] == \"cost\" and q[0][\"by\"] == \"bo\", q
 "
 '
 
+test_expect_success 'a sweep worker whose trial is refused by the quota stops claiming (79)' '
+    "$SPOTRUN" sweep init sw --param i=0..3 --label team=vision -- true >init.out &&
+    expect_code 79 "$SPOTRUN" sweep work sw --slots 1 --poll 200ms >work.log 2>&1 &&
+    cat work.log &&
+    grep "sweep sw: trial [0-9]: a quota of its labels is used up (exit 79); not starting more trials" work.log &&
+    test "$(grep -c "not starting run sw-" work.log)" = 1
+'
+
 test_expect_success '--wait-quota holds the run until a new version raises the quota; the hold is queue time' '
     "$SPOTRUN" run --run-id w --label team=vision --price-per-hour 3600 --budget-poll 200ms \
         --wait-quota -- true >w.log 2>&1 &
