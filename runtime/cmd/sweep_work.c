@@ -462,7 +462,7 @@ static void child_unmarked(struct worker *w, long k, int code)
             drain(w, "a trial was preempted");
             return;
         }
-        break; /* not a notice: a failure of its wrapper, tried again later */
+        break;        /* not a notice: a failure of its wrapper, tried again later */
     case SR_EX_QUOTA: /* a quota of its labels is used up: so for every trial here */
         if ((size_t)k < w->n_alloc)
             w->busy_until[k] = sr_now_ms() + w->o->poll_ms;
