@@ -221,7 +221,6 @@ void sr_file_list_log_gone(const char *dir, struct sr_file_list *l, const char *
         else
             sr_info("removed %s/%s (%s)", dir, l->rel[i], why);
     }
-    sr_err_clear();
     if (kept)
         sr_info("replaced %zu file(s) %s held by the restored ones of the same name (%s)", kept,
                 dir, why);

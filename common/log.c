@@ -16,6 +16,7 @@ int sr_verbosity = SR_INFO;
 static int log_format = -1; /* -1: not chosen yet, read the environment */
 
 static _Thread_local char err_msg[2048]; /* room for a list of what was tried (s3_creds.c) */
+static _Thread_local int err_code;       /* the code err_msg explains */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int sr_log_set_format(const char *name)
@@ -78,17 +79,24 @@ int sr_errf(int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err_msg, sizeof(err_msg), fmt, ap);
     va_end(ap);
+    err_code = code;
     return code;
 }
 
 const char *sr_strerror(int code)
 {
-    if (err_msg[0])
+    if (err_msg[0] && code == err_code)
         return err_msg;
     return strerror(code < 0 ? -code : code);
+}
+
+int sr_err_code(void)
+{
+    return err_msg[0] ? err_code : 0;
 }
 
 void sr_err_clear(void)
 {
     err_msg[0] = '\0';
+    err_code = 0;
 }

@@ -35,9 +35,12 @@ void sr_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
  * must be a negative errno value. */
 int sr_errf(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The last message recorded by sr_errf() on this thread, or strerror(-code)
- * when none was recorded since sr_err_clear(). Never NULL. */
+/* The message of this thread's last sr_errf() when it was given this same
+ * code (the failure being reported), else strerror(-code): a message left
+ * by an earlier, handled failure never explains another code. Never NULL. */
 const char *sr_strerror(int code);
+/* The code this thread's message was recorded with; 0 when none. */
+int sr_err_code(void);
 void sr_err_clear(void);
 
 #endif

@@ -29,7 +29,8 @@
 # a summary believed only against its logs: docs/store.md).
 # scripts/bench-runsum.sh times the summaries' loading alone. `spotrun plan`
 # (the capacity plan) is timed and counted beside stats: it reads the same
-# summaries and snapshot.
+# summaries and snapshot; so is the fleet page (report --fleet), which
+# also lists sweeps/ (none here).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -81,6 +82,9 @@ plan_args=(--price-per-hour 2 --on-demand-price-per-hour 5 --reserved-price 0.8)
 plan_ms=$(best_of3 plan.out "$spotrun" plan --store "$store" "${plan_args[@]}")
 printf 'plan: %d ms; stats: %d ms; ratio %s (the same read, plus the sweep line)\n' "$plan_ms" \
     "$file_ms" "$(ratio "$plan_ms" "$file_ms")"
+fleet_ms=$(best_of3 fleet.out "$spotrun" report --fleet -o "$work/fleet" --store "$store" "${plan_args[@]}")
+printf 'report --fleet: %d ms (%d KiB page); stats: %d ms; ratio %s (the same read, stats 4 times, plan, a row per run)\n' \
+    "$fleet_ms" "$(($(stat -c %s "$work/fleet/index.html") / 1024))" "$file_ms" "$(ratio "$fleet_ms" "$file_ms")"
 
 echo "== local S3 server"
 python3 "$root/tests/s3/seed.py" "$store" "$work/s3data/bkt/bench"
@@ -109,6 +113,7 @@ goal=$((runs <= 10000 ? 20 : 20 + (runs - 10000) / 900))
 echo "first read (no snapshot yet): $(counted s3.out "$spotrun" stats --store s3://bkt/bench --by team,week)"
 echo "repeated read: $(counted s3.out "$spotrun" stats --store s3://bkt/bench --by team,week) (goal <= $goal requests)"
 echo "plan, repeated read: $(counted plan-s3.out "$spotrun" plan --store s3://bkt/bench "${plan_args[@]}") (goal: stats' requests + a constant)"
+echo "report --fleet, repeated read: $(counted fleet-s3.out "$spotrun" report --fleet -o "$work/fleet-s3" --store s3://bkt/bench "${plan_args[@]}") (goal: stats' requests + a constant: + the listing of sweeps/)"
 s3_ms=$(best_of3 s3.out "$spotrun" stats --store s3://bkt/bench --by team,week)
 ls_ms=$(best_of3 ls.out "$aws" --endpoint-url "$AWS_ENDPOINT_URL" s3 ls --recursive s3://bkt/bench/)
 # the listing alone, by spotrun's own S3 client (no CLI start-up)

@@ -24,6 +24,7 @@ packages=(
     dpkg-dev binutils                   # t0007: cpack's .deb (dpkg-shlibdeps), readelf/objdump
     lintian                             # t0007: Debian's checker on that .deb
     prometheus                          # t0778: promtool check metrics on stats --format openmetrics
+    chromium                            # t0787: the fleet page (report --fleet) in a headless browser
     zsh                                 # t0008: the zsh completion
     ceph-mon ceph-osd radosgw ceph-common # e2e-rgw/*: a one-node Ceph RGW (tests/e2e/lib-rgw.sh)
 )

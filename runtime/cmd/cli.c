@@ -20,7 +20,11 @@
 #include "dirmark.h"
 #include "fsutil.h"
 #include "log.h"
+#include "labels.h"
 #include "manifest.h"
+#include "prices.h"
+#include "runsum.h"
+#include "stats.h"
 #include "units.h"
 
 struct sr_common sr_common;
@@ -435,4 +439,64 @@ int sr_print_json(json_t *o)
         return sr_fail(-ENOMEM, "cannot print JSON");
     putchar('\n');
     return 0;
+}
+
+int sr_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "spotrun %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(spotrun %s --help lists the options)\n", cmd);
+    va_end(ap);
+    return SR_EX_USAGE;
+}
+
+int sr_window_parse(const char *cmd, const char *since, const char *until,
+                    const struct sr_optlist *labels, struct sr_stats_query *q)
+{
+    char err[512];
+    if (since && *since && sr_stats_parse_time(since, 0, &q->since_ms) < 0)
+        return sr_usage_error(cmd,
+                              "bad --since \"%s\": give a date (2026-12-01) or an ISO time "
+                              "(2026-12-01T08:00:00Z)",
+                              since);
+    if (until && *until && sr_stats_parse_time(until, 1, &q->until_ms) < 0)
+        return sr_usage_error(cmd,
+                              "bad --until \"%s\": give a date (2026-12-07, the whole day) or "
+                              "an ISO time (2026-12-07T18:00:00Z)",
+                              until);
+    if (q->since_ms && q->until_ms && q->since_ms >= q->until_ms)
+        return sr_usage_error(cmd, "--since %s is not before --until %s", since, until);
+    for (size_t i = 0; i < labels->n; i++)
+        if (sr_labels_add(&q->want, labels->v[i], err, sizeof(err)) < 0)
+            return sr_usage_error(cmd, "--label: %s", err);
+    return 0;
+}
+
+int sr_fleet_load(const char *cmd, struct sr_store *st, const char *prefix, const char *price_table,
+                  struct sr_stats_query *q, struct sr_fleet_input *in)
+{
+    memset(in, 0, sizeof(*in));
+    if (price_table && *price_table) {
+        if (!(in->tab = calloc(1, sizeof(*in->tab))))
+            return sr_fail(-ENOMEM, cmd);
+        const int rc = sr_prices_load(price_table, in->tab);
+        if (rc < 0)
+            return sr_usage_error(cmd, "--prices: %s", sr_strerror(rc));
+        q->prices = in->tab;
+    }
+    const int rc = sr_runsum_load_all(st, prefix && *prefix ? prefix : NULL, &in->runs, &in->n);
+    return rc < 0 ? sr_fail(rc, "cannot list the store") : 0;
+}
+
+void sr_fleet_input_free(struct sr_fleet_input *in)
+{
+    for (size_t i = 0; i < in->n; i++)
+        sr_runsum_free(&in->runs[i]);
+    free(in->runs);
+    if (in->tab)
+        sr_prices_free(in->tab);
+    free(in->tab);
+    memset(in, 0, sizeof(*in));
 }

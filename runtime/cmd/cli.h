@@ -185,6 +185,32 @@ struct sr_view_opts {
      "print JSON (schema: docs/json-schema.md)"},                                                  \
         SR_PRICE_OPTS(v)
 
+/* Prints "spotrun CMD: <message>" and the --help hint to stderr; returns
+ * the usage exit code (64). */
+__attribute__((format(printf, 2, 3))) int sr_usage_error(const char *cmd, const char *fmt, ...);
+
+/* Checks SR_WINDOW_OPTS' --since, --until and --label into q (stats.h);
+ * 0, or the usage exit code after sr_usage_error(cmd, ...). */
+struct sr_stats_query;
+int sr_window_parse(const char *cmd, const char *since, const char *until,
+                    const struct sr_optlist *labels, struct sr_stats_query *q);
+
+/* What the fleet's views (stats, plan, report --fleet) read: the price
+ * table (--prices) and every run's summary under the prefix. */
+struct sr_prices;
+struct sr_runsum;
+struct sr_fleet_input {
+    struct sr_prices *tab;
+    struct sr_runsum *runs;
+    size_t n;
+};
+/* Loads the price table (when price_table is set: q->prices points at it)
+ * and the runs; 0, or the exit code after a message naming cmd. Free in
+ * with sr_fleet_input_free whatever it returned. */
+int sr_fleet_load(const char *cmd, struct sr_store *st, const char *prefix, const char *price_table,
+                  struct sr_stats_query *q, struct sr_fleet_input *in);
+void sr_fleet_input_free(struct sr_fleet_input *in);
+
 /* The window and filters of the fleet's views (stats, plan): --prefix,
  * --since, --until, --label. */
 #define SR_WINDOW_OPTS(prefix, since, until, labels)                                               \
@@ -225,6 +251,18 @@ int sr_write_atomic(const char *path, void (*write)(FILE *f, void *ctx), void *c
 /* svg or html: --format when given, else the file name (.html, .htm).
  * 0 (svg), 1 (html), or SR_EX_USAGE after printing "spotrun CMD: ...". */
 int sr_report_format(const char *cmd, const char *out, const char *format);
+
+/* `report --fleet -o DIR` (cmd_report_fleet.c): the window and filters
+ * (SR_WINDOW_OPTS), the prices and the plan's reserved price. */
+struct sr_report_window {
+    const char *prefix, *since, *until, *price_table;
+    struct sr_optlist labels;
+    struct sr_hist_prices prices;
+    double reserved;
+};
+/* Writes DIR/index.html (views/fleetpage.h); 0 or the exit code after a
+ * message. */
+int sr_report_fleet(struct sr_store *st, const struct sr_report_window *w, const char *dir);
 
 /* Subcommands (main.c's table). */
 int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv);

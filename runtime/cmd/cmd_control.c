@@ -182,7 +182,6 @@ static int find_single_wrapper(const char *root, char *out, size_t len)
             snprintf(out, len, "%s", sock);
     }
     closedir(d);
-    sr_err_clear();
     if (found == 1)
         return 0;
     if (found == 0)
@@ -210,7 +209,6 @@ static int node_wrapper(const char *root, const char *run_id, char *sock, size_t
             rc = 0;
     }
     closedir(d);
-    sr_err_clear();
     return rc;
 }
 
@@ -247,7 +245,6 @@ static int sibling_trial(const char *root, const char *run_id, char *sock, size_
         }
     }
     closedir(d);
-    sr_err_clear();
     return found == 1 ? 0 : -ENOENT;
 }
 
@@ -285,7 +282,6 @@ static int find_wrapper(const char *control, const char *run_id, const char *roo
         }
         if (rc == 0 || (rc != -ENOENT && rc != -ECONNREFUSED) || sr_now_ms() >= until) {
             if (rc == -ENOENT || rc == -ECONNREFUSED) {
-                sr_err_clear();
                 rc = -ECONNREFUSED; /* 69: nobody to serve the notice */
                 if (run_id)
                     return sr_errf(rc,
@@ -299,7 +295,6 @@ static int find_wrapper(const char *control, const char *run_id, const char *roo
             }
             return rc;
         }
-        sr_err_clear();
         if (!said++) { /* never wait in silence: say for what, and how long at most */
             char dur[32];
             sr_format_duration_ms(wait_ms, dur, sizeof(dur));

@@ -18,42 +18,18 @@
 #include "prices.h"
 #include "runsum.h"
 
-__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "spotrun plan: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(spotrun plan --help lists the options)\n");
-    va_end(ap);
-    return SR_EX_USAGE;
-}
-
 /* Checks the flags into q; 0 or the exit code after a message. */
 static int parse_query(const char *by, const char *since, const char *until,
                        const struct sr_optlist *labels, struct sr_plan_query *q)
 {
-    char err[512];
     if (by && *by && strcmp(by, "team") == 0)
         q->by_team = 1;
     else if (by && *by && strcmp(by, "instance_type") != 0)
-        return usage_error("bad --by \"%s\": give instance_type (a plan per instance type, the "
-                           "default) or team (one plan over all of them)",
-                           by);
-    if (since && *since && sr_stats_parse_time(since, 0, &q->sq.since_ms) < 0)
-        return usage_error("bad --since \"%s\": give a date (2026-12-01) or an ISO time "
-                           "(2026-12-01T08:00:00Z)",
-                           since);
-    if (until && *until && sr_stats_parse_time(until, 1, &q->sq.until_ms) < 0)
-        return usage_error("bad --until \"%s\": give a date (2026-12-07, the whole day) or an "
-                           "ISO time (2026-12-07T18:00:00Z)",
-                           until);
-    if (q->sq.since_ms && q->sq.until_ms && q->sq.since_ms >= q->sq.until_ms)
-        return usage_error("--since %s is not before --until %s", since, until);
-    for (size_t i = 0; i < labels->n; i++)
-        if (sr_labels_add(&q->sq.want, labels->v[i], err, sizeof(err)) < 0)
-            return usage_error("--label: %s", err);
-    return 0;
+        return sr_usage_error("plan",
+                              "bad --by \"%s\": give instance_type (a plan per instance type, the "
+                              "default) or team (one plan over all of them)",
+                              by);
+    return sr_window_parse("plan", since, until, labels, &q->sq);
 }
 
 struct picture {
@@ -118,42 +94,27 @@ int sr_cmd_plan(const struct sr_cmd *cmd, int argc, char **argv)
     struct sr_plan_query q = {.sq = {.spot_per_hour = vo.prices.spot_per_hour,
                                      .on_demand_per_hour = vo.prices.on_demand_per_hour},
                               .reserved = reserved};
-    struct sr_prices tab = {0};
-    struct sr_runsum *runs = NULL;
-    size_t n = 0;
+    struct sr_fleet_input in = {0};
     struct sr_plan p = {0};
     prefix = prefix && *prefix ? prefix : NULL;
     svg = svg && *svg ? svg : NULL;
     if (svg && vo.json) {
-        code = usage_error("give one of --json, --svg");
+        code = sr_usage_error("plan", "give one of --json, --svg");
         goto out;
     }
     if ((code = parse_query(by, since, until, &labels, &q)) != 0)
         goto out;
-    if (prices && *prices) {
-        const int rc = sr_prices_load(prices, &tab);
-        if (rc < 0) {
-            code = usage_error("--prices: %s", sr_strerror(rc));
-            goto out;
-        }
-        q.sq.prices = &tab;
-    }
-    int rc = sr_runsum_load_all(ctx.st, prefix, &runs, &n);
-    if (rc < 0) {
-        code = sr_fail(rc, "cannot list the store");
+    if ((code = sr_fleet_load("plan", ctx.st, prefix, prices, &q.sq, &in)) != 0)
         goto out;
-    }
-    if ((rc = sr_plan_compute(runs, n, &q, &p)) < 0) {
+    const int rc = sr_plan_compute(in.runs, in.n, &q, &p);
+    if (rc < 0) {
         code = sr_fail(rc, "plan");
         goto out;
     }
-    code = print_plan(ctx.st, prefix, n, &q, &p, vo.json, svg);
+    code = print_plan(ctx.st, prefix, in.n, &q, &p, vo.json, svg);
 out:
     sr_plan_free(&p);
-    for (size_t i = 0; i < n; i++)
-        sr_runsum_free(&runs[i]);
-    free(runs);
-    sr_prices_free(&tab);
+    sr_fleet_input_free(&in);
     sr_store_close(ctx.st);
     return code;
 }

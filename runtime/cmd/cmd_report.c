@@ -3,6 +3,7 @@
  * history and writes the timeline picture (runtime/views/report.c) to a
  * file, atomically, or to stdout (-o -, or no -o with stdout not a
  * terminal); on a terminal without -o it writes RUN.svg, as it always did.
+ * `spotrun report --fleet -o DIR`: the fleet's page (cmd_report_fleet.c).
  */
 #include <errno.h>
 #include <limits.h>
@@ -81,21 +82,76 @@ static int write_stdout(struct run_picture *pic)
     return 0;
 }
 
+/* The first of the fleet's own flags on the command line (not from the
+ * environment: SPOTRUN_STATS_SINCE set for stats does not stop a run's
+ * report), or NULL; before the preamble, which reuses argv. */
+static const char *fleet_flag(int argc, char **argv)
+{
+    static const char *const flags[] = {"--prefix", "--since",  "--until",
+                                        "--label",  "--prices", "--reserved-price"};
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
+            const size_t n = strlen(flags[k]);
+            if (strncmp(argv[i], flags[k], n) == 0 && (!argv[i][n] || argv[i][n] == '='))
+                return flags[k];
+        }
+    return NULL;
+}
+
+/* --fleet: -o DIR and no RUN; without it, RUN and none of the fleet's
+ * flags. 0, or the exit code after a message. */
+static int check_fleet(const char *cmd, int fleet, char **ops, const char *out, const char *flag)
+{
+    const char *why = NULL;
+    flag = fleet ? NULL : flag;
+    if (fleet && ops[0])
+        why = "--fleet draws every run (--prefix, --label): give no RUN";
+    else if (fleet && (!out || !*out || strcmp(out, "-") == 0))
+        why = "--fleet writes a page: give -o DIR";
+    else if (!fleet && !ops[0])
+        why = "missing argument: RUN, or --fleet -o DIR";
+    if (flag)
+        fprintf(stderr, "spotrun %s: %s goes with --fleet (a run's report takes no window)\n", cmd,
+                flag);
+    else if (why)
+        fprintf(stderr, "spotrun %s: %s\n", cmd, why);
+    if (!why && !flag)
+        return 0;
+    fprintf(stderr, "(spotrun %s --help lists the options)\n", cmd);
+    return SR_EX_USAGE;
+}
+
 int sr_cmd_report(const struct sr_cmd *cmd, int argc, char **argv)
 {
-    struct sr_view_opts vo = {0};
+    struct sr_report_window w = {0};
     const char *out = NULL, *format = NULL;
-    const struct sr_opt opts[] = {{"output", 'o', "SPOTRUN_REPORT_OUTPUT", SR_OPT_STR, &out, "FILE",
-                                   "where to write (- for stdout; default: stdout when it is "
-                                   "not a terminal, else RUN.svg); .html gives a page"},
-                                  {"format", 0, "SPOTRUN_REPORT_FORMAT", SR_OPT_STR, &format,
-                                   "FORMAT", "svg or html (default: from the file name)"},
-                                  SR_PRICE_OPTS(&vo),
-                                  SR_OPTS_COMMON};
+    int fleet = 0;
+    const struct sr_opt opts[] = {
+        {"output", 'o', "SPOTRUN_REPORT_OUTPUT", SR_OPT_STR, &out, "FILE",
+         "where to write (- for stdout; default: stdout when it is not a terminal, else "
+         "RUN.svg); .html gives a page; with --fleet, the page's directory"},
+        {"format", 0, "SPOTRUN_REPORT_FORMAT", SR_OPT_STR, &format, "FORMAT",
+         "svg or html (default: from the file name)"},
+        {"fleet", 0, NULL, SR_OPT_FLAG, &fleet, NULL,
+         "the fleet's page instead of one run's: DIR/index.html (docs/cost.md, \"Fleet page\")"},
+        SR_WINDOW_OPTS(&w.prefix, &w.since, &w.until, &w.labels),
+        {"prices", 0, "SPOTRUN_PRICES", SR_OPT_STR, &w.price_table, "FILE",
+         "with --fleet, price table: instance_type spot on_demand per line (docs/runtime.md)"},
+        {"reserved-price", 0, "SPOTRUN_RESERVED_PRICE", SR_OPT_PRICE, &w.reserved, "PRICE",
+         "with --fleet, a reserved GPU's price per GPU-hour: the capacity plan's"},
+        SR_PRICE_OPTS(&w),
+        SR_OPTS_COMMON};
     struct sr_cmd_ctx ctx;
+    const char *flag = fleet_flag(argc, argv);
     int code = sr_cmd_start(cmd, opts, argc, argv, &ctx);
     if (code >= 0)
         return code;
+    if ((code = check_fleet(cmd->name, fleet, ctx.ops, out, flag)) == 0 && fleet)
+        code = sr_report_fleet(ctx.st, &w, out);
+    if (code != 0 || fleet) {
+        sr_store_close(ctx.st);
+        return code;
+    }
     const char *run = ctx.ops[0];
     char def[300];
     snprintf(def, sizeof(def), "%s.svg", run);
@@ -119,7 +175,7 @@ int sr_cmd_report(const struct sr_cmd *cmd, int argc, char **argv)
         code = SR_EX_NOINPUT;
     } else {
         sr_hist_settle_last(ctx.st, run, &h);
-        struct run_picture pic = {.html = html, .run_id = run, .h = &h, .p = &vo.prices};
+        struct run_picture pic = {.html = html, .run_id = run, .h = &h, .p = &w.prices};
         code = to_stdout ? write_stdout(&pic) : sr_write_atomic(out, write_run, &pic);
         if (code < 0)
             code = sr_fail(code, "report");

@@ -19,17 +19,6 @@
 #include "sweepworkers.h"
 #include "sweepworkersout.h"
 
-__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "spotrun stats: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(spotrun stats --help lists the options)\n");
-    va_end(ap);
-    return SR_EX_USAGE;
-}
-
 struct picture {
     const struct sr_runsum *runs;
     size_t n;
@@ -50,21 +39,8 @@ static int parse_query(const char *by, const char *since, const char *until,
 {
     char err[512];
     if (by && *by && sr_stats_parse_by(by, q, err, sizeof(err)) < 0)
-        return usage_error("%s", err);
-    if (since && *since && sr_stats_parse_time(since, 0, &q->since_ms) < 0)
-        return usage_error("bad --since \"%s\": give a date (2026-12-01) or an ISO time "
-                           "(2026-12-01T08:00:00Z)",
-                           since);
-    if (until && *until && sr_stats_parse_time(until, 1, &q->until_ms) < 0)
-        return usage_error("bad --until \"%s\": give a date (2026-12-07, the whole day) or an "
-                           "ISO time (2026-12-07T18:00:00Z)",
-                           until);
-    if (q->since_ms && q->until_ms && q->since_ms >= q->until_ms)
-        return usage_error("--since %s is not before --until %s", since, until);
-    for (size_t i = 0; i < labels->n; i++)
-        if (sr_labels_add(&q->want, labels->v[i], err, sizeof(err)) < 0)
-            return usage_error("--label: %s", err);
-    return 0;
+        return sr_usage_error("stats", "%s", err);
+    return sr_window_parse("stats", since, until, labels, q);
 }
 
 int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv)
@@ -96,40 +72,30 @@ int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv)
         return code;
     struct sr_stats_query q = {.spot_per_hour = vo.prices.spot_per_hour,
                                .on_demand_per_hour = vo.prices.on_demand_per_hour};
-    struct sr_prices tab = {0};
-    struct sr_runsum *runs = NULL;
-    size_t n = 0;
+    struct sr_fleet_input in = {0};
     struct sr_stats s = {0};
     const int metrics = format && *format;
     const int outputs = !!vo.json + !!csv + !!(svg && *svg) + !!(html && *html) + metrics;
     if (outputs > 1) {
-        code = usage_error("give one of --json, --csv, --svg, --html, --format");
+        code = sr_usage_error("stats", "give one of --json, --csv, --svg, --html, --format");
         goto out;
     }
     if (metrics && strcmp(format, "openmetrics") != 0) {
-        code = usage_error("unknown --format \"%s\": the one format is openmetrics (--json, "
-                           "--csv, --svg and --html are flags of their own)",
-                           format);
+        code = sr_usage_error("stats",
+                              "unknown --format \"%s\": the one format is openmetrics (--json, "
+                              "--csv, --svg and --html are flags of their own)",
+                              format);
         goto out;
     }
     if (metrics && !(by && *by))
         by = "team,instance_type,zone";
     if ((code = parse_query(by, since, until, &labels, &q)) != 0)
         goto out;
-    if (prices && *prices) {
-        const int rc = sr_prices_load(prices, &tab);
-        if (rc < 0) {
-            fprintf(stderr, "spotrun stats: --prices: %s\n", sr_strerror(rc));
-            code = SR_EX_USAGE;
-            goto out;
-        }
-        q.prices = &tab;
-    }
-    int rc = sr_runsum_load_all(ctx.st, prefix && *prefix ? prefix : NULL, &runs, &n);
-    if (rc < 0) {
-        code = sr_fail(rc, "cannot list the store");
+    if ((code = sr_fleet_load("stats", ctx.st, prefix, prices, &q, &in)) != 0)
         goto out;
-    }
+    const struct sr_runsum *runs = in.runs;
+    const size_t n = in.n;
+    int rc;
     if ((rc = sr_stats_compute(runs, n, &q, &s)) < 0) {
         code = sr_fail(rc, "stats");
         goto out;
@@ -171,10 +137,7 @@ int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv)
     }
 out:
     sr_stats_free(&s);
-    for (size_t i = 0; i < n; i++)
-        sr_runsum_free(&runs[i]);
-    free(runs);
-    sr_prices_free(&tab);
+    sr_fleet_input_free(&in);
     sr_store_close(ctx.st);
     return code;
 }

@@ -344,7 +344,6 @@ static int init_budget(struct sr_store *st, const char *name, const struct init_
     struct sr_sweep_budget old;
     if (max_cost <= 0 && sr_sweep_budget_read(st, name, &old) == 0)
         max_cost = old.max_cost;
-    sr_err_clear();
     return budget_write(st, name, max_cost, o->price_per_hour);
 }
 
@@ -489,7 +488,6 @@ static int cmd_set(const struct sr_cmd *cmd, int argc, char **argv)
         sr_store_close(ctx.st);
         return sr_fail(rc, "cannot read the sweep's budget");
     }
-    sr_err_clear();
     if (max_cost < 0) {
         fprintf(stderr, "spotrun sweep set: nothing to set: give --max-cost AMOUNT (0: no "
                         "budget)\n");
@@ -596,7 +594,6 @@ static int cmd_delete(const struct sr_cmd *cmd, int argc, char **argv)
                     runs.v[i], in.host, in.pid, sw.name);
             code = SR_EX_CANTCREAT;
         }
-        sr_err_clear();
     }
     size_t deleted = 0;
     for (size_t i = 0; rc == 0 && code < 0 && i < runs.n; i++) {

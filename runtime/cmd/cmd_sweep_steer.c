@@ -140,7 +140,6 @@ static int running_now(struct steer_ctx *x, long k, struct sr_lease_info *in)
     sr_sweep_run_id(x->sw.name, (size_t)k, run, sizeof(run));
     const int held =
         sr_lease_read_owner(x->c.st, run, in) == 0 && !sr_lease_takeable(in, sr_wall_ms() / 1000);
-    sr_err_clear();
     return held;
 }
 
@@ -191,7 +190,6 @@ static void cancel_one(struct steer_ctx *x, long k, const struct sr_steer_entry 
     if (rc < 0) /* the action stands: workers and wrappers still honour it */
         sr_warn("sweep %s: cannot mark trial %ld cancelled: %s (it is cancelled all the same)",
                 x->sw.name, k, sr_strerror(rc));
-    sr_err_clear();
     printf("sweep %s: trial %ld cancelled: it is not running, and no worker takes it\n", x->sw.name,
            k);
 }
@@ -259,7 +257,6 @@ static const char *retry_from(struct steer_ctx *x, long k)
     const size_t n = rc == 0 ? l.n : 0;
     if (rc == 0)
         sr_ckpt_list_free(&l);
-    sr_err_clear();
     if (rc < 0 && rc != -ENOENT)
         return "it resumes from its newest checkpoint, if it has one";
     return n ? "it resumes from its newest checkpoint" : "it starts from scratch (no checkpoint)";
@@ -391,14 +388,12 @@ int sr_work_steer(struct sr_store *st, const char *name, size_t n, struct sr_ste
     /* read before, for as many trials, and no new action since (one HEAD):
      * the state stands, no listing */
     const int same = state->owns_log && state->n == n && sr_steer_grew(st, name, state) == 0;
-    sr_err_clear();
     if (!same) {
         struct sr_steer_state fresh;
         const int rc = sr_steer_reread(st, name, n, state, &fresh); /* only what is new */
         if (rc < 0) { /* claim nothing on steering we cannot read: a cancel may be in it */
             sr_warn("sweep %s: cannot read its steering: %s; not starting trials until it reads",
                     name, sr_strerror(rc));
-            sr_err_clear();
             return 1;
         }
         sr_steer_free(state);

@@ -187,7 +187,6 @@ static json_t *budget_json(struct sr_store *st, const char *name)
         rc = sr_prices_sweep_spent(st, name, NULL, NULL, b.price_per_hour, &spent);
     if (rc < 0 && rc != -ENOENT)
         sr_warn("sweep %s: cannot read its budget: %s", name, sr_strerror(rc));
-    sr_err_clear();
     if (rc < 0 || b.max_cost <= 0)
         return NULL;
     return json_pack("{s:f,s:f,s:f,s:b}", "max_cost", b.max_cost, "spent", round(spent * 100) / 100,
@@ -254,7 +253,6 @@ static int show_trial(const struct sr_cmd *cmd, struct view *w, const char *op)
         if (rc == 0)
             n++;
         else if (rc == -ENOENT || rc == -EBADMSG) { /* a rung it skipped, or a record not its own */
-            sr_err_clear();
             rc = 0;
         }
     }

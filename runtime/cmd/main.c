@@ -52,11 +52,15 @@ static const struct sr_cmd commands[] = {
      "Shows what happened to a run (state, attempts, preemptions, lost\n"
      "work, checkpoint times, cost) and its checkpoints.",
      1, 1, READER | RUN_OP},
-    {"report", sr_cmd_report, "draw a run's timeline (SVG or HTML)",
-     "spotrun report RUN [-o run.svg|run.html]",
+    {"report", sr_cmd_report, "draw a run's timeline, or the fleet's page (SVG or HTML)",
+     "spotrun report RUN [-o run.svg|run.html] | spotrun report --fleet -o DIR [--since T] "
+     "[--until T] [--label K=V]...",
      "Draws a timeline of the run across attempts and nodes: training segments,\n"
-     "checkpoints (staged and durable), notices, restarts, lost work.",
-     1, 1, READER | RUN_OP},
+     "checkpoints (staged and durable), notices, restarts, lost work. With --fleet,\n"
+     "writes DIR/index.html, a static page of the fleet: runs (sortable, filtered by\n"
+     "label), sweeps, cost and GPU-hours by team and week, preemption rate by zone\n"
+     "and instance type, and the capacity plan's charts (docs/cost.md).",
+     0, 1, READER | RUN_OP},
     {"stats", sr_cmd_stats, "the fleet's cost, preemption rate, failures and GPU use, grouped",
      "spotrun stats [--by KEYS] [--since T] [--until T] [--label K=V]... [--json|--csv|--svg "
      "F|--format openmetrics]",

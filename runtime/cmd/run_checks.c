@@ -31,7 +31,6 @@ static json_t *recorded_argv(struct sr_store *st, const char *run,
     sr_key_run(prefix, sizeof(prefix), run, SR_KEY_EVENTS);
     struct sr_strlist names;
     if (sr_store_list(st, prefix, &names) < 0) {
-        sr_err_clear();
         return NULL;
     }
     json_t *argv = NULL;
@@ -42,7 +41,6 @@ static json_t *recorded_argv(struct sr_store *st, const char *run,
         if (sr_key_log_attempt(names.v[i], &node) == UINT32_MAX || node != mine ||
             sr_key_join(key, sizeof(key), prefix, names.v[i]) < 0 ||
             sr_store_get(st, key, 64u << 20, &buf, &len) < 0) {
-            sr_err_clear();
             continue;
         }
         for (char *line = buf, *next; line && *line; line = next) {
@@ -191,7 +189,6 @@ static void sweep_history(struct sr_store *st, const char *sweep, const char *se
     struct sr_strlist runs = {0};
     const size_t plen = strlen(sweep);
     if (sr_ckpt_list_runs(st, &runs) < 0) {
-        sr_err_clear();
         return;
     }
     size_t loaded = 0;
@@ -209,7 +206,6 @@ static void sweep_history(struct sr_store *st, const char *sweep, const char *se
         sr_hist_free(&h);
     }
     sr_strlist_free(&runs);
-    sr_err_clear();
     if (loaded)
         a->mtbf_scope = "sweep";
 }
@@ -232,7 +228,6 @@ int sr_run_every_history(struct run_ctx *r)
         a->hist_preemptions = interruptions(h);
         a->hist_cost_ms = h->staged ? (int64_t)(h->wait_p50 * 1000.0 + 0.5) : 0;
     }
-    sr_err_clear();
     const char *sweep = r->trial >= 0 ? r->sweep.name : NULL;
     const size_t n = sweep ? strlen(sweep) : 0;
     if (n && strncmp(r->run_id, sweep, n) == 0 && r->run_id[n] == '-')
@@ -260,7 +255,6 @@ int sr_run_stall_history(struct run_ctx *r)
         r->c.prior_stalls = sr_hist_stalls(h);
     if (h) /* then every attempt is judged from its start */
         r->c.prior_beaten = sr_hist_heartbeated(h, &r->c.prior_startup_ms);
-    sr_err_clear();
     if (r->c.prior_stalls && r->c.nodes <= 1) /* multi-node: the engine reruns the group */
         sr_info("run %s stalled %u time(s) before (--max-restarts %u counts them)", r->run_id,
                 r->c.prior_stalls, r->c.max_restarts);

@@ -124,7 +124,6 @@ static int sweep_spent(void *ctx, double *used, double *limit)
     int rc = sr_sweep_budget_read(rl->st, rl->sweep, &b);
     if (rc == -ENOENT) {
         *used = *limit = 0;
-        sr_err_clear();
         return 0;
     }
     if (rc == 0)
@@ -171,7 +170,6 @@ static int steered(void *ctx, const char **cause)
     if (rc < 0) {
         sr_warn("cannot read sweep %s's steering: %s (read again at the next poll)", rl->sweep,
                 sr_strerror(rc));
-        sr_err_clear();
         return rc;
     }
     *cause = rl->cancelled ? "cancelled" : rl->pause_stop ? "paused" : NULL;
@@ -181,7 +179,6 @@ static int steered(void *ctx, const char **cause)
 int sr_run_limits_trial_end(struct sr_run_limits *rl, char *by, size_t len)
 {
     if (!rl->sweep || rl->trial < 0 || steer_read(rl) < 0 || !rl->cancelled) {
-        sr_err_clear();
         return SR_TRIAL_OPEN;
     }
     snprintf(by, len, "%s", rl->cancel_by);
@@ -236,7 +233,6 @@ static int sweep_budget(struct sr_run_limits *rl, struct sr_limits_config *l)
     if (rc == 0 && rl->trial_price <= 0) /* the sweep's price, recorded by the start event */
         rl->trial_price = rl->budget.price_per_hour;
     if (rc == -ENOENT || (rc == 0 && rl->budget.max_cost <= 0)) {
-        sr_err_clear();
         rl->budget.max_cost = 0;
         return GO_ON;
     }

@@ -30,7 +30,6 @@ static json_t *current_params(struct sr_store *st, const struct sr_sweep *sw, lo
 {
     json_t *lineage = NULL;
     if (sr_pbt_lineage(st, sw->name, trial, &lineage) < 0) {
-        sr_err_clear();
         lineage = json_array();
     }
     const size_t n = json_array_size(lineage);
@@ -94,7 +93,6 @@ static int apply(const struct sr_sweep *sw, long trial, const json_t *d,
             sr_info("pbt: trial %ld's checkpoint %" PRIu64 " was deleted since the decision "
                     "(--keep); taking its newest",
                     donor, seq);
-            sr_err_clear();
             (void)sr_rmtree(scratch);
             rc = sr_mkdirs(scratch, 0700);
             if (rc == 0)
@@ -105,7 +103,6 @@ static int apply(const struct sr_sweep *sw, long trial, const json_t *d,
         sr_warn("pbt: trial %ld has no checkpoint left; trial %ld goes on from its own with the "
                 "decision's parameters",
                 donor, trial);
-        sr_err_clear();
         (void)sr_rmtree(scratch);
         return sr_pbt_mark_applied(cfg->st, sw->name, trial, round, 0);
     }
@@ -273,7 +270,6 @@ static int round_at(struct sr_run_pbt *rp, long r, double value, int64_t step)
     rc = sr_pbt_put_value(rp->st, rp->sw->name, rp->trial, r, step, value);
     if (rc < 0 && rc != -EEXIST)
         sr_warn("pbt: cannot record trial %ld at round %ld: %s", rp->trial, r, sr_strerror(rc));
-    sr_err_clear();
     if (!d) {
         sr_info("pbt: %s %g at step %" PRId64 " is not in the bottom %zu of the %zu trials' newest "
                 "values at round %ld; going on",
@@ -312,7 +308,6 @@ static int on_metric(void *ctx, const char *name, double value, int64_t step,
     if (rc < 0) {
         sr_warn("pbt: cannot decide trial %ld at round %ld: %s (tried again at the next report)",
                 rp->trial, r, sr_strerror(rc));
-        sr_err_clear();
         return 0;
     }
     rp->done_round = r;

@@ -51,7 +51,6 @@ static int judge(struct sr_run_rungs *rr, unsigned k, double value, int64_t step
     struct sr_rung_rec rec;
     int rc = sr_rung_get(rr->st, rr->sweep, k, rr->trial, &rec);
     if (rc == 0 || rc == -EBADMSG) { /* an earlier attempt's: not judged again */
-        sr_err_clear();
         sr_info("early stopping: trial %ld recorded %s %g at rung %u before; not judged again "
                 "there",
                 rr->trial, rr->rule.metric, rc == 0 ? rec.value : value, k);
@@ -59,7 +58,6 @@ static int judge(struct sr_run_rungs *rr, unsigned k, double value, int64_t step
     }
     if (rc != -ENOENT)
         return rc;
-    sr_err_clear();
     double *vals = NULL;
     size_t n = 0;
     if ((rc = others(rr, k, &vals, &n)) < 0)
@@ -103,7 +101,6 @@ static int judge(struct sr_run_rungs *rr, unsigned k, double value, int64_t step
     if (rc < 0 && rc != -EEXIST)
         sr_warn("early stopping: cannot record trial %ld at rung %u: %s", rr->trial, k,
                 sr_strerror(rc));
-    sr_err_clear();
     if (go_on)
         sr_info("early stopping: %s; going on", rr->detail);
     rr->pruned |= !go_on;
@@ -124,7 +121,6 @@ static int on_metric(void *ctx, const char *name, double value, int64_t step,
             sr_warn("early stopping: cannot judge trial %ld at rung %u: %s (tried again at the "
                     "next report)",
                     rr->trial, k, sr_strerror(rc));
-            sr_err_clear();
             return 0;
         }
         rr->next++;
@@ -148,7 +144,6 @@ static int refuse_pruned(const struct sr_sweep *sw, struct sr_store *st, long tr
     struct sr_trial_end_info end;
     const int rc = sr_sweep_read_end(st, sw->name, (size_t)trial, &end);
     if ((rc != 0 && rc != -EBADMSG) || end.state != SR_TRIAL_PRUNED) {
-        sr_err_clear();
         return GO_ON;
     }
     fprintf(stderr,

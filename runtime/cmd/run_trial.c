@@ -194,7 +194,6 @@ int sr_run_trial_refuse_failed(const struct run_ctx *r)
     if (rc == -EBADMSG) /* its name says failed; its content is not believed */
         sr_warn("%s", sr_strerror(rc));
     if (rc < 0 && rc != -EBADMSG) {
-        sr_err_clear();
         return GO_ON;
     }
     sr_warn("trial %ld of sweep %s failed (%s on %s); it is left alone: add --fresh to run it "

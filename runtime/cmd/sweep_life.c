@@ -21,7 +21,6 @@ static void put(struct sr_sweep_life *l)
         sr_warn("sweep %s: cannot record this worker's lifetime: %s (its time between trials "
                 "will be missing from `sweep show` and `stats`)",
                 l->sweep, sr_strerror(rc));
-    sr_err_clear();
     l->next = sr_now_ms() + l->every;
 }
 

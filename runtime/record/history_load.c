@@ -96,7 +96,6 @@ static int read_log(struct sr_store *st, const char *run_id, const char *name, c
     int g = sr_store_get(st, key, EVENTS_MAX, buf, len);
     *size = *len;
     if (g == -EFBIG) {
-        sr_err_clear();
         g = read_head_tail(st, key, buf, len, size);
     }
     if (g == -ENOENT || g == -EBADMSG || g == -EFBIG) {

@@ -220,7 +220,7 @@ static int64_t clip_len(int64_t a0, int64_t a1, int64_t lo, int64_t hi)
     return e > s ? e - s : 0;
 }
 
-static int is_failure(enum sr_hist_cause c)
+int sr_plan_is_failure(enum sr_hist_cause c)
 {
     return c == SR_CAUSE_CRASHED || c == SR_CAUSE_OOM || c == SR_CAUSE_STALLED ||
            c == SR_CAUSE_VANISHED || c == SR_CAUSE_LEASE_LOST;
@@ -276,7 +276,7 @@ static int add_attempt(struct sr_plan *p, struct acc *g, const struct sr_plan_qu
         a->stage_seconds / 3600.0 * ((double)ms / (double)(a->end_ms - a->start_ms)) * nodes * gpn;
     p->attempts++;
     p->unknown_gpu_attempts += !a->gpus;
-    p->failures += is_failure(a->cause) && a->end_ms <= p->hi;
+    p->failures += sr_plan_is_failure(a->cause) && a->end_ms <= p->hi;
     const struct sr_plan_iv iv = {a->start_ms, a->end_ms, nodes * gpn, firm};
     return acc_push(g, &iv);
 }
@@ -405,6 +405,8 @@ int sr_plan_compute(const struct sr_runsum *runs, size_t n, const struct sr_plan
         rc = stats_by(runs, n, q, "zone", &out->by_zone);
     if (rc == 0)
         rc = stats_by(runs, n, q, "instance_type", &out->by_type);
+    if (rc == 0)
+        rc = stats_by(runs, n, q, SR_PLAN_JOB_LABEL, &out->by_job);
     if (rc < 0)
         sr_plan_free(out);
     return rc;
@@ -418,6 +420,7 @@ void sr_plan_free(struct sr_plan *p)
     sr_stats_free(&p->weekly);
     sr_stats_free(&p->by_zone);
     sr_stats_free(&p->by_type);
+    sr_stats_free(&p->by_job);
     memset(p, 0, sizeof(*p));
 }
 
@@ -429,4 +432,12 @@ double sr_plan_failure_rate(const struct sr_plan *p)
 double sr_plan_retry_rate(const struct sr_plan *p)
 {
     return p->runs ? (double)(p->attempts - p->runs) / (double)p->runs : NAN;
+}
+
+uint64_t sr_plan_failed(const struct sr_stats_row *r)
+{
+    uint64_t n = 0;
+    for (int c = 0; c < SR_CAUSE_COUNT; c++)
+        n += sr_plan_is_failure((enum sr_hist_cause)c) ? r->ends[c] : 0;
+    return n;
 }

@@ -90,6 +90,9 @@ struct sr_plan_group {
     double break_even; /* reserved / eff_spot: the utilization a reserved GPU needs */
 };
 
+/* The label that names a run's kind of job (training, eval, sweep...). */
+#define SR_PLAN_JOB_LABEL "job_type"
+
 struct sr_plan {
     int64_t lo, hi; /* the window, unix ms (0, 0: no attempt) */
     double window_h, weeks;
@@ -101,6 +104,7 @@ struct sr_plan {
     struct sr_stats weekly;  /* by week,team: gpu_h + gpu_unknown_h */
     struct sr_stats by_zone; /* preemptions per zone */
     struct sr_stats by_type; /* per instance type */
+    struct sr_stats by_job;  /* per job_type label: GPU-hours, utilization, queued */
 };
 
 int sr_plan_compute(const struct sr_runsum *runs, size_t n, const struct sr_plan_query *q,
@@ -110,6 +114,9 @@ void sr_plan_free(struct sr_plan *p);
 /* Attempts ended by a failure (crashed, oom, stalled, vanished, lease
  * lost) per attempt; attempts after a run's first per run. NAN when none. */
 double sr_plan_failure_rate(const struct sr_plan *p);
+int sr_plan_is_failure(enum sr_hist_cause c);
+/* r's attempts that ended by a failure. */
+uint64_t sr_plan_failed(const struct sr_stats_row *r);
 double sr_plan_retry_rate(const struct sr_plan *p);
 
 #endif

@@ -257,7 +257,6 @@ static void snap_write(struct sr_store *st, json_t *runs, const struct sr_strlis
     free(text);
     if (rc < 0) {
         sr_debug("cannot write the snapshot %s: %s", key, sr_strerror(rc));
-        sr_err_clear();
         return;
     }
     sr_debug("wrote the snapshot %s", key);
@@ -472,7 +471,6 @@ static int read_listing(struct sr_store *st, struct sr_strlist *sums, struct sr_
     if (!*snap) {
         sr_debug("the snapshot %s is unusable (%s): reading every run", key,
                  rc < 0 ? sr_strerror(rc) : "not a snapshot");
-        sr_err_clear();
         return -EAGAIN;
     }
     return 0;

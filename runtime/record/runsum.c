@@ -529,7 +529,6 @@ static int size_logs(struct sr_store *st, const char *prefix, struct sr_strlist 
         uint64_t size = SR_SIZE_UNKNOWN;
         if (sr_events_attempt_of(logs->v[i]) != UINT32_MAX && sr_store_size(st, key, &size) < 0) {
             size = SR_SIZE_UNKNOWN;
-            sr_err_clear();
         }
         rc = sr_strlist_push_sized(&sized, logs->v[i], size);
     }
@@ -674,7 +673,6 @@ int sr_runsum_load_all(struct sr_store *st, const char *prefix, struct sr_runsum
     if (rc == -ENOTSUP) { /* the file store: list level by level */
         loader_free(&ld);
         ld = (struct loader){.st = st};
-        sr_err_clear();
         rc = list_each(&ld, prefix);
     }
     if (rc == 0) {

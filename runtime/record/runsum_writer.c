@@ -261,7 +261,6 @@ static void failed(struct sr_runsum_writer *w, int rc)
     else
         sr_debug("cannot write %s/%s: %s", w->run, SR_RUNSUM_NAME, sr_strerror(rc));
     w->warned = 1;
-    sr_err_clear();
 }
 
 static void *writer_main(void *arg)
@@ -332,6 +331,5 @@ void sr_runsum_mark_logs(struct sr_store *st, const char *run)
     if (rc < 0) {
         sr_warn("cannot write %s (spotrun stats may miss this run until its next whole read): %s",
                 key, sr_strerror(rc));
-        sr_err_clear();
     }
 }

@@ -321,6 +321,7 @@ struct piece {
     int64_t t0, t1;
     double frac; /* of the attempt's wall time */
     int ends;
+    double queued_h; /* the run's wait before the attempt (its first piece only) */
 };
 
 static void add_piece(struct sr_stats_row *r, size_t run, size_t att,
@@ -367,6 +368,7 @@ static void add_piece(struct sr_stats_row *r, size_t run, size_t att,
             r->signal_stops++;
     }
     r->wall_s += wall_h * 3600.0;
+    r->queued_h += pc->queued_h;
     r->stage_s += a->stage_seconds * pc->frac;
     if (a->gpu_samples) {
         const double n = (double)a->gpu_samples * pc->frac;
@@ -419,9 +421,13 @@ int sr_stats_compute(const struct sr_runsum *runs, size_t n, const struct sr_sta
         const struct sr_runsum *r = &runs[ri];
         if (!sr_labels_match(&r->labels, &q->want))
             continue;
+        int64_t ran_to = INT64_MAX; /* the latest end of the run's earlier attempts */
         for (size_t ai = 0; ai < r->n_att; ai++, att_id++) {
             const struct sr_runsum_attempt *a = &r->att[ai];
             const int64_t s = a->start_ms, e = a->end_ms > a->start_ms ? a->end_ms : a->start_ms;
+            const int64_t waited = ran_to < s ? overlap(ran_to, s, lo, hi) : 0;
+            if (ran_to == INT64_MAX || e > ran_to)
+                ran_to = e;
             if (s >= hi || e < lo || (e == lo && e > s))
                 continue; /* outside the window */
             const int64_t c0 = s > lo ? s : lo, c1 = e < hi ? e : hi;
@@ -438,7 +444,8 @@ int sr_stats_compute(const struct sr_runsum *runs, size_t n, const struct sr_sta
                 struct piece pc = {.t0 = t0,
                                    .t1 = t1,
                                    .frac = e > s ? (double)(t1 - t0) / (double)(e - s) : 1.0,
-                                   .ends = t1 == e && e < hi};
+                                   .ends = t1 == e && e < hi,
+                                   .queued_h = t0 == c0 ? (double)waited / HOUR_MS : 0};
                 const double lost_h = (double)overlap(lost0, e, t0, t1) / HOUR_MS * nodes;
                 key_of(q, r, a, t0, key);
                 struct sr_stats_row *row = row_of(out, q->n_by, key, &hint);

@@ -70,6 +70,10 @@ struct sr_stats_row {
     double dropped_h;
     uint64_t ends[SR_CAUSE_COUNT]; /* [SR_CAUSE_NONE]: still running */
     double wall_s, stage_s;        /* attempt wall (not x nodes) and staging seconds */
+    /* hours a run waited with no attempt running between two of its
+     * attempts (capacity after a preemption, a hold), in the window: the
+     * gap before an attempt counts in that attempt's row */
+    double queued_h;
     double gpu_samples, gpu_util_sum, gpu_idle_sum; /* sums weighted by samples */
     size_t last_run, last_att;                      /* internal: counted once */
 };

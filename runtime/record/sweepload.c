@@ -73,9 +73,7 @@ static int load_trial(struct pool *p, struct sr_sv_trial *t)
         r->lease_held = !sr_lease_takeable(&r->lease, p->now_s);
         if (!r->lease_held) /* nobody runs it: a last attempt without an end vanished */
             sr_hist_last_is_gone(&r->h);
-    } else if (rc == -ENOENT || rc == -EBADMSG || rc == -EPROTONOSUPPORT) {
-        sr_err_clear();
-    } else {
+    } else if (rc != -ENOENT && rc != -EBADMSG && rc != -EPROTONOSUPPORT) {
         return rc;
     }
     if (t->mark == SR_TRIAL_OPEN || t->mark == SR_TRIAL_DONE)
@@ -83,9 +81,7 @@ static int load_trial(struct pool *p, struct sr_sv_trial *t)
     rc = sr_sweep_read_mark(p->st, p->v->sw->name, t->trial, t->mark, &r->end);
     if (rc == 0)
         r->has_end = 1;
-    else if (rc == -ENOENT || rc == -EBADMSG)
-        sr_err_clear();
-    else
+    else if (rc != -ENOENT && rc != -EBADMSG)
         return rc;
     return 0;
 }

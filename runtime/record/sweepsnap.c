@@ -449,7 +449,6 @@ static int read_newest(struct sr_store *st, const struct sr_sweep *sw, size_t n,
         strcmp(id, sw->id) != 0) {
         sr_debug("the sweep view snapshot %s is unusable (%s): reading the trials", key,
                  rc < 0 ? sr_strerror(rc) : "not this sweep's snapshot");
-        sr_err_clear();
         json_decref(o);
         return 0;
     }
@@ -515,7 +514,6 @@ void sr_sv_snap_write(struct sr_store *st, const struct sr_sweep *sw, const stru
     free(text);
     if (rc < 0) {
         sr_debug("cannot write the sweep view snapshot %s: %s", key, sr_strerror(rc));
-        sr_err_clear();
         return;
     }
     sr_debug("wrote the sweep view snapshot %s", key);
@@ -523,7 +521,6 @@ void sr_sv_snap_write(struct sr_store *st, const struct sr_sweep *sw, const stru
         if (s->views.v[i] == last) /* another reader may be reading it */
             continue;
         sr_key_join(key, sizeof(key), dir, s->views.v[i]);
-        if (sr_store_delete(st, key) < 0)
-            sr_err_clear();
+        (void)sr_store_delete(st, key); /* best effort: the next snapshot tries again */
     }
 }

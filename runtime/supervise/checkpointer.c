@@ -446,7 +446,7 @@ static int snapshot_step(struct sr_commits *cp, struct job *j, const struct sr_c
                          uint64_t n, struct sr_commit_result *r, struct sr_snap *sn)
 {
     const int64_t t0 = sr_now_ms();
-    sr_err_clear();
+    sr_err_clear(); /* a long-lived thread: no earlier commit's message explains this one */
     const int rc = sr_snap_take(cp->snaps, j->dir, cp->spool, n, cfg->exclude, cfg->nexclude, sn);
     if (rc < 0)
         return rc;
@@ -578,7 +578,7 @@ static void do_persist(struct sr_commits *cp, struct job *j)
         cfg.full_every = UINT_MAX;
     pthread_mutex_unlock(&cp->lock);
     const int64_t t0 = sr_now_ms();
-    sr_err_clear();
+    sr_err_clear(); /* as in snapshot_step */
     r.rc = sr_commits_persist(&cfg, &j->m, j->path);
     r.seq = j->m.seq; /* renumbered if another writer took the seq */
     r.part = cfg.nodes > 1;

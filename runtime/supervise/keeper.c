@@ -65,7 +65,7 @@ static void *keeper_main(void *arg)
     int64_t held_until = mono_ms() + ttl_ms; /* as far as we know */
     int failing = 0, warned_expiry = 0;
     while (!nap(k, failing ? every / 2 : every)) {
-        sr_err_clear();
+        sr_err_clear(); /* a long-lived thread: an earlier renewal's message is not this one's */
         const int64_t t0 = mono_ms();
         const int rc = sr_lease_renew(k->lease);
         if (rc == 0) {

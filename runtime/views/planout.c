@@ -69,6 +69,25 @@ static void print_fleet(FILE *f, const struct sr_plan *p)
     }
 }
 
+/* Per job type: what it used, how busy its GPUs were, how long it waited. */
+static void print_jobs(FILE *f, const struct sr_stats *s)
+{
+    fprintf(f, "\nBY JOB TYPE (label " SR_PLAN_JOB_LABEL ")\n%-20s %6s %10s %9s %9s %9s\n",
+            "JOB TYPE", "RUNS", "GPU-HOURS", "GPU-UTIL", "QUEUED-H", "FAILED");
+    for (size_t i = 0; i < s->n; i++) {
+        const struct sr_stats_row *r = &s->rows[i];
+        char util[40];
+        const double u = sr_stats_gpu_util(r);
+        if (isnan(u))
+            snprintf(util, sizeof(util), "-");
+        else
+            snprintf(util, sizeof(util), "%.0f%%", u);
+        fprintf(f, "%-20s %6llu %10.1f %9s %9.1f %9llu\n", r->key[0][0] ? r->key[0] : "-",
+                (unsigned long long)r->runs, r->gpu_h + r->gpu_unknown_h, util, r->queued_h,
+                (unsigned long long)sr_plan_failed(r));
+    }
+}
+
 /* The curve's steps: each level where the share changes. */
 static void print_curve(FILE *f, const struct sr_plan_group *g)
 {
@@ -107,6 +126,7 @@ static void print_plan(FILE *f, const struct sr_plan_query *q, const struct sr_p
 void sr_plan_print(FILE *f, const struct sr_plan_query *q, const struct sr_plan *p)
 {
     print_fleet(f, p);
+    print_jobs(f, &p->by_job);
     fprintf(f, "\nCONCURRENCY (share of the window's hours with at least L GPUs busy)\n");
     for (size_t i = 0; i < p->n_groups; i++)
         print_curve(f, &p->groups[i]);
@@ -144,8 +164,17 @@ static json_t *fleet_json(const struct sr_plan *p)
                                   (json_int_t)r->preemptions, "instance_hours", jnum(r->inst_h),
                                   "preemptions_per_100h", jnum(sr_stats_rate_per_100h(r))));
         }
-    return json_pack("{s:o, s:o, s:o}", "weekly", weekly, "preemptions_by_zone", zone,
-                     "preemptions_by_instance_type", type);
+    json_t *jobs = json_array();
+    for (size_t i = 0; i < p->by_job.n; i++) {
+        const struct sr_stats_row *r = &p->by_job.rows[i];
+        json_array_append_new(
+            jobs, json_pack("{s:s, s:I, s:o, s:o, s:o, s:I}", "job_type", r->key[0], "runs",
+                            (json_int_t)r->runs, "gpu_hours", jnum(r->gpu_h + r->gpu_unknown_h),
+                            "gpu_util_mean", jnum(sr_stats_gpu_util(r)), "queued_hours",
+                            jnum(r->queued_h), "failed_attempts", (json_int_t)sr_plan_failed(r)));
+    }
+    return json_pack("{s:o, s:o, s:o, s:o}", "weekly", weekly, "preemptions_by_zone", zone,
+                     "preemptions_by_instance_type", type, "by_job_type", jobs);
 }
 
 static json_t *group_json(const struct sr_plan_query *q, const struct sr_plan_group *g)

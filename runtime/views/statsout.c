@@ -226,6 +226,7 @@ static json_t *row_json(const struct sr_stats_row *r)
     json_object_set_new(o, "dropped_hours", jnum(r->dropped_h));
     json_object_set_new(o, "ends", ends);
     json_object_set_new(o, "wall_hours", jnum(r->wall_s / 3600.0));
+    json_object_set_new(o, "queued_hours", jnum(r->queued_h));
     json_object_set_new(o, "checkpoint_seconds", jnum(r->stage_s));
     json_object_set_new(o, "checkpoint_overhead", jnum(sr_stats_ckpt_overhead(r)));
     json_object_set_new(o, "gpu_samples", jnum(r->gpu_samples));
@@ -302,7 +303,8 @@ static const char *const csv_cols[] = {"runs",
                                        "lost_unpriced_hours",
                                        "checkpoint_overhead",
                                        "gpu_util_mean",
-                                       "gpu_idle_share"};
+                                       "gpu_idle_share",
+                                       "queued_hours"};
 
 static void csv_row(FILE *f, const struct sr_stats_row *r)
 {
@@ -326,7 +328,8 @@ static void csv_row(FILE *f, const struct sr_stats_row *r)
                         r->lost_unpriced_h,
                         sr_stats_ckpt_overhead(r),
                         sr_stats_gpu_util(r),
-                        sr_stats_gpu_idle(r)};
+                        sr_stats_gpu_idle(r),
+                        r->queued_h};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
         char b[64];
         num(v[i], b, sizeof(b));

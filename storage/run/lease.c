@@ -193,7 +193,6 @@ int sr_lease_read_owner(struct sr_store *st, const char *run_id, struct sr_lease
     const int rc = sr_lease_read_rank(st, run_id, -1, info);
     if (rc != -ENOENT)
         return rc;
-    sr_err_clear();
     return sr_lease_read_rank(st, run_id, 0, info);
 }
 
@@ -255,8 +254,7 @@ static int write_lease(struct sr_lease *l, const struct sr_lease_info *info, con
 static uint64_t max_ckpt_epoch(struct sr_store *st, const char *run_id)
 {
     uint64_t max = 0;
-    if (sr_ckpt_max_epoch(st, run_id, &max) < 0)
-        sr_err_clear();
+    (void)sr_ckpt_max_epoch(st, run_id, &max); /* none readable: 0 */
     return max;
 }
 
@@ -359,7 +357,6 @@ static void probe(struct sr_lease *l)
                 "%s is best-effort (read, check, write); checkpoints stay ordered by owner epoch",
                 sr_store_url(l->st), l->run_id);
     }
-    sr_err_clear();
 }
 
 /* "LEASE.<rank>": 1 and *rank. */
@@ -416,7 +413,6 @@ static int other_side_holds(struct sr_store *st, const char *run_id, int rank,
     if (rank >= 0) {
         const int rc = sr_lease_read_rank(st, run_id, -1, h);
         if (rc == -ENOENT || rc == -EBADMSG) {
-            sr_err_clear();
             return 0;
         }
         return rc < 0 ? rc : !sr_lease_takeable(h, now);
@@ -430,7 +426,6 @@ static int other_side_holds(struct sr_store *st, const char *run_id, int rank,
             continue;
         rc = sr_lease_read_rank(st, run_id, k, h);
         if (rc == -ENOENT || rc == -EBADMSG) {
-            sr_err_clear();
             rc = 0;
             continue;
         }
@@ -452,7 +447,6 @@ static void put_back(struct sr_lease *l, const char *prev, size_t len)
     if (rc < 0)
         sr_warn("cannot put the lease %s back as it was (%s): it expires on its own in %ds", l->key,
                 sr_strerror(rc), l->info.ttl);
-    sr_err_clear();
 }
 
 int sr_lease_acquire(struct sr_store *st, const char *run_id, int ttl, struct sr_lease **out,

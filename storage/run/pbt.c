@@ -238,7 +238,6 @@ json_t *sr_pbt_explore(const json_t *pbt, const json_t *spec, const json_t *para
         char val[SR_SWEEP_VALUE_MAX + 1];
         if (sr_sweep_explore(sp, json_string_value(cur), f, nf, r, state, val, sizeof(val)) == 0)
             json_object_set_new(out, name, json_string(val));
-        sr_err_clear();
     }
     return out;
 }
@@ -326,7 +325,6 @@ int sr_pbt_list_values(struct sr_store *st, const char *sweep, long round, struc
         json_decref(o);
     }
     sr_strlist_free(&l);
-    sr_err_clear();
     if (rc < 0) {
         free(*out);
         *out = NULL;
@@ -414,7 +412,6 @@ int sr_pbt_lineage(struct sr_store *st, const char *sweep, long trial, json_t **
         v[n++] = o;
     }
     sr_strlist_free(&l);
-    sr_err_clear();
     if (!v)
         return -ENOMEM;
     qsort(v, n, sizeof(*v), by_round);

@@ -439,7 +439,6 @@ static int run_owner(struct sr_store *st, const struct sr_sweep *sw, size_t tria
     }
     if (rc != -ENOENT)
         return rc;
-    sr_err_clear();
     struct sr_strlist names;
     if ((rc = sr_store_list(st, run_id, &names)) < 0)
         return rc;
@@ -512,7 +511,6 @@ static int refuse_foreign_runs(struct sr_store *st, const struct sr_sweep *def)
         }
     }
     sr_strlist_free(&runs);
-    sr_err_clear();
     if (rc < 0 || n == 0)
         return rc;
     return sr_errf(-ENOTEMPTY,
@@ -555,7 +553,6 @@ int sr_sweep_create(struct sr_store *st, const struct sr_sweep *def)
         }
         if (rc != -ENOENT)
             return rc;
-        sr_err_clear();
         struct sr_sweep fresh = *def;
         new_id(fresh.id, sizeof(fresh.id));
         if ((rc = refuse_foreign_runs(st, &fresh)) < 0)
@@ -824,7 +821,6 @@ static int read_mark(struct sr_store *st, const char *name, size_t trial, enum s
     if ((v = json_object_get(o, "by")) && json_is_string(v))
         sr_term_safe(json_string_value(v), end->by, sizeof(end->by));
     json_decref(o);
-    sr_err_clear();
     return 0;
 }
 

@@ -57,7 +57,6 @@ int sr_claim_list_started(struct sr_store *st, const char *name, size_t n, unsig
     int rc = sr_store_list_keys(st, prefix, &l);
     size_t skip = strlen(SR_KEY_SUMMARIES "/");
     if (rc == -ENOTSUP) { /* a file store: its directory, read locally */
-        sr_err_clear();
         rc = sr_store_list(st, SR_KEY_SUMMARIES, &l);
         skip = 0;
     }

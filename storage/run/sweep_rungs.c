@@ -169,7 +169,6 @@ int sr_rung_list(struct sr_store *st, const char *sweep, unsigned rung, struct s
         *n = 0;
         return rc;
     }
-    sr_err_clear();
     *out = r.recs;
     return 0;
 }
@@ -206,7 +205,6 @@ int sr_rung_remove_trial(struct sr_store *st, const char *sweep, long trial)
         rec_key(key, sizeof(key), sweep, rung, trial);
         rc = get_rec(st, key, rung, trial, &r);
         if (rc == -ENOENT) { /* a trial reaches rung K+1 only through rung K */
-            sr_err_clear();
             return 0;
         }
         if (rc == 0 || rc == -EBADMSG)

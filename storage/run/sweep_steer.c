@@ -298,7 +298,6 @@ int sr_steer_grew(struct sr_store *st, const char *name, const struct sr_steer_s
     key_of(key, sizeof(key), name, prev ? prev->next_seq : 0);
     const int rc = sr_store_size(st, key, &size);
     if (rc == -ENOENT) {
-        sr_err_clear();
         return 0;
     }
     return rc < 0 ? rc : 1;

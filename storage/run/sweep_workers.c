@@ -131,7 +131,6 @@ static int read_one(struct sr_store *st, const char *sweep, const char *name,
     size_t len = 0;
     int rc = sr_store_get(st, key, RECORD_MAX, &buf, &len);
     if (rc == -ENOENT || rc == -EBADMSG || rc == -EFBIG) {
-        sr_err_clear();
         return -EBADMSG; /* gone meanwhile, or not a regular object */
     }
     if (rc < 0)
@@ -163,7 +162,6 @@ int sr_sweep_workers_read(struct sr_store *st, const char *sweep, struct sr_swee
     struct sr_strlist l;
     int rc = sr_store_list(st, prefix, &l);
     if (rc == -ENOENT) {
-        sr_err_clear();
         return 0;
     }
     if (rc < 0)
@@ -207,7 +205,6 @@ static int cached_or_read(struct sr_store *st, const char *key, const char *etag
     size_t len = 0;
     const int rc = sr_store_get(st, key, RECORD_MAX, &buf, &len);
     if (rc == -ENOENT || rc == -EBADMSG || rc == -EFBIG) {
-        sr_err_clear();
         return 0;
     }
     if (rc == 0)

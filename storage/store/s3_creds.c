@@ -475,7 +475,6 @@ static void imds_region(char *region, size_t len)
 {
     char hdr[1200], url[4096];
     if (imds_token(hdr, sizeof(hdr), NULL) < 0) {
-        sr_err_clear();
         return;
     }
     struct body b = {0};

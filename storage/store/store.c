@@ -435,8 +435,6 @@ int sr_store_holds(struct sr_store *st, const char *key, const void *buf, size_t
     const int same = sr_store_get_etag(st, key, len + 1, &back, &blen, etag) == 0 && blen == len &&
                      memcmp(back, buf, len) == 0;
     free(back);
-    if (!same)
-        sr_err_clear();
     return same;
 }
 

@@ -160,7 +160,6 @@ static int az_del(struct sr_store *st, const char *key)
     int rc = sr_az_do(az_of(st), &r);
     free(r.resp);
     if (rc == -ENOENT && strcmp(r.code, "ContainerNotFound") != 0) {
-        sr_err_clear();
         rc = 0; /* already gone */
     }
     return rc;

@@ -168,7 +168,6 @@ static int put_match(struct sr_store *st, const char *key, const void *buf, size
     int rc = put_once(st, key, buf, len, 0, match, status, etag);
     if (rc == 0 || *status != 412 || !quoted)
         return rc;
-    sr_err_clear();
     rc = put_once(st, key, buf, len, 0, bare, status, etag);
     if (rc == 0 && !__atomic_exchange_n(&s3->bare_if_match, 1, __ATOMIC_RELAXED))
         sr_debug("store %s takes If-Match ETags without quotes only (Ceph RGW): sending them bare",

@@ -98,13 +98,14 @@ static void abort_upload(struct sr_s3 *s3, const char *key, const char *eid)
     r.query = query;
     /* The upload's failure, not the abort's, is what the caller reports. */
     char why[1024];
-    snprintf(why, sizeof(why), "%s", sr_strerror(0));
+    const int why_code = sr_err_code();
+    snprintf(why, sizeof(why), "%s", sr_strerror(why_code));
     const int rc = sr_s3_do(s3, &r);
     free(r.resp);
     if (rc < 0) {
         sr_debug("s3: cannot abort the multipart upload of %s: %s", key, sr_strerror(rc));
-        if (strcmp(why, strerror(0)) != 0)
-            sr_errf(rc, "%s", why);
+        if (why_code)
+            sr_errf(why_code, "%s", why);
         else
             sr_err_clear();
     }

@@ -24,7 +24,8 @@ The fleets (`spotrun plan`, tests/e2e/t0779-plan.sh): two weeks from
 2026-11-30 on p4d.24xlarge (8 GPUs a node). bursts: every day a run of
 team vision or nlp on 2 nodes (16 GPUs) from 08:00, preempted at 12:00
 with an hour lost, then again 12:00-15:00 to done; steady8: the same plus
-team infra's one 8-GPU run through the whole two weeks.
+team infra's one 8-GPU run through the whole two weeks. Their runs carry a
+job_type label: the bursts "finetune", infra's run "pretrain".
 """
 import argparse
 import json
@@ -82,6 +83,16 @@ def ev(kind, ms, attempt, **kw):
     return json.dumps(o)
 
 
+JOB_TYPE = {}  # run: its job_type label (the fleets'; `spotrun plan` groups by it)
+
+
+def labels_of(run, team):
+    out = {"team": team} if team else {}
+    if run in JOB_TYPE:
+        out["job_type"] = JOB_TYPE[run]
+    return out
+
+
 def attempt_log(run, team, i, a, seq):
     """The event lines of attempt i, and its model entry."""
     (start, hours, itype, zone, cause, lost, nodes, gpus, util, idle, samples, stage,
@@ -89,7 +100,7 @@ def attempt_log(run, team, i, a, seq):
     end = start + int(hours * H)
     lost_ms = int(lost * H)
     start_ev = dict(host="node-%s-%d" % (run, i), cloud="aws", instance_type=itype, zone=zone,
-                    nodes=nodes, labels={"team": team} if team else {})
+                    nodes=nodes, labels=labels_of(run, team))
     if nodes == 1:
         del start_ev["nodes"]
     if price:
@@ -151,7 +162,7 @@ def summary(run, team, models):
                          gpu_util_mean=float(m["util"]), gpu_idle_share=float(m["idle"]),
                          stage_seconds=float(m["stage"]), notices=1 if m["cause"] == "preempted" else 0))
     return dict(version=1, run=run, state=CAUSE_STATE.get(last, "failed"),
-                labels={"team": team} if team else {}, attempts=atts)
+                labels=labels_of(run, team), attempts=atts)
 
 
 def write_run(store, run, team, attempts, with_summary):
@@ -211,6 +222,8 @@ P4 = "p4d.24xlarge"
 
 def fleet(store, kind, summaries):
     out = []
+    JOB_TYPE["base"] = "pretrain"
+    JOB_TYPE.update({"burst-%02d" % d: "finetune" for d in range(14)})
     if kind == "steady8":
         out += write_run(store, "base", "infra",
                          [(T0, 14 * 24, P4, A, "done", 0, 1, 8, 90, 0.05, 1000, 600, 0)],

@@ -73,12 +73,18 @@ def expected(model, o):
         return g.setdefault("_", dict(runs=set(), atts=set(), ih=0, gh=0, gu=0, cost=0, unp=0,
                                       od=0, ods=0, pre=0, lost=0, lostc=0, lostu=0,
                                       ends={c: 0 for c in CAUSES}, wall=0, stage=0, gs=0, gsu=0,
-                                      gsi=0))
+                                      gsi=0, queued=0))
 
+    ran_to = {}  # run: the latest end of its attempts so far
     for a in model:
         if any(k != "team" or a["team"] != v for k, v in want.items()):
             continue
         s, e = a["start_ms"], a["end_ms"]
+        prev = ran_to.get(a["run"])
+        ran_to[a["run"]] = e if prev is None else max(prev, e)
+        # queued: the run's wait before this attempt, clipped to the window,
+        # counted in the attempt's first piece
+        waited = max(0, min(s, hi) - max(prev, lo)) if prev is not None and prev < s else 0
         if s >= hi or e < lo or (e == lo and e > s):
             continue
         c0, c1 = max(s, lo), min(e, hi)
@@ -122,6 +128,7 @@ def expected(model, o):
                     r["ends"][a["cause"]] += 1
                     r["pre"] += a["cause"] == "preempted"
                 r["wall"] += (t1 - t0) / 1000
+                r["queued"] += waited / H if t0 == c0 else 0
                 r["stage"] += a["stage"] * frac
                 n = a["samples"] * frac
                 r["gs"] += n
@@ -145,6 +152,7 @@ def expected(model, o):
             "checkpoint_overhead": r["stage"] / r["wall"] if r["wall"] > 0 else none,
             "gpu_util_mean": r["gsu"] / r["gs"] if r["gs"] > 0 else none,
             "gpu_idle_share": r["gsi"] / r["gs"] if r["gs"] > 0 else none,
+            "queued_hours": r["queued"],
         }
 
     rows = [(list(k), out(g["_"])) for k, g in sorted(groups.items())]

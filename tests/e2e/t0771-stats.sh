@@ -45,6 +45,9 @@ test_expect_success 'the totals, added up by hand' '
 	assert abs(t["lost_hours"] - 8.5) < 1e-9, t
 	# GPU count unknown: vision-a 15 h; known: 7x1 + 34x4 + 11x1 + 2x1 + 16x1
 	assert abs(t["gpu_unknown_hours"] - 15) < 1e-9 and abs(t["gpu_hours"] - 172) < 1e-9, t
+	# queued: an hour between consecutive attempts: nlp-a 1, nlp-b 2, speech-a 1,
+	# vision-a 2, vision-b 2
+	assert abs(t["queued_hours"] - 8) < 1e-9, t
 	e = t["ends"]
 	assert (e["done"], e["preempted"], e["crashed"], e["oom"], e["stalled"], e["time-limit"],
 	        e["budget"], e["vanished"], e["running"]) == (3, 4, 1, 1, 1, 1, 1, 1, 1), e

@@ -86,6 +86,46 @@ test_expect_success 'a cheap enough reserved price reserves the bursts too' '
     json cheap.plan.json "assert d[\"groups\"][0][\"plan\"][\"reserved_gpus\"] == 24"
 '
 
+test_expect_success 'by job type: GPU-hours, utilization and queued hours per job_type label' '
+    "$PY" - steady.json steady.plan.json <<-PY &&
+	import json, math, sys
+	model, doc = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+	want = {}
+	for m in model:
+	    w = want.setdefault("pretrain" if m["run"] == "base" else "finetune",
+	                        dict(runs=set(), gh=0, n=0, u=0))
+	    w["runs"].add(m["run"])
+	    w["gh"] += (m["end_ms"] - m["start_ms"]) / 3600000 * m["nodes"] * m["gpus"]
+	    w["n"] += m["samples"]
+	    w["u"] += m["util"] * m["samples"]
+	got = {j["job_type"]: j for j in doc["by_job_type"]}
+	assert sorted(got) == ["finetune", "pretrain"], got
+	for k, w in want.items():
+	    g = got[k]
+	    assert g["runs"] == len(w["runs"]) and math.isclose(g["gpu_hours"], w["gh"]), (k, g, w)
+	    assert math.isclose(g["gpu_util_mean"], w["u"] / w["n"]), (k, g, w)
+	    assert g["queued_hours"] == 0 and g["failed_attempts"] == 0, (k, g)
+	PY
+    grep -E "^finetune +14 +1568\.0 +80% +0\.0 +0$" steady.txt &&
+    grep -E "^pretrain +1 +2688\.0 +90% +0\.0 +0$" steady.txt &&
+    "$PY" "$gen" "$TRASH/fixed" &&
+    "$SPOTRUN" plan --store "$TRASH/fixed" --json >fixed.plan.json &&
+    "$SPOTRUN" stats --store "$TRASH/fixed" --json >fixed.stats.json &&
+    "$PY" - fixed.plan.json fixed.stats.json <<-PY
+	import json, math, sys
+	plan, stats = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+	[j] = plan["by_job_type"]  # no run has the label
+	t = stats["total"]
+	assert j["job_type"] == "-" and j["runs"] == 6, j
+	# an hour between consecutive attempts: nlp-a 1, nlp-b 2, speech-a 1,
+	# vision-a 2, vision-b 2
+	assert math.isclose(j["queued_hours"], 8) and math.isclose(t["queued_hours"], 8), (j, t)
+	assert math.isclose(j["gpu_hours"], t["gpu_hours"] + t["gpu_unknown_hours"]), (j, t)
+	# crashed, oom, stalled, vanished; one running
+	assert j["failed_attempts"] == 4, j
+	PY
+'
+
 test_expect_success '--by team: one plan over every instance type' '
     "$SPOTRUN" plan --store "$TRASH/steady" --prices prices.txt $win --reserved-price 0.9 \
         --by team --json >team.json &&
