@@ -26,6 +26,9 @@ enum {
     /* Not sysexits: stopped at a time limit or budget after making the
      * newest checkpoint durable; do not requeue (timeout(1)'s code). */
     SR_EX_LIMIT = 124,
+    /* Not sysexits: refused before the job started by a team's or user's
+     * quota (docs/cost.md, "Quotas and approvals"); nothing ran. */
+    SR_EX_QUOTA = 79,
 };
 
 /* Exit code for a negative errno from the libraries. */

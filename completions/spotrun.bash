@@ -35,7 +35,7 @@ _spotrun() {
         *)
             if [ -z "$cmd" ]; then
                 cmd=${COMP_WORDS[i]} at=$i
-            elif [ "$cmd" = sweep ] && [ -z "$sub" ]; then
+            elif { [ "$cmd" = sweep ] || [ "$cmd" = quota ]; } && [ -z "$sub" ]; then
                 sub=${COMP_WORDS[i]}
             fi
             ;;
@@ -73,8 +73,8 @@ _spotrun() {
         mapfile -t COMPREPLY < <(compgen -W "$(_spotrun_words "$bin") help version --version --help -v -q --store" -- "$cur")
         return
     fi
-    if [ "$cmd" = sweep ] && [ -z "$sub" ]; then
-        mapfile -t COMPREPLY < <(compgen -W "$(_spotrun_words "$bin" sweep)" -- "$cur")
+    if { [ "$cmd" = sweep ] || [ "$cmd" = quota ]; } && [ -z "$sub" ]; then
+        mapfile -t COMPREPLY < <(compgen -W "$(_spotrun_words "$bin" "$cmd")" -- "$cur")
         return
     fi
     if [[ $cur == -* ]]; then
@@ -82,7 +82,7 @@ _spotrun() {
         return
     fi
     case $cmd in
-    show | report | pull | export | gc | push)
+    show | report | pull | export | gc | push | approve)
         mapfile -t COMPREPLY < <(compgen -W "$(_spotrun_runs "$bin")" -- "$cur")
         ;;
     *)

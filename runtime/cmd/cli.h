@@ -278,6 +278,8 @@ int sr_cmd_gc(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_report(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_plan(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_quota(const struct sr_cmd *cmd, int argc, char **argv);
+int sr_cmd_approve(const struct sr_cmd *cmd, int argc, char **argv);
 int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv);
 /* `sweep work` (sweep_work.c), dispatched by sr_cmd_sweep. */
 int sr_cmd_sweep_work(const struct sr_cmd *cmd, int argc, char **argv);

@@ -304,7 +304,10 @@ int sr_cmd_run(const struct sr_cmd *cmd, int argc, char **argv)
          "this instance's type, looked up in --prices and recorded with the run (default "
          "with --prices: from the cloud's metadata service)"},
         {"budget-poll", 0, "SPOTRUN_BUDGET_POLL", SR_OPT_DURATION, &o.limits.budget_poll_ms,
-         "DURATION", "a sweep's trial: how often the sweep's spending is read (default 30s)"},
+         "DURATION", "how often a sweep's spending and the run's quotas are read (default 30s)"},
+        {"wait-quota", 0, "SPOTRUN_WAIT_QUOTA", SR_OPT_FLAG, &o.wait_quota, NULL,
+         "a quota of the run's labels used up: wait for it (looking every --budget-poll), "
+         "not exit 79"},
         {"sweep", 0, twin("SPOTRUN_SWEEP"), SR_OPT_STR, &o.sweep, "NAME",
          "run a trial of this sweep (spotrun sweep init); its command unless one is given"},
         {"trial", 0, twin("SPOTRUN_TRIAL"), SR_OPT_STR, &o.trial, "K",

@@ -30,6 +30,7 @@
 #include "notice.h"
 #include "run_limits.h"
 #include "run_pbt.h"
+#include "run_quota.h"
 #include "run_rungs.h"
 #include "supervisor.h"
 #include "sweep.h"
@@ -48,6 +49,7 @@ struct run_opts {
     int64_t mtbf_ms, every_min_ms, every_max_ms; /* --every auto */
     uint64_t keep, max_restarts, threads, level, full_every;
     int fresh, no_preload, keep_work, adopt;
+    int wait_quota; /* --wait-quota: held, not refused, by a quota used up */
     uint64_t gpu_mem_limit;
     const char *notice, *aws_imds, *gcp_metadata, *azure_metadata;
     int64_t poll_ms;
@@ -97,6 +99,7 @@ struct run_ctx {
     struct sr_run_limits limits; /* time limits and budgets (run_limits.h) */
     struct sr_run_rungs rungs;   /* a trial's early stopping (run_rungs.h) */
     struct sr_run_pbt pbt;       /* a trial's population-based training (run_pbt.h) */
+    struct sr_run_quota quota;   /* the quotas of its labels (run_quota.h) */
     json_t *labels;              /* the start events' "labels" (NULL: none) */
     /* The run's history, read once under the lease by the first step that
      * needs it (limits, --every auto, --stall-timeout, the metrics file,

@@ -603,6 +603,14 @@ static void show_text(struct sr_store *st, const struct show_run *r, const struc
         sr_labels_format(&h->labels, labels, sizeof(labels));
         printf("labels:      %s\n", labels);
     }
+    if (h->approved_by[0]) { /* a run above its quota's size (docs/cost.md) */
+        char at[40] = "";
+        const time_t s = (time_t)(h->approved_ms / 1000);
+        struct tm tm;
+        if (gmtime_r(&s, &tm))
+            strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        printf("approved:    by %s at %s\n", h->approved_by, at);
+    }
     print_lease(st, r->run);
     print_work_dir(h);
     sr_summary_print(stdout, h, &vo->prices);

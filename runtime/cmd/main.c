@@ -78,6 +78,13 @@ static const struct sr_cmd commands[] = {
      "the GPUs worth reserving against spot at its effective price (lost work and\n"
      "checkpoint time added) and each strategy's weekly cost (docs/cost.md).",
      0, 0, READER},
+    {"quota", sr_cmd_quota, "quotas per team or user: set, show", "spotrun quota set|show ...",
+     "Quotas per team or user (docs/cost.md, \"Quotas and approvals\").", 0, ANY, 0},
+    {"approve", sr_cmd_approve, "approve a run above its quota's --approve-above",
+     "spotrun approve RUN --by NAME",
+     "Records who approved RUN (create-only: the first approval stands), so that a run\n"
+     "whose own limits exceed a quota's --approve-above may start (docs/cost.md).",
+     1, 1, STORE | RUN_OP},
     {"pull", sr_cmd_pull, "restore a checkpoint into a directory", "spotrun pull RUN [DIR]",
      "Restores the newest (or --seq N) checkpoint of RUN into DIR (default ./RUN).\n"
      "DIR is replaced: it ends up holding exactly the checkpoint. DIR must be new,\n"
@@ -110,11 +117,13 @@ static void usage(FILE *f)
                "--store URL\n"
                "stores: a path or file:///path, s3://bucket/prefix (S3 and compatible servers), "
                "az://account/container/prefix (Azure Blob)\n");
-    fprintf(f, "\n'spotrun COMMAND --help' lists a command's options and their SPOTRUN_* "
-               "environment twins.\n"
-               "exit codes of run: 0 done, 75 preempted (requeue), 124 stopped at a time limit "
-               "or budget\n(do not requeue), the job's code after --max-restarts, 64-78 "
-               "spotrun's own failures (sysexits).\n");
+    fprintf(
+        f,
+        "\n'spotrun COMMAND --help' lists a command's options and their SPOTRUN_* "
+        "environment twins.\n"
+        "exit codes of run: 0 done, 75 preempted (requeue), 124 stopped at a time limit "
+        "or budget\n(do not requeue), 79 refused by a quota, the job's code after --max-restarts, "
+        "64-78 spotrun's own failures (sysexits).\n");
 }
 
 /* 1 when a is one of spotrun's global options (taken before the command:
@@ -148,7 +157,8 @@ static int globals_after_command(int argc, char **argv)
     }
     const int nglob = i - 1;
     int head = 1; /* the command word, and sweep's subcommand */
-    if (strcmp(argv[i], "sweep") == 0 && i + 1 < argc && argv[i + 1][0] != '-')
+    if ((strcmp(argv[i], "sweep") == 0 || strcmp(argv[i], "quota") == 0) && i + 1 < argc &&
+        argv[i + 1][0] != '-')
         head = 2;
     for (int k = 0; k < head; k++) { /* rotate each head word in front of the options */
         char *w = argv[i + k];

@@ -589,6 +589,17 @@ static int run_prepare(struct run_opts *o, char **cmd, struct run_ctx *r)
         char where[PATH_MAX + 256];
         sr_store_describe(r->c.st, where, sizeof(where));
         sr_info("run %s, store %s", r->run_id, where);
+        /* before the lease and the work dir: a hold for a quota holds nothing */
+        const struct sr_run_quota_args qa = {r->run_id,
+                                             r->labels,
+                                             r->c.nodes,
+                                             o->limits.budget_poll_ms,
+                                             o->limits.time_limit_ms,
+                                             o->limits.max_cost,
+                                             o->wait_quota};
+        code = sr_run_quota_check(&r->quota, r->c.st, &qa);
+    }
+    if (code == GO_ON) {
         notices_and_shim(o, r);
         code = claim_work_dir(r);
         if (code == GO_ON)
@@ -637,6 +648,8 @@ static int run_leased(const struct run_opts *o, struct run_ctx *r, struct sr_lea
     if (code == GO_ON) /* under the lease: what the run used of its limits */
         code =
             sr_run_limits_settle(&r->limits, &r->c, r->run_id, r->sweep.name, r->trial, &r->hist);
+    if (code == GO_ON)
+        sr_run_quota_settle(&r->quota, &r->c);
     if (code == GO_ON)
         code = sr_run_every_history(r);
     if (code == GO_ON)

@@ -462,7 +462,16 @@ static void child_unmarked(struct worker *w, long k, int code)
             drain(w, "a trial was preempted");
             return;
         }
-        break; /* not a notice: a failure of its wrapper, tried again later */
+        break;        /* not a notice: a failure of its wrapper, tried again later */
+    case SR_EX_QUOTA: /* a quota of its labels is used up: so for every trial here */
+        if ((size_t)k < w->n_alloc)
+            w->busy_until[k] = sr_now_ms() + w->o->poll_ms;
+        sr_warn("sweep %s: trial %ld: a quota of its labels is used up (exit 79); not starting "
+                "more trials (`spotrun quota show`; trials given --wait-quota wait instead)",
+                w->name, k);
+        w->draining = 1;
+        w->stop_code = SR_EX_QUOTA;
+        return;
     case SR_EX_USAGE:
         sr_warn("sweep %s: trial %ld: `spotrun run` refused its options (exit 64); stopping",
                 w->name, k);

@@ -7,6 +7,8 @@
  */
 #include "history.h"
 #include "history_int.h"
+#include "labels.h"
+#include "quota.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -249,6 +251,22 @@ static void add_tail(struct sr_hist_attempt *at, const json_t *ev)
                    : sr_outtext_tail(p, n, 0, SR_TAIL_MAX_LINES, SR_TAIL_MAX_BYTES);
 }
 
+/* A quota's label and measure, as spotrun writes them (else left empty). */
+static void quota_of(struct sr_hist_attempt *at, const json_t *ev)
+{
+    char label[136] = "", measure[16] = "";
+    str_of(ev, "quota", label, sizeof(label));
+    str_of(ev, "measure", measure, sizeof(measure));
+    const char *eq = strchr(label, '=');
+    char key[SR_LABEL_MAX + 1] = "";
+    if (eq && (size_t)(eq - label) <= SR_LABEL_MAX)
+        snprintf(key, sizeof(key), "%.*s", (int)(eq - label), label);
+    if (eq && sr_label_key_ok(key) && sr_label_value_ok(eq + 1))
+        snprintf(at->limit_quota, sizeof(at->limit_quota), "%s", label);
+    if (strspn(measure, "abcdefghijklmnopqrstuvwxyz-") == strlen(measure))
+        snprintf(at->limit_measure, sizeof(at->limit_measure), "%s", measure);
+}
+
 static void add_limit(struct sr_hist_attempt *at, const json_t *ev)
 {
     const char *cause = json_string_value(json_object_get(ev, "cause"));
@@ -259,8 +277,11 @@ static void add_limit(struct sr_hist_attempt *at, const json_t *ev)
     snprintf(at->limit_what, sizeof(at->limit_what), "run");
     str_of(ev, "what", at->limit_what, sizeof(at->limit_what));
     /* Only the names spotrun writes: a tampered log prints nothing odd. */
-    if (strcmp(at->limit_what, "attempt") != 0 && strcmp(at->limit_what, "sweep") != 0)
+    if (strcmp(at->limit_what, "attempt") != 0 && strcmp(at->limit_what, "sweep") != 0 &&
+        strcmp(at->limit_what, "quota") != 0)
         snprintf(at->limit_what, sizeof(at->limit_what), "run");
+    if (at->limit == SR_CAUSE_QUOTA)
+        quota_of(at, ev);
     const json_t *l = json_object_get(ev, "limit"), *u = json_object_get(ev, "used");
     const double lv = json_is_number(l) ? json_number_value(l) : 0.0;
     const double uv = json_is_number(u) ? json_number_value(u) : 0.0;
@@ -283,6 +304,13 @@ static void add_start(struct sr_history *h, struct sr_hist_attempt *at, const js
     at->nodes = (uint32_t)int_in(ev, "nodes", 1, 4096, 1);
     at->max_cost = num_in(ev, "max_cost");
     at->price_per_hour = num_in(ev, "price_per_hour");
+    at->quota_wait_ms = int_in(ev, "quota_wait_ms", 0, SR_TIME_MAX_MS, 0);
+    const json_t *ap = json_object_get(ev, "approved");
+    const char *by = json_string_value(json_object_get(ap, "by"));
+    if (by && sr_quota_by_ok(by)) {
+        snprintf(h->approved_by, sizeof(h->approved_by), "%s", by);
+        h->approved_ms = int_in(ap, "unix_ms", 0, SR_TIME_MAX_MS, 0);
+    }
     const json_t *lab = json_object_get(ev, "labels");
     if (json_is_object(lab) && (int64_t)a >= h->labels_attempt) {
         sr_labels_from_json(&h->labels, lab);

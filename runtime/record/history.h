@@ -84,8 +84,12 @@ struct sr_hist_attempt {
     char stall_suspect[256];
     /* The first "limit" event (a group's nodes each write one): the time
      * limit or budget that stopped it (docs/events.md). */
-    enum sr_hist_cause limit;       /* SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET, else NONE */
-    char limit_what[16];            /* "run", "attempt", "sweep" */
+    enum sr_hist_cause limit; /* SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET, else NONE */
+    char limit_what[16];      /* "run", "attempt", "sweep", "quota" */
+    /* a quota's stop: its label and measure ("team=vision", "cost") */
+    char limit_quota[136], limit_measure[16];
+    /* how long `run --wait-quota` held it before it started (queue time) */
+    int64_t quota_wait_ms;
     double limit_value, limit_used; /* ms for a time limit, an amount for a budget */
     char lease_reason[64];
     int64_t notice_ms; /* 0 = no notice in this attempt */
@@ -215,7 +219,11 @@ struct sr_history {
      * carries any (labels.h; invalid entries dropped). */
     struct sr_labels labels;
     int64_t labels_attempt; /* -1 = none seen */
-    int last_gone;          /* the last attempt's wrapper is known gone (sr_hist_last_is_gone) */
+    /* who approved the run above its quota's size (`spotrun approve`),
+     * from the newest start event that says; "" = none */
+    char approved_by[128];
+    int64_t approved_ms;
+    int last_gone; /* the last attempt's wrapper is known gone (sr_hist_last_is_gone) */
 
     /* derived by sr_hist_derive() */
     enum sr_hist_state state;

@@ -116,6 +116,10 @@ static void cause_detail(const struct sr_hist_attempt *a, char *buf, size_t len)
         snprintf(buf, len, "%s budget $%.2f reached, used $%.2f", a->limit_what, a->limit_value,
                  a->limit_used);
         break;
+    case SR_CAUSE_QUOTA:
+        snprintf(buf, len, "quota %.80s reached: %.15s %.2f of %.2f", a->limit_quota,
+                 a->limit_measure, a->limit_used, a->limit_value);
+        break;
     case SR_CAUSE_LEASE_LOST:
         snprintf(buf, len, "another wrapper took the run over");
         break;
@@ -279,6 +283,10 @@ static void derive_ckpts(struct sr_history *h)
 static void derive_times(struct sr_history *h)
 {
     h->wall_ms = h->last_ms - h->first_ms;
+    /* A hold for a quota (run --wait-quota) came before its attempt's
+     * first event: queued time, on the wall clock. */
+    for (size_t i = 0; i < h->n_att; i++)
+        h->wall_ms += h->att[i].quota_wait_ms;
     /* A session (one wrapper process) is on an instance from its first
      * event to its last; between sessions the run waited in a queue. */
     for (size_t i = 0; i < h->n_att;) {

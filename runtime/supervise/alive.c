@@ -39,6 +39,8 @@ void sup_alive_attempt(struct sup *s)
 {
     if (!s->alive_ms)
         s->alive_ms = sr_keepalive_ms();
+    if (s->cfg->keepalive_ms > 0 && s->cfg->keepalive_ms < s->alive_ms)
+        s->alive_ms = s->cfg->keepalive_ms;
     s->next_alive = now() + s->alive_ms;
 }
 

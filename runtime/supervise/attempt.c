@@ -194,6 +194,12 @@ static void start_event(struct sup *s, int resumed, const struct sr_manifest *m)
     if (start && c->limits.price_per_hour > 0)       /* what stats prices it at without a table */
         json_object_set_new(start, "price_per_hour", /* of one instance */
                             json_real(c->limits.price_per_hour / (multi ? c->nodes : 1)));
+    if (start && c->quota_wait_ms > 0 && !s->quota_wait_said++) /* queued (docs/cost.md) */
+        json_object_set_new(start, "quota_wait_ms", json_integer(c->quota_wait_ms));
+    if (start && c->approved_by) /* who approved a run above its quota's size */
+        json_object_set_new(
+            start, "approved",
+            json_pack("{s:s,s:I}", "by", c->approved_by, "unix_ms", (json_int_t)c->approved_ms));
     if (start && json_object_size(c->labels)) /* the run's labels (cmd_run.c checked them) */
         json_object_set_new(start, "labels", json_deep_copy(c->labels));
     if (start && c->run_dir) /* where it ran: show says it, and that a done run removes it */

@@ -25,6 +25,9 @@ void sr_limits_init(struct sr_limits *l, const struct sr_limits_config *cfg, int
         l->cfg.steer_poll_ms = l->cfg.sweep_poll_ms;
     l->next_poll = now_ms + l->cfg.sweep_poll_ms;
     l->next_steer = now_ms + l->cfg.steer_poll_ms;
+    if (l->cfg.quota_poll_ms <= 0)
+        l->cfg.quota_poll_ms = l->cfg.sweep_poll_ms;
+    l->next_quota = now_ms + l->cfg.quota_poll_ms;
 }
 
 int sr_limits_any(const struct sr_limits *l)
@@ -79,6 +82,14 @@ int sr_limits_check(struct sr_limits *l, int64_t now_ms, int64_t attempt_at,
         return hit_at(hit, l->steered, "sweep", 0, 0);
     if (c->sweep_poll && c->sweep_limit > 0 && c->sweep_used + cost >= c->sweep_limit)
         return hit_at(hit, "budget", "sweep", c->sweep_limit, c->sweep_used + cost);
+    if (c->quota_poll && !l->quota_over && now_ms >= l->next_quota) {
+        l->quota_over = c->quota_poll(c->quota_ctx, &l->quota_hit) == 1;
+        l->next_quota = now_ms + c->quota_poll_ms;
+    }
+    if (l->quota_over) {
+        *hit = l->quota_hit;
+        return 1;
+    }
     return 0;
 }
 
@@ -98,6 +109,9 @@ int sr_limits_hit_of(struct sr_limits *l, int64_t now_ms, int64_t attempt_at, co
         hit_at(hit, "budget", "run", c->max_cost, cost);
     else if (budget && strcmp(what, "sweep") == 0)
         hit_at(hit, "budget", "sweep", c->sweep_limit, c->sweep_used + cost);
+    else if (strcmp(cause, "quota") == 0 && strcmp(what, "quota") == 0)
+        *hit =
+            l->quota_over ? l->quota_hit : (struct sr_limit_hit){.cause = "quota", .what = "quota"};
     else if (strcmp(cause, "pruned") == 0 && strcmp(what, "sweep") == 0)
         hit_at(hit, "pruned", "sweep", 0, 0); /* another node's early stopping */
     else if (strcmp(what, "sweep") == 0 && strcmp(cause, "cancelled") == 0)
@@ -111,7 +125,7 @@ int sr_limits_hit_of(struct sr_limits *l, int64_t now_ms, int64_t attempt_at, co
 
 int64_t sr_limits_next(const struct sr_limits *l, int64_t now_ms, int64_t attempt_at)
 {
-    if (!sr_limits_any(l) && !l->cfg.sweep_poll && !l->cfg.steer_poll)
+    if (!sr_limits_any(l) && !l->cfg.sweep_poll && !l->cfg.steer_poll && !l->cfg.quota_poll)
         return 0;
     int64_t w = now_ms + CHECK_EVERY_MS;
     const struct sr_limits_config *c = &l->cfg;
@@ -130,12 +144,29 @@ int64_t sr_limits_next(const struct sr_limits *l, int64_t now_ms, int64_t attemp
         w = l->next_poll;
     if (c->steer_poll && !l->steered && l->next_steer < w)
         w = l->next_steer;
+    if (c->quota_poll && !l->quota_over && l->next_quota < w)
+        w = l->next_quota;
     return w > now_ms ? w : now_ms;
 }
 
 static int pruned(const struct sr_limit_hit *hit)
 {
     return strcmp(hit->cause, "pruned") == 0;
+}
+
+static int quota(const struct sr_limit_hit *hit)
+{
+    return strcmp(hit->cause, "quota") == 0;
+}
+
+/* The option of `spotrun quota set` that raises a quota's measure. */
+static const char *quota_option(const struct sr_limit_hit *hit)
+{
+    const char *m = hit->measure ? hit->measure : "";
+    return strcmp(m, "gpu-hours") == 0      ? "--gpu-hours HOURS"
+           : strcmp(m, "concurrent") == 0   ? "--max-concurrent N"
+           : strcmp(m, "gpus-per-run") == 0 ? "--max-gpus-per-run N"
+                                            : "--max-cost AMOUNT";
 }
 
 static const char *option_of(const struct sr_limit_hit *hit)
@@ -151,6 +182,9 @@ void sr_limit_extend(const struct sr_limits *l, const struct sr_limit_hit *hit, 
     const char *sweep = l->cfg.sweep ? l->cfg.sweep : "NAME";
     if (pruned(hit) || strcmp(hit->cause, "exploit") == 0)
         snprintf(buf, len, "%s", hit->hint ? hit->hint : "a retry resumes it past its rung");
+    else if (quota(hit))
+        snprintf(buf, len, "raise it with `spotrun quota set %s %s`",
+                 hit->quota ? hit->quota : "KEY=VALUE", quota_option(hit));
     else if (strcmp(hit->cause, "cancelled") == 0)
         snprintf(buf, len, "`spotrun sweep retry %s %ld` runs it again", sweep, l->cfg.trial);
     else if (strcmp(hit->cause, "paused") == 0)
@@ -164,7 +198,10 @@ void sr_limit_extend(const struct sr_limits *l, const struct sr_limit_hit *hit, 
 
 void sr_limit_describe(const struct sr_limit_hit *hit, char *buf, size_t len)
 {
-    if (pruned(hit)) {
+    if (quota(hit)) {
+        snprintf(buf, len, "the quota %s: %s %.2f of %.2f", hit->quota ? hit->quota : "?",
+                 hit->measure ? hit->measure : "use", hit->used, hit->limit);
+    } else if (pruned(hit)) {
         snprintf(buf, len, "the sweep's early stopping (%s)",
                  hit->detail ? hit->detail : "pruned at a rung");
     } else if (strcmp(hit->cause, "exploit") == 0) {
@@ -193,6 +230,10 @@ json_t *sr_limit_event(const struct sr_limit_hit *hit)
         return json_pack("{s:s,s:s,s:I,s:I,s:s?}", "cause", hit->cause, "what", hit->what, "limit",
                          (json_int_t)hit->limit, "used", (json_int_t)hit->used, "detail",
                          hit->detail);
+    if (quota(hit))
+        return json_pack("{s:s,s:s,s:s?,s:s?,s:f,s:f}", "cause", hit->cause, "what", hit->what,
+                         "quota", hit->quota, "measure", hit->measure, "limit",
+                         round(hit->limit * 1000) / 1000, "used", round(hit->used * 1000) / 1000);
     if (strcmp(hit->cause, "time-limit") == 0)
         return json_pack("{s:s,s:s,s:I,s:I}", "cause", hit->cause, "what", hit->what, "limit",
                          (json_int_t)hit->limit, "used", (json_int_t)hit->used);

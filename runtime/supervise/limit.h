@@ -40,6 +40,12 @@ struct sr_limit_hit;
 typedef int (*sr_limits_metric_hook)(void *ctx, const char *name, double value, int64_t step,
                                      struct sr_limit_hit *hit);
 
+/* A team's or user's quota (runtime/cmd/run_quota.c), polled every
+ * quota_poll_ms: 1 and *hit (cause "quota", what "quota", its label and
+ * measure) when the quota's use is over its limit, 0 when not, -errno
+ * (polled again next time). */
+typedef int (*sr_limits_quota_poll)(void *ctx, struct sr_limit_hit *hit);
+
 struct sr_limits_config {
     int64_t time_limit_ms;         /* --time-limit, 0 = none */
     int64_t attempt_time_limit_ms; /* --attempt-time-limit, 0 = none */
@@ -60,6 +66,9 @@ struct sr_limits_config {
     long trial;                        /* for messages */
     sr_limits_metric_hook metric_hook; /* NULL = no early stopping */
     void *metric_ctx;
+    sr_limits_quota_poll quota_poll; /* NULL = no quota applies */
+    void *quota_ctx;
+    int64_t quota_poll_ms;
 };
 
 /* Which limit was reached, and by how much. */
@@ -69,6 +78,8 @@ struct sr_limit_hit {
     double limit, used; /* ms for time, an amount for a budget; pruned: the rung's step, the step */
     const char *detail; /* pruned: the decision in words (the hook's), else NULL */
     const char *hint;   /* pruned: how to resume it (the hook's), else NULL */
+    const char *quota;  /* quota: its label ("team=vision"), else NULL */
+    const char *measure; /* quota: "gpu-hours", "cost", "concurrent", "gpus-per-run" */
 };
 
 struct sr_limits {
@@ -78,6 +89,9 @@ struct sr_limits {
     int64_t next_steer; /* the steering's next poll */
     /* the steering's stop ("cancelled", "paused"), once polled */
     const char *steered;
+    int64_t next_quota; /* the quota's next poll */
+    int quota_over;     /* the quota's poll said stop: quota_hit */
+    struct sr_limit_hit quota_hit;
 };
 
 void sr_limits_init(struct sr_limits *l, const struct sr_limits_config *cfg, int64_t now_ms);

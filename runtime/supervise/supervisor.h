@@ -98,7 +98,13 @@ struct sr_supervise_config {
      * notice does (checkpoint, durable, stop) and exits 124. */
     struct sr_limits_config limits;
     const char *instance_type; /* recorded in the start event when known */
-    const json_t *labels;      /* {"team":"nlp"}: recorded in every start event; NULL = none */
+    /* A run under a quota: the keep-alive (alive.c) at most this far
+     * apart, so the others' polls see its use that fresh; 0 = default. */
+    int64_t keepalive_ms;
+    int64_t quota_wait_ms;   /* held by --wait-quota before it started: in the start event */
+    const char *approved_by; /* `spotrun approve`'s, for a run above a quota's size: too */
+    int64_t approved_ms;
+    const json_t *labels; /* {"team":"nlp"}: recorded in every start event; NULL = none */
     /* Told after each flush of each attempt's event log (events.h's flush
      * hook; the run's summary writer, runtime/record/runsum.h); cleared
      * from a log that outlives sr_supervise, so on_flush_ctx may be freed

@@ -112,6 +112,7 @@ struct sup_attempt {
 /* The run's state: one wrapper process, all its attempts. */
 struct sup {
     const struct sr_supervise_config *cfg;
+    int quota_wait_said; /* the first start event carried cfg->quota_wait_ms */
     struct sr_commits *cp;
     struct sr_events *ev;
     sigset_t orig_mask;

@@ -75,6 +75,7 @@ static const char *cause_color(enum sr_hist_cause c)
         [SR_CAUSE_BUDGET] = "#d6608a",        [SR_CAUSE_LEASE_LOST] = "#8c8c8c",
         [SR_CAUSE_PRUNED] = "#6b6ecf",        [SR_CAUSE_CANCELLED] = "#5c5c5c",
         [SR_CAUSE_PAUSED] = "#7aa6c2",        [SR_CAUSE_EXPLOIT] = "#c2a5cf",
+        [SR_CAUSE_QUOTA] = "#e07b39",
     };
     return (unsigned)c < SR_CAUSE_COUNT ? colors[c] : SR_SVG_DIM;
 }

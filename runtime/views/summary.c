@@ -197,6 +197,10 @@ static json_t *limit_json(const struct sr_history *h)
                                                                : "run",
                          "limit", time ? a->limit_value / 1000.0 : a->limit_value, "used",
                          time ? a->limit_used / 1000.0 : a->limit_used);
+    if (a->limit == SR_CAUSE_QUOTA)
+        return json_pack("{s:b,s:s,s:s,s:s,s:s,s:f,s:f}", "reached", 1, "cause", "quota", "what",
+                         "quota", "quota", a->limit_quota, "measure", a->limit_measure, "limit",
+                         a->limit_value, "used", a->limit_used);
     if (a->max_cost > 0 && a->price_per_hour > 0) {
         const double cost = sr_prices_run_cost(h, NULL, a->price_per_hour);
         return json_pack("{s:b,s:s,s:s,s:f,s:f}", "reached", 0, "cause", "budget", "what", "run",
@@ -223,6 +227,9 @@ static void print_limit(FILE *f, const struct sr_history *h)
     } else if (a->limit == SR_CAUSE_BUDGET) {
         fprintf(f, "limit:       %sbudget reached: %.2f of %.2f\n", sweep ? "sweep " : "",
                 a->limit_used, a->limit_value);
+    } else if (a->limit == SR_CAUSE_QUOTA) {
+        fprintf(f, "limit:       quota %s reached: %s %.2f of %.2f\n", a->limit_quota,
+                a->limit_measure, a->limit_used, a->limit_value);
     } else if (a->max_cost > 0 && a->price_per_hour > 0) {
         const double cost = sr_prices_run_cost(h, NULL, a->price_per_hour);
         fprintf(f, "limit:       budget: %.2f of %.2f\n", cost > 0 ? cost : 0.0, a->max_cost);
@@ -548,6 +555,10 @@ json_t *sr_summary_json(const struct sr_history *h, const struct sr_hist_prices 
     json_t *o = json_object();
     json_object_set_new(o, "state", json_string(sr_hist_state_name(h->state)));
     json_object_set_new(o, "labels", sr_labels_to_json(&h->labels)); /* {} without */
+    json_object_set_new(o, "approved",
+                        h->approved_by[0] ? json_pack("{s:s,s:I}", "by", h->approved_by, "unix_ms",
+                                                      (json_int_t)h->approved_ms)
+                                          : json_null());
     json_object_set_new(o, "attempts", json_integer((json_int_t)h->n_att));
     json_object_set_new(o, "sessions", json_integer(h->sessions));
     json_object_set_new(o, "preemptions",

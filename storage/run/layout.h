@@ -41,6 +41,8 @@
 #define SR_KEY_SUSPECT "suspect"     /* suspect/<seq>.json: quarantine.h */
 #define SR_KEY_SUMMARIES "summaries" /* the store's own directory of summaries */
 #define SR_KEY_SWEEPS "sweeps"       /* the store's own directory of sweeps */
+#define SR_KEY_QUOTAS "quotas"       /* the store's own directory of quotas (quota.h) */
+#define SR_KEY_APPROVALS "approvals" /* the store's own directory of approvals (quota.h) */
 
 /* prefix/name: an object of a listed prefix. */
 int sr_key_join(char *buf, size_t len, const char *prefix, const char *name);

@@ -40,6 +40,8 @@ int sr_manifest_run_id_valid(const char *id)
         return 0;
     if (strcmp(id, SR_KEY_SUMMARIES) == 0) /* the store's summaries/ (runsum.h) */
         return 0;
+    if (strcmp(id, SR_KEY_QUOTAS) == 0 || strcmp(id, SR_KEY_APPROVALS) == 0) /* quota.h */
+        return 0;
     for (size_t i = 0; i < n; i++) {
         char c = id[i];
         int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

@@ -43,7 +43,7 @@ enum sr_hist_cause sr_end_cause(enum sr_stop stop, enum sr_hist_cause limit, int
     case SR_STOP_LIMIT:
         return limit == SR_CAUSE_BUDGET || limit == SR_CAUSE_CANCELLED ||
                        limit == SR_CAUSE_PAUSED || limit == SR_CAUSE_PRUNED ||
-                       limit == SR_CAUSE_EXPLOIT
+                       limit == SR_CAUSE_EXPLOIT || limit == SR_CAUSE_QUOTA
                    ? limit
                    : SR_CAUSE_TIME_LIMIT;
     case SR_STOP_NOTICE:
@@ -163,9 +163,10 @@ const struct sr_run_end_row *sr_run_end_row(enum sr_run_end e)
 
 const char *sr_hist_cause_name(enum sr_hist_cause c)
 {
-    static const char *const names[] = {
-        "",           "done",   "preempted",  "vanished",  "crashed", "oom",    "stalled",
-        "time-limit", "budget", "lease-lost", "cancelled", "paused",  "pruned", "exploit"};
+    static const char *const names[] = {"",        "done",       "preempted", "vanished",
+                                        "crashed", "oom",        "stalled",   "time-limit",
+                                        "budget",  "lease-lost", "cancelled", "paused",
+                                        "pruned",  "exploit",    "quota"};
     return (unsigned)c < SR_CAUSE_COUNT ? names[c] : "";
 }
 
@@ -177,9 +178,9 @@ const char *sr_stop_name(enum sr_stop s)
 
 enum sr_hist_cause sr_limit_cause_of(const char *name)
 {
-    static const enum sr_hist_cause limits[] = {SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET,
-                                                SR_CAUSE_CANCELLED,  SR_CAUSE_PAUSED,
-                                                SR_CAUSE_PRUNED,     SR_CAUSE_EXPLOIT};
+    static const enum sr_hist_cause limits[] = {
+        SR_CAUSE_TIME_LIMIT, SR_CAUSE_BUDGET,  SR_CAUSE_CANCELLED, SR_CAUSE_PAUSED,
+        SR_CAUSE_PRUNED,     SR_CAUSE_EXPLOIT, SR_CAUSE_QUOTA};
     for (size_t i = 0; name && i < sizeof(limits) / sizeof(limits[0]); i++)
         if (strcmp(name, sr_hist_cause_name(limits[i])) == 0)
             return limits[i];

@@ -51,6 +51,7 @@ enum sr_hist_cause {
     SR_CAUSE_PAUSED,     /* its sweep was paused with --stop (a "limit" event) */
     SR_CAUSE_PRUNED,     /* the sweep's early stopping ended it (a "limit" event) */
     SR_CAUSE_EXPLOIT,    /* PBT stopped it to go on from another trial's checkpoint ("limit") */
+    SR_CAUSE_QUOTA,      /* its team's or user's quota was used up (a "limit" event) */
     SR_CAUSE_COUNT
 };
 

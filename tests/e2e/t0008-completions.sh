@@ -88,4 +88,12 @@ test_expect_success 'zsh: the same commands, options and run ids' '
     test "$(zsh_complete spotrun stats --html "")" = "<files>"
 '
 
+test_expect_success 'bash and zsh: quota subcommands and their options; approve takes a run id' '
+    test "$(bash_complete spotrun quota s | paste -sd" ")" = "set show" &&
+    test "$(bash_complete spotrun quota set --approve-a)" = --approve-above &&
+    bash_complete spotrun approve al >got && printf "alpha-1\nalpha-2\n" | diff - got &&
+    test "$(zsh_complete spotrun quota sh)" = show &&
+    zsh_complete spotrun approve al >got && printf "alpha-1\nalpha-2\n" | diff - got
+'
+
 test_done

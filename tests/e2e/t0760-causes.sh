@@ -25,7 +25,7 @@ assert [x[\"cause\"] for x in a] == [\"done\"] and a[0][\"cause_detail\"] is Non
 assert d[\"last_cause\"] == \"done\" and d[\"causes\"][\"done\"] == 1
 assert set(d[\"causes\"]) == {\"done\", \"preempted\", \"vanished\", \"crashed\", \"oom\", \"stalled\",
                               \"time-limit\", \"budget\", \"lease-lost\", \"cancelled\",
-                              \"paused\", \"pruned\", \"exploit\"}
+                              \"paused\", \"pruned\", \"exploit\", \"quota\"}
 "
 '
 
@@ -219,7 +219,7 @@ for line in open(\"pm.jsonl\"):
         ends[s[\"labels\"][\"cause\"]] = s[\"value\"]
 want = {\"done\": 1, \"preempted\": 0, \"vanished\": 0, \"crashed\": 0, \"oom\": 1, \"stalled\": 1,
         \"time-limit\": 1, \"budget\": 1, \"lease-lost\": 1, \"cancelled\": 0,
-        \"paused\": 0, \"pruned\": 0, \"exploit\": 0}
+        \"paused\": 0, \"pruned\": 0, \"exploit\": 0, \"quota\": 0}
 assert ends == want, ends
 " &&
     "$SPOTRUN" show pm >show-pm.out &&

@@ -187,11 +187,12 @@ static void test_limit_causes_are_named_both_ways(void **state)
     assert_string_equal(sr_hist_cause_name(SR_CAUSE_PAUSED), "paused");
     assert_string_equal(sr_hist_cause_name(SR_CAUSE_PRUNED), "pruned");
     assert_string_equal(sr_hist_cause_name(SR_CAUSE_EXPLOIT), "exploit");
+    assert_string_equal(sr_hist_cause_name(SR_CAUSE_QUOTA), "quota");
     for (int c = SR_CAUSE_NONE; c < SR_CAUSE_COUNT; c++) {
         const enum sr_hist_cause l = sr_limit_cause_of(sr_hist_cause_name((enum sr_hist_cause)c));
         const int is_limit = c == SR_CAUSE_TIME_LIMIT || c == SR_CAUSE_BUDGET ||
                              c == SR_CAUSE_CANCELLED || c == SR_CAUSE_PAUSED ||
-                             c == SR_CAUSE_PRUNED || c == SR_CAUSE_EXPLOIT;
+                             c == SR_CAUSE_PRUNED || c == SR_CAUSE_EXPLOIT || c == SR_CAUSE_QUOTA;
         assert_int_equal(l, is_limit ? c : SR_CAUSE_NONE);
     }
     assert_int_equal(sr_limit_cause_of(NULL), SR_CAUSE_NONE);
