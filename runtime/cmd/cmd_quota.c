@@ -13,17 +13,11 @@
 
 #include "cli.h"
 #include "log.h"
+#include "units.h"
 #include "quota.h"
 #include "runsum.h"
 
 #define NOT_GIVEN UINT64_MAX
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void date_of(int64_t ms, char *buf, size_t len)
 {
@@ -139,7 +133,7 @@ static int cmd_set(const struct sr_cmd *cmd, int argc, char **argv)
                            .max_cost = max_cost,
                            .max_gpus_per_run = gpus,
                            .max_concurrent = concurrent,
-                           .unix_ms = now_ms()};
+                           .unix_ms = sr_wall_ms()};
     const int given[SR_QUOTA_FIELDS] = {gpu_hours >= 0,          max_cost >= 0, gpus != NOT_GIVEN,
                                         concurrent != NOT_GIVEN, per != NULL,   approve != NULL};
     code = label_operand(ctx.ops[0], &set.label);
@@ -227,7 +221,7 @@ static int cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
     if (rc == 0 && nq)
         rc = sr_runsum_load_all(ctx.st, NULL, &runs, &n);
     json_t *arr = vo.json ? json_array() : NULL;
-    const int64_t now = now_ms();
+    const int64_t now = sr_wall_ms();
     if (rc == 0 && !vo.json && nq)
         printf("%-24s %-5s %-20s %-22s %-22s %-10s %-8s %s\n", "QUOTA", "PER", "SINCE", "GPU-HOURS",
                "COST", "RUNNING", "GPUS/RUN", "VERSION BY");
@@ -276,7 +270,7 @@ int sr_cmd_approve(const struct sr_cmd *cmd, int argc, char **argv)
         sr_store_close(ctx.st);
         return SR_EX_USAGE;
     }
-    struct sr_approval a = {.unix_ms = now_ms()};
+    struct sr_approval a = {.unix_ms = sr_wall_ms()};
     snprintf(a.by, sizeof(a.by), "%s", by);
     const int rc = sr_approval_write(ctx.st, run, &a);
     char at[40];

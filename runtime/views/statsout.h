@@ -22,8 +22,13 @@ json_t *sr_stats_json(const struct sr_stats_query *q, const struct sr_stats *s);
 /* A header row, then one row per group. */
 void sr_stats_csv(FILE *f, const struct sr_stats_query *q, const struct sr_stats *s);
 /* --format openmetrics (statsprom.c): a gauge family per quantity, a
- * sample per group with the --by keys as labels, "# EOF" at the end. */
-void sr_stats_openmetrics(FILE *f, const struct sr_stats_query *q, const struct sr_stats *s);
+ * sample per group with the --by keys as labels; then each quota in force
+ * (qs[i]) with its use in its current period (us[i], as `quota show`);
+ * "# EOF" at the end. */
+struct sr_quota;
+struct sr_quota_use;
+void sr_stats_openmetrics(FILE *f, const struct sr_stats_query *q, const struct sr_stats *s,
+                          const struct sr_quota *qs, const struct sr_quota_use *us, size_t nq);
 /* The charts of runs under q (aggregated again by period, and by instance
  * type and zone); with html, a page around them and the table. 0 or
  * -ENOMEM. */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "quota.h"
 #include "statsout.h"
 
 /* One family: its name, help, and the number of a row (NAN: no sample). */
@@ -128,7 +129,59 @@ static void sample(FILE *f, const struct family *m, const struct sr_stats_query 
     fprintf(f, "%s %.17g\n", q->n_by ? "}" : "", v);
 }
 
-void sr_stats_openmetrics(FILE *f, const struct sr_stats_query *q, const struct sr_stats *s)
+/* The quotas' families: a quota's use in its period and its limits (none
+ * when 0), labelled by the quota's label and period. */
+static const struct {
+    const char *name, *help;
+} quota_families[] = {
+    /* in quota_value's order */
+    {"spotrun_quota_gpu_seconds", "GPU time the quota's runs used in its current period."},
+    {"spotrun_quota_gpu_limit_seconds", "The quota's GPU time per period."},
+    {"spotrun_quota_cost_dollars", "Cost of the quota's runs in its current period."},
+    {"spotrun_quota_cost_limit_dollars", "The quota's cost per period."},
+    {"spotrun_quota_running_runs", "The quota's runs running now."},
+    {"spotrun_quota_concurrent_limit_runs", "The quota's runs at once."},
+};
+
+static double quota_value(size_t fam, const struct sr_quota *q, const struct sr_quota_use *u)
+{
+    switch (fam) {
+    case 0:
+        return u->gpu_hours * 3600.0;
+    case 1:
+        return q->gpu_hours > 0 ? q->gpu_hours * 3600.0 : NAN;
+    case 2:
+        return u->cost;
+    case 3:
+        return q->max_cost > 0 ? q->max_cost : NAN;
+    case 4:
+        return (double)u->running;
+    default:
+        return q->max_concurrent ? (double)q->max_concurrent : NAN;
+    }
+}
+
+static void quotas_openmetrics(FILE *f, const struct sr_quota *qs, const struct sr_quota_use *us,
+                               size_t nq)
+{
+    for (size_t m = 0; nq && m < sizeof(quota_families) / sizeof(quota_families[0]); m++) {
+        const char *name = quota_families[m].name;
+        fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, quota_families[m].help, name);
+        for (size_t i = 0; i < nq; i++) {
+            const double v = quota_value(m, &qs[i], &us[i]);
+            if (!isfinite(v))
+                continue;
+            fprintf(f, "%s{quota_key=\"", name);
+            label_value(f, qs[i].label.key);
+            fputs("\",quota_value=\"", f);
+            label_value(f, qs[i].label.value);
+            fprintf(f, "\",per=\"%s\"} %.17g\n", sr_quota_per_name(qs[i].per), v);
+        }
+    }
+}
+
+void sr_stats_openmetrics(FILE *f, const struct sr_stats_query *q, const struct sr_stats *s,
+                          const struct sr_quota *qs, const struct sr_quota_use *us, size_t nq)
 {
     for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
         const struct family *m = &families[i];
@@ -138,5 +191,6 @@ void sr_stats_openmetrics(FILE *f, const struct sr_stats_query *q, const struct 
         for (size_t g = 0; q->n_by && g < s->n; g++)
             sample(f, m, q, &s->rows[g]);
     }
+    quotas_openmetrics(f, qs, us, nq);
     fputs("# EOF\n", f);
 }

@@ -113,6 +113,44 @@ test_expect_success 'examples/grafana: every metric and label its queries use is
 	PY
 '
 
+test_expect_success 'quota use: each quota in force, as quota show --json says, and promtool is content' '
+    cp -r "$TRASH/fleet" "$TRASH/quotas" &&
+    "$SPOTRUN" quota set --store "$TRASH/quotas" team=vision --gpu-hours 500 --max-cost 40 \
+        --max-concurrent 3 --per month --by ana &&
+    "$SPOTRUN" quota set --store "$TRASH/quotas" team=nlp --gpu-hours 20 --by ana &&
+    "$SPOTRUN" stats --store "$TRASH/quotas" --format openmetrics >q.prom &&
+    "$SPOTRUN" quota show --store "$TRASH/quotas" --json >q.json &&
+    promtool check metrics <q.prom >qlint.out 2>&1 &&
+    test ! -s qlint.out &&
+    "$PY" - q.prom q.json <<-PY &&
+	import json, math, re, sys
+	prom, show = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+	got = {}
+	for name, k, v, per, val in re.findall(
+	        r"^(spotrun_quota_[a-z_]+)\{quota_key=\"([^\"]*)\",quota_value=\"([^\"]*)\",per=\"([a-z]+)\"\} (\S+)$",
+	        prom, re.M):
+	    got[(name, "%s=%s" % (k, v), per)] = float(val)
+	want = {}
+	for q in show["quotas"]:
+	    key, per, lim, use = q["label"], q["per"], q["limits"], q["use"]
+	    want[("spotrun_quota_gpu_seconds", key, per)] = use["gpu_hours"] * 3600
+	    want[("spotrun_quota_cost_dollars", key, per)] = use["cost"]
+	    want[("spotrun_quota_running_runs", key, per)] = use["running"]
+	    for name, v in (("spotrun_quota_gpu_limit_seconds", lim["gpu_hours"] * 3600),
+	                    ("spotrun_quota_cost_limit_dollars", lim["max_cost"]),
+	                    ("spotrun_quota_concurrent_limit_runs", lim["max_concurrent"])):
+	        if v:
+	            want[(name, key, per)] = v
+	assert sorted(got) == sorted(want), (sorted(got), sorted(want))
+	for k, v in want.items():
+	    assert math.isclose(got[k], v, rel_tol=1e-6, abs_tol=1e-5), (k, got[k], v)
+	assert got[("spotrun_quota_gpu_limit_seconds", "team=vision", "month")] == 500 * 3600
+	assert got[("spotrun_quota_concurrent_limit_runs", "team=vision", "month")] == 3
+	print(len(got), "quota samples equal quota show --json")
+	PY
+    test "$(grep -c "^spotrun_quota_" m.prom)" = 0
+'
+
 test_expect_success 'an unknown format, or two outputs at once, is a usage error' '
     expect_code 64 "$SPOTRUN" stats --store "$TRASH/fleet" --format prometheus 2>f.err &&
     grep "unknown --format \"prometheus\": the one format is openmetrics" f.err &&
