@@ -16,6 +16,7 @@
 #include "fleetpage.h"
 #include "log.h"
 #include "sweepview.h"
+#include "units.h"
 
 /* One sweep's line: its trials by state and its best. */
 static int load_sweep(struct sr_store *st, const char *name, struct sr_fleet_sweep *out)
@@ -94,6 +95,12 @@ static int fleet_page(struct sr_store *st, const char *prefix, const struct sr_p
     if (rc < 0)
         rc = sr_errf(rc, "cannot list the sweeps");
     fl.sweeps = sweeps;
+    struct sr_quota *qs = NULL;
+    struct sr_quota_use *us = NULL;
+    if (rc == 0) /* quota use on the page: as `quota show` */
+        rc = sr_quota_uses(st, runs, n, sr_wall_ms(), &qs, &us, &fl.n_quotas);
+    fl.quotas = qs;
+    fl.quota_use = us;
     if (rc == 0 && (rc = sr_fleet_compute(&fl)) < 0)
         rc = sr_errf(rc, "fleet page: out of memory");
     if (rc == 0 && mkdir(dir, 0777) < 0 && errno != EEXIST)
@@ -108,6 +115,8 @@ static int fleet_page(struct sr_store *st, const char *prefix, const struct sr_p
         sr_info("wrote %s (%llu runs, %zu sweeps%s%s)", path,
                 (unsigned long long)fl.team.total.runs, fl.n_sweeps, prefix ? ", under " : "",
                 prefix ? prefix : "");
+    free(qs);
+    free(us);
     sr_fleet_free(&fl);
     free(sweeps);
     return rc;

@@ -21,22 +21,6 @@
 #include "sweepworkersout.h"
 #include "units.h"
 
-/* Each quota in force and its use now (as `quota show`), for the metrics:
- * *qs and *us malloc'd, *nq of them. 0 or -errno. */
-static int quota_uses(struct sr_store *st, const struct sr_runsum *runs, size_t n,
-                      struct sr_quota **qs, struct sr_quota_use **us, size_t *nq)
-{
-    int rc = sr_quota_read_all(st, qs, nq);
-    if (rc < 0 || !*nq)
-        return rc;
-    if (!(*us = calloc(*nq, sizeof(**us))))
-        return -ENOMEM;
-    const int64_t now = sr_wall_ms();
-    for (size_t i = 0; rc == 0 && i < *nq; i++)
-        rc = sr_quota_use_in(runs, n, &(*qs)[i], now, &(*us)[i]);
-    return rc;
-}
-
 struct picture {
     const struct sr_runsum *runs;
     size_t n;
@@ -138,7 +122,7 @@ int sr_cmd_stats(const struct sr_cmd *cmd, int argc, char **argv)
         struct sr_quota *qs = NULL;
         struct sr_quota_use *us = NULL;
         size_t nq = 0;
-        if ((rc = quota_uses(ctx.st, runs, n, &qs, &us, &nq)) < 0)
+        if ((rc = sr_quota_uses(ctx.st, runs, n, sr_wall_ms(), &qs, &us, &nq)) < 0)
             code = sr_fail(rc, "cannot read the quotas");
         else
             sr_stats_openmetrics(stdout, &q, &s, qs, us, nq);

@@ -417,3 +417,19 @@ int sr_approval_write(struct sr_store *st, const char *run, struct sr_approval *
     }
     return rc;
 }
+
+int sr_quota_uses(struct sr_store *st, const struct sr_runsum *runs, size_t n, int64_t now_ms,
+                  struct sr_quota **qs, struct sr_quota_use **us, size_t *nq)
+{
+    *qs = NULL;
+    *us = NULL;
+    *nq = 0;
+    int rc = sr_quota_read_all(st, qs, nq);
+    if (rc < 0 || !*nq)
+        return rc;
+    if (!(*us = calloc(*nq, sizeof(**us))))
+        return -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < *nq; i++)
+        rc = sr_quota_use_in(runs, n, &(*qs)[i], now_ms, &(*us)[i]);
+    return rc;
+}

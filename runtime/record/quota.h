@@ -93,6 +93,10 @@ int sr_quota_set(struct sr_store *st, const struct sr_quota *set, const int give
 struct sr_runsum;
 int sr_quota_use_in(const struct sr_runsum *runs, size_t n, const struct sr_quota *q,
                     int64_t now_ms, struct sr_quota_use *u);
+/* Every quota in force (*qs) and its use now (*us, as `quota show`) among
+ * runs: *nq of each, malloc'd (NULL when none). 0 or -errno. */
+int sr_quota_uses(struct sr_store *st, const struct sr_runsum *runs, size_t n, int64_t now_ms,
+                  struct sr_quota **qs, struct sr_quota_use **us, size_t *nq);
 /* The same, loading the runs' summaries from the store. */
 int sr_quota_use_of(struct sr_store *st, const struct sr_quota *q, int64_t now_ms,
                     struct sr_quota_use *u);

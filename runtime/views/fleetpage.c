@@ -198,6 +198,44 @@ static void sweeps(FILE *f, const struct sr_fleet *fl)
     fputs("</tbody></table></section>\n", f);
 }
 
+/* "12.50 of 500.00", or "12.50" without a limit (as `quota show`). */
+static void cell_of(FILE *f, double used, double limit, const char *attr)
+{
+    fprintf(f, "<td class=\"n\" data-%s=\"%.6f\" data-%s-limit=\"%.6f\">%.2f", attr, used, attr,
+            limit, used);
+    if (limit > 0)
+        fprintf(f, " of %.2f", limit);
+    fputs("</td>", f);
+}
+
+/* Each quota in force and its use in its current period. */
+static void quotas(FILE *f, const struct sr_fleet *fl)
+{
+    static const char *const cols[] = {"quota", "per", "GPU-hours", "cost", "running", NULL};
+    fputs("<section><h2>Quotas</h2>\n", f);
+    head(f, "quotas", cols);
+    for (size_t i = 0; i < fl->n_quotas; i++) {
+        const struct sr_quota *q = &fl->quotas[i];
+        const struct sr_quota_use *u = &fl->quota_use[i];
+        fputs("<tr data-quota=\"", f);
+        sr_svg_escape(f, q->label.key);
+        fputc('=', f);
+        sr_svg_escape(f, q->label.value);
+        fputs("\"><td>", f);
+        sr_svg_escape(f, q->label.key);
+        fputc('=', f);
+        sr_svg_escape(f, q->label.value);
+        fprintf(f, "</td><td>%s</td>", sr_quota_per_name(q->per));
+        cell_of(f, u->gpu_hours, q->gpu_hours, "gpu-hours");
+        cell_of(f, u->cost, q->max_cost, "cost");
+        cell_of(f, (double)u->running, (double)q->max_concurrent, "running");
+        fputs("</tr>\n", f);
+    }
+    if (!fl->n_quotas)
+        fputs("<tr><td colspan=\"5\">no quotas (spotrun quota set)</td></tr>\n", f);
+    fputs("</tbody></table></section>\n", f);
+}
+
 /* A run's row: its figures in the window. */
 struct run_row {
     size_t i;
@@ -421,8 +459,8 @@ int sr_fleet_html(FILE *f, const struct sr_fleet *fl)
     preemptions(f, "zones", "zone", &fl->zone);
     preemptions(f, "types", "instance type", &fl->type);
     sweeps(f, fl);
+    quotas(f, fl);
     fputs("</div>\n", f);
-    /* HOOK, quota use (issue 43, item 2, another branch): its section goes here. */
     if (runs(f, fl) < 0)
         return -1;
     charts(f, fl);

@@ -14,7 +14,9 @@
  * from sweeprec.h. Every string from the store goes through
  * sr_svg_escape(). The figures `stats --json` prints are in data-
  * attributes (data-gpu-hours, data-cost, data-runs, data-preemptions:
- * of #totals and of each row of #teams), as --json rounds them.
+ * of #totals and of each row of #teams), as --json rounds them; each
+ * quota's use and limits (`quota show --json`'s) in data- attributes of
+ * its row of #quotas.
  */
 #ifndef SPOTRUN_FLEETPAGE_H
 #define SPOTRUN_FLEETPAGE_H
@@ -22,6 +24,7 @@
 #include <stdio.h>
 
 #include "plan.h"
+#include "quota.h"
 #include "runsum.h"
 #include "stats.h"
 #include "sweeprec.h"
@@ -47,6 +50,9 @@ struct sr_fleet {
     const struct sr_fleet_sweep *sweeps;
     size_t n_sweeps;
     const char *store_url;
+    const struct sr_quota *quotas; /* in force, with their use now */
+    const struct sr_quota_use *quota_use;
+    size_t n_quotas;
     /* sr_fleet_compute's */
     struct sr_stats team, team_week, zone, type;
     struct sr_plan plan;

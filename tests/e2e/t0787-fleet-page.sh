@@ -255,6 +255,42 @@ test_expect_success 'the sweep: its trials by state and its best' '
     grep -E "<td>sw</td><td class=\"n\" data-v=\"2.000000\">2</td><td>done 2 </td><td>loss 0.1 \(trial 0\)</td>" sw.row
 '
 
+test_expect_success 'quota use: each quota in force with its use and limits, as quota show --json' '
+    "$SPOTRUN" quota set team=vision --gpu-hours 500 --max-cost 40 --max-concurrent 3 \
+        --per month --by ana &&
+    "$SPOTRUN" quota set team=nlp --gpu-hours 20 --by ana &&
+    "$SPOTRUN" report --fleet -o outq --prices prices.txt &&
+    "$SPOTRUN" quota show --json >quotas.json &&
+    browse q.html --dump-dom "file://$TRASH/outq/index.html" &&
+    refute grep -E "CONSOLE|Uncaught" q.html.err &&
+    "$PY" - q.html quotas.json <<-PY
+	import html.parser, json, math, sys
+	rows = {}
+	class P(html.parser.HTMLParser):
+	    def handle_starttag(self, tag, attrs):
+	        a = dict(attrs)
+	        if tag == "tr" and "data-quota" in a:
+	            self.row = rows.setdefault(a["data-quota"], {})
+	        elif tag == "td" and getattr(self, "row", None) is not None:
+	            self.row.update({k: float(v) for k, v in a.items() if k.startswith("data-") and k != "data-v"})
+	    def handle_endtag(self, tag):
+	        if tag == "tr":
+	            self.row = None
+	P().feed(open(sys.argv[1]).read())
+	show = json.load(open(sys.argv[2]))["quotas"]
+	assert sorted(rows) == sorted(q["label"] for q in show), (rows, show)
+	for q in show:
+	    r, u, l = rows[q["label"]], q["use"], q["limits"]
+	    for attr, want in (("data-gpu-hours", u["gpu_hours"]), ("data-cost", u["cost"]),
+	                       ("data-running", u["running"]), ("data-gpu-hours-limit", l["gpu_hours"]),
+	                       ("data-cost-limit", l["max_cost"]),
+	                       ("data-running-limit", l["max_concurrent"])):
+	        assert math.isclose(r[attr], want, abs_tol=1e-5), (q["label"], attr, r[attr], want)
+	assert rows["team=vision"]["data-gpu-hours-limit"] == 500, rows
+	print(len(rows), "quotas on the page equal quota show --json")
+	PY
+'
+
 test_expect_success 'usage errors exit 64 saying what to give; the window'"'"'s environment twins leave a run'"'"'s report alone' '
     expect_code 64 "$SPOTRUN" report --fleet 2>e1 &&
     grep "give -o DIR" e1 &&
