@@ -276,9 +276,9 @@ int sr_cmd_approve(const struct sr_cmd *cmd, int argc, char **argv)
     char at[40];
     date_of(a.unix_ms, at, sizeof(at));
     if (rc == 0)
-        printf("run %s approved by %s at %s\n", run, a.by, at);
+        printf("%s approved by %s at %s\n", run, a.by, at);
     else if (rc == -EEXIST) /* create-only: the first approval stands */
-        printf("run %s was already approved by %s at %s\n", run, a.by, at);
+        printf("%s was already approved by %s at %s\n", run, a.by, at);
     else
         code = sr_fail(rc, "cannot record the approval");
     sr_store_close(ctx.st);

@@ -80,10 +80,12 @@ static const struct sr_cmd commands[] = {
      0, 0, READER},
     {"quota", sr_cmd_quota, "quotas per team or user: set, show", "spotrun quota set|show ...",
      "Quotas per team or user (docs/cost.md, \"Quotas and approvals\").", 0, ANY, 0},
-    {"approve", sr_cmd_approve, "approve a run above its quota's --approve-above",
-     "spotrun approve RUN --by NAME",
+    {"approve", sr_cmd_approve,
+     "approve a run (or a sweep's trials) above a quota's --approve-above",
+     "spotrun approve RUN|SWEEP --by NAME",
      "Records who approved RUN (create-only: the first approval stands), so that a run\n"
-     "whose own limits exceed a quota's --approve-above may start (docs/cost.md).",
+     "whose own limits exceed a quota's --approve-above may start; a sweep's approval\n"
+     "covers every trial of it (docs/cost.md).",
      1, 1, STORE | RUN_OP},
     {"pull", sr_cmd_pull, "restore a checkpoint into a directory", "spotrun pull RUN [DIR]",
      "Restores the newest (or --seq N) checkpoint of RUN into DIR (default ./RUN).\n"

@@ -596,7 +596,8 @@ static int run_prepare(struct run_opts *o, char **cmd, struct run_ctx *r)
                                              o->limits.budget_poll_ms,
                                              o->limits.time_limit_ms,
                                              o->limits.max_cost,
-                                             o->wait_quota};
+                                             o->wait_quota,
+                                             r->trial >= 0 ? r->sweep.name : NULL};
         code = sr_run_quota_check(&r->quota, r->c.st, &qa);
     }
     if (code == GO_ON) {

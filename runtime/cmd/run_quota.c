@@ -28,13 +28,6 @@ struct verdict {
     char size[160]; /* "approval": the run's size in words */
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int matches(const struct sr_run_quota *rq, const struct sr_quota *q)
 {
     const char *v = sr_labels_get(&rq->labels, q->label.key);
@@ -69,11 +62,12 @@ static int unapproved(struct sr_run_quota *rq, const struct sr_quota *q, struct 
                  rq->max_cost);
     if (!size[0])
         return 0;
-    if (!rq->approved) {
-        const int rc = sr_approval_read(rq->st, rq->run_id, &rq->approval);
+    if (!rq->approved) { /* the run's own approval, else its sweep's */
+        int rc = sr_approval_read(rq->st, rq->run_id, &rq->approval);
+        if (rc == -ENOENT && rq->sweep)
+            rc = sr_approval_read(rq->st, rq->sweep, &rq->approval);
         if (rc < 0 && rc != -ENOENT)
             return rc;
-        sr_err_clear();
         rq->approved = rc == 0;
     }
     if (rq->approved)
@@ -94,7 +88,7 @@ static int judge(struct sr_run_quota *rq, const struct sr_quota *q, const struct
             return a;
     }
     struct sr_quota_use u;
-    const int rc = sr_quota_use_in(runs, n, q, now_ms(), &u);
+    const int rc = sr_quota_use_in(runs, n, q, sr_wall_ms(), &u);
     if (rc < 0)
         return rc;
     if (starting) {
@@ -140,7 +134,7 @@ static int evaluate(struct sr_run_quota *rq, int starting, struct verdict *v)
 static void describe(const char *rq_run, const struct verdict *v, char *buf, size_t len)
 {
     char since[32];
-    const time_t s = (time_t)(sr_quota_period_start(now_ms(), v->q.per) / 1000);
+    const time_t s = (time_t)(sr_quota_period_start(sr_wall_ms(), v->q.per) / 1000);
     struct tm tm;
     gmtime_r(&s, &tm);
     strftime(since, sizeof(since), "%Y-%m-%d", &tm);
@@ -173,11 +167,15 @@ static int refuse(const struct sr_run_quota *rq, const struct verdict *v)
     char what[512];
     describe(rq->run_id, v, what, sizeof(what));
     if (strcmp(v->measure, "approval") == 0) {
+        char whole[300] = "";
+        if (rq->sweep)
+            snprintf(whole, sizeof(whole),
+                     " (or every trial of its sweep: `spotrun approve %s --by NAME`)", rq->sweep);
         fprintf(stderr,
                 "spotrun run: quota %s=%s (version %u): %s: not starting it (exit 79); to "
-                "approve it: `spotrun approve %s --by NAME`, then run it again (or give "
+                "approve it: `spotrun approve %s --by NAME`%s, then run it again (or give "
                 "--wait-quota to wait for the approval)\n",
-                v->q.label.key, v->q.label.value, v->q.version, what, rq->run_id);
+                v->q.label.key, v->q.label.value, v->q.version, what, rq->run_id, whole);
         return SR_EX_QUOTA;
     }
     fprintf(stderr,
@@ -198,7 +196,7 @@ static int hold(struct sr_run_quota *rq, struct verdict *v)
     sr_format_duration_ms(rq->poll_ms, every, sizeof(every));
     sr_info("run %s held by quota %s=%s: %s; looking again every %s (--wait-quota)", rq->run_id,
             v->q.label.key, v->q.label.value, what, every);
-    const int64_t since = now_ms();
+    const int64_t since = sr_wall_ms();
     int rc = 1;
     while (rc != 0) {
         const struct timespec ts = {rq->poll_ms / 1000, (rq->poll_ms % 1000) * 1000000};
@@ -209,7 +207,7 @@ static int hold(struct sr_run_quota *rq, struct verdict *v)
             sr_err_clear();
         }
     }
-    rq->waited_ms = now_ms() - since;
+    rq->waited_ms = sr_wall_ms() - since;
     char w[32];
     sr_format_duration_ms(rq->waited_ms, w, sizeof(w));
     sr_info("run %s starts after waiting %s for its quota (queue time)", rq->run_id, w);
@@ -233,6 +231,7 @@ int sr_run_quota_check(struct sr_run_quota *q, struct sr_store *st,
 {
     *q = (struct sr_run_quota){.st = st,
                                .run_id = a->run_id,
+                               .sweep = a->sweep,
                                .poll_ms = a->poll_ms,
                                .time_limit_ms = a->time_limit_ms,
                                .max_cost = a->max_cost};

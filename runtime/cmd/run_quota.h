@@ -35,7 +35,7 @@
 struct sr_run_quota {
     struct sr_store *st;
     struct sr_labels labels; /* the run's */
-    const char *run_id;
+    const char *run_id, *sweep;
     int64_t poll_ms;
     uint64_t gpus; /* CUDA_VISIBLE_DEVICES x nodes, 0 = unknown */
     int applies;   /* a quota matched at the start */
@@ -61,6 +61,7 @@ struct sr_run_quota_args {
     int64_t poll_ms, time_limit_ms;
     double max_cost;
     int wait;
+    const char *sweep; /* the sweep the run is a trial of (NULL: none): its approval covers it */
 };
 int sr_run_quota_check(struct sr_run_quota *q, struct sr_store *st,
                        const struct sr_run_quota_args *a);

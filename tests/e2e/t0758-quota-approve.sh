@@ -41,9 +41,9 @@ assert json.load(sys.stdin)[\"approved\"] is None
 
 test_expect_success 'spotrun approve: the run starts, and show says who approved it; the first approval stands' '
     "$SPOTRUN" approve big --by lead >ap.out &&
-    grep "^run big approved by lead at 20" ap.out &&
+    grep "^big approved by lead at 20" ap.out &&
     "$SPOTRUN" approve big --by mallory >ap2.out &&
-    grep "^run big was already approved by lead at 20" ap2.out &&
+    grep "^big was already approved by lead at 20" ap2.out &&
     CUDA_VISIBLE_DEVICES=0,1,2,3 "$SPOTRUN" run --run-id big --label team=vision \
         --time-limit 48h -- true &&
     "$SPOTRUN" show big | grep "^approved: *by lead at 20[0-9-]*T[0-9:]*Z$" &&
@@ -69,6 +69,21 @@ test_expect_success '--wait-quota holds a run above the size until it is approve
     wait $pid &&
     grep "run held starts after waiting" held.log &&
     "$SPOTRUN" show held | grep "^approved: *by lead"
+'
+
+test_expect_success 'a sweep'"'"'s trials: refused naming both commands; approve SWEEP covers every trial' '
+    "$SPOTRUN" sweep init big-sweep --label team=vision --param n=1..2 -- true &&
+    expect_code 79 "$SPOTRUN" run --sweep big-sweep --trial 0 2>t0.err &&
+    cat t0.err &&
+    grep "run big-sweep-0 needs an approval: no --time-limit bounds its GPU-hours" t0.err &&
+    grep -F "\`spotrun approve big-sweep-0 --by NAME\` (or every trial of its sweep: \`spotrun approve big-sweep --by NAME\`)" t0.err &&
+    "$SPOTRUN" approve big-sweep --by lead >aps.out &&
+    grep "^big-sweep approved by lead at 20" aps.out &&
+    "$SPOTRUN" run --sweep big-sweep --trial 0 &&
+    "$SPOTRUN" run --sweep big-sweep --trial 1 &&
+    "$SPOTRUN" show big-sweep-1 | grep "^approved: *by lead at 20" &&
+    expect_code 79 "$SPOTRUN" run --run-id big-sweep-x --label team=vision -- true 2>x.err &&
+    grep "run big-sweep-x needs an approval" x.err
 '
 
 test_done
