@@ -204,7 +204,7 @@ test_expect_success 'metric names with control bytes or quotes in a tampered log
     cat out err &&
     grep "val_loss" out &&
     grep "val_loss" metnames.svg &&
-    ! grep -a -e "evil" -e "pwned" -e "quo" -e "zzq" out err metnames.svg &&
+    ! grep -a -e "evil" -e "pwned" -e "quo\"" -e "zzq" out err metnames.svg &&
     ! grep -a "$(printf "\033")" out err metnames.svg
 '
 
