@@ -167,3 +167,10 @@ void sr_labels_format(const struct sr_labels *l, char *buf, size_t len)
         off += (size_t)w;
     }
 }
+
+int sr_quota_by_ok(const char *by)
+{
+    const size_t n = by ? strlen(by) : 0;
+    return n > 0 && n < 128 &&
+           strspn(by, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._@+-") == n;
+}

@@ -58,4 +58,8 @@ size_t sr_labels_from_json(struct sr_labels *l, const json_t *obj);
 /* "team=nlp, user=ana" ("" without labels), cut to len. */
 void sr_labels_format(const struct sr_labels *l, char *buf, size_t len);
 
+/* Who set a quota or approved a run (quota.h): 1 to 127 of [A-Za-z0-9._@+-] (a user name, an
+ * e-mail). */
+int sr_quota_by_ok(const char *by);
+
 #endif

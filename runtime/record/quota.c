@@ -63,13 +63,6 @@ json_t *sr_quota_to_json(const struct sr_quota *q)
                      (json_int_t)q->unix_ms);
 }
 
-int sr_quota_by_ok(const char *by)
-{
-    const size_t n = by ? strlen(by) : 0;
-    return n > 0 && n < 128 &&
-           strspn(by, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._@+-") == n;
-}
-
 static int amount_of(const json_t *o, const char *k, double *out)
 {
     const json_t *v = json_object_get(o, k);

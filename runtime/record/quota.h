@@ -52,8 +52,6 @@ struct sr_quota_use {
     uint64_t running; /* runs with an attempt still running */
 };
 
-/* Who set it: 1 to 127 of [A-Za-z0-9._@+-] (a user name, an e-mail). */
-int sr_quota_by_ok(const char *by);
 /* "day", "week", "month"; parse: 0 or -EINVAL. */
 const char *sr_quota_per_name(enum sr_quota_per p);
 int sr_quota_per_parse(const char *s, enum sr_quota_per *p);
