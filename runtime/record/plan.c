@@ -341,7 +341,8 @@ static int peaks(struct sr_plan *p, const struct accs *groups)
     if (!iv)
         return -ENOMEM;
     for (size_t i = 0; i < groups->n; i++) {
-        memcpy(iv + k, groups->v[i].iv, groups->v[i].n * sizeof(*iv));
+        if (groups->v[i].n) /* an empty group has no array (memcpy's NULL is UB) */
+            memcpy(iv + k, groups->v[i].iv, groups->v[i].n * sizeof(*iv));
         k += groups->v[i].n;
     }
     struct sr_plan_seg *s = NULL;
