@@ -471,7 +471,7 @@ static int supervise(const struct run_opts *o, struct run_ctx *r, struct sr_leas
     r->c.lease = lease;
     if (!lease && sr_ckpt_max_epoch(r->c.st, r->run_id, &r->c.epoch) < 0)
         r->c.epoch = 0; /* the restore reports an unreadable store */
-    /* A single-node run keeps its SUMMARY.json (runsum.h); a multi-node
+    /* A single-node run keeps its summary (runsum.h); a multi-node
      * run's nodes would overwrite each other's, so stats reads its logs. */
     struct sr_runsum_writer *summary = NULL;
     /* The logs read at the start, if a step needed them; else the writer

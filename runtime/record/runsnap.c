@@ -7,7 +7,7 @@
  *
  * A snapshot is written by a reader, never by a daemon: create-only,
  * named by its time, the newest wins. It holds, per run, the summary the
- * reader believed (the same object as SUMMARY.json, digest and all) and
+ * reader believed (the same object as summaries/<run>.json, digest and all) and
  * what it was checked against: the ETag of summaries/<run>.json when the
  * summary was believed, else (the run was read from its logs: multi-node,
  * written before summaries/ existed, or stale) the listed logs' sizes and
@@ -97,8 +97,7 @@ int sr_runsnap_list_add(struct sr_strlist *sums, struct sr_strlist *snaps, const
     return sr_strlist_push_tagged(sums, run, size, etag);
 }
 
-/* Index of s in the sorted l, or -1. */
-static long find(const struct sr_strlist *l, const char *s)
+long sr_runsnap_find(const struct sr_strlist *l, const char *s)
 {
     size_t lo = 0, hi = l->n;
     while (lo < hi) {
@@ -276,7 +275,7 @@ void sr_runsnap_save_full(struct sr_store *st, const struct sr_strlist *runs,
     size_t believed = 0;
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < runs->n; i++) {
-        const long k = find(sums, runs->v[i]);
+        const long k = sr_runsnap_find(sums, runs->v[i]);
         const char *etag = k >= 0 ? sr_strlist_etag(sums, (size_t)k) : NULL;
         believed += etag && !v[i].from_logs;
         if (json_array_append_new(arr, entry_new(runs->v[i], etag, &v[i], &l[i])) < 0) {
@@ -324,6 +323,7 @@ static int read_item(void *ctx, size_t i)
     int rc = sr_runsum_list_run(f->st, it->run, &it->l);
     if (rc < 0)
         return sr_errf(rc, "cannot list the run %s: %s", it->run, sr_strerror(rc));
+    it->l.summary = it->etag != NULL; /* summaries/<run>.json is listed */
     if (it->l.keys == 0) {
         it->gone = 1;
         return 0;

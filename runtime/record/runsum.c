@@ -1,5 +1,5 @@
 /*
- * runsum.c - a run's summary (SUMMARY.json): from a history, to and from
+ * runsum.c - a run's summary (summaries/<run>.json): from a history, to and from
  * JSON, and every run of a store read from summaries (see runsum.h).
  *
  * from_json is the only door from the store into a struct sr_runsum: it
@@ -351,7 +351,7 @@ static int load_run(struct sr_store *st, const char *run, struct sr_runsum_liste
 {
     if (l->summary) {
         char key[512];
-        sr_key_run(key, sizeof(key), run, SR_KEY_SUMMARY);
+        sr_key_summaries(key, sizeof(key), run);
         char *buf = NULL;
         size_t len = 0;
         int rc = sr_store_get(st, key, SR_RUNSUM_BYTES_MAX, &buf, &len);
@@ -442,9 +442,6 @@ static int note_key(struct sr_runsum_listed *l, const char *rest, uint64_t size)
     case SR_OBJ_DONE:
         l->done = 1;
         return 0;
-    case SR_OBJ_SUMMARY:
-        l->summary = 1;
-        return 0;
     default:
         return 0;
     }
@@ -467,15 +464,33 @@ static int sort_runs(struct loader *ld)
     return 0;
 }
 
+/* The summaries/ objects of the runs whose id starts with prefix, when
+ * the listing of the prefix did not hold them (a prefix other than ""). */
+static int list_sums(struct loader *ld, const char *prefix)
+{
+    char key[600];
+    snprintf(key, sizeof(key), "%s/%s", SR_KEY_SUMMARIES, prefix);
+    struct sr_strlist keys = {0};
+    int rc = sr_store_list_keys(ld->st, key, &keys);
+    const size_t skip = strlen(SR_KEY_SUMMARIES "/");
+    for (size_t i = 0; rc == 0 && i < keys.n; i++)
+        rc = sr_runsnap_list_add(&ld->sums, &ld->snaps, keys.v[i] + skip,
+                                 sr_strlist_size(&keys, i), sr_strlist_etag(&keys, i));
+    sr_strlist_free(&keys);
+    return rc;
+}
+
 /* Where the store lists every key under a prefix in pages (S3), one such
- * listing says every run's logs, DONE and SUMMARY.json. -ENOTSUP: the
- * store cannot (file). */
+ * listing says every run's logs and DONE, and (with summaries/) which
+ * runs have a summary. -ENOTSUP: the store cannot (file). */
 static int list_keys(struct loader *ld, const char *prefix)
 {
     struct sr_strlist keys;
     int rc = sr_store_list_keys(ld->st, prefix, &keys);
     if (rc < 0)
         return rc;
+    if (*prefix)
+        rc = list_sums(ld, prefix);
     size_t cap = 0;
     for (size_t i = 0; rc == 0 && i < keys.n; i++) {
         char *slash = strchr(keys.v[i], '/');
@@ -514,6 +529,8 @@ static int list_keys(struct loader *ld, const char *prefix)
     ld->keyed = 1;
     sr_strlist_sort(&ld->sums);
     sr_strlist_sort(&ld->snaps);
+    for (size_t k = 0; rc == 0 && k < ld->runs.n; k++)
+        ld->l[k].summary = sr_runsnap_find(&ld->sums, ld->runs.v[k]) >= 0;
     return rc < 0 ? rc : sort_runs(ld);
 }
 
@@ -538,7 +555,7 @@ static int size_logs(struct sr_store *st, const char *prefix, struct sr_strlist 
 }
 
 /* The file store: its runs, then each run's events directory with each
- * log's size (sr_parallel_for's job, one per run). Its SUMMARY.json is
+ * log's size (sr_parallel_for's job, one per run). Its summary is
  * read without listing (missing: the logs), DONE looked at only when it
  * matters. */
 static int list_run(void *ctx, size_t i)

@@ -1,8 +1,8 @@
 /*
- * runsum.h - a run's summary: one small object per run (<run>/SUMMARY.json)
+ * runsum.h - a run's summary: one small object per run (summaries/<run>.json)
  * that says, per attempt, where it ran, when, how it ended, the work it
  * lost, its price and GPU use, so that `spotrun stats` reads one object per
- * run instead of every event log of every run (docs/store.md, "SUMMARY.json").
+ * run instead of every event log of every run (docs/store.md, "A run's summary").
  *
  * The wrapper of a single-node run rewrites the summary after each flush of
  * its event log (runsum_writer.c: the flush hook of events.h). Nothing
@@ -10,7 +10,7 @@
  * matching its digest (an edited summary), and sr_runsum_load_all() falls
  * back to a run's event logs when its summary is missing, invalid, or
  * stale: it is used only when it names exactly the logs the listing shows,
- * each of the size it had when folded (docs/store.md, "SUMMARY.json").
+ * each of the size it had when folded (docs/store.md, "A run's summary").
  *
  * Pure but for sr_runsum_load_all(), which reads the store on a few threads
  * of its own and joins them before it returns; nothing here prints (but
@@ -29,9 +29,8 @@
 #include "store.h"
 
 #define SR_RUNSUM_VERSION 3 /* 3: lost_ms from the state's time; 0 when pruned, cancelled */
-#define SR_RUNSUM_NAME SR_KEY_SUMMARY  /* <run>/SUMMARY.json (layout.h) */
 #define SR_RUNSUM_ATT_MAX 10000        /* attempts a summary may hold */
-#define SR_RUNSUM_BYTES_MAX (8u << 20) /* a larger SUMMARY.json is not read */
+#define SR_RUNSUM_BYTES_MAX (8u << 20) /* a larger summary is not read */
 
 struct sr_runsum_attempt {
     uint32_t attempt, nodes;
@@ -67,7 +66,7 @@ void sr_runsum_free(struct sr_runsum *r);
 /* From a derived history (sr_hist_derive'd). 0 or -ENOMEM. */
 int sr_runsum_from_history(const struct sr_history *h, const char *run, struct sr_runsum *out);
 
-/* The SUMMARY.json object, with its digest: XXH64 of the object without
+/* The summary object, with its digest: XXH64 of the object without
  * it (compact, keys sorted), which from_json checks; NULL only without
  * memory. The digest tells a summary edited by hand or by a tool that
  * does not know it from one spotrun wrote; it is no signature (write
@@ -88,7 +87,7 @@ int sr_runsum_from_json(const json_t *obj, struct sr_runsum *out);
 int sr_runsum_parse(const char *buf, size_t len, struct sr_runsum *out);
 
 /* Every run whose id starts with prefix ("" = the whole store): one
- * listing of the store, then each run's SUMMARY.json read in parallel
+ * listing of the store, then each run's summary read in parallel
  * (threads), falling back to the run's event logs when the summary is
  * missing, stale (its attempts differ from the event logs the listing
  * shows) or invalid. Runs sorted by id; *out is an array of *n (free each
@@ -97,7 +96,7 @@ int sr_runsum_load_all(struct sr_store *st, const char *prefix, struct sr_runsum
 
 /* ---- the writer (runsum_writer.c) ----
  *
- * A single-node run's wrapper keeps <run>/SUMMARY.json up to date: the
+ * A single-node run's wrapper keeps summaries/<run>.json up to date: the
  * writer is the flush hook of the event log (events.h), given to the
  * supervisor in its configuration (on_flush). It takes the run's earlier
  * event logs as the wrapper read them at its start, or at the first flush

@@ -12,14 +12,14 @@
 struct sr_runsum_listed {
     struct sr_strlist logs; /* names in <run>/events, with their sizes */
     int done;               /* DONE exists; -1 not listed (ask when it matters) */
-    int summary;            /* SUMMARY.json exists (or may: the file store tries) */
+    int summary;            /* summaries/<run>.json is listed (or may be: file store) */
     size_t keys;            /* objects listed under <run>/ (sr_runsum_list_run) */
 };
 
 /* One listing of every key under <run>/ (S3: one request for a run of up
  * to 1,000 objects) into l; free l->logs. -ENOTSUP on the file store. */
 int sr_runsum_list_run(struct sr_store *st, const char *run, struct sr_runsum_listed *l);
-/* The run's SUMMARY.json when it matches l (the logs it names, each of
+/* The run's summary (summaries/<run>.json) when it matches l (the logs it names, each of
  * its size, and DONE), else its event logs; an open last attempt whose
  * lease is takeable is read again as vanished. 0 or -errno (out empty). */
 int sr_runsum_read_listed(struct sr_store *st, const char *run, struct sr_runsum_listed *l,
@@ -39,6 +39,8 @@ int sr_runsnap_list_add(struct sr_strlist *sums, struct sr_strlist *snaps, const
 /* The most bytes a snapshot of the runs whose summaries are listed in
  * sums (with their sizes) may weigh (runsnap.c): a larger one is not read. */
 uint64_t sr_runsnap_cap(const struct sr_strlist *sums);
+/* Index of s in the sorted l, or -1. */
+long sr_runsnap_find(const struct sr_strlist *l, const char *s);
 /* Every run whose id starts with prefix, from the newest snapshot and
  * the listing of summaries/, reading one by one only the runs that
  * changed since (as sr_runsum_load_all). -EAGAIN: no usable snapshot, or

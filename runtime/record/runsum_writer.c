@@ -1,5 +1,5 @@
 /*
- * runsum_writer.c - the wrapper's side of SUMMARY.json (see runsum.h):
+ * runsum_writer.c - the wrapper's side of a run's summary (see runsum.h):
  * one history of the run kept in memory, the earlier attempts' logs read
  * once, each flushed log's new lines folded in, the summary put after
  * each flush.
@@ -207,13 +207,9 @@ static int write_summary(struct sr_runsum_writer *w)
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     if (rc == 0 && !text)
         rc = -ENOMEM;
+    /* In summaries/, which one listing returns for every run (docs/store.md,
+     * "summaries/"). */
     char key[300];
-    sr_key_run(key, sizeof(key), w->run, SR_KEY_SUMMARY);
-    if (rc == 0)
-        rc = sr_store_put(w->st, key, text, strlen(text));
-    /* The same bytes in summaries/, which one listing returns for every
-     * run (docs/store.md, "summaries/"), written second: it never says
-     * more than <run>/SUMMARY.json. */
     sr_key_summaries(key, sizeof(key), w->run);
     if (rc == 0)
         rc = sr_store_put(w->st, key, text, strlen(text));
@@ -256,10 +252,10 @@ static int take(struct sr_runsum_writer *w, uint32_t attempt, const char *log, s
 static void failed(struct sr_runsum_writer *w, int rc)
 {
     if (!w->warned)
-        sr_warn("cannot write %s/%s (spotrun stats reads the event logs instead): %s", w->run,
-                SR_RUNSUM_NAME, sr_strerror(rc));
+        sr_warn("cannot write %s/%s.json (spotrun stats reads the event logs instead): %s",
+                SR_KEY_SUMMARIES, w->run, sr_strerror(rc));
     else
-        sr_debug("cannot write %s/%s: %s", w->run, SR_RUNSUM_NAME, sr_strerror(rc));
+        sr_debug("cannot write %s/%s.json: %s", SR_KEY_SUMMARIES, w->run, sr_strerror(rc));
     w->warned = 1;
 }
 

@@ -53,7 +53,7 @@ char *sr_events_dumps(const json_t *o, size_t flags);
 int sr_events_flush(struct sr_events *ev);
 
 /* A log's flush hook, told after each successful flush of that log (the
- * run's SUMMARY.json, runtime/record/runsum.h; the supervisor sets its
+ * run's summary, runtime/record/runsum.h; the supervisor sets its
  * configuration's on_flush on each attempt's log): the attempt, whether the
  * log is a node's (multi-node), and the whole log as just written (len
  * bytes, complete lines; a later flush of the same log only appends to

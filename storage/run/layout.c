@@ -94,8 +94,6 @@ enum sr_run_obj sr_key_classify(const char *rest, const char **name)
     }
     if (strcmp(rest, SR_KEY_DONE) == 0)
         return SR_OBJ_DONE;
-    if (strcmp(rest, SR_KEY_SUMMARY) == 0)
-        return SR_OBJ_SUMMARY;
     if (sr_key_is_lease(rest))
         return SR_OBJ_LEASE;
     return SR_OBJ_OTHER;

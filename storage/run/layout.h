@@ -13,9 +13,8 @@
  *     <run>/done/<name>                   a node's "finished" records
  *     <run>/suspect/<seq>.json            a suspect checkpoint's mark (%010llu)
  *     <run>/DONE                          the job exited 0
- *     <run>/SUMMARY.json                  the run's summary for the views
  *     <run>/SWEEP                         the sweep trial this run is
- *     summaries/<run>.json                the same summary, one listing for all
+ *     summaries/<run>.json                the run's summary, one listing for all
  *     sweeps/<sweep>/<dir>/<name>         a sweep's objects (def, end, ...)
  *
  * The builders write a key into buf and return 0, or -ENAMETOOLONG when it
@@ -30,7 +29,6 @@
 
 #define SR_KEY_LEASE "LEASE"
 #define SR_KEY_DONE "DONE"
-#define SR_KEY_SUMMARY "SUMMARY.json"
 #define SR_KEY_SWEEP "SWEEP"
 #define SR_KEY_MANIFEST "MANIFEST.json"
 #define SR_KEY_DATA "data.tar.zst"
@@ -78,7 +76,6 @@ enum sr_run_obj {
     SR_OBJ_EVENT_LOG, /* events/<name>, directly under events/ */
     SR_OBJ_DONE,      /* DONE */
     SR_OBJ_LEASE,     /* LEASE or LEASE.<rank> (sr_key_is_lease) */
-    SR_OBJ_SUMMARY,   /* SUMMARY.json */
 };
 
 /* The kind of a run's key `rest`; for an event log, *name (when asked)

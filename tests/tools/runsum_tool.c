@@ -6,15 +6,11 @@
  *                                     line per run, and its time on stderr
  *   runsum_tool list STORE [PREFIX]   the one listing alone (sr_store_list_keys)
  *   runsum_tool gen STORE N [PREFIX]  N synthetic runs (one event log and a
- *                                     matching SUMMARY.json each, and its
- *                                     copy summaries/<run>.json), written
- *                                     on 16 threads
- *   runsum_tool gen-old STORE N [PREFIX]  the same without summaries/ (the
- *                                     layout before it: an old store)
+ *                                     matching summaries/<run>.json each),
+ *                                     written on 16 threads
  *   runsum_tool fold STORE            every run of a file store from its
- *                                     event logs into its SUMMARY.json and
- *                                     summaries/<run>.json, as its wrapper
- *                                     would have written them
+ *                                     event logs into its summaries/<run>.json,
+ *                                     as its wrapper would have written it
  *
  * Used by tests/e2e/t0772-stats-summary.sh and scripts/bench-stats.sh.
  */
@@ -73,21 +69,16 @@ static int load(struct sr_store *st, const char *prefix)
 struct gen {
     struct sr_store *st;
     const char *prefix;
-    int old; /* no summaries/<run>.json */
 };
 
-/* r as its wrapper writes it: <run>/SUMMARY.json, then (unless old)
- * summaries/<run>.json. */
-static int put_summary(struct sr_store *st, const struct sr_runsum *r, int old)
+/* r as its wrapper writes it: summaries/<run>.json. */
+static int put_summary(struct sr_store *st, const struct sr_runsum *r)
 {
     json_t *o = sr_runsum_to_json(r);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     char key[512];
-    snprintf(key, sizeof(key), "%s/%s", r->run, SR_RUNSUM_NAME);
-    int rc = text ? sr_store_put(st, key, text, strlen(text)) : -ENOMEM;
     snprintf(key, sizeof(key), "%s/%s.json", SR_KEY_SUMMARIES, r->run);
-    if (rc == 0 && !old)
-        rc = sr_store_put(st, key, text, strlen(text));
+    int rc = text ? sr_store_put(st, key, text, strlen(text)) : -ENOMEM;
     free(text);
     json_decref(o);
     return rc;
@@ -109,7 +100,7 @@ static int fold(struct sr_store *st)
             rc = sr_store_size(st, key, &v[i].att[k].log_bytes);
         }
         if (rc >= 0)
-            rc = put_summary(st, &v[i], 0);
+            rc = put_summary(st, &v[i]);
     }
     for (size_t i = 0; i < n; i++)
         sr_runsum_free(&v[i]);
@@ -159,19 +150,19 @@ static int gen_one(void *ctx, size_t i)
         return rc;
     if (r.n_att == 1)
         r.att[0].log_bytes = (uint64_t)n; /* the log it folded, as the store holds it */
-    rc = put_summary(g->st, &r, g->old);
+    rc = put_summary(g->st, &r);
     sr_runsum_free(&r);
     return rc < 0 ? sr_errf(rc, "%s: %s", run, sr_strerror(rc)) : 0;
 }
 
 int main(int argc, char **argv)
 {
-    const int gen = argc > 1 && (strcmp(argv[1], "gen") == 0 || strcmp(argv[1], "gen-old") == 0);
+    const int gen = argc > 1 && strcmp(argv[1], "gen") == 0;
     if (argc < 3 ||
         (strcmp(argv[1], "load") != 0 && !gen && strcmp(argv[1], "list") != 0 &&
          strcmp(argv[1], "fold") != 0) ||
         (gen && argc < 4)) {
-        fprintf(stderr, "usage: runsum_tool load|list STORE [PREFIX] | gen|gen-old STORE N "
+        fprintf(stderr, "usage: runsum_tool load|list STORE [PREFIX] | gen STORE N "
                         "[PREFIX] | fold STORE\n");
         return 64;
     }
@@ -201,7 +192,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "runsum_tool: %s\n", sr_strerror(rc));
         code = rc < 0 ? 1 : 0;
     } else {
-        struct gen g = {st, argc > 4 ? argv[4] : "", strcmp(argv[1], "gen-old") == 0};
+        struct gen g = {st, argc > 4 ? argv[4] : ""};
         const double t0 = now_s();
         rc = sr_parallel_for(strtoull(argv[3], NULL, 10), 16, gen_one, &g);
         if (rc < 0)

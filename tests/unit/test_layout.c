@@ -37,8 +37,6 @@ static void builders(void **state)
     assert_string_equal(k, "r1/events/000003-n2.jsonl");
     assert_int_equal(sr_key_run(k, sizeof(k), "r1", SR_KEY_DONE), 0);
     assert_string_equal(k, "r1/DONE");
-    assert_int_equal(sr_key_run(k, sizeof(k), "r1", SR_KEY_SUMMARY), 0);
-    assert_string_equal(k, "r1/SUMMARY.json");
     assert_int_equal(sr_key_summaries(k, sizeof(k), "r1"), 0);
     assert_string_equal(k, "summaries/r1.json");
     assert_int_equal(sr_key_sweep(k, sizeof(k), "sw", SR_SWEEP_END "/%d.%s", 4, "done"), 0);
@@ -74,7 +72,7 @@ static void classify(void **state)
     assert_int_equal(sr_key_classify("events/", NULL), SR_OBJ_OTHER);
     assert_int_equal(sr_key_classify("DONE", NULL), SR_OBJ_DONE);
     assert_int_equal(sr_key_classify("DONE.x", NULL), SR_OBJ_OTHER);
-    assert_int_equal(sr_key_classify("SUMMARY.json", NULL), SR_OBJ_SUMMARY);
+    assert_int_equal(sr_key_classify("SUMMARY.json", NULL), SR_OBJ_OTHER); /* summaries/ only */
     assert_int_equal(sr_key_classify("LEASE", NULL), SR_OBJ_LEASE);
     assert_int_equal(sr_key_classify("LEASE.0", NULL), SR_OBJ_LEASE);
     assert_int_equal(sr_key_classify("LEASEX", NULL), SR_OBJ_OTHER);
@@ -123,7 +121,6 @@ static void documented(void **state)
     const size_t span = to ? (size_t)(to - from) : strlen(from);
     const char *names[] = {SR_KEY_LEASE "  ",
                            SR_KEY_DONE " ",
-                           SR_KEY_SUMMARY " ",
                            SR_KEY_CKPT "/<seq>/",
                            SR_KEY_EVENTS "/",
                            SR_KEY_MANIFEST,

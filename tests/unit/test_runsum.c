@@ -1,6 +1,6 @@
 /*
  * test_runsum.c - a run's summary (runtime/record/runsum.h): what a history
- * says per attempt, the round trip through SUMMARY.json, hostile
+ * says per attempt, the round trip through its JSON, hostile
  * summaries rejected field by field, and load_all reading summaries from a
  * file store, falling back to the event logs when one is missing, invalid
  * or stale.
@@ -296,7 +296,7 @@ static void put_log(struct sr_store *st, const char *run, int att, int64_t t, co
 }
 
 /* The summary load_all would compute from run's logs, written as its
- * SUMMARY.json, with instance_type replaced by it (so a test can tell
+ * summaries/<run>.json, with instance_type replaced by it (so a test can tell
  * which one was read). */
 static void put_summary(struct sr_store *st, const char *run, const char *it)
 {
@@ -314,7 +314,7 @@ static void put_summary(struct sr_store *st, const char *run, const char *it)
     json_t *o = sr_runsum_to_json(&r);
     char *text = json_dumps(o, JSON_COMPACT);
     char key[256];
-    snprintf(key, sizeof(key), "%s/SUMMARY.json", run);
+    snprintf(key, sizeof(key), "summaries/%s.json", run);
     put(st, key, text);
     free(text);
     json_decref(o);
@@ -351,32 +351,32 @@ static void load_all_reads_summaries_and_falls_back_to_the_logs(void **state)
     put_log(st, "stale", 1, T0 + 10000, "");
     /* garbage, wrong types, huge numbers */
     put_log(st, "garbage", 0, T0, "");
-    put(st, "garbage/SUMMARY.json", "\x01\x02not json");
+    put(st, "summaries/garbage.json", "\x01\x02not json");
     put_log(st, "types", 0, T0, "");
-    put(st, "types/SUMMARY.json",
+    put(st, "summaries/types.json",
         "{\"version\":1,\"run\":\"types\",\"state\":\"running\","
         "\"labels\":{},\"attempts\":[{\"attempt\":\"0\"}]}");
     put_log(st, "huge", 0, T0, "");
     put_summary(st, "huge", "from-summary");
     char *buf;
     size_t len;
-    assert_int_equal(sr_store_get(st, "huge/SUMMARY.json", 1 << 20, &buf, &len), 0);
+    assert_int_equal(sr_store_get(st, "summaries/huge.json", 1 << 20, &buf, &len), 0);
     char *p = strstr(buf, "\"end_ms\":");
     assert_non_null(p);
     char fixed[4096]; /* twenty digits more: past any integer */
     snprintf(fixed, sizeof(fixed), "%.*s99999999999999999999%s", (int)(p - buf + 9), buf, p + 9);
-    put(st, "huge/SUMMARY.json", fixed);
+    put(st, "summaries/huge.json", fixed);
     free(buf);
     /* another run's summary copied here */
     put_log(st, "copied", 0, T0, "");
-    assert_int_equal(sr_store_get(st, "good/SUMMARY.json", 1 << 20, &buf, &len), 0);
-    put(st, "copied/SUMMARY.json", buf);
+    assert_int_equal(sr_store_get(st, "summaries/good.json", 1 << 20, &buf, &len), 0);
+    put(st, "summaries/copied.json", buf);
     free(buf);
     /* edited: another team's label, +100 h, 8 GPUs, a price of 999, its
      * logs unchanged (the digest left as it was) */
     put_log(st, "edited", 0, T0, exit0);
     put_summary(st, "edited", "from-summary");
-    assert_int_equal(sr_store_get(st, "edited/SUMMARY.json", 1 << 20, &buf, &len), 0);
+    assert_int_equal(sr_store_get(st, "summaries/edited.json", 1 << 20, &buf, &len), 0);
     json_t *e = json_loads(buf, 0, NULL);
     free(buf);
     json_t *ea = json_array_get(json_object_get(e, "attempts"), 0);
@@ -386,7 +386,7 @@ static void load_all_reads_summaries_and_falls_back_to_the_logs(void **state)
     json_object_set_new(ea, "gpus", json_integer(8));
     json_object_set_new(ea, "price_per_hour", json_real(999));
     char *etext = json_dumps(e, JSON_COMPACT);
-    put(st, "edited/SUMMARY.json", etext);
+    put(st, "summaries/edited.json", etext);
     free(etext);
     json_decref(e);
     /* grown: the same attempts, but a log longer than the one folded */
