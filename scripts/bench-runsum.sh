@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench-runsum.sh [N] - how long reading every run's summary takes
 # (runtime/record/runsum.h, what `spotrun stats` reads): N synthetic runs
-# (default 10000; one event log and one SUMMARY.json each) in a file store
+# (default 10000; one event log and one summary each) in a file store
 # and in the S3 test server (tests/s3), then sr_runsum_load_all over each,
 # timed by tests/tools/runsum_tool, beside `aws s3 ls --recursive` of the
 # same keys. Goals (issue 24): under 1 s on the file store, 5 s on S3.
@@ -28,7 +28,7 @@ best() { # best of 3 runs of load over store $1: its stderr line
 echo "== file store: $n runs"
 "$tool" gen "$work/store" "$n"
 echo "load_all: $(best "$work/store")"
-cp -r "$work/store" "$work/nosum" && rm "$work"/nosum/*/SUMMARY.json
+cp -r "$work/store" "$work/nosum" && rm -r "$work"/nosum/summaries
 echo "load_all without summaries (every run from its event log): $(best "$work/nosum")"
 
 echo "== S3 test server: $n runs"

@@ -9,8 +9,8 @@
 # generation takes longer than the benchmark.
 #
 # RUNS synthetic runs (tests/e2e/genstore.py --synthetic: 1 to 4 attempts
-# each, an event log per attempt), each folded into its SUMMARY.json and
-# summaries/<run>.json as its wrapper writes them (runtime/record/runsum.h;
+# each, an event log per attempt), each folded into its
+# summaries/<run>.json as its wrapper writes it (runtime/record/runsum.h;
 # tests/tools/runsum_tool fold), in a file store and in a bucket of the
 # local S3 test server (written into its data directory in its own layout,
 # tests/s3/seed.py: uploading ~50,000 objects one PUT at a time would

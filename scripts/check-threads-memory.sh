@@ -27,7 +27,7 @@ tsan_checks() {
     # on the CPU): S3 downloads (the ring's download thread and the codec's
     # readers, whole objects and a delta's planned reads of older ones); the
     # GPU utilization sampler thread beside the loop and the metrics
-    # observer; the SUMMARY.json writer's thread, stats' parallel reads (file
+    # observer; the summary writer's thread, stats' parallel reads (file
     # and S3), the placement query on the notice watcher's thread
     (cd "$root/build-tsan" && TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
         ctest -j3 --output-on-failure \

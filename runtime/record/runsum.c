@@ -474,8 +474,8 @@ static int list_sums(struct loader *ld, const char *prefix)
     int rc = sr_store_list_keys(ld->st, key, &keys);
     const size_t skip = strlen(SR_KEY_SUMMARIES "/");
     for (size_t i = 0; rc == 0 && i < keys.n; i++)
-        rc = sr_runsnap_list_add(&ld->sums, &ld->snaps, keys.v[i] + skip,
-                                 sr_strlist_size(&keys, i), sr_strlist_etag(&keys, i));
+        rc = sr_runsnap_list_add(&ld->sums, &ld->snaps, keys.v[i] + skip, sr_strlist_size(&keys, i),
+                                 sr_strlist_etag(&keys, i));
     sr_strlist_free(&keys);
     return rc;
 }

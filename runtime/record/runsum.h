@@ -28,8 +28,8 @@
 #include "layout.h"
 #include "store.h"
 
-#define SR_RUNSUM_VERSION 3 /* 3: lost_ms from the state's time; 0 when pruned, cancelled */
-#define SR_RUNSUM_ATT_MAX 10000        /* attempts a summary may hold */
+#define SR_RUNSUM_VERSION 3     /* 3: lost_ms from the state's time; 0 when pruned, cancelled */
+#define SR_RUNSUM_ATT_MAX 10000 /* attempts a summary may hold */
 #define SR_RUNSUM_BYTES_MAX (8u << 20) /* a larger summary is not read */
 
 struct sr_runsum_attempt {

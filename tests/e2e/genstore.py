@@ -12,7 +12,7 @@ fields runtime/record/history.c reads): a "start" with host, cloud,
 instance_type, zone, nodes, labels and maybe price_per_hour; a "gpu"
 sample summary; one checkpoint ("staged" and "persisted" at end - lost, so
 the attempt's lost work is exactly `lost`); and the end its cause needs
-(docs/events.md). With --summaries, <run>/SUMMARY.json too, in
+(docs/events.md). With --summaries, summaries/<run>.json too, in
 runtime/record/runsum.c's format (the fast path of stats). --model writes
 the attempts as JSON (times in unix ms) for the test's own arithmetic.
 
@@ -177,7 +177,8 @@ def write_run(store, run, team, attempts, with_summary):
     if models and models[-1]["cause"] == "done":
         open(os.path.join(store, run, "DONE"), "w").close()
     if with_summary:
-        with open(os.path.join(store, run, "SUMMARY.json"), "w") as f:
+        os.makedirs(os.path.join(store, "summaries"), exist_ok=True)
+        with open(os.path.join(store, "summaries", run + ".json"), "w") as f:
             json.dump(summary(run, team, models), f)
     return models
 

@@ -42,7 +42,7 @@ import json, sys
 s = json.load(open(\"show.json\"))
 assert s[\"attempts\"] == 2, s[\"attempts\"]
 " &&
-    s3curl -f "$S3_URL/bkt/$test_name/r/SUMMARY.json" >sum.json &&
+    s3curl -f "$S3_URL/bkt/$test_name/summaries/r.json" >sum.json &&
     "$PY" -c "
 import json
 s = json.load(open(\"sum.json\"))

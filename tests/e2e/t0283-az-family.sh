@@ -42,7 +42,7 @@ test_expect_success 'delta checkpoints: full, then only the new head; every step
 
 test_expect_success 'run summaries land in the container; stats reads them' '
     "$SPOTRUN" run --run-id ok -- sh -c "exit 0" 2>ok.log &&
-    azreq GET "/ckpt/$test_name/ok/SUMMARY.json" | grep "\"state\":\"done\"" &&
+    azreq GET "/ckpt/$test_name/summaries/ok.json" | grep "\"state\":\"done\"" &&
     "$SPOTRUN" stats >stats.out && grep -i "runs" stats.out
 '
 

@@ -84,7 +84,7 @@ test_expect_success 'a log past the size limit: its start, end, cause and hours 
 '
 
 test_expect_success 'stats counts that attempt without a summary' '
-    ! test -e "$SPOTRUN_STORE"/big/SUMMARY.json &&
+    test ! -e "$SPOTRUN_STORE"/summaries/big.json &&
     "$SPOTRUN" stats --prefix big >big.stats 2>&1 &&
     cat big.stats &&
     grep -E "^ +1 +1 +2\.00 .* crashed 1$" big.stats

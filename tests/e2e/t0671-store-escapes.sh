@@ -46,7 +46,7 @@ test_expect_success 'a run with a checkpoint' '
 
 test_expect_success 'a start event host with ESC and BEL: show and ls print it with ? for each' '
     edit "$SPOTRUN_STORE/esc/events/000000.jsonl" host "$EVIL" &&
-    rm -f "$SPOTRUN_STORE/esc/SUMMARY.json" &&
+    rm -f "$SPOTRUN_STORE/summaries/esc.json" &&
     "$SPOTRUN" show esc >show.out 2>show.err &&
     clean show.out && clean show.err &&
     grep "^attempt 0 .* on evil?\]0;pwned??\[2J: done" show.out &&

@@ -21,9 +21,9 @@ same_as_model() {
         "$PY" "$check" model.json csv "$@" <got.csv
 }
 
-test_expect_success 'setup: the generated store (half the runs with SUMMARY.json)' '
+test_expect_success 'setup: the generated store (half the runs with a summary)' '
     "$PY" "$gen" "$TRASH/fleet" --model model.json &&
-    test -f "$TRASH/fleet/nlp-a/SUMMARY.json" && test ! -f "$TRASH/fleet/nlp-b/SUMMARY.json" &&
+    test -f "$TRASH/fleet/summaries/nlp-a.json" && test ! -f "$TRASH/fleet/summaries/nlp-b.json" &&
     "$SPOTRUN" ls --store "$TRASH/fleet" >ls.out && test "$(grep -c . ls.out)" = 7
 '
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The wrapper of a single-node run keeps <run>/SUMMARY.json (docs/store.md):
+# The wrapper of a single-node run keeps summaries/<run>.json (docs/store.md):
 # after a normal run, a restart after a crash, a preemption (SIGTERM to the
 # wrapper: 75) and its rerun, a kill -9 of the wrapper and its rerun (the
 # vanished attempt counted), the summary is valid and says what the event
@@ -23,7 +23,7 @@ summary_matches() {
     local from_sum from_logs
     from_sum=$(line "$1")
     case "$from_sum" in *" from_logs=0 "*) ;; *) say "summary of $1 not used: $from_sum"; return 1 ;; esac
-    rm -rf copy && cp -r "$SPOTRUN_STORE" copy && rm "copy/$1/SUMMARY.json"
+    rm -rf copy && cp -r "$SPOTRUN_STORE" copy && rm "copy/summaries/$1.json"
     from_logs=$(line "$1" copy)
     case "$from_logs" in *" from_logs=1 "*) ;; *) say "no fallback: $from_logs"; return 1 ;; esac
     test "${from_sum#* from_logs=0 }" = "${from_logs#* from_logs=1 }" || {
@@ -35,11 +35,11 @@ summary_matches() {
 
 test_expect_success 'a normal run writes a valid summary that matches its log' '
     "$SPOTRUN" run --run-id n -- sh -c "exit 0" 2>n.log &&
-    test -f "$SPOTRUN_STORE/n/SUMMARY.json" &&
+    test -f "$SPOTRUN_STORE/summaries/n.json" &&
     summary_matches n &&
     test "$(attempts n)" = "0:done" &&
     line n | grep " state=done " &&
-    json "$SPOTRUN_STORE/n/SUMMARY.json" "
+    json "$SPOTRUN_STORE/summaries/n.json" "
 assert d[\"version\"] == 3 and d[\"run\"] == \"n\" and d[\"state\"] == \"done\"
 assert d[\"labels\"] == {}, d
 a = d[\"attempts\"][0]
@@ -86,11 +86,11 @@ kjob="test -e $TRASH/k.go && exit 0; echo \$\$ >$TRASH/k.pid; exec sleep 300"
 test_expect_success 'kill -9 of the wrapper: the open attempt vanished at its last event' '
     start_bg k sh -c "$kjob" &&
     wait_until 30 "the summary of the open attempt" \
-        grep -q "\"cause\":\"\"" "$SPOTRUN_STORE/k/SUMMARY.json" &&
+        grep -q "\"cause\":\"\"" "$SPOTRUN_STORE/summaries/k.json" &&
     kill -9 "$(cat k.wpid)" &&
     { kill -9 "$(cat k.pid)" 2>/dev/null || :; } && # gone already if it died with the wrapper
     { wait "$(cat k.wpid)" || :; } &&
-    grep -q "\"cause\":\"\"" "$SPOTRUN_STORE/k/SUMMARY.json" &&
+    grep -q "\"cause\":\"\"" "$SPOTRUN_STORE/summaries/k.json" &&
     line k | grep " from_logs=1 state=vanished " &&
     test "$(attempts k)" = "0:vanished"
 '
@@ -111,31 +111,31 @@ from_logs_with() {
 }
 
 test_expect_success 'garbage, wrong types and huge numbers: read from the logs' '
-    good=$(cat "$SPOTRUN_STORE/c/SUMMARY.json") &&
-    printf "\001\002 not json" >"$SPOTRUN_STORE/c/SUMMARY.json" &&
+    good=$(cat "$SPOTRUN_STORE/summaries/c.json") &&
+    printf "\001\002 not json" >"$SPOTRUN_STORE/summaries/c.json" &&
     from_logs_with c "0:crashed,1:done" &&
-    printf "%s" "$good" | sed "s/\"attempt\":0/\"attempt\":\"0\"/" >"$SPOTRUN_STORE/c/SUMMARY.json" &&
+    printf "%s" "$good" | sed "s/\"attempt\":0/\"attempt\":\"0\"/" >"$SPOTRUN_STORE/summaries/c.json" &&
     from_logs_with c "0:crashed,1:done" &&
-    printf "%s" "$good" | sed "s/\"lost_ms\":[0-9]*/\"lost_ms\":1e999/" >"$SPOTRUN_STORE/c/SUMMARY.json" &&
+    printf "%s" "$good" | sed "s/\"lost_ms\":[0-9]*/\"lost_ms\":1e999/" >"$SPOTRUN_STORE/summaries/c.json" &&
     from_logs_with c "0:crashed,1:done" &&
-    printf "%s" "$good" | sed "s/\"end_ms\":/\"end_ms\":99999999999999999999/" >"$SPOTRUN_STORE/c/SUMMARY.json" &&
+    printf "%s" "$good" | sed "s/\"end_ms\":/\"end_ms\":99999999999999999999/" >"$SPOTRUN_STORE/summaries/c.json" &&
     from_logs_with c "0:crashed,1:done" &&
-    printf "%s" "$good" >"$SPOTRUN_STORE/c/SUMMARY.json" &&
+    printf "%s" "$good" >"$SPOTRUN_STORE/summaries/c.json" &&
     summary_matches c
 '
 
 test_expect_success 'a summary claiming fewer attempts than the logs: the logs win' '
-    json "$SPOTRUN_STORE/k/SUMMARY.json" "
+    json "$SPOTRUN_STORE/summaries/k.json" "
 d[\"attempts\"] = d[\"attempts\"][1:]
-json.dump(d, open(\"$SPOTRUN_STORE/k/SUMMARY.json\", \"w\"))
+json.dump(d, open(\"$SPOTRUN_STORE/summaries/k.json\", \"w\"))
 " &&
     from_logs_with k "0:vanished,1:done"
 '
 
-test_expect_success 'a directory or a symlink as SUMMARY.json: the logs, and no crash' '
-    rm "$SPOTRUN_STORE/n/SUMMARY.json" && mkdir "$SPOTRUN_STORE/n/SUMMARY.json" &&
+test_expect_success 'a directory or a symlink as its summary: the logs, and no crash' '
+    rm "$SPOTRUN_STORE/summaries/n.json" && mkdir "$SPOTRUN_STORE/summaries/n.json" &&
     from_logs_with n "0:done" &&
-    rm -r "$SPOTRUN_STORE/p/SUMMARY.json" && ln -s /etc/passwd "$SPOTRUN_STORE/p/SUMMARY.json" &&
+    rm -r "$SPOTRUN_STORE/summaries/p.json" && ln -s /etc/passwd "$SPOTRUN_STORE/summaries/p.json" &&
     from_logs_with p "0:preempted,1:done"
 '
 
@@ -143,12 +143,12 @@ test_expect_success 'an edited summary (another team, +100 h, 8 GPUs, $999/h): s
     "$SPOTRUN" run --run-id e --label team=nlp --price-per-hour 1 -- sh -c "exit 0" 2>e.log &&
     summary_matches e &&
     "$SPOTRUN" stats --prefix e --label team=nlp >e.before &&
-    json "$SPOTRUN_STORE/e/SUMMARY.json" "
+    json "$SPOTRUN_STORE/summaries/e.json" "
 d[\"labels\"] = {\"team\": \"vision\"}
 a = d[\"attempts\"][0]
 a[\"end_ms\"] += 100 * 3600 * 1000
 a[\"gpus\"], a[\"price_per_hour\"] = 8, 999.0
-json.dump(d, open(\"$SPOTRUN_STORE/e/SUMMARY.json\", \"w\"))
+json.dump(d, open(\"$SPOTRUN_STORE/summaries/e.json\", \"w\"))
 " &&
     from_logs_with e "0:done" &&
     "$SPOTRUN" stats --prefix e --label team=nlp >e.after &&
@@ -162,22 +162,22 @@ json.dump(d, open(\"$SPOTRUN_STORE/e/SUMMARY.json\", \"w\"))
 
 test_expect_success 'a summary folded from a shorter log than the store holds: the logs win' '
     start_bg m sh -c "echo \$\$ >$TRASH/m.pid; exec sleep 300" &&
-    wait_for "$SPOTRUN_STORE/m/SUMMARY.json" "\"attempts\":\[{" 60 &&
-    cp "$SPOTRUN_STORE/m/SUMMARY.json" m.early &&
+    wait_for "$SPOTRUN_STORE/summaries/m.json" "\"attempts\":\[{" 60 &&
+    cp "$SPOTRUN_STORE/summaries/m.json" m.early &&
     kill -TERM "$(cat m.wpid)" &&
     expect_code 75 wait "$(cat m.wpid)" &&
     summary_matches m &&
     test "$(attempts m)" = "0:preempted" &&
-    cp m.early "$SPOTRUN_STORE/m/SUMMARY.json" &&
+    cp m.early "$SPOTRUN_STORE/summaries/m.json" &&
     from_logs_with m "0:preempted" &&
     line m | grep " state=preempted "
 '
 
 test_expect_success 'a summary that cannot be written is a warning, never the run failing' '
-    mkdir -p "$SPOTRUN_STORE/w/SUMMARY.json" &&
+    mkdir -p "$SPOTRUN_STORE/summaries/w.json" &&
     "$SPOTRUN" run --run-id w -- sh -c "exit 0" 2>w.log &&
-    grep "warning: cannot write w/SUMMARY.json" w.log &&
-    test "$(grep -c "cannot write w/SUMMARY.json" w.log)" = 1 &&
+    grep "warning: cannot write summaries/w.json" w.log &&
+    test "$(grep -c "cannot write summaries/w.json" w.log)" = 1 &&
     from_logs_with w "0:done"
 '
 

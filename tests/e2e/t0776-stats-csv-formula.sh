@@ -15,7 +15,7 @@ o = json.loads(lines[0])
 o["host"] = sys.argv[2]
 open(sys.argv[1], "w").write("\n".join([json.dumps(o)] + lines[1:]))
 PY
-    rm -f "$SPOTRUN_STORE/$1/SUMMARY.json"
+    rm -f "$SPOTRUN_STORE/summaries/$1.json"
 }
 
 test_expect_success 'runs labelled team=-1-2 and team=ok, on hosts =cmd and +1' '

@@ -77,7 +77,7 @@ test_expect_success 'a real SIGTERM to the wrapper: exit 75, a signal stop in it
     wait_for live.log "^ready" 60 &&
     kill -TERM $pid &&
     expect_code 75 wait $pid &&
-    grep "\"notice_source\": *\"signal:SIGTERM\"" "$SPOTRUN_STORE/live/SUMMARY.json" &&
+    grep "\"notice_source\": *\"signal:SIGTERM\"" "$SPOTRUN_STORE/summaries/live.json" &&
     "$SPOTRUN" stats --json >live.json &&
     "$PY" -c "import json; t = json.load(open(\"live.json\"))[\"total\"]; \
         assert t[\"preemptions\"] == 0 and t[\"signal_stops\"] == 1, t"

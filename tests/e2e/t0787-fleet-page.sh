@@ -31,7 +31,7 @@ browse() {
 }
 page() { printf 'file://%s/out/index.html%s' "$TRASH" "${1:-}"; }
 
-# forge.py SUMMARY.json KEY=VALUE...: sets every attempt's KEY in a run's
+# forge.py SUMMARY KEY=VALUE...: sets every attempt's KEY in a run's
 # summary and signs it again as runsum.c does (XXH64 of jansson's compact,
 # key-sorted dump, through ctypes).
 cat >forge.py <<'PY'
@@ -183,9 +183,8 @@ test_expect_success 'chromium is installed (scripts/deps.sh)' '
 test_expect_success 'setup: a fleet, a run with hostile strings, real runs and a sweep' '
     "$PY" "$gen" "$SPOTRUN_STORE" --fleet steady8 --model model.json
     "$TOOL" fold "$SPOTRUN_STORE"
-    for f in "$SPOTRUN_STORE/burst-00/SUMMARY.json" "$SPOTRUN_STORE/summaries/burst-00.json"; do
-        "$PY" forge.py "$f" "instance_type=$EVIL_TYPE" "zone=$EVIL_ZONE" "host=$EVIL_HOST"
-    done
+    "$PY" forge.py "$SPOTRUN_STORE/summaries/burst-00.json" \
+        "instance_type=$EVIL_TYPE" "zone=$EVIL_ZONE" "host=$EVIL_HOST"
     "$SPOTRUN" stats --by zone --json >zones.json
     "$SPOTRUN" run --run-id real-1 --label team=nlp --label user=ana -- true &&
     "$SPOTRUN" run --run-id real-2 --label team=speech -- true &&

@@ -119,24 +119,13 @@ static void documented(void **state)
     assert_non_null(from);
     const char *to = strstr(from + 1, "\n## ");
     const size_t span = to ? (size_t)(to - from) : strlen(from);
-    const char *names[] = {SR_KEY_LEASE "  ",
-                           SR_KEY_DONE " ",
-                           SR_KEY_CKPT "/<seq>/",
-                           SR_KEY_EVENTS "/",
-                           SR_KEY_MANIFEST,
-                           SR_KEY_DATA,
-                           SR_KEY_SUMMARIES "/",
-                           SR_KEY_SWEEPS "/<name>/",
-                           SR_KEY_NOTICES "/",
-                           SR_KEY_NODES_DONE "/",
-                           SR_KEY_SWEEP " ",
-                           SR_SWEEP_DEF "/",
-                           SR_SWEEP_END "/",
-                           SR_SWEEP_BUDGET "/",
-                           SR_SWEEP_WORKERS "/",
-                           SR_SWEEP_STEER "/",
-                           SR_SWEEP_RUNGS "/",
-                           SR_KEY_SUSPECT "/<seq>.json"};
+    const char *names[] = {
+        SR_KEY_LEASE "  ",     SR_KEY_DONE " ",          SR_KEY_CKPT "/<seq>/",
+        SR_KEY_EVENTS "/",     SR_KEY_MANIFEST,          SR_KEY_DATA,
+        SR_KEY_SUMMARIES "/",  SR_KEY_SWEEPS "/<name>/", SR_KEY_NOTICES "/",
+        SR_KEY_NODES_DONE "/", SR_KEY_SWEEP " ",         SR_SWEEP_DEF "/",
+        SR_SWEEP_END "/",      SR_SWEEP_BUDGET "/",      SR_SWEEP_WORKERS "/",
+        SR_SWEEP_STEER "/",    SR_SWEEP_RUNGS "/",       SR_KEY_SUSPECT "/<seq>.json"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         int found = 0;
         for (const char *p = from; !found && (p = strstr(p, names[i])) && p < from + span; p++)
