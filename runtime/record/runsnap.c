@@ -10,7 +10,7 @@
  * reader believed (the same object as summaries/<run>.json, digest and all) and
  * what it was checked against: the ETag of summaries/<run>.json when the
  * summary was believed, else (the run was read from its logs: multi-node,
- * written before summaries/ existed, or stale) the listed logs' sizes and
+ * without a summary, or stale) the listed logs' sizes and
  * DONE. Nothing in it is trusted beyond what the listing still says:
  *
  *   - an entry is taken only while summaries/<run>.json is listed with
@@ -283,8 +283,8 @@ void sr_runsnap_save_full(struct sr_store *st, const struct sr_strlist *runs,
             arr = NULL;
         }
     }
-    /* Worth it only for a store whose runs mostly have summaries/ (an old
-     * store's runs would each cost a listing per read: read it all). */
+    /* Worth it only for a store whose runs mostly have summaries (runs
+     * without one would each cost a listing per read: read it all). */
     if (arr && believed >= SNAP_MIN && runs->n - believed <= runs->n / 8)
         snap_write(st, arr, snaps);
     else

@@ -11,7 +11,7 @@
  * of the run's log, so a run whose logs changed has a new one: the rule
  * `stats` follows), the trial's end mark is the same, and the entry passes
  * its digest and ranges. A trial that has not ended, a multi-node trial,
- * one without a summary (a store written before summaries/) is read from
+ * one without a summary (its wrapper could not write it) is read from
  * its logs as before. Pure but for sr_sv_snap_read() and
  * sr_sv_snap_write(), which use the store; nothing here prints or exits.
  */
