@@ -67,20 +67,37 @@ void sr_evq_wake(struct sr_evq *q)
     (void)!write(q->pipe[1], &b, 1);
 }
 
-int sr_evq_post(struct sr_evq *q, const void *ev)
+/* Waits (q->lock held) for room or the close; held, when not NULL, is let
+ * go meanwhile and taken again in the caller's order (held, then q->lock). */
+static void wait_room(struct sr_evq *q, pthread_mutex_t *held)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += SAY_EVERY_S;
+    if (held)
+        pthread_mutex_unlock(held);
+    if (pthread_cond_timedwait(&q->room, &q->lock, &until) == ETIMEDOUT && q->count == q->cap &&
+        !q->closed)
+        sr_warn("%s wait: the supervisor has not taken any of the %zu queued for %ds", q->what,
+                q->cap, SAY_EVERY_S);
+    if (held) {
+        pthread_mutex_unlock(&q->lock);
+        pthread_mutex_lock(held);
+        pthread_mutex_lock(&q->lock);
+    }
+}
+
+int sr_evq_post_held(struct sr_evq *q, const void *ev, pthread_mutex_t *held)
 {
     pthread_mutex_lock(&q->lock);
-    int merged = q->count > 0 && q->merge && q->merge(slot(q, q->count - 1), ev);
-    if (!merged && q->count == q->cap && !q->closed)
-        q->waits++;
-    while (!merged && q->count == q->cap && !q->closed) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += SAY_EVERY_S;
-        if (pthread_cond_timedwait(&q->room, &q->lock, &until) == ETIMEDOUT && q->count == q->cap &&
-            !q->closed)
-            sr_warn("%s wait: the supervisor has not taken any of the %zu queued for %ds", q->what,
-                    q->cap, SAY_EVERY_S);
+    int merged = 0, waited = 0;
+    for (;;) {
+        merged = q->count > 0 && q->merge && q->merge(slot(q, q->count - 1), ev);
+        if (merged || q->count < q->cap || q->closed)
+            break;
+        if (!waited++)
+            q->waits++;
+        wait_room(q, held);
     }
     const int closed = q->closed;
     if (!merged && !closed) {
@@ -92,6 +109,11 @@ int sr_evq_post(struct sr_evq *q, const void *ev)
         return -EPIPE;
     sr_evq_wake(q);
     return 0;
+}
+
+int sr_evq_post(struct sr_evq *q, const void *ev)
+{
+    return sr_evq_post_held(q, ev, NULL);
 }
 
 int sr_evq_take(struct sr_evq *q, void *ev)

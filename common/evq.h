@@ -39,6 +39,13 @@ void sr_evq_destroy(struct sr_evq *q);
 /* Queues (or merges) a copy of ev and wakes the loop: 0; -EPIPE once
  * closed. Waits while the queue is full. */
 int sr_evq_post(struct sr_evq *q, const void *ev);
+/* sr_evq_post for a poster that holds its own mutex held (locked before
+ * this queue's, never taken by the loop around a take): while the queue is
+ * full, held is let go, so that the loop may take that mutex meanwhile,
+ * and it is held again when this returns. What the caller changed under
+ * held after this post is seen together with the event: a loop that took
+ * the event and then takes held sees those changes. */
+int sr_evq_post_held(struct sr_evq *q, const void *ev, pthread_mutex_t *held);
 /* The oldest event into ev: 1, or 0 when none is queued. */
 int sr_evq_take(struct sr_evq *q, void *ev);
 /* Wakes the loop without an event (news kept elsewhere). */

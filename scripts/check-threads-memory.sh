@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # check-threads-memory.sh - the two checks the sanitizer pass does not do:
 #   1. ThreadSanitizer over the threaded parts (parallel codec, stager and
-#      persister threads): their unit tests in a -fsanitize=thread build,
+#      persister threads, the thread-to-loop queue): their unit tests in a
+#      -fsanitize=thread build,
 #      and the S3 delta test (download ring and codec threads);
 #   2. valgrind (memcheck) on the core scenarios: push, pull, and a run that
 #      crashes, restarts from its checkpoint, is preempted and resumes.
@@ -22,7 +23,7 @@ tsan_checks() {
     echo "== ThreadSanitizer"
     "$root/scripts/build.sh" "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPOTRUN_TSAN=ON >/dev/null
     (cd "$root/build-tsan" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-        ctest -j"$(nproc)" --output-on-failure -R "unit/(test_codec|test_checkpointer|test_catalog|test_store|test_control|test_lease|test_preload_account)")
+        ctest -j"$(nproc)" --output-on-failure -R "unit/(test_codec|test_checkpointer|test_evq|test_catalog|test_store|test_control|test_lease|test_preload_account)")
     # the threaded end-to-end tests, at once (they wait on timers more than
     # on the CPU): S3 downloads (the ring's download thread and the codec's
     # readers, whole objects and a delta's planned reads of older ones); the

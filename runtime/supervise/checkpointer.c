@@ -3,9 +3,11 @@
  *
  * DESIGN: two FIFO queues guarded by one mutex. The stager pops a commit
  * request, allocates the next seq, packs the directory into the spool, and
- * hands a persist job to the persister. Each finished step appends a result
- * to the result list and writes one byte to a pipe so the supervisor's
- * poll() wakes. Nothing here touches the child process or exits.
+ * hands a persist job to the persister. Each finished step posts a result
+ * to an event queue (common/evq.h) whose descriptor the supervisor's poll()
+ * watches: none is ever dropped, and a full queue makes the worker wait
+ * for the loop (with cp->lock let go meanwhile). Nothing here touches the
+ * child process or exits.
  *
  * Reuse: a stage only compresses and writes the frames the last staged
  * archive did not have. Every other frame is a hole in the new archive
@@ -33,6 +35,7 @@
 
 #include "catalog.h"
 #include "codec.h"
+#include "evq.h"
 #include "parts.h"
 #include "snapshot.h"
 #include "fsutil.h"
@@ -63,10 +66,7 @@ static void job_free(struct job *j)
     free(j);
 }
 
-struct res_node {
-    struct res_node *next;
-    struct sr_commit_result r;
-};
+#define RESULTS_MAX 64 /* results queued for the loop before a worker waits */
 
 struct sr_commits {
     struct sr_commits_config cfg;
@@ -74,14 +74,13 @@ struct sr_commits {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     struct job *stage_q, *persist_q;
-    struct res_node *res_head, *res_tail;
+    struct sr_evq results; /* for the loop: never dropped (see post_locked) */
     int pending, staging, abandon;
     int hurry;                    /* skip persists a newer staged checkpoint supersedes */
     int stop_stage, stop_persist; /* set in this order by sr_commits_stop() */
     uint64_t next_seq, spool_n;
     uint64_t last_stored;
     double persist_bps; /* measured, 0 = unknown */
-    int pipe_r, pipe_w;
     pthread_t stager, persister;
     /* The pool (see DESIGN): the frames of the last staged archive, each
      * at soff in pool file src - 1, which the next stage references or
@@ -120,29 +119,17 @@ static struct job *pop_job(struct job **q)
     return j;
 }
 
-/* Queues a result; the caller holds cp->lock, so a result and the change
- * of pending/staging it reports are seen together: a loop that sees nothing
- * pending has every result to read, and one that has read a result sees
- * its commit no longer pending. wake() after unlocking. */
+/* Queues a result; the caller holds cp->lock and calls this before it
+ * changes anything under it, then changes pending/staging as the result
+ * reports before unlocking: a loop that sees nothing pending has every
+ * result to take, and one that took a result and then asks (under the
+ * lock) sees its commit no longer pending. While the queue is full the
+ * lock is let go (sr_evq_post_held), so the loop is never kept from
+ * cp->lock by a worker waiting for it to take results. -EPIPE once
+ * stopping: nobody takes it. */
 static void post_locked(struct sr_commits *cp, const struct sr_commit_result *r)
 {
-    struct res_node *n = calloc(1, sizeof(*n));
-    if (!n)
-        return;
-    n->r = *r;
-    if (cp->res_tail)
-        cp->res_tail->next = n;
-    else
-        cp->res_head = n;
-    cp->res_tail = n;
-}
-
-static void wake(struct sr_commits *cp)
-{
-    const char b = 1;
-    if (write(cp->pipe_w, &b, 1) < 0) {
-        /* The pipe is non-blocking: full means the loop is already woken. */
-    }
+    (void)sr_evq_post_held(&cp->results, r, &cp->lock);
 }
 
 /* The manifest fields that do not come from packing. */
@@ -419,11 +406,10 @@ static void stage_failed(struct sr_commits *cp, struct job *j, struct sr_commit_
     snprintf(r->msg, sizeof(r->msg), "%s", sr_strerror(r->rc));
     job_free(j);
     pthread_mutex_lock(&cp->lock);
+    post_locked(cp, r);
     cp->staging--;
     cp->pending--;
-    post_locked(cp, r);
     pthread_mutex_unlock(&cp->lock);
-    wake(cp);
 }
 
 /* SPOTRUN_TEST_HOLD_PACK=FILE (tests only, docs/runtime.md; read once at
@@ -464,7 +450,6 @@ static int snapshot_step(struct sr_commits *cp, struct job *j, const struct sr_c
     pthread_mutex_lock(&cp->lock);
     post_locked(cp, &s);
     pthread_mutex_unlock(&cp->lock);
-    wake(cp);
     return 0;
 }
 
@@ -535,12 +520,11 @@ static void do_stage(struct sr_commits *cp, struct job *j)
                              (double)r.ms / 1000.0, "snapshot_seconds", (double)r.snap_ms / 1000.0,
                              "state_ms", (json_int_t)state_ms));
     pthread_mutex_lock(&cp->lock);
+    post_locked(cp, &r);
     cp->staging--;
     push_job(&cp->persist_q, j);
-    post_locked(cp, &r);
     pthread_cond_broadcast(&cp->cond);
     pthread_mutex_unlock(&cp->lock);
-    wake(cp);
 }
 
 static void do_persist(struct sr_commits *cp, struct job *j)
@@ -560,13 +544,12 @@ static void do_persist(struct sr_commits *cp, struct job *j)
         snprintf(r.msg, sizeof(r.msg), "superseded by a newer checkpoint (preempting)");
         unlink(j->path);
         pthread_mutex_lock(&cp->lock);
+        post_locked(cp, &r);
         pool_release(cp, j->holds);
         cp->pending--;
-        post_locked(cp, &r);
         pthread_cond_broadcast(&cp->cond);
         pthread_mutex_unlock(&cp->lock);
         job_free(j);
-        wake(cp);
         return;
     }
     pthread_mutex_lock(&cp->lock);
@@ -598,6 +581,7 @@ static void do_persist(struct sr_commits *cp, struct job *j)
         sr_events_flush(cfg.ev);
     }
     pthread_mutex_lock(&cp->lock);
+    post_locked(cp, &r); /* with the decrement: see post_locked */
     pool_release(cp, j->holds);
     if (r.rc < 0 && j->holds) /* perhaps a pool file that changed: trust none */
         cp->pool_bad = 1;
@@ -608,11 +592,9 @@ static void do_persist(struct sr_commits *cp, struct job *j)
     if (r.seq >= cp->next_seq)
         cp->next_seq = r.seq + 1;
     cp->pending--;
-    post_locked(cp, &r); /* with the decrement: see post_locked */
     pthread_cond_broadcast(&cp->cond);
     pthread_mutex_unlock(&cp->lock);
     job_free(j);
-    wake(cp);
 }
 
 /* One worker loop for either queue. */
@@ -661,17 +643,15 @@ int sr_commits_start(const struct sr_commits_config *cfg, struct sr_commits **ou
     int rc = sr_mkdirs(cp->spool, 0700);
     if (rc == 0)
         rc = sr_ckpt_next_seq(cfg->st, cfg->run_id, &cp->next_seq);
-    int p[2];
-    if (rc == 0 && pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
-        rc = -errno;
+    if (rc == 0)
+        rc = sr_evq_init(&cp->results, sizeof(struct sr_commit_result), RESULTS_MAX,
+                         "the checkpointer's results", NULL);
     if (rc < 0) {
         free(cp->run_id);
         free(cp->spool);
         free(cp);
         return rc;
     }
-    cp->pipe_r = p[0];
-    cp->pipe_w = p[1];
     cp->snaps = sr_snaps_new();
     const char *hold = getenv("SPOTRUN_TEST_HOLD_PACK");
     cp->hold = hold && *hold ? strdup(hold) : NULL;
@@ -698,7 +678,15 @@ void sr_commits_hurry(struct sr_commits *cp, int on)
 
 int sr_commits_fd(const struct sr_commits *cp)
 {
-    return cp->pipe_r;
+    return sr_evq_fd(&cp->results);
+}
+
+long long sr_commits_result_waits(struct sr_commits *cp)
+{
+    pthread_mutex_lock(&cp->results.lock);
+    const long long n = cp->results.waits;
+    pthread_mutex_unlock(&cp->results.lock);
+    return n;
 }
 
 void sr_commits_set_attempt(struct sr_commits *cp, uint32_t attempt, struct sr_events *ev)
@@ -744,29 +732,7 @@ int sr_commits_submit_at(struct sr_commits *cp, const char *dir, int64_t step, i
 
 int sr_commits_take(struct sr_commits *cp, struct sr_commit_result *res)
 {
-    char drain[64];
-    while (read(cp->pipe_r, drain, sizeof(drain)) > 0) {
-    }
-    pthread_mutex_lock(&cp->lock);
-    struct res_node *n = cp->res_head;
-    if (n) {
-        cp->res_head = n->next;
-        if (!cp->res_head)
-            cp->res_tail = NULL;
-    }
-    const int more = cp->res_head != NULL;
-    pthread_mutex_unlock(&cp->lock);
-    if (!n)
-        return 0;
-    *res = n->r;
-    free(n);
-    /* More results may remain: keep the loop's poll() awake for them. */
-    if (more) {
-        const char b = 1;
-        if (write(cp->pipe_w, &b, 1) < 0) {
-        }
-    }
-    return 1;
+    return sr_evq_take(&cp->results, res);
 }
 
 int sr_commits_pending(struct sr_commits *cp)
@@ -807,6 +773,7 @@ void sr_commits_stop(struct sr_commits *cp, int abandon)
     cp->stop_stage = 1;
     pthread_cond_broadcast(&cp->cond);
     pthread_mutex_unlock(&cp->lock);
+    sr_evq_close(&cp->results); /* nobody takes results now: a worker waiting for room goes on */
     if (abandon)
         return; /* a deadline passed: the process is about to exit mid-upload */
     pthread_join(cp->stager, NULL);
@@ -821,13 +788,10 @@ void sr_commits_stop(struct sr_commits *cp, int abandon)
         pool_release(cp, j->holds);
         job_free(j);
     }
-    for (struct sr_commit_result r; sr_commits_take(cp, &r);) {
-    }
     pool_drop(cp);
     sr_snaps_free(cp->snaps);
     free(cp->hold);
-    close(cp->pipe_r);
-    close(cp->pipe_w);
+    sr_evq_destroy(&cp->results);
     pthread_mutex_destroy(&cp->lock);
     pthread_cond_destroy(&cp->cond);
     free(cp->run_id);

@@ -23,7 +23,9 @@
  *                              then --keep retention. Reported as PERSISTED.
  * Jobs run in submission order; seqs are allocated in that order from the
  * store's next free seq. Results are queued for the supervisor, whose loop
- * polls sr_commits_fd() and drains them with sr_commits_take(). A failed
+ * polls sr_commits_fd() and drains them with sr_commits_take(): in order,
+ * none dropped (common/evq.h; a worker waits while the loop has not taken
+ * the queue's 64, and results left at sr_commits_stop go unread). A failed
  * persist leaves the previous checkpoint as the newest: never a partial one.
  */
 #ifndef SPOTRUN_CHECKPOINTER_H
@@ -136,6 +138,8 @@ int sr_commits_submit_at(struct sr_commits *cp, const char *dir, int64_t step, i
                          uint64_t tag, int64_t state_ms);
 /* 1 and fills res when a result was queued, else 0. */
 int sr_commits_take(struct sr_commits *cp, struct sr_commit_result *res);
+/* How many posts of a result found the queue full and waited (tests). */
+long long sr_commits_result_waits(struct sr_commits *cp);
 /* Commits submitted and not yet persisted (or failed). */
 int sr_commits_pending(struct sr_commits *cp);
 /* Commits submitted and not yet staged. */

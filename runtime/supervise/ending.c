@@ -1,7 +1,7 @@
 /*
  * ending.c - the end of the job's process: what it means is decided by the
  * restart policy (restart.h: backoff, --max-restarts, hopeless starts,
- * stalls, a group requeued) over sr_attempt_end() (storage/run/outcome.h,
+ * stalls, a group requeued) over sr_attempt_end() (runtime/outcome/outcome.h,
  * the one table); this file gathers their facts (the stop under way, the
  * status, an OOM kill, what the attempt said to the wrapper), records the
  * exit and acts on the decision: restart after the backoff, finish the

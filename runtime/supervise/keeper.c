@@ -4,16 +4,17 @@
  * DESIGN: renewal is a store round trip that may take seconds under
  * retries, so it runs here rather than in the supervisor's poll loop,
  * which must stay responsive to signals and notices. The only thing the
- * loop needs back is "lost", through a pipe it polls.
+ * loop needs back is "lost" and why, one event through the queue it polls
+ * (common/evq.h, as every thread-to-loop handoff).
  */
 #include "keeper.h"
 #include "catalog.h"
+#include "evq.h"
 #include "exits.h"
 #include "log.h"
 #include "units.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,10 @@ struct sr_keeper {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int stop;
-    int pipe_r, pipe_w;
+    struct sr_evq lost; /* one event: why the lease was lost */
+};
+
+struct lost_event {
     char why[512];
 };
 
@@ -76,13 +80,9 @@ static void *keeper_main(void *arg)
             continue;
         }
         if (rc == -ESTALE) {
-            pthread_mutex_lock(&k->lock);
-            snprintf(k->why, sizeof(k->why), "%s", sr_strerror(rc));
-            pthread_mutex_unlock(&k->lock);
-            const char b = 1;
-            if (write(k->pipe_w, &b, 1) < 0) {
-                /* cannot happen: one byte into an empty pipe */
-            }
+            struct lost_event ev;
+            snprintf(ev.why, sizeof(ev.why), "%s", sr_strerror(rc));
+            (void)sr_evq_post(&k->lost, &ev); /* -EPIPE: stopping, nobody takes it */
             break;
         }
         if (!failing)
@@ -103,13 +103,11 @@ int sr_keeper_start(struct sr_lease *lease, struct sr_keeper **out)
     struct sr_keeper *k = calloc(1, sizeof(*k));
     if (!k)
         return sr_errf(-ENOMEM, "out of memory");
-    int p[2];
-    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
+    int rc = sr_evq_init(&k->lost, sizeof(struct lost_event), 1, "the lease keeper's news", NULL);
+    if (rc < 0) {
         free(k);
-        return sr_errf(-errno, "pipe: %s", strerror(errno));
+        return sr_errf(rc, "cannot start the lease keeper: %s", strerror(-rc));
     }
-    k->pipe_r = p[0];
-    k->pipe_w = p[1];
     k->lease = lease;
     pthread_mutex_init(&k->lock, NULL);
     pthread_condattr_t ca;
@@ -119,8 +117,7 @@ int sr_keeper_start(struct sr_lease *lease, struct sr_keeper **out)
     pthread_condattr_destroy(&ca);
     const int e = pthread_create(&k->thread, NULL, keeper_main, k);
     if (e != 0) {
-        close(p[0]);
-        close(p[1]);
+        sr_evq_destroy(&k->lost);
         pthread_cond_destroy(&k->cond);
         pthread_mutex_destroy(&k->lock);
         free(k);
@@ -132,14 +129,16 @@ int sr_keeper_start(struct sr_lease *lease, struct sr_keeper **out)
 
 int sr_keeper_fd(const struct sr_keeper *k)
 {
-    return k ? k->pipe_r : -1;
+    return k ? sr_evq_fd(&k->lost) : -1;
 }
 
-void sr_keeper_why(struct sr_keeper *k, char *buf, size_t len)
+int sr_keeper_lost(struct sr_keeper *k, char *buf, size_t len)
 {
-    pthread_mutex_lock(&k->lock);
-    snprintf(buf, len, "%s", k->why);
-    pthread_mutex_unlock(&k->lock);
+    struct lost_event ev;
+    if (!k || !sr_evq_take(&k->lost, &ev))
+        return 0;
+    snprintf(buf, len, "%s", ev.why);
+    return 1;
 }
 
 void sr_keeper_stop(struct sr_keeper *k)
@@ -150,9 +149,9 @@ void sr_keeper_stop(struct sr_keeper *k)
     k->stop = 1;
     pthread_cond_broadcast(&k->cond);
     pthread_mutex_unlock(&k->lock);
+    sr_evq_close(&k->lost);
     pthread_join(k->thread, NULL);
-    close(k->pipe_r);
-    close(k->pipe_w);
+    sr_evq_destroy(&k->lost);
     pthread_cond_destroy(&k->cond);
     pthread_mutex_destroy(&k->lock);
     free(k);

@@ -41,10 +41,10 @@ int sr_keeper_take_rank(struct sr_store *st, const char *run_id, int rank, int t
 #define SR_RUN_MULTI UINT32_MAX
 int sr_run_nodes(struct sr_store *st, const char *run_id, uint32_t *nodes, uint64_t *newest_seq);
 
-/* Readable (POLLIN) once the lease is lost. */
+/* Readable (POLLIN) once the lease is lost (an event queue, common/evq.h). */
 int sr_keeper_fd(const struct sr_keeper *k);
-/* Why it was lost ("" while held), into buf. */
-void sr_keeper_why(struct sr_keeper *k, char *buf, size_t len);
+/* 1 and why the lease was lost into buf, once, after it was; else 0. */
+int sr_keeper_lost(struct sr_keeper *k, char *buf, size_t len);
 /* Stops the thread; the lease itself is the caller's. NULL is fine. */
 void sr_keeper_stop(struct sr_keeper *k);
 

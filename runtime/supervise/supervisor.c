@@ -125,8 +125,8 @@ void sup_request_checkpoint(struct sup *s, const char *why)
 static void on_lease(struct sup *s)
 {
     char why[512];
-    sr_keeper_why(s->keeper, why, sizeof(why));
-    sup_lease_lost(s, why);
+    if (sr_keeper_lost(s->keeper, why, sizeof(why)))
+        sup_lease_lost(s, why);
 }
 
 static void on_signal(struct sup *s)

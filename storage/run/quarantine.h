@@ -12,7 +12,7 @@
  *
  * A failure counts against checkpoint N when the attempt restored N, made
  * no commit of its own (nothing was submitted since the restore), nobody
- * stopped it (a notice, a limit, a stall, a lost lease: outcome.h's stop
+ * stopped it (a notice, a limit, a stall, a lost lease: stops.h's stop
  * is SR_STOP_NONE), and the job failed by itself: a non-zero exit or a
  * crash signal (SEGV, BUS, ILL, FPE, ABRT, SYS, TRAP). Not counted: an OOM
  * kill (the machine, not the checkpoint), exit 126/127 before the job
@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #include "catalog.h"
-#include "outcome.h"
+#include "stops.h"
 #include "store.h"
 
 #define SR_SUSPECT_AFTER 2 /* failures in a row right after one restore */
@@ -42,7 +42,7 @@ struct sr_suspect_facts {
     uint64_t restored_seq; /* the checkpoint the attempt restored, 0 = fresh */
     uint32_t attempt;
     int committed;     /* a commit was submitted since the restore */
-    enum sr_stop stop; /* outcome.h: a stop spotrun made */
+    enum sr_stop stop; /* stops.h: a stop spotrun made */
     int code;          /* as a shell says it: the exit code, 128+N for signal N */
     int signaled;      /* died of signal code - 128 */
     int oom, talked, multinode;

@@ -2,7 +2,7 @@
 """readme_files.py [ROOT] - every C source file is named in its folder's README.
 
 Each folder of the tree that holds *.c or *.h files has a README.md naming
-each of them (docs/runtime.md, "The map"): the folder's own README, or for
+each of them (docs/internals.md, "The map"): the folder's own README, or for
 folders under tests/ and examples/ (test servers, probes, fakes) the
 nearest README above them. A README may name a family with a glob in
 backticks (`unit/test_*.c`). Entries of a README's file list ("- `x.c`: ...")

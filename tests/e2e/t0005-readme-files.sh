@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every C source file is named in its folder's README (docs/runtime.md,
+# Every C source file is named in its folder's README (docs/internals.md,
 # "The map"): tests/docs/readme_files.py fails, naming the file and the
 # README, when one is not; a README that lists a file that is gone fails
 # too. The tree as it is passes.

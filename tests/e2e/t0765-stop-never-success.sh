@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How an attempt ends is decided in one place (storage/run/outcome.h): a
+# How an attempt ends is decided in one place (runtime/outcome/outcome.h): a
 # stop spotrun made (the stall watchdog, a notice, a limit) is never a
 # success, whatever the job's exit status; only spotrun says 75 or 124 (a
 # job's own 75 or 124 is a failure, exit 1); a notice whose deadline is

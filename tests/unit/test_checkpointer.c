@@ -216,6 +216,46 @@ static void test_pending_drops_to_zero_once_all_persisted(void **state)
     assert_int_equal(sr_commits_staging(f->cp), 0);
 }
 
+/* More results than the queue to the loop holds (64), none taken until
+ * the workers found it full: they wait for room (never drop one), the
+ * loop can still ask what is pending meanwhile (the workers let go of
+ * their lock while they wait), and every result arrives, in order. */
+#define BURST 40
+
+static void test_a_burst_of_results_past_the_queue_arrives_whole_and_in_order(void **state)
+{
+    struct fixture *f = *state;
+    start(f);
+    for (int i = 1; i <= BURST; i++)
+        submit(f, f->ckpt, i, -1);
+    const int64_t end = sr_now_ms() + WAIT_MS;
+    while (sr_commits_result_waits(f->cp) == 0) {
+        if (sr_now_ms() > end)
+            fail_msg("the workers never found the queue of results full");
+        usleep(10 * 1000);
+    }
+    assert_true(sr_commits_pending(f->cp) > 0);
+    assert_true(sr_commits_staging(f->cp) >= 0);
+    uint64_t last[3] = {0, 0, 0};
+    size_t n = 0;
+    while (last[SR_COMMIT_PERSISTED] < BURST) {
+        struct pollfd p = {.fd = sr_commits_fd(f->cp), .events = POLLIN};
+        if (poll(&p, 1, WAIT_MS) <= 0)
+            fail_msg("timed out after %zu results", n);
+        for (struct sr_commit_result r; sr_commits_take(f->cp, &r) == 1; n++) {
+            if (r.rc != 0)
+                fail_msg("result %zu failed: %d %s", n, r.rc, r.msg);
+            assert_int_equal(r.seq, last[r.kind] + 1); /* each kind in seq order, none missing */
+            last[r.kind] = r.seq;
+            assert_int_equal(r.step, (int64_t)r.seq);
+        }
+    }
+    assert_int_equal(n, 3 * BURST);
+    assert_int_equal(last[SR_COMMIT_SNAPPED], BURST);
+    assert_int_equal(last[SR_COMMIT_STAGED], BURST);
+    assert_int_equal(sr_commits_pending(f->cp), 0);
+}
+
 static void test_store_lists_the_persisted_checkpoints_with_their_steps(void **state)
 {
     struct fixture *f = *state;
@@ -813,6 +853,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_three_submits_give_staged_then_persisted_results_in_seq_order),
         T(test_pending_drops_to_zero_once_all_persisted),
+        T(test_a_burst_of_results_past_the_queue_arrives_whole_and_in_order),
         T(test_store_lists_the_persisted_checkpoints_with_their_steps),
         T(test_persisted_checkpoint_restores_the_directory),
         T(test_spool_is_empty_after_commits_persist),

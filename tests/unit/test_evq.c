@@ -3,7 +3,8 @@
  * notice watcher and the peers' thread post to: a flood of events larger
  * than the queue arrives whole and in order (the poster waits for room, it
  * never drops one), repeats are merged as the merge function says, and a
- * closed queue lets a waiting poster go.
+ * closed queue lets a waiting poster go. A poster that holds its own lock
+ * (the checkpointer's results) lets it go while it waits for room.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -155,6 +156,56 @@ static void closing_lets_a_waiting_poster_go(void **state)
     sr_evq_destroy(&q);
 }
 
+/* A poster that holds its own lock (the checkpointer's, around a result
+ * and the count it changes): while the queue is full it lets the lock go,
+ * so the loop may take it; what it changes under the lock after each post
+ * is seen by a loop that took the event and then takes the lock. */
+struct held_flood {
+    struct sr_evq *q;
+    pthread_mutex_t lock;
+    int done; /* events posted, changed under lock after each post */
+    int rc;
+};
+
+static void *held_poster(void *arg)
+{
+    struct held_flood *h = arg;
+    for (int i = 0; i < FLOOD; i++) {
+        const struct ev e = {.kind = 1, .n = i};
+        pthread_mutex_lock(&h->lock);
+        h->rc = sr_evq_post_held(h->q, &e, &h->lock);
+        h->done++;
+        pthread_mutex_unlock(&h->lock);
+        if (h->rc < 0)
+            break;
+    }
+    return NULL;
+}
+
+static void a_poster_holding_its_lock_lets_it_go_while_the_queue_is_full(void **state)
+{
+    (void)state;
+    struct sr_evq q;
+    assert_int_equal(sr_evq_init(&q, sizeof(struct ev), 4, "test events", NULL), 0);
+    struct held_flood h = {.q = &q};
+    pthread_mutex_init(&h.lock, NULL);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, held_poster, &h), 0);
+    for (int i = 0; i < FLOOD; i++) {
+        struct ev e;
+        assert_true(take_polled(&q, &e));
+        assert_int_equal(e.n, i);
+        pthread_mutex_lock(&h.lock); /* a poster waiting for room does not hold it */
+        assert_true(h.done > i);     /* nor did it change it before this post */
+        pthread_mutex_unlock(&h.lock);
+    }
+    pthread_join(t, NULL);
+    assert_int_equal(h.rc, 0);
+    assert_true(q.waits > 0);
+    pthread_mutex_destroy(&h.lock);
+    sr_evq_destroy(&q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -162,6 +213,7 @@ int main(void)
         cmocka_unit_test(two_posters_flooding_lose_nothing),
         cmocka_unit_test(repeats_merge_into_the_newest_held),
         cmocka_unit_test(closing_lets_a_waiting_poster_go),
+        cmocka_unit_test(a_poster_holding_its_lock_lets_it_go_while_the_queue_is_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

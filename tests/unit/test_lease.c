@@ -4,7 +4,8 @@
  * renewal after a takeover fails, racing acquirers (exactly one wins), the
  * epoch fence (a lost owner's checkpoint never becomes the newest), the
  * weak mode on a store that ignores conditions, and the exclusion of a
- * multi-node group's rank leases and the run's LEASE.
+ * multi-node group's rank leases and the run's LEASE; the keeper thread
+ * telling the loop, once and with why, that the lease was taken over.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,7 @@
 
 #include "catalog.h"
 #include "fsutil.h"
+#include "keeper.h"
 #include "lease.h"
 #include "log.h"
 
@@ -247,6 +250,30 @@ static void test_takeover_after_expiry(void **state)
     assert_int_equal(sr_lease_read(f->st, RUN, &in), 0);
     assert_int_equal(in.epoch, sr_lease_epoch(b));
     assert_false(in.released);
+    assert_int_equal(release(b), 0);
+}
+
+/* The keeper (runtime/supervise/keeper.h) renewing a lease another owner
+ * took over: its descriptor wakes the loop, which hears once that the
+ * lease was lost and who took it, and nothing more after. */
+static void test_keeper_tells_the_loop_once_that_the_lease_was_lost(void **state)
+{
+    struct tu_store *f = *state;
+    struct sr_lease *a = NULL, *b = NULL;
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 1, &a, NULL), 0);
+    struct sr_keeper *k = NULL;
+    assert_int_equal(sr_keeper_start(a, &k), 0);
+    char why[512];
+    assert_int_equal(sr_keeper_lost(k, why, sizeof(why)), 0); /* held */
+    expire_lease(f);
+    assert_int_equal(sr_lease_acquire(f->st, RUN, 60, &b, NULL), 0);
+    struct pollfd p = {.fd = sr_keeper_fd(k), .events = POLLIN};
+    assert_int_equal(poll(&p, 1, 30000), 1); /* renewed every ttl/3 */
+    assert_int_equal(sr_keeper_lost(k, why, sizeof(why)), 1);
+    assert_non_null(strstr(why, "took it over"));
+    assert_int_equal(sr_keeper_lost(k, why, sizeof(why)), 0);
+    sr_keeper_stop(k);
+    assert_int_equal(release(a), 0);
     assert_int_equal(release(b), 0);
 }
 
@@ -566,6 +593,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dead_holder_here, tu_store_setup, tu_store_teardown),
         cmocka_unit_test_setup_teardown(test_racing_acquirers, tu_store_setup, tu_store_teardown),
         cmocka_unit_test_setup_teardown(test_epoch_fence, tu_store_setup, tu_store_teardown),
+        cmocka_unit_test_setup_teardown(test_keeper_tells_the_loop_once_that_the_lease_was_lost,
+                                        tu_store_setup, tu_store_teardown),
         cmocka_unit_test_setup_teardown(test_manifest_create_only, tu_store_setup,
                                         tu_store_teardown),
         cmocka_unit_test_setup_teardown(test_weak_store, tu_store_setup, tu_store_teardown),

@@ -1,5 +1,5 @@
 /*
- * test_outcome.c - how an attempt ended (storage/run/outcome.h), as a table:
+ * test_outcome.c - how an attempt ended (runtime/outcome/outcome.h), as a table:
  * every combination of the stop spotrun was making, the job's status, OOM,
  * group, restarts left, stall budget and hopelessness, checked against the
  * rules the record keeps (a stop spotrun made is never a success; 75 and

@@ -17,10 +17,14 @@
  *   - a notice's end is 75, a limit's 124, a lost lease's 73, whatever the
  *     job did when asked to stop.
  *
- * Pure: no I/O, no clock, no globals.
+ * Pure: no I/O, no clock, no globals. It lives in runtime/ (above
+ * storage/, below supervise and record, which both use it): only runtime/
+ * chooses exit codes (docs/internals.md).
  */
 #ifndef SPOTRUN_OUTCOME_H
 #define SPOTRUN_OUTCOME_H
+
+#include "stops.h" /* enum sr_stop: storage/run's, which holds no exit code */
 
 /* How an attempt ended (the record's outcome). */
 enum sr_hist_end {
@@ -53,17 +57,6 @@ enum sr_hist_cause {
     SR_CAUSE_EXPLOIT,    /* PBT stopped it to go on from another trial's checkpoint ("limit") */
     SR_CAUSE_QUOTA,      /* its team's or user's quota was used up (a "limit" event) */
     SR_CAUSE_COUNT
-};
-
-/* The stop spotrun was making when the job's process ended. The first of
- * these that applies wins: a lost lease over a stall, a stall over a limit,
- * a limit over a notice. */
-enum sr_stop {
-    SR_STOP_NONE,   /* nobody stopped it: the job ended by itself */
-    SR_STOP_NOTICE, /* a preemption notice (cloud, signal, manual, another node's) */
-    SR_STOP_LIMIT,  /* a time limit or budget */
-    SR_STOP_STALL,  /* the hang watchdog */
-    SR_STOP_LEASE,  /* another wrapper took the run over */
 };
 
 struct sr_end_facts {
