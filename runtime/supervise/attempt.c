@@ -102,12 +102,7 @@ static int restore(struct sup *s, struct sr_manifest *m, int *resumed)
         return rc;
     (void)sr_dir_mark_run(c->ckpt_dir, c->run_id); /* the restore marked it as anyone's */
     *resumed = 1;
-    if (m->seq > s->have_seq)
-        s->have_seq = m->seq;
-    if (m->seq >= s->have_step_seq) {
-        s->have_step_seq = m->seq;
-        s->have_step = m->step;
-    }
+    sup_ckpt_restored(s, m->seq, m->step);
     char raw[32];
     sr_format_size(m->raw_bytes, raw, sizeof(raw));
     char step[24];
@@ -223,7 +218,7 @@ int sup_start_attempt(struct sup *s)
     struct sr_manifest m = {.step = -1};
     int resumed = 0;
     sup_attempt_reset(s); /* the last attempt's state ends here */
-    sr_commits_set_attempt(s->cp, s->attempt, NULL);
+    sr_commits_set_attempt(s->ckpt.cp, s->attempt, NULL);
     sr_events_close(s->ev);
     s->ev = NULL;
     const int multi = c->nodes > 1;
@@ -237,7 +232,7 @@ int sup_start_attempt(struct sup *s)
         sr_events_on_flush(s->ev, c->on_flush, c->on_flush_ctx);
     if (rc < 0)
         return sr_fail(rc, "cannot read the run's event log");
-    sr_commits_set_attempt(s->cp, s->attempt, s->ev);
+    sr_commits_set_attempt(s->ckpt.cp, s->attempt, s->ev);
     rc = restore(s, &m, &resumed);
     if (rc < 0)
         return sr_fail(rc, "cannot restore the newest checkpoint");

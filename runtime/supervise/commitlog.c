@@ -22,18 +22,19 @@
 void sup_what_stands(const struct sup *s, char *buf, size_t cap)
 {
     char step[24], more[96] = "";
-    if (s->staged_seq > s->have_seq && sr_commits_pending(s->cp) > 0)
+    if (s->ckpt.staged_seq > s->ckpt.have_seq && sr_commits_pending(s->ckpt.cp) > 0)
         snprintf(more, sizeof(more), " (checkpoint %" PRIu64 " is staged and still being stored)",
-                 s->staged_seq);
-    if (!s->have_seq) {
+                 s->ckpt.staged_seq);
+    if (!s->ckpt.have_seq) {
         snprintf(buf, cap, "no checkpoint: the next start begins from scratch%s", more);
         return;
     }
-    sr_format_step(s->have_step, step, sizeof(step));
-    if (s->have_step_seq == s->have_seq)
-        snprintf(buf, cap, "checkpoint %" PRIu64 " (step %s) stands%s", s->have_seq, step, more);
+    sr_format_step(s->ckpt.have_step, step, sizeof(step));
+    if (s->ckpt.have_step_seq == s->ckpt.have_seq)
+        snprintf(buf, cap, "checkpoint %" PRIu64 " (step %s) stands%s", s->ckpt.have_seq, step,
+                 more);
     else
-        snprintf(buf, cap, "checkpoint %" PRIu64 " stands%s", s->have_seq, more);
+        snprintf(buf, cap, "checkpoint %" PRIu64 " stands%s", s->ckpt.have_seq, more);
 }
 
 uint64_t sup_dir_fp(const struct sup *s, int *empty)
@@ -45,9 +46,9 @@ uint64_t sup_dir_fp(const struct sup *s, int *empty)
 /* The newest checkpoint known durable, with its step, for what_stands. */
 static void note_durable(struct sup *s, uint64_t seq, int64_t step)
 {
-    if (seq >= s->have_seq) {
-        s->have_step_seq = seq;
-        s->have_step = step;
+    if (seq >= s->ckpt.have_seq) {
+        s->ckpt.have_step_seq = seq;
+        s->ckpt.have_step = step;
     }
 }
 
@@ -62,11 +63,12 @@ static void commit_failed(struct sup *s, const struct sr_commit_result *r)
                 stands);
     else
         sr_warn("checkpoint %" PRIu64 " could not be stored: %s; %s", r->seq, r->msg, stands);
-    const int known = s->have_step_seq == s->have_seq;
+    const int known = s->ckpt.have_step_seq == s->ckpt.have_seq;
     emit(s, "commit_failed",
          json_pack("{s:s,s:I,s:I,s:s,s:I,s:I}", "phase", phase, "seq", (json_int_t)r->seq, "step",
-                   (json_int_t)r->step, "reason", r->msg, "stands_seq", (json_int_t)s->have_seq,
-                   "stands_step", (json_int_t)(s->have_seq && known ? s->have_step : -1)));
+                   (json_int_t)r->step, "reason", r->msg, "stands_seq",
+                   (json_int_t)s->ckpt.have_seq, "stands_step",
+                   (json_int_t)(s->ckpt.have_seq && known ? s->ckpt.have_step : -1)));
     sr_events_flush(s->ev);
 }
 
@@ -75,7 +77,7 @@ void sup_commit_result(struct sup *s, const struct sr_commit_result *r)
     if (r->rc == -ECANCELED) /* superseded by a newer commit: not a failure */
         return;
     if (r->rc < 0) {
-        s->failed_seq[s->failed_next++ % 16] = r->seq;
+        s->ckpt.failed_seq[s->ckpt.failed_next++ % 16] = r->seq;
         sr_dirstate_result(&s->att.dir, r->tag, 0);
         if (r->rc == -ESTALE && s->cfg->lease && r->kind == SR_COMMIT_PERSISTED)
             return; /* the lease is lost: said by its own event */
@@ -111,7 +113,7 @@ void sup_commit_after_exit(struct sup *s, int status, const char *why)
     int empty;
     const uint64_t fp = sup_dir_fp(s, &empty);
     char stands[192];
-    switch (sr_dirstate_after_exit(&s->att.dir, status, s->lost, fp, empty)) {
+    switch (sr_dirstate_after_exit(&s->att.dir, status, s->stop.lost, fp, empty)) {
     case SR_FINAL_COMMIT: {
         if (sup_save_torn(s))
             return;
@@ -141,4 +143,41 @@ void sup_commit_after_exit(struct sup *s, int status, const char *why)
     case SR_FINAL_LEASE_LOST:
         return;
     }
+}
+
+void sup_ckpt_restored(struct sup *s, uint64_t seq, int64_t step)
+{
+    if (seq > s->ckpt.have_seq)
+        s->ckpt.have_seq = seq;
+    if (seq >= s->ckpt.have_step_seq) {
+        s->ckpt.have_step_seq = seq;
+        s->ckpt.have_step = step;
+    }
+}
+
+void sup_ckpt_fall_back(struct sup *s, uint64_t marked, uint64_t seq, int64_t step)
+{
+    if (s->ckpt.staged_seq <= marked)
+        s->ckpt.staged_seq = 0;
+    if (s->ckpt.have_seq <= marked) {
+        s->ckpt.have_seq = seq;
+        s->ckpt.have_step_seq = seq;
+        s->ckpt.have_step = step;
+    }
+}
+
+void sup_ckpt_exists(struct sup *s, uint64_t seq)
+{
+    if (seq > s->ckpt.have_seq)
+        s->ckpt.have_seq = seq;
+}
+
+void sup_ckpt_job_commit(struct sup *s)
+{
+    s->ckpt.job_commits++;
+}
+
+void sup_ckpt_at_notice(struct sup *s)
+{
+    s->ckpt.notice_commits = s->ckpt.job_commits;
 }

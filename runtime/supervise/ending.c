@@ -107,11 +107,11 @@ static int oom_killed(struct sup *s, int status)
 /* The stop spotrun is making (outcome.h: the first that applies wins). */
 enum sr_stop sup_current_stop(const struct sup *s, int stalled)
 {
-    if (s->lost)
+    if (s->stop.lost)
         return SR_STOP_LEASE;
-    if (stalled || s->stall_requeue)
+    if (stalled || s->group.stall_requeue)
         return SR_STOP_STALL;
-    if (s->at_limit)
+    if (s->stop.at_limit)
         return SR_STOP_LIMIT;
     return s->phase == PREEMPTING ? SR_STOP_NOTICE : SR_STOP_NONE;
 }
@@ -190,40 +190,32 @@ static void continue_stop(struct sup *s, int status, const struct sr_restart *r,
 {
     if (r->what == SR_DO_REQUEUE_GROUP || r->what == SR_DO_JOIN_STOP) {
         if (r->what == SR_DO_REQUEUE_GROUP) { /* one node: the group starts again as a whole */
-            sr_warn("node %u's job stalled (%u stall(s) of run %s, at most %u): the group stops "
-                    "and resumes from the newest complete checkpoint when its engine reruns it",
-                    s->cfg->node_rank, s->cfg->prior_stalls + s->stalls, s->cfg->run_id,
-                    s->cfg->max_stalls);
-            s->stall_requeue = 1;
+            sup_group_stall_requeue(s);
         } else { /* its collectives failed because another node is being stopped */
             sr_info("another node of run %s got a preemption notice: the job's end is part of "
                     "that stop",
                     s->cfg->run_id);
             emit(s, "notice", json_pack("{s:s}", "source", "peer"));
         }
-        sup_preempt_lower(s, "group", now() + s->cfg->grace_ms);
-        s->pre = STOPPING;
+        sup_preempt_joined(s, "group", now() + s->cfg->grace_ms);
         return;
     }
-    const uint64_t submitted = s->submitted;
+    const uint64_t submitted = s->ckpt.submitted;
     sup_commit_after_exit(s, status, "job stopped");
-    if (s->pre == STOPPING)
+    if (s->stop.pre == STOPPING)
         return; /* the stop's TERM ended it: drain goes on (settle_state) */
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (code == 0 && s->cfg->nodes > 1) {
         /* One node's job finished: its group's done marks decide (group.c). */
-        sr_info("the job finished during the notice");
-        s->finished_in_notice = 1;
-        sup_phase(s, FINISHING);
-        sup_run_end(s, SR_RUN_DONE, 0);
+        sup_group_finished_in_notice(s);
         return;
     }
     if (code == 0)
         sr_info("the job exited 0 while spotrun was stopping it (%s): a stop is not a finish; "
                 "run %s is not done",
                 sr_stop_name(stop), s->cfg->run_id);
-    if (!s->lost && s->job_commits == s->notice_commits)
-        say_work_lost(s, status, s->submitted != submitted);
+    if (!s->stop.lost && s->ckpt.job_commits == s->ckpt.notice_commits)
+        say_work_lost(s, status, s->ckpt.submitted != submitted);
     sup_enter_drain(s);
 }
 
@@ -235,9 +227,9 @@ static void gather_facts(struct sup *s, int status, int stalled, int oom,
     const struct sr_supervise_config *c = s->cfg;
     *f = (struct sr_restart_facts){
         .end = {.stop = sup_current_stop(s, stalled),
-                .limit = s->at_limit && s->limit_hit.cause &&
-                                 sr_limit_cause_of(s->limit_hit.cause) != SR_CAUSE_NONE
-                             ? sr_limit_cause_of(s->limit_hit.cause)
+                .limit = s->stop.at_limit && s->stop.limit_hit.cause &&
+                                 sr_limit_cause_of(s->stop.limit_hit.cause) != SR_CAUSE_NONE
+                             ? sr_limit_cause_of(s->stop.limit_hit.cause)
                              : SR_CAUSE_TIME_LIMIT,
                 .code = code,
                 .signaled = WIFSIGNALED(status),
@@ -258,7 +250,7 @@ static void gather_facts(struct sup *s, int status, int stalled, int oom,
     };
     /* a store listing: asked only of a failure nobody stopped */
     if (f->end.stop == SR_STOP_NONE && code != 0)
-        f->end.group_stopping = f->end.multinode && sr_peers_group_preempted(s->peers);
+        f->end.group_stopping = f->end.multinode && sr_peers_group_preempted(s->group.peers);
 }
 
 /* The "exit" event, and the failure said in the log. */
@@ -286,10 +278,9 @@ static void record_exit(struct sup *s, int status, int oom, enum sr_stop stop)
 void sup_child_exited(struct sup *s, int status)
 {
     const pid_t pgid = s->att.child;
-    const int stalled = s->att.stalling; /* stopped by the watchdog: never a success */
-    sup_save_at_exit(s, pgid, status);   /* before the rest of its tree is killed */
+    const int stalled = sup_watchdog_exited(s); /* stopped by it: never a success */
+    sup_save_at_exit(s, pgid, status);          /* before the rest of its tree is killed */
     s->att.child = 0;
-    s->att.stalling = 0;
     kill(-pgid, SIGKILL);                     /* leftovers of the job's process group */
     sr_proctree_signal(getpid(), SIGKILL, 0); /* and any daemon it left below us */
     sup_gpu_event(s, 1);

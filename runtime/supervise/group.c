@@ -18,22 +18,51 @@
  * durable), or there is no part to wait for. */
 int sup_set_durable(const struct sup *s)
 {
-    return s->cfg->nodes <= 1 || s->await_seq == 0 || s->durable_seq >= s->await_seq;
+    return s->cfg->nodes <= 1 || s->group.await_seq == 0 ||
+           s->group.durable_seq >= s->group.await_seq;
 }
 
 /* A multi-node set is published (by this node or another). */
 void sup_set_published(struct sup *s, uint64_t seq)
 {
-    if (seq > s->durable_seq)
-        s->durable_seq = seq;
-    if (seq > s->have_seq)
-        s->have_seq = seq;
+    if (seq > s->group.durable_seq)
+        s->group.durable_seq = seq;
+    sup_ckpt_exists(s, seq);
+}
+
+void sup_group_await(struct sup *s, uint64_t seq)
+{
+    if (s->phase == PREEMPTING)
+        s->group.await_seq = seq;
+    sr_peers_watch(s->group.peers, seq);
+}
+
+void sup_group_notice(struct sup *s)
+{
+    s->group.await_seq = 0;
+}
+
+void sup_group_stall_requeue(struct sup *s)
+{
+    sr_warn("node %u's job stalled (%u stall(s) of run %s, at most %u): the group stops "
+            "and resumes from the newest complete checkpoint when its engine reruns it",
+            s->cfg->node_rank, s->cfg->prior_stalls + s->stalls, s->cfg->run_id,
+            s->cfg->max_stalls);
+    s->group.stall_requeue = 1;
+}
+
+void sup_group_finished_in_notice(struct sup *s)
+{
+    sr_info("the job finished during the notice");
+    s->group.finished_in_notice = 1;
+    sup_phase(s, FINISHING);
+    sup_run_end(s, SR_RUN_DONE, 0);
 }
 
 void sup_on_peers(struct sup *s)
 {
     struct sr_peer_event ev;
-    while (sr_peers_take(s->peers, &ev)) {
+    while (sr_peers_take(s->group.peers, &ev)) {
         if (ev.kind == SR_PEER_SET) {
             sup_set_published(s, ev.seq);
             char step[24];
@@ -81,8 +110,8 @@ void sup_node_finished(struct sup *s)
     if (rc == (int)c->nodes)
         return; /* done */
     sup_run_end(s, SR_RUN_NODE_DONE, 0);
-    if (s->finished_in_notice || sr_peers_group_preempted(s->peers)) {
-        if (!s->finished_in_notice)
+    if (s->group.finished_in_notice || sr_peers_group_preempted(s->group.peers)) {
+        if (!s->group.finished_in_notice)
             emit(s, "notice", json_pack("{s:s}", "source", "peer"));
         sr_info("node %u's job finished, but run %s is being stopped by a notice: every node "
                 "resumes from the newest complete checkpoint; exit 75 (requeue me)",
@@ -94,4 +123,23 @@ void sup_node_finished(struct sup *s)
         sr_info("node %u's job finished (%d of %u nodes); run %s is done once every node's job "
                 "has finished",
                 c->node_rank, rc, c->nodes, c->run_id);
+}
+
+void sup_group_start(struct sup *s)
+{
+    const struct sr_supervise_config *cfg = s->cfg;
+    int rc;
+    const struct sr_peers_config pc = {
+        .st = cfg->st,
+        .run_id = cfg->run_id,
+        .nodes = cfg->nodes,
+        .rank = cfg->node_rank,
+        .epoch = cfg->lease ? sr_lease_epoch(cfg->lease) : cfg->epoch,
+        .poll_ms = cfg->peer_poll_ms ? cfg->peer_poll_ms : 1000,
+        .started_wall_ms = sr_wall_ms(),
+    };
+    if ((rc = sr_peers_start(&pc, &s->group.peers)) < 0)
+        sr_warn("cannot watch the other nodes: %s", sr_strerror(rc));
+    else
+        sr_info("node %u of %u", cfg->node_rank, cfg->nodes);
 }

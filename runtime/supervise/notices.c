@@ -48,32 +48,38 @@ static int64_t notice_deadline(const char *source, int64_t deadline_ms)
 static void lower_deadline(struct sup *s, const char *source, int64_t deadline_ms)
 {
     if (sup_preempt_lower(s, source, deadline_ms) && strncmp(source, "peer:", 5) != 0)
-        sr_peers_notify(s->peers, source, sr_wall_ms() + (deadline_ms - now()));
+        sr_peers_notify(s->group.peers, source, sr_wall_ms() + (deadline_ms - now()));
 }
 
 /* A notice while the stop is under way: an earlier deadline counts; only
  * the same signal from the same sender again hurries the stop on. */
-static void notice_again(struct sup *s, const char *source, int64_t deadline_ms)
+static void notice_again(struct sup *s, const char *source, int64_t deadline_ms, int sig,
+                         pid_t from)
 {
     lower_deadline(s, source, deadline_ms);
     /* The same reclamation seen again (a cloud notice, then systemd's
      * TERM at the shutdown; a fleet worker passing a notice on) never
      * hurries: only the same signal from the same sender again (a
      * second Ctrl-C, a user in a hurry) moves on. */
-    if (!s->sig_now || s->sig_now != s->first_sig || s->sig_from != s->first_from) {
+    if (!sig || sig != s->stop.first_sig || from != s->stop.first_from) {
         sr_info("notice from %s too: still making the checkpoint durable", source);
         return;
     }
     sr_warn("second notice (%s): not waiting any longer", source);
-    if (s->pre == WAIT_COMMIT)
+    if (s->stop.pre == WAIT_COMMIT)
         sup_enter_drain(s);
-    else if (s->pre == DRAIN)
+    else if (s->stop.pre == DRAIN)
         sup_stop_job(s);
     else
         sup_kill_job(s);
 }
 
 void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
+{
+    sup_signal_notice(s, source, deadline_ms, 0, 0);
+}
+
+void sup_signal_notice(struct sup *s, const char *source, int64_t deadline_ms, int sig, pid_t from)
 {
     const int64_t t = now();
     if (s->phase == FINISHING) {
@@ -84,40 +90,40 @@ void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
          * exits 0 at once). */
         sr_info("notice from %s after the job ended: its end stands; finishing what persists",
                 source);
-        sr_commits_hurry(s->cp, 1);
-        s->notice_after_end = 1;
+        sr_commits_hurry(s->ckpt.cp, 1);
+        s->stop.notice_after_end = 1;
         return;
     }
     deadline_ms = notice_deadline(source, deadline_ms);
     if (s->phase == PREEMPTING) {
-        notice_again(s, source, deadline_ms);
+        notice_again(s, source, deadline_ms, sig, from);
         return;
     }
     sup_preempt_lower(s, source, deadline_ms);
-    s->first_sig = s->sig_now;
-    s->first_from = s->sig_from;
-    s->await_seq = 0;
-    s->notice_commits = s->job_commits;
-    sr_commits_hurry(s->cp, 1);           /* only the newest checkpoint counts now */
+    s->stop.first_sig = sig;
+    s->stop.first_from = from;
+    sup_group_notice(s);
+    sup_ckpt_at_notice(s);
+    sr_commits_hurry(s->ckpt.cp, 1);      /* only the newest checkpoint counts now */
     if (strncmp(source, "peer:", 5) != 0) /* the other nodes checkpoint too */
-        sr_peers_notify(s->peers, source, sr_wall_ms() + (deadline_ms - t));
+        sr_peers_notify(s->group.peers, source, sr_wall_ms() + (deadline_ms - t));
     char left[32], commit_in[32];
     sr_format_duration_ms(deadline_ms - t, left, sizeof(left));
-    sr_format_duration_ms(s->commit_by - t, commit_in, sizeof(commit_in));
-    const int cloud = strcmp(source, s->cloud.source) == 0;
-    if (s->at_limit) { /* no notice: the "limit" event says why (sup_limit_reached) */
+    sr_format_duration_ms(s->stop.commit_by - t, commit_in, sizeof(commit_in));
+    const int cloud = strcmp(source, s->stop.cloud.source) == 0;
+    if (s->stop.at_limit) { /* no notice: the "limit" event says why (sup_limit_reached) */
         sr_info("asking the job to checkpoint (commit within %s, %s to stop)", commit_in, left);
     } else {
         sr_info("preemption notice from %s%s%s%s: %s left; asking the job to checkpoint (commit "
                 "within %s)",
-                source, cloud ? " (" : "", cloud ? s->cloud.what : "", cloud ? ")" : "", left,
+                source, cloud ? " (" : "", cloud ? s->stop.cloud.what : "", cloud ? ")" : "", left,
                 commit_in);
         emit(s, "notice",
              json_pack("{s:s,s:I,s:I,s:I,s:s?,s:s?}", "source", source, "ms_left",
                        (json_int_t)(deadline_ms - t), "commit_in_ms",
-                       (json_int_t)(s->commit_by - t), "deadline_unix_ms",
+                       (json_int_t)(s->stop.commit_by - t), "deadline_unix_ms",
                        (json_int_t)(sr_wall_ms() + (deadline_ms - t)), "what",
-                       cloud ? s->cloud.what : NULL, "id", cloud ? s->cloud.id : NULL));
+                       cloud ? s->stop.cloud.what : NULL, "id", cloud ? s->stop.cloud.id : NULL));
     }
     sr_events_flush(s->ev);
     if (s->att.child && !job_listens(s)) {
@@ -129,8 +135,8 @@ void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
         emit(s, "deaf", NULL);
         sup_enter_drain(s);
     } else if (s->att.child) {
-        s->pre = WAIT_COMMIT;
-        sup_request_checkpoint(s, s->at_limit ? "limit" : "notice");
+        s->stop.pre = WAIT_COMMIT;
+        sup_request_checkpoint(s, s->stop.at_limit ? "limit" : "notice");
     } else {
         sup_enter_drain(s);
     }
@@ -144,10 +150,10 @@ void sup_notice(struct sup *s, const char *source, int64_t deadline_ms)
 static void limit_stop(struct sup *s, const struct sr_limit_hit *hit, int from_rank,
                        const char *source, int64_t deadline)
 {
-    if (s->at_limit || s->phase == PREEMPTING || s->phase == FINISHING)
+    if (s->stop.at_limit || s->phase == PREEMPTING || s->phase == FINISHING)
         return;
-    s->at_limit = 1;
-    s->limit_hit = *hit;
+    s->stop.at_limit = 1;
+    s->stop.limit_hit = *hit;
     char what[160], extend[200];
     sr_limit_describe(hit, what, sizeof(what));
     sr_limit_extend(&s->limits, hit, extend, sizeof(extend));
@@ -209,8 +215,8 @@ int sup_peer_limit(struct sup *s, uint32_t rank, const char *limit, const char *
 /* What stands when the job's new checkpoint does not come. */
 void sup_say_what_stands(const struct sup *s, const char *what)
 {
-    if (s->have_seq)
-        sr_warn("%s; checkpoint %" PRIu64 " stands", what, s->have_seq);
+    if (s->ckpt.have_seq)
+        sr_warn("%s; checkpoint %" PRIu64 " stands", what, s->ckpt.have_seq);
     else
         sr_warn("%s, and run %s has no checkpoint yet: its next start begins from scratch", what,
                 s->cfg->run_id);
@@ -219,9 +225,9 @@ void sup_say_what_stands(const struct sup *s, const char *what)
 static void cloud_preempt(struct sup *s, const struct sr_notice_event *ev)
 {
     if (ev->needs_ack)
-        s->ack = *ev;
+        s->stop.ack = *ev;
     if (s->phase != PREEMPTING) {
-        s->cloud = *ev;
+        s->stop.cloud = *ev;
         sup_notice(s, ev->source, ev->deadline_ms);
         return;
     }
@@ -234,23 +240,23 @@ static void cloud_preempt(struct sup *s, const struct sr_notice_event *ev)
 /* A withdrawn notice cancels the stop, if the job is still running. */
 static void cloud_withdrawn(struct sup *s, const struct sr_notice_event *ev)
 {
-    if (strcmp(ev->id, s->ack.id) == 0)
-        s->ack.needs_ack = 0; /* nothing left to acknowledge */
+    if (strcmp(ev->id, s->stop.ack.id) == 0)
+        s->stop.ack.needs_ack = 0; /* nothing left to acknowledge */
     emit(s, "withdrawn", json_pack("{s:s,s:s}", "source", ev->source, "id", ev->id));
-    if (s->phase != PREEMPTING || strcmp(ev->source, s->cloud.source) != 0 ||
-        strcmp(ev->id, s->cloud.id) != 0) {
+    if (s->phase != PREEMPTING || strcmp(ev->source, s->stop.cloud.source) != 0 ||
+        strcmp(ev->id, s->stop.cloud.id) != 0) {
         sr_info("%s notice %s withdrawn", ev->source, ev->id);
         return;
     }
-    s->cloud.source[0] = '\0';
-    if (s->pre == STOPPING || !s->att.child) {
+    s->stop.cloud.source[0] = '\0';
+    if (s->stop.pre == STOPPING || !s->att.child) {
         sr_warn("the %s notice was withdrawn, but the job is already stopping", ev->source);
         return;
     }
     sr_info("the %s notice was withdrawn: cancelling the stop, the job keeps running", ev->source);
     sup_phase(s, RUNNING);
-    s->deadline = s->commit_by = 0; /* no SIGTERM was sent: no SIGKILL is due */
-    sr_commits_hurry(s->cp, 0);
+    s->stop.deadline = s->stop.commit_by = 0; /* no SIGTERM was sent: no SIGKILL is due */
+    sr_commits_hurry(s->ckpt.cp, 0);
 }
 
 void sup_on_notice(struct sup *s)
@@ -294,14 +300,16 @@ void sup_placement(struct sup *s)
  * is durable and the job stopped, tell it. */
 void sup_acknowledge(struct sup *s)
 {
-    if (!s->ack.needs_ack)
+    if (!s->stop.ack.needs_ack)
         return;
-    const int rc = sr_notice_ack(s->nw, &s->ack);
+    const int rc = sr_notice_ack(s->nw, &s->stop.ack);
     if (rc < 0)
-        sr_warn("cannot acknowledge %s event %s: %s", s->ack.source, s->ack.id, sr_strerror(rc));
+        sr_warn("cannot acknowledge %s event %s: %s", s->stop.ack.source, s->stop.ack.id,
+                sr_strerror(rc));
     else
-        sr_info("acknowledged %s event %s", s->ack.source, s->ack.id);
+        sr_info("acknowledged %s event %s", s->stop.ack.source, s->stop.ack.id);
     emit(s, "ack",
-         json_pack("{s:s,s:s,s:b}", "source", s->ack.source, "id", s->ack.id, "ok", rc == 0));
-    s->ack.needs_ack = 0;
+         json_pack("{s:s,s:s,s:b}", "source", s->stop.ack.source, "id", s->stop.ack.id, "ok",
+                   rc == 0));
+    s->stop.ack.needs_ack = 0;
 }

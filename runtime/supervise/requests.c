@@ -25,11 +25,11 @@ static void status_reply(struct sup *s, int fd)
     json_t *o =
         json_pack("{s:s,s:s,s:I,s:i,s:I,s:i}", "run_id", s->cfg->run_id, "state", names[s->phase],
                   "attempt", (json_int_t)s->attempt, "pid", (int)s->att.child, "durable_seq",
-                  (json_int_t)s->durable_seq, "pending", sr_commits_pending(s->cp));
+                  (json_int_t)s->group.durable_seq, "pending", sr_commits_pending(s->ckpt.cp));
     json_t *failed = json_array();
     for (unsigned i = 0; i < 16; i++)
-        if (s->failed_seq[i])
-            json_array_append_new(failed, json_integer((json_int_t)s->failed_seq[i]));
+        if (s->ckpt.failed_seq[i])
+            json_array_append_new(failed, json_integer((json_int_t)s->ckpt.failed_seq[i]));
     json_object_set_new(o, "failed", failed);
     char *txt = json_dumps(o, JSON_COMPACT);
     sr_ctl_reply(fd, "OK %s", txt ? txt : "{}");
@@ -87,7 +87,7 @@ static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
         if (s->cfg->nodes > 1)
             s->att.last_step = req->step;
         s->att.job_committed = 1;
-        s->job_commits++;
+        sup_ckpt_job_commit(s);
         /* This commit answers every request made so far. */
         sup_watchdog_answered(s);
         if (s->page)
@@ -97,7 +97,7 @@ static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
         if (req->pause_ms >= 0 && s->cfg->every_auto.on)
             sr_every_sample_pause(&s->every, req->pause_ms);
         sup_commit_dir(s, req->step, fd, "job");
-        if (s->phase == PREEMPTING && s->pre == WAIT_COMMIT)
+        if (s->phase == PREEMPTING && s->stop.pre == WAIT_COMMIT)
             sup_enter_drain(s); /* persists are drained before the job is stopped */
         return;                 /* fd is answered once snapshotted */
     case SR_CTL_NOTIFY:

@@ -38,11 +38,11 @@ static void look(struct sup *s, struct sr_writer *w)
     const int rc = sr_writers_find(getpid(), c->ckpt_dir, c->ckpt_exclude, c->n_ckpt_exclude, w);
     if (rc < 0)
         sr_debug("cannot tell which files of %s the job writes: %s", c->ckpt_dir, sr_strerror(rc));
-    s->att.writer = *w;
+    s->att.save.writer = *w;
     /* A big tree (hundreds of processes, thousands of fds) costs tens of
      * ms a look: the wrapper spends at most a tenth of a core on it. */
     const int64_t t1 = now(), every = 10 * (t1 - t0);
-    s->att.next_look = t1 + (every > SAVE_LOOK_MS ? every : SAVE_LOOK_MS);
+    s->att.save.next_look = t1 + (every > SAVE_LOOK_MS ? every : SAVE_LOOK_MS);
 }
 
 int sup_save_open(struct sup *s)
@@ -51,7 +51,7 @@ int sup_save_open(struct sup *s)
     look(s, &w);
     if (!w.pid)
         return 0;
-    if (!s->att.settle_said++)
+    if (!s->att.save.settle_said++)
         sr_info("%s is open for writing by pid %d: --settle commits the directory once it is "
                 "closed",
                 w.file, (int)w.pid);
@@ -62,7 +62,7 @@ int sup_save_open(struct sup *s)
  * deadline (the commit deadline's own bound, less the job's TERM grace). */
 static int64_t hold_until(const struct sup *s)
 {
-    return sup_store_by(s, s->deadline) - SR_MIN_TERM_GRACE_MS;
+    return sup_store_by(s, s->stop.deadline) - SR_MIN_TERM_GRACE_MS;
 }
 
 int sup_save_hold(struct sup *s)
@@ -70,18 +70,18 @@ int sup_save_hold(struct sup *s)
     if (!s->att.child)
         return 0;
     const int64_t until = hold_until(s);
-    struct sr_writer w = s->att.writer;
-    if (now() >= s->att.next_look || !s->att.hold_said)
+    struct sr_writer w = s->att.save.writer;
+    if (now() >= s->att.save.next_look || !s->att.save.hold_said)
         look(s, &w); /* else the newest look, SAVE_LOOK_MS old at most */
     char left[32];
     if (!w.pid) {
-        if (s->att.hold_said == 1)
+        if (s->att.save.hold_said == 1)
             sr_info("the job's save ended (the file was closed): stopping the job");
         return 0;
     }
     if (now() < until) {
-        if (!s->att.hold_said) {
-            s->att.hold_said = 1;
+        if (!s->att.save.hold_said) {
+            s->att.save.hold_said = 1;
             sr_format_duration_ms(until - now(), left, sizeof(left));
             sr_info("the job is saving: %s is open for writing by pid %d; stopping the job once "
                     "it is closed (waiting at most %s)",
@@ -89,8 +89,8 @@ int sup_save_hold(struct sup *s)
         }
         return 1;
     }
-    if (s->att.hold_said != 2) {
-        s->att.hold_said = 2;
+    if (s->att.save.hold_said != 2) {
+        s->att.save.hold_said = 2;
         sr_warn("%s is still being written by pid %d and the deadline leaves no time to wait "
                 "for it: stopping the job; its directory is not committed unless the save "
                 "ends first",
@@ -101,7 +101,7 @@ int sup_save_hold(struct sup *s)
 
 void sup_save_tick(struct sup *s)
 {
-    if (s->phase == PREEMPTING && s->att.child && now() >= s->att.next_look) {
+    if (s->phase == PREEMPTING && s->att.child && now() >= s->att.save.next_look) {
         struct sr_writer w;
         look(s, &w);
     }
@@ -113,18 +113,18 @@ int64_t sup_save_wakeup(const struct sup *s)
         return 0;
     /* The first look of a stop at once: nothing else may wake the loop
      * before the commit deadline (a limit's stop has no notice to read). */
-    return s->att.next_look > now() ? s->att.next_look : now();
+    return s->att.save.next_look > now() ? s->att.save.next_look : now();
 }
 
 void sup_save_at_exit(struct sup *s, pid_t child, int status)
 {
-    const struct sr_writer seen = s->att.writer; /* the newest look, before the end */
+    const struct sr_writer seen = s->att.save.writer; /* the newest look, before the end */
     const int stopping = s->phase == PREEMPTING;
     struct sr_writer w;
-    s->att.torn = (struct sr_writer){0};
+    s->att.save.torn = (struct sr_writer){0};
     look(s, &w); /* the processes left: killed next, mid-write or not */
     if (w.pid) {
-        s->att.torn = w;
+        s->att.save.torn = w;
         return;
     }
     if (!stopping || !seen.pid)
@@ -137,12 +137,12 @@ void sup_save_at_exit(struct sup *s, pid_t child, int status)
     /* Gone: reaped by its parent before anyone could tell how it ended; a
      * save that may be torn is never committed. */
     if (fate == SR_FATE_KILLED || fate == SR_FATE_GONE)
-        s->att.torn = seen;
+        s->att.save.torn = seen;
 }
 
 int sup_save_torn(struct sup *s)
 {
-    const struct sr_writer *t = &s->att.torn;
+    const struct sr_writer *t = &s->att.save.torn;
     if (!t->pid)
         return 0;
     char stands[192];
@@ -156,8 +156,9 @@ int sup_save_torn(struct sup *s)
 
 void sup_save_not_committed(struct sup *s, const char *reason)
 {
-    const struct sr_writer *t = &s->att.torn;
-    json_t *ev = json_pack("{s:s,s:I}", "reason", reason, "stands_seq", (json_int_t)s->have_seq);
+    const struct sr_writer *t = &s->att.save.torn;
+    json_t *ev =
+        json_pack("{s:s,s:I}", "reason", reason, "stands_seq", (json_int_t)s->ckpt.have_seq);
     if (ev && t->pid) {
         json_object_set_new(ev, "file", json_string(t->file));
         json_object_set_new(ev, "pid", json_integer(t->pid));

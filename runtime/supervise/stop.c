@@ -65,7 +65,8 @@ void sup_kill_tick(struct sup *s)
     const int64_t t = now();
     if (!s->att.child || !s->att.kill_at || t < s->att.kill_at)
         return;
-    sr_warn("the %sjob did not stop after SIGTERM; killing it", s->att.stalling ? "stalled " : "");
+    sr_warn("the %sjob did not stop after SIGTERM; killing it",
+            s->att.watch.stalling ? "stalled " : "");
     sup_kill_job(s);
     s->att.kill_at = t + KILL_AGAIN_MS;
 }
@@ -79,8 +80,8 @@ void sup_kill_tick(struct sup *s)
  * nothing: sr_commits_hurry). */
 int64_t sup_store_by(const struct sup *s, int64_t deadline_ms)
 {
-    const int64_t stage = s->last_stage_ms * (sr_commits_staging(s->cp) > 0 ? 2 : 1);
-    const int64_t work = stage + sr_commits_persist_estimate_ms(s->cp);
+    const int64_t stage = s->ckpt.last_stage_ms * (sr_commits_staging(s->ckpt.cp) > 0 ? 2 : 1);
+    const int64_t work = stage + sr_commits_persist_estimate_ms(s->ckpt.cp);
     return deadline_ms - work - PERSIST_MARGIN_MS - work / 10;
 }
 
@@ -97,48 +98,54 @@ int sup_preempt_lower(struct sup *s, const char *source, int64_t deadline_ms)
     const int64_t t = now();
     if (s->phase != PREEMPTING) {
         sup_phase(s, PREEMPTING);
-        s->pre = WAIT_COMMIT;
-        s->deadline = deadline_ms;
-        s->commit_by = commit_deadline(s, deadline_ms);
+        s->stop.pre = WAIT_COMMIT;
+        s->stop.deadline = deadline_ms;
+        s->stop.commit_by = commit_deadline(s, deadline_ms);
         return 1;
     }
-    if (deadline_ms >= s->deadline) /* the same reclamation, seen later: never later */
+    if (deadline_ms >= s->stop.deadline) /* the same reclamation, seen later: never later */
         return 0;
-    s->deadline = deadline_ms;
+    s->stop.deadline = deadline_ms;
     const int64_t by = commit_deadline(s, deadline_ms);
-    if (by < s->commit_by)
-        s->commit_by = by;
+    if (by < s->stop.commit_by)
+        s->stop.commit_by = by;
     /* A SIGTERM already sent: its SIGKILL by the new deadline, the TERM's
      * least grace kept. */
     int64_t kill_at =
         deadline_ms > t + SR_MIN_TERM_GRACE_MS ? deadline_ms : t + SR_MIN_TERM_GRACE_MS;
-    if (s->pre == STOPPING && s->att.kill_at && kill_at < s->att.kill_at)
+    if (s->stop.pre == STOPPING && s->att.kill_at && kill_at < s->att.kill_at)
         s->att.kill_at = kill_at;
     char left[32];
     sr_format_duration_ms(deadline_ms - t, left, sizeof(left));
     sr_info("the stop's deadline comes earlier (%s): %s left", source, left);
     emit(s, "deadline",
          json_pack("{s:s,s:I,s:I,s:I}", "source", source, "ms_left", (json_int_t)(deadline_ms - t),
-                   "commit_in_ms", (json_int_t)(s->commit_by - t), "deadline_unix_ms",
+                   "commit_in_ms", (json_int_t)(s->stop.commit_by - t), "deadline_unix_ms",
                    (json_int_t)(sr_wall_ms() + (deadline_ms - t))));
     return 1;
 }
 
 /* From here on the job is stopped once the commits submitted so far are
  * durable (or failed): a job that keeps committing cannot hold it up. */
+void sup_preempt_joined(struct sup *s, const char *source, int64_t deadline_ms)
+{
+    sup_preempt_lower(s, source, deadline_ms);
+    s->stop.pre = STOPPING;
+}
+
 void sup_enter_drain(struct sup *s)
 {
-    s->pre = DRAIN;
-    s->drain_mark = s->submitted;
+    s->stop.pre = DRAIN;
+    s->stop.drain_mark = s->ckpt.submitted;
 }
 
 void sup_stop_job(struct sup *s)
 {
-    s->pre = STOPPING;
+    s->stop.pre = STOPPING;
     if (!s->att.child)
         return;
     const int64_t t = now() + TERM_WAIT_MS;
-    int64_t kill_at = t < s->deadline ? t : s->deadline;
+    int64_t kill_at = t < s->stop.deadline ? t : s->stop.deadline;
     if (kill_at < now() + SR_MIN_TERM_GRACE_MS) /* a second notice made it past */
         kill_at = now() + SR_MIN_TERM_GRACE_MS;
     sup_term_job(s, kill_at);
@@ -148,7 +155,7 @@ void sup_stop_job(struct sup *s)
 void sup_preempt_tick(struct sup *s)
 {
     const int64_t t = now();
-    if (s->pre == WAIT_COMMIT && t >= s->commit_by) {
+    if (s->stop.pre == WAIT_COMMIT && t >= s->stop.commit_by) {
         if (!s->att.job_committed && s->cfg->preload && s->page && job_listens(s))
             sr_warn("the job listens for checkpoint requests (it polled them or handles %s) but "
                     "never called commit() in this attempt: not waiting any longer; its "
@@ -159,10 +166,11 @@ void sup_preempt_tick(struct sup *s)
             sup_say_what_stands(s, "the job did not commit in time");
         sup_enter_drain(s);
     }
-    if (s->pre == DRAIN &&
-        (((sr_commits_pending(s->cp) == 0 || s->finished >= s->drain_mark) && sup_set_durable(s)) ||
-         t >= s->deadline) &&
-        (t >= s->deadline || !sup_save_hold(s))) /* a save in flight ends first, if it can */
+    if (s->stop.pre == DRAIN &&
+        (((sr_commits_pending(s->ckpt.cp) == 0 || s->ckpt.finished >= s->stop.drain_mark) &&
+          sup_set_durable(s)) ||
+         t >= s->stop.deadline) &&
+        (t >= s->stop.deadline || !sup_save_hold(s))) /* a save in flight ends first, if it can */
         sup_stop_job(s);
 }
 
@@ -172,9 +180,9 @@ void sup_preempt_tick(struct sup *s)
  * can never become the newest, so stop the job without a checkpoint. */
 void sup_lease_lost(struct sup *s, const char *why)
 {
-    if (s->lost)
+    if (s->stop.lost)
         return;
-    s->lost = 1;
+    s->stop.lost = 1;
     sr_warn("%s; stopping the job without a checkpoint", why);
     emit(s, "lease_lost", json_pack("{s:s}", "reason", why));
     sr_events_flush(s->ev);

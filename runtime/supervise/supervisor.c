@@ -81,7 +81,7 @@
 void sup_commit_dir(struct sup *s, int64_t step, int client_fd, const char *why)
 {
     sr_gpu_usage_read(s->gpu_dir, &s->gpu);
-    sr_commits_set_gpu(s->cp, (uint32_t)s->gpu.devices, s->gpu.peak);
+    sr_commits_set_gpu(s->ckpt.cp, (uint32_t)s->gpu.devices, s->gpu.peak);
     /* When the state was taken: a job's commit says so by calling; a
      * directory committed as it stands (--settle, at exit, at a stop) holds
      * what was last written to it (lost work counts from there). */
@@ -89,7 +89,8 @@ void sup_commit_dir(struct sup *s, int64_t step, int client_fd, const char *why)
     const uint64_t fp = sr_dir_fingerprint_at(s->cfg->ckpt_dir, NULL, s->cfg->ckpt_exclude,
                                               s->cfg->n_ckpt_exclude, &newest);
     const int64_t state_ms = client_fd >= 0 ? sr_wall_ms() : newest;
-    const int rc = sr_commits_submit_at(s->cp, s->cfg->ckpt_dir, step, client_fd, fp, state_ms);
+    const int rc =
+        sr_commits_submit_at(s->ckpt.cp, s->cfg->ckpt_dir, step, client_fd, fp, state_ms);
     if (rc < 0) {
         if (client_fd >= 0) {
             sr_ctl_reply(client_fd, "ERR %s", strerror(-rc));
@@ -97,7 +98,7 @@ void sup_commit_dir(struct sup *s, int64_t step, int client_fd, const char *why)
         }
         return;
     }
-    s->submitted++;
+    s->ckpt.submitted++;
     sr_dirstate_submitted(&s->att.dir, fp);
     sr_debug("commit requested (%s)", why);
 }
@@ -152,10 +153,7 @@ static void on_signal(struct sup *s)
             continue;
         }
         snprintf(source, sizeof(source), "signal:%s", name);
-        s->sig_now = sig;
-        s->sig_from = from;
-        sup_notice(s, source, now() + s->cfg->grace_ms);
-        s->sig_now = 0;
+        sup_signal_notice(s, source, now() + s->cfg->grace_ms, sig, from);
     }
 }
 
@@ -188,9 +186,9 @@ static void every_auto_staged(struct sup *s, int64_t stage_ms)
 static void on_result(struct sup *s)
 {
     struct sr_commit_result r;
-    while (sr_commits_take(s->cp, &r)) {
+    while (sr_commits_take(s->ckpt.cp, &r)) {
         if (r.kind == SR_COMMIT_PERSISTED || r.rc < 0)
-            s->finished++;
+            s->ckpt.finished++;
         sup_commit_result(s, &r); /* a failure: its event and warning */
         char raw[32], stored[32];
         sr_format_size(r.raw_bytes, raw, sizeof(raw));
@@ -210,14 +208,14 @@ static void on_result(struct sup *s)
                 close(r.client_fd);
             }
             if (r.rc == 0) {
-                s->last_stage_ms = r.ms;
+                s->ckpt.last_stage_ms = r.ms;
                 s->att.ckpt_step = r.step;
                 /* the work since the state it holds is what a stop loses
                  * (the lost_work event, as the record counts it) */
                 const int64_t age = sr_wall_ms() - r.state_ms;
                 s->att.ckpt_at = now() - (age > 0 && r.state_ms > 0 ? age : 0);
-                if (r.seq > s->staged_seq)
-                    s->staged_seq = r.seq;
+                if (r.seq > s->ckpt.staged_seq)
+                    s->ckpt.staged_seq = r.seq;
                 char step[24];
                 sr_format_step(r.step, step, sizeof(step));
                 sr_info("checkpoint %" PRIu64 " (step %s) staged: %s -> %s in %.1fs (snapshot "
@@ -233,9 +231,7 @@ static void on_result(struct sup *s)
         } else if (r.rc < 0) {
             /* said by sup_commit_result() */
         } else if (r.part && !r.set) {
-            if (s->phase == PREEMPTING)
-                s->await_seq = r.seq;
-            sr_peers_watch(s->peers, r.seq);
+            sup_group_await(s, r.seq);
             sr_info("part %u of checkpoint %" PRIu64 " durable in %s (%.1fs); waiting for the "
                     "other nodes' parts",
                     s->cfg->node_rank, r.seq, sr_store_url(s->cfg->st), (double)r.ms / 1000.0);
@@ -266,7 +262,7 @@ static void on_timers(struct sup *s)
         if (fp != s->att.settle_fp) {
             s->att.settle_fp = fp;
             s->att.settle_since = t;
-        } else if (t - s->att.settle_since >= c->settle_ms && !sr_commits_staging(s->cp)) {
+        } else if (t - s->att.settle_since >= c->settle_ms && !sr_commits_staging(s->ckpt.cp)) {
             sup_commit_if_changed(s, "settled");
         }
     }
@@ -308,8 +304,8 @@ static int64_t next_wakeup(const struct sup *s)
     if (s->phase == RUNNING || s->phase == BACKOFF)
         EARLIER(sr_limits_next(&s->limits, now(), s->phase == RUNNING ? s->att.attempt_at : now()));
     if (s->phase == PREEMPTING) {
-        EARLIER(s->commit_by);
-        EARLIER(s->deadline);
+        EARLIER(s->stop.commit_by);
+        EARLIER(s->stop.deadline);
         EARLIER(sup_save_wakeup(s));
     }
     for (int i = 0; i < MAX_CONNS; i++)
@@ -329,7 +325,7 @@ static int64_t next_wakeup(const struct sup *s)
 /* One iteration's decision: 1 = the run is over (s->exit_code set). */
 static int settle_state(struct sup *s)
 {
-    const int pending = sr_commits_pending(s->cp);
+    const int pending = sr_commits_pending(s->ckpt.cp);
     if (s->phase == BACKOFF && now() >= s->restart_at && pending == 0) {
         on_result(s); /* report the last persists before the restore */
         const int rc = sup_start_attempt(s);
@@ -340,8 +336,8 @@ static int settle_state(struct sup *s)
     }
     if (s->phase == FINISHING && pending == 0)
         return 1;
-    if (s->phase == PREEMPTING && s->pre == STOPPING && !s->att.child &&
-        (s->lost || pending == 0 || now() >= s->deadline)) {
+    if (s->phase == PREEMPTING && s->stop.pre == STOPPING && !s->att.child &&
+        (s->stop.lost || pending == 0 || now() >= s->stop.deadline)) {
         /* The stop's own end (outcome.h): a lost lease, a limit, a
          * notice (only a notice is a preemption), one node's stall. */
         static const enum sr_run_end ends[] = {[SR_STOP_NONE] = SR_RUN_PREEMPTED,
@@ -374,10 +370,10 @@ static int loop(struct sup *s)
         struct pollfd p[FIXED_FDS + MAX_CONNS] = {
             {.fd = s->sigfd, .events = POLLIN},
             {.fd = s->lfd, .events = POLLIN},
-            {.fd = sr_commits_fd(s->cp), .events = POLLIN},
+            {.fd = sr_commits_fd(s->ckpt.cp), .events = POLLIN},
             {.fd = sr_notice_fd(s->nw), .events = POLLIN},
-            {.fd = s->lost ? -1 : sr_keeper_fd(s->keeper), .events = POLLIN},
-            {.fd = sr_peers_fd(s->peers), .events = POLLIN}};
+            {.fd = s->stop.lost ? -1 : sr_keeper_fd(s->keeper), .events = POLLIN},
+            {.fd = sr_peers_fd(s->group.peers), .events = POLLIN}};
         for (int i = 0; i < MAX_CONNS; i++)
             p[FIXED_FDS + i] = (struct pollfd){.fd = s->conns[i].fd, .events = POLLIN};
         const int n = poll(p, FIXED_FDS + MAX_CONNS, (int)wait);
@@ -407,13 +403,13 @@ static int loop(struct sup *s)
 static void say_never_committed(const struct sup *s)
 {
     const struct sr_supervise_config *c = s->cfg;
-    if (s->heard_requests && !s->job_commits && !s->lost) {
+    if (s->heard_requests && !s->ckpt.job_commits && !s->stop.lost) {
         if (!sup_newest_seq(s))
             sr_warn("the job listened for checkpoint requests (%u made) but never called "
                     "commit(), and its directory stayed empty: run %s has no checkpoint yet; "
                     "call spotrun.commit() (or `spotrun commit`) after saving",
                     s->heard_requests, c->run_id);
-        else if (!s->submitted)
+        else if (!s->ckpt.submitted)
             sr_warn("the job listened for checkpoint requests (%u made) but never called "
                     "commit(), and its directory did not change: run %s still resumes from "
                     "checkpoint %" PRIu64 "; call spotrun.commit() (or `spotrun commit`) after "
@@ -444,12 +440,12 @@ static void record_end(struct sup *s, int drained)
         emit(s, "done", NULL);
         sr_info("run %s done", c->run_id);
     } else if (end == SR_RUN_PREEMPTED) {
-        emit(s, "preempted", json_pack("{s:I}", "durable_seq", (json_int_t)s->durable_seq));
+        emit(s, "preempted", json_pack("{s:I}", "durable_seq", (json_int_t)s->group.durable_seq));
         if (!drained)
             sr_warn("the newest checkpoint could not be made durable before the deadline");
-        if (s->durable_seq)
+        if (s->group.durable_seq)
             sr_info("preempted: checkpoint %" PRIu64 " is durable; exit 75 (requeue me)",
-                    s->durable_seq);
+                    s->group.durable_seq);
         else {
             char stands[192];
             sup_what_stands(s, stands, sizeof(stands));
@@ -467,14 +463,15 @@ static void record_end(struct sup *s, int drained)
                     c->run_id);
     } else if (end == SR_RUN_LIMIT) {
         char what[160], extend[200];
-        sr_limit_describe(&s->limit_hit, what, sizeof(what));
-        sr_limit_extend(&s->limits, &s->limit_hit, extend, sizeof(extend));
+        sr_limit_describe(&s->stop.limit_hit, what, sizeof(what));
+        sr_limit_extend(&s->limits, &s->stop.limit_hit, extend, sizeof(extend));
         if (!drained)
             sr_warn("the newest checkpoint could not be made durable before the deadline");
         if (sup_newest_seq(s))
             sr_info("stopped at %s: run %s resumes from checkpoint %" PRIu64 "; exit 124 (do not "
                     "requeue; %s)",
-                    what, c->run_id, s->durable_seq ? s->durable_seq : sup_newest_seq(s), extend);
+                    what, c->run_id,
+                    s->group.durable_seq ? s->group.durable_seq : sup_newest_seq(s), extend);
         else
             sr_info("stopped at %s: run %s has no checkpoint; exit 124 (do not requeue; %s)", what,
                     c->run_id, extend);
@@ -485,12 +482,12 @@ static void finish(struct sup *s)
 {
     on_result(s);     /* report what finished since the last poll */
     sup_placement(s); /* known since the last poll (a short job) */
-    const int drained = sr_commits_pending(s->cp) == 0;
+    const int drained = sr_commits_pending(s->ckpt.cp) == 0;
     sup_acknowledge(s); /* the job has stopped and the checkpoint is durable (or late) */
     say_never_committed(s);
     record_end(s, drained);
     if (drained) {
-        sr_commits_set_attempt(s->cp, s->attempt, NULL);
+        sr_commits_set_attempt(s->ckpt.cp, s->attempt, NULL);
         sr_events_close(s->ev);
     } else {
         sr_events_flush(s->ev); /* the persister may still use it */
@@ -499,7 +496,7 @@ static void finish(struct sup *s)
     s->ev = NULL;
     /* At a missed deadline the persister may still be uploading: leave it;
      * the process exit ends it and its manifest is never written. */
-    sr_commits_stop(s->cp, !drained);
+    sr_commits_stop(s->ckpt.cp, !drained);
 }
 
 /* A wrapper killed mid-restore leaves "<ckpt>.spotrun-tmp.*" beside the
@@ -547,26 +544,6 @@ static void reap_leftovers(void)
         if (p == 0)
             usleep(10 * 1000);
     }
-}
-
-/* Multi-node: the watch of the other nodes through the store (peers.h). */
-static void start_peers(struct sup *s)
-{
-    const struct sr_supervise_config *cfg = s->cfg;
-    int rc;
-    const struct sr_peers_config pc = {
-        .st = cfg->st,
-        .run_id = cfg->run_id,
-        .nodes = cfg->nodes,
-        .rank = cfg->node_rank,
-        .epoch = cfg->lease ? sr_lease_epoch(cfg->lease) : cfg->epoch,
-        .poll_ms = cfg->peer_poll_ms ? cfg->peer_poll_ms : 1000,
-        .started_wall_ms = sr_wall_ms(),
-    };
-    if ((rc = sr_peers_start(&pc, &s->peers)) < 0)
-        sr_warn("cannot watch the other nodes: %s", sr_strerror(rc));
-    else
-        sr_info("node %u of %u", cfg->node_rank, cfg->nodes);
 }
 
 /* The run's machinery before its first attempt: the work dir, the control
@@ -619,7 +596,7 @@ static int sup_open(struct sup *s, const struct sr_supervise_config *cfg)
                                           .node_rank = cfg->node_rank,
                                           .exclude = cfg->ckpt_exclude,
                                           .nexclude = cfg->n_ckpt_exclude};
-    rc = s->sigfd < 0 ? -errno : sr_commits_start(&cpc, &s->cp);
+    rc = s->sigfd < 0 ? -errno : sr_commits_start(&cpc, &s->ckpt.cp);
     if (rc < 0) {
         close(s->lfd);
         unlink(cfg->control_path);
@@ -635,7 +612,7 @@ static int sup_open(struct sup *s, const struct sr_supervise_config *cfg)
                                    &s->gpu_sampler)) < 0)
         sr_debug("GPU utilization is not sampled: %s", sr_strerror(rc));
     if (cfg->nodes > 1)
-        start_peers(s);
+        sup_group_start(s);
     sr_limits_init(&s->limits, &cfg->limits, now());
     s->every_ms = cfg->every_ms;
     if (cfg->every_auto.on) {
@@ -654,7 +631,7 @@ static void sup_close(struct sup *s)
     sr_gpu_sampler_stop(s->gpu_sampler); /* before the caller stops observing events */
     sr_keeper_stop(s->keeper);
     sr_notice_stop(s->nw);
-    sr_peers_stop(s->peers);
+    sr_peers_stop(s->group.peers);
     close(s->sigfd);
     close(s->lfd);
     for (int i = 0; i < MAX_CONNS; i++)
@@ -690,7 +667,7 @@ int sr_supervise(const struct sr_supervise_config *cfg)
     if (s.run_end == SR_RUN_DONE && cfg->nodes > 1)
         sup_node_finished(&s);
     finish(&s);
-    if (s.run_end == SR_RUN_DONE && s.notice_after_end) {
+    if (s.run_end == SR_RUN_DONE && s.stop.notice_after_end) {
         sr_info("run %s is done, but a notice came as it finished: exit 75 (requeue me; a rerun "
                 "exits 0 at once)",
                 cfg->run_id);

@@ -53,6 +53,29 @@
 enum phase { RUNNING, BACKOFF, PREEMPTING, FINISHING };
 enum pre_phase { WAIT_COMMIT, DRAIN, STOPPING };
 
+/* --stall-timeout's look at one attempt. Owned by watchdog.c: the CPU of
+ * the job's processes at the newest heartbeat seen, the page's progress at
+ * the last look, the stop of a stalled job (stalling: its exit is a stall,
+ * a failure). */
+struct sup_watch {
+    struct sr_cpu_base stall_cpu;
+    uint64_t beat_seen, progress_at_request;
+    int64_t request_ms; /* when the request now pending was made (0: none) */
+    int64_t next_stall_poll, next_cpu_snap, stall_term_at;
+    int stalling;
+    int job_stopped; /* every process of the job is stopped (SIGSTOP): said, not judged */
+};
+
+/* A save in flight in one attempt. Owned by savewait.c: the newest look at
+ * the job's writer of the directory and the next one while a stop is made;
+ * torn: the file the job was writing when it ended (pid 0: none); what was
+ * said. */
+struct sup_save {
+    struct sr_writer writer, torn;
+    int64_t next_look;
+    int hold_said, settle_said;
+};
+
 /* One attempt's state: what one start of the job knows and does. Reset as
  * a whole, by sup_attempt_reset(), when the next attempt starts (before
  * its restore); everything else in struct sup lasts the run. */
@@ -92,36 +115,74 @@ struct sup_attempt {
     /* The stop of the job (stop.c): SIGKILL at kill_at once it was sent
      * SIGTERM (0 = not stopping). */
     int64_t kill_at;
-    /* --stall-timeout (watchdog.c): the CPU of the job's processes at the
-     * newest heartbeat seen, the page's progress at the last look, the
-     * stop of a stalled job (stalling: its exit is a stall, a failure). */
-    struct sr_cpu_base stall_cpu;
-    uint64_t beat_seen, progress_at_request;
-    int64_t request_ms; /* when the request now pending was made (0: none) */
-    int64_t next_stall_poll, next_cpu_snap, stall_term_at;
-    int stalling;
-    int job_stopped; /* every process of the job is stopped (SIGSTOP): said, not judged */
-    /* A save in flight (savewait.c): the newest look at the job's writer
-     * of the directory and the next one while a stop is made; torn: the
-     * file the job was writing when it ended (pid 0: none); what was said. */
-    struct sr_writer writer, torn;
-    int64_t next_look;
-    int hold_said, settle_said;
+    struct sup_watch watch;
+    struct sup_save save;
 };
 
-/* The run's state: one wrapper process, all its attempts. */
+/* The stop a notice, a limit, a lost lease or a stalled group makes
+ * (PREEMPTING), and what the notices left. Owned by stop.c and notices.c:
+ * no other file writes it (tests/docs/sup_owners.py). */
+struct sup_stop {
+    enum pre_phase pre;
+    int64_t deadline, commit_by;
+    uint64_t drain_mark; /* the commits submitted when the drain began */
+    /* The signal and sender of the notice that started the stop (0: not a
+     * signal): the same signal from the same sender again is a user in a
+     * hurry. */
+    int first_sig;
+    pid_t first_from;
+    struct sr_notice_event cloud; /* the cloud notice being acted on (source "" = none) */
+    struct sr_notice_event ack;   /* to acknowledge before exiting (needs_ack) */
+    int notice_after_end;         /* a notice came while FINISHING: a done run exits 75 */
+    /* Time limits and budgets (limit.h): at_limit once one was reached
+     * (the stop that follows ends with exit 124, not 75). */
+    int at_limit;
+    struct sr_limit_hit limit_hit;
+    int lost; /* the lease went to another wrapper */
+};
+
+/* The commit pipeline as the loop sees it: the checkpointer, what was
+ * submitted, staged, made durable or failed, and the newest checkpoint
+ * known. Owned by supervisor.c and commitlog.c (sup_ckpt_* below). */
+struct sup_ckpt {
+    struct sr_commits *cp;
+    /* Commits submitted, and those whose persist (or stage) has finished;
+     * a drain waits for the ones submitted before it began, not for the
+     * job's later periodic commits. */
+    uint64_t submitted, finished;
+    /* The newest commits that failed (a ring; 0 = none): STATUS's "failed",
+     * which spotrun_wait_durable() reads. */
+    uint64_t failed_seq[16];
+    unsigned failed_next;
+    uint64_t staged_seq; /* the newest staged seq */
+    uint64_t have_seq;   /* the newest checkpoint known to exist (restored or durable) */
+    int64_t have_step;   /* the step of checkpoint have_step_seq (restored or made durable here) */
+    uint64_t have_step_seq;
+    int64_t last_stage_ms; /* how long the last commit took to snapshot + pack */
+    /* The job's commits this run, and their count at the notice. */
+    uint64_t job_commits, notice_commits;
+};
+
+/* Multi-node (cfg->nodes > 1): the other nodes through the store. Owned
+ * by group.c. */
+struct sup_group {
+    struct sr_peers *peers;
+    uint64_t await_seq;     /* preempting: the set our newest part belongs to */
+    uint64_t durable_seq;   /* the newest set published */
+    int finished_in_notice; /* the job finished while a notice was being handled */
+    int stall_requeue;      /* a stalled node stops with its group, exit 75 */
+};
+
+/* The run's state: one wrapper process, all its attempts. The parts that
+ * one file or two own are struct sup_stop, sup_ckpt and sup_group (and the
+ * attempt's sup_watch and sup_save); tests/docs/sup_owners.py fails when
+ * another file writes one of their fields. */
 struct sup {
     const struct sr_supervise_config *cfg;
     int quota_wait_said; /* the first start event carried cfg->quota_wait_ms */
-    struct sr_commits *cp;
     struct sr_events *ev;
     sigset_t orig_mask;
     int sigfd, lfd;
-    /* The signal being handled (0 for other notices) and its sender, and
-     * those of the notice that started the stop: the same signal from the
-     * same sender again is a user in a hurry. */
-    int sig_now, first_sig;
-    pid_t sig_from, first_from;
     enum phase phase; /* changed by sup_phase() only */
     uint32_t attempt;
     struct sup_attempt att; /* the attempt now running (or the last one) */
@@ -130,26 +191,15 @@ struct sup {
      * by sup_run_end() only. */
     enum sr_run_end run_end;
     int exit_code;
-    /* Multi-node: the job finished while a notice was being handled. */
-    int finished_in_notice;
-    int notice_after_end; /* a notice came while FINISHING: a done run exits 75 */
 
     int64_t restart_at;
     int64_t every_ms;      /* the current request interval, 0 = none */
     struct sr_every every; /* --every auto */
 
-    /* The stop a notice (or a limit, a lost lease) makes (PREEMPTING). */
-    enum pre_phase pre;
-    int64_t deadline, commit_by;
-    uint64_t durable_seq;
-    /* The newest commits that failed (a ring; 0 = none): STATUS's "failed",
-     * which spotrun_wait_durable() reads. */
-    uint64_t failed_seq[16];
-    unsigned failed_next;
-    /* Commits submitted, and those whose persist (or stage) has finished;
-     * a drain waits for the ones submitted before it began, not for the
-     * job's later periodic commits. */
-    uint64_t submitted, finished, drain_mark;
+    struct sup_stop stop;
+    struct sup_ckpt ckpt;
+    struct sup_group group;
+
     struct sr_gpu_usage gpu; /* from the shim's pages in gpu_dir */
     char gpu_dir[4096];
     /* GPU utilization (NVML, its own thread; NULL = off). */
@@ -157,24 +207,15 @@ struct sup {
     int64_t alive_ms, next_alive; /* the keep-alive (alive.c): its interval, next due */
 
     struct sr_notice *nw;          /* cloud metadata watcher, NULL = none */
-    struct sr_notice_event cloud;  /* the cloud notice being acted on (source "" = none) */
-    struct sr_notice_event ack;    /* to acknowledge before exiting (needs_ack) */
     struct sr_placement placement; /* where this instance runs (cloud "" = not known yet) */
-    int64_t last_stage_ms;         /* how long the last commit took to snapshot + pack */
     struct sr_keeper *keeper;      /* lease renewal, NULL = no lease */
-    int lost;                      /* the lease went to another wrapper */
 
     struct spotrun_job_page *page; /* the job page, NULL = none (see job_page.h) */
     char page_path[4200];
-    uint64_t have_seq; /* the newest checkpoint known to exist (restored or durable) */
-    int64_t have_step; /* the step of checkpoint have_step_seq (restored or made durable here) */
-    uint64_t have_step_seq;
     struct sr_ctl_conn conns[MAX_CONNS];
-    uint64_t staged_seq; /* the newest staged seq */
-    /* The job's commits this run, and their count at the notice; requests
-     * made while the job listened. A job that listens and never commits has
-     * its directory committed as it stands (named once at the end). */
-    uint64_t job_commits, notice_commits;
+    /* Requests made while the job listened. A job that listens and never
+     * commits has its directory committed as it stands (named once at the
+     * end). */
     unsigned heard_requests;
     /* How the first attempt failed when it never talked to the wrapper (0:
      * it did talk, or did not fail; restart.h). */
@@ -194,22 +235,13 @@ struct sup {
     /* --stall-timeout (watchdog.c): the judgement over all attempts. */
     int stall_on;
     struct sr_stall stall;
-    int stall_requeue; /* multi-node: a stalled node stops with its group, exit 75 */
-    int stall_said;    /* auto: the learned timeout was said */
-    int startup_said;  /* an attempt judged from its start was said */
-    unsigned stalls;   /* this wrapper's */
+    int stall_said;   /* auto: the learned timeout was said */
+    int startup_said; /* an attempt judged from its start was said */
+    unsigned stalls;  /* this wrapper's */
     int stall_signo;
     char stall_dir[4200];
 
-    /* Multi-node (cfg->nodes > 1): the other nodes through the store. */
-    struct sr_peers *peers;
-    uint64_t await_seq; /* preempting: the set our newest part belongs to */
-
-    /* Time limits and budgets (limit.h): at_limit once one was reached
-     * (the stop that follows ends with exit 124, not 75). */
-    struct sr_limits limits;
-    int at_limit;
-    struct sr_limit_hit limit_hit;
+    struct sr_limits limits; /* time limits and budgets (limit.h) */
 };
 
 static inline int64_t now(void)
@@ -233,7 +265,7 @@ static inline int job_listens(const struct sup *s)
 /* The newest checkpoint the next start restores (staged or known). */
 static inline uint64_t sup_newest_seq(const struct sup *s)
 {
-    return s->staged_seq > s->have_seq ? s->staged_seq : s->have_seq;
+    return s->ckpt.staged_seq > s->ckpt.have_seq ? s->ckpt.staged_seq : s->ckpt.have_seq;
 }
 
 /* attempt.c: one attempt of the job */
@@ -286,6 +318,9 @@ int sup_preempt_lower(struct sup *s, const char *source, int64_t deadline_ms);
  * deadline_ms: the deadline minus the time to stage and persist a
  * checkpoint like the last one (measured), a tenth more, and a margin. */
 int64_t sup_store_by(const struct sup *s, int64_t deadline_ms);
+/* The job ended as a part of its group's stop (a stalled node, a peer's
+ * notice): the stop as sup_preempt_lower, its job already stopped. */
+void sup_preempt_joined(struct sup *s, const char *source, int64_t deadline_ms);
 /* PREEMPTING: drain once the commits submitted so far are durable. */
 void sup_enter_drain(struct sup *s);
 /* PREEMPTING: the job's stop (SIGTERM, SIGKILL by the deadline). */
@@ -312,6 +347,15 @@ void sup_commit_if_changed(struct sup *s, const char *why);
  * killed by SIGKILL or the lease is lost, commit the directory when no
  * commit carries it. */
 void sup_commit_after_exit(struct sup *s, int status, const char *why);
+/* The newest checkpoint known (struct sup_ckpt): the attempt restored seq
+ * at step; the checkpoints after marked are suspect and the next start
+ * restores seq at step; seq (a published set) exists. */
+void sup_ckpt_restored(struct sup *s, uint64_t seq, int64_t step);
+void sup_ckpt_fall_back(struct sup *s, uint64_t marked, uint64_t seq, int64_t step);
+void sup_ckpt_exists(struct sup *s, uint64_t seq);
+/* The job committed; a notice came (the job's commits since answer it). */
+void sup_ckpt_job_commit(struct sup *s);
+void sup_ckpt_at_notice(struct sup *s);
 
 /* requests.c: control connections, each read as its bytes arrive */
 void sup_on_accept(struct sup *s);
@@ -326,6 +370,9 @@ enum sr_stop sup_current_stop(const struct sup *s, int stalled);
 
 /* notices.c: a notice (signal, cloud, manual, a peer's) starts the stop */
 void sup_notice(struct sup *s, const char *source, int64_t deadline_ms);
+/* A signal's notice: sig from the process from (the same signal from the
+ * same sender again hurries the stop on). */
+void sup_signal_notice(struct sup *s, const char *source, int64_t deadline_ms, int sig, pid_t from);
 void sup_say_what_stands(const struct sup *s, const char *what);
 void sup_on_notice(struct sup *s);
 /* The "placement" event, once the watcher knows it, in each attempt's log:
@@ -374,11 +421,26 @@ void sup_watchdog_request(struct sup *s);
 /* The job committed: what answered the pending request took is learned. */
 void sup_watchdog_answered(struct sup *s);
 int64_t sup_watchdog_wakeup(const struct sup *s);
+/* The job's process ended: whether the watchdog had stopped it (a stall),
+ * and no longer stalling. */
+int sup_watchdog_exited(struct sup *s);
 
 /* group.c: the other nodes of a multi-node run */
 int sup_set_durable(const struct sup *s);
 void sup_set_published(struct sup *s, uint64_t seq);
 void sup_on_peers(struct sup *s);
 void sup_node_finished(struct sup *s);
+/* The watch of the other nodes through the store (peers.h). */
+void sup_group_start(struct sup *s);
+/* Our part of set seq is durable: wait for the set (preempting) and watch
+ * for it. */
+void sup_group_await(struct sup *s, uint64_t seq);
+/* A notice: no part awaited yet. */
+void sup_group_notice(struct sup *s);
+/* This node's job stalled past its limit: the group stops and requeues. */
+void sup_group_stall_requeue(struct sup *s);
+/* This node's job finished (exit 0) during the notice: the run ends done
+ * here, and the group's done marks decide. */
+void sup_group_finished_in_notice(struct sup *s);
 
 #endif

@@ -25,7 +25,7 @@ void sup_suspect_restored(struct sup *s, uint64_t seq, int64_t step)
 {
     s->suspect.restored = seq;
     s->suspect.step = step;
-    s->suspect.submitted = s->submitted; /* a commit since: the job got past its restore */
+    s->suspect.submitted = s->ckpt.submitted; /* a commit since: the job got past its restore */
 }
 
 /* The newest checkpoint that is not suspect is the next start's. */
@@ -43,13 +43,7 @@ static void fall_back(struct sup *s, uint64_t marked)
             sr_warn("cannot list the checkpoints of run %s: %s", c->run_id, sr_strerror(rc));
         return;
     }
-    if (s->staged_seq <= marked)
-        s->staged_seq = 0;
-    if (s->have_seq <= marked) {
-        s->have_seq = m.seq;
-        s->have_step_seq = m.seq;
-        s->have_step = m.step;
-    }
+    sup_ckpt_fall_back(s, marked, m.seq, m.step);
     sr_info("the next start restores checkpoint %" PRIu64 ", the newest that is not suspect",
             m.seq);
 }
@@ -60,7 +54,7 @@ void sup_suspect_ended(struct sup *s, const struct sr_restart_facts *f)
     const struct sr_suspect_facts sf = {
         .restored_seq = s->suspect.restored,
         .attempt = s->attempt,
-        .committed = s->submitted != s->suspect.submitted,
+        .committed = s->ckpt.submitted != s->suspect.submitted,
         .stop = f->end.stop,
         .code = f->end.code,
         .signaled = f->end.signaled,

@@ -98,7 +98,7 @@ void sup_watchdog_attempt(struct sup *s)
                 s->cfg->run_id, how);
         s->startup_said = 1;
     }
-    s->att.next_stall_poll = now() + poll_ms(s);
+    s->att.watch.next_stall_poll = now() + poll_ms(s);
 }
 
 /* A stall's tracebacks may hold bytes that are not UTF-8 (a file name):
@@ -116,8 +116,8 @@ static json_t *text_value(char *t)
 
 static void stop_stalled(struct sup *s)
 {
-    s->att.stall_term_at = 0;
-    s->att.stalling = 1;
+    s->att.watch.stall_term_at = 0;
+    s->att.watch.stalling = 1;
     sup_term_job(s, now() + STALL_TERM_WAIT_MS);
 }
 
@@ -149,7 +149,7 @@ static void stalled(struct sup *s, int64_t t)
     const uint64_t pm = __atomic_load_n(&s->page->progress_ms, __ATOMIC_RELAXED);
     if (pm && (int64_t)pm <= wall && wall - (int64_t)pm > since)
         since = wall - (int64_t)pm; /* the heartbeat itself, not when we saw it */
-    json_t *procs = sr_evidence_procs(getpid(), &s->att.stall_cpu);
+    json_t *procs = sr_evidence_procs(getpid(), &s->att.watch.stall_cpu);
     char *tb = sr_evidence_tracebacks(getpid(), s->stall_dir, s->stall_signo, SR_EVIDENCE_TRACE_MAX,
                                       SR_EVIDENCE_TRACE_WAIT_MS);
     json_t *ev = json_pack("{s:I,s:I,s:o}", "since_ms", (json_int_t)since, "timeout_ms",
@@ -166,17 +166,17 @@ static void stalled(struct sup *s, int64_t t)
     sr_events_flush(s->ev);
     s->stalls++;
     say_stalled(s, since, timeout, startup, have_tb, suspect);
-    if (s->cfg->nodes > 1 && s->peers) {
+    if (s->cfg->nodes > 1 && s->group.peers) {
         /* The other nodes' jobs wait for ours in a collective: stop them
          * too, as a notice does (they exit 75 and the group reruns). Ours
          * is stopped once the notice is written: their jobs fail as ours
          * dies, and a failure in a group being stopped is part of the
          * stop only if the notice is there to say so. */
-        sr_peers_notify(s->peers, "stalled", wall + s->cfg->grace_ms);
+        sr_peers_notify(s->group.peers, "stalled", wall + s->cfg->grace_ms);
         sr_info("asking the other nodes of run %s to stop (their jobs wait for this one)",
                 s->cfg->run_id);
-        s->att.stalling = 1;
-        s->att.stall_term_at = t + STALL_PUBLISH_WAIT_MS;
+        s->att.watch.stalling = 1;
+        s->att.watch.stall_term_at = t + STALL_PUBLISH_WAIT_MS;
         return;
     }
     stop_stalled(s);
@@ -190,7 +190,7 @@ static int job_stopped(struct sup *s)
     size_t n_stopped = 0;
     const int live = sr_evidence_stopped(getpid(), pids, 8, &n_stopped);
     const int stopped = live > 0 && n_stopped == (size_t)live;
-    if (stopped && !s->att.job_stopped) {
+    if (stopped && !s->att.watch.job_stopped) {
         char list[128] = "";
         size_t used = 0;
         for (size_t i = 0; i < n_stopped && i < 8 && used < sizeof(list); i++)
@@ -199,10 +199,10 @@ static int job_stopped(struct sup *s)
         sr_warn("--stall-timeout: the job is stopped (pid%s %s%s in state T: SIGSTOP or a "
                 "debugger), not hung: it is not judged while it is stopped; SIGCONT continues it",
                 n_stopped > 1 ? "s" : "", list, n_stopped > 8 ? " ..." : "");
-    } else if (!stopped && s->att.job_stopped) {
+    } else if (!stopped && s->att.watch.job_stopped) {
         sr_info("--stall-timeout: the job runs again; its stall clock starts over from now");
     }
-    s->att.job_stopped = stopped;
+    s->att.watch.job_stopped = stopped;
     return stopped;
 }
 
@@ -230,9 +230,9 @@ static void saw_beat(struct sup *s, int64_t t)
             sr_debug("--stall-timeout %s", how);
         s->stall_said = 1;
     }
-    if (t >= s->att.next_cpu_snap) {
-        sr_evidence_cpu_snapshot(getpid(), &s->att.stall_cpu);
-        s->att.next_cpu_snap = t + CPU_SNAP_MS;
+    if (t >= s->att.watch.next_cpu_snap) {
+        sr_evidence_cpu_snapshot(getpid(), &s->att.watch.stall_cpu);
+        s->att.watch.next_cpu_snap = t + CPU_SNAP_MS;
     }
 }
 
@@ -241,17 +241,18 @@ void sup_watchdog_tick(struct sup *s)
     if (!s->stall_on || !s->att.child)
         return;
     const int64_t t = now();
-    if (s->att.stalling) {
-        if (s->att.stall_term_at && (t >= s->att.stall_term_at || sr_peers_notified(s->peers)))
+    if (s->att.watch.stalling) {
+        if (s->att.watch.stall_term_at &&
+            (t >= s->att.watch.stall_term_at || sr_peers_notified(s->group.peers)))
             stop_stalled(s);
         return;
     }
-    if (!s->page || t < s->att.next_stall_poll)
+    if (!s->page || t < s->att.watch.next_stall_poll)
         return;
-    s->att.next_stall_poll = t + poll_ms(s);
+    s->att.watch.next_stall_poll = t + poll_ms(s);
     const uint64_t p = __atomic_load_n(&s->page->progress, __ATOMIC_ACQUIRE);
-    if (p != s->att.beat_seen) {
-        s->att.beat_seen = p;
+    if (p != s->att.watch.beat_seen) {
+        s->att.watch.beat_seen = p;
         saw_beat(s, t);
     }
     /* A pending request holds only once the job heartbeated after it was
@@ -259,12 +260,13 @@ void sup_watchdog_tick(struct sup *s)
      * would otherwise be shielded by the request it never hears. */
     const int pending = __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE) !=
                         __atomic_load_n(&s->page->served, __ATOMIC_ACQUIRE);
-    const int saving = sr_stall_saving(&s->stall, pending && p != s->att.progress_at_request, t);
-    if (s->phase != RUNNING || saving || sr_commits_staging(s->cp)) {
+    const int saving =
+        sr_stall_saving(&s->stall, pending && p != s->att.watch.progress_at_request, t);
+    if (s->phase != RUNNING || saving || sr_commits_staging(s->ckpt.cp)) {
         sr_stall_hold(&s->stall, t); /* checkpointing is no stall */
         return;
     }
-    if ((s->att.job_stopped || sr_stall_due(&s->stall, t)) && job_stopped(s)) {
+    if ((s->att.watch.job_stopped || sr_stall_due(&s->stall, t)) && job_stopped(s)) {
         sr_stall_hold(&s->stall, t); /* a stopped job is not hung */
         return;
     }
@@ -278,28 +280,36 @@ void sup_watchdog_request(struct sup *s)
      * save) is answered by the same commit: the job heard the first. */
     if (s->page && __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE) ==
                        __atomic_load_n(&s->page->served, __ATOMIC_ACQUIRE)) {
-        s->att.progress_at_request = __atomic_load_n(&s->page->progress, __ATOMIC_ACQUIRE);
-        s->att.request_ms = now();
+        s->att.watch.progress_at_request = __atomic_load_n(&s->page->progress, __ATOMIC_ACQUIRE);
+        s->att.watch.request_ms = now();
     }
 }
 
 void sup_watchdog_answered(struct sup *s)
 {
-    if (s->att.request_ms && s->page &&
+    if (s->att.watch.request_ms && s->page &&
         __atomic_load_n(&s->page->requested, __ATOMIC_ACQUIRE) !=
             __atomic_load_n(&s->page->served, __ATOMIC_ACQUIRE))
-        sr_stall_saved(&s->stall, now() - s->att.request_ms);
-    s->att.request_ms = 0;
+        sr_stall_saved(&s->stall, now() - s->att.watch.request_ms);
+    s->att.watch.request_ms = 0;
 }
 
 int64_t sup_watchdog_wakeup(const struct sup *s)
 {
     if (!s->stall_on || !s->att.child)
         return 0;
-    if (s->att.stalling && s->att.stall_term_at) /* the notice is being written: look again soon */
-        return now() + STALL_POLL_MIN_MS < s->att.stall_term_at ? now() + STALL_POLL_MIN_MS
-                                                                : s->att.stall_term_at;
-    if (s->att.stalling)
+    if (s->att.watch.stalling &&
+        s->att.watch.stall_term_at) /* the notice is being written: look again soon */
+        return now() + STALL_POLL_MIN_MS < s->att.watch.stall_term_at ? now() + STALL_POLL_MIN_MS
+                                                                      : s->att.watch.stall_term_at;
+    if (s->att.watch.stalling)
         return 0; /* the stop's SIGKILL is stop.c's */
-    return s->att.next_stall_poll;
+    return s->att.watch.next_stall_poll;
+}
+
+int sup_watchdog_exited(struct sup *s)
+{
+    const int stalling = s->att.watch.stalling;
+    s->att.watch.stalling = 0;
+    return stalling;
 }

@@ -61,9 +61,12 @@ start = [e["unix_ms"] for e in ev if e["event"] == "start"][0]
 assert 5000 <= req[0] - start <= 12000, req[0] - start
 # later ones: one measured interval after the commit before them, or after
 # the request before them when the job has not answered it yet (on a loaded
-# machine a level-19 commit can outlast the interval: the ticker repeats)
+# machine a level-19 commit can outlast the interval: the ticker repeats).
+# A stage that ended less than 500 ms before a request may not have reached
+# the loop when the request fell due (its event is dated by the stager, the
+# loop takes its result next): that request is timed from what came before.
 for k, r in enumerate(req[1:]):
-    base = max([s for s in staged if s < r] + [req[k]])
+    base = max([s for s in staged if s < r - 500] + [req[k]])
     chosen = [i for i in iv if i["unix_ms"] <= r][-1]["interval_ms"]
     assert 0.8 * chosen <= r - base <= 1.5 * chosen + 3000, (r - base, chosen)
     assert chosen <= 6000

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The supervisor's state is split into owned parts (docs/runtime.md, "The
+# supervisor's state"): tests/docs/sup_owners.py fails, naming the file,
+# the line and the owners, when a file other than a part's owners writes
+# one of its fields (an assignment, ++/--, or its address given to a
+# function that does not take it as const). The tree as it is passes.
+. "$(dirname "$0")/lib.sh"
+
+check() { "$PY" "$SRCDIR/tests/docs/sup_owners.py" "$@"; }
+
+test_expect_success 'spotrun as it is: every owned field is written by its owners only' '
+    check "$SRCDIR" >out 2>&1 &&
+    test ! -s out
+'
+
+mkdir tree && cp -r "$SRCDIR/common" "$SRCDIR/storage" "$SRCDIR/runtime" tree/
+sup=tree/runtime/supervise
+# add FILE LINE: appends LINE inside a new function at the end of FILE.
+add() { printf '\nvoid sup_test_write(struct sup *s)\n{\n    %s\n}\n' "$2" >>"$sup/$1"; }
+fresh() { cp "$SRCDIR/runtime/supervise/$1" "$sup/$1"; }
+
+test_expect_success 'an assignment to the stop from the job end handler fails' '
+    add ending.c "s->stop.deadline = 0;" &&
+    expect_code 1 check tree >out 2>&1 &&
+    cat out &&
+    grep -E "^runtime/supervise/ending.c:[0-9]+: writes s->stop.deadline \(owned by stop.c, notices.c\)$" out &&
+    test "$(wc -l <out)" = 1 &&
+    fresh ending.c
+'
+
+test_expect_success 'an increment of the commit pipeline from requests.c fails' '
+    add requests.c "++s->ckpt.job_commits;" &&
+    expect_code 1 check tree >out 2>&1 &&
+    grep "^runtime/supervise/requests.c:[0-9]*: writes s->ckpt.job_commits (owned by supervisor.c, commitlog.c)" out &&
+    fresh requests.c
+'
+
+test_expect_success 'an attempt part written from another file fails; its owner may' '
+    add supervisor.c "s->att.watch.stalling |= 1;" &&
+    expect_code 1 check tree >out 2>&1 &&
+    grep "^runtime/supervise/supervisor.c:[0-9]*: writes s->att.watch.stalling (owned by watchdog.c)" out &&
+    fresh supervisor.c &&
+    add watchdog.c "s->att.watch.stalling |= 1;" &&
+    check tree &&
+    fresh watchdog.c
+'
+
+test_expect_success 'an address to a non-const parameter is a write; to a const one a read' '
+    add ending.c "memset(&s->group.await_seq, 0, 8);" &&
+    expect_code 1 check tree >out 2>&1 &&
+    grep "writes s->group.await_seq (owned by group.c)" out &&
+    fresh ending.c &&
+    add ending.c "char b[64]; sr_limit_describe(&s->stop.limit_hit, b, sizeof(b));" &&
+    check tree &&
+    fresh ending.c
+'
+
+test_expect_success 'comparisons and reads are not writes' '
+    add ending.c "if (s->stop.pre == STOPPING && s->ckpt.submitted != 0 && s->stop.deadline <= 1) return;" &&
+    check tree &&
+    fresh ending.c
+'
+
+test_done
