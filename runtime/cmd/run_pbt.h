@@ -1,7 +1,7 @@
 /*
  * run_pbt.h - a sweep trial's population-based training, the wrapper's
  * side (docs/sweeps.md, "Population-based training"; the rule and the
- * records: storage/run/pbt.h).
+ * records: runtime/sweep/pbt.h).
  *
  * At every start, before the job's command and environment are made, the
  * trial's current parameters are those of the newest decision of its

@@ -1,7 +1,7 @@
 /*
  * run_rungs.h - a sweep trial's early stopping, the wrapper's side
- * (docs/sweeps.md, "Early stopping"; the rule: storage/run/asha.h; the
- * store: storage/run/sweep_rungs.h).
+ * (docs/sweeps.md, "Early stopping"; the rule: runtime/sweep/asha.h; the
+ * store: runtime/sweep/sweep_rungs.h).
  *
  * The supervisor offers each metric the job reports with a step
  * (limit.h's metric hook). At the first report of the rule's metric at or

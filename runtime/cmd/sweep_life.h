@@ -1,6 +1,6 @@
 /*
  * sweep_life.h - a `spotrun sweep work` process's own lifetime in the
- * store (storage/run/sweep_workers.h): written at its start, at every
+ * store (runtime/sweep/sweep_workers.h): written at its start, at every
  * keep-alive (sr_keepalive_ms) and at its end, with the trials started so
  * far (not at each trial: a request a trial), so that its time between
  * trials is counted (`sweep show`, `stats`). A

@@ -1,6 +1,6 @@
 /*
  * sweepworkers.h - a sweep's machine time as its workers recorded it
- * (storage/run/sweep_workers.h): each worker's lifetime (start to end, or
+ * (runtime/sweep/sweep_workers.h): each worker's lifetime (start to end, or
  * to its last keep-alive when it was killed), the part of it its trials'
  * attempts ran (busy), and the rest (idle: polling, claiming, restoring,
  * waiting), with their cost, for `sweep show` beside the trials' hours

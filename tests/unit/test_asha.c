@@ -1,5 +1,5 @@
 /*
- * test_asha.c - a sweep's early stopping (storage/run/asha.h,
+ * test_asha.c - a sweep's early stopping (runtime/sweep/asha.h,
  * sweep_rungs.h): on synthetic learning curves arriving asynchronously,
  * every decision the module takes equals the algorithm's definition
  * computed here independently (the values recorded at the rung before the

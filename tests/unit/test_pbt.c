@@ -1,5 +1,5 @@
 /*
- * test_pbt.c - population-based training's pure part (storage/run/pbt.h):
+ * test_pbt.c - population-based training's pure part (runtime/sweep/pbt.h):
  * the rule parsed and refused, its JSON; the decision: the bottom
  * ceil(n*q) (at most n/2) of the values at a round take one of the top as
  * many, the same set gives the same decision whatever its order, nobody

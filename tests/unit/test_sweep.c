@@ -1,5 +1,5 @@
 /*
- * test_sweep.c - sweeps in the store (storage/run/sweep.h): grids in order,
+ * test_sweep.c - sweeps in the store (runtime/sweep/sweep.h): grids in order,
  * random search reproducible from its seed, bad specs refused, placeholders,
  * trial run ids, create-only definitions (same = no-op, different = error),
  * --add numbering on, labels with the definition, the best rule and

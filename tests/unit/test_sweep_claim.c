@@ -1,6 +1,6 @@
 /*
  * test_sweep_claim.c - which open trial a `sweep work` worker claims next
- * (storage/run/sweep_claim.h): the order (priority first, then a trial
+ * (runtime/sweep/sweep_claim.h): the order (priority first, then a trial
  * that ran before over a fresh one, then by index; only free trials) and
  * the listing of the trials that ran before in a file store.
  */

@@ -1,5 +1,5 @@
 /*
- * test_sweep_steer.c - a sweep's steering (storage/run/sweep_steer.h): the
+ * test_sweep_steer.c - a sweep's steering (runtime/sweep/sweep_steer.h): the
  * fold of the history (cancel then retry, pause then resume, the last
  * priority wins, trials past the sweep ignored), objects that are not
  * steering actions left out, racing writers both landing with consecutive
