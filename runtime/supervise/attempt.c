@@ -68,13 +68,7 @@ static int restore(struct sup *s, struct sr_manifest *m, int *resumed)
 {
     const struct sr_supervise_config *c = s->cfg;
     const int64_t t0 = now();
-    if (c->nodes > 1) {
-        struct sr_lease_counts ctx = {.st = c->st, .run_id = c->run_id};
-        const int p =
-            sr_sets_publish_pending(c->st, c->run_id, c->nodes, sr_lease_part_counts, &ctx, NULL);
-        if (p < 0)
-            sr_warn("cannot look for unpublished checkpoints: %s", sr_strerror(p));
-    }
+    sup_group_before_restore(s);
     const struct sr_restore_opts ro = {.threads = c->threads,
                                        .nodes = c->nodes,
                                        .rank = c->node_rank,
@@ -169,13 +163,12 @@ static char **job_env(struct sup *s, int resumed, const struct sr_manifest *m)
 static void start_event(struct sup *s, int resumed, const struct sr_manifest *m)
 {
     const struct sr_supervise_config *c = s->cfg;
-    const int multi = c->nodes > 1;
+    const unsigned nodes = sup_group_nodes(s);
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
-    json_t *start =
-        json_pack("{s:s,s:i,s:b,s:I,s:I,s:i}", "host", host, "pid", (int)s->att.child, "resumed",
-                  resumed, "seq", (json_int_t)(resumed ? m->seq : 0), "step",
-                  (json_int_t)(resumed ? m->step : -1), "nodes", (int)(multi ? c->nodes : 1));
+    json_t *start = json_pack("{s:s,s:i,s:b,s:I,s:I,s:i}", "host", host, "pid", (int)s->att.child,
+                              "resumed", resumed, "seq", (json_int_t)(resumed ? m->seq : 0), "step",
+                              (json_int_t)(resumed ? m->step : -1), "nodes", (int)nodes);
     /* The job's command, so that a rerun with another one can say so (cmd_run.c). */
     json_t *argv = json_array();
     for (size_t i = 0; argv && c->argv[i] && i < 256; i++) {
@@ -188,7 +181,7 @@ static void start_event(struct sup *s, int resumed, const struct sr_manifest *m)
         json_object_set_new(start, "max_cost", json_real(c->limits.max_cost));
     if (start && c->limits.price_per_hour > 0)       /* what stats prices it at without a table */
         json_object_set_new(start, "price_per_hour", /* of one instance */
-                            json_real(c->limits.price_per_hour / (multi ? c->nodes : 1)));
+                            json_real(c->limits.price_per_hour / nodes));
     if (start && c->quota_wait_ms > 0 && !s->quota_wait_said++) /* queued (docs/cost.md) */
         json_object_set_new(start, "quota_wait_ms", json_integer(c->quota_wait_ms));
     if (start && c->approved_by) /* who approved a run above its quota's size */
@@ -221,13 +214,12 @@ int sup_start_attempt(struct sup *s)
     sr_commits_set_attempt(s->ckpt.cp, s->attempt, NULL);
     sr_events_close(s->ev);
     s->ev = NULL;
-    const int multi = c->nodes > 1;
-    int rc =
-        sr_events_next_attempt_node(c->st, c->run_id, multi ? (int)c->node_rank : -1, &s->attempt);
+    const int rank = sup_group_rank(s);
+    int rc = sr_events_next_attempt_node(c->st, c->run_id, rank, &s->attempt);
     if (rc == 0)
         rc = sr_events_open(&s->ev, c->st, c->run_id, s->attempt);
-    if (rc == 0 && multi)
-        sr_events_set_node(s->ev, c->run_id, c->node_rank);
+    if (rc == 0 && rank >= 0)
+        sr_events_set_node(s->ev, c->run_id, (unsigned)rank);
     if (rc == 0)
         sr_events_on_flush(s->ev, c->on_flush, c->on_flush_ctx);
     if (rc < 0)

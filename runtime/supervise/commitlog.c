@@ -108,7 +108,7 @@ void sup_commit_after_exit(struct sup *s, int status, const char *why)
      * lone node's commit of what its job left after a commit of its own
      * could never complete a set (as before: only a job that never
      * committed has its directory committed as it stands). */
-    if (s->cfg->nodes > 1 && s->att.job_committed)
+    if (sup_group_on(s) && s->att.job_committed)
         return;
     int empty;
     const uint64_t fp = sup_dir_fp(s, &empty);

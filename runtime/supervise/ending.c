@@ -140,7 +140,7 @@ static void say_why(struct sup *s, int status, const struct sr_restart *r)
                 how, SR_RESTART_SILENT_MS / 1000, c->run_id);
         break;
     case SR_WHY_STALLS:
-        if (c->nodes > 1)
+        if (sup_group_on(s))
             sr_warn("not requeuing: run %s stalled %u time(s)%s, more than %u (--max-restarts): "
                     "read the \"stalled\" events (`spotrun show %s --events`), fix the hang and "
                     "run the group again",
@@ -205,7 +205,7 @@ static void continue_stop(struct sup *s, int status, const struct sr_restart *r,
     if (s->stop.pre == STOPPING)
         return; /* the stop's TERM ended it: drain goes on (settle_state) */
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (code == 0 && s->cfg->nodes > 1) {
+    if (code == 0 && sup_group_on(s)) {
         /* One node's job finished: its group's done marks decide (group.c). */
         sup_group_finished_in_notice(s);
         return;
@@ -234,7 +234,7 @@ static void gather_facts(struct sup *s, int status, int stalled, int oom,
                 .code = code,
                 .signaled = WIFSIGNALED(status),
                 .oom = oom,
-                .multinode = c->nodes > 1},
+                .multinode = sup_group_on(s)},
         .status = status,
         .restarts = s->restarts,
         .max_restarts = c->max_restarts,

@@ -6,19 +6,103 @@
  * job finished (parts.h: done marks).
  */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "exits.h"
 #include "log.h"
 #include "parts.h"
+#include "control.h"
 #include "supervisor_int.h"
 
 /* Multi-node: our newest part's set is published (every node's part is
  * durable), or there is no part to wait for. */
+int sup_group_on(const struct sup *s)
+{
+    return s->cfg->nodes > 1;
+}
+
+int sup_group_rank(const struct sup *s)
+{
+    return sup_group_on(s) ? (int)s->cfg->node_rank : -1;
+}
+
+unsigned sup_group_nodes(const struct sup *s)
+{
+    return sup_group_on(s) ? s->cfg->nodes : 1;
+}
+
+int64_t sup_group_startup_ms(const struct sup *s)
+{
+    /* A start waits for the other nodes, however late they come: judged
+     * only after its first heartbeat (docs/runtime.md). */
+    return sup_group_on(s) ? -1 : s->cfg->stall_startup_ms;
+}
+
+void sup_group_before_restore(struct sup *s)
+{
+    const struct sr_supervise_config *c = s->cfg;
+    if (!sup_group_on(s))
+        return;
+    struct sr_lease_counts ctx = {.st = c->st, .run_id = c->run_id};
+    const int p =
+        sr_sets_publish_pending(c->st, c->run_id, c->nodes, sr_lease_part_counts, &ctx, NULL);
+    if (p < 0)
+        sr_warn("cannot look for unpublished checkpoints: %s", sr_strerror(p));
+}
+
+/* Refuses a commit: the job is answered, its connection closed. */
+static int refuse(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int refuse(int fd, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    sr_ctl_reply(fd, "ERR %s", msg);
+    close(fd);
+    return -1;
+}
+
+int sup_group_commit_step(struct sup *s, int64_t step, int fd)
+{
+    if (!sup_group_on(s))
+        return 0;
+    if (step < 0)
+        return refuse(fd, "a multi-node run needs the step: spotrun commit --step N (it is what "
+                          "makes the nodes' parts one checkpoint)");
+    if (step > SR_SET_STEP_MAX)
+        return refuse(fd,
+                      "step %" PRId64 " is too large for a multi-node checkpoint (at most "
+                      "%" PRId64 ": its seq, step + 1, is named in 10 digits)",
+                      step, SR_SET_STEP_MAX);
+    if (step <= s->att.last_step)
+        return refuse(fd,
+                      "step %" PRId64 " is not newer than this node's last checkpoint (step "
+                      "%" PRId64 "): in a multi-node run each step is committed once, and the "
+                      "next commit needs a higher step",
+                      step, s->att.last_step);
+    s->att.last_step = step;
+    return 0;
+}
+
+int sup_group_stop_stalled(struct sup *s, int64_t wall_ms)
+{
+    if (!sup_group_on(s) || !s->group.peers)
+        return 0;
+    /* The other nodes' jobs wait for ours in a collective: stop them too,
+     * as a notice does (they exit 75 and the group reruns). */
+    sr_peers_notify(s->group.peers, "stalled", wall_ms + s->cfg->grace_ms);
+    sr_info("asking the other nodes of run %s to stop (their jobs wait for this one)",
+            s->cfg->run_id);
+    return 1;
+}
+
 int sup_set_durable(const struct sup *s)
 {
-    return s->cfg->nodes <= 1 || s->group.await_seq == 0 ||
+    return !sup_group_on(s) || s->group.await_seq == 0 ||
            s->group.durable_seq >= s->group.await_seq;
 }
 
@@ -101,6 +185,8 @@ void sup_on_peers(struct sup *s)
 void sup_node_finished(struct sup *s)
 {
     const struct sr_supervise_config *c = s->cfg;
+    if (!sup_group_on(s))
+        return;
     int rc = sr_node_mark_done(c->st, c->run_id, c->node_rank, s->att.start_seq);
     if (rc < 0)
         sr_warn("cannot record in %s that node %u's job finished: %s", sr_store_url(c->st),
@@ -127,6 +213,8 @@ void sup_node_finished(struct sup *s)
 
 void sup_group_start(struct sup *s)
 {
+    if (!sup_group_on(s))
+        return;
     const struct sr_supervise_config *cfg = s->cfg;
     int rc;
     const struct sr_peers_config pc = {

@@ -61,31 +61,8 @@ static void handle_request(struct sup *s, int fd, const struct sr_ctl_req *req)
     }
     switch (req->kind) {
     case SR_CTL_COMMIT:
-        if (s->cfg->nodes > 1 && req->step < 0) {
-            sr_ctl_reply(fd, "ERR a multi-node run needs the step: spotrun commit --step N (it "
-                             "is what makes the nodes' parts one checkpoint)");
-            close(fd);
-            return;
-        }
-        if (s->cfg->nodes > 1 && req->step > SR_SET_STEP_MAX) {
-            sr_ctl_reply(fd,
-                         "ERR step %" PRId64 " is too large for a multi-node checkpoint (at most "
-                         "%" PRId64 ": its seq, step + 1, is named in 10 digits)",
-                         req->step, SR_SET_STEP_MAX);
-            close(fd);
-            return;
-        }
-        if (s->cfg->nodes > 1 && req->step <= s->att.last_step) {
-            sr_ctl_reply(fd,
-                         "ERR step %" PRId64 " is not newer than this node's last checkpoint (step "
-                         "%" PRId64 "): in a multi-node run each step is committed once, and "
-                         "the next commit needs a higher step",
-                         req->step, s->att.last_step);
-            close(fd);
-            return;
-        }
-        if (s->cfg->nodes > 1)
-            s->att.last_step = req->step;
+        if (sup_group_commit_step(s, req->step, fd) < 0)
+            return; /* refused: answered and closed */
         s->att.job_committed = 1;
         sup_ckpt_job_commit(s);
         /* This commit answers every request made so far. */

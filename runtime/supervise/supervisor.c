@@ -611,8 +611,7 @@ static int sup_open(struct sup *s, const struct sr_supervise_config *cfg)
     if ((rc = sr_gpu_sampler_start(cfg->gpu_sample_ms, getenv("CUDA_VISIBLE_DEVICES"),
                                    &s->gpu_sampler)) < 0)
         sr_debug("GPU utilization is not sampled: %s", sr_strerror(rc));
-    if (cfg->nodes > 1)
-        sup_group_start(s);
+    sup_group_start(s);
     sr_limits_init(&s->limits, &cfg->limits, now());
     s->every_ms = cfg->every_ms;
     if (cfg->every_auto.on) {
@@ -664,7 +663,7 @@ int sr_supervise(const struct sr_supervise_config *cfg)
         sup_lease_lost(&s, sr_strerror(rc));
         sup_run_end(&s, SR_RUN_LEASE_LOST, 0);
     }
-    if (s.run_end == SR_RUN_DONE && cfg->nodes > 1)
+    if (s.run_end == SR_RUN_DONE)
         sup_node_finished(&s);
     finish(&s);
     if (s.run_end == SR_RUN_DONE && s.stop.notice_after_end) {

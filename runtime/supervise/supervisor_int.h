@@ -425,12 +425,33 @@ int64_t sup_watchdog_wakeup(const struct sup *s);
  * and no longer stalling. */
 int sup_watchdog_exited(struct sup *s);
 
-/* group.c: the other nodes of a multi-node run */
+/* group.c: the other nodes of a multi-node run, and every way such a run
+ * differs from a single node's in the loop: no other file of the loop
+ * asks how many nodes there are (tests/docs/sup_owners.py). For a single
+ * node each answers as the first words say. */
+/* Whether the run has more than one node. */
+int sup_group_on(const struct sup *s);
+/* This node's rank (-1: single node) and the number of nodes (1). */
+int sup_group_rank(const struct sup *s);
+unsigned sup_group_nodes(const struct sup *s);
+/* --stall-timeout's judgement of a start (stall.h): the run's (-1: only
+ * after the first heartbeat, as the other nodes may come late). */
+int64_t sup_group_startup_ms(const struct sup *s);
+/* Before a restore: nothing (publishes the sets every node's part made
+ * but no one published). */
+void sup_group_before_restore(struct sup *s);
+/* A COMMIT of step from the job: 0 (a set's step must be given, fit a
+ * seq and be newer than this node's last; it becomes the last; else -1,
+ * the job answered and fd closed). */
+int sup_group_commit_step(struct sup *s, int64_t step, int fd);
+/* The job stalled: 0 (1: the other nodes were told to stop, as by a
+ * notice, and this node's job is stopped after). */
+int sup_group_stop_stalled(struct sup *s, int64_t wall_ms);
 int sup_set_durable(const struct sup *s);
 void sup_set_published(struct sup *s, uint64_t seq);
 void sup_on_peers(struct sup *s);
 void sup_node_finished(struct sup *s);
-/* The watch of the other nodes through the store (peers.h). */
+/* The watch of the other nodes through the store (peers.h); none. */
 void sup_group_start(struct sup *s);
 /* Our part of set seq is durable: wait for the set (preempting) and watch
  * for it. */

@@ -69,9 +69,7 @@ void sup_watchdog_init(struct sup *s)
         sr_info("--stall-timeout %s: the job is judged only after its first heartbeat "
                 "(checkpoint_due(), commit(), metric(); spotrun_checkpoint_requested() in C)",
                 how);
-    /* Multi-node: a start waits for the other nodes, however late they
-     * come; judged only after its first heartbeat (docs/runtime.md). */
-    sr_stall_set_startup(&s->stall, c->nodes > 1 ? -1 : c->stall_startup_ms);
+    sr_stall_set_startup(&s->stall, sup_group_startup_ms(s));
     if (c->prior_beaten)
         sr_stall_prior(&s->stall, c->prior_startup_ms);
 }
@@ -166,15 +164,10 @@ static void stalled(struct sup *s, int64_t t)
     sr_events_flush(s->ev);
     s->stalls++;
     say_stalled(s, since, timeout, startup, have_tb, suspect);
-    if (s->cfg->nodes > 1 && s->group.peers) {
-        /* The other nodes' jobs wait for ours in a collective: stop them
-         * too, as a notice does (they exit 75 and the group reruns). Ours
-         * is stopped once the notice is written: their jobs fail as ours
-         * dies, and a failure in a group being stopped is part of the
-         * stop only if the notice is there to say so. */
-        sr_peers_notify(s->group.peers, "stalled", wall + s->cfg->grace_ms);
-        sr_info("asking the other nodes of run %s to stop (their jobs wait for this one)",
-                s->cfg->run_id);
+    if (sup_group_stop_stalled(s, wall)) {
+        /* Ours is stopped once the other nodes were told: their jobs fail
+         * as ours dies, and a failure in a group being stopped is part of
+         * the stop only if the notice is there to say so. */
         s->att.watch.stalling = 1;
         s->att.watch.stall_term_at = t + STALL_PUBLISH_WAIT_MS;
         return;

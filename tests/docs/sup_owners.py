@@ -12,6 +12,10 @@ An address passed where the callee's
 prototype (in a header of common/, storage/ or runtime/) takes a const
 pointer is a read. Reads are free. Prints "file:line: writes s->stop.pre (owned by stop.c,
 notices.c)" for each other write and exits 1; exits 0 in silence.
+Multi-node: no file of the loop but group.c compares a node count
+(cfg->nodes > 1 and the like); the others ask group.c (sup_group_on,
+sup_group_rank, ...). Such a comparison elsewhere prints "file:line:
+asks how many nodes (group.c answers)".
 DIR: the tree (default: this checkout).
 """
 
@@ -20,6 +24,7 @@ import sys
 from pathlib import Path
 
 HEADER = "runtime/supervise/supervisor_int.h"
+GROUP = "group.c"  # the loop's one file that knows a run may have several nodes
 ASSIGN = r"(?:[-+*/%&|^]|<<|>>)?=(?!=)"
 
 
@@ -138,6 +143,15 @@ def main():
                 print("%s:%d: writes %s.%s (owned by %s)"
                       % (src.relative_to(root), line, shown, field, ", ".join(owners)))
                 bad += 1
+    for src in sorted((root / "runtime/supervise").glob("*.c")):
+        text = src.read_text()
+        if src.name == GROUP or '"supervisor_int.h"' not in text:
+            continue
+        code = strip_comments(text)
+        for m in re.finditer(r"\bnodes\s*(?:[<>]=?|[=!]=)", code):
+            print("%s:%d: asks how many nodes (%s answers)"
+                  % (src.relative_to(root), code.count("\n", 0, m.start()) + 1, GROUP))
+            bad += 1
     return 1 if bad else 0
 
 

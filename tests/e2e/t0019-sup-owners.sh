@@ -3,7 +3,9 @@
 # supervisor's state"): tests/docs/sup_owners.py fails, naming the file,
 # the line and the owners, when a file other than a part's owners writes
 # one of its fields (an assignment, ++/--, or its address given to a
-# function that does not take it as const). The tree as it is passes.
+# function that does not take it as const), and when a file of the loop
+# but group.c compares a node count (multi-node behaviour is group.c's
+# interface). The tree as it is passes.
 . "$(dirname "$0")/lib.sh"
 
 check() { "$PY" "$SRCDIR/tests/docs/sup_owners.py" "$@"; }
@@ -53,6 +55,16 @@ test_expect_success 'an address to a non-const parameter is a write; to a const 
     add ending.c "char b[64]; sr_limit_describe(&s->stop.limit_hit, b, sizeof(b));" &&
     check tree &&
     fresh ending.c
+'
+
+test_expect_success 'a node count compared outside group.c fails; group.c may' '
+    add watchdog.c "if (s->cfg->nodes > 1) return;" &&
+    expect_code 1 check tree >out 2>&1 &&
+    grep "^runtime/supervise/watchdog.c:[0-9]*: asks how many nodes (group.c answers)" out &&
+    fresh watchdog.c &&
+    add group.c "if (s->cfg->nodes <= 1) return;" &&
+    check tree &&
+    fresh group.c
 '
 
 test_expect_success 'comparisons and reads are not writes' '
