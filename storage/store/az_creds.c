@@ -340,7 +340,8 @@ int sr_az_open(const char *account, const char *container, const char *prefix, s
     *out = NULL;
     struct sr_az *az = calloc(1, sizeof(*az));
     pthread_mutex_t *lock = malloc(sizeof(*lock));
-    if (!az || !lock || !(az->prefix = strdup(prefix))) {
+    if (!az || !lock || !(az->prefix = strdup(prefix)) ||
+        !(az->pool = sr_http_pool_new(SR_AZ_POOL))) {
         free(lock);
         if (az)
             free(az->prefix);
@@ -373,8 +374,7 @@ void sr_az_close(struct sr_az *az)
 {
     if (!az)
         return;
-    for (int i = 0; i < az->npool; i++)
-        curl_easy_cleanup(az->pool[i]);
+    sr_http_pool_free(az->pool);
     if (az->lock) {
         pthread_mutex_destroy(az->lock);
         free(az->lock);

@@ -44,15 +44,15 @@ static int put_once(struct sr_store *st, const char *key, const void *buf, size_
                     const char *match, char *etag)
 {
     struct sr_az_req r = azst_req("PUT", key);
-    r.body = buf;
-    r.body_len = len;
+    r.tx.body = buf;
+    r.tx.body_len = len;
     r.block_blob = 1;
     r.if_none_match = create;
     r.if_match = match;
     int rc = sr_az_do(az_of(st), &r);
-    free(r.resp);
+    free(r.rx.resp);
     if (etag)
-        snprintf(etag, SR_ETAG_MAX, "%s", r.etag);
+        snprintf(etag, SR_ETAG_MAX, "%s", r.rx.etag);
     if (rc == 0 || !(create || match))
         return rc;
     char name[2400];
@@ -60,10 +60,10 @@ static int put_once(struct sr_store *st, const char *key, const void *buf, size_
     /* 409 BlobAlreadyExists / 412 ConditionNotMet: the condition failed. A
      * retry after a lost answer meets its own write: the caller's
      * sr_store_holds() tells (storage/run/lease.c). */
-    if (r.status == 409 || r.status == 412)
+    if (r.rx.status == 409 || r.rx.status == 412)
         return match ? sr_errf(-ESTALE, "%s was changed by someone else", name)
                      : sr_errf(-EEXIST, "%s already exists", name);
-    if (r.status == 404 && match)
+    if (r.rx.status == 404 && match)
         return sr_errf(-ENOENT, "%s is gone", name);
     return rc;
 }
@@ -117,25 +117,25 @@ static int az_get_etag(struct sr_store *st, const char *key, size_t max, char **
                        char *etag)
 {
     struct sr_az_req r = azst_req("GET", key);
-    r.max = max;
+    r.rx.max = max;
     int rc = sr_az_do(az_of(st), &r);
     if (rc == -EFBIG) {
         char name[2400];
         sr_az_name(az_of(st), key, name, sizeof(name));
         rc = sr_errf(-EFBIG, "%s is over %zu bytes", name, max);
         if (etag) /* its ETag all the same (store.h) */
-            snprintf(etag, SR_ETAG_MAX, "%s", r.etag);
+            snprintf(etag, SR_ETAG_MAX, "%s", r.rx.etag);
     }
-    if (rc == 0 && !r.resp && !(r.resp = calloc(1, 1)))
+    if (rc == 0 && !r.rx.resp && !(r.rx.resp = calloc(1, 1)))
         rc = sr_errf(-ENOMEM, "out of memory");
     if (rc < 0) {
-        free(r.resp);
+        free(r.rx.resp);
         return rc;
     }
-    *buf = r.resp;
-    *len = r.resp_len;
+    *buf = r.rx.resp;
+    *len = r.rx.resp_len;
     if (etag)
-        snprintf(etag, SR_ETAG_MAX, "%s", r.etag);
+        snprintf(etag, SR_ETAG_MAX, "%s", r.rx.etag);
     return 0;
 }
 
@@ -148,9 +148,9 @@ int azst_size(struct sr_store *st, const char *key, uint64_t *size)
 {
     struct sr_az_req r = azst_req("HEAD", key);
     const int rc = sr_az_do(az_of(st), &r);
-    free(r.resp);
+    free(r.rx.resp);
     if (rc == 0)
-        *size = r.clen;
+        *size = r.rx.clen;
     return rc;
 }
 
@@ -158,8 +158,8 @@ static int az_del(struct sr_store *st, const char *key)
 {
     struct sr_az_req r = azst_req("DELETE", key);
     int rc = sr_az_do(az_of(st), &r);
-    free(r.resp);
-    if (rc == -ENOENT && strcmp(r.code, "ContainerNotFound") != 0) {
+    free(r.rx.resp);
+    if (rc == -ENOENT && strcmp(r.rx.code, "ContainerNotFound") != 0) {
         rc = 0; /* already gone */
     }
     return rc;
@@ -185,12 +185,12 @@ static int list_pages(struct sr_az *az, const char *full, const char *root, stru
                  *full ? "&prefix=" : "", eprefix);
         struct sr_az_req r = azst_req("GET", NULL);
         r.query = query;
-        r.max = LIST_MAX;
+        r.rx.max = LIST_MAX;
         rc = sr_az_do(az, &r);
         if (rc == 0)
-            rc = sr_az_parse_list(r.resp ? r.resp : "", r.resp_len, keys ? root : full, keys, out,
-                                  marker, sizeof(marker));
-        free(r.resp);
+            rc = sr_az_parse_list(r.rx.resp ? r.rx.resp : "", r.rx.resp_len, keys ? root : full,
+                                  keys, out, marker, sizeof(marker));
+        free(r.rx.resp);
         more = *marker != '\0';
         sr_debug("azure: list %s page %d: %zu names so far", full, page + 1, out->n);
     }
@@ -245,19 +245,19 @@ static int src_read_at(void *ctx, void *buf, size_t len, uint64_t off)
         r[i] = azst_req("GET", s->key);
         r[i].range_off = off + i * bs;
         r[i].range_len = i + 1 == n ? len - i * bs : bs;
-        r[i].dst = (char *)buf + i * bs;
-        r[i].dst_len = r[i].range_len;
+        r[i].rx.dst = (char *)buf + i * bs;
+        r[i].rx.dst_len = r[i].range_len;
     }
     int rc = n == 0 ? 0 : n == 1 ? sr_az_do(az, r) : azst_batch(az, r, n);
     for (size_t i = 0; i < n; i++) {
-        if (rc == 0 && r[i].got != r[i].range_len) {
+        if (rc == 0 && r[i].rx.got != r[i].range_len) {
             char name[2400];
             sr_az_name(az, s->key, name, sizeof(name));
             rc = sr_errf(-EIO, "%s: short read at %llu (%llu of %llu bytes)", name,
-                         (unsigned long long)r[i].range_off, (unsigned long long)r[i].got,
+                         (unsigned long long)r[i].range_off, (unsigned long long)r[i].rx.got,
                          (unsigned long long)r[i].range_len);
         }
-        free(r[i].resp);
+        free(r[i].rx.resp);
     }
     if (r != &one)
         free(r);

@@ -20,6 +20,9 @@ static inline struct sr_az_req azst_req(const char *method, const char *key)
     memset(&r, 0, sizeof(r));
     r.method = method;
     r.key = key;
+    r.tx.body_fd = -1;
+    r.rx.dst_fd = -1;
+    r.rx.code_header = "x-ms-error-code";
     return r;
 }
 

@@ -114,15 +114,15 @@ static int put_once(struct sr_store *st, const char *key, const void *buf, size_
     if (rc < 0)
         return rc;
     struct sr_s3_req r = req_new("PUT", key);
-    r.body = buf;
-    r.body_len = len;
+    r.tx.body = buf;
+    r.tx.body_len = len;
     r.content_md5 = md5;
     r.if_none_match = create;
     r.if_match = match;
     rc = sr_s3_do(s3_of(st), &r);
-    free(r.resp);
-    *status = r.status;
-    snprintf(etag, SR_ETAG_MAX, "%s", r.etag);
+    free(r.rx.resp);
+    *status = r.rx.status;
+    snprintf(etag, SR_ETAG_MAX, "%s", r.rx.etag);
     return rc;
 }
 
@@ -211,23 +211,23 @@ static int s3_get_etag(struct sr_store *st, const char *key, size_t max, char **
                        char *etag)
 {
     struct sr_s3_req r = req_new("GET", key);
-    r.max = max;
+    r.rx.max = max;
     int rc = sr_s3_do(s3_of(st), &r);
     if (rc == -EFBIG) {
         char name[2300];
         sr_s3_name(s3_of(st), key, name, sizeof(name));
         rc = sr_errf(-EFBIG, "%s is over %zu bytes", name, max);
-        snprintf(etag, SR_ETAG_MAX, "%s", r.etag); /* its ETag all the same (store.h) */
+        snprintf(etag, SR_ETAG_MAX, "%s", r.rx.etag); /* its ETag all the same (store.h) */
     }
-    if (rc == 0 && !r.resp && !(r.resp = calloc(1, 1)))
+    if (rc == 0 && !r.rx.resp && !(r.rx.resp = calloc(1, 1)))
         rc = sr_errf(-ENOMEM, "out of memory");
     if (rc < 0) {
-        free(r.resp);
+        free(r.rx.resp);
         return rc;
     }
-    *buf = r.resp;
-    *len = r.resp_len;
-    snprintf(etag, SR_ETAG_MAX, "%s", r.etag);
+    *buf = r.rx.resp;
+    *len = r.rx.resp_len;
+    snprintf(etag, SR_ETAG_MAX, "%s", r.rx.etag);
     return 0;
 }
 
@@ -235,9 +235,9 @@ int s3st_size(struct sr_store *st, const char *key, uint64_t *size)
 {
     struct sr_s3_req r = req_new("HEAD", key);
     int rc = sr_s3_do(s3_of(st), &r);
-    free(r.resp);
+    free(r.rx.resp);
     if (rc == 0)
-        *size = r.clen;
+        *size = r.rx.clen;
     return rc;
 }
 
@@ -245,12 +245,12 @@ static int s3_del(struct sr_store *st, const char *key)
 {
     struct sr_s3_req r = req_new("DELETE", key);
     int rc = sr_s3_do(s3_of(st), &r);
-    free(r.resp);
-    if (rc == -ENOENT && r.status == 404) {
+    free(r.rx.resp);
+    if (rc == -ENOENT && r.rx.status == 404) {
         char code[64] = "", msg[8];
-        if (r.resp_len == 0 ||
-            (sr_s3_parse_error(r.resp, r.resp_len, code, sizeof(code), msg, sizeof(msg)) == 0 &&
-             strcmp(code, "NoSuchKey") == 0))
+        if (r.rx.resp_len == 0 || (sr_s3_parse_error(r.rx.resp, r.rx.resp_len, code, sizeof(code),
+                                                     msg, sizeof(msg)) == 0 &&
+                                   strcmp(code, "NoSuchKey") == 0))
             rc = 0; /* already gone */
     }
     return rc;
@@ -281,12 +281,12 @@ static int s3_list_pages(struct sr_s3 *s3, const char *full, const char *root,
                  keys ? "" : "delimiter=%2F&", *full ? "&prefix=" : "", eprefix);
         struct sr_s3_req r = req_new("GET", NULL);
         r.query = query;
-        r.max = LIST_MAX;
+        r.rx.max = LIST_MAX;
         rc = sr_s3_do(s3, &r);
         if (rc == 0)
-            rc = sr_s3_parse_list_as(r.resp, r.resp_len, keys ? root : full, keys, out, &truncated,
-                                     token, sizeof(token));
-        free(r.resp);
+            rc = sr_s3_parse_list_as(r.rx.resp, r.rx.resp_len, keys ? root : full, keys, out,
+                                     &truncated, token, sizeof(token));
+        free(r.rx.resp);
         sr_debug("s3: list %s page %d: %zu names so far", full, page + 1, out->n);
     }
     if (rc < 0)

@@ -35,8 +35,8 @@ static inline struct sr_s3_req req_new(const char *method, const char *key)
     memset(&r, 0, sizeof(r));
     r.method = method;
     r.key = key;
-    r.body_fd = -1;
-    r.dst_fd = -1;
+    r.tx.body_fd = -1;
+    r.rx.dst_fd = -1;
     return r;
 }
 
