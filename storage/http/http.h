@@ -2,7 +2,7 @@
  * http.h - the HTTP client core under the S3 and Azure Blob clients (and
  * the cloud metadata clients): one retry policy, EINTR-safe sleeps, the
  * retry loop, a pool of easy handles, the callbacks that move a request's
- * body and its answer, and the IMDSv2 token cache.
+ * body and its answer. The IMDSv2 token cache is imds.h.
  *
  * What a backend keeps is its protocol: URLs, signing, headers, which
  * answers are worth another try (its judge) and the errno and message of

@@ -2,7 +2,8 @@
  * test_http.c - the HTTP core's one retry policy (storage/http/http.h):
  * the backoff's bound grows from the base and stops at the cap, the wait
  * is a draw within the bound, a signal does not cut a backoff sleep short,
- * and the retry loop tries exactly as often as its judge allows.
+ * and the retry loop tries exactly as often as its judge allows; and the
+ * one IMDSv2 token cache (storage/http/imds.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "imds.h"
 
 static void backoff_bound_doubles_from_the_base_up_to_the_cap(void **state)
 {
@@ -212,6 +214,74 @@ static void the_pool_hands_back_an_idle_handle(void **state)
     sr_http_pool_free(pool);
 }
 
+struct puts {
+    int n;
+    int fail;
+    char url[256], header[128];
+};
+
+static int fake_put(void *ctx, const char *url, const char *header, char *tok, size_t len)
+{
+    struct puts *k = ctx;
+    k->n++;
+    snprintf(k->url, sizeof(k->url), "%s", url);
+    snprintf(k->header, sizeof(k->header), "%s", header);
+    if (k->fail)
+        return -ETIMEDOUT;
+    snprintf(tok, len, "token-%d\r\n", k->n);
+    return 0;
+}
+
+static void one_token_is_shared_until_a_minute_before_it_expires(void **state)
+{
+    (void)state;
+    struct sr_imds_cache c = SR_IMDS_CACHE_INIT;
+    struct puts k = {0};
+    char tok[SR_IMDS_TOKEN_MAX];
+    assert_int_equal(sr_imds_cache_token(&c, 1000, "http://imds/", fake_put, &k, tok, sizeof(tok)),
+                     0);
+    assert_string_equal(tok, "token-1"); /* its line end dropped */
+    assert_string_equal(k.url, "http://imds/latest/api/token");
+    assert_string_equal(k.header, "X-aws-ec2-metadata-token-ttl-seconds: 21600");
+    /* the notice watcher, the placement lookup, the credentials: one PUT */
+    const int64_t renew = 1000 + SR_IMDS_TTL_S * 1000LL - SR_IMDS_RENEW_MS;
+    assert_int_equal(sr_imds_cache_token(&c, 5000, "http://imds", fake_put, &k, tok, sizeof(tok)),
+                     0);
+    assert_int_equal(
+        sr_imds_cache_token(&c, renew - 1, "http://imds", fake_put, &k, tok, sizeof(tok)), 0);
+    assert_int_equal(k.n, 1);
+    assert_string_equal(tok, "token-1");
+    /* a minute before it expires: a new one */
+    assert_int_equal(sr_imds_cache_token(&c, renew, "http://imds", fake_put, &k, tok, sizeof(tok)),
+                     0);
+    assert_int_equal(k.n, 2);
+    assert_string_equal(tok, "token-2");
+}
+
+static void a_refused_token_is_fetched_again_and_failures_are_not_kept(void **state)
+{
+    (void)state;
+    struct sr_imds_cache c = SR_IMDS_CACHE_INIT;
+    struct puts k = {0};
+    char tok[SR_IMDS_TOKEN_MAX];
+    assert_int_equal(sr_imds_cache_token(&c, 0, "http://imds", fake_put, &k, tok, sizeof(tok)), 0);
+    /* a stale refusal (of a token already replaced) drops nothing */
+    sr_imds_cache_refused(&c, "http://imds", "token-0");
+    assert_int_equal(sr_imds_cache_token(&c, 1, "http://imds", fake_put, &k, tok, sizeof(tok)), 0);
+    assert_int_equal(k.n, 1);
+    sr_imds_cache_refused(&c, "http://imds/", "token-1"); /* a 401 */
+    assert_int_equal(sr_imds_cache_token(&c, 2, "http://imds", fake_put, &k, tok, sizeof(tok)), 0);
+    assert_int_equal(k.n, 2);
+    assert_string_equal(tok, "token-2");
+    /* another service: its own token; a failed PUT: the caller's error, nothing kept */
+    k.fail = 1;
+    assert_int_equal(sr_imds_cache_token(&c, 3, "http://other", fake_put, &k, tok, sizeof(tok)),
+                     -ETIMEDOUT);
+    assert_int_equal(sr_imds_cache_token(&c, 4, "http://other", fake_put, &k, tok, sizeof(tok)),
+                     -ETIMEDOUT);
+    assert_int_equal(k.n, 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -223,6 +293,8 @@ int main(void)
         cmocka_unit_test(the_loop_retries_while_the_judge_says_again),
         cmocka_unit_test(retries_count_the_same_for_every_backend),
         cmocka_unit_test(the_pool_hands_back_an_idle_handle),
+        cmocka_unit_test(one_token_is_shared_until_a_minute_before_it_expires),
+        cmocka_unit_test(a_refused_token_is_fetched_again_and_failures_are_not_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
