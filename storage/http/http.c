@@ -10,6 +10,7 @@
  * 2xx body (to the caller's destination) or an error body (to resp).
  */
 #include "http.h"
+#include "log.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -239,4 +240,20 @@ void sr_http_rx_opts(CURL *c, struct sr_http_rx *rx)
     curl_easy_setopt(c, CURLOPT_WRITEDATA, rx);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, rx);
+}
+
+int sr_http_rx_take(struct sr_http_rx *rx, int rc, char **buf, size_t *len)
+{
+    if (rc == 0 && !rx->resp && !(rx->resp = calloc(1, 1)))
+        rc = sr_errf(-ENOMEM, "out of memory");
+    if (rc < 0) {
+        free(rx->resp);
+        rx->resp = NULL;
+        return rc;
+    }
+    *buf = rx->resp;
+    *len = rx->resp_len;
+    rx->resp = NULL;
+    rx->resp_len = 0;
+    return 0;
 }

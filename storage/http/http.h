@@ -126,5 +126,9 @@ struct sr_http_rx {
 void sr_http_rx_reset(struct sr_http_rx *rx);
 /* The write and header callbacks for rx on c. */
 void sr_http_rx_opts(CURL *c, struct sr_http_rx *rx);
+/* Hands a finished request's body to the caller: rc 0, *buf gets rx->resp
+ * (an empty body as an allocated "") and *len its length; rc < 0 (or out
+ * of memory) frees it and returns the error. */
+int sr_http_rx_take(struct sr_http_rx *rx, int rc, char **buf, size_t *len);
 
 #endif
