@@ -16,11 +16,11 @@
 #include "log.h"
 #include "store.h"
 #include "units.h"
+#include "xml.h"
 
 #include <ctype.h>
 #include <jansson.h>
 #include <errno.h>
-#include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -154,30 +154,10 @@ int sr_az_classify(int curl_code, long status)
     return status == 408 || status == 429 || status >= 500 ? 1 : 2;
 }
 
-static void xml_text(xmlNode *n, const char *name, char *out, size_t len)
-{
-    for (xmlNode *c = n ? n->children : NULL; c; c = c->next)
-        if (c->type == XML_ELEMENT_NODE && strcmp((const char *)c->name, name) == 0) {
-            xmlChar *t = xmlNodeGetContent(c);
-            snprintf(out, len, "%s", t ? (const char *)t : "");
-            xmlFree(t);
-            return;
-        }
-    *out = '\0';
-}
-
-static xmlNode *xml_child(xmlNode *n, const char *name)
-{
-    for (xmlNode *c = n ? n->children : NULL; c; c = c->next)
-        if (c->type == XML_ELEMENT_NODE && strcmp((const char *)c->name, name) == 0)
-            return c;
-    return NULL;
-}
-
 static int list_entry(xmlNode *e, const char *strip, int keys, struct sr_strlist *out)
 {
     char name[2300], size[32];
-    xml_text(e, "Name", name, sizeof(name));
+    sr_xml_text(e, "Name", name, sizeof(name));
     const size_t sl = strlen(strip);
     if (strncmp(name, strip, sl) != 0)
         return 0;
@@ -190,27 +170,26 @@ static int list_entry(xmlNode *e, const char *strip, int keys, struct sr_strlist
         return 0;
     if (!keys)
         return sr_strlist_push(out, rel);
-    xml_text(xml_child(e, "Properties"), "Content-Length", size, sizeof(size));
+    sr_xml_text(sr_xml_child(e, "Properties"), "Content-Length", size, sizeof(size));
     return sr_strlist_push_sized(out, rel, *size ? strtoull(size, NULL, 10) : SR_SIZE_UNKNOWN);
 }
 
 int sr_az_parse_list(const char *xml, size_t len, const char *strip, int keys,
                      struct sr_strlist *out, char *marker, size_t mlen)
 {
-    xmlDoc *doc = xmlReadMemory(xml, (int)len, NULL, NULL,
-                                XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    xmlDoc *doc = sr_xml_parse(xml, len);
     xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
-    if (!root || strcmp((const char *)root->name, "EnumerationResults") != 0) {
+    if (!root || strcmp(sr_xml_name(root), "EnumerationResults") != 0) {
         xmlFreeDoc(doc);
         return sr_errf(-EBADMSG, "azure: the blob listing is not an EnumerationResults document");
     }
     int rc = 0;
-    xmlNode *blobs = xml_child(root, "Blobs");
+    xmlNode *blobs = sr_xml_child(root, "Blobs");
     for (xmlNode *c = blobs ? blobs->children : NULL; c && rc == 0; c = c->next)
-        if (c->type == XML_ELEMENT_NODE && (strcmp((const char *)c->name, "Blob") == 0 ||
-                                            strcmp((const char *)c->name, "BlobPrefix") == 0))
+        if (c->type == XML_ELEMENT_NODE &&
+            (strcmp(sr_xml_name(c), "Blob") == 0 || strcmp(sr_xml_name(c), "BlobPrefix") == 0))
             rc = list_entry(c, strip, keys, out);
-    xml_text(root, "NextMarker", marker, mlen);
+    sr_xml_text(root, "NextMarker", marker, mlen);
     xmlFreeDoc(doc);
     return rc < 0 ? sr_errf(-ENOMEM, "out of memory") : 0;
 }

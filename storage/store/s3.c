@@ -22,12 +22,14 @@
  * SPOTRUN_S3_STALL_TIMEOUT_S), not a total timeout, so a large part on a
  * slow link is not cut short.
  *
- * XML (errors, listings, multipart answers) is parsed with libxml2, by
- * element local names so that namespaced and bare documents both work.
+ * XML (errors, listings, multipart answers) is read with the HTTP core's
+ * libxml2 helpers (xml.h), by element local names so that namespaced and
+ * bare documents both work.
  */
 #include "s3.h"
 #include "log.h"
 #include "store.h"
+#include "xml.h"
 
 #include <errno.h>
 #include <libxml/parser.h>
@@ -178,29 +180,6 @@ int sr_s3_curl_errno(int curl_code)
     }
 }
 
-static const char *local(const xmlNode *n)
-{
-    return n && n->name ? (const char *)n->name : "";
-}
-
-/* Text of the first child element of n named name, or NULL. Free with xmlFree. */
-static char *child_text(const xmlNode *n, const char *name)
-{
-    for (const xmlNode *c = n ? n->children : NULL; c; c = c->next)
-        if (c->type == XML_ELEMENT_NODE && strcmp(local(c), name) == 0)
-            return (char *)xmlNodeGetContent(c);
-    return NULL;
-}
-
-static xmlDoc *parse(const char *xml, size_t len)
-{
-    pthread_once(&once, global_init);
-    if (!xml || len == 0 || len > INT32_MAX)
-        return NULL;
-    return xmlReadMemory(xml, (int)len, NULL, NULL,
-                         XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-}
-
 static void set_text(char *dst, size_t len, const char *src)
 {
     if (len)
@@ -211,11 +190,11 @@ int sr_s3_parse_error(const char *xml, size_t len, char *code, size_t clen, char
 {
     set_text(code, clen, "");
     set_text(msg, mlen, "");
-    xmlDoc *doc = parse(xml, len);
+    xmlDoc *doc = sr_xml_parse(xml, len);
     xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
     int rc = -EBADMSG;
-    if (root && strcmp(local(root), "Error") == 0) {
-        char *c = child_text(root, "Code"), *m = child_text(root, "Message");
+    if (root && strcmp(sr_xml_name(root), "Error") == 0) {
+        char *c = sr_xml_child_text(root, "Code"), *m = sr_xml_child_text(root, "Message");
         set_text(code, clen, c);
         set_text(msg, mlen, m);
         rc = c ? 0 : -EBADMSG;
@@ -276,12 +255,12 @@ int sr_s3_parse_list(const char *xml, size_t len, const char *prefix, struct sr_
 int sr_s3_parse_list_as(const char *xml, size_t len, const char *prefix, int keys,
                         struct sr_strlist *out, int *truncated, char *token, size_t tlen)
 {
-    xmlDoc *doc = parse(xml, len);
+    xmlDoc *doc = sr_xml_parse(xml, len);
     xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
     int rc = 0;
     *truncated = 0;
     set_text(token, tlen, "");
-    if (!root || strcmp(local(root), "ListBucketResult") != 0) {
+    if (!root || strcmp(sr_xml_name(root), "ListBucketResult") != 0) {
         xmlFreeDoc(doc);
         return sr_errf(-EPROTO, "the answer to a listing is not S3's (no ListBucketResult): is "
                                 "AWS_ENDPOINT_URL an S3 endpoint?");
@@ -289,17 +268,17 @@ int sr_s3_parse_list_as(const char *xml, size_t len, const char *prefix, int key
     for (xmlNode *c = root->children; c && rc == 0; c = c->next) {
         if (c->type != XML_ELEMENT_NODE)
             continue;
-        const char *n = local(c);
+        const char *n = sr_xml_name(c);
         char *t = NULL;
         if (strcmp(n, "Contents") == 0 && keys) {
-            char *size = child_text(c, "Size"), *etag = child_text(c, "ETag");
-            rc = add_key(out, prefix, t = child_text(c, "Key"), size, etag);
+            char *size = sr_xml_child_text(c, "Size"), *etag = sr_xml_child_text(c, "ETag");
+            rc = add_key(out, prefix, t = sr_xml_child_text(c, "Key"), size, etag);
             xmlFree(size);
             xmlFree(etag);
         } else if (strcmp(n, "Contents") == 0)
-            rc = add_name(out, prefix, t = child_text(c, "Key"));
+            rc = add_name(out, prefix, t = sr_xml_child_text(c, "Key"));
         else if (strcmp(n, "CommonPrefixes") == 0)
-            rc = add_name(out, prefix, t = child_text(c, "Prefix"));
+            rc = add_name(out, prefix, t = sr_xml_child_text(c, "Prefix"));
         else if (strcmp(n, "IsTruncated") == 0)
             *truncated = (t = (char *)xmlNodeGetContent(c)) && strcmp(t, "true") == 0;
         else if (strcmp(n, "NextContinuationToken") == 0)
@@ -314,9 +293,9 @@ int sr_s3_parse_list_as(const char *xml, size_t len, const char *prefix, int key
 
 int sr_s3_parse_upload_id(const char *xml, size_t len, char *id, size_t idlen)
 {
-    xmlDoc *doc = parse(xml, len);
+    xmlDoc *doc = sr_xml_parse(xml, len);
     xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
-    char *t = root ? child_text(root, "UploadId") : NULL;
+    char *t = root ? sr_xml_child_text(root, "UploadId") : NULL;
     int rc = t && *t && strlen(t) < idlen ? 0 : -EBADMSG;
     if (rc == 0)
         set_text(id, idlen, t);
