@@ -257,3 +257,33 @@ int sr_http_rx_take(struct sr_http_rx *rx, int rc, char **buf, size_t *len)
     rx->resp_len = 0;
     return 0;
 }
+
+CURLcode sr_http_fetch(const char *method, const char *url, const char *const *headers,
+                       long connect_ms, long total_ms, struct sr_http_rx *rx)
+{
+    sr_http_rx_reset(rx);
+    CURL *c = curl_easy_init();
+    if (!c)
+        return CURLE_OUT_OF_MEMORY;
+    struct curl_slist *h = NULL;
+    for (size_t i = 0; headers && headers[i]; i++)
+        h = curl_slist_append(h, headers[i]);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (strcmp(method, "PUT") == 0) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    sr_http_rx_opts(c, rx);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, total_ms);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    const CURLcode cc = curl_easy_perform(c);
+    if (cc != CURLE_OK)
+        rx->status = 0;
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return cc;
+}

@@ -131,4 +131,14 @@ void sr_http_rx_opts(CURL *c, struct sr_http_rx *rx);
  * of memory) frees it and returns the error. */
 int sr_http_rx_take(struct sr_http_rx *rx, int rc, char **buf, size_t *len);
 
+/* ---- one short request outside any pool ------------------------------------
+ *
+ * For metadata services and credential endpoints: method (a PUT sends an
+ * empty body), the header lines in headers (NULL-terminated; NULL for
+ * none), no proxy, connect_ms to connect and total_ms in all, the answer
+ * in rx (set its destination first: dst_fd -1, max). The curl code;
+ * rx->status is 0 when no answer came. */
+CURLcode sr_http_fetch(const char *method, const char *url, const char *const *headers,
+                       long connect_ms, long total_ms, struct sr_http_rx *rx);
+
 #endif

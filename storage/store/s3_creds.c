@@ -13,6 +13,7 @@
  * Secrets live only in struct sr_s3_creds copies and in the memory curl
  * signs with; no message ever contains one.
  */
+#include "http.h"
 #include "imds.h"
 #include "s3_creds.h"
 #include "log.h"
@@ -200,54 +201,17 @@ struct body {
     size_t n;
 };
 
-static size_t body_write(char *ptr, size_t size, size_t nmemb, void *ctx)
+/* One request with short timeouts (the HTTP core's sr_http_fetch); *status
+ * gets the HTTP status (0 when nothing came back). The body is
+ * NUL-terminated. */
+static int http(const char *method, const char *url, const char *hdr, long *status, struct body *b)
 {
-    struct body *b = ctx;
-    size_t n = size * nmemb;
-    if (b->n + n > META_MAX)
-        return 0;
-    char *p = realloc(b->p, b->n + n + 1);
-    if (!p)
-        return 0;
-    memcpy(p + b->n, ptr, n);
-    b->p = p;
-    b->n += n;
-    b->p[b->n] = '\0';
-    return n;
-}
-
-/* One request with short timeouts; *status gets the HTTP status (0 when
- * nothing came back). The body is NUL-terminated. */
-static int http(const char *method, const char *url, const char *hdr1, const char *hdr2,
-                long *status, struct body *b)
-{
-    CURL *c = curl_easy_init();
-    if (!c)
-        return -ENOMEM;
-    struct curl_slist *h = NULL;
-    if (hdr1)
-        h = curl_slist_append(h, hdr1);
-    if (hdr2)
-        h = curl_slist_append(h, hdr2);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    if (strcmp(method, "PUT") == 0) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
-    }
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 3000L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-    CURLcode cc = curl_easy_perform(c);
-    *status = 0;
-    if (cc == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
+    const char *const hdrs[] = {hdr, NULL};
+    struct sr_http_rx rx = {.dst_fd = -1, .max = META_MAX};
+    const CURLcode cc = sr_http_fetch(method, url, hdrs, 1000L, 3000L, &rx);
+    *status = rx.status;
+    b->p = rx.resp;
+    b->n = rx.resp_len;
     return cc == CURLE_OK ? 0 : -ECONNREFUSED;
 }
 
@@ -421,7 +385,7 @@ static int from_container(struct sr_s3_creds *c, struct trail *t)
     }
     struct body b = {0};
     long status = 0;
-    int rc = http("GET", url, *auth ? auth : NULL, NULL, &status, &b);
+    int rc = http("GET", url, *auth ? auth : NULL, &status, &b);
     if (rc == 0 && status == 200 && b.p)
         rc = sr_s3_creds_parse_json(b.p, b.n, c);
     else if (rc == 0)
@@ -447,7 +411,7 @@ static int put_token(void *ctx, const char *url, const char *header, char *tok, 
 {
     long *status = ctx;
     struct body b = {0};
-    const int rc = http("PUT", url, header, NULL, status, &b);
+    const int rc = http("PUT", url, header, status, &b);
     const int ok = rc == 0 && *status == 200 && b.p && b.n > 0 && b.n <= 1000 && b.n < len;
     if (ok)
         snprintf(tok, len, "%s", b.p);
@@ -489,7 +453,7 @@ static int imds_get(const char *path, struct trail *t, long *status, struct body
             return rc;
         snprintf(hdr, sizeof(hdr), "X-aws-ec2-metadata-token: %s", tok);
         *b = (struct body){0};
-        const int hr = http("GET", url, hdr, NULL, status, b);
+        const int hr = http("GET", url, hdr, status, b);
         if (hr < 0 || *status != 401 || round > 0)
             return 0;
         free(b->p);
