@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -90,13 +91,12 @@ static void threads_draw_their_own_jitter(void **state)
     assert_memory_not_equal(a, b, sizeof(a));
 }
 
-static volatile sig_atomic_t hits;
-static volatile sig_atomic_t sleeping, woke;
+static atomic_int hits, sleeping, woke;
 
 static void on_usr1(int sig)
 {
     (void)sig;
-    hits++;
+    atomic_fetch_add(&hits, 1);
 }
 
 static int64_t mono_ms(void)
@@ -110,10 +110,10 @@ static void *sleeper(void *arg)
 {
     int64_t *slept = arg;
     const int64_t t0 = mono_ms();
-    sleeping = 1;
+    atomic_store(&sleeping, 1);
     sr_http_sleep_ms(400);
     *slept = mono_ms() - t0;
-    woke = 1;
+    atomic_store(&woke, 1);
     return NULL;
 }
 
@@ -128,16 +128,16 @@ static void a_signal_does_not_cut_a_backoff_sleep_short(void **state)
     int64_t slept = 0;
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, sleeper, &slept), 0);
-    while (!sleeping)
+    while (!atomic_load(&sleeping))
         usleep(1000);
     /* Interrupt it again and again while it sleeps. */
-    while (!woke) {
+    while (!atomic_load(&woke)) {
         pthread_kill(t, SIGUSR1);
         usleep(20000);
     }
     pthread_join(t, NULL);
     signal(SIGUSR1, SIG_DFL);
-    assert_true(hits > 0);
+    assert_true(atomic_load(&hits) > 0);
     assert_true(slept >= 400);
 }
 
