@@ -10,8 +10,10 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "http.h"
 #include "imds.h"
 #include "log.h"
 #include "notice_int.h"
@@ -40,48 +42,19 @@ struct getter {
 
 /* ---- synchronous transport (sr_instance_type) ----------------------------- */
 
-static size_t on_data(char *p, size_t size, size_t n, void *ctx)
-{
-    struct answer *a = ctx;
-    const size_t k = size * n;
-    if (a->len + k >= sizeof(a->buf)) {
-        a->too_big = 1;
-        return 0;
-    }
-    memcpy(a->buf + a->len, p, k);
-    a->len += k;
-    a->buf[a->len] = '\0';
-    return k;
-}
-
 static int easy_get(void *ctx, const char *method, const char *url, const char *header,
                     struct answer *a)
 {
     (void)ctx;
-    CURL *c = curl_easy_init();
-    if (!c)
-        return -ENOMEM;
-    struct curl_slist *h = header ? curl_slist_append(NULL, header) : NULL;
-    a->len = 0;
-    a->too_big = 0;
-    a->buf[0] = '\0';
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_MS);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, TIMEOUT_MS);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
-    long status = 0;
-    const CURLcode rc = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(h);
-    a->status = rc == CURLE_OK ? status : 0;
-    return rc == CURLE_OK && status == 200 && !a->too_big ? 0 : -ENOENT;
+    const char *const hdrs[] = {header, NULL};
+    struct sr_http_rx rx = {.dst = a->buf, .dst_len = sizeof(a->buf) - 1, .dst_fd = -1};
+    const CURLcode cc = sr_http_fetch(method, url, hdrs, CONNECT_MS, TIMEOUT_MS, &rx);
+    free(rx.resp); /* an error's body */
+    a->len = (size_t)rx.got;
+    a->buf[a->len] = '\0';
+    a->too_big = rx.err != 0;
+    a->status = rx.status;
+    return cc == CURLE_OK && rx.status == 200 && !a->too_big ? 0 : -ENOENT;
 }
 
 /* ---- the watcher's transport (sr_placement_fetch) ------------------------- */

@@ -280,6 +280,7 @@ CURLcode sr_http_fetch(const char *method, const char *url, const char *const *h
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, total_ms);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     const CURLcode cc = curl_easy_perform(c);
     if (cc != CURLE_OK)
         rx->status = 0;

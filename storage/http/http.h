@@ -135,7 +135,7 @@ int sr_http_rx_take(struct sr_http_rx *rx, int rc, char **buf, size_t *len);
  *
  * For metadata services and credential endpoints: method (a PUT sends an
  * empty body), the header lines in headers (NULL-terminated; NULL for
- * none), no proxy, connect_ms to connect and total_ms in all, the answer
+ * none), http or https only, no proxy, connect_ms to connect and total_ms in all, the answer
  * in rx (set its destination first: dst_fd -1, max). The curl code;
  * rx->status is 0 when no answer came. */
 CURLcode sr_http_fetch(const char *method, const char *url, const char *const *headers,
