@@ -91,6 +91,8 @@ struct sr_http_tx {
     uint64_t sent; /* internal */
     int err;       /* a read of body_fd failed: its negative errno */
 };
+/* A request without a body. */
+#define SR_HTTP_TX_NONE ((struct sr_http_tx){.body_fd = -1})
 /* Upload options and the read/seek callbacks for tx on c. */
 void sr_http_tx_opts(CURL *c, struct sr_http_tx *tx);
 
@@ -122,6 +124,9 @@ struct sr_http_rx {
      * (past dst_len), -ENOMEM, or a write's errno. */
     int err;
 };
+/* An answer into resp, up to max bytes for a 2xx; code_header as above. */
+#define SR_HTTP_RX_RESP(max_, code_header_)                                                        \
+    ((struct sr_http_rx){.dst_fd = -1, .max = (max_), .code_header = (code_header_)})
 /* Clears the results (frees resp) for a new try; the destination stays. */
 void sr_http_rx_reset(struct sr_http_rx *rx);
 /* The write and header callbacks for rx on c. */

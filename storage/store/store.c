@@ -672,10 +672,7 @@ int sr_store_adopt(const struct sr_store_ops *ops, const char *canon, void *impl
         close_impl(impl);
         return sr_errf(-ENOMEM, "out of memory");
     }
-    st->ops = ops;
-    st->url = url;
-    st->impl = impl;
-    st->base = base;
+    *st = (struct sr_store){.ops = ops, .url = url, .impl = impl, .base = base};
     *out = st;
     return 0;
 }
