@@ -167,6 +167,13 @@ static int open_object(const struct sr_store *st, const char *key)
     }
 }
 
+/* key's path (for messages) and its object opened read-only (open_object). */
+static int open_key(const struct sr_store *st, const char *key, char *path, size_t len)
+{
+    const int rc = key_path(st, key, path, len);
+    return rc < 0 ? rc : open_object(st, key);
+}
+
 /* Ensures the directory of path exists, then runs the atomic write; retries
  * when a concurrent delete pruned the directory in between. */
 static int put_common(struct sr_store *st, const char *key, const void *buf, size_t len,
@@ -204,13 +211,10 @@ static int fs_put_file(struct sr_store *st, const char *key, const char *path, i
 static int fs_get(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len)
 {
     char path[PATH_MAX];
-    int rc = key_path(st, key, path, sizeof(path));
-    if (rc < 0)
-        return rc;
-    const int fd = open_object(st, key);
+    const int fd = open_key(st, key, path, sizeof(path));
     if (fd < 0)
         return fd;
-    rc = sr_read_fd(fd, path, max, buf, len);
+    const int rc = sr_read_fd(fd, path, max, buf, len);
     close(fd);
     return rc;
 }
@@ -218,14 +222,12 @@ static int fs_get(struct sr_store *st, const char *key, size_t max, char **buf, 
 static int fs_size(struct sr_store *st, const char *key, uint64_t *size)
 {
     char path[PATH_MAX];
-    int rc = key_path(st, key, path, sizeof(path));
-    if (rc < 0)
-        return rc;
-    const int fd = open_object(st, key);
+    const int fd = open_key(st, key, path, sizeof(path));
     if (fd < 0)
         return fd;
     struct stat sb;
-    rc = fstat(fd, &sb) == 0 ? 0 : sr_errf(-errno, "cannot stat %s: %s", path, strerror(errno));
+    const int rc =
+        fstat(fd, &sb) == 0 ? 0 : sr_errf(-errno, "cannot stat %s: %s", path, strerror(errno));
     if (rc == 0)
         *size = (uint64_t)sb.st_size;
     close(fd);
@@ -236,10 +238,7 @@ static int fs_size(struct sr_store *st, const char *key, uint64_t *size)
 static int fs_source(struct sr_store *st, const char *key, struct sr_source *src)
 {
     char path[PATH_MAX];
-    const int rc = key_path(st, key, path, sizeof(path));
-    if (rc < 0)
-        return rc;
-    const int fd = open_object(st, key);
+    const int fd = open_key(st, key, path, sizeof(path));
     return fd < 0 ? fd : sr_source_fd_open(fd, path, src);
 }
 
@@ -427,7 +426,7 @@ static int fs_get_etag(struct sr_store *st, const char *key, size_t max, char **
         content_etag(*buf, *len, etag);
     if (rc == -EFBIG) { /* its ETag all the same (store.h), without holding it */
         char path[PATH_MAX];
-        const int fd = key_path(st, key, path, sizeof(path)) == 0 ? open_object(st, key) : -1;
+        const int fd = open_key(st, key, path, sizeof(path));
         if (fd < 0 || fd_etag(fd, path, etag) < 0)
             etag[0] = '\0';
         if (fd >= 0)
