@@ -92,6 +92,14 @@ static int check_no_links(const struct sr_store *st, const char *key, int last)
     }
 }
 
+/* key's path, for a write, delete or listing: check_no_links first. */
+static int link_free_path(const struct sr_store *st, const char *key, int last, char *path,
+                          size_t len)
+{
+    const int rc = key_path(st, key, path, len);
+    return rc < 0 ? rc : check_no_links(st, key, last);
+}
+
 /* What a non-regular file is, for messages. */
 static const char *kind_of(mode_t mode)
 {
@@ -180,9 +188,7 @@ static int put_common(struct sr_store *st, const char *key, const void *buf, siz
                       const char *src, int create)
 {
     char path[PATH_MAX], dir[PATH_MAX];
-    int rc = key_path(st, key, path, sizeof(path));
-    if (rc == 0)
-        rc = check_no_links(st, key, 0);
+    int rc = link_free_path(st, key, 0, path, sizeof(path));
     if (rc < 0)
         return rc;
     sr_dirname(path, dir, sizeof(dir));
@@ -259,9 +265,7 @@ static int is_lock_name(const char *name)
 static int fs_list(struct sr_store *st, const char *prefix, struct sr_strlist *out)
 {
     char path[PATH_MAX];
-    int rc = key_path(st, prefix, path, sizeof(path));
-    if (rc == 0)
-        rc = check_no_links(st, prefix, 1);
+    int rc = link_free_path(st, prefix, 1, path, sizeof(path));
     if (rc < 0)
         return rc;
     DIR *d = opendir(path);
@@ -355,9 +359,7 @@ static void sweep_temp_files(const char *dir)
 static int fs_del(struct sr_store *st, const char *key)
 {
     char path[PATH_MAX];
-    int rc = key_path(st, key, path, sizeof(path));
-    if (rc == 0)
-        rc = check_no_links(st, key, 0);
+    int rc = link_free_path(st, key, 0, path, sizeof(path));
     if (rc < 0)
         return rc;
     if (unlink(path) != 0) {
@@ -627,9 +629,7 @@ static int fs_put_if(struct sr_store *st, const char *key, const void *buf, size
                      const char *match, char *etag)
 {
     char path[PATH_MAX];
-    int rc = key_path(st, key, path, sizeof(path));
-    if (rc == 0)
-        rc = check_no_links(st, key, 0);
+    int rc = link_free_path(st, key, 0, path, sizeof(path));
     if (rc < 0)
         return rc;
     struct obj_lock lk;
@@ -691,9 +691,7 @@ static int fs_writer_open(struct sr_store *st, const char *key, int create,
         return sr_errf(-ENOMEM, "out of memory");
     fw->create = create;
     char dir[PATH_MAX];
-    int rc = key_path(st, key, fw->path, sizeof(fw->path));
-    if (rc == 0)
-        rc = check_no_links(st, key, 0);
+    int rc = link_free_path(st, key, 0, fw->path, sizeof(fw->path));
     if (rc == 0) {
         sr_dirname(fw->path, dir, sizeof(dir));
         rc = sr_mkdirs(dir, 0755);
