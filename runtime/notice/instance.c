@@ -10,8 +10,11 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "http.h"
+#include "imds.h"
 #include "log.h"
 #include "notice_int.h"
 #include "notice_parse.h"
@@ -26,6 +29,7 @@ struct answer {
     char buf[ANSWER_MAX];
     size_t len;
     int too_big;
+    long status; /* 0: no answer */
 };
 
 /* One GET or PUT: 0 and the body in a when the answer is 200, else
@@ -38,47 +42,19 @@ struct getter {
 
 /* ---- synchronous transport (sr_instance_type) ----------------------------- */
 
-static size_t on_data(char *p, size_t size, size_t n, void *ctx)
-{
-    struct answer *a = ctx;
-    const size_t k = size * n;
-    if (a->len + k >= sizeof(a->buf)) {
-        a->too_big = 1;
-        return 0;
-    }
-    memcpy(a->buf + a->len, p, k);
-    a->len += k;
-    a->buf[a->len] = '\0';
-    return k;
-}
-
 static int easy_get(void *ctx, const char *method, const char *url, const char *header,
                     struct answer *a)
 {
     (void)ctx;
-    CURL *c = curl_easy_init();
-    if (!c)
-        return -ENOMEM;
-    struct curl_slist *h = header ? curl_slist_append(NULL, header) : NULL;
-    a->len = 0;
-    a->too_big = 0;
-    a->buf[0] = '\0';
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_MS);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, TIMEOUT_MS);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
-    long status = 0;
-    const CURLcode rc = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
-    curl_slist_free_all(h);
-    return rc == CURLE_OK && status == 200 && !a->too_big ? 0 : -ENOENT;
+    const char *const hdrs[] = {header, NULL};
+    struct sr_http_rx rx = {.dst = a->buf, .dst_len = sizeof(a->buf) - 1, .dst_fd = -1};
+    const CURLcode cc = sr_http_fetch(method, url, hdrs, CONNECT_MS, TIMEOUT_MS, &rx);
+    free(rx.resp); /* an error's body */
+    a->len = (size_t)rx.got;
+    a->buf[a->len] = '\0';
+    a->too_big = rx.err != 0;
+    a->status = rx.status;
+    return cc == CURLE_OK && rx.status == 200 && !a->too_big ? 0 : -ENOENT;
 }
 
 /* ---- the watcher's transport (sr_placement_fetch) ------------------------- */
@@ -93,6 +69,7 @@ static int nw_get(void *ctx, const char *method, const char *url, const char *he
     a->too_big = 0;
     a->buf[0] = '\0';
     const int rc = sr_nw_request(w, method, url, header ? hdrs : NULL, NULL, TIMEOUT_MS, &r);
+    a->status = rc == 0 ? r.status : 0;
     if (rc == -ECANCELED)
         return rc;
     const int ok = rc == 0 && r.status == 200 && r.len < sizeof(a->buf);
@@ -107,42 +84,73 @@ static int nw_get(void *ctx, const char *method, const char *url, const char *he
 
 /* ---- the services ---------------------------------------------------------- */
 
-/* GET base+path as a word into buf (left as it was when there is none). */
+/* GET base+path as a word into buf (left as it was when there is none);
+ * *status the answer's (0: none). */
 static int get_word(const struct getter *g, const char *base, const char *path, const char *header,
-                    char *buf, size_t len)
+                    char *buf, size_t len, long *status)
 {
     char url[2200];
     struct answer a;
     snprintf(url, sizeof(url), "%s%s", base, path);
+    a.status = 0;
     const int rc = g->get(g->ctx, "GET", url, header, &a);
+    if (status)
+        *status = a.status;
     if (rc < 0)
         return rc;
     return sr_metadata_word(a.buf, a.len, buf, len) < 0 ? -ENOENT : 0;
 }
 
+/* The IMDSv2 token PUT on g (sr_imds_fetch_fn). */
+static int put_token(void *ctx, const char *url, const char *header, char *tok, size_t len)
+{
+    const struct getter *g = ctx;
+    struct answer a;
+    const int rc = g->get(g->ctx, "PUT", url, header, &a);
+    if (rc < 0)
+        return rc;
+    if (a.len >= SR_IMDS_TOKEN_MAX || a.len >= len)
+        return -ENOENT;
+    snprintf(tok, len, "%.*s", (int)strcspn(a.buf, "\r\n"), a.buf);
+    return 0;
+}
+
+/* The instance type with the process's IMDSv2 token (imds.h), or without
+ * one (IMDSv1, where the instance still allows it) when none is had; a
+ * token the service refuses (401) is dropped and a new one tried once.
+ * *h is the header for the next reads (hdr, or NULL). */
+static int aws_type(const struct getter *g, const char *base, struct sr_placement *p, char *hdr,
+                    size_t hlen, const char **h)
+{
+    char tok[SR_IMDS_TOKEN_MAX];
+    for (int round = 0;; round++) {
+        const int t = sr_imds_token(base, put_token, (void *)g, tok, sizeof(tok));
+        if (t == -ECANCELED)
+            return t;
+        if (t == 0)
+            snprintf(hdr, hlen, "X-aws-ec2-metadata-token: %s", tok);
+        *h = t == 0 ? hdr : NULL;
+        long status = 0;
+        const int rc = get_word(g, base, "/latest/meta-data/instance-type", *h, p->instance_type,
+                                sizeof(p->instance_type), &status);
+        if (status != 401 || !*h || round > 0)
+            return rc;
+        sr_imds_token_refused(base, tok);
+    }
+}
+
 static int from_aws(const struct getter *g, const char *base, int all, struct sr_placement *p)
 {
-    char url[2100], hdr[600];
-    struct answer a;
-    snprintf(url, sizeof(url), "%s/latest/api/token", base);
-    int rc = g->get(g->ctx, "PUT", url, "X-aws-ec2-metadata-token-ttl-seconds: 60", &a);
-    if (rc == -ECANCELED)
-        return rc;
-    if (rc == 0 && a.len < 512)
-        snprintf(hdr, sizeof(hdr), "X-aws-ec2-metadata-token: %.*s", (int)strcspn(a.buf, "\r\n"),
-                 a.buf);
-    else
-        hdr[0] = '\0'; /* IMDSv1, where the instance still allows it */
-    const char *h = hdr[0] ? hdr : NULL;
-    rc = get_word(g, base, "/latest/meta-data/instance-type", h, p->instance_type,
-                  sizeof(p->instance_type));
+    char hdr[600];
+    const char *h = NULL;
+    int rc = aws_type(g, base, p, hdr, sizeof(hdr), &h);
     if (!all || rc == -ECANCELED)
         return rc;
     rc = get_word(g, base, "/latest/meta-data/placement/availability-zone", h, p->zone,
-                  sizeof(p->zone));
+                  sizeof(p->zone), NULL);
     if (rc != -ECANCELED)
         rc = get_word(g, base, "/latest/meta-data/placement/region", h, p->region,
-                      sizeof(p->region));
+                      sizeof(p->region), NULL);
     return rc;
 }
 
@@ -150,10 +158,10 @@ static int from_gcp(const struct getter *g, const char *base, int all, struct sr
 {
     const char *h = "Metadata-Flavor: Google";
     int rc = get_word(g, base, "/computeMetadata/v1/instance/machine-type", h, p->instance_type,
-                      sizeof(p->instance_type));
+                      sizeof(p->instance_type), NULL);
     if (!all || rc == -ECANCELED)
         return rc;
-    rc = get_word(g, base, "/computeMetadata/v1/instance/zone", h, p->zone, sizeof(p->zone));
+    rc = get_word(g, base, "/computeMetadata/v1/instance/zone", h, p->zone, sizeof(p->zone), NULL);
     if (rc == 0 && sr_gcp_region_of(p->zone, p->region, sizeof(p->region)) < 0)
         p->region[0] = '\0';
     return rc;
@@ -165,7 +173,7 @@ static int from_azure(const struct getter *g, const char *base, int all, struct 
     if (!all)
         return get_word(g, base,
                         "/metadata/instance/compute/vmSize?api-version=2021-02-01&format=text", h,
-                        p->instance_type, sizeof(p->instance_type));
+                        p->instance_type, sizeof(p->instance_type), NULL);
     char url[2200];
     struct answer a;
     snprintf(url, sizeof(url), "%s/metadata/instance/compute?api-version=2021-02-01", base);

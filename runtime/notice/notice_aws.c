@@ -1,8 +1,10 @@
 /*
  * notice_aws.c - AWS spot notices through IMDSv2.
  *
- * A session token (PUT /latest/api/token, TTL 6 h) is renewed a minute
- * before it expires, and at once when the service answers 401. Each poll
+ * A session token (PUT /latest/api/token, TTL 6 h) comes from the
+ * process's IMDSv2 token cache (storage/http/imds.h, shared with the
+ * placement lookup and the S3 credentials): renewed a minute before it
+ * expires, and at once when the service answers 401. Each poll
  * reads spot/instance-action (404: nothing; 200: {"action","time"}, the
  * deadline is "time") and events/recommendations/rebalance (an early
  * warning: checkpoint, keep running). A token PUT that times out is the
@@ -14,54 +16,62 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "imds.h"
 #include "log.h"
 #include "notice_int.h"
 #include "notice_parse.h"
 #include "units.h"
 
-#define TOKEN_TTL_S 21600
-#define TOKEN_RENEW_MS 60000
 #define REQUEST_TIMEOUT_MS 2000
 
 struct aws {
     struct sr_nw *w;
-    char token[512];
-    int64_t token_renew_at;
-    int v1; /* the token PUT timed out and IMDSv1 answers */
+    char token[SR_IMDS_TOKEN_MAX]; /* this round's, from the cache */
+    long put_status;               /* of a token PUT that was refused */
+    int v1;                        /* the token PUT timed out and IMDSv1 answers */
     char posted_action[64], posted_rebalance[64];
 };
+
+/* The token PUT on the watcher's cancellable transport (sr_imds_fetch_fn). */
+static int put_token(void *ctx, const char *url, const char *header, char *tok, size_t len)
+{
+    struct aws *a = ctx;
+    const char *const hdr[] = {header, NULL};
+    struct sr_http r;
+    int rc = sr_nw_request(a->w, "PUT", url, hdr, NULL, REQUEST_TIMEOUT_MS, &r);
+    a->put_status = rc == 0 ? r.status : 0;
+    if (rc == 0 && r.status == 200 && r.body && r.len > 0 && r.len < len)
+        memcpy(tok, r.body, r.len + 1);
+    else if (rc == 0)
+        rc = -EACCES;
+    if (rc < 0 && rc != -EACCES && rc != -ECANCELED && rc != -ETIMEDOUT)
+        sr_nw_warn(a->w, "cannot reach the AWS metadata service at %s: %s; retrying",
+                   a->w->n->aws_url, rc == -EMSGSIZE ? "answer too large" : r.error);
+    sr_http_free(&r);
+    return rc;
+}
 
 static int get_token(struct aws *a)
 {
     struct sr_notice *n = a->w->n;
-    char url[2100], ttl[64];
-    snprintf(url, sizeof(url), "%s/latest/api/token", n->aws_url);
-    snprintf(ttl, sizeof(ttl), "X-aws-ec2-metadata-token-ttl-seconds: %d", TOKEN_TTL_S);
-    const char *const hdr[] = {ttl, NULL};
-    struct sr_http r;
-    int rc = sr_nw_request(a->w, "PUT", url, hdr, NULL, REQUEST_TIMEOUT_MS, &r);
-    if (rc == 0 && r.status == 200 && r.body && r.len > 0 && r.len < sizeof(a->token)) {
-        memcpy(a->token, r.body, r.len + 1);
-        a->token[strcspn(a->token, "\r\n")] = '\0';
-        a->token_renew_at = sr_now_ms() + TOKEN_TTL_S * 1000LL - TOKEN_RENEW_MS;
+    a->put_status = 0;
+    const int rc = sr_imds_token(n->aws_url, put_token, a, a->token, sizeof(a->token));
+    if (rc == 0) {
         a->v1 = 0;
-        sr_http_free(&r);
         return 0;
     }
+    a->token[0] = '\0';
     if (rc == -ETIMEDOUT)
         sr_nw_warn(a->w,
-                   "the IMDSv2 token request to %s timed out: inside a container this is the "
-                   "instance's metadata hop limit (raise it to 2: aws ec2 "
+                   "the IMDSv2 token request to %s/latest/api/token timed out: inside a container "
+                   "this is the instance's metadata hop limit (raise it to 2: aws ec2 "
                    "modify-instance-metadata-options --instance-id ID "
                    "--http-put-response-hop-limit 2); trying IMDSv1",
-                   url);
-    else if (rc == 0)
-        sr_nw_warn(a->w, "the IMDSv2 token request to %s was refused (HTTP %ld)", url, r.status);
-    else if (rc != -ECANCELED)
-        sr_nw_warn(a->w, "cannot reach the AWS metadata service at %s: %s; retrying", n->aws_url,
-                   rc == -EMSGSIZE ? "answer too large" : r.error);
-    sr_http_free(&r);
-    return rc == 0 ? -EACCES : rc;
+                   n->aws_url);
+    else if (rc == -EACCES)
+        sr_nw_warn(a->w, "the IMDSv2 token request to %s/latest/api/token was refused (HTTP %ld)",
+                   n->aws_url, a->put_status);
+    return rc;
 }
 
 /* GET path with the token (or without, on IMDSv1). */
@@ -131,7 +141,9 @@ static int poll_once(struct aws *a)
         if (rc < 0)
             return rc;
         if (r.status == 401 && !a->v1) {
-            a->token[0] = '\0'; /* expired or revoked: renew now */
+            /* expired or revoked: renew now */
+            sr_imds_token_refused(a->w->n->aws_url, a->token);
+            a->token[0] = '\0';
             sr_http_free(&r);
             return -EAGAIN;
         }
@@ -170,8 +182,8 @@ void sr_aws_watch(struct sr_nw *w)
     int64_t next = sr_now_ms();
     while (!sr_nw_stopping(w)) {
         int rc = 0;
-        if (!a.v1 && (!a.token[0] || sr_now_ms() >= a.token_renew_at)) {
-            rc = get_token(&a);
+        if (!a.v1) {
+            rc = get_token(&a); /* the cache's, or a new one when it is due */
             if (rc == -ETIMEDOUT)
                 rc = try_v1(&a);
         }

@@ -16,11 +16,11 @@
 #include "log.h"
 #include "store.h"
 #include "units.h"
+#include "xml.h"
 
 #include <ctype.h>
 #include <jansson.h>
 #include <errno.h>
-#include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -31,8 +31,6 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-
-#define ERR_MAX (64u << 10)
 
 /* ---- pure helpers ---------------------------------------------------------- */
 
@@ -156,30 +154,10 @@ int sr_az_classify(int curl_code, long status)
     return status == 408 || status == 429 || status >= 500 ? 1 : 2;
 }
 
-static void xml_text(xmlNode *n, const char *name, char *out, size_t len)
-{
-    for (xmlNode *c = n ? n->children : NULL; c; c = c->next)
-        if (c->type == XML_ELEMENT_NODE && strcmp((const char *)c->name, name) == 0) {
-            xmlChar *t = xmlNodeGetContent(c);
-            snprintf(out, len, "%s", t ? (const char *)t : "");
-            xmlFree(t);
-            return;
-        }
-    *out = '\0';
-}
-
-static xmlNode *xml_child(xmlNode *n, const char *name)
-{
-    for (xmlNode *c = n ? n->children : NULL; c; c = c->next)
-        if (c->type == XML_ELEMENT_NODE && strcmp((const char *)c->name, name) == 0)
-            return c;
-    return NULL;
-}
-
 static int list_entry(xmlNode *e, const char *strip, int keys, struct sr_strlist *out)
 {
     char name[2300], size[32];
-    xml_text(e, "Name", name, sizeof(name));
+    sr_xml_text(e, "Name", name, sizeof(name));
     const size_t sl = strlen(strip);
     if (strncmp(name, strip, sl) != 0)
         return 0;
@@ -192,27 +170,26 @@ static int list_entry(xmlNode *e, const char *strip, int keys, struct sr_strlist
         return 0;
     if (!keys)
         return sr_strlist_push(out, rel);
-    xml_text(xml_child(e, "Properties"), "Content-Length", size, sizeof(size));
+    sr_xml_text(sr_xml_child(e, "Properties"), "Content-Length", size, sizeof(size));
     return sr_strlist_push_sized(out, rel, *size ? strtoull(size, NULL, 10) : SR_SIZE_UNKNOWN);
 }
 
 int sr_az_parse_list(const char *xml, size_t len, const char *strip, int keys,
                      struct sr_strlist *out, char *marker, size_t mlen)
 {
-    xmlDoc *doc = xmlReadMemory(xml, (int)len, NULL, NULL,
-                                XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    xmlDoc *doc = sr_xml_parse(xml, len);
     xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
-    if (!root || strcmp((const char *)root->name, "EnumerationResults") != 0) {
+    if (!root || strcmp(sr_xml_name(root), "EnumerationResults") != 0) {
         xmlFreeDoc(doc);
         return sr_errf(-EBADMSG, "azure: the blob listing is not an EnumerationResults document");
     }
     int rc = 0;
-    xmlNode *blobs = xml_child(root, "Blobs");
+    xmlNode *blobs = sr_xml_child(root, "Blobs");
     for (xmlNode *c = blobs ? blobs->children : NULL; c && rc == 0; c = c->next)
-        if (c->type == XML_ELEMENT_NODE && (strcmp((const char *)c->name, "Blob") == 0 ||
-                                            strcmp((const char *)c->name, "BlobPrefix") == 0))
+        if (c->type == XML_ELEMENT_NODE &&
+            (strcmp(sr_xml_name(c), "Blob") == 0 || strcmp(sr_xml_name(c), "BlobPrefix") == 0))
             rc = list_entry(c, strip, keys, out);
-    xml_text(root, "NextMarker", marker, mlen);
+    sr_xml_text(root, "NextMarker", marker, mlen);
     xmlFreeDoc(doc);
     return rc < 0 ? sr_errf(-ENOMEM, "out of memory") : 0;
 }
@@ -240,30 +217,12 @@ int sr_az_parse_token(const char *json, size_t len, char *tok, size_t tlen, int6
 
 CURL *sr_az_handle(struct sr_az *az)
 {
-    CURL *c = NULL;
-    pthread_mutex_lock(az->lock);
-    if (az->npool > 0)
-        c = az->pool[--az->npool];
-    pthread_mutex_unlock(az->lock);
-    if (c)
-        curl_easy_reset(c);
-    else
-        c = curl_easy_init();
-    return c;
+    return sr_http_pool_get(az->pool);
 }
 
 void sr_az_release(struct sr_az *az, CURL *c)
 {
-    if (!c)
-        return;
-    pthread_mutex_lock(az->lock);
-    if (az->npool < SR_AZ_POOL) {
-        az->pool[az->npool++] = c;
-        c = NULL;
-    }
-    pthread_mutex_unlock(az->lock);
-    if (c)
-        curl_easy_cleanup(c);
+    sr_http_pool_put(az->pool, c);
 }
 
 void sr_az_name(const struct sr_az *az, const char *key, char *buf, size_t len)
@@ -274,80 +233,6 @@ void sr_az_name(const struct sr_az *az, const char *key, char *buf, size_t len)
 
 /* ---- one attempt ------------------------------------------------------------ */
 
-static size_t on_header(char *p, size_t size, size_t n, void *ud)
-{
-    struct sr_az_req *r = ud;
-    const size_t len = size * n;
-    char line[512];
-    snprintf(line, sizeof(line), "%.*s", (int)(len < 511 ? len : 511), p);
-    line[strcspn(line, "\r\n")] = '\0';
-    if (strncmp(line, "HTTP/", 5) == 0) {
-        const char *sp = strchr(line, ' ');
-        r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-    } else if (strncasecmp(line, "etag:", 5) == 0) {
-        const char *v = line + 5 + strspn(line + 5, " ");
-        snprintf(r->etag, sizeof(r->etag), "%s", v);
-    } else if (strncasecmp(line, "content-length:", 15) == 0) {
-        r->clen = strtoull(line + 15, NULL, 10);
-    } else if (strncasecmp(line, "x-ms-error-code:", 16) == 0) {
-        snprintf(r->code, sizeof(r->code), "%s", line + 16 + strspn(line + 16, " "));
-    }
-    return len;
-}
-
-static size_t on_body(char *p, size_t size, size_t n, void *ud)
-{
-    struct sr_az_req *r = ud;
-    const size_t len = size * n;
-    const int ok = r->status >= 200 && r->status < 300;
-    if (ok && r->dst) {
-        if (r->got + len > r->dst_len) {
-            r->over = 1;
-            return 0;
-        }
-        memcpy((char *)r->dst + r->got, p, len);
-        r->got += len;
-        return len;
-    }
-    const size_t cap = ok ? r->max : ERR_MAX;
-    if (r->resp_len + len > cap) {
-        if (!ok)
-            return len; /* an error body: keep its start */
-        r->over = 1;
-        return 0;
-    }
-    char *nb = realloc(r->resp, r->resp_len + len + 1);
-    if (!nb)
-        return 0;
-    memcpy(nb + r->resp_len, p, len);
-    r->resp = nb;
-    r->resp_len += len;
-    nb[r->resp_len] = '\0';
-    return len;
-}
-
-static size_t on_read(char *p, size_t size, size_t n, void *ud)
-{
-    struct sr_az_req *r = ud;
-    size_t len = size * n;
-    if (len > r->body_len - r->sent)
-        len = r->body_len - r->sent;
-    memcpy(p, (const char *)r->body + r->sent, len);
-    r->sent += len;
-    return len;
-}
-
-/* curl rewinds the body to send it again (a kept-alive connection that
- * the server closed meanwhile). */
-static int on_seek(void *ud, curl_off_t off, int origin)
-{
-    struct sr_az_req *r = ud;
-    if (origin != SEEK_SET || off < 0 || (uint64_t)off > r->body_len)
-        return CURL_SEEKFUNC_CANTSEEK;
-    r->sent = (size_t)off;
-    return CURL_SEEKFUNC_OK;
-}
-
 static int token_fresh(struct sr_az *az, char *hdr, size_t len);
 
 /* Content-MD5 (base64) of an upload's body: the service checks it, so a
@@ -357,8 +242,8 @@ static void body_md5(const struct sr_az_req *r, char out[32])
     unsigned char d[EVP_MAX_MD_SIZE];
     unsigned int dl = 0;
     out[0] = '\0';
-    if (strcmp(r->method, "PUT") == 0 && r->body_len > 0 &&
-        EVP_Digest(r->body, r->body_len, d, &dl, EVP_md5(), NULL))
+    if (strcmp(r->method, "PUT") == 0 && r->tx.body_len > 0 &&
+        EVP_Digest(r->tx.body, (size_t)r->tx.body_len, d, &dl, EVP_md5(), NULL))
         EVP_EncodeBlock((unsigned char *)out, d, 16);
 }
 
@@ -370,8 +255,8 @@ static int shared_key(struct sr_az *az, struct sr_az_req *r, const char *path, c
     int rc = sr_az_canon_resource(az->account, path, r->query, res, sizeof(res));
     if (rc < 0)
         return sr_errf(rc, "request too long to sign");
-    if (r->body_len > 0)
-        snprintf(clen, sizeof(clen), "%zu", r->body_len);
+    if (r->tx.body_len > 0)
+        snprintf(clen, sizeof(clen), "%llu", (unsigned long long)r->tx.body_len);
     const char *ms[4];
     size_t n = 0;
     char d[80], v[64];
@@ -438,22 +323,14 @@ static struct curl_slist *headers(const struct sr_az_req *r, const char *date, c
 /* Callbacks, timeouts and the method on handle c. */
 static void set_transfer(const struct sr_az *az, CURL *c, struct sr_az_req *r)
 {
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+    sr_http_rx_opts(c, &r->rx);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, az->stall_s);
     curl_easy_setopt(c, CURLOPT_PRIVATE, r);
     if (strcmp(r->method, "PUT") == 0) {
-        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-        curl_easy_setopt(c, CURLOPT_READDATA, r);
-        curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
-        curl_easy_setopt(c, CURLOPT_SEEKDATA, r);
-        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->body_len);
+        sr_http_tx_opts(c, &r->tx);
     } else if (strcmp(r->method, "HEAD") == 0) {
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     } else if (strcmp(r->method, "GET") != 0) {
@@ -463,13 +340,8 @@ static void set_transfer(const struct sr_az *az, CURL *c, struct sr_az_req *r)
 
 int sr_az_setup(struct sr_az *az, CURL *c, struct sr_az_req *r, struct curl_slist **hdrs)
 {
-    r->status = 0;
-    r->resp_len = r->got = r->sent = 0;
-    r->clen = 0;
-    r->etag[0] = r->code[0] = '\0';
-    r->over = 0;
-    free(r->resp);
-    r->resp = NULL;
+    curl_easy_reset(c);
+    sr_http_rx_reset(&r->rx);
     /* upath: the URL's path, which Shared Key signs (the emulator's
      * account segment included); the SAS, when used, goes on the query. */
     char full[2400], path[7400], upath[8000], url[12000];
@@ -522,72 +394,89 @@ static const char *hint_for(long status, const char *code)
 
 int sr_az_judge(struct sr_az *az, struct sr_az_req *r, CURLcode cc, int attempt)
 {
-    if (r->over && cc != CURLE_OK && r->status >= 200 && r->status < 300) {
+    const long status = r->rx.status;
+    const char *code = r->rx.code;
+    if (r->rx.err && cc != CURLE_OK && status >= 200 && status < 300) {
         char name[2400];
         sr_az_name(az, r->key, name, sizeof(name));
+        if (r->rx.err == -ENOMEM)
+            return sr_errf(-ENOMEM, "%s: out of memory", name);
         return sr_errf(-EFBIG, "%s: the answer is larger than expected", name);
     }
     /* Md5Mismatch: the body was damaged on the way; send it again. */
     const int v =
-        r->status == 400 && strcmp(r->code, "Md5Mismatch") == 0 ? 1 : sr_az_classify(cc, r->status);
-    if (v == 0 || (v == 1 && attempt < az->retries)) {
+        status == 400 && strcmp(code, "Md5Mismatch") == 0 ? 1 : sr_az_classify(cc, status);
+    if (v == 0 || (v == 1 && sr_http_may_retry(attempt, az->retries))) {
         if (v == 1)
             sr_debug("azure: %s %s: %s %ld %s, retrying", r->method, r->key ? r->key : "",
-                     cc != CURLE_OK ? curl_easy_strerror(cc) : "status", r->status, r->code);
+                     cc != CURLE_OK ? curl_easy_strerror(cc) : "status", status, code);
         return v;
     }
     char name[2400];
     sr_az_name(az, r->key, name, sizeof(name));
     if (cc != CURLE_OK)
         return sr_errf(-EIO, "cannot reach %s at %s: %s (after %d attempts)", name, az->base,
-                       curl_easy_strerror(cc), attempt + 1);
+                       curl_easy_strerror(cc), attempt);
     /* ENXIO, not ENOENT: a missing container is no missing object (no "no
      * lease yet", no unusable checkpoint to fall back from), as S3's
      * NoSuchBucket (s3.c) */
-    if (r->status == 404 && strcmp(r->code, "ContainerNotFound") == 0)
+    if (status == 404 && strcmp(code, "ContainerNotFound") == 0)
         return sr_errf(-ENXIO,
                        "%s: %s 404 ContainerNotFound (the container %s does not exist: create it "
                        "with `az storage container create --account-name %s --name %s`, or check "
                        "the store URL)",
                        name, r->method, az->container, az->account, az->container);
-    const int err = r->status == 404                       ? -ENOENT
-                    : r->status == 401 || r->status == 403 ? -EACCES
-                    : r->status == 409 || r->status == 412 ? -EEXIST
-                    : r->status >= 500                     ? -EIO
-                                                           : -EINVAL;
-    return sr_errf(err, "%s: %s %ld %s%s", name, r->method, r->status,
-                   *r->code ? r->code : "(no error code)", hint_for(r->status, r->code));
+    const int err = status == 404                    ? -ENOENT
+                    : status == 401 || status == 403 ? -EACCES
+                    : status == 409 || status == 412 ? -EEXIST
+                    : status >= 500                  ? -EIO
+                                                     : -EINVAL;
+    return sr_errf(err, "%s: %s %ld %s%s", name, r->method, status,
+                   *code ? code : "(no error code)", hint_for(status, code));
 }
 
 long sr_az_retry_delay_ms(const struct sr_az *az, int attempt)
 {
-    long cap = az->retry_base_ms << (attempt > 10 ? 10 : attempt - 1);
-    if (cap > 20000)
-        cap = 20000;
-    return cap > 0 ? (long)((unsigned long)rand() % (unsigned long)(cap + 1)) : 0;
+    return sr_http_retry_delay_ms(attempt, az->retry_base_ms);
+}
+
+struct az_call {
+    struct sr_az *az;
+    struct sr_az_req *r;
+    struct curl_slist *h;
+};
+
+static int call_setup(void *ctx, CURL *c)
+{
+    struct az_call *k = ctx;
+    return sr_az_setup(k->az, c, k->r, &k->h);
+}
+
+static int call_judge(void *ctx, CURL *c, CURLcode cc, int attempt)
+{
+    struct az_call *k = ctx;
+    (void)c;
+    k->r->attempts = attempt;
+    return sr_az_judge(k->az, k->r, cc, attempt);
+}
+
+static void call_cleanup(void *ctx)
+{
+    struct az_call *k = ctx;
+    curl_slist_free_all(k->h);
+    k->h = NULL;
 }
 
 int sr_az_do(struct sr_az *az, struct sr_az_req *r)
 {
-    for (int attempt = 0;; attempt++) {
-        r->attempts = attempt + 1;
-        CURL *c = sr_az_handle(az);
-        if (!c)
-            return sr_errf(-ENOMEM, "out of memory");
-        struct curl_slist *h = NULL;
-        int rc = sr_az_setup(az, c, r, &h);
-        if (rc == 0) {
-            const CURLcode cc = curl_easy_perform(c);
-            rc = sr_az_judge(az, r, cc, attempt);
-        }
-        curl_slist_free_all(h);
-        sr_az_release(az, c);
-        if (rc != 1)
-            return rc;
-        const long ms = sr_az_retry_delay_ms(az, attempt + 1);
-        const struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-    }
+    struct az_call k = {az, r, NULL};
+    const struct sr_http_call call = {.setup = call_setup,
+                                      .judge = call_judge,
+                                      .cleanup = call_cleanup,
+                                      .ctx = &k,
+                                      .base_ms = az->retry_base_ms};
+    r->attempts = 0;
+    return sr_http_run(az->pool, &call);
 }
 
 /* ---- managed identity ------------------------------------------------------- */

@@ -5,8 +5,9 @@
  * operations from these requests; docs/azure.md describes the whole.
  *
  * Threads: an sr_az may be used from several threads at once. Easy handles
- * come from a locked pool; the managed identity's token is refreshed under
- * the client's lock. A request belongs to one thread.
+ * come from the HTTP core's locked pool (storage/http/http.h), which also
+ * runs the retries; the managed identity's token is refreshed under the
+ * client's lock. A request belongs to one thread.
  */
 #ifndef SPOTRUN_AZ_H
 #define SPOTRUN_AZ_H
@@ -14,6 +15,8 @@
 #include <curl/curl.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "http.h"
 
 #define SR_AZ_POOL 16
 #define SR_AZ_MIB (1024ull * 1024ull)
@@ -41,10 +44,9 @@ struct sr_az {
     long retry_base_ms;
     long stall_s; /* a transfer under 1 KiB/s this long is cut and retried */
     size_t concurrency;
-    uint64_t block_size; /* Put Block's size; an object within one is one Put Blob */
-    void *lock;          /* pthread_mutex_t: the pool and the token */
-    CURL *pool[SR_AZ_POOL];
-    int npool;
+    uint64_t block_size;       /* Put Block's size; an object within one is one Put Blob */
+    void *lock;                /* pthread_mutex_t: the token */
+    struct sr_http_pool *pool; /* SR_AZ_POOL idle handles (http.h) */
 };
 
 struct sr_az_req {
@@ -55,22 +57,12 @@ struct sr_az_req {
     int if_none_match;             /* If-None-Match: * */
     const char *if_match;          /* If-Match: ETAG */
     int block_blob;                /* x-ms-blob-type: BlockBlob (Put Blob) */
-    const void *body;
-    size_t body_len;
-    void *dst; /* a 2xx body into dst (dst_len at most), else into resp */
-    size_t dst_len;
-    size_t max; /* resp's cap (2xx bodies); error bodies are capped at 64 KiB */
-    /* results */
-    long status;
-    char *resp;
-    size_t resp_len, got;
-    uint64_t clen;
-    char etag[128];
-    char code[96]; /* x-ms-error-code */
-    int attempts;  /* sr_az_do's tries */
-    /* internal */
-    size_t sent;
-    int over;
+    struct sr_http_tx tx;          /* a PUT's body (memory only; tx.body_fd -1) */
+    /* The answer (http.h): a 2xx body into rx.dst (rx.dst_len at most),
+     * else into rx.resp up to rx.max; error bodies are capped at 64 KiB;
+     * rx.code is x-ms-error-code. */
+    struct sr_http_rx rx;
+    int attempts; /* sr_az_do's tries */
 };
 
 /* Opens the client for az://account/container/prefix: the endpoint and
@@ -79,16 +71,20 @@ int sr_az_open(const char *account, const char *container, const char *prefix, s
 void sr_az_close(struct sr_az *az);
 /* "az://account/container/prefix/key", for messages. */
 void sr_az_name(const struct sr_az *az, const char *key, char *buf, size_t len);
-/* Runs req with retries (backoff on transport failures, 408, 429, 5xx);
- * 0 for a 2xx, else a negative errno with a message naming the object,
- * the status and Azure's error code. The caller frees req->resp. */
+/* Runs req with retries (the HTTP core's backoff, on transport failures,
+ * 408, 429, 5xx); 0 for a 2xx, else a negative errno with a message
+ * naming the object, the status and Azure's error code. The caller frees
+ * req->rx.resp. */
 int sr_az_do(struct sr_az *az, struct sr_az_req *req);
 /* One attempt on handle c, no retries (the block driver's). */
 CURL *sr_az_handle(struct sr_az *az);
 void sr_az_release(struct sr_az *az, CURL *c);
 int sr_az_setup(struct sr_az *az, CURL *c, struct sr_az_req *req, struct curl_slist **hdrs);
-/* 0 (2xx), 1 (retry), or the negative errno with its message. */
+/* 0 (2xx), 1 (retry), or the negative errno with its message; attempt is
+ * 1-based. */
 int sr_az_judge(struct sr_az *az, struct sr_az_req *req, CURLcode cc, int attempt);
+/* The wait before retry attempt (1-based): http.h's one policy from
+ * SPOTRUN_AZ_RETRY_BASE_MS. */
 long sr_az_retry_delay_ms(const struct sr_az *az, int attempt);
 /* Fetches (refreshes) the managed identity's token from az->imds. */
 int sr_az_fetch_token(struct sr_az *az);

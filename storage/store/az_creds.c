@@ -267,17 +267,6 @@ static int chain(struct sr_az *az, char *tried, size_t tl)
     return 0;
 }
 
-static size_t on_token(char *p, size_t size, size_t n, void *ud)
-{
-    char *buf = ud;
-    const size_t len = size * n, have = strlen(buf);
-    if (have + len >= 16384)
-        return 0;
-    memcpy(buf + have, p, len);
-    buf[have + len] = '\0';
-    return len;
-}
-
 /* A token from the IMDS endpoint (az->imds): GET with Metadata: true, the
  * resource https://storage.azure.com/, AZURE_CLIENT_ID's identity when set.
  * Called with the lock held (or before the client is shared). */
@@ -290,27 +279,10 @@ int sr_az_fetch_token(struct sr_az *az)
     snprintf(url, sizeof(url),
              "%s?api-version=2018-02-01&resource=https%%3A%%2F%%2Fstorage.azure.com%%2F%s%s",
              az->imds, *cid ? "&client_id=" : "", cid);
-    char *body = calloc(1, 16384);
-    CURL *c = curl_easy_init();
-    if (!body || !c) {
-        free(body);
-        curl_easy_cleanup(c);
-        return sr_errf(-ENOMEM, "out of memory");
-    }
-    struct curl_slist *h = curl_slist_append(NULL, "Metadata: true");
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_token);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-    const CURLcode cc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
+    const char *const hdrs[] = {"Metadata: true", NULL};
+    struct sr_http_rx rx = {.dst_fd = -1, .max = 16383};
+    const CURLcode cc = sr_http_fetch("GET", url, hdrs, 2000L, 10000L, &rx);
+    const long status = rx.status;
     int64_t exp_s = 0;
     int rc = 0;
     if (cc != CURLE_OK)
@@ -321,9 +293,10 @@ int sr_az_fetch_token(struct sr_az *az)
                      "the token endpoint %s answered %ld (is an identity assigned to "
                      "this VM, with a Storage Blob Data role?)",
                      az->imds, status);
-    else if (sr_az_parse_token(body, strlen(body), az->token, sizeof(az->token), &exp_s) < 0)
+    else if (sr_az_parse_token(rx.resp ? rx.resp : "", rx.resp_len, az->token, sizeof(az->token),
+                               &exp_s) < 0)
         rc = sr_errf(-EBADMSG, "the token endpoint %s answered without an access_token", az->imds);
-    free(body);
+    free(rx.resp);
     if (rc < 0)
         return rc;
     /* expires_on is wall-clock seconds; keep the remaining time on the
@@ -340,7 +313,8 @@ int sr_az_open(const char *account, const char *container, const char *prefix, s
     *out = NULL;
     struct sr_az *az = calloc(1, sizeof(*az));
     pthread_mutex_t *lock = malloc(sizeof(*lock));
-    if (!az || !lock || !(az->prefix = strdup(prefix))) {
+    if (!az || !lock || !(az->prefix = strdup(prefix)) ||
+        !(az->pool = sr_http_pool_new(SR_AZ_POOL))) {
         free(lock);
         if (az)
             free(az->prefix);
@@ -373,8 +347,7 @@ void sr_az_close(struct sr_az *az)
 {
     if (!az)
         return;
-    for (int i = 0; i < az->npool; i++)
-        curl_easy_cleanup(az->pool[i]);
+    sr_http_pool_free(az->pool);
     if (az->lock) {
         pthread_mutex_destroy(az->lock);
         free(az->lock);

@@ -11,20 +11,25 @@
  *
  * Retries: transport failures (refused, reset, timed out, DNS) and 5xx,
  * 429, SlowDown, RequestTimeout are retried up to s3->set.retries times
- * with full-jitter exponential backoff (SPOTRUN_S3_RETRIES, default 5;
- * base 200 ms, cap 5 s; every setting is read once, s3_settings.c).
+ * (SPOTRUN_S3_RETRIES, default 5; base SPOTRUN_S3_RETRY_BASE_MS, 200 ms;
+ * every setting is read once, s3_settings.c) with the HTTP core's one
+ * backoff policy (storage/http/http.h); the loop, the handle pool and the
+ * body and answer callbacks are the core's too. What is S3's is here:
+ * which answers retry (sr_s3_classify), signing, URLs, error messages.
  * Everything else fails at once with a message naming the object, the HTTP
  * status, the S3 error code and the likely cause.
  * Stalls are caught by a low-speed limit (under 1 KiB/s for 30 s, or
  * SPOTRUN_S3_STALL_TIMEOUT_S), not a total timeout, so a large part on a
  * slow link is not cut short.
  *
- * XML (errors, listings, multipart answers) is parsed with libxml2, by
- * element local names so that namespaced and bare documents both work.
+ * XML (errors, listings, multipart answers) is read with the HTTP core's
+ * libxml2 helpers (xml.h), by element local names so that namespaced and
+ * bare documents both work.
  */
 #include "s3.h"
 #include "log.h"
 #include "store.h"
+#include "xml.h"
 
 #include <errno.h>
 #include <libxml/parser.h>
@@ -35,9 +40,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-#include <unistd.h>
 
-#define ERR_BODY_MAX (64u << 10)
 #define MIB SR_S3_MIB
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -82,16 +85,6 @@ int sr_s3_classify(int curl_code, long status, const char *s3_code)
                     strcmp(s3_code, "InternalError") == 0))
         return SR_S3_RETRY;
     return SR_S3_FAIL;
-}
-
-long sr_s3_backoff_ms(int attempt, long base_ms, long cap_ms, unsigned rnd)
-{
-    long max = base_ms;
-    for (int i = 1; i < attempt && max < cap_ms; i++)
-        max *= 2;
-    if (max > cap_ms)
-        max = cap_ms;
-    return max > 0 ? (long)(rnd % (unsigned long)(max + 1)) : 0;
 }
 
 int sr_s3_errno(long status, const char *code, const char **hint)
@@ -187,29 +180,6 @@ int sr_s3_curl_errno(int curl_code)
     }
 }
 
-static const char *local(const xmlNode *n)
-{
-    return n && n->name ? (const char *)n->name : "";
-}
-
-/* Text of the first child element of n named name, or NULL. Free with xmlFree. */
-static char *child_text(const xmlNode *n, const char *name)
-{
-    for (const xmlNode *c = n ? n->children : NULL; c; c = c->next)
-        if (c->type == XML_ELEMENT_NODE && strcmp(local(c), name) == 0)
-            return (char *)xmlNodeGetContent(c);
-    return NULL;
-}
-
-static xmlDoc *parse(const char *xml, size_t len)
-{
-    pthread_once(&once, global_init);
-    if (!xml || len == 0 || len > INT32_MAX)
-        return NULL;
-    return xmlReadMemory(xml, (int)len, NULL, NULL,
-                         XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-}
-
 static void set_text(char *dst, size_t len, const char *src)
 {
     if (len)
@@ -220,11 +190,11 @@ int sr_s3_parse_error(const char *xml, size_t len, char *code, size_t clen, char
 {
     set_text(code, clen, "");
     set_text(msg, mlen, "");
-    xmlDoc *doc = parse(xml, len);
+    xmlDoc *doc = sr_xml_parse(xml, len);
     xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
     int rc = -EBADMSG;
-    if (root && strcmp(local(root), "Error") == 0) {
-        char *c = child_text(root, "Code"), *m = child_text(root, "Message");
+    if (root && strcmp(sr_xml_name(root), "Error") == 0) {
+        char *c = sr_xml_child_text(root, "Code"), *m = sr_xml_child_text(root, "Message");
         set_text(code, clen, c);
         set_text(msg, mlen, m);
         rc = c ? 0 : -EBADMSG;
@@ -285,12 +255,12 @@ int sr_s3_parse_list(const char *xml, size_t len, const char *prefix, struct sr_
 int sr_s3_parse_list_as(const char *xml, size_t len, const char *prefix, int keys,
                         struct sr_strlist *out, int *truncated, char *token, size_t tlen)
 {
-    xmlDoc *doc = parse(xml, len);
+    xmlDoc *doc = sr_xml_parse(xml, len);
     xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
     int rc = 0;
     *truncated = 0;
     set_text(token, tlen, "");
-    if (!root || strcmp(local(root), "ListBucketResult") != 0) {
+    if (!root || strcmp(sr_xml_name(root), "ListBucketResult") != 0) {
         xmlFreeDoc(doc);
         return sr_errf(-EPROTO, "the answer to a listing is not S3's (no ListBucketResult): is "
                                 "AWS_ENDPOINT_URL an S3 endpoint?");
@@ -298,17 +268,17 @@ int sr_s3_parse_list_as(const char *xml, size_t len, const char *prefix, int key
     for (xmlNode *c = root->children; c && rc == 0; c = c->next) {
         if (c->type != XML_ELEMENT_NODE)
             continue;
-        const char *n = local(c);
+        const char *n = sr_xml_name(c);
         char *t = NULL;
         if (strcmp(n, "Contents") == 0 && keys) {
-            char *size = child_text(c, "Size"), *etag = child_text(c, "ETag");
-            rc = add_key(out, prefix, t = child_text(c, "Key"), size, etag);
+            char *size = sr_xml_child_text(c, "Size"), *etag = sr_xml_child_text(c, "ETag");
+            rc = add_key(out, prefix, t = sr_xml_child_text(c, "Key"), size, etag);
             xmlFree(size);
             xmlFree(etag);
         } else if (strcmp(n, "Contents") == 0)
-            rc = add_name(out, prefix, t = child_text(c, "Key"));
+            rc = add_name(out, prefix, t = sr_xml_child_text(c, "Key"));
         else if (strcmp(n, "CommonPrefixes") == 0)
-            rc = add_name(out, prefix, t = child_text(c, "Prefix"));
+            rc = add_name(out, prefix, t = sr_xml_child_text(c, "Prefix"));
         else if (strcmp(n, "IsTruncated") == 0)
             *truncated = (t = (char *)xmlNodeGetContent(c)) && strcmp(t, "true") == 0;
         else if (strcmp(n, "NextContinuationToken") == 0)
@@ -323,9 +293,9 @@ int sr_s3_parse_list_as(const char *xml, size_t len, const char *prefix, int key
 
 int sr_s3_parse_upload_id(const char *xml, size_t len, char *id, size_t idlen)
 {
-    xmlDoc *doc = parse(xml, len);
+    xmlDoc *doc = sr_xml_parse(xml, len);
     xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
-    char *t = root ? child_text(root, "UploadId") : NULL;
+    char *t = root ? sr_xml_child_text(root, "UploadId") : NULL;
     int rc = t && *t && strlen(t) < idlen ? 0 : -EBADMSG;
     if (rc == 0)
         set_text(id, idlen, t);
@@ -351,16 +321,12 @@ int sr_s3_open(const char *bucket, const char *prefix, struct sr_s3 **out)
     pthread_once(&once, global_init);
     *out = NULL;
     struct sr_s3 *s3 = calloc(1, sizeof(*s3));
-    pthread_mutex_t *lock = malloc(sizeof(*lock));
     char region[128];
     int rc = 0;
-    if (!s3 || !lock) {
+    if (!s3 || !(s3->pool = sr_http_pool_new(SR_S3_POOL))) {
         free(s3);
-        free(lock);
         return sr_errf(-ENOMEM, "out of memory");
     }
-    pthread_mutex_init(lock, NULL);
-    s3->pool_lock = lock;
     s3->bucket = strdup(bucket);
     s3->prefix = strdup(prefix);
     if ((rc = sr_s3_settings_read(&s3->set)) < 0)
@@ -425,11 +391,8 @@ void sr_s3_close(struct sr_s3 *s3)
 {
     if (!s3)
         return;
-    for (int i = 0; i < s3->npool; i++)
-        curl_easy_cleanup(s3->pool[i]);
+    sr_http_pool_free(s3->pool);
     sr_s3_creds_close(s3->creds);
-    pthread_mutex_destroy(s3->pool_lock);
-    free(s3->pool_lock);
     free(s3->bucket);
     free(s3->prefix);
     free(s3->base);
@@ -445,136 +408,12 @@ void sr_s3_name(const struct sr_s3 *s3, const char *key, char *buf, size_t len)
 
 CURL *sr_s3_handle(struct sr_s3 *s3)
 {
-    CURL *c = NULL;
-    pthread_mutex_lock(s3->pool_lock);
-    if (s3->npool > 0)
-        c = s3->pool[--s3->npool];
-    pthread_mutex_unlock(s3->pool_lock);
-    return c ? c : curl_easy_init();
+    return sr_http_pool_get(s3->pool);
 }
 
 void sr_s3_release(struct sr_s3 *s3, CURL *c)
 {
-    if (!c)
-        return;
-    pthread_mutex_lock(s3->pool_lock);
-    if (s3->npool < SR_S3_POOL) {
-        s3->pool[s3->npool++] = c;
-        c = NULL;
-    }
-    pthread_mutex_unlock(s3->pool_lock);
-    if (c)
-        curl_easy_cleanup(c);
-}
-
-static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ctx)
-{
-    struct sr_s3_req *r = ctx;
-    const size_t n = size * nmemb;
-    if (r->dst_fd >= 0 && r->status >= 200 && r->status < 300) {
-        if (r->got + n > r->dst_len) {
-            r->local_err = -EBADMSG;
-            return 0;
-        }
-        for (size_t done = 0; done < n;) {
-            const ssize_t w =
-                pwrite(r->dst_fd, ptr + done, n - done, (off_t)(r->dst_off + r->got + done));
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0) {
-                r->local_err = w < 0 ? -errno : -EIO;
-                return 0;
-            }
-            done += (size_t)w;
-        }
-        r->got += n;
-        return n;
-    }
-    if (r->dst && r->status >= 200 && r->status < 300) {
-        if (r->got + n > r->dst_len) {
-            r->local_err = -EBADMSG;
-            return 0;
-        }
-        memcpy((char *)r->dst + r->got, ptr, n);
-        r->got += n;
-        return n;
-    }
-    size_t cap =
-        r->dst || r->dst_fd >= 0 || !(r->status >= 200 && r->status < 300) ? ERR_BODY_MAX : r->max;
-    if (r->resp_len + n > cap) {
-        /* A body where S3 sends none (a PUT's 200) is not S3 talking. */
-        r->local_err = cap == 0 ? -EPROTO : -EFBIG;
-        return 0;
-    }
-    char *p = realloc(r->resp, r->resp_len + n + 1);
-    if (!p) {
-        r->local_err = -ENOMEM;
-        return 0;
-    }
-    memcpy(p + r->resp_len, ptr, n);
-    r->resp = p;
-    r->resp_len += n;
-    r->resp[r->resp_len] = '\0';
-    return n;
-}
-
-static size_t on_header(char *buf, size_t size, size_t nmemb, void *ctx)
-{
-    struct sr_s3_req *r = ctx;
-    const size_t n = size * nmemb;
-    if (n > 9 && strncmp(buf, "HTTP/", 5) == 0) {
-        /* A new response (after 100 Continue or a retry of auth): status
-         * first, so the body callback knows where the bytes go. */
-        const char *sp = memchr(buf, ' ', n);
-        r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-        r->head_end = 0;
-    } else if (n <= 2 && (buf[0] == '\r' || buf[0] == '\n')) {
-        r->head_end = 1;
-    } else if (n > 5 && strncasecmp(buf, "ETag:", 5) == 0) {
-        size_t i = 5;
-        while (i < n && (buf[i] == ' ' || buf[i] == '\t'))
-            i++;
-        size_t e = n;
-        while (e > i && (buf[e - 1] == '\r' || buf[e - 1] == '\n' || buf[e - 1] == ' '))
-            e--;
-        if (e - i < sizeof(r->etag)) {
-            memcpy(r->etag, buf + i, e - i);
-            r->etag[e - i] = '\0';
-        }
-    }
-    return n;
-}
-
-static size_t on_read(char *buf, size_t size, size_t nmemb, void *ctx)
-{
-    struct sr_s3_req *r = ctx;
-    size_t want = size * nmemb;
-    const uint64_t left = r->body_len - r->sent;
-    if (want > left)
-        want = (size_t)left;
-    if (want == 0)
-        return 0;
-    if (r->body_fd >= 0) {
-        const ssize_t n = pread(r->body_fd, buf, want, (off_t)(r->body_off + r->sent));
-        if (n <= 0) {
-            r->local_err = n < 0 ? -errno : -EIO;
-            return CURL_READFUNC_ABORT;
-        }
-        want = (size_t)n;
-    } else {
-        memcpy(buf, (const char *)r->body + r->sent, want);
-    }
-    r->sent += want;
-    return want;
-}
-
-static int on_seek(void *ctx, curl_off_t off, int origin)
-{
-    struct sr_s3_req *r = ctx;
-    if (origin != SEEK_SET || off < 0 || (uint64_t)off > r->body_len)
-        return CURL_SEEKFUNC_FAIL;
-    r->sent = (uint64_t)off;
-    return CURL_SEEKFUNC_OK;
+    sr_http_pool_put(s3->pool, c);
 }
 
 void sr_s3_cleanup(struct sr_s3_req *req)
@@ -587,15 +426,9 @@ void sr_s3_cleanup(struct sr_s3_req *req)
 static void req_reset(struct sr_s3_req *req)
 {
     sr_s3_cleanup(req);
-    free(req->resp);
-    req->resp = NULL;
-    req->resp_len = req->got = 0;
-    req->sent = 0;
-    req->status = 0;
-    req->clen = 0;
-    req->etag[0] = '\0';
-    req->local_err = 0;
-    req->head_end = 0;
+    sr_http_rx_reset(&req->rx);
+    req->tx.sent = 0;
+    req->tx.err = 0;
 }
 
 /* The request's URL: the key under the prefix, escaped, and the query. */
@@ -642,10 +475,7 @@ static void req_common_opts(const struct sr_s3 *s3, CURL *c, struct sr_s3_req *r
         curl_easy_setopt(c, CURLOPT_BUFFERSIZE, s3->set.buffer_size);
         curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, s3->set.buffer_size);
     }
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, req);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, req);
+    sr_http_rx_opts(c, &req->rx);
     curl_easy_setopt(c, CURLOPT_PRIVATE, req);
     if (s3->set.ca_bundle[0])
         curl_easy_setopt(c, CURLOPT_CAINFO, s3->set.ca_bundle);
@@ -688,12 +518,7 @@ static void req_method_opts(CURL *c, struct sr_s3_req *req, int has_body)
     if (strcmp(req->method, "HEAD") == 0) {
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     } else if (has_body) {
-        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)req->body_len);
-        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-        curl_easy_setopt(c, CURLOPT_READDATA, req);
-        curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
-        curl_easy_setopt(c, CURLOPT_SEEKDATA, req);
+        sr_http_tx_opts(c, &req->tx);
         if (strcmp(req->method, "POST") == 0)
             curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "POST");
     } else if (strcmp(req->method, "GET") != 0) {
@@ -728,33 +553,34 @@ int sr_s3_done(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req, CURLcode cc, in
 {
     char name[2300];
     sr_s3_name(s3, req->key, name, sizeof(name));
-    if (req->local_err &&
+    const int local_err = req->rx.err ? req->rx.err : req->tx.err;
+    if (local_err &&
         (cc == CURLE_WRITE_ERROR || cc == CURLE_ABORTED_BY_CALLBACK || cc == CURLE_READ_ERROR))
-        return sr_errf(req->local_err, "%s %s: %s", req->method, name,
-                       req->local_err == -EFBIG    ? "answer too large"
-                       : req->local_err == -EPROTO ? "an answer with a body where S3 sends none: "
-                                                     "is AWS_ENDPOINT_URL an S3 endpoint?"
-                                                   : strerror(-req->local_err));
+        return sr_errf(local_err, "%s %s: %s", req->method, name,
+                       local_err == -EFBIG    ? "answer too large"
+                       : local_err == -EPROTO ? "an answer with a body where S3 sends none: "
+                                                "is AWS_ENDPOINT_URL an S3 endpoint?"
+                                              : strerror(-local_err));
     long status = 0;
     /* curl 7.88 takes an answer cut inside its header block (the
      * connection closed) for a complete one without a body: a HEAD would
      * read as size 0, a GET as empty. Retry it as the partial answer it is. */
-    if (cc == CURLE_OK && !req->head_end)
+    if (cc == CURLE_OK && !req->rx.head_end)
         cc = CURLE_PARTIAL_FILE;
     if (cc == CURLE_OK) {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-        req->status = status;
+        req->rx.status = status;
         curl_off_t cl = -1;
         curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
-        req->clen = cl > 0 ? (uint64_t)cl : 0;
+        req->rx.clen = cl > 0 ? (uint64_t)cl : 0;
     }
     char code[128] = "", msg[512] = "";
-    if (cc == CURLE_OK && (status < 200 || status >= 300) && req->resp)
-        sr_s3_parse_error(req->resp, req->resp_len, code, sizeof(code), msg, sizeof(msg));
+    if (cc == CURLE_OK && (status < 200 || status >= 300) && req->rx.resp)
+        sr_s3_parse_error(req->rx.resp, req->rx.resp_len, code, sizeof(code), msg, sizeof(msg));
     const int v = sr_s3_classify(cc, status, code);
     if (v == SR_S3_OK)
         return 0;
-    if (v == SR_S3_RETRY && attempt <= s3->set.retries) {
+    if (v == SR_S3_RETRY && sr_http_may_retry(attempt, s3->set.retries)) {
         sr_debug("s3: %s %s: %s %ld %s (attempt %d, retrying)", req->method, name,
                  cc ? curl_easy_strerror(cc) : "HTTP", status, code, attempt);
         return 1;
@@ -778,36 +604,32 @@ int sr_s3_done(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req, CURLcode cc, in
 
 long sr_s3_retry_delay_ms(const struct sr_s3 *s3, int attempt)
 {
-    static __thread unsigned seed;
-    if (!seed)
-        seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)&seed;
-    return sr_s3_backoff_ms(attempt, s3->set.retry_base_ms, 5000, (unsigned)rand_r(&seed));
+    return sr_http_retry_delay_ms(attempt, s3->set.retry_base_ms);
 }
 
-void sr_s3_backoff(const struct sr_s3 *s3, int attempt)
+struct s3_call {
+    struct sr_s3 *s3;
+    struct sr_s3_req *req;
+};
+
+static int call_setup(void *ctx, CURL *c)
 {
-    const long ms = sr_s3_retry_delay_ms(s3, attempt);
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
+    const struct s3_call *k = ctx;
+    return sr_s3_setup(k->s3, c, k->req);
+}
+
+static int call_judge(void *ctx, CURL *c, CURLcode cc, int attempt)
+{
+    const struct s3_call *k = ctx;
+    return sr_s3_done(k->s3, c, k->req, cc, attempt);
 }
 
 int sr_s3_do(struct sr_s3 *s3, struct sr_s3_req *req)
 {
-    CURL *c = sr_s3_handle(s3);
-    if (!c)
-        return sr_errf(-ENOMEM, "out of memory");
-    int rc;
-    for (int attempt = 1;; attempt++) {
-        if ((rc = sr_s3_setup(s3, c, req)) < 0)
-            break;
-        const CURLcode cc = curl_easy_perform(c);
-        rc = sr_s3_done(s3, c, req, cc, attempt);
-        if (rc != 1)
-            break;
-        sr_s3_backoff(s3, attempt);
-    }
+    struct s3_call k = {s3, req};
+    const struct sr_http_call call = {
+        .setup = call_setup, .judge = call_judge, .ctx = &k, .base_ms = s3->set.retry_base_ms};
+    const int rc = sr_http_run(s3->pool, &call);
     sr_s3_cleanup(req);
-    sr_s3_release(s3, c);
     return rc;
 }

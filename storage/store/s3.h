@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http.h"
 #include "s3_creds.h"
 
 #define SR_S3_POOL 32
@@ -63,9 +64,7 @@ struct sr_s3 {
     char sigv4[160]; /* "aws:amz:REGION:s3" */
     struct sr_s3_settings set;
     struct sr_s3_cred_provider *creds;
-    void *pool_lock; /* pthread_mutex_t */
-    CURL *pool[SR_S3_POOL];
-    int npool;
+    struct sr_http_pool *pool; /* SR_S3_POOL idle handles (http.h) */
     /* 1 once the server has refused an If-Match ETag in quotes and taken
      * it bare (Ceph RGW 16): later conditional writes send it bare. */
     int bare_if_match;
@@ -81,39 +80,21 @@ struct sr_s3_req {
      * If-Match: <etag> (replace only that version); a mismatch is a 412. */
     int if_none_match;
     const char *if_match;
-    /* Body: memory (body/body_len) or a file range (body_fd >= 0). */
-    const void *body;
-    uint64_t body_len;
-    int body_fd;
-    uint64_t body_off;
-    /* Response of a 2xx into a fixed buffer (dst/dst_len) or, when dst is
-     * NULL, a growing one capped at max (resp/resp_len, NUL-terminated).
-     * Error bodies always go to resp. */
-    void *dst;
-    size_t dst_len;
-    int dst_fd; /* >= 0: a 2xx body is written at dst_off + got (dst_len caps it) */
-    uint64_t dst_off;
-    size_t max;
-    /* Results. */
-    long status;
-    char *resp;
-    size_t resp_len;
-    uint64_t got;  /* bytes written into dst / dst_fd */
-    uint64_t clen; /* Content-Length of the response (HEAD) */
-    char etag[128];
+    /* Body of a PUT or POST: memory or a file range (http.h). */
+    struct sr_http_tx tx;
+    /* Where a 2xx body goes (dst, dst_fd or resp up to max) and the answer:
+     * status, resp (error bodies always), got, clen, etag (http.h). */
+    struct sr_http_rx rx;
     /* Internal. */
-    uint64_t sent;
     struct curl_slist *hdrs;
-    int local_err;
-    int head_end; /* the answer's header block ended (its blank line arrived) */
 };
-
 int sr_s3_open(const char *bucket, const char *prefix, struct sr_s3 **out);
 void sr_s3_close(struct sr_s3 *s3);
 
 /* "s3://bucket/prefix/key" (or "s3://bucket/prefix" for key NULL), for messages. */
 void sr_s3_name(const struct sr_s3 *s3, const char *key, char *buf, size_t len);
 
+/* A pooled handle, and its return (http.h's pool). */
 CURL *sr_s3_handle(struct sr_s3 *s3);
 void sr_s3_release(struct sr_s3 *s3, CURL *c);
 
@@ -126,19 +107,15 @@ void sr_s3_cleanup(struct sr_s3_req *req);
  * with the message recorded (names the object, the status, the S3 code and
  * the likely cause). */
 int sr_s3_done(struct sr_s3 *s3, CURL *c, struct sr_s3_req *req, CURLcode cc, int attempt);
-/* Runs req to completion with retries and backoff. */
+/* Runs req to completion with retries and backoff (sr_http_run). */
 int sr_s3_do(struct sr_s3 *s3, struct sr_s3_req *req);
-/* Sleeps the backoff before retry number attempt (1-based). */
-void sr_s3_backoff(const struct sr_s3 *s3, int attempt);
-/* The delay sr_s3_backoff() sleeps, for callers that schedule the retry
- * themselves (the part driver, s3_parts.c). */
+/* The wait before retry number attempt (1-based): http.h's one policy from
+ * SPOTRUN_S3_RETRY_BASE_MS, for the part driver (s3_parts.c). */
 long sr_s3_retry_delay_ms(const struct sr_s3 *s3, int attempt);
 
 /* Pure helpers (unit-tested). */
 enum sr_s3_verdict { SR_S3_OK = 0, SR_S3_RETRY = 1, SR_S3_FAIL = 2 };
 int sr_s3_classify(int curl_code, long status, const char *s3_code);
-/* Full-jitter exponential backoff: random in [0, min(cap, base * 2^(attempt-1))]. */
-long sr_s3_backoff_ms(int attempt, long base_ms, long cap_ms, unsigned rnd);
 /* <Error><Code>..</Code><Message>..</Message></Error>; 0 or -EBADMSG. */
 int sr_s3_parse_error(const char *xml, size_t len, char *code, size_t clen, char *msg, size_t mlen);
 /* errno for an HTTP status + S3 code, and the hint to print (may be ""). */

@@ -13,6 +13,8 @@
  * Secrets live only in struct sr_s3_creds copies and in the memory curl
  * signs with; no message ever contains one.
  */
+#include "http.h"
+#include "imds.h"
 #include "s3_creds.h"
 #include "log.h"
 
@@ -199,54 +201,17 @@ struct body {
     size_t n;
 };
 
-static size_t body_write(char *ptr, size_t size, size_t nmemb, void *ctx)
+/* One request with short timeouts (the HTTP core's sr_http_fetch); *status
+ * gets the HTTP status (0 when nothing came back). The body is
+ * NUL-terminated. */
+static int http(const char *method, const char *url, const char *hdr, long *status, struct body *b)
 {
-    struct body *b = ctx;
-    size_t n = size * nmemb;
-    if (b->n + n > META_MAX)
-        return 0;
-    char *p = realloc(b->p, b->n + n + 1);
-    if (!p)
-        return 0;
-    memcpy(p + b->n, ptr, n);
-    b->p = p;
-    b->n += n;
-    b->p[b->n] = '\0';
-    return n;
-}
-
-/* One request with short timeouts; *status gets the HTTP status (0 when
- * nothing came back). The body is NUL-terminated. */
-static int http(const char *method, const char *url, const char *hdr1, const char *hdr2,
-                long *status, struct body *b)
-{
-    CURL *c = curl_easy_init();
-    if (!c)
-        return -ENOMEM;
-    struct curl_slist *h = NULL;
-    if (hdr1)
-        h = curl_slist_append(h, hdr1);
-    if (hdr2)
-        h = curl_slist_append(h, hdr2);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    if (strcmp(method, "PUT") == 0) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
-    }
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 3000L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-    CURLcode cc = curl_easy_perform(c);
-    *status = 0;
-    if (cc == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
+    const char *const hdrs[] = {hdr, NULL};
+    struct sr_http_rx rx = {.dst_fd = -1, .max = META_MAX};
+    const CURLcode cc = sr_http_fetch(method, url, hdrs, 1000L, 3000L, &rx);
+    *status = rx.status;
+    b->p = rx.resp;
+    b->n = rx.resp_len;
     return cc == CURLE_OK ? 0 : -ECONNREFUSED;
 }
 
@@ -420,7 +385,7 @@ static int from_container(struct sr_s3_creds *c, struct trail *t)
     }
     struct body b = {0};
     long status = 0;
-    int rc = http("GET", url, *auth ? auth : NULL, NULL, &status, &b);
+    int rc = http("GET", url, *auth ? auth : NULL, &status, &b);
     if (rc == 0 && status == 200 && b.p)
         rc = sr_s3_creds_parse_json(b.p, b.n, c);
     else if (rc == 0)
@@ -440,9 +405,23 @@ static const char *imds_base(void)
     return env("SPOTRUN_AWS_IMDS") ? env("SPOTRUN_AWS_IMDS") : IMDS_DEFAULT;
 }
 
-/* An IMDSv2 session token as the header to send ("X-aws-ec2-metadata-token:
- * ..."): 0, -ENOENT (no metadata service, or disabled), -EACCES (refused). */
-static int imds_token(char *hdr, size_t len, struct trail *t)
+/* The token PUT (imds.h's sr_imds_fetch_fn): -ECONNREFUSED (no answer) or
+ * -EACCES (refused, *status in ctx) when there is none. */
+static int put_token(void *ctx, const char *url, const char *header, char *tok, size_t len)
+{
+    long *status = ctx;
+    struct body b = {0};
+    const int rc = http("PUT", url, header, status, &b);
+    const int ok = rc == 0 && *status == 200 && b.p && b.n > 0 && b.n <= 1000 && b.n < len;
+    if (ok)
+        snprintf(tok, len, "%s", b.p);
+    free(b.p);
+    return ok ? 0 : rc < 0 ? rc : -EACCES;
+}
+
+/* An IMDSv2 session token (the process's, imds.h) into tok: 0, -ENOENT (no
+ * metadata service, or disabled), -EACCES (refused). */
+static int imds_token(char *tok, size_t len, struct trail *t)
 {
     const char *dis = env("AWS_EC2_METADATA_DISABLED");
     if (dis && strcasecmp(dis, "true") == 0) {
@@ -450,38 +429,46 @@ static int imds_token(char *hdr, size_t len, struct trail *t)
         return -ENOENT;
     }
     const char *base = imds_base();
-    char url[4096];
-    struct body b = {0};
     long status = 0;
-    snprintf(url, sizeof(url), "%s/latest/api/token", base);
-    const int rc =
-        http("PUT", url, "X-aws-ec2-metadata-token-ttl-seconds: 21600", NULL, &status, &b);
-    if (rc < 0 || status != 200 || !b.p || b.n == 0 || b.n > 1000) {
-        free(b.p);
+    const int rc = sr_imds_token(base, put_token, &status, tok, len);
+    if (rc == 0)
+        return 0;
+    if (rc != -EACCES)
+        said(t, "instance role: no metadata service at %s (not on EC2, or IMDS blocked)", base);
+    return rc != -EACCES
+               ? -ENOENT
+               : sr_errf(-EACCES, "instance metadata %s refused a token (HTTP %ld)", base, status);
+}
+
+/* GET path of the metadata service with the token (one refused with 401
+ * is dropped and a new one tried once): 0, or imds_token's errors; the
+ * answer's status and body in *status and b. */
+static int imds_get(const char *path, struct trail *t, long *status, struct body *b)
+{
+    char url[4096], tok[SR_IMDS_TOKEN_MAX], hdr[SR_IMDS_TOKEN_MAX + 64];
+    snprintf(url, sizeof(url), "%s%s", imds_base(), path);
+    for (int round = 0;; round++) {
+        const int rc = imds_token(tok, sizeof(tok), t);
         if (rc < 0)
-            said(t, "instance role: no metadata service at %s (not on EC2, or IMDS blocked)", base);
-        return rc < 0 ? -ENOENT
-                      : sr_errf(-EACCES, "instance metadata %s refused a token (HTTP %ld)", base,
-                                status);
+            return rc;
+        snprintf(hdr, sizeof(hdr), "X-aws-ec2-metadata-token: %s", tok);
+        *b = (struct body){0};
+        const int hr = http("GET", url, hdr, status, b);
+        if (hr < 0 || *status != 401 || round > 0)
+            return 0;
+        free(b->p);
+        sr_imds_token_refused(imds_base(), tok);
     }
-    snprintf(hdr, len, "X-aws-ec2-metadata-token: %s", b.p);
-    free(b.p);
-    return 0;
 }
 
 /* The instance's region (placement/region), for an instance-role run
  * without AWS_REGION: the bucket is most likely in the same region. */
 static void imds_region(char *region, size_t len)
 {
-    char hdr[1200], url[4096];
-    if (imds_token(hdr, sizeof(hdr), NULL) < 0) {
-        return;
-    }
     struct body b = {0};
     long status = 0;
-    snprintf(url, sizeof(url), "%s/latest/meta-data/placement/region", imds_base());
-    if (http("GET", url, hdr, NULL, &status, &b) == 0 && status == 200 && b.p && b.n > 0 &&
-        b.n < len && strspn(b.p, "abcdefghijklmnopqrstuvwxyz0123456789-") == b.n)
+    if (imds_get("/latest/meta-data/placement/region", NULL, &status, &b) == 0 && status == 200 &&
+        b.p && b.n > 0 && b.n < len && strspn(b.p, "abcdefghijklmnopqrstuvwxyz0123456789-") == b.n)
         snprintf(region, len, "%s", b.p);
     free(b.p);
 }
@@ -489,15 +476,13 @@ static void imds_region(char *region, size_t len)
 static int from_imds(struct sr_s3_creds *c, struct trail *t)
 {
     const char *base = imds_base();
-    char url[4096], hdr[1200];
-    int rc = imds_token(hdr, sizeof(hdr), t);
-    if (rc < 0)
-        return rc;
+    char path[512];
     struct body b = {0};
     long status = 0;
-    snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/", base);
-    rc = http("GET", url, hdr, NULL, &status, &b);
-    if (rc < 0 || status != 200 || !b.p || b.n == 0) {
+    int rc = imds_get("/latest/meta-data/iam/security-credentials/", t, &status, &b);
+    if (rc < 0)
+        return rc;
+    if (status != 200 || !b.p || b.n == 0) {
         free(b.p);
         return sr_errf(-EACCES,
                        "instance metadata %s: no IAM role attached to this instance "
@@ -507,9 +492,8 @@ static int from_imds(struct sr_s3_creds *c, struct trail *t)
     char role[256];
     snprintf(role, sizeof(role), "%.*s", (int)strcspn(b.p, "\r\n"), b.p);
     free(b.p);
-    b = (struct body){0};
-    snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/%s", base, role);
-    rc = http("GET", url, hdr, NULL, &status, &b);
+    snprintf(path, sizeof(path), "/latest/meta-data/iam/security-credentials/%s", role);
+    rc = imds_get(path, t, &status, &b);
     if (rc == 0 && status == 200 && b.p)
         rc = sr_s3_creds_parse_json(b.p, b.n, c);
     else

@@ -75,8 +75,8 @@ struct s3st_part *s3st_parts_finished(struct s3st_parts *d, int *verdict)
         d->active--;
         *verdict = sr_s3_done(d->s3, c, req, cc, p->attempts);
         sr_s3_cleanup(req);
-        free(req->resp);
-        req->resp = NULL;
+        free(req->rx.resp);
+        req->rx.resp = NULL;
         return p;
     }
     return NULL;
@@ -114,6 +114,6 @@ void s3st_part_drop(struct s3st_parts *d, struct s3st_part *p)
         p->c = NULL;
     }
     sr_s3_cleanup(&p->req);
-    free(p->req.resp);
-    p->req.resp = NULL;
+    free(p->req.rx.resp);
+    p->req.rx.resp = NULL;
 }

@@ -593,3 +593,92 @@ void sr_strlist_drop_hidden(struct sr_strlist *l)
     }
     l->n = w;
 }
+
+/* ---- paged listings (remote backends) ------------------------------------ */
+
+static int pages(struct sr_store *st, const char *full, const char *root, struct sr_strlist *out)
+{
+    char token[1024] = "", next[1024];
+    int rc = 0;
+    for (int page = 1;; page++) {
+        next[0] = '\0';
+        rc = st->ops->page(st->impl, full, root, token, next, sizeof(next), out);
+        sr_debug("%s: list %s page %d: %zu names so far", st->ops->scheme, full, page, out->n);
+        if (rc < 0 || !next[0])
+            break;
+        snprintf(token, sizeof(token), "%s", next);
+    }
+    if (rc < 0)
+        sr_strlist_free(out);
+    return rc;
+}
+
+int sr_store_paged_list(struct sr_store *st, const char *prefix, struct sr_strlist *out)
+{
+    char full[2200];
+    const char *base = st->base;
+    /* The listing prefix, relative to the bucket, with a trailing '/'. */
+    snprintf(full, sizeof(full), "%s%s%s%s", base, *base && *prefix ? "/" : "", prefix,
+             *base || *prefix ? "/" : "");
+    const int rc = pages(st, full, NULL, out);
+    if (rc < 0)
+        return rc;
+    sr_strlist_drop_hidden(out); /* as the file backend does */
+    sr_strlist_sort(out);
+    return 0;
+}
+
+int sr_store_paged_list_keys(struct sr_store *st, const char *prefix, struct sr_strlist *out)
+{
+    char root[1100], full[2200];
+    snprintf(root, sizeof(root), "%s%s", st->base, *st->base ? "/" : "");
+    snprintf(full, sizeof(full), "%s%s", root, prefix);
+    const int rc = pages(st, full, root, out);
+    if (rc == 0)
+        sr_strlist_sort(out);
+    return rc;
+}
+
+/* ---- backend handles ------------------------------------------------------ */
+
+int sr_store_url_prefix(const char *url, const char *p, char *prefix, size_t len)
+{
+    while (*p == '/')
+        p++;
+    snprintf(prefix, len, "%s", p);
+    size_t pl = strlen(prefix);
+    while (pl > 0 && prefix[pl - 1] == '/')
+        prefix[--pl] = '\0';
+    if (strstr(prefix, "//") || strstr(prefix, "..") || prefix[0] == '.')
+        return sr_errf(-EINVAL, "invalid store URL %s (empty, \".\" or \"..\" prefix segment)",
+                       url);
+    return 0;
+}
+
+int sr_store_adopt(const struct sr_store_ops *ops, const char *canon, void *impl, const char *base,
+                   int rc, void (*close_impl)(void *), struct sr_store **out)
+{
+    *out = NULL;
+    if (rc < 0) {
+        char why[4600];
+        snprintf(why, sizeof(why), "%s", sr_strerror(rc));
+        return sr_errf(rc, "cannot open %s: %s", canon, why);
+    }
+    struct sr_store *st = calloc(1, sizeof(*st));
+    char *url = strdup(canon);
+    if (!st || !url) {
+        free(st);
+        free(url);
+        close_impl(impl);
+        return sr_errf(-ENOMEM, "out of memory");
+    }
+    *st = (struct sr_store){.ops = ops, .url = url, .impl = impl, .base = base};
+    *out = st;
+    return 0;
+}
+
+void sr_store_unadopt(struct sr_store *st)
+{
+    free(st->url);
+    free(st);
+}

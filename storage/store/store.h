@@ -210,6 +210,14 @@ struct sr_store_ops {
                     char *etag);
     /* NULL: sr_store_list_keys() answers -ENOTSUP */
     int (*list_keys)(struct sr_store *, const char *prefix, struct sr_strlist *out);
+    /* A paged backend's one listing page, for sr_store_paged_list (NULL
+     * otherwise): lists below full (the listing's prefix relative to the
+     * bucket or container; for list with a trailing '/') the names one
+     * level below it when root is NULL, else every key below it named from
+     * root (the store's base and '/'), continuing from token ("" for the
+     * first page); next gets the next page's token ("" after the last). */
+    int (*page)(void *impl, const char *full, const char *root, const char *token, char *next,
+                size_t nlen, struct sr_strlist *out);
     int streams; /* see sr_store_streams() */
 };
 
@@ -217,7 +225,8 @@ struct sr_store {
     const struct sr_store_ops *ops;
     char *url;
     void *impl;
-    int read_only; /* sr_store_open_reader found it not writable: writes are -EROFS */
+    int read_only;    /* sr_store_open_reader found it not writable: writes are -EROFS */
+    const char *base; /* a remote backend's prefix in its bucket ("" or "a/b"), in impl */
 };
 
 int sr_store_file_open(const char *path, struct sr_store **out);
@@ -235,5 +244,26 @@ int sr_store_az_open(const char *url, struct sr_store **out);
  * characters kept, '/' too when keep_slash), as the S3 and Azure backends
  * sign and send it; -ENAMETOOLONG when out is too small. */
 int sr_url_escape(const char *s, int keep_slash, char *out, size_t len);
+
+/* ---- for backends (store_s3.c, store_az.c; storage/store/README.md) ---- */
+
+/* The prefix of a remote store URL from p (what follows the bucket or
+ * container) into prefix: no leading or trailing '/'; -EINVAL with a
+ * message naming url for an empty, "." or ".." segment. */
+int sr_store_url_prefix(const char *url, const char *p, char *prefix, size_t len);
+/* The store handle of a backend's opened client: ops, the canonical URL
+ * (copied), impl and its base (the prefix in the bucket). rc < 0 (the client did not open) is
+ * returned as "cannot open URL: why"; out of memory closes impl with close_impl. */
+int sr_store_adopt(const struct sr_store_ops *ops, const char *canon, void *impl, const char *base,
+                   int rc, void (*close_impl)(void *), struct sr_store **out);
+/* Frees the handle sr_store_adopt made (not its impl). */
+void sr_store_unadopt(struct sr_store *st);
+
+/* list and list_keys of a backend whose listing comes in pages (S3's
+ * ListObjectsV2, Azure's List Blobs): every page from ops->page, below
+ * the store's base; list drops hidden names (as the file backend does);
+ * both sort. */
+int sr_store_paged_list(struct sr_store *st, const char *prefix, struct sr_strlist *out);
+int sr_store_paged_list_keys(struct sr_store *st, const char *prefix, struct sr_strlist *out);
 
 #endif

@@ -44,15 +44,15 @@ static int put_once(struct sr_store *st, const char *key, const void *buf, size_
                     const char *match, char *etag)
 {
     struct sr_az_req r = azst_req("PUT", key);
-    r.body = buf;
-    r.body_len = len;
+    r.tx.body = buf;
+    r.tx.body_len = len;
     r.block_blob = 1;
     r.if_none_match = create;
     r.if_match = match;
     int rc = sr_az_do(az_of(st), &r);
-    free(r.resp);
+    free(r.rx.resp);
     if (etag)
-        snprintf(etag, SR_ETAG_MAX, "%s", r.etag);
+        snprintf(etag, SR_ETAG_MAX, "%s", r.rx.etag);
     if (rc == 0 || !(create || match))
         return rc;
     char name[2400];
@@ -60,10 +60,10 @@ static int put_once(struct sr_store *st, const char *key, const void *buf, size_
     /* 409 BlobAlreadyExists / 412 ConditionNotMet: the condition failed. A
      * retry after a lost answer meets its own write: the caller's
      * sr_store_holds() tells (storage/run/lease.c). */
-    if (r.status == 409 || r.status == 412)
+    if (r.rx.status == 409 || r.rx.status == 412)
         return match ? sr_errf(-ESTALE, "%s was changed by someone else", name)
                      : sr_errf(-EEXIST, "%s already exists", name);
-    if (r.status == 404 && match)
+    if (r.rx.status == 404 && match)
         return sr_errf(-ENOENT, "%s is gone", name);
     return rc;
 }
@@ -117,26 +117,18 @@ static int az_get_etag(struct sr_store *st, const char *key, size_t max, char **
                        char *etag)
 {
     struct sr_az_req r = azst_req("GET", key);
-    r.max = max;
+    r.rx.max = max;
     int rc = sr_az_do(az_of(st), &r);
     if (rc == -EFBIG) {
         char name[2400];
         sr_az_name(az_of(st), key, name, sizeof(name));
         rc = sr_errf(-EFBIG, "%s is over %zu bytes", name, max);
         if (etag) /* its ETag all the same (store.h) */
-            snprintf(etag, SR_ETAG_MAX, "%s", r.etag);
+            snprintf(etag, SR_ETAG_MAX, "%s", r.rx.etag);
     }
-    if (rc == 0 && !r.resp && !(r.resp = calloc(1, 1)))
-        rc = sr_errf(-ENOMEM, "out of memory");
-    if (rc < 0) {
-        free(r.resp);
-        return rc;
-    }
-    *buf = r.resp;
-    *len = r.resp_len;
-    if (etag)
-        snprintf(etag, SR_ETAG_MAX, "%s", r.etag);
-    return 0;
+    if ((rc = sr_http_rx_take(&r.rx, rc, buf, len)) == 0 && etag)
+        snprintf(etag, SR_ETAG_MAX, "%s", r.rx.etag);
+    return rc;
 }
 
 static int az_get(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len)
@@ -148,9 +140,9 @@ int azst_size(struct sr_store *st, const char *key, uint64_t *size)
 {
     struct sr_az_req r = azst_req("HEAD", key);
     const int rc = sr_az_do(az_of(st), &r);
-    free(r.resp);
+    free(r.rx.resp);
     if (rc == 0)
-        *size = r.clen;
+        *size = r.rx.clen;
     return rc;
 }
 
@@ -158,70 +150,35 @@ static int az_del(struct sr_store *st, const char *key)
 {
     struct sr_az_req r = azst_req("DELETE", key);
     int rc = sr_az_do(az_of(st), &r);
-    free(r.resp);
-    if (rc == -ENOENT && strcmp(r.code, "ContainerNotFound") != 0) {
+    free(r.rx.resp);
+    if (rc == -ENOENT && strcmp(r.rx.code, "ContainerNotFound") != 0) {
         rc = 0; /* already gone */
     }
     return rc;
 }
 
-/* List Blobs below full (relative to the container), every page: names
- * one level below it with a delimiter, else (root set) every key below root. */
-static int list_pages(struct sr_az *az, const char *full, const char *root, struct sr_strlist *out)
+/* One List Blobs page (sr_store_ops.page). */
+static int az_page(void *ctx, const char *full, const char *root, const char *token, char *next,
+                   size_t nlen, struct sr_strlist *out)
 {
-    char eprefix[6600], emarker[3100], marker[1024] = "", query[10000];
+    struct sr_az *az = ctx;
+    char eprefix[6600], emarker[3100] = "", query[10000];
     const int keys = root != NULL;
     if (sr_url_escape(full, 0, eprefix, sizeof(eprefix)) < 0)
         return sr_errf(-ENAMETOOLONG, "prefix %s is too long", full);
-    int rc = 0, more = 1;
-    for (int page = 0; more && rc == 0; page++) {
-        emarker[0] = '\0';
-        if (*marker && sr_url_escape(marker, 0, emarker, sizeof(emarker)) < 0) {
-            rc = sr_errf(-EBADMSG, "listing marker too long");
-            break;
-        }
-        snprintf(query, sizeof(query), "comp=list%s%s%s%s%s&restype=container",
-                 keys ? "" : "&delimiter=%2F", *emarker ? "&marker=" : "", emarker,
-                 *full ? "&prefix=" : "", eprefix);
-        struct sr_az_req r = azst_req("GET", NULL);
-        r.query = query;
-        r.max = LIST_MAX;
-        rc = sr_az_do(az, &r);
-        if (rc == 0)
-            rc = sr_az_parse_list(r.resp ? r.resp : "", r.resp_len, keys ? root : full, keys, out,
-                                  marker, sizeof(marker));
-        free(r.resp);
-        more = *marker != '\0';
-        sr_debug("azure: list %s page %d: %zu names so far", full, page + 1, out->n);
-    }
-    if (rc < 0)
-        sr_strlist_free(out);
-    return rc;
-}
-
-static int az_list(struct sr_store *st, const char *prefix, struct sr_strlist *out)
-{
-    struct sr_az *az = az_of(st);
-    char full[2200];
-    snprintf(full, sizeof(full), "%s%s%s%s", az->prefix, *az->prefix && *prefix ? "/" : "", prefix,
-             *az->prefix || *prefix ? "/" : "");
-    const int rc = list_pages(az, full, NULL, out);
-    if (rc < 0)
-        return rc;
-    sr_strlist_drop_hidden(out); /* as the file backend does */
-    sr_strlist_sort(out);
-    return 0;
-}
-
-static int az_list_keys(struct sr_store *st, const char *prefix, struct sr_strlist *out)
-{
-    struct sr_az *az = az_of(st);
-    char root[1100], full[2200];
-    snprintf(root, sizeof(root), "%s%s", az->prefix, *az->prefix ? "/" : "");
-    snprintf(full, sizeof(full), "%s%s", root, prefix);
-    const int rc = list_pages(az, full, root, out);
+    if (*token && sr_url_escape(token, 0, emarker, sizeof(emarker)) < 0)
+        return sr_errf(-EBADMSG, "listing marker too long");
+    snprintf(query, sizeof(query), "comp=list%s%s%s%s%s&restype=container",
+             keys ? "" : "&delimiter=%2F", *emarker ? "&marker=" : "", emarker,
+             *full ? "&prefix=" : "", eprefix);
+    struct sr_az_req r = azst_req("GET", NULL);
+    r.query = query;
+    r.rx.max = LIST_MAX;
+    int rc = sr_az_do(az, &r);
     if (rc == 0)
-        sr_strlist_sort(out);
+        rc = sr_az_parse_list(r.rx.resp ? r.rx.resp : "", r.rx.resp_len, keys ? root : full, keys,
+                              out, next, nlen);
+    free(r.rx.resp);
     return rc;
 }
 
@@ -245,19 +202,19 @@ static int src_read_at(void *ctx, void *buf, size_t len, uint64_t off)
         r[i] = azst_req("GET", s->key);
         r[i].range_off = off + i * bs;
         r[i].range_len = i + 1 == n ? len - i * bs : bs;
-        r[i].dst = (char *)buf + i * bs;
-        r[i].dst_len = r[i].range_len;
+        r[i].rx.dst = (char *)buf + i * bs;
+        r[i].rx.dst_len = r[i].range_len;
     }
     int rc = n == 0 ? 0 : n == 1 ? sr_az_do(az, r) : azst_batch(az, r, n);
     for (size_t i = 0; i < n; i++) {
-        if (rc == 0 && r[i].got != r[i].range_len) {
+        if (rc == 0 && r[i].rx.got != r[i].range_len) {
             char name[2400];
             sr_az_name(az, s->key, name, sizeof(name));
             rc = sr_errf(-EIO, "%s: short read at %llu (%llu of %llu bytes)", name,
-                         (unsigned long long)r[i].range_off, (unsigned long long)r[i].got,
+                         (unsigned long long)r[i].range_off, (unsigned long long)r[i].rx.got,
                          (unsigned long long)r[i].range_len);
         }
-        free(r[i].resp);
+        free(r[i].rx.resp);
     }
     if (r != &one)
         free(r);
@@ -327,8 +284,12 @@ static void az_source_close(struct sr_store *st, struct sr_source *src)
 static void az_close(struct sr_store *st)
 {
     sr_az_close(st->impl);
-    free(st->url);
-    free(st);
+    sr_store_unadopt(st);
+}
+
+static void az_close_impl(void *impl)
+{
+    sr_az_close(impl);
 }
 
 static const struct sr_store_ops az_ops = {
@@ -341,8 +302,9 @@ static const struct sr_store_ops az_ops = {
     .size = azst_size,
     .source = az_source,
     .source_close = az_source_close,
-    .list = az_list,
-    .list_keys = az_list_keys,
+    .list = sr_store_paged_list,
+    .list_keys = sr_store_paged_list_keys,
+    .page = az_page,
     .del = az_del,
     .close = az_close,
     .writer_open = azst_writer_open,
@@ -381,37 +343,13 @@ int sr_store_az_open(const char *url, struct sr_store **out)
                        "account of 3-24 lowercase letters and digits, a container of "
                        "3-63 lowercase letters, digits and hyphens)",
                        url);
-    const char *p = c + cl;
-    while (*p == '/')
-        p++;
-    snprintf(prefix, sizeof(prefix), "%s", p);
-    size_t pl = strlen(prefix);
-    while (pl > 0 && prefix[pl - 1] == '/')
-        prefix[--pl] = '\0';
-    if (strstr(prefix, "//") || strstr(prefix, "..") || prefix[0] == '.')
-        return sr_errf(-EINVAL, "invalid store URL %s (empty, \".\" or \"..\" prefix segment)",
-                       url);
-    struct sr_store *st = calloc(1, sizeof(*st));
-    char *canon = malloc(strlen(account) + strlen(container) + pl + 8);
-    if (!st || !canon) {
-        free(st);
-        free(canon);
-        return sr_errf(-ENOMEM, "out of memory");
-    }
-    sprintf(canon, "az://%s/%s%s%s", account, container, pl ? "/" : "", prefix);
-    struct sr_az *az;
-    int rc = sr_az_open(account, container, prefix, &az);
-    if (rc < 0) {
-        char why[4600];
-        snprintf(why, sizeof(why), "%s", sr_strerror(rc));
-        rc = sr_errf(rc, "cannot open %s: %s", canon, why);
-        free(st);
-        free(canon);
+    char canon[1200];
+    int rc = sr_store_url_prefix(url, c + cl, prefix, sizeof(prefix));
+    if (rc < 0)
         return rc;
-    }
-    st->ops = &az_ops;
-    st->url = canon;
-    st->impl = az;
-    *out = st;
-    return 0;
+    snprintf(canon, sizeof(canon), "az://%s/%s%s%s", account, container, *prefix ? "/" : "",
+             prefix);
+    struct sr_az *az = NULL;
+    rc = sr_az_open(account, container, prefix, &az);
+    return sr_store_adopt(&az_ops, canon, az, az ? az->prefix : NULL, rc, az_close_impl, out);
 }

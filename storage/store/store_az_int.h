@@ -16,11 +16,11 @@
 
 static inline struct sr_az_req azst_req(const char *method, const char *key)
 {
-    struct sr_az_req r;
-    memset(&r, 0, sizeof(r));
-    r.method = method;
-    r.key = key;
-    return r;
+    /* Azure names its error in a header, not the body. */
+    return (struct sr_az_req){.method = method,
+                              .key = key,
+                              .tx = SR_HTTP_TX_NONE,
+                              .rx = SR_HTTP_RX_RESP(0, "x-ms-error-code")};
 }
 
 /* Runs the n requests side by side (SPOTRUN_AZ_CONCURRENCY in flight),

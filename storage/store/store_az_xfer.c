@@ -51,7 +51,7 @@ static int batch_finish(struct sr_az *az, CURLM *m, struct sr_az_req *r, struct 
                         CURLcode cc)
 {
     curl_multi_remove_handle(m, s->c);
-    const int v = sr_az_judge(az, r, cc, s->attempt);
+    const int v = sr_az_judge(az, r, cc, s->attempt + 1);
     if (v == 1) {
         s->attempt++;
         s->retry_at = sr_now_ms() + sr_az_retry_delay_ms(az, s->attempt);
@@ -152,12 +152,12 @@ static int put_blocks(struct az_writer *w, size_t n, size_t last)
         snprintf(q[i], sizeof(q[i]), "blockid=%s&comp=block", esc);
         r[i] = azst_req("PUT", w->key);
         r[i].query = q[i];
-        r[i].body = w->bufs[i];
-        r[i].body_len = i + 1 == n ? last : w->az->block_size;
+        r[i].tx.body = w->bufs[i];
+        r[i].tx.body_len = i + 1 == n ? last : w->az->block_size;
     }
     const int rc = azst_batch(w->az, r, n);
     for (size_t i = 0; i < n; i++)
-        free(r[i].resp);
+        free(r[i].rx.resp);
     if (rc == 0)
         w->nids += n;
     return rc;
@@ -224,12 +224,12 @@ static int put_block_list(struct az_writer *w, int *attempts)
     o += (size_t)snprintf(xml + o, cap - o, "</BlockList>");
     struct sr_az_req r = azst_req("PUT", w->key);
     r.query = "comp=blocklist";
-    r.body = xml;
-    r.body_len = o;
+    r.tx.body = xml;
+    r.tx.body_len = o;
     r.if_none_match = w->create;
     const int rc = sr_az_do(w->az, &r);
     *attempts = r.attempts;
-    free(r.resp);
+    free(r.rx.resp);
     free(xml);
     return rc;
 }

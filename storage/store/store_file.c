@@ -92,6 +92,14 @@ static int check_no_links(const struct sr_store *st, const char *key, int last)
     }
 }
 
+/* key's path, for a write, delete or listing: check_no_links first. */
+static int link_free_path(const struct sr_store *st, const char *key, int last, char *path,
+                          size_t len)
+{
+    const int rc = key_path(st, key, path, len);
+    return rc < 0 ? rc : check_no_links(st, key, last);
+}
+
 /* What a non-regular file is, for messages. */
 static const char *kind_of(mode_t mode)
 {
@@ -167,15 +175,20 @@ static int open_object(const struct sr_store *st, const char *key)
     }
 }
 
+/* key's path (for messages) and its object opened read-only (open_object). */
+static int open_key(const struct sr_store *st, const char *key, char *path, size_t len)
+{
+    const int rc = key_path(st, key, path, len);
+    return rc < 0 ? rc : open_object(st, key);
+}
+
 /* Ensures the directory of path exists, then runs the atomic write; retries
  * when a concurrent delete pruned the directory in between. */
 static int put_common(struct sr_store *st, const char *key, const void *buf, size_t len,
                       const char *src, int create)
 {
     char path[PATH_MAX], dir[PATH_MAX];
-    int rc = key_path(st, key, path, sizeof(path));
-    if (rc == 0)
-        rc = check_no_links(st, key, 0);
+    int rc = link_free_path(st, key, 0, path, sizeof(path));
     if (rc < 0)
         return rc;
     sr_dirname(path, dir, sizeof(dir));
@@ -204,13 +217,10 @@ static int fs_put_file(struct sr_store *st, const char *key, const char *path, i
 static int fs_get(struct sr_store *st, const char *key, size_t max, char **buf, size_t *len)
 {
     char path[PATH_MAX];
-    int rc = key_path(st, key, path, sizeof(path));
-    if (rc < 0)
-        return rc;
-    const int fd = open_object(st, key);
+    const int fd = open_key(st, key, path, sizeof(path));
     if (fd < 0)
         return fd;
-    rc = sr_read_fd(fd, path, max, buf, len);
+    const int rc = sr_read_fd(fd, path, max, buf, len);
     close(fd);
     return rc;
 }
@@ -218,14 +228,12 @@ static int fs_get(struct sr_store *st, const char *key, size_t max, char **buf, 
 static int fs_size(struct sr_store *st, const char *key, uint64_t *size)
 {
     char path[PATH_MAX];
-    int rc = key_path(st, key, path, sizeof(path));
-    if (rc < 0)
-        return rc;
-    const int fd = open_object(st, key);
+    const int fd = open_key(st, key, path, sizeof(path));
     if (fd < 0)
         return fd;
     struct stat sb;
-    rc = fstat(fd, &sb) == 0 ? 0 : sr_errf(-errno, "cannot stat %s: %s", path, strerror(errno));
+    const int rc =
+        fstat(fd, &sb) == 0 ? 0 : sr_errf(-errno, "cannot stat %s: %s", path, strerror(errno));
     if (rc == 0)
         *size = (uint64_t)sb.st_size;
     close(fd);
@@ -236,10 +244,7 @@ static int fs_size(struct sr_store *st, const char *key, uint64_t *size)
 static int fs_source(struct sr_store *st, const char *key, struct sr_source *src)
 {
     char path[PATH_MAX];
-    const int rc = key_path(st, key, path, sizeof(path));
-    if (rc < 0)
-        return rc;
-    const int fd = open_object(st, key);
+    const int fd = open_key(st, key, path, sizeof(path));
     return fd < 0 ? fd : sr_source_fd_open(fd, path, src);
 }
 
@@ -260,9 +265,7 @@ static int is_lock_name(const char *name)
 static int fs_list(struct sr_store *st, const char *prefix, struct sr_strlist *out)
 {
     char path[PATH_MAX];
-    int rc = key_path(st, prefix, path, sizeof(path));
-    if (rc == 0)
-        rc = check_no_links(st, prefix, 1);
+    int rc = link_free_path(st, prefix, 1, path, sizeof(path));
     if (rc < 0)
         return rc;
     DIR *d = opendir(path);
@@ -356,9 +359,7 @@ static void sweep_temp_files(const char *dir)
 static int fs_del(struct sr_store *st, const char *key)
 {
     char path[PATH_MAX];
-    int rc = key_path(st, key, path, sizeof(path));
-    if (rc == 0)
-        rc = check_no_links(st, key, 0);
+    int rc = link_free_path(st, key, 0, path, sizeof(path));
     if (rc < 0)
         return rc;
     if (unlink(path) != 0) {
@@ -427,7 +428,7 @@ static int fs_get_etag(struct sr_store *st, const char *key, size_t max, char **
         content_etag(*buf, *len, etag);
     if (rc == -EFBIG) { /* its ETag all the same (store.h), without holding it */
         char path[PATH_MAX];
-        const int fd = key_path(st, key, path, sizeof(path)) == 0 ? open_object(st, key) : -1;
+        const int fd = open_key(st, key, path, sizeof(path));
         if (fd < 0 || fd_etag(fd, path, etag) < 0)
             etag[0] = '\0';
         if (fd >= 0)
@@ -628,9 +629,7 @@ static int fs_put_if(struct sr_store *st, const char *key, const void *buf, size
                      const char *match, char *etag)
 {
     char path[PATH_MAX];
-    int rc = key_path(st, key, path, sizeof(path));
-    if (rc == 0)
-        rc = check_no_links(st, key, 0);
+    int rc = link_free_path(st, key, 0, path, sizeof(path));
     if (rc < 0)
         return rc;
     struct obj_lock lk;
@@ -692,9 +691,7 @@ static int fs_writer_open(struct sr_store *st, const char *key, int create,
         return sr_errf(-ENOMEM, "out of memory");
     fw->create = create;
     char dir[PATH_MAX];
-    int rc = key_path(st, key, fw->path, sizeof(fw->path));
-    if (rc == 0)
-        rc = check_no_links(st, key, 0);
+    int rc = link_free_path(st, key, 0, fw->path, sizeof(fw->path));
     if (rc == 0) {
         sr_dirname(fw->path, dir, sizeof(dir));
         rc = sr_mkdirs(dir, 0755);

@@ -114,15 +114,15 @@ static int put_once(struct sr_store *st, const char *key, const void *buf, size_
     if (rc < 0)
         return rc;
     struct sr_s3_req r = req_new("PUT", key);
-    r.body = buf;
-    r.body_len = len;
+    r.tx.body = buf;
+    r.tx.body_len = len;
     r.content_md5 = md5;
     r.if_none_match = create;
     r.if_match = match;
     rc = sr_s3_do(s3_of(st), &r);
-    free(r.resp);
-    *status = r.status;
-    snprintf(etag, SR_ETAG_MAX, "%s", r.etag);
+    free(r.rx.resp);
+    *status = r.rx.status;
+    snprintf(etag, SR_ETAG_MAX, "%s", r.rx.etag);
     return rc;
 }
 
@@ -211,33 +211,26 @@ static int s3_get_etag(struct sr_store *st, const char *key, size_t max, char **
                        char *etag)
 {
     struct sr_s3_req r = req_new("GET", key);
-    r.max = max;
+    r.rx.max = max;
     int rc = sr_s3_do(s3_of(st), &r);
     if (rc == -EFBIG) {
         char name[2300];
         sr_s3_name(s3_of(st), key, name, sizeof(name));
         rc = sr_errf(-EFBIG, "%s is over %zu bytes", name, max);
-        snprintf(etag, SR_ETAG_MAX, "%s", r.etag); /* its ETag all the same (store.h) */
+        snprintf(etag, SR_ETAG_MAX, "%s", r.rx.etag); /* its ETag all the same (store.h) */
     }
-    if (rc == 0 && !r.resp && !(r.resp = calloc(1, 1)))
-        rc = sr_errf(-ENOMEM, "out of memory");
-    if (rc < 0) {
-        free(r.resp);
-        return rc;
-    }
-    *buf = r.resp;
-    *len = r.resp_len;
-    snprintf(etag, SR_ETAG_MAX, "%s", r.etag);
-    return 0;
+    if ((rc = sr_http_rx_take(&r.rx, rc, buf, len)) == 0)
+        snprintf(etag, SR_ETAG_MAX, "%s", r.rx.etag);
+    return rc;
 }
 
 int s3st_size(struct sr_store *st, const char *key, uint64_t *size)
 {
     struct sr_s3_req r = req_new("HEAD", key);
     int rc = sr_s3_do(s3_of(st), &r);
-    free(r.resp);
+    free(r.rx.resp);
     if (rc == 0)
-        *size = r.clen;
+        *size = r.rx.clen;
     return rc;
 }
 
@@ -245,87 +238,58 @@ static int s3_del(struct sr_store *st, const char *key)
 {
     struct sr_s3_req r = req_new("DELETE", key);
     int rc = sr_s3_do(s3_of(st), &r);
-    free(r.resp);
-    if (rc == -ENOENT && r.status == 404) {
+    free(r.rx.resp);
+    if (rc == -ENOENT && r.rx.status == 404) {
         char code[64] = "", msg[8];
-        if (r.resp_len == 0 ||
-            (sr_s3_parse_error(r.resp, r.resp_len, code, sizeof(code), msg, sizeof(msg)) == 0 &&
-             strcmp(code, "NoSuchKey") == 0))
+        if (r.rx.resp_len == 0 || (sr_s3_parse_error(r.rx.resp, r.rx.resp_len, code, sizeof(code),
+                                                     msg, sizeof(msg)) == 0 &&
+                                   strcmp(code, "NoSuchKey") == 0))
             rc = 0; /* already gone */
     }
     return rc;
 }
 
-/* ListObjectsV2 of full (relative to the bucket), every page: names one
- * level below it with a delimiter, else every key below root. */
-static int s3_list_pages(struct sr_s3 *s3, const char *full, const char *root,
-                         struct sr_strlist *out)
+/* One ListObjectsV2 page (sr_store_ops.page). */
+static int s3_page(void *ctx, const char *full, const char *root, const char *token, char *next,
+                   size_t nlen, struct sr_strlist *out)
 {
-    char eprefix[6600], etoken[3100], token[1024] = "", query[10000];
+    struct sr_s3 *s3 = ctx;
+    char eprefix[6600], etoken[3100] = "", query[10000];
     const int keys = root != NULL;
     if (sr_url_escape(full, 0, eprefix, sizeof(eprefix)) < 0)
         return sr_errf(-ENAMETOOLONG, "prefix %s is too long", full);
-    int rc = 0, truncated = 1;
-    for (int page = 0; truncated && rc == 0; page++) {
-        etoken[0] = '\0';
-        if (*token && sr_url_escape(token, 0, etoken, sizeof(etoken)) < 0) {
-            rc = sr_errf(-EBADMSG, "continuation token too long");
-            break;
-        }
-        /* Parameters in sorted order: curl signs the query as written.
-         * max-keys=1000 is S3's default, named so that a server whose cap
-         * is lower applies it (Ceph RGW bounds only a given max-keys by its
-         * "rgw max listing results"; the RGW tests page at 50 so). */
-        snprintf(query, sizeof(query), "%s%s%s%slist-type=2&max-keys=1000%s%s",
-                 *etoken ? "continuation-token=" : "", etoken, *etoken ? "&" : "",
-                 keys ? "" : "delimiter=%2F&", *full ? "&prefix=" : "", eprefix);
-        struct sr_s3_req r = req_new("GET", NULL);
-        r.query = query;
-        r.max = LIST_MAX;
-        rc = sr_s3_do(s3, &r);
-        if (rc == 0)
-            rc = sr_s3_parse_list_as(r.resp, r.resp_len, keys ? root : full, keys, out, &truncated,
-                                     token, sizeof(token));
-        free(r.resp);
-        sr_debug("s3: list %s page %d: %zu names so far", full, page + 1, out->n);
-    }
-    if (rc < 0)
-        sr_strlist_free(out);
-    return rc;
-}
-
-static int s3_list(struct sr_store *st, const char *prefix, struct sr_strlist *out)
-{
-    struct sr_s3 *s3 = s3_of(st);
-    char full[2200];
-    /* The listing prefix, relative to the bucket, with a trailing '/'. */
-    snprintf(full, sizeof(full), "%s%s%s%s", s3->prefix, *s3->prefix && *prefix ? "/" : "", prefix,
-             *s3->prefix || *prefix ? "/" : "");
-    const int rc = s3_list_pages(s3, full, NULL, out);
-    if (rc < 0)
-        return rc;
-    sr_strlist_drop_hidden(out); /* as the file backend does */
-    sr_strlist_sort(out);
-    return 0;
-}
-
-static int s3_list_keys(struct sr_store *st, const char *prefix, struct sr_strlist *out)
-{
-    struct sr_s3 *s3 = s3_of(st);
-    char root[1100], full[2200];
-    snprintf(root, sizeof(root), "%s%s", s3->prefix, *s3->prefix ? "/" : "");
-    snprintf(full, sizeof(full), "%s%s", root, prefix);
-    const int rc = s3_list_pages(s3, full, root, out);
+    if (*token && sr_url_escape(token, 0, etoken, sizeof(etoken)) < 0)
+        return sr_errf(-EBADMSG, "continuation token too long");
+    /* Parameters in sorted order: curl signs the query as written.
+     * max-keys=1000 is S3's default, named so that a server whose cap
+     * is lower applies it (Ceph RGW bounds only a given max-keys by its
+     * "rgw max listing results"; the RGW tests page at 50 so). */
+    snprintf(query, sizeof(query), "%s%s%s%slist-type=2&max-keys=1000%s%s",
+             *etoken ? "continuation-token=" : "", etoken, *etoken ? "&" : "",
+             keys ? "" : "delimiter=%2F&", *full ? "&prefix=" : "", eprefix);
+    struct sr_s3_req r = req_new("GET", NULL);
+    r.query = query;
+    r.rx.max = LIST_MAX;
+    int truncated = 0;
+    int rc = sr_s3_do(s3, &r);
     if (rc == 0)
-        sr_strlist_sort(out);
+        rc = sr_s3_parse_list_as(r.rx.resp, r.rx.resp_len, keys ? root : full, keys, out,
+                                 &truncated, next, nlen);
+    free(r.rx.resp);
+    if (!truncated)
+        next[0] = '\0';
     return rc;
 }
 
 static void s3_close(struct sr_store *st)
 {
     sr_s3_close(st->impl);
-    free(st->url);
-    free(st);
+    sr_store_unadopt(st);
+}
+
+static void s3_close_impl(void *impl)
+{
+    sr_s3_close(impl);
 }
 
 static const struct sr_store_ops s3_ops = {
@@ -339,8 +303,9 @@ static const struct sr_store_ops s3_ops = {
     .source = s3st_source,
     .source_close = s3st_source_close,
     .source_ranged = s3st_source_ranged,
-    .list = s3_list,
-    .list_keys = s3_list_keys,
+    .list = sr_store_paged_list,
+    .list_keys = sr_store_paged_list_keys,
+    .page = s3_page,
     .del = s3_del,
     .close = s3_close,
     .writer_open = s3st_writer_open,
@@ -357,41 +322,14 @@ int sr_store_s3_open(const char *url, struct sr_store **out)
     const size_t bl = strcspn(b, "/");
     if (bl == 0 || bl > 63)
         return sr_errf(-EINVAL, "invalid store URL %s (want s3://bucket/prefix)", url);
-    char bucket[64], prefix[1024];
+    char bucket[64], prefix[1024], canon[1200];
     memcpy(bucket, b, bl);
     bucket[bl] = '\0';
-    const char *p = b + bl;
-    while (*p == '/')
-        p++;
-    snprintf(prefix, sizeof(prefix), "%s", p);
-    size_t pl = strlen(prefix);
-    while (pl > 0 && prefix[pl - 1] == '/')
-        prefix[--pl] = '\0';
-    if (strstr(prefix, "//") || strcmp(prefix, ".") == 0 || strstr(prefix, "..") ||
-        prefix[0] == '.')
-        return sr_errf(-EINVAL, "invalid store URL %s (empty, \".\" or \"..\" prefix segment)",
-                       url);
-    struct sr_store *st = calloc(1, sizeof(*st));
-    char *canon = malloc(strlen(bucket) + strlen(prefix) + 8);
-    if (!st || !canon) {
-        free(st);
-        free(canon);
-        return sr_errf(-ENOMEM, "out of memory");
-    }
-    sprintf(canon, "s3://%s%s%s", bucket, pl ? "/" : "", prefix);
-    struct sr_s3 *s3;
-    int rc = sr_s3_open(bucket, prefix, &s3);
-    if (rc < 0) {
-        char why[1024];
-        snprintf(why, sizeof(why), "%s", sr_strerror(rc));
-        rc = sr_errf(rc, "cannot open %s: %s", canon, why);
-        free(st);
-        free(canon);
+    int rc = sr_store_url_prefix(url, b + bl, prefix, sizeof(prefix));
+    if (rc < 0)
         return rc;
-    }
-    st->ops = &s3_ops;
-    st->url = canon;
-    st->impl = s3;
-    *out = st;
-    return 0;
+    snprintf(canon, sizeof(canon), "s3://%s%s%s", bucket, *prefix ? "/" : "", prefix);
+    struct sr_s3 *s3 = NULL;
+    rc = sr_s3_open(bucket, prefix, &s3);
+    return sr_store_adopt(&s3_ops, canon, s3, s3 ? s3->prefix : NULL, rc, s3_close_impl, out);
 }

@@ -78,15 +78,15 @@ static int range_get(struct sr_s3 *s3, const char *key, void *buf, size_t len, u
     snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, off, off + len - 1);
     struct sr_s3_req r = req_new("GET", key);
     r.range = range;
-    r.dst = buf;
-    r.dst_len = len;
+    r.rx.dst = buf;
+    r.rx.dst_len = len;
     int rc = sr_s3_do(s3, &r);
-    free(r.resp);
-    if (rc == 0 && r.got != len) {
+    free(r.rx.resp);
+    if (rc == 0 && r.rx.got != len) {
         char name[2300];
         sr_s3_name(s3, key, name, sizeof(name));
         rc = sr_errf(-EBADMSG, "%s: short read at offset %" PRIu64 " (%" PRIu64 " of %zu bytes)",
-                     name, off, r.got, len);
+                     name, off, r.rx.got, len);
     }
     return rc;
 }
@@ -211,8 +211,8 @@ static int dpart_start(struct download *dl, size_t i)
     snprintf(p->range, sizeof(p->range), "%" PRIu64 "-%" PRIu64, off, end - 1);
     p->part.req = req_new("GET", s->key);
     p->part.req.range = p->range;
-    p->part.req.dst = s->buf[i] + p->base;
-    p->part.req.dst_len = (size_t)(end - off);
+    p->part.req.rx.dst = s->buf[i] + p->base;
+    p->part.req.rx.dst_len = (size_t)(end - off);
     return s3st_part_start(&dl->xfer, &p->part);
 }
 
@@ -269,10 +269,10 @@ static int take_finished(struct download *dl)
     while ((sp = s3st_parts_finished(&dl->xfer, &r))) {
         struct dpart *p = (struct dpart *)sp;
         const struct sr_s3_req *req = &sp->req;
-        if (r == 0 && req->got != req->dst_len)
+        if (r == 0 && req->rx.got != req->rx.dst_len)
             r = sr_errf(-EBADMSG, "%s: short ranged read (%" PRIu64 " of %zu bytes)", dl->s->key,
-                        req->got, req->dst_len);
-        p->base += req->got;
+                        req->rx.got, req->rx.dst_len);
+        p->base += req->rx.got;
         if ((r = s3st_part_settle(&dl->xfer, sp, r)) == 0) {
             dl->done++;
             dl->bytes_done += p->base;
@@ -300,7 +300,8 @@ static void publish(struct download *dl)
     pthread_mutex_lock(&s->lock);
     for (size_t i = hashed0; i < dl->next; i++) {
         const struct dpart *p = &dl->parts[i];
-        const uint64_t h = p->base + (p->part.state == S3ST_PART_IN_FLIGHT ? p->part.req.got : 0);
+        const uint64_t h =
+            p->base + (p->part.state == S3ST_PART_IN_FLIGHT ? p->part.req.rx.got : 0);
         if (h > s->have[i]) {
             s->have[i] = h;
             progressed = 1;
@@ -319,7 +320,7 @@ static void show_progress(struct download *dl)
     uint64_t inflight = 0;
     for (size_t i = dl->hashed; i < dl->next; i++)
         if (dl->parts[i].part.state == S3ST_PART_IN_FLIGHT)
-            inflight += dl->parts[i].base + dl->parts[i].part.req.got;
+            inflight += dl->parts[i].base + dl->parts[i].part.req.rx.got;
     s3st_progress_show(&dl->pg, dl->bytes_done + inflight, 0);
 }
 

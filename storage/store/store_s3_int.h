@@ -31,13 +31,8 @@ static inline struct sr_s3 *s3_of(struct sr_store *st)
 
 static inline struct sr_s3_req req_new(const char *method, const char *key)
 {
-    struct sr_s3_req r;
-    memset(&r, 0, sizeof(r));
-    r.method = method;
-    r.key = key;
-    r.body_fd = -1;
-    r.dst_fd = -1;
-    return r;
+    return (struct sr_s3_req){
+        .method = method, .key = key, .tx = SR_HTTP_TX_NONE, .rx = SR_HTTP_RX_RESP(0, NULL)};
 }
 
 /* The push / pull progress line (docs/s3.md, "Progress"). */

@@ -52,16 +52,16 @@ static int complete_upload(struct sr_s3 *s3, const char *key, const char *eid, s
     snprintf(query, sizeof(query), "uploadId=%s", eid);
     struct sr_s3_req r = req_new("POST", key);
     r.query = query;
-    r.body = xml;
-    r.body_len = len;
-    r.max = 1u << 20;
+    r.tx.body = xml;
+    r.tx.body_len = len;
+    r.rx.max = 1u << 20;
     r.if_none_match = create;
     int rc = sr_s3_do(s3, &r);
-    rc = rc < 0 ? s3st_exists_error(s3, key, rc, r.status) : 0;
+    rc = rc < 0 ? s3st_exists_error(s3, key, rc, r.rx.status) : 0;
     /* A 200 answer may still carry an <Error> (S3 reports late failures so). */
     char code[128], msg[512];
-    if (rc == 0 && r.resp &&
-        sr_s3_parse_error(r.resp, r.resp_len, code, sizeof(code), msg, sizeof(msg)) == 0) {
+    if (rc == 0 && r.rx.resp &&
+        sr_s3_parse_error(r.rx.resp, r.rx.resp_len, code, sizeof(code), msg, sizeof(msg)) == 0) {
         char name[2300];
         sr_s3_name(s3, key, name, sizeof(name));
         const char *hint = "";
@@ -77,15 +77,15 @@ static int complete_upload(struct sr_s3 *s3, const char *key, const char *eid, s
         snprintf(why, sizeof(why), "%s", sr_strerror(rc));
         struct sr_s3_req h = req_new("HEAD", key);
         const int hr = sr_s3_do(s3, &h);
-        free(h.resp);
-        if (hr == 0 && h.clen == size) {
+        free(h.rx.resp);
+        if (hr == 0 && h.rx.clen == size) {
             sr_debug("s3: %s was completed by an attempt whose answer was lost", key);
             rc = 0;
         } else {
             rc = sr_errf(rc, "%s", why);
         }
     }
-    free(r.resp);
+    free(r.rx.resp);
     free(xml);
     return rc;
 }
@@ -101,7 +101,7 @@ static void abort_upload(struct sr_s3 *s3, const char *key, const char *eid)
     const int why_code = sr_err_code();
     snprintf(why, sizeof(why), "%s", sr_strerror(why_code));
     const int rc = sr_s3_do(s3, &r);
-    free(r.resp);
+    free(r.rx.resp);
     if (rc < 0) {
         sr_debug("s3: cannot abort the multipart upload of %s: %s", key, sr_strerror(rc));
         if (why_code)
@@ -117,13 +117,13 @@ static int initiate_upload(struct sr_s3 *s3, const char *key, char *eid, size_t 
     char id[1024];
     struct sr_s3_req r = req_new("POST", key);
     r.query = "uploads="; /* curl 7.88 signs "?uploads" wrongly */
-    r.body = "";
-    r.max = 1u << 20;
+    r.tx.body = "";
+    r.rx.max = 1u << 20;
     int rc = sr_s3_do(s3, &r);
-    if (rc == 0 && sr_s3_parse_upload_id(r.resp, r.resp_len, id, sizeof(id)) < 0)
+    if (rc == 0 && sr_s3_parse_upload_id(r.rx.resp, r.rx.resp_len, id, sizeof(id)) < 0)
         rc = sr_errf(-EBADMSG, "initiating a multipart upload of %s: no UploadId in the answer",
                      key);
-    free(r.resp);
+    free(r.rx.resp);
     if (rc == 0 && sr_url_escape(id, 0, eid, elen) < 0)
         rc = sr_errf(-EBADMSG, "UploadId too long");
     return rc;
@@ -209,8 +209,8 @@ static int wpart_start(struct s3_writer *w, struct wpart *p, size_t num)
     }
     p->part.req = req_new("PUT", w->key);
     p->part.req.query = p->query;
-    p->part.req.body = p->buf;
-    p->part.req.body_len = p->len;
+    p->part.req.tx.body = p->buf;
+    p->part.req.tx.body_len = p->len;
     p->part.req.content_md5 = p->md5;
     return s3st_part_start(&w->xfer, &p->part);
 }
@@ -267,10 +267,10 @@ static void take_finished(struct s3_writer *w)
     int r;
     while ((sp = s3st_parts_finished(&w->xfer, &r))) {
         struct wpart *p = (struct wpart *)sp;
-        if (r == 0 && !sp->req.etag[0])
+        if (r == 0 && !sp->req.rx.etag[0])
             r = sr_errf(-EBADMSG, "a part of %s: no ETag in the answer", w->key);
         if (r == 0)
-            snprintf(p->etag, sizeof(p->etag), "%s", sp->req.etag);
+            snprintf(p->etag, sizeof(p->etag), "%s", sp->req.rx.etag);
         if ((r = s3st_part_settle(&w->xfer, sp, r)) == 0)
             wpart_done(w, p);
         else if (r < 0)

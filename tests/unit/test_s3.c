@@ -61,18 +61,6 @@ static void client_errors_fail_at_once(void **state)
     assert_int_equal(sr_s3_classify(CURLE_URL_MALFORMAT, 0, ""), SR_S3_FAIL);
 }
 
-static void backoff_grows_with_full_jitter_and_a_cap(void **state)
-{
-    (void)state;
-    assert_int_equal(sr_s3_backoff_ms(1, 200, 5000, 0), 0);
-    assert_int_equal(sr_s3_backoff_ms(1, 200, 5000, 200), 200);
-    assert_int_equal(sr_s3_backoff_ms(1, 200, 5000, 201), 0); /* rnd % 201 */
-    assert_int_equal(sr_s3_backoff_ms(3, 200, 5000, 800), 800);
-    assert_true(sr_s3_backoff_ms(3, 200, 5000, 801) < 801);
-    for (unsigned r = 0; r < 100000; r += 997)
-        assert_true(sr_s3_backoff_ms(30, 200, 5000, r) <= 5000);
-}
-
 static void errors_map_to_errno_and_hint(void **state)
 {
     (void)state;
@@ -349,7 +337,6 @@ int main(void)
         cmocka_unit_test(part_size_respects_minimum_and_part_count),
         cmocka_unit_test(transport_failures_and_5xx_are_retried),
         cmocka_unit_test(client_errors_fail_at_once),
-        cmocka_unit_test(backoff_grows_with_full_jitter_and_a_cap),
         cmocka_unit_test(errors_map_to_errno_and_hint),
         cmocka_unit_test(error_bodies_parse),
         cmocka_unit_test(list_pages_parse_keys_and_prefixes),
