@@ -27,10 +27,8 @@ static void key_of(char *buf, size_t len, const char *name, unsigned v)
 /* The highest version present (budget/NNNNNN.json), or -ENOENT. */
 static int newest(struct sr_store *st, const char *name, unsigned *v)
 {
-    char prefix[256];
-    sr_key_sweep(prefix, sizeof(prefix), name, SR_SWEEP_BUDGET);
     struct sr_strlist l;
-    int rc = sr_store_list(st, prefix, &l);
+    int rc = sr_list_sweep(st, name, SR_SWEEP_BUDGET, &l);
     if (rc < 0)
         return rc;
     rc = -ENOENT;
