@@ -394,31 +394,36 @@ int sr_control_path(const char *run_dir, char *buf, size_t len)
     return 0;
 }
 
+/* Whether the resolved directory rdir and path overlap (one holds the
+ * other), saying so as "spotrun CMD: WHAT overlaps WHOSE SHOWN (one holds
+ * the other)ADVICE"; *rc: path's resolution (0, or -errno). */
+static int overlaps(const char *rdir, const char *path, int *rc, const char *cmd, const char *what,
+                    const char *whose, const char *shown, const char *advice)
+{
+    char other[PATH_MAX];
+    if ((*rc = sr_path_resolve(path, other, sizeof(other))) != 0 || !sr_paths_overlap(rdir, other))
+        return 0;
+    fprintf(stderr, "spotrun %s: %s overlaps %s%s (one holds the other)%s\n", cmd, what, whose,
+            shown, advice);
+    return 1;
+}
+
 int sr_check_target(const char *cmd, const char *what, const char *dir, int ours,
                     const struct sr_store *st, const char *work_root, const char *hint)
 {
-    char rdir[PATH_MAX], other[PATH_MAX];
+    char rdir[PATH_MAX];
     int rc = sr_path_resolve(dir, rdir, sizeof(rdir));
     if (rc < 0)
         goto fail;
     const char *url = st ? sr_store_url(st) : NULL;
     if (url && strncmp(url, "file://", 7) == 0 &&
-        (rc = sr_path_resolve(url + 7, other, sizeof(other))) == 0 &&
-        sr_paths_overlap(rdir, other)) {
-        fprintf(stderr,
-                "spotrun %s: %s overlaps the store %s (one holds the other): replacing it would "
-                "delete checkpoints; choose a directory outside the store\n",
-                cmd, what, url);
+        overlaps(rdir, url + 7, &rc, cmd, what, "the store ", url,
+                 ": replacing it would delete checkpoints; choose a directory outside the store"))
         return SR_EX_USAGE;
-    }
-    if (ours != 1 && work_root && (rc = sr_path_resolve(work_root, other, sizeof(other))) == 0 &&
-        sr_paths_overlap(rdir, other)) {
-        fprintf(stderr,
-                "spotrun %s: %s overlaps spotrun's work dir %s (one holds the other); choose a "
-                "directory outside it\n",
-                cmd, what, work_root);
+    if (ours != 1 && work_root &&
+        overlaps(rdir, work_root, &rc, cmd, what, "spotrun's work dir ", work_root,
+                 "; choose a directory outside it"))
         return SR_EX_USAGE;
-    }
     if (rc == 0 && (rc = sr_dir_check_replace(dir, ours != 0, what)) == 0)
         return 0;
 fail:
