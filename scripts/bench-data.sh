@@ -1,4 +1,4 @@
-# bench-data.sh - the benchmarks' dataset and timing, sourced by scripts/bench-*.sh.
+# bench-data.sh - the benchmarks' dataset, timing and setup, sourced by scripts/bench-*.sh.
 #
 # bench_make_data SCRATCH DATA SIZE_MB: writes into DATA a deterministic
 # tensor-like checkpoint directory of SIZE_MB MiB (float32 arrays with
@@ -10,7 +10,13 @@
 # (default 1); $PREP is evaluated before each.
 # bench_pull: bench_best of `spotrun pull` of the run bench from $STORE
 # into $OUT, the tree then checked against $DATA.
-# (die is the sourcing script's.)
+# bench_work NAME [BUILD]: build (default $root/build), spotrun (its
+# binary, checked) and work, a scratch directory under TMPDIR, made the
+# current one; at exit the background jobs are killed and work removed
+# (kept when KEEP is set).
+# bench_event_ms DIR SUFFIX EVENT: unix_ms of the first EVENT in the newest
+# event log of DIR whose name ends with SUFFIX ("" for any).
+# (die and root are the sourcing script's.)
 bench_make_data() {
     local scratch=$1 data=$2 size_mb=$3
     cat > "$scratch/gen.c" <<'CEOF'
@@ -105,4 +111,26 @@ bench_pull() {
     t=$(bench_best "$SPOTRUN" pull bench "$OUT" --store "$STORE" -q)
     diff -r "$DATA" "$OUT" >/dev/null || die "pulled tree differs from the original"
     echo "$t"
+}
+
+bench_work() {
+    build=$(cd "${2:-$root/build}" && pwd)
+    spotrun=$build/runtime/spotrun
+    [ -x "$spotrun" ] || { echo "$1: build first ($spotrun missing)" >&2; exit 1; }
+    work=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+    trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+    cd "$work"
+}
+
+bench_event_ms() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import json, os, sys
+d, suffix, want = sys.argv[1], sys.argv[2], sys.argv[3]
+logs = sorted(n for n in os.listdir(d) if n.endswith(suffix))
+for line in open(os.path.join(d, logs[-1])) if logs else []:
+    e = json.loads(line)
+    if e.get("event") == want:
+        print(e["unix_ms"]); sys.exit(0)
+sys.exit(1)
+PY
 }
