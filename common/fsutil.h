@@ -110,6 +110,10 @@ int sr_read_fd(int fd, const char *path, size_t max, char **buf, size_t *len);
  * cgroup that went away is the caller's to judge). */
 ssize_t sr_read_small(const char *path, char *buf, size_t cap);
 
+/* Writes all of buf at off (pwrite, EINTR retried): 0, or -errno (-EIO
+ * when nothing more is written). No message is set. */
+int sr_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+
 /* Parent directory of path into out (like dirname, no mutation). */
 void sr_dirname(const char *path, char *out, size_t outlen);
 
