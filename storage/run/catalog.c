@@ -175,14 +175,19 @@ static int list_one(struct sr_store *st, const char *run_id, uint64_t seq, struc
     return 0;
 }
 
+/* Every seq directory of the run (a valid run id), complete or not. */
+static int list_seqs(struct sr_store *st, const char *run_id, struct sr_strlist *names)
+{
+    const int rc = check_run(run_id);
+    return rc < 0 ? rc : sr_list_run(st, run_id, SR_KEY_CKPT, names);
+}
+
 int sr_ckpt_list(struct sr_store *st, const char *run_id, struct sr_ckpt_list *out)
 {
     memset(out, 0, sizeof(*out));
-    int rc = check_run(run_id);
-    if (rc < 0)
-        return rc;
     struct sr_strlist names;
-    if ((rc = sr_list_run(st, run_id, SR_KEY_CKPT, &names)) < 0)
+    int rc = list_seqs(st, run_id, &names);
+    if (rc < 0)
         return rc;
     size_t cap = 0;
     for (size_t i = 0; i < names.n; i++) {
@@ -217,11 +222,9 @@ int sr_ckpt_max_epoch(struct sr_store *st, const char *run_id, uint64_t *epoch)
 
 int sr_ckpt_next_seq(struct sr_store *st, const char *run_id, uint64_t *seq)
 {
-    int rc = check_run(run_id);
-    if (rc < 0)
-        return rc;
     struct sr_strlist names;
-    if ((rc = sr_list_run(st, run_id, SR_KEY_CKPT, &names)) < 0)
+    const int rc = list_seqs(st, run_id, &names);
+    if (rc < 0)
         return rc;
     uint64_t max = 0;
     for (size_t i = 0; i < names.n; i++) {
