@@ -411,8 +411,10 @@ int sr_approval_write(struct sr_store *st, const char *run, struct sr_approval *
     return rc;
 }
 
-int sr_quota_uses(struct sr_store *st, const struct sr_runsum *runs, size_t n, int64_t now_ms,
-                  struct sr_quota **qs, struct sr_quota_use **us, size_t *nq)
+/* sr_quota_uses, the runs loaded here when load is set (and there is a
+ * quota). */
+static int uses(struct sr_store *st, const struct sr_runsum *runs, size_t n, int load,
+                int64_t now_ms, struct sr_quota **qs, struct sr_quota_use **us, size_t *nq)
 {
     *qs = NULL;
     *us = NULL;
@@ -420,9 +422,27 @@ int sr_quota_uses(struct sr_store *st, const struct sr_runsum *runs, size_t n, i
     int rc = sr_quota_read_all(st, qs, nq);
     if (rc < 0 || !*nq)
         return rc;
+    struct sr_runsum *loaded = NULL;
+    if (load && (rc = sr_runsum_load_all(st, NULL, &loaded, &n)) < 0)
+        return rc;
     if (!(*us = calloc(*nq, sizeof(**us))))
-        return -ENOMEM;
+        rc = -ENOMEM;
     for (size_t i = 0; rc == 0 && i < *nq; i++)
-        rc = sr_quota_use_in(runs, n, &(*qs)[i], now_ms, &(*us)[i]);
+        rc = sr_quota_use_in(load ? loaded : runs, n, &(*qs)[i], now_ms, &(*us)[i]);
+    for (size_t i = 0; load && i < n; i++)
+        sr_runsum_free(&loaded[i]);
+    free(loaded);
     return rc;
+}
+
+int sr_quota_uses(struct sr_store *st, const struct sr_runsum *runs, size_t n, int64_t now_ms,
+                  struct sr_quota **qs, struct sr_quota_use **us, size_t *nq)
+{
+    return uses(st, runs, n, 0, now_ms, qs, us, nq);
+}
+
+int sr_quota_uses_now(struct sr_store *st, int64_t now_ms, struct sr_quota **qs,
+                      struct sr_quota_use **us, size_t *nq)
+{
+    return uses(st, NULL, 0, 1, now_ms, qs, us, nq);
 }
