@@ -37,6 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 WINDOW_MAX_PLACES = 8
+SHAPE_MIN = 10
+FOLDER_IDIOM = 3
 
 
 def _proc_length():
@@ -78,6 +80,16 @@ def tracked():
     return [p for p in out if "tests" not in Path(p).parts]
 
 
+C_LEXEME = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+
+
+def strip_c_comments(text):
+    """C: comments dropped (their newlines kept), literals kept, and
+    preprocessor lines (#include, #define...) dropped."""
+    text = C_LEXEME.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else "\n" * m.group(0).count("\n"), text)
+    return "\n".join("" if l.lstrip().startswith("#") else l for l in text.split("\n"))
+
+
 def strip_hash_comments(text):
     """Shell and python: a line whose first non-blank is # is a comment
     (a trailing # comment is kept: telling it from a # in a string is
@@ -89,9 +101,7 @@ def normalized(path):
     """[(line number, text, shape)] of the lines that count in path."""
     text = (ROOT / path).read_text(errors="replace")
     if path.endswith((".c", ".h")):
-        # proc-length's blank() drops comments and preprocessor lines and
-        # empties literals; the shape wants strings gone anyway
-        text = PL.blank(text)
+        text = strip_c_comments(text)
     else:
         text = strip_hash_comments(text)
     out = []
@@ -121,6 +131,22 @@ def thin(text):
     return any(p.match(text) for p in THIN)
 
 
+def boilerplate(run, n):
+    """A run mostly thin, or alike only in shape (no n lines in a row the
+    same to the letter) and shorter than SHAPE_MIN lines."""
+    length, share, same = run[0], run[5], run[6]
+    return share >= 0.5 or (same < n and length < SHAPE_MIN)
+
+
+def folder_idiom(places):
+    """Whether a window stands in FOLDER_IDIOM or more files of one folder:
+    that folder's way of doing a thing (a command's preamble), not a copy."""
+    per = defaultdict(set)
+    for f, _ in places:
+        per[str(Path(f).parent)].add(f)
+    return max(len(v) for v in per.values()) >= FOLDER_IDIOM
+
+
 def find_pairs(files, n):
     lines = {f: normalized(f) for f in files}
     places = defaultdict(list)
@@ -131,7 +157,7 @@ def find_pairs(files, n):
     # matching windows, by pair of places, keyed by the offset between them
     hits = defaultdict(set)
     for key, ps in places.items():
-        if len(ps) < 2 or len(ps) > WINDOW_MAX_PLACES:
+        if len(ps) < 2 or len(ps) > WINDOW_MAX_PLACES or folder_idiom(ps):
             continue
         for a in range(len(ps)):
             for b in range(a + 1, len(ps)):
@@ -149,15 +175,20 @@ def find_pairs(files, n):
                 j += 1
             a0, a1 = starts[k], starts[j] + n - 1
             seg = lines[fa][a0 : a1 + 1]
+            other = lines[fb][a0 + off : a1 + off + 1]
             share = sum(thin(l[1]) for l in seg) / len(seg)
+            same, streak = 0, 0  # the longest stretch the same to the letter
+            for x, y in zip(seg, other):
+                streak = streak + 1 if x[1] == y[1] else 0
+                same = max(same, streak)
             runs[(fa, fb)].append(
-                (len(seg), lines[fa][a0][0], lines[fa][a1][0], lines[fb][a0 + off][0], lines[fb][a1 + off][0], share)
+                (len(seg), lines[fa][a0][0], lines[fa][a1][0], lines[fb][a0 + off][0], lines[fb][a1 + off][0], share, same)
             )
             k = j + 1
     pairs = []
     for (fa, fb), rs in runs.items():
         rs.sort(key=lambda r: (-r[0], r[1]))
-        boiler = all(r[5] >= 0.5 for r in rs)
+        boiler = all(boilerplate(r, n) for r in rs)
         pairs.append((boiler, -rs[0][0], fa, fb, rs))
     pairs.sort()
     return pairs
