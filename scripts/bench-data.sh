@@ -14,6 +14,8 @@
 # binary, checked) and work, a scratch directory under TMPDIR, made the
 # current one; at exit the background jobs are killed and work removed
 # (kept when KEEP is set).
+# bench_need_s3rver NAME: exits 1, saying so, when the S3 test server is
+# not installed.
 # bench_event_ms DIR SUFFIX EVENT: unix_ms of the first EVENT in the newest
 # event log of DIR whose name ends with SUFFIX ("" for any).
 # (die and root are the sourcing script's.)
@@ -120,6 +122,11 @@ bench_work() {
     work=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
     trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
     cd "$work"
+}
+
+bench_need_s3rver() {
+    [ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
+        { echo "$1: the S3 test server is not installed (cd tests/s3 && npm ci)" >&2; exit 1; }
 }
 
 bench_event_ms() {
