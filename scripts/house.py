@@ -11,18 +11,20 @@ lines are dropped, white space is folded; its shape is the line with
 every string, number and identifier other than a keyword replaced by a
 placeholder. Two places share a run when N (default 6) or more
 consecutive normalized lines have the same shapes. A window standing in
-more than 8 places is too common to count (as `duplicates` does). A pair
-is two files (or a file with itself) sharing one or more runs; it prints
-as `a.c:LINE ~ b.c:LINE (+K more runs)`, its longest run first.
+more than 8 places (as `duplicates` has it), or in 3 or more files of one
+folder (that folder's idiom), does not count. A pair is two files (or a
+file with itself) sharing one or more runs; it prints as
+`a.c:LINE ~ b.c:LINE (+K more runs)`, its longest run first.
 
-Boilerplate (a pair made only of it does not count): a run in which at
-least half of the lines are thin, that is: a return, break, continue or
-goto; a call that frees, closes, unlocks or destroys (`free(x)`,
-`sr_foo_free(&x)`, `close(fd)`, `fclose`, `curl_easy_cleanup`); an
-error report then return/fail in shell (`fail "..."`, `exit N`,
-`return N`); a row of an option or lookup table (`{"name", ...},`); a
-`case X:` label; a bare declaration (`int rc = 0;`); or a line of
-keywords and punctuation alone. `-v` prints the boilerplate pairs too.
+Boilerplate (a pair made only of it does not count): a run alike only in
+shape (no N lines in a row the same to the letter) shorter than 10 lines;
+or a run in which at least half of the lines are thin, that is: a return,
+break, continue or goto; a call that frees, closes, unlocks or destroys
+(`free(x)`, `sr_foo_free(&x)`, `close(fd)`, `curl_easy_cleanup`); `fail`,
+`die` or `exit` in shell; a row of an option or lookup table
+(`{"name", ...},`); a `case X:` label; a bare declaration (`int rc = 0;`);
+or a line of keywords and punctuation alone. `-v` prints the boilerplate
+pairs too. tests/README.md, "House limits".
 """
 
 import argparse
@@ -212,7 +214,7 @@ def main():
         more = f" (+{len(rs) - 1} more run{'s' if len(rs) > 2 else ''})" if len(rs) > 1 else ""
         tag = " boilerplate" if boiler else ""
         print(f"{fa}:{r[1]}-{r[2]} ~ {fb}:{r[3]}-{r[4]}{tag}{more}")
-    print(f"duplicates: {len(counted)} pair(s) ({len(pairs) - len(counted)} boilerplate) in {len(files)} files")
+    print(f"duplicate pairs: {len(counted)} (limit {a.pairs}; {len(pairs) - len(counted)} boilerplate) in {len(files)} files")
     long = []
     for p in files:
         if p.endswith((".c", ".h")) and not p.startswith("examples/"):
@@ -221,7 +223,7 @@ def main():
                     long.append((n, f"{p}:{line}", name))
     for n, where, name in sorted(long, key=lambda f: (-f[0], f[1])):
         print(f"{n:5d} {where} {name}")
-    print(f"procedures: {len(long)} over {a.lines} lines")
+    print(f"procedures over {a.lines} lines: {len(long)}")
     return 1 if len(counted) > a.pairs or long else 0
 
 
