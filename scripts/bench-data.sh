@@ -10,12 +10,10 @@
 # (default 1); $PREP is evaluated before each.
 # bench_pull: bench_best of `spotrun pull` of the run bench from $STORE
 # into $OUT, the tree then checked against $DATA.
-# bench_work NAME [BUILD]: build (default $root/build), spotrun (its
+# bench_work NAME [BUILD [s3]]: build (default $root/build), spotrun (its
 # binary, checked) and work, a scratch directory under TMPDIR, made the
 # current one; at exit the background jobs are killed and work removed
-# (kept when KEEP is set).
-# bench_need_s3rver NAME: exits 1, saying so, when the S3 test server is
-# not installed.
+# (kept when KEEP is set). s3: the S3 test server must be installed.
 # bench_event_ms DIR SUFFIX EVENT: unix_ms of the first EVENT in the newest
 # event log of DIR whose name ends with SUFFIX ("" for any).
 # (die and root are the sourcing script's.)
@@ -116,17 +114,14 @@ bench_pull() {
 }
 
 bench_work() {
+    [ "${3:-}" != s3 ] || [ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
+        { echo "$1: the S3 test server is not installed (cd tests/s3 && npm ci)" >&2; exit 1; }
     build=$(cd "${2:-$root/build}" && pwd)
     spotrun=$build/runtime/spotrun
     [ -x "$spotrun" ] || { echo "$1: build first ($spotrun missing)" >&2; exit 1; }
     work=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
     trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
     cd "$work"
-}
-
-bench_need_s3rver() {
-    [ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
-        { echo "$1: the S3 test server is not installed (cd tests/s3 && npm ci)" >&2; exit 1; }
 }
 
 bench_event_ms() {

@@ -21,8 +21,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/scripts/bench-data.sh"
-bench_need_s3rver bench-delta
-bench_work bench-delta "${1:-}"
+bench_work bench-delta "${1:-}" s3
 size_mb=${SIZE_MB:-1000} files=${FILES:-50}
 export SPOTRUN_NOTICE=none SPOTRUN_PRELOAD=$build/preload/libspotrun.so SPOTRUN_WORK_DIR=$work/w
 

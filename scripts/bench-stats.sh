@@ -34,8 +34,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/scripts/bench-data.sh"
-bench_need_s3rver bench-stats
-bench_work bench-stats "${1:-}"
+bench_work bench-stats "${1:-}" s3
 runs=${RUNS:-10000} changed=${CHANGED:-10}
 tool=$build/tests/runsum_tool
 export SPOTRUN_QUIET=1

@@ -24,8 +24,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/scripts/bench-data.sh"
-bench_need_s3rver bench-sweep
-bench_work bench-sweep "${1:-}"
+bench_work bench-sweep "${1:-}" s3
 trials=${TRIALS:-200} workers=${WORKERS:-4} show=${SHOW:-1000} breakdown=${BREAKDOWN:-20}
 export SPOTRUN_NOTICE=none SPOTRUN_PRELOAD=$build/preload/libspotrun.so SPOTRUN_QUIET=1
 
