@@ -22,7 +22,8 @@ or a run in which at least half of the lines are thin, that is: a return,
 break, continue or goto; a call that frees, closes, unlocks or destroys
 (`free(x)`, `sr_foo_free(&x)`, `close(fd)`, `curl_easy_cleanup`); `fail`,
 `die` or `exit` in shell; a row of an option or lookup table
-(`{"name", ...},`); a `case X:` label; a bare declaration (`int rc = 0;`);
+(`{"name", ...},`, its help text continued on string-only lines, its
+last fields `1, 1, FLAGS},`); a `case X:` label; a bare declaration (`int rc = 0;`);
 or a line of keywords and punctuation alone. `-v` prints the boilerplate
 pairs too. tests/README.md, "House limits".
 """
@@ -68,6 +69,8 @@ THIN = [
     re.compile(r"^(fail|die|exit|return)\b.*$"),
     re.compile(r'^\{\s*"[^"]*",.*\},?$'),
     re.compile(r"^case\b.*:$|^default:$"),
+    re.compile(r'^("(?:[^"\\]|\\.)*"\s*)+[,})\];]*$'),  # a table row's text, continued
+    re.compile(r"^[\w\s,|&]*\}+[,;]?$"),  # a table row's last fields: 1, 1, A | B},
     re.compile(r"^(const\s+)?(struct\s+)?\w+\s*\**\s*\w+(\s*=\s*[^;()]*)?;$"),
 ]
 
@@ -87,9 +90,15 @@ C_LEXEME = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n
 
 def strip_c_comments(text):
     """C: comments dropped (their newlines kept), literals kept, and
-    preprocessor lines (#include, #define...) dropped."""
+    preprocessor lines (#include, a #define and its continued lines)
+    dropped."""
     text = C_LEXEME.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else "\n" * m.group(0).count("\n"), text)
-    return "\n".join("" if l.lstrip().startswith("#") else l for l in text.split("\n"))
+    out, macro = [], False
+    for line in text.split("\n"):
+        drop = macro or line.lstrip().startswith("#")
+        macro = drop and line.rstrip().endswith("\\")  # a #define goes on
+        out.append("" if drop else line)
+    return "\n".join(out)
 
 
 def strip_hash_comments(text):

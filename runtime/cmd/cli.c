@@ -296,6 +296,26 @@ int sr_stdout_gone(void)
     return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
 }
 
+static const char *sub_name(const struct sr_cmd *c)
+{
+    const char *sp = strchr(c->name, ' ');
+    return sp ? sp + 1 : c->name;
+}
+
+void sr_cmd_subs_list(FILE *f, const struct sr_cmd *subs, size_t n, int width)
+{
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "  %-*s %s\n", width, sub_name(&subs[i]), subs[i].summary);
+}
+
+int sr_cmd_subs_run(const struct sr_cmd *subs, size_t n, int argc, char **argv)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(argv[1], sub_name(&subs[i])) == 0)
+            return sr_cmd_finish(&subs[i], subs[i].fn(&subs[i], argc - 1, argv + 1));
+    return -1;
+}
+
 int sr_cmd_finish(const struct sr_cmd *cmd, int rc)
 {
     if (!(cmd->flags & SR_CMD_READER))

@@ -305,13 +305,12 @@ int sr_cmd_quota(const struct sr_cmd *cmd, int argc, char **argv)
         fprintf(f, "usage: spotrun quota set|show ...\n\n"
                    "Quotas per team or user: what the runs carrying a label may use.\n\n"
                    "commands:\n");
-        for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-            fprintf(f, "  %-5s %s\n", subs[i].name + 6, subs[i].summary);
+        sr_cmd_subs_list(f, subs, sizeof(subs) / sizeof(subs[0]), 5);
         return sub ? 0 : SR_EX_USAGE;
     }
-    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-        if (strcmp(sub, subs[i].name + 6) == 0)
-            return sr_cmd_finish(&subs[i], subs[i].fn(&subs[i], argc - 1, argv + 1));
+    const int code = sr_cmd_subs_run(subs, sizeof(subs) / sizeof(subs[0]), argc, argv);
+    if (code >= 0)
+        return code;
     fprintf(stderr, "spotrun quota: unknown command \"%s\" (set or show)\n", sub);
     return SR_EX_USAGE;
 }

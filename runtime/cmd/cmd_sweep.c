@@ -720,16 +720,15 @@ int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv)
         fprintf(f, "usage: spotrun sweep COMMAND NAME [options]\n\n"
                    "Hyperparameter sweeps: many trials of one command, each an ordinary run.\n\n"
                    "commands:\n");
-        for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-            fprintf(f, "  %-9s %s\n", subs[i].name + 6, subs[i].summary);
+        sr_cmd_subs_list(f, subs, sizeof(subs) / sizeof(subs[0]), 9);
         fprintf(
             f,
             "\nOn an engine, each array task runs `spotrun run --sweep NAME` (docs/sweeps.md).\n");
         return sub ? 0 : SR_EX_USAGE;
     }
-    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-        if (strcmp(sub, subs[i].name + 6) == 0)
-            return sr_cmd_finish(&subs[i], subs[i].fn(&subs[i], argc - 1, argv + 1));
+    const int code = sr_cmd_subs_run(subs, sizeof(subs) / sizeof(subs[0]), argc, argv);
+    if (code >= 0)
+        return code;
     const char *names[sizeof(subs) / sizeof(subs[0])];
     for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
         names[i] = subs[i].name + 6;
