@@ -302,14 +302,18 @@ static const char *sub_name(const struct sr_cmd *c)
     return sp ? sp + 1 : c->name;
 }
 
-void sr_cmd_subs_list(FILE *f, const struct sr_cmd *subs, size_t n, int width)
+int sr_cmd_group(const struct sr_cmd *subs, size_t n, int width, const char *head, const char *tail,
+                 int argc, char **argv)
 {
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "  %-*s %s\n", width, sub_name(&subs[i]), subs[i].summary);
-}
-
-int sr_cmd_subs_run(const struct sr_cmd *subs, size_t n, int argc, char **argv)
-{
+    const char *sub = argc > 1 ? argv[1] : NULL;
+    if (!sub || strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
+        FILE *f = sub ? stdout : stderr;
+        fputs(head, f);
+        for (size_t i = 0; i < n; i++)
+            fprintf(f, "  %-*s %s\n", width, sub_name(&subs[i]), subs[i].summary);
+        fputs(tail, f);
+        return sub ? 0 : SR_EX_USAGE;
+    }
     for (size_t i = 0; i < n; i++)
         if (strcmp(argv[1], sub_name(&subs[i])) == 0)
             return sr_cmd_finish(&subs[i], subs[i].fn(&subs[i], argc - 1, argv + 1));

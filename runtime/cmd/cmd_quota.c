@@ -299,18 +299,13 @@ static const struct sr_cmd subs[] = {
 int sr_cmd_quota(const struct sr_cmd *cmd, int argc, char **argv)
 {
     (void)cmd;
-    const char *sub = argc > 1 ? argv[1] : NULL;
-    if (!sub || strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
-        FILE *f = sub ? stdout : stderr;
-        fprintf(f, "usage: spotrun quota set|show ...\n\n"
-                   "Quotas per team or user: what the runs carrying a label may use.\n\n"
-                   "commands:\n");
-        sr_cmd_subs_list(f, subs, sizeof(subs) / sizeof(subs[0]), 5);
-        return sub ? 0 : SR_EX_USAGE;
-    }
-    const int code = sr_cmd_subs_run(subs, sizeof(subs) / sizeof(subs[0]), argc, argv);
+    const int code = sr_cmd_group(subs, sizeof(subs) / sizeof(subs[0]), 5,
+                                  "usage: spotrun quota set|show ...\n\n"
+                                  "Quotas per team or user: what the runs carrying a label may "
+                                  "use.\n\ncommands:\n",
+                                  "", argc, argv);
     if (code >= 0)
         return code;
-    fprintf(stderr, "spotrun quota: unknown command \"%s\" (set or show)\n", sub);
+    fprintf(stderr, "spotrun quota: unknown command \"%s\" (set or show)\n", argv[1]);
     return SR_EX_USAGE;
 }

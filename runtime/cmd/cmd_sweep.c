@@ -714,21 +714,15 @@ static const struct sr_cmd subs[] = {
 int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv)
 {
     (void)cmd;
-    const char *sub = argc > 1 ? argv[1] : NULL;
-    if (!sub || strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
-        FILE *f = sub ? stdout : stderr;
-        fprintf(f, "usage: spotrun sweep COMMAND NAME [options]\n\n"
-                   "Hyperparameter sweeps: many trials of one command, each an ordinary run.\n\n"
-                   "commands:\n");
-        sr_cmd_subs_list(f, subs, sizeof(subs) / sizeof(subs[0]), 9);
-        fprintf(
-            f,
-            "\nOn an engine, each array task runs `spotrun run --sweep NAME` (docs/sweeps.md).\n");
-        return sub ? 0 : SR_EX_USAGE;
-    }
-    const int code = sr_cmd_subs_run(subs, sizeof(subs) / sizeof(subs[0]), argc, argv);
+    const int code = sr_cmd_group(
+        subs, sizeof(subs) / sizeof(subs[0]), 9,
+        "usage: spotrun sweep COMMAND NAME [options]\n\n"
+        "Hyperparameter sweeps: many trials of one command, each an ordinary run.\n\ncommands:\n",
+        "\nOn an engine, each array task runs `spotrun run --sweep NAME` (docs/sweeps.md).\n", argc,
+        argv);
     if (code >= 0)
         return code;
+    const char *sub = argv[1];
     const char *names[sizeof(subs) / sizeof(subs[0])];
     for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
         names[i] = subs[i].name + 6;
