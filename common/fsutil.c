@@ -564,6 +564,48 @@ int sr_read_fd(int fd, const char *path, size_t max, char **buf, size_t *len)
     return read_fd(fd, path, (size_t)sb.st_size, max, buf, len);
 }
 
+int sr_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+    const uint8_t *p = buf;
+    while (len > 0) {
+        const ssize_t n = pwrite(fd, p, len, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return -EIO;
+        p += n;
+        len -= (size_t)n;
+        off += (uint64_t)n;
+    }
+    return 0;
+}
+
+ssize_t sr_read_small(const char *path, char *buf, size_t cap)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t n = 0;
+    while (n + 1 < cap) {
+        const ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            const int e = errno;
+            close(fd);
+            return -e;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = '\0';
+    return (ssize_t)n;
+}
+
 int sr_pathf(char *buf, size_t len, const char *fmt, ...)
 {
     va_list ap;

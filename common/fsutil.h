@@ -105,6 +105,15 @@ int sr_read_file(const char *path, size_t max, char **buf, size_t *len);
 /* The same from an open regular file (not consumed); path names it. */
 int sr_read_fd(int fd, const char *path, size_t max, char **buf, size_t *len);
 
+/* Reads a small file (/proc, /sys) into buf, NUL-terminated, at most
+ * cap - 1 bytes: its length, or -errno (no message is set: a process or
+ * cgroup that went away is the caller's to judge). */
+ssize_t sr_read_small(const char *path, char *buf, size_t cap);
+
+/* Writes all of buf at off (pwrite, EINTR retried): 0, or -errno (-EIO
+ * when nothing more is written). No message is set. */
+int sr_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+
 /* Parent directory of path into out (like dirname, no mutation). */
 void sr_dirname(const char *path, char *out, size_t outlen);
 

@@ -28,10 +28,8 @@ for t in tar zstd node az python3; do command -v "$t" >/dev/null || die "$t is r
 main=$root/tests/azure/node_modules/azurite/dist/src/blob/main.js
 [ -f "$main" ] || die "Azurite is not installed (cd tests/azure && npm ci)"
 
-if [ -z "${BENCH_DIR:-}" ]; then
-    BENCH_DIR=$(mktemp -d "$PWD/.bench-azure.XXXXXX")
-fi
-[ "$(stat -f -c %T "$BENCH_DIR")" != tmpfs ] || die "$BENCH_DIR is on tmpfs; set BENCH_DIR"
+. "$root/scripts/bench-data.sh"
+bench_scratch bench-azure
 SERVER_PID=
 cleanup() {
     # SIGKILL: Azurite may linger for minutes after SIGTERM; its data is scratch.
@@ -59,46 +57,27 @@ STORE=az://$AZ_ACCOUNT/bench/b
 
 # ---- dataset -----------------------------------------------------------------
 DATA="$BENCH_DIR/data"
-. "$root/scripts/bench-data.sh"
 bench_make_data "$BENCH_DIR" "$DATA" "$SIZE_MB"
 RAW=$(du -sb "$DATA" | cut -f1)
 
-# best CMD...: best wall time in seconds over REPEAT runs; $PREP runs first.
-best() {
-    local best_t="" i t0 t1 t
-    for ((i = 0; i < REPEAT; i++)); do
-        eval "$PREP"
-        sync
-        t0=$(date +%s.%N)
-        "$@" >/dev/null
-        t1=$(date +%s.%N)
-        t=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b - a}')
-        if [ -z "$best_t" ] || awk -v a="$t" -v b="$best_t" 'BEGIN{exit !(a<b)}'; then
-            best_t=$t
-        fi
-    done
-    echo "$best_t"
-}
 rmblob() { python3 "$root/tests/azure/azreq.py" DELETE "/bench/$1" >/dev/null || :; }
 
 # ---- push --------------------------------------------------------------------
 echo "measuring push ..." >&2
 PREP="\"$SPOTRUN\" gc bench --keep 0 --store '$STORE' -q 2>/dev/null || :; rm -rf '$SPOTRUN_WORK_DIR'"
-push_t=$(best "$SPOTRUN" push bench "$DATA" --store "$STORE" --step 1 -q)
+push_t=$(bench_best "$SPOTRUN" push bench "$DATA" --store "$STORE" --step 1 -q)
 STORED=$(az storage blob show -c bench -n b/bench/ckpt/0000000001/data.tar.zst \
     --query properties.contentLength -o tsv --only-show-errors)
 PREP="rm -f '$BENCH_DIR/base.tar.zst'; rmblob base.tar.zst"
-az_push_t=$(best bash -c "tar -C '$DATA' -cf - . | zstd -q -3 -T0 > '$BENCH_DIR/base.tar.zst' && \
+az_push_t=$(bench_best bash -c "tar -C '$DATA' -cf - . | zstd -q -3 -T0 > '$BENCH_DIR/base.tar.zst' && \
     az storage blob upload -c bench -n base.tar.zst -f '$BENCH_DIR/base.tar.zst' --no-progress --only-show-errors")
 
 # ---- pull --------------------------------------------------------------------
 echo "measuring pull ..." >&2
 OUT="$BENCH_DIR/out"
-PREP="rm -rf '$OUT'"
-pull_t=$(best "$SPOTRUN" pull bench "$OUT" --store "$STORE" -q)
-diff -r "$DATA" "$OUT" >/dev/null || die "pulled tree differs from the original"
+pull_t=$(bench_pull)
 PREP="rm -rf '$OUT' '$BENCH_DIR/got.tar.zst'; mkdir -p '$OUT'"
-az_pull_t=$(best bash -c "az storage blob download -c bench -n base.tar.zst \
+az_pull_t=$(bench_best bash -c "az storage blob download -c bench -n base.tar.zst \
     -f '$BENCH_DIR/got.tar.zst' --no-progress --only-show-errors && zstd -q -d -c '$BENCH_DIR/got.tar.zst' | \
     tar -x -C '$OUT'")
 

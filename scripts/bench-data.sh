@@ -1,9 +1,22 @@
-# bench-data.sh - the benchmarks' dataset, sourced by scripts/bench-*.sh.
+# bench-data.sh - the benchmarks' dataset, timing and setup, sourced by scripts/bench-*.sh.
 #
 # bench_make_data SCRATCH DATA SIZE_MB: writes into DATA a deterministic
 # tensor-like checkpoint directory of SIZE_MB MiB (float32 arrays with
 # smooth, low-entropy structure, bf16-like arrays, zero-filled optimizer
 # buffers, incompressible RNG blobs); SCRATCH holds the generator.
+# bench_scratch NAME: BENCH_DIR made (under $PWD, .NAME.XXXXXX) when not
+# given; one on tmpfs is refused (the benchmarks measure a disk).
+# bench_best CMD...: the best wall time in seconds of CMD over REPEAT runs
+# (default 1); $PREP is evaluated before each.
+# bench_pull: bench_best of `spotrun pull` of the run bench from $STORE
+# into $OUT, the tree then checked against $DATA.
+# bench_work NAME [BUILD [s3]]: build (default $root/build), spotrun (its
+# binary, checked) and work, a scratch directory under TMPDIR, made the
+# current one; at exit the background jobs are killed and work removed
+# (kept when KEEP is set). s3: the S3 test server must be installed.
+# bench_event_ms DIR SUFFIX EVENT: unix_ms of the first EVENT in the newest
+# event log of DIR whose name ends with SUFFIX ("" for any).
+# (die and root are the sourcing script's.)
 bench_make_data() {
     local scratch=$1 data=$2 size_mb=$3
     cat > "$scratch/gen.c" <<'CEOF'
@@ -67,4 +80,59 @@ CEOF
     mkdir -p "$data/optim"
     echo "generating ${size_mb} MiB of tensor-like data in $data ..." >&2
     "$scratch/gen" "$data" "$size_mb"
+}
+
+bench_scratch() {
+    if [ -z "${BENCH_DIR:-}" ]; then
+        BENCH_DIR=$(mktemp -d "$PWD/.$1.XXXXXX")
+    fi
+    [ "$(stat -f -c %T "$BENCH_DIR")" != tmpfs ] || die "$BENCH_DIR is on tmpfs; set BENCH_DIR"
+}
+
+bench_best() {
+    local best_t="" i t0 t1 t
+    for ((i = 0; i < ${REPEAT:-1}; i++)); do
+        eval "$PREP"
+        sync
+        t0=$(date +%s.%N)
+        "$@" >/dev/null
+        t1=$(date +%s.%N)
+        t=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b - a}')
+        if [ -z "$best_t" ] || awk -v a="$t" -v b="$best_t" 'BEGIN{exit !(a<b)}'; then
+            best_t=$t
+        fi
+    done
+    echo "$best_t"
+}
+
+bench_pull() {
+    local t
+    PREP="rm -rf '$OUT'"
+    t=$(bench_best "$SPOTRUN" pull bench "$OUT" --store "$STORE" -q)
+    diff -r "$DATA" "$OUT" >/dev/null || die "pulled tree differs from the original"
+    echo "$t"
+}
+
+bench_work() {
+    [ "${3:-}" != s3 ] || [ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
+        { echo "$1: the S3 test server is not installed (cd tests/s3 && npm ci)" >&2; exit 1; }
+    build=$(cd "${2:-$root/build}" && pwd)
+    spotrun=$build/runtime/spotrun
+    [ -x "$spotrun" ] || { echo "$1: build first ($spotrun missing)" >&2; exit 1; }
+    work=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+    trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+    cd "$work"
+}
+
+bench_event_ms() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import json, os, sys
+d, suffix, want = sys.argv[1], sys.argv[2], sys.argv[3]
+logs = sorted(n for n in os.listdir(d) if n.endswith(suffix))
+for line in open(os.path.join(d, logs[-1])) if logs else []:
+    e = json.loads(line)
+    if e.get("event") == want:
+        print(e["unix_ms"]); sys.exit(0)
+sys.exit(1)
+PY
 }

@@ -20,15 +20,9 @@
 # notice -> durable).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
+. "$root/scripts/bench-data.sh"
+bench_work bench-delta "${1:-}" s3
 size_mb=${SIZE_MB:-1000} files=${FILES:-50}
-spotrun=$build/runtime/spotrun
-[ -x "$spotrun" ] || { echo "bench-delta: build first ($spotrun missing)" >&2; exit 1; }
-[ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
-    { echo "bench-delta: the S3 test server is not installed (scripts/test.sh installs it)"; exit 1; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench-delta.XXXXXX")
-trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-cd "$work"
 export SPOTRUN_NOTICE=none SPOTRUN_PRELOAD=$build/preload/libspotrun.so SPOTRUN_WORK_DIR=$work/w
 
 . "$root/scripts/lib-bench-s3.sh"

@@ -15,13 +15,9 @@
 #    time of each, and the multi-node overhead (goal <= 10 %).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
+. "$root/scripts/bench-data.sh"
+bench_work bench-multinode "${1:-}"
 trials=${TRIALS:-20}
-spotrun=$build/runtime/spotrun
-[ -x "$spotrun" ] || { echo "bench-multinode: build first ($spotrun missing)" >&2; exit 1; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench-multinode.XXXXXX")
-trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-cd "$work"
 export SPOTRUN_NOTICE=none SPOTRUN_PRELOAD=$build/preload/libspotrun.so
 
 now_ms() { date +%s%3N; }
@@ -53,18 +49,7 @@ start_node() {
 }
 
 # event_ms STORE RUN RANK EVENT: unix_ms of EVENT in node RANK's newest log.
-event_ms() {
-    python3 - "$1/$2/events" "$3" "$4" <<'PY'
-import json, os, sys
-d, rank, want = sys.argv[1], sys.argv[2], sys.argv[3]
-logs = sorted(n for n in os.listdir(d) if n.endswith("-n%s.jsonl" % rank))
-for line in open(os.path.join(d, logs[-1])):
-    e = json.loads(line)
-    if e.get("event") == want:
-        print(e["unix_ms"]); sys.exit(0)
-sys.exit(1)
-PY
-}
+event_ms() { bench_event_ms "$1/$2/events" "-n$3.jsonl" "$4"; }
 
 pct() {
     python3 -c '

@@ -23,13 +23,9 @@
 #    p99. Skipped when /usr/bin/python3 cannot import torch.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
+. "$root/scripts/bench-data.sh"
+bench_work bench-notice "${1:-}"
 trials=${TRIALS:-30}
-spotrun=$build/runtime/spotrun
-[ -x "$spotrun" ] || { echo "bench-notice: build first ($spotrun missing)" >&2; exit 1; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench-notice.XXXXXX")
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-cd "$work"
 export SPOTRUN_STORE=$work/store SPOTRUN_WORK_DIR=$work/work SPOTRUN_NO_PRELOAD=1
 export SPOTRUN_POLL_INTERVAL=${POLL_INTERVAL:-1s}
 
@@ -54,18 +50,7 @@ JOB
 chmod +x job.sh
 
 # event_ms RUN EVENT: unix_ms of the first EVENT in RUN's newest event log.
-event_ms() {
-    python3 - "$SPOTRUN_STORE/$1/events" "$2" <<'PY'
-import json, os, sys
-d, want = sys.argv[1], sys.argv[2]
-for name in sorted(os.listdir(d))[-1:]:
-    for line in open(os.path.join(d, name)):
-        e = json.loads(line)
-        if e.get("event") == want:
-            print(e["unix_ms"]); sys.exit(0)
-sys.exit(1)
-PY
-}
+event_ms() { bench_event_ms "$SPOTRUN_STORE/$1/events" "" "$2"; }
 
 start_server() {
     rm -f port

@@ -33,10 +33,8 @@ for t in tar zstd cc curl node "$AWS"; do command -v "$t" >/dev/null || die "$t 
 [ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
     die "the S3 test server is not installed (cd tests/s3 && npm ci)"
 
-if [ -z "${BENCH_DIR:-}" ]; then
-    BENCH_DIR=$(mktemp -d "$PWD/.bench-s3.XXXXXX")
-fi
-[ "$(stat -f -c %T "$BENCH_DIR")" != tmpfs ] || die "$BENCH_DIR is on tmpfs; set BENCH_DIR"
+. "$root/scripts/bench-data.sh"
+bench_scratch bench-s3
 SERVER_PID=
 cleanup() {
     [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
@@ -62,38 +60,21 @@ STORE=s3://bkt/bench
 
 # ---- dataset -----------------------------------------------------------------
 DATA="$BENCH_DIR/data"
-. "$root/scripts/bench-data.sh"
 bench_make_data "$BENCH_DIR" "$DATA" "$SIZE_MB"
 RAW=$(du -sb "$DATA" | cut -f1)
 
-# best CMD...: best wall time in seconds over REPEAT runs; $PREP runs first.
-best() {
-    local best_t="" i t0 t1 t
-    for ((i = 0; i < REPEAT; i++)); do
-        eval "$PREP"
-        sync
-        t0=$(date +%s.%N)
-        "$@" >/dev/null
-        t1=$(date +%s.%N)
-        t=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b - a}')
-        if [ -z "$best_t" ] || awk -v a="$t" -v b="$best_t" 'BEGIN{exit !(a<b)}'; then
-            best_t=$t
-        fi
-    done
-    echo "$best_t"
-}
 rmobj() { curl -sS -o /dev/null -X DELETE --aws-sigv4 aws:amz:us-east-1:s3 \
     --user S3RVER:S3RVER -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$AWS_ENDPOINT_URL/bkt/$1"; }
 
 # ---- push --------------------------------------------------------------------
 echo "measuring push ..." >&2
 PREP="rm -rf '$BENCH_DIR/s3/bkt/bench' '$SPOTRUN_WORK_DIR'"
-push_t=$(best "$SPOTRUN" push bench "$DATA" --store "$STORE" --step 1 -q)
+push_t=$(bench_best "$SPOTRUN" push bench "$DATA" --store "$STORE" --step 1 -q)
 PREP="rmobj stream.tar.zst"
-awss_t=$(best bash -c "tar -C '$DATA' -cf - . | zstd -q -3 -T0 | \"$AWS\" --endpoint-url \
+awss_t=$(bench_best bash -c "tar -C '$DATA' -cf - . | zstd -q -3 -T0 | \"$AWS\" --endpoint-url \
     '$AWS_ENDPOINT_URL' s3 cp - s3://bkt/stream.tar.zst --expected-size $RAW")
 PREP="rm -f '$BENCH_DIR/base.tar.zst'; rmobj base.tar.zst"
-awsf_t=$(best bash -c "tar -C '$DATA' -cf - . | zstd -q -3 -T0 > '$BENCH_DIR/base.tar.zst' && \
+awsf_t=$(bench_best bash -c "tar -C '$DATA' -cf - . | zstd -q -3 -T0 > '$BENCH_DIR/base.tar.zst' && \
     \"$AWS\" --endpoint-url '$AWS_ENDPOINT_URL' s3 cp '$BENCH_DIR/base.tar.zst' s3://bkt/base.tar.zst")
 # The raw single PUT sends the very object spotrun stored.
 curl -sS -o "$BENCH_DIR/obj.tar.zst" --aws-sigv4 aws:amz:us-east-1:s3 --user S3RVER:S3RVER \
@@ -101,21 +82,19 @@ curl -sS -o "$BENCH_DIR/obj.tar.zst" --aws-sigv4 aws:amz:us-east-1:s3 --user S3R
     "$AWS_ENDPOINT_URL/bkt/bench/bench/ckpt/0000000001/data.tar.zst"
 STORED=$(stat -c %s "$BENCH_DIR/obj.tar.zst")
 PREP="rmobj raw.tar.zst"
-raw_t=$(best curl -sS -f -o /dev/null --aws-sigv4 aws:amz:us-east-1:s3 --user S3RVER:S3RVER \
+raw_t=$(bench_best curl -sS -f -o /dev/null --aws-sigv4 aws:amz:us-east-1:s3 --user S3RVER:S3RVER \
     -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -T "$BENCH_DIR/obj.tar.zst" \
     "$AWS_ENDPOINT_URL/bkt/raw.tar.zst")
 
 # ---- pull --------------------------------------------------------------------
 echo "measuring pull ..." >&2
 OUT="$BENCH_DIR/out"
-PREP="rm -rf '$OUT'"
-pull_t=$(best "$SPOTRUN" pull bench "$OUT" --store "$STORE" -q)
-diff -r "$DATA" "$OUT" >/dev/null || die "pulled tree differs from the original"
+pull_t=$(bench_pull)
 PREP="rm -rf '$OUT'; mkdir -p '$OUT'"
-awsps_t=$(best bash -c "\"$AWS\" --endpoint-url '$AWS_ENDPOINT_URL' s3 cp \
+awsps_t=$(bench_best bash -c "\"$AWS\" --endpoint-url '$AWS_ENDPOINT_URL' s3 cp \
     s3://bkt/base.tar.zst - | zstd -q -d | tar -x -C '$OUT'")
 PREP="rm -rf '$OUT' '$BENCH_DIR/got.tar.zst'; mkdir -p '$OUT'"
-awspf_t=$(best bash -c "\"$AWS\" --endpoint-url '$AWS_ENDPOINT_URL' s3 cp \
+awspf_t=$(bench_best bash -c "\"$AWS\" --endpoint-url '$AWS_ENDPOINT_URL' s3 cp \
     s3://bkt/base.tar.zst '$BENCH_DIR/got.tar.zst' && zstd -q -d -c '$BENCH_DIR/got.tar.zst' | \
     tar -x -C '$OUT'")
 

@@ -147,14 +147,11 @@ done
 EOF
 chmod +x sched.sh
 
-# sched_measure.py STORE NAME: reached (0/1), trial-steps up to the first
-# report of loss <= SCHED_TARGET (all of them when none), trials started.
-cat >sched_measure.py <<\EOF
-import glob, json, os, sys
-store, name, target = sys.argv[1], sys.argv[2], float(os.environ["SCHED_TARGET"])
-steps, when, started = [], None, 0
-for run in glob.glob(os.path.join(store, name + "-[0-9]*")):
-    started += 1
+# losses.py: losses(RUN_DIR), the (unix_ms, value) of each loss the run
+# reported, from its event logs; both measures below import it.
+cat >losses.py <<\EOF
+import glob, json, os
+def losses(run):
     for ev_file in glob.glob(os.path.join(run, "events", "*.jsonl")):
         for line in open(ev_file):
             try:
@@ -162,9 +159,22 @@ for run in glob.glob(os.path.join(store, name + "-[0-9]*")):
             except ValueError:  # a line being written
                 continue
             if ev.get("event") == "metric" and ev.get("name") == "loss":
-                steps.append(ev["unix_ms"])
-                if ev["value"] <= target and (when is None or ev["unix_ms"] < when):
-                    when = ev["unix_ms"]
+                yield ev["unix_ms"], ev["value"]
+EOF
+
+# sched_measure.py STORE NAME: reached (0/1), trial-steps up to the first
+# report of loss <= SCHED_TARGET (all of them when none), trials started.
+cat >sched_measure.py <<\EOF
+import glob, os, sys
+from losses import losses
+store, name, target = sys.argv[1], sys.argv[2], float(os.environ["SCHED_TARGET"])
+steps, when, started = [], None, 0
+for run in glob.glob(os.path.join(store, name + "-[0-9]*")):
+    started += 1
+    for ms, value in losses(run):
+        steps.append(ms)
+        if value <= target and (when is None or ms < when):
+            when = ms
 used = sum(1 for ms in steps if when is None or ms <= when)
 print(int(when is not None), used, started)
 EOF
@@ -173,6 +183,7 @@ EOF
 # trial with f <= 1.01 (all of them when none), trials started.
 cat >measure.py <<\EOF
 import glob, json, math, os, sys
+from losses import losses
 store, name = sys.argv[1], sys.argv[2]
 def f(t):
     u = math.log10(float(t["lr"])) - math.log10(3e-3)
@@ -182,15 +193,7 @@ for part in sorted(glob.glob(os.path.join(store, "sweeps", name, "def", "[0-9]*.
     trials += json.load(open(part))["trials"]
 steps, when = [], None  # (unix_ms) of every metric; when: the first good trial's end
 for k, t in enumerate(trials):
-    last = []
-    for ev_file in glob.glob(os.path.join(store, "%s-%d" % (name, k), "events", "*.jsonl")):
-        for line in open(ev_file):
-            try:
-                ev = json.loads(line)
-            except ValueError:  # a line being written
-                continue
-            if ev.get("event") == "metric" and ev.get("name") == "loss":
-                last.append(ev["unix_ms"])
+    last = [ms for ms, _ in losses(os.path.join(store, "%s-%d" % (name, k)))]
     steps += last
     done = os.path.exists(os.path.join(store, "sweeps", name, "end", "%d.done" % k))
     if done and last and f(t) <= 1.01 and (when is None or max(last) < when):

@@ -33,16 +33,10 @@
 # also lists sweeps/ (none here).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
+. "$root/scripts/bench-data.sh"
+bench_work bench-stats "${1:-}" s3
 runs=${RUNS:-10000} changed=${CHANGED:-10}
 tool=$build/tests/runsum_tool
-spotrun=$build/runtime/spotrun
-[ -x "$spotrun" ] || { echo "bench-stats: build first ($spotrun missing)" >&2; exit 1; }
-[ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
-    { echo "bench-stats: the S3 test server is not installed (cd tests/s3 && npm ci)"; exit 1; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench-stats.XXXXXX")
-trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-cd "$work"
 export SPOTRUN_QUIET=1
 
 now_ms() { date +%s%3N; }

@@ -23,15 +23,9 @@
 #    sweep's runs (the listing a user would script to see the same states).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
+. "$root/scripts/bench-data.sh"
+bench_work bench-sweep "${1:-}" s3
 trials=${TRIALS:-200} workers=${WORKERS:-4} show=${SHOW:-1000} breakdown=${BREAKDOWN:-20}
-spotrun=$build/runtime/spotrun
-[ -x "$spotrun" ] || { echo "bench-sweep: build first ($spotrun missing)" >&2; exit 1; }
-[ -d "$root/tests/s3/node_modules/@20minutes/s3rver" ] ||
-    { echo "bench-sweep: the S3 test server is not installed (scripts/test.sh installs it)"; exit 1; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench-sweep.XXXXXX")
-trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-cd "$work"
 export SPOTRUN_NOTICE=none SPOTRUN_PRELOAD=$build/preload/libspotrun.so SPOTRUN_QUIET=1
 
 . "$root/scripts/lib-bench-s3.sh"

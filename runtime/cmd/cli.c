@@ -296,6 +296,30 @@ int sr_stdout_gone(void)
     return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
 }
 
+static const char *sub_name(const struct sr_cmd *c)
+{
+    const char *sp = strchr(c->name, ' ');
+    return sp ? sp + 1 : c->name;
+}
+
+int sr_cmd_group(const struct sr_cmd *subs, size_t n, int width, const char *head, const char *tail,
+                 int argc, char **argv)
+{
+    const char *sub = argc > 1 ? argv[1] : NULL;
+    if (!sub || strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
+        FILE *f = sub ? stdout : stderr;
+        fputs(head, f);
+        for (size_t i = 0; i < n; i++)
+            fprintf(f, "  %-*s %s\n", width, sub_name(&subs[i]), subs[i].summary);
+        fputs(tail, f);
+        return sub ? 0 : SR_EX_USAGE;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(argv[1], sub_name(&subs[i])) == 0)
+            return sr_cmd_finish(&subs[i], subs[i].fn(&subs[i], argc - 1, argv + 1));
+    return -1;
+}
+
 int sr_cmd_finish(const struct sr_cmd *cmd, int rc)
 {
     if (!(cmd->flags & SR_CMD_READER))
@@ -394,31 +418,36 @@ int sr_control_path(const char *run_dir, char *buf, size_t len)
     return 0;
 }
 
+/* Whether the resolved directory rdir and path overlap (one holds the
+ * other), saying so as "spotrun CMD: WHAT overlaps WHOSE SHOWN (one holds
+ * the other)ADVICE"; *rc: path's resolution (0, or -errno). */
+static int overlaps(const char *rdir, const char *path, int *rc, const char *cmd, const char *what,
+                    const char *whose, const char *shown, const char *advice)
+{
+    char other[PATH_MAX];
+    if ((*rc = sr_path_resolve(path, other, sizeof(other))) != 0 || !sr_paths_overlap(rdir, other))
+        return 0;
+    fprintf(stderr, "spotrun %s: %s overlaps %s%s (one holds the other)%s\n", cmd, what, whose,
+            shown, advice);
+    return 1;
+}
+
 int sr_check_target(const char *cmd, const char *what, const char *dir, int ours,
                     const struct sr_store *st, const char *work_root, const char *hint)
 {
-    char rdir[PATH_MAX], other[PATH_MAX];
+    char rdir[PATH_MAX];
     int rc = sr_path_resolve(dir, rdir, sizeof(rdir));
     if (rc < 0)
         goto fail;
     const char *url = st ? sr_store_url(st) : NULL;
     if (url && strncmp(url, "file://", 7) == 0 &&
-        (rc = sr_path_resolve(url + 7, other, sizeof(other))) == 0 &&
-        sr_paths_overlap(rdir, other)) {
-        fprintf(stderr,
-                "spotrun %s: %s overlaps the store %s (one holds the other): replacing it would "
-                "delete checkpoints; choose a directory outside the store\n",
-                cmd, what, url);
+        overlaps(rdir, url + 7, &rc, cmd, what, "the store ", url,
+                 ": replacing it would delete checkpoints; choose a directory outside the store"))
         return SR_EX_USAGE;
-    }
-    if (ours != 1 && work_root && (rc = sr_path_resolve(work_root, other, sizeof(other))) == 0 &&
-        sr_paths_overlap(rdir, other)) {
-        fprintf(stderr,
-                "spotrun %s: %s overlaps spotrun's work dir %s (one holds the other); choose a "
-                "directory outside it\n",
-                cmd, what, work_root);
+    if (ours != 1 && work_root &&
+        overlaps(rdir, work_root, &rc, cmd, what, "spotrun's work dir ", work_root,
+                 "; choose a directory outside it"))
         return SR_EX_USAGE;
-    }
     if (rc == 0 && (rc = sr_dir_check_replace(dir, ours != 0, what)) == 0)
         return 0;
 fail:

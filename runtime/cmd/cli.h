@@ -112,6 +112,14 @@ int sr_cmd_start(const struct sr_cmd *cmd, const struct sr_opt *opts, int argc, 
  * says 141; SIGPIPE is ignored while a command runs, for `run`'s sake);
  * else rc. */
 int sr_cmd_finish(const struct sr_cmd *cmd, int rc);
+/* A group of sub-commands (quota, sweep: each named "GROUP SUB"). Without
+ * a SUB, or with --help or -h, its usage: head, then each SUB (padded to
+ * width) with its summary, then tail; on stdout and 0 when asked, else on
+ * stderr and SR_EX_USAGE. Else it runs the SUB argv[1] names as a command
+ * of its own (argv[1] its argv[0]): its exit code; -1 when none is named
+ * so (the caller says so). */
+int sr_cmd_group(const struct sr_cmd *subs, size_t n, int width, const char *head, const char *tail,
+                 int argc, char **argv);
 /* 1 when stdout is a pipe whose reader closed it. */
 int sr_stdout_gone(void);
 

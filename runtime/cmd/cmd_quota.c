@@ -215,25 +215,20 @@ static int cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
     if (code >= 0)
         return code;
     struct sr_quota *qs = NULL;
-    size_t nq = 0, n = 0;
-    struct sr_runsum *runs = NULL;
-    int rc = sr_quota_read_all(ctx.st, &qs, &nq);
-    if (rc == 0 && nq)
-        rc = sr_runsum_load_all(ctx.st, NULL, &runs, &n);
-    json_t *arr = vo.json ? json_array() : NULL;
+    struct sr_quota_use *us = NULL;
+    size_t nq = 0;
     const int64_t now = sr_wall_ms();
+    const int rc = sr_quota_uses_now(ctx.st, now, &qs, &us, &nq);
+    json_t *arr = vo.json ? json_array() : NULL;
     if (rc == 0 && !vo.json && nq)
         printf("%-24s %-5s %-20s %-22s %-22s %-10s %-8s %s\n", "QUOTA", "PER", "SINCE", "GPU-HOURS",
                "COST", "RUNNING", "GPUS/RUN", "VERSION BY");
     for (size_t i = 0; rc == 0 && i < nq; i++) {
-        struct sr_quota_use u;
         const int64_t since = sr_quota_period_start(now, qs[i].per);
-        if ((rc = sr_quota_use_in(runs, n, &qs[i], now, &u)) < 0)
-            break;
         if (vo.json)
-            json_array_append_new(arr, show_json(&qs[i], &u, since));
+            json_array_append_new(arr, show_json(&qs[i], &us[i], since));
         else
-            show_text(&qs[i], &u, since);
+            show_text(&qs[i], &us[i], since);
     }
     if (rc < 0)
         code = sr_fail(rc, "cannot read the quotas");
@@ -245,9 +240,7 @@ static int cmd_show(const struct sr_cmd *cmd, int argc, char **argv)
     else
         code = 0;
     json_decref(arr);
-    for (size_t i = 0; i < n; i++)
-        sr_runsum_free(&runs[i]);
-    free(runs);
+    free(us);
     free(qs);
     sr_store_close(ctx.st);
     return code;
@@ -306,19 +299,13 @@ static const struct sr_cmd subs[] = {
 int sr_cmd_quota(const struct sr_cmd *cmd, int argc, char **argv)
 {
     (void)cmd;
-    const char *sub = argc > 1 ? argv[1] : NULL;
-    if (!sub || strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
-        FILE *f = sub ? stdout : stderr;
-        fprintf(f, "usage: spotrun quota set|show ...\n\n"
-                   "Quotas per team or user: what the runs carrying a label may use.\n\n"
-                   "commands:\n");
-        for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-            fprintf(f, "  %-5s %s\n", subs[i].name + 6, subs[i].summary);
-        return sub ? 0 : SR_EX_USAGE;
-    }
-    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-        if (strcmp(sub, subs[i].name + 6) == 0)
-            return sr_cmd_finish(&subs[i], subs[i].fn(&subs[i], argc - 1, argv + 1));
-    fprintf(stderr, "spotrun quota: unknown command \"%s\" (set or show)\n", sub);
+    const int code = sr_cmd_group(subs, sizeof(subs) / sizeof(subs[0]), 5,
+                                  "usage: spotrun quota set|show ...\n\n"
+                                  "Quotas per team or user: what the runs carrying a label may "
+                                  "use.\n\ncommands:\n",
+                                  "", argc, argv);
+    if (code >= 0)
+        return code;
+    fprintf(stderr, "spotrun quota: unknown command \"%s\" (set or show)\n", argv[1]);
     return SR_EX_USAGE;
 }

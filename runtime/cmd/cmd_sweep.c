@@ -141,6 +141,23 @@ static int init_labels(const struct init_opts *o, struct sr_labels *out)
     return 0;
 }
 
+/* A --early-stop or --pbt RULE refused (err: why, example: a valid one);
+ * SR_EX_USAGE. */
+static int rule_refused(const char *opt, const char *rule, const char *err, const char *example)
+{
+    fprintf(stderr, "spotrun sweep init: invalid --%s \"%.200s\": %s (e.g. %s)\n", opt, rule, err,
+            example);
+    return SR_EX_USAGE;
+}
+
+/* Such a rule given with --add (why: said after); SR_EX_USAGE. */
+static int rule_with_add(const char *opt, const char *why)
+{
+    fprintf(stderr, "spotrun sweep init: --%s is given when the sweep is made, not with --add%s\n",
+            opt, why);
+    return SR_EX_USAGE;
+}
+
 /* --early-stop: the sweep's early-stopping rule (asha.h), part of its
  * definition like the labels. 0, or SR_EX_USAGE after saying why. */
 static int init_early_stop(const struct init_opts *o, struct sr_sweep *def)
@@ -149,18 +166,10 @@ static int init_early_stop(const struct init_opts *o, struct sr_sweep *def)
         return 0;
     struct sr_asha rule;
     char err[200];
-    if (sr_asha_parse(o->early_stop, &rule, err, sizeof(err)) < 0) {
-        fprintf(stderr,
-                "spotrun sweep init: invalid --early-stop \"%.200s\": %s (e.g. "
-                "loss:min,grace=1,eta=3,max=100)\n",
-                o->early_stop, err);
-        return SR_EX_USAGE;
-    }
-    if (o->add) {
-        fprintf(stderr, "spotrun sweep init: --early-stop is given when the sweep is made, not "
-                        "with --add (every trial is judged by the same rule)\n");
-        return SR_EX_USAGE;
-    }
+    if (sr_asha_parse(o->early_stop, &rule, err, sizeof(err)) < 0)
+        return rule_refused("early-stop", o->early_stop, err, "loss:min,grace=1,eta=3,max=100");
+    if (o->add)
+        return rule_with_add("early-stop", " (every trial is judged by the same rule)");
     def->early_stop = sr_asha_to_json(&rule);
     return def->early_stop ? 0 : SR_EX_SOFTWARE;
 }
@@ -177,18 +186,10 @@ static int init_pbt(const struct init_opts *o, struct sr_sweep *def)
         return 0;
     struct sr_pbt rule;
     char err[200];
-    if (sr_pbt_parse(o->pbt, &rule, err, sizeof(err)) < 0) {
-        fprintf(stderr,
-                "spotrun sweep init: invalid --pbt \"%.200s\": %s (e.g. "
-                "loss:min,interval=4,quantile=0.25)\n",
-                o->pbt, err);
-        return SR_EX_USAGE;
-    }
-    if (o->add) {
-        fprintf(stderr, "spotrun sweep init: --pbt is given when the sweep is made, not with "
-                        "--add\n");
-        return SR_EX_USAGE;
-    }
+    if (sr_pbt_parse(o->pbt, &rule, err, sizeof(err)) < 0)
+        return rule_refused("pbt", o->pbt, err, "loss:min,interval=4,quantile=0.25");
+    if (o->add)
+        return rule_with_add("pbt", "");
     if (o->early_stop) {
         fprintf(stderr, "spotrun sweep init: --pbt and --early-stop do not go together (PBT "
                         "replaces a bad trial's weights instead of stopping it)\n");
@@ -713,22 +714,15 @@ static const struct sr_cmd subs[] = {
 int sr_cmd_sweep(const struct sr_cmd *cmd, int argc, char **argv)
 {
     (void)cmd;
-    const char *sub = argc > 1 ? argv[1] : NULL;
-    if (!sub || strcmp(sub, "--help") == 0 || strcmp(sub, "-h") == 0) {
-        FILE *f = sub ? stdout : stderr;
-        fprintf(f, "usage: spotrun sweep COMMAND NAME [options]\n\n"
-                   "Hyperparameter sweeps: many trials of one command, each an ordinary run.\n\n"
-                   "commands:\n");
-        for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-            fprintf(f, "  %-9s %s\n", subs[i].name + 6, subs[i].summary);
-        fprintf(
-            f,
-            "\nOn an engine, each array task runs `spotrun run --sweep NAME` (docs/sweeps.md).\n");
-        return sub ? 0 : SR_EX_USAGE;
-    }
-    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-        if (strcmp(sub, subs[i].name + 6) == 0)
-            return sr_cmd_finish(&subs[i], subs[i].fn(&subs[i], argc - 1, argv + 1));
+    const int code = sr_cmd_group(
+        subs, sizeof(subs) / sizeof(subs[0]), 9,
+        "usage: spotrun sweep COMMAND NAME [options]\n\n"
+        "Hyperparameter sweeps: many trials of one command, each an ordinary run.\n\ncommands:\n",
+        "\nOn an engine, each array task runs `spotrun run --sweep NAME` (docs/sweeps.md).\n", argc,
+        argv);
+    if (code >= 0)
+        return code;
+    const char *sub = argv[1];
     const char *names[sizeof(subs) / sizeof(subs[0])];
     for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
         names[i] = subs[i].name + 6;

@@ -152,15 +152,23 @@ int sr_hist_load_logs(struct sr_store *st, const char *run_id, const struct sr_s
     return 0;
 }
 
+/* The run's event logs' names and whether it is done (the DONE marker):
+ * what both loads read first. 0, or -errno; the caller frees names. */
+static int list_logs(struct sr_store *st, const char *run_id, struct sr_strlist *names, int *done)
+{
+    *names = (struct sr_strlist){0};
+    int rc = sr_list_run(st, run_id, SR_KEY_EVENTS, names);
+    *done = rc == 0 ? sr_ckpt_is_done(st, run_id) : 0;
+    if (rc == 0 && *done < 0)
+        rc = *done;
+    return rc;
+}
+
 int sr_hist_logs_read(struct sr_store *st, const char *run_id, struct sr_hist_logs *l)
 {
-    char prefix[256];
-    sr_key_run(prefix, sizeof(prefix), run_id, SR_KEY_EVENTS);
-    struct sr_strlist names = {0};
-    int rc = sr_store_list(st, prefix, &names);
-    const int done = rc == 0 ? sr_ckpt_is_done(st, run_id) : 0;
-    if (rc == 0 && done < 0)
-        rc = done;
+    struct sr_strlist names;
+    int done;
+    int rc = list_logs(st, run_id, &names, &done);
     l->done = done > 0;
     if (rc == 0)
         rc = read_logs(st, run_id, &names, NULL, l);
@@ -186,13 +194,9 @@ void sr_hist_logs_free(struct sr_hist_logs *l)
 
 int sr_hist_load(struct sr_store *st, const char *run_id, struct sr_history *h)
 {
-    char prefix[256];
-    sr_key_run(prefix, sizeof(prefix), run_id, SR_KEY_EVENTS);
-    struct sr_strlist names = {0};
-    int rc = sr_store_list(st, prefix, &names);
-    const int done = rc == 0 ? sr_ckpt_is_done(st, run_id) : 0;
-    if (rc == 0 && done < 0)
-        rc = done;
+    struct sr_strlist names;
+    int done;
+    int rc = list_logs(st, run_id, &names, &done);
     if (rc == 0)
         rc = sr_hist_load_logs(st, run_id, &names, done, h);
     sr_strlist_free(&names);

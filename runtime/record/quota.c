@@ -12,12 +12,12 @@
 #include <time.h>
 
 #include "log.h"
+#include "manifest.h"
 #include "runsum.h"
 #include "stats.h"
 
 #define QUOTA_MAX 65536u     /* bytes of one object */
 #define VERSIONS_MAX 999999u /* versions of one quota */
-#define AMOUNT_MAX 1e12
 #define DAY_MS 86400000LL
 
 const char *sr_quota_per_name(enum sr_quota_per p)
@@ -63,20 +63,11 @@ json_t *sr_quota_to_json(const struct sr_quota *q)
                      (json_int_t)q->unix_ms);
 }
 
-static int amount_of(const json_t *o, const char *k, double *out)
-{
-    const json_t *v = json_object_get(o, k);
-    if (!json_is_number(v))
-        return -1;
-    *out = json_number_value(v);
-    return isfinite(*out) && *out >= 0 && *out <= AMOUNT_MAX ? 0 : -1;
-}
-
-/* As amount_of; absent is 0 (an object written before the field). */
+/* As sr_json_amount; absent is 0 (an object written before the field). */
 static int optional_amount(const json_t *o, const char *k, double *out)
 {
     *out = 0;
-    return json_object_get(o, k) ? amount_of(o, k, out) : 0;
+    return json_object_get(o, k) ? sr_json_amount(o, k, out) : 0;
 }
 
 static int count_of(const json_t *o, const char *k, uint64_t *out)
@@ -99,8 +90,8 @@ int sr_quota_from_json(const json_t *o, const struct sr_label *label, unsigned v
     if (!json_is_object(o) || !json_is_string(l) || strcmp(json_string_value(l), want) != 0 ||
         !json_is_integer(v) || json_integer_value(v) != (json_int_t)version ||
         sr_quota_per_parse(json_string_value(json_object_get(o, "per")), &out->per) < 0 ||
-        amount_of(o, "gpu_hours", &out->gpu_hours) < 0 ||
-        amount_of(o, "max_cost", &out->max_cost) < 0 ||
+        sr_json_amount(o, "gpu_hours", &out->gpu_hours) < 0 ||
+        sr_json_amount(o, "max_cost", &out->max_cost) < 0 ||
         count_of(o, "max_gpus_per_run", &out->max_gpus_per_run) < 0 ||
         count_of(o, "max_concurrent", &out->max_concurrent) < 0 ||
         optional_amount(o, "approve_above_gpu_hours", &out->approve_gpu_hours) < 0 ||
@@ -351,7 +342,7 @@ int sr_quota_parse_approve(const char *s, double *gpu_hours, double *cost)
     *gpu_hours = *cost = 0;
     char *end = NULL;
     const double v = s && *s ? strtod(s, &end) : -1;
-    if (!end || end == s || !isfinite(v) || v < 0 || v > AMOUNT_MAX || *s == '-' || *s == '+')
+    if (!end || end == s || !isfinite(v) || v < 0 || v > SR_AMOUNT_MAX || *s == '-' || *s == '+')
         return -EINVAL;
     if (strcmp(end, "gpu-hours") == 0 || strcmp(end, "gpu-h") == 0)
         *gpu_hours = v;
@@ -411,8 +402,10 @@ int sr_approval_write(struct sr_store *st, const char *run, struct sr_approval *
     return rc;
 }
 
-int sr_quota_uses(struct sr_store *st, const struct sr_runsum *runs, size_t n, int64_t now_ms,
-                  struct sr_quota **qs, struct sr_quota_use **us, size_t *nq)
+/* sr_quota_uses, the runs loaded here when load is set (and there is a
+ * quota). */
+static int uses(struct sr_store *st, const struct sr_runsum *runs, size_t n, int load,
+                int64_t now_ms, struct sr_quota **qs, struct sr_quota_use **us, size_t *nq)
 {
     *qs = NULL;
     *us = NULL;
@@ -420,9 +413,27 @@ int sr_quota_uses(struct sr_store *st, const struct sr_runsum *runs, size_t n, i
     int rc = sr_quota_read_all(st, qs, nq);
     if (rc < 0 || !*nq)
         return rc;
+    struct sr_runsum *loaded = NULL;
+    if (load && (rc = sr_runsum_load_all(st, NULL, &loaded, &n)) < 0)
+        return rc;
     if (!(*us = calloc(*nq, sizeof(**us))))
-        return -ENOMEM;
+        rc = -ENOMEM;
     for (size_t i = 0; rc == 0 && i < *nq; i++)
-        rc = sr_quota_use_in(runs, n, &(*qs)[i], now_ms, &(*us)[i]);
+        rc = sr_quota_use_in(load ? loaded : runs, n, &(*qs)[i], now_ms, &(*us)[i]);
+    for (size_t i = 0; load && i < n; i++)
+        sr_runsum_free(&loaded[i]);
+    free(loaded);
     return rc;
+}
+
+int sr_quota_uses(struct sr_store *st, const struct sr_runsum *runs, size_t n, int64_t now_ms,
+                  struct sr_quota **qs, struct sr_quota_use **us, size_t *nq)
+{
+    return uses(st, runs, n, 0, now_ms, qs, us, nq);
+}
+
+int sr_quota_uses_now(struct sr_store *st, int64_t now_ms, struct sr_quota **qs,
+                      struct sr_quota_use **us, size_t *nq)
+{
+    return uses(st, NULL, 0, 1, now_ms, qs, us, nq);
 }

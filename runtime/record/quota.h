@@ -95,6 +95,10 @@ int sr_quota_use_in(const struct sr_runsum *runs, size_t n, const struct sr_quot
  * runs: *nq of each, malloc'd (NULL when none). 0 or -errno. */
 int sr_quota_uses(struct sr_store *st, const struct sr_runsum *runs, size_t n, int64_t now_ms,
                   struct sr_quota **qs, struct sr_quota_use **us, size_t *nq);
+/* The same, the runs' summaries loaded from the store when there is a
+ * quota (`quota show`). */
+int sr_quota_uses_now(struct sr_store *st, int64_t now_ms, struct sr_quota **qs,
+                      struct sr_quota_use **us, size_t *nq);
 /* The same, loading the runs' summaries from the store. */
 int sr_quota_use_of(struct sr_store *st, const struct sr_quota *q, int64_t now_ms,
                     struct sr_quota_use *u);

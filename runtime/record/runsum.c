@@ -345,6 +345,21 @@ static int matches_logs(const struct sr_runsum *r, const struct sr_strlist *logs
     return k == r->n_att;
 }
 
+/* The run's history from its listed logs, the DONE marker read first when
+ * the listing did not say (h is initialized: the caller frees it). */
+static int history_of(struct sr_store *st, const char *run, struct sr_runsum_listed *l,
+                      struct sr_history *h)
+{
+    sr_hist_init(h);
+    if (l->done < 0) {
+        const int d = sr_ckpt_is_done(st, run);
+        if (d < 0)
+            return d;
+        l->done = d;
+    }
+    return sr_hist_load_logs(st, run, &l->logs, l->done, h);
+}
+
 /* The run's summary when it is usable, else its event logs. */
 static int load_run(struct sr_store *st, const char *run, struct sr_runsum_listed *l,
                     struct sr_runsum *out)
@@ -377,15 +392,8 @@ static int load_run(struct sr_store *st, const char *run, struct sr_runsum_liste
         }
         sr_err_clear(); /* missing meanwhile, unreadable, too large: the logs say */
     }
-    if (l->done < 0) {
-        const int d = sr_ckpt_is_done(st, run);
-        if (d < 0)
-            return d;
-        l->done = d;
-    }
     struct sr_history h;
-    sr_hist_init(&h);
-    int rc = sr_hist_load_logs(st, run, &l->logs, l->done, &h);
+    int rc = history_of(st, run, l, &h);
     if (rc == 0)
         rc = sr_runsum_from_history(&h, run, out);
     sr_hist_free(&h);
@@ -606,15 +614,8 @@ static int settle_vanished(struct sr_store *st, const char *run, struct sr_runsu
     }
     if (!sr_lease_takeable(&in, sr_wall_ms() / 1000))
         return 0;
-    if (l->done < 0) {
-        const int d = sr_ckpt_is_done(st, run);
-        if (d < 0)
-            return d;
-        l->done = d;
-    }
     struct sr_history h;
-    sr_hist_init(&h);
-    int rc = sr_hist_load_logs(st, run, &l->logs, l->done, &h);
+    int rc = history_of(st, run, l, &h);
     if (rc == 0) {
         sr_hist_last_is_gone(&h);
         sr_runsum_free(r);

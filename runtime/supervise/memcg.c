@@ -3,6 +3,8 @@
  */
 #include "memcg.h"
 
+#include "fsutil.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,31 +19,6 @@ const char *sr_memcg_root(void)
 {
     const char *r = getenv("SPOTRUN_CGROUP_ROOT");
     return r && *r ? r : "/sys/fs/cgroup";
-}
-
-/* Reads a small file into buf (NUL-terminated): its length, or -errno. */
-static ssize_t read_text(const char *path, char *buf, size_t cap)
-{
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    size_t n = 0;
-    while (n + 1 < cap) {
-        const ssize_t r = read(fd, buf + n, cap - 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            const int e = errno;
-            close(fd);
-            return -e;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    buf[n] = '\0';
-    return (ssize_t)n;
 }
 
 int sr_memcg_count(const char *text, const char *key, uint64_t *out)
@@ -65,7 +42,7 @@ int sr_memcg_count(const char *text, const char *key, uint64_t *out)
 static int count_in(const char *path, uint64_t *out)
 {
     char buf[TEXT_MAX];
-    const ssize_t n = read_text(path, buf, sizeof(buf));
+    const ssize_t n = sr_read_small(path, buf, sizeof(buf));
     if (n < 0)
         return (int)n;
     return sr_memcg_count(buf, "oom_kill", out);
@@ -151,7 +128,7 @@ int sr_memcg_open(struct sr_memcg *m, const char *root, pid_t pid)
 {
     char path[64], buf[TEXT_MAX];
     snprintf(path, sizeof(path), "/proc/%ld/cgroup", (long)pid);
-    const ssize_t n = read_text(path, buf, sizeof(buf));
+    const ssize_t n = sr_read_small(path, buf, sizeof(buf));
     if (n < 0) {
         memset(m, 0, sizeof(*m));
         return -ENOENT;

@@ -9,6 +9,8 @@
  */
 #include "proctree.h"
 
+#include "fsutil.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -34,21 +36,8 @@ int sr_proc_read(pid_t pid, const char *name, char *buf, size_t len)
 {
     char path[64];
     snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    size_t n = 0;
-    while (n + 1 < len) {
-        const ssize_t r = read(fd, buf + n, len - 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    buf[n] = '\0';
-    return n ? 0 : -ENOENT;
+    const ssize_t n = sr_read_small(path, buf, len);
+    return n > 0 ? 0 : n < 0 ? (int)n : -ENOENT;
 }
 
 /* The parent from /proc/<pid>/stat (fields start after the last ')'). */
@@ -65,7 +54,25 @@ static pid_t parent_of(pid_t pid)
     return (pid_t)ppid;
 }
 
-static int snapshot(struct proc **out, size_t *count)
+/* Marks the descendants of root in v (root itself is not marked). */
+static void mark_below(struct proc *v, size_t n, pid_t root)
+{
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (v[i].mark)
+                continue;
+            int parent_marked = v[i].ppid == root;
+            for (size_t j = 0; !parent_marked && j < n; j++)
+                parent_marked = v[j].mark && v[j].pid == v[i].ppid;
+            if (parent_marked)
+                v[i].mark = changed = 1;
+        }
+    }
+}
+
+/* The processes of /proc, the descendants of root marked. */
+static int snapshot(pid_t root, struct proc **out, size_t *count)
 {
     DIR *d = opendir("/proc");
     if (!d)
@@ -92,26 +99,10 @@ static int snapshot(struct proc **out, size_t *count)
         v[n++] = (struct proc){pid, ppid, 0};
     }
     closedir(d);
+    mark_below(v, n, root);
     *out = v;
     *count = n;
     return 0;
-}
-
-/* Marks the descendants of root in v (root itself is not marked). */
-static void mark_below(struct proc *v, size_t n, pid_t root)
-{
-    for (int changed = 1; changed;) {
-        changed = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (v[i].mark)
-                continue;
-            int parent_marked = v[i].ppid == root;
-            for (size_t j = 0; !parent_marked && j < n; j++)
-                parent_marked = v[j].mark && v[j].pid == v[i].ppid;
-            if (parent_marked)
-                v[i].mark = changed = 1;
-        }
-    }
 }
 
 /* Whether pid catches or ignores sig (SigCgt / SigIgn of /proc/<pid>/status:
@@ -139,10 +130,9 @@ static int signal_below(pid_t root, int sig, int only_listeners, pid_t skip_pgid
 {
     struct proc *v = NULL;
     size_t n = 0;
-    const int rc = snapshot(&v, &n);
+    const int rc = snapshot(root, &v, &n);
     if (rc < 0)
         return rc;
-    mark_below(v, n, root);
     int sent = 0;
     for (size_t i = 0; i < n; i++) {
         if (!v[i].mark || (only_listeners && !listens(v[i].pid, sig)))
@@ -170,10 +160,9 @@ int sr_proctree_list(pid_t root, pid_t **pids, size_t *count)
 {
     struct proc *v = NULL;
     size_t n = 0;
-    const int rc = snapshot(&v, &n);
+    const int rc = snapshot(root, &v, &n);
     if (rc < 0)
         return rc;
-    mark_below(v, n, root);
     pid_t *out = malloc((n ? n : 1) * sizeof(*out));
     if (!out) {
         free(v);

@@ -24,8 +24,9 @@ static int metric_valid(const char *m, size_t len)
 }
 
 /* One "key=N" option of the spec. */
-static int option(struct sr_asha *a, const char *opt, size_t len, char *err, size_t errlen)
+static int option(void *ctx, const char *opt, size_t len, char *err, size_t errlen)
 {
+    struct sr_asha *a = ctx;
     char buf[64];
     if (len >= sizeof(buf)) {
         snprintf(err, errlen, "\"%.*s\" is not an option (grace=N, eta=K, max=M, patient)", 40,
@@ -91,19 +92,28 @@ int sr_metric_mode_parse(const char *spec, char metric[SR_ASHA_METRIC_MAX + 1], 
     return (int)first;
 }
 
-int sr_asha_parse(const char *spec, struct sr_asha *out, char *err, size_t errlen)
+int sr_rule_parse(const char *spec, char metric[SR_ASHA_METRIC_MAX + 1], int *maximize,
+                  sr_rule_option_fn each, void *ctx, char *err, size_t errlen)
 {
-    *out = (struct sr_asha){.grace = 1, .eta = 3};
-    const int first = sr_metric_mode_parse(spec, out->metric, &out->maximize, err, errlen);
+    const int first = sr_metric_mode_parse(spec, metric, maximize, err, errlen);
     if (first < 0)
         return first;
     for (const char *p = spec + first; *p;) {
         p++; /* the comma */
         const size_t len = strcspn(p, ",");
-        if (option(out, p, len, err, errlen) < 0)
+        if (each(ctx, p, len, err, errlen) < 0)
             return -EINVAL;
         p += len;
     }
+    return 0;
+}
+
+int sr_asha_parse(const char *spec, struct sr_asha *out, char *err, size_t errlen)
+{
+    *out = (struct sr_asha){.grace = 1, .eta = 3};
+    const int rc = sr_rule_parse(spec, out->metric, &out->maximize, option, out, err, errlen);
+    if (rc < 0)
+        return rc;
     if (out->max && out->max < out->grace) {
         snprintf(err, errlen, "max=%" PRId64 " is below grace=%" PRId64 " (no rung)", out->max,
                  out->grace);

@@ -43,6 +43,12 @@ struct sr_asha {
  * length, or -EINVAL with err said. Shared by --early-stop and --pbt. */
 int sr_metric_mode_parse(const char *spec, char metric[SR_ASHA_METRIC_MAX + 1], int *maximize,
                          char *err, size_t errlen);
+/* A rule "METRIC:min|max[,OPTION]...": the head as sr_metric_mode_parse,
+ * then each OPTION (len bytes at opt, not NUL-terminated) handed to
+ * each, which says what is wrong in err and returns < 0. 0 or -EINVAL. */
+typedef int (*sr_rule_option_fn)(void *ctx, const char *opt, size_t len, char *err, size_t errlen);
+int sr_rule_parse(const char *spec, char metric[SR_ASHA_METRIC_MAX + 1], int *maximize,
+                  sr_rule_option_fn each, void *ctx, char *err, size_t errlen);
 
 /* Parses "METRIC:min|max[,grace=N][,eta=K][,max=M][,patient]" (the metric is the
  * text before the last ':' of the first field). -EINVAL with the reason in

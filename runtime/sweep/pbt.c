@@ -19,34 +19,36 @@
 
 #define REC_MAX (64u << 10)
 
+/* One OPTION of a --pbt rule (sr_rule_parse). */
+static int option(void *ctx, const char *p, size_t len, char *err, size_t errlen)
+{
+    struct sr_pbt *out = ctx;
+    char opt[96];
+    snprintf(opt, sizeof(opt), "%.*s", (int)(len < 90 ? len : 90), p);
+    if (strncmp(opt, "interval=", 9) == 0) {
+        if (sr_parse_int(opt + 9, 1, INT64_C(1) << 53, &out->interval) < 0) {
+            snprintf(err, errlen, "interval=\"%s\" is not an integer >= 1", opt + 9);
+            return -EINVAL;
+        }
+    } else if (strncmp(opt, "quantile=", 9) == 0) {
+        if (sr_parse_real(opt + 9, &out->quantile) < 0 || !(out->quantile > 0) ||
+            out->quantile > 0.5) {
+            snprintf(err, errlen, "quantile=\"%s\" is not a number in (0, 0.5]", opt + 9);
+            return -EINVAL;
+        }
+    } else {
+        snprintf(err, errlen, "unknown option \"%s\" (interval=K, quantile=Q)", opt);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int sr_pbt_parse(const char *spec, struct sr_pbt *out, char *err, size_t errlen)
 {
     *out = (struct sr_pbt){.quantile = 0.25};
-    const int first = sr_metric_mode_parse(spec, out->metric, &out->maximize, err, errlen);
-    if (first < 0)
-        return first;
-    for (const char *p = spec + first; *p;) {
-        p++;
-        const size_t len = strcspn(p, ",");
-        char opt[96];
-        snprintf(opt, sizeof(opt), "%.*s", (int)(len < 90 ? len : 90), p);
-        if (strncmp(opt, "interval=", 9) == 0) {
-            if (sr_parse_int(opt + 9, 1, INT64_C(1) << 53, &out->interval) < 0) {
-                snprintf(err, errlen, "interval=\"%s\" is not an integer >= 1", opt + 9);
-                return -EINVAL;
-            }
-        } else if (strncmp(opt, "quantile=", 9) == 0) {
-            if (sr_parse_real(opt + 9, &out->quantile) < 0 || !(out->quantile > 0) ||
-                out->quantile > 0.5) {
-                snprintf(err, errlen, "quantile=\"%s\" is not a number in (0, 0.5]", opt + 9);
-                return -EINVAL;
-            }
-        } else {
-            snprintf(err, errlen, "unknown option \"%s\" (interval=K, quantile=Q)", opt);
-            return -EINVAL;
-        }
-        p += len;
-    }
+    const int rc = sr_rule_parse(spec, out->metric, &out->maximize, option, out, err, errlen);
+    if (rc < 0)
+        return rc;
     if (!out->interval) {
         snprintf(err, errlen, "it needs interval=K (the steps between two rounds)");
         return -EINVAL;

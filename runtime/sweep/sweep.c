@@ -243,10 +243,8 @@ static int read_part(struct sr_store *st, const char *name, unsigned part, json_
 /* The part numbers present (def/NNNNNN.json), checked to be 0..n-1. */
 static int count_parts(struct sr_store *st, const char *name, unsigned *n)
 {
-    char prefix[256];
-    sr_key_sweep(prefix, sizeof(prefix), name, SR_SWEEP_DEF);
     struct sr_strlist l;
-    int rc = sr_store_list(st, prefix, &l);
+    int rc = sr_list_sweep(st, name, SR_SWEEP_DEF, &l);
     if (rc < 0)
         return rc;
     unsigned count = 0;
@@ -900,10 +898,8 @@ int sr_sweep_list_ends(struct sr_store *st, const char *name, size_t n, unsigned
 {
     if (n) /* a search space without trials yet passes no array */
         memset(state, SR_TRIAL_OPEN, n);
-    char prefix[256];
-    sr_key_sweep(prefix, sizeof(prefix), name, SR_SWEEP_END);
     struct sr_strlist l;
-    const int rc = sr_store_list(st, prefix, &l);
+    const int rc = sr_list_sweep(st, name, SR_SWEEP_END, &l);
     if (rc < 0)
         return rc;
     for (size_t i = 0; i < l.n; i++) {

@@ -13,11 +13,11 @@
 
 #include "layout.h"
 #include "log.h"
+#include "manifest.h"
 #include "sweep.h"
 
 #define BUDGET_MAX 65536u    /* bytes of one object */
 #define VERSIONS_MAX 100000u /* changes of one sweep's budget */
-#define AMOUNT_MAX 1e12
 
 static void key_of(char *buf, size_t len, const char *name, unsigned v)
 {
@@ -27,10 +27,8 @@ static void key_of(char *buf, size_t len, const char *name, unsigned v)
 /* The highest version present (budget/NNNNNN.json), or -ENOENT. */
 static int newest(struct sr_store *st, const char *name, unsigned *v)
 {
-    char prefix[256];
-    sr_key_sweep(prefix, sizeof(prefix), name, SR_SWEEP_BUDGET);
     struct sr_strlist l;
-    int rc = sr_store_list(st, prefix, &l);
+    int rc = sr_list_sweep(st, name, SR_SWEEP_BUDGET, &l);
     if (rc < 0)
         return rc;
     rc = -ENOENT;
@@ -46,15 +44,6 @@ static int newest(struct sr_store *st, const char *name, unsigned *v)
     }
     sr_strlist_free(&l);
     return rc;
-}
-
-static int amount_of(const json_t *o, const char *k, double *out)
-{
-    const json_t *v = json_object_get(o, k);
-    if (!json_is_number(v))
-        return -1;
-    *out = json_number_value(v);
-    return isfinite(*out) && *out >= 0 && *out <= AMOUNT_MAX ? 0 : -1;
 }
 
 int sr_sweep_budget_read(struct sr_store *st, const char *name, struct sr_sweep_budget *out)
@@ -77,8 +66,8 @@ int sr_sweep_budget_read(struct sr_store *st, const char *name, struct sr_sweep_
     const json_t *sweep = json_object_get(o, "sweep"), *ver = json_object_get(o, "version");
     if (!json_is_object(o) || !json_is_string(sweep) || strcmp(json_string_value(sweep), name) ||
         !json_is_integer(ver) || json_integer_value(ver) != (json_int_t)v ||
-        amount_of(o, "max_cost", &out->max_cost) < 0 ||
-        amount_of(o, "price_per_hour", &out->price_per_hour) < 0)
+        sr_json_amount(o, "max_cost", &out->max_cost) < 0 ||
+        sr_json_amount(o, "price_per_hour", &out->price_per_hour) < 0)
         rc = sr_errf(-EBADMSG,
                      "sweep %s: budget %s is not a budget of this sweep (its \"sweep\" and "
                      "\"version\" must be its key's, its amounts non-negative numbers): set it "

@@ -185,10 +185,8 @@ static long seq_of(const char *s)
 
 static int list_seqs(struct sr_store *st, const char *name, unsigned **seqs, size_t *n)
 {
-    char prefix[256];
-    sr_key_sweep(prefix, sizeof(prefix), name, SR_SWEEP_STEER);
     struct sr_strlist l;
-    int rc = sr_store_list(st, prefix, &l);
+    int rc = sr_list_sweep(st, name, SR_SWEEP_STEER, &l);
     *n = 0;
     *seqs = NULL;
     if (rc < 0)

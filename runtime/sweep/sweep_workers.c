@@ -157,10 +157,8 @@ int sr_sweep_workers_read(struct sr_store *st, const char *sweep, struct sr_swee
 {
     *out = NULL;
     *n = 0;
-    char prefix[256];
-    sr_key_sweep(prefix, sizeof(prefix), sweep, SR_SWEEP_WORKERS);
     struct sr_strlist l;
-    int rc = sr_store_list(st, prefix, &l);
+    int rc = sr_list_sweep(st, sweep, SR_SWEEP_WORKERS, &l);
     if (rc == -ENOENT) {
         return 0;
     }

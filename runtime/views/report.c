@@ -215,6 +215,17 @@ static void segment(FILE *f, const struct sr_svg_frame *fr, const struct sr_hist
     }
 }
 
+/* A checkpoint's diamond at (x, y), staged (hollow) or durable (filled),
+ * its tooltip inside. */
+static void ckpt_mark(FILE *f, const char *kind, const char *paint, double x, double y,
+                      const char *tip)
+{
+    fprintf(f, "<path class=\"ckpt %s\" d=\"M%.1f %.1fl5 -5l5 5l-5 5z\" %s>", kind, x - 5, y,
+            paint);
+    sr_svg_tooltip(f, tip);
+    fputs("</path>\n", f);
+}
+
 static void checkpoints(FILE *f, const struct sr_svg_frame *fr, const struct sr_history *h,
                         uint32_t attempt, double y)
 {
@@ -233,22 +244,14 @@ static void checkpoints(FILE *f, const struct sr_svg_frame *fr, const struct sr_
         if (c->staged_ms) {
             snprintf(tip, sizeof(tip), "checkpoint %" PRIu64 " (step %s) staged in %.2fs", c->seq,
                      step, c->stage_seconds);
-            fprintf(f,
-                    "<path class=\"ckpt staged\" d=\"M%.1f %.1fl5 -5l5 5l-5 5z\" fill=\"#fff\" "
-                    "stroke=\"" SR_SVG_CKPT "\">",
-                    sr_svg_x(fr, c->staged_ms) - 5, yc);
-            sr_svg_tooltip(f, tip);
-            fputs("</path>\n", f);
+            ckpt_mark(f, "staged", "fill=\"#fff\" stroke=\"" SR_SVG_CKPT "\"",
+                      sr_svg_x(fr, c->staged_ms), yc, tip);
         }
         if (c->persisted_ms) {
             snprintf(tip, sizeof(tip), "checkpoint %" PRIu64 " (step %s) durable after %.2fs",
                      c->seq, step, c->persist_seconds);
-            fprintf(f,
-                    "<path class=\"ckpt durable\" d=\"M%.1f %.1fl5 -5l5 5l-5 5z\" "
-                    "fill=\"" SR_SVG_CKPT "\">",
-                    sr_svg_x(fr, c->persisted_ms) - 5, yc);
-            sr_svg_tooltip(f, tip);
-            fputs("</path>\n", f);
+            ckpt_mark(f, "durable", "fill=\"" SR_SVG_CKPT "\"", sr_svg_x(fr, c->persisted_ms), yc,
+                      tip);
         }
     }
 }

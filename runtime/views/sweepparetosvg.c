@@ -246,6 +246,20 @@ static void dot(FILE *f, const char *cls, double x, double y, int front)
                 cls, x, y);
 }
 
+/* One trial's point, its tooltip inside: on the front or dominated. */
+static void trial_point(FILE *f, const struct sr_sweepview *v, const struct sr_sv_opts *o,
+                        const struct pareto *pa, const struct point *p)
+{
+    char tip[1024];
+    point_tip(v, o, pa, p, tip, sizeof(tip));
+    fprintf(f, "<g class=\"pareto-trial\" data-trial=\"%zu\">", p->t->trial);
+    dot(f, p->front ? "pareto-point front" : "pareto-point dominated", pos(&pa->ax, p->v[0]),
+        pos(&pa->ay, p->v[1]), p->front);
+    fputs(">", f);
+    sr_svg_tooltip(f, tip);
+    fputs("</circle></g>\n", f);
+}
+
 /* The front's points in the staircase's order: by the x objective, best
  * first, then by the y one. */
 static int cmp_along(const void *a, const void *b)
@@ -437,33 +451,18 @@ double sr_sv_pareto_svg(FILE *f, const struct sr_sweepview *v, const struct sr_s
     legend(f, &pa, top + HEAD + TITLE + 14);
     axes(f, &pa);
 
-    char tip[1024];
     size_t m = 0;
     for (size_t i = 0; i < pa.n; i++) { /* the dominated under the front */
-        const struct point *p = &pa.p[i];
-        if (p->front) {
+        if (pa.p[i].front)
             along[m++] = &pa.p[i];
-            continue;
-        }
-        point_tip(v, o, &pa, p, tip, sizeof(tip));
-        fprintf(f, "<g class=\"pareto-trial\" data-trial=\"%zu\">", p->t->trial);
-        dot(f, "pareto-point dominated", pos(&pa.ax, p->v[0]), pos(&pa.ay, p->v[1]), 0);
-        fputs(">", f);
-        sr_svg_tooltip(f, tip);
-        fputs("</circle></g>\n", f);
+        else
+            trial_point(f, v, o, &pa, &pa.p[i]);
     }
     qsort(along, m, sizeof(*along), cmp_along);
     if (pa.k == 2 && m)
         staircase(f, &pa, along, m);
-    for (size_t i = 0; i < m; i++) {
-        const struct point *p = along[i];
-        point_tip(v, o, &pa, p, tip, sizeof(tip));
-        fprintf(f, "<g class=\"pareto-trial\" data-trial=\"%zu\">", p->t->trial);
-        dot(f, "pareto-point front", pos(&pa.ax, p->v[0]), pos(&pa.ay, p->v[1]), 1);
-        fputs(">", f);
-        sr_svg_tooltip(f, tip);
-        fputs("</circle></g>\n", f);
-    }
+    for (size_t i = 0; i < m; i++)
+        trial_point(f, v, o, &pa, along[i]);
     names(f, &pa, along, m);
     listing(f, o, &pa, along, m);
     fprintf(f, "</g>\n");

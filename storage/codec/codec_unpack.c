@@ -436,23 +436,34 @@ static int put_archive(void *ctx, const uint8_t *buf, size_t len, int64_t off)
     return archive_write_data_block(ctx, buf, len, off) < ARCHIVE_OK ? -EIO : 0;
 }
 
+/* One block of the current file's data: 1, 0 at its end, or -errno
+ * (read_fail's). */
+struct data_block {
+    const void *buf;
+    size_t size;
+    la_int64_t off;
+};
+
+static int next_data(const struct unpacker *u, struct archive *ar, const char *what,
+                     struct data_block *b)
+{
+    const int r = archive_read_data_block(ar, &b->buf, &b->size, &b->off);
+    if (r == ARCHIVE_EOF)
+        return 0;
+    return r < ARCHIVE_OK ? read_fail(u, ar, what) : 1;
+}
+
 /* Copies one file's data on this thread; the blocks point into the
  * decompressed frames. */
 static int copy_data(const struct unpacker *u, struct archive *ar, struct archive *aw,
                      const char *what)
 {
-    for (;;) {
-        const void *buf;
-        size_t size;
-        la_int64_t off;
-        const int r = archive_read_data_block(ar, &buf, &size, &off);
-        if (r == ARCHIVE_EOF)
-            return 0;
-        if (r < ARCHIVE_OK)
-            return read_fail(u, ar, what);
-        if (sr_write_sparse(put_archive, aw, buf, size, off) < 0)
+    struct data_block b;
+    int r;
+    while ((r = next_data(u, ar, what, &b)) > 0)
+        if (sr_write_sparse(put_archive, aw, b.buf, b.size, b.off) < 0)
             return write_fail(aw, what);
-    }
+    return r;
 }
 
 /* Whether buf lies in the frame libarchive holds (else libarchive copied
@@ -468,26 +479,21 @@ static int in_held(const struct unpacker *u, const void *buf, size_t size)
 /* Hands one file's data to the writer pool (f), block by block. */
 static int queue_data(struct unpacker *u, struct archive *ar, struct sr_wfile *f, const char *what)
 {
-    for (;;) {
-        const void *buf;
-        size_t size;
-        la_int64_t off;
-        const int r = archive_read_data_block(ar, &buf, &size, &off);
-        if (r == ARCHIVE_EOF)
-            return 0;
-        if (r < ARCHIVE_OK)
-            return read_fail(u, ar, what);
+    struct data_block b;
+    int r;
+    while ((r = next_data(u, ar, what, &b)) > 0) {
         if (sr_wpool_failed(u->pool))
             return 0; /* sr_wpool_drain says why */
-        if (!in_held(u, buf, size)) {
-            const int rc = sr_wpool_write_now(f, buf, size, off);
+        if (!in_held(u, b.buf, b.size)) {
+            const int rc = sr_wpool_write_now(f, b.buf, b.size, b.off);
             if (rc < 0)
                 return rc;
             continue;
         }
         ref_held(u);
-        sr_wpool_write(u->pool, f, buf, size, off, u->held);
+        sr_wpool_write(u->pool, f, b.buf, b.size, b.off, u->held);
     }
+    return r;
 }
 
 /* Extracts regular file e (checked) through the writer pool: libarchive

@@ -16,6 +16,7 @@
  * checkpointer holds them, runtime/supervise/checkpointer.c).
  */
 #include "codec.h"
+#include "fsutil.h"
 #include "log.h"
 #include "seektable.h"
 
@@ -27,22 +28,6 @@
 #include <unistd.h>
 #include <xxhash.h>
 #include <zstd.h>
-
-static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-    const uint8_t *p = buf;
-    while (len > 0) {
-        const ssize_t n = pwrite(fd, p, len, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        p += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
-    }
-    return 0;
-}
 
 /* The bytes are the frame f was listed as. */
 static int frame_ok(const struct sr_frame_info *f, const uint8_t *buf)
@@ -136,7 +121,7 @@ int sr_staged_fill(const char *path, struct sr_frame_info *v, uint32_t n, const 
         } else if (!f->src) {
             rc = own.read_at(own.ctx, buf, f->csize, f->coff);
         } else if ((rc = read_hole(&e, f, buf)) == 0) {
-            if ((rc = pwrite_all(fd, buf, f->csize, f->coff)) < 0)
+            if ((rc = sr_pwrite_all(fd, buf, f->csize, f->coff)) < 0)
                 rc = sr_errf(rc, "cannot write %s: %s", path, strerror(-rc));
             else
                 f->src = 0;

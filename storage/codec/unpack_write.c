@@ -9,6 +9,7 @@
  */
 #include "unpack_write.h"
 #include "codec.h"
+#include "fsutil.h"
 #include "log.h"
 
 #include <errno.h>
@@ -97,19 +98,7 @@ int sr_write_sparse(sr_put_fn put, void *ctx, const uint8_t *buf, size_t size, i
 static int put_fd(void *ctx, const uint8_t *buf, size_t len, int64_t off)
 {
     const struct sr_wfile *const f = ctx;
-    while (len > 0) {
-        const ssize_t n = pwrite(f->fd, buf, len, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        if (n == 0)
-            return -EIO;
-        buf += n;
-        len -= (size_t)n;
-        off += n;
-    }
-    return 0;
+    return sr_pwrite_all(f->fd, buf, len, (uint64_t)off);
 }
 
 /* Records the first failure (lock held). */

@@ -175,16 +175,19 @@ static int list_one(struct sr_store *st, const char *run_id, uint64_t seq, struc
     return 0;
 }
 
+/* Every seq directory of the run (a valid run id), complete or not. */
+static int list_seqs(struct sr_store *st, const char *run_id, struct sr_strlist *names)
+{
+    const int rc = check_run(run_id);
+    return rc < 0 ? rc : sr_list_run(st, run_id, SR_KEY_CKPT, names);
+}
+
 int sr_ckpt_list(struct sr_store *st, const char *run_id, struct sr_ckpt_list *out)
 {
     memset(out, 0, sizeof(*out));
-    int rc = check_run(run_id);
-    if (rc < 0)
-        return rc;
-    char prefix[KEY_LEN];
-    sr_key_run(prefix, sizeof(prefix), run_id, SR_KEY_CKPT);
     struct sr_strlist names;
-    if ((rc = sr_store_list(st, prefix, &names)) < 0)
+    int rc = list_seqs(st, run_id, &names);
+    if (rc < 0)
         return rc;
     size_t cap = 0;
     for (size_t i = 0; i < names.n; i++) {
@@ -217,21 +220,11 @@ int sr_ckpt_max_epoch(struct sr_store *st, const char *run_id, uint64_t *epoch)
     return 0;
 }
 
-/* Every seq directory of the run, complete or not. */
-static int list_seqs(struct sr_store *st, const char *run_id, struct sr_strlist *names)
-{
-    char prefix[KEY_LEN];
-    sr_key_run(prefix, sizeof(prefix), run_id, SR_KEY_CKPT);
-    return sr_store_list(st, prefix, names);
-}
-
 int sr_ckpt_next_seq(struct sr_store *st, const char *run_id, uint64_t *seq)
 {
-    int rc = check_run(run_id);
-    if (rc < 0)
-        return rc;
     struct sr_strlist names;
-    if ((rc = list_seqs(st, run_id, &names)) < 0)
+    const int rc = list_seqs(st, run_id, &names);
+    if (rc < 0)
         return rc;
     uint64_t max = 0;
     for (size_t i = 0; i < names.n; i++) {
@@ -715,7 +708,8 @@ static int gc(struct sr_store *st, const char *run_id, unsigned keep, unsigned *
         return rc;
     struct sr_frame_list refs = {0};
     struct sr_suspect_set bad = {0};
-    if ((rc = list_seqs(st, run_id, &names)) < 0 || (rc = sr_suspect_list(st, run_id, &bad)) < 0)
+    if ((rc = sr_list_run(st, run_id, SR_KEY_CKPT, &names)) < 0 ||
+        (rc = sr_suspect_list(st, run_id, &bad)) < 0)
         goto out;
     /* The oldest complete ones go (oldest by (epoch, seq), as restore sees
      * them) but the newest keep that are not suspect and every one newer

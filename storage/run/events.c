@@ -101,10 +101,8 @@ static int counts_for(const char *name, int rank)
 int sr_events_next_attempt_node(struct sr_store *st, const char *run_id, int rank,
                                 uint32_t *attempt)
 {
-    char prefix[256];
-    sr_key_run(prefix, sizeof(prefix), run_id, SR_KEY_EVENTS);
     struct sr_strlist names = {0};
-    const int rc = sr_store_list(st, prefix, &names);
+    const int rc = sr_list_run(st, run_id, SR_KEY_EVENTS, &names);
     if (rc < 0)
         return rc;
     uint32_t next = 0;
@@ -112,8 +110,9 @@ int sr_events_next_attempt_node(struct sr_store *st, const char *run_id, int ran
         const uint32_t a = sr_events_attempt_of(names.v[i]);
         if (a == UINT32_MAX) {
             if (strstr(names.v[i], ".jsonl"))
-                sr_warn("ignoring %s/%s: not an event log of spotrun's (attempts are 0 to %u)",
-                        prefix, names.v[i], SR_ATTEMPT_MAX);
+                sr_warn("ignoring %s/" SR_KEY_EVENTS
+                        "/%s: not an event log of spotrun's (attempts are 0 to %u)",
+                        run_id, names.v[i], SR_ATTEMPT_MAX);
             continue;
         }
         if (a >= next && counts_for(names.v[i], rank))

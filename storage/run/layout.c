@@ -4,6 +4,8 @@
  */
 #include "layout.h"
 
+#include "store.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -73,6 +75,20 @@ int sr_key_sweep(char *buf, size_t len, const char *sweep, const char *fmt, ...)
     const int m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
     va_end(ap);
     return m < 0 || (size_t)m >= len - (size_t)n ? -ENAMETOOLONG : 0;
+}
+
+int sr_list_run(struct sr_store *st, const char *run, const char *name, struct sr_strlist *names)
+{
+    char prefix[512];
+    const int rc = sr_key_run(prefix, sizeof(prefix), run, name);
+    return rc < 0 ? rc : sr_store_list(st, prefix, names);
+}
+
+int sr_list_sweep(struct sr_store *st, const char *sweep, const char *dir, struct sr_strlist *names)
+{
+    char prefix[512];
+    const int rc = sr_key_sweep(prefix, sizeof(prefix), sweep, "%s", dir);
+    return rc < 0 ? rc : sr_store_list(st, prefix, names);
 }
 
 int sr_key_is_lease(const char *name)

@@ -70,6 +70,15 @@ int sr_key_summaries(char *buf, size_t len, const char *run);
 int sr_key_sweep(char *buf, size_t len, const char *sweep, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+struct sr_store;
+struct sr_strlist;
+/* Lists the run's directory name (<run>/<name>/, as sr_store_list), or a
+ * sweep's directory dir (sweeps/<sweep>/<dir>/): 0, or -errno (then
+ * there is nothing to free). */
+int sr_list_run(struct sr_store *st, const char *run, const char *name, struct sr_strlist *names);
+int sr_list_sweep(struct sr_store *st, const char *sweep, const char *dir,
+                  struct sr_strlist *names);
+
 /* What a key under a run's prefix is (the rest after "<run>/"). */
 enum sr_run_obj {
     SR_OBJ_OTHER,     /* a checkpoint's object, notices, done/, or something unknown */

@@ -19,6 +19,7 @@
 #include "termsafe.h"
 
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -475,4 +476,13 @@ int sr_manifest_parse(const char *buf, size_t len, struct sr_manifest *m)
 out:
     json_decref(o);
     return rc;
+}
+
+int sr_json_amount(const json_t *o, const char *k, double *out)
+{
+    const json_t *v = json_object_get(o, k);
+    if (!json_is_number(v))
+        return -1;
+    *out = json_number_value(v);
+    return isfinite(*out) && *out >= 0 && *out <= SR_AMOUNT_MAX ? 0 : -1;
 }

@@ -129,4 +129,11 @@ int sr_manifest_run_id_valid(const char *id);
  * " near '<token>'" off text, in place; returns text. */
 char *sr_json_error_scrub(char *text);
 
+/* The largest amount (money, hours) a store object may hold. */
+#define SR_AMOUNT_MAX 1e12
+/* o's member k as an amount: a finite number, 0..SR_AMOUNT_MAX. 0, or -1
+ * (absent, not a number, out of range). */
+struct json_t;
+int sr_json_amount(const struct json_t *o, const char *k, double *out);
+
 #endif

@@ -178,10 +178,8 @@ int sr_sets_publish_pending(struct sr_store *st, const char *run_id, uint32_t no
         if (l.v[i].seq > newest)
             newest = l.v[i].seq;
     sr_ckpt_list_free(&l);
-    char prefix[KEY_LEN];
-    sr_key_run(prefix, sizeof(prefix), run_id, SR_KEY_CKPT);
     struct sr_strlist names = {0};
-    if ((rc = sr_store_list(st, prefix, &names)) < 0)
+    if ((rc = sr_list_run(st, run_id, SR_KEY_CKPT, &names)) < 0)
         return rc;
     for (size_t i = 0; i < names.n; i++) {
         const uint64_t seq = sr_ckpt_parse_seq(names.v[i]);
@@ -201,10 +199,8 @@ int sr_sets_publish_pending(struct sr_store *st, const char *run_id, uint32_t no
 int sr_sets_incomplete(struct sr_store *st, const char *run_id, uint64_t newest,
                        struct sr_set_partial *out, int max)
 {
-    char prefix[KEY_LEN];
-    sr_key_run(prefix, sizeof(prefix), run_id, SR_KEY_CKPT);
     struct sr_strlist seqs = {0};
-    int rc = sr_store_list(st, prefix, &seqs);
+    int rc = sr_list_run(st, run_id, SR_KEY_CKPT, &seqs);
     int n = 0;
     for (size_t i = 0; rc >= 0 && i < seqs.n; i++) {
         const uint64_t seq = sr_ckpt_parse_seq(seqs.v[i]);
@@ -265,10 +261,8 @@ int sr_node_mark_done(struct sr_store *st, const char *run_id, uint32_t rank, ui
 
 int sr_nodes_done(struct sr_store *st, const char *run_id, uint32_t nodes, uint64_t from_seq)
 {
-    char prefix[KEY_LEN];
-    sr_key_run(prefix, sizeof(prefix), run_id, SR_KEY_NODES_DONE);
     struct sr_strlist names = {0};
-    const int rc = sr_store_list(st, prefix, &names);
+    const int rc = sr_list_run(st, run_id, SR_KEY_NODES_DONE, &names);
     if (rc < 0)
         return rc;
     int n = 0;

@@ -10,44 +10,13 @@
 . "$SRCDIR/tests/e2e/sweep-report-scenario.sh"
 
 # png_py FILE CODE: runs the Python CODE with w, h (the PNG's size) and
-# px (a set of its pixels' "#rrggbb" colors), decoded here (no PIL).
+# px (its pixels' count by "#rrggbb" color), decoded by pngcheck.py.
 png_py() {
     "$PY" -c "
-import struct, sys, zlib
-data = open(sys.argv[1], 'rb').read()
-assert data[:8] == b'\x89PNG\r\n\x1a\n', 'not a PNG'
-pos, idat = 8, b''
-while pos < len(data):
-    n, kind = struct.unpack('>I4s', data[pos:pos + 8])
-    body = data[pos + 8:pos + 8 + n]
-    if kind == b'IHDR':
-        w, h, depth, ctype, _, _, lace = struct.unpack('>IIBBBBB', body)
-    elif kind == b'IDAT':
-        idat += body
-    pos += 12 + n
-assert depth == 8 and ctype in (2, 6) and lace == 0, (depth, ctype, lace)
-bpp = 3 if ctype == 2 else 4
-raw, stride = zlib.decompress(idat), w * bpp
-rows, prev = [], bytearray(stride)
-for y in range(h):
-    f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-    for i in range(stride):
-        a = line[i - bpp] if i >= bpp else 0
-        b, c = prev[i], prev[i - bpp] if i >= bpp else 0
-        if f == 1: line[i] = (line[i] + a) & 255
-        elif f == 2: line[i] = (line[i] + b) & 255
-        elif f == 3: line[i] = (line[i] + (a + b) // 2) & 255
-        elif f == 4:
-            p = a + b - c
-            pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-            line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-    rows.append(line)
-    prev = line
-px = {}
-for line in rows:
-    for i in range(0, stride, bpp):
-        k = '#%02x%02x%02x' % tuple(line[i:i + 3])
-        px[k] = px.get(k, 0) + 1
+import sys
+sys.path.insert(0, '$SRCDIR/tests/e2e')
+from pngcheck import pixels
+w, h, px = pixels(sys.argv[1])
 $2
 " "$1"
 }

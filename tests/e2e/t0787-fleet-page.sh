@@ -129,46 +129,6 @@ for check in sys.argv[2:]:
         sys.exit("dom.py: unknown check " + check)
 PY
 
-# png.py FILE W H: a PNG of W x H pixels (8-bit RGB or RGBA, decoded with
-# zlib and the five filters) with at least 8 colours and 2% of it not white.
-cat >png.py <<'PY'
-import struct, sys, zlib
-data, w, h = open(sys.argv[1], "rb").read(), int(sys.argv[2]), int(sys.argv[3])
-assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-pos, idat = 8, b""
-while pos < len(data):
-    n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-    chunk = data[pos + 8:pos + 8 + n]
-    if kind == b"IHDR":
-        W, H, depth, ctype = struct.unpack(">IIBB", chunk[:10])
-    elif kind == b"IDAT":
-        idat += chunk
-    pos += 12 + n
-assert (W, H) == (w, h), (W, H)
-assert depth == 8 and ctype in (2, 6), (depth, ctype)
-bpp = 3 if ctype == 2 else 4
-raw, stride = zlib.decompress(idat), W * bpp
-prev, colours, ink = bytearray(stride), set(), 0
-for y in range(H):
-    f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-    for i in range(stride):
-        a = line[i - bpp] if i >= bpp else 0
-        b, c = prev[i], prev[i - bpp] if i >= bpp else 0
-        if f == 1: line[i] = (line[i] + a) & 255
-        elif f == 2: line[i] = (line[i] + b) & 255
-        elif f == 3: line[i] = (line[i] + (a + b) // 2) & 255
-        elif f == 4:
-            pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
-            line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-    for x in range(0, stride, bpp):
-        px = bytes(line[x:x + 3])
-        colours.add(px)
-        ink += px != b"\xff\xff\xff"
-    prev = line
-assert len(colours) >= 8 and ink > 0.02 * W * H, (len(colours), ink)
-print("%dx%d, %d colours, %.1f%% not white" % (W, H, len(colours), 100.0 * ink / (W * H)))
-PY
-
 cat >trial.sh <<\EOF
 #!/bin/sh
 "$SPOTRUN_BIN" metric --step 1 loss="0.$SPOTRUN_PARAM_N" || exit 1
@@ -210,7 +170,7 @@ test_expect_success 'the page loads: its script ran, no console error' '
 
 test_expect_success 'a screenshot of the page: a PNG of the size asked, not blank' '
     browse shot.out --screenshot="$TRASH/shot.png" --window-size=1200,900 "$(page)" &&
-    "$PY" png.py shot.png 1200 900 &&
+    "$PY" "$SRCDIR/tests/e2e/pngcheck.py" shot.png 1200 900 &&
     refute grep -E "CONSOLE|Uncaught" shot.out.err
 '
 
