@@ -23,6 +23,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/scripts/bench-data.sh"
 bench_work bench-delta "${1:-}" s3
 size_mb=${SIZE_MB:-1000} files=${FILES:-50}
+# f07.bin is the file the job rewrites at the notice: it must be one of them.
+[ "$files" -ge 8 ] || { echo "bench-delta: FILES must be at least 8 (f07.bin is rewritten)" >&2; exit 64; }
 export SPOTRUN_NOTICE=none SPOTRUN_PRELOAD=$build/preload/libspotrun.so SPOTRUN_WORK_DIR=$work/w
 
 . "$root/scripts/lib-bench-s3.sh"
@@ -134,7 +136,7 @@ PY
 echo "== 1: $files files, $size_mb MB, one file rewritten at the notice (local S3 server)"
 mkdir base
 per=$((size_mb / files))
-for i in $(seq -w 0 $((files - 1))); do head -c "${per}M" /dev/urandom >"base/f$i.bin"; done
+for i in $(seq 0 $((files - 1))); do head -c "${per}M" /dev/urandom >"base/$(printf 'f%02d' "$i").bin"; done
 head -c "${per}M" /dev/urandom >changed.bin
 export BASE=$work/base CHANGED=$work/changed.bin
 for mode in full delta; do measure dir "$mode" ./dirjob.sh | tr '\n' ' ' >"dir-$mode.out"; done
