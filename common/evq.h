@@ -1,7 +1,8 @@
 /*
  * evq.h - a queue of fixed-size events from a worker thread to the
- * supervisor's loop, which polls its descriptor (the notice watcher's
- * notices, the peers' notices and sets). Nothing is dropped: an event that
+ * supervisor's loop, which polls its descriptor: every such handoff (the
+ * notice watcher's notices, the peers' notices and sets, the checkpointer's
+ * results, the lease keeper's "lost"). Nothing is dropped: an event that
  * merge() folds into the newest one held is merged (a notice repeated by a
  * poll), and a full queue makes the poster wait for the loop to take one,
  * saying every few seconds what it waits for. Once closed (the loop is
