@@ -7,7 +7,11 @@
 . "$(dirname "$0")/lib.sh"
 
 # The job: STEPS steps (default 6) of loss = x + 1/step, each reported and
-# committed, resuming from its checkpoint.
+# committed, resuming from its checkpoint. A hopeless trial (x > 1) lingers
+# after its first rung's step, as a real one would still be training: the
+# wrapper answers a metric before it judges it, and a prune's stop first
+# waits for the commit to be durable, so a job that ran on could report
+# step 3 before its SIGTERM came. The stop ends the sleep.
 cat >trial.sh <<\EOF
 #!/bin/bash
 d=$SPOTRUN_CKPT_DIR
@@ -19,6 +23,9 @@ while [ "$step" -lt "${STEPS:-6}" ]; do
     "$SPOTRUN_BIN" metric --step "$step" loss="$loss" || exit 1
     echo "$step" >"$d/step"
     [ "${STEPS:-6}" -gt 6 ] || "$SPOTRUN_BIN" commit --step "$step" || exit 1
+    if [ "$step" = 2 ] && awk -v x="$SPOTRUN_PARAM_X" 'BEGIN { exit !(x > 1) }'; then
+        sleep 60
+    fi
 done
 EOF
 chmod +x trial.sh
