@@ -26,7 +26,7 @@ static json_t *recorded_argv(struct sr_store *st, const char *run,
 {
     /* This node's own logs: the nodes of a multi-node run may run
      * different commands (a launcher's --node_rank). */
-    const int mine = c->nodes > 1 ? (int)c->node_rank : -1;
+    const int mine = sr_cfg_rank(c);
     char prefix[PATH_MAX];
     sr_key_run(prefix, sizeof(prefix), run, SR_KEY_EVENTS);
     struct sr_strlist names;
@@ -255,7 +255,7 @@ int sr_run_stall_history(struct run_ctx *r)
         r->c.prior_stalls = sr_hist_stalls(h);
     if (h) /* then every attempt is judged from its start */
         r->c.prior_beaten = sr_hist_heartbeated(h, &r->c.prior_startup_ms);
-    if (r->c.prior_stalls && r->c.nodes <= 1) /* multi-node: the engine reruns the group */
+    if (r->c.prior_stalls && !sr_cfg_multinode(&r->c)) /* multi-node: the engine reruns the group */
         sr_info("run %s stalled %u time(s) before (--max-restarts %u counts them)", r->run_id,
                 r->c.prior_stalls, r->c.max_restarts);
     return GO_ON;

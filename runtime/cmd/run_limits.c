@@ -321,7 +321,7 @@ int sr_run_limits_settle(struct sr_run_limits *rl, struct sr_supervise_config *c
     const int code = sweep_budget(rl, l);
     if (code != GO_ON)
         return code;
-    l->price_per_hour = rl->trial_price * (c->nodes > 1 ? c->nodes : 1);
+    l->price_per_hour = rl->trial_price * sr_cfg_nodes(c);
     if (l->time_limit_ms <= 0 && l->max_cost <= 0 && !l->sweep_poll)
         return GO_ON;
     int rc;

@@ -158,7 +158,8 @@ static int adopt_ckpt_dir(const struct run_opts *o, const struct run_ctx *r, str
 {
     struct sr_commits_config cfg = commits_config(o, r, lease);
     struct sr_manifest m = {0};
-    if (r->c.nodes > 1) { /* one node's files are no checkpoint its other nodes can resume */
+    if (sr_cfg_multinode(
+            &r->c)) { /* one node's files are no checkpoint its other nodes can resume */
         fprintf(stderr, "spotrun run: --adopt is for single-node runs (this one has %u nodes)\n",
                 r->c.nodes);
         return SR_EX_USAGE;
@@ -243,8 +244,8 @@ static int nodes(const struct run_opts *o, struct run_ctx *r)
      * default (docs/multinode.md). */
     c->max_stalls = o->max_restarts == MAX_RESTARTS_DEFAULT ? 3 : (unsigned)o->max_restarts;
     if (o->max_restarts == MAX_RESTARTS_DEFAULT)
-        c->max_restarts = n.nodes > 1 ? 0 : 3;
-    if (n.nodes > 1)
+        c->max_restarts = sr_cfg_multinode(c) ? 0 : 3;
+    if (sr_cfg_multinode(c))
         sr_debug("node %u of %u (from %s)", n.rank, n.nodes, n.from);
     return GO_ON;
 }
@@ -317,7 +318,7 @@ static int local_paths(const struct run_opts *o, char **cmd, struct run_ctx *r)
         return sr_fail(rc, "work directory");
     /* Several nodes of a run may share a machine (several srun tasks per
      * node, or a test): each keeps its own local state. */
-    if (r->c.nodes > 1)
+    if (sr_cfg_multinode(&r->c))
         snprintf(r->local, sizeof(r->local), "%s.n%u", r->run_id, r->c.node_rank);
     else
         snprintf(r->local, sizeof(r->local), "%s", r->run_id);
@@ -419,7 +420,7 @@ static int take_lease(const struct run_opts *o, const struct run_ctx *r, struct 
         return GO_ON;
     const int ttl_s = (int)((o->lease_ttl_ms + 999) / 1000);
     const int64_t wait_ms = o->lease_wait_ms < 0 ? 2 * o->lease_ttl_ms : o->lease_wait_ms;
-    const int rank = r->c.nodes > 1 ? (int)r->c.node_rank : -1;
+    const int rank = sr_cfg_rank(&r->c);
     const int code = sr_keeper_take_rank(r->c.st, r->run_id, rank, ttl_s, wait_ms,
                                          "not starting (--lease-wait)", lease);
     return code != 0 ? code : GO_ON;
@@ -477,10 +478,11 @@ static int supervise(const struct run_opts *o, struct run_ctx *r, struct sr_leas
     /* The logs read at the start, if a step needed them; else the writer
      * reads them on its own thread, not before the job starts. */
     const struct sr_hist_logs *earlier = r->hist.tried ? sr_hist_once_logs(&r->hist) : NULL;
-    if (r->c.nodes <= 1 && sr_runsum_writer_open(r->c.st, r->run_id, earlier, &summary) == 0) {
+    if (!sr_cfg_multinode(&r->c) &&
+        sr_runsum_writer_open(r->c.st, r->run_id, earlier, &summary) == 0) {
         r->c.on_flush = sr_runsum_writer_flushed;
         r->c.on_flush_ctx = summary;
-    } else if (r->c.nodes > 1) {
+    } else if (sr_cfg_multinode(&r->c)) {
         sr_runsum_mark_logs(r->c.st, r->run_id); /* listed in summaries/ all the same */
     }
     sr_hist_once_free(&r->hist); /* folded by those that needed it */
@@ -592,7 +594,7 @@ static int run_prepare(struct run_opts *o, char **cmd, struct run_ctx *r)
         /* before the lease and the work dir: a hold for a quota holds nothing */
         const struct sr_run_quota_args qa = {r->run_id,
                                              r->labels,
-                                             r->c.nodes,
+                                             sr_cfg_nodes(&r->c),
                                              o->limits.budget_poll_ms,
                                              o->limits.time_limit_ms,
                                              o->limits.max_cost,

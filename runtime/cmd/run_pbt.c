@@ -330,7 +330,7 @@ int sr_run_pbt_settle(struct sr_run_pbt *rp, struct sr_supervise_config *c,
     memset(rp, 0, sizeof(*rp));
     if (trial < 0 || !sw->pbt || sr_pbt_from_json(sw->pbt, &rp->rule) < 0)
         return GO_ON;
-    if (c->nodes > 1) {
+    if (sr_cfg_multinode(c)) {
         sr_warn("pbt: a multi-node trial takes no other trial's checkpoint; PBT is off for it");
         return GO_ON;
     }

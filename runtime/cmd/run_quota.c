@@ -223,7 +223,7 @@ static uint64_t gpus_of(unsigned nodes)
     uint64_t n = 1;
     for (const char *p = v; *p; p++)
         n += *p == ',';
-    return n * (nodes > 1 ? nodes : 1);
+    return n * nodes; /* nodes: sr_cfg_nodes, 1 for a single node */
 }
 
 int sr_run_quota_check(struct sr_run_quota *q, struct sr_store *st,

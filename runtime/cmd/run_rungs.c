@@ -168,7 +168,7 @@ int sr_run_rungs_settle(struct sr_run_rungs *rr, struct sr_supervise_config *c,
     if (sr_asha_from_json(sw->early_stop, &rr->rule) < 0) /* sweep.c checked it */
         return GO_ON;
     rr->n_rungs = sr_asha_rungs(&rr->rule, rr->steps, SR_ASHA_RUNGS_MAX);
-    if (c->nodes > 1 && c->node_rank != 0) /* rank 0 judges; a prune stops the group */
+    if (sr_cfg_rank(c) > 0) /* rank 0 judges; a prune stops the group */
         return GO_ON;
     c->limits.metric_hook = on_metric;
     c->limits.metric_ctx = rr;

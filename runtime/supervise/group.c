@@ -20,17 +20,17 @@
  * durable), or there is no part to wait for. */
 int sup_group_on(const struct sup *s)
 {
-    return s->cfg->nodes > 1;
+    return sr_cfg_multinode(s->cfg);
 }
 
 int sup_group_rank(const struct sup *s)
 {
-    return sup_group_on(s) ? (int)s->cfg->node_rank : -1;
+    return sr_cfg_rank(s->cfg);
 }
 
 unsigned sup_group_nodes(const struct sup *s)
 {
-    return sup_group_on(s) ? s->cfg->nodes : 1;
+    return sr_cfg_nodes(s->cfg);
 }
 
 int64_t sup_group_startup_ms(const struct sup *s)

@@ -120,6 +120,24 @@ struct sr_supervise_result {
 };
 
 /* Runs the job to its end; returns spotrun's exit code. */
+/* Multi-node (docs/multinode.md): the one way the run's steps (runtime/cmd)
+ * and the loop (group.c) ask about nodes: whether there are several, this
+ * node's rank in the names of its logs and lease (-1: a single node's),
+ * and the count a price or the GPUs are shared over (1 for one node).
+ * tests/docs/sup_owners.py fails on a node count compared anywhere else. */
+static inline int sr_cfg_multinode(const struct sr_supervise_config *c)
+{
+    return c->nodes > 1;
+}
+static inline int sr_cfg_rank(const struct sr_supervise_config *c)
+{
+    return sr_cfg_multinode(c) ? (int)c->node_rank : -1;
+}
+static inline unsigned sr_cfg_nodes(const struct sr_supervise_config *c)
+{
+    return sr_cfg_multinode(c) ? c->nodes : 1;
+}
+
 int sr_supervise(const struct sr_supervise_config *cfg);
 
 #endif

@@ -426,8 +426,9 @@ int64_t sup_watchdog_wakeup(const struct sup *s);
 int sup_watchdog_exited(struct sup *s);
 
 /* group.c: the other nodes of a multi-node run, and every way such a run
- * differs from a single node's in the loop: no other file of the loop
- * asks how many nodes there are (tests/docs/sup_owners.py). For a single
+ * differs from a single node's in the loop (over supervisor.h's
+ * sr_cfg_multinode/_rank/_nodes): no other file of the loop asks how many
+ * nodes there are (tests/docs/sup_owners.py). For a single
  * node each answers as the first words say. */
 /* Whether the run has more than one node. */
 int sup_group_on(const struct sup *s);

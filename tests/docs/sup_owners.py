@@ -12,10 +12,14 @@ An address passed where the callee's
 prototype (in a header of common/, storage/ or runtime/) takes a const
 pointer is a read. Reads are free. Prints "file:line: writes s->stop.pre (owned by stop.c,
 notices.c)" for each other write and exits 1; exits 0 in silence.
-Multi-node: no file of the loop but group.c compares a node count
-(cfg->nodes > 1 and the like); the others ask group.c (sup_group_on,
-sup_group_rank, ...). Such a comparison elsewhere prints "file:line:
-asks how many nodes (group.c answers)".
+Multi-node: no file of the loop (one that includes supervisor_int.h) nor
+of runtime/cmd compares the wrapper's node count (c->nodes > 1,
+cfg->nodes <= 1, r->c.nodes > 1 and the like); they ask the one
+interface, supervisor.h's sr_cfg_multinode, sr_cfg_rank and
+sr_cfg_nodes (group.c's sup_group_* in the loop). Such a comparison
+prints "file:line: asks how many nodes (supervisor.h's sr_cfg_* answer)".
+A stored checkpoint's node count (m->nodes) is the format's, not asked
+here.
 DIR: the tree (default: this checkout).
 """
 
@@ -24,7 +28,9 @@ import sys
 from pathlib import Path
 
 HEADER = "runtime/supervise/supervisor_int.h"
-GROUP = "group.c"  # the loop's one file that knows a run may have several nodes
+# The wrapper's configuration's node count, compared: c->nodes > 1,
+# s->cfg->nodes <= 1, r->c.nodes > 1, n.nodes > 1 (struct sr_nodes).
+NODES = r"(?:\bc|\bcfg|->cfg|->c|\.c|\bn)(?:->|\.)nodes\s*(?:[<>]=?|[=!]=)"
 ASSIGN = r"(?:[-+*/%&|^]|<<|>>)?=(?!=)"
 
 
@@ -143,14 +149,13 @@ def main():
                 print("%s:%d: writes %s.%s (owned by %s)"
                       % (src.relative_to(root), line, shown, field, ", ".join(owners)))
                 bad += 1
-    for src in sorted((root / "runtime/supervise").glob("*.c")):
-        text = src.read_text()
-        if src.name == GROUP or '"supervisor_int.h"' not in text:
-            continue
-        code = strip_comments(text)
-        for m in re.finditer(r"\bnodes\s*(?:[<>]=?|[=!]=)", code):
-            print("%s:%d: asks how many nodes (%s answers)"
-                  % (src.relative_to(root), code.count("\n", 0, m.start()) + 1, GROUP))
+    loop = [p for p in (root / "runtime/supervise").glob("*.c")
+            if '"supervisor_int.h"' in p.read_text()]
+    for src in sorted(loop + list((root / "runtime/cmd").glob("*.c"))):
+        code = strip_comments(src.read_text())
+        for m in re.finditer(NODES, code):
+            print("%s:%d: asks how many nodes (supervisor.h's sr_cfg_* answer)"
+                  % (src.relative_to(root), code.count("\n", 0, m.start()) + 1))
             bad += 1
     return 1 if bad else 0
 

@@ -4,8 +4,9 @@
 # the line and the owners, when a file other than a part's owners writes
 # one of its fields (an assignment, ++/--, or its address given to a
 # function that does not take it as const), and when a file of the loop
-# but group.c compares a node count (multi-node behaviour is group.c's
-# interface). The tree as it is passes.
+# or of runtime/cmd compares the wrapper's node count (multi-node questions
+# go through supervisor.h's sr_cfg_multinode/_rank/_nodes). The tree as it
+# is passes.
 . "$(dirname "$0")/lib.sh"
 
 check() { "$PY" "$SRCDIR/tests/docs/sup_owners.py" "$@"; }
@@ -57,12 +58,20 @@ test_expect_success 'an address to a non-const parameter is a write; to a const 
     fresh ending.c
 '
 
-test_expect_success 'a node count compared outside group.c fails; group.c may' '
+test_expect_success 'a node count compared in the loop or a run step fails: sr_cfg_* answer' '
     add watchdog.c "if (s->cfg->nodes > 1) return;" &&
     expect_code 1 check tree >out 2>&1 &&
-    grep "^runtime/supervise/watchdog.c:[0-9]*: asks how many nodes (group.c answers)" out &&
+    grep "^runtime/supervise/watchdog.c:[0-9]*: asks how many nodes (supervisor.h.s sr_cfg_\* answer)" out &&
     fresh watchdog.c &&
     add group.c "if (s->cfg->nodes <= 1) return;" &&
+    expect_code 1 check tree >out 2>&1 &&
+    grep "^runtime/supervise/group.c:" out &&
+    fresh group.c &&
+    printf "\nstatic int f(struct run *r) { return r->c.nodes > 1; }\n" >>tree/runtime/cmd/run_main.c &&
+    expect_code 1 check tree >out 2>&1 &&
+    grep "^runtime/cmd/run_main.c:[0-9]*: asks how many nodes" out &&
+    cp "$SRCDIR/runtime/cmd/run_main.c" tree/runtime/cmd/run_main.c &&
+    add group.c "if (!sr_cfg_multinode(s->cfg) || m->nodes > 1) return;" &&
     check tree &&
     fresh group.c
 '
