@@ -168,7 +168,7 @@ struct sup_ckpt {
 struct sup_group {
     struct sr_peers *peers;
     uint64_t await_seq;     /* preempting: the set our newest part belongs to */
-    uint64_t durable_seq;   /* the newest set published */
+    uint64_t durable_seq;   /* the newest durable checkpoint (multi-node: set published) */
     int finished_in_notice; /* the job finished while a notice was being handled */
     int stall_requeue;      /* a stalled node stops with its group, exit 75 */
 };
