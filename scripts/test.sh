@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh - the whole test suite on a fresh machine: installs what is
-# missing, checks the formatting and that no function is over 100 lines
-# (scripts/proc-length.py), builds with -Werror, runs ctest; then the
+# missing, checks the formatting, that no function is over 100 lines
+# (scripts/proc-length.py) and at most 5 duplicate pairs are outside tests
+# (scripts/house.py), builds with -Werror, runs ctest; then the
 # same suite again with ASan+UBSan (SPOTRUN_SANITIZE=ON), ThreadSanitizer
 # and valgrind checks (scripts/check-threads-memory.sh), a short libFuzzer
 # pass over the parsers, and spotrun in a real container runtime, installed
@@ -131,6 +132,7 @@ stage deps "$root/scripts/deps.sh"
 stage npm npm_ci
 stage format "$root/scripts/check-format.sh" || true # reported at the end; the tests still run
 stage proc-length python3 "$root/scripts/proc-length.py" || true # no function over 100 lines
+stage house python3 "$root/scripts/house.py" || true # at most 5 duplicate pairs (tests/README.md)
 rgw=-DSPOTRUN_TEST_RGW=$([ "${SPOTRUN_TEST_RGW:-0}" = 1 ] && echo ON || echo OFF)
 stage build "$root/scripts/build.sh" "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$rgw"
 
