@@ -430,22 +430,31 @@ uint64_t sr_runsnap_cap(const struct sr_strlist *sums)
 
 /* The summaries/ listing and the newest snapshot: -EAGAIN when there is
  * no such listing with ETags (file, Azure) or no snapshot. */
-static int read_listing(struct sr_store *st, struct sr_strlist *sums, struct sr_strlist *snaps,
-                        json_t **snap)
+int sr_runsnap_list(struct sr_store *st, const char *prefix, int etags, struct sr_strlist *sums,
+                    struct sr_strlist *snaps)
 {
-    struct sr_strlist keys;
-    int rc = sr_store_list_keys(st, SR_KEY_SUMMARIES "/", &keys);
-    if (rc == -ENOTSUP)
-        return -EAGAIN;
+    char key[600];
+    snprintf(key, sizeof(key), "%s/%s", SR_KEY_SUMMARIES, prefix);
+    struct sr_strlist keys = {0};
+    int rc = sr_store_list_keys(st, key, &keys);
     const size_t skip = strlen(SR_KEY_SUMMARIES "/");
     for (size_t i = 0; rc == 0 && i < keys.n; i++) {
-        if (!sr_strlist_etag(&keys, i))
+        if (etags && !sr_strlist_etag(&keys, i))
             rc = -EAGAIN; /* a listing without ETags cannot say what changed */
         else
             rc = sr_runsnap_list_add(sums, snaps, keys.v[i] + skip, sr_strlist_size(&keys, i),
                                      sr_strlist_etag(&keys, i));
     }
     sr_strlist_free(&keys);
+    return rc;
+}
+
+static int read_listing(struct sr_store *st, struct sr_strlist *sums, struct sr_strlist *snaps,
+                        json_t **snap)
+{
+    int rc = sr_runsnap_list(st, "", 1, sums, snaps);
+    if (rc == -ENOTSUP)
+        return -EAGAIN;
     const char *name = rc == 0 ? newest_snap(snaps) : NULL;
     if (rc < 0 || !name)
         return rc < 0 ? rc : -EAGAIN;

@@ -472,22 +472,6 @@ static int sort_runs(struct loader *ld)
     return 0;
 }
 
-/* The summaries/ objects of the runs whose id starts with prefix, when
- * the listing of the prefix did not hold them (a prefix other than ""). */
-static int list_sums(struct loader *ld, const char *prefix)
-{
-    char key[600];
-    snprintf(key, sizeof(key), "%s/%s", SR_KEY_SUMMARIES, prefix);
-    struct sr_strlist keys = {0};
-    int rc = sr_store_list_keys(ld->st, key, &keys);
-    const size_t skip = strlen(SR_KEY_SUMMARIES "/");
-    for (size_t i = 0; rc == 0 && i < keys.n; i++)
-        rc = sr_runsnap_list_add(&ld->sums, &ld->snaps, keys.v[i] + skip, sr_strlist_size(&keys, i),
-                                 sr_strlist_etag(&keys, i));
-    sr_strlist_free(&keys);
-    return rc;
-}
-
 /* Where the store lists every key under a prefix in pages (S3), one such
  * listing says every run's logs and DONE, and (with summaries/) which
  * runs have a summary. -ENOTSUP: the store cannot (file). */
@@ -497,8 +481,8 @@ static int list_keys(struct loader *ld, const char *prefix)
     int rc = sr_store_list_keys(ld->st, prefix, &keys);
     if (rc < 0)
         return rc;
-    if (*prefix)
-        rc = list_sums(ld, prefix);
+    if (*prefix) /* the summaries/ objects of those runs: not in that listing */
+        rc = sr_runsnap_list(ld->st, prefix, 0, &ld->sums, &ld->snaps);
     size_t cap = 0;
     for (size_t i = 0; rc == 0 && i < keys.n; i++) {
         char *slash = strchr(keys.v[i], '/');

@@ -39,6 +39,11 @@ int sr_runsnap_list_add(struct sr_strlist *sums, struct sr_strlist *snaps, const
 /* The most bytes a snapshot of the runs whose summaries are listed in
  * sums (with their sizes) may weigh (runsnap.c): a larger one is not read. */
 uint64_t sr_runsnap_cap(const struct sr_strlist *sums);
+/* Lists summaries/<prefix> into sums and snaps (sr_runsnap_list_add);
+ * etags: -EAGAIN when a key comes without its ETag. 0 or -errno (-ENOTSUP:
+ * the store lists no keys). */
+int sr_runsnap_list(struct sr_store *st, const char *prefix, int etags, struct sr_strlist *sums,
+                    struct sr_strlist *snaps);
 /* Index of s in the sorted l, or -1. */
 long sr_runsnap_find(const struct sr_strlist *l, const char *s);
 /* Every run whose id starts with prefix, from the newest snapshot and
